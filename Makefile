@@ -1,0 +1,52 @@
+# dpc: build the compiler (bin/dpc), the runtime (runtime/libdprt.a), run tests.
+CC      ?= cc
+LLVM_CONFIG ?= $(shell command -v llvm-config-14 || command -v llvm-config)
+WARN    = -Wall -Wextra -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN)
+LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null | sed 's/-D_GNU_SOURCE//')
+LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null) $(shell $(LLVM_CONFIG) --system-libs 2>/dev/null)
+
+COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
+COMPILER_OBJ = $(COMPILER_SRC:%.c=build/%.o)
+RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
+RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=build/%.o)
+
+all: bin/dpc runtime/libdprt.a
+
+build/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -c $< -o $@
+
+build/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -c $< -o $@
+
+build/libdpc.a: $(COMPILER_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+bin/dpc: build/compiler/main.o build/libdpc.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
+
+runtime/libdprt.a: $(RUNTIME_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Debian packages dpc needs to build and test (run as root).
+deps:
+	apt-get update
+	apt-get install -y --no-install-recommends build-essential llvm-14-dev libopenblas-dev python3
+
+test: all
+	@bash tests/run.sh
+
+# Compile the default sample and train it: shows the plan and the training run.
+run: all
+	@bash tests/demo.sh
+
+clean:
+	rm -rf build bin runtime/libdprt.a
+
+.PHONY: all deps test run clean

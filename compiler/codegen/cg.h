@@ -1,0 +1,21 @@
+/* cg: code generation through the LLVM C API. Kernels (bodies generated from
+ * their element index, wrapped for x86 now and NVPTX later) and the host
+ * schedule (dp_step, dp_forward) that calls the runtime (runtime/dprt.h). */
+#ifndef DPC_CG_H
+#define DPC_CG_H
+
+#include "../ir/ir.h"
+
+typedef enum { CG_CPU, CG_CUDA } CgTarget;
+
+typedef struct {
+	CgTarget target;
+	const char *model_name;
+} CgOptions;
+
+/* The program must have been through ad_transform and stream_pass (every
+ * value planned). */
+void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out);       /* --emit=llvm */
+void cg_emit_object(Program *p, const CgOptions *o, const char *path);
+
+#endif

@@ -1,0 +1,141 @@
+/* ir: construction, types, walking. */
+#include "ir.h"
+
+#include <string.h>
+
+const OpInfo ir_ops[OP__COUNT] = {
+#define X(name, text, arity, flags) [OP_##name] = {text, arity, flags},
+#include "ops.def"
+#undef X
+};
+
+Program *ir_new_program(int real_bytes)
+{
+	Program *p = ar_alloc(sizeof *p);
+	p->real_bytes = real_bytes;
+	p->loss = -1;
+	return p;
+}
+
+int ir_new_value(Program *p, ValueKind kind, Type t, const char *name, Loc loc)
+{
+	Value v = {0};
+	v.kind = kind;
+	v.type = t;
+	v.name = name;
+	v.loc = loc;
+	v.alias_of = -1;
+	vec_push(&p->values, v);
+	return p->values.len - 1;
+}
+
+Op *ir_new_op(Program *p, OpKind k, Loc loc, int nin, const int *in)
+{
+	(void)p;
+	Op *op = ar_alloc(sizeof *op);
+	op->kind = k;
+	op->loc = loc;
+	op->nin = nin;
+	op->in = ar_alloc(sizeof(int) * (size_t)(nin ? nin : 1));
+	if (in)
+		memcpy(op->in, in, sizeof(int) * (size_t)nin);
+	op->out = -1;
+	op->ivar = -1;
+	op->counter = -1;
+	return op;
+}
+
+void ir_append(Block *b, Op *op)
+{
+	if (b->len == b->cap) {
+		int nc = b->cap ? 2 * b->cap : 16;
+		b->ops = ar_realloc(b->ops, sizeof(Op *) * (size_t)b->cap, sizeof(Op *) * (size_t)nc);
+		b->cap = nc;
+	}
+	b->ops[b->len++] = op;
+}
+
+int ir_emit(Program *p, Block *b, Op *op)
+{
+	if (op->kind == OP_LOOP)
+		die("ir_emit: loops are built by hand");
+	if (!(ir_ops[op->kind].flags & OPF_WRITE)) {
+		Type t;
+		const char *err = ir_check_op(p, op, &t);
+		if (err)
+			die("ir_emit: %s: %s", ir_ops[op->kind].name, err);
+		op->out = ir_new_value(p, op->kind == OP_IDX ? VK_INDEX : VK_SSA, t, NULL, op->loc);
+		p->values.data[op->out].def = op;
+	} else {
+		Type t;
+		const char *err = ir_check_op(p, op, &t);
+		if (err)
+			die("ir_emit: %s: %s", ir_ops[op->kind].name, err);
+	}
+	ir_append(b, op);
+	return op->out;
+}
+
+Type ir_type(DType dt, int rank, const int64_t *dim)
+{
+	Type t = {0};
+	t.dt = dt;
+	t.rank = rank;
+	for (int i = 0; i < rank; i++)
+		t.dim[i] = dim[i];
+	return t;
+}
+
+Type ir_scalar(DType dt) { return ir_type(dt, 0, NULL); }
+
+int64_t ir_numel(Type t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t.rank; i++)
+		n *= t.dim[i];
+	return n;
+}
+
+int64_t ir_bytes(const Program *p, Type t)
+{
+	switch (t.dt) {
+	case DT_REAL: return ir_numel(t) * p->real_bytes;
+	case DT_I32: return ir_numel(t) * 4;
+	case DT_INDEX: return 0;
+	}
+	unreachable();
+}
+
+bool ir_type_eq(Type a, Type b)
+{
+	if (a.dt != b.dt || a.rank != b.rank)
+		return false;
+	for (int i = 0; i < a.rank; i++)
+		if (a.dim[i] != b.dim[i])
+			return false;
+	return true;
+}
+
+const char *ir_type_str(Type t)
+{
+	static const char *names[] = {[DT_REAL] = "f32", [DT_I32] = "i32", [DT_INDEX] = "index"};
+	if (t.dt == DT_INDEX)
+		return "index";
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, "%s[", names[t.dt]);
+	for (int i = 0; i < t.rank; i++)
+		n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? ", " : "", (long long)t.dim[i]);
+	snprintf(buf + n, sizeof buf - (size_t)n, "]");
+	return ar_strdup(buf);
+}
+
+static void walk(Block *b, ir_op_fn fn, void *ctx)
+{
+	for (int i = 0; i < b->len; i++) {
+		fn(b->ops[i], ctx);
+		if (b->ops[i]->kind == OP_LOOP)
+			walk(&b->ops[i]->body, fn, ctx);
+	}
+}
+
+void ir_walk(Block *b, ir_op_fn fn, void *ctx) { walk(b, fn, ctx); }

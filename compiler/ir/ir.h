@@ -1,0 +1,185 @@
+/* ir: the program representation every pass takes and returns.
+ *
+ * A Program holds a table of values and one top-level Block of ops.
+ * Values are SSA tensors of static shape, index scalars (loop counters), or
+ * mutable variables (gradients, accumulators, tapes) written only by the
+ * OPF_WRITE ops. Control flow is structured: OP_LOOP owns a body Block. */
+#ifndef DPC_IR_H
+#define DPC_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../util.h"
+
+#define IR_MAXRANK 6
+
+typedef enum {
+	DT_REAL,  /* f32, or f64 in a --precision f64 build */
+	DT_I32,   /* labels and indices */
+	DT_INDEX, /* a loop counter: a host-side integer, no storage */
+} DType;
+
+typedef struct {
+	DType dt;
+	int rank;
+	int64_t dim[IR_MAXRANK];
+} Type;
+
+enum {
+	OPF_LEAF = 1 << 0,
+	OPF_VIEW = 1 << 1,  /* result aliases operand 0's storage */
+	OPF_EW = 1 << 2,    /* elementwise with broadcasting */
+	OPF_RED = 1 << 3,
+	OPF_WRITE = 1 << 4, /* writes variable operand 0; no result */
+};
+
+typedef enum {
+#define X(name, text, arity, flags) OP_##name,
+#include "ops.def"
+#undef X
+	OP__COUNT
+} OpKind;
+
+typedef struct {
+	const char *name;
+	int arity;
+	int flags;
+} OpInfo;
+extern const OpInfo ir_ops[OP__COUNT];
+
+typedef enum {
+	VK_SSA,   /* defined once by an op (or a loop as block argument / result) */
+	VK_INDEX, /* loop counter */
+	VK_VAR,   /* mutable buffer */
+} ValueKind;
+
+/* Where a value lives after stream_pass's memory plan:
+ *  VR_ARENA: bytes [offset, offset + size) of the device arena.
+ *  VR_ALIAS: the storage of value alias_of. A SLICE result x[i] lives at
+ *            addr(x) + i * bytes(result type); a RESHAPE result and a loop's
+ *            cout[k] (alias of carg[k]) at the same address.
+ * Index values and CONSTs of rank 0 live nowhere (VR_NONE): codegen
+ * materialises constants into kernels and index values as host integers. */
+typedef enum {
+	VR_NONE,
+	VR_ARENA,
+	VR_ALIAS,
+} Residence;
+
+typedef struct Op Op;
+
+typedef struct {
+	ValueKind kind;
+	Type type;
+	const char *name; /* source name or NULL; printing adds the id */
+	Op *def;          /* defining op, NULL for loop block arguments and vars */
+	Loc loc;
+	/* memory plan (stream_pass) */
+	Residence res;
+	int64_t offset;
+	int alias_of;
+} Value;
+
+typedef struct {
+	Op **ops;
+	int len, cap;
+} Block;
+
+typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM } InitKind;
+
+typedef struct {
+	const char *name;
+	Type type;        /* full type, stack axis first when stacked */
+	int stacked;      /* 1 when declared f32[L][...] */
+	InitKind init;
+	double a, b;      /* normal: std in a; uniform: [a, b) */
+	Loc loc;
+	int value;        /* the OP_PARAM value */
+	int grad;         /* VK_VAR holding d loss / d param; -1 before ad_transform */
+} Param;
+
+typedef struct {
+	const char *name;
+	Type type;
+	int classes;      /* i32 inputs used as cross_entropy labels: the class count, else 0 */
+	Loc loc;
+	int value;
+} Input;
+
+struct Op {
+	OpKind kind;
+	Loc loc;
+	int nin;
+	int *in;          /* operand value ids */
+	int out;          /* result value id, -1 when none */
+	/* attributes */
+	int index;        /* PARAM/INPUT: table index */
+	double fval;      /* CONST */
+	uint32_t axes;    /* SUM/MEAN: bit i = reduce axis i */
+	int perm[IR_MAXRANK]; /* TRANSPOSE */
+	int ta, tb;       /* MATMUL */
+	Type to;          /* RESHAPE, BROADCAST, SUM_TO: the result type */
+	/* OP_LOOP: for ivar in lo..lo+trip-1 (downward when reverse), carrying values.
+	 * in[k] initialises carg[k]; after each iteration carg[k] = cyield[k];
+	 * after the loop cout[k] holds the last value. */
+	int64_t lo, trip;
+	bool reverse;
+	int ivar;
+	int ncarry;
+	int *carg, *cyield, *cout;
+	Block body;
+	int counter;      /* OP_LOOP: runtime counter (RT_COUNT_*) bumped once per iteration, or -1 */
+	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
+};
+
+typedef struct {
+	Vec(Value) values;
+	Vec(Param) params;
+	Vec(Input) inputs;
+	Block body;
+	int nforward;     /* body.ops[0, nforward) compute the loss: dp_forward runs those */
+	int loss;         /* scalar value id */
+	bool has_grad;    /* set by ad_transform */
+	int real_bytes;   /* 4 or 8 */
+	/* memory plan (stream_pass) */
+	int64_t arena_bytes;
+	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_work;
+} Program;
+
+/* construction */
+Program *ir_new_program(int real_bytes);
+int ir_new_value(Program *p, ValueKind kind, Type t, const char *name, Loc loc);
+Op *ir_new_op(Program *p, OpKind k, Loc loc, int nin, const int *in);
+void ir_append(Block *b, Op *op);
+/* Creates the op, infers its result type (dies on a type error: the frontend
+ * checks user programs with ir_check_op first), appends it, returns the result id. */
+int ir_emit(Program *p, Block *b, Op *op);
+
+/* types */
+Type ir_type(DType dt, int rank, const int64_t *dim);
+Type ir_scalar(DType dt);
+int64_t ir_numel(Type t);
+int64_t ir_bytes(const Program *p, Type t);
+bool ir_type_eq(Type a, Type b);
+const char *ir_type_str(Type t); /* "f32[B?]" with numbers: "f32[64, 32]" */
+
+/* Shape rules (ir/shape.c). ir_check_op fills op's result type into *out and
+ * returns NULL, or returns a message for the user ("shapes f32[2, 3] and f32[4] do not broadcast"). */
+const char *ir_check_op(Program *p, Op *op, Type *out);
+bool ir_broadcast(Type a, Type b, Type *out);
+
+/* printing (--emit=ir, --emit=grad) and checking */
+void ir_print(FILE *f, Program *p);
+const char *ir_value_name(Program *p, int v); /* "%h3" */
+void ir_verify(Program *p, const char *after_pass); /* dies naming the pass on a broken invariant */
+
+/* walking */
+typedef void (*ir_op_fn)(Op *op, void *ctx);
+void ir_walk(Block *b, ir_op_fn fn, void *ctx); /* pre-order, into loop bodies */
+
+static inline Value *ir_val(Program *p, int v) { return &p->values.data[v]; }
+static inline Type ir_vtype(Program *p, int v) { return p->values.data[v].type; }
+
+#endif

@@ -1,0 +1,173 @@
+/* ir: the textual form printed by --emit=ir / grad / ckpt / stream. Stable:
+ * golden tests pin it. Reads like source: one op a line, result type last. */
+#include "ir.h"
+
+#include <string.h>
+
+const char *ir_value_name(Program *p, int v)
+{
+	if (v < 0)
+		return "%?";
+	const char *n = p->values.data[v].name;
+	return n ? ar_printf("%%%s.%d", n, v) : ar_printf("%%%d", v);
+}
+
+static const char *init_str(const Param *q)
+{
+	switch (q->init) {
+	case INIT_ZEROS: return "zeros";
+	case INIT_ONES: return "ones";
+	case INIT_NORMAL: return ar_printf("normal(%g)", q->a);
+	case INIT_UNIFORM: return ar_printf("uniform(%g, %g)", q->a, q->b);
+	}
+	unreachable();
+}
+
+static const char *param_type_str(Program *p, const Param *q)
+{
+	if (!q->stacked)
+		return ir_type_str(q->type);
+	Type inner = q->type;
+	inner.rank--;
+	for (int i = 0; i < inner.rank; i++)
+		inner.dim[i] = q->type.dim[i + 1];
+	const char *s = ir_type_str(inner);
+	(void)p;
+	return ar_printf("f32[%lld]%s", (long long)q->type.dim[0], s + 3);
+}
+
+static void indent(FILE *f, int depth)
+{
+	for (int i = 0; i < depth; i++)
+		fputs("  ", f);
+}
+
+static const char *axes_str(uint32_t axes, int rank)
+{
+	char buf[64];
+	int n = 0;
+	buf[0] = 0;
+	for (int i = 0; i < rank; i++)
+		if (axes >> i & 1)
+			n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%d", n ? ", " : "", i);
+	return ar_printf("[%s]", buf);
+}
+
+static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward);
+
+static void print_op(FILE *f, Program *p, Op *op, int depth)
+{
+	const char *name = ir_ops[op->kind].name;
+	indent(f, depth);
+	if (op->kind == OP_LOOP) {
+		fprintf(f, "loop %s in %lld..%lld%s", ir_value_name(p, op->ivar), (long long)op->lo,
+		        (long long)(op->lo + op->trip), op->reverse ? " reverse" : "");
+		if (op->ncarry) {
+			fputs(" carry (", f);
+			for (int k = 0; k < op->ncarry; k++)
+				fprintf(f, "%s%s = %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]));
+			fputs(")", f);
+		}
+		if (op->role)
+			fprintf(f, "  # %s", op->role);
+		fputs(" {\n", f);
+		print_block(f, p, &op->body, depth + 1, -1);
+		if (op->ncarry) {
+			indent(f, depth + 1);
+			fputs("yield", f);
+			for (int k = 0; k < op->ncarry; k++)
+				fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->cyield[k]));
+			fputs("\n", f);
+		}
+		indent(f, depth);
+		fputs("}", f);
+		if (op->ncarry) {
+			fputs(" -> ", f);
+			for (int k = 0; k < op->ncarry; k++)
+				fprintf(f, "%s%s", k ? ", " : "", ir_value_name(p, op->cout[k]));
+		}
+		fputs("\n", f);
+		return;
+	}
+	if (ir_ops[op->kind].flags & OPF_WRITE) {
+		fprintf(f, "%s %s", name, ir_value_name(p, op->in[0]));
+		if (op->kind == OP_ACC_SLICE || op->kind == OP_STORE_SLICE)
+			fprintf(f, "[%s], %s", ir_value_name(p, op->in[1]), ir_value_name(p, op->in[2]));
+		else if (op->nin > 1)
+			fprintf(f, ", %s", ir_value_name(p, op->in[1]));
+		fputs("\n", f);
+		return;
+	}
+	fprintf(f, "%s = ", ir_value_name(p, op->out));
+	switch (op->kind) {
+	case OP_PARAM:
+		fprintf(f, "param %s", p->params.data[op->index].name);
+		break;
+	case OP_INPUT:
+		fprintf(f, "input %s", p->inputs.data[op->index].name);
+		break;
+	case OP_CONST:
+		fprintf(f, "const %.17g", op->fval);
+		break;
+	case OP_IDX:
+		fprintf(f, "idx %d", op->index);
+		break;
+	case OP_SLICE:
+		fprintf(f, "%s[%s]", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]));
+		break;
+	case OP_MATMUL:
+		fprintf(f, "matmul %s%s, %s%s", ir_value_name(p, op->in[0]), op->ta ? "^T" : "",
+		        ir_value_name(p, op->in[1]), op->tb ? "^T" : "");
+		break;
+	default:
+		fputs(name, f);
+		for (int k = 0; k < op->nin; k++)
+			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->in[k]));
+		if (op->kind == OP_SUM || op->kind == OP_MEAN)
+			fprintf(f, " axes=%s", axes_str(op->axes, ir_vtype(p, op->in[0]).rank));
+		if (op->kind == OP_TRANSPOSE) {
+			fputs(" perm=[", f);
+			for (int i = 0; i < ir_vtype(p, op->in[0]).rank; i++)
+				fprintf(f, "%s%d", i ? ", " : "", op->perm[i]);
+			fputs("]", f);
+		}
+		break;
+	}
+	fprintf(f, " : %s\n", ir_type_str(ir_vtype(p, op->out)));
+}
+
+static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward)
+{
+	for (int i = 0; i < b->len; i++) {
+		if (i == nforward && nforward < b->len) {
+			indent(f, depth);
+			fputs("# backward\n", f);
+		}
+		print_op(f, p, b->ops[i], depth);
+	}
+}
+
+void ir_print(FILE *f, Program *p)
+{
+	fprintf(f, "# precision %s\n", p->real_bytes == 8 ? "f64" : "f32");
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		fprintf(f, "param %s : %s = %s\n", q->name, param_type_str(p, q), init_str(q));
+	}
+	for (int i = 0; i < p->inputs.len; i++) {
+		Input *in = &p->inputs.data[i];
+		fprintf(f, "input %s : %s", in->name, ir_type_str(in->type));
+		if (in->classes)
+			fprintf(f, "  # classes %d", in->classes);
+		fputs("\n", f);
+	}
+	for (int v = 0; v < p->values.len; v++)
+		if (p->values.data[v].kind == VK_VAR)
+			fprintf(f, "var %s : %s\n", ir_value_name(p, v), ir_type_str(p->values.data[v].type));
+	fputs("\n", f);
+	print_block(f, p, &p->body, 0, p->has_grad ? p->nforward : -1);
+	fprintf(f, "loss %s\n", ir_value_name(p, p->loss));
+	if (p->has_grad)
+		for (int i = 0; i < p->params.len; i++)
+			fprintf(f, "grad %s = %s\n", p->params.data[i].name, ir_value_name(p, p->params.data[i].grad));
+}

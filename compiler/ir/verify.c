@@ -1,0 +1,124 @@
+/* ir: the verifier run between passes. A broken invariant is a compiler bug:
+ * it dies naming the pass that produced the program. */
+#include "ir.h"
+
+#include <string.h>
+
+typedef struct {
+	Program *p;
+	const char *pass;
+	unsigned char *defined; /* per value: visible at this point */
+} Check;
+
+#define BAD(c, op, ...) die("IR verifier after %s: %s (op %s at %s:%d:%d)", (c)->pass, ar_printf(__VA_ARGS__), \
+                            ir_ops[(op)->kind].name, (op)->loc.file ? (op)->loc.file : "?", (op)->loc.line, (op)->loc.col)
+
+static void use(Check *c, Op *op, int v)
+{
+	if (v < 0 || v >= c->p->values.len)
+		BAD(c, op, "operand %d out of range", v);
+	if (c->p->values.data[v].kind == VK_VAR)
+		return;
+	if (!c->defined[v])
+		BAD(c, op, "%s used where it is not defined", ir_value_name(c->p, v));
+}
+
+static void def(Check *c, Op *op, int v)
+{
+	if (v < 0 || v >= c->p->values.len)
+		BAD(c, op, "result %d out of range", v);
+	if (c->defined[v])
+		BAD(c, op, "%s defined twice", ir_value_name(c->p, v));
+	c->defined[v] = 1;
+}
+
+static void check_block(Check *c, Block *b);
+
+static void check_loop(Check *c, Op *op)
+{
+	Program *p = c->p;
+	if (op->trip < 1)
+		BAD(c, op, "loop trip count %lld", (long long)op->trip);
+	if (op->nin != op->ncarry)
+		BAD(c, op, "loop has %d operands for %d carried values", op->nin, op->ncarry);
+	for (int k = 0; k < op->nin; k++)
+		use(c, op, op->in[k]);
+	int mark = p->values.len;
+	unsigned char *before = ar_alloc((size_t)mark);
+	memcpy(before, c->defined, (size_t)mark);
+	def(c, op, op->ivar);
+	if (ir_vtype(p, op->ivar).dt != DT_INDEX)
+		BAD(c, op, "loop variable is not an index");
+	for (int k = 0; k < op->ncarry; k++) {
+		def(c, op, op->carg[k]);
+		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->in[k])))
+			BAD(c, op, "carried value %d: initial value of another type", k);
+	}
+	check_block(c, &op->body);
+	for (int k = 0; k < op->ncarry; k++) {
+		use(c, op, op->cyield[k]);
+		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield[k])))
+			BAD(c, op, "carried value %d: yields another type", k);
+	}
+	/* Values of the body are not visible after the loop. */
+	memcpy(c->defined, before, (size_t)mark);
+	for (int k = 0; k < op->ncarry; k++) {
+		def(c, op, op->cout[k]);
+		if (!ir_type_eq(ir_vtype(p, op->cout[k]), ir_vtype(p, op->carg[k])))
+			BAD(c, op, "carried value %d: result of another type", k);
+	}
+}
+
+static void check_op(Check *c, Op *op)
+{
+	Program *p = c->p;
+	const OpInfo *info = &ir_ops[op->kind];
+	if (op->kind == OP_LOOP) {
+		check_loop(c, op);
+		return;
+	}
+	for (int k = 0; k < op->nin; k++) {
+		use(c, op, op->in[k]);
+		Value *v = &p->values.data[op->in[k]];
+		if (v->def && v->def->kind == OP_CONST && !(info->flags & OPF_EW))
+			BAD(c, op, "a constant operand outside an elementwise op");
+	}
+	Type t;
+	const char *err = ir_check_op(p, op, &t);
+	if (err)
+		BAD(c, op, "%s", err);
+	if (info->flags & OPF_WRITE) {
+		if (op->out >= 0)
+			BAD(c, op, "a write op with a result");
+		return;
+	}
+	def(c, op, op->out);
+	if (p->values.data[op->out].def != op)
+		BAD(c, op, "result's def is another op");
+	if (!ir_type_eq(t, ir_vtype(p, op->out)))
+		BAD(c, op, "result type %s, shape rule says %s", ir_type_str(ir_vtype(p, op->out)), ir_type_str(t));
+}
+
+static void check_block(Check *c, Block *b)
+{
+	for (int i = 0; i < b->len; i++)
+		check_op(c, b->ops[i]);
+}
+
+void ir_verify(Program *p, const char *pass)
+{
+	Check c = {p, pass, ar_alloc((size_t)p->values.len + 1)};
+	Op none = {0};
+	check_block(&c, &p->body);
+	if (p->loss < 0 || !c.defined[p->loss])
+		BAD(&c, &none, "no loss value");
+	if (ir_vtype(p, p->loss).rank != 0 || ir_vtype(p, p->loss).dt != DT_REAL)
+		BAD(&c, &none, "loss is not a real scalar");
+	if (p->nforward < 0 || p->nforward > p->body.len)
+		BAD(&c, &none, "nforward %d of %d ops", p->nforward, p->body.len);
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (p->has_grad && (q->grad < 0 || p->values.data[q->grad].kind != VK_VAR))
+			BAD(&c, &none, "parameter %s has no gradient variable", q->name);
+	}
+}

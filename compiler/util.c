@@ -1,0 +1,154 @@
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Arena: a chain of large blocks; nothing is freed before exit. */
+typedef struct Block {
+	struct Block *next;
+	size_t used, size;
+	_Alignas(16) unsigned char mem[];
+} Block;
+
+static Block *arena;
+
+void *ar_alloc(size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (!arena || arena->used + n > arena->size) {
+		size_t size = n > (1u << 20) ? n : (1u << 20);
+		Block *b = malloc(sizeof *b + size);
+		if (!b) {
+			fprintf(stderr, "dpc: error: out of memory\n");
+			exit(1);
+		}
+		b->next = arena;
+		b->used = 0;
+		b->size = size;
+		arena = b;
+	}
+	void *p = arena->mem + arena->used;
+	arena->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+void *ar_realloc(void *p, size_t old, size_t n)
+{
+	void *q = ar_alloc(n);
+	if (p && old)
+		memcpy(q, p, old < n ? old : n);
+	return q;
+}
+
+char *ar_strndup(const char *s, size_t n)
+{
+	char *p = ar_alloc(n + 1);
+	memcpy(p, s, n);
+	return p;
+}
+
+char *ar_strdup(const char *s) { return ar_strndup(s, strlen(s)); }
+
+char *ar_printf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *p = ar_alloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(p, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+void ar_free_all(void)
+{
+	while (arena) {
+		Block *b = arena;
+		arena = b->next;
+		free(b);
+	}
+}
+
+noreturn void die_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "dpc: internal compiler error at %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nthis is a bug in dpc, not in your program\n");
+	exit(70);
+}
+
+typedef struct {
+	const char *file, *text;
+} Source;
+
+static Vec(Source) sources;
+
+void diag_source(const char *file, const char *text)
+{
+	Source s = {file, text};
+	vec_push(&sources, s);
+}
+
+static void show_line(Loc loc)
+{
+	for (int i = 0; i < sources.len; i++) {
+		if (strcmp(sources.data[i].file, loc.file) != 0)
+			continue;
+		const char *p = sources.data[i].text;
+		for (int l = 1; l < loc.line && *p; p++)
+			if (*p == '\n')
+				l++;
+		const char *e = p;
+		while (*e && *e != '\n')
+			e++;
+		fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
+		for (int c = 1; c < loc.col; c++)
+			fputc(p + c - 1 < e && p[c - 1] == '\t' ? '\t' : ' ', stderr);
+		fprintf(stderr, "^\n");
+		return;
+	}
+}
+
+static void vdiag(Loc loc, const char *kind, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s:%d:%d: %s: ", loc.file ? loc.file : "<input>", loc.line, loc.col, kind);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	if (loc.line > 0)
+		show_line(loc);
+}
+
+noreturn void diag_error(Loc loc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vdiag(loc, "error", fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void diag_note(Loc loc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vdiag(loc, "note", fmt, ap);
+	va_end(ap);
+}
+
+noreturn void fatal(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "dpc: error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}

@@ -1,0 +1,48 @@
+/* util: arena memory, growable arrays, compiler-bug aborts, user diagnostics. */
+#ifndef DPC_UTIL_H
+#define DPC_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+/* A source location. Every token, AST node and IR op carries one. */
+typedef struct {
+	const char *file;
+	int line, col;
+} Loc;
+
+/* Compiler memory: one arena, freed at exit. */
+void *ar_alloc(size_t n);            /* zeroed */
+void *ar_realloc(void *p, size_t old, size_t n);
+char *ar_strdup(const char *s);
+char *ar_strndup(const char *s, size_t n);
+char *ar_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ar_free_all(void);
+
+/* Growable array of any element type: Vec(int) v = {0}; vec_push(&v, 3); */
+#define Vec(T) struct { T *data; int len, cap; }
+#define vec_push(v, x) do { \
+	if ((v)->len == (v)->cap) { \
+		int nc_ = (v)->cap ? 2 * (v)->cap : 8; \
+		(v)->data = ar_realloc((v)->data, (size_t)(v)->cap * sizeof *(v)->data, (size_t)nc_ * sizeof *(v)->data); \
+		(v)->cap = nc_; \
+	} \
+	(v)->data[(v)->len++] = (x); \
+} while (0)
+
+/* Compiler bugs: never a user's fault. Names the compiler source location. */
+noreturn void die_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define unreachable() die_at(__FILE__, __LINE__, "unreachable")
+
+/* User errors: "file:line:col: error: message", the source line and a caret; exit 1.
+ * diag_source() registers a file's text so the line can be shown. */
+void diag_source(const char *file, const char *text);
+noreturn void diag_error(Loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_note(Loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error with no source location (bad option, unreadable file): "dpc: error: ...", exit 1. */
+noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

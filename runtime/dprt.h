@@ -1,0 +1,73 @@
+/* dprt: the contract between code that dpc generates and the runtime library.
+ *
+ * A generated executable is one object file from dpc linked with libdprt.a.
+ * The runtime owns main(): it parses the command line, loads data and
+ * parameters, allocates the device arena, and calls the generated step.
+ *
+ * The generated object defines:
+ *
+ *   const char dp_model_desc[];       model description, text, see below
+ *   void dp_step(RtCtx *c);           loss and gradients of all parameters
+ *   void dp_forward(RtCtx *c);        loss only
+ *   const RtKernelFn dp_cpu_kernels[]; CPU target: kernel table, by id
+ *   const int dp_cpu_nkernels;
+ *
+ * and calls only the rt_* functions declared here. Device memory is one arena
+ * laid out by the compiler; generated code addresses it as rt_base(c) + offset.
+ * Device addresses are plain 64-bit integers on the host side.
+ *
+ * dp_model_desc is a sequence of lines, fields separated by single spaces:
+ *
+ *   dpc 1
+ *   model NAME                        source file's base name
+ *   precision f32|f64                 element type of real tensors (4 or 8 bytes)
+ *   arena BYTES                       the planned device arena size
+ *   loss OFFSET                       arena offset of the scalar loss
+ *   param NAME DTYPE RANK D0 .. OFFSET GRAD_OFFSET STACKED INIT A B
+ *                                     DTYPE is f32|f64|i32; STACKED 0|1;
+ *                                     INIT zeros|ones|normal|uniform (A, B: std / range)
+ *   input NAME DTYPE RANK D0 .. OFFSET CLASSES
+ *                                     CLASSES > 0 for cross_entropy labels
+ *   kernel sgd ID                     args: p, g, lr; over each element
+ *   kernel adam ID                    args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
+ *   plan CATEGORY BYTES               predicted bytes by category (params, grads, inputs, tape, work)
+ *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
+ *   end
+ *
+ * Kernel arguments are 64-bit words: device addresses, or doubles (by bit
+ * pattern) for scalars. A CPU kernel computes elements [begin, end) of its
+ * index space; the runtime may split [0, n) between threads.
+ */
+#ifndef DPRT_H
+#define DPRT_H
+
+#include <stdint.h>
+
+typedef struct RtCtx RtCtx;
+typedef void (*RtKernelFn)(const uint64_t *args, int64_t begin, int64_t end);
+
+enum {
+	RT_COUNT_FORWARD = 0,   /* a loop body computed in a forward sweep */
+	RT_COUNT_RECOMPUTED = 1,/* a loop body computed again to rebuild state */
+};
+
+uint64_t rt_base(RtCtx *c);
+void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args);
+/* C[b] = A[b] @ B[b] (+ C[b] when beta = 1), row-major, b in [0, batch).
+ * ta/tb: use the transpose of A / B. Strides are in elements. */
+void rt_gemm(RtCtx *c, int ta, int tb, int64_t m, int64_t n, int64_t k,
+             uint64_t a, int64_t lda, int64_t stride_a,
+             uint64_t b, int64_t ldb, int64_t stride_b,
+             uint64_t cc, int64_t ldc, int64_t stride_c,
+             int64_t batch, double beta);
+void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes);
+void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes);
+void rt_count(RtCtx *c, int counter, int64_t n);
+
+extern const char dp_model_desc[];
+void dp_step(RtCtx *c);
+void dp_forward(RtCtx *c);
+extern const RtKernelFn dp_cpu_kernels[];
+extern const int dp_cpu_nkernels;
+
+#endif
