@@ -70,8 +70,12 @@ typedef enum {
 
 typedef struct Op Op;
 
+/* What a VK_VAR holds; the memory plan accounts each class apart. */
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC } VarClass;
+
 typedef struct {
 	ValueKind kind;
+	VarClass vclass;  /* VK_VAR only */
 	Type type;
 	const char *name; /* source name or NULL; printing adds the id */
 	Op *def;          /* defining op, NULL for loop block arguments and vars */

@@ -112,6 +112,9 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 	case OP_IDX:
 		fprintf(f, "idx %d", op->index);
 		break;
+	case OP_FILL:
+		fprintf(f, "fill %.17g", op->fval);
+		break;
 	case OP_SLICE:
 		fprintf(f, "%s[%s]", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]));
 		break;

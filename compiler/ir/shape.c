@@ -125,6 +125,9 @@ const char *ir_check_op(Program *p, Op *op, Type *out)
 	case OP_IDX:
 		*out = ir_scalar(DT_INDEX);
 		return NULL;
+	case OP_FILL:
+		*out = op->to;
+		return NULL;
 	case OP_SLICE:
 		if (a.rank < 1 || a.dt == DT_INDEX)
 			return ar_printf("cannot index %s", ts(a));

@@ -1,0 +1,646 @@
+/* ad: reverse mode as an IR-to-IR transform.
+ *
+ * Every SSA value v with an adjoint has adj[v], an SSA value holding
+ * d loss / d v; contributions from several uses are summed with add. Values
+ * whose adjoint accumulates across loop iterations use variables instead:
+ * parameter gradients (acc into grad_P), values captured by a loop body from
+ * outside it (an accumulator zeroed before the reverse loop), and the
+ * adjoints of loop-carried values (one variable per carried value).
+ *
+ * A loop `for i { h = f(h) }` runs forward storing h into a tape at each
+ * iteration; its adjoint is a reverse loop whose body reloads h from the
+ * tape, recomputes the body (the taped step) and runs the body's adjoint. */
+#include "ad.h"
+
+#include "../../runtime/dprt.h"
+
+typedef struct {
+	Op *loop;  /* a forward loop, or a clone of one */
+	int *tape; /* per carried value: the tape variable */
+} Tape;
+
+typedef struct {
+	int value, var;
+} Acc;
+typedef Vec(Acc) AccList;
+
+typedef struct {
+	Program *p;
+	Vec(int) adj;      /* per value: adjoint value or -1 */
+	Vec(char) active;  /* per value: depends on a parameter */
+	Vec(Op *) scope;   /* per value: the loop whose body defines it */
+	Vec(Tape) tapes;
+	Op *cur;           /* the reverse loop being built, NULL at top level */
+	Block *out;        /* where ops go */
+	AccList *accs;     /* accumulators of captured values for cur */
+} Ad;
+
+/* Per-value tables grow as ops create values. */
+static void grow(Ad *a)
+{
+	while (a->adj.len < a->p->values.len) {
+		vec_push(&a->adj, -1);
+		vec_push(&a->active, 0);
+		vec_push(&a->scope, a->cur);
+	}
+}
+
+static int emit(Ad *a, Op *op)
+{
+	int v = ir_emit(a->p, a->out, op);
+	grow(a);
+	if (v >= 0)
+		a->scope.data[v] = a->cur;
+	return v;
+}
+
+static int op1(Ad *a, OpKind k, Loc loc, int x)
+{
+	return emit(a, ir_new_op(a->p, k, loc, 1, &x));
+}
+
+static int op2(Ad *a, OpKind k, Loc loc, int x, int y)
+{
+	int in[2] = {x, y};
+	return emit(a, ir_new_op(a->p, k, loc, 2, in));
+}
+
+static int op3(Ad *a, OpKind k, Loc loc, int x, int y, int z)
+{
+	int in[3] = {x, y, z};
+	return emit(a, ir_new_op(a->p, k, loc, 3, in));
+}
+
+static int opto(Ad *a, OpKind k, Loc loc, int x, Type to)
+{
+	Op *op = ir_new_op(a->p, k, loc, 1, &x);
+	op->to = to;
+	return emit(a, op);
+}
+
+static int cnst(Ad *a, Loc loc, double f)
+{
+	Op *op = ir_new_op(a->p, OP_CONST, loc, 0, NULL);
+	op->fval = f;
+	return emit(a, op);
+}
+
+static int new_var(Ad *a, VarClass vc, Type t, const char *name, Loc loc)
+{
+	int v = ir_new_value(a->p, VK_VAR, t, name, loc);
+	a->p->values.data[v].vclass = vc;
+	grow(a);
+	return v;
+}
+
+static const char *vname(Ad *a, int v) { return a->p->values.data[v].name; }
+
+static Op *def_of(Ad *a, int v) { return a->p->values.data[v].def; }
+
+/* Routes one contribution c to d loss / d v. */
+static void contrib(Ad *a, int v, int c, Loc loc)
+{
+	grow(a);
+	if (!a->active.data[v] || c < 0)
+		return;
+	Op *d = def_of(a, v);
+	if (d && d->kind == OP_PARAM) {
+		int in[2] = {a->p->params.data[d->index].grad, c};
+		emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
+		return;
+	}
+	if (a->scope.data[v] != a->cur) {
+		/* captured from outside the loop being reversed */
+		for (int i = 0; i < a->accs->len; i++)
+			if (a->accs->data[i].value == v) {
+				int in[2] = {a->accs->data[i].var, c};
+				emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
+				return;
+			}
+		int var = new_var(a, VC_ACC, ir_vtype(a->p, v), ar_printf("acc_%s", vname(a, v) ? vname(a, v) : "v"), loc);
+		vec_push(a->accs, ((Acc){v, var}));
+		int in[2] = {var, c};
+		emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
+		return;
+	}
+	int old = a->adj.data[v];
+	a->adj.data[v] = old < 0 ? c : op2(a, OP_ADD, loc, old, c);
+}
+
+/* g has the broadcast shape of an elementwise result; reduce it to x's. */
+static int unbroadcast(Ad *a, int g, int x, Loc loc)
+{
+	Type tx = ir_vtype(a->p, x);
+	if (ir_type_eq(tx, ir_vtype(a->p, g)))
+		return g;
+	return opto(a, OP_SUM_TO, loc, g, tx);
+}
+
+static bool is_active(Ad *a, int v) { return a->active.data[v]; }
+
+static int matmul(Ad *a, Loc loc, int x, int y, int ta, int tb)
+{
+	int in[2] = {x, y};
+	Op *op = ir_new_op(a->p, OP_MATMUL, loc, 2, in);
+	op->ta = ta;
+	op->tb = tb;
+	return emit(a, op);
+}
+
+static void reverse_matmul(Ad *a, Op *op, int g)
+{
+	Program *p = a->p;
+	int x = op->in[0], y = op->in[1], ta = op->ta, tb = op->tb;
+	Type tx = ir_vtype(p, x), ty = ir_vtype(p, y);
+	Loc loc = op->loc;
+	if (is_active(a, x)) {
+		/* C = op(A) op(B): dA = g op(B)^T, or op(B) g^T when A was transposed */
+		int dx = ta ? matmul(a, loc, y, g, tb, 1) : matmul(a, loc, g, y, 0, !tb);
+		if (ta && ty.rank == 2 && tx.rank > 2)
+			die("matmul adjoint: transposed batched operand with a shared right operand");
+		contrib(a, x, dx, loc);
+	}
+	if (is_active(a, y)) {
+		int dy;
+		if (ty.rank == 2 && tx.rank > 2) {
+			/* a shared right operand: sum over the batch by flattening it into rows */
+			if (ta)
+				die("matmul adjoint: transposed batched operand with a shared right operand");
+			Type gt = ir_vtype(p, g);
+			int64_t rows = ir_numel(tx) / tx.dim[tx.rank - 1];
+			int64_t d2[2] = {rows, tx.dim[tx.rank - 1]}, g2[2] = {rows, gt.dim[gt.rank - 1]};
+			int x2 = opto(a, OP_RESHAPE, loc, x, ir_type(DT_REAL, 2, d2));
+			int gg = opto(a, OP_RESHAPE, loc, g, ir_type(DT_REAL, 2, g2));
+			dy = tb ? matmul(a, loc, gg, x2, 1, 0) : matmul(a, loc, x2, gg, 1, 0);
+		} else {
+			dy = tb ? matmul(a, loc, g, x, 1, ta) : matmul(a, loc, x, g, !ta, 0);
+		}
+		contrib(a, y, dy, loc);
+	}
+}
+
+/* d/dx of a reduction: put g back on the reduced axes and broadcast. */
+static int unreduce(Ad *a, Op *op, int g)
+{
+	Type tx = ir_vtype(a->p, op->in[0]), keep = tx;
+	for (int i = 0; i < tx.rank; i++)
+		if (op->axes >> i & 1)
+			keep.dim[i] = 1;
+	int r = opto(a, OP_RESHAPE, op->loc, g, keep);
+	return opto(a, OP_BROADCAST, op->loc, r, tx);
+}
+
+static void reverse_loop(Ad *a, Op *op);
+
+/* The adjoint rule of every op but loops. */
+static void reverse_op(Ad *a, Op *op)
+{
+	if (op->kind == OP_LOOP) {
+		reverse_loop(a, op);
+		return;
+	}
+	if (op->out < 0 || a->adj.data[op->out] < 0)
+		return;
+	Program *p = a->p;
+	int g = a->adj.data[op->out], o = op->out, x = op->nin > 0 ? op->in[0] : -1, y = op->nin > 1 ? op->in[1] : -1;
+	Loc loc = op->loc;
+	switch (op->kind) {
+	case OP_PARAM:
+	case OP_INPUT:
+	case OP_CONST:
+	case OP_IDX:
+	case OP_FILL:
+	case OP_STEP:
+		return;
+	case OP_ADD:
+		if (is_active(a, x))
+			contrib(a, x, unbroadcast(a, g, x, loc), loc);
+		if (is_active(a, y))
+			contrib(a, y, unbroadcast(a, g, y, loc), loc);
+		return;
+	case OP_SUB:
+		if (is_active(a, x))
+			contrib(a, x, unbroadcast(a, g, x, loc), loc);
+		if (is_active(a, y))
+			contrib(a, y, unbroadcast(a, op1(a, OP_NEG, loc, g), y, loc), loc);
+		return;
+	case OP_MUL:
+		if (is_active(a, x))
+			contrib(a, x, unbroadcast(a, op2(a, OP_MUL, loc, g, y), x, loc), loc);
+		if (is_active(a, y))
+			contrib(a, y, unbroadcast(a, op2(a, OP_MUL, loc, g, x), y, loc), loc);
+		return;
+	case OP_DIV:
+		if (is_active(a, x))
+			contrib(a, x, unbroadcast(a, op2(a, OP_DIV, loc, g, y), x, loc), loc);
+		if (is_active(a, y)) /* d(x/y)/dy = -(x/y)/y */
+			contrib(a, y, unbroadcast(a, op1(a, OP_NEG, loc, op2(a, OP_MUL, loc, g, op2(a, OP_DIV, loc, o, y))), y, loc), loc);
+		return;
+	case OP_NEG:
+		contrib(a, x, op1(a, OP_NEG, loc, g), loc);
+		return;
+	case OP_RELU:
+		contrib(a, x, op2(a, OP_MUL, loc, g, op1(a, OP_STEP, loc, x)), loc);
+		return;
+	case OP_TANH: /* 1 - tanh^2 */
+		contrib(a, x, op2(a, OP_MUL, loc, g, op2(a, OP_SUB, loc, cnst(a, loc, 1), op2(a, OP_MUL, loc, o, o))), loc);
+		return;
+	case OP_SIGMOID: /* s (1 - s) */
+		contrib(a, x, op2(a, OP_MUL, loc, op2(a, OP_MUL, loc, g, o), op2(a, OP_SUB, loc, cnst(a, loc, 1), o)), loc);
+		return;
+	case OP_EXP:
+		contrib(a, x, op2(a, OP_MUL, loc, g, o), loc);
+		return;
+	case OP_LOG:
+		contrib(a, x, op2(a, OP_DIV, loc, g, x), loc);
+		return;
+	case OP_SQRT: /* 1 / (2 sqrt x) */
+		contrib(a, x, op2(a, OP_DIV, loc, op2(a, OP_MUL, loc, g, cnst(a, loc, 0.5)), o), loc);
+		return;
+	case OP_TRANSPOSE: {
+		Op *t = ir_new_op(p, OP_TRANSPOSE, loc, 1, &g);
+		for (int i = 0; i < ir_vtype(p, x).rank; i++)
+			t->perm[op->perm[i]] = i;
+		contrib(a, x, emit(a, t), loc);
+		return;
+	}
+	case OP_BROADCAST:
+		contrib(a, x, opto(a, OP_SUM_TO, loc, g, ir_vtype(p, x)), loc);
+		return;
+	case OP_SUM_TO:
+		contrib(a, x, opto(a, OP_BROADCAST, loc, g, ir_vtype(p, x)), loc);
+		return;
+	case OP_COPY:
+		contrib(a, x, g, loc);
+		return;
+	case OP_RESHAPE:
+		contrib(a, x, opto(a, OP_RESHAPE, loc, g, ir_vtype(p, x)), loc);
+		return;
+	case OP_SLICE: {
+		Op *d = def_of(a, x);
+		if (!is_active(a, x))
+			return;
+		if (!d || d->kind != OP_PARAM)
+			die("slice adjoint: only parameters are indexed");
+		int in[3] = {p->params.data[d->index].grad, y, g};
+		emit(a, ir_new_op(p, OP_ACC_SLICE, loc, 3, in));
+		return;
+	}
+	case OP_MATMUL:
+		reverse_matmul(a, op, g);
+		return;
+	case OP_SUM:
+		contrib(a, x, unreduce(a, op, g), loc);
+		return;
+	case OP_MEAN: {
+		Type tx = ir_vtype(p, x);
+		double n = 1;
+		for (int i = 0; i < tx.rank; i++)
+			if (op->axes >> i & 1)
+				n *= (double)tx.dim[i];
+		contrib(a, x, op2(a, OP_MUL, loc, unreduce(a, op, g), cnst(a, loc, 1 / n)), loc);
+		return;
+	}
+	case OP_SOFTMAX:
+		contrib(a, x, op2(a, OP_SOFTMAX_GRAD, loc, o, g), loc);
+		return;
+	case OP_LOG_SOFTMAX:
+		contrib(a, x, op2(a, OP_LOG_SOFTMAX_GRAD, loc, o, g), loc);
+		return;
+	case OP_MSE: {
+		int d = op3(a, OP_MSE_GRAD, loc, x, y, g);
+		contrib(a, x, d, loc);
+		if (is_active(a, y))
+			contrib(a, y, op1(a, OP_NEG, loc, d), loc);
+		return;
+	}
+	case OP_XENT:
+		contrib(a, x, op3(a, OP_XENT_GRAD, loc, x, y, g), loc);
+		return;
+	default:
+		die("no adjoint rule for %s", ir_ops[op->kind].name);
+	}
+}
+
+
+/* ---- activity: which values depend on a parameter ---- */
+
+static bool mark_active(Ad *a, Block *b)
+{
+	bool changed = false;
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_LOOP) {
+			for (;;) {
+				bool more = false;
+				for (int k = 0; k < op->ncarry; k++)
+					if ((a->active.data[op->in[k]] || a->active.data[op->cyield[k]]) && !a->active.data[op->carg[k]])
+						a->active.data[op->carg[k]] = 1, more = true;
+				more |= mark_active(a, &op->body);
+				if (!more)
+					break;
+				changed = true;
+			}
+			for (int k = 0; k < op->ncarry; k++)
+				if (a->active.data[op->carg[k]] && !a->active.data[op->cout[k]])
+					a->active.data[op->cout[k]] = 1, changed = true;
+			continue;
+		}
+		if (op->out < 0 || a->active.data[op->out])
+			continue;
+		char act = op->kind == OP_PARAM;
+		for (int k = 0; k < op->nin; k++)
+			act |= a->active.data[op->in[k]];
+		if (act && ir_vtype(a->p, op->out).dt == DT_REAL) {
+			a->active.data[op->out] = 1;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+static void set_scopes(Ad *a, Block *b, Op *loop)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->out >= 0)
+			a->scope.data[op->out] = loop;
+		if (op->kind == OP_LOOP) {
+			a->scope.data[op->ivar] = op;
+			for (int k = 0; k < op->ncarry; k++) {
+				a->scope.data[op->carg[k]] = op;
+				a->scope.data[op->cout[k]] = loop;
+			}
+			set_scopes(a, &op->body, op);
+		}
+	}
+}
+
+/* ---- tapes: every loop stores its carried values, one slot per iteration ---- */
+
+static int *tape_of(Ad *a, Op *loop)
+{
+	for (int i = 0; i < a->tapes.len; i++)
+		if (a->tapes.data[i].loop == loop)
+			return a->tapes.data[i].tape;
+	return NULL;
+}
+
+static void add_tapes(Ad *a, Block *b, int depth)
+{
+	Program *p = a->p;
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind != OP_LOOP)
+			continue;
+		add_tapes(a, &op->body, depth + 1);
+		if (depth == 0)
+			op->counter = RT_COUNT_FORWARD;
+		op->role = "forward";
+		Tape t = {op, ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1))};
+		Block body = {0};
+		for (int k = 0; k < op->ncarry; k++) {
+			/* slot i holds iteration i's value; slots below lo stay unused */
+			Type ct = ir_vtype(p, op->carg[k]), tt = ct;
+			tt.rank = ct.rank + 1;
+			tt.dim[0] = op->lo + op->trip;
+			for (int d = 0; d < ct.rank; d++)
+				tt.dim[d + 1] = ct.dim[d];
+			if (tt.rank > IR_MAXRANK)
+				diag_error(op->loc, "a loop-carried tensor of rank %d is too large to tape (rank limit %d)", ct.rank, IR_MAXRANK - 1);
+			const char *n = vname(a, op->carg[k]);
+			t.tape[k] = new_var(a, VC_TAPE, tt, ar_printf("tape_%s", n ? n : "h"), op->loc);
+			int in[3] = {t.tape[k], op->ivar, op->carg[k]};
+			Op *st = ir_new_op(p, OP_STORE_SLICE, op->loc, 3, in);
+			ir_append(&body, st);
+		}
+		for (int j = 0; j < op->body.len; j++)
+			ir_append(&body, op->body.ops[j]);
+		op->body = body;
+		vec_push(&a->tapes, t);
+	}
+}
+
+/* ---- cloning: the reverse loop recomputes its forward body ---- */
+
+typedef struct {
+	Vec(int) map;
+} Map;
+
+static int mapped(Ad *a, Map *m, int v)
+{
+	(void)a;
+	return v < m->map.len && m->map.data[v] >= 0 ? m->map.data[v] : v;
+}
+
+static void map_set(Map *m, int from, int to)
+{
+	while (m->map.len <= from)
+		vec_push(&m->map, -1);
+	m->map.data[from] = to;
+}
+
+static int clone_value(Ad *a, int v)
+{
+	Value *x = &a->p->values.data[v];
+	int n = ir_new_value(a->p, x->kind, x->type, x->name, x->loc);
+	grow(a);
+	a->active.data[n] = a->active.data[v];
+	a->scope.data[n] = a->cur;
+	return n;
+}
+
+static void clone_block(Ad *a, Block *src, Map *m, const int *skip_tape, int nskip)
+{
+	Program *p = a->p;
+	for (int i = 0; i < src->len; i++) {
+		Op *op = src->ops[i];
+		if (op->kind == OP_STORE_SLICE && skip_tape) {
+			bool skip = false;
+			for (int k = 0; k < nskip; k++)
+				skip |= op->in[0] == skip_tape[k];
+			if (skip)
+				continue;
+		}
+		Op *c = ar_alloc(sizeof *c);
+		*c = *op;
+		c->in = ar_alloc(sizeof(int) * (size_t)(op->nin ? op->nin : 1));
+		for (int k = 0; k < op->nin; k++)
+			c->in[k] = mapped(a, m, op->in[k]);
+		if (op->kind != OP_LOOP) {
+			if (op->out >= 0) {
+				c->out = clone_value(a, op->out);
+				p->values.data[c->out].def = c;
+				map_set(m, op->out, c->out);
+			}
+			ir_append(a->out, c);
+			continue;
+		}
+		c->counter = -1;
+		c->role = "recompute";
+		c->ivar = clone_value(a, op->ivar);
+		map_set(m, op->ivar, c->ivar);
+		c->carg = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+		c->cyield = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+		c->cout = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+		for (int k = 0; k < op->ncarry; k++) {
+			c->carg[k] = clone_value(a, op->carg[k]);
+			map_set(m, op->carg[k], c->carg[k]);
+		}
+		Block *save = a->out;
+		Op *save_cur = a->cur;
+		c->body = (Block){0};
+		a->out = &c->body;
+		a->cur = c;
+		for (int k = 0; k < op->ncarry; k++)
+			a->scope.data[c->carg[k]] = c;
+		a->scope.data[c->ivar] = c;
+		clone_block(a, &op->body, m, NULL, 0);
+		a->out = save;
+		a->cur = save_cur;
+		for (int k = 0; k < op->ncarry; k++) {
+			c->cyield[k] = mapped(a, m, op->cyield[k]);
+			c->cout[k] = clone_value(a, op->cout[k]);
+			map_set(m, op->cout[k], c->cout[k]);
+		}
+		Tape t = {c, tape_of(a, op)};
+		vec_push(&a->tapes, t);
+		ir_append(a->out, c);
+	}
+}
+
+/* ---- loops ---- */
+
+static void reverse_loop(Ad *a, Op *op)
+{
+	Program *p = a->p;
+	bool any = false;
+	for (int k = 0; k < op->ncarry; k++)
+		any |= a->adj.data[op->cout[k]] >= 0;
+	if (!any)
+		return;
+	int *tape = tape_of(a, op);
+	if (!tape)
+		die("loop without a tape");
+	Loc loc = op->loc;
+
+	/* one variable per carried adjoint, seeded from the loop results */
+	int *dh = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+	for (int k = 0; k < op->ncarry; k++) {
+		dh[k] = -1;
+		if (!is_active(a, op->carg[k]))
+			continue;
+		const char *n = vname(a, op->carg[k]);
+		dh[k] = new_var(a, VC_ACC, ir_vtype(p, op->carg[k]), ar_printf("d_%s", n ? n : "h"), loc);
+		int g = a->adj.data[op->cout[k]];
+		if (g >= 0) {
+			int in[2] = {dh[k], g};
+			emit(a, ir_new_op(p, OP_ASSIGN, loc, 2, in));
+		} else {
+			emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
+		}
+	}
+
+	Op *r = ir_new_op(p, OP_LOOP, loc, 0, NULL);
+	r->lo = op->lo;
+	r->trip = op->trip;
+	r->reverse = true;
+	r->role = "adjoint";
+	r->ivar = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), p->values.data[op->ivar].name, loc);
+	grow(a);
+
+	Block *outer = a->out;
+	Op *outer_cur = a->cur;
+	AccList *outer_accs = a->accs;
+	AccList accs = {0};
+	a->out = &r->body;
+	a->cur = r;
+	a->accs = &accs;
+	a->scope.data[r->ivar] = r;
+
+	/* reload the carried values of iteration i and recompute the body */
+	Map m = {0};
+	map_set(&m, op->ivar, r->ivar);
+	for (int k = 0; k < op->ncarry; k++) {
+		int h = op2(a, OP_SLICE, loc, tape[k], r->ivar);
+		p->values.data[h].name = vname(a, op->carg[k]);
+		a->active.data[h] = a->active.data[op->carg[k]];
+		map_set(&m, op->carg[k], h);
+	}
+	int first = r->body.len;
+	clone_block(a, &op->body, &m, tape, op->ncarry);
+	int last = r->body.len;
+
+	/* the adjoint of the body, seeded by the carried adjoints */
+	for (int k = 0; k < op->ncarry; k++)
+		if (dh[k] >= 0)
+			contrib(a, mapped(a, &m, op->cyield[k]), dh[k], loc);
+	for (int i = last - 1; i >= first; i--)
+		reverse_op(a, r->body.ops[i]);
+	int *next = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+	for (int k = 0; k < op->ncarry; k++) {
+		next[k] = -1;
+		if (dh[k] < 0)
+			continue;
+		int g = a->adj.data[mapped(a, &m, op->carg[k])];
+		/* copy first: another carried adjoint may still read dh[k] */
+		if (g >= 0 && p->values.data[g].kind == VK_VAR)
+			g = op1(a, OP_COPY, loc, g);
+		next[k] = g;
+	}
+	for (int k = 0; k < op->ncarry; k++) {
+		if (dh[k] < 0)
+			continue;
+		if (next[k] >= 0) {
+			int in[2] = {dh[k], next[k]};
+			emit(a, ir_new_op(p, OP_ASSIGN, loc, 2, in));
+		} else {
+			emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
+		}
+	}
+
+	a->out = outer;
+	a->cur = outer_cur;
+	a->accs = outer_accs;
+	/* accumulators start at zero before the reverse loop */
+	for (int i = 0; i < accs.len; i++)
+		emit(a, ir_new_op(p, OP_ZERO, loc, 1, &accs.data[i].var));
+	ir_append(a->out, r);
+	for (int k = 0; k < op->ncarry; k++)
+		if (dh[k] >= 0 && is_active(a, op->in[k]))
+			contrib(a, op->in[k], op1(a, OP_COPY, loc, dh[k]), loc);
+	for (int i = 0; i < accs.len; i++)
+		contrib(a, accs.data[i].value, op1(a, OP_COPY, loc, accs.data[i].var), loc);
+}
+
+Program *ad_transform(Program *p)
+{
+	Ad a = {0};
+	a.p = p;
+	AccList top = {0};
+	a.accs = &top;
+	grow(&a);
+	set_scopes(&a, &p->body, NULL);
+	while (mark_active(&a, &p->body))
+		;
+	add_tapes(&a, &p->body, 0);
+	p->nforward = p->body.len;
+	a.out = &p->body;
+
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		q->grad = new_var(&a, VC_GRAD, q->type, ar_printf("grad_%s", q->name), q->loc);
+		emit(&a, ir_new_op(p, OP_ZERO, q->loc, 1, &q->grad));
+	}
+	Op *seed = ir_new_op(p, OP_FILL, p->values.data[p->loss].loc, 0, NULL);
+	seed->fval = 1;
+	seed->to = ir_scalar(DT_REAL);
+	int s = emit(&a, seed);
+	p->values.data[s].name = "seed";
+	if (a.active.data[p->loss])
+		a.adj.data[p->loss] = s;
+	for (int i = p->nforward - 1; i >= 0; i--)
+		reverse_op(&a, p->body.ops[i]);
+	p->has_grad = true;
+	return p;
+}

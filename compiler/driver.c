@@ -1,0 +1,156 @@
+/* driver: lists the pipeline in one place, in order. */
+#include "driver.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ad_transform/ad.h"
+
+extern char **environ;
+
+static FILE *open_out(const char *path)
+{
+	if (!path || strcmp(path, "-") == 0)
+		return stdout;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fatal("cannot write %s: %s", path, strerror(errno));
+	return f;
+}
+
+static void close_out(FILE *f)
+{
+	if (f != stdout && fclose(f) != 0)
+		fatal("write failed: %s", strerror(errno));
+}
+
+static void verify(DriverOptions *o, Program *p, const char *pass)
+{
+	if (o->verify)
+		ir_verify(p, pass);
+}
+
+/* The runtime library beside the compiler: bin/dpc -> runtime/libdprt.a. */
+static const char *runtime_lib(void)
+{
+	const char *env = getenv("DPC_RUNTIME");
+	if (env)
+		return env;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		fatal("cannot locate the dpc executable; set DPC_RUNTIME to runtime/libdprt.a");
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	*slash = 0;
+	const char *lib = ar_printf("%s/../runtime/libdprt.a", exe);
+	if (access(lib, R_OK) != 0)
+		fatal("runtime library not found at %s (build it with make, or set DPC_RUNTIME)", lib);
+	return lib;
+}
+
+static void run_cc(char **argv)
+{
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	if (rc != 0)
+		fatal("cannot run %s: %s", argv[0], strerror(rc));
+	int status;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fatal("linking failed (%s exited with status %d)", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void link_exe(const char *obj, const char *exe, CgTarget target)
+{
+	const char *cc = getenv("CC");
+	char *argv[16];
+	int n = 0;
+	argv[n++] = (char *)(cc && *cc ? cc : "cc");
+	argv[n++] = "-o";
+	argv[n++] = (char *)exe;
+	argv[n++] = (char *)obj;
+	argv[n++] = (char *)runtime_lib();
+	(void)target;
+	argv[n++] = "-lopenblas";
+	argv[n++] = "-lpthread";
+	argv[n++] = "-lm";
+	argv[n] = NULL;
+	run_cc(argv);
+}
+
+static const char *default_exe(const char *input)
+{
+	const char *base = strrchr(input, '/');
+	base = base ? base + 1 : input;
+	size_t n = strlen(base);
+	if (n > 3 && strcmp(base + n - 3, ".dp") == 0)
+		n -= 3;
+	return ar_strndup(base, n);
+}
+
+static const char *model_name(const char *input) { return default_exe(input); }
+
+int driver_run(DriverOptions *o)
+{
+	FeAst *ast = fe_parse(o->input, o->defs.data, o->defs.len);
+	if (o->emit == EMIT_AST) {
+		FILE *f = open_out(o->output);
+		fe_print_ast(f, ast);
+		close_out(f);
+		return 0;
+	}
+
+	/* The pipeline: each pass takes the program and returns it. */
+	Program *p = fe_lower(ast, o->real_bytes);
+	verify(o, p, "frontend");
+	Emit stop = EMIT_IR;
+	if (o->emit != stop) {
+		p = ad_transform(p);
+		verify(o, p, "ad_transform");
+		stop = EMIT_GRAD;
+	}
+	if (o->emit != stop) {
+		p = ckpt_pass(p, &o->ckpt);
+		verify(o, p, "checkpoint_pass");
+		stop = EMIT_CKPT;
+	}
+	if (o->emit != stop) {
+		p = stream_pass(p, &o->stream);
+		verify(o, p, "stream_pass");
+		stop = EMIT_STREAM;
+	}
+	if (o->emit == stop) {
+		FILE *f = open_out(o->output);
+		ir_print(f, p);
+		if (stop == EMIT_STREAM)
+			stream_print(f, p);
+		close_out(f);
+		return 0;
+	}
+
+	CgOptions cg = {o->target, model_name(o->input)};
+	if (o->emit == EMIT_LLVM) {
+		FILE *f = open_out(o->output);
+		cg_emit_llvm(p, &cg, f);
+		close_out(f);
+		return 0;
+	}
+	if (o->emit == EMIT_OBJ) {
+		cg_emit_object(p, &cg, o->output ? o->output : ar_printf("%s.o", default_exe(o->input)));
+		return 0;
+	}
+	const char *exe = o->output ? o->output : default_exe(o->input);
+	char obj[] = "/tmp/dpc-XXXXXX.o";
+	int fd = mkstemps(obj, 2);
+	if (fd < 0)
+		fatal("cannot create a temporary object file: %s", strerror(errno));
+	close(fd);
+	cg_emit_object(p, &cg, obj);
+	link_exe(obj, exe, o->target);
+	unlink(obj);
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* driver: the pipeline, in order, from a .dp file to an executable. */
+#ifndef DPC_DRIVER_H
+#define DPC_DRIVER_H
+
+#include "checkpoint_pass/ckpt.h"
+#include "codegen/cg.h"
+#include "frontend/fe.h"
+#include "stream_pass/stream.h"
+
+typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_LLVM, EMIT_OBJ } Emit;
+
+typedef struct {
+	const char *input;
+	const char *output;   /* NULL: stdout for text stages, the input's base name for the executable */
+	Emit emit;
+	int real_bytes;       /* 4 or 8 */
+	CgTarget target;
+	Vec(FeDefine) defs;
+	CkptOptions ckpt;
+	StreamOptions stream;
+	bool verify;          /* run the IR verifier between passes */
+} DriverOptions;
+
+int driver_run(DriverOptions *o);
+
+#endif

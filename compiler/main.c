@@ -1,0 +1,141 @@
+/* dpc: the command line. Everything else is in the library (driver.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static const char usage[] =
+	"usage: dpc [options] MODEL.dp\n"
+	"\n"
+	"Compiles a differentiable program into a standalone training executable.\n"
+	"\n"
+	"options:\n"
+	"  -o FILE              output file (default: MODEL, or stdout for --emit text stages)\n"
+	"  --emit=STAGE         stop after STAGE and print it: ast, ir (forward program),\n"
+	"                       grad (with the adjoint), ckpt, stream (with the memory plan),\n"
+	"                       llvm (LLVM IR), obj (object file); default: the executable\n"
+	"  -D NAME=VALUE        override `const NAME` in the program\n"
+	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
+	"  --target cpu         code for the CPU (the only target built so far)\n"
+	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
+	"  --checkpoint none    loop schedule: none stores every iteration's carried values\n"
+	"  --no-verify          skip the IR verifier between passes\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"The executable's own options: ./MODEL --help\n";
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "dpc: error: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(dpc --help lists the options)\n");
+	exit(2);
+}
+
+/* "512M" -> bytes; K, M, G, T are powers of 1024. */
+static int64_t parse_bytes(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double m = 1;
+	switch (*end) {
+	case 'k': case 'K': m = 1024.0; end++; break;
+	case 'm': case 'M': m = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (end == s || *end || v <= 0)
+		usage_error("bad byte count '%s' (examples: 8G, 512M, 1048576)", s);
+	return (int64_t)(v * m);
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != 0)
+		return NULL;
+	if (*i + 1 >= argc)
+		usage_error("%s needs a value", name);
+	return argv[++*i];
+}
+
+int main(int argc, char **argv)
+{
+	DriverOptions o = {0};
+	o.real_bytes = 4;
+	o.target = CG_CPU;
+	o.verify = true;
+	const char *v;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			return 0;
+		} else if ((v = opt_value(argc, argv, &i, "-o"))) {
+			o.output = v;
+		} else if ((v = opt_value(argc, argv, &i, "--emit"))) {
+			static const struct { const char *name; Emit e; } stages[] = {
+				{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT},
+				{"stream", EMIT_STREAM}, {"llvm", EMIT_LLVM}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
+			};
+			size_t k = 0;
+			while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))
+				k++;
+			if (k == sizeof stages / sizeof *stages)
+				usage_error("unknown stage '%s' for --emit", v);
+			o.emit = stages[k].e;
+		} else if (!strncmp(a, "-D", 2)) {
+			const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			const char *eq = def ? strchr(def, '=') : NULL;
+			char *end;
+			if (!eq || eq == def)
+				usage_error("-D needs NAME=VALUE, got '%s'", def ? def : "");
+			long long val = strtoll(eq + 1, &end, 10);
+			if (*end || end == eq + 1)
+				usage_error("-D %s: the value must be an integer", def);
+			FeDefine d = {ar_strndup(def, (size_t)(eq - def)), val};
+			vec_push(&o.defs, d);
+		} else if ((v = opt_value(argc, argv, &i, "--precision"))) {
+			if (!strcmp(v, "f32"))
+				o.real_bytes = 4;
+			else if (!strcmp(v, "f64"))
+				o.real_bytes = 8;
+			else
+				usage_error("--precision takes f32 or f64, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
+			if (!strcmp(v, "cpu"))
+				o.target = CG_CPU;
+			else if (!strcmp(v, "cuda"))
+				usage_error("--target %s: the GPU backend is not built yet", v);
+			else
+				usage_error("--target takes cpu or cuda, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--device-mem"))) {
+			o.stream.device_mem = parse_bytes(v);
+		} else if ((v = opt_value(argc, argv, &i, "--checkpoint"))) {
+			if (!strcmp(v, "none"))
+				o.ckpt.mode = CKPT_NONE;
+			else
+				usage_error("--checkpoint takes none (binomial is not built yet), not '%s'", v);
+		} else if (!strcmp(a, "--no-verify")) {
+			o.verify = false;
+		} else if (a[0] == '-' && a[1]) {
+			usage_error("unknown option '%s'", a);
+		} else if (o.input) {
+			usage_error("more than one input file: '%s'", a);
+		} else {
+			o.input = a;
+		}
+	}
+	if (!o.input)
+		usage_error("%s", "no input file");
+	int rc = driver_run(&o);
+	ar_free_all();
+	return rc;
+}

@@ -1,0 +1,276 @@
+/* stream: the static memory plan. Params, gradients, inputs and tapes get
+ * fixed regions; every other tensor gets an arena slot for its live range,
+ * packed first-fit, so no allocator runs during training. */
+#include "stream.h"
+
+#include <stdlib.h>
+
+#define ALIGN 256 /* cuBLAS and 16-byte vector accesses want aligned buffers */
+
+typedef struct {
+	int64_t start, end; /* op positions */
+} Span;
+
+typedef struct {
+	Program *p;
+	int pos;
+	int64_t *defpos, *last;   /* per value */
+	Span *loops;              /* per op position of a loop */
+	Vec(Op *) stack;          /* enclosing loops while walking */
+	Vec(Span) spans;          /* spans of the loops in stack */
+} Live;
+
+static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* The storage a value really uses: views resolve to their root. */
+static int root(Program *p, int v)
+{
+	while (p->values.data[v].res == VR_ALIAS)
+		v = p->values.data[v].alias_of;
+	return v;
+}
+
+static int64_t count_ops(Block *b)
+{
+	int64_t n = 0;
+	for (int i = 0; i < b->len; i++)
+		n += b->ops[i]->kind == OP_LOOP ? 2 + count_ops(&b->ops[i]->body) : 1;
+	return n;
+}
+
+static void number(Live *L, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		int64_t at = L->pos++;
+		if (op->out >= 0)
+			L->defpos[op->out] = at;
+		if (op->kind == OP_LOOP) {
+			L->defpos[op->ivar] = at;
+			for (int k = 0; k < op->ncarry; k++)
+				L->defpos[op->carg[k]] = at;
+			number(L, &op->body);
+			int64_t end = L->pos++;
+			for (int k = 0; k < op->ncarry; k++)
+				L->defpos[op->cout[k]] = end;
+			L->loops[at] = (Span){at, end};
+		}
+	}
+}
+
+/* A use at position `at`: the value stays live to `at`, and to the end of
+ * the outermost enclosing loop that does not contain its definition, since
+ * the next iteration reads it again. A variable has no definition: it is live
+ * from its first mention, or from the start of the outermost loop around it. */
+static void use(Live *L, int v, int64_t at)
+{
+	Program *p = L->p;
+	int r = root(p, v);
+	bool var = p->values.data[r].kind == VK_VAR;
+	int64_t from = at, until = at;
+	for (int i = 0; i < L->spans.len; i++) {
+		Span s = L->spans.data[i];
+		if (!var && L->defpos[v] >= s.start && L->defpos[v] <= s.end)
+			continue;
+		from = s.start;
+		until = s.end > at ? s.end : at;
+		break;
+	}
+	if (until > L->last[r])
+		L->last[r] = until;
+	if (var && (L->defpos[r] < 0 || from < L->defpos[r]))
+		L->defpos[r] = from;
+}
+
+static void uses(Live *L, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		int64_t at = L->pos++;
+		for (int k = 0; k < op->nin; k++)
+			use(L, op->in[k], at);
+		if (op->kind != OP_LOOP)
+			continue;
+		Span s = L->loops[at];
+		vec_push(&L->stack, op);
+		vec_push(&L->spans, s);
+		for (int k = 0; k < op->ncarry; k++)
+			use(L, op->carg[k], s.end);
+		uses(L, &op->body);
+		L->pos++;
+		for (int k = 0; k < op->ncarry; k++)
+			use(L, op->cyield[k], s.end);
+		L->stack.len--;
+		L->spans.len--;
+	}
+}
+
+/* Views and loop results share storage with what they view. */
+static void mark_aliases(Program *p, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (ir_ops[op->kind].flags & OPF_VIEW) {
+			p->values.data[op->out].res = VR_ALIAS;
+			p->values.data[op->out].alias_of = op->in[0];
+		}
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++) {
+				p->values.data[op->cout[k]].res = VR_ALIAS;
+				p->values.data[op->cout[k]].alias_of = op->carg[k];
+			}
+			mark_aliases(p, &op->body);
+		}
+	}
+}
+
+typedef struct {
+	int64_t off, size, end;
+} Slot;
+
+typedef struct {
+	int v;
+	int64_t start;
+} Item;
+
+static int by_start(const void *a, const void *b)
+{
+	const Item *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->v - y->v;
+}
+
+/* First-fit packing of live ranges; returns the peak. */
+static int64_t pack(Program *p, Live *L, int64_t base)
+{
+	int n = 0;
+	Item *items = calloc((size_t)p->values.len + 1, sizeof *items);
+	for (int v = 0; v < p->values.len; v++) {
+		Value *x = &p->values.data[v];
+		if (x->res == VR_NONE && x->kind != VK_INDEX && ir_bytes(p, x->type) > 0 && L->defpos[v] >= 0 &&
+		    !(x->def && x->def->kind == OP_CONST))
+			items[n++] = (Item){v, L->defpos[v]};
+	}
+	qsort(items, (size_t)n, sizeof *items, by_start);
+	Vec(Slot) live = {0};
+	int64_t peak = 0;
+	for (int i = 0; i < n; i++) {
+		Value *x = &p->values.data[items[i].v];
+		int64_t size = align_up(ir_bytes(p, x->type)), start = items[i].start;
+		int w = 0;
+		for (int j = 0; j < live.len; j++)
+			if (live.data[j].end >= start)
+				live.data[w++] = live.data[j];
+		live.len = w;
+		/* live is kept sorted by offset: find the first gap that fits */
+		int64_t off = 0;
+		int at = 0;
+		for (; at < live.len; at++) {
+			if (live.data[at].off - off >= size)
+				break;
+			off = live.data[at].off + live.data[at].size;
+		}
+		Slot s = {off, size, L->last[items[i].v] >= start ? L->last[items[i].v] : start};
+		vec_push(&live, s);
+		for (int j = live.len - 1; j > at; j--)
+			live.data[j] = live.data[j - 1];
+		live.data[at] = s;
+		x->res = VR_ARENA;
+		x->offset = base + off;
+		if (off + size > peak)
+			peak = off + size;
+	}
+	free(items);
+	return peak;
+}
+
+static int64_t place(Program *p, int v, int64_t at)
+{
+	Value *x = &p->values.data[v];
+	x->res = VR_ARENA;
+	x->offset = at;
+	return align_up(ir_bytes(p, x->type));
+}
+
+Program *stream_pass(Program *p, const StreamOptions *o)
+{
+	int nv = p->values.len;
+	for (int v = 0; v < nv; v++) {
+		p->values.data[v].res = VR_NONE;
+		p->values.data[v].alias_of = -1;
+	}
+	mark_aliases(p, &p->body);
+
+	/* Fixed regions first: they live for the whole step. */
+	int64_t at = 0, mark = 0;
+	for (int i = 0; i < p->params.len; i++)
+		at += place(p, p->params.data[i].value, at);
+	p->plan_params = at - mark, mark = at;
+	for (int i = 0; i < p->params.len; i++)
+		if (p->params.data[i].grad >= 0)
+			at += place(p, p->params.data[i].grad, at);
+	p->plan_grads = at - mark, mark = at;
+	for (int i = 0; i < p->inputs.len; i++)
+		at += place(p, p->inputs.data[i].value, at);
+	p->plan_inputs = at - mark, mark = at;
+	for (int v = 0; v < nv; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE)
+			at += place(p, v, at);
+	p->plan_tape = at - mark, mark = at;
+
+	Live L = {0};
+	L.p = p;
+	L.defpos = malloc(sizeof(int64_t) * (size_t)nv);
+	L.last = malloc(sizeof(int64_t) * (size_t)nv);
+	for (int v = 0; v < nv; v++)
+		L.defpos[v] = L.last[v] = -1;
+	int64_t npos = count_ops(&p->body);
+	L.loops = calloc((size_t)npos + 1, sizeof *L.loops);
+	number(&L, &p->body);
+	for (int v = 0; v < nv; v++)
+		if (p->values.data[v].kind == VK_VAR)
+			L.defpos[v] = -1;
+	L.pos = 0;
+	uses(&L, &p->body);
+	/* The runtime reads the loss after the step. */
+	L.last[root(p, p->loss)] = npos;
+
+	p->plan_work = pack(p, &L, at);
+	p->arena_bytes = at + p->plan_work;
+	free(L.defpos);
+	free(L.last);
+	free(L.loops);
+
+	if (o && o->device_mem && p->arena_bytes > o->device_mem)
+		fatal("the memory plan needs %s of device memory (params %s, grads %s, inputs %s, tape %s, work %s), "
+		      "more than --device-mem %s",
+		      stream_bytes_str(p->arena_bytes), stream_bytes_str(p->plan_params), stream_bytes_str(p->plan_grads),
+		      stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_work),
+		      stream_bytes_str(o->device_mem));
+	return p;
+}
+
+const char *stream_bytes_str(int64_t n)
+{
+	if (n < 1024)
+		return ar_printf("%lld B", (long long)n);
+	if (n < 1024 * 1024)
+		return ar_printf("%.1f KiB", n / 1024.0);
+	if (n < 1024LL * 1024 * 1024)
+		return ar_printf("%.1f MiB", n / (1024.0 * 1024));
+	return ar_printf("%.2f GiB", n / (1024.0 * 1024 * 1024));
+}
+
+void stream_print(FILE *f, Program *p)
+{
+	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + inputs %lld + tape %lld + work %lld\n",
+	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads,
+	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_work);
+	for (int v = 0; v < p->values.len; v++) {
+		Value *x = &p->values.data[v];
+		if (x->res == VR_ARENA)
+			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
+			        (long long)ir_bytes(p, x->type));
+	}
+}
