@@ -34,12 +34,16 @@ runtime/libdprt.a: $(RUNTIME_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Unit tests link the same objects as dpc.
+build/irgrad: tests/unit/irgrad.c tests/unit/interp.c tests/unit/interp.h build/libdpc.a
+	$(CC) $(CFLAGS) -o $@ tests/unit/irgrad.c tests/unit/interp.c build/libdpc.a $(LLVM_LIBS) -lm
+
 # Debian packages dpc needs to build and test (run as root).
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential llvm-14-dev libopenblas-dev python3
 
-test: all
+test: all build/irgrad
 	@bash tests/run.sh
 
 # Compile the default sample and train it: shows the plan and the training run.

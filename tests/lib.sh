@@ -1,0 +1,23 @@
+# Shared by the test parts: counters and ok / not ok lines.
+: "${DPC:=$PWD/bin/dpc}"
+: "${TEST_OUT:=$PWD/tests/out}"
+mkdir -p "$TEST_OUT"
+npass=0
+nfail=0
+ok() { echo "ok - $1"; npass=$((npass + 1)); }
+notok() {
+	echo "not ok - $1"
+	nfail=$((nfail + 1))
+	if [ -n "${2:-}" ] && [ -f "$2" ]; then sed 's/^/    /' "$2" | head -40; fi
+}
+# check NAME COMMAND...: ok when the command succeeds; its output is shown on failure
+check() {
+	local name=$1
+	shift
+	local log="$TEST_OUT/check.$$.log"
+	if "$@" >"$log" 2>&1; then ok "$name"; else notok "$name" "$log"; fi
+}
+finish() {
+	echo "$npass passed, $nfail failed"
+	[ "$nfail" -eq 0 ]
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite. Every part prints "ok - NAME" or "not ok - NAME" per
+# check; this runner shows them and closes with "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+export DPC="$PWD/bin/dpc"
+export TEST_OUT="$PWD/tests/out"
+rm -rf "$TEST_OUT"
+mkdir -p "$TEST_OUT"
+
+parts=(tests/cli/run.sh tests/errors/run.sh tests/golden/run.sh tests/unit/run.sh tests/runtime/run.sh
+       tests/gradcheck/run.sh tests/train/run.sh)
+pass=0
+fail=0
+for part in "${parts[@]}"; do
+	if [ ! -f "$part" ]; then
+		echo "not ok - $part is missing"
+		fail=$((fail + 1))
+		continue
+	fi
+	echo "# $part"
+	log="$TEST_OUT/$(echo "$part" | tr / _).log"
+	bash "$part" >"$log" 2>&1
+	rc=$?
+	grep -v -E '^[0-9]+ passed, [0-9]+ failed' "$log"
+	p=$(grep -c '^ok - ' "$log")
+	f=$(grep -c '^not ok - ' "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - $part exited with status $rc"
+		f=1
+	fi
+	pass=$((pass + p))
+	fail=$((fail + f))
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

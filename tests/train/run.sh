@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every sample trains on the CPU: its loss falls, the summary has the agreed
+# keys, and the device arena the runtime measured equals the compiler's plan.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+summary() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+for dp in samples/*.dp; do
+	name=$(basename "$dp" .dp)
+	exe="$TEST_OUT/train_$name"
+	log="$exe.log"
+	if ! "$DPC" "$dp" -o "$exe" >"$log" 2>&1; then
+		notok "train/$name: compile" "$log"
+		continue
+	fi
+	steps=60
+	args="--steps $steps"
+	case $name in
+	oscillator) args="--steps 30 --lr 0.05" steps=30 ;;
+	esac
+	if ! "$exe" $args --summary-json "$exe.json" >"$log" 2>&1; then
+		notok "train/$name: run" "$log"
+		continue
+	fi
+	if python3 - "$exe.json" "$steps" >"$log.check" 2>&1 <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+need = ["steps", "loss_first", "loss_last", "wall_s", "peak_device_bytes", "h2d_bytes",
+        "d2h_bytes", "forward_steps", "recomputed_steps"]
+missing = [k for k in need if k not in s]
+assert not missing, f"summary lacks {missing}"
+assert s["steps"] == int(sys.argv[2]), s["steps"]
+assert s["loss_last"] < 0.9 * s["loss_first"], f"loss did not fall: {s['loss_first']} -> {s['loss_last']}"
+assert s["peak_device_bytes"] == s["predicted_device_bytes"], (s["peak_device_bytes"], s["predicted_device_bytes"])
+assert s["recomputed_steps"] == 0
+PY
+	then
+		ok "train/$name (loss $(summary "$exe.json" loss_first) -> $(summary "$exe.json" loss_last))"
+	else
+		notok "train/$name" "$log.check"
+	fi
+done
+finish

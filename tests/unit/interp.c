@@ -1,0 +1,318 @@
+/* A reference interpreter of planned IR, in float64, for tests: it runs a
+ * program in a host arena laid out exactly as the memory plan says, so a
+ * wrong adjoint or an overlapping plan shows up as a wrong number. */
+#include "interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned char *base(Interp *m, int v)
+{
+	Program *p = m->p;
+	Value *x = &p->values.data[v];
+	if (x->res == VR_ARENA)
+		return m->arena + x->offset;
+	if (x->res != VR_ALIAS)
+		die("interp: value %s has no storage", ir_value_name(p, v));
+	unsigned char *b = base(m, x->alias_of);
+	if (x->def && x->def->kind == OP_SLICE)
+		b += m->index[x->def->in[1]] * ir_bytes(p, x->type);
+	return b;
+}
+
+static double *R(Interp *m, int v) { return (double *)base(m, v); }
+
+/* Operand k of an elementwise op at the multi-index of the result. */
+static double ew_arg(Interp *m, Op *op, int k, Type out, const int64_t *idx)
+{
+	int v = op->in[k];
+	Value *x = &m->p->values.data[v];
+	if (x->def && x->def->kind == OP_CONST)
+		return x->def->fval;
+	Type t = x->type;
+	int64_t off = 0;
+	for (int i = 0; i < t.rank; i++) {
+		int oi = out.rank - t.rank + i;
+		off = off * t.dim[i] + (t.dim[i] == 1 ? 0 : idx[oi]);
+	}
+	return R(m, v)[off];
+}
+
+static void unravel(Type t, int64_t n, int64_t *idx)
+{
+	for (int i = t.rank - 1; i >= 0; i--) {
+		idx[i] = n % t.dim[i];
+		n /= t.dim[i];
+	}
+}
+
+static double ew(OpKind k, double a, double b)
+{
+	switch (k) {
+	case OP_ADD: return a + b;
+	case OP_SUB: return a - b;
+	case OP_MUL: return a * b;
+	case OP_DIV: return a / b;
+	case OP_NEG: return -a;
+	case OP_RELU: return a > 0 ? a : 0;
+	case OP_TANH: return tanh(a);
+	case OP_SIGMOID: return 1 / (1 + exp(-a));
+	case OP_EXP: return exp(a);
+	case OP_LOG: return log(a);
+	case OP_SQRT: return sqrt(a);
+	case OP_STEP: return a > 0 ? 1 : 0;
+	default: unreachable();
+	}
+}
+
+static void matmul(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type ta = ir_vtype(p, op->in[0]), tb = ir_vtype(p, op->in[1]), tc = ir_vtype(p, op->out);
+	int64_t M = tc.dim[tc.rank - 2], N = tc.dim[tc.rank - 1];
+	int64_t K = op->ta ? ta.dim[ta.rank - 2] : ta.dim[ta.rank - 1];
+	int64_t batch = ir_numel(tc) / (M * N);
+	double *A = R(m, op->in[0]), *B = R(m, op->in[1]), *C = R(m, op->out);
+	int64_t sa = ta.dim[ta.rank - 2] * ta.dim[ta.rank - 1], sb = tb.rank == 2 ? 0 : tb.dim[tb.rank - 2] * tb.dim[tb.rank - 1];
+	int64_t lda = ta.dim[ta.rank - 1], ldb = tb.dim[tb.rank - 1];
+	for (int64_t b = 0; b < batch; b++)
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double s = 0;
+				for (int64_t k = 0; k < K; k++) {
+					double x = op->ta ? A[b * sa + k * lda + i] : A[b * sa + i * lda + k];
+					double y = op->tb ? B[b * sb + j * ldb + k] : B[b * sb + k * ldb + j];
+					s += x * y;
+				}
+				C[b * M * N + i * N + j] = s;
+			}
+}
+
+/* sum of x over the axes where `keep` has size 1 and x does not */
+static void reduce_to(Interp *m, int x, Type keep, double *out)
+{
+	Type t = ir_vtype(m->p, x);
+	int64_t n = ir_numel(t), idx[IR_MAXRANK];
+	memset(out, 0, sizeof(double) * (size_t)ir_numel(keep));
+	double *in = R(m, x);
+	for (int64_t e = 0; e < n; e++) {
+		unravel(t, e, idx);
+		int64_t off = 0;
+		for (int i = 0; i < keep.rank; i++) {
+			int ti = t.rank - keep.rank + i;
+			off = off * keep.dim[i] + (keep.dim[i] == 1 ? 0 : idx[ti]);
+		}
+		out[off] += in[e];
+	}
+}
+
+static void run_block(Interp *m, Block *b);
+
+static void run_loop(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	for (int k = 0; k < op->ncarry; k++)
+		memmove(R(m, op->carg[k]), R(m, op->in[k]), (size_t)ir_bytes(p, ir_vtype(p, op->carg[k])));
+	for (int64_t t = 0; t < op->trip; t++) {
+		m->index[op->ivar] = op->reverse ? op->lo + op->trip - 1 - t : op->lo + t;
+		run_block(m, &op->body);
+		for (int k = 0; k < op->ncarry; k++)
+			if (R(m, op->cyield[k]) != R(m, op->carg[k]))
+				memmove(R(m, op->carg[k]), R(m, op->cyield[k]), (size_t)ir_bytes(p, ir_vtype(p, op->carg[k])));
+		if (op->counter >= 0)
+			m->counters[op->counter]++;
+	}
+}
+
+static void run_op(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	int64_t idx[IR_MAXRANK];
+	const OpInfo *info = &ir_ops[op->kind];
+	if (op->kind == OP_LOOP) {
+		run_loop(m, op);
+		return;
+	}
+	Type to = op->out >= 0 ? ir_vtype(p, op->out) : ir_scalar(DT_REAL);
+	if (info->flags & OPF_EW) {
+		double *o = R(m, op->out);
+		for (int64_t e = 0; e < ir_numel(to); e++) {
+			unravel(to, e, idx);
+			double a = ew_arg(m, op, 0, to, idx), b = op->nin > 1 ? ew_arg(m, op, 1, to, idx) : 0;
+			o[e] = ew(op->kind, a, b);
+		}
+		return;
+	}
+	switch (op->kind) {
+	case OP_PARAM:
+	case OP_INPUT:
+	case OP_CONST:
+	case OP_SLICE:
+	case OP_RESHAPE:
+		return;
+	case OP_IDX:
+		m->index[op->out] = op->index;
+		return;
+	case OP_FILL:
+		for (int64_t e = 0; e < ir_numel(to); e++)
+			R(m, op->out)[e] = op->fval;
+		return;
+	case OP_COPY:
+		memmove(R(m, op->out), R(m, op->in[0]), (size_t)ir_bytes(p, to));
+		return;
+	case OP_TRANSPOSE: {
+		Type ti = ir_vtype(p, op->in[0]);
+		double *in = R(m, op->in[0]), *o = R(m, op->out);
+		for (int64_t e = 0; e < ir_numel(to); e++) {
+			unravel(to, e, idx);
+			int64_t src[IR_MAXRANK], off = 0;
+			for (int i = 0; i < to.rank; i++)
+				src[op->perm[i]] = idx[i];
+			for (int i = 0; i < ti.rank; i++)
+				off = off * ti.dim[i] + src[i];
+			o[e] = in[off];
+		}
+		return;
+	}
+	case OP_BROADCAST: {
+		double *o = R(m, op->out);
+		for (int64_t e = 0; e < ir_numel(to); e++) {
+			unravel(to, e, idx);
+			o[e] = ew_arg(m, op, 0, to, idx);
+		}
+		return;
+	}
+	case OP_SUM_TO:
+		reduce_to(m, op->in[0], to, R(m, op->out));
+		return;
+	case OP_SUM:
+	case OP_MEAN: {
+		Type ti = ir_vtype(p, op->in[0]), keep = ti;
+		double cnt = 1;
+		for (int i = 0; i < ti.rank; i++)
+			if (op->axes >> i & 1)
+				keep.dim[i] = 1, cnt *= (double)ti.dim[i];
+		reduce_to(m, op->in[0], keep, R(m, op->out));
+		if (op->kind == OP_MEAN)
+			for (int64_t e = 0; e < ir_numel(to); e++)
+				R(m, op->out)[e] /= cnt;
+		return;
+	}
+	case OP_MATMUL:
+		matmul(m, op);
+		return;
+	case OP_SOFTMAX:
+	case OP_LOG_SOFTMAX:
+	case OP_SOFTMAX_GRAD:
+	case OP_LOG_SOFTMAX_GRAD: {
+		int64_t C = to.dim[to.rank - 1], rows = ir_numel(to) / C;
+		double *x = R(m, op->in[0]), *o = R(m, op->out), *g = op->nin > 1 ? R(m, op->in[1]) : NULL;
+		for (int64_t r = 0; r < rows; r++) {
+			double *xr = x + r * C, *or = o + r * C, *gr = g ? g + r * C : NULL;
+			if (op->kind == OP_SOFTMAX_GRAD || op->kind == OP_LOG_SOFTMAX_GRAD) {
+				double s = 0;
+				for (int64_t c = 0; c < C; c++)
+					s += op->kind == OP_SOFTMAX_GRAD ? gr[c] * xr[c] : gr[c];
+				for (int64_t c = 0; c < C; c++)
+					or[c] = op->kind == OP_SOFTMAX_GRAD ? xr[c] * (gr[c] - s) : gr[c] - exp(xr[c]) * s;
+				continue;
+			}
+			double mx = -INFINITY, s = 0;
+			for (int64_t c = 0; c < C; c++)
+				mx = fmax(mx, xr[c]);
+			for (int64_t c = 0; c < C; c++)
+				s += exp(xr[c] - mx);
+			for (int64_t c = 0; c < C; c++)
+				or[c] = op->kind == OP_SOFTMAX ? exp(xr[c] - mx) / s : xr[c] - mx - log(s);
+		}
+		return;
+	}
+	case OP_MSE:
+	case OP_MSE_GRAD: {
+		Type ti = ir_vtype(p, op->in[0]);
+		int64_t n = ir_numel(ti);
+		double *a = R(m, op->in[0]), *b = R(m, op->in[1]), s = 0;
+		if (op->kind == OP_MSE) {
+			for (int64_t e = 0; e < n; e++)
+				s += (a[e] - b[e]) * (a[e] - b[e]);
+			R(m, op->out)[0] = s / (double)n;
+		} else {
+			double g = R(m, op->in[2])[0];
+			for (int64_t e = 0; e < n; e++)
+				R(m, op->out)[e] = g * 2 * (a[e] - b[e]) / (double)n;
+		}
+		return;
+	}
+	case OP_XENT:
+	case OP_XENT_GRAD: {
+		Type ti = ir_vtype(p, op->in[0]);
+		int64_t C = ti.dim[ti.rank - 1], rows = ir_numel(ti) / C;
+		double *x = R(m, op->in[0]), loss = 0;
+		int32_t *lab = (int32_t *)base(m, op->in[1]);
+		double g = op->kind == OP_XENT_GRAD ? R(m, op->in[2])[0] : 0;
+		for (int64_t r = 0; r < rows; r++) {
+			double *xr = x + r * C, mx = -INFINITY, s = 0;
+			for (int64_t c = 0; c < C; c++)
+				mx = fmax(mx, xr[c]);
+			for (int64_t c = 0; c < C; c++)
+				s += exp(xr[c] - mx);
+			loss += mx + log(s) - xr[lab[r]];
+			if (op->kind == OP_XENT_GRAD)
+				for (int64_t c = 0; c < C; c++)
+					R(m, op->out)[r * C + c] = g * (exp(xr[c] - mx) / s - (c == lab[r])) / (double)rows;
+		}
+		if (op->kind == OP_XENT)
+			R(m, op->out)[0] = loss / (double)rows;
+		return;
+	}
+	case OP_ZERO:
+		memset(base(m, op->in[0]), 0, (size_t)ir_bytes(p, ir_vtype(p, op->in[0])));
+		return;
+	case OP_ASSIGN:
+		memmove(base(m, op->in[0]), base(m, op->in[1]), (size_t)ir_bytes(p, ir_vtype(p, op->in[0])));
+		return;
+	case OP_ACC:
+	case OP_ACC_SLICE:
+	case OP_STORE_SLICE: {
+		int x = op->in[op->nin - 1];
+		int64_t n = ir_numel(ir_vtype(p, x));
+		double *v = R(m, op->in[0]), *src = R(m, x);
+		if (op->kind != OP_ACC)
+			v += m->index[op->in[1]] * n;
+		for (int64_t e = 0; e < n; e++)
+			v[e] = op->kind == OP_STORE_SLICE ? src[e] : v[e] + src[e];
+		return;
+	}
+	default:
+		die("interp: no rule for %s", info->name);
+	}
+}
+
+static void run_block(Interp *m, Block *b)
+{
+	for (int i = 0; i < b->len; i++)
+		run_op(m, b->ops[i]);
+}
+
+Interp *interp_new(Program *p)
+{
+	if (p->real_bytes != 8)
+		die("interp: needs a float64 program");
+	Interp *m = calloc(1, sizeof *m);
+	m->p = p;
+	m->arena = calloc(1, (size_t)p->arena_bytes + 64);
+	m->index = calloc((size_t)p->values.len, sizeof *m->index);
+	return m;
+}
+
+double *interp_tensor(Interp *m, int v) { return R(m, v); }
+
+double interp_run(Interp *m, bool backward)
+{
+	Block all = m->p->body;
+	if (!backward)
+		all.len = m->p->nforward;
+	run_block(m, &all);
+	return R(m, m->p->loss)[0];
+}
