@@ -1,0 +1,46 @@
+/* codegen's private header: the LLVM context shared by kernels.c and host.c. */
+#ifndef DPC_CGINT_H
+#define DPC_CGINT_H
+
+#include <llvm-c/Core.h>
+
+#include "cg.h"
+
+/* One kernel: an op's lowering, with the types it was instantiated at.
+ * Identical descriptions share one kernel. Argument words: [0] the result
+ * (or the variable written), then each non-constant operand, in order. */
+typedef struct {
+	OpKind kind;
+	int nin;
+	Type out;
+	Type in[3];
+	bool is_const[3];
+	double cval[3];
+	double fval;
+	uint32_t axes;
+	int perm[IR_MAXRANK];
+	Type to;
+	int nargs;
+} KDesc;
+
+enum { K_SGD = OP__COUNT, K_ADAM }; /* the optimizer kernels' kinds */
+
+typedef struct {
+	Program *p;
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMTypeRef i1, i8, i32, i64, f64, real, i8p, i64p, realp, i32p;
+	Vec(KDesc) kernels;
+} Cg;
+
+LLVMValueRef cg_i64(Cg *g, int64_t v);
+LLVMValueRef cg_real(Cg *g, double v);
+int cg_kernel_id(Cg *g, const KDesc *k);           /* find or add */
+int64_t cg_kernel_size(Cg *g, const KDesc *k);     /* elements of its index space */
+/* Emits the body of kernel k for element index idx; args are the argument
+ * words as i64. Used by every target's wrapper. */
+void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef idx);
+void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
+
+#endif

@@ -1,0 +1,412 @@
+/* cg: the host schedule (dp_step, dp_forward), the model description, and
+ * emission of the module as LLVM text or an object file. */
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassManagerBuilder.h>
+
+#include "../../runtime/dprt.h"
+#include "cgint.h"
+
+typedef struct {
+	Cg *g;
+	LLVMValueRef fn, ctx, base, argbuf;
+	LLVMValueRef *index;       /* per value: host i64 of index values */
+	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count;
+	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count;
+} Host;
+
+static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
+{
+	*ft = LLVMFunctionType(ret, params, (unsigned)n, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+	return f ? f : LLVMAddFunction(g->mod, name, *ft);
+}
+
+/* Device address of a value: arena base + offset, through views. */
+static LLVMValueRef addr(Host *h, int v)
+{
+	Program *p = h->g->p;
+	Value *x = &p->values.data[v];
+	if (x->res == VR_ARENA)
+		return LLVMBuildAdd(h->g->b, h->base, cg_i64(h->g, x->offset), "");
+	if (x->res != VR_ALIAS)
+		die("value %s has no storage", ir_value_name(p, v));
+	LLVMValueRef a = addr(h, x->alias_of);
+	if (x->def && x->def->kind == OP_SLICE) {
+		LLVMValueRef i = h->index[x->def->in[1]];
+		if (!i)
+			die("index %s has no host value", ir_value_name(p, x->def->in[1]));
+		a = LLVMBuildAdd(h->g->b, a, LLVMBuildMul(h->g->b, i, cg_i64(h->g, ir_bytes(p, x->type)), ""), "");
+	}
+	return a;
+}
+
+static void call(Host *h, LLVMTypeRef t, LLVMValueRef f, LLVMValueRef *args, int n)
+{
+	LLVMBuildCall2(h->g->b, t, f, args, (unsigned)n, "");
+}
+
+static void launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords, int64_t n)
+{
+	Cg *g = h->g;
+	d->nargs = nwords;
+	int id = cg_kernel_id(g, d);
+	for (int i = 0; i < nwords; i++) {
+		LLVMValueRef at = cg_i64(g, i);
+		LLVMBuildStore(g->b, words[i], LLVMBuildGEP2(g->b, g->i64, h->argbuf, &at, 1, ""));
+	}
+	LLVMValueRef args[5] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)id, 0), cg_i64(g, n),
+	                        LLVMConstInt(g->i32, (unsigned long long)nwords, 0), h->argbuf};
+	call(h, h->t_launch, h->f_launch, args, 5);
+}
+
+static void copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
+{
+	LLVMValueRef args[4] = {h->ctx, dst, src, cg_i64(h->g, bytes)};
+	call(h, h->t_copy, h->f_copy, args, 4);
+}
+
+/* An op that becomes one kernel over the arena. */
+static void lower_kernel(Host *h, Op *op)
+{
+	Program *p = h->g->p;
+	KDesc d;
+	memset(&d, 0, sizeof d);
+	d.kind = op->kind;
+	d.axes = op->axes;
+	memcpy(d.perm, op->perm, sizeof d.perm);
+	d.fval = op->fval;
+	d.to = op->to;
+	LLVMValueRef words[8];
+	int nw = 0;
+	bool write = ir_ops[op->kind].flags & OPF_WRITE;
+	if (write) {
+		/* acc v, x / acc_slice v[i], x: the word is the destination address */
+		int x = op->in[op->nin - 1];
+		d.nin = 1;
+		d.in[0] = ir_vtype(p, x);
+		d.out = d.in[0];
+		LLVMValueRef dst = addr(h, op->in[0]);
+		if (op->kind == OP_ACC_SLICE)
+			dst = LLVMBuildAdd(h->g->b, dst, LLVMBuildMul(h->g->b, h->index[op->in[1]], cg_i64(h->g, ir_bytes(p, d.in[0])), ""), "");
+		words[nw++] = dst;
+		words[nw++] = addr(h, x);
+	} else {
+		d.nin = op->nin;
+		d.out = ir_vtype(p, op->out);
+		words[nw++] = addr(h, op->out);
+		for (int j = 0; j < op->nin; j++) {
+			Value *x = &p->values.data[op->in[j]];
+			d.in[j] = x->type;
+			if (x->def && x->def->kind == OP_CONST) {
+				d.is_const[j] = true;
+				d.cval[j] = x->def->fval;
+			} else {
+				words[nw++] = addr(h, op->in[j]);
+			}
+		}
+	}
+	launch(h, &d, words, nw, cg_kernel_size(h->g, &d));
+}
+
+static void lower_matmul(Host *h, Op *op)
+{
+	Program *p = h->g->p;
+	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]), c = ir_vtype(p, op->out);
+	int64_t m = c.dim[c.rank - 2], n = c.dim[c.rank - 1];
+	int64_t k = op->ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
+	int64_t batch = ir_numel(c) / (m * n);
+	int64_t sa = a.dim[a.rank - 2] * a.dim[a.rank - 1], sb = b.rank == 2 ? 0 : b.dim[b.rank - 2] * b.dim[b.rank - 1];
+	if (b.rank == 2 && batch > 1 && !op->ta) {
+		/* a stack of row blocks times one matrix is one tall GEMM */
+		m *= batch;
+		batch = 1;
+	}
+	Cg *g = h->g;
+	LLVMValueRef args[18] = {
+		h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->ta, 0), LLVMConstInt(g->i32, (unsigned long long)op->tb, 0),
+		cg_i64(g, m), cg_i64(g, n), cg_i64(g, k),
+		addr(h, op->in[0]), cg_i64(g, a.dim[a.rank - 1]), cg_i64(g, sa),
+		addr(h, op->in[1]), cg_i64(g, b.dim[b.rank - 1]), cg_i64(g, sb),
+		addr(h, op->out), cg_i64(g, n), cg_i64(g, m * n),
+		cg_i64(g, batch), LLVMConstReal(g->f64, 0),
+	};
+	call(h, h->t_gemm, h->f_gemm, args, 17);
+}
+
+static void lower_block(Host *h, Block *b, int from, int to);
+
+static void lower_loop(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	for (int k = 0; k < op->ncarry; k++)
+		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "iter");
+	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "after");
+	LLVMBuildBr(g->b, body);
+	LLVMPositionBuilderAtEnd(g->b, body);
+	LLVMValueRef t = LLVMBuildPhi(g->b, g->i64, "t");
+	LLVMValueRef zero = cg_i64(g, 0);
+	LLVMAddIncoming(t, &zero, &pre, 1);
+	h->index[op->ivar] = op->reverse ? LLVMBuildSub(g->b, cg_i64(g, op->lo + op->trip - 1), t, "")
+	                                 : LLVMBuildAdd(g->b, cg_i64(g, op->lo), t, "");
+	lower_block(h, &op->body, 0, op->body.len);
+	for (int k = 0; k < op->ncarry; k++) {
+		Value *y = &p->values.data[op->cyield[k]];
+		if (y->res == VR_ARENA && p->values.data[op->carg[k]].res == VR_ARENA && y->offset == p->values.data[op->carg[k]].offset)
+			continue;
+		copy(h, addr(h, op->carg[k]), addr(h, op->cyield[k]), ir_bytes(p, y->type));
+	}
+	if (op->counter >= 0) {
+		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, 1)};
+		call(h, h->t_count, h->f_count, args, 3);
+	}
+	LLVMValueRef next = LLVMBuildAdd(g->b, t, cg_i64(g, 1), "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+	LLVMAddIncoming(t, &next, &latch, 1);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, op->trip), ""), body, exit);
+	LLVMPositionBuilderAtEnd(g->b, exit);
+}
+
+static void lower_op(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	switch (op->kind) {
+	case OP_PARAM:
+	case OP_INPUT:
+	case OP_CONST:
+	case OP_SLICE:
+	case OP_RESHAPE:
+		return;
+	case OP_IDX:
+		h->index[op->out] = cg_i64(g, op->index);
+		return;
+	case OP_LOOP:
+		lower_loop(h, op);
+		return;
+	case OP_MATMUL:
+		lower_matmul(h, op);
+		return;
+	case OP_COPY:
+		copy(h, addr(h, op->out), addr(h, op->in[0]), ir_bytes(p, ir_vtype(p, op->out)));
+		return;
+	case OP_ASSIGN:
+		copy(h, addr(h, op->in[0]), addr(h, op->in[1]), ir_bytes(p, ir_vtype(p, op->in[0])));
+		return;
+	case OP_STORE_SLICE: {
+		Type t = ir_vtype(p, op->in[2]);
+		LLVMValueRef dst = LLVMBuildAdd(g->b, addr(h, op->in[0]), LLVMBuildMul(g->b, h->index[op->in[1]], cg_i64(g, ir_bytes(p, t)), ""), "");
+		copy(h, dst, addr(h, op->in[2]), ir_bytes(p, t));
+		return;
+	}
+	case OP_ZERO: {
+		LLVMValueRef args[3] = {h->ctx, addr(h, op->in[0]), cg_i64(g, ir_bytes(p, ir_vtype(p, op->in[0])))};
+		call(h, h->t_zero, h->f_zero, args, 3);
+		return;
+	}
+	default:
+		lower_kernel(h, op);
+	}
+}
+
+static void lower_block(Host *h, Block *b, int from, int to)
+{
+	for (int i = from; i < to; i++)
+		lower_op(h, b->ops[i]);
+}
+
+static void host_function(Cg *g, const char *name, int nops)
+{
+	Host h = {0};
+	h.g = g;
+	h.index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
+	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
+	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
+	h.f_launch = declare(g, "rt_launch", vd, pl, 5, &h.t_launch);
+	LLVMTypeRef pg[] = {g->i8p, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
+	                    g->i64, g->i64, g->i64, g->i64, g->f64};
+	h.f_gemm = declare(g, "rt_gemm", vd, pg, 17, &h.t_gemm);
+	LLVMTypeRef pc[] = {g->i8p, g->i64, g->i64, g->i64};
+	h.f_copy = declare(g, "rt_copy", vd, pc, 4, &h.t_copy);
+	LLVMTypeRef pz[] = {g->i8p, g->i64, g->i64};
+	h.f_zero = declare(g, "rt_zero", vd, pz, 3, &h.t_zero);
+	LLVMTypeRef pn[] = {g->i8p, g->i32, g->i64};
+	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
+	LLVMTypeRef tb;
+	LLVMValueRef f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &tb);
+
+	LLVMTypeRef ft = LLVMFunctionType(vd, &g->i8p, 1, 0);
+	h.fn = LLVMAddFunction(g->mod, name, ft);
+	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, h.fn, "entry"));
+	h.ctx = LLVMGetParam(h.fn, 0);
+	h.argbuf = LLVMBuildArrayAlloca(g->b, g->i64, cg_i64(g, 16), "args");
+	h.base = LLVMBuildCall2(g->b, tb, f_base, &h.ctx, 1, "base");
+	lower_block(&h, &g->p->body, 0, nops);
+	LLVMBuildRetVoid(g->b);
+}
+
+/* ---- the model description (runtime/dprt.h) ---- */
+
+typedef Vec(char) Text;
+
+static void put(Text *t, const char *s)
+{
+	for (; *s; s++)
+		vec_push(t, *s);
+}
+
+static void put_type(Text *t, Type ty)
+{
+	put(t, ar_printf(" %d", ty.rank));
+	for (int i = 0; i < ty.rank; i++)
+		put(t, ar_printf(" %lld", (long long)ty.dim[i]));
+}
+
+static void count_steps(Block *b, int64_t times, int64_t *counts)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind != OP_LOOP)
+			continue;
+		if (op->counter >= 0)
+			counts[op->counter] += times * op->trip;
+		count_steps(&op->body, times * op->trip, counts);
+	}
+}
+
+static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
+{
+	Program *p = g->p;
+	Text t = {0};
+	const char *real = p->real_bytes == 8 ? "f64" : "f32";
+	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld\n", o->model_name, real,
+	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset));
+	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		put(&t, ar_printf("param %s %s", q->name, real));
+		put_type(&t, q->type);
+		put(&t, ar_printf(" %lld %lld %d %s %.17g %.17g\n", (long long)p->values.data[q->value].offset,
+		                  (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
+	}
+	for (int i = 0; i < p->inputs.len; i++) {
+		Input *in = &p->inputs.data[i];
+		put(&t, ar_printf("input %s %s", in->name, in->type.dt == DT_I32 ? "i32" : real));
+		put_type(&t, in->type);
+		put(&t, ar_printf(" %lld %d\n", (long long)p->values.data[in->value].offset, in->classes));
+	}
+	put(&t, ar_printf("kernel sgd %d\nkernel adam %d\n", sgd, adam));
+	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan inputs %lld\nplan tape %lld\nplan work %lld\n",
+	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs,
+	                  (long long)p->plan_tape, (long long)p->plan_work));
+	int64_t counts[2] = {0, 0};
+	count_steps(&p->body, 1, counts);
+	put(&t, ar_printf("steps forward %lld recomputed %lld\nend\n", (long long)counts[RT_COUNT_FORWARD],
+	                  (long long)counts[RT_COUNT_RECOMPUTED]));
+	vec_push(&t, 0);
+	return t.data;
+}
+
+static Cg *build(Program *p, const CgOptions *o)
+{
+	if (o->target != CG_CPU)
+		fatal("the cuda target is not built yet");
+	Cg *g = ar_alloc(sizeof *g);
+	g->p = p;
+	g->ctx = LLVMContextCreate();
+	g->mod = LLVMModuleCreateWithNameInContext(o->model_name, g->ctx);
+	g->b = LLVMCreateBuilderInContext(g->ctx);
+	g->i1 = LLVMInt1TypeInContext(g->ctx);
+	g->i8 = LLVMInt8TypeInContext(g->ctx);
+	g->i32 = LLVMInt32TypeInContext(g->ctx);
+	g->i64 = LLVMInt64TypeInContext(g->ctx);
+	g->f64 = LLVMDoubleTypeInContext(g->ctx);
+	g->real = p->real_bytes == 8 ? g->f64 : LLVMFloatTypeInContext(g->ctx);
+	g->i8p = LLVMPointerType(g->i8, 0);
+	g->i64p = LLVMPointerType(g->i64, 0);
+	g->realp = LLVMPointerType(g->real, 0);
+	g->i32p = LLVMPointerType(g->i32, 0);
+
+	KDesc opt;
+	memset(&opt, 0, sizeof opt);
+	opt.kind = (OpKind)K_SGD;
+	opt.nargs = 3;
+	int sgd = cg_kernel_id(g, &opt);
+	opt.kind = (OpKind)K_ADAM;
+	opt.nargs = 10;
+	int adam = cg_kernel_id(g, &opt);
+
+	host_function(g, "dp_forward", p->nforward);
+	host_function(g, "dp_step", p->body.len);
+	cg_cpu_kernels(g);
+
+	const char *desc = model_desc(g, o, sgd, adam);
+	LLVMValueRef s = LLVMConstStringInContext(g->ctx, desc, (unsigned)strlen(desc), 0);
+	LLVMValueRef gd = LLVMAddGlobal(g->mod, LLVMTypeOf(s), "dp_model_desc");
+	LLVMSetInitializer(gd, s);
+	LLVMSetGlobalConstant(gd, 1);
+
+	char *err = NULL;
+	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
+		die("generated LLVM module is invalid: %s", err);
+	LLVMDisposeMessage(err);
+	return g;
+}
+
+static LLVMTargetMachineRef host_machine(void)
+{
+	LLVMInitializeX86TargetInfo();
+	LLVMInitializeX86Target();
+	LLVMInitializeX86TargetMC();
+	LLVMInitializeX86AsmPrinter();
+	char *triple = LLVMGetDefaultTargetTriple();
+	LLVMTargetRef target;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple(triple, &target, &err))
+		die("no LLVM target for %s: %s", triple, err);
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "x86-64", "", LLVMCodeGenLevelDefault,
+	                                                  LLVMRelocPIC, LLVMCodeModelDefault);
+	LLVMDisposeMessage(triple);
+	return tm;
+}
+
+static void optimize(Cg *g, LLVMTargetMachineRef tm)
+{
+	char *triple = LLVMGetTargetMachineTriple(tm);
+	LLVMSetTarget(g->mod, triple);
+	LLVMDisposeMessage(triple);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(g->mod, td);
+	LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
+	LLVMPassManagerBuilderSetOptLevel(pmb, 2);
+	LLVMPassManagerRef pm = LLVMCreatePassManager();
+	LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
+	LLVMRunPassManager(pm, g->mod);
+	LLVMDisposePassManager(pm);
+	LLVMPassManagerBuilderDispose(pmb);
+}
+
+void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out)
+{
+	Cg *g = build(p, o);
+	char *s = LLVMPrintModuleToString(g->mod);
+	fputs(s, out);
+	LLVMDisposeMessage(s);
+}
+
+void cg_emit_object(Program *p, const CgOptions *o, const char *path)
+{
+	Cg *g = build(p, o);
+	LLVMTargetMachineRef tm = host_machine();
+	optimize(g, tm);
+	char *err = NULL;
+	if (LLVMTargetMachineEmitToFile(tm, g->mod, (char *)path, LLVMObjectFile, &err))
+		fatal("cannot write %s: %s", path, err);
+	LLVMDisposeTargetMachine(tm);
+}

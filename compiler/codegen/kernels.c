@@ -1,0 +1,513 @@
+/* cg: kernel bodies. Each is generated for one element index, so the same
+ * body serves a CPU loop and, later, a GPU thread. */
+#include <string.h>
+
+#include "cgint.h"
+
+LLVMValueRef cg_i64(Cg *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+LLVMValueRef cg_real(Cg *g, double v) { return LLVMConstReal(g->real, v); }
+
+int cg_kernel_id(Cg *g, const KDesc *k)
+{
+	for (int i = 0; i < g->kernels.len; i++)
+		if (memcmp(&g->kernels.data[i], k, sizeof *k) == 0)
+			return i;
+	vec_push(&g->kernels, *k);
+	return g->kernels.len - 1;
+}
+
+static int64_t rows(Type t) { return t.rank ? ir_numel(t) / t.dim[t.rank - 1] : 1; }
+
+int64_t cg_kernel_size(Cg *g, const KDesc *k)
+{
+	(void)g;
+	switch ((int)k->kind) {
+	case OP_MSE:
+	case OP_XENT:
+		return 1;
+	case OP_SOFTMAX:
+	case OP_LOG_SOFTMAX:
+	case OP_SOFTMAX_GRAD:
+	case OP_LOG_SOFTMAX_GRAD:
+	case OP_XENT_GRAD:
+		return rows(k->out);
+	case OP_ACC:
+	case OP_ACC_SLICE:
+		return ir_numel(k->in[k->nin - 1]);
+	default:
+		return ir_numel(k->out);
+	}
+}
+
+/* ---- small builders ---- */
+
+typedef struct {
+	Cg *g;
+	LLVMValueRef fn;
+	LLVMBuilderRef b;
+} K;
+
+static LLVMValueRef ptr_of(K *k, LLVMValueRef word, LLVMTypeRef pt) { return LLVMBuildIntToPtr(k->b, word, pt, ""); }
+
+static LLVMValueRef load(K *k, LLVMValueRef base, LLVMValueRef i)
+{
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
+	return LLVMBuildLoad2(k->b, k->g->real, p, "");
+}
+
+static void store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
+{
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
+	LLVMBuildStore(k->b, v, p);
+}
+
+static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x)
+{
+	Cg *g = k->g;
+	const char *full = ar_printf("%s%s", name, g->p->real_bytes == 4 ? "f" : "");
+	if (name[0] == 'l' && name[1] == 'l')
+		full = ar_printf("%s.f%d", name, g->p->real_bytes * 8);
+	LLVMValueRef f = LLVMGetNamedFunction(g->mod, full);
+	LLVMTypeRef ft = LLVMFunctionType(g->real, &g->real, 1, 0);
+	if (!f)
+		f = LLVMAddFunction(g->mod, full, ft);
+	return LLVMBuildCall2(k->b, ft, f, &x, 1, "");
+}
+
+static LLVMValueRef rexp(K *k, LLVMValueRef x) { return call_math(k, "llvm.exp", x); }
+static LLVMValueRef rlog(K *k, LLVMValueRef x) { return call_math(k, "llvm.log", x); }
+static LLVMValueRef rsqrt(K *k, LLVMValueRef x) { return call_math(k, "llvm.sqrt", x); }
+
+static LLVMValueRef rmax(K *k, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef gt = LLVMBuildFCmp(k->b, LLVMRealOGT, a, b, "");
+	return LLVMBuildSelect(k->b, gt, a, b, "");
+}
+
+/* A counted loop inside a kernel body: for (i = 0; i < n; i++). */
+typedef struct {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef i;
+	LLVMBasicBlockRef pre;
+} Loop;
+
+static Loop loop_begin(K *k, LLVMValueRef n)
+{
+	Loop l;
+	l.pre = LLVMGetInsertBlock(k->b);
+	l.head = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "loop");
+	l.exit = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "done");
+	LLVMValueRef any = LLVMBuildICmp(k->b, LLVMIntSGT, n, cg_i64(k->g, 0), "");
+	LLVMBuildCondBr(k->b, any, l.head, l.exit);
+	LLVMPositionBuilderAtEnd(k->b, l.head);
+	l.i = LLVMBuildPhi(k->b, k->g->i64, "i");
+	LLVMValueRef zero = cg_i64(k->g, 0);
+	LLVMAddIncoming(l.i, &zero, &l.pre, 1);
+	l.body = l.head;
+	(void)n;
+	return l;
+}
+
+static void loop_end(K *k, Loop *l, LLVMValueRef n)
+{
+	LLVMValueRef next = LLVMBuildAdd(k->b, l->i, cg_i64(k->g, 1), "");
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(k->b);
+	LLVMAddIncoming(l->i, &next, &cur, 1);
+	LLVMValueRef more = LLVMBuildICmp(k->b, LLVMIntSLT, next, n, "");
+	LLVMBuildCondBr(k->b, more, l->head, l->exit);
+	LLVMPositionBuilderAtEnd(k->b, l->exit);
+}
+
+/* A running value across a loop: phi at the head, updated at the end. */
+typedef struct {
+	LLVMValueRef phi;
+} Acc;
+
+static Acc acc_begin(K *k, Loop *l, LLVMValueRef init)
+{
+	Acc a = {LLVMBuildPhi(k->b, LLVMTypeOf(init), "")};
+	LLVMAddIncoming(a.phi, &init, &l->pre, 1);
+	return a;
+}
+
+static void acc_next(K *k, Loop *l, Acc *a, LLVMValueRef v)
+{
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(k->b);
+	LLVMAddIncoming(a->phi, &v, &cur, 1);
+	(void)l;
+}
+
+/* The value after the loop: the phi's last update, merged with init when the loop ran zero times. */
+static LLVMValueRef acc_result(K *k, Loop *l, Acc *a, LLVMValueRef init, LLVMValueRef last)
+{
+	LLVMValueRef r = LLVMBuildPhi(k->b, LLVMTypeOf(init), "");
+	LLVMBasicBlockRef latch = LLVMGetPreviousBasicBlock(l->exit);
+	(void)latch;
+	LLVMValueRef vals[2] = {init, last};
+	LLVMBasicBlockRef from[2] = {l->pre, NULL};
+	/* the latch is the block that branches to exit from inside the loop */
+	from[1] = a->phi ? LLVMGetInstructionParent(last) : NULL;
+	LLVMAddIncoming(r, vals, from, 2);
+	return r;
+}
+
+/* ---- index arithmetic ---- */
+
+/* Unravels a flat index over t's dims (row-major). */
+static void unravel(K *k, Type t, LLVMValueRef idx, LLVMValueRef *coord)
+{
+	for (int i = t.rank - 1; i >= 0; i--) {
+		if (i == 0) {
+			coord[i] = idx;
+			break;
+		}
+		LLVMValueRef d = cg_i64(k->g, t.dim[i]);
+		coord[i] = LLVMBuildURem(k->b, idx, d, "");
+		idx = LLVMBuildUDiv(k->b, idx, d, "");
+	}
+}
+
+/* Offset into operand type t at the result's coordinates, NumPy-broadcast. */
+static LLVMValueRef bcast_offset(K *k, Type t, Type out, LLVMValueRef *coord)
+{
+	LLVMValueRef off = cg_i64(k->g, 0);
+	for (int i = 0; i < t.rank; i++) {
+		int oi = out.rank - t.rank + i;
+		off = LLVMBuildMul(k->b, off, cg_i64(k->g, t.dim[i]), "");
+		if (t.dim[i] != 1)
+			off = LLVMBuildAdd(k->b, off, coord[oi], "");
+	}
+	return off;
+}
+
+/* ---- bodies ---- */
+
+static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = k->b;
+	Cg *g = k->g;
+	switch (op) {
+	case OP_ADD: return LLVMBuildFAdd(B, a, b, "");
+	case OP_SUB: return LLVMBuildFSub(B, a, b, "");
+	case OP_MUL: return LLVMBuildFMul(B, a, b, "");
+	case OP_DIV: return LLVMBuildFDiv(B, a, b, "");
+	case OP_NEG: return LLVMBuildFNeg(B, a, "");
+	case OP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, cg_real(g, 0), ""), a, cg_real(g, 0), "");
+	case OP_STEP: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, cg_real(g, 0), ""), cg_real(g, 1), cg_real(g, 0), "");
+	case OP_EXP: return rexp(k, a);
+	case OP_LOG: return rlog(k, a);
+	case OP_SQRT: return rsqrt(k, a);
+	case OP_SIGMOID:
+		return LLVMBuildFDiv(B, cg_real(g, 1), LLVMBuildFAdd(B, cg_real(g, 1), rexp(k, LLVMBuildFNeg(B, a, "")), ""), "");
+	case OP_TANH: {
+		/* tanh |x| = (1 - e^-2|x|) / (1 + e^-2|x|): no overflow, sign restored */
+		LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, cg_real(g, 0), "");
+		LLVMValueRef ax = LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, a, ""), a, "");
+		LLVMValueRef e = rexp(k, LLVMBuildFMul(B, ax, cg_real(g, -2), ""));
+		LLVMValueRef t = LLVMBuildFDiv(B, LLVMBuildFSub(B, cg_real(g, 1), e, ""), LLVMBuildFAdd(B, cg_real(g, 1), e, ""), "");
+		return LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, t, ""), t, "");
+	}
+	default:
+		die("no elementwise lowering for %s", ir_ops[op].name);
+	}
+}
+
+/* Operand j of an elementwise op at the result's coordinates. */
+static LLVMValueRef operand(K *k, const KDesc *d, LLVMValueRef *ptrs, int j, LLVMValueRef *coord)
+{
+	if (d->is_const[j])
+		return cg_real(k->g, d->cval[j]);
+	return load(k, ptrs[j], bcast_offset(k, d->in[j], d->out, coord));
+}
+
+/* sum over the input axes that the output does not keep */
+static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	Type t = d->in[0], o = d->out;
+	bool kept[IR_MAXRANK];
+	int out_axis[IR_MAXRANK];
+	int64_t count = 1;
+	int j = 0;
+	for (int a = 0; a < t.rank; a++) {
+		if (d->kind == OP_SUM_TO) {
+			int ta = a - (t.rank - o.rank);
+			kept[a] = ta >= 0 && o.dim[ta] == t.dim[a];
+			out_axis[a] = ta;
+		} else {
+			kept[a] = !(d->axes >> a & 1);
+			out_axis[a] = kept[a] ? j++ : -1;
+		}
+		if (!kept[a])
+			count *= t.dim[a];
+	}
+	LLVMValueRef oc[IR_MAXRANK];
+	unravel(k, o, idx, oc);
+	/* base offset of the kept coordinates */
+	LLVMValueRef base = cg_i64(g, 0);
+	int64_t stride[IR_MAXRANK], s = 1;
+	for (int a = t.rank - 1; a >= 0; a--)
+		stride[a] = s, s *= t.dim[a];
+	for (int a = 0; a < t.rank; a++)
+		if (kept[a] && t.dim[a] > 1)
+			base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, oc[out_axis[a]], cg_i64(g, stride[a]), ""), "");
+	LLVMValueRef n = cg_i64(g, count);
+	Loop l = loop_begin(k, n);
+	Acc sum = acc_begin(k, &l, cg_real(g, 0));
+	/* decompose the reduction counter over the reduced axes */
+	LLVMValueRef r = l.i, off = base;
+	for (int a = t.rank - 1; a >= 0; a--) {
+		if (kept[a])
+			continue;
+		LLVMValueRef c = LLVMBuildURem(k->b, r, cg_i64(g, t.dim[a]), "");
+		r = LLVMBuildUDiv(k->b, r, cg_i64(g, t.dim[a]), "");
+		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, c, cg_i64(g, stride[a]), ""), "");
+	}
+	LLVMValueRef next = LLVMBuildFAdd(k->b, sum.phi, load(k, in, off), "");
+	acc_next(k, &l, &sum, next);
+	loop_end(k, &l, n);
+	LLVMValueRef total = acc_result(k, &l, &sum, cg_real(g, 0), next);
+	if (d->kind == OP_MEAN)
+		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
+	store(k, out, idx, total);
+}
+
+/* max and log-sum-exp of row r (C entries from base) */
+static LLVMValueRef row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, LLVMValueRef *max_out)
+{
+	Cg *g = k->g;
+	LLVMValueRef n = cg_i64(g, C);
+	LLVMValueRef first = load(k, x, base);
+	Loop l = loop_begin(k, n);
+	Acc m = acc_begin(k, &l, first);
+	LLVMValueRef nm = rmax(k, m.phi, load(k, x, LLVMBuildAdd(k->b, base, l.i, "")));
+	acc_next(k, &l, &m, nm);
+	loop_end(k, &l, n);
+	LLVMValueRef mx = acc_result(k, &l, &m, first, nm);
+	Loop l2 = loop_begin(k, n);
+	Acc s = acc_begin(k, &l2, cg_real(g, 0));
+	LLVMValueRef e = rexp(k, LLVMBuildFSub(k->b, load(k, x, LLVMBuildAdd(k->b, base, l2.i, "")), mx, ""));
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, e, "");
+	acc_next(k, &l2, &s, ns);
+	loop_end(k, &l2, n);
+	LLVMValueRef sum = acc_result(k, &l2, &s, cg_real(g, 0), ns);
+	*max_out = mx;
+	return LLVMBuildFAdd(k->b, mx, rlog(k, sum), "");
+}
+
+static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	int64_t C = d->out.dim[d->out.rank - 1];
+	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, n, "");
+	LLVMValueRef out = ptrs[0], x = ptrs[1];
+	if (d->kind == OP_SOFTMAX || d->kind == OP_LOG_SOFTMAX) {
+		LLVMValueRef mx, lse = row_lse(k, x, base, C, &mx);
+		Loop l = loop_begin(k, n);
+		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
+		LLVMValueRef ls = LLVMBuildFSub(k->b, load(k, x, at), lse, "");
+		store(k, out, at, d->kind == OP_SOFTMAX ? rexp(k, ls) : ls);
+		loop_end(k, &l, n);
+		return;
+	}
+	if (d->kind == OP_XENT_GRAD) {
+		/* ptrs: out, logits, labels, seed */
+		LLVMValueRef lab = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, ptrs[2], &row, 1, ""), ""), g->i64, "");
+		LLVMValueRef seed = LLVMBuildFDiv(k->b, load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, (double)rows(d->out)), "");
+		LLVMValueRef mx, lse = row_lse(k, x, base, C, &mx);
+		Loop l = loop_begin(k, n);
+		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
+		LLVMValueRef p = rexp(k, LLVMBuildFSub(k->b, load(k, x, at), lse, ""));
+		LLVMValueRef hot = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, l.i, lab, ""), cg_real(g, 1), cg_real(g, 0), "");
+		store(k, out, at, LLVMBuildFMul(k->b, seed, LLVMBuildFSub(k->b, p, hot, ""), ""));
+		loop_end(k, &l, n);
+		return;
+	}
+	/* SOFTMAX_GRAD (y, g): y (g - sum g y); LOG_SOFTMAX_GRAD (y, g): g - exp(y) sum g */
+	LLVMValueRef y = ptrs[1], gr = ptrs[2];
+	bool soft = d->kind == OP_SOFTMAX_GRAD;
+	Loop l = loop_begin(k, n);
+	Acc s = acc_begin(k, &l, cg_real(g, 0));
+	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
+	LLVMValueRef term = soft ? LLVMBuildFMul(k->b, load(k, gr, at), load(k, y, at), "") : load(k, gr, at);
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, term, "");
+	acc_next(k, &l, &s, ns);
+	loop_end(k, &l, n);
+	LLVMValueRef sum = acc_result(k, &l, &s, cg_real(g, 0), ns);
+	Loop l2 = loop_begin(k, n);
+	LLVMValueRef at2 = LLVMBuildAdd(k->b, base, l2.i, "");
+	LLVMValueRef yv = load(k, y, at2), gv = load(k, gr, at2);
+	LLVMValueRef v = soft ? LLVMBuildFMul(k->b, yv, LLVMBuildFSub(k->b, gv, sum, ""), "")
+	                      : LLVMBuildFSub(k->b, gv, LLVMBuildFMul(k->b, rexp(k, yv), sum, ""), "");
+	store(k, out, at2, v);
+	loop_end(k, &l2, n);
+}
+
+static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
+{
+	Cg *g = k->g;
+	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = rows(d->in[0]);
+	LLVMValueRef nr = cg_i64(g, R);
+	Loop l = loop_begin(k, nr);
+	Acc s = acc_begin(k, &l, cg_real(g, 0));
+	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), "");
+	LLVMValueRef lab = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, ptrs[2], &l.i, 1, ""), ""), g->i64, "");
+	LLVMValueRef mx, lse = row_lse(k, ptrs[1], base, C, &mx);
+	LLVMValueRef pick = load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildFSub(k->b, lse, pick, ""), "");
+	acc_next(k, &l, &s, ns);
+	loop_end(k, &l, nr);
+	LLVMValueRef total = acc_result(k, &l, &s, cg_real(g, 0), ns);
+	store(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, cg_real(g, (double)R), ""));
+}
+
+static LLVMValueRef word_real(K *k, LLVMValueRef w)
+{
+	LLVMValueRef d = LLVMBuildBitCast(k->b, w, k->g->f64, "");
+	return k->g->p->real_bytes == 8 ? d : LLVMBuildFPTrunc(k->b, d, k->g->real, "");
+}
+
+void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx)
+{
+	K kk = {g, fn, g->b}, *k = &kk;
+	LLVMBuilderRef B = g->b;
+	LLVMValueRef ptrs[8];
+	/* pointer views of the argument words; operands that are constants take no word */
+	ptrs[0] = ptr_of(k, args[0], g->realp);
+	for (int j = 0, w = 1; j < d->nin && j < 7; j++) {
+		if (d->is_const[j]) {
+			ptrs[j + 1] = NULL;
+			continue;
+		}
+		ptrs[j + 1] = ptr_of(k, args[w++], d->in[j].dt == DT_I32 ? g->i32p : g->realp);
+	}
+	LLVMValueRef coord[IR_MAXRANK];
+	switch ((int)d->kind) {
+	case K_SGD: {
+		LLVMValueRef p = ptr_of(k, args[0], g->realp), gr = ptr_of(k, args[1], g->realp);
+		LLVMValueRef v = LLVMBuildFSub(B, load(k, p, idx), LLVMBuildFMul(B, word_real(k, args[2]), load(k, gr, idx), ""), "");
+		store(k, p, idx, v);
+		return;
+	}
+	case K_ADAM: {
+		LLVMValueRef p = ptr_of(k, args[0], g->realp), gr = ptr_of(k, args[1], g->realp);
+		LLVMValueRef m = ptr_of(k, args[2], g->realp), v = ptr_of(k, args[3], g->realp);
+		LLVMValueRef lr = word_real(k, args[4]), b1 = word_real(k, args[5]), b2 = word_real(k, args[6]);
+		LLVMValueRef eps = word_real(k, args[7]), bc1 = word_real(k, args[8]), bc2 = word_real(k, args[9]);
+		LLVMValueRef gv = load(k, gr, idx), one = cg_real(g, 1);
+		LLVMValueRef mv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b1, load(k, m, idx), ""), LLVMBuildFMul(B, LLVMBuildFSub(B, one, b1, ""), gv, ""), "");
+		LLVMValueRef vv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b2, load(k, v, idx), ""),
+		                                LLVMBuildFMul(B, LLVMBuildFSub(B, one, b2, ""), LLVMBuildFMul(B, gv, gv, ""), ""), "");
+		store(k, m, idx, mv);
+		store(k, v, idx, vv);
+		LLVMValueRef den = LLVMBuildFAdd(B, rsqrt(k, LLVMBuildFDiv(B, vv, bc2, "")), eps, "");
+		LLVMValueRef step = LLVMBuildFDiv(B, LLVMBuildFMul(B, lr, LLVMBuildFDiv(B, mv, bc1, ""), ""), den, "");
+		store(k, p, idx, LLVMBuildFSub(B, load(k, p, idx), step, ""));
+		return;
+	}
+	case OP_FILL:
+		store(k, ptrs[0], idx, cg_real(g, d->fval));
+		return;
+	case OP_BROADCAST:
+	case OP_TRANSPOSE: {
+		unravel(k, d->out, idx, coord);
+		LLVMValueRef off;
+		if (d->kind == OP_BROADCAST) {
+			off = bcast_offset(k, d->in[0], d->out, coord);
+		} else {
+			LLVMValueRef src[IR_MAXRANK];
+			for (int i = 0; i < d->out.rank; i++)
+				src[d->perm[i]] = coord[i];
+			off = bcast_offset(k, d->in[0], d->in[0], src);
+		}
+		store(k, ptrs[0], idx, load(k, ptrs[1], off));
+		return;
+	}
+	case OP_ACC:
+	case OP_ACC_SLICE: {
+		/* operand words: the variable (slice address from the host), the addend */
+		LLVMValueRef x = ptr_of(k, args[1], g->realp);
+		store(k, ptrs[0], idx, LLVMBuildFAdd(B, load(k, ptrs[0], idx), load(k, x, idx), ""));
+		return;
+	}
+	case OP_SUM:
+	case OP_MEAN:
+	case OP_SUM_TO:
+		body_reduce(k, d, ptrs[0], ptrs[1], idx);
+		return;
+	case OP_SOFTMAX:
+	case OP_LOG_SOFTMAX:
+	case OP_SOFTMAX_GRAD:
+	case OP_LOG_SOFTMAX_GRAD:
+	case OP_XENT_GRAD:
+		body_rows(k, d, ptrs, idx);
+		return;
+	case OP_XENT:
+		body_xent(k, d, ptrs);
+		return;
+	case OP_MSE: {
+		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));
+		Loop l = loop_begin(k, n);
+		Acc s = acc_begin(k, &l, cg_real(g, 0));
+		LLVMValueRef diff = LLVMBuildFSub(B, load(k, ptrs[1], l.i), load(k, ptrs[2], l.i), "");
+		LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildFMul(B, diff, diff, ""), "");
+		acc_next(k, &l, &s, ns);
+		loop_end(k, &l, n);
+		LLVMValueRef total = acc_result(k, &l, &s, cg_real(g, 0), ns);
+		store(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(B, total, cg_real(g, (double)ir_numel(d->in[0])), ""));
+		return;
+	}
+	case OP_MSE_GRAD: {
+		LLVMValueRef scale = LLVMBuildFMul(B, load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, 2.0 / (double)ir_numel(d->out)), "");
+		LLVMValueRef diff = LLVMBuildFSub(B, load(k, ptrs[1], idx), load(k, ptrs[2], idx), "");
+		store(k, ptrs[0], idx, LLVMBuildFMul(B, scale, diff, ""));
+		return;
+	}
+	default:
+		break;
+	}
+	if (!(ir_ops[d->kind].flags & OPF_EW))
+		die("no kernel lowering for %s", ir_ops[d->kind].name);
+	unravel(k, d->out, idx, coord);
+	LLVMValueRef a = operand(k, d, ptrs + 1, 0, coord);
+	LLVMValueRef b = d->nin > 1 ? operand(k, d, ptrs + 1, 1, coord) : NULL;
+	store(k, ptrs[0], idx, ew(k, d->kind, a, b));
+}
+
+/* x86: void kN(const uint64_t *args, int64_t begin, int64_t end) */
+void cg_cpu_kernels(Cg *g)
+{
+	LLVMTypeRef params[3] = {g->i64p, g->i64, g->i64};
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 3, 0);
+	LLVMTypeRef fpt = LLVMPointerType(ft, 0);
+	int n = g->kernels.len;
+	LLVMValueRef *fns = ar_alloc(sizeof(LLVMValueRef) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++) {
+		KDesc *d = &g->kernels.data[i];
+		const char *name = ar_printf("dp_k%d_%s", i, (int)d->kind == K_SGD ? "sgd" : (int)d->kind == K_ADAM ? "adam" : ir_ops[d->kind].name);
+		LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
+		LLVMSetLinkage(fn, LLVMInternalLinkage);
+		fns[i] = fn;
+		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+		LLVMPositionBuilderAtEnd(g->b, entry);
+		LLVMValueRef args[16];
+		for (int j = 0; j < d->nargs; j++) {
+			LLVMValueRef at = cg_i64(g, j);
+			args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
+		}
+		K k = {g, fn, g->b};
+		LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
+		LLVMValueRef count = LLVMBuildSub(g->b, end, begin, "");
+		Loop l = loop_begin(&k, count);
+		cg_kernel_body(g, fn, d, args, LLVMBuildAdd(g->b, begin, l.i, ""));
+		loop_end(&k, &l, count);
+		LLVMBuildRetVoid(g->b);
+	}
+	LLVMTypeRef at = LLVMArrayType(fpt, (unsigned)n);
+	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_cpu_kernels");
+	LLVMSetInitializer(table, LLVMConstArray(fpt, fns, (unsigned)n));
+	LLVMSetGlobalConstant(table, 1);
+	LLVMValueRef count = LLVMAddGlobal(g->mod, g->i32, "dp_cpu_nkernels");
+	LLVMSetInitializer(count, LLVMConstInt(g->i32, (unsigned long long)n, 0));
+	LLVMSetGlobalConstant(count, 1);
+}

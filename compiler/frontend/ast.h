@@ -1,0 +1,54 @@
+/* The frontend's private AST, shared by parse.c and lower.c. */
+#ifndef DPC_FE_AST_H
+#define DPC_FE_AST_H
+
+#include "fe.h"
+
+typedef enum {
+	N_NUM, N_NAME, N_BIN, N_NEG, N_CALL, N_INDEX, N_LIST, /* expressions */
+	N_LET, N_ASSIGN, N_FOR, N_RETURN,                     /* statements */
+} NodeKind;
+
+typedef struct Node Node;
+typedef Vec(Node *) NodeList;
+
+struct Node {
+	NodeKind kind;
+	Loc loc;
+	char op;             /* N_BIN: + - * / @ */
+	double num;          /* N_NUM */
+	const char *name;    /* N_NAME, N_CALL, N_LET, N_ASSIGN, N_FOR (loop variable) */
+	Node *a, *b;         /* N_BIN operands, N_NEG / N_LET / N_ASSIGN / N_RETURN value, N_INDEX base and index */
+	NodeList args;       /* N_CALL arguments, N_LIST elements, N_FOR body */
+	const char **argname;/* N_CALL: per argument, NULL or the name of `axis=1` */
+	int64_t lo, hi;      /* N_FOR range */
+};
+
+typedef struct {
+	const char *name;
+	int64_t value;
+	Loc loc;
+} Const;
+
+typedef struct {
+	const char *name;
+	Loc loc;
+	Vec(const char *) pnames;
+	Vec(Type) ptypes;
+	Vec(Loc) plocs;
+	Type ret;
+	NodeList body;
+} Fn;
+
+struct FeAst {
+	const char *file;
+	Vec(Const) consts;
+	Vec(Param) params;
+	Vec(Input) inputs;
+	Vec(Fn) fns;
+	NodeList loss;
+	Loc loss_loc;
+	bool has_loss;
+};
+
+#endif

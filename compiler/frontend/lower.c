@@ -1,0 +1,589 @@
+/* fe: names, function inlining, shape checks and lowering to the forward IR. */
+#include <string.h>
+
+#include "ast.h"
+
+typedef enum { B_VALUE, B_IVAR } BindKind;
+
+typedef struct {
+	const char *name;
+	BindKind kind;
+	int value;
+	int64_t lo, hi; /* B_IVAR: the loop range */
+	int locked;     /* > 0 while carried by a loop: the type is fixed */
+	bool fixed;     /* a parameter or input: cannot be assigned */
+} Binding;
+
+typedef struct Scope {
+	Vec(Binding) b;
+	struct Scope *parent;
+} Scope;
+
+typedef Vec(const char *) NameList;
+
+typedef struct {
+	FeAst *ast;
+	Program *p;
+	Block *out;
+	Scope *global;
+	Vec(const char *) inlining;
+} Lower;
+
+static const char *ts(Type t) { return ir_type_str(t); }
+
+static Binding *find_in(Scope *s, const char *name)
+{
+	for (int i = s->b.len - 1; i >= 0; i--)
+		if (!strcmp(s->b.data[i].name, name))
+			return &s->b.data[i];
+	return NULL;
+}
+
+static Binding *lookup(Scope *s, const char *name)
+{
+	for (; s; s = s->parent) {
+		Binding *b = find_in(s, name);
+		if (b)
+			return b;
+	}
+	return NULL;
+}
+
+static void bind(Scope *s, Binding b) { vec_push(&s->b, b); }
+
+static int distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	if (la > 32 || lb > 32)
+		return 99;
+	int d[33][33];
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb];
+}
+
+static const char *builtins[] = {"relu", "tanh", "sigmoid", "exp", "log", "sqrt", "neg", "sum", "mean", "reshape",
+                                 "transpose", "softmax", "log_softmax", "mse", "cross_entropy"};
+
+static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
+{
+	const char *best = NULL;
+	int bd = 3;
+#define TRY(n) do { int d_ = distance(name, (n)); if (d_ < bd) bd = d_, best = (n); } while (0)
+	if (callable) {
+		for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+			TRY(builtins[i]);
+		for (int i = 0; i < L->ast->fns.len; i++)
+			TRY(L->ast->fns.data[i].name);
+	} else {
+		for (; s; s = s->parent)
+			for (int i = 0; i < s->b.len; i++)
+				TRY(s->b.data[i].name);
+		for (int i = 0; i < L->ast->consts.len; i++)
+			TRY(L->ast->consts.data[i].name);
+	}
+#undef TRY
+	return best && bd <= (int)strlen(name) / 2 + 1 ? ar_printf("; did you mean '%s'?", best) : "";
+}
+
+/* Creates an op and checks it; a shape error is the user's, at loc. */
+static int emit(Lower *L, Op *op)
+{
+	Type t;
+	const char *err = ir_check_op(L->p, op, &t);
+	if (err)
+		diag_error(op->loc, "%s", err);
+	op->out = ir_new_value(L->p, op->kind == OP_IDX ? VK_INDEX : VK_SSA, t, NULL, op->loc);
+	L->p->values.data[op->out].def = op;
+	ir_append(L->out, op);
+	return op->out;
+}
+
+static Op *mk(Lower *L, OpKind k, Loc loc, int nin, const int *in) { return ir_new_op(L->p, k, loc, nin, in); }
+
+static bool is_const(Lower *L, int v)
+{
+	Op *d = L->p->values.data[v].def;
+	return d && d->kind == OP_CONST;
+}
+
+/* A literal where a tensor is needed becomes a one-element tensor. */
+static int tensor(Lower *L, int v, Loc loc)
+{
+	if (!is_const(L, v))
+		return v;
+	Op *op = mk(L, OP_FILL, loc, 0, NULL);
+	op->fval = L->p->values.data[v].def->fval;
+	op->to = ir_scalar(DT_REAL);
+	return emit(L, op);
+}
+
+static int constant(Lower *L, double f, Loc loc)
+{
+	Op *op = mk(L, OP_CONST, loc, 0, NULL);
+	op->fval = f;
+	return emit(L, op);
+}
+
+/* ---- constant expressions inside tensor expressions (axes, shapes, indices) ---- */
+
+static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out)
+{
+	int64_t a, b;
+	switch (n->kind) {
+	case N_NUM:
+		if (n->num != (double)(int64_t)n->num)
+			return false;
+		*out = (int64_t)n->num;
+		return true;
+	case N_NAME:
+		if (lookup(s, n->name))
+			return false;
+		for (int i = 0; i < L->ast->consts.len; i++)
+			if (!strcmp(L->ast->consts.data[i].name, n->name)) {
+				*out = L->ast->consts.data[i].value;
+				return true;
+			}
+		return false;
+	case N_NEG:
+		if (!const_value(L, s, n->a, &a))
+			return false;
+		*out = -a;
+		return true;
+	case N_BIN:
+		if (n->op == '@' || !const_value(L, s, n->a, &a) || !const_value(L, s, n->b, &b))
+			return false;
+		if ((n->op == '/') && b == 0)
+			diag_error(n->loc, "division by zero in a constant expression");
+		*out = n->op == '+' ? a + b : n->op == '-' ? a - b : n->op == '*' ? a * b : a / b;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int64_t need_const(Lower *L, Scope *s, Node *n, const char *what)
+{
+	int64_t v;
+	if (!const_value(L, s, n, &v))
+		diag_error(n->loc, "%s must be an integer constant", what);
+	return v;
+}
+
+static int axis_of(Lower *L, Scope *s, Node *n, int rank)
+{
+	int64_t a = need_const(L, s, n, "an axis");
+	if (a < -rank || a >= rank)
+		diag_error(n->loc, "axis %lld is out of range for a tensor of rank %d", (long long)a, rank);
+	return (int)(a < 0 ? a + rank : a);
+}
+
+/* ---- expressions ---- */
+
+static int expr(Lower *L, Scope *s, Node *n);
+static int call_fn(Lower *L, Scope *s, Node *n, Fn *f);
+
+static int tensor_expr(Lower *L, Scope *s, Node *n) { return tensor(L, expr(L, s, n), n->loc); }
+
+static int index_expr(Lower *L, Scope *s, Node *n)
+{
+	int base = expr(L, s, n->a);
+	Op *d = L->p->values.data[base].def;
+	if (!d || (d->kind != OP_PARAM && d->kind != OP_INPUT))
+		diag_error(n->loc, "only parameters and inputs can be indexed");
+	Type t = ir_vtype(L->p, base);
+	if (t.rank < 1)
+		diag_error(n->loc, "cannot index a scalar");
+	int idx;
+	Node *i = n->b;
+	Binding *b = i->kind == N_NAME ? lookup(s, i->name) : NULL;
+	if (b && b->kind == B_IVAR) {
+		if (b->hi > t.dim[0])
+			diag_error(i->loc, "index %s runs over %lld..%lld but %s has %lld entries on its first axis", i->name,
+			           (long long)b->lo, (long long)b->hi, d->kind == OP_PARAM ? L->p->params.data[d->index].name : L->p->inputs.data[d->index].name,
+			           (long long)t.dim[0]);
+		idx = b->value;
+	} else {
+		int64_t k = need_const(L, s, i, "an index (a loop variable or a constant)");
+		if (k < 0 || k >= t.dim[0])
+			diag_error(i->loc, "index %lld is out of range 0..%lld", (long long)k, (long long)t.dim[0]);
+		Op *op = mk(L, OP_IDX, i->loc, 0, NULL);
+		op->index = (int)k;
+		idx = emit(L, op);
+	}
+	int in[2] = {base, idx};
+	return emit(L, mk(L, OP_SLICE, n->loc, 2, in));
+}
+
+static void arity(Node *n, int lo, int hi)
+{
+	int k = n->args.len;
+	if (k < lo || k > hi) {
+		if (lo == hi)
+			diag_error(n->loc, "%s takes %d argument%s, got %d", n->name, lo, lo == 1 ? "" : "s", k);
+		diag_error(n->loc, "%s takes %d to %d arguments, got %d", n->name, lo, hi, k);
+	}
+	for (int i = 0; i < k; i++)
+		if (n->argname[i] && strcmp(n->argname[i], "axis") != 0)
+			diag_error(n->args.data[i]->loc, "%s has no argument named '%s'", n->name, n->argname[i]);
+}
+
+static int reduce(Lower *L, Scope *s, Node *n, OpKind k)
+{
+	arity(n, 1, 2);
+	int x = tensor_expr(L, s, n->args.data[0]);
+	Type t = ir_vtype(L->p, x);
+	Op *op = mk(L, k, n->loc, 1, &x);
+	if (n->args.len == 1) {
+		op->axes = t.rank ? (1u << t.rank) - 1 : 0;
+	} else {
+		Node *a = n->args.data[1];
+		if (a->kind == N_LIST) {
+			for (int i = 0; i < a->args.len; i++) {
+				int ax = axis_of(L, s, a->args.data[i], t.rank);
+				if (op->axes >> ax & 1)
+					diag_error(a->args.data[i]->loc, "axis %d appears twice", ax);
+				op->axes |= 1u << ax;
+			}
+		} else {
+			op->axes = 1u << axis_of(L, s, a, t.rank);
+		}
+	}
+	if (t.rank == 0)
+		diag_error(n->loc, "%s of a scalar", n->name);
+	return emit(L, op);
+}
+
+static int call(Lower *L, Scope *s, Node *n)
+{
+	static const struct { const char *name; OpKind k; } unary[] = {
+		{"relu", OP_RELU}, {"tanh", OP_TANH}, {"sigmoid", OP_SIGMOID}, {"exp", OP_EXP},
+		{"log", OP_LOG}, {"sqrt", OP_SQRT}, {"neg", OP_NEG}, {"softmax", OP_SOFTMAX}, {"log_softmax", OP_LOG_SOFTMAX},
+	};
+	for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) {
+		if (strcmp(n->name, unary[i].name) != 0)
+			continue;
+		arity(n, 1, 1);
+		int x = expr(L, s, n->args.data[0]);
+		if (unary[i].k == OP_SOFTMAX || unary[i].k == OP_LOG_SOFTMAX)
+			x = tensor(L, x, n->loc);
+		return emit(L, mk(L, unary[i].k, n->loc, 1, &x));
+	}
+	if (!strcmp(n->name, "sum"))
+		return reduce(L, s, n, OP_SUM);
+	if (!strcmp(n->name, "mean"))
+		return reduce(L, s, n, OP_MEAN);
+	if (!strcmp(n->name, "reshape")) {
+		arity(n, 2, 2);
+		int x = tensor_expr(L, s, n->args.data[0]);
+		Node *l = n->args.data[1];
+		if (l->kind != N_LIST)
+			diag_error(l->loc, "reshape takes a shape list such as [B, 4]");
+		if (l->args.len > IR_MAXRANK)
+			diag_error(l->loc, "too many dimensions (at most %d)", IR_MAXRANK);
+		Op *op = mk(L, OP_RESHAPE, n->loc, 1, &x);
+		op->to.dt = ir_vtype(L->p, x).dt;
+		for (int i = 0; i < l->args.len; i++) {
+			int64_t d = need_const(L, s, l->args.data[i], "a dimension");
+			if (d < 1)
+				diag_error(l->args.data[i]->loc, "a dimension must be at least 1, this one is %lld", (long long)d);
+			op->to.dim[op->to.rank++] = d;
+		}
+		return emit(L, op);
+	}
+	if (!strcmp(n->name, "transpose")) {
+		arity(n, 1, 2);
+		int x = tensor_expr(L, s, n->args.data[0]);
+		Type t = ir_vtype(L->p, x);
+		Op *op = mk(L, OP_TRANSPOSE, n->loc, 1, &x);
+		for (int i = 0; i < t.rank; i++)
+			op->perm[i] = i;
+		if (n->args.len == 1) {
+			if (t.rank < 2)
+				diag_error(n->loc, "transpose needs a tensor of rank 2 or more, got %s", ts(t));
+			op->perm[t.rank - 2] = t.rank - 1;
+			op->perm[t.rank - 1] = t.rank - 2;
+		} else {
+			Node *l = n->args.data[1];
+			if (l->kind != N_LIST || l->args.len != t.rank)
+				diag_error(l->loc, "transpose of %s needs a permutation list of %d axes", ts(t), t.rank);
+			for (int i = 0; i < t.rank; i++)
+				op->perm[i] = axis_of(L, s, l->args.data[i], t.rank);
+		}
+		return emit(L, op);
+	}
+	if (!strcmp(n->name, "mse") || !strcmp(n->name, "cross_entropy")) {
+		arity(n, 2, 2);
+		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
+		bool xent = n->name[0] == 'c';
+		int v = emit(L, mk(L, xent ? OP_XENT : OP_MSE, n->loc, 2, in));
+		if (xent) {
+			/* labels straight from an input: record the class count for the runtime */
+			Op *d = L->p->values.data[in[1]].def;
+			while (d && d->kind == OP_SLICE)
+				d = L->p->values.data[d->in[0]].def;
+			if (d && d->kind == OP_INPUT) {
+				Type lt = ir_vtype(L->p, in[0]);
+				Input *inp = &L->p->inputs.data[d->index];
+				int c = (int)lt.dim[lt.rank - 1];
+				if (inp->classes && inp->classes != c)
+					diag_error(n->loc, "labels '%s' are used with %d and with %d classes", inp->name, inp->classes, c);
+				inp->classes = c;
+			}
+		}
+		return v;
+	}
+	for (int i = 0; i < L->ast->fns.len; i++)
+		if (!strcmp(L->ast->fns.data[i].name, n->name))
+			return call_fn(L, s, n, &L->ast->fns.data[i]);
+	diag_error(n->loc, "unknown function '%s'%s", n->name, suggest(L, s, n->name, true));
+}
+
+static int expr(Lower *L, Scope *s, Node *n)
+{
+	switch (n->kind) {
+	case N_NUM:
+		return constant(L, n->num, n->loc);
+	case N_NAME: {
+		Binding *b = lookup(s, n->name);
+		if (b) {
+			if (b->kind == B_IVAR)
+				diag_error(n->loc, "loop variable '%s' can only be used as an index", n->name);
+			return b->value;
+		}
+		for (int i = 0; i < L->ast->consts.len; i++)
+			if (!strcmp(L->ast->consts.data[i].name, n->name))
+				return constant(L, (double)L->ast->consts.data[i].value, n->loc);
+		for (int i = 0; i < L->ast->fns.len; i++)
+			if (!strcmp(L->ast->fns.data[i].name, n->name))
+				diag_error(n->loc, "'%s' is a function: call it with arguments", n->name);
+		diag_error(n->loc, "unknown name '%s'%s", n->name, suggest(L, s, n->name, false));
+	}
+	case N_NEG: {
+		int x = expr(L, s, n->a);
+		if (is_const(L, x))
+			return constant(L, -L->p->values.data[x].def->fval, n->loc);
+		return emit(L, mk(L, OP_NEG, n->loc, 1, &x));
+	}
+	case N_BIN: {
+		int in[2] = {expr(L, s, n->a), expr(L, s, n->b)};
+		if (n->op == '@') {
+			in[0] = tensor(L, in[0], n->a->loc);
+			in[1] = tensor(L, in[1], n->b->loc);
+			return emit(L, mk(L, OP_MATMUL, n->loc, 2, in));
+		}
+		OpKind k = n->op == '+' ? OP_ADD : n->op == '-' ? OP_SUB : n->op == '*' ? OP_MUL : OP_DIV;
+		if (is_const(L, in[0]) && is_const(L, in[1])) {
+			double a = L->p->values.data[in[0]].def->fval, b = L->p->values.data[in[1]].def->fval;
+			return constant(L, k == OP_ADD ? a + b : k == OP_SUB ? a - b : k == OP_MUL ? a * b : a / b, n->loc);
+		}
+		return emit(L, mk(L, k, n->loc, 2, in));
+	}
+	case N_CALL:
+		return call(L, s, n);
+	case N_INDEX:
+		return index_expr(L, s, n);
+	case N_LIST:
+		diag_error(n->loc, "a list is only allowed as a shape, axes or permutation argument");
+	default:
+		unreachable();
+	}
+}
+
+/* ---- statements ---- */
+
+static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where);
+
+static void assigned_names(NodeList *body, NameList *out)
+{
+	for (int i = 0; i < body->len; i++) {
+		Node *n = body->data[i];
+		if (n->kind == N_ASSIGN)
+			vec_push(out, n->name);
+		if (n->kind == N_FOR)
+			assigned_names(&n->args, out);
+	}
+}
+
+static bool let_bound(NodeList *body, const char *name)
+{
+	for (int i = 0; i < body->len; i++)
+		if (body->data[i]->kind == N_LET && !strcmp(body->data[i]->name, name))
+			return true;
+	return false;
+}
+
+static void lower_for(Lower *L, Scope *s, Node *n)
+{
+	Program *p = L->p;
+	NameList names = {0};
+	assigned_names(&n->args, &names);
+	Vec(Binding *) carried = {0};
+	for (int i = 0; i < names.len; i++) {
+		Binding *b = lookup(s, names.data[i]);
+		if (!b || b->kind != B_VALUE || b->fixed || let_bound(&n->args, names.data[i]))
+			continue;
+		bool dup = false;
+		for (int k = 0; k < carried.len; k++)
+			dup |= carried.data[k] == b;
+		if (!dup)
+			vec_push(&carried, b);
+	}
+	Op *op = ir_new_op(p, OP_LOOP, n->loc, carried.len, NULL);
+	op->lo = n->lo;
+	op->trip = n->hi - n->lo;
+	op->ncarry = carried.len;
+	op->ivar = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), n->name, n->loc);
+	op->carg = ar_alloc(sizeof(int) * (size_t)(carried.len + 1));
+	op->cyield = ar_alloc(sizeof(int) * (size_t)(carried.len + 1));
+	op->cout = ar_alloc(sizeof(int) * (size_t)(carried.len + 1));
+	for (int k = 0; k < carried.len; k++) {
+		Binding *b = carried.data[k];
+		b->value = tensor(L, b->value, n->loc);
+		op->in[k] = b->value;
+		op->carg[k] = ir_new_value(p, VK_SSA, ir_vtype(p, b->value), b->name, n->loc);
+		b->value = op->carg[k];
+		b->locked++;
+	}
+	Scope inner = {{0}, s};
+	bind(&inner, (Binding){n->name, B_IVAR, op->ivar, n->lo, n->hi, 0, true});
+	Block *outer = L->out;
+	L->out = &op->body;
+	block(L, &inner, &n->args, false, n->loc);
+	L->out = outer;
+	for (int k = 0; k < carried.len; k++) {
+		Binding *b = carried.data[k];
+		op->cyield[k] = b->value;
+		op->cout[k] = ir_new_value(p, VK_SSA, ir_vtype(p, b->value), b->name, n->loc);
+		b->value = op->cout[k];
+		b->locked--;
+	}
+	ir_append(L->out, op);
+}
+
+static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where)
+{
+	for (int i = 0; i < body->len; i++) {
+		Node *n = body->data[i];
+		switch (n->kind) {
+		case N_LET: {
+			Binding *old = find_in(s, n->name);
+			if (old)
+				diag_error(n->loc, "'%s' is already defined in this block; assign to it with %s = ...", n->name, n->name);
+			int v = expr(L, s, n->a);
+			if (!L->p->values.data[v].name && !is_const(L, v))
+				L->p->values.data[v].name = n->name;
+			bind(s, (Binding){n->name, B_VALUE, v, 0, 0, 0, false});
+			break;
+		}
+		case N_ASSIGN: {
+			Binding *b = lookup(s, n->name);
+			if (!b)
+				diag_error(n->loc, "assignment to undefined name '%s' (introduce it with let)%s", n->name,
+				           suggest(L, s, n->name, false));
+			if (b->fixed || b->kind == B_IVAR)
+				diag_error(n->loc, "cannot assign to %s '%s'", b->kind == B_IVAR ? "loop variable" : "parameter or input", n->name);
+			int v = expr(L, s, n->a);
+			if (b->locked) {
+				v = tensor(L, v, n->loc);
+				if (!ir_type_eq(ir_vtype(L->p, v), ir_vtype(L->p, b->value)))
+					diag_error(n->a->loc, "'%s' is carried by the loop as %s but this assigns %s", n->name,
+					           ts(ir_vtype(L->p, b->value)), ts(ir_vtype(L->p, v)));
+			}
+			if (!L->p->values.data[v].name && !is_const(L, v))
+				L->p->values.data[v].name = n->name;
+			b->value = v;
+			break;
+		}
+		case N_FOR:
+			lower_for(L, s, n);
+			break;
+		case N_RETURN:
+			if (!want_return)
+				diag_error(n->loc, "return is only allowed at the end of a function or the loss block");
+			if (i != body->len - 1)
+				diag_error(body->data[i + 1]->loc, "statement after return");
+			return expr(L, s, n->a);
+		default:
+			diag_error(n->loc, "an expression cannot stand alone as a statement (bind it with let)");
+		}
+	}
+	if (want_return)
+		diag_error(where, "missing return: this block must end with `return EXPR`");
+	return -1;
+}
+
+static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
+{
+	(void)s;
+	for (int i = 0; i < L->inlining.len; i++)
+		if (!strcmp(L->inlining.data[i], f->name))
+			diag_error(n->loc, "recursive call of '%s' (functions are inlined, so they cannot recurse)", f->name);
+	for (int i = 0; i < n->args.len; i++)
+		if (n->argname[i])
+			diag_error(n->args.data[i]->loc, "'%s' takes positional arguments only", f->name);
+	if (n->args.len != f->pnames.len)
+		diag_error(n->loc, "'%s' takes %d argument%s, got %d", f->name, f->pnames.len, f->pnames.len == 1 ? "" : "s", n->args.len);
+	Scope fs = {{0}, L->global};
+	for (int i = 0; i < n->args.len; i++) {
+		int v = tensor_expr(L, s, n->args.data[i]);
+		Type want = f->ptypes.data[i];
+		if (!ir_type_eq(ir_vtype(L->p, v), want))
+			diag_error(n->args.data[i]->loc, "argument %d of '%s' (%s) must be %s, got %s", i + 1, f->name,
+			           f->pnames.data[i], ts(want), ts(ir_vtype(L->p, v)));
+		bind(&fs, (Binding){f->pnames.data[i], B_VALUE, v, 0, 0, 0, false});
+	}
+	vec_push(&L->inlining, f->name);
+	int r = tensor(L, block(L, &fs, &f->body, true, f->loc), f->loc);
+	L->inlining.len--;
+	if (!ir_type_eq(ir_vtype(L->p, r), f->ret))
+		diag_error(f->loc, "'%s' is declared to return %s but returns %s", f->name, ts(f->ret), ts(ir_vtype(L->p, r)));
+	return r;
+}
+
+Program *fe_lower(FeAst *ast, int real_bytes)
+{
+	Lower L = {0};
+	L.ast = ast;
+	L.p = ir_new_program(real_bytes);
+	L.out = &L.p->body;
+	Scope global = {{0}, NULL};
+	L.global = &global;
+	for (int i = 0; i < ast->params.len; i++) {
+		vec_push(&L.p->params, ast->params.data[i]);
+		Op *op = mk(&L, OP_PARAM, ast->params.data[i].loc, 0, NULL);
+		op->index = i;
+		int v = emit(&L, op);
+		L.p->values.data[v].name = ast->params.data[i].name;
+		L.p->params.data[i].value = v;
+		bind(&global, (Binding){ast->params.data[i].name, B_VALUE, v, 0, 0, 0, true});
+	}
+	for (int i = 0; i < ast->inputs.len; i++) {
+		vec_push(&L.p->inputs, ast->inputs.data[i]);
+		Op *op = mk(&L, OP_INPUT, ast->inputs.data[i].loc, 0, NULL);
+		op->index = i;
+		int v = emit(&L, op);
+		L.p->values.data[v].name = ast->inputs.data[i].name;
+		L.p->inputs.data[i].value = v;
+		bind(&global, (Binding){ast->inputs.data[i].name, B_VALUE, v, 0, 0, 0, true});
+	}
+	Scope loss = {{0}, &global};
+	int v = tensor(&L, block(&L, &loss, &ast->loss, true, ast->loss_loc), ast->loss_loc);
+	Type t = ir_vtype(L.p, v);
+	if (t.rank != 0 || t.dt != DT_REAL)
+		diag_error(ast->loss_loc, "the loss must be a scalar f32[], this one is %s (reduce it with sum, mean or a loss)", ts(t));
+	L.p->loss = v;
+	L.p->nforward = L.p->body.len;
+	return L.p;
+}
