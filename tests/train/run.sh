@@ -14,15 +14,19 @@ for dp in samples/*.dp; do
 		continue
 	fi
 	steps=60
-	args="--steps $steps"
 	case $name in
-	oscillator) args="--steps 30 --lr 0.05" steps=30 ;;
+	classifier) lr=0.5 ;;
+	oscillator) lr=0.1 ;;
+	*) lr=0.01 ;;
 	esac
+	args="--steps $steps --lr $lr"
+	# loop iterations one step runs, read from the forward program (top-level loops)
+	trips=$("$DPC" --emit=ir "$dp" | sed -n 's/^loop [^ ]* in \([0-9]*\)\.\.\([0-9]*\).*/\1 \2/p' | awk '{ n += $2 - $1 } END { print n + 0 }')
 	if ! "$exe" $args --summary-json "$exe.json" >"$log" 2>&1; then
 		notok "train/$name: run" "$log"
 		continue
 	fi
-	if python3 - "$exe.json" "$steps" >"$log.check" 2>&1 <<'PY'
+	if python3 - "$exe.json" "$steps" "$trips" >"$log.check" 2>&1 <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 need = ["steps", "loss_first", "loss_last", "wall_s", "peak_device_bytes", "h2d_bytes",
@@ -33,6 +37,7 @@ assert s["steps"] == int(sys.argv[2]), s["steps"]
 assert s["loss_last"] < 0.9 * s["loss_first"], f"loss did not fall: {s['loss_first']} -> {s['loss_last']}"
 assert s["peak_device_bytes"] == s["predicted_device_bytes"], (s["peak_device_bytes"], s["predicted_device_bytes"])
 assert s["recomputed_steps"] == 0
+assert s["forward_steps"] == int(sys.argv[2]) * int(sys.argv[3]), (s["forward_steps"], sys.argv[2], sys.argv[3])
 PY
 	then
 		ok "train/$name (loss $(summary "$exe.json" loss_first) -> $(summary "$exe.json" loss_last))"

@@ -1,0 +1,80 @@
+/* rt: the CPU device. "Device memory" is one arena apart from host memory;
+ * transfers are memcpy; kernels are the generated x86 functions; GEMM is
+ * OpenBLAS. The same interface runs the GPU (runtime/gpu). */
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rt.h"
+
+static void *P(uint64_t a) { return (void *)(uintptr_t)a; }
+
+static uint64_t cpu_alloc(int64_t bytes)
+{
+	void *p = calloc(1, (size_t)bytes);
+	return (uint64_t)(uintptr_t)p;
+}
+
+static void cpu_h2d(uint64_t dst, const void *src, int64_t n) { memcpy(P(dst), src, (size_t)n); }
+static void cpu_d2h(void *dst, uint64_t src, int64_t n) { memcpy(dst, P(src), (size_t)n); }
+static void cpu_d2d(uint64_t dst, uint64_t src, int64_t n) { memmove(P(dst), P(src), (size_t)n); }
+static void cpu_zero(uint64_t dst, int64_t n) { memset(P(dst), 0, (size_t)n); }
+
+typedef struct {
+	RtKernelFn fn;
+	const uint64_t *args;
+	int64_t begin, end;
+} Part;
+
+static void *run_part(void *arg)
+{
+	Part *p = arg;
+	p->fn(p->args, p->begin, p->end);
+	return NULL;
+}
+
+/* Large index spaces are split between threads; every element is written by
+ * exactly one of them, so results do not depend on the split. */
+static void cpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
+{
+	(void)nargs;
+	if (kernel < 0 || kernel >= dp_cpu_nkernels)
+		rt_fail(70, "internal error: kernel %d of %d", kernel, dp_cpu_nkernels);
+	RtKernelFn fn = dp_cpu_kernels[kernel];
+	enum { THREADS = 4, MIN_SPLIT = 1 << 16 };
+	if (n < MIN_SPLIT) {
+		fn(args, 0, n);
+		return;
+	}
+	pthread_t t[THREADS];
+	Part parts[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		parts[i] = (Part){fn, args, n * i / THREADS, n * (i + 1) / THREADS};
+		if (i && pthread_create(&t[i], NULL, run_part, &parts[i]) != 0)
+			run_part(&parts[i]), t[i] = 0;
+	}
+	run_part(&parts[0]);
+	for (int i = 1; i < THREADS; i++)
+		if (t[i])
+			pthread_join(t[i], NULL);
+}
+
+static void cpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+                     int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
+                     int64_t batch, double beta)
+{
+	enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+	for (int64_t i = 0; i < batch; i++) {
+		if (real_bytes == 8)
+			cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, (double *)P(a) + i * sa, (int)lda,
+			            (double *)P(b) + i * sb, (int)ldb, beta, (double *)P(c) + i * sc, (int)ldc);
+		else
+			cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, (float *)P(a) + i * sa, (int)lda,
+			            (float *)P(b) + i * sb, (int)ldb, (float)beta, (float *)P(c) + i * sc, (int)ldc);
+	}
+}
+
+static void cpu_sync(void) {}
+
+const RtDevice rt_cpu_device = {"cpu", cpu_alloc, cpu_h2d, cpu_d2h, cpu_d2d, cpu_zero, cpu_launch, cpu_gemm, cpu_sync};

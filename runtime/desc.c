@@ -1,0 +1,128 @@
+/* rt: the model description that dpc embeds (format in dprt.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+static noreturn void bad(int line, const char *text)
+{
+	rt_fail(70, "internal error: model description line %d not understood: %.80s", line, text);
+}
+
+static int64_t num(char **p, int line, const char *text)
+{
+	char *end;
+	long long v = strtoll(*p, &end, 10);
+	if (end == *p)
+		bad(line, text);
+	*p = end;
+	return v;
+}
+
+static void word(char **p, char *out, size_t cap, int line, const char *text)
+{
+	while (**p == ' ')
+		(*p)++;
+	size_t n = strcspn(*p, " \n");
+	if (n == 0 || n >= cap)
+		bad(line, text);
+	memcpy(out, *p, n);
+	out[n] = 0;
+	*p += n;
+}
+
+static void shape(RtTensor *t, char **p, int line, const char *text)
+{
+	t->rank = (int)num(p, line, text);
+	if (t->rank < 0 || t->rank > RT_MAXRANK)
+		bad(line, text);
+	t->numel = 1;
+	for (int i = 0; i < t->rank; i++) {
+		t->dim[i] = num(p, line, text);
+		t->numel *= t->dim[i];
+	}
+	t->bytes = t->numel * rt_elem_bytes(t->dtype);
+}
+
+void rt_parse_desc(RtModel *m, const char *desc)
+{
+	memset(m, 0, sizeof *m);
+	m->k_sgd = m->k_adam = -1;
+	char *copy = strdup(desc), *save = NULL;
+	int line = 0;
+	bool ended = false;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		line++;
+		char key[32], *p = l;
+		word(&p, key, sizeof key, line, l);
+		if (!strcmp(key, "dpc")) {
+			if (num(&p, line, l) != 1)
+				rt_fail(70, "internal error: model description version mismatch");
+		} else if (!strcmp(key, "model")) {
+			word(&p, m->model, sizeof m->model, line, l);
+		} else if (!strcmp(key, "precision")) {
+			char s[8];
+			word(&p, s, sizeof s, line, l);
+			m->real_bytes = !strcmp(s, "f64") ? 8 : !strcmp(s, "f32") ? 4 : 0;
+			if (!m->real_bytes)
+				bad(line, l);
+		} else if (!strcmp(key, "arena")) {
+			m->arena = num(&p, line, l);
+		} else if (!strcmp(key, "loss")) {
+			m->loss = num(&p, line, l);
+		} else if (!strcmp(key, "param") || !strcmp(key, "input")) {
+			bool param = key[0] == 'p';
+			if ((param && m->nparams == 256) || (!param && m->ninputs == 64))
+				rt_fail(70, "internal error: too many tensors in the model description");
+			RtTensor *t = param ? &m->params[m->nparams++] : &m->inputs[m->ninputs++];
+			word(&p, t->name, sizeof t->name, line, l);
+			word(&p, t->dtype, sizeof t->dtype, line, l);
+			shape(t, &p, line, l);
+			t->offset = num(&p, line, l);
+			t->grad = -1;
+			if (param) {
+				t->grad = num(&p, line, l);
+				t->stacked = (int)num(&p, line, l);
+				word(&p, t->init, sizeof t->init, line, l);
+				t->a = strtod(p, &p);
+				t->b = strtod(p, &p);
+			} else {
+				t->classes = (int)num(&p, line, l);
+			}
+		} else if (!strcmp(key, "kernel")) {
+			char k[16];
+			word(&p, k, sizeof k, line, l);
+			int id = (int)num(&p, line, l);
+			if (!strcmp(k, "sgd"))
+				m->k_sgd = id;
+			else if (!strcmp(k, "adam"))
+				m->k_adam = id;
+			else
+				bad(line, l);
+		} else if (!strcmp(key, "plan")) {
+			char k[16];
+			word(&p, k, sizeof k, line, l);
+			int64_t v = num(&p, line, l);
+			if (!strcmp(k, "params")) m->plan_params = v;
+			else if (!strcmp(k, "grads")) m->plan_grads = v;
+			else if (!strcmp(k, "inputs")) m->plan_inputs = v;
+			else if (!strcmp(k, "tape")) m->plan_tape = v;
+			else if (!strcmp(k, "work")) m->plan_work = v;
+			else bad(line, l);
+		} else if (!strcmp(key, "steps")) {
+			char k[16];
+			word(&p, k, sizeof k, line, l);
+			m->steps_forward = num(&p, line, l);
+			word(&p, k, sizeof k, line, l);
+			m->steps_recomputed = num(&p, line, l);
+		} else if (!strcmp(key, "end")) {
+			ended = true;
+		} else {
+			bad(line, l);
+		}
+	}
+	free(copy);
+	if (!ended || !m->real_bytes || m->k_sgd < 0 || m->k_adam < 0)
+		rt_fail(70, "internal error: incomplete model description");
+}

@@ -1,0 +1,612 @@
+/* rt: main() of every executable dpc builds: options, data, parameters, the
+ * training loop around the generated dp_step, gradient check, summary. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt.h"
+
+/* ---- the calls generated code makes (dprt.h) ---- */
+
+uint64_t rt_base(RtCtx *c) { return c->base; }
+
+void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
+{
+	c->n.launches++;
+	if (n > 0)
+		c->dev->launch(kernel, n, nargs, args);
+}
+
+void rt_gemm(RtCtx *c, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa,
+             uint64_t b, int64_t ldb, int64_t sb, uint64_t cc, int64_t ldc, int64_t sc, int64_t batch, double beta)
+{
+	c->n.gemms++;
+	c->dev->gemm(c->model->real_bytes, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, cc, ldc, sc, batch, beta);
+}
+
+void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
+{
+	if (dst != src)
+		c->dev->d2d(dst, src, bytes);
+}
+
+void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes) { c->dev->zero(dst, bytes); }
+
+void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
+
+uint64_t rt_device_alloc(RtCtx *c, int64_t bytes)
+{
+	uint64_t a = c->dev->alloc(bytes > 0 ? bytes : 1);
+	if (!a)
+		rt_fail(1, "cannot allocate %lld bytes of %s device memory", (long long)bytes, c->dev->name);
+	c->n.device_bytes += bytes;
+	if (c->n.device_bytes > c->n.peak_device_bytes)
+		c->n.peak_device_bytes = c->n.device_bytes;
+	return a;
+}
+
+void rt_h2d(RtCtx *c, uint64_t dst, const void *src, int64_t bytes)
+{
+	c->n.h2d_bytes += bytes;
+	c->dev->h2d(dst, src, bytes);
+}
+
+void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
+{
+	c->n.d2h_bytes += bytes;
+	c->dev->d2h(dst, src, bytes);
+}
+
+/* ---- options ---- */
+
+typedef struct {
+	long steps, log_every, seed, gc_samples;
+	double lr, gc_threshold;
+	bool adam, quiet, gradcheck, lr_set;
+	const char *data, *labels, *init, *save, *dump_grads, *summary;
+	const char *input_name[64], *input_file[64];
+	int ninput_files;
+} Opts;
+
+static const char help[] =
+	"usage: %s [options]\n"
+	"\n"
+	"Trains the model compiled into this executable by dpc.\n"
+	"\n"
+	"  --steps N               training steps (default 100)\n"
+	"  --lr X                  learning rate (default 0.01 for sgd, 0.001 for adam)\n"
+	"  --optimizer sgd|adam    optimizer (default sgd); adam keeps two moments per parameter on the device\n"
+	"  --seed N                seed of parameter initialisation and synthetic data (default 0)\n"
+	"  --data FILE.npy         the first input's data\n"
+	"  --labels FILE.npy       the second input's data\n"
+	"  --input NAME=FILE.npy   any input's data, by name\n"
+	"  --init FILE.safetensors start from these parameters (every parameter by name, F32 or F64)\n"
+	"  --save FILE.safetensors write the trained parameters (atomically: a temporary file, then rename)\n"
+	"  --dump-grads FILE.safetensors  write the gradients of the first step\n"
+	"  --summary-json FILE     write a JSON summary: losses, time, device bytes, transfers, loop steps\n"
+	"  --log-every N           progress line interval (default steps/10)\n"
+	"  --quiet                 only errors and the final line\n"
+	"  --gradcheck             compare gradients with central finite differences instead of training\n"
+	"  --gradcheck-samples N   entries sampled per parameter (default 8)\n"
+	"  --gradcheck-threshold X fail above this relative error (default 1e-6)\n"
+	"  -h, --help              this text\n"
+	"\n"
+	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1, batches cycle through\n"
+	"them) or exactly [B, ...]; float32/64 and int32/64 are accepted. An input without a file gets a\n"
+	"synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1); when the program has two\n"
+	"or more inputs the last one is a label made by a fixed random teacher from the first input's row x:\n"
+	"tanh(x T) for real labels, argmax over classes of x T for i32 labels.\n"
+	"\n"
+	"Gradient check. On batch 0, for each sampled entry, fd = (L(p+h) - L(p-h)) / 2h with\n"
+	"h = 1e-6 max(1, |p|); error = |ad - fd| / max(|ad|, |fd|), counted as 0 when |ad - fd| is below the\n"
+	"finite-difference noise floor 1e-8 max(1, |L|). Meaningful in a float64 build (dpc --precision f64).\n"
+	"\n"
+	"Exit status: 0 success, 1 a runtime error or a failed gradient check, 2 a bad command line.\n";
+
+static noreturn void usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: error: ", rt_prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(%s --help lists the options)\n", rt_prog);
+	exit(2);
+}
+
+static const char *value(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc)
+		usage("%s needs a value", argv[*i]);
+	return argv[++*i];
+}
+
+static long int_value(const char *opt, const char *s, long lo)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || v < lo) {
+		fprintf(stderr, "%s: error: %s needs an integer of at least %ld, not '%s'\n", rt_prog, opt, lo, s);
+		exit(2);
+	}
+	return v;
+}
+
+static double real_value(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v) || v < 0) {
+		fprintf(stderr, "%s: error: %s needs a non-negative number, not '%s'\n", rt_prog, opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void parse_opts(Opts *o, int argc, char **argv)
+{
+	memset(o, 0, sizeof *o);
+	o->steps = 100;
+	o->gc_samples = 8;
+	o->gc_threshold = 1e-6;
+	o->log_every = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			printf(help, rt_prog);
+			exit(0);
+		} else if (!strcmp(a, "--steps")) {
+			o->steps = int_value(a, value(argc, argv, &i), 1);
+		} else if (!strcmp(a, "--lr")) {
+			o->lr = real_value(a, value(argc, argv, &i));
+			o->lr_set = true;
+		} else if (!strcmp(a, "--optimizer")) {
+			const char *v = value(argc, argv, &i);
+			if (strcmp(v, "sgd") && strcmp(v, "adam"))
+				usage("--optimizer takes sgd or adam, not '%s'", v);
+			o->adam = !strcmp(v, "adam");
+		} else if (!strcmp(a, "--seed")) {
+			o->seed = int_value(a, value(argc, argv, &i), 0);
+		} else if (!strcmp(a, "--data")) {
+			o->data = value(argc, argv, &i);
+		} else if (!strcmp(a, "--labels")) {
+			o->labels = value(argc, argv, &i);
+		} else if (!strcmp(a, "--input")) {
+			const char *v = value(argc, argv, &i), *eq = strchr(v, '=');
+			if (!eq || eq == v || !eq[1])
+				usage("--input needs NAME=FILE.npy, not '%s'", v);
+			if (o->ninput_files == 64)
+				usage("%s: too many --input options", v);
+			o->input_name[o->ninput_files] = strndup(v, (size_t)(eq - v));
+			o->input_file[o->ninput_files++] = eq + 1;
+		} else if (!strcmp(a, "--init")) {
+			o->init = value(argc, argv, &i);
+		} else if (!strcmp(a, "--save")) {
+			o->save = value(argc, argv, &i);
+		} else if (!strcmp(a, "--dump-grads")) {
+			o->dump_grads = value(argc, argv, &i);
+		} else if (!strcmp(a, "--summary-json")) {
+			o->summary = value(argc, argv, &i);
+		} else if (!strcmp(a, "--log-every")) {
+			o->log_every = int_value(a, value(argc, argv, &i), 1);
+		} else if (!strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else if (!strcmp(a, "--gradcheck")) {
+			o->gradcheck = true;
+		} else if (!strcmp(a, "--gradcheck-samples")) {
+			o->gc_samples = int_value(a, value(argc, argv, &i), 1);
+		} else if (!strcmp(a, "--gradcheck-threshold")) {
+			o->gc_threshold = real_value(a, value(argc, argv, &i));
+		} else {
+			usage("unknown option '%s'", a);
+		}
+	}
+	if (!o->lr_set)
+		o->lr = o->adam ? 0.001 : 0.01;
+	if (o->log_every < 0)
+		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
+}
+
+/* ---- random numbers: splitmix64, Box-Muller ---- */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rng_uniform(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
+
+static double rng_normal(void)
+{
+	double u = rng_uniform(), v = rng_uniform();
+	return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(6.283185307179586 * v);
+}
+
+/* ---- data ---- */
+
+typedef struct {
+	void *rows;        /* N rows in the input's dtype */
+	int64_t n, row;    /* rows; elements per row */
+	void *batch;       /* staging for one batch */
+} Data;
+
+static int64_t row_elems(const RtTensor *t) { return t->rank ? t->numel / t->dim[0] : 1; }
+static int64_t batch_rows(const RtTensor *t) { return t->rank ? t->dim[0] : 1; }
+
+static const char *shape_str(int rank, const int64_t *dim)
+{
+	static char buf[4][160];
+	static int k;
+	char *b = buf[k++ & 3];
+	int n = snprintf(b, 160, "[");
+	for (int i = 0; i < rank && n < 140; i++)
+		n += snprintf(b + n, 160 - (size_t)n, "%s%lld", i ? ", " : "", (long long)dim[i]);
+	snprintf(b + n, 160 - (size_t)n, "]");
+	return b;
+}
+
+static void load_data(Data *d, const RtTensor *t, const char *path)
+{
+	int rank;
+	int64_t dim[RT_MAXRANK];
+	double *v = rt_load_npy(path, &rank, dim);
+	int64_t row = row_elems(t);
+	bool rows_ok = t->rank > 0 && rank == t->rank && dim[0] >= 1;
+	for (int i = 1; rows_ok && i < rank; i++)
+		rows_ok = dim[i] == t->dim[i];
+	bool exact = rank == t->rank;
+	for (int i = 0; exact && i < rank; i++)
+		exact = dim[i] == t->dim[i];
+	if (!rows_ok && !exact)
+		rt_fail(1, "%s: shape %s does not fit input '%s' of shape %s (a file holds [N%s%s rows)", path, shape_str(rank, dim),
+		        t->name, shape_str(t->rank, t->dim), t->rank > 1 ? ", " : "", shape_str(t->rank - 1, t->dim + 1) + 1);
+	d->n = t->rank ? (exact ? t->dim[0] : dim[0]) : 1;
+	d->row = row;
+	d->rows = malloc((size_t)(d->n * row) * (size_t)rt_elem_bytes(t->dtype));
+	for (int64_t i = 0; i < d->n * row; i++) {
+		double x = v[i];
+		if (!strcmp(t->dtype, "i32")) {
+			if (x != floor(x) || (t->classes > 0 && (x < 0 || x >= t->classes)))
+				rt_fail(1, "%s: entry %lld is %g, not a class in 0..%d of input '%s'", path, (long long)i, x,
+				        t->classes - 1, t->name);
+		} else if (!isfinite(x)) {
+			rt_fail(1, "%s: entry %lld is not a finite number", path, (long long)i);
+		}
+		rt_set(d->rows, t->dtype, i, x);
+	}
+	free(v);
+}
+
+/* The synthetic default (see --help). */
+static void synthesize(Data *data, const RtModel *m, uint64_t seed)
+{
+	int label = m->ninputs >= 2 ? m->ninputs - 1 : -1;
+	for (int k = 0; k < m->ninputs; k++) {
+		const RtTensor *t = &m->inputs[k];
+		if (data[k].rows || k == label)
+			continue;
+		rng_state = seed * 7919 + 101 + (uint64_t)k;
+		data[k].n = 16 * batch_rows(t);
+		data[k].row = row_elems(t);
+		data[k].rows = malloc((size_t)(data[k].n * data[k].row) * (size_t)rt_elem_bytes(t->dtype));
+		for (int64_t i = 0; i < data[k].n * data[k].row; i++)
+			rt_set(data[k].rows, t->dtype, i, !strcmp(t->dtype, "i32") ? (double)(rng_next() % 2) : rng_normal());
+	}
+	if (label < 0 || data[label].rows)
+		return;
+	const RtTensor *t = &m->inputs[label];
+	Data *x = &data[0], *y = &data[label];
+	int64_t Q = x->row, P = row_elems(t), C = t->classes > 0 ? t->classes : 1;
+	int64_t cols = !strcmp(t->dtype, "i32") ? P * C : P;
+	rng_state = seed * 7919 + 977;
+	double *T = malloc(sizeof(double) * (size_t)(Q * cols));
+	for (int64_t i = 0; i < Q * cols; i++)
+		T[i] = rng_normal() / sqrt((double)Q);
+	y->n = x->n;
+	y->row = P;
+	y->rows = malloc((size_t)(y->n * P) * (size_t)rt_elem_bytes(t->dtype));
+	double *z = malloc(sizeof(double) * (size_t)cols);
+	for (int64_t r = 0; r < y->n; r++) {
+		for (int64_t j = 0; j < cols; j++) {
+			z[j] = 0;
+			for (int64_t q = 0; q < Q; q++)
+				z[j] += rt_get(x->rows, m->inputs[0].dtype, r * Q + q) * T[q * cols + j];
+		}
+		for (int64_t p = 0; p < P; p++) {
+			double v;
+			if (!strcmp(t->dtype, "i32")) {
+				int64_t best = 0;
+				for (int64_t c = 1; c < C; c++)
+					if (z[p * C + c] > z[p * C + best])
+						best = c;
+				v = (double)best;
+			} else {
+				v = tanh(z[p]);
+			}
+			rt_set(y->rows, t->dtype, r * P + p, v);
+		}
+	}
+	free(T);
+	free(z);
+}
+
+static void upload_batch(RtCtx *c, Data *data, long step)
+{
+	RtModel *m = c->model;
+	for (int k = 0; k < m->ninputs; k++) {
+		const RtTensor *t = &m->inputs[k];
+		Data *d = &data[k];
+		int64_t B = batch_rows(t), esz = rt_elem_bytes(t->dtype);
+		for (int64_t j = 0; j < B; j++) {
+			int64_t r = ((int64_t)step * B + j) % d->n;
+			memcpy((char *)d->batch + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
+		}
+		rt_h2d(c, c->base + (uint64_t)t->offset, d->batch, t->bytes);
+	}
+}
+
+/* ---- parameters ---- */
+
+static void init_params(const RtModel *m, void **host, uint64_t seed)
+{
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		rng_state = seed * 1000003 + (uint64_t)i * 7 + 1;
+		for (int64_t e = 0; e < t->numel; e++) {
+			double v = 0;
+			if (!strcmp(t->init, "ones"))
+				v = 1;
+			else if (!strcmp(t->init, "normal"))
+				v = t->a * rng_normal();
+			else if (!strcmp(t->init, "uniform"))
+				v = t->a + (t->b - t->a) * rng_uniform();
+			rt_set(host[i], t->dtype, e, v);
+		}
+	}
+}
+
+static double read_loss(RtCtx *c)
+{
+	unsigned char buf[8];
+	rt_d2h(c, buf, c->base + (uint64_t)c->model->loss, c->model->real_bytes);
+	return rt_get(buf, c->model->real_bytes == 8 ? "f64" : "f32", 0);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *mib(int64_t b)
+{
+	static char buf[16][32];
+	static int k;
+	char *s = buf[k++ & 15];
+	if (b < 1024 * 1024)
+		snprintf(s, 32, "%.1f KiB", (double)b / 1024);
+	else
+		snprintf(s, 32, "%.1f MiB", (double)b / (1024.0 * 1024));
+	return s;
+}
+
+static void word_double(uint64_t *w, double d) { memcpy(w, &d, sizeof d); }
+
+/* ---- gradient check ---- */
+
+static int gradcheck(RtCtx *c, const Opts *o, void **host)
+{
+	RtModel *m = c->model;
+	if (m->real_bytes != 8)
+		fprintf(stderr, "%s: warning: --gradcheck in a float32 build is not meaningful; compile with dpc --precision f64\n", rt_prog);
+	dp_step(c);
+	double loss = read_loss(c), worst = 0;
+	rng_state = (uint64_t)o->seed * 31 + 17;
+	for (int i = 0; i < m->nparams; i++) {
+		RtTensor *t = &m->params[i];
+		void *g = malloc((size_t)t->bytes);
+		rt_d2h(c, g, c->base + (uint64_t)t->grad, t->bytes);
+		int64_t count = t->numel < o->gc_samples ? t->numel : o->gc_samples;
+		double pworst = 0;
+		int64_t at = 0;
+		for (int64_t s = 0; s < count; s++) {
+			int64_t e = t->numel <= o->gc_samples ? s : (int64_t)(rng_next() % (uint64_t)t->numel);
+			double keep = rt_get(host[i], t->dtype, e), h = 1e-6 * (fabs(keep) > 1 ? fabs(keep) : 1);
+			unsigned char elem[8];
+			uint64_t where = c->base + (uint64_t)t->offset + (uint64_t)(e * m->real_bytes);
+			double lp[2];
+			for (int side = 0; side < 2; side++) {
+				rt_set(elem, t->dtype, 0, keep + (side ? -h : h));
+				rt_h2d(c, where, elem, m->real_bytes);
+				dp_forward(c);
+				lp[side] = read_loss(c);
+			}
+			rt_set(elem, t->dtype, 0, keep);
+			rt_h2d(c, where, elem, m->real_bytes);
+			double fd = (lp[0] - lp[1]) / (2 * h), ad = rt_get(g, t->dtype, e), d = fabs(ad - fd);
+			double floor = 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1);
+			double err = d <= floor ? 0 : d / fmax(fabs(ad), fabs(fd));
+			if (err >= pworst)
+				pworst = err, at = e;
+		}
+		printf("  %-24s max relative error %.3g (entry %lld of %lld)\n", t->name, pworst, (long long)at, (long long)t->numel);
+		if (pworst > worst)
+			worst = pworst;
+		free(g);
+	}
+	bool ok = worst <= o->gc_threshold;
+	printf("gradcheck: max relative error %.3g (threshold %.3g) %s\n", worst, o->gc_threshold, ok ? "OK" : "FAIL");
+	return ok ? 0 : 1;
+}
+
+/* ---- summary ---- */
+
+static void write_summary(RtCtx *c, const Opts *o, long steps, double first, double last, double wall, int64_t predicted)
+{
+	char buf[4096];
+	RtCounters *n = &c->n;
+	int len = snprintf(buf, sizeof buf,
+	                   "{\n  \"model\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": \"%s\",\n  \"optimizer\": \"%s\",\n"
+	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %.9g,\n  \"loss_last\": %.9g,\n"
+	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"peak_device_bytes\": %lld,\n"
+	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
+	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
+	                   "  \"gemm_calls\": %lld\n}\n",
+	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, o->adam ? "adam" : "sgd",
+	                   o->lr, steps, first, last, wall, steps ? 1000 * wall / (double)steps : 0,
+	                   (long long)n->peak_device_bytes, (long long)predicted, (long long)n->h2d_bytes,
+	                   (long long)n->d2h_bytes, (long long)n->steps[RT_COUNT_FORWARD],
+	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms);
+	rt_write_atomic(o->summary, buf, (size_t)len);
+}
+
+static void download_params(RtCtx *c, void **host, bool grads)
+{
+	for (int i = 0; i < c->model->nparams; i++) {
+		RtTensor *t = &c->model->params[i];
+		rt_d2h(c, host[i], c->base + (uint64_t)(grads ? t->grad : t->offset), t->bytes);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *slash = strrchr(argv[0], '/');
+	rt_prog = slash ? slash + 1 : argv[0];
+	Opts o;
+	parse_opts(&o, argc, argv);
+	static RtModel model;
+	rt_parse_desc(&model, dp_model_desc);
+	RtModel *m = &model;
+	RtCtx ctx = {0}, *c = &ctx;
+	c->dev = &rt_cpu_device;
+	c->model = m;
+
+	/* inputs: files first, so that errors come before any work */
+	Data data[64];
+	memset(data, 0, sizeof data);
+	for (int f = 0; f < o.ninput_files; f++) {
+		int k = 0;
+		while (k < m->ninputs && strcmp(m->inputs[k].name, o.input_name[f]))
+			k++;
+		if (k == m->ninputs)
+			usage("--input: the model has no input named '%s'", o.input_name[f]);
+		load_data(&data[k], &m->inputs[k], o.input_file[f]);
+	}
+	if (o.data) {
+		if (m->ninputs < 1)
+			usage("--data %s: the model has no inputs", o.data);
+		load_data(&data[0], &m->inputs[0], o.data);
+	}
+	if (o.labels) {
+		if (m->ninputs < 2)
+			usage("--labels %s: the model has fewer than two inputs", o.labels);
+		load_data(&data[1], &m->inputs[1], o.labels);
+	}
+	synthesize(data, m, (uint64_t)o.seed);
+	for (int k = 0; k < m->ninputs; k++)
+		data[k].batch = malloc((size_t)m->inputs[k].bytes);
+
+	void *host[256];
+	int64_t param_bytes = 0;
+	for (int i = 0; i < m->nparams; i++) {
+		host[i] = malloc((size_t)m->params[i].bytes);
+		param_bytes += m->params[i].bytes;
+	}
+	if (o.init)
+		rt_load_safetensors(o.init, m, host);
+	else
+		init_params(m, host, (uint64_t)o.seed);
+
+	/* one device allocation: the planned arena, then optimizer state */
+	int64_t opt_bytes = o.adam && !o.gradcheck ? 2 * param_bytes : 0;
+	int64_t predicted = m->arena + opt_bytes;
+	c->base = rt_device_alloc(c, predicted);
+	uint64_t opt_m = c->base + (uint64_t)m->arena, opt_v = opt_m + (uint64_t)param_bytes;
+	for (int i = 0; i < m->nparams; i++)
+		rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
+
+	if (!o.quiet) {
+		int64_t count = 0;
+		for (int i = 0; i < m->nparams; i++)
+			count += m->params[i].numel;
+		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s + inputs %s + tape %s + work %s%s%s\n",
+		       m->model, m->nparams, (long long)count, mib(param_bytes), m->real_bytes == 8 ? "f64" : "f32", c->dev->name,
+		       mib(predicted), mib(m->plan_params), mib(m->plan_grads), mib(m->plan_inputs), mib(m->plan_tape),
+		       mib(m->plan_work), opt_bytes ? " + adam state " : "", opt_bytes ? mib(opt_bytes) : "");
+	}
+	if (o.gradcheck) {
+		upload_batch(c, data, 0);
+		return gradcheck(c, &o, host);
+	}
+
+	double first = NAN, last = NAN, t0 = now(), tlog = t0;
+	long done = 0;
+	for (long s = 0; s < o.steps; s++) {
+		upload_batch(c, data, s);
+		dp_step(c);
+		last = read_loss(c);
+		if (s == 0)
+			first = last;
+		if (!isfinite(last)) {
+			if (o.summary)
+				write_summary(c, &o, s + 1, first, last, now() - t0, predicted);
+			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", s + 1, last);
+		}
+		if (s == 0 && o.dump_grads) {
+			void *g[256];
+			for (int i = 0; i < m->nparams; i++)
+				g[i] = malloc((size_t)m->params[i].bytes);
+			download_params(c, g, true);
+			rt_save_safetensors(o.dump_grads, m, g, true);
+			for (int i = 0; i < m->nparams; i++)
+				free(g[i]);
+		}
+		for (int i = 0; i < m->nparams; i++) {
+			RtTensor *t = &m->params[i];
+			uint64_t w[10] = {c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad};
+			if (o.adam) {
+				w[2] = opt_m;
+				w[3] = opt_v;
+				word_double(&w[4], o.lr);
+				word_double(&w[5], 0.9);
+				word_double(&w[6], 0.999);
+				word_double(&w[7], 1e-8);
+				word_double(&w[8], 1 - pow(0.9, (double)(s + 1)));
+				word_double(&w[9], 1 - pow(0.999, (double)(s + 1)));
+				rt_launch(c, m->k_adam, t->numel, 10, w);
+				opt_m += (uint64_t)t->bytes;
+				opt_v += (uint64_t)t->bytes;
+			} else {
+				word_double(&w[2], o.lr);
+				rt_launch(c, m->k_sgd, t->numel, 3, w);
+			}
+		}
+		if (o.adam) {
+			opt_m = c->base + (uint64_t)m->arena;
+			opt_v = opt_m + (uint64_t)param_bytes;
+		}
+		done = s + 1;
+		if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
+			double t = now();
+			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step\n", done, o.steps, last,
+			       1000 * (t - tlog) / (double)(done % o.log_every ? done % o.log_every : o.log_every));
+			tlog = t;
+		}
+	}
+	c->dev->sync();
+	double wall = now() - t0;
+	if (o.save) {
+		download_params(c, host, false);
+		rt_save_safetensors(o.save, m, host, false);
+	}
+	if (o.summary)
+		write_summary(c, &o, done, first, last, wall, predicted);
+	printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, done, first, last, wall,
+	       mib(c->n.peak_device_bytes));
+	return 0;
+}

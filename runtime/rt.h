@@ -1,0 +1,91 @@
+/* rt: the runtime's internal header. One device interface (runtime/cpu now,
+ * runtime/gpu next), the parsed model description, the counters. */
+#ifndef DPRT_RT_H
+#define DPRT_RT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+#include "dprt.h"
+
+#define RT_MAXRANK 8
+
+typedef struct {
+	char name[128];
+	char dtype[4];        /* f32, f64, i32 */
+	int rank;
+	int64_t dim[RT_MAXRANK];
+	int64_t offset, grad; /* arena offsets; grad -1 for inputs */
+	int stacked, classes;
+	char init[16];
+	double a, b;
+	int64_t numel, bytes;
+} RtTensor;
+
+typedef struct {
+	char model[128];
+	int real_bytes;
+	int64_t arena, loss;
+	RtTensor params[256], inputs[64];
+	int nparams, ninputs;
+	int k_sgd, k_adam;
+	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_work;
+	int64_t steps_forward, steps_recomputed;
+} RtModel;
+
+/* A device: memory addressed by 64-bit integers, and work on it. */
+typedef struct {
+	const char *name;
+	uint64_t (*alloc)(int64_t bytes);   /* zeroed; 0 on failure */
+	void (*h2d)(uint64_t dst, const void *src, int64_t bytes);
+	void (*d2h)(void *dst, uint64_t src, int64_t bytes);
+	void (*d2d)(uint64_t dst, uint64_t src, int64_t bytes);
+	void (*zero)(uint64_t dst, int64_t bytes);
+	void (*launch)(int kernel, int64_t n, int nargs, const uint64_t *args);
+	void (*gemm)(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+	             int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
+	             int64_t batch, double beta);
+	void (*sync)(void);
+} RtDevice;
+
+extern const RtDevice rt_cpu_device;
+
+typedef struct {
+	int64_t device_bytes, peak_device_bytes;
+	int64_t h2d_bytes, d2h_bytes;
+	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
+	int64_t launches, gemms;
+} RtCounters;
+
+struct RtCtx {
+	const RtDevice *dev;
+	RtModel *model;
+	uint64_t base;        /* the arena */
+	RtCounters n;
+};
+
+/* errors: a message on stderr, then exit with the status */
+noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern const char *rt_prog;
+
+void rt_parse_desc(RtModel *m, const char *desc);
+uint64_t rt_device_alloc(RtCtx *c, int64_t bytes);
+void rt_h2d(RtCtx *c, uint64_t dst, const void *src, int64_t bytes);
+void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);
+
+/* host tensors in the model's element type */
+double rt_get(const void *buf, const char *dtype, int64_t i);
+void rt_set(void *buf, const char *dtype, int64_t i, double v);
+int rt_elem_bytes(const char *dtype);
+
+/* .npy files: data converted to double, shape out */
+double *rt_load_npy(const char *path, int *rank, int64_t *dim);
+/* safetensors: params in the model's precision, written atomically */
+void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads);
+void rt_load_safetensors(const char *path, const RtModel *m, void **bufs);
+/* write `data` to path through a temporary file and rename */
+void rt_write_atomic(const char *path, const void *data, size_t len);
+
+#endif
