@@ -405,14 +405,14 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 	if (m->real_bytes != 8)
 		fprintf(stderr, "%s: warning: --gradcheck in a float32 build is not meaningful; compile with dpc --precision f64\n", rt_prog);
 	dp_step(c);
-	double loss = read_loss(c), worst = 0;
+	double loss = read_loss(c), worst = 0, worst_abs = 0;
 	rng_state = (uint64_t)o->seed * 31 + 17;
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		void *g = malloc((size_t)t->bytes);
 		rt_d2h(c, g, c->base + (uint64_t)t->grad, t->bytes);
 		int64_t count = t->numel < o->gc_samples ? t->numel : o->gc_samples;
-		double pworst = 0;
+		double pworst = 0, pabs = 0;
 		int64_t at = 0;
 		for (int64_t s = 0; s < count; s++) {
 			int64_t e = t->numel <= o->gc_samples ? s : (int64_t)(rng_next() % (uint64_t)t->numel);
@@ -433,14 +433,20 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 			double err = d <= floor ? 0 : d / fmax(fabs(ad), fabs(fd));
 			if (err >= pworst)
 				pworst = err, at = e;
+			if (d > pabs)
+				pabs = d;
 		}
-		printf("  %-24s max relative error %.3g (entry %lld of %lld)\n", t->name, pworst, (long long)at, (long long)t->numel);
+		printf("  %-24s max relative error %.3g (entry %lld of %lld), max |ad - fd| %.3g\n", t->name, pworst,
+		       (long long)at, (long long)t->numel, pabs);
 		if (pworst > worst)
 			worst = pworst;
+		if (pabs > worst_abs)
+			worst_abs = pabs;
 		free(g);
 	}
 	bool ok = worst <= o->gc_threshold;
-	printf("gradcheck: max relative error %.3g (threshold %.3g) %s\n", worst, o->gc_threshold, ok ? "OK" : "FAIL");
+	printf("gradcheck: max relative error %.3g (threshold %.3g) %s; max |ad - fd| %.3g, noise floor %.3g\n", worst,
+	       o->gc_threshold, ok ? "OK" : "FAIL", worst_abs, 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1));
 	return ok ? 0 : 1;
 }
 

@@ -538,7 +538,7 @@ static void parse_param(Parser *P)
 	if (q.type.dt != DT_REAL)
 		diag_error(tl, "parameters must be f32");
 	if (!is(P->tok, "="))
-		diag_error(P->tok.loc, "parameter '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros or ones", q.name);
+		diag_error(q.loc, "parameter '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros or ones", q.name);
 	next(P);
 	Tok t = P->tok;
 	if (accept(P, "zeros")) {

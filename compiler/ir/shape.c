@@ -136,8 +136,11 @@ const char *ir_check_op(Program *p, Op *op, Type *out)
 		*out = drop_first(a);
 		return NULL;
 	case OP_RESHAPE:
-		if (ir_numel(a) != ir_numel(op->to))
-			return ar_printf("cannot reshape %s to %s: %lld vs %lld elements", ts(a), ts((Type){a.dt, op->to.rank, {0}}), (long long)ir_numel(a), (long long)ir_numel(op->to));
+		if (ir_numel(a) != ir_numel(op->to)) {
+			Type to = op->to;
+			to.dt = a.dt;
+			return ar_printf("cannot reshape %s to %s: %lld vs %lld elements", ts(a), ts(to), (long long)ir_numel(a), (long long)ir_numel(to));
+		}
 		*out = op->to;
 		out->dt = a.dt;
 		return NULL;
