@@ -12,11 +12,15 @@ COMPILER_OBJ = $(COMPILER_SRC:%.c=build/%.o)
 RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
 RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=build/%.o)
 
-all: bin/dpc runtime/libdprt.a
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda.h && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
+CUDA_LIB := $(if $(HAVE_CUDA),runtime/libdprt_cuda.a)
+
+all: bin/dpc runtime/libdprt.a $(CUDA_LIB)
 
 build/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' -c $< -o $@
 
 build/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h)
 	@mkdir -p $(dir $@)
@@ -31,6 +35,15 @@ bin/dpc: build/compiler/main.o build/libdpc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
 
 runtime/libdprt.a: $(RUNTIME_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The CUDA device, built when the CUDA toolkit is here (CUDA_HOME).
+build/runtime/gpu/device.o: runtime/gpu/device.c runtime/rt.h runtime/dprt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
+
+runtime/libdprt_cuda.a: build/runtime/gpu/device.o
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -51,6 +64,6 @@ run: all
 	@bash tests/demo.sh
 
 clean:
-	rm -rf build bin runtime/libdprt.a
+	rm -rf build bin runtime/libdprt.a runtime/libdprt_cuda.a
 
 .PHONY: all deps test run clean

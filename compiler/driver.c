@@ -12,6 +12,10 @@
 
 extern char **environ;
 
+#ifndef DPC_CUDA_HOME
+#define DPC_CUDA_HOME "/usr/local/cuda"
+#endif
+
 static FILE *open_out(const char *path)
 {
 	if (!path || strcmp(path, "-") == 0)
@@ -34,12 +38,12 @@ static void verify(DriverOptions *o, Program *p, const char *pass)
 		ir_verify(p, pass);
 }
 
-/* The runtime library beside the compiler: bin/dpc -> runtime/libdprt.a. */
-static const char *runtime_lib(void)
+/* The runtime libraries beside the compiler: bin/dpc -> runtime/NAME. */
+static const char *runtime_lib(const char *name)
 {
 	const char *env = getenv("DPC_RUNTIME");
 	if (env)
-		return env;
+		return ar_printf("%s/%s", env, name);
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
@@ -47,9 +51,9 @@ static const char *runtime_lib(void)
 	exe[n] = 0;
 	char *slash = strrchr(exe, '/');
 	*slash = 0;
-	const char *lib = ar_printf("%s/../runtime/libdprt.a", exe);
+	const char *lib = ar_printf("%s/../runtime/%s", exe, name);
 	if (access(lib, R_OK) != 0)
-		fatal("runtime library not found at %s (build it with make, or set DPC_RUNTIME)", lib);
+		fatal("runtime library not found at %s (build it with make, or set DPC_RUNTIME to its folder)", lib);
 	return lib;
 }
 
@@ -67,14 +71,24 @@ static void run_cc(char **argv)
 static void link_exe(const char *obj, const char *exe, CgTarget target)
 {
 	const char *cc = getenv("CC");
-	char *argv[16];
+	char *argv[24];
 	int n = 0;
 	argv[n++] = (char *)(cc && *cc ? cc : "cc");
 	argv[n++] = "-o";
 	argv[n++] = (char *)exe;
 	argv[n++] = (char *)obj;
-	argv[n++] = (char *)runtime_lib();
-	(void)target;
+	if (target == CG_CUDA) {
+		/* the CUDA device and cuBLAS; the runtime opens the driver's libcuda itself */
+		argv[n++] = "-Wl,--undefined=rt_cuda_device";
+		argv[n++] = (char *)runtime_lib("libdprt_cuda.a");
+		argv[n++] = (char *)runtime_lib("libdprt.a");
+		argv[n++] = "-L" DPC_CUDA_HOME "/lib64";
+		argv[n++] = "-Wl,-rpath," DPC_CUDA_HOME "/lib64";
+		argv[n++] = "-lcublas";
+		argv[n++] = "-ldl";
+	} else {
+		argv[n++] = (char *)runtime_lib("libdprt.a");
+	}
 	argv[n++] = "-lopenblas";
 	argv[n++] = "-lpthread";
 	argv[n++] = "-lm";
@@ -133,9 +147,9 @@ int driver_run(DriverOptions *o)
 	}
 
 	CgOptions cg = {o->target, model_name(o->input)};
-	if (o->emit == EMIT_LLVM) {
+	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
-		cg_emit_llvm(p, &cg, f);
+		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);
 		close_out(f);
 		return 0;
 	}

@@ -13,10 +13,11 @@ static const char usage[] =
 	"  -o FILE              output file (default: MODEL, or stdout for --emit text stages)\n"
 	"  --emit=STAGE         stop after STAGE and print it: ast, ir (forward program),\n"
 	"                       grad (with the adjoint), ckpt, stream (with the memory plan),\n"
-	"                       llvm (LLVM IR), obj (object file); default: the executable\n"
+	"                       llvm (LLVM IR of the host module), ptx (the kernels for NVIDIA GPUs),\n"
+	"                       obj (object file); default: the executable\n"
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
 	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
-	"  --target cpu         code for the CPU (the only target built so far)\n"
+	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS (default: cpu)\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
 	"  --checkpoint none    loop schedule: none stores every iteration's carried values\n"
 	"  --no-verify          skip the IR verifier between passes\n"
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--emit"))) {
 			static const struct { const char *name; Emit e; } stages[] = {
 				{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT},
-				{"stream", EMIT_STREAM}, {"llvm", EMIT_LLVM}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
+				{"stream", EMIT_STREAM}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
 			};
 			size_t k = 0;
 			while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
 			if (!strcmp(v, "cpu"))
 				o.target = CG_CPU;
 			else if (!strcmp(v, "cuda"))
-				usage_error("--target %s: the GPU backend is not built yet", v);
+				o.target = CG_CUDA;
 			else
 				usage_error("--target takes cpu or cuda, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--device-mem"))) {

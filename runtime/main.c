@@ -8,6 +8,8 @@
 
 #include "rt.h"
 
+bool rt_tf32;
+
 /* ---- the calls generated code makes (dprt.h) ---- */
 
 uint64_t rt_base(RtCtx *c) { return c->base; }
@@ -88,6 +90,7 @@ static const char help[] =
 	"  --summary-json FILE     write a JSON summary: losses, time, device bytes, transfers, loop steps\n"
 	"  --log-every N           progress line interval (default steps/10)\n"
 	"  --quiet                 only errors and the final line\n"
+	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
 	"  --gradcheck             compare gradients with central finite differences instead of training\n"
 	"  --gradcheck-samples N   entries sampled per parameter (default 8)\n"
 	"  --gradcheck-threshold X fail above this relative error (default 1e-6)\n"
@@ -188,6 +191,8 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			o->summary = value(argc, argv, &i);
 		} else if (!strcmp(a, "--log-every")) {
 			o->log_every = int_value(a, value(argc, argv, &i), 1);
+		} else if (!strcmp(a, "--tf32")) {
+			rt_tf32 = true;
 		} else if (!strcmp(a, "--quiet")) {
 			o->quiet = true;
 		} else if (!strcmp(a, "--gradcheck")) {
@@ -490,6 +495,11 @@ int main(int argc, char **argv)
 	RtModel *m = &model;
 	RtCtx ctx = {0}, *c = &ctx;
 	c->dev = &rt_cpu_device;
+	if (dp_ptx[0]) {
+		if (!&rt_cuda_device)
+			rt_fail(70, "internal error: a CUDA executable linked without the CUDA runtime");
+		c->dev = &rt_cuda_device;
+	}
 	c->model = m;
 
 	/* inputs: files first, so that errors come before any work */
@@ -516,6 +526,7 @@ int main(int argc, char **argv)
 	synthesize(data, m, (uint64_t)o.seed);
 	for (int k = 0; k < m->ninputs; k++)
 		data[k].batch = malloc((size_t)m->inputs[k].bytes);
+	c->dev->init();
 
 	void *host[256];
 	int64_t param_bytes = 0;

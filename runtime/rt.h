@@ -38,6 +38,7 @@ typedef struct {
 /* A device: memory addressed by 64-bit integers, and work on it. */
 typedef struct {
 	const char *name;
+	void (*init)(void);
 	uint64_t (*alloc)(int64_t bytes);   /* zeroed; 0 on failure */
 	void (*h2d)(uint64_t dst, const void *src, int64_t bytes);
 	void (*d2h)(void *dst, uint64_t src, int64_t bytes);
@@ -51,6 +52,9 @@ typedef struct {
 } RtDevice;
 
 extern const RtDevice rt_cpu_device;
+extern const RtDevice rt_cuda_device __attribute__((weak)); /* linked into CUDA executables */
+extern bool rt_tf32;        /* cuBLAS tensor-op (TF32) math */
+extern const char dp_ptx[]; /* generated: the kernels as PTX, empty for the CPU target */
 
 typedef struct {
 	int64_t device_bytes, peak_device_bytes;

@@ -8,10 +8,11 @@ export TEST_OUT="$PWD/tests/out"
 rm -rf "$TEST_OUT"
 mkdir -p "$TEST_OUT"
 
-parts=(tests/cli/run.sh tests/errors/run.sh tests/golden/run.sh tests/unit/run.sh tests/runtime/run.sh
+parts=(tests/cli/run.sh tests/errors/run.sh tests/golden/run.sh tests/unit/run.sh tests/runtime/run.sh tests/ptx/run.sh
        tests/gradcheck/run.sh tests/train/run.sh)
 pass=0
 fail=0
+skip=0
 for part in "${parts[@]}"; do
 	if [ ! -f "$part" ]; then
 		echo "not ok - $part is missing"
@@ -29,8 +30,14 @@ for part in "${parts[@]}"; do
 		echo "not ok - $part exited with status $rc"
 		f=1
 	fi
+	k=$(sed -n 's/^[0-9]* passed, [0-9]* failed, \([0-9]*\) skipped$/\1/p' "$log" | tail -1)
+	skip=$((skip + ${k:-0}))
 	pass=$((pass + p))
 	fail=$((fail + f))
 done
-echo "$pass passed, $fail failed"
+if [ "$skip" -gt 0 ]; then
+	echo "$pass passed, $fail failed, $skip skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
 [ "$fail" -eq 0 ]

@@ -17,5 +17,6 @@ typedef struct {
  * value planned). */
 void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out);       /* --emit=llvm */
 void cg_emit_object(Program *p, const CgOptions *o, const char *path);
+void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out);        /* --emit=ptx */
 
 #endif

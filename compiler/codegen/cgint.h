@@ -32,6 +32,7 @@ typedef struct {
 	LLVMBuilderRef b;
 	LLVMTypeRef i1, i8, i32, i64, f64, real, i8p, i64p, realp, i32p;
 	Vec(KDesc) kernels;
+	bool gpu;         /* emitting the NVPTX kernel module: math from libdevice */
 } Cg;
 
 LLVMValueRef cg_i64(Cg *g, int64_t v);
@@ -42,5 +43,6 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k);     /* elements of its index spac
  * words as i64. Used by every target's wrapper. */
 void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef idx);
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
+const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
 
 #endif

@@ -313,10 +313,16 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 	return t.data;
 }
 
+static void string_global(Cg *g, const char *name, const char *text)
+{
+	LLVMValueRef s = LLVMConstStringInContext(g->ctx, text, (unsigned)strlen(text), 0);
+	LLVMValueRef v = LLVMAddGlobal(g->mod, LLVMTypeOf(s), name);
+	LLVMSetInitializer(v, s);
+	LLVMSetGlobalConstant(v, 1);
+}
+
 static Cg *build(Program *p, const CgOptions *o)
 {
-	if (o->target != CG_CPU)
-		fatal("the cuda target is not built yet");
 	Cg *g = ar_alloc(sizeof *g);
 	g->p = p;
 	g->ctx = LLVMContextCreate();
@@ -344,13 +350,12 @@ static Cg *build(Program *p, const CgOptions *o)
 
 	host_function(g, "dp_forward", p->nforward);
 	host_function(g, "dp_step", p->body.len);
+	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
+	string_global(g, "dp_ptx", o->target == CG_CUDA ? cg_ptx(g) : "");
+	if (o->target == CG_CUDA)
+		g->kernels.len = 0;
 	cg_cpu_kernels(g);
-
-	const char *desc = model_desc(g, o, sgd, adam);
-	LLVMValueRef s = LLVMConstStringInContext(g->ctx, desc, (unsigned)strlen(desc), 0);
-	LLVMValueRef gd = LLVMAddGlobal(g->mod, LLVMTypeOf(s), "dp_model_desc");
-	LLVMSetInitializer(gd, s);
-	LLVMSetGlobalConstant(gd, 1);
+	string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
 
 	char *err = NULL;
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
@@ -390,6 +395,17 @@ static void optimize(Cg *g, LLVMTargetMachineRef tm)
 	LLVMRunPassManager(pm, g->mod);
 	LLVMDisposePassManager(pm);
 	LLVMPassManagerBuilderDispose(pmb);
+}
+
+void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out)
+{
+	CgOptions cuda = *o;
+	cuda.target = CG_CUDA;
+	Cg *g = build(p, &cuda);
+	LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
+	size_t n;
+	const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
+	fwrite(s, 1, strlen(s) < n ? strlen(s) : n, out); /* without the terminating NUL */
 }
 
 void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out)

@@ -64,9 +64,10 @@ static void store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x)
 {
 	Cg *g = k->g;
-	const char *full = ar_printf("%s%s", name, g->p->real_bytes == 4 ? "f" : "");
-	if (name[0] == 'l' && name[1] == 'l')
-		full = ar_printf("%s.f%d", name, g->p->real_bytes * 8);
+	/* LLVM intrinsics on the CPU; on the GPU exp and log come from libdevice */
+	const char *full = ar_printf("%s.f%d", name, g->p->real_bytes * 8);
+	if (g->gpu && strcmp(name, "llvm.sqrt") != 0)
+		full = ar_printf("__nv_%s%s", name + 5, g->p->real_bytes == 4 ? "f" : "");
 	LLVMValueRef f = LLVMGetNamedFunction(g->mod, full);
 	LLVMTypeRef ft = LLVMFunctionType(g->real, &g->real, 1, 0);
 	if (!f)

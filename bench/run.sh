@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# On the GPU machine, after `bash tests/gpu/run.sh build` here (which also
+# builds bench/resmlp_big.dp): dpc's ms/step against PyTorch eager's on the
+# same model, the same GPU, in the same run.
+set -u
+cd "$(dirname "$0")/.."
+B=gpu_build
+steps=${STEPS:-30}
+nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
+$B/resmlp_big.cuda --steps $steps --lr 1e-3 --quiet --summary-json /tmp/big.json >/dev/null || exit 1
+dpc_ms=$(python3 -c "import json; print(json.load(open('/tmp/big.json'))['ms_per_step'])")
+torch_line=$(python3 bench/resmlp_torch.py --steps $steps) || exit 1
+echo "$torch_line"
+torch_ms=$(echo "$torch_line" | sed -n 's/.*: \([0-9.]*\) ms\/step.*/\1/p')
+python3 -c "print(f'dpc L=64 H=1024 B=1024: {$dpc_ms:.3f} ms/step; PyTorch {$torch_ms:.3f} ms/step; ratio dpc/PyTorch {$dpc_ms / $torch_ms:.2f} (target <= 0.8)')"

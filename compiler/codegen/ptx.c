@@ -1,0 +1,132 @@
+/* cg: the NVPTX wrapper of the kernel bodies. Each kernel takes its argument
+ * words and the element count, and walks its index space with a grid-stride
+ * loop; exp and log link from CUDA's libdevice. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassManagerBuilder.h>
+
+#include "cgint.h"
+
+#ifndef DPC_CUDA_HOME
+#define DPC_CUDA_HOME "/usr/local/cuda"
+#endif
+
+static LLVMValueRef sreg(Cg *g, const char *name)
+{
+	LLVMTypeRef ft = LLVMFunctionType(g->i32, NULL, 0, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+	if (!f)
+		f = LLVMAddFunction(g->mod, name, ft);
+	return LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, ft, f, NULL, 0, ""), g->i64, "");
+}
+
+static void mark_kernel(Cg *g, LLVMValueRef fn)
+{
+	LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "kernel", 6),
+	                         LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0))};
+	LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
+}
+
+static void link_libdevice(Cg *g)
+{
+	const char *env = getenv("DPC_LIBDEVICE");
+	const char *path = env ? env : DPC_CUDA_HOME "/nvvm/libdevice/libdevice.10.bc";
+	LLVMMemoryBufferRef buf;
+	char *err = NULL;
+	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err))
+		fatal("cannot read CUDA's libdevice at %s (set DPC_LIBDEVICE): %s", path, err);
+	LLVMModuleRef lib;
+	if (LLVMParseBitcodeInContext2(g->ctx, buf, &lib))
+		fatal("cannot parse %s", path);
+	LLVMSetTarget(lib, LLVMGetTarget(g->mod));
+	LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(g->mod));
+	if (LLVMLinkModules2(g->mod, lib))
+		die("linking libdevice failed");
+	/* keep only what the kernels call */
+	for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f))
+		if (!LLVMIsDeclaration(f) && strncmp(LLVMGetValueName(f), "dp_k", 4) != 0)
+			LLVMSetLinkage(f, LLVMInternalLinkage);
+}
+
+const char *cg_ptx(Cg *g)
+{
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+	const char *triple = "nvptx64-nvidia-cuda";
+	LLVMTargetRef target;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple(triple, &target, &err))
+		die("no NVPTX target in this LLVM: %s", err);
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "sm_80", "+ptx75", LLVMCodeGenLevelAggressive,
+	                                                  LLVMRelocDefault, LLVMCodeModelDefault);
+	LLVMModuleRef host = g->mod;
+	g->mod = LLVMModuleCreateWithNameInContext("dp_kernels", g->ctx);
+	g->gpu = true;
+	LLVMSetTarget(g->mod, triple);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(g->mod, td);
+
+	for (int i = 0; i < g->kernels.len; i++) {
+		KDesc *d = &g->kernels.data[i];
+		LLVMTypeRef params[17];
+		for (int j = 0; j <= d->nargs; j++)
+			params[j] = g->i64;
+		LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)d->nargs + 1, 0);
+		LLVMValueRef fn = LLVMAddFunction(g->mod, ar_printf("dp_k%d", i), ft);
+		mark_kernel(g, fn);
+		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+		LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
+		LLVMPositionBuilderAtEnd(g->b, entry);
+		LLVMValueRef args[16];
+		for (int j = 0; j < d->nargs; j++)
+			args[j] = LLVMGetParam(fn, (unsigned)j);
+		LLVMValueRef n = LLVMGetParam(fn, (unsigned)d->nargs);
+		LLVMValueRef first = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"),
+		                                                     sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x"), ""),
+		                                  sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
+		LLVMValueRef stride = LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x"), "");
+		LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, first, n, ""), loop, done);
+		LLVMPositionBuilderAtEnd(g->b, loop);
+		LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
+		LLVMAddIncoming(i, &first, &entry, 1);
+		cg_kernel_body(g, fn, d, args, i);
+		LLVMValueRef next = LLVMBuildAdd(g->b, i, stride, "");
+		LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+		LLVMAddIncoming(i, &next, &latch, 1);
+		LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, n, ""), loop, done);
+		LLVMPositionBuilderAtEnd(g->b, done);
+		LLVMBuildRetVoid(g->b);
+	}
+	link_libdevice(g);
+	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
+		die("generated NVPTX module is invalid: %s", err);
+	LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
+	LLVMPassManagerBuilderSetOptLevel(pmb, 3);
+	LLVMPassManagerRef pm = LLVMCreatePassManager();
+	LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
+	LLVMRunPassManager(pm, g->mod);
+	LLVMDisposePassManager(pm);
+	LLVMPassManagerBuilderDispose(pmb);
+
+	LLVMMemoryBufferRef out;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, LLVMAssemblyFile, &err, &out))
+		die("NVPTX code generation failed: %s", err);
+	size_t len = LLVMGetBufferSize(out);
+	while (len && LLVMGetBufferStart(out)[len - 1] == 0)
+		len--;
+	const char *ptx = ar_strndup(LLVMGetBufferStart(out), len);
+	LLVMDisposeMemoryBuffer(out);
+	LLVMDisposeTargetMachine(tm);
+	g->mod = host;
+	g->gpu = false;
+	return ptx;
+}

@@ -1,0 +1,161 @@
+/* rt: the CUDA device. The PTX that dpc embeds is JIT-loaded with the driver
+ * API; GEMMs go to cuBLAS; all work is ordered on one stream, so a step has
+ * no host synchronisation until the loss is read. Every driver and cuBLAS
+ * call is checked and reported with its file, line and error name. */
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rt.h"
+
+/* The driver library comes with the GPU driver, so it is opened at run time:
+ * on a machine without one the executable starts and says so. The names go
+ * through cuda.h's macros (cuMemAlloc is cuMemAlloc_v2). */
+#define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
+	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
+	X(cuMemAlloc) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel)
+#define NAME_(x) #x
+#define NAME(x) NAME_(x)
+#define DECLARE(f) static __typeof__(&f) p_##f;
+DRIVER(DECLARE)
+
+static const char *load_driver(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return "the NVIDIA driver library libcuda.so.1 is not installed";
+#define LOOKUP(f) if (!(p_##f = (__typeof__(p_##f))dlsym(lib, NAME(f)))) return "libcuda.so.1 lacks " NAME(f);
+	DRIVER(LOOKUP)
+	return NULL;
+}
+
+#define CU(call) do { \
+	CUresult r_ = (call); \
+	if (r_ != CUDA_SUCCESS) { \
+		const char *n_ = "?"; \
+		p_cuGetErrorName(r_, &n_); \
+		rt_fail(1, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, n_); \
+	} \
+} while (0)
+
+#define CUBLAS(call) do { \
+	cublasStatus_t s_ = (call); \
+	if (s_ != CUBLAS_STATUS_SUCCESS) \
+		rt_fail(1, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, cublasGetStatusName(s_)); \
+} while (0)
+
+static CUcontext ctx;
+static CUmodule module;
+static CUstream stream;
+static cublasHandle_t blas;
+static CUfunction *fns;
+static int nfns;
+
+static void gpu_init(void)
+{
+	const char *why = load_driver();
+	if (why)
+		rt_fail(1, "this executable was compiled for NVIDIA GPUs (dpc --target cuda), but %s; "
+		        "compile with --target cpu to run here", why);
+	CUresult r = p_cuInit(0);
+	int count = 0;
+	if (r == CUDA_SUCCESS)
+		r = p_cuDeviceGetCount(&count);
+	if (r != CUDA_SUCCESS || count == 0) {
+		const char *n = "no device";
+		if (r != CUDA_SUCCESS)
+			p_cuGetErrorName(r, &n);
+		rt_fail(1, "this executable was compiled for NVIDIA GPUs (dpc --target cuda), but no CUDA GPU is available (%s); "
+		        "compile with --target cpu to run here", n);
+	}
+	CUdevice dev;
+	CU(p_cuDeviceGet(&dev, 0));
+	CU(p_cuDevicePrimaryCtxRetain(&ctx, dev));
+	CU(p_cuCtxSetCurrent(ctx));
+	CU(p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	char log[8192] = "";
+	CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+	CUresult lr = p_cuModuleLoadDataEx(&module, dp_ptx, 2, opts, vals);
+	if (lr != CUDA_SUCCESS) {
+		const char *n = "?";
+		p_cuGetErrorName(lr, &n);
+		rt_fail(70, "internal error: the GPU rejected the generated PTX (%s): %s", n, log);
+	}
+	CUBLAS(cublasCreate(&blas));
+	CUBLAS(cublasSetStream(blas, (cudaStream_t)stream));
+	CUBLAS(cublasSetMathMode(blas, rt_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+static uint64_t gpu_alloc(int64_t bytes)
+{
+	CUdeviceptr p;
+	if (p_cuMemAlloc(&p, (size_t)bytes) != CUDA_SUCCESS)
+		return 0;
+	CU(p_cuMemsetD8Async(p, 0, (size_t)bytes, stream));
+	return (uint64_t)p;
+}
+
+static void gpu_h2d(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
+static void gpu_d2h(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
+static void gpu_d2d(uint64_t dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, stream)); }
+static void gpu_zero(uint64_t dst, int64_t n) { CU(p_cuMemsetD8Async((CUdeviceptr)dst, 0, (size_t)n, stream)); }
+
+static CUfunction function(int id)
+{
+	if (id >= nfns) {
+		int n = id + 16;
+		CUfunction *f = realloc(fns, sizeof *f * (size_t)n);
+		if (!f)
+			rt_fail(1, "out of memory");
+		memset(f + nfns, 0, sizeof *f * (size_t)(n - nfns));
+		fns = f;
+		nfns = n;
+	}
+	if (!fns[id]) {
+		char name[32];
+		snprintf(name, sizeof name, "dp_k%d", id);
+		CU(p_cuModuleGetFunction(&fns[id], module, name));
+	}
+	return fns[id];
+}
+
+static void gpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
+{
+	void *params[17];
+	uint64_t words[17];
+	for (int j = 0; j < nargs && j < 16; j++) {
+		words[j] = args[j];
+		params[j] = &words[j];
+	}
+	int64_t count = n;
+	params[nargs] = &count;
+	int64_t blocks = (n + 255) / 256;
+	if (blocks > (1 << 20))
+		blocks = 1 << 20; /* the kernels stride over the rest */
+	CU(p_cuLaunchKernel(function(kernel), (unsigned)blocks, 1, 1, 256, 1, 1, 0, stream, params, NULL));
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
+static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+                     int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
+                     int64_t batch, double beta)
+{
+	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (real_bytes == 8) {
+		double one = 1;
+		CUBLAS(cublasDgemmStridedBatched(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const double *)b, (int)ldb, sb,
+		                                 (const double *)a, (int)lda, sa, &beta, (double *)c, (int)ldc, sc, (int)batch));
+	} else {
+		float one = 1, fb = (float)beta;
+		CUBLAS(cublasSgemmStridedBatched(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const float *)b, (int)ldb, sb,
+		                                 (const float *)a, (int)lda, sa, &fb, (float *)c, (int)ldc, sc, (int)batch));
+	}
+}
+
+static void gpu_sync(void) { CU(p_cuStreamSynchronize(stream)); }
+
+const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_d2h, gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync};

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# GPU checks, in two halves because the GPU machine has no LLVM:
+#   bash tests/gpu/run.sh build    here: compile every sample for cuda and cpu into gpu_build/
+#   bash tests/gpu/run.sh run      on the GPU machine (carry gpu_build/): run both, compare
+# Compares loss trajectories (relative 1e-4 in fp32) and first-step gradients,
+# runs --gradcheck on the GPU in f64 builds, and one sample under compute-sanitizer.
+set -u
+cd "$(dirname "$0")/../.."
+B=gpu_build
+case "${1:-}" in
+build)
+	rm -rf $B && mkdir -p $B/lib
+	for dp in samples/*.dp; do
+		s=$(basename "$dp" .dp)
+		bin/dpc --target cuda "$dp" -o $B/$s.cuda || exit 1
+		bin/dpc --target cpu "$dp" -o $B/$s.cpu || exit 1
+		bin/dpc --target cuda --precision f64 "$dp" -o $B/$s.cuda64 || exit 1
+	done
+	bin/dpc --target cuda bench/resmlp_big.dp -o $B/resmlp_big.cuda || exit 1
+	cp tests/lib.sh $B/
+	# the CPU executables' shared libraries that a bare machine may lack
+	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
+		cp -L "$lib" $B/lib/
+	done
+	echo "built into $B/"
+	exit 0
+	;;
+run) ;;
+*)
+	echo "usage: bash tests/gpu/run.sh build|run" >&2
+	exit 2
+	;;
+esac
+
+export LD_LIBRARY_PATH="$PWD/$B/lib:${LD_LIBRARY_PATH:-}"
+TEST_OUT=${OUT:-/tmp}/gpu_out
+. $B/lib.sh
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /'
+compare_losses() { # A.log B.log: per-step losses agree to 1e-4 relative
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+def losses(p):
+    return [float(m.group(1)) for m in re.finditer(r"^step +\d+/\d+ +loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+assert a and len(a) == len(b), (len(a), len(b))
+worst = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a, b))
+print(f"{len(a)} steps, max relative difference {worst:.2e}")
+assert worst <= 1e-4, worst
+PY
+}
+compare_grads() { # A.safetensors B.safetensors TOL
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__":
+            continue
+        a, e = v["data_offsets"]
+        f = "f" if v["dtype"] == "F32" else "d"
+        out[k] = struct.unpack("<%d%s" % ((e - a) // struct.calcsize(f), f), b[8 + n + a:8 + n + e])
+    return out
+x, y, tol = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
+worst = 0
+for k in y:
+    scale = max(abs(v) for v in y[k]) or 1
+    worst = max(worst, max(abs(p - q) for p, q in zip(x[k], y[k])) / scale)
+print(f"max difference {worst:.2e} of each tensor's largest entry")
+assert worst <= tol, worst
+PY
+}
+for exe in $B/*.cuda; do
+	s=$(basename "$exe" .cuda)
+	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
+	args="--steps 20 --log-every 1 --lr $lr"
+	$exe $args --dump-grads $TEST_OUT/$s.cuda.st --summary-json $TEST_OUT/$s.cuda.json >$TEST_OUT/$s.cuda.log 2>&1 &&
+		$B/$s.cpu $args --dump-grads $TEST_OUT/$s.cpu.st >$TEST_OUT/$s.cpu.log 2>&1 ||
+		{ notok "gpu/$s: run" $TEST_OUT/$s.cuda.log; continue; }
+	check "gpu/$s: loss trajectory cuda vs cpu" compare_losses $TEST_OUT/$s.cuda.log $TEST_OUT/$s.cpu.log
+	check "gpu/$s: first-step gradients cuda vs cpu" compare_grads $TEST_OUT/$s.cuda.st $TEST_OUT/$s.cpu.st 1e-4
+	check "gpu/$s: gradcheck f64 on the GPU" $B/$s.cuda64 --gradcheck
+done
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$SAN" ]; then
+	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
+else
+	notok "gpu/compute-sanitizer not found"
+fi
+finish
