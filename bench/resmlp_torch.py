@@ -17,7 +17,7 @@ def main():
     ap.add_argument("-H", type=int, default=1024)
     ap.add_argument("-B", type=int, default=1024)
     ap.add_argument("-D", type=int, default=1024)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--tf32", action="store_true")
     ap.add_argument("--checkpoint-segments", type=int, default=0,
                     help="use torch.utils.checkpoint.checkpoint_sequential with K segments")
@@ -25,11 +25,13 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
-    w_in = (torch.randn(a.D, a.H, device=dev, generator=g) * 0.1).requires_grad_()
-    ws = (torch.randn(a.L, a.H, a.H, device=dev, generator=g) * 0.02).requires_grad_()
-    bs = torch.zeros(a.L, a.H, device=dev, requires_grad=True)
-    w_out = (torch.randn(a.H, 1, device=dev, generator=g) * 0.1).requires_grad_()
-    params = [w_in, ws, bs, w_out]
+    w_in = (torch.randn(a.D, a.H, device=dev, generator=g) * 0.03).requires_grad_()
+    # one tensor per layer, as a PyTorch user writes it: indexing one stacked
+    # tensor would make every layer's backward scatter into the whole stack
+    ws = [(torch.randn(a.H, a.H, device=dev, generator=g) * 0.001).requires_grad_() for _ in range(a.L)]
+    bs = [torch.zeros(a.H, device=dev, requires_grad=True) for _ in range(a.L)]
+    w_out = (torch.randn(a.H, 1, device=dev, generator=g) * 0.01).requires_grad_()
+    params = [w_in, *ws, *bs, w_out]
     x = torch.randn(a.B, a.D, device=dev, generator=g)
     y = torch.randn(a.B, 1, device=dev, generator=g)
     opt = torch.optim.SGD(params, lr=a.lr)

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 B=gpu_build
 steps=${STEPS:-30}
 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
-$B/resmlp_big.cuda --steps $steps --lr 1e-3 --quiet --summary-json /tmp/big.json >/dev/null || exit 1
+$B/resmlp_big.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/big.json >/dev/null || exit 1
 dpc_ms=$(python3 -c "import json; print(json.load(open('/tmp/big.json'))['ms_per_step'])")
 torch_line=$(python3 bench/resmlp_torch.py --steps $steps) || exit 1
 echo "$torch_line"
