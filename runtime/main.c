@@ -350,7 +350,8 @@ static void upload_batch(RtCtx *c, Data *data, long step)
 			int64_t r = ((int64_t)step * B + j) % d->n;
 			memcpy((char *)d->batch + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
 		}
-		rt_h2d(c, c->base + (uint64_t)t->offset, d->batch, t->bytes);
+		c->n.h2d_bytes += t->bytes;
+		c->dev->h2d_async(c->base + (uint64_t)t->offset, d->batch, t->bytes);
 	}
 }
 
@@ -527,9 +528,10 @@ int main(int argc, char **argv)
 		load_data(&data[1], &m->inputs[1], o.labels);
 	}
 	synthesize(data, m, (uint64_t)o.seed);
-	for (int k = 0; k < m->ninputs; k++)
-		data[k].batch = malloc((size_t)m->inputs[k].bytes);
 	c->dev->init();
+	/* each step's batch is staged here; the step's final loss read orders reuse */
+	for (int k = 0; k < m->ninputs; k++)
+		data[k].batch = c->dev->host_alloc(m->inputs[k].bytes);
 
 	void *host[256];
 	int64_t param_bytes = 0;

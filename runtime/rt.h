@@ -40,7 +40,9 @@ typedef struct {
 	const char *name;
 	void (*init)(void);
 	uint64_t (*alloc)(int64_t bytes);   /* zeroed; 0 on failure */
-	void (*h2d)(uint64_t dst, const void *src, int64_t bytes);
+	void (*h2d)(uint64_t dst, const void *src, int64_t bytes);          /* returns when src may be reused */
+	void *(*host_alloc)(int64_t bytes);                                 /* page-locked where that matters */
+	void (*h2d_async)(uint64_t dst, const void *src, int64_t bytes);    /* src from host_alloc, unchanged until the next sync */
 	void (*d2h)(void *dst, uint64_t src, int64_t bytes);
 	void (*d2d)(uint64_t dst, uint64_t src, int64_t bytes);
 	void (*zero)(uint64_t dst, int64_t bytes);

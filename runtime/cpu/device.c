@@ -76,6 +76,7 @@ static void cpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 }
 
 static void cpu_sync(void) {}
+static void *cpu_host_alloc(int64_t bytes) { return malloc((size_t)bytes); }
 static void cpu_init(void) {}
 
-const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_d2h, cpu_d2d, cpu_zero, cpu_launch, cpu_gemm, cpu_sync};
+const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2d, cpu_zero, cpu_launch, cpu_gemm, cpu_sync};

@@ -16,7 +16,7 @@
  * through cuda.h's macros (cuMemAlloc is cuMemAlloc_v2). */
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
-	X(cuMemAlloc) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel)
+	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -100,6 +100,15 @@ static uint64_t gpu_alloc(int64_t bytes)
 }
 
 static void gpu_h2d(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
+static void gpu_h2d_async(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); }
+
+/* Pinned once at start: pinning is slow, and copies from it run at full link speed. */
+static void *gpu_host_alloc(int64_t bytes)
+{
+	void *p;
+	CU(p_cuMemAllocHost(&p, (size_t)bytes));
+	return p;
+}
 static void gpu_d2h(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
 static void gpu_d2d(uint64_t dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, stream)); }
 static void gpu_zero(uint64_t dst, int64_t n) { CU(p_cuMemsetD8Async((CUdeviceptr)dst, 0, (size_t)n, stream)); }
@@ -158,4 +167,4 @@ static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 
 static void gpu_sync(void) { CU(p_cuStreamSynchronize(stream)); }
 
-const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_d2h, gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync};
+const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync};
