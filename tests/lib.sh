@@ -17,6 +17,25 @@ check() {
 	local log="$TEST_OUT/check.$$.log"
 	if "$@" >"$log" 2>&1; then ok "$name"; else notok "$name" "$log"; fi
 }
+# expect NAME STATUS PATTERN COMMAND...: the command exits with STATUS, its
+# output contains PATTERN, and it reports no internal compiler error
+expect() {
+	local name=$1 want=$2 pat=$3 log="$TEST_OUT/expect.$$.log"
+	shift 3
+	"$@" >"$log" 2>&1
+	local rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		echo "exit status $rc, expected $want" >>"$log"
+		notok "$name" "$log"
+	elif ! grep -q -- "$pat" "$log"; then
+		echo "output lacks: $pat" >>"$log"
+		notok "$name" "$log"
+	elif grep -q "internal compiler error" "$log"; then
+		notok "$name: internal error" "$log"
+	else
+		ok "$name"
+	fi
+}
 finish() {
 	echo "$npass passed, $nfail failed"
 	[ "$nfail" -eq 0 ]

@@ -43,6 +43,7 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k);     /* elements of its index spac
  * words as i64. Used by every target's wrapper. */
 void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef idx);
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
-const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
+const char *cg_ptx(Cg *g);
+void cg_optimize(LLVMModuleRef m, unsigned level);  /* the standard module pipeline */                          /* the kernels as NVPTX: PTX text */
 
 #endif

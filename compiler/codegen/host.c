@@ -388,11 +388,16 @@ static void optimize(Cg *g, LLVMTargetMachineRef tm)
 	LLVMDisposeMessage(triple);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(g->mod, td);
+	cg_optimize(g->mod, 2);
+}
+
+void cg_optimize(LLVMModuleRef m, unsigned level)
+{
 	LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
-	LLVMPassManagerBuilderSetOptLevel(pmb, 2);
+	LLVMPassManagerBuilderSetOptLevel(pmb, level);
 	LLVMPassManagerRef pm = LLVMCreatePassManager();
 	LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
-	LLVMRunPassManager(pm, g->mod);
+	LLVMRunPassManager(pm, m);
 	LLVMDisposePassManager(pm);
 	LLVMPassManagerBuilderDispose(pmb);
 }

@@ -87,9 +87,8 @@ static LLVMValueRef rmax(K *k, LLVMValueRef a, LLVMValueRef b)
 
 /* A counted loop inside a kernel body: for (i = 0; i < n; i++). */
 typedef struct {
-	LLVMBasicBlockRef head, body, exit;
+	LLVMBasicBlockRef pre, head, exit;
 	LLVMValueRef i;
-	LLVMBasicBlockRef pre;
 } Loop;
 
 static Loop loop_begin(K *k, LLVMValueRef n)
@@ -104,8 +103,6 @@ static Loop loop_begin(K *k, LLVMValueRef n)
 	l.i = LLVMBuildPhi(k->b, k->g->i64, "i");
 	LLVMValueRef zero = cg_i64(k->g, 0);
 	LLVMAddIncoming(l.i, &zero, &l.pre, 1);
-	l.body = l.head;
-	(void)n;
 	return l;
 }
 
@@ -131,23 +128,19 @@ static Acc acc_begin(K *k, Loop *l, LLVMValueRef init)
 	return a;
 }
 
-static void acc_next(K *k, Loop *l, Acc *a, LLVMValueRef v)
+static void acc_next(K *k, Acc *a, LLVMValueRef v)
 {
 	LLVMBasicBlockRef cur = LLVMGetInsertBlock(k->b);
 	LLVMAddIncoming(a->phi, &v, &cur, 1);
-	(void)l;
 }
 
-/* The value after the loop: the phi's last update, merged with init when the loop ran zero times. */
-static LLVMValueRef acc_result(K *k, Loop *l, Acc *a, LLVMValueRef init, LLVMValueRef last)
+/* The value after the loop: init when it ran zero times, else the last
+ * update, which loop_end's latch block computed. */
+static LLVMValueRef acc_result(K *k, Loop *l, LLVMValueRef init, LLVMValueRef last)
 {
 	LLVMValueRef r = LLVMBuildPhi(k->b, LLVMTypeOf(init), "");
-	LLVMBasicBlockRef latch = LLVMGetPreviousBasicBlock(l->exit);
-	(void)latch;
 	LLVMValueRef vals[2] = {init, last};
-	LLVMBasicBlockRef from[2] = {l->pre, NULL};
-	/* the latch is the block that branches to exit from inside the loop */
-	from[1] = a->phi ? LLVMGetInstructionParent(last) : NULL;
+	LLVMBasicBlockRef from[2] = {l->pre, LLVMGetInstructionParent(last)};
 	LLVMAddIncoming(r, vals, from, 2);
 	return r;
 }
@@ -265,9 +258,9 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, c, cg_i64(g, stride[a]), ""), "");
 	}
 	LLVMValueRef next = LLVMBuildFAdd(k->b, sum.phi, load(k, in, off), "");
-	acc_next(k, &l, &sum, next);
+	acc_next(k, &sum, next);
 	loop_end(k, &l, n);
-	LLVMValueRef total = acc_result(k, &l, &sum, cg_real(g, 0), next);
+	LLVMValueRef total = acc_result(k, &l, cg_real(g, 0), next);
 	if (d->kind == OP_MEAN)
 		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
 	store(k, out, idx, total);
@@ -282,16 +275,16 @@ static LLVMValueRef row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, 
 	Loop l = loop_begin(k, n);
 	Acc m = acc_begin(k, &l, first);
 	LLVMValueRef nm = rmax(k, m.phi, load(k, x, LLVMBuildAdd(k->b, base, l.i, "")));
-	acc_next(k, &l, &m, nm);
+	acc_next(k, &m, nm);
 	loop_end(k, &l, n);
-	LLVMValueRef mx = acc_result(k, &l, &m, first, nm);
+	LLVMValueRef mx = acc_result(k, &l, first, nm);
 	Loop l2 = loop_begin(k, n);
 	Acc s = acc_begin(k, &l2, cg_real(g, 0));
 	LLVMValueRef e = rexp(k, LLVMBuildFSub(k->b, load(k, x, LLVMBuildAdd(k->b, base, l2.i, "")), mx, ""));
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, e, "");
-	acc_next(k, &l2, &s, ns);
+	acc_next(k, &s, ns);
 	loop_end(k, &l2, n);
-	LLVMValueRef sum = acc_result(k, &l2, &s, cg_real(g, 0), ns);
+	LLVMValueRef sum = acc_result(k, &l2, cg_real(g, 0), ns);
 	*max_out = mx;
 	return LLVMBuildFAdd(k->b, mx, rlog(k, sum), "");
 }
@@ -332,9 +325,9 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
 	LLVMValueRef term = soft ? LLVMBuildFMul(k->b, load(k, gr, at), load(k, y, at), "") : load(k, gr, at);
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, term, "");
-	acc_next(k, &l, &s, ns);
+	acc_next(k, &s, ns);
 	loop_end(k, &l, n);
-	LLVMValueRef sum = acc_result(k, &l, &s, cg_real(g, 0), ns);
+	LLVMValueRef sum = acc_result(k, &l, cg_real(g, 0), ns);
 	Loop l2 = loop_begin(k, n);
 	LLVMValueRef at2 = LLVMBuildAdd(k->b, base, l2.i, "");
 	LLVMValueRef yv = load(k, y, at2), gv = load(k, gr, at2);
@@ -356,9 +349,9 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 	LLVMValueRef mx, lse = row_lse(k, ptrs[1], base, C, &mx);
 	LLVMValueRef pick = load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildFSub(k->b, lse, pick, ""), "");
-	acc_next(k, &l, &s, ns);
+	acc_next(k, &s, ns);
 	loop_end(k, &l, nr);
-	LLVMValueRef total = acc_result(k, &l, &s, cg_real(g, 0), ns);
+	LLVMValueRef total = acc_result(k, &l, cg_real(g, 0), ns);
 	store(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, cg_real(g, (double)R), ""));
 }
 
@@ -452,9 +445,9 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		Acc s = acc_begin(k, &l, cg_real(g, 0));
 		LLVMValueRef diff = LLVMBuildFSub(B, load(k, ptrs[1], l.i), load(k, ptrs[2], l.i), "");
 		LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildFMul(B, diff, diff, ""), "");
-		acc_next(k, &l, &s, ns);
+		acc_next(k, &s, ns);
 		loop_end(k, &l, n);
-		LLVMValueRef total = acc_result(k, &l, &s, cg_real(g, 0), ns);
+		LLVMValueRef total = acc_result(k, &l, cg_real(g, 0), ns);
 		store(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(B, total, cg_real(g, (double)ir_numel(d->in[0])), ""));
 		return;
 	}

@@ -9,7 +9,6 @@
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassManagerBuilder.h>
 
 #include "cgint.h"
 
@@ -109,13 +108,7 @@ const char *cg_ptx(Cg *g)
 	link_libdevice(g);
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
 		die("generated NVPTX module is invalid: %s", err);
-	LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
-	LLVMPassManagerBuilderSetOptLevel(pmb, 3);
-	LLVMPassManagerRef pm = LLVMCreatePassManager();
-	LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
-	LLVMRunPassManager(pm, g->mod);
-	LLVMDisposePassManager(pm);
-	LLVMPassManagerBuilderDispose(pmb);
+	cg_optimize(g->mod, 3);
 
 	LLVMMemoryBufferRef out;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, LLVMAssemblyFile, &err, &out))

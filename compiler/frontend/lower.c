@@ -526,7 +526,6 @@ static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where
 
 static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 {
-	(void)s;
 	for (int i = 0; i < L->inlining.len; i++)
 		if (!strcmp(L->inlining.data[i], f->name))
 			diag_error(n->loc, "recursive call of '%s' (functions are inlined, so they cannot recurse)", f->name);
@@ -552,6 +551,17 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 	return r;
 }
 
+/* A parameter or input: one leaf op, bound by name in the global scope. */
+static int leaf(Lower *L, Scope *global, OpKind k, int index, const char *name, Loc loc)
+{
+	Op *op = mk(L, k, loc, 0, NULL);
+	op->index = index;
+	int v = emit(L, op);
+	L->p->values.data[v].name = name;
+	bind(global, (Binding){name, B_VALUE, v, 0, 0, 0, true});
+	return v;
+}
+
 Program *fe_lower(FeAst *ast, int real_bytes)
 {
 	Lower L = {0};
@@ -562,21 +572,11 @@ Program *fe_lower(FeAst *ast, int real_bytes)
 	L.global = &global;
 	for (int i = 0; i < ast->params.len; i++) {
 		vec_push(&L.p->params, ast->params.data[i]);
-		Op *op = mk(&L, OP_PARAM, ast->params.data[i].loc, 0, NULL);
-		op->index = i;
-		int v = emit(&L, op);
-		L.p->values.data[v].name = ast->params.data[i].name;
-		L.p->params.data[i].value = v;
-		bind(&global, (Binding){ast->params.data[i].name, B_VALUE, v, 0, 0, 0, true});
+		L.p->params.data[i].value = leaf(&L, &global, OP_PARAM, i, ast->params.data[i].name, ast->params.data[i].loc);
 	}
 	for (int i = 0; i < ast->inputs.len; i++) {
 		vec_push(&L.p->inputs, ast->inputs.data[i]);
-		Op *op = mk(&L, OP_INPUT, ast->inputs.data[i].loc, 0, NULL);
-		op->index = i;
-		int v = emit(&L, op);
-		L.p->values.data[v].name = ast->inputs.data[i].name;
-		L.p->inputs.data[i].value = v;
-		bind(&global, (Binding){ast->inputs.data[i].name, B_VALUE, v, 0, 0, 0, true});
+		L.p->inputs.data[i].value = leaf(&L, &global, OP_INPUT, i, ast->inputs.data[i].name, ast->inputs.data[i].loc);
 	}
 	Scope loss = {{0}, &global};
 	int v = tensor(&L, block(&L, &loss, &ast->loss, true, ast->loss_loc), ast->loss_loc);

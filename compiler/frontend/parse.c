@@ -794,17 +794,6 @@ static void print_node(FILE *f, Node *n, int depth)
 	}
 }
 
-static const char *type_str(Type t, int stacked)
-{
-	if (!stacked)
-		return ir_type_str(t);
-	Type inner = t;
-	inner.rank--;
-	for (int i = 0; i < inner.rank; i++)
-		inner.dim[i] = t.dim[i + 1];
-	return ar_printf("f32[%lld]%s", (long long)t.dim[0], ir_type_str(inner) + 3);
-}
-
 void fe_print_ast(FILE *f, FeAst *a)
 {
 	for (int i = 0; i < a->consts.len; i++)
@@ -812,7 +801,7 @@ void fe_print_ast(FILE *f, FeAst *a)
 	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
 	for (int i = 0; i < a->params.len; i++) {
 		Param *q = &a->params.data[i];
-		fprintf(f, "(param %s %s %s", q->name, type_str(q->type, q->stacked), inits[q->init]);
+		fprintf(f, "(param %s %s %s", q->name, ir_decl_type_str(q->type, q->stacked), inits[q->init]);
 		if (q->init == INIT_NORMAL)
 			fprintf(f, " %g", q->a);
 		if (q->init == INIT_UNIFORM)

@@ -167,7 +167,8 @@ Type ir_scalar(DType dt);
 int64_t ir_numel(Type t);
 int64_t ir_bytes(const Program *p, Type t);
 bool ir_type_eq(Type a, Type b);
-const char *ir_type_str(Type t); /* "f32[B?]" with numbers: "f32[64, 32]" */
+const char *ir_type_str(Type t); /* "f32[64, 32]" */
+const char *ir_decl_type_str(Type t, int stacked); /* as declared: "f32[8][128, 128]" when stacked */
 
 /* Shape rules (ir/shape.c). ir_check_op fills op's result type into *out and
  * returns NULL, or returns a message for the user ("shapes f32[2, 3] and f32[4] do not broadcast"). */

@@ -23,19 +23,6 @@ static const char *init_str(const Param *q)
 	unreachable();
 }
 
-static const char *param_type_str(Program *p, const Param *q)
-{
-	if (!q->stacked)
-		return ir_type_str(q->type);
-	Type inner = q->type;
-	inner.rank--;
-	for (int i = 0; i < inner.rank; i++)
-		inner.dim[i] = q->type.dim[i + 1];
-	const char *s = ir_type_str(inner);
-	(void)p;
-	return ar_printf("f32[%lld]%s", (long long)q->type.dim[0], s + 3);
-}
-
 static void indent(FILE *f, int depth)
 {
 	for (int i = 0; i < depth; i++)
@@ -155,7 +142,7 @@ void ir_print(FILE *f, Program *p)
 	fprintf(f, "# precision %s\n", p->real_bytes == 8 ? "f64" : "f32");
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		fprintf(f, "param %s : %s = %s\n", q->name, param_type_str(p, q), init_str(q));
+		fprintf(f, "param %s : %s = %s\n", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q));
 	}
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];

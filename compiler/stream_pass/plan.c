@@ -16,7 +16,6 @@ typedef struct {
 	int pos;
 	int64_t *defpos, *last;   /* per value */
 	Span *loops;              /* per op position of a loop */
-	Vec(Op *) stack;          /* enclosing loops while walking */
 	Vec(Span) spans;          /* spans of the loops in stack */
 } Live;
 
@@ -92,7 +91,6 @@ static void uses(Live *L, Block *b)
 		if (op->kind != OP_LOOP)
 			continue;
 		Span s = L->loops[at];
-		vec_push(&L->stack, op);
 		vec_push(&L->spans, s);
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->carg[k], s.end);
@@ -100,7 +98,6 @@ static void uses(Live *L, Block *b)
 		L->pos++;
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->cyield[k], s.end);
-		L->stack.len--;
 		L->spans.len--;
 	}
 }

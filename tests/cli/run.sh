@@ -6,42 +6,25 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 out="$TEST_OUT/cli"
 
-expect() { # NAME STATUS PATTERN COMMAND...
-	local name=$1 want=$2 pat=$3
-	shift 3
-	"$@" >"$out.log" 2>&1
-	local rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		echo "exit status $rc, expected $want" >>"$out.log"
-		notok "cli/$name" "$out.log"
-	elif ! grep -q -- "$pat" "$out.log"; then
-		echo "output lacks: $pat" >>"$out.log"
-		notok "cli/$name" "$out.log"
-	elif grep -q "internal compiler error" "$out.log"; then
-		notok "cli/$name: internal error" "$out.log"
-	else
-		ok "cli/$name"
-	fi
-}
 
-expect help 0 "--emit=STAGE" "$DPC" --help
-expect no-input 2 "no input file" "$DPC"
-expect unknown-option 2 "unknown option '--frobnicate'" "$DPC" --frobnicate samples/resmlp.dp
-expect bad-stage 2 "unknown stage 'bogus'" "$DPC" --emit=bogus samples/resmlp.dp
-expect bad-precision 2 "f32 or f64" "$DPC" --precision f16 samples/resmlp.dp
-expect bad-define 2 "NAME=VALUE" "$DPC" -D B samples/resmlp.dp
-expect bad-define-value 2 "must be an integer" "$DPC" -D B=x samples/resmlp.dp
-expect unknown-define 1 "no const named" "$DPC" -D NOPE=3 --emit=ir samples/resmlp.dp
-expect missing-file 1 "nope.dp" "$DPC" nope.dp
-expect bad-budget 2 "bad byte count" "$DPC" --device-mem lots samples/resmlp.dp
-expect infeasible-budget 1 "more than --device-mem" "$DPC" --device-mem 1K -o "$out.exe" samples/resmlp.dp
-expect define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir samples/resmlp.dp
+expect cli/help 0 "--emit=STAGE" "$DPC" --help
+expect cli/no-input 2 "no input file" "$DPC"
+expect cli/unknown-option 2 "unknown option '--frobnicate'" "$DPC" --frobnicate samples/resmlp.dp
+expect cli/bad-stage 2 "unknown stage 'bogus'" "$DPC" --emit=bogus samples/resmlp.dp
+expect cli/bad-precision 2 "f32 or f64" "$DPC" --precision f16 samples/resmlp.dp
+expect cli/bad-define 2 "NAME=VALUE" "$DPC" -D B samples/resmlp.dp
+expect cli/bad-define-value 2 "must be an integer" "$DPC" -D B=x samples/resmlp.dp
+expect cli/unknown-define 1 "no const named" "$DPC" -D NOPE=3 --emit=ir samples/resmlp.dp
+expect cli/missing-file 1 "nope.dp" "$DPC" nope.dp
+expect cli/bad-budget 2 "bad byte count" "$DPC" --device-mem lots samples/resmlp.dp
+expect cli/infeasible-budget 1 "more than --device-mem" "$DPC" --device-mem 1K -o "$out.exe" samples/resmlp.dp
+expect cli/define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir samples/resmlp.dp
 
 # the executable's own command line
 if "$DPC" samples/resmlp.dp -o "$out.resmlp" >"$out.log" 2>&1; then
-	expect exe-help 0 "--summary-json" "$out.resmlp" --help
-	expect exe-unknown-option 2 "unknown option" "$out.resmlp" --frobnicate
-	expect exe-missing-data 1 "missing.npy" "$out.resmlp" --data missing.npy --steps 1
+	expect cli/exe-help 0 "--summary-json" "$out.resmlp" --help
+	expect cli/exe-unknown-option 2 "unknown option" "$out.resmlp" --frobnicate
+	expect cli/exe-missing-data 1 "missing.npy" "$out.resmlp" --data missing.npy --steps 1
 else
 	notok "cli/compile resmlp" "$out.log"
 fi

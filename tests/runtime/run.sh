@@ -8,21 +8,6 @@ o="$TEST_OUT/rt"
 mkdir -p "$o"
 npy() { python3 tests/runtime/npy.py "$@"; }
 
-expect() { # NAME STATUS PATTERN COMMAND...
-	local name=$1 want=$2 pat=$3
-	shift 3
-	"$@" >"$o/log" 2>&1
-	local rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		echo "exit status $rc, expected $want" >>"$o/log"
-		notok "runtime/$name" "$o/log"
-	elif ! grep -q -- "$pat" "$o/log"; then
-		echo "output lacks: $pat" >>"$o/log"
-		notok "runtime/$name" "$o/log"
-	else
-		ok "runtime/$name"
-	fi
-}
 
 "$DPC" samples/resmlp.dp -o "$o/resmlp" && "$DPC" samples/classifier.dp -o "$o/cls" &&
 	"$DPC" --precision f64 tests/runtime/kink.dp -o "$o/kink" || { notok "runtime: compile"; finish; exit; }
@@ -32,7 +17,7 @@ expect() { # NAME STATUS PATTERN COMMAND...
 "$o/resmlp" --steps 1 --lr 0 --quiet --init "$o/a.safetensors" --save "$o/b.safetensors" >/dev/null
 check "runtime/save-init-roundtrip" cmp "$o/a.safetensors" "$o/b.safetensors"
 check "runtime/no-temporary-left" bash -c "! ls '$o'/*.tmp.* 2>/dev/null | grep -q ."
-expect "save-unwritable" 1 "cannot write" "$o/resmlp" --steps 1 --quiet --save /nonexistent/dir/p.safetensors
+expect "runtime/save-unwritable" 1 "cannot write" "$o/resmlp" --steps 1 --quiet --save /nonexistent/dir/p.safetensors
 
 # gradients of the first step, readable as safetensors
 "$o/resmlp" --steps 2 --quiet --dump-grads "$o/g.safetensors" >/dev/null
@@ -53,38 +38,38 @@ PY
 # data from .npy files, of either float width, and class labels
 npy "$o/x.npy" "<f4" 256,32 "[((k * 37) % 11) / 11 - 0.5 for k in range(n)]"
 npy "$o/y.npy" "<f8" 256,1 "[((k * 13) % 7) / 7 - 0.5 for k in range(n)]"
-expect "npy-data" 0 "loss" "$o/resmlp" --steps 5 --data "$o/x.npy" --labels "$o/y.npy"
+expect "runtime/npy-data" 0 "loss" "$o/resmlp" --steps 5 --data "$o/x.npy" --labels "$o/y.npy"
 npy "$o/cx.npy" "<f8" 128,20 "[((k * 7) % 5) - 2.0 for k in range(n)]"
 npy "$o/cy.npy" "<i8" 128 "[k % 10 for k in range(n)]"
-expect "npy-labels" 0 "loss" "$o/cls" --steps 5 --input x="$o/cx.npy" --input y="$o/cy.npy"
+expect "runtime/npy-labels" 0 "loss" "$o/cls" --steps 5 --input x="$o/cx.npy" --input y="$o/cy.npy"
 npy "$o/bad_label.npy" "<i4" 128 "[10] * n"
-expect "label-out-of-range" 1 "bad_label.npy: entry 0 is 10, not a class in 0..9" "$o/cls" --steps 1 --labels "$o/bad_label.npy"
+expect "runtime/label-out-of-range" 1 "bad_label.npy: entry 0 is 10, not a class in 0..9" "$o/cls" --steps 1 --labels "$o/bad_label.npy"
 npy "$o/wide.npy" "<f4" 256,31 "[0.0] * n"
-expect "npy-shape-mismatch" 1 "shape \[256, 31\] does not fit input 'x' of shape \[64, 32\]" "$o/resmlp" --steps 1 --data "$o/wide.npy"
+expect "runtime/npy-shape-mismatch" 1 "shape \[256, 31\] does not fit input 'x' of shape \[64, 32\]" "$o/resmlp" --steps 1 --data "$o/wide.npy"
 npy "$o/half.npy" "<f2" 256,32 "[0.0] * n"
-expect "npy-dtype" 1 "unsupported dtype '<f2'" "$o/resmlp" --steps 1 --data "$o/half.npy"
+expect "runtime/npy-dtype" 1 "unsupported dtype '<f2'" "$o/resmlp" --steps 1 --data "$o/half.npy"
 npy "$o/fortran.npy" "<f4" 256,32 "[0.0] * n" fortran
-expect "npy-fortran" 1 "Fortran-ordered" "$o/resmlp" --steps 1 --data "$o/fortran.npy"
+expect "runtime/npy-fortran" 1 "Fortran-ordered" "$o/resmlp" --steps 1 --data "$o/fortran.npy"
 head -c 300 "$o/x.npy" >"$o/short.npy"
-expect "npy-truncated" 1 "short.npy: truncated data" "$o/resmlp" --steps 1 --data "$o/short.npy"
+expect "runtime/npy-truncated" 1 "short.npy: truncated data" "$o/resmlp" --steps 1 --data "$o/short.npy"
 echo "not numpy at all" >"$o/junk.npy"
-expect "npy-bad-magic" 1 "junk.npy: not a .npy file" "$o/resmlp" --steps 1 --data "$o/junk.npy"
-expect "npy-missing" 1 "cannot open $o/missing.npy" "$o/resmlp" --steps 1 --data "$o/missing.npy"
-expect "input-unknown-name" 2 "no input named 'z'" "$o/resmlp" --steps 1 --input z="$o/x.npy"
+expect "runtime/npy-bad-magic" 1 "junk.npy: not a .npy file" "$o/resmlp" --steps 1 --data "$o/junk.npy"
+expect "runtime/npy-missing" 1 "cannot open $o/missing.npy" "$o/resmlp" --steps 1 --data "$o/missing.npy"
+expect "runtime/input-unknown-name" 2 "no input named 'z'" "$o/resmlp" --steps 1 --input z="$o/x.npy"
 
 # corrupt or mismatched parameter files
 head -c 100 "$o/a.safetensors" >"$o/cut.safetensors"
-expect "safetensors-truncated" 1 "cut.safetensors" "$o/resmlp" --steps 1 --init "$o/cut.safetensors"
+expect "runtime/safetensors-truncated" 1 "cut.safetensors" "$o/resmlp" --steps 1 --init "$o/cut.safetensors"
 printf '\x0e\x00\x00\x00\x00\x00\x00\x00{"W_in": [1, 2' >"$o/junk.safetensors"
-expect "safetensors-corrupt" 1 "junk.safetensors: corrupt safetensors header" "$o/resmlp" --steps 1 --init "$o/junk.safetensors"
+expect "runtime/safetensors-corrupt" 1 "junk.safetensors: corrupt safetensors header" "$o/resmlp" --steps 1 --init "$o/junk.safetensors"
 "$o/cls" --steps 1 --quiet --save "$o/cls.safetensors" >/dev/null
-expect "safetensors-missing-tensor" 1 "no tensor named 'W_in'" "$o/resmlp" --steps 1 --init "$o/cls.safetensors"
+expect "runtime/safetensors-missing-tensor" 1 "no tensor named 'W_in'" "$o/resmlp" --steps 1 --init "$o/cls.safetensors"
 
 # a wrong gradient fails the check; a diverging run stops with a clear error
-expect "gradcheck-detects-mismatch" 1 "gradcheck: max relative error 1 (threshold 1e-06) FAIL" "$o/kink" --gradcheck
-expect "gradcheck-f32-warning" 0 "not meaningful" "$o/resmlp" --gradcheck --gradcheck-samples 1 --gradcheck-threshold 10
-expect "non-finite-loss" 1 "loss is not finite" "$o/resmlp" --steps 50 --lr 1e12
-expect "bad-steps" 2 "--steps needs an integer" "$o/resmlp" --steps -3
-expect "bad-optimizer" 2 "sgd or adam" "$o/resmlp" --optimizer rmsprop
-expect "adam" 0 "adam state" "$o/resmlp" --steps 5 --optimizer adam
+expect "runtime/gradcheck-detects-mismatch" 1 "gradcheck: max relative error 1 (threshold 1e-06) FAIL" "$o/kink" --gradcheck
+expect "runtime/gradcheck-f32-warning" 0 "not meaningful" "$o/resmlp" --gradcheck --gradcheck-samples 1 --gradcheck-threshold 10
+expect "runtime/non-finite-loss" 1 "loss is not finite" "$o/resmlp" --steps 50 --lr 1e12
+expect "runtime/bad-steps" 2 "--steps needs an integer" "$o/resmlp" --steps -3
+expect "runtime/bad-optimizer" 2 "sgd or adam" "$o/resmlp" --optimizer rmsprop
+expect "runtime/adam" 0 "adam state" "$o/resmlp" --steps 5 --optimizer adam
 finish
