@@ -125,6 +125,8 @@ int driver_run(DriverOptions *o)
 	if (o->emit != stop) {
 		p = ad_transform(p);
 		verify(o, p, "ad_transform");
+		p = ir_dce(p);
+		verify(o, p, "dce");
 		stop = EMIT_GRAD;
 	}
 	if (o->emit != stop) {

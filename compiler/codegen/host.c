@@ -137,6 +137,23 @@ static void lower_matmul(Host *h, Op *op)
 	call(h, h->t_gemm, h->f_gemm, args, 17);
 }
 
+/* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */
+static bool lower_leading_sum(Host *h, Op *op)
+{
+	int64_t m, n;
+	if (!ir_leading_sum(h->g->p, op, &m, &n))
+		return false;
+	Cg *g = h->g;
+	LLVMValueRef ones = LLVMBuildAdd(g->b, h->base, cg_i64(g, g->p->ones_offset), "");
+	LLVMValueRef args[17] = {
+		h->ctx, LLVMConstInt(g->i32, 0, 0), LLVMConstInt(g->i32, 0, 0), cg_i64(g, 1), cg_i64(g, n), cg_i64(g, m),
+		ones, cg_i64(g, m), cg_i64(g, 0), addr(h, op->in[0]), cg_i64(g, n), cg_i64(g, 0),
+		addr(h, op->out), cg_i64(g, n), cg_i64(g, 0), cg_i64(g, 1), LLVMConstReal(g->f64, 0),
+	};
+	call(h, h->t_gemm, h->f_gemm, args, 17);
+	return true;
+}
+
 static void lower_block(Host *h, Block *b, int from, int to);
 
 static void lower_loop(Host *h, Op *op)
@@ -211,7 +228,8 @@ static void lower_op(Host *h, Op *op)
 		return;
 	}
 	default:
-		lower_kernel(h, op);
+		if (!lower_leading_sum(h, op))
+			lower_kernel(h, op);
 	}
 }
 
@@ -247,6 +265,15 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.ctx = LLVMGetParam(h.fn, 0);
 	h.argbuf = LLVMBuildArrayAlloca(g->b, g->i64, cg_i64(g, 16), "args");
 	h.base = LLVMBuildCall2(g->b, tb, f_base, &h.ctx, 1, "base");
+	if (g->p->ones_len) {
+		KDesc d;
+		memset(&d, 0, sizeof d);
+		d.kind = OP_FILL;
+		d.fval = 1;
+		d.out = ir_type(DT_REAL, 1, &g->p->ones_len);
+		LLVMValueRef at = LLVMBuildAdd(g->b, h.base, cg_i64(g, g->p->ones_offset), "");
+		launch(&h, &d, &at, 1, g->p->ones_len);
+	}
 	lower_block(&h, &g->p->body, 0, nops);
 	LLVMBuildRetVoid(g->b);
 }

@@ -150,6 +150,7 @@ typedef struct {
 	/* memory plan (stream_pass) */
 	int64_t arena_bytes;
 	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_work;
+	int64_t ones_offset, ones_len; /* a vector of ones in the arena: reductions as GEMMs */
 } Program;
 
 /* construction */
@@ -174,11 +175,17 @@ const char *ir_decl_type_str(Type t, int stacked); /* as declared: "f32[8][128, 
  * returns NULL, or returns a message for the user ("shapes f32[2, 3] and f32[4] do not broadcast"). */
 const char *ir_check_op(Program *p, Op *op, Type *out);
 bool ir_broadcast(Type a, Type b, Type *out);
+/* A sum_to or sum that adds up the leading axes of its operand, keeping the
+ * trailing ones whole: [M, N] -> [N] in effect, which is ones[1, M] @ x[M, N]. */
+bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n);
 
 /* printing (--emit=ir, --emit=grad) and checking */
 void ir_print(FILE *f, Program *p);
 const char *ir_value_name(Program *p, int v); /* "%h3" */
 void ir_verify(Program *p, const char *after_pass); /* dies naming the pass on a broken invariant */
+
+/* dead-code elimination: a pass of its own */
+Program *ir_dce(Program *p);
 
 /* walking */
 typedef void (*ir_op_fn)(Op *op, void *ctx);

@@ -20,6 +20,24 @@ bool ir_broadcast(Type a, Type b, Type *out)
 	return true;
 }
 
+bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n)
+{
+	if (op->kind != OP_SUM_TO && op->kind != OP_SUM)
+		return false;
+	Type in = ir_vtype(p, op->in[0]), out = ir_vtype(p, op->out);
+	if (out.rank >= in.rank || ir_numel(out) == 0)
+		return false;
+	int lead = in.rank - out.rank;
+	for (int i = 0; i < out.rank; i++)
+		if (out.dim[i] != in.dim[lead + i])
+			return false;
+	if (op->kind == OP_SUM && op->axes != (1u << lead) - 1)
+		return false;
+	*n = ir_numel(out);
+	*m = ir_numel(in) / *n;
+	return *m > 1;
+}
+
 static Type drop_first(Type t)
 {
 	Type r = t;

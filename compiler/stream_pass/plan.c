@@ -182,6 +182,17 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	return peak;
 }
 
+static void leading_sums(Program *p, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		int64_t m, n;
+		if (ir_leading_sum(p, b->ops[i], &m, &n) && m > p->ones_len)
+			p->ones_len = m;
+		if (b->ops[i]->kind == OP_LOOP)
+			leading_sums(p, &b->ops[i]->body);
+	}
+}
+
 static int64_t place(Program *p, int v, int64_t at)
 {
 	Value *x = &p->values.data[v];
@@ -216,6 +227,13 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 			at += place(p, v, at);
 	p->plan_tape = at - mark, mark = at;
 
+	/* ones for the reductions codegen turns into GEMMs */
+	p->ones_len = 0;
+	leading_sums(p, &p->body);
+	p->ones_offset = at;
+	int64_t ones = align_up(p->ones_len * p->real_bytes);
+	at += ones;
+
 	Live L = {0};
 	L.p = p;
 	L.defpos = malloc(sizeof(int64_t) * (size_t)nv);
@@ -233,8 +251,9 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 	/* The runtime reads the loss after the step. */
 	L.last[root(p, p->loss)] = npos;
 
-	p->plan_work = pack(p, &L, at);
-	p->arena_bytes = at + p->plan_work;
+	int64_t packed = pack(p, &L, at);
+	p->plan_work = ones + packed;
+	p->arena_bytes = at + packed;
 	free(L.defpos);
 	free(L.last);
 	free(L.loops);
@@ -261,9 +280,11 @@ const char *stream_bytes_str(int64_t n)
 
 void stream_print(FILE *f, Program *p)
 {
-	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + inputs %lld + tape %lld + work %lld\n",
+	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + inputs %lld + tape %lld + work %lld"
+	        " (of it %lld ones at %lld)\n",
 	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads,
-	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_work);
+	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_work, (long long)p->ones_len,
+	        (long long)p->ones_offset);
 	for (int v = 0; v < p->values.len; v++) {
 		Value *x = &p->values.data[v];
 		if (x->res == VR_ARENA)

@@ -37,6 +37,8 @@ int main(int argc, char **argv)
 	ir_verify(p, "frontend");
 	p = ad_transform(p);
 	ir_verify(p, "ad_transform");
+	p = ir_dce(p);
+	ir_verify(p, "dce");
 	StreamOptions so = {0};
 	p = stream_pass(p, &so);
 	ir_verify(p, "stream_pass");

@@ -1,0 +1,58 @@
+/* ir: dead-code elimination. Removes ops whose result nobody uses: the
+ * adjoint's recomputed loop bodies compute values only the forward sweep
+ * needed. Writes to variables and loops stay. */
+#include "ir.h"
+
+static void count_uses(Program *p, Block *b, int *uses)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			uses[op->in[k]]++;
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++)
+				uses[op->cyield[k]]++;
+			count_uses(p, &op->body, uses);
+		}
+	}
+}
+
+/* Returns how many ops of b[0, limit) were removed. */
+static int sweep(Block *b, int *uses, int limit, bool *changed)
+{
+	int w = 0, removed = 0;
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		bool dead = op->kind != OP_LOOP && !(ir_ops[op->kind].flags & OPF_WRITE) && op->out >= 0 && uses[op->out] == 0;
+		if (op->kind == OP_LOOP)
+			sweep(&op->body, uses, op->body.len, changed);
+		if (dead) {
+			for (int k = 0; k < op->nin; k++)
+				uses[op->in[k]]--;
+			*changed = true;
+			if (i < limit)
+				removed++;
+			continue;
+		}
+		b->ops[w++] = op;
+	}
+	b->len = w;
+	return removed;
+}
+
+Program *ir_dce(Program *p)
+{
+	int *uses = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	count_uses(p, &p->body, uses);
+	uses[p->loss]++;
+	for (int i = 0; i < p->params.len; i++)
+		uses[p->params.data[i].value]++;
+	for (int i = 0; i < p->inputs.len; i++)
+		uses[p->inputs.data[i].value]++;
+	bool changed = true;
+	while (changed) {
+		changed = false;
+		p->nforward -= sweep(&p->body, uses, p->nforward, &changed);
+	}
+	return p;
+}
