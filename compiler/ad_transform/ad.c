@@ -511,6 +511,85 @@ static void clone_block(Ad *a, Block *src, Map *m, const int *skip_tape, int nsk
 
 /* ---- loops ---- */
 
+static void insert_at(Block *b, int at, Op *op)
+{
+	ir_append(b, op);
+	for (int i = b->len - 1; i > at; i--)
+		b->ops[i] = b->ops[i - 1];
+	b->ops[at] = op;
+}
+
+static bool uses_value(Block *b, int from, int v)
+{
+	for (int i = from; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] == v)
+				return true;
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++)
+				if (op->cyield[k] == v)
+					return true;
+			if (uses_value(&op->body, 0, v))
+				return true;
+		}
+	}
+	return false;
+}
+
+static void replace_uses(Block *b, int from, int old, int new)
+{
+	for (int i = from; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] == old)
+				op->in[k] = new;
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++)
+				if (op->cyield[k] == old)
+					op->cyield[k] = new;
+			replace_uses(&op->body, 0, old, new);
+		}
+	}
+}
+
+/* Store everything: each forward value of the loop body that the adjoint
+ * reads gets a tape of its own, written by the forward loop and read by the
+ * reverse loop, so the recomputation of the body that produced it dies.
+ * Views and leaves stay recomputed: they cost nothing. */
+static void tape_intermediates(Ad *a, Op *op, Op *r, Map *m, int first, int last)
+{
+	Program *p = a->p;
+	for (int i = 0; i < op->body.len; i++) {
+		Op *o = op->body.ops[i];
+		int kind = o->kind;
+		if (o->out < 0 || kind == OP_LOOP || kind == OP_STORE_SLICE || (ir_ops[kind].flags & (OPF_LEAF | OPF_VIEW)) ||
+		    kind == OP_FILL)
+			continue;
+		int c = mapped(a, m, o->out);
+		Type t = ir_vtype(p, o->out);
+		if (c == o->out || t.rank + 1 > IR_MAXRANK || !uses_value(&r->body, last, c))
+			continue;
+		Type tt = t;
+		tt.rank = t.rank + 1;
+		tt.dim[0] = op->lo + op->trip;
+		for (int d = 0; d < t.rank; d++)
+			tt.dim[d + 1] = t.dim[d];
+		const char *n = vname(a, o->out);
+		int tape = new_var(a, VC_TAPE, tt, ar_printf("tape_%s", n ? n : ar_printf("v%d", o->out)), o->loc);
+		int in[3] = {tape, op->ivar, o->out};
+		insert_at(&op->body, ++i, ir_new_op(p, OP_STORE_SLICE, o->loc, 3, in));
+		Block tmp = {0}, *save = a->out;
+		a->out = &tmp;
+		int v = op2(a, OP_SLICE, o->loc, tape, r->ivar);
+		a->out = save;
+		p->values.data[v].name = n;
+		insert_at(&r->body, first, tmp.ops[0]);
+		last++;
+		replace_uses(&r->body, last, c, v);
+	}
+}
+
 static void reverse_loop(Ad *a, Op *op)
 {
 	Program *p = a->p;
@@ -598,6 +677,8 @@ static void reverse_loop(Ad *a, Op *op)
 			emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
 		}
 	}
+
+	tape_intermediates(a, op, r, &m, first, last);
 
 	a->out = outer;
 	a->cur = outer_cur;
