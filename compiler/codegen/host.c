@@ -14,6 +14,7 @@ typedef struct {
 	Cg *g;
 	LLVMValueRef fn, ctx, base, argbuf;
 	LLVMValueRef *index;       /* per value: host i64 of index values */
+	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count;
 } Host;
@@ -112,7 +113,8 @@ static void lower_kernel(Host *h, Op *op)
 	launch(h, &d, words, nw, cg_kernel_size(h->g, &d));
 }
 
-static void lower_matmul(Host *h, Op *op)
+/* C = A @ B into dst; beta 1 accumulates into what dst holds */
+static void gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 {
 	Program *p = h->g->p;
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]), c = ir_vtype(p, op->out);
@@ -131,10 +133,25 @@ static void lower_matmul(Host *h, Op *op)
 		cg_i64(g, m), cg_i64(g, n), cg_i64(g, k),
 		addr(h, op->in[0]), cg_i64(g, a.dim[a.rank - 1]), cg_i64(g, sa),
 		addr(h, op->in[1]), cg_i64(g, b.dim[b.rank - 1]), cg_i64(g, sb),
-		addr(h, op->out), cg_i64(g, n), cg_i64(g, m * n),
-		cg_i64(g, batch), LLVMConstReal(g->f64, 0),
+		dst, cg_i64(g, n), cg_i64(g, m * n),
+		cg_i64(g, batch), LLVMConstReal(g->f64, beta),
 	};
 	call(h, h->t_gemm, h->f_gemm, args, 17);
+}
+
+/* acc / acc_slice of a product used nowhere else: the GEMM adds into the
+ * gradient itself, saving the product's round trip through memory. */
+static bool fuse_accumulate(Host *h, Op *mm, Op *acc)
+{
+	Program *p = h->g->p;
+	if (!acc || (acc->kind != OP_ACC && acc->kind != OP_ACC_SLICE) || acc->in[acc->nin - 1] != mm->out ||
+	    h->uses[mm->out] != 1)
+		return false;
+	LLVMValueRef dst = addr(h, acc->in[0]);
+	if (acc->kind == OP_ACC_SLICE)
+		dst = LLVMBuildAdd(h->g->b, dst, LLVMBuildMul(h->g->b, h->index[acc->in[1]], cg_i64(h->g, ir_bytes(p, ir_vtype(p, mm->out))), ""), "");
+	gemm(h, mm, dst, 1);
+	return true;
 }
 
 /* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */
@@ -208,7 +225,7 @@ static void lower_op(Host *h, Op *op)
 		lower_loop(h, op);
 		return;
 	case OP_MATMUL:
-		lower_matmul(h, op);
+		gemm(h, op, addr(h, op->out), 0);
 		return;
 	case OP_COPY:
 		copy(h, addr(h, op->out), addr(h, op->in[0]), ir_bytes(p, ir_vtype(p, op->out)));
@@ -235,8 +252,27 @@ static void lower_op(Host *h, Op *op)
 
 static void lower_block(Host *h, Block *b, int from, int to)
 {
-	for (int i = from; i < to; i++)
-		lower_op(h, b->ops[i]);
+	for (int i = from; i < to; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_MATMUL && i + 1 < to && fuse_accumulate(h, op, b->ops[i + 1]))
+			i++;
+		else
+			lower_op(h, op);
+	}
+}
+
+static void count_uses(Block *b, int *uses)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			uses[op->in[k]]++;
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++)
+				uses[op->cyield[k]]++;
+			count_uses(&op->body, uses);
+		}
+	}
 }
 
 static void host_function(Cg *g, const char *name, int nops)
@@ -244,6 +280,9 @@ static void host_function(Cg *g, const char *name, int nops)
 	Host h = {0};
 	h.g = g;
 	h.index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
+	h.uses = ar_alloc(sizeof(int) * (size_t)(g->p->values.len + 1));
+	count_uses(&g->p->body, h.uses);
+	h.uses[g->p->loss]++;
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
 	h.f_launch = declare(g, "rt_launch", vd, pl, 5, &h.t_launch);
