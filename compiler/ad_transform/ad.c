@@ -577,8 +577,9 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, Map *m, int first, int last
 			tt.dim[d + 1] = t.dim[d];
 		const char *n = vname(a, o->out);
 		int tape = new_var(a, VC_TAPE, tt, ar_printf("tape_%s", n ? n : ar_printf("v%d", o->out)), o->loc);
+		/* stored at the end of the body, so that the ops before stay one fusible run */
 		int in[3] = {tape, op->ivar, o->out};
-		insert_at(&op->body, ++i, ir_new_op(p, OP_STORE_SLICE, o->loc, 3, in));
+		ir_append(&op->body, ir_new_op(p, OP_STORE_SLICE, o->loc, 3, in));
 		Block tmp = {0}, *save = a->out;
 		a->out = &tmp;
 		int v = op2(a, OP_SLICE, o->loc, tape, r->ivar);

@@ -6,6 +6,18 @@
 
 #include "cg.h"
 
+/* One step of a fused elementwise kernel. */
+#define CG_MAXSTEPS 8
+typedef struct {
+	OpKind kind;
+	int nin;
+	int src[2];        /* argument word of the operand, or -(s + 1) for step s's value */
+	bool is_const[2];
+	double cval[2];
+	Type in[2];        /* operand types, for broadcasting */
+	int store;         /* argument word its result is stored through, or -1 */
+} KStep;
+
 /* One kernel: an op's lowering, with the types it was instantiated at.
  * Identical descriptions share one kernel. Argument words: [0] the result
  * (or the variable written), then each non-constant operand, in order. */
@@ -21,9 +33,12 @@ typedef struct {
 	int perm[IR_MAXRANK];
 	Type to;
 	int nargs;
+	int nsteps;        /* K_FUSED */
+	KStep step[CG_MAXSTEPS];
 } KDesc;
 
-enum { K_SGD = OP__COUNT, K_ADAM }; /* the optimizer kernels' kinds */
+/* kinds beyond the IR's: the optimizers, and runs of elementwise ops fused into one kernel */
+enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED };
 
 typedef struct {
 	Program *p;

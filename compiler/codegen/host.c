@@ -250,12 +250,102 @@ static void lower_op(Host *h, Op *op)
 	}
 }
 
+static bool elementwise(Op *op) { return ir_ops[op->kind].flags & OPF_EW; }
+
+/* The word that carries value v, added on first use. */
+static int word_of(Host *h, LLVMValueRef *words, int *vals, int *nw, int v)
+{
+	for (int i = 0; i < *nw; i++)
+		if (vals[i] == v)
+			return i;
+	vals[*nw] = v;
+	words[*nw] = addr(h, v);
+	return (*nw)++;
+}
+
+/* The arena bytes a value's storage may touch: its root's whole extent. */
+static void extent(Program *p, int v, int64_t *lo, int64_t *hi)
+{
+	while (p->values.data[v].res == VR_ALIAS)
+		v = p->values.data[v].alias_of;
+	*lo = p->values.data[v].offset;
+	*hi = *lo + ir_bytes(p, p->values.data[v].type);
+}
+
+/* The plan may give an op's result the storage of a value whose last use was
+ * an earlier op. Fused, the two run in one kernel, where another element's
+ * thread may still read what this one writes: such an op starts a new kernel. */
+static bool clobbers(Program *p, Op *op, const int *vals, int nw)
+{
+	int64_t lo, hi, a, b;
+	extent(p, op->out, &lo, &hi);
+	for (int i = 0; i < nw; i++) {
+		extent(p, vals[i], &a, &b);
+		if (a < hi && lo < b)
+			return true;
+	}
+	return false;
+}
+
+/* Fuses the elementwise ops b[from..] of one result shape into one kernel;
+ * returns how many it took. */
+static int lower_fused(Host *h, Block *b, int from, int to)
+{
+	Program *p = h->g->p;
+	Type shape = ir_vtype(p, b->ops[from]->out);
+	KDesc d;
+	memset(&d, 0, sizeof d);
+	d.kind = (OpKind)K_FUSED;
+	d.out = shape;
+	LLVMValueRef words[16];
+	int vals[16], nw = 0;
+	int n = 0;
+	while (from + n < to && n < CG_MAXSTEPS && elementwise(b->ops[from + n]) &&
+	       ir_type_eq(ir_vtype(p, b->ops[from + n]->out), shape) && nw + 3 <= 16 &&
+	       (n == 0 || !clobbers(p, b->ops[from + n], vals, nw))) {
+		Op *op = b->ops[from + n];
+		KStep *st = &d.step[n];
+		st->kind = op->kind;
+		st->nin = op->nin;
+		st->store = -1;
+		for (int j = 0; j < op->nin; j++) {
+			Value *x = &p->values.data[op->in[j]];
+			st->in[j] = x->type;
+			int earlier = -1;
+			for (int s = 0; s < n; s++)
+				if (b->ops[from + s]->out == op->in[j])
+					earlier = s;
+			if (x->def && x->def->kind == OP_CONST)
+				st->is_const[j] = true, st->cval[j] = x->def->fval;
+			else if (earlier >= 0)
+				st->src[j] = -(earlier + 1);
+			else
+				st->src[j] = word_of(h, words, vals, &nw, op->in[j]);
+		}
+		n++;
+	}
+	/* store a step's result unless every use is a later step of this kernel */
+	for (int s = 0; s < n; s++) {
+		int v = b->ops[from + s]->out, inside = 0;
+		for (int t = s + 1; t < n; t++)
+			for (int j = 0; j < b->ops[from + t]->nin; j++)
+				inside += b->ops[from + t]->in[j] == v;
+		if (h->uses[v] > inside || v == p->loss)
+			d.step[s].store = word_of(h, words, vals, &nw, v);
+	}
+	d.nsteps = n;
+	launch(h, &d, words, nw, ir_numel(shape));
+	return n;
+}
+
 static void lower_block(Host *h, Block *b, int from, int to)
 {
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
 		if (op->kind == OP_MATMUL && i + 1 < to && fuse_accumulate(h, op, b->ops[i + 1]))
 			i++;
+		else if (elementwise(op))
+			i += lower_fused(h, b, i, to) - 1;
 		else
 			lower_op(h, op);
 	}

@@ -206,14 +206,6 @@ static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b)
 	}
 }
 
-/* Operand j of an elementwise op at the result's coordinates. */
-static LLVMValueRef operand(K *k, const KDesc *d, LLVMValueRef *ptrs, int j, LLVMValueRef *coord)
-{
-	if (d->is_const[j])
-		return cg_real(k->g, d->cval[j]);
-	return load(k, ptrs[j], bcast_offset(k, d->in[j], d->out, coord));
-}
-
 /* sum over the input axes that the output does not keep */
 static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in, LLVMValueRef idx)
 {
@@ -402,6 +394,26 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_FILL:
 		store(k, ptrs[0], idx, cg_real(g, d->fval));
 		return;
+	case K_FUSED: {
+		/* values pass between steps in registers; only the ones used elsewhere are stored */
+		unravel(k, d->out, idx, coord);
+		LLVMValueRef val[CG_MAXSTEPS], x[2];
+		for (int s = 0; s < d->nsteps; s++) {
+			const KStep *st = &d->step[s];
+			for (int j = 0; j < st->nin; j++) {
+				if (st->is_const[j])
+					x[j] = cg_real(g, st->cval[j]);
+				else if (st->src[j] < 0)
+					x[j] = val[-st->src[j] - 1];
+				else
+					x[j] = load(k, ptr_of(k, args[st->src[j]], g->realp), bcast_offset(k, st->in[j], d->out, coord));
+			}
+			val[s] = ew(k, st->kind, x[0], st->nin > 1 ? x[1] : NULL);
+			if (st->store >= 0)
+				store(k, ptr_of(k, args[st->store], g->realp), idx, val[s]);
+		}
+		return;
+	}
 	case OP_BROADCAST:
 	case OP_TRANSPOSE: {
 		unravel(k, d->out, idx, coord);
@@ -460,12 +472,7 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	default:
 		break;
 	}
-	if (!(ir_ops[d->kind].flags & OPF_EW))
-		die("no kernel lowering for %s", ir_ops[d->kind].name);
-	unravel(k, d->out, idx, coord);
-	LLVMValueRef a = operand(k, d, ptrs + 1, 0, coord);
-	LLVMValueRef b = d->nin > 1 ? operand(k, d, ptrs + 1, 1, coord) : NULL;
-	store(k, ptrs[0], idx, ew(k, d->kind, a, b));
+	die("no kernel lowering for %s", ir_ops[d->kind].name);
 }
 
 /* x86: void kN(const uint64_t *args, int64_t begin, int64_t end) */
@@ -478,7 +485,8 @@ void cg_cpu_kernels(Cg *g)
 	LLVMValueRef *fns = ar_alloc(sizeof(LLVMValueRef) * (size_t)(n + 1));
 	for (int i = 0; i < n; i++) {
 		KDesc *d = &g->kernels.data[i];
-		const char *name = ar_printf("dp_k%d_%s", i, (int)d->kind == K_SGD ? "sgd" : (int)d->kind == K_ADAM ? "adam" : ir_ops[d->kind].name);
+		const char *name = ar_printf("dp_k%d_%s", i, (int)d->kind == K_SGD ? "sgd" : (int)d->kind == K_ADAM ? "adam"
+		                             : (int)d->kind == K_FUSED ? "fused" : ir_ops[d->kind].name);
 		LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
 		LLVMSetLinkage(fn, LLVMInternalLinkage);
 		fns[i] = fn;
