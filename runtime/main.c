@@ -467,7 +467,7 @@ static void write_summary(RtCtx *c, const Opts *o, long steps, double first, dou
 	RtCounters *n = &c->n;
 	int len = snprintf(buf, sizeof buf,
 	                   "{\n  \"model\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": \"%s\",\n  \"optimizer\": \"%s\",\n"
-	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %.9g,\n  \"loss_last\": %.9g,\n"
+	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %.17g,\n  \"loss_last\": %.17g,\n"
 	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"peak_device_bytes\": %lld,\n"
 	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"

@@ -27,10 +27,57 @@ static double normal(void)
 	return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
+/* The parameters or gradients as safetensors, for the compiled program to load or to compare with. */
+static void write_safetensors(const char *path, Program *p, Interp *m, bool grads)
+{
+	FILE *f = fopen(path, "wb");
+	char h[65536];
+	int n = snprintf(h, sizeof h, "{");
+	int64_t off = 0;
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		n += snprintf(h + n, sizeof h - (size_t)n, "%s\"%s\":{\"dtype\":\"F64\",\"shape\":[", i ? "," : "", q->name);
+		for (int k = 0; k < q->type.rank; k++)
+			n += snprintf(h + n, sizeof h - (size_t)n, "%s%lld", k ? "," : "", (long long)q->type.dim[k]);
+		n += snprintf(h + n, sizeof h - (size_t)n, "],\"data_offsets\":[%lld,%lld]}", (long long)off, (long long)(off + 8 * ir_numel(q->type)));
+		off += 8 * ir_numel(q->type);
+	}
+	n += snprintf(h + n, sizeof h - (size_t)n, "}");
+	while (n % 8)
+		h[n++] = ' ';
+	uint64_t len = (uint64_t)n;
+	fwrite(&len, 8, 1, f);
+	fwrite(h, 1, (size_t)n, f);
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		fwrite(interp_tensor(m, grads ? q->grad : q->value), 8, (size_t)ir_numel(q->type), f);
+	}
+	fclose(f);
+}
+
+static void write_npy(const char *path, Input *in, Interp *m)
+{
+	FILE *f = fopen(path, "wb");
+	char h[256];
+	int n = snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': (", in->type.dt == DT_I32 ? "<i4" : "<f8");
+	for (int k = 0; k < in->type.rank; k++)
+		n += snprintf(h + n, sizeof h - (size_t)n, "%lld,%s", (long long)in->type.dim[k], k + 1 < in->type.rank ? " " : "");
+	n += snprintf(h + n, sizeof h - (size_t)n, "), }");
+	while ((10 + n + 1) % 64)
+		h[n++] = ' ';
+	h[n++] = '\n';
+	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255), (unsigned char)(n >> 8)};
+	fwrite(pre, 1, 10, f);
+	fwrite(h, 1, (size_t)n, f);
+	fwrite(interp_tensor(m, in->value), in->type.dt == DT_I32 ? 4 : 8, (size_t)ir_numel(in->type), f);
+	fclose(f);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: irgrad FILE.dp\n");
+	const char *dump = argc == 4 && !strcmp(argv[2], "--dump") ? argv[3] : NULL;
+	if (argc != 2 && !dump) {
+		fprintf(stderr, "usage: irgrad FILE.dp [--dump DIR]\n");
 		return 2;
 	}
 	Program *p = fe_lower(fe_parse(argv[1], NULL, 0), 8);
@@ -67,6 +114,16 @@ int main(int argc, char **argv)
 		}
 	}
 	double loss = interp_run(m, true);
+	if (dump) {
+		/* what the interpreter computed, for the compiled program to reproduce */
+		write_safetensors(ar_printf("%s/params.safetensors", dump), p, m, false);
+		write_safetensors(ar_printf("%s/grads.safetensors", dump), p, m, true);
+		for (int i = 0; i < p->inputs.len; i++)
+			write_npy(ar_printf("%s/%s.npy", dump, p->inputs.data[i].name), &p->inputs.data[i], m);
+		FILE *f = fopen(ar_printf("%s/loss", dump), "w");
+		fprintf(f, "%.17g\n", loss);
+		fclose(f);
+	}
 	double worst = 0;
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];

@@ -1,16 +1,36 @@
 #!/usr/bin/env bash
 # The adjoint programs that ad_transform writes, run in the reference
-# interpreter on the memory plan's layout, against finite differences.
+# interpreter on the memory plan's layout, against finite differences; then
+# the compiled float64 executable, given the interpreter's parameters and
+# inputs, must reproduce its loss and gradients (codegen, fusion, plan and
+# runtime against the IR's meaning).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 for dp in tests/ops/*.dp samples/*.dp; do
 	name=$(basename "$dp" .dp)
-	log="$TEST_OUT/irgrad_$name.log"
-	if build/irgrad "$dp" >"$log" 2>&1; then
+	d="$TEST_OUT/irgrad_$name"
+	mkdir -p "$d"
+	log="$d/log"
+	if build/irgrad "$dp" --dump "$d" >"$log" 2>&1; then
 		ok "irgrad/$name: $(sed -n 's/.*\(max relative error .*\)/\1/p' "$log")"
 	else
 		notok "irgrad/$name" "$log"
+		continue
+	fi
+	inputs=()
+	for npy in "$d"/*.npy; do
+		[ -f "$npy" ] && inputs+=(--input "$(basename "$npy" .npy)=$npy")
+	done
+	if "$DPC" --precision f64 "$dp" -o "$d/exe" >"$log" 2>&1 &&
+		"$d/exe" --steps 1 --lr 0 --quiet --init "$d/params.safetensors" "${inputs[@]}" \
+			--dump-grads "$d/g.safetensors" --summary-json "$d/s.json" >>"$log" 2>&1 &&
+		python3 tests/unit/compare.py "$d/g.safetensors" "$d/grads.safetensors" 1e-10 \
+			"$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['loss_first'])" "$d/s.json")" \
+			"$(cat "$d/loss")" >>"$log" 2>&1; then
+		ok "compiled-vs-interpreter/$name: $(tail -1 "$log")"
+	else
+		notok "compiled-vs-interpreter/$name" "$log"
 	fi
 done
 finish
