@@ -21,6 +21,14 @@ noreturn void rt_fail(int status, const char *fmt, ...)
 	exit(status);
 }
 
+void *rt_host_alloc(int64_t bytes, const char *what)
+{
+	void *p = bytes >= 0 ? malloc((size_t)(bytes ? bytes : 1)) : NULL;
+	if (!p)
+		rt_fail(1, "cannot allocate %lld bytes of host memory for %s", (long long)bytes, what);
+	return p;
+}
+
 int rt_elem_bytes(const char *dtype) { return !strcmp(dtype, "f64") ? 8 : 4; }
 
 double rt_get(const void *buf, const char *dtype, int64_t i)
@@ -48,14 +56,16 @@ static unsigned char *slurp(const char *path, size_t *len)
 	if (!f)
 		rt_fail(1, "cannot open %s: %s", path, strerror(errno));
 	size_t cap = 1 << 16, n = 0;
-	unsigned char *buf = malloc(cap);
+	unsigned char *buf = rt_host_alloc((int64_t)cap, path);
 	size_t r;
 	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
 		n += r;
 		if (n == cap)
 			buf = realloc(buf, cap *= 2);
 	}
-	if (!buf || ferror(f))
+	if (!buf)
+		rt_fail(1, "cannot allocate host memory to read %s", path);
+	if (ferror(f))
 		rt_fail(1, "cannot read %s", path);
 	fclose(f);
 	*len = n;
@@ -130,7 +140,7 @@ double *rt_load_npy(const char *path, int *rank, int64_t *dim)
 	if (len - body < (size_t)n * (size_t)esz)
 		rt_fail(1, "%s: truncated data: %lld elements need %lld bytes, file has %lld", path, (long long)n,
 		        (long long)n * esz, (long long)(len - body));
-	double *out = malloc(sizeof(double) * (size_t)(n ? n : 1));
+	double *out = rt_host_alloc((int64_t)sizeof(double) * n, path);
 	for (int64_t i = 0; i < n; i++) {
 		const unsigned char *e = b + body + (size_t)i * (size_t)esz;
 		if (descr[1] == 'f')
@@ -223,7 +233,7 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 {
 	const char *dt = m->real_bytes == 8 ? "F64" : "F32";
 	size_t cap = 4096 + 512 * (size_t)m->nparams, n = 0;
-	char *h = malloc(cap);
+	char *h = rt_host_alloc((int64_t)cap, path);
 	n += (size_t)snprintf(h + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"model\":\"%s\",\"content\":\"%s\"}", m->model,
 	                      grads ? "gradients" : "parameters");
 	int64_t off = 0;
@@ -239,7 +249,7 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 	while (n % 8)
 		h[n++] = ' ';
 	size_t total = 8 + n + (size_t)off;
-	unsigned char *out = malloc(total);
+	unsigned char *out = rt_host_alloc((int64_t)total, path);
 	for (int k = 0; k < 8; k++)
 		out[k] = (unsigned char)((uint64_t)n >> (8 * k));
 	memcpy(out + 8, h, n);

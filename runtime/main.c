@@ -271,7 +271,7 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 		        t->name, shape_str(t->rank, t->dim), t->rank > 1 ? ", " : "", shape_str(t->rank - 1, t->dim + 1) + 1);
 	d->n = t->rank ? (exact ? t->dim[0] : dim[0]) : 1;
 	d->row = row;
-	d->rows = malloc((size_t)(d->n * row) * (size_t)rt_elem_bytes(t->dtype));
+	d->rows = rt_host_alloc(d->n * row * rt_elem_bytes(t->dtype), path);
 	for (int64_t i = 0; i < d->n * row; i++) {
 		double x = v[i];
 		if (!strcmp(t->dtype, "i32")) {
@@ -297,7 +297,7 @@ static void synthesize(Data *data, const RtModel *m, uint64_t seed)
 		rng_state = seed * 7919 + 101 + (uint64_t)k;
 		data[k].n = 16 * batch_rows(t);
 		data[k].row = row_elems(t);
-		data[k].rows = malloc((size_t)(data[k].n * data[k].row) * (size_t)rt_elem_bytes(t->dtype));
+		data[k].rows = rt_host_alloc(data[k].n * data[k].row * rt_elem_bytes(t->dtype), t->name);
 		for (int64_t i = 0; i < data[k].n * data[k].row; i++)
 			rt_set(data[k].rows, t->dtype, i, !strcmp(t->dtype, "i32") ? (double)(rng_next() % 2) : rng_normal());
 	}
@@ -308,13 +308,13 @@ static void synthesize(Data *data, const RtModel *m, uint64_t seed)
 	int64_t Q = x->row, P = row_elems(t), C = t->classes > 0 ? t->classes : 1;
 	int64_t cols = !strcmp(t->dtype, "i32") ? P * C : P;
 	rng_state = seed * 7919 + 977;
-	double *T = malloc(sizeof(double) * (size_t)(Q * cols));
+	double *T = rt_host_alloc((int64_t)sizeof(double) * Q * cols, "the synthetic teacher");
 	for (int64_t i = 0; i < Q * cols; i++)
 		T[i] = rng_normal() / sqrt((double)Q);
 	y->n = x->n;
 	y->row = P;
-	y->rows = malloc((size_t)(y->n * P) * (size_t)rt_elem_bytes(t->dtype));
-	double *z = malloc(sizeof(double) * (size_t)cols);
+	y->rows = rt_host_alloc(y->n * P * rt_elem_bytes(t->dtype), t->name);
+	double *z = rt_host_alloc((int64_t)sizeof(double) * cols, "the synthetic teacher");
 	for (int64_t r = 0; r < y->n; r++) {
 		for (int64_t j = 0; j < cols; j++) {
 			z[j] = 0;
@@ -415,7 +415,7 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 	rng_state = (uint64_t)o->seed * 31 + 17;
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
-		void *g = malloc((size_t)t->bytes);
+		void *g = rt_host_alloc(t->bytes, "gradients");
 		rt_d2h(c, g, c->base + (uint64_t)t->grad, t->bytes);
 		int64_t count = t->numel < o->gc_samples ? t->numel : o->gc_samples;
 		double pworst = 0, pabs = 0;
@@ -536,7 +536,7 @@ int main(int argc, char **argv)
 	void *host[256];
 	int64_t param_bytes = 0;
 	for (int i = 0; i < m->nparams; i++) {
-		host[i] = malloc((size_t)m->params[i].bytes);
+		host[i] = rt_host_alloc(m->params[i].bytes, m->params[i].name);
 		param_bytes += m->params[i].bytes;
 	}
 	if (o.init)
@@ -582,7 +582,7 @@ int main(int argc, char **argv)
 		if (s == 0 && o.dump_grads) {
 			void *g[256];
 			for (int i = 0; i < m->nparams; i++)
-				g[i] = malloc((size_t)m->params[i].bytes);
+				g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 			download_params(c, g, true);
 			rt_save_safetensors(o.dump_grads, m, g, true);
 			for (int i = 0; i < m->nparams; i++)

@@ -77,6 +77,8 @@ noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(pr
 extern const char *rt_prog;
 
 void rt_parse_desc(RtModel *m, const char *desc);
+/* host memory; a failure is reported with what it was for, never a crash */
+void *rt_host_alloc(int64_t bytes, const char *what);
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes);
 void rt_h2d(RtCtx *c, uint64_t dst, const void *src, int64_t bytes);
 void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);

@@ -294,10 +294,14 @@ static int call(Lower *L, Scope *s, Node *n)
 			diag_error(l->loc, "too many dimensions (at most %d)", IR_MAXRANK);
 		Op *op = mk(L, OP_RESHAPE, n->loc, 1, &x);
 		op->to.dt = ir_vtype(L->p, x).dt;
+		int64_t count = 1;
 		for (int i = 0; i < l->args.len; i++) {
 			int64_t d = need_const(L, s, l->args.data[i], "a dimension");
 			if (d < 1)
 				diag_error(l->args.data[i]->loc, "a dimension must be at least 1, this one is %lld", (long long)d);
+			if (d > ((int64_t)1 << 40) / count)
+				diag_error(l->args.data[i]->loc, "the shape is too large (more than 2^40 elements)");
+			count *= d;
 			op->to.dim[op->to.rank++] = d;
 		}
 		return emit(L, op);

@@ -287,8 +287,28 @@ static int64_t dim_expr(Parser *P)
 	return v;
 }
 
+/* A tensor's element count stays below 2^40, so that sizes never overflow. */
+static Type check_size(Loc loc, Type t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t.rank; i++) {
+		if (t.dim[i] > MAX_CONST / n)
+			diag_error(loc, "tensor %s is too large (more than 2^40 elements)", ir_type_str(t));
+		n *= t.dim[i];
+	}
+	return t;
+}
+
+static Type parse_type_dims(Parser *P, int *stacked);
+
 /* f32[D, H], f32[L][H, H], i32[B], f32[] */
 static Type parse_type(Parser *P, int *stacked)
+{
+	Loc loc = P->tok.loc;
+	return check_size(loc, parse_type_dims(P, stacked));
+}
+
+static Type parse_type_dims(Parser *P, int *stacked)
 {
 	Tok t = P->tok;
 	DType dt;
