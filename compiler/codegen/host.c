@@ -351,28 +351,13 @@ static void lower_block(Host *h, Block *b, int from, int to)
 	}
 }
 
-static void count_uses(Block *b, int *uses)
-{
-	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i];
-		for (int k = 0; k < op->nin; k++)
-			uses[op->in[k]]++;
-		if (op->kind == OP_LOOP) {
-			for (int k = 0; k < op->ncarry; k++)
-				uses[op->cyield[k]]++;
-			count_uses(&op->body, uses);
-		}
-	}
-}
 
 static void host_function(Cg *g, const char *name, int nops)
 {
 	Host h = {0};
 	h.g = g;
 	h.index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
-	h.uses = ar_alloc(sizeof(int) * (size_t)(g->p->values.len + 1));
-	count_uses(&g->p->body, h.uses);
-	h.uses[g->p->loss]++;
+	h.uses = ir_count_uses(g->p);
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
 	h.f_launch = declare(g, "rt_launch", vd, pl, 5, &h.t_launch);

@@ -3,7 +3,7 @@
  * needed. Writes to variables and loops stay. */
 #include "ir.h"
 
-static void count_uses(Program *p, Block *b, int *uses)
+static void count_block(Block *b, int *uses)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
@@ -12,9 +12,17 @@ static void count_uses(Program *p, Block *b, int *uses)
 		if (op->kind == OP_LOOP) {
 			for (int k = 0; k < op->ncarry; k++)
 				uses[op->cyield[k]]++;
-			count_uses(p, &op->body, uses);
+			count_block(&op->body, uses);
 		}
 	}
+}
+
+int *ir_count_uses(Program *p)
+{
+	int *uses = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	count_block(&p->body, uses);
+	uses[p->loss]++;
+	return uses;
 }
 
 /* Returns how many ops of b[0, limit) were removed. */
@@ -42,9 +50,7 @@ static int sweep(Block *b, int *uses, int limit, bool *changed)
 
 Program *ir_dce(Program *p)
 {
-	int *uses = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
-	count_uses(p, &p->body, uses);
-	uses[p->loss]++;
+	int *uses = ir_count_uses(p);
 	for (int i = 0; i < p->params.len; i++)
 		uses[p->params.data[i].value]++;
 	for (int i = 0; i < p->inputs.len; i++)

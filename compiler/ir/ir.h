@@ -186,6 +186,8 @@ void ir_verify(Program *p, const char *after_pass); /* dies naming the pass on a
 
 /* dead-code elimination: a pass of its own */
 Program *ir_dce(Program *p);
+/* per value: how many operands, loop yields and the loss name it */
+int *ir_count_uses(Program *p);
 
 /* walking */
 typedef void (*ir_op_fn)(Op *op, void *ctx);

@@ -17,7 +17,7 @@ build)
 		bin/dpc --target cuda --precision f64 "$dp" -o $B/$s.cuda64 || exit 1
 	done
 	bin/dpc --target cuda bench/resmlp_big.dp -o $B/resmlp_big.cuda || exit 1
-	cp tests/lib.sh $B/
+	cp tests/lib.sh tests/unit/compare.py $B/
 	# the CPU executables' shared libraries that a bare machine may lack
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
 		cp -L "$lib" $B/lib/
@@ -48,30 +48,7 @@ print(f"{len(a)} steps, max relative difference {worst:.2e}")
 assert worst <= 1e-4, worst
 PY
 }
-compare_grads() { # A.safetensors B.safetensors TOL
-	python3 - "$1" "$2" "$3" <<'PY'
-import json, struct, sys
-def load(p):
-    b = open(p, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        a, e = v["data_offsets"]
-        f = "f" if v["dtype"] == "F32" else "d"
-        out[k] = struct.unpack("<%d%s" % ((e - a) // struct.calcsize(f), f), b[8 + n + a:8 + n + e])
-    return out
-x, y, tol = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
-worst = 0
-for k in y:
-    scale = max(abs(v) for v in y[k]) or 1
-    worst = max(worst, max(abs(p - q) for p, q in zip(x[k], y[k])) / scale)
-print(f"max difference {worst:.2e} of each tensor's largest entry")
-assert worst <= tol, worst
-PY
-}
+compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
 	[ "$(basename "$exe")" = resmlp_big.cuda ] && continue # the benchmark model: bench/run.sh
 	s=$(basename "$exe" .cuda)
