@@ -51,12 +51,15 @@ runtime/libdprt_cuda.a: build/runtime/gpu/device.o
 build/irgrad: tests/unit/irgrad.c tests/unit/interp.c tests/unit/interp.h build/libdpc.a
 	$(CC) $(CFLAGS) -o $@ tests/unit/irgrad.c tests/unit/interp.c build/libdpc.a $(LLVM_LIBS) -lm
 
+build/binomial: tests/unit/binomial.c build/libdpc.a
+	$(CC) $(CFLAGS) -o $@ tests/unit/binomial.c build/libdpc.a -lm
+
 # Debian packages dpc needs to build and test (run as root).
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential llvm-14-dev libopenblas-dev python3
 
-test: all build/irgrad
+test: all build/irgrad build/binomial
 	@bash tests/run.sh
 
 # Compile the default sample and train it: shows the plan and the training run.

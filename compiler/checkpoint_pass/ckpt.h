@@ -14,4 +14,25 @@ typedef struct {
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
 
+/* Binomial checkpointing (Griewank & Walther, revolve). For a loop of n steps
+ * and s snapshot slots, the initial state's slot included: r is the smallest
+ * integer with C(s + r, s) >= n, and reversing the loop takes
+ * r n - C(s + r, r - 1) forward steps beyond the taped ones, the fewest any
+ * schedule with s slots can take. */
+int64_t ckpt_binomial_r(int64_t n, int64_t s);
+int64_t ckpt_binomial_cost(int64_t n, int64_t s);
+
+typedef enum {
+	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */
+	CKPT_SAVE,     /* copy the state at `step` into `slot` */
+	CKPT_RESTORE,  /* make the state in `slot` (the state at `step`) current */
+	CKPT_TAPED,    /* the taped step `step`, then its adjoint */
+} CkptAction;
+
+typedef void (*CkptEmit)(void *ctx, CkptAction a, int64_t step, int64_t to, int slot);
+
+/* Generates the schedule on the fly: nothing is stored, so n may be in the
+ * millions. On entry the state at step 0 is current and held in slot 0. */
+void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx);
+
 #endif

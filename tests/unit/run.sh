@@ -33,4 +33,11 @@ for dp in tests/ops/*.dp samples/*.dp; do
 		notok "compiled-vs-interpreter/$name" "$log"
 	fi
 done
+# the binomial checkpoint schedule: valid, optimal, and equal to the closed form
+if build/binomial >"$TEST_OUT/binomial.log" 2>&1; then
+	grep '^ok' "$TEST_OUT/binomial.log" | sed 's/^ok - /ok - /'
+	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/binomial.log")))
+else
+	notok "binomial" "$TEST_OUT/binomial.log"
+fi
 finish

@@ -1,0 +1,83 @@
+/* ckpt: the binomial schedule. The split that keeps every recursion optimal
+ * is m = clamp(C(s + r - 2, s), n - C(s + r - 1, s - 1), n - 1): the right
+ * part never needs more than s - 1 slots can do in r sweeps, and the left
+ * part is as long as that allows (tests/unit/binomial.c checks it against a
+ * brute-force optimum). */
+#include "ckpt.h"
+
+/* C(n, k), saturating at INT64_MAX */
+static int64_t choose(int64_t n, int64_t k)
+{
+	if (k < 0 || k > n)
+		return 0;
+	if (k > n - k)
+		k = n - k;
+	int64_t c = 1;
+	for (int64_t i = 1; i <= k; i++) {
+		int64_t num = n - k + i;
+		if (c > INT64_MAX / num)
+			return INT64_MAX;
+		c = c * num / i; /* exact: c * num is divisible by i here */
+	}
+	return c;
+}
+
+int64_t ckpt_binomial_r(int64_t n, int64_t s)
+{
+	int64_t r = 0;
+	while (choose(s + r, s) < n)
+		r++;
+	return r;
+}
+
+int64_t ckpt_binomial_cost(int64_t n, int64_t s)
+{
+	int64_t r = ckpt_binomial_r(n, s);
+	return r == 0 ? 0 : r * n - choose(s + r, r - 1);
+}
+
+typedef struct {
+	CkptEmit emit;
+	void *ctx;
+} Gen;
+
+/* Reverses steps [a, b): the state at a is current and held in `slot`;
+ * s slots, that one included, are the recursion's to use. */
+static void reverse(Gen *g, int64_t a, int64_t b, int64_t s, int slot)
+{
+	int64_t n = b - a;
+	if (n == 1) {
+		g->emit(g->ctx, CKPT_TAPED, a, a + 1, slot);
+		return;
+	}
+	if (s == 1) {
+		for (int64_t i = b - 1; i >= a; i--) {
+			if (i != b - 1)
+				g->emit(g->ctx, CKPT_RESTORE, a, a, slot);
+			if (i > a)
+				g->emit(g->ctx, CKPT_ADVANCE, a, i, slot);
+			g->emit(g->ctx, CKPT_TAPED, i, i + 1, slot);
+		}
+		return;
+	}
+	int64_t r = ckpt_binomial_r(n, s);
+	int64_t m = choose(s + r - 2, s), lo = n - choose(s + r - 1, s - 1);
+	if (m < lo)
+		m = lo;
+	if (m < 1)
+		m = 1;
+	if (m > n - 1)
+		m = n - 1;
+	g->emit(g->ctx, CKPT_ADVANCE, a, a + m, slot);
+	g->emit(g->ctx, CKPT_SAVE, a + m, a + m, slot + 1);
+	reverse(g, a + m, b, s - 1, slot + 1);
+	g->emit(g->ctx, CKPT_RESTORE, a, a, slot);
+	reverse(g, a, a + m, s, slot);
+}
+
+void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx)
+{
+	Gen g = {emit, ctx};
+	if (n > 0 && s > 0)
+		reverse(&g, 0, n, s, 0);
+}

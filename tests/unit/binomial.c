@@ -1,0 +1,126 @@
+/* binomial: the checkpoint schedule against the closed form and a
+ * brute-force optimum, and every schedule replayed against a model of the
+ * state and the slots, so an invalid schedule cannot pass. Prints ok / not ok. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../compiler/checkpoint_pass/ckpt.h"
+
+#define NMAX 80
+#define SMAX 8
+
+static int64_t best[NMAX + 1][SMAX + 1];
+
+/* the fewest advances to reverse n steps with s slots, by exhaustive split */
+static void brute_force(void)
+{
+	for (int s = 1; s <= SMAX; s++)
+		for (int n = 1; n <= NMAX; n++) {
+			if (n == 1) {
+				best[n][s] = 0;
+				continue;
+			}
+			if (s == 1) {
+				best[n][s] = (int64_t)n * (n - 1) / 2;
+				continue;
+			}
+			int64_t b = INT64_MAX;
+			for (int m = 1; m < n; m++) {
+				int64_t c = m + best[n - m][s - 1] + best[m][s];
+				if (c < b)
+					b = c;
+			}
+			best[n][s] = b;
+		}
+}
+
+typedef struct {
+	int64_t n, s, current, advances, next_taped, *slot_state;
+	int max_slot;
+	const char *error;
+} Replay;
+
+static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+{
+	Replay *r = ctx;
+	if (r->error)
+		return;
+	if (slot < 0 || slot >= r->s) {
+		r->error = "slot out of range";
+		return;
+	}
+	if (slot > r->max_slot)
+		r->max_slot = slot;
+	switch (a) {
+	case CKPT_ADVANCE:
+		if (r->current != step || to <= step)
+			r->error = "advance from a state that is not current";
+		r->advances += to - step;
+		r->current = to;
+		break;
+	case CKPT_SAVE:
+		if (r->current != step)
+			r->error = "save of a state that is not current";
+		r->slot_state[slot] = step;
+		break;
+	case CKPT_RESTORE:
+		if (r->slot_state[slot] != step)
+			r->error = "restore of a slot that does not hold that state";
+		r->current = step;
+		break;
+	case CKPT_TAPED:
+		if (r->current != step || step != r->next_taped)
+			r->error = "taped step out of order or from the wrong state";
+		r->next_taped--;
+		r->current = -1; /* the taped step's state is consumed by its adjoint */
+		break;
+	}
+}
+
+static int pass, fail;
+
+static void check(bool cond, const char *what)
+{
+	if (cond) {
+		pass++;
+	} else {
+		fail++;
+		printf("not ok - binomial/%s\n", what);
+	}
+}
+
+static void run(int64_t n, int s, bool against_brute)
+{
+	Replay r = {n, s, 0, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL};
+	for (int i = 0; i < s; i++)
+		r.slot_state[i] = -1;
+	r.slot_state[0] = 0;
+	ckpt_binomial_schedule(n, s, replay, &r);
+	char what[160];
+	snprintf(what, sizeof what, "n=%lld s=%d: %s, %lld advances, formula %lld", (long long)n, s,
+	         r.error ? r.error : "valid", (long long)r.advances, (long long)ckpt_binomial_cost(n, s));
+	check(!r.error && r.next_taped == -1 && r.advances == ckpt_binomial_cost(n, s), what);
+	if (against_brute)
+		check(best[n][s] == ckpt_binomial_cost(n, s), what);
+	free(r.slot_state);
+}
+
+int main(void)
+{
+	brute_force();
+	for (int s = 1; s <= SMAX; s++)
+		for (int n = 1; n <= NMAX; n++)
+			run(n, s, true);
+	if (!fail)
+		printf("ok - binomial: schedules valid and optimal for n <= %d, s <= %d (%d checks)\n", NMAX, SMAX, pass);
+	int before = pass, failed = fail;
+	static const int64_t big[] = {1000, 10000, 100000, 1000000};
+	static const int slots[] = {2, 3, 5, 10, 20};
+	for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+		for (size_t j = 0; j < sizeof slots / sizeof *slots; j++)
+			run(big[i], slots[j], false);
+	if (fail == failed)
+		printf("ok - binomial: generated schedules for n up to 10^6 match r n - C(s + r, r - 1) (%d checks)\n", pass - before);
+	return fail != 0;
+}
