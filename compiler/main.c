@@ -19,7 +19,7 @@ static const char usage[] =
 	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
 	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS (default: cpu)\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
-	"  --checkpoint none    loop schedule: none stores every iteration's carried values\n"
+	"  --checkpoint none    loop schedule: store everything the adjoint reads, per iteration\n"
 	"  --no-verify          skip the IR verifier between passes\n"
 	"  -h, --help           this text\n"
 	"\n"
