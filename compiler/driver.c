@@ -57,14 +57,17 @@ static const char *runtime_lib(const char *name)
 	return lib;
 }
 
-static void run_cc(char **argv)
+/* Runs the linker; the temporary object goes in every case. */
+static void run_cc(char **argv, const char *obj)
 {
 	pid_t pid;
 	int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	int status = 0;
+	bool ok = rc == 0 && waitpid(pid, &status, 0) >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	unlink(obj);
 	if (rc != 0)
 		fatal("cannot run %s: %s", argv[0], strerror(rc));
-	int status;
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	if (!ok)
 		fatal("linking failed (%s exited with status %d)", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
@@ -93,7 +96,7 @@ static void link_exe(const char *obj, const char *exe, CgTarget target)
 	argv[n++] = "-lpthread";
 	argv[n++] = "-lm";
 	argv[n] = NULL;
-	run_cc(argv);
+	run_cc(argv, obj);
 }
 
 static const char *default_exe(const char *input)
@@ -167,6 +170,5 @@ int driver_run(DriverOptions *o)
 	close(fd);
 	cg_emit_object(p, &cg, obj);
 	link_exe(obj, exe, o->target);
-	unlink(obj);
 	return 0;
 }
