@@ -10,7 +10,7 @@ LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFI
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
 COMPILER_OBJ = $(COMPILER_SRC:%.c=build/%.o)
 RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
-RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=build/%.o)
+RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=build/%.o) build/runtime/binomial.o
 
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda.h && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
@@ -33,6 +33,11 @@ build/libdpc.a: $(COMPILER_OBJ)
 bin/dpc: build/compiler/main.o build/libdpc.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
+
+# the binomial schedule generator: one source, in the compiler and in the runtime
+build/runtime/binomial.o: compiler/checkpoint_pass/binomial.c compiler/checkpoint_pass/ckpt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 runtime/libdprt.a: $(RUNTIME_OBJ)
 	@rm -f $@

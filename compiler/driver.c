@@ -126,7 +126,8 @@ int driver_run(DriverOptions *o)
 	verify(o, p, "frontend");
 	Emit stop = EMIT_IR;
 	if (o->emit != stop) {
-		p = ad_transform(p);
+		AdOptions ad = {o->ckpt.mode != CKPT_NONE};
+		p = ad_transform(p, &ad);
 		verify(o, p, "ad_transform");
 		p = ir_dce(p);
 		verify(o, p, "dce");

@@ -19,7 +19,12 @@ static const char usage[] =
 	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
 	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS (default: cpu)\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
-	"  --checkpoint none    loop schedule: store everything the adjoint reads, per iteration\n"
+	"  --checkpoint none|binomial\n"
+	"                       loop schedule: none stores everything the adjoint reads, per\n"
+	"                       iteration; binomial keeps a few snapshots of each top-level loop's\n"
+	"                       carried values and recomputes (Griewank-Walther revolve)\n"
+	"  --snapshots N        binomial: snapshot slots per loop, the initial state's included\n"
+	"                       (default ceil(sqrt(n)) + 1, at most n)\n"
 	"  --no-verify          skip the IR verifier between passes\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -122,8 +127,16 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--checkpoint"))) {
 			if (!strcmp(v, "none"))
 				o.ckpt.mode = CKPT_NONE;
+			else if (!strcmp(v, "binomial"))
+				o.ckpt.mode = CKPT_BINOMIAL;
 			else
-				usage_error("--checkpoint takes none (binomial is not built yet), not '%s'", v);
+				usage_error("--checkpoint takes none or binomial, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
+			char *end;
+			long long n = strtoll(v, &end, 10);
+			if (*end || end == v || n < 1)
+				usage_error("--snapshots needs a count of at least 1, not '%s'", v);
+			o.ckpt.snapshots = n;
 		} else if (!strcmp(a, "--no-verify")) {
 			o.verify = false;
 		} else if (a[0] == '-' && a[1]) {

@@ -108,6 +108,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			else if (!strcmp(k, "grads")) m->plan_grads = v;
 			else if (!strcmp(k, "inputs")) m->plan_inputs = v;
 			else if (!strcmp(k, "tape")) m->plan_tape = v;
+			else if (!strcmp(k, "snapshots")) m->plan_snap = v;
 			else if (!strcmp(k, "work")) m->plan_work = v;
 			else bad(line, l);
 		} else if (!strcmp(key, "steps")) {

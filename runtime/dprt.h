@@ -30,7 +30,7 @@
  *                                     CLASSES > 0 for cross_entropy labels
  *   kernel sgd ID                     args: p, g, lr; over each element
  *   kernel adam ID                    args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
- *   plan CATEGORY BYTES               predicted bytes by category (params, grads, inputs, tape, work)
+ *   plan CATEGORY BYTES               predicted bytes by category (params, grads, inputs, tape, snapshots, work)
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
  *   end
  *
@@ -63,6 +63,14 @@ void rt_gemm(RtCtx *c, int ta, int tb, int64_t m, int64_t n, int64_t k,
 void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes);
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes);
 void rt_count(RtCtx *c, int counter, int64_t n);
+/* Reverses a loop of n steps (indices lo..lo+n-1) under the binomial
+ * schedule with s snapshot slots, calling the generated functions:
+ * advance(c, i, j) steps the state from i to j; taped(c, i) runs step i's
+ * taped step and adjoint from the current state; snapshot(c, slot, restore)
+ * copies the state into slot 0..s-1, or back when restore is 1. The state
+ * of step lo is current on entry. Advances count as recomputed steps. */
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
+                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int));
 
 extern const char dp_model_desc[];
 void dp_step(RtCtx *c);

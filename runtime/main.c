@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../compiler/checkpoint_pass/ckpt.h"
 #include "rt.h"
 
 bool rt_tf32;
@@ -37,6 +38,42 @@ void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes) { c->dev->zero(dst, bytes); }
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
+
+typedef struct {
+	RtCtx *c;
+	int64_t lo;
+	void (*advance)(RtCtx *, int64_t, int64_t);
+	void (*taped)(RtCtx *, int64_t);
+	void (*snapshot)(RtCtx *, int64_t, int);
+} Revolve;
+
+static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+{
+	Revolve *r = ctx;
+	switch (a) {
+	case CKPT_ADVANCE:
+		r->advance(r->c, r->lo + step, r->lo + to);
+		r->c->n.steps[RT_COUNT_RECOMPUTED] += to - step;
+		break;
+	case CKPT_SAVE:
+		r->snapshot(r->c, slot, 0);
+		break;
+	case CKPT_RESTORE:
+		r->snapshot(r->c, slot, 1);
+		break;
+	case CKPT_TAPED:
+		r->taped(r->c, r->lo + step);
+		break;
+	}
+}
+
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
+                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int))
+{
+	Revolve r = {c, lo, advance, taped, snapshot};
+	snapshot(c, 0, 0);
+	ckpt_binomial_schedule(n, (int)s, revolve_action, &r);
+}
 
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes)
 {
@@ -556,9 +593,10 @@ int main(int argc, char **argv)
 		int64_t count = 0;
 		for (int i = 0; i < m->nparams; i++)
 			count += m->params[i].numel;
-		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s + inputs %s + tape %s + work %s%s%s\n",
+		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s + inputs %s + tape %s%s%s + work %s%s%s\n",
 		       m->model, m->nparams, (long long)count, mib(param_bytes), m->real_bytes == 8 ? "f64" : "f32", c->dev->name,
 		       mib(predicted), mib(m->plan_params), mib(m->plan_grads), mib(m->plan_inputs), mib(m->plan_tape),
+		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
 		       mib(m->plan_work), opt_bytes ? " + adam state " : "", opt_bytes ? mib(opt_bytes) : "");
 	}
 	if (o.gradcheck) {

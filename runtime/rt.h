@@ -31,7 +31,7 @@ typedef struct {
 	RtTensor params[256], inputs[64];
 	int nparams, ninputs;
 	int k_sgd, k_adam;
-	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_work;
+	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t steps_forward, steps_recomputed;
 } RtModel;
 

@@ -31,6 +31,7 @@ typedef struct {
 	Vec(Op *) scope;   /* per value: the loop whose body defines it */
 	Vec(Tape) tapes;
 	Op *cur;           /* the reverse loop being built, NULL at top level */
+	bool recompute;
 	Block *out;        /* where ops go */
 	AccList *accs;     /* accumulators of captured values for cur */
 } Ad;
@@ -626,6 +627,7 @@ static void reverse_loop(Ad *a, Op *op)
 	r->trip = op->trip;
 	r->reverse = true;
 	r->role = "adjoint";
+	r->primal = op;
 	r->ivar = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), p->values.data[op->ivar].name, loc);
 	grow(a);
 
@@ -679,7 +681,8 @@ static void reverse_loop(Ad *a, Op *op)
 		}
 	}
 
-	tape_intermediates(a, op, r, &m, first, last);
+	if (!a->recompute)
+		tape_intermediates(a, op, r, &m, first, last);
 
 	a->out = outer;
 	a->cur = outer_cur;
@@ -695,10 +698,11 @@ static void reverse_loop(Ad *a, Op *op)
 		contrib(a, accs.data[i].value, op1(a, OP_COPY, loc, accs.data[i].var), loc);
 }
 
-Program *ad_transform(Program *p)
+Program *ad_transform(Program *p, const AdOptions *o)
 {
 	Ad a = {0};
 	a.p = p;
+	a.recompute = o && o->recompute;
 	AccList top = {0};
 	a.accs = &top;
 	grow(&a);

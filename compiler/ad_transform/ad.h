@@ -7,6 +7,10 @@
 
 #include "../ir/ir.h"
 
-Program *ad_transform(Program *p);
+typedef struct {
+	bool recompute; /* tape only carried values; the reverse loop recomputes the rest (checkpointing needs this) */
+} AdOptions;
+
+Program *ad_transform(Program *p, const AdOptions *o);
 
 #endif

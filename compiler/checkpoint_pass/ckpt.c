@@ -1,11 +1,172 @@
-/* ckpt: --checkpoint none keeps ad_transform's store-everything tapes.
- * Binomial checkpointing of loops replaces them here (a later issue). */
+/* ckpt: the recomputation schedule of loops. --checkpoint none keeps
+ * ad_transform's store-everything tapes. --checkpoint binomial rewrites the
+ * adjoint of every top-level loop into an OP_REVOLVE: the forward loop keeps
+ * computing the loss but tapes nothing; the adjoint advances from snapshots,
+ * and runs each step's taped step and adjoint from the current state. */
+#include <math.h>
+
 #include "ckpt.h"
+
+typedef Vec(int) Map;
+
+static int mapped(Map *m, int v) { return v < m->len && m->data[v] >= 0 ? m->data[v] : v; }
+
+static void map_set(Map *m, int from, int to)
+{
+	while (m->len <= from)
+		vec_push(m, -1);
+	m->data[from] = to;
+}
+
+static int fresh(Program *p, int v)
+{
+	Value *x = &p->values.data[v];
+	return ir_new_value(p, x->kind, x->type, x->name, x->loc);
+}
+
+static bool is_tape_store(Op *op, const int *tape, int n)
+{
+	if (op->kind != OP_STORE_SLICE)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (op->in[0] == tape[k])
+			return true;
+	return false;
+}
+
+/* Clones src into dst with fresh values, dropping stores into `tape`. */
+static void clone(Program *p, Block *src, Block *dst, Map *m, const int *tape, int ntape)
+{
+	for (int i = 0; i < src->len; i++) {
+		Op *op = src->ops[i];
+		if (is_tape_store(op, tape, ntape))
+			continue;
+		Op *c = ar_alloc(sizeof *c);
+		*c = *op;
+		c->in = ar_alloc(sizeof(int) * (size_t)(op->nin + 1));
+		for (int k = 0; k < op->nin; k++)
+			c->in[k] = mapped(m, op->in[k]);
+		if (op->out >= 0) {
+			c->out = fresh(p, op->out);
+			p->values.data[c->out].def = c;
+			map_set(m, op->out, c->out);
+		}
+		if (op->kind == OP_LOOP) {
+			c->counter = -1;
+			c->ivar = fresh(p, op->ivar);
+			map_set(m, op->ivar, c->ivar);
+			c->carg = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+			c->cyield = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+			c->cout = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
+			for (int k = 0; k < op->ncarry; k++) {
+				c->carg[k] = fresh(p, op->carg[k]);
+				map_set(m, op->carg[k], c->carg[k]);
+			}
+			c->body = (Block){0};
+			clone(p, &op->body, &c->body, m, NULL, 0);
+			for (int k = 0; k < op->ncarry; k++) {
+				c->cyield[k] = mapped(m, op->cyield[k]);
+				c->cout[k] = fresh(p, op->cout[k]);
+				map_set(m, op->cout[k], c->cout[k]);
+			}
+		}
+		ir_append(dst, c);
+	}
+}
+
+static void replace_uses(Block *b, int old, int new)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] == old)
+				op->in[k] = new;
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++)
+				if (op->cyield[k] == old)
+					op->cyield[k] = new;
+			replace_uses(&op->body, old, new);
+		}
+	}
+}
+
+static Op *revolve(Program *p, Op *r, const CkptOptions *o)
+{
+	Op *f = r->primal;
+	/* the forward loop's tape of carried values: the stores at the top of its body */
+	int *tape = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	for (int k = 0; k < f->ncarry; k++) {
+		tape[k] = -1;
+		for (int i = 0; i < f->body.len; i++) {
+			Op *st = f->body.ops[i];
+			if (st->kind == OP_STORE_SLICE && st->in[2] == f->carg[k])
+				tape[k] = st->in[0];
+		}
+		if (tape[k] < 0)
+			die("forward loop without a tape for carried value %d", k);
+	}
+	Op *v = ir_new_op(p, OP_REVOLVE, r->loc, f->ncarry, f->in);
+	v->lo = f->lo;
+	v->trip = f->trip;
+	v->role = "binomial";
+	int64_t s = o->snapshots ? o->snapshots : (int64_t)ceil(sqrt((double)f->trip)) + 1;
+	v->nsnap = (int)(s < f->trip ? s : f->trip);
+	v->ncarry = f->ncarry;
+	v->carg = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	v->cyield = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	v->snap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	Map m = {0};
+	v->ivar = fresh(p, f->ivar);
+	map_set(&m, f->ivar, v->ivar);
+	for (int k = 0; k < f->ncarry; k++) {
+		v->carg[k] = fresh(p, f->carg[k]);
+		map_set(&m, f->carg[k], v->carg[k]);
+		Type t = ir_vtype(p, f->carg[k]), st = t;
+		st.rank = t.rank + 1;
+		st.dim[0] = v->nsnap;
+		for (int d = 0; d < t.rank; d++)
+			st.dim[d + 1] = t.dim[d];
+		const char *n = p->values.data[f->carg[k]].name;
+		v->snap[k] = ir_new_value(p, VK_VAR, st, ar_printf("snap_%s", n ? n : "h"), r->loc);
+		p->values.data[v->snap[k]].vclass = VC_SNAP;
+	}
+	/* advance: the forward body without its tape */
+	clone(p, &f->body, &v->body, &m, tape, f->ncarry);
+	for (int k = 0; k < f->ncarry; k++)
+		v->cyield[k] = mapped(&m, f->cyield[k]);
+	/* taped step and adjoint: the reverse body, reading the state instead of the tape */
+	v->ivar2 = r->ivar;
+	for (int i = 0; i < r->body.len; i++) {
+		Op *op = r->body.ops[i];
+		bool reload = false;
+		for (int k = 0; k < f->ncarry && !reload; k++)
+			if (op->kind == OP_SLICE && op->in[0] == tape[k] && op->in[1] == r->ivar) {
+				replace_uses(&r->body, op->out, v->carg[k]);
+				reload = true;
+			}
+		if (!reload)
+			ir_append(&v->body2, op);
+	}
+	/* the forward loop computes the loss and tapes nothing */
+	int w = 0;
+	for (int i = 0; i < f->body.len; i++)
+		if (!is_tape_store(f->body.ops[i], tape, f->ncarry))
+			f->body.ops[w++] = f->body.ops[i];
+	f->body.len = w;
+	return v;
+}
 
 Program *ckpt_pass(Program *p, const CkptOptions *o)
 {
 	switch (o->mode) {
 	case CKPT_NONE:
+		return p;
+	case CKPT_BINOMIAL:
+		for (int i = p->nforward; i < p->body.len; i++) {
+			Op *op = p->body.ops[i];
+			if (op->kind == OP_LOOP && op->primal)
+				p->body.ops[i] = revolve(p, op, o);
+		}
 		return p;
 	}
 	unreachable();

@@ -6,10 +6,11 @@
 
 #include "../ir/ir.h"
 
-typedef enum { CKPT_NONE } CkptMode;
+typedef enum { CKPT_NONE, CKPT_BINOMIAL } CkptMode;
 
 typedef struct {
 	CkptMode mode;
+	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);

@@ -8,6 +8,7 @@
 #include <llvm-c/Transforms/PassManagerBuilder.h>
 
 #include "../../runtime/dprt.h"
+#include "../checkpoint_pass/ckpt.h"
 #include "cgint.h"
 
 typedef struct {
@@ -15,8 +16,8 @@ typedef struct {
 	LLVMValueRef fn, ctx, base, argbuf;
 	LLVMValueRef *index;       /* per value: host i64 of index values */
 	int *uses;                 /* per value: how many operands name it */
-	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count;
-	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count;
+	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve;
+	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve;
 } Host;
 
 static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
@@ -207,6 +208,75 @@ static void lower_loop(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, exit);
 }
 
+static void begin(Host *h, LLVMValueRef fn);
+
+static LLVMValueRef sub_function(Host *outer, Host *h, const char *name, LLVMTypeRef *params, int n)
+{
+	Cg *g = outer->g;
+	LLVMValueRef fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)n, 0));
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	*h = *outer;
+	begin(h, fn);
+	return fn;
+}
+
+/* A binomial schedule: three functions the runtime calls as the schedule
+ * says (advance from..to, the taped step i, snapshot copy) and the call that
+ * starts it. */
+static void lower_revolve(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	static int seq;
+	int id = seq++;
+	LLVMBasicBlockRef resume = LLVMGetInsertBlock(g->b);
+	Host a, t, s;
+
+	LLVMTypeRef pa[] = {g->i8p, g->i64, g->i64};
+	LLVMValueRef adv = sub_function(h, &a, ar_printf("dp_advance%d", id), pa, 3);
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b), body = LLVMAppendBasicBlockInContext(g->ctx, adv, "step");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, adv, "done");
+	LLVMBuildBr(g->b, body);
+	LLVMPositionBuilderAtEnd(g->b, body);
+	LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i"), from = LLVMGetParam(adv, 1);
+	LLVMAddIncoming(i, &from, &pre, 1);
+	a.index[op->ivar] = i;
+	lower_block(&a, &op->body, 0, op->body.len);
+	for (int k = 0; k < op->ncarry; k++)
+		copy(&a, addr(&a, op->carg[k]), addr(&a, op->cyield[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	LLVMValueRef next = LLVMBuildAdd(g->b, i, cg_i64(g, 1), "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+	LLVMAddIncoming(i, &next, &latch, 1);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, LLVMGetParam(adv, 2), ""), body, done);
+	LLVMPositionBuilderAtEnd(g->b, done);
+	LLVMBuildRetVoid(g->b);
+
+	LLVMTypeRef pt[] = {g->i8p, g->i64};
+	LLVMValueRef taped = sub_function(h, &t, ar_printf("dp_taped%d", id), pt, 2);
+	t.index[op->ivar2] = LLVMGetParam(taped, 1);
+	lower_block(&t, &op->body2, 0, op->body2.len);
+	LLVMBuildRetVoid(g->b);
+
+	LLVMTypeRef ps[] = {g->i8p, g->i64, g->i32};
+	LLVMValueRef snap = sub_function(h, &s, ar_printf("dp_snapshot%d", id), ps, 3);
+	LLVMValueRef restore = LLVMBuildICmp(g->b, LLVMIntNE, LLVMGetParam(snap, 2), LLVMConstInt(g->i32, 0, 0), "");
+	for (int k = 0; k < op->ncarry; k++) {
+		int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[k]));
+		LLVMValueRef slot = LLVMBuildAdd(g->b, addr(&s, op->snap[k]), LLVMBuildMul(g->b, LLVMGetParam(snap, 1), cg_i64(g, bytes), ""), "");
+		LLVMValueRef state = addr(&s, op->carg[k]);
+		copy(&s, LLVMBuildSelect(g->b, restore, state, slot, ""), LLVMBuildSelect(g->b, restore, slot, state, ""), bytes);
+	}
+	LLVMBuildRetVoid(g->b);
+
+	LLVMPositionBuilderAtEnd(g->b, resume);
+	for (int k = 0; k < op->ncarry; k++)
+		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	LLVMValueRef args[7] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->lo),
+	                        LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""),
+	                        LLVMBuildBitCast(g->b, snap, g->i8p, "")};
+	call(h, h->t_revolve, h->f_revolve, args, 7);
+}
+
 static void lower_op(Host *h, Op *op)
 {
 	Cg *g = h->g;
@@ -223,6 +293,9 @@ static void lower_op(Host *h, Op *op)
 		return;
 	case OP_LOOP:
 		lower_loop(h, op);
+		return;
+	case OP_REVOLVE:
+		lower_revolve(h, op);
 		return;
 	case OP_MATMUL:
 		gemm(h, op, addr(h, op->out), 0);
@@ -352,11 +425,22 @@ static void lower_block(Host *h, Block *b, int from, int to)
 }
 
 
+/* Starts function fn(ctx, ...): its entry block, the argument buffer, the arena base. */
+static void begin(Host *h, LLVMValueRef fn)
+{
+	Cg *g = h->g;
+	h->fn = fn;
+	h->index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
+	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+	h->ctx = LLVMGetParam(fn, 0);
+	h->argbuf = LLVMBuildArrayAlloca(g->b, g->i64, cg_i64(g, 16), "args");
+	h->base = LLVMBuildCall2(g->b, h->t_base, h->f_base, &h->ctx, 1, "base");
+}
+
 static void host_function(Cg *g, const char *name, int nops)
 {
 	Host h = {0};
 	h.g = g;
-	h.index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
 	h.uses = ir_count_uses(g->p);
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
@@ -370,15 +454,12 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_zero = declare(g, "rt_zero", vd, pz, 3, &h.t_zero);
 	LLVMTypeRef pn[] = {g->i8p, g->i32, g->i64};
 	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
-	LLVMTypeRef tb;
-	LLVMValueRef f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &tb);
+	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 7, &h.t_revolve);
 
 	LLVMTypeRef ft = LLVMFunctionType(vd, &g->i8p, 1, 0);
-	h.fn = LLVMAddFunction(g->mod, name, ft);
-	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, h.fn, "entry"));
-	h.ctx = LLVMGetParam(h.fn, 0);
-	h.argbuf = LLVMBuildArrayAlloca(g->b, g->i64, cg_i64(g, 16), "args");
-	h.base = LLVMBuildCall2(g->b, tb, f_base, &h.ctx, 1, "base");
+	begin(&h, LLVMAddFunction(g->mod, name, ft));
 	if (g->p->ones_len) {
 		KDesc d;
 		memset(&d, 0, sizeof d);
@@ -413,6 +494,8 @@ static void count_steps(Block *b, int64_t times, int64_t *counts)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
+		if (op->kind == OP_REVOLVE)
+			counts[RT_COUNT_RECOMPUTED] += times * ckpt_binomial_cost(op->trip, op->nsnap);
 		if (op->kind != OP_LOOP)
 			continue;
 		if (op->counter >= 0)
@@ -443,9 +526,9 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		put(&t, ar_printf(" %lld %d\n", (long long)p->values.data[in->value].offset, in->classes));
 	}
 	put(&t, ar_printf("kernel sgd %d\nkernel adam %d\n", sgd, adam));
-	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan inputs %lld\nplan tape %lld\nplan work %lld\n",
+	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan inputs %lld\nplan tape %lld\nplan snapshots %lld\nplan work %lld\n",
 	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs,
-	                  (long long)p->plan_tape, (long long)p->plan_work));
+	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work));
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);
 	put(&t, ar_printf("steps forward %lld recomputed %lld\nend\n", (long long)counts[RT_COUNT_FORWARD],

@@ -9,10 +9,11 @@ static void count_block(Block *b, int *uses)
 		Op *op = b->ops[i];
 		for (int k = 0; k < op->nin; k++)
 			uses[op->in[k]]++;
-		if (op->kind == OP_LOOP) {
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			for (int k = 0; k < op->ncarry; k++)
 				uses[op->cyield[k]]++;
 			count_block(&op->body, uses);
+			count_block(&op->body2, uses);
 		}
 	}
 }
@@ -31,9 +32,12 @@ static int sweep(Block *b, int *uses, int limit, bool *changed)
 	int w = 0, removed = 0;
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
-		bool dead = op->kind != OP_LOOP && !(ir_ops[op->kind].flags & OPF_WRITE) && op->out >= 0 && uses[op->out] == 0;
-		if (op->kind == OP_LOOP)
+		bool dead = op->kind != OP_LOOP && op->kind != OP_REVOLVE && !(ir_ops[op->kind].flags & OPF_WRITE) &&
+		            op->out >= 0 && uses[op->out] == 0;
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			sweep(&op->body, uses, op->body.len, changed);
+			sweep(&op->body2, uses, op->body2.len, changed);
+		}
 		if (dead) {
 			for (int k = 0; k < op->nin; k++)
 				uses[op->in[k]]--;

@@ -57,7 +57,7 @@ void ir_append(Block *b, Op *op)
 
 int ir_emit(Program *p, Block *b, Op *op)
 {
-	if (op->kind == OP_LOOP)
+	if (op->kind == OP_LOOP || op->kind == OP_REVOLVE)
 		die("ir_emit: loops are built by hand");
 	if (!(ir_ops[op->kind].flags & OPF_WRITE)) {
 		Type t;
@@ -144,8 +144,8 @@ static void walk(Block *b, ir_op_fn fn, void *ctx)
 {
 	for (int i = 0; i < b->len; i++) {
 		fn(b->ops[i], ctx);
-		if (b->ops[i]->kind == OP_LOOP)
-			walk(&b->ops[i]->body, fn, ctx);
+		walk(&b->ops[i]->body, fn, ctx);
+		walk(&b->ops[i]->body2, fn, ctx);
 	}
 }
 

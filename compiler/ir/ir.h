@@ -71,7 +71,7 @@ typedef enum {
 typedef struct Op Op;
 
 /* What a VK_VAR holds; the memory plan accounts each class apart. */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC } VarClass;
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP } VarClass;
 
 typedef struct {
 	ValueKind kind;
@@ -135,6 +135,15 @@ struct Op {
 	int *carg, *cyield, *cout;
 	Block body;
 	int counter;      /* OP_LOOP: runtime counter (RT_COUNT_*) bumped once per iteration, or -1 */
+	Op *primal;       /* an adjoint OP_LOOP: the forward loop it reverses */
+	/* OP_REVOLVE: reverses the loop lo..lo+trip-1 with nsnap snapshot slots.
+	 * carg holds the current state, in[k] its initial value; `body` advances
+	 * one step (ivar, yields cyield); `body2` is step ivar2's taped step and
+	 * adjoint, reading the state in carg; snap[k] are the snapshot variables
+	 * ([nsnap, ...carg[k]]). The runtime drives the binomial schedule. */
+	Block body2;
+	int ivar2, nsnap;
+	int *snap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
 };
 
@@ -149,7 +158,7 @@ typedef struct {
 	int real_bytes;   /* 4 or 8 */
 	/* memory plan (stream_pass) */
 	int64_t arena_bytes;
-	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_work;
+	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t ones_offset, ones_len; /* a vector of ones in the arena: reductions as GEMMs */
 } Program;
 

@@ -42,10 +42,40 @@ static const char *axes_str(uint32_t axes, int rank)
 
 static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward);
 
+static void print_revolve(FILE *f, Program *p, Op *op, int depth)
+{
+	fprintf(f, "revolve %lld..%lld snapshots %d state (", (long long)op->lo, (long long)(op->lo + op->trip), op->nsnap);
+	for (int k = 0; k < op->ncarry; k++)
+		fprintf(f, "%s%s = %s in %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]),
+		        ir_value_name(p, op->snap[k]));
+	fputs(") {\n", f);
+	indent(f, depth + 1);
+	fprintf(f, "advance %s {\n", ir_value_name(p, op->ivar));
+	print_block(f, p, &op->body, depth + 2, -1);
+	indent(f, depth + 2);
+	fputs("yield", f);
+	for (int k = 0; k < op->ncarry; k++)
+		fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->cyield[k]));
+	fputs("\n", f);
+	indent(f, depth + 1);
+	fputs("}\n", f);
+	indent(f, depth + 1);
+	fprintf(f, "taped %s {\n", ir_value_name(p, op->ivar2));
+	print_block(f, p, &op->body2, depth + 2, -1);
+	indent(f, depth + 1);
+	fputs("}\n", f);
+	indent(f, depth);
+	fputs("}\n", f);
+}
+
 static void print_op(FILE *f, Program *p, Op *op, int depth)
 {
 	const char *name = ir_ops[op->kind].name;
 	indent(f, depth);
+	if (op->kind == OP_REVOLVE) {
+		print_revolve(f, p, op, depth);
+		return;
+	}
 	if (op->kind == OP_LOOP) {
 		fprintf(f, "loop %s in %lld..%lld%s", ir_value_name(p, op->ivar), (long long)op->lo,
 		        (long long)(op->lo + op->trip), op->reverse ? " reverse" : "");

@@ -264,6 +264,7 @@ const char *ir_check_op(Program *p, Op *op, Type *out)
 		return NULL;
 	}
 	case OP_LOOP:
+	case OP_REVOLVE:
 		return "loops have no shape rule";
 	default:
 		break;

@@ -69,12 +69,49 @@ static void check_loop(Check *c, Op *op)
 	}
 }
 
+static void check_revolve(Check *c, Op *op)
+{
+	Program *p = c->p;
+	if (op->trip < 1 || op->nsnap < 1 || op->nsnap > op->trip)
+		BAD(c, op, "revolve of %lld steps with %d snapshots", (long long)op->trip, op->nsnap);
+	for (int k = 0; k < op->nin; k++)
+		use(c, op, op->in[k]);
+	int mark = p->values.len;
+	unsigned char *before = ar_alloc((size_t)mark);
+	memcpy(before, c->defined, (size_t)mark);
+	def(c, op, op->ivar);
+	for (int k = 0; k < op->ncarry; k++) {
+		def(c, op, op->carg[k]);
+		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->in[k])))
+			BAD(c, op, "state %d: initial value of another type", k);
+		if (p->values.data[op->snap[k]].kind != VK_VAR)
+			BAD(c, op, "snapshot %d is not a variable", k);
+	}
+	check_block(c, &op->body);
+	for (int k = 0; k < op->ncarry; k++) {
+		use(c, op, op->cyield[k]);
+		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield[k])))
+			BAD(c, op, "state %d: advance yields another type", k);
+	}
+	/* the taped step sees the state, not the advance body's values */
+	memcpy(c->defined, before, (size_t)mark);
+	for (int k = 0; k < op->ncarry; k++)
+		c->defined[op->carg[k]] = 1;
+	def(c, op, op->ivar2);
+	check_block(c, &op->body2);
+	memcpy(c->defined, before, (size_t)mark);
+}
+
 static void check_op(Check *c, Op *op)
 {
 	Program *p = c->p;
 	const OpInfo *info = &ir_ops[op->kind];
 	if (op->kind == OP_LOOP) {
 		check_loop(c, op);
+		return;
+	}
+	if (op->kind == OP_REVOLVE) {
+		check_revolve(c, op);
 		return;
 	}
 	for (int k = 0; k < op->nin; k++) {

@@ -33,7 +33,8 @@ static int64_t count_ops(Block *b)
 {
 	int64_t n = 0;
 	for (int i = 0; i < b->len; i++)
-		n += b->ops[i]->kind == OP_LOOP ? 2 + count_ops(&b->ops[i]->body) : 1;
+		n += b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE
+		     ? 2 + count_ops(&b->ops[i]->body) + count_ops(&b->ops[i]->body2) : 1;
 	return n;
 }
 
@@ -44,13 +45,17 @@ static void number(Live *L, Block *b)
 		int64_t at = L->pos++;
 		if (op->out >= 0)
 			L->defpos[op->out] = at;
-		if (op->kind == OP_LOOP) {
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+			/* a revolve's two bodies run interleaved: the state lives across both */
 			L->defpos[op->ivar] = at;
+			if (op->kind == OP_REVOLVE)
+				L->defpos[op->ivar2] = at;
 			for (int k = 0; k < op->ncarry; k++)
 				L->defpos[op->carg[k]] = at;
 			number(L, &op->body);
+			number(L, &op->body2);
 			int64_t end = L->pos++;
-			for (int k = 0; k < op->ncarry; k++)
+			for (int k = 0; k < op->ncarry && op->cout; k++)
 				L->defpos[op->cout[k]] = end;
 			L->loops[at] = (Span){at, end};
 		}
@@ -88,13 +93,14 @@ static void uses(Live *L, Block *b)
 		int64_t at = L->pos++;
 		for (int k = 0; k < op->nin; k++)
 			use(L, op->in[k], at);
-		if (op->kind != OP_LOOP)
+		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
 			continue;
 		Span s = L->loops[at];
 		vec_push(&L->spans, s);
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->carg[k], s.end);
 		uses(L, &op->body);
+		uses(L, &op->body2);
 		L->pos++;
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->cyield[k], s.end);
@@ -116,7 +122,10 @@ static void mark_aliases(Program *p, Block *b)
 				p->values.data[op->cout[k]].res = VR_ALIAS;
 				p->values.data[op->cout[k]].alias_of = op->carg[k];
 			}
+		}
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			mark_aliases(p, &op->body);
+			mark_aliases(p, &op->body2);
 		}
 	}
 }
@@ -188,8 +197,10 @@ static void leading_sums(Program *p, Block *b)
 		int64_t m, n;
 		if (ir_leading_sum(p, b->ops[i], &m, &n) && m > p->ones_len)
 			p->ones_len = m;
-		if (b->ops[i]->kind == OP_LOOP)
+		if (b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE) {
 			leading_sums(p, &b->ops[i]->body);
+			leading_sums(p, &b->ops[i]->body2);
+		}
 	}
 }
 
@@ -222,10 +233,16 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 	for (int i = 0; i < p->inputs.len; i++)
 		at += place(p, p->inputs.data[i].value, at);
 	p->plan_inputs = at - mark, mark = at;
+	/* tapes and snapshots that something still reads or writes */
+	int *used = ir_count_uses(p);
 	for (int v = 0; v < nv; v++)
-		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);
 	p->plan_tape = at - mark, mark = at;
+	for (int v = 0; v < nv; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SNAP)
+			at += place(p, v, at);
+	p->plan_snap = at - mark, mark = at;
 
 	/* ones for the reductions codegen turns into GEMMs */
 	p->ones_len = 0;
@@ -259,10 +276,11 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 	free(L.loops);
 
 	if (o && o->device_mem && p->arena_bytes > o->device_mem)
-		fatal("the memory plan needs %s of device memory (params %s, grads %s, inputs %s, tape %s, work %s), "
+		fatal("the memory plan needs %s of device memory (params %s, grads %s, inputs %s, tape %s, snapshots %s, work %s), "
 		      "more than --device-mem %s",
 		      stream_bytes_str(p->arena_bytes), stream_bytes_str(p->plan_params), stream_bytes_str(p->plan_grads),
-		      stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_work),
+		      stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap),
+		      stream_bytes_str(p->plan_work),
 		      stream_bytes_str(o->device_mem));
 	return p;
 }
@@ -280,11 +298,11 @@ const char *stream_bytes_str(int64_t n)
 
 void stream_print(FILE *f, Program *p)
 {
-	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + inputs %lld + tape %lld + work %lld"
-	        " (of it %lld ones at %lld)\n",
+	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + inputs %lld + tape %lld + snapshots %lld"
+	        " + work %lld (of it %lld ones at %lld)\n",
 	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads,
-	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_work, (long long)p->ones_len,
-	        (long long)p->ones_offset);
+	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work,
+	        (long long)p->ones_len, (long long)p->ones_offset);
 	for (int v = 0; v < p->values.len; v++) {
 		Value *x = &p->values.data[v];
 		if (x->res == VR_ARENA)

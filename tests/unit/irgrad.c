@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	}
 	Program *p = fe_lower(fe_parse(argv[1], NULL, 0), 8);
 	ir_verify(p, "frontend");
-	p = ad_transform(p);
+	p = ad_transform(p, NULL);
 	ir_verify(p, "ad_transform");
 	p = ir_dce(p);
 	ir_verify(p, "dce");
