@@ -6,10 +6,12 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 for dp in samples/*.dp; do
 	s=$(basename "$dp" .dp)
-	for stage in ast ir grad stream; do
+	for stage in ast ir grad ckpt stream; do
 		want="tests/golden/$s.$stage"
 		got="$TEST_OUT/golden.$s.$stage"
-		if ! "$DPC" --emit=$stage "$dp" -o "$got" 2>"$got.err"; then
+		flags=""
+		[ $stage = ckpt ] && flags="--checkpoint binomial --snapshots 3"
+		if ! "$DPC" --emit=$stage $flags "$dp" -o "$got" 2>"$got.err"; then
 			notok "golden/$s.$stage: dpc failed" "$got.err"
 			continue
 		fi
