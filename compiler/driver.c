@@ -151,6 +151,17 @@ int driver_run(DriverOptions *o)
 		close_out(f);
 		return 0;
 	}
+	if (o->schedule_json) {
+		FILE *f = open_out(o->schedule_json);
+		ckpt_print_schedule(f, p, true);
+		close_out(f);
+	}
+	if (o->emit == EMIT_SCHEDULE) {
+		FILE *f = open_out(o->output);
+		ckpt_print_schedule(f, p, false);
+		close_out(f);
+		return 0;
+	}
 
 	CgOptions cg = {o->target, model_name(o->input)};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {

@@ -13,6 +13,7 @@ static const char usage[] =
 	"  -o FILE              output file (default: MODEL, or stdout for --emit text stages)\n"
 	"  --emit=STAGE         stop after STAGE and print it: ast, ir (forward program),\n"
 	"                       grad (with the adjoint), ckpt, stream (with the memory plan),\n"
+	"                       schedule (each loop's checkpoint schedule and the predicted peak),\n"
 	"                       llvm (LLVM IR of the host module), ptx (the kernels for NVIDIA GPUs),\n"
 	"                       obj (object file); default: the executable\n"
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
@@ -24,7 +25,10 @@ static const char usage[] =
 	"                       iteration; binomial keeps a few snapshots of each top-level loop's\n"
 	"                       carried values and recomputes (Griewank-Walther revolve)\n"
 	"  --snapshots N        binomial: snapshot slots per loop, the initial state's included\n"
-	"                       (default ceil(sqrt(n)) + 1, at most n)\n"
+	"                       (default: as many as --device-mem allows, else ceil(sqrt(n)) + 1;\n"
+	"                       at most n)\n"
+	"  --schedule-json FILE also write the schedule as JSON (with the action list of loops up\n"
+	"                       to 1000 steps)\n"
 	"  --no-verify          skip the IR verifier between passes\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -89,7 +93,7 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--emit"))) {
 			static const struct { const char *name; Emit e; } stages[] = {
 				{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT},
-				{"stream", EMIT_STREAM}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
+				{"stream", EMIT_STREAM}, {"schedule", EMIT_SCHEDULE}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
 			};
 			size_t k = 0;
 			while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))
@@ -137,6 +141,8 @@ int main(int argc, char **argv)
 			if (*end || end == v || n < 1)
 				usage_error("--snapshots needs a count of at least 1, not '%s'", v);
 			o.ckpt.snapshots = n;
+		} else if ((v = opt_value(argc, argv, &i, "--schedule-json"))) {
+			o.schedule_json = v;
 		} else if (!strcmp(a, "--no-verify")) {
 			o.verify = false;
 		} else if (a[0] == '-' && a[1]) {
@@ -149,6 +155,7 @@ int main(int argc, char **argv)
 	}
 	if (!o.input)
 		usage_error("%s", "no input file");
+	o.stream.fit_snapshots = o.ckpt.mode == CKPT_BINOMIAL && !o.ckpt.snapshots && o.stream.device_mem;
 	int rc = driver_run(&o);
 	ar_free_all();
 	return rc;

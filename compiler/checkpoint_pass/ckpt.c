@@ -7,6 +7,8 @@
 
 #include "ckpt.h"
 
+#include "../../runtime/dprt.h"
+
 typedef Vec(int) Map;
 
 static int mapped(Map *m, int v) { return v < m->len && m->data[v] >= 0 ? m->data[v] : v; }
@@ -106,6 +108,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 			die("forward loop without a tape for carried value %d", k);
 	}
 	Op *v = ir_new_op(p, OP_REVOLVE, r->loc, f->ncarry, f->in);
+	v->primal = f;
 	v->lo = f->lo;
 	v->trip = f->trip;
 	v->role = "binomial";
@@ -170,4 +173,76 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		return p;
 	}
 	unreachable();
+}
+
+/* ---- --emit=schedule and --schedule-json ---- */
+
+typedef struct {
+	FILE *f;
+	int64_t count;
+} Actions;
+
+static void print_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+{
+	static const char *names[] = {"advance", "save", "restore", "taped"};
+	Actions *x = ctx;
+	fprintf(x->f, "%s[\"%s\", %lld, %lld, %d]", x->count++ ? ", " : "", names[a], (long long)step, (long long)to, slot);
+}
+
+void ckpt_print_schedule(FILE *f, Program *p, bool json)
+{
+	int64_t fwd = 0, rec = 0;
+	int nloops = 0;
+	if (json)
+		fprintf(f, "{\n  \"loops\": [");
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		if (op->kind != OP_LOOP || op->counter != RT_COUNT_FORWARD)
+			continue;
+		Op *v = NULL;
+		for (int j = p->nforward; j < p->body.len; j++)
+			if (p->body.ops[j]->kind == OP_REVOLVE && p->body.ops[j]->primal == op)
+				v = p->body.ops[j];
+		int64_t n = op->trip, s = v ? v->nsnap : n, r = v ? ckpt_binomial_r(n, s) : 0;
+		int64_t cost = v ? ckpt_binomial_cost(n, s) : 0;
+		fwd += n;
+		rec += cost;
+		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
+		if (!json) {
+			if (v)
+				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots, r %lld: forward steps %lld, recomputed steps %lld\n",
+				        where, (long long)n, (long long)s, (long long)r, (long long)n, (long long)cost);
+			else
+				fprintf(f, "loop at %s: n %lld, store everything: forward steps %lld, recomputed steps 0\n", where,
+				        (long long)n, (long long)n);
+			continue;
+		}
+		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"r\": %lld, "
+		        "\"forward_steps\": %lld, \"recomputed_steps\": %lld", nloops ? "," : "", where, (long long)n,
+		        v ? "binomial" : "store-everything", (long long)s, (long long)r, (long long)n, (long long)cost);
+		if (v && n <= 1000) {
+			/* small loops: the whole action list; large ones are generated as they run */
+			Actions x = {f, 0};
+			fprintf(f, ", \"actions\": [");
+			ckpt_binomial_schedule(n, (int)s, print_action, &x);
+			fprintf(f, "]");
+		}
+		fprintf(f, "}");
+		nloops++;
+	}
+	int64_t total = p->arena_bytes;
+	if (json) {
+		fprintf(f, "%s],\n  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", nloops ? "\n  " : "",
+		        (long long)fwd, (long long)rec);
+		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"inputs\": %lld, \"tape\": %lld, "
+		        "\"snapshots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
+		        (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs, (long long)p->plan_tape,
+		        (long long)p->plan_snap, (long long)p->plan_work, (long long)total);
+		return;
+	}
+	fprintf(f, "per training step: forward steps %lld, recomputed steps %lld\n", (long long)fwd, (long long)rec);
+	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, inputs %lld, live tape %lld, "
+	        "snapshots %lld, workspace %lld (optimizer state is added at run time: Adam, 2 x params)\n",
+	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs,
+	        (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work);
 }

@@ -14,6 +14,9 @@ typedef struct {
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
+/* --emit=schedule (text) or --schedule-json: each top-level loop's n, s, r
+ * and predicted step counts, and the plan's peak by category. Needs the plan. */
+void ckpt_print_schedule(FILE *f, Program *p, bool json);
 
 /* Binomial checkpointing (Griewank & Walther, revolve). For a loop of n steps
  * and s snapshot slots, the initial state's slot included: r is the smallest

@@ -212,7 +212,53 @@ static int64_t place(Program *p, int v, int64_t at)
 	return align_up(ir_bytes(p, x->type));
 }
 
+static void plan(Program *p);
+
+/* Sets every revolve's snapshot count to `extra` more than one, at most its trip count. */
+static int64_t set_snapshots(Program *p, int64_t extra)
+{
+	int64_t slot_bytes = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		if (op->kind != OP_REVOLVE)
+			continue;
+		op->nsnap = (int)(1 + extra < op->trip ? 1 + extra : op->trip);
+		for (int k = 0; k < op->ncarry; k++) {
+			p->values.data[op->snap[k]].type.dim[0] = op->nsnap;
+			slot_bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
+		}
+	}
+	return slot_bytes;
+}
+
 Program *stream_pass(Program *p, const StreamOptions *o)
+{
+	plan(p);
+	if (o && o->fit_snapshots && o->device_mem) {
+		/* the most snapshots the budget allows: plan with one slot per loop, then share out what is left */
+		int64_t slot_bytes = set_snapshots(p, 0);
+		plan(p);
+		/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
+		for (int64_t extra = slot_bytes && p->arena_bytes < o->device_mem ? (o->device_mem - p->arena_bytes) / slot_bytes : 0;
+		     extra > 0; extra -= extra / 64 + 1) {
+			set_snapshots(p, extra);
+			plan(p);
+			if (p->arena_bytes <= o->device_mem)
+				break;
+			set_snapshots(p, 0);
+			plan(p);
+		}
+	}
+	if (o && o->device_mem && p->arena_bytes > o->device_mem)
+		fatal("the memory plan needs %s of device memory (params %s, grads %s, inputs %s, tape %s, snapshots %s, work %s), "
+		      "more than --device-mem %s",
+		      stream_bytes_str(p->arena_bytes), stream_bytes_str(p->plan_params), stream_bytes_str(p->plan_grads),
+		      stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap),
+		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem));
+	return p;
+}
+
+static void plan(Program *p)
 {
 	int nv = p->values.len;
 	for (int v = 0; v < nv; v++) {
@@ -275,14 +321,6 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 	free(L.last);
 	free(L.loops);
 
-	if (o && o->device_mem && p->arena_bytes > o->device_mem)
-		fatal("the memory plan needs %s of device memory (params %s, grads %s, inputs %s, tape %s, snapshots %s, work %s), "
-		      "more than --device-mem %s",
-		      stream_bytes_str(p->arena_bytes), stream_bytes_str(p->plan_params), stream_bytes_str(p->plan_grads),
-		      stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap),
-		      stream_bytes_str(p->plan_work),
-		      stream_bytes_str(o->device_mem));
-	return p;
 }
 
 const char *stream_bytes_str(int64_t n)

@@ -7,6 +7,7 @@
 
 typedef struct {
 	int64_t device_mem; /* budget in bytes, 0: none */
+	bool fit_snapshots; /* give binomial loops the most snapshots the budget allows */
 } StreamOptions;
 
 /* Assigns every value a residence and arena offset (Value.res/offset/alias_of)

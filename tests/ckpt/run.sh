@@ -70,4 +70,41 @@ if [ "$n5" -gt $((5 * n4)) ]; then
 else
 	notok "ckpt/store-everything-grows: $n4 -> $n5"
 fi
+# the schedule as JSON: r and the counts follow the closed form, and the action list adds up
+if "$DPC" --checkpoint binomial --snapshots 3 --schedule-json "$o/s.json" samples/resmlp.dp -o "$o/sched" >"$o/s.log" 2>&1 &&
+	python3 - "$o/s.json" >>"$o/s.log" 2>&1 <<'PY'
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+(loop,) = j["loops"]
+n, s, r = loop["n"], loop["s"], loop["r"]
+assert r == min(k for k in range(n + 1) if math.comb(s + k, s) >= n), r
+assert loop["recomputed_steps"] == r * n - math.comb(s + r, r - 1)
+adv = sum(a[2] - a[1] for a in loop["actions"] if a[0] == "advance")
+taped = [a[1] for a in loop["actions"] if a[0] == "taped"]
+assert adv == loop["recomputed_steps"] and taped == list(range(n - 1, -1, -1)), (adv, taped)
+assert max(a[3] for a in loop["actions"]) < s
+PY
+then
+	ok "ckpt/schedule-json: counts and action list follow the closed form"
+else
+	notok "ckpt/schedule-json" "$o/s.log"
+fi
+# snapshots from a budget: the most that fit, and the run stays inside it
+budget=$((2 * 1024 * 1024))
+if "$DPC" -D T=100000 --checkpoint binomial --device-mem $budget --schedule-json "$o/b.json" samples/oscillator.dp -o "$o/budget" >"$o/b.log" 2>&1 &&
+	"$o/budget" --steps 1 --quiet --summary-json "$o/b.run.json" >>"$o/b.log" 2>&1 &&
+	python3 - "$o/b.json" "$o/b.run.json" $budget >>"$o/b.log" 2>&1 <<'PY'
+import json, sys
+plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+s = plan["loops"][0]["s"]
+assert s > 1, s
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, (run["peak_device_bytes"], budget)
+assert run["recomputed_steps"] == plan["recomputed_steps"]
+print("snapshots", s, "peak", run["peak_device_bytes"])
+PY
+then
+	ok "ckpt/device-mem: $(tail -1 "$o/b.log") within $budget bytes"
+else
+	notok "ckpt/device-mem" "$o/b.log"
+fi
 finish
