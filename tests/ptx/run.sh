@@ -28,6 +28,7 @@ for dp in samples/*.dp; do
 	name=$(basename "$dp" .dp)
 	exe="$TEST_OUT/cuda_$name"
 	check "link/$name" "$DPC" --target cuda "$dp" -o "$exe"
+	check "link/$name binomial" "$DPC" --target cuda --checkpoint binomial "$dp" -o "$exe.binomial"
 done
 # here there is no GPU: the executable must say so and exit 1, not crash
 if ! ls /dev/nvidia0 >/dev/null 2>&1; then
