@@ -17,6 +17,11 @@ build)
 		bin/dpc --target cuda --precision f64 "$dp" -o $B/$s.cuda64 || exit 1
 	done
 	bin/dpc --target cuda bench/resmlp_big.dp -o $B/resmlp_big.cuda || exit 1
+	bin/dpc --target cuda --checkpoint binomial --snapshots 100 bench/longstack.dp -o $B/longstack.cuda || exit 1
+	bin/dpc --target cuda -D L=10000 bench/longstack.dp -o $B/longstack_short.cuda || exit 1
+	for dp in samples/*.dp; do
+		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
+	done
 	cp tests/lib.sh tests/unit/compare.py $B/
 	# the CPU executables' shared libraries that a bare machine may lack
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
@@ -50,7 +55,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	[ "$(basename "$exe")" = resmlp_big.cuda ] && continue # the benchmark model: bench/run.sh
+	case $(basename "$exe") in resmlp_big.cuda | longstack*.cuda) continue ;; esac # benchmarks: bench/
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr"
@@ -60,6 +65,8 @@ for exe in $B/*.cuda; do
 	check "gpu/$s: loss trajectory cuda vs cpu" compare_losses $TEST_OUT/$s.cuda.log $TEST_OUT/$s.cpu.log
 	check "gpu/$s: first-step gradients cuda vs cpu" compare_grads $TEST_OUT/$s.cuda.st $TEST_OUT/$s.cpu.st 1e-4
 	check "gpu/$s: gradcheck f64 on the GPU" $B/$s.cuda64 --gradcheck
+	$B/$s.cudab $args --dump-grads $TEST_OUT/$s.cudab.st >$TEST_OUT/$s.cudab.log 2>&1
+	check "gpu/$s: binomial gradients identical to store-everything" compare_grads $TEST_OUT/$s.cudab.st $TEST_OUT/$s.cuda.st 0
 done
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then
