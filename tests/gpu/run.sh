@@ -19,6 +19,8 @@ build)
 	bin/dpc --target cuda bench/resmlp_big.dp -o $B/resmlp_big.cuda || exit 1
 	bin/dpc --target cuda --checkpoint binomial --snapshots 100 bench/longstack.dp -o $B/longstack.cuda || exit 1
 	bin/dpc --target cuda -D L=10000 bench/longstack.dp -o $B/longstack_short.cuda || exit 1
+	bin/dpc --target cuda -D L=1024 bench/resmlp_big.dp -o $B/resmlp_1024.cuda || exit 1
+	bin/dpc --target cuda -D L=1024 --checkpoint binomial --snapshots 33 bench/resmlp_big.dp -o $B/resmlp_1024_binomial.cuda || exit 1
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
 	done
@@ -55,7 +57,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | longstack*.cuda) continue ;; esac # benchmarks: bench/
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda) continue ;; esac # benchmarks: bench/
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# On the GPU machine, after `bash tests/gpu/run.sh build` here: the residual
+# MLP at L = 1024 (H = B = 1024, fp32, SGD), time overhead of binomial
+# checkpointing with 33 snapshots against store-everything, beside PyTorch's
+# checkpoint_sequential at sqrt(L) = 32 segments against its own plain run.
+set -u
+cd "$(dirname "$0")/.."
+B=gpu_build
+steps=${STEPS:-10}
+json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+$B/resmlp_1024.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/none.json >/dev/null || exit 1
+$B/resmlp_1024_binomial.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/bin.json >/dev/null || exit 1
+t_none=$(json /tmp/none.json ms_per_step) t_bin=$(json /tmp/bin.json ms_per_step)
+m_none=$(json /tmp/none.json peak_device_bytes) m_bin=$(json /tmp/bin.json peak_device_bytes)
+p0=$(python3 bench/resmlp_torch.py -L 1024 --steps $steps) || exit 1
+p1=$(python3 bench/resmlp_torch.py -L 1024 --steps $steps --checkpoint-segments 32) || exit 1
+echo "$p0"
+echo "$p1"
+python3 - "$t_none" "$t_bin" "$m_none" "$m_bin" "$p0" "$p1" <<'PY'
+import re, sys
+t0, t1, m0, m1 = map(float, sys.argv[1:5])
+def ms(line):
+    return float(re.search(r": ([0-9.]+) ms/step", line).group(1))
+q0, q1 = ms(sys.argv[5]), ms(sys.argv[6])
+print(f"dpc: none {t0:.1f} ms ({m0 / 2**20:.0f} MiB), binomial s=33 {t1:.1f} ms ({m1 / 2**20:.0f} MiB): overhead {t1 / t0:.2f}x")
+print(f"PyTorch: plain {q0:.1f} ms, checkpoint_sequential(32) {q1:.1f} ms: overhead {q1 / q0:.2f}x")
+PY
