@@ -18,6 +18,9 @@ expect cli/unknown-define 1 "no const named" "$DPC" -D NOPE=3 --emit=ir samples/
 expect cli/missing-file 1 "nope.dp" "$DPC" nope.dp
 expect cli/bad-budget 2 "bad byte count" "$DPC" --device-mem lots samples/resmlp.dp
 expect cli/infeasible-budget 1 "more than --device-mem" "$DPC" --device-mem 1K -o "$out.exe" samples/resmlp.dp
+expect cli/bad-checkpoint 2 "none or binomial" "$DPC" --checkpoint revolve samples/resmlp.dp
+expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
+expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp
 expect cli/define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir samples/resmlp.dp
 
 # the executable's own command line
