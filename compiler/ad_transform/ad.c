@@ -425,89 +425,45 @@ static void add_tapes(Ad *a, Block *b, int depth)
 /* ---- cloning: the reverse loop recomputes its forward body ---- */
 
 typedef struct {
-	Vec(int) map;
-} Map;
+	Ad *a;
+	const int *tape;   /* the loop's own tapes: the recomputation does not store again */
+	int ntape;
+	Vec(Op *) outer;   /* a->cur outside each cloned loop */
+} Recompute;
 
-static int mapped(Ad *a, Map *m, int v)
+static bool skip_tape_store(void *ctx, Op *op)
 {
-	(void)a;
-	return v < m->map.len && m->map.data[v] >= 0 ? m->map.data[v] : v;
+	Recompute *r = ctx;
+	for (int k = 0; op->kind == OP_STORE_SLICE && k < r->ntape; k++)
+		if (op->in[0] == r->tape[k])
+			return true;
+	return false;
 }
 
-static void map_set(Map *m, int from, int to)
+static void cloned_value(void *ctx, int from, int to)
 {
-	while (m->map.len <= from)
-		vec_push(&m->map, -1);
-	m->map.data[from] = to;
-}
-
-static int clone_value(Ad *a, int v)
-{
-	Value *x = &a->p->values.data[v];
-	int n = ir_new_value(a->p, x->kind, x->type, x->name, x->loc);
+	Ad *a = ((Recompute *)ctx)->a;
 	grow(a);
-	a->active.data[n] = a->active.data[v];
-	a->scope.data[n] = a->cur;
-	return n;
+	a->active.data[to] = a->active.data[from];
+	a->scope.data[to] = a->cur;
 }
 
-static void clone_block(Ad *a, Block *src, Map *m, const int *skip_tape, int nskip)
+static void cloned_loop(void *ctx, Op *from, Op *to, bool enter)
 {
-	Program *p = a->p;
-	for (int i = 0; i < src->len; i++) {
-		Op *op = src->ops[i];
-		if (op->kind == OP_STORE_SLICE && skip_tape) {
-			bool skip = false;
-			for (int k = 0; k < nskip; k++)
-				skip |= op->in[0] == skip_tape[k];
-			if (skip)
-				continue;
-		}
-		Op *c = ar_alloc(sizeof *c);
-		*c = *op;
-		c->in = ar_alloc(sizeof(int) * (size_t)(op->nin ? op->nin : 1));
-		for (int k = 0; k < op->nin; k++)
-			c->in[k] = mapped(a, m, op->in[k]);
-		if (op->kind != OP_LOOP) {
-			if (op->out >= 0) {
-				c->out = clone_value(a, op->out);
-				p->values.data[c->out].def = c;
-				map_set(m, op->out, c->out);
-			}
-			ir_append(a->out, c);
-			continue;
-		}
-		c->counter = -1;
-		c->role = "recompute";
-		c->ivar = clone_value(a, op->ivar);
-		map_set(m, op->ivar, c->ivar);
-		c->carg = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
-		c->cyield = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
-		c->cout = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
-		for (int k = 0; k < op->ncarry; k++) {
-			c->carg[k] = clone_value(a, op->carg[k]);
-			map_set(m, op->carg[k], c->carg[k]);
-		}
-		Block *save = a->out;
-		Op *save_cur = a->cur;
-		c->body = (Block){0};
-		a->out = &c->body;
-		a->cur = c;
-		for (int k = 0; k < op->ncarry; k++)
-			a->scope.data[c->carg[k]] = c;
-		a->scope.data[c->ivar] = c;
-		clone_block(a, &op->body, m, NULL, 0);
-		a->out = save;
-		a->cur = save_cur;
-		for (int k = 0; k < op->ncarry; k++) {
-			c->cyield[k] = mapped(a, m, op->cyield[k]);
-			c->cout[k] = clone_value(a, op->cout[k]);
-			map_set(m, op->cout[k], c->cout[k]);
-		}
-		Tape t = {c, tape_of(a, op)};
-		vec_push(&a->tapes, t);
-		ir_append(a->out, c);
+	Recompute *r = ctx;
+	Ad *a = r->a;
+	if (enter) {
+		to->role = "recompute";
+		vec_push(&r->outer, a->cur);
+		a->cur = to;
+		a->scope.data[to->ivar] = to;
+		for (int k = 0; k < to->ncarry; k++)
+			a->scope.data[to->carg[k]] = to;
+		return;
 	}
+	a->cur = r->outer.data[--r->outer.len];
+	Tape t = {to, tape_of(a, from)};
+	vec_push(&a->tapes, t);
 }
 
 /* ---- loops ---- */
@@ -558,7 +514,7 @@ static void replace_uses(Block *b, int from, int old, int new)
  * reads gets a tape of its own, written by the forward loop and read by the
  * reverse loop, so the recomputation of the body that produced it dies.
  * Views and leaves stay recomputed: they cost nothing. */
-static void tape_intermediates(Ad *a, Op *op, Op *r, Map *m, int first, int last)
+static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int last)
 {
 	Program *p = a->p;
 	for (int i = 0; i < op->body.len; i++) {
@@ -567,7 +523,7 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, Map *m, int first, int last
 		if (o->out < 0 || kind == OP_LOOP || kind == OP_STORE_SLICE || (ir_ops[kind].flags & (OPF_LEAF | OPF_VIEW)) ||
 		    kind == OP_FILL)
 			continue;
-		int c = mapped(a, m, o->out);
+		int c = ir_clone_map(m, o->out);
 		Type t = ir_vtype(p, o->out);
 		if (c == o->out || t.rank + 1 > IR_MAXRANK || !uses_value(&r->body, last, c))
 			continue;
@@ -641,22 +597,23 @@ static void reverse_loop(Ad *a, Op *op)
 	a->scope.data[r->ivar] = r;
 
 	/* reload the carried values of iteration i and recompute the body */
-	Map m = {0};
-	map_set(&m, op->ivar, r->ivar);
+	Recompute rc = {a, tape, op->ncarry, {0}};
+	IrClone m = {{0}, skip_tape_store, cloned_value, cloned_loop, &rc};
+	ir_clone_set(&m, op->ivar, r->ivar);
 	for (int k = 0; k < op->ncarry; k++) {
 		int h = op2(a, OP_SLICE, loc, tape[k], r->ivar);
 		p->values.data[h].name = vname(a, op->carg[k]);
 		a->active.data[h] = a->active.data[op->carg[k]];
-		map_set(&m, op->carg[k], h);
+		ir_clone_set(&m, op->carg[k], h);
 	}
 	int first = r->body.len;
-	clone_block(a, &op->body, &m, tape, op->ncarry);
+	ir_clone_block(p, &m, &op->body, a->out);
 	int last = r->body.len;
 
 	/* the adjoint of the body, seeded by the carried adjoints */
 	for (int k = 0; k < op->ncarry; k++)
 		if (dh[k] >= 0)
-			contrib(a, mapped(a, &m, op->cyield[k]), dh[k], loc);
+			contrib(a, ir_clone_map(&m, op->cyield[k]), dh[k], loc);
 	for (int i = last - 1; i >= first; i--)
 		reverse_op(a, r->body.ops[i]);
 	int *next = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
@@ -664,7 +621,7 @@ static void reverse_loop(Ad *a, Op *op)
 		next[k] = -1;
 		if (dh[k] < 0)
 			continue;
-		int g = a->adj.data[mapped(a, &m, op->carg[k])];
+		int g = a->adj.data[ir_clone_map(&m, op->carg[k])];
 		/* copy first: another carried adjoint may still read dh[k] */
 		if (g >= 0 && p->values.data[g].kind == VK_VAR)
 			g = op1(a, OP_COPY, loc, g);

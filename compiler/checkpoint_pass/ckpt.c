@@ -9,23 +9,6 @@
 
 #include "../../runtime/dprt.h"
 
-typedef Vec(int) Map;
-
-static int mapped(Map *m, int v) { return v < m->len && m->data[v] >= 0 ? m->data[v] : v; }
-
-static void map_set(Map *m, int from, int to)
-{
-	while (m->len <= from)
-		vec_push(m, -1);
-	m->data[from] = to;
-}
-
-static int fresh(Program *p, int v)
-{
-	Value *x = &p->values.data[v];
-	return ir_new_value(p, x->kind, x->type, x->name, x->loc);
-}
-
 static bool is_tape_store(Op *op, const int *tape, int n)
 {
 	if (op->kind != OP_STORE_SLICE)
@@ -36,44 +19,21 @@ static bool is_tape_store(Op *op, const int *tape, int n)
 	return false;
 }
 
-/* Clones src into dst with fresh values, dropping stores into `tape`. */
-static void clone(Program *p, Block *src, Block *dst, Map *m, const int *tape, int ntape)
+typedef struct {
+	const int *tape;
+	int n;
+} Tapes;
+
+static bool skip_store(void *ctx, Op *op)
 {
-	for (int i = 0; i < src->len; i++) {
-		Op *op = src->ops[i];
-		if (is_tape_store(op, tape, ntape))
-			continue;
-		Op *c = ar_alloc(sizeof *c);
-		*c = *op;
-		c->in = ar_alloc(sizeof(int) * (size_t)(op->nin + 1));
-		for (int k = 0; k < op->nin; k++)
-			c->in[k] = mapped(m, op->in[k]);
-		if (op->out >= 0) {
-			c->out = fresh(p, op->out);
-			p->values.data[c->out].def = c;
-			map_set(m, op->out, c->out);
-		}
-		if (op->kind == OP_LOOP) {
-			c->counter = -1;
-			c->ivar = fresh(p, op->ivar);
-			map_set(m, op->ivar, c->ivar);
-			c->carg = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
-			c->cyield = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
-			c->cout = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
-			for (int k = 0; k < op->ncarry; k++) {
-				c->carg[k] = fresh(p, op->carg[k]);
-				map_set(m, op->carg[k], c->carg[k]);
-			}
-			c->body = (Block){0};
-			clone(p, &op->body, &c->body, m, NULL, 0);
-			for (int k = 0; k < op->ncarry; k++) {
-				c->cyield[k] = mapped(m, op->cyield[k]);
-				c->cout[k] = fresh(p, op->cout[k]);
-				map_set(m, op->cout[k], c->cout[k]);
-			}
-		}
-		ir_append(dst, c);
-	}
+	Tapes *t = ctx;
+	return is_tape_store(op, t->tape, t->n);
+}
+
+static int fresh(Program *p, int v)
+{
+	Value *x = &p->values.data[v];
+	return ir_new_value(p, x->kind, x->type, x->name, x->loc);
 }
 
 static void replace_uses(Block *b, int old, int new)
@@ -118,12 +78,13 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	v->carg = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->cyield = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->snap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
-	Map m = {0};
+	Tapes skip = {tape, f->ncarry};
+	IrClone m = {{0}, skip_store, NULL, NULL, &skip};
 	v->ivar = fresh(p, f->ivar);
-	map_set(&m, f->ivar, v->ivar);
+	ir_clone_set(&m, f->ivar, v->ivar);
 	for (int k = 0; k < f->ncarry; k++) {
 		v->carg[k] = fresh(p, f->carg[k]);
-		map_set(&m, f->carg[k], v->carg[k]);
+		ir_clone_set(&m, f->carg[k], v->carg[k]);
 		Type t = ir_vtype(p, f->carg[k]), st = t;
 		st.rank = t.rank + 1;
 		st.dim[0] = v->nsnap;
@@ -134,9 +95,9 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 		p->values.data[v->snap[k]].vclass = VC_SNAP;
 	}
 	/* advance: the forward body without its tape */
-	clone(p, &f->body, &v->body, &m, tape, f->ncarry);
+	ir_clone_block(p, &m, &f->body, &v->body);
 	for (int k = 0; k < f->ncarry; k++)
-		v->cyield[k] = mapped(&m, f->cyield[k]);
+		v->cyield[k] = ir_clone_map(&m, f->cyield[k]);
 	/* taped step and adjoint: the reverse body, reading the state instead of the tape */
 	v->ivar2 = r->ivar;
 	for (int i = 0; i < r->body.len; i++) {

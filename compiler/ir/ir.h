@@ -193,6 +193,20 @@ void ir_print(FILE *f, Program *p);
 const char *ir_value_name(Program *p, int v); /* "%h3" */
 void ir_verify(Program *p, const char *after_pass); /* dies naming the pass on a broken invariant */
 
+/* Cloning a block with fresh values. map takes old value ids to new ones;
+ * the hooks, all optional, let a pass drop ops, follow new values, and
+ * follow entering (enter = true) and leaving a cloned loop's body. */
+typedef struct {
+	Vec(int) map;
+	bool (*skip)(void *ctx, Op *op);
+	void (*value)(void *ctx, int from, int to);
+	void (*loop)(void *ctx, Op *from, Op *to, bool enter);
+	void *ctx;
+} IrClone;
+void ir_clone_block(Program *p, IrClone *c, Block *src, Block *dst);
+int ir_clone_map(IrClone *c, int v);   /* v's clone, or v when it was not cloned */
+void ir_clone_set(IrClone *c, int from, int to);
+
 /* dead-code elimination: a pass of its own */
 Program *ir_dce(Program *p);
 /* per value: how many operands, loop yields and the loss name it */
