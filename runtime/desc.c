@@ -20,6 +20,16 @@ static int64_t num(char **p, int line, const char *text)
 	return v;
 }
 
+static double real(char **p, int line, const char *text)
+{
+	char *end;
+	double v = strtod(*p, &end);
+	if (end == *p)
+		bad(line, text);
+	*p = end;
+	return v;
+}
+
 static void word(char **p, char *out, size_t cap, int line, const char *text)
 {
 	while (**p == ' ')
@@ -34,6 +44,8 @@ static void word(char **p, char *out, size_t cap, int line, const char *text)
 
 static void shape(RtTensor *t, char **p, int line, const char *text)
 {
+	if (strcmp(t->dtype, "f32") && strcmp(t->dtype, "f64") && strcmp(t->dtype, "i32"))
+		bad(line, text);
 	t->rank = (int)num(p, line, text);
 	if (t->rank < 0 || t->rank > RT_MAXRANK)
 		bad(line, text);
@@ -43,6 +55,11 @@ static void shape(RtTensor *t, char **p, int line, const char *text)
 		t->numel *= t->dim[i];
 	}
 	t->bytes = t->numel * rt_elem_bytes(t->dtype);
+}
+
+static bool inside(const RtModel *m, int64_t offset, int64_t bytes)
+{
+	return offset >= 0 && bytes >= 0 && offset <= m->arena - bytes;
 }
 
 void rt_parse_desc(RtModel *m, const char *desc)
@@ -85,8 +102,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				t->grad = num(&p, line, l);
 				t->stacked = (int)num(&p, line, l);
 				word(&p, t->init, sizeof t->init, line, l);
-				t->a = strtod(p, &p);
-				t->b = strtod(p, &p);
+				if (strcmp(t->init, "zeros") && strcmp(t->init, "ones") && strcmp(t->init, "normal") &&
+				    strcmp(t->init, "uniform"))
+					bad(line, l);
+				t->a = real(&p, line, l);
+				t->b = real(&p, line, l);
 			} else {
 				t->classes = (int)num(&p, line, l);
 			}
@@ -115,15 +135,31 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			char k[16];
 			word(&p, k, sizeof k, line, l);
 			m->steps_forward = num(&p, line, l);
+			if (strcmp(k, "forward"))
+				bad(line, l);
 			word(&p, k, sizeof k, line, l);
 			m->steps_recomputed = num(&p, line, l);
-		} else if (!strcmp(key, "end")) {
+			if (strcmp(k, "recomputed"))
+				bad(line, l);
+		} else if (!strcmp(key, "end") && !ended) {
 			ended = true;
 		} else {
 			bad(line, l);
 		}
+		if (p[strspn(p, " ")])
+			bad(line, l);
 	}
 	free(copy);
 	if (!ended || !m->real_bytes || m->k_sgd < 0 || m->k_adam < 0)
 		rt_fail(70, "internal error: incomplete model description");
+	/* generated code trusts these offsets; a mismatch would corrupt memory */
+	if (m->loss < 0 || m->loss + m->real_bytes > m->arena)
+		rt_fail(70, "internal error: the loss lies outside the arena of %lld bytes", (long long)m->arena);
+	for (int i = 0; i < m->nparams + m->ninputs; i++) {
+		const RtTensor *t = i < m->nparams ? &m->params[i] : &m->inputs[i - m->nparams];
+		bool out = !inside(m, t->offset, t->bytes) || (i < m->nparams && !inside(m, t->grad, t->bytes));
+		if (out || t->numel < 0)
+			rt_fail(70, "internal error: tensor '%s' lies outside the arena of %lld bytes", t->name,
+			        (long long)m->arena);
+	}
 }

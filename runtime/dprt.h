@@ -11,6 +11,7 @@
  *   void dp_forward(RtCtx *c);        loss only
  *   const RtKernelFn dp_cpu_kernels[]; CPU target: kernel table, by id
  *   const int dp_cpu_nkernels;
+ *   const char dp_ptx[];              CUDA target: the kernels as PTX; "" for the CPU
  *
  * and calls only the rt_* functions declared here. Device memory is one arena
  * laid out by the compiler; generated code addresses it as rt_base(c) + offset.
@@ -77,5 +78,6 @@ void dp_step(RtCtx *c);
 void dp_forward(RtCtx *c);
 extern const RtKernelFn dp_cpu_kernels[];
 extern const int dp_cpu_nkernels;
+extern const char dp_ptx[];
 
 #endif

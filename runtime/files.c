@@ -29,6 +29,18 @@ void *rt_host_alloc(int64_t bytes, const char *what)
 	return p;
 }
 
+const char *rt_shape_str(int rank, const int64_t *dim)
+{
+	static char buf[4][160];
+	static int k;
+	char *b = buf[k++ & 3];
+	int n = snprintf(b, 160, "[");
+	for (int i = 0; i < rank && n < 140; i++)
+		n += snprintf(b + n, 160 - (size_t)n, "%s%lld", i ? ", " : "", (long long)dim[i]);
+	snprintf(b + n, 160 - (size_t)n, "]");
+	return b;
+}
+
 int rt_elem_bytes(const char *dtype) { return !strcmp(dtype, "f64") ? 8 : 4; }
 
 double rt_get(const void *buf, const char *dtype, int64_t i)
@@ -68,6 +80,7 @@ static unsigned char *slurp(const char *path, size_t *len)
 	if (ferror(f))
 		rt_fail(1, "cannot read %s", path);
 	fclose(f);
+	buf[n] = 0; /* n < cap: the text parsers never run past the end */
 	*len = n;
 	return buf;
 }
@@ -107,7 +120,10 @@ double *rt_load_npy(const char *path, int *rank, int64_t *dim)
 	char descr[16] = {0};
 	if (sscanf(strchr(d + 7, '\'') ? strchr(d + 7, '\'') + 1 : "", "%15[^']", descr) != 1)
 		rt_fail(1, "%s: malformed .npy dtype", path);
-	if (strstr(fo, "True") && strstr(fo, "True") < strchr(fo, ','))
+	const char *order = fo + strlen("'fortran_order'");
+	while (*order == ' ' || *order == ':')
+		order++;
+	if (!strncmp(order, "True", 4))
 		rt_fail(1, "%s: Fortran-ordered arrays are not supported (save with numpy.ascontiguousarray)", path);
 	int esz = 0;
 	if (!strcmp(descr, "<f4") || !strcmp(descr, "<i4"))
@@ -341,7 +357,8 @@ void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
 			for (int k = 0; same && k < rank; k++)
 				same = dim[k] == t->dim[k];
 			if (!same)
-				rt_fail(1, "%s: tensor '%s' has another shape than the model's", path, key);
+				rt_fail(1, "%s: tensor '%s' has shape %s, the model's is %s", path, key,
+				        rank < 0 ? "(none)" : rt_shape_str(rank, dim), rt_shape_str(t->rank, t->dim));
 			int esz = !strcmp(dtype, "F32") ? 4 : !strcmp(dtype, "F64") ? 8 : 0;
 			if (!esz)
 				rt_fail(1, "%s: tensor '%s' has dtype '%s' (F32 or F64 needed)", path, key, dtype);

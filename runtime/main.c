@@ -279,18 +279,6 @@ typedef struct {
 static int64_t row_elems(const RtTensor *t) { return t->rank ? t->numel / t->dim[0] : 1; }
 static int64_t batch_rows(const RtTensor *t) { return t->rank ? t->dim[0] : 1; }
 
-static const char *shape_str(int rank, const int64_t *dim)
-{
-	static char buf[4][160];
-	static int k;
-	char *b = buf[k++ & 3];
-	int n = snprintf(b, 160, "[");
-	for (int i = 0; i < rank && n < 140; i++)
-		n += snprintf(b + n, 160 - (size_t)n, "%s%lld", i ? ", " : "", (long long)dim[i]);
-	snprintf(b + n, 160 - (size_t)n, "]");
-	return b;
-}
-
 static void load_data(Data *d, const RtTensor *t, const char *path)
 {
 	int rank;
@@ -304,8 +292,8 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 	for (int i = 0; exact && i < rank; i++)
 		exact = dim[i] == t->dim[i];
 	if (!rows_ok && !exact)
-		rt_fail(1, "%s: shape %s does not fit input '%s' of shape %s (a file holds [N%s%s rows)", path, shape_str(rank, dim),
-		        t->name, shape_str(t->rank, t->dim), t->rank > 1 ? ", " : "", shape_str(t->rank - 1, t->dim + 1) + 1);
+		rt_fail(1, "%s: shape %s does not fit input '%s' of shape %s (a file holds [N%s%s rows)", path, rt_shape_str(rank, dim),
+		        t->name, rt_shape_str(t->rank, t->dim), t->rank > 1 ? ", " : "", rt_shape_str(t->rank - 1, t->dim + 1) + 1);
 	d->n = t->rank ? (exact ? t->dim[0] : dim[0]) : 1;
 	d->row = row;
 	d->rows = rt_host_alloc(d->n * row * rt_elem_bytes(t->dtype), path);
@@ -431,7 +419,9 @@ static const char *mib(int64_t b)
 	static char buf[16][32];
 	static int k;
 	char *s = buf[k++ & 15];
-	if (b < 1024 * 1024)
+	if (b < 1024)
+		snprintf(s, 32, "%lld B", (long long)b);
+	else if (b < 1024 * 1024)
 		snprintf(s, 32, "%.1f KiB", (double)b / 1024);
 	else
 		snprintf(s, 32, "%.1f MiB", (double)b / (1024.0 * 1024));
@@ -495,23 +485,44 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 
 /* ---- summary ---- */
 
-static double t_first_done; /* when step 1 finished: ms_per_step leaves out its one-time set-up */
+/* What a training run measured; times are wall-clock seconds per phase. */
+typedef struct {
+	long steps;
+	double first, last;
+	double setup_s;    /* options, data, parameters, device arena, upload */
+	double train_s;    /* the training loop */
+	double first_s;    /* step 1 alone: ms_per_step leaves out its one-time costs */
+	double save_s;     /* --save and --dump-grads */
+	int64_t predicted; /* arena + optimizer state */
+} Run;
 
-static void write_summary(RtCtx *c, const Opts *o, long steps, double first, double last, double wall, int64_t predicted)
+/* JSON has no NaN or infinity: a diverged loss is written as null */
+static const char *json_real(char *buf, double v)
 {
-	double steady = steps > 1 ? 1000 * (wall - t_first_done) / (double)(steps - 1) : 1000 * wall;
+	if (isfinite(v))
+		snprintf(buf, 32, "%.17g", v);
+	else
+		strcpy(buf, "null");
+	return buf;
+}
+
+static void write_summary(RtCtx *c, const Opts *o, const Run *r)
+{
+	char first[32], last[32];
+	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[4096];
 	RtCounters *n = &c->n;
 	int len = snprintf(buf, sizeof buf,
 	                   "{\n  \"model\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": \"%s\",\n  \"optimizer\": \"%s\",\n"
-	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %.17g,\n  \"loss_last\": %.17g,\n"
-	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"peak_device_bytes\": %lld,\n"
+	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %s,\n  \"loss_last\": %s,\n"
+	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"setup_s\": %.6f,\n  \"save_s\": %.6f,\n"
+	                   "  \"peak_device_bytes\": %lld,\n"
 	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
 	                   "  \"gemm_calls\": %lld\n}\n",
 	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, o->adam ? "adam" : "sgd",
-	                   o->lr, steps, first, last, wall, steady,
-	                   (long long)n->peak_device_bytes, (long long)predicted, (long long)n->h2d_bytes,
+	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
+	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)n->steps[RT_COUNT_FORWARD],
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms);
 	rt_write_atomic(o->summary, buf, (size_t)len);
@@ -527,6 +538,7 @@ static void download_params(RtCtx *c, void **host, bool grads)
 
 int main(int argc, char **argv)
 {
+	double t_start = now();
 	const char *slash = strrchr(argv[0], '/');
 	rt_prog = slash ? slash + 1 : argv[0];
 	Opts o;
@@ -583,8 +595,8 @@ int main(int argc, char **argv)
 
 	/* one device allocation: the planned arena, then optimizer state */
 	int64_t opt_bytes = o.adam && !o.gradcheck ? 2 * param_bytes : 0;
-	int64_t predicted = m->arena + opt_bytes;
-	c->base = rt_device_alloc(c, predicted);
+	Run r = {.first = NAN, .last = NAN, .predicted = m->arena + opt_bytes};
+	c->base = rt_device_alloc(c, r.predicted);
 	uint64_t opt_m = c->base + (uint64_t)m->arena, opt_v = opt_m + (uint64_t)param_bytes;
 	for (int i = 0; i < m->nparams; i++)
 		rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
@@ -595,7 +607,7 @@ int main(int argc, char **argv)
 			count += m->params[i].numel;
 		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s + inputs %s + tape %s%s%s + work %s%s%s\n",
 		       m->model, m->nparams, (long long)count, mib(param_bytes), m->real_bytes == 8 ? "f64" : "f32", c->dev->name,
-		       mib(predicted), mib(m->plan_params), mib(m->plan_grads), mib(m->plan_inputs), mib(m->plan_tape),
+		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), mib(m->plan_inputs), mib(m->plan_tape),
 		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
 		       mib(m->plan_work), opt_bytes ? " + adam state " : "", opt_bytes ? mib(opt_bytes) : "");
 	}
@@ -604,20 +616,23 @@ int main(int argc, char **argv)
 		return gradcheck(c, &o, host);
 	}
 
-	double first = NAN, last = NAN, t0 = now(), tlog = t0;
-	long done = 0;
+	double t0 = now(), tlog = t0;
+	r.setup_s = t0 - t_start;
 	for (long s = 0; s < o.steps; s++) {
 		upload_batch(c, data, s);
 		dp_step(c);
-		last = read_loss(c);
+		r.last = read_loss(c);
 		if (s == 0)
-			first = last;
-		if (!isfinite(last)) {
+			r.first = r.last;
+		if (!isfinite(r.last)) {
+			r.steps = s + 1;
+			r.train_s = now() - t0 - r.save_s;
 			if (o.summary)
-				write_summary(c, &o, s + 1, first, last, now() - t0, predicted);
-			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", s + 1, last);
+				write_summary(c, &o, &r);
+			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", s + 1, r.last);
 		}
 		if (s == 0 && o.dump_grads) {
+			double t = now();
 			void *g[256];
 			for (int i = 0; i < m->nparams; i++)
 				g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
@@ -625,6 +640,7 @@ int main(int argc, char **argv)
 			rt_save_safetensors(o.dump_grads, m, g, true);
 			for (int i = 0; i < m->nparams; i++)
 				free(g[i]);
+			r.save_s += now() - t;
 		}
 		for (int i = 0; i < m->nparams; i++) {
 			RtTensor *t = &m->params[i];
@@ -650,27 +666,29 @@ int main(int argc, char **argv)
 			opt_m = c->base + (uint64_t)m->arena;
 			opt_v = opt_m + (uint64_t)param_bytes;
 		}
-		done = s + 1;
+		long done = r.steps = s + 1;
 		if (s == 0) {
 			c->dev->sync();
-			t_first_done = now() - t0;
+			r.first_s = now() - t0 - r.save_s;
 		}
 		if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
 			double t = now();
-			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step\n", done, o.steps, last,
+			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step\n", done, o.steps, r.last,
 			       1000 * (t - tlog) / (double)(done % o.log_every ? done % o.log_every : o.log_every));
 			tlog = t;
 		}
 	}
 	c->dev->sync();
-	double wall = now() - t0;
+	double t1 = now();
+	r.train_s = t1 - t0 - r.save_s;
 	if (o.save) {
 		download_params(c, host, false);
 		rt_save_safetensors(o.save, m, host, false);
 	}
+	r.save_s += now() - t1;
 	if (o.summary)
-		write_summary(c, &o, done, first, last, wall, predicted);
-	printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, done, first, last, wall,
-	       mib(c->n.peak_device_bytes));
+		write_summary(c, &o, &r);
+	printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r.steps, r.first, r.last,
+	       r.train_s, mib(c->n.peak_device_bytes));
 	return 0;
 }

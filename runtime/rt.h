@@ -56,7 +56,6 @@ typedef struct {
 extern const RtDevice rt_cpu_device;
 extern const RtDevice rt_cuda_device __attribute__((weak)); /* linked into CUDA executables */
 extern bool rt_tf32;        /* cuBLAS tensor-op (TF32) math */
-extern const char dp_ptx[]; /* generated: the kernels as PTX, empty for the CPU target */
 
 typedef struct {
 	int64_t device_bytes, peak_device_bytes;
@@ -87,6 +86,8 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);
 double rt_get(const void *buf, const char *dtype, int64_t i);
 void rt_set(void *buf, const char *dtype, int64_t i, double v);
 int rt_elem_bytes(const char *dtype);
+/* "[2, 3]"; four results stay valid at a time */
+const char *rt_shape_str(int rank, const int64_t *dim);
 
 /* .npy files: data converted to double, shape out */
 double *rt_load_npy(const char *path, int *rank, int64_t *dim);
