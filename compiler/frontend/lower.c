@@ -27,6 +27,7 @@ typedef struct {
 	Block *out;
 	Scope *global;
 	Vec(const char *) inlining;
+	bool *called;   /* per function: inlined at least once */
 } Lower;
 
 static const char *ts(Type t) { return ir_type_str(t); }
@@ -80,7 +81,7 @@ static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
 {
 	const char *best = NULL;
 	int bd = 3;
-#define TRY(n) do { int d_ = distance(name, (n)); if (d_ < bd) bd = d_, best = (n); } while (0)
+#define TRY(n) do { if (strchr((n), '.')) break; int d_ = distance(name, (n)); if (d_ < bd) bd = d_, best = (n); } while (0)
 	if (callable) {
 		for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
 			TRY(builtins[i]);
@@ -226,6 +227,8 @@ static int index_expr(Lower *L, Scope *s, Node *n)
 	return emit(L, mk(L, OP_SLICE, n->loc, 2, in));
 }
 
+/* Checks a builtin's argument count; only sum and mean take a named
+ * argument, and only axis= in second place. */
 static void arity(Node *n, int lo, int hi)
 {
 	int k = n->args.len;
@@ -234,9 +237,14 @@ static void arity(Node *n, int lo, int hi)
 			diag_error(n->loc, "%s takes %d argument%s, got %d", n->name, lo, lo == 1 ? "" : "s", k);
 		diag_error(n->loc, "%s takes %d to %d arguments, got %d", n->name, lo, hi, k);
 	}
-	for (int i = 0; i < k; i++)
-		if (n->argname[i] && strcmp(n->argname[i], "axis") != 0)
-			diag_error(n->args.data[i]->loc, "%s has no argument named '%s'", n->name, n->argname[i]);
+	bool red = !strcmp(n->name, "sum") || !strcmp(n->name, "mean");
+	for (int i = 0; i < k; i++) {
+		const char *an = n->argname[i];
+		if (an && (!red || strcmp(an, "axis") != 0))
+			diag_error(n->args.data[i]->loc, "%s has no argument named '%s'", n->name, an);
+		if (an && i != 1)
+			diag_error(n->args.data[i]->loc, "axis= must follow the tensor argument");
+	}
 }
 
 static int reduce(Lower *L, Scope *s, Node *n, OpKind k)
@@ -409,39 +417,41 @@ static int expr(Lower *L, Scope *s, Node *n)
 
 static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where);
 
-static void assigned_names(NodeList *body, NameList *out)
+static bool has_name(NameList *l, const char *name)
 {
-	for (int i = 0; i < body->len; i++) {
-		Node *n = body->data[i];
-		if (n->kind == N_ASSIGN)
-			vec_push(out, n->name);
-		if (n->kind == N_FOR)
-			assigned_names(&n->args, out);
-	}
-}
-
-static bool let_bound(NodeList *body, const char *name)
-{
-	for (int i = 0; i < body->len; i++)
-		if (body->data[i]->kind == N_LET && !strcmp(body->data[i]->name, name))
+	for (int i = 0; i < l->len; i++)
+		if (!strcmp(l->data[i], name))
 			return true;
 	return false;
+}
+
+/* The names a loop body assigns before binding them with its own let (in
+ * statement order, nested loops included): those come from outside. */
+static void outer_assigns(NodeList *body, NameList locals, NameList *out)
+{
+	NameList mine = {0};
+	for (int i = 0; i < locals.len; i++)
+		vec_push(&mine, locals.data[i]);
+	for (int i = 0; i < body->len; i++) {
+		Node *n = body->data[i];
+		if (n->kind == N_LET)
+			vec_push(&mine, n->name);
+		else if (n->kind == N_ASSIGN && !has_name(&mine, n->name) && !has_name(out, n->name))
+			vec_push(out, n->name);
+		else if (n->kind == N_FOR)
+			outer_assigns(&n->args, mine, out);
+	}
 }
 
 static void lower_for(Lower *L, Scope *s, Node *n)
 {
 	Program *p = L->p;
 	NameList names = {0};
-	assigned_names(&n->args, &names);
+	outer_assigns(&n->args, (NameList){0}, &names);
 	Vec(Binding *) carried = {0};
 	for (int i = 0; i < names.len; i++) {
 		Binding *b = lookup(s, names.data[i]);
-		if (!b || b->kind != B_VALUE || b->fixed || let_bound(&n->args, names.data[i]))
-			continue;
-		bool dup = false;
-		for (int k = 0; k < carried.len; k++)
-			dup |= carried.data[k] == b;
-		if (!dup)
+		if (b && b->kind == B_VALUE && !b->fixed)
 			vec_push(&carried, b);
 	}
 	Op *op = ir_new_op(p, OP_LOOP, n->loc, carried.len, NULL);
@@ -548,6 +558,7 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 		bind(&fs, (Binding){f->pnames.data[i], B_VALUE, v, 0, 0, 0, false});
 	}
 	vec_push(&L->inlining, f->name);
+	L->called[f - L->ast->fns.data] = true;
 	int r = tensor(L, block(L, &fs, &f->body, true, f->loc), f->loc);
 	L->inlining.len--;
 	if (!ir_type_eq(ir_vtype(L->p, r), f->ret))
@@ -566,27 +577,70 @@ static int leaf(Lower *L, Scope *global, OpKind k, int index, const char *name, 
 	return v;
 }
 
+/* Binds the parameters and inputs in a fresh program. */
+static void leaves(Lower *L, FeAst *ast, Scope *global)
+{
+	for (int i = 0; i < ast->params.len; i++) {
+		vec_push(&L->p->params, ast->params.data[i]);
+		L->p->params.data[i].value = leaf(L, global, OP_PARAM, i, ast->params.data[i].name, ast->params.data[i].loc);
+	}
+	for (int i = 0; i < ast->inputs.len; i++) {
+		vec_push(&L->p->inputs, ast->inputs.data[i]);
+		L->p->inputs.data[i].value = leaf(L, global, OP_INPUT, i, ast->inputs.data[i].name, ast->inputs.data[i].loc);
+	}
+}
+
+/* A function the loss never calls is still checked: it is lowered once into
+ * a scratch program, its arguments stood in for by inputs of their types. */
+static void check_uncalled(FeAst *ast, bool *called)
+{
+	for (int i = 0; i < ast->fns.len; i++) {
+		if (called[i])
+			continue;
+		Fn *f = &ast->fns.data[i];
+		Lower L = {0};
+		L.ast = ast;
+		L.p = ir_new_program(4);
+		L.out = &L.p->body;
+		L.called = called;
+		Scope global = {{0}, NULL};
+		L.global = &global;
+		leaves(&L, ast, &global);
+		Node call = {0};
+		call.kind = N_CALL;
+		call.loc = f->loc;
+		call.name = f->name;
+		call.argname = ar_alloc(sizeof(const char *) * (size_t)(f->pnames.len + 1));
+		for (int k = 0; k < f->pnames.len; k++) {
+			const char *name = ar_printf("%s.arg%d", f->name, k);
+			vec_push(&L.p->inputs, ((Input){name, f->ptypes.data[k], 0, f->plocs.data[k], 0}));
+			leaf(&L, &global, OP_INPUT, L.p->inputs.len - 1, name, f->plocs.data[k]);
+			Node *a = ar_alloc(sizeof *a);
+			a->kind = N_NAME;
+			a->loc = f->plocs.data[k];
+			a->name = name;
+			vec_push(&call.args, a);
+		}
+		call_fn(&L, &global, &call, f);
+	}
+}
+
 Program *fe_lower(FeAst *ast, int real_bytes)
 {
 	Lower L = {0};
 	L.ast = ast;
 	L.p = ir_new_program(real_bytes);
 	L.out = &L.p->body;
+	L.called = ar_alloc(sizeof(bool) * (size_t)(ast->fns.len + 1));
 	Scope global = {{0}, NULL};
 	L.global = &global;
-	for (int i = 0; i < ast->params.len; i++) {
-		vec_push(&L.p->params, ast->params.data[i]);
-		L.p->params.data[i].value = leaf(&L, &global, OP_PARAM, i, ast->params.data[i].name, ast->params.data[i].loc);
-	}
-	for (int i = 0; i < ast->inputs.len; i++) {
-		vec_push(&L.p->inputs, ast->inputs.data[i]);
-		L.p->inputs.data[i].value = leaf(&L, &global, OP_INPUT, i, ast->inputs.data[i].name, ast->inputs.data[i].loc);
-	}
+	leaves(&L, ast, &global);
 	Scope loss = {{0}, &global};
 	int v = tensor(&L, block(&L, &loss, &ast->loss, true, ast->loss_loc), ast->loss_loc);
 	Type t = ir_vtype(L.p, v);
 	if (t.rank != 0 || t.dt != DT_REAL)
 		diag_error(ast->loss_loc, "the loss must be a scalar f32[], this one is %s (reduce it with sum, mean or a loss)", ts(t));
+	check_uncalled(ast, L.called);
 	L.p->loss = v;
 	L.p->nforward = L.p->body.len;
 	return L.p;

@@ -210,6 +210,13 @@ static Const *find_const(FeAst *a, const char *name)
 
 static int64_t const_expr(Parser *P);
 
+static int64_t check_range(Loc loc, int64_t v)
+{
+	if (v > MAX_CONST || v < -MAX_CONST)
+		diag_error(loc, "constant %lld is too large (limit 2^40)", (long long)v);
+	return v;
+}
+
 static int64_t const_atom(Parser *P)
 {
 	Tok t = P->tok;
@@ -222,7 +229,7 @@ static int64_t const_atom(Parser *P)
 		return -const_atom(P);
 	if (t.kind == T_INT) {
 		next(P);
-		return t.ival;
+		return check_range(t.loc, t.ival);
 	}
 	if (t.kind == T_FLOAT)
 		diag_error(t.loc, "expected an integer constant, found %s", tok_str(t));
@@ -234,13 +241,6 @@ static int64_t const_atom(Parser *P)
 		return c->value;
 	}
 	diag_error(t.loc, "expected an integer constant, found %s", tok_str(t));
-}
-
-static int64_t check_range(Loc loc, int64_t v)
-{
-	if (v > MAX_CONST || v < -MAX_CONST)
-		diag_error(loc, "constant %lld is too large (limit 2^40)", (long long)v);
-	return v;
 }
 
 static int64_t const_term(Parser *P)
@@ -308,6 +308,20 @@ static Type parse_type(Parser *P, int *stacked)
 	return check_size(loc, parse_type_dims(P, stacked));
 }
 
+/* One bracketed dimension list, appended to ty. */
+static void dim_list(Parser *P, Type *ty)
+{
+	expect(P, "[", "to open the shape");
+	if (!is(P->tok, "]")) {
+		do {
+			if (ty->rank == IR_MAXRANK)
+				diag_error(P->tok.loc, "too many dimensions (at most %d)", IR_MAXRANK);
+			ty->dim[ty->rank++] = dim_expr(P);
+		} while (accept(P, ","));
+	}
+	expect(P, "]", "to close the shape");
+}
+
 static Type parse_type_dims(Parser *P, int *stacked)
 {
 	Tok t = P->tok;
@@ -322,38 +336,16 @@ static Type parse_type_dims(Parser *P, int *stacked)
 	Type ty = {dt, 0, {0}};
 	if (stacked)
 		*stacked = 0;
-	expect(P, "[", "after the element type");
-	if (stacked && P->tok.kind != T_PUNCT) {
-		/* f32[L][...]: one leading stack axis */
-		int64_t first = dim_expr(P);
-		if (accept(P, "]")) {
-			if (is(P->tok, "[")) {
-				next(P);
-				ty.dim[ty.rank++] = first;
-				*stacked = 1;
-			} else {
-				ty.dim[ty.rank++] = first;
-				return ty;
-			}
-		} else {
-			ty.dim[ty.rank++] = first;
-			while (accept(P, ",")) {
-				if (ty.rank == IR_MAXRANK)
-					diag_error(P->tok.loc, "too many dimensions (at most %d)", IR_MAXRANK);
-				ty.dim[ty.rank++] = dim_expr(P);
-			}
-			expect(P, "]", "to close the shape");
-			return ty;
-		}
+	dim_list(P, &ty);
+	if (is(P->tok, "[")) {
+		/* f32[L][H, H]: one leading stack axis */
+		if (!stacked)
+			diag_error(P->tok.loc, "stacked types such as f32[L][H, H] are only for params and inputs");
+		if (ty.rank != 1)
+			diag_error(t.loc, "the stack axis of a stacked type is one dimension, as in f32[L][H, H]");
+		*stacked = 1;
+		dim_list(P, &ty);
 	}
-	if (!is(P->tok, "]")) {
-		do {
-			if (ty.rank == IR_MAXRANK)
-				diag_error(P->tok.loc, "too many dimensions (at most %d)", IR_MAXRANK);
-			ty.dim[ty.rank++] = dim_expr(P);
-		} while (accept(P, ","));
-	}
-	expect(P, "]", "to close the shape");
 	return ty;
 }
 
@@ -515,6 +507,12 @@ static void block(Parser *P, NodeList *out, Loc open)
 	while (!is(P->tok, "}")) {
 		if (P->tok.kind == T_EOF)
 			diag_error(open, "unterminated block: this '{' has no matching '}'");
+		/* a declaration inside a block: most likely a '}' is missing */
+		static const char *items[] = {"const", "param", "input", "fn", "loss"};
+		for (size_t i = 0; i < sizeof items / sizeof *items; i++)
+			if (is(P->tok, items[i]))
+				diag_error(open, "unterminated block: this '{' has no matching '}' before '%s' at %d:%d",
+				           items[i], P->tok.loc.line, P->tok.loc.col);
 		vec_push(out, statement(P));
 		accept(P, ";");
 	}
