@@ -494,22 +494,6 @@ static bool uses_value(Block *b, int from, int v)
 	return false;
 }
 
-static void replace_uses(Block *b, int from, int old, int new)
-{
-	for (int i = from; i < b->len; i++) {
-		Op *op = b->ops[i];
-		for (int k = 0; k < op->nin; k++)
-			if (op->in[k] == old)
-				op->in[k] = new;
-		if (op->kind == OP_LOOP) {
-			for (int k = 0; k < op->ncarry; k++)
-				if (op->cyield[k] == old)
-					op->cyield[k] = new;
-			replace_uses(&op->body, 0, old, new);
-		}
-	}
-}
-
 /* Store everything: each forward value of the loop body that the adjoint
  * reads gets a tape of its own, written by the forward loop and read by the
  * reverse loop, so the recomputation of the body that produced it dies.
@@ -544,7 +528,7 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 		p->values.data[v].name = n;
 		insert_at(&r->body, first, tmp.ops[0]);
 		last++;
-		replace_uses(&r->body, last, c, v);
+		ir_replace_uses(&r->body, last, c, v);
 	}
 }
 

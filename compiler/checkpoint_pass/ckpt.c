@@ -36,22 +36,6 @@ static int fresh(Program *p, int v)
 	return ir_new_value(p, x->kind, x->type, x->name, x->loc);
 }
 
-static void replace_uses(Block *b, int old, int new)
-{
-	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i];
-		for (int k = 0; k < op->nin; k++)
-			if (op->in[k] == old)
-				op->in[k] = new;
-		if (op->kind == OP_LOOP) {
-			for (int k = 0; k < op->ncarry; k++)
-				if (op->cyield[k] == old)
-					op->cyield[k] = new;
-			replace_uses(&op->body, old, new);
-		}
-	}
-}
-
 static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 {
 	Op *f = r->primal;
@@ -105,7 +89,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 		bool reload = false;
 		for (int k = 0; k < f->ncarry && !reload; k++)
 			if (op->kind == OP_SLICE && op->in[0] == tape[k] && op->in[1] == r->ivar) {
-				replace_uses(&r->body, op->out, v->carg[k]);
+				ir_replace_uses(&r->body, 0, op->out, v->carg[k]);
 				reload = true;
 			}
 		if (!reload)

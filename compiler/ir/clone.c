@@ -65,3 +65,19 @@ void ir_clone_block(Program *p, IrClone *c, Block *src, Block *dst)
 		ir_append(dst, n);
 	}
 }
+
+void ir_replace_uses(Block *b, int from, int old, int new)
+{
+	for (int i = from; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] == old)
+				op->in[k] = new;
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++)
+				if (op->cyield[k] == old)
+					op->cyield[k] = new;
+			ir_replace_uses(&op->body, 0, old, new);
+		}
+	}
+}

@@ -206,6 +206,8 @@ typedef struct {
 void ir_clone_block(Program *p, IrClone *c, Block *src, Block *dst);
 int ir_clone_map(IrClone *c, int v);   /* v's clone, or v when it was not cloned */
 void ir_clone_set(IrClone *c, int from, int to);
+/* operands and loop yields naming old, in b[from..] and the loops within, name new instead */
+void ir_replace_uses(Block *b, int from, int old, int new);
 
 /* dead-code elimination: a pass of its own */
 Program *ir_dce(Program *p);
