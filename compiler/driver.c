@@ -99,7 +99,8 @@ static void link_exe(const char *obj, const char *exe, CgTarget target)
 	run_cc(argv, obj);
 }
 
-static const char *default_exe(const char *input)
+/* The input's base name without .dp: the model's name and its executable's. */
+static const char *base_name(const char *input)
 {
 	const char *base = strrchr(input, '/');
 	base = base ? base + 1 : input;
@@ -109,7 +110,6 @@ static const char *default_exe(const char *input)
 	return ar_strndup(base, n);
 }
 
-static const char *model_name(const char *input) { return default_exe(input); }
 
 int driver_run(DriverOptions *o)
 {
@@ -163,7 +163,8 @@ int driver_run(DriverOptions *o)
 		return 0;
 	}
 
-	CgOptions cg = {o->target, model_name(o->input)};
+	const char *name = base_name(o->input);
+	CgOptions cg = {o->target, name};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);
@@ -171,10 +172,10 @@ int driver_run(DriverOptions *o)
 		return 0;
 	}
 	if (o->emit == EMIT_OBJ) {
-		cg_emit_object(p, &cg, o->output ? o->output : ar_printf("%s.o", default_exe(o->input)));
+		cg_emit_object(p, &cg, o->output ? o->output : ar_printf("%s.o", name));
 		return 0;
 	}
-	const char *exe = o->output ? o->output : default_exe(o->input);
+	const char *exe = o->output ? o->output : name;
 	char obj[] = "/tmp/dpc-XXXXXX.o";
 	int fd = mkstemps(obj, 2);
 	if (fd < 0)

@@ -462,8 +462,8 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 			rt_set(elem, t->dtype, 0, keep);
 			rt_h2d(c, where, elem, m->real_bytes);
 			double fd = (lp[0] - lp[1]) / (2 * h), ad = rt_get(g, t->dtype, e), d = fabs(ad - fd);
-			double floor = 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1);
-			double err = d <= floor ? 0 : d / fmax(fabs(ad), fabs(fd));
+			double noise = 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1);
+			double err = d <= noise ? 0 : d / fmax(fabs(ad), fabs(fd));
 			if (err >= pworst)
 				pworst = err, at = e;
 			if (d > pabs)

@@ -20,14 +20,13 @@ typedef struct {
 
 /* One kernel: an op's lowering, with the types it was instantiated at.
  * Identical descriptions share one kernel. Argument words: [0] the result
- * (or the variable written), then each non-constant operand, in order. */
+ * (or the variable written), then each operand, in order; constant operands
+ * occur only in fused elementwise kernels, as immediates of their steps. */
 typedef struct {
 	OpKind kind;
 	int nin;
 	Type out;
 	Type in[3];
-	bool is_const[3];
-	double cval[3];
 	double fval;
 	uint32_t axes;
 	int perm[IR_MAXRANK];

@@ -100,15 +100,10 @@ static void lower_kernel(Host *h, Op *op)
 		d.nin = op->nin;
 		d.out = ir_vtype(p, op->out);
 		words[nw++] = addr(h, op->out);
+		/* constants are operands of elementwise ops only, and those are fused kernels */
 		for (int j = 0; j < op->nin; j++) {
-			Value *x = &p->values.data[op->in[j]];
-			d.in[j] = x->type;
-			if (x->def && x->def->kind == OP_CONST) {
-				d.is_const[j] = true;
-				d.cval[j] = x->def->fval;
-			} else {
-				words[nw++] = addr(h, op->in[j]);
-			}
+			d.in[j] = ir_vtype(p, op->in[j]);
+			words[nw++] = addr(h, op->in[j]);
 		}
 	}
 	launch(h, &d, words, nw, cg_kernel_size(h->g, &d));

@@ -358,15 +358,10 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	K kk = {g, fn, g->b}, *k = &kk;
 	LLVMBuilderRef B = g->b;
 	LLVMValueRef ptrs[8];
-	/* pointer views of the argument words; operands that are constants take no word */
+	/* pointer views of the argument words: the result, then each operand */
 	ptrs[0] = ptr_of(k, args[0], g->realp);
-	for (int j = 0, w = 1; j < d->nin && j < 7; j++) {
-		if (d->is_const[j]) {
-			ptrs[j + 1] = NULL;
-			continue;
-		}
-		ptrs[j + 1] = ptr_of(k, args[w++], d->in[j].dt == DT_I32 ? g->i32p : g->realp);
-	}
+	for (int j = 0; j < d->nin && j < 7; j++)
+		ptrs[j + 1] = ptr_of(k, args[j + 1], d->in[j].dt == DT_I32 ? g->i32p : g->realp);
 	LLVMValueRef coord[IR_MAXRANK];
 	switch ((int)d->kind) {
 	case K_SGD: {

@@ -34,18 +34,17 @@ static void def(Check *c, Op *op, int v)
 
 static void check_block(Check *c, Block *b);
 
-static void check_loop(Check *c, Op *op)
+/* What loops and revolves share: operands, the index variable, the carried
+ * state and the first body with its yields. Returns what was visible before. */
+static unsigned char *check_carried(Check *c, Op *op)
 {
 	Program *p = c->p;
-	if (op->trip < 1)
-		BAD(c, op, "loop trip count %lld", (long long)op->trip);
 	if (op->nin != op->ncarry)
-		BAD(c, op, "loop has %d operands for %d carried values", op->nin, op->ncarry);
+		BAD(c, op, "%d operands for %d carried values", op->nin, op->ncarry);
 	for (int k = 0; k < op->nin; k++)
 		use(c, op, op->in[k]);
-	int mark = p->values.len;
-	unsigned char *before = ar_alloc((size_t)mark);
-	memcpy(before, c->defined, (size_t)mark);
+	unsigned char *before = ar_alloc((size_t)p->values.len);
+	memcpy(before, c->defined, (size_t)p->values.len);
 	def(c, op, op->ivar);
 	if (ir_vtype(p, op->ivar).dt != DT_INDEX)
 		BAD(c, op, "loop variable is not an index");
@@ -60,8 +59,17 @@ static void check_loop(Check *c, Op *op)
 		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield[k])))
 			BAD(c, op, "carried value %d: yields another type", k);
 	}
-	/* Values of the body are not visible after the loop. */
-	memcpy(c->defined, before, (size_t)mark);
+	/* values of the body are not visible after it */
+	memcpy(c->defined, before, (size_t)p->values.len);
+	return before;
+}
+
+static void check_loop(Check *c, Op *op)
+{
+	Program *p = c->p;
+	if (op->trip < 1)
+		BAD(c, op, "loop trip count %lld", (long long)op->trip);
+	check_carried(c, op);
 	for (int k = 0; k < op->ncarry; k++) {
 		def(c, op, op->cout[k]);
 		if (!ir_type_eq(ir_vtype(p, op->cout[k]), ir_vtype(p, op->carg[k])))
@@ -74,32 +82,16 @@ static void check_revolve(Check *c, Op *op)
 	Program *p = c->p;
 	if (op->trip < 1 || op->nsnap < 1 || op->nsnap > op->trip)
 		BAD(c, op, "revolve of %lld steps with %d snapshots", (long long)op->trip, op->nsnap);
-	for (int k = 0; k < op->nin; k++)
-		use(c, op, op->in[k]);
-	int mark = p->values.len;
-	unsigned char *before = ar_alloc((size_t)mark);
-	memcpy(before, c->defined, (size_t)mark);
-	def(c, op, op->ivar);
-	for (int k = 0; k < op->ncarry; k++) {
-		def(c, op, op->carg[k]);
-		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->in[k])))
-			BAD(c, op, "state %d: initial value of another type", k);
+	for (int k = 0; k < op->ncarry; k++)
 		if (p->values.data[op->snap[k]].kind != VK_VAR)
 			BAD(c, op, "snapshot %d is not a variable", k);
-	}
-	check_block(c, &op->body);
-	for (int k = 0; k < op->ncarry; k++) {
-		use(c, op, op->cyield[k]);
-		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield[k])))
-			BAD(c, op, "state %d: advance yields another type", k);
-	}
+	unsigned char *before = check_carried(c, op);
 	/* the taped step sees the state, not the advance body's values */
-	memcpy(c->defined, before, (size_t)mark);
 	for (int k = 0; k < op->ncarry; k++)
 		c->defined[op->carg[k]] = 1;
 	def(c, op, op->ivar2);
 	check_block(c, &op->body2);
-	memcpy(c->defined, before, (size_t)mark);
+	memcpy(c->defined, before, (size_t)p->values.len);
 }
 
 static void check_op(Check *c, Op *op)

@@ -239,12 +239,14 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 		int64_t slot_bytes = set_snapshots(p, 0);
 		plan(p);
 		/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
-		for (int64_t extra = slot_bytes && p->arena_bytes < o->device_mem ? (o->device_mem - p->arena_bytes) / slot_bytes : 0;
-		     extra > 0; extra -= extra / 64 + 1) {
+		int64_t extra = slot_bytes && p->arena_bytes < o->device_mem ? (o->device_mem - p->arena_bytes) / slot_bytes : 0;
+		for (; extra > 0; extra -= extra / 64 + 1) {
 			set_snapshots(p, extra);
 			plan(p);
 			if (p->arena_bytes <= o->device_mem)
 				break;
+		}
+		if (extra <= 0 && p->arena_bytes > o->device_mem) {
 			set_snapshots(p, 0);
 			plan(p);
 		}
