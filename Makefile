@@ -15,12 +15,14 @@ RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=build/%.o) build/runtime/binomial.o
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda.h && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
 CUDA_LIB := $(if $(HAVE_CUDA),runtime/libdprt_cuda.a)
+# dpc's default target: cuda when the toolkit is here
+CUDA_DEF := $(if $(HAVE_CUDA),-DDPC_HAVE_CUDA)
 
 all: bin/dpc runtime/libdprt.a $(CUDA_LIB)
 
 build/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' -c $< -o $@
+	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
 
 build/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h)
 	@mkdir -p $(dir $@)

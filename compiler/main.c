@@ -18,7 +18,8 @@ static const char usage[] =
 	"                       obj (object file); default: the executable\n"
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
 	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
-	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS (default: cpu)\n"
+	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS; default %s\n"
+	"                       (the environment variable DPC_TARGET overrides the default)\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
 	"  --checkpoint none|binomial\n"
 	"                       loop schedule: none stores everything the adjoint reads, per\n"
@@ -33,6 +34,15 @@ static const char usage[] =
 	"  -h, --help           this text\n"
 	"\n"
 	"The executable's own options: ./MODEL --help\n";
+
+/* cuda when the CUDA toolkit was found at build time (the Makefile defines DPC_HAVE_CUDA) */
+#ifdef DPC_HAVE_CUDA
+#define DEFAULT_TARGET "cuda"
+#define DEFAULT_NOTE "cuda,\n                       as this dpc was built with the CUDA toolkit"
+#else
+#define DEFAULT_TARGET "cpu"
+#define DEFAULT_NOTE "cpu,\n                       as this dpc was built without the CUDA toolkit"
+#endif
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -80,13 +90,16 @@ int main(int argc, char **argv)
 {
 	DriverOptions o = {0};
 	o.real_bytes = 4;
-	o.target = CG_CPU;
 	o.verify = true;
+	const char *target = getenv("DPC_TARGET");
+	const char *target_from = "the environment variable DPC_TARGET";
+	if (!target || !*target)
+		target = DEFAULT_TARGET;
 	const char *v;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, stdout);
+			printf(usage, DEFAULT_NOTE);
 			return 0;
 		} else if ((v = opt_value(argc, argv, &i, "-o"))) {
 			o.output = v;
@@ -120,12 +133,8 @@ int main(int argc, char **argv)
 			else
 				usage_error("--precision takes f32 or f64, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
-			if (!strcmp(v, "cpu"))
-				o.target = CG_CPU;
-			else if (!strcmp(v, "cuda"))
-				o.target = CG_CUDA;
-			else
-				usage_error("--target takes cpu or cuda, not '%s'", v);
+			target = v;
+			target_from = "--target";
 		} else if ((v = opt_value(argc, argv, &i, "--device-mem"))) {
 			o.stream.device_mem = parse_bytes(v);
 		} else if ((v = opt_value(argc, argv, &i, "--checkpoint"))) {
@@ -155,6 +164,12 @@ int main(int argc, char **argv)
 	}
 	if (!o.input)
 		usage_error("%s", "no input file");
+	if (!strcmp(target, "cpu"))
+		o.target = CG_CPU;
+	else if (!strcmp(target, "cuda"))
+		o.target = CG_CUDA;
+	else
+		usage_error("%s", ar_printf("%s takes cpu or cuda, not '%s'", target_from, target));
 	o.stream.fit_snapshots = o.ckpt.mode == CKPT_BINOMIAL && !o.ckpt.snapshots && o.stream.device_mem;
 	int rc = driver_run(&o);
 	ar_free_all();

@@ -5,6 +5,13 @@ cd "$(dirname "$0")/.."
 sample=${SAMPLE:-samples/resmlp.dp}
 name=$(basename "$sample" .dp)
 mkdir -p out
+# dpc's default target is cuda when it was built with the CUDA toolkit; the
+# demo trains on the CPU where no GPU is visible.
+target=()
+if [ -z "${DPC_TARGET:-}" ] && ! ls /dev/nvidia0 >/dev/null 2>&1; then
+	target=(--target cpu)
+	echo "== no NVIDIA GPU here: compiling with --target cpu"
+fi
 echo "== $sample"
 sed -n '1,200p' "$sample"
 echo
@@ -12,8 +19,8 @@ echo "== the adjoint program dpc derived (dpc --emit=grad), first lines"
 bin/dpc --emit=grad "$sample" | sed -n '/# backward/,$p' | head -40
 echo "   ..."
 echo
-echo "== compile: bin/dpc $sample -o out/$name"
-bin/dpc "$sample" -o "out/$name"
+echo "== compile: bin/dpc ${target[*]} $sample -o out/$name"
+bin/dpc "${target[@]}" "$sample" -o "out/$name"
 echo
 echo "== train: out/$name --steps 200 --optimizer adam --lr 0.003"
 "out/$name" --steps 200 --optimizer adam --lr 0.003 --summary-json "out/$name.json"
@@ -22,5 +29,5 @@ echo "== summary (out/$name.json)"
 cat "out/$name.json"
 echo
 echo "== gradients against finite differences, in a float64 build"
-bin/dpc --precision f64 "$sample" -o "out/${name}_f64"
+bin/dpc "${target[@]}" --precision f64 "$sample" -o "out/${name}_f64"
 "out/${name}_f64" --gradcheck

@@ -4,6 +4,9 @@
 set -u
 cd "$(dirname "$0")/.."
 export DPC="$PWD/bin/dpc"
+# The suite trains on the CPU target; tests/ptx and tests/cli check cuda's
+# executables and the default, tests/gpu runs them on a GPU.
+export DPC_TARGET=cpu
 export TEST_OUT="$PWD/tests/out"
 rm -rf "$TEST_OUT"
 mkdir -p "$TEST_OUT"

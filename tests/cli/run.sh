@@ -23,6 +23,29 @@ expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots
 expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp
 expect cli/define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir samples/resmlp.dp
 
+# the default target: cuda when dpc was built with the CUDA toolkit
+expect cli/bad-target 2 "takes cpu or cuda, not 'gpu'" "$DPC" --target gpu samples/resmlp.dp
+expect cli/bad-env-target 2 "DPC_TARGET takes cpu or cuda" env DPC_TARGET=gpu "$DPC" samples/resmlp.dp
+if [ -f runtime/libdprt_cuda.a ]; then
+	expect cli/help-default-target 0 "default cuda" "$DPC" --help
+	if env -u DPC_TARGET "$DPC" samples/classifier.dp -o "$out.default" >"$out.default.log" 2>&1; then
+		if ls /dev/nvidia0 >/dev/null 2>&1; then
+			expect cli/default-is-cuda 0 "device cuda" "$out.default" --steps 1
+		else
+			expect cli/default-is-cuda 1 "compiled for NVIDIA GPUs" "$out.default" --steps 1
+		fi
+	else
+		notok "cli/default-is-cuda: compile" "$out.default.log"
+	fi
+else
+	expect cli/help-default-target 0 "default cpu" "$DPC" --help
+fi
+if env DPC_TARGET=cuda "$DPC" --target cpu samples/classifier.dp -o "$out.cpu" >"$out.cpu.log" 2>&1; then
+	expect cli/option-overrides-env-target 0 "device cpu" "$out.cpu" --steps 1
+else
+	notok "cli/option-overrides-env-target: compile" "$out.cpu.log"
+fi
+
 # the executable's own command line
 if "$DPC" samples/resmlp.dp -o "$out.resmlp" >"$out.log" 2>&1; then
 	expect cli/exe-help 0 "--summary-json" "$out.resmlp" --help
