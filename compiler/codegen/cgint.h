@@ -32,6 +32,8 @@ typedef struct {
 	int perm[IR_MAXRANK];
 	Type to;
 	int nargs;
+	int vec;           /* elements per access: 16 bytes' worth where every access allows, else 1 */
+	int lanes;         /* GPU threads that cooperate on one output of a reduction: 1, 32 or 256 */
 	int nsteps;        /* K_FUSED */
 	KStep step[CG_MAXSTEPS];
 } KDesc;
@@ -47,17 +49,22 @@ typedef struct {
 	LLVMTypeRef i1, i8, i32, i64, f64, real, i8p, i64p, realp, i32p;
 	Vec(KDesc) kernels;
 	bool gpu;         /* emitting the NVPTX kernel module: math from libdevice */
+	bool cuda;        /* the executable's target is CUDA: reductions split over lanes */
 } Cg;
 
 LLVMValueRef cg_i64(Cg *g, int64_t v);
 LLVMValueRef cg_real(Cg *g, double v);
-int cg_kernel_id(Cg *g, const KDesc *k);           /* find or add */
-int64_t cg_kernel_size(Cg *g, const KDesc *k);     /* elements of its index space */
-/* Emits the body of kernel k for element index idx; args are the argument
- * words as i64. Used by every target's wrapper. */
-void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef idx);
+/* Decides k's vector width and lanes, then finds or adds it; returns its id. */
+int cg_kernel_id(Cg *g, KDesc *k);
+/* Work items of its index space: outputs (or vectors of them); each runs on
+ * k->lanes GPU threads, so a launch covers size * lanes threads. */
+int64_t cg_kernel_size(Cg *g, const KDesc *k);
+/* Emits the body of kernel k for work item idx; args are the argument words
+ * as i64; lane (i64) is the thread's place among k->lanes. Used by every
+ * target's wrapper. */
+void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane);
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
-const char *cg_ptx(Cg *g);
-void cg_optimize(LLVMModuleRef m, unsigned level);  /* the standard module pipeline */                          /* the kernels as NVPTX: PTX text */
+const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
+void cg_optimize(LLVMModuleRef m, unsigned level);  /* the standard module pipeline */
 
 #endif

@@ -51,11 +51,12 @@ static void call(Host *h, LLVMTypeRef t, LLVMValueRef f, LLVMValueRef *args, int
 	LLVMBuildCall2(h->g->b, t, f, args, (unsigned)n, "");
 }
 
-static void launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords, int64_t n)
+static void launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords)
 {
 	Cg *g = h->g;
 	d->nargs = nwords;
 	int id = cg_kernel_id(g, d);
+	int64_t n = cg_kernel_size(g, d) * d->lanes;
 	for (int i = 0; i < nwords; i++) {
 		LLVMValueRef at = cg_i64(g, i);
 		LLVMBuildStore(g->b, words[i], LLVMBuildGEP2(g->b, g->i64, h->argbuf, &at, 1, ""));
@@ -106,7 +107,7 @@ static void lower_kernel(Host *h, Op *op)
 			words[nw++] = addr(h, op->in[j]);
 		}
 	}
-	launch(h, &d, words, nw, cg_kernel_size(h->g, &d));
+	launch(h, &d, words, nw);
 }
 
 /* C = A @ B into dst; beta 1 accumulates into what dst holds */
@@ -402,7 +403,7 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 			d.step[s].store = word_of(h, words, vals, &nw, v);
 	}
 	d.nsteps = n;
-	launch(h, &d, words, nw, ir_numel(shape));
+	launch(h, &d, words, nw);
 	return n;
 }
 
@@ -462,7 +463,7 @@ static void host_function(Cg *g, const char *name, int nops)
 		d.fval = 1;
 		d.out = ir_type(DT_REAL, 1, &g->p->ones_len);
 		LLVMValueRef at = LLVMBuildAdd(g->b, h.base, cg_i64(g, g->p->ones_offset), "");
-		launch(&h, &d, &at, 1, g->p->ones_len);
+		launch(&h, &d, &at, 1);
 	}
 	lower_block(&h, &g->p->body, 0, nops);
 	LLVMBuildRetVoid(g->b);
@@ -557,6 +558,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->i64p = LLVMPointerType(g->i64, 0);
 	g->realp = LLVMPointerType(g->real, 0);
 	g->i32p = LLVMPointerType(g->i32, 0);
+	g->cuda = o->target == CG_CUDA;
 
 	KDesc opt;
 	memset(&opt, 0, sizeof opt);

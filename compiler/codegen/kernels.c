@@ -1,5 +1,6 @@
 /* cg: kernel bodies. Each is generated for one element index, so the same
  * body serves a CPU loop and, later, a GPU thread. */
+#include <stdint.h>
 #include <string.h>
 
 #include "cgint.h"
@@ -7,16 +8,96 @@
 LLVMValueRef cg_i64(Cg *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
 LLVMValueRef cg_real(Cg *g, double v) { return LLVMConstReal(g->real, v); }
 
-int cg_kernel_id(Cg *g, const KDesc *k)
+static int64_t rows(Type t) { return t.rank ? ir_numel(t) / t.dim[t.rank - 1] : 1; }
+
+/* Which input axes a reduction keeps (and where they are in its result);
+ * returns how many elements fold into each output. */
+static int64_t reduced_axes(const KDesc *d, bool *kept, int *out_axis)
 {
+	Type t = d->in[0], o = d->out;
+	int64_t count = 1;
+	int j = 0;
+	for (int a = 0; a < t.rank; a++) {
+		if (d->kind == OP_SUM_TO) {
+			int ta = a - (t.rank - o.rank);
+			kept[a] = ta >= 0 && o.dim[ta] == t.dim[a];
+			out_axis[a] = ta;
+		} else {
+			kept[a] = !(d->axes >> a & 1);
+			out_axis[a] = kept[a] ? j++ : -1;
+		}
+		if (!kept[a])
+			count *= t.dim[a];
+	}
+	return count;
+}
+
+/* 16 bytes per access where every operand allows it: each vector lies in one
+ * row of the result, and every operand either has that row's elements
+ * contiguous (at a 16-byte-aligned place, as planned buffers and slices of
+ * whole vectors are) or is broadcast along it. */
+static int vector_width(Cg *g, const KDesc *d)
+{
+	int v = 16 / g->p->real_bytes;
+	switch ((int)d->kind) {
+	case K_FUSED:
+	case OP_BROADCAST:
+		return d->out.rank >= 1 && d->out.dim[d->out.rank - 1] % v == 0 ? v : 1;
+	case OP_ACC:
+	case OP_ACC_SLICE:
+		return ir_numel(d->in[d->nin - 1]) % v == 0 ? v : 1;
+	case OP_FILL:
+	case OP_MSE_GRAD:
+		return ir_numel(d->out) % v == 0 ? v : 1;
+	default:
+		return 1;
+	}
+}
+
+/* On the GPU a reduction's output is computed by a warp (32 lanes) or a
+ * whole 256-thread block when it folds enough elements that lie contiguous
+ * along the lanes; partial results combine through warp shuffles. */
+static int lane_count(Cg *g, const KDesc *d)
+{
+	if (!g->cuda)
+		return 1;
+	switch ((int)d->kind) {
+	case OP_MSE:
+	case OP_XENT:
+		return 256;
+	case OP_SOFTMAX:
+	case OP_LOG_SOFTMAX:
+	case OP_SOFTMAX_GRAD:
+	case OP_LOG_SOFTMAX_GRAD:
+	case OP_XENT_GRAD: {
+		int64_t c = d->out.dim[d->out.rank - 1];
+		return c >= 4096 ? 256 : c >= 32 ? 32 : 1;
+	}
+	case OP_SUM:
+	case OP_MEAN:
+	case OP_SUM_TO: {
+		bool kept[IR_MAXRANK];
+		int out_axis[IR_MAXRANK];
+		int64_t count = reduced_axes(d, kept, out_axis);
+		if (d->in[0].rank == 0 || kept[d->in[0].rank - 1] || count < 32)
+			return 1;
+		return count >= 4096 ? 256 : 32;
+	}
+	default:
+		return 1;
+	}
+}
+
+int cg_kernel_id(Cg *g, KDesc *k)
+{
+	k->vec = vector_width(g, k);
+	k->lanes = lane_count(g, k);
 	for (int i = 0; i < g->kernels.len; i++)
 		if (memcmp(&g->kernels.data[i], k, sizeof *k) == 0)
 			return i;
 	vec_push(&g->kernels, *k);
 	return g->kernels.len - 1;
 }
-
-static int64_t rows(Type t) { return t.rank ? ir_numel(t) / t.dim[t.rank - 1] : 1; }
 
 int64_t cg_kernel_size(Cg *g, const KDesc *k)
 {
@@ -33,9 +114,9 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 		return rows(k->out);
 	case OP_ACC:
 	case OP_ACC_SLICE:
-		return ir_numel(k->in[k->nin - 1]);
+		return ir_numel(k->in[k->nin - 1]) / k->vec;
 	default:
-		return ir_numel(k->out);
+		return ir_numel(k->out) / k->vec;
 	}
 }
 
@@ -45,6 +126,9 @@ typedef struct {
 	Cg *g;
 	LLVMValueRef fn;
 	LLVMBuilderRef b;
+	int vec;           /* elementwise values are vectors of this many */
+	int lanes;         /* threads sharing one output (GPU reductions) */
+	LLVMValueRef lane; /* this thread's place among them, i64 */
 } K;
 
 static LLVMValueRef ptr_of(K *k, LLVMValueRef word, LLVMTypeRef pt) { return LLVMBuildIntToPtr(k->b, word, pt, ""); }
@@ -61,9 +145,65 @@ static void store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 	LLVMBuildStore(k->b, v, p);
 }
 
+/* ---- elementwise values: scalars, or vectors of k->vec ---- */
+
+static LLVMTypeRef vtype(K *k) { return k->vec > 1 ? LLVMVectorType(k->g->real, (unsigned)k->vec) : k->g->real; }
+
+static LLVMValueRef kreal(K *k, double v)
+{
+	LLVMValueRef c = cg_real(k->g, v);
+	if (k->vec == 1)
+		return c;
+	LLVMValueRef e[16];
+	for (int i = 0; i < k->vec; i++)
+		e[i] = c;
+	return LLVMConstVector(e, (unsigned)k->vec);
+}
+
+static LLVMValueRef splat(K *k, LLVMValueRef x)
+{
+	if (k->vec == 1)
+		return x;
+	LLVMValueRef v = LLVMBuildInsertElement(k->b, LLVMGetUndef(vtype(k)), x, cg_i64(k->g, 0), "");
+	LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(k->g->i32, (unsigned)k->vec));
+	return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vtype(k)), zeros, "");
+}
+
+/* k->vec elements from element i, which is a multiple of k->vec */
+static LLVMValueRef vload(K *k, LLVMValueRef base, LLVMValueRef i)
+{
+	if (k->vec == 1)
+		return load(k, base, i);
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(vtype(k), 0), "");
+	LLVMValueRef v = LLVMBuildLoad2(k->b, vtype(k), p, "");
+	LLVMSetAlignment(v, 16);
+	return v;
+}
+
+static void vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
+{
+	if (k->vec == 1) {
+		store(k, base, i, v);
+		return;
+	}
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(vtype(k), 0), "");
+	LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 16);
+}
+
 static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x)
 {
 	Cg *g = k->g;
+	if (LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMVectorTypeKind) {
+		/* one call per element: libdevice has no vector forms */
+		LLVMValueRef r = LLVMGetUndef(LLVMTypeOf(x));
+		for (unsigned i = 0; i < LLVMGetVectorSize(LLVMTypeOf(x)); i++) {
+			LLVMValueRef at = cg_i64(g, i);
+			r = LLVMBuildInsertElement(k->b, r, call_math(k, name, LLVMBuildExtractElement(k->b, x, at, "")), at, "");
+		}
+		return r;
+	}
 	/* LLVM intrinsics on the CPU; on the GPU exp and log come from libdevice */
 	const char *full = ar_printf("%s.f%d", name, g->p->real_bytes * 8);
 	if (g->gpu && strcmp(name, "llvm.sqrt") != 0)
@@ -85,30 +225,36 @@ static LLVMValueRef rmax(K *k, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(k->b, gt, a, b, "");
 }
 
-/* A counted loop inside a kernel body: for (i = 0; i < n; i++). */
+/* A counted loop inside a kernel body: for (i = start; i < n; i += step). */
 typedef struct {
 	LLVMBasicBlockRef pre, head, exit;
 	LLVMValueRef i;
+	int64_t step;
 } Loop;
 
-static Loop loop_begin(K *k, LLVMValueRef n)
+static Loop loop_from(K *k, LLVMValueRef start, int64_t step, LLVMValueRef n)
 {
 	Loop l;
+	l.step = step;
 	l.pre = LLVMGetInsertBlock(k->b);
 	l.head = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "loop");
 	l.exit = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "done");
-	LLVMValueRef any = LLVMBuildICmp(k->b, LLVMIntSGT, n, cg_i64(k->g, 0), "");
+	LLVMValueRef any = LLVMBuildICmp(k->b, LLVMIntSLT, start, n, "");
 	LLVMBuildCondBr(k->b, any, l.head, l.exit);
 	LLVMPositionBuilderAtEnd(k->b, l.head);
 	l.i = LLVMBuildPhi(k->b, k->g->i64, "i");
-	LLVMValueRef zero = cg_i64(k->g, 0);
-	LLVMAddIncoming(l.i, &zero, &l.pre, 1);
+	LLVMAddIncoming(l.i, &start, &l.pre, 1);
 	return l;
 }
 
+static Loop loop_begin(K *k, LLVMValueRef n) { return loop_from(k, cg_i64(k->g, 0), 1, n); }
+
+/* the share of a reduction's elements that this lane takes */
+static Loop lane_loop(K *k, LLVMValueRef n) { return loop_from(k, k->lane, k->lanes, n); }
+
 static void loop_end(K *k, Loop *l, LLVMValueRef n)
 {
-	LLVMValueRef next = LLVMBuildAdd(k->b, l->i, cg_i64(k->g, 1), "");
+	LLVMValueRef next = LLVMBuildAdd(k->b, l->i, cg_i64(k->g, l->step), "");
 	LLVMBasicBlockRef cur = LLVMGetInsertBlock(k->b);
 	LLVMAddIncoming(l->i, &next, &cur, 1);
 	LLVMValueRef more = LLVMBuildICmp(k->b, LLVMIntSLT, next, n, "");
@@ -145,20 +291,128 @@ static LLVMValueRef acc_result(K *k, Loop *l, LLVMValueRef init, LLVMValueRef la
 	return r;
 }
 
+/* ---- combining the lanes of a GPU reduction ---- */
+
+static LLVMValueRef intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
+{
+	LLVMTypeRef pt[4];
+	for (int i = 0; i < n; i++)
+		pt[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(k->g->mod, name);
+	if (!f)
+		f = LLVMAddFunction(k->g->mod, name, ft);
+	return LLVMBuildCall2(k->b, ft, f, args, (unsigned)n, "");
+}
+
+/* the value of the lane whose number differs from this one's in bit `mask` */
+static LLVMValueRef shuffle_xor(K *k, LLVMValueRef v, int mask)
+{
+	Cg *g = k->g;
+	LLVMValueRef all = LLVMConstInt(g->i32, 0xffffffffu, 0), m = LLVMConstInt(g->i32, (unsigned)mask, 0);
+	LLVMValueRef clamp = LLVMConstInt(g->i32, 31, 0);
+	if (g->p->real_bytes == 4) {
+		LLVMValueRef args[4] = {all, v, m, clamp};
+		return intrinsic(k, "llvm.nvvm.shfl.sync.bfly.f32", g->real, args, 4);
+	}
+	/* a double moves as two 32-bit halves */
+	LLVMValueRef bits = LLVMBuildBitCast(k->b, v, g->i64, "");
+	LLVMValueRef half[2] = {LLVMBuildTrunc(k->b, bits, g->i32, ""),
+	                        LLVMBuildTrunc(k->b, LLVMBuildLShr(k->b, bits, cg_i64(g, 32), ""), g->i32, "")};
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef args[4] = {all, half[i], m, clamp};
+		half[i] = intrinsic(k, "llvm.nvvm.shfl.sync.bfly.i32", g->i32, args, 4);
+	}
+	LLVMValueRef hi = LLVMBuildShl(k->b, LLVMBuildZExt(k->b, half[1], g->i64, ""), cg_i64(g, 32), "");
+	bits = LLVMBuildOr(k->b, hi, LLVMBuildZExt(k->b, half[0], g->i64, ""), "");
+	return LLVMBuildBitCast(k->b, bits, g->f64, "");
+}
+
+static LLVMValueRef combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max)
+{
+	return max ? rmax(k, a, b) : LLVMBuildFAdd(k->b, a, b, "");
+}
+
+/* Every lane's partial value in, the whole reduction out, the same bits in
+ * every lane: the butterfly pairs lanes symmetrically, and the block's warps
+ * are then combined in one fixed order. Deterministic from run to run. */
+static LLVMValueRef all_reduce(K *k, LLVMValueRef v, bool max)
+{
+	Cg *g = k->g;
+	if (k->lanes == 1)
+		return v;
+	for (int m = 16; m >= 1; m /= 2)
+		v = combine(k, v, shuffle_xor(k, v, m), max);
+	if (k->lanes == 32)
+		return v;
+	int nwarps = k->lanes / 32;
+	LLVMValueRef smem = LLVMGetNamedGlobal(g->mod, "dp_partials");
+	LLVMTypeRef at = LLVMArrayType(g->real, (unsigned)nwarps);
+	if (!smem) {
+		smem = LLVMAddGlobalInAddressSpace(g->mod, at, "dp_partials", 3);
+		LLVMSetInitializer(smem, LLVMGetUndef(at));
+		LLVMSetLinkage(smem, LLVMInternalLinkage);
+		LLVMSetAlignment(smem, 16);
+	}
+	LLVMValueRef warp = LLVMBuildLShr(k->b, k->lane, cg_i64(g, 5), "");
+	LLVMValueRef first = LLVMBuildICmp(k->b, LLVMIntEQ, LLVMBuildAnd(k->b, k->lane, cg_i64(g, 31), ""), cg_i64(g, 0), "");
+	LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
+	LLVMBuildCondBr(k->b, first, put, join);
+	LLVMPositionBuilderAtEnd(k->b, put);
+	LLVMValueRef idx[2] = {cg_i64(g, 0), warp};
+	LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, at, smem, idx, 2, ""));
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, join);
+	intrinsic(k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(g->ctx), NULL, 0);
+	LLVMValueRef r = NULL;
+	for (int w = 0; w < nwarps; w++) {
+		LLVMValueRef ix[2] = {cg_i64(g, 0), cg_i64(g, w)};
+		LLVMValueRef x = LLVMBuildLoad2(k->b, g->real, LLVMBuildGEP2(k->b, at, smem, ix, 2, ""), "");
+		r = r ? combine(k, r, x, max) : x;
+	}
+	/* the next reduction may overwrite the partials only once all have read them */
+	intrinsic(k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(g->ctx), NULL, 0);
+	return r;
+}
+
+/* A reduction's result, stored once: by lane 0. */
+static void store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
+{
+	if (k->lanes == 1) {
+		store(k, base, i, v);
+		return;
+	}
+	LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "join");
+	LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(k->g, 0), ""), put, join);
+	LLVMPositionBuilderAtEnd(k->b, put);
+	store(k, base, i, v);
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, join);
+}
+
 /* ---- index arithmetic ---- */
 
-/* Unravels a flat index over t's dims (row-major). */
+/* Unravels a flat index over t's dims (row-major). In 32 bits where t is
+ * small enough: division by a constant is several times cheaper there, on
+ * the GPU above all. */
 static void unravel(K *k, Type t, LLVMValueRef idx, LLVMValueRef *coord)
 {
+	bool narrow = ir_numel(t) <= INT32_MAX;
+	LLVMTypeRef it = narrow ? k->g->i32 : k->g->i64;
+	if (narrow)
+		idx = LLVMBuildTrunc(k->b, idx, it, "");
 	for (int i = t.rank - 1; i >= 0; i--) {
 		if (i == 0) {
 			coord[i] = idx;
 			break;
 		}
-		LLVMValueRef d = cg_i64(k->g, t.dim[i]);
+		LLVMValueRef d = LLVMConstInt(it, (unsigned long long)t.dim[i], 0);
 		coord[i] = LLVMBuildURem(k->b, idx, d, "");
 		idx = LLVMBuildUDiv(k->b, idx, d, "");
 	}
+	if (narrow)
+		for (int i = 0; i < t.rank; i++)
+			coord[i] = LLVMBuildZExt(k->b, coord[i], k->g->i64, "");
 }
 
 /* Offset into operand type t at the result's coordinates, NumPy-broadcast. */
@@ -179,26 +433,25 @@ static LLVMValueRef bcast_offset(K *k, Type t, Type out, LLVMValueRef *coord)
 static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMBuilderRef B = k->b;
-	Cg *g = k->g;
 	switch (op) {
 	case OP_ADD: return LLVMBuildFAdd(B, a, b, "");
 	case OP_SUB: return LLVMBuildFSub(B, a, b, "");
 	case OP_MUL: return LLVMBuildFMul(B, a, b, "");
 	case OP_DIV: return LLVMBuildFDiv(B, a, b, "");
 	case OP_NEG: return LLVMBuildFNeg(B, a, "");
-	case OP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, cg_real(g, 0), ""), a, cg_real(g, 0), "");
-	case OP_STEP: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, cg_real(g, 0), ""), cg_real(g, 1), cg_real(g, 0), "");
+	case OP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, kreal(k, 0), ""), a, kreal(k, 0), "");
+	case OP_STEP: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, kreal(k, 0), ""), kreal(k, 1), kreal(k, 0), "");
 	case OP_EXP: return rexp(k, a);
 	case OP_LOG: return rlog(k, a);
 	case OP_SQRT: return rsqrt(k, a);
 	case OP_SIGMOID:
-		return LLVMBuildFDiv(B, cg_real(g, 1), LLVMBuildFAdd(B, cg_real(g, 1), rexp(k, LLVMBuildFNeg(B, a, "")), ""), "");
+		return LLVMBuildFDiv(B, kreal(k, 1), LLVMBuildFAdd(B, kreal(k, 1), rexp(k, LLVMBuildFNeg(B, a, "")), ""), "");
 	case OP_TANH: {
 		/* tanh |x| = (1 - e^-2|x|) / (1 + e^-2|x|): no overflow, sign restored */
-		LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, cg_real(g, 0), "");
+		LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, kreal(k, 0), "");
 		LLVMValueRef ax = LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, a, ""), a, "");
-		LLVMValueRef e = rexp(k, LLVMBuildFMul(B, ax, cg_real(g, -2), ""));
-		LLVMValueRef t = LLVMBuildFDiv(B, LLVMBuildFSub(B, cg_real(g, 1), e, ""), LLVMBuildFAdd(B, cg_real(g, 1), e, ""), "");
+		LLVMValueRef e = rexp(k, LLVMBuildFMul(B, ax, kreal(k, -2), ""));
+		LLVMValueRef t = LLVMBuildFDiv(B, LLVMBuildFSub(B, kreal(k, 1), e, ""), LLVMBuildFAdd(B, kreal(k, 1), e, ""), "");
 		return LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, t, ""), t, "");
 	}
 	default:
@@ -213,20 +466,7 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	Type t = d->in[0], o = d->out;
 	bool kept[IR_MAXRANK];
 	int out_axis[IR_MAXRANK];
-	int64_t count = 1;
-	int j = 0;
-	for (int a = 0; a < t.rank; a++) {
-		if (d->kind == OP_SUM_TO) {
-			int ta = a - (t.rank - o.rank);
-			kept[a] = ta >= 0 && o.dim[ta] == t.dim[a];
-			out_axis[a] = ta;
-		} else {
-			kept[a] = !(d->axes >> a & 1);
-			out_axis[a] = kept[a] ? j++ : -1;
-		}
-		if (!kept[a])
-			count *= t.dim[a];
-	}
+	int64_t count = reduced_axes(d, kept, out_axis);
 	LLVMValueRef oc[IR_MAXRANK];
 	unravel(k, o, idx, oc);
 	/* base offset of the kept coordinates */
@@ -238,49 +478,56 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 		if (kept[a] && t.dim[a] > 1)
 			base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, oc[out_axis[a]], cg_i64(g, stride[a]), ""), "");
 	LLVMValueRef n = cg_i64(g, count);
-	Loop l = loop_begin(k, n);
+	Loop l = lane_loop(k, n);
 	Acc sum = acc_begin(k, &l, cg_real(g, 0));
 	/* decompose the reduction counter over the reduced axes */
-	LLVMValueRef r = l.i, off = base;
-	for (int a = t.rank - 1; a >= 0; a--) {
-		if (kept[a])
-			continue;
-		LLVMValueRef c = LLVMBuildURem(k->b, r, cg_i64(g, t.dim[a]), "");
-		r = LLVMBuildUDiv(k->b, r, cg_i64(g, t.dim[a]), "");
-		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, c, cg_i64(g, stride[a]), ""), "");
-	}
+	Type red = {.rank = 0};
+	int axis[IR_MAXRANK];
+	for (int a = 0; a < t.rank; a++)
+		if (!kept[a])
+			axis[red.rank] = a, red.dim[red.rank++] = t.dim[a];
+	LLVMValueRef rc[IR_MAXRANK], off = base;
+	unravel(k, red, l.i, rc);
+	for (int j = 0; j < red.rank; j++)
+		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[axis[j]]), ""), "");
 	LLVMValueRef next = LLVMBuildFAdd(k->b, sum.phi, load(k, in, off), "");
 	acc_next(k, &sum, next);
 	loop_end(k, &l, n);
-	LLVMValueRef total = acc_result(k, &l, cg_real(g, 0), next);
+	LLVMValueRef total = all_reduce(k, acc_result(k, &l, cg_real(g, 0), next), false);
 	if (d->kind == OP_MEAN)
 		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
-	store(k, out, idx, total);
+	store_once(k, out, idx, total);
 }
 
-/* max and log-sum-exp of row r (C entries from base) */
-static LLVMValueRef row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, LLVMValueRef *max_out)
+/* Log-sum-exp of the C entries of x from base, and their max. split: the
+ * lanes share the row; else this thread reads all of it. */
+static LLVMValueRef row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out)
 {
 	Cg *g = k->g;
 	LLVMValueRef n = cg_i64(g, C);
 	LLVMValueRef first = load(k, x, base);
-	Loop l = loop_begin(k, n);
+	Loop l = split ? lane_loop(k, n) : loop_begin(k, n);
 	Acc m = acc_begin(k, &l, first);
 	LLVMValueRef nm = rmax(k, m.phi, load(k, x, LLVMBuildAdd(k->b, base, l.i, "")));
 	acc_next(k, &m, nm);
 	loop_end(k, &l, n);
 	LLVMValueRef mx = acc_result(k, &l, first, nm);
-	Loop l2 = loop_begin(k, n);
+	if (split)
+		mx = all_reduce(k, mx, true);
+	Loop l2 = split ? lane_loop(k, n) : loop_begin(k, n);
 	Acc s = acc_begin(k, &l2, cg_real(g, 0));
 	LLVMValueRef e = rexp(k, LLVMBuildFSub(k->b, load(k, x, LLVMBuildAdd(k->b, base, l2.i, "")), mx, ""));
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, e, "");
 	acc_next(k, &s, ns);
 	loop_end(k, &l2, n);
 	LLVMValueRef sum = acc_result(k, &l2, cg_real(g, 0), ns);
+	if (split)
+		sum = all_reduce(k, sum, false);
 	*max_out = mx;
 	return LLVMBuildFAdd(k->b, mx, rlog(k, sum), "");
 }
 
+/* the row ops: each work item is one row of C entries, shared by the lanes */
 static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
 {
 	Cg *g = k->g;
@@ -288,8 +535,8 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, n, "");
 	LLVMValueRef out = ptrs[0], x = ptrs[1];
 	if (d->kind == OP_SOFTMAX || d->kind == OP_LOG_SOFTMAX) {
-		LLVMValueRef mx, lse = row_lse(k, x, base, C, &mx);
-		Loop l = loop_begin(k, n);
+		LLVMValueRef mx, lse = row_lse(k, x, base, C, true, &mx);
+		Loop l = lane_loop(k, n);
 		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
 		LLVMValueRef ls = LLVMBuildFSub(k->b, load(k, x, at), lse, "");
 		store(k, out, at, d->kind == OP_SOFTMAX ? rexp(k, ls) : ls);
@@ -300,8 +547,8 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 		/* ptrs: out, logits, labels, seed */
 		LLVMValueRef lab = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, ptrs[2], &row, 1, ""), ""), g->i64, "");
 		LLVMValueRef seed = LLVMBuildFDiv(k->b, load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, (double)rows(d->out)), "");
-		LLVMValueRef mx, lse = row_lse(k, x, base, C, &mx);
-		Loop l = loop_begin(k, n);
+		LLVMValueRef mx, lse = row_lse(k, x, base, C, true, &mx);
+		Loop l = lane_loop(k, n);
 		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
 		LLVMValueRef p = rexp(k, LLVMBuildFSub(k->b, load(k, x, at), lse, ""));
 		LLVMValueRef hot = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, l.i, lab, ""), cg_real(g, 1), cg_real(g, 0), "");
@@ -312,15 +559,15 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	/* SOFTMAX_GRAD (y, g): y (g - sum g y); LOG_SOFTMAX_GRAD (y, g): g - exp(y) sum g */
 	LLVMValueRef y = ptrs[1], gr = ptrs[2];
 	bool soft = d->kind == OP_SOFTMAX_GRAD;
-	Loop l = loop_begin(k, n);
+	Loop l = lane_loop(k, n);
 	Acc s = acc_begin(k, &l, cg_real(g, 0));
 	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
 	LLVMValueRef term = soft ? LLVMBuildFMul(k->b, load(k, gr, at), load(k, y, at), "") : load(k, gr, at);
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, term, "");
 	acc_next(k, &s, ns);
 	loop_end(k, &l, n);
-	LLVMValueRef sum = acc_result(k, &l, cg_real(g, 0), ns);
-	Loop l2 = loop_begin(k, n);
+	LLVMValueRef sum = all_reduce(k, acc_result(k, &l, cg_real(g, 0), ns), false);
+	Loop l2 = lane_loop(k, n);
 	LLVMValueRef at2 = LLVMBuildAdd(k->b, base, l2.i, "");
 	LLVMValueRef yv = load(k, y, at2), gv = load(k, gr, at2);
 	LLVMValueRef v = soft ? LLVMBuildFMul(k->b, yv, LLVMBuildFSub(k->b, gv, sum, ""), "")
@@ -329,22 +576,34 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	loop_end(k, &l2, n);
 }
 
+/* mean over rows of lse - the label's logit: the lanes share the rows */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
 	Cg *g = k->g;
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = rows(d->in[0]);
 	LLVMValueRef nr = cg_i64(g, R);
-	Loop l = loop_begin(k, nr);
+	Loop l = lane_loop(k, nr);
 	Acc s = acc_begin(k, &l, cg_real(g, 0));
 	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), "");
 	LLVMValueRef lab = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, ptrs[2], &l.i, 1, ""), ""), g->i64, "");
-	LLVMValueRef mx, lse = row_lse(k, ptrs[1], base, C, &mx);
+	LLVMValueRef mx, lse = row_lse(k, ptrs[1], base, C, false, &mx);
 	LLVMValueRef pick = load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildFSub(k->b, lse, pick, ""), "");
 	acc_next(k, &s, ns);
 	loop_end(k, &l, nr);
-	LLVMValueRef total = acc_result(k, &l, cg_real(g, 0), ns);
-	store(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, cg_real(g, (double)R), ""));
+	LLVMValueRef total = all_reduce(k, acc_result(k, &l, cg_real(g, 0), ns), false);
+	store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, cg_real(g, (double)R), ""));
+}
+
+/* Operand t of an elementwise kernel at the result's coordinates: a vector
+ * where its elements run along the result's last axis, else one element
+ * broadcast. */
+static LLVMValueRef operand(K *k, LLVMValueRef base, Type t, Type out, LLVMValueRef *coord)
+{
+	LLVMValueRef off = bcast_offset(k, t, out, coord);
+	if (k->vec > 1 && t.rank >= 1 && t.dim[t.rank - 1] == out.dim[out.rank - 1])
+		return vload(k, base, off);
+	return splat(k, load(k, base, off));
 }
 
 static LLVMValueRef word_real(K *k, LLVMValueRef w)
@@ -353,9 +612,9 @@ static LLVMValueRef word_real(K *k, LLVMValueRef w)
 	return k->g->p->real_bytes == 8 ? d : LLVMBuildFPTrunc(k->b, d, k->g->real, "");
 }
 
-void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx)
+void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane)
 {
-	K kk = {g, fn, g->b}, *k = &kk;
+	K kk = {g, fn, g->b, d->vec, d->lanes, lane}, *k = &kk;
 	LLVMBuilderRef B = g->b;
 	LLVMValueRef ptrs[8];
 	/* pointer views of the argument words: the result, then each operand */
@@ -363,6 +622,8 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	for (int j = 0; j < d->nin && j < 7; j++)
 		ptrs[j + 1] = ptr_of(k, args[j + 1], d->in[j].dt == DT_I32 ? g->i32p : g->realp);
 	LLVMValueRef coord[IR_MAXRANK];
+	/* elementwise kernels: work item idx is the vector of elements from e */
+	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
 	switch ((int)d->kind) {
 	case K_SGD: {
 		LLVMValueRef p = ptr_of(k, args[0], g->realp), gr = ptr_of(k, args[1], g->realp);
@@ -387,48 +648,45 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	}
 	case OP_FILL:
-		store(k, ptrs[0], idx, cg_real(g, d->fval));
+		vstore(k, ptrs[0], e, kreal(k, d->fval));
 		return;
 	case K_FUSED: {
 		/* values pass between steps in registers; only the ones used elsewhere are stored */
-		unravel(k, d->out, idx, coord);
+		unravel(k, d->out, e, coord);
 		LLVMValueRef val[CG_MAXSTEPS], x[2];
 		for (int s = 0; s < d->nsteps; s++) {
 			const KStep *st = &d->step[s];
 			for (int j = 0; j < st->nin; j++) {
 				if (st->is_const[j])
-					x[j] = cg_real(g, st->cval[j]);
+					x[j] = kreal(k, st->cval[j]);
 				else if (st->src[j] < 0)
 					x[j] = val[-st->src[j] - 1];
 				else
-					x[j] = load(k, ptr_of(k, args[st->src[j]], g->realp), bcast_offset(k, st->in[j], d->out, coord));
+					x[j] = operand(k, ptr_of(k, args[st->src[j]], g->realp), st->in[j], d->out, coord);
 			}
 			val[s] = ew(k, st->kind, x[0], st->nin > 1 ? x[1] : NULL);
 			if (st->store >= 0)
-				store(k, ptr_of(k, args[st->store], g->realp), idx, val[s]);
+				vstore(k, ptr_of(k, args[st->store], g->realp), e, val[s]);
 		}
 		return;
 	}
 	case OP_BROADCAST:
+		unravel(k, d->out, e, coord);
+		vstore(k, ptrs[0], e, operand(k, ptrs[1], d->in[0], d->out, coord));
+		return;
 	case OP_TRANSPOSE: {
 		unravel(k, d->out, idx, coord);
-		LLVMValueRef off;
-		if (d->kind == OP_BROADCAST) {
-			off = bcast_offset(k, d->in[0], d->out, coord);
-		} else {
-			LLVMValueRef src[IR_MAXRANK];
-			for (int i = 0; i < d->out.rank; i++)
-				src[d->perm[i]] = coord[i];
-			off = bcast_offset(k, d->in[0], d->in[0], src);
-		}
-		store(k, ptrs[0], idx, load(k, ptrs[1], off));
+		LLVMValueRef src[IR_MAXRANK];
+		for (int i = 0; i < d->out.rank; i++)
+			src[d->perm[i]] = coord[i];
+		store(k, ptrs[0], idx, load(k, ptrs[1], bcast_offset(k, d->in[0], d->in[0], src)));
 		return;
 	}
 	case OP_ACC:
 	case OP_ACC_SLICE: {
 		/* operand words: the variable (slice address from the host), the addend */
 		LLVMValueRef x = ptr_of(k, args[1], g->realp);
-		store(k, ptrs[0], idx, LLVMBuildFAdd(B, load(k, ptrs[0], idx), load(k, x, idx), ""));
+		vstore(k, ptrs[0], e, LLVMBuildFAdd(B, vload(k, ptrs[0], e), vload(k, x, e), ""));
 		return;
 	}
 	case OP_SUM:
@@ -448,20 +706,20 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	case OP_MSE: {
 		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));
-		Loop l = loop_begin(k, n);
+		Loop l = lane_loop(k, n);
 		Acc s = acc_begin(k, &l, cg_real(g, 0));
 		LLVMValueRef diff = LLVMBuildFSub(B, load(k, ptrs[1], l.i), load(k, ptrs[2], l.i), "");
 		LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildFMul(B, diff, diff, ""), "");
 		acc_next(k, &s, ns);
 		loop_end(k, &l, n);
-		LLVMValueRef total = acc_result(k, &l, cg_real(g, 0), ns);
-		store(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(B, total, cg_real(g, (double)ir_numel(d->in[0])), ""));
+		LLVMValueRef total = all_reduce(k, acc_result(k, &l, cg_real(g, 0), ns), false);
+		store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(B, total, cg_real(g, (double)ir_numel(d->in[0])), ""));
 		return;
 	}
 	case OP_MSE_GRAD: {
 		LLVMValueRef scale = LLVMBuildFMul(B, load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, 2.0 / (double)ir_numel(d->out)), "");
-		LLVMValueRef diff = LLVMBuildFSub(B, load(k, ptrs[1], idx), load(k, ptrs[2], idx), "");
-		store(k, ptrs[0], idx, LLVMBuildFMul(B, scale, diff, ""));
+		LLVMValueRef diff = LLVMBuildFSub(B, vload(k, ptrs[1], e), vload(k, ptrs[2], e), "");
+		vstore(k, ptrs[0], e, LLVMBuildFMul(B, splat(k, scale), diff, ""));
 		return;
 	}
 	default:
@@ -492,11 +750,11 @@ void cg_cpu_kernels(Cg *g)
 			LLVMValueRef at = cg_i64(g, j);
 			args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
 		}
-		K k = {g, fn, g->b};
+		K k = {.g = g, .fn = fn, .b = g->b, .vec = 1, .lanes = 1};
 		LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
 		LLVMValueRef count = LLVMBuildSub(g->b, end, begin, "");
 		Loop l = loop_begin(&k, count);
-		cg_kernel_body(g, fn, d, args, LLVMBuildAdd(g->b, begin, l.i, ""));
+		cg_kernel_body(g, fn, d, args, LLVMBuildAdd(g->b, begin, l.i, ""), cg_i64(g, 0));
 		loop_end(&k, &l, count);
 		LLVMBuildRetVoid(g->b);
 	}

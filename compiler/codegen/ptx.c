@@ -1,6 +1,6 @@
 /* cg: the NVPTX wrapper of the kernel bodies. Each kernel takes its argument
- * words and the element count, and walks its index space with a grid-stride
- * loop; exp and log link from CUDA's libdevice. */
+ * words and its thread count (work items times lanes), and walks its work
+ * items with a grid-stride loop; exp and log link from CUDA's libdevice. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +25,17 @@ static LLVMValueRef sreg(Cg *g, const char *name)
 	return LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, ft, f, NULL, 0, ""), g->i64, "");
 }
 
+/* A kernel entry; every launch has 256 threads per block (runtime/gpu), which
+ * the block-wide reductions rely on. */
 static void mark_kernel(Cg *g, LLVMValueRef fn)
 {
-	LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, "kernel", 6),
-	                         LLVMValueAsMetadata(LLVMConstInt(g->i32, 1, 0))};
-	LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
+	static const char *keys[2] = {"kernel", "maxntidx"};
+	int vals[2] = {1, 256};
+	for (int i = 0; i < 2; i++) {
+		LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
+		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
+		LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
+	}
 }
 
 static void link_libdevice(Cg *g)
@@ -88,16 +94,20 @@ const char *cg_ptx(Cg *g)
 		LLVMValueRef args[16];
 		for (int j = 0; j < d->nargs; j++)
 			args[j] = LLVMGetParam(fn, (unsigned)j);
-		LLVMValueRef n = LLVMGetParam(fn, (unsigned)d->nargs);
-		LLVMValueRef first = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"),
-		                                                     sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x"), ""),
-		                                  sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
-		LLVMValueRef stride = LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x"), "");
+		/* d->lanes consecutive threads share each work item; the items
+		 * are walked with a grid-stride loop, uniform within a group */
+		LLVMValueRef lanes = cg_i64(g, d->lanes);
+		LLVMValueRef n = LLVMBuildUDiv(g->b, LLVMGetParam(fn, (unsigned)d->nargs), lanes, "");
+		LLVMValueRef tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"), ntid = sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x");
+		LLVMValueRef gid = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ntid, ""), tid, "");
+		LLVMValueRef lane = LLVMBuildURem(g->b, tid, lanes, "");
+		LLVMValueRef first = LLVMBuildUDiv(g->b, gid, lanes, "");
+		LLVMValueRef stride = LLVMBuildUDiv(g->b, LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ntid, ""), lanes, "");
 		LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, first, n, ""), loop, done);
 		LLVMPositionBuilderAtEnd(g->b, loop);
 		LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
 		LLVMAddIncoming(i, &first, &entry, 1);
-		cg_kernel_body(g, fn, d, args, i);
+		cg_kernel_body(g, fn, d, args, i, lane);
 		LLVMValueRef next = LLVMBuildAdd(g->b, i, stride, "");
 		LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 		LLVMAddIncoming(i, &next, &latch, 1);

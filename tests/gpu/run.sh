@@ -4,6 +4,8 @@
 #   bash tests/gpu/run.sh run      on the GPU machine (carry gpu_build/): run both, compare
 # Compares loss trajectories (relative 1e-4 in fp32) and first-step gradients,
 # runs --gradcheck on the GPU in f64 builds, and one sample under compute-sanitizer.
+# Every op program (tests/ops) runs too: first-step gradients against the CPU
+# and --gradcheck in f64, and the wide one under each compute-sanitizer tool.
 set -u
 cd "$(dirname "$0")/../.."
 B=gpu_build
@@ -23,6 +25,15 @@ build)
 	bin/dpc --target cuda -D L=1024 --checkpoint binomial --snapshots 33 bench/resmlp_big.dp -o $B/resmlp_1024_binomial.cuda || exit 1
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
+	done
+	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
+	# by one thread, a warp or a block) against the CPU and finite differences
+	mkdir -p $B/ops
+	for dp in tests/ops/*.dp; do
+		s=$(basename "$dp" .dp)
+		bin/dpc --target cuda "$dp" -o $B/ops/$s.cuda || exit 1
+		bin/dpc --target cpu "$dp" -o $B/ops/$s.cpu || exit 1
+		bin/dpc --target cuda --precision f64 "$dp" -o $B/ops/$s.cuda64 || exit 1
 	done
 	cp tests/lib.sh tests/unit/compare.py $B/
 	# the CPU executables' shared libraries that a bare machine may lack
@@ -70,9 +81,21 @@ for exe in $B/*.cuda; do
 	$B/$s.cudab $args --dump-grads $TEST_OUT/$s.cudab.st >$TEST_OUT/$s.cudab.log 2>&1
 	check "gpu/$s: binomial gradients identical to store-everything" compare_grads $TEST_OUT/$s.cudab.st $TEST_OUT/$s.cuda.st 0
 done
+for exe in $B/ops/*.cuda; do
+	s=$(basename "$exe" .cuda)
+	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda.st >$TEST_OUT/op_$s.cuda.log 2>&1 &&
+		$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu.st >$TEST_OUT/op_$s.cpu.log 2>&1 ||
+		{ notok "gpu/op $s: run" $TEST_OUT/op_$s.cuda.log; continue; }
+	check "gpu/op $s: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda.st $TEST_OUT/op_$s.cpu.st 1e-4
+	check "gpu/op $s: gradcheck f64 on the GPU" $B/ops/$s.cuda64 --gradcheck
+done
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then
 	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
+	# the shared-memory and shuffle paths: races and uninitialised reads too
+	for tool in memcheck racecheck synccheck initcheck; do
+		check "gpu/compute-sanitizer $tool wide" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/ops/wide.cuda --steps 2 >$TEST_OUT/san_$tool.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_$tool.log || { cat $TEST_OUT/san_$tool.log; false; }"
+	done
 else
 	notok "gpu/compute-sanitizer not found"
 fi

@@ -24,6 +24,25 @@ for dp in samples/*.dp tests/ops/*.dp; do
 		fi
 	done
 done
+# kernel quality, read off the PTX: reductions combine lanes with warp
+# shuffles (and a block's warps through shared memory), elementwise kernels
+# move 16 bytes per access, and index arithmetic divides in 32 bits
+expect_ptx() { # NAME FILE PATTERN COUNT-TEST
+	local n
+	n=$(grep -c -E "$3" "$2")
+	if [ "$n" $4 ]; then ok "ptx-quality/$1 ($n)"; else notok "ptx-quality/$1: $n lines match '$3', want $4" "$2"; fi
+}
+expect_ptx "wide f32: warp shuffles" "$TEST_OUT/wide.f32.ptx" 'shfl\.sync\.bfly\.b32' "-ge 5"
+expect_ptx "wide f32: block barriers" "$TEST_OUT/wide.f32.ptx" 'bar\.sync' "-ge 2"
+expect_ptx "wide f32: 16-byte loads" "$TEST_OUT/wide.f32.ptx" 'ld(\.global)?\.v4\.f32' "-ge 1"
+expect_ptx "wide f32: 16-byte stores" "$TEST_OUT/wide.f32.ptx" 'st(\.global)?\.v4\.f32' "-ge 1"
+expect_ptx "wide f64: 16-byte loads" "$TEST_OUT/wide.f64.ptx" 'ld(\.global)?\.v2\.f64' "-ge 1"
+expect_ptx "wide f64: shuffled halves" "$TEST_OUT/wide.f64.ptx" 'shfl\.sync\.bfly\.b32' "-ge 10"
+expect_ptx "wide f32: index division in 32 bits" "$TEST_OUT/wide.f32.ptx" 'mul\.hi\.u32' "-ge 1"
+for s in resmlp classifier oscillator wide; do
+	expect_ptx "$s: no 64-bit index division" "$TEST_OUT/$s.f32.ptx" '(div|rem)\.[us]64|mul\.hi\.[us]64' "-eq 0"
+done
+
 for dp in samples/*.dp; do
 	name=$(basename "$dp" .dp)
 	exe="$TEST_OUT/cuda_$name"
