@@ -273,7 +273,7 @@ static double rng_normal(void)
 typedef struct {
 	void *rows;        /* N rows in the input's dtype */
 	int64_t n, row;    /* rows; elements per row */
-	void *batch;       /* staging for one batch */
+	void *batch[RT_FENCES]; /* pinned staging, one per step in flight */
 } Data;
 
 static int64_t row_elems(const RtTensor *t) { return t->rank ? t->numel / t->dim[0] : 1; }
@@ -364,7 +364,8 @@ static void synthesize(Data *data, const RtModel *m, uint64_t seed)
 	free(z);
 }
 
-static void upload_batch(RtCtx *c, Data *data, long step)
+/* Stages step `step`'s batch in buffer `slot`, which no queued copy still reads. */
+static void upload_batch(RtCtx *c, Data *data, long step, int slot)
 {
 	RtModel *m = c->model;
 	for (int k = 0; k < m->ninputs; k++) {
@@ -373,10 +374,10 @@ static void upload_batch(RtCtx *c, Data *data, long step)
 		int64_t B = batch_rows(t), esz = rt_elem_bytes(t->dtype);
 		for (int64_t j = 0; j < B; j++) {
 			int64_t r = ((int64_t)step * B + j) % d->n;
-			memcpy((char *)d->batch + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
+			memcpy((char *)d->batch[slot] + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
 		}
 		c->n.h2d_bytes += t->bytes;
-		c->dev->h2d_async(c->base + (uint64_t)t->offset, d->batch, t->bytes);
+		c->dev->h2d_async(c->base + (uint64_t)t->offset, d->batch[slot], t->bytes);
 	}
 }
 
@@ -578,9 +579,12 @@ int main(int argc, char **argv)
 	}
 	synthesize(data, m, (uint64_t)o.seed);
 	c->dev->init();
-	/* each step's batch is staged here; the step's final loss read orders reuse */
+	/* Steps are queued one ahead of the host: step s's batch and loss go
+	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
 	for (int k = 0; k < m->ninputs; k++)
-		data[k].batch = c->dev->host_alloc(m->inputs[k].bytes);
+		for (int i = 0; i < RT_FENCES; i++)
+			data[k].batch[i] = c->dev->host_alloc(m->inputs[k].bytes);
+	unsigned char *loss_slots = c->dev->host_alloc(8 * RT_FENCES);
 
 	void *host[256];
 	int64_t param_bytes = 0;
@@ -612,64 +616,78 @@ int main(int argc, char **argv)
 		       mib(m->plan_work), opt_bytes ? " + adam state " : "", opt_bytes ? mib(opt_bytes) : "");
 	}
 	if (o.gradcheck) {
-		upload_batch(c, data, 0);
+		upload_batch(c, data, 0, 0);
 		return gradcheck(c, &o, host);
 	}
 
 	double t0 = now(), tlog = t0;
 	r.setup_s = t0 - t_start;
-	for (long s = 0; s < o.steps; s++) {
-		upload_batch(c, data, s);
-		dp_step(c);
-		r.last = read_loss(c);
+	/* Step s is queued before step s - 1's loss is read: the device never
+	 * waits for the host between steps. */
+	for (long s = 0; s <= o.steps; s++) {
+		int slot = (int)(s % RT_FENCES);
+		if (s < o.steps) {
+			c->dev->fence_wait(slot);
+			upload_batch(c, data, s, slot);
+			dp_step(c);
+			c->n.d2h_bytes += m->real_bytes;
+			c->dev->d2h_async(loss_slots + 8 * slot, c->base + (uint64_t)m->loss, m->real_bytes);
+			if (s == 0 && o.dump_grads) {
+				double t = now();
+				void *g[256];
+				for (int i = 0; i < m->nparams; i++)
+					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
+				download_params(c, g, true);
+				rt_save_safetensors(o.dump_grads, m, g, true);
+				for (int i = 0; i < m->nparams; i++)
+					free(g[i]);
+				r.save_s += now() - t;
+			}
+			for (int i = 0; i < m->nparams; i++) {
+				RtTensor *t = &m->params[i];
+				uint64_t w[10] = {c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad};
+				if (o.adam) {
+					w[2] = opt_m;
+					w[3] = opt_v;
+					word_double(&w[4], o.lr);
+					word_double(&w[5], 0.9);
+					word_double(&w[6], 0.999);
+					word_double(&w[7], 1e-8);
+					word_double(&w[8], 1 - pow(0.9, (double)(s + 1)));
+					word_double(&w[9], 1 - pow(0.999, (double)(s + 1)));
+					rt_launch(c, m->k_adam, t->numel, 10, w);
+					opt_m += (uint64_t)t->bytes;
+					opt_v += (uint64_t)t->bytes;
+				} else {
+					word_double(&w[2], o.lr);
+					rt_launch(c, m->k_sgd, t->numel, 3, w);
+				}
+			}
+			if (o.adam) {
+				opt_m = c->base + (uint64_t)m->arena;
+				opt_v = opt_m + (uint64_t)param_bytes;
+			}
+			c->dev->fence(slot);
+			if (s == 0) {
+				c->dev->sync();
+				r.first_s = now() - t0 - r.save_s;
+			}
+		}
 		if (s == 0)
+			continue;
+		/* step s - 1 is done: its loss */
+		int prev = (int)((s - 1) % RT_FENCES);
+		c->dev->fence_wait(prev);
+		r.last = rt_get(loss_slots + 8 * prev, m->real_bytes == 8 ? "f64" : "f32", 0);
+		if (s == 1)
 			r.first = r.last;
+		long done = r.steps = s;
 		if (!isfinite(r.last)) {
-			r.steps = s + 1;
+			c->dev->sync();
 			r.train_s = now() - t0 - r.save_s;
 			if (o.summary)
 				write_summary(c, &o, &r);
-			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", s + 1, r.last);
-		}
-		if (s == 0 && o.dump_grads) {
-			double t = now();
-			void *g[256];
-			for (int i = 0; i < m->nparams; i++)
-				g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
-			download_params(c, g, true);
-			rt_save_safetensors(o.dump_grads, m, g, true);
-			for (int i = 0; i < m->nparams; i++)
-				free(g[i]);
-			r.save_s += now() - t;
-		}
-		for (int i = 0; i < m->nparams; i++) {
-			RtTensor *t = &m->params[i];
-			uint64_t w[10] = {c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad};
-			if (o.adam) {
-				w[2] = opt_m;
-				w[3] = opt_v;
-				word_double(&w[4], o.lr);
-				word_double(&w[5], 0.9);
-				word_double(&w[6], 0.999);
-				word_double(&w[7], 1e-8);
-				word_double(&w[8], 1 - pow(0.9, (double)(s + 1)));
-				word_double(&w[9], 1 - pow(0.999, (double)(s + 1)));
-				rt_launch(c, m->k_adam, t->numel, 10, w);
-				opt_m += (uint64_t)t->bytes;
-				opt_v += (uint64_t)t->bytes;
-			} else {
-				word_double(&w[2], o.lr);
-				rt_launch(c, m->k_sgd, t->numel, 3, w);
-			}
-		}
-		if (o.adam) {
-			opt_m = c->base + (uint64_t)m->arena;
-			opt_v = opt_m + (uint64_t)param_bytes;
-		}
-		long done = r.steps = s + 1;
-		if (s == 0) {
-			c->dev->sync();
-			r.first_s = now() - t0 - r.save_s;
+			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", done, r.last);
 		}
 		if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
 			double t = now();

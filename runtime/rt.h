@@ -42,8 +42,9 @@ typedef struct {
 	uint64_t (*alloc)(int64_t bytes);   /* zeroed; 0 on failure */
 	void (*h2d)(uint64_t dst, const void *src, int64_t bytes);          /* returns when src may be reused */
 	void *(*host_alloc)(int64_t bytes);                                 /* page-locked where that matters */
-	void (*h2d_async)(uint64_t dst, const void *src, int64_t bytes);    /* src from host_alloc, unchanged until the next sync */
+	void (*h2d_async)(uint64_t dst, const void *src, int64_t bytes);    /* src from host_alloc, unchanged until a later fence is passed */
 	void (*d2h)(void *dst, uint64_t src, int64_t bytes);
+	void (*d2h_async)(void *dst, uint64_t src, int64_t bytes);          /* dst from host_alloc, valid once a later fence is waited for */
 	void (*d2d)(uint64_t dst, uint64_t src, int64_t bytes);
 	void (*zero)(uint64_t dst, int64_t bytes);
 	void (*launch)(int kernel, int64_t n, int nargs, const uint64_t *args);
@@ -51,7 +52,14 @@ typedef struct {
 	             int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
 	             int64_t batch, double beta);
 	void (*sync)(void);
+	/* Fences let the host run ahead of the device: fence(i) marks the
+	 * point the queued work has reached, fence_wait(i) returns once the
+	 * device has passed the last mark i (at once if there is none). */
+	void (*fence)(int slot);
+	void (*fence_wait)(int slot);
 } RtDevice;
+
+#define RT_FENCES 2
 
 extern const RtDevice rt_cpu_device;
 extern const RtDevice rt_cuda_device __attribute__((weak)); /* linked into CUDA executables */

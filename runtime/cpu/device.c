@@ -83,4 +83,8 @@ static void cpu_sync(void) {}
 static void *cpu_host_alloc(int64_t bytes) { return malloc((size_t)bytes); }
 static void cpu_init(void) {}
 
-const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2d, cpu_zero, cpu_launch, cpu_gemm, cpu_sync};
+/* the CPU works synchronously: every fence has been passed when it is set */
+static void cpu_fence(int slot) { (void)slot; }
+
+const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
+                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence};

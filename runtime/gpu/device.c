@@ -16,7 +16,8 @@
  * through cuda.h's macros (cuMemAlloc is cuMemAlloc_v2). */
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
-	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel)
+	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
+	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -53,6 +54,8 @@ static CUstream stream;
 static cublasHandle_t blas;
 static CUfunction *fns;
 static int nfns;
+static CUevent fences[RT_FENCES];
+static bool fence_set[RT_FENCES];
 
 static void gpu_init(void)
 {
@@ -76,6 +79,8 @@ static void gpu_init(void)
 	CU(p_cuDevicePrimaryCtxRetain(&ctx, dev));
 	CU(p_cuCtxSetCurrent(ctx));
 	CU(p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	for (int i = 0; i < RT_FENCES; i++)
+		CU(p_cuEventCreate(&fences[i], CU_EVENT_DISABLE_TIMING));
 	char log[8192] = "";
 	CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
 	void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
@@ -110,6 +115,7 @@ static void *gpu_host_alloc(int64_t bytes)
 	return p;
 }
 static void gpu_d2h(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
+static void gpu_d2h_async(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); }
 static void gpu_d2d(uint64_t dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, stream)); }
 static void gpu_zero(uint64_t dst, int64_t n) { CU(p_cuMemsetD8Async((CUdeviceptr)dst, 0, (size_t)n, stream)); }
 
@@ -167,4 +173,17 @@ static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 
 static void gpu_sync(void) { CU(p_cuStreamSynchronize(stream)); }
 
-const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync};
+static void gpu_fence(int slot)
+{
+	CU(p_cuEventRecord(fences[slot], stream));
+	fence_set[slot] = true;
+}
+
+static void gpu_fence_wait(int slot)
+{
+	if (fence_set[slot])
+		CU(p_cuEventSynchronize(fences[slot]));
+}
+
+const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
+                                 gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait};
