@@ -120,6 +120,17 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				m->k_adam = id;
 			else
 				bad(line, l);
+		} else if (!strcmp(key, "kname")) {
+			int id = (int)num(&p, line, l);
+			char label[256];
+			word(&p, label, sizeof label, line, l);
+			if (id != m->nkname)
+				bad(line, l);
+			char **k = realloc(m->kname, sizeof *k * (size_t)(id + 1));
+			if (!k || !(k[id] = strdup(label)))
+				rt_fail(1, "out of memory");
+			m->kname = k;
+			m->nkname++;
 		} else if (!strcmp(key, "plan")) {
 			char k[16];
 			word(&p, k, sizeof k, line, l);

@@ -31,6 +31,7 @@
  *                                     CLASSES > 0 for cross_entropy labels
  *   kernel sgd ID                     args: p, g, lr; over each element
  *   kernel adam ID                    args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
+ *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles
  *   plan CATEGORY BYTES               predicted bytes by category (params, grads, inputs, tape, snapshots, work)
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
  *   end

@@ -18,24 +18,49 @@ uint64_t rt_base(RtCtx *c) { return c->base; }
 void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
 {
 	c->n.launches++;
-	if (n > 0)
-		c->dev->launch(kernel, n, nargs, args);
+	if (n <= 0)
+		return;
+	if (c->profile)
+		rt_prof_begin(c, kernel < c->model->nkname ? c->model->kname[kernel] : "kernel");
+	c->dev->launch(kernel, n, nargs, args);
+	if (c->profile)
+		rt_prof_end(c);
 }
 
 void rt_gemm(RtCtx *c, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa,
              uint64_t b, int64_t ldb, int64_t sb, uint64_t cc, int64_t ldc, int64_t sc, int64_t batch, double beta)
 {
 	c->n.gemms++;
+	if (c->profile) {
+		char label[64];
+		snprintf(label, sizeof label, "gemm%s%s [%lld x %lld x %lld]%s%s", ta ? " A^T" : "", tb ? " B^T" : "",
+		         (long long)m, (long long)n, (long long)k, batch > 1 ? " batched" : "", beta != 0 ? " +=" : "");
+		rt_prof_begin(c, label);
+	}
 	c->dev->gemm(c->model->real_bytes, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, cc, ldc, sc, batch, beta);
+	if (c->profile)
+		rt_prof_end(c);
 }
 
 void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
 {
-	if (dst != src)
-		c->dev->d2d(dst, src, bytes);
+	if (dst == src)
+		return;
+	if (c->profile)
+		rt_prof_begin(c, "copy");
+	c->dev->d2d(dst, src, bytes);
+	if (c->profile)
+		rt_prof_end(c);
 }
 
-void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes) { c->dev->zero(dst, bytes); }
+void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
+{
+	if (c->profile)
+		rt_prof_begin(c, "zero");
+	c->dev->zero(dst, bytes);
+	if (c->profile)
+		rt_prof_end(c);
+}
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
 
@@ -103,7 +128,7 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
-	bool adam, quiet, gradcheck, lr_set;
+	bool adam, quiet, gradcheck, lr_set, profile;
 	const char *data, *labels, *init, *save, *dump_grads, *summary;
 	const char *input_name[64], *input_file[64];
 	int ninput_files;
@@ -128,6 +153,8 @@ static const char help[] =
 	"  --log-every N           progress line interval (default steps/10)\n"
 	"  --quiet                 only errors and the final line\n"
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
+	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
+	"                          totals by kernel (CUDA events on the GPU)\n"
 	"  --gradcheck             compare gradients with central finite differences instead of training\n"
 	"  --gradcheck-samples N   entries sampled per parameter (default 8)\n"
 	"  --gradcheck-threshold X fail above this relative error (default 1e-6)\n"
@@ -230,6 +257,8 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			o->log_every = int_value(a, value(argc, argv, &i), 1);
 		} else if (!strcmp(a, "--tf32")) {
 			rt_tf32 = true;
+		} else if (!strcmp(a, "--profile")) {
+			o->profile = true;
 		} else if (!strcmp(a, "--quiet")) {
 			o->quiet = true;
 		} else if (!strcmp(a, "--gradcheck")) {
@@ -629,6 +658,7 @@ int main(int argc, char **argv)
 		if (s < o.steps) {
 			c->dev->fence_wait(slot);
 			upload_batch(c, data, s, slot);
+			c->profile = o.profile && s == o.steps - 1;
 			dp_step(c);
 			c->n.d2h_bytes += m->real_bytes;
 			c->dev->d2h_async(loss_slots + 8 * slot, c->base + (uint64_t)m->loss, m->real_bytes);
@@ -667,6 +697,7 @@ int main(int argc, char **argv)
 				opt_m = c->base + (uint64_t)m->arena;
 				opt_v = opt_m + (uint64_t)param_bytes;
 			}
+			c->profile = false;
 			c->dev->fence(slot);
 			if (s == 0) {
 				c->dev->sync();
@@ -698,6 +729,8 @@ int main(int argc, char **argv)
 	}
 	c->dev->sync();
 	double t1 = now();
+	if (o.profile)
+		rt_prof_report(c, o.steps);
 	r.train_s = t1 - t0 - r.save_s;
 	if (o.save) {
 		download_params(c, host, false);

@@ -31,6 +31,8 @@ typedef struct {
 	RtTensor params[256], inputs[64];
 	int nparams, ninputs;
 	int k_sgd, k_adam;
+	char **kname;         /* by kernel id; nkname of them */
+	int nkname;
 	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t steps_forward, steps_recomputed;
 } RtModel;
@@ -57,6 +59,10 @@ typedef struct {
 	 * device has passed the last mark i (at once if there is none). */
 	void (*fence)(int slot);
 	void (*fence_wait)(int slot);
+	/* Profiling: mark() records the time the queued work reaches, returns
+	 * its id; mark_ms(a, b) is the time between two marks, after a sync. */
+	int (*mark)(void);
+	double (*mark_ms)(int a, int b);
 } RtDevice;
 
 #define RT_FENCES 2
@@ -77,7 +83,14 @@ struct RtCtx {
 	RtModel *model;
 	uint64_t base;        /* the arena */
 	RtCounters n;
+	bool profile;         /* time each call (--profile) */
 };
+
+/* --profile: each device call between rt_prof_begin and rt_prof_end is timed
+ * under its label; rt_prof_report prints the totals by label. */
+void rt_prof_begin(RtCtx *c, const char *label);
+void rt_prof_end(RtCtx *c);
+void rt_prof_report(RtCtx *c, long step);
 
 /* errors: a message on stderr, then exit with the status */
 noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

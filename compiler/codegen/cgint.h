@@ -59,6 +59,8 @@ int cg_kernel_id(Cg *g, KDesc *k);
 /* Work items of its index space: outputs (or vectors of them); each runs on
  * k->lanes GPU threads, so a launch covers size * lanes threads. */
 int64_t cg_kernel_size(Cg *g, const KDesc *k);
+/* "fused[1024,1024]": kind and result shape, for names and profiles */
+const char *cg_kernel_label(const KDesc *k);
 /* Emits the body of kernel k for work item idx; args are the argument words
  * as i64; lane (i64) is the thread's place among k->lanes. Used by every
  * target's wrapper. */

@@ -136,23 +136,8 @@ static void gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 	call(h, h->t_gemm, h->f_gemm, args, 17);
 }
 
-/* acc / acc_slice of a product used nowhere else: the GEMM adds into the
- * gradient itself, saving the product's round trip through memory. */
-static bool fuse_accumulate(Host *h, Op *mm, Op *acc)
-{
-	Program *p = h->g->p;
-	if (!acc || (acc->kind != OP_ACC && acc->kind != OP_ACC_SLICE) || acc->in[acc->nin - 1] != mm->out ||
-	    h->uses[mm->out] != 1)
-		return false;
-	LLVMValueRef dst = addr(h, acc->in[0]);
-	if (acc->kind == OP_ACC_SLICE)
-		dst = LLVMBuildAdd(h->g->b, dst, LLVMBuildMul(h->g->b, h->index[acc->in[1]], cg_i64(h->g, ir_bytes(p, ir_vtype(p, mm->out))), ""), "");
-	gemm(h, mm, dst, 1);
-	return true;
-}
-
 /* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */
-static bool lower_leading_sum(Host *h, Op *op)
+static bool lower_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta)
 {
 	int64_t m, n;
 	if (!ir_leading_sum(h->g->p, op, &m, &n))
@@ -162,10 +147,55 @@ static bool lower_leading_sum(Host *h, Op *op)
 	LLVMValueRef args[17] = {
 		h->ctx, LLVMConstInt(g->i32, 0, 0), LLVMConstInt(g->i32, 0, 0), cg_i64(g, 1), cg_i64(g, n), cg_i64(g, m),
 		ones, cg_i64(g, m), cg_i64(g, 0), addr(h, op->in[0]), cg_i64(g, n), cg_i64(g, 0),
-		addr(h, op->out), cg_i64(g, n), cg_i64(g, 0), cg_i64(g, 1), LLVMConstReal(g->f64, 0),
+		dst, cg_i64(g, n), cg_i64(g, 0), cg_i64(g, 1), LLVMConstReal(g->f64, beta),
 	};
 	call(h, h->t_gemm, h->f_gemm, args, 17);
 	return true;
+}
+
+static void extent(Program *p, int v, int64_t *lo, int64_t *hi);
+
+/* The acc / acc_slice later in b that is the only use of the GEMM op b[i]
+ * makes: when nothing in between touches its variable, the GEMM adds into
+ * the variable itself (beta = 1), saving the product's round trip through
+ * memory and a kernel. Returns the acc's position, or -1. */
+static int absorbed_acc(Host *h, Block *b, int i, int to)
+{
+	Program *p = h->g->p;
+	Op *op = b->ops[i];
+	if (h->uses[op->out] != 1)
+		return -1;
+	int j = i + 1;
+	while (j < to && !((b->ops[j]->kind == OP_ACC || b->ops[j]->kind == OP_ACC_SLICE) && b->ops[j]->in[b->ops[j]->nin - 1] == op->out))
+		j++;
+	if (j == to || (b->ops[j]->kind == OP_ACC_SLICE && !h->index[b->ops[j]->in[1]]))
+		return -1;
+	int64_t lo, hi, a, z;
+	extent(p, b->ops[j]->in[0], &lo, &hi);
+	for (int k = i + 1; k < j; k++) {
+		Op *x = b->ops[k];
+		if (x->kind == OP_LOOP || x->kind == OP_REVOLVE)
+			return -1;
+		for (int q = 0; q < x->nin; q++) {
+			Value *v = &p->values.data[x->in[q]];
+			if (v->res != VR_ARENA && v->res != VR_ALIAS)
+				continue;
+			extent(p, x->in[q], &a, &z);
+			if (a < hi && lo < z)
+				return -1;
+		}
+	}
+	return j;
+}
+
+/* where an acc / acc_slice adds to */
+static LLVMValueRef acc_target(Host *h, Op *acc)
+{
+	Program *p = h->g->p;
+	LLVMValueRef dst = addr(h, acc->in[0]);
+	if (acc->kind == OP_ACC_SLICE)
+		dst = LLVMBuildAdd(h->g->b, dst, LLVMBuildMul(h->g->b, h->index[acc->in[1]], cg_i64(h->g, ir_bytes(p, ir_vtype(p, acc->in[2]))), ""), "");
+	return dst;
 }
 
 static void lower_block(Host *h, Block *b, int from, int to);
@@ -313,9 +343,13 @@ static void lower_op(Host *h, Op *op)
 		call(h, h->t_zero, h->f_zero, args, 3);
 		return;
 	}
-	default:
-		if (!lower_leading_sum(h, op))
+	default: {
+		int64_t m, n;
+		if (ir_leading_sum(p, op, &m, &n))
+			lower_leading_sum(h, op, addr(h, op->out), 0);
+		else
 			lower_kernel(h, op);
+	}
 	}
 }
 
@@ -409,14 +443,28 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 
 static void lower_block(Host *h, Block *b, int from, int to)
 {
+	Vec(Op *) absorbed = {0};
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
-		if (op->kind == OP_MATMUL && i + 1 < to && fuse_accumulate(h, op, b->ops[i + 1]))
-			i++;
-		else if (elementwise(op))
+		bool skip = false;
+		for (int k = 0; k < absorbed.len; k++)
+			skip |= absorbed.data[k] == op;
+		if (skip)
+			continue;
+		int64_t m, n;
+		int j = op->kind == OP_MATMUL || ir_leading_sum(h->g->p, op, &m, &n) ? absorbed_acc(h, b, i, to) : -1;
+		if (j >= 0) {
+			LLVMValueRef dst = acc_target(h, b->ops[j]);
+			if (op->kind == OP_MATMUL)
+				gemm(h, op, dst, 1);
+			else
+				lower_leading_sum(h, op, dst, 1);
+			vec_push(&absorbed, b->ops[j]);
+		} else if (elementwise(op)) {
 			i += lower_fused(h, b, i, to) - 1;
-		else
+		} else {
 			lower_op(h, op);
+		}
 	}
 }
 
@@ -522,6 +570,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		put(&t, ar_printf(" %lld %d\n", (long long)p->values.data[in->value].offset, in->classes));
 	}
 	put(&t, ar_printf("kernel sgd %d\nkernel adam %d\n", sgd, adam));
+	for (int i = 0; i < g->kernels.len; i++)
+		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
 	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan inputs %lld\nplan tape %lld\nplan snapshots %lld\nplan work %lld\n",
 	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs,
 	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work));
@@ -573,10 +623,10 @@ static Cg *build(Program *p, const CgOptions *o)
 	host_function(g, "dp_step", p->body.len);
 	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
 	string_global(g, "dp_ptx", o->target == CG_CUDA ? cg_ptx(g) : "");
+	string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
 	if (o->target == CG_CUDA)
 		g->kernels.len = 0;
 	cg_cpu_kernels(g);
-	string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
 
 	char *err = NULL;
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))

@@ -99,6 +99,19 @@ int cg_kernel_id(Cg *g, KDesc *k)
 	return g->kernels.len - 1;
 }
 
+const char *cg_kernel_label(const KDesc *k)
+{
+	switch ((int)k->kind) {
+	case K_SGD: return "sgd";
+	case K_ADAM: return "adam";
+	}
+	Type t = k->out;
+	const char *s = ar_printf("%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name);
+	for (int i = 0; i < t.rank; i++)
+		s = ar_printf("%s%s%lld", s, i ? "," : "", (long long)t.dim[i]);
+	return ar_printf("%s]", s);
+}
+
 int64_t cg_kernel_size(Cg *g, const KDesc *k)
 {
 	(void)g;
@@ -738,8 +751,7 @@ void cg_cpu_kernels(Cg *g)
 	LLVMValueRef *fns = ar_alloc(sizeof(LLVMValueRef) * (size_t)(n + 1));
 	for (int i = 0; i < n; i++) {
 		KDesc *d = &g->kernels.data[i];
-		const char *name = ar_printf("dp_k%d_%s", i, (int)d->kind == K_SGD ? "sgd" : (int)d->kind == K_ADAM ? "adam"
-		                             : (int)d->kind == K_FUSED ? "fused" : ir_ops[d->kind].name);
+		const char *name = ar_printf("dp_k%d_%s", i, cg_kernel_label(d));
 		LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
 		LLVMSetLinkage(fn, LLVMInternalLinkage);
 		fns[i] = fn;

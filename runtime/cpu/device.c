@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../rt.h"
 
@@ -86,5 +87,24 @@ static void cpu_init(void) {}
 /* the CPU works synchronously: every fence has been passed when it is set */
 static void cpu_fence(int slot) { (void)slot; }
 
+static double *marks;
+static int nmarks, capmarks;
+
+static int cpu_mark(void)
+{
+	if (nmarks == capmarks) {
+		capmarks = capmarks ? 2 * capmarks : 1024;
+		marks = realloc(marks, sizeof *marks * (size_t)capmarks);
+		if (!marks)
+			rt_fail(1, "out of memory for --profile");
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	marks[nmarks] = 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+	return nmarks++;
+}
+
+static double cpu_mark_ms(int a, int b) { return marks[b] - marks[a]; }
+
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
-                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence};
+                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms};

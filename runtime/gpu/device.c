@@ -17,7 +17,7 @@
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
 	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
-	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)
+	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -185,5 +185,33 @@ static void gpu_fence_wait(int slot)
 		CU(p_cuEventSynchronize(fences[slot]));
 }
 
+/* profiling marks: timing events, created as needed and kept */
+static CUevent *marks;
+static int nmarks, capmarks;
+
+static int gpu_mark(void)
+{
+	if (nmarks == capmarks) {
+		int n = capmarks ? 2 * capmarks : 1024;
+		CUevent *e = realloc(marks, sizeof *e * (size_t)n);
+		if (!e)
+			rt_fail(1, "out of memory for --profile");
+		marks = e;
+		for (int i = capmarks; i < n; i++)
+			CU(p_cuEventCreate(&marks[i], CU_EVENT_DEFAULT));
+		capmarks = n;
+	}
+	CU(p_cuEventRecord(marks[nmarks], stream));
+	return nmarks++;
+}
+
+static double gpu_mark_ms(int a, int b)
+{
+	float ms = 0;
+	CU(p_cuEventElapsedTime(&ms, marks[a], marks[b]));
+	return ms;
+}
+
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
-                                 gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait};
+                                 gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
+                                 gpu_mark_ms};

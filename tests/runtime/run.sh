@@ -205,4 +205,22 @@ expect "runtime/non-finite-loss" 1 "loss is not finite" "$o/resmlp" --steps 50 -
 expect "runtime/bad-steps" 2 "--steps needs an integer" "$o/resmlp" --steps -3
 expect "runtime/bad-optimizer" 2 "sgd or adam" "$o/resmlp" --optimizer rmsprop
 expect "runtime/adam" 0 "adam state" "$o/resmlp" --steps 5 --optimizer adam
+# --profile: the last step's calls summed by label; with one step, its GEMMs
+# and kernels are the summary's counts. The per-layer weight and bias
+# gradients are added by their GEMMs (beta = 1): no acc_slice kernel is left.
+if "$DPC" samples/resmlp.dp -o "$o/prof" >"$o/prof.log" 2>&1 && "$o/prof" --steps 1 --profile --summary-json "$o/prof.json" >"$o/prof.log" 2>&1; then
+	check "runtime/profile" python3 - "$o/prof.log" "$o/prof.json" <<'PY'
+import json, re, sys
+log, s = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+assert "profile of step 1 on the cpu device" in log, log
+rows = re.findall(r"^ +([0-9.]+) +([0-9.]+) +(\d+)  (.+)$", log, re.M)
+calls = {label: int(n) for _, _, n, label in rows}
+gemms = sum(n for l, n in calls.items() if l.startswith("gemm"))
+kernels = sum(n for l, n in calls.items() if not l.startswith(("gemm", "copy", "zero")))
+assert gemms == s["gemm_calls"] and kernels == s["kernel_launches"], (calls, s)
+assert not any(l.startswith("acc") for l in calls) and any(l.endswith("+=") for l in calls), calls
+PY
+else
+	notok "runtime/profile" "$o/prof.log"
+fi
 finish
