@@ -66,6 +66,12 @@ static void launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords)
 	call(h, h->t_launch, h->f_launch, args, 5);
 }
 
+/* the plan computed `from` in the storage of `to` (stream_pass coalescing) */
+static bool coalesced(Program *p, int from, int to)
+{
+	return p->values.data[from].res == VR_ALIAS && p->values.data[from].alias_of == to;
+}
+
 static void copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
 {
 	LLVMValueRef args[4] = {h->ctx, dst, src, cg_i64(h->g, bytes)};
@@ -219,7 +225,8 @@ static void lower_loop(Host *h, Op *op)
 	lower_block(h, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *y = &p->values.data[op->cyield[k]];
-		if (y->res == VR_ARENA && p->values.data[op->carg[k]].res == VR_ARENA && y->offset == p->values.data[op->carg[k]].offset)
+		if (coalesced(p, op->cyield[k], op->carg[k]) ||
+		    (y->res == VR_ARENA && p->values.data[op->carg[k]].res == VR_ARENA && y->offset == p->values.data[op->carg[k]].offset))
 			continue;
 		copy(h, addr(h, op->carg[k]), addr(h, op->cyield[k]), ir_bytes(p, y->type));
 	}
@@ -269,7 +276,8 @@ static void lower_revolve(Host *h, Op *op)
 	a.index[op->ivar] = i;
 	lower_block(&a, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++)
-		copy(&a, addr(&a, op->carg[k]), addr(&a, op->cyield[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+		if (!coalesced(p, op->cyield[k], op->carg[k]))
+			copy(&a, addr(&a, op->carg[k]), addr(&a, op->cyield[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
 	LLVMValueRef next = LLVMBuildAdd(g->b, i, cg_i64(g, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(i, &next, &latch, 1);
@@ -330,7 +338,8 @@ static void lower_op(Host *h, Op *op)
 		copy(h, addr(h, op->out), addr(h, op->in[0]), ir_bytes(p, ir_vtype(p, op->out)));
 		return;
 	case OP_ASSIGN:
-		copy(h, addr(h, op->in[0]), addr(h, op->in[1]), ir_bytes(p, ir_vtype(p, op->in[0])));
+		if (!coalesced(p, op->in[1], op->in[0]))
+			copy(h, addr(h, op->in[0]), addr(h, op->in[1]), ir_bytes(p, ir_vtype(p, op->in[0])));
 		return;
 	case OP_STORE_SLICE: {
 		Type t = ir_vtype(p, op->in[2]);
@@ -376,15 +385,22 @@ static void extent(Program *p, int v, int64_t *lo, int64_t *hi)
 }
 
 /* The plan may give an op's result the storage of a value whose last use was
- * an earlier op. Fused, the two run in one kernel, where another element's
- * thread may still read what this one writes: such an op starts a new kernel. */
+ * an earlier op, or of an operand it updates in place. Fused, the two run in
+ * one kernel, where another element's thread may still read what this one
+ * writes: such an op starts a new kernel, unless the value read is exactly
+ * the result's storage at the result's shape, so that each element is read
+ * and written by one thread. */
 static bool clobbers(Program *p, Op *op, const int *vals, int nw)
 {
 	int64_t lo, hi, a, b;
 	extent(p, op->out, &lo, &hi);
+	Type shape = ir_vtype(p, op->out);
 	for (int i = 0; i < nw; i++) {
 		extent(p, vals[i], &a, &b);
-		if (a < hi && lo < b)
+		bool same = a == lo && b == hi && ir_type_eq(ir_vtype(p, vals[i]), shape) &&
+		            (p->values.data[vals[i]].res != VR_ALIAS || !p->values.data[vals[i]].def ||
+		             p->values.data[vals[i]].def->kind != OP_SLICE);
+		if (a < hi && lo < b && !same)
 			return true;
 	}
 	return false;

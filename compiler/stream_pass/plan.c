@@ -93,6 +93,9 @@ static void uses(Live *L, Block *b)
 		int64_t at = L->pos++;
 		for (int k = 0; k < op->nin; k++)
 			use(L, op->in[k], at);
+		/* a result computed in another value's storage: that storage is live from here */
+		if (op->out >= 0 && L->p->values.data[op->out].res == VR_ALIAS && !(ir_ops[op->kind].flags & OPF_VIEW))
+			use(L, op->out, at);
 		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
 			continue;
 		Span s = L->loops[at];
@@ -127,6 +130,69 @@ static void mark_aliases(Program *p, Block *b)
 			mark_aliases(p, &op->body);
 			mark_aliases(p, &op->body2);
 		}
+	}
+}
+
+/* ---- coalescing ---- */
+
+/* Whether op names storage root r among its operands. */
+static bool mentions(Program *p, Op *op, int r)
+{
+	for (int k = 0; k < op->nin; k++)
+		if (root(p, op->in[k]) == r)
+			return true;
+	return false;
+}
+
+/* The elementwise result y is copied into x at position `at` of b (an
+ * assign, or a yield at the body's end). If nothing between y's definition
+ * and the copy reads or writes x, and nothing after it reads y, y is computed
+ * in x's storage: the copy becomes a copy onto itself, which codegen drops.
+ * Elementwise ops may write their operand x in place: every element is read
+ * and written by the same thread. */
+static void coalesce(Program *p, Block *b, int at, int y, int x, const int *uses)
+{
+	Value *Y = &p->values.data[y];
+	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || y == p->loss ||
+	    !ir_type_eq(Y->type, ir_vtype(p, x)))
+		return;
+	int r = root(p, x), d = at - 1;
+	while (d >= 0 && b->ops[d] != Y->def)
+		d--;
+	if (d < 0)
+		return;
+	int seen = 1; /* the copy */
+	for (int k = d + 1; k < at; k++) {
+		Op *op = b->ops[k];
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE || mentions(p, op, r))
+			return;
+		for (int j = 0; j < op->nin; j++)
+			seen += op->in[j] == y;
+	}
+	if (seen != uses[y])
+		return;
+	Y->res = VR_ALIAS;
+	Y->alias_of = x;
+}
+
+static void coalesce_block(Program *p, Block *b, const int *uses)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_ASSIGN)
+			coalesce(p, b, i, op->in[1], op->in[0], uses);
+		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
+			continue;
+		for (int k = 0; k < op->ncarry; k++) {
+			/* the copies at the body's end run in order: no other yield may read this carried value */
+			bool read = false;
+			for (int j = 0; j < op->ncarry; j++)
+				read |= j != k && root(p, op->cyield[j]) == root(p, op->carg[k]);
+			if (!read)
+				coalesce(p, &op->body, op->body.len, op->cyield[k], op->carg[k], uses);
+		}
+		coalesce_block(p, &op->body, uses);
+		coalesce_block(p, &op->body2, uses);
 	}
 }
 
@@ -283,6 +349,7 @@ static void plan(Program *p)
 	p->plan_inputs = at - mark, mark = at;
 	/* tapes and snapshots that something still reads or writes */
 	int *used = ir_count_uses(p);
+	coalesce_block(p, &p->body, used);
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);
@@ -348,5 +415,7 @@ void stream_print(FILE *f, Program *p)
 		if (x->res == VR_ARENA)
 			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
 			        (long long)ir_bytes(p, x->type));
+		else if (x->res == VR_ALIAS && x->def && (ir_ops[x->def->kind].flags & OPF_EW))
+			fprintf(f, "#   %-24s in %s, which it is copied to\n", ir_value_name(p, v), ir_value_name(p, x->alias_of));
 	}
 }
