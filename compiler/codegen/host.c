@@ -37,10 +37,11 @@ static LLVMValueRef addr(Host *h, int v)
 	if (x->res != VR_ALIAS)
 		die("value %s has no storage", ir_value_name(p, v));
 	LLVMValueRef a = addr(h, x->alias_of);
-	if (x->def && x->def->kind == OP_SLICE) {
-		LLVMValueRef i = h->index[x->def->in[1]];
+	int index = x->alias_index >= 0 ? x->alias_index : x->def && x->def->kind == OP_SLICE ? x->def->in[1] : -1;
+	if (index >= 0) {
+		LLVMValueRef i = h->index[index];
 		if (!i)
-			die("index %s has no host value", ir_value_name(p, x->def->in[1]));
+			die("index %s has no host value", ir_value_name(p, index));
 		a = LLVMBuildAdd(h->g->b, a, LLVMBuildMul(h->g->b, i, cg_i64(h->g, ir_bytes(p, x->type)), ""), "");
 	}
 	return a;
@@ -66,10 +67,12 @@ static void launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords)
 	call(h, h->t_launch, h->f_launch, args, 5);
 }
 
-/* the plan computed `from` in the storage of `to` (stream_pass coalescing) */
-static bool coalesced(Program *p, int from, int to)
+/* the plan computed `from` in the storage of `to`, or of its slice [index]
+ * (stream_pass coalescing), so copying it there is nothing to do */
+static bool coalesced(Program *p, int from, int to, int index)
 {
-	return p->values.data[from].res == VR_ALIAS && p->values.data[from].alias_of == to;
+	Value *v = &p->values.data[from];
+	return v->res == VR_ALIAS && v->alias_of == to && v->alias_index == index && (!v->def || v->def->kind != OP_SLICE);
 }
 
 static void copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
@@ -225,7 +228,7 @@ static void lower_loop(Host *h, Op *op)
 	lower_block(h, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *y = &p->values.data[op->cyield[k]];
-		if (coalesced(p, op->cyield[k], op->carg[k]) ||
+		if (coalesced(p, op->cyield[k], op->carg[k], -1) ||
 		    (y->res == VR_ARENA && p->values.data[op->carg[k]].res == VR_ARENA && y->offset == p->values.data[op->carg[k]].offset))
 			continue;
 		copy(h, addr(h, op->carg[k]), addr(h, op->cyield[k]), ir_bytes(p, y->type));
@@ -276,7 +279,7 @@ static void lower_revolve(Host *h, Op *op)
 	a.index[op->ivar] = i;
 	lower_block(&a, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++)
-		if (!coalesced(p, op->cyield[k], op->carg[k]))
+		if (!coalesced(p, op->cyield[k], op->carg[k], -1))
 			copy(&a, addr(&a, op->carg[k]), addr(&a, op->cyield[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
 	LLVMValueRef next = LLVMBuildAdd(g->b, i, cg_i64(g, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
@@ -338,10 +341,12 @@ static void lower_op(Host *h, Op *op)
 		copy(h, addr(h, op->out), addr(h, op->in[0]), ir_bytes(p, ir_vtype(p, op->out)));
 		return;
 	case OP_ASSIGN:
-		if (!coalesced(p, op->in[1], op->in[0]))
+		if (!coalesced(p, op->in[1], op->in[0], -1))
 			copy(h, addr(h, op->in[0]), addr(h, op->in[1]), ir_bytes(p, ir_vtype(p, op->in[0])));
 		return;
 	case OP_STORE_SLICE: {
+		if (coalesced(p, op->in[2], op->in[0], op->in[1]))
+			return;
 		Type t = ir_vtype(p, op->in[2]);
 		LLVMValueRef dst = LLVMBuildAdd(g->b, addr(h, op->in[0]), LLVMBuildMul(g->b, h->index[op->in[1]], cg_i64(g, ir_bytes(p, t)), ""), "");
 		copy(h, dst, addr(h, op->in[2]), ir_bytes(p, t));

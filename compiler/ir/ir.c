@@ -25,6 +25,7 @@ int ir_new_value(Program *p, ValueKind kind, Type t, const char *name, Loc loc)
 	v.name = name;
 	v.loc = loc;
 	v.alias_of = -1;
+	v.alias_index = -1;
 	vec_push(&p->values, v);
 	return p->values.len - 1;
 }

@@ -59,7 +59,10 @@ typedef enum {
  *  VR_ARENA: bytes [offset, offset + size) of the device arena.
  *  VR_ALIAS: the storage of value alias_of. A SLICE result x[i] lives at
  *            addr(x) + i * bytes(result type); a RESHAPE result and a loop's
- *            cout[k] (alias of carg[k]) at the same address.
+ *            cout[k] (alias of carg[k]) at the same address. The plan
+ *            may also compute a value in the storage it is copied to:
+ *            alias_of the target, or its slice [alias_index] (an index
+ *            value) for a store_slice.
  * Index values and CONSTs of rank 0 live nowhere (VR_NONE): codegen
  * materialises constants into kernels and index values as host integers. */
 typedef enum {
@@ -84,6 +87,7 @@ typedef struct {
 	Residence res;
 	int64_t offset;
 	int alias_of;
+	int alias_index;  /* -1, or the index of the slice of alias_of it lives in */
 } Value;
 
 typedef struct {

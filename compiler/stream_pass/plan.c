@@ -145,16 +145,23 @@ static bool mentions(Program *p, Op *op, int r)
 }
 
 /* The elementwise result y is copied into x at position `at` of b (an
- * assign, or a yield at the body's end). If nothing between y's definition
- * and the copy reads or writes x, and nothing after it reads y, y is computed
- * in x's storage: the copy becomes a copy onto itself, which codegen drops.
- * Elementwise ops may write their operand x in place: every element is read
- * and written by the same thread. */
-static void coalesce(Program *p, Block *b, int at, int y, int x, const int *uses)
+ * assign, a yield at the body's end, or with index >= 0 a store_slice into
+ * x[index]). If nothing between y's definition and the copy reads or writes
+ * x, and nothing after it reads y, y is computed in x's storage: the copy
+ * becomes a copy onto itself, which codegen drops. Elementwise ops may write
+ * their operand x in place: every element is read and written by the same
+ * thread. */
+static void coalesce(Program *p, Block *b, int at, int y, int x, int index, const int *uses)
 {
 	Value *Y = &p->values.data[y];
+	Type t = ir_vtype(p, x);
+	if (index >= 0) {
+		t.rank--;
+		for (int i = 0; i < t.rank; i++)
+			t.dim[i] = t.dim[i + 1];
+	}
 	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || y == p->loss ||
-	    !ir_type_eq(Y->type, ir_vtype(p, x)))
+	    !ir_type_eq(Y->type, t))
 		return;
 	int r = root(p, x), d = at - 1;
 	while (d >= 0 && b->ops[d] != Y->def)
@@ -164,7 +171,8 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, const int *uses
 	int seen = 1; /* the copy */
 	for (int k = d + 1; k < at; k++) {
 		Op *op = b->ops[k];
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE || mentions(p, op, r))
+		/* the slice's index must be known where y is computed */
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE || mentions(p, op, r) || (index >= 0 && op->out == index))
 			return;
 		for (int j = 0; j < op->nin; j++)
 			seen += op->in[j] == y;
@@ -173,6 +181,7 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, const int *uses
 		return;
 	Y->res = VR_ALIAS;
 	Y->alias_of = x;
+	Y->alias_index = index;
 }
 
 static void coalesce_block(Program *p, Block *b, const int *uses)
@@ -180,7 +189,9 @@ static void coalesce_block(Program *p, Block *b, const int *uses)
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		if (op->kind == OP_ASSIGN)
-			coalesce(p, b, i, op->in[1], op->in[0], uses);
+			coalesce(p, b, i, op->in[1], op->in[0], -1, uses);
+		if (op->kind == OP_STORE_SLICE)
+			coalesce(p, b, i, op->in[2], op->in[0], op->in[1], uses);
 		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
 			continue;
 		for (int k = 0; k < op->ncarry; k++) {
@@ -189,7 +200,7 @@ static void coalesce_block(Program *p, Block *b, const int *uses)
 			for (int j = 0; j < op->ncarry; j++)
 				read |= j != k && root(p, op->cyield[j]) == root(p, op->carg[k]);
 			if (!read)
-				coalesce(p, &op->body, op->body.len, op->cyield[k], op->carg[k], uses);
+				coalesce(p, &op->body, op->body.len, op->cyield[k], op->carg[k], -1, uses);
 		}
 		coalesce_block(p, &op->body, uses);
 		coalesce_block(p, &op->body2, uses);
@@ -332,6 +343,7 @@ static void plan(Program *p)
 	for (int v = 0; v < nv; v++) {
 		p->values.data[v].res = VR_NONE;
 		p->values.data[v].alias_of = -1;
+		p->values.data[v].alias_index = -1;
 	}
 	mark_aliases(p, &p->body);
 
@@ -416,6 +428,8 @@ void stream_print(FILE *f, Program *p)
 			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
 			        (long long)ir_bytes(p, x->type));
 		else if (x->res == VR_ALIAS && x->def && (ir_ops[x->def->kind].flags & OPF_EW))
-			fprintf(f, "#   %-24s in %s, which it is copied to\n", ir_value_name(p, v), ir_value_name(p, x->alias_of));
+			fprintf(f, "#   %-24s in %s%s%s%s, which it is copied to\n", ir_value_name(p, v), ir_value_name(p, x->alias_of),
+			        x->alias_index >= 0 ? "[" : "", x->alias_index >= 0 ? ir_value_name(p, x->alias_index) : "",
+			        x->alias_index >= 0 ? "]" : "");
 	}
 }

@@ -16,7 +16,9 @@ static unsigned char *base(Interp *m, int v)
 	if (x->res != VR_ALIAS)
 		die("interp: value %s has no storage", ir_value_name(p, v));
 	unsigned char *b = base(m, x->alias_of);
-	if (x->def && x->def->kind == OP_SLICE)
+	if (x->alias_index >= 0)
+		b += m->index[x->alias_index] * ir_bytes(p, x->type);
+	else if (x->def && x->def->kind == OP_SLICE)
 		b += m->index[x->def->in[1]] * ir_bytes(p, x->type);
 	return b;
 }
