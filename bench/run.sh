@@ -13,3 +13,5 @@ torch_line=$(python3 bench/resmlp_torch.py --steps $steps) || exit 1
 echo "$torch_line"
 torch_ms=$(echo "$torch_line" | sed -n 's/.*: \([0-9.]*\) ms\/step.*/\1/p')
 python3 -c "print(f'dpc L=64 H=1024 B=1024: {$dpc_ms:.3f} ms/step; PyTorch {$torch_ms:.3f} ms/step; ratio dpc/PyTorch {$dpc_ms / $torch_ms:.2f} (target <= 0.8)')"
+echo "dpc's last step by kernel, GEMM and copy (--profile):"
+$B/resmlp_big.cuda --steps 5 --lr 1e-4 --quiet --profile | head -24
