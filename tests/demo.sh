@@ -25,6 +25,9 @@ echo
 echo "== train: out/$name --steps 200 --optimizer adam --lr 0.003"
 "out/$name" --steps 200 --optimizer adam --lr 0.003 --summary-json "out/$name.json"
 echo
+echo "== where one step's time goes: out/$name --steps 3 --profile --quiet"
+"out/$name" --steps 3 --profile --quiet | head -14
+echo
 echo "== summary (out/$name.json)"
 cat "out/$name.json"
 echo
