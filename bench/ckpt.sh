@@ -2,7 +2,9 @@
 # On the GPU machine, after `bash tests/gpu/run.sh build` here: the residual
 # MLP at L = 1024 (H = B = 1024, fp32, SGD), time overhead of binomial
 # checkpointing with 33 snapshots against store-everything, beside PyTorch's
-# checkpoint_sequential at sqrt(L) = 32 segments against its own plain run.
+# checkpoint_sequential at sqrt(L) = 32 segments against its own plain run;
+# then binomial with 64, 128 and 256 snapshots, to compare at the device
+# memory PyTorch's checkpointed run took.
 set -u
 cd "$(dirname "$0")/.."
 B=gpu_build
@@ -24,4 +26,18 @@ def ms(line):
 q0, q1 = ms(sys.argv[5]), ms(sys.argv[6])
 print(f"dpc: none {t0:.1f} ms ({m0 / 2**20:.0f} MiB), binomial s=33 {t1:.1f} ms ({m1 / 2**20:.0f} MiB): overhead {t1 / t0:.2f}x")
 print(f"PyTorch: plain {q0:.1f} ms, checkpoint_sequential(32) {q1:.1f} ms: overhead {q1 / q0:.2f}x")
+PY
+for n in 64 128 256; do
+	$B/resmlp_1024_binomial$n.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/bin$n.json >/dev/null || exit 1
+done
+python3 - "$t_none" "$p1" /tmp/bin.json /tmp/bin64.json /tmp/bin128.json /tmp/bin256.json <<'PY'
+import json, re, sys
+t0, torch = float(sys.argv[1]), sys.argv[2]
+peak = float(re.search(r"peak ([0-9.]+) MiB", torch).group(1))
+for f, s in zip(sys.argv[3:], (33, 64, 128, 256)):
+    j = json.load(open(f))
+    mib = j["peak_device_bytes"] / 2**20
+    note = "within" if mib <= peak else "above"
+    print(f"dpc binomial s={s}: {j['ms_per_step']:.1f} ms, overhead {j['ms_per_step'] / t0:.2f}x, "
+          f"peak {mib:.0f} MiB ({note} PyTorch's checkpointed {peak:.0f} MiB), recomputed {j['recomputed_steps']}")
 PY

@@ -23,6 +23,9 @@ build)
 	bin/dpc --target cuda -D L=10000 bench/longstack.dp -o $B/longstack_short.cuda || exit 1
 	bin/dpc --target cuda -D L=1024 bench/resmlp_big.dp -o $B/resmlp_1024.cuda || exit 1
 	bin/dpc --target cuda -D L=1024 --checkpoint binomial --snapshots 33 bench/resmlp_big.dp -o $B/resmlp_1024_binomial.cuda || exit 1
+	for s in 64 128 256; do
+		bin/dpc --target cuda -D L=1024 --checkpoint binomial --snapshots $s bench/resmlp_big.dp -o $B/resmlp_1024_binomial$s.cuda || exit 1
+	done
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
 	done
