@@ -174,6 +174,9 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 		/* the slice's index must be known where y is computed */
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE || mentions(p, op, r) || (index >= 0 && op->out == index))
 			return;
+		/* a view of y would go on reading x's storage after the copy */
+		if ((ir_ops[op->kind].flags & OPF_VIEW) && op->in[0] == y)
+			return;
 		for (int j = 0; j < op->nin; j++)
 			seen += op->in[j] == y;
 	}
