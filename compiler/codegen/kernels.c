@@ -54,9 +54,22 @@ static int vector_width(Cg *g, const KDesc *d)
 	}
 }
 
-/* On the GPU a reduction's output is computed by a warp (32 lanes) or a
- * whole 256-thread block when it folds enough elements that lie contiguous
- * along the lanes; partial results combine through warp shuffles. */
+/* Threads per output for a reduction of n contiguous elements: a block from
+ * 4096, a warp from 32, else a group of the largest power of two <= n
+ * within a warp (1 below 4). */
+static int lanes_for(int64_t n)
+{
+	if (n >= 4096)
+		return 256;
+	int l = 32;
+	while (l > n)
+		l /= 2;
+	return l >= 4 ? l : 1;
+}
+
+/* On the GPU a reduction's output is computed by a group of lanes of a warp,
+ * a whole warp or a 256-thread block when it folds elements that lie
+ * contiguous along the lanes; partial results combine through warp shuffles. */
 static int lane_count(Cg *g, const KDesc *d)
 {
 	if (!g->cuda)
@@ -70,8 +83,7 @@ static int lane_count(Cg *g, const KDesc *d)
 	case OP_SOFTMAX_GRAD:
 	case OP_LOG_SOFTMAX_GRAD:
 	case OP_XENT_GRAD: {
-		int64_t c = d->out.dim[d->out.rank - 1];
-		return c >= 4096 ? 256 : c >= 32 ? 32 : 1;
+		return lanes_for(d->out.dim[d->out.rank - 1]);
 	}
 	case OP_SUM:
 	case OP_MEAN:
@@ -79,9 +91,9 @@ static int lane_count(Cg *g, const KDesc *d)
 		bool kept[IR_MAXRANK];
 		int out_axis[IR_MAXRANK];
 		int64_t count = reduced_axes(d, kept, out_axis);
-		if (d->in[0].rank == 0 || kept[d->in[0].rank - 1] || count < 32)
+		if (d->in[0].rank == 0 || kept[d->in[0].rank - 1])
 			return 1;
-		return count >= 4096 ? 256 : 32;
+		return lanes_for(count);
 	}
 	default:
 		return 1;
@@ -354,9 +366,9 @@ static LLVMValueRef all_reduce(K *k, LLVMValueRef v, bool max)
 	Cg *g = k->g;
 	if (k->lanes == 1)
 		return v;
-	for (int m = 16; m >= 1; m /= 2)
+	for (int m = (k->lanes < 32 ? k->lanes : 32) / 2; m >= 1; m /= 2)
 		v = combine(k, v, shuffle_xor(k, v, m), max);
-	if (k->lanes == 32)
+	if (k->lanes <= 32)
 		return v;
 	int nwarps = k->lanes / 32;
 	LLVMValueRef smem = LLVMGetNamedGlobal(g->mod, "dp_partials");
