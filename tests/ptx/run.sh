@@ -33,6 +33,7 @@ expect_ptx() { # NAME FILE PATTERN COUNT-TEST
 	if [ "$n" $4 ]; then ok "ptx-quality/$1 ($n)"; else notok "ptx-quality/$1: $n lines match '$3', want $4" "$2"; fi
 }
 expect_ptx "wide f32: warp shuffles" "$TEST_OUT/wide.f32.ptx" 'shfl\.sync\.bfly\.b32' "-ge 5"
+expect_ptx "classifier f32: rows of 10 shared by groups of 8 lanes" "$TEST_OUT/classifier.f32.ptx" 'shfl\.sync\.bfly\.b32.*, 4, 31' "-ge 2"
 expect_ptx "wide f32: block barriers" "$TEST_OUT/wide.f32.ptx" 'bar\.sync' "-ge 2"
 expect_ptx "wide f32: 16-byte loads" "$TEST_OUT/wide.f32.ptx" 'ld(\.global)?\.v4\.f32' "-ge 1"
 expect_ptx "wide f32: 16-byte stores" "$TEST_OUT/wide.f32.ptx" 'st(\.global)?\.v4\.f32' "-ge 1"
