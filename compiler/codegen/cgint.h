@@ -33,7 +33,8 @@ typedef struct {
 	Type to;
 	int nargs;
 	int vec;           /* elements per access: 16 bytes' worth where every access allows, else 1 */
-	int lanes;         /* GPU threads that cooperate on one output of a reduction: 1, 32 or 256 */
+	int lanes;         /* GPU threads that cooperate on one output of a reduction: 1 to 32, or 256 */
+	int accumulate;    /* a reduction adds its result to the destination (an absorbed acc) */
 	int nsteps;        /* K_FUSED */
 	KStep step[CG_MAXSTEPS];
 } KDesc;

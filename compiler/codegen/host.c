@@ -81,8 +81,9 @@ static void copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
 	call(h, h->t_copy, h->f_copy, args, 4);
 }
 
-/* An op that becomes one kernel over the arena. */
-static void lower_kernel(Host *h, Op *op)
+/* An op that becomes one kernel over the arena; a reduction given `into`
+ * adds its result there instead of storing it (an absorbed acc). */
+static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 {
 	Program *p = h->g->p;
 	KDesc d;
@@ -109,7 +110,8 @@ static void lower_kernel(Host *h, Op *op)
 	} else {
 		d.nin = op->nin;
 		d.out = ir_vtype(p, op->out);
-		words[nw++] = addr(h, op->out);
+		d.accumulate = into != NULL;
+		words[nw++] = into ? into : addr(h, op->out);
 		/* constants are operands of elementwise ops only, and those are fused kernels */
 		for (int j = 0; j < op->nin; j++) {
 			d.in[j] = ir_vtype(p, op->in[j]);
@@ -362,7 +364,7 @@ static void lower_op(Host *h, Op *op)
 		if (ir_leading_sum(p, op, &m, &n))
 			lower_leading_sum(h, op, addr(h, op->out), 0);
 		else
-			lower_kernel(h, op);
+			lower_kernel(h, op, NULL);
 	}
 	}
 }
@@ -473,13 +475,16 @@ static void lower_block(Host *h, Block *b, int from, int to)
 		if (skip)
 			continue;
 		int64_t m, n;
-		int j = op->kind == OP_MATMUL || ir_leading_sum(h->g->p, op, &m, &n) ? absorbed_acc(h, b, i, to) : -1;
+		bool reduction = op->kind == OP_SUM || op->kind == OP_MEAN || op->kind == OP_SUM_TO;
+		int j = op->kind == OP_MATMUL || reduction ? absorbed_acc(h, b, i, to) : -1;
 		if (j >= 0) {
 			LLVMValueRef dst = acc_target(h, b->ops[j]);
 			if (op->kind == OP_MATMUL)
 				gemm(h, op, dst, 1);
-			else
+			else if (ir_leading_sum(h->g->p, op, &m, &n))
 				lower_leading_sum(h, op, dst, 1);
+			else
+				lower_kernel(h, op, dst);
 			vec_push(&absorbed, b->ops[j]);
 		} else if (elementwise(op)) {
 			i += lower_fused(h, b, i, to) - 1;

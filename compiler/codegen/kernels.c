@@ -521,6 +521,16 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	LLVMValueRef total = all_reduce(k, acc_result(k, &l, cg_real(g, 0), next), false);
 	if (d->kind == OP_MEAN)
 		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
+	if (d->accumulate) {
+		/* what the absorbed acc did: v + x, in that order; lane 0 alone reads and writes */
+		LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
+		LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""), put, join);
+		LLVMPositionBuilderAtEnd(k->b, put);
+		store(k, out, idx, LLVMBuildFAdd(k->b, load(k, out, idx), total, ""));
+		LLVMBuildBr(k->b, join);
+		LLVMPositionBuilderAtEnd(k->b, join);
+		return;
+	}
 	store_once(k, out, idx, total);
 }
 
