@@ -2,6 +2,7 @@
 #include "driver.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,38 @@ static const char *runtime_lib(const char *name)
 	return lib;
 }
 
+/* The temporary object file, removed if dpc is interrupted while it exists. */
+static char temp_obj[64];
+
+static void remove_temp(int sig)
+{
+	if (temp_obj[0])
+		unlink(temp_obj);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void remove_temp_at_exit(void)
+{
+	if (temp_obj[0])
+		unlink(temp_obj);
+}
+
+static void make_temp_obj(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	snprintf(temp_obj, sizeof temp_obj, "%s", "/tmp/dpc-XXXXXX.o");
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		signal(sigs[i], remove_temp);
+	atexit(remove_temp_at_exit);
+	int fd = mkstemps(temp_obj, 2);
+	if (fd < 0) {
+		temp_obj[0] = 0;
+		fatal("cannot create a temporary object file: %s", strerror(errno));
+	}
+	close(fd);
+}
+
 /* Runs the linker; the temporary object goes in every case. */
 static void run_cc(char **argv, const char *obj)
 {
@@ -65,6 +98,7 @@ static void run_cc(char **argv, const char *obj)
 	int status = 0;
 	bool ok = rc == 0 && waitpid(pid, &status, 0) >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	unlink(obj);
+	temp_obj[0] = 0;
 	if (rc != 0)
 		fatal("cannot run %s: %s", argv[0], strerror(rc));
 	if (!ok)
@@ -176,12 +210,8 @@ int driver_run(DriverOptions *o)
 		return 0;
 	}
 	const char *exe = o->output ? o->output : name;
-	char obj[] = "/tmp/dpc-XXXXXX.o";
-	int fd = mkstemps(obj, 2);
-	if (fd < 0)
-		fatal("cannot create a temporary object file: %s", strerror(errno));
-	close(fd);
-	cg_emit_object(p, &cg, obj);
-	link_exe(obj, exe, o->target);
+	make_temp_obj();
+	cg_emit_object(p, &cg, temp_obj);
+	link_exe(temp_obj, exe, o->target);
 	return 0;
 }

@@ -1,4 +1,7 @@
 /* dpc: the command line. Everything else is in the library (driver.c). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,8 +69,11 @@ static int64_t parse_bytes(const char *s)
 	}
 	if (*end == 'i' || *end == 'B')
 		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (end == s || *end || v <= 0)
+	if (end == s || *end || !(v > 0))
 		usage_error("bad byte count '%s' (examples: 8G, 512M, 1048576)", s);
+	/* 2^62 bytes is beyond any memory; it keeps every sum of sizes in range */
+	if (!(v * m < 0x1p62) || v * m < 1)
+		usage_error("byte count '%s' is out of range (1 byte to 4 EiB)", s);
 	return (int64_t)(v * m);
 }
 
@@ -120,9 +126,12 @@ int main(int argc, char **argv)
 			char *end;
 			if (!eq || eq == def)
 				usage_error("-D needs NAME=VALUE, got '%s'", def ? def : "");
+			errno = 0;
 			long long val = strtoll(eq + 1, &end, 10);
 			if (*end || end == eq + 1)
 				usage_error("-D %s: the value must be an integer", def);
+			if (errno == ERANGE || val > (1LL << 40) || val < -(1LL << 40))
+				usage_error("-D %s: the value is out of range (integer constants are limited to 2^40)", def);
 			FeDefine d = {ar_strndup(def, (size_t)(eq - def)), val};
 			vec_push(&o.defs, d);
 		} else if ((v = opt_value(argc, argv, &i, "--precision"))) {
@@ -146,9 +155,12 @@ int main(int argc, char **argv)
 				usage_error("--checkpoint takes none or binomial, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
 			char *end;
+			errno = 0;
 			long long n = strtoll(v, &end, 10);
 			if (*end || end == v || n < 1)
 				usage_error("--snapshots needs a count of at least 1, not '%s'", v);
+			if (errno == ERANGE || n > INT_MAX)
+				usage_error("--snapshots %s is out of range (at most 2^31 - 1)", v);
 			o.ckpt.snapshots = n;
 		} else if ((v = opt_value(argc, argv, &i, "--schedule-json"))) {
 			o.schedule_json = v;

@@ -64,6 +64,24 @@ char *ar_printf(const char *fmt, ...)
 	return p;
 }
 
+typedef struct {
+	const char *file, *text;
+} Source;
+
+static Vec(Source) sources;
+
+static jmp_buf *trap;
+
+void diag_set_trap(jmp_buf *t) { trap = t; }
+
+/* A user error ends the compilation: exit(1), or back to the harness. */
+static noreturn void stop(void)
+{
+	if (trap)
+		longjmp(*trap, 1);
+	exit(1);
+}
+
 void ar_free_all(void)
 {
 	while (arena) {
@@ -71,6 +89,9 @@ void ar_free_all(void)
 		arena = b->next;
 		free(b);
 	}
+	/* the registered sources lived in the arena */
+	sources.data = NULL;
+	sources.len = sources.cap = 0;
 }
 
 noreturn void die_at(const char *file, int line, const char *fmt, ...)
@@ -81,14 +102,10 @@ noreturn void die_at(const char *file, int line, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nthis is a bug in dpc, not in your program\n");
+	if (trap)
+		abort();
 	exit(70);
 }
-
-typedef struct {
-	const char *file, *text;
-} Source;
-
-static Vec(Source) sources;
 
 void diag_source(const char *file, const char *text)
 {
@@ -96,8 +113,11 @@ void diag_source(const char *file, const char *text)
 	vec_push(&sources, s);
 }
 
+/* The line, and a caret under the column; a long line is shown as a window
+ * around the column. */
 static void show_line(Loc loc)
 {
+	enum { WIDTH = 120, BEFORE = 60 };
 	for (int i = 0; i < sources.len; i++) {
 		if (strcmp(sources.data[i].file, loc.file) != 0)
 			continue;
@@ -105,12 +125,17 @@ static void show_line(Loc loc)
 		for (int l = 1; l < loc.line && *p; p++)
 			if (*p == '\n')
 				l++;
-		const char *e = p;
+		const char *e = p, *at = p;
 		while (*e && *e != '\n')
 			e++;
-		fprintf(stderr, "  %.*s\n  ", (int)(e - p), p);
-		for (int c = 1; c < loc.col; c++)
-			fputc(p + c - 1 < e && p[c - 1] == '\t' ? '\t' : ' ', stderr);
+		for (int c = 1; c < loc.col && at < e; c++)
+			at++;
+		const char *from = e - p > WIDTH && at - p > BEFORE ? at - BEFORE : p;
+		const char *to = e - from > WIDTH ? from + WIDTH : e;
+		fprintf(stderr, "  %s%.*s%s\n  %s", from > p ? "..." : "", (int)(to - from), from, to < e ? "..." : "",
+		        from > p ? "   " : "");
+		for (const char *c = from; c < at; c++)
+			fputc(*c == '\t' ? '\t' : ' ', stderr);
 		fprintf(stderr, "^\n");
 		return;
 	}
@@ -131,7 +156,7 @@ noreturn void diag_error(Loc loc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vdiag(loc, "error", fmt, ap);
 	va_end(ap);
-	exit(1);
+	stop();
 }
 
 void diag_note(Loc loc, const char *fmt, ...)
@@ -150,5 +175,5 @@ noreturn void fatal(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	exit(1);
+	stop();
 }

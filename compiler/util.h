@@ -2,6 +2,7 @@
 #ifndef DPC_UTIL_H
 #define DPC_UTIL_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,5 +45,9 @@ noreturn void diag_error(Loc loc, const char *fmt, ...) __attribute__((format(pr
 void diag_note(Loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An error with no source location (bad option, unreadable file): "dpc: error: ...", exit 1. */
 noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For a harness that runs many programs in one process (tests/fuzz): while a
+ * trap is set, a user error longjmps to it instead of exiting, and a compiler
+ * bug aborts, so that the fuzzer reports it. NULL restores exit(). */
+void diag_set_trap(jmp_buf *trap);
 
 #endif

@@ -409,6 +409,11 @@ static void add_tapes(Ad *a, Block *b, int depth)
 				tt.dim[d + 1] = ct.dim[d];
 			if (tt.rank > IR_MAXRANK)
 				diag_error(op->loc, "a loop-carried tensor of rank %d is too large to tape (rank limit %d)", ct.rank, IR_MAXRANK - 1);
+			/* with recomputation the checkpoint pass replaces this tape by snapshots */
+			if (!a->recompute && ir_too_large(tt))
+				diag_error(op->loc, "the store-everything tape of '%s' over this loop would be %s, more than 2^40 "
+				           "elements; use --checkpoint binomial", vname(a, op->carg[k]) ? vname(a, op->carg[k]) : "a carried value",
+				           ir_type_str(tt));
 			const char *n = vname(a, op->carg[k]);
 			t.tape[k] = new_var(a, VC_TAPE, tt, ar_printf("tape_%s", n ? n : "h"), op->loc);
 			int in[3] = {t.tape[k], op->ivar, op->carg[k]};
@@ -516,6 +521,9 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 		tt.dim[0] = op->lo + op->trip;
 		for (int d = 0; d < t.rank; d++)
 			tt.dim[d + 1] = t.dim[d];
+		if (ir_too_large(tt))
+			diag_error(o->loc, "the store-everything tape of this value over its loop would be %s, more than 2^40 "
+			           "elements; use --checkpoint binomial", ir_type_str(tt));
 		const char *n = vname(a, o->out);
 		int tape = new_var(a, VC_TAPE, tt, ar_printf("tape_%s", n ? n : ar_printf("v%d", o->out)), o->loc);
 		/* stored at the end of the body, so that the ops before stay one fusible run */

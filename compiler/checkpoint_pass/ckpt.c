@@ -75,6 +75,9 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 		for (int d = 0; d < t.rank; d++)
 			st.dim[d + 1] = t.dim[d];
 		const char *n = p->values.data[f->carg[k]].name;
+		if (ir_too_large(st))
+			diag_error(f->loc, "%d snapshots of '%s' would be %s, more than 2^40 elements; give fewer --snapshots",
+			           v->nsnap, n ? n : "the loop's state", ir_type_str(st));
 		v->snap[k] = ir_new_value(p, VK_VAR, st, ar_printf("snap_%s", n ? n : "h"), r->loc);
 		p->values.data[v->snap[k]].vclass = VC_SNAP;
 	}

@@ -1,4 +1,5 @@
 /* fe: names, function inlining, shape checks and lowering to the forward IR. */
+#include <math.h>
 #include <string.h>
 
 #include "ast.h"
@@ -21,6 +22,13 @@ typedef struct Scope {
 
 typedef Vec(const char *) NameList;
 
+/* Inlining a call recurses; so does nothing else without bound after the
+ * parser's nesting limit. A chain of calls is bounded the same way. */
+#define MAX_INLINE 256
+/* Inlining can multiply a program: bound what comes out. */
+#define MAX_OPS (1 << 20)
+#define MAX_CONST ((int64_t)1 << 40)
+
 typedef struct {
 	FeAst *ast;
 	Program *p;
@@ -28,6 +36,7 @@ typedef struct {
 	Scope *global;
 	Vec(const char *) inlining;
 	bool *called;   /* per function: inlined at least once */
+	int nops;       /* ops emitted */
 } Lower;
 
 static const char *ts(Type t) { return ir_type_str(t); }
@@ -105,6 +114,8 @@ static int emit(Lower *L, Op *op)
 	const char *err = ir_check_op(L->p, op, &t);
 	if (err)
 		diag_error(op->loc, "%s", err);
+	if (++L->nops > MAX_OPS)
+		diag_error(op->loc, "the program is too large: more than %d operations once functions are inlined", MAX_OPS);
 	op->out = ir_new_value(L->p, op->kind == OP_IDX ? VK_INDEX : VK_SSA, t, NULL, op->loc);
 	L->p->values.data[op->out].def = op;
 	ir_append(L->out, op);
@@ -139,13 +150,45 @@ static int constant(Lower *L, double f, Loc loc)
 
 /* ---- constant expressions inside tensor expressions (axes, shapes, indices) ---- */
 
+/* An integer constant stays within +-2^40, as in the parser, so that
+ * nothing computed from it overflows. */
+static int64_t const_range(Node *n, int64_t v, bool overflow)
+{
+	if (overflow || v > MAX_CONST || v < -MAX_CONST)
+		diag_error(n->loc, "constant expression overflows (integer constants are limited to 2^40)");
+	return v;
+}
+
+static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out);
+
+static bool const_binary(Lower *L, Scope *s, Node *n, int64_t a, int64_t *out)
+{
+	int64_t b, v = 0;
+	if (n->op == '@' || !const_value(L, s, n->b, &b))
+		return false;
+	bool o = false;
+	switch (n->op) {
+	case '+': o = __builtin_add_overflow(a, b, &v); break;
+	case '-': o = __builtin_sub_overflow(a, b, &v); break;
+	case '*': o = __builtin_mul_overflow(a, b, &v); break;
+	default:
+		if (b == 0)
+			diag_error(n->loc, "division by zero in a constant expression");
+		v = a / b;
+	}
+	*out = const_range(n, v, o);
+	return true;
+}
+
 static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out)
 {
-	int64_t a, b;
+	int64_t a;
 	switch (n->kind) {
 	case N_NUM:
-		if (n->num != (double)(int64_t)n->num)
+		if (n->num != floor(n->num))
 			return false;
+		if (fabs(n->num) > (double)MAX_CONST)
+			diag_error(n->loc, "integer %g is too large here (integer constants are limited to 2^40)", n->num);
 		*out = (int64_t)n->num;
 		return true;
 	case N_NAME:
@@ -162,13 +205,20 @@ static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out)
 			return false;
 		*out = -a;
 		return true;
-	case N_BIN:
-		if (n->op == '@' || !const_value(L, s, n->a, &a) || !const_value(L, s, n->b, &b))
+	case N_BIN: {
+		/* along the left spine without recursion: a long sum would exhaust the stack */
+		Vec(Node *) spine = {0};
+		Node *m = n;
+		for (; m->kind == N_BIN; m = m->a)
+			vec_push(&spine, m);
+		if (!const_value(L, s, m, &a))
 			return false;
-		if ((n->op == '/') && b == 0)
-			diag_error(n->loc, "division by zero in a constant expression");
-		*out = n->op == '+' ? a + b : n->op == '-' ? a - b : n->op == '*' ? a * b : a / b;
+		for (int i = spine.len - 1; i >= 0; i--)
+			if (!const_binary(L, s, spine.data[i], a, &a))
+				return false;
+		*out = a;
 		return true;
+	}
 	default:
 		return false;
 	}
@@ -362,6 +412,22 @@ static int call(Lower *L, Scope *s, Node *n)
 	diag_error(n->loc, "unknown function '%s'%s", n->name, suggest(L, s, n->name, true));
 }
 
+static int binary(Lower *L, Node *n, int a, int b)
+{
+	int in[2] = {a, b};
+	if (n->op == '@') {
+		in[0] = tensor(L, in[0], n->a->loc);
+		in[1] = tensor(L, in[1], n->b->loc);
+		return emit(L, mk(L, OP_MATMUL, n->loc, 2, in));
+	}
+	OpKind k = n->op == '+' ? OP_ADD : n->op == '-' ? OP_SUB : n->op == '*' ? OP_MUL : OP_DIV;
+	if (is_const(L, in[0]) && is_const(L, in[1])) {
+		double x = L->p->values.data[in[0]].def->fval, y = L->p->values.data[in[1]].def->fval;
+		return constant(L, k == OP_ADD ? x + y : k == OP_SUB ? x - y : k == OP_MUL ? x * y : x / y, n->loc);
+	}
+	return emit(L, mk(L, k, n->loc, 2, in));
+}
+
 static int expr(Lower *L, Scope *s, Node *n)
 {
 	switch (n->kind) {
@@ -389,18 +455,15 @@ static int expr(Lower *L, Scope *s, Node *n)
 		return emit(L, mk(L, OP_NEG, n->loc, 1, &x));
 	}
 	case N_BIN: {
-		int in[2] = {expr(L, s, n->a), expr(L, s, n->b)};
-		if (n->op == '@') {
-			in[0] = tensor(L, in[0], n->a->loc);
-			in[1] = tensor(L, in[1], n->b->loc);
-			return emit(L, mk(L, OP_MATMUL, n->loc, 2, in));
-		}
-		OpKind k = n->op == '+' ? OP_ADD : n->op == '-' ? OP_SUB : n->op == '*' ? OP_MUL : OP_DIV;
-		if (is_const(L, in[0]) && is_const(L, in[1])) {
-			double a = L->p->values.data[in[0]].def->fval, b = L->p->values.data[in[1]].def->fval;
-			return constant(L, k == OP_ADD ? a + b : k == OP_SUB ? a - b : k == OP_MUL ? a * b : a / b, n->loc);
-		}
-		return emit(L, mk(L, k, n->loc, 2, in));
+		/* along the left spine without recursion: a long sum would exhaust the stack */
+		Vec(Node *) spine = {0};
+		Node *m = n;
+		for (; m->kind == N_BIN; m = m->a)
+			vec_push(&spine, m);
+		int v = expr(L, s, m);
+		for (int i = spine.len - 1; i >= 0; i--)
+			v = binary(L, spine.data[i], v, expr(L, s, spine.data[i]->b));
+		return v;
 	}
 	case N_CALL:
 		return call(L, s, n);
@@ -543,6 +606,9 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 	for (int i = 0; i < L->inlining.len; i++)
 		if (!strcmp(L->inlining.data[i], f->name))
 			diag_error(n->loc, "recursive call of '%s' (functions are inlined, so they cannot recurse)", f->name);
+	if (L->inlining.len >= MAX_INLINE)
+		diag_error(n->loc, "calls nested too deeply: '%s' would be the %dth function inlined inside another "
+		           "(the limit is %d)", f->name, L->inlining.len + 1, MAX_INLINE);
 	for (int i = 0; i < n->args.len; i++)
 		if (n->argname[i])
 			diag_error(n->args.data[i]->loc, "'%s' takes positional arguments only", f->name);

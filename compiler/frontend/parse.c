@@ -26,9 +26,15 @@ typedef struct {
 	const FeDefine *defs;
 	int ndefs;
 	bool *used_def;
+	int depth;       /* parentheses, brackets, calls, indices, unary minus and blocks now open */
 } Parser;
 
 #define MAX_CONST ((int64_t)1 << 40)
+/* Parsing and lowering recurse once per level, so the nesting is bounded
+ * (clang stops at 256 bracket levels too). */
+#define MAX_NEST 256
+/* Source files are read whole: bound them, so that `dpc /dev/zero` stops. */
+#define MAX_SOURCE ((size_t)64 << 20)
 
 static const char *puncts[] = {"..", "->", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "/", "@", "%", ";"};
 
@@ -190,6 +196,15 @@ static const char *ident(Parser *P, const char *what)
 	return ar_strndup(t.s, (size_t)t.len);
 }
 
+static void nest(Parser *P, Loc loc, const char *what)
+{
+	if (++P->depth > MAX_NEST)
+		diag_error(loc, "%s nested too deeply (more than %d levels of parentheses, brackets, calls, indices, "
+		           "unary minus and blocks)", what, MAX_NEST);
+}
+
+static void unnest(Parser *P, int n) { P->depth -= n; }
+
 static Node *node(NodeKind k, Loc loc)
 {
 	Node *n = ar_alloc(sizeof *n);
@@ -221,12 +236,18 @@ static int64_t const_atom(Parser *P)
 {
 	Tok t = P->tok;
 	if (accept(P, "(")) {
+		nest(P, t.loc, "constant expression");
 		int64_t v = const_expr(P);
 		expect(P, ")", "to close the parenthesis");
+		unnest(P, 1);
 		return v;
 	}
-	if (accept(P, "-"))
-		return -const_atom(P);
+	if (accept(P, "-")) {
+		nest(P, t.loc, "constant expression");
+		int64_t v = -const_atom(P);
+		unnest(P, 1);
+		return v;
+	}
 	if (t.kind == T_INT) {
 		next(P);
 		return check_range(t.loc, t.ival);
@@ -363,17 +384,21 @@ static Node *primary(Parser *P)
 		return n;
 	}
 	if (accept(P, "(")) {
+		nest(P, t.loc, "expression");
 		Node *n = expr(P);
 		expect(P, ")", "to close the parenthesis");
+		unnest(P, 1);
 		return n;
 	}
 	if (accept(P, "[")) {
+		nest(P, t.loc, "expression");
 		Node *n = node(N_LIST, t.loc);
 		if (!is(P->tok, "]"))
 			do
 				vec_push(&n->args, expr(P));
 			while (accept(P, ","));
 		expect(P, "]", "to close the list");
+		unnest(P, 1);
 		return n;
 	}
 	if (t.kind == T_IDENT && !is_keyword(t)) {
@@ -387,9 +412,11 @@ static Node *primary(Parser *P)
 static Node *postfix(Parser *P)
 {
 	Node *n = primary(P);
-	for (;;) {
+	int opened = 0;
+	for (;; opened++) {
 		Tok t = P->tok;
 		if (is(t, "(") && n->kind == N_NAME) {
+			nest(P, t.loc, "expression");
 			next(P);
 			Node *c = node(N_CALL, n->loc);
 			c->name = n->name;
@@ -409,6 +436,7 @@ static Node *postfix(Parser *P)
 			c->argname = names.data;
 			n = c;
 		} else if (is(t, "[")) {
+			nest(P, t.loc, "expression");
 			next(P);
 			Node *x = node(N_INDEX, t.loc);
 			x->a = n;
@@ -416,6 +444,7 @@ static Node *postfix(Parser *P)
 			expect(P, "]", "to close the index");
 			n = x;
 		} else {
+			unnest(P, opened);
 			return n;
 		}
 	}
@@ -425,8 +454,10 @@ static Node *unary(Parser *P)
 {
 	Tok t = P->tok;
 	if (accept(P, "-")) {
+		nest(P, t.loc, "expression");
 		Node *n = node(N_NEG, t.loc);
 		n->a = unary(P);
+		unnest(P, 1);
 		return n;
 	}
 	return postfix(P);
@@ -487,7 +518,9 @@ static Node *statement(Parser *P)
 		if (n->lo < 0 || n->lo >= n->hi)
 			diag_error(rl, "empty or negative loop range %lld..%lld", (long long)n->lo, (long long)n->hi);
 		Tok open = expect(P, "{", "to open the loop body");
+		nest(P, open.loc, "block");
 		block(P, &n->args, open.loc);
+		unnest(P, 1);
 		return n;
 	}
 	if (t.kind == T_IDENT && is(P->next, "=")) {
@@ -663,23 +696,33 @@ static void parse_items(Parser *P)
 	}
 }
 
+/* The whole file, NUL-terminated, from the arena; at most MAX_SOURCE bytes. */
 static char *read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		fatal("cannot open %s: %s", path, strerror(errno));
-	Vec(char) buf = {0};
-	char chunk[65536];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		for (size_t i = 0; i < n; i++)
-			vec_push(&buf, chunk[i]);
-	if (ferror(f))
-		fatal("cannot read %s: %s", path, strerror(errno));
+	size_t cap = 1 << 16, n = 0, r;
+	char *buf = ar_alloc(cap + 1);
+	while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n > MAX_SOURCE) {
+			fclose(f);
+			fatal("%s: the source is larger than %zu MiB, dpc's limit for one program", path, MAX_SOURCE >> 20);
+		}
+		if (n == cap) {
+			buf = ar_realloc(buf, cap + 1, 2 * cap + 1);
+			cap *= 2;
+		}
+	}
+	bool bad = ferror(f);
+	int e = errno;
 	fclose(f);
-	vec_push(&buf, 0);
-	*len = (size_t)buf.len - 1;
-	return buf.data;
+	if (bad)
+		fatal("cannot read %s: %s", path, strerror(e));
+	buf[n] = 0;
+	*len = n;
+	return buf;
 }
 
 /* A NUL byte or invalid UTF-8 means this is not a program: say so at the byte. */
@@ -692,10 +735,8 @@ static void check_text(const char *file, const char *s, size_t len)
 		bool bad = c == 0 || n == 0 || i + (size_t)n > len;
 		for (int k = 1; !bad && k < n; k++)
 			bad = ((unsigned char)s[i + k] >> 6) != 2;
-		if (bad) {
-			fprintf(stderr, "%s:%d:%d: error: not a text file (byte 0x%02x at offset %zu is not UTF-8 text)\n", file, line, col, c, i);
-			exit(1);
-		}
+		if (bad)
+			diag_error((Loc){file, line, col}, "not a text file (byte 0x%02x at offset %zu is not UTF-8 text)", c, i);
 		if (c == '\n')
 			line++, col = 1;
 		else
@@ -708,6 +749,14 @@ FeAst *fe_parse(const char *path, const FeDefine *defs, int ndefs)
 {
 	size_t len;
 	char *src = read_file(path, &len);
+	return fe_parse_text(path, src, len, defs, ndefs);
+}
+
+FeAst *fe_parse_text(const char *path, const char *text, size_t len, const FeDefine *defs, int ndefs)
+{
+	if (len > MAX_SOURCE)
+		fatal("%s: the source is larger than %zu MiB, dpc's limit for one program", path, MAX_SOURCE >> 20);
+	char *src = ar_strndup(text, len);
 	check_text(path, src, len);
 	diag_source(path, src);
 	Parser P = {0};
@@ -751,13 +800,22 @@ static void print_expr(FILE *f, Node *n)
 	case N_NAME:
 		fputs(n->name, f);
 		return;
-	case N_BIN:
-		fprintf(f, "(%c ", n->op);
-		print_expr(f, n->a);
-		fputc(' ', f);
-		print_expr(f, n->b);
-		fputc(')', f);
+	case N_BIN: {
+		/* (+ (+ (+ a b) c) d): along the left spine without recursion,
+		 * which a long sum would exhaust */
+		Vec(Node *) spine = {0};
+		for (; n->kind == N_BIN; n = n->a)
+			vec_push(&spine, n);
+		for (int i = 0; i < spine.len; i++)
+			fprintf(f, "(%c ", spine.data[i]->op);
+		print_expr(f, n);
+		for (int i = spine.len - 1; i >= 0; i--) {
+			fputc(' ', f);
+			print_expr(f, spine.data[i]->b);
+			fputc(')', f);
+		}
 		return;
+	}
 	case N_NEG:
 		fputs("(neg ", f);
 		print_expr(f, n->a);

@@ -93,9 +93,12 @@ int64_t ir_numel(Type t)
 {
 	int64_t n = 1;
 	for (int i = 0; i < t.rank; i++)
-		n *= t.dim[i];
+		if (__builtin_mul_overflow(n, t.dim[i], &n) || n > IR_HUGE)
+			return IR_HUGE;
 	return n;
 }
+
+bool ir_too_large(Type t) { return ir_numel(t) > IR_MAX_ELEMS; }
 
 int64_t ir_bytes(const Program *p, Type t)
 {

@@ -178,7 +178,13 @@ int ir_emit(Program *p, Block *b, Op *op);
 /* types */
 Type ir_type(DType dt, int rank, const int64_t *dim);
 Type ir_scalar(DType dt);
+/* A tensor has at most IR_MAX_ELEMS elements: the frontend, the tapes and the
+ * snapshots are checked against it, so that no size overflows. ir_numel
+ * saturates at IR_HUGE, for types that exist only to be refused. */
+#define IR_MAX_ELEMS ((int64_t)1 << 40)
+#define IR_HUGE ((int64_t)1 << 56)
 int64_t ir_numel(Type t);
+bool ir_too_large(Type t);
 int64_t ir_bytes(const Program *p, Type t);
 bool ir_type_eq(Type a, Type b);
 const char *ir_type_str(Type t); /* "f32[64, 32]" */

@@ -108,7 +108,7 @@ static const char *check_var(Program *p, Op *op)
 	}
 }
 
-const char *ir_check_op(Program *p, Op *op, Type *out)
+static const char *check(Program *p, Op *op, Type *out)
 {
 	const OpInfo *info = &ir_ops[op->kind];
 	if (info->arity >= 0 && op->nin != info->arity)
@@ -270,4 +270,12 @@ const char *ir_check_op(Program *p, Op *op, Type *out)
 		break;
 	}
 	unreachable();
+}
+
+const char *ir_check_op(Program *p, Op *op, Type *out)
+{
+	const char *err = check(p, op, out);
+	if (!err && !(ir_ops[op->kind].flags & OPF_WRITE) && ir_too_large(*out))
+		return ar_printf("the result %s would have more than 2^40 elements, dpc's limit for one tensor", ts(*out));
+	return err;
 }

@@ -3,9 +3,13 @@
  * packed first-fit, so no allocator runs during training. */
 #include "stream.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #define ALIGN 256 /* cuBLAS and 16-byte vector accesses want aligned buffers */
+/* Every value is below 2^59 bytes (ir_numel saturates), so sums checked
+ * against this bound never overflow. */
+#define PLAN_MAX ((int64_t)1 << 62)
 
 typedef struct {
 	int64_t start, end; /* op positions */
@@ -20,6 +24,15 @@ typedef struct {
 } Live;
 
 static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* at + size, refused beyond any memory */
+static int64_t extend(Program *p, int v, int64_t at, int64_t size)
+{
+	if (at > PLAN_MAX - size)
+		fatal("the memory plan needs more than 2^62 bytes of device memory (at %s %s); the program is too large",
+		      ir_value_name(p, v), ir_type_str(p->values.data[v].type));
+	return at + size;
+}
 
 /* The storage a value really uses: views resolve to their root. */
 static int root(Program *p, int v)
@@ -257,6 +270,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 				break;
 			off = live.data[at].off + live.data[at].size;
 		}
+		extend(p, items[i].v, base + off, size);
 		Slot s = {off, size, L->last[items[i].v] >= start ? L->last[items[i].v] : start};
 		vec_push(&live, s);
 		for (int j = live.len - 1; j > at; j--)
@@ -289,7 +303,8 @@ static int64_t place(Program *p, int v, int64_t at)
 	Value *x = &p->values.data[v];
 	x->res = VR_ARENA;
 	x->offset = at;
-	return align_up(ir_bytes(p, x->type));
+	int64_t size = align_up(ir_bytes(p, x->type));
+	return extend(p, v, at, size) - at;
 }
 
 static void plan(Program *p);
@@ -302,7 +317,12 @@ static int64_t set_snapshots(Program *p, int64_t extra)
 		Op *op = p->body.ops[i];
 		if (op->kind != OP_REVOLVE)
 			continue;
-		op->nsnap = (int)(1 + extra < op->trip ? 1 + extra : op->trip);
+		int64_t s = 1 + extra < op->trip ? 1 + extra : op->trip;
+		for (int k = 0; k < op->ncarry; k++) {
+			int64_t most = IR_MAX_ELEMS / ir_numel(ir_vtype(p, op->carg[k]));
+			s = s < most ? s : most;
+		}
+		op->nsnap = (int)(s < INT_MAX ? s : INT_MAX);
 		for (int k = 0; k < op->ncarry; k++) {
 			p->values.data[op->snap[k]].type.dim[0] = op->nsnap;
 			slot_bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
@@ -332,11 +352,12 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 		}
 	}
 	if (o && o->device_mem && p->arena_bytes > o->device_mem)
-		fatal("the memory plan needs %s of device memory (params %s, grads %s, inputs %s, tape %s, snapshots %s, work %s), "
-		      "more than --device-mem %s",
-		      stream_bytes_str(p->arena_bytes), stream_bytes_str(p->plan_params), stream_bytes_str(p->plan_grads),
-		      stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap),
-		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem));
+		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, inputs %s, tape %s, "
+		      "snapshots %s, work %s), more than --device-mem %s (%lld bytes)",
+		      stream_bytes_str(p->arena_bytes), (long long)p->arena_bytes, stream_bytes_str(p->plan_params),
+		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape),
+		      stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem),
+		      (long long)o->device_mem);
 	return p;
 }
 

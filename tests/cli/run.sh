@@ -18,6 +18,14 @@ expect cli/unknown-define 1 "no const named" "$DPC" -D NOPE=3 --emit=ir samples/
 expect cli/missing-file 1 "nope.dp" "$DPC" nope.dp
 expect cli/bad-budget 2 "bad byte count" "$DPC" --device-mem lots samples/resmlp.dp
 expect cli/infeasible-budget 1 "more than --device-mem" "$DPC" --device-mem 1K -o "$out.exe" samples/resmlp.dp
+expect cli/budget-overflow 2 "byte count '99999999999999999999' is out of range" "$DPC" --device-mem 99999999999999999999 samples/resmlp.dp
+expect cli/budget-huge-unit 2 "out of range" "$DPC" --device-mem 9999999999T samples/resmlp.dp
+# both sizes exactly, beside the rounded figures that could look equal
+expect cli/infeasible-budget-bytes 1 "needs 1.7 MiB ([0-9]* bytes) .* more than --device-mem 1.7 MiB (1782579 bytes)" \
+	"$DPC" --device-mem 1782579 -o "$out.exe" samples/resmlp.dp
+expect cli/define-overflow 2 "out of range" "$DPC" -D B=99999999999999999999 samples/resmlp.dp
+expect cli/define-too-large 2 "out of range" "$DPC" -D B=2000000000000 samples/resmlp.dp
+expect cli/snapshots-overflow 2 "out of range" "$DPC" --checkpoint binomial --snapshots 99999999999999999999 samples/resmlp.dp
 expect cli/bad-checkpoint 2 "none or binomial" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp

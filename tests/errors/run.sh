@@ -20,4 +20,36 @@ for dp in tests/errors/*.dp; do
 	fi
 	expect "errors/$name" 1 "$dp:$(printf '%s' "$want" | sed 's/[][\\.*^$]/\\&/g')" "$DPC" --emit=ir "$dp"
 done
+
+# Inputs too large to keep as files: each once crashed dpc (stack overflow,
+# unbounded reads, overflowing sizes). Generated, then compiled.
+g="$TEST_OUT/errors"
+mkdir -p "$g"
+python3 - "$g" <<'PY'
+import sys
+d = sys.argv[1]
+hdr = "param W : f32[4, 1] = normal(0.1)\ninput x : f32[4, 1]\n"
+def w(name, body):
+    open(d + "/" + name + ".dp", "w").write(hdr + body)
+w("parens", "loss { return mean(" + "(" * 20000 + "x" + ")" * 20000 + ") }\n")
+w("neg", "loss { return mean(" + "-" * 50000 + "x) }\n")
+w("fors", "loss { let h = x\n" + "for i in 0..2 {" * 10000 + "h = h * 2" + "}" * 10000 + "\nreturn mean(h) }\n")
+w("sum", "loss { let h = x * W\nreturn mean(" + " + ".join(["h"] * 100000) + ") }\n")
+w("constsum", "loss { return mean(x * W[" + "+".join(["0"] * 100000) + "]) }\n")
+w("tape", "const N = 1099511627776\nloss {\n  let h = x\n  for i in 0..N { h = tanh(h * W) }\n  return mean(h) }\n")
+PY
+expect errors/gen-parens-20000 1 "parens.dp:3:275: error: expression nested too deeply" "$DPC" --emit=ir "$g/parens.dp"
+expect errors/gen-neg-50000 1 "neg.dp:3:275: error: expression nested too deeply" "$DPC" --emit=ir "$g/neg.dp"
+expect errors/gen-for-10000 1 "fors.dp:4:3855: error: block nested too deeply" "$DPC" --emit=ir "$g/fors.dp"
+# a flat chain of 100,000 terms is no nesting: it compiles, through every printed stage
+for stage in ast ir grad stream; do
+	check "errors/gen-sum-100000-$stage" "$DPC" --emit=$stage -o "$g/sum.$stage" "$g/sum.dp"
+done
+check errors/gen-sum-100000-terms test "$(grep -c '= add' "$g/sum.ir")" -eq 99999
+check errors/gen-const-sum-100000 "$DPC" --emit=ir -o "$g/constsum.ir" "$g/constsum.dp"
+expect errors/gen-tape-too-large 1 "tape.dp:6:7: error: the store-everything tape of 'h' over this loop would be f32\[1099511627776, 4, 1\], more than 2^40 elements; use --checkpoint binomial" \
+	"$DPC" --emit=grad "$g/tape.dp"
+expect errors/gen-tape-binomial-fits 0 "revolve" "$DPC" --emit=ckpt --checkpoint binomial --snapshots 4 "$g/tape.dp"
+expect errors/source-limit 1 "dpc: error: /dev/zero: the source is larger than 64 MiB" timeout 60 "$DPC" --emit=ir /dev/zero
+expect errors/directory 1 "cannot read tests/errors" "$DPC" --emit=ir tests/errors
 finish
