@@ -1,14 +1,25 @@
-/* rt: files. NumPy .npy input, safetensors parameters, atomic writes. */
+/* rt: files. NumPy .npy input, safetensors parameters, atomic writes.
+ * The readers parse from memory (rt_npy_parse, rt_safetensors_parse) and
+ * trust nothing a file says: every size is checked for overflow, every
+ * offset against the bytes there are, and an error path frees what it
+ * allocated before rt_fail (a fuzzer catches it with rt_fail_trap). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rt.h"
 
 const char *rt_prog = "model";
+jmp_buf *rt_fail_trap;
 
 noreturn void rt_fail(int status, const char *fmt, ...)
 {
@@ -18,12 +29,14 @@ noreturn void rt_fail(int status, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	if (rt_fail_trap)
+		longjmp(*rt_fail_trap, 1);
 	exit(status);
 }
 
 void *rt_host_alloc(int64_t bytes, const char *what)
 {
-	void *p = bytes >= 0 ? malloc((size_t)(bytes ? bytes : 1)) : NULL;
+	void *p = bytes >= 0 && (uint64_t)bytes <= SIZE_MAX ? malloc((size_t)(bytes ? bytes : 1)) : NULL;
 	if (!p)
 		rt_fail(1, "cannot allocate %lld bytes of host memory for %s", (long long)bytes, what);
 	return p;
@@ -62,119 +75,294 @@ void rt_set(void *buf, const char *dtype, int64_t i, double v)
 		((float *)buf)[i] = (float)v;
 }
 
+/* The element count of a shape, or -1 when it (or its size in bytes of
+ * `esz`, or of doubles) would not fit in memory. */
+static int64_t checked_numel(int rank, const int64_t *dim, int64_t esz)
+{
+	int64_t n = 1, bytes;
+	for (int i = 0; i < rank; i++)
+		if (dim[i] < 0 || __builtin_mul_overflow(n, dim[i], &n))
+			return -1;
+	if (__builtin_mul_overflow(n, esz > 8 ? esz : 8, &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+		return -1;
+	return n;
+}
+
 static unsigned char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		rt_fail(1, "cannot open %s: %s", path, strerror(errno));
 	size_t cap = 1 << 16, n = 0;
-	unsigned char *buf = rt_host_alloc((int64_t)cap, path);
+	unsigned char *buf = malloc(cap);
 	size_t r;
 	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
 		n += r;
-		if (n == cap)
-			buf = realloc(buf, cap *= 2);
+		if (n == cap) {
+			unsigned char *more = cap <= SIZE_MAX / 2 ? realloc(buf, cap *= 2) : NULL;
+			if (!more)
+				free(buf);
+			buf = more;
+		}
 	}
+	bool bad = ferror(f);
+	fclose(f);
 	if (!buf)
 		rt_fail(1, "cannot allocate host memory to read %s", path);
-	if (ferror(f))
+	if (bad) {
+		free(buf);
 		rt_fail(1, "cannot read %s", path);
-	fclose(f);
-	buf[n] = 0; /* n < cap: the text parsers never run past the end */
+	}
+	buf[n] = 0;
 	*len = n;
 	return buf;
 }
 
+/* ---- atomic writes, and their temporary files ---- */
+
+/* The temporary file being written, for the signal handler to remove. */
+static char tmp_path[4096];
+static volatile sig_atomic_t tmp_live;
+
+static void on_signal(int sig)
+{
+	if (tmp_live)
+		unlink(tmp_path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void rt_cleanup_on_signals(void)
+{
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+		struct sigaction sa, old;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		/* a signal ignored when we started (nohup) stays ignored */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+static void set_tmp(const char *path)
+{
+	tmp_live = 0;
+	snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%d", path, (int)getpid());
+	tmp_live = 1;
+}
+
 void rt_write_atomic(const char *path, const void *data, size_t len)
 {
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		rt_fail(1, "cannot write %s: %s", tmp, strerror(errno));
+	set_tmp(path);
+	FILE *f = fopen(tmp_path, "wb");
+	if (!f) {
+		tmp_live = 0;
+		rt_fail(1, "cannot write %s: %s", tmp_path, strerror(errno));
+	}
 	bool ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
 	ok &= fclose(f) == 0;
-	if (!ok || rename(tmp, path) != 0) {
+	if (!ok || rename(tmp_path, path) != 0) {
 		int e = errno;
-		unlink(tmp);
+		unlink(tmp_path);
+		tmp_live = 0;
 		rt_fail(1, "cannot write %s: %s", path, strerror(e));
 	}
+	tmp_live = 0;
+}
+
+void rt_check_output(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	const char *base = slash ? slash + 1 : path;
+	if (!*base)
+		rt_fail(1, "cannot write %s: it names a directory", path);
+	DIR *d = opendir(dir);
+	if (!d)
+		rt_fail(1, "cannot write %s: %s", path, strerror(errno));
+	size_t nb = strlen(base);
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *s = e->d_name;
+		if (strncmp(s, base, nb) || strncmp(s + nb, ".tmp.", 5))
+			continue;
+		s += nb + 5;
+		char *end;
+		errno = 0;
+		long pid = strtol(s, &end, 10);
+		if (end == s || *end || *s < '0' || *s > '9' || errno || pid <= 0 || pid > INT32_MAX)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char stale[8192];
+		snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+		fprintf(stderr, "%s: warning: removing stale temporary file %s left by an interrupted save\n", rt_prog, stale);
+		if (unlink(stale) != 0)
+			fprintf(stderr, "%s: warning: cannot remove %s: %s\n", rt_prog, stale, strerror(errno));
+	}
+	closedir(d);
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		rt_fail(1, "cannot write %s: it is a directory", path);
+	/* a probe: the temporary file the write will use, created and removed */
+	set_tmp(path);
+	int fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+	if (fd < 0) {
+		int e = errno;
+		tmp_live = 0;
+		if (e != EEXIST)
+			rt_fail(1, "cannot write %s: %s", path, strerror(e));
+		if (access(dir, W_OK) != 0)
+			rt_fail(1, "cannot write %s: %s", path, strerror(errno));
+		return;
+	}
+	close(fd);
+	unlink(tmp_path);
+	tmp_live = 0;
 }
 
 /* ---- .npy ---- */
 
-double *rt_load_npy(const char *path, int *rank, int64_t *dim)
+#define NPY_FAIL(...) do { free(h); rt_fail(1, __VA_ARGS__); } while (0)
+
+double *rt_npy_parse(const char *name, const unsigned char *b, size_t len, int *rank, int64_t *dim)
 {
-	size_t len;
-	unsigned char *b = slurp(path, &len);
+	char *h = NULL;
 	if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
-		rt_fail(1, "%s: not a .npy file (bad magic)", path);
-	size_t hlen = b[6] == 1 ? (size_t)(b[8] | b[9] << 8) : len >= 12 ? (size_t)(b[8] | b[9] << 8 | b[10] << 16 | (size_t)b[11] << 24) : 0;
-	size_t start = b[6] == 1 ? 10 : 12;
-	if (b[6] < 1 || b[6] > 3 || start + hlen > len)
-		rt_fail(1, "%s: truncated .npy header", path);
-	char *h = strndup((char *)b + start, hlen);
+		rt_fail(1, "%s: not a .npy file (bad magic)", name);
+	int ver = b[6];
+	if (ver < 1 || ver > 3)
+		rt_fail(1, "%s: unsupported .npy format version %d", name, ver);
+	size_t start = ver == 1 ? 10 : 12;
+	if (len < start)
+		rt_fail(1, "%s: truncated .npy header", name);
+	size_t hlen = ver == 1 ? (size_t)(b[8] | b[9] << 8) : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+	if (hlen > len - start)
+		rt_fail(1, "%s: truncated .npy header", name);
+	h = malloc(hlen + 1);
+	if (!h)
+		rt_fail(1, "cannot allocate host memory to read %s", name);
+	memcpy(h, b + start, hlen);
+	h[hlen] = 0;
+	if (strlen(h) != hlen)
+		NPY_FAIL("%s: malformed .npy header (a NUL byte in it)", name);
+	/* a Python dict literal: {...}, then padding */
+	size_t first = strspn(h, " "), last = hlen;
+	while (last > 0 && (h[last - 1] == ' ' || h[last - 1] == '\n' || h[last - 1] == '\t' || h[last - 1] == '\r'))
+		last--;
+	if (h[first] != '{' || last == 0 || h[last - 1] != '}')
+		NPY_FAIL("%s: malformed .npy header (not a {...} dictionary)", name);
 	char *d = strstr(h, "'descr'"), *fo = strstr(h, "'fortran_order'"), *sh = strstr(h, "'shape'");
 	if (!d || !fo || !sh)
-		rt_fail(1, "%s: malformed .npy header", path);
+		NPY_FAIL("%s: malformed .npy header", name);
 	char descr[16] = {0};
 	if (sscanf(strchr(d + 7, '\'') ? strchr(d + 7, '\'') + 1 : "", "%15[^']", descr) != 1)
-		rt_fail(1, "%s: malformed .npy dtype", path);
+		NPY_FAIL("%s: malformed .npy dtype", name);
 	const char *order = fo + strlen("'fortran_order'");
 	while (*order == ' ' || *order == ':')
 		order++;
 	if (!strncmp(order, "True", 4))
-		rt_fail(1, "%s: Fortran-ordered arrays are not supported (save with numpy.ascontiguousarray)", path);
+		NPY_FAIL("%s: Fortran-ordered arrays are not supported (save with numpy.ascontiguousarray)", name);
 	int esz = 0;
 	if (!strcmp(descr, "<f4") || !strcmp(descr, "<i4"))
 		esz = 4;
 	else if (!strcmp(descr, "<f8") || !strcmp(descr, "<i8"))
 		esz = 8;
 	else
-		rt_fail(1, "%s: unsupported dtype '%s' (use float32, float64, int32 or int64, little-endian)", path, descr);
+		NPY_FAIL("%s: unsupported dtype '%s' (use float32, float64, int32 or int64, little-endian)", name, descr);
 	char *p = strchr(sh, '(');
 	if (!p)
-		rt_fail(1, "%s: malformed .npy shape", path);
+		NPY_FAIL("%s: malformed .npy shape", name);
 	p++;
 	*rank = 0;
-	int64_t n = 1;
 	for (;;) {
 		while (*p == ' ' || *p == ',')
 			p++;
 		if (*p == ')')
 			break;
+		if (*p < '0' || *p > '9')
+			NPY_FAIL("%s: malformed .npy shape", name);
+		if (*rank == RT_MAXRANK)
+			NPY_FAIL("%s: .npy shape of more than %d dimensions", name, RT_MAXRANK);
 		char *end;
+		errno = 0;
 		long long v = strtoll(p, &end, 10);
-		if (end == p || v < 0 || *rank == RT_MAXRANK)
-			rt_fail(1, "%s: malformed .npy shape", path);
+		if (errno == ERANGE)
+			NPY_FAIL("%s: .npy shape dimension %.*s is out of range", name, (int)(end - p), p);
 		dim[(*rank)++] = v;
-		n *= v;
 		p = end;
 	}
 	free(h);
+	h = NULL;
+	int64_t n = checked_numel(*rank, dim, esz);
+	if (n < 0)
+		rt_fail(1, "%s: shape %s has more elements than fit in memory", name, rt_shape_str(*rank, dim));
 	size_t body = start + hlen;
-	if (len - body < (size_t)n * (size_t)esz)
-		rt_fail(1, "%s: truncated data: %lld elements need %lld bytes, file has %lld", path, (long long)n,
+	if ((uint64_t)(len - body) / (uint64_t)esz < (uint64_t)n)
+		rt_fail(1, "%s: truncated data: %lld elements need %lld bytes, file has %lld", name, (long long)n,
 		        (long long)n * esz, (long long)(len - body));
-	double *out = rt_host_alloc((int64_t)sizeof(double) * n, path);
+	double *out = rt_host_alloc((int64_t)sizeof(double) * n, name);
 	for (int64_t i = 0; i < n; i++) {
 		const unsigned char *e = b + body + (size_t)i * (size_t)esz;
-		if (descr[1] == 'f')
-			out[i] = esz == 4 ? (double)*(const float *)e : *(const double *)e;
-		else
-			out[i] = esz == 4 ? (double)*(const int32_t *)e : (double)*(const int64_t *)e;
+		if (descr[1] == 'f' && esz == 4) {
+			float v;
+			memcpy(&v, e, 4);
+			out[i] = v;
+		} else if (descr[1] == 'f') {
+			memcpy(&out[i], e, 8);
+		} else if (esz == 4) {
+			int32_t v;
+			memcpy(&v, e, 4);
+			out[i] = v;
+		} else {
+			int64_t v;
+			memcpy(&v, e, 8);
+			out[i] = (double)v;
+		}
 	}
+	return out;
+}
+
+double *rt_load_npy(const char *path, int *rank, int64_t *dim)
+{
+	size_t len;
+	unsigned char *b = slurp(path, &len);
+	double *out = rt_npy_parse(path, b, len, rank, dim);
 	free(b);
 	return out;
 }
 
 /* ---- a small JSON reader, enough for safetensors headers ---- */
 
+/* What a failure frees: the strings being read and the seen-set. */
 typedef struct {
 	const char *p, *end, *file;
+	char *key, *field;
+	bool *seen;
+	int depth;
 } Json;
 
-static noreturn void jfail(Json *j) { rt_fail(1, "%s: corrupt safetensors header", j->file); }
+static noreturn __attribute__((format(printf, 2, 3))) void jerror(Json *j, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	free(j->key);
+	free(j->field);
+	free(j->seen);
+	j->key = j->field = NULL;
+	j->seen = NULL;
+	rt_fail(1, "%s", msg);
+}
+
+static noreturn void jfail(Json *j) { jerror(j, "%s: corrupt safetensors header", j->file); }
 
 static void jspace(Json *j)
 {
@@ -197,22 +385,33 @@ static char *jstring(Json *j)
 	if (!jlit(j, '"'))
 		jfail(j);
 	const char *s = j->p;
-	while (j->p < j->end && *j->p != '"')
+	while (j->p < j->end && *j->p != '"') {
+		if (*j->p == '\\' && j->end - j->p < 2)
+			jfail(j);
 		j->p += *j->p == '\\' ? 2 : 1;
+	}
 	if (j->p >= j->end)
 		jfail(j);
-	return strndup(s, (size_t)(j->p++ - s));
+	char *r = strndup(s, (size_t)(j->p++ - s));
+	if (!r)
+		jerror(j, "%s: out of memory reading the safetensors header", j->file);
+	return r;
 }
 
+/* an integer, within the header's bytes; negative ones are the caller's to refuse */
 static int64_t jint(Json *j)
 {
 	jspace(j);
-	char *end;
-	long long v = strtoll(j->p, &end, 10);
-	if (end == j->p || end > j->end)
+	bool neg = j->p < j->end && *j->p == '-';
+	const char *q = j->p + neg;
+	if (q >= j->end || *q < '0' || *q > '9')
 		jfail(j);
-	j->p = end;
-	return v;
+	int64_t v = 0;
+	for (; q < j->end && *q >= '0' && *q <= '9'; q++)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *q - '0', &v))
+			jerror(j, "%s: a number in the safetensors header is out of range", j->file);
+	j->p = q;
+	return neg ? -v : v;
 }
 
 static void jskip(Json *j)
@@ -223,23 +422,29 @@ static void jskip(Json *j)
 	if (*j->p == '"') {
 		free(jstring(j));
 	} else if (*j->p == '{' || *j->p == '[') {
+		if (++j->depth > 64)
+			jerror(j, "%s: safetensors header nested too deeply", j->file);
 		char close = *j->p == '{' ? '}' : ']';
 		j->p++;
-		if (jlit(j, close))
-			return;
-		do {
-			if (close == '}') {
-				free(jstring(j));
-				if (!jlit(j, ':'))
-					jfail(j);
-			}
-			jskip(j);
-		} while (jlit(j, ','));
-		if (!jlit(j, close))
-			jfail(j);
+		if (!jlit(j, close)) {
+			do {
+				if (close == '}') {
+					free(jstring(j));
+					if (!jlit(j, ':'))
+						jfail(j);
+				}
+				jskip(j);
+			} while (jlit(j, ','));
+			if (!jlit(j, close))
+				jfail(j);
+		}
+		j->depth--;
 	} else {
-		while (j->p < j->end && !strchr(",}] \n", *j->p))
+		const char *s = j->p;
+		while (j->p < j->end && !strchr(",}] \n\t\r", *j->p))
 			j->p++;
+		if (j->p == s)
+			jfail(j);
 	}
 }
 
@@ -279,37 +484,42 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 	free(h);
 }
 
-void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
+void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, const RtModel *m, void **bufs)
 {
-	size_t len;
-	unsigned char *b = slurp(path, &len);
 	if (len < 8)
-		rt_fail(1, "%s: not a safetensors file (too short)", path);
+		rt_fail(1, "%s: not a safetensors file (too short)", name);
 	uint64_t hlen = 0;
 	for (int k = 0; k < 8; k++)
 		hlen |= (uint64_t)b[k] << (8 * k);
 	if (hlen > len - 8)
-		rt_fail(1, "%s: not a safetensors file (header length %llu exceeds the file)", path, (unsigned long long)hlen);
-	Json j = {(char *)b + 8, (char *)b + 8 + hlen, path};
+		rt_fail(1, "%s: not a safetensors file (header length %llu exceeds the file)", name, (unsigned long long)hlen);
+	Json j = {(const char *)b + 8, (const char *)b + 8 + hlen, name, NULL, NULL, NULL, 0};
 	const unsigned char *data = b + 8 + hlen;
 	size_t dlen = len - 8 - (size_t)hlen;
-	bool *seen = calloc((size_t)m->nparams + 1, 1);
+	j.seen = calloc((size_t)m->nparams + 1, 1);
+	if (!j.seen)
+		rt_fail(1, "%s: out of memory", name);
 	if (!jlit(&j, '{'))
 		jfail(&j);
 	if (!jlit(&j, '}')) {
 		do {
-			char *key = jstring(&j);
+			j.key = jstring(&j);
 			if (!jlit(&j, ':'))
 				jfail(&j);
-			int which = -1;
-			for (int i = 0; i < m->nparams; i++)
-				if (!strcmp(m->params[i].name, key))
-					which = i;
-			if (which < 0) {
+			if (!strcmp(j.key, "__metadata__")) {
 				jskip(&j);
-				free(key);
+				free(j.key);
+				j.key = NULL;
 				continue;
 			}
+			int which = -1;
+			for (int i = 0; i < m->nparams; i++)
+				if (!strcmp(m->params[i].name, j.key))
+					which = i;
+			if (which < 0)
+				jerror(&j, "%s: tensor '%.200s' is not a parameter of model %s", name, j.key, m->model);
+			if (j.seen[which])
+				jerror(&j, "%s: tensor '%.200s' appears twice", name, j.key);
 			const RtTensor *t = &m->params[which];
 			char dtype[8] = "";
 			int rank = -1;
@@ -317,27 +527,34 @@ void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
 			if (!jlit(&j, '{'))
 				jfail(&j);
 			do {
-				char *f = jstring(&j);
+				j.field = jstring(&j);
 				if (!jlit(&j, ':'))
 					jfail(&j);
-				if (!strcmp(f, "dtype")) {
+				if (!strcmp(j.field, "dtype")) {
 					char *s = jstring(&j);
 					snprintf(dtype, sizeof dtype, "%s", s);
 					free(s);
-				} else if (!strcmp(f, "shape")) {
+				} else if (!strcmp(j.field, "shape")) {
 					if (!jlit(&j, '['))
 						jfail(&j);
 					rank = 0;
 					if (!jlit(&j, ']')) {
 						do {
 							if (rank == RT_MAXRANK)
-								jfail(&j);
-							dim[rank++] = jint(&j);
+								jerror(&j, "%s: tensor '%s' has more than %d dimensions", name, t->name, RT_MAXRANK);
+							dim[rank] = jint(&j);
+							if (dim[rank] < 0)
+								jerror(&j, "%s: tensor '%s' has a negative dimension %lld", name, t->name,
+								       (long long)dim[rank]);
+							rank++;
 						} while (jlit(&j, ','));
 						if (!jlit(&j, ']'))
 							jfail(&j);
 					}
-				} else if (!strcmp(f, "data_offsets")) {
+					if (checked_numel(rank, dim, 8) < 0)
+						jerror(&j, "%s: tensor '%s' of shape %s has more elements than fit in memory", name, t->name,
+						       rt_shape_str(rank, dim));
+				} else if (!strcmp(j.field, "data_offsets")) {
 					if (!jlit(&j, '['))
 						jfail(&j);
 					a = jint(&j);
@@ -346,10 +563,14 @@ void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
 					e = jint(&j);
 					if (!jlit(&j, ']'))
 						jfail(&j);
+					if (a < 0 || e < 0)
+						jerror(&j, "%s: tensor '%s' has negative data offsets [%lld, %lld]", name, t->name, (long long)a,
+						       (long long)e);
 				} else {
 					jskip(&j);
 				}
-				free(f);
+				free(j.field);
+				j.field = NULL;
 			} while (jlit(&j, ','));
 			if (!jlit(&j, '}'))
 				jfail(&j);
@@ -357,27 +578,53 @@ void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
 			for (int k = 0; same && k < rank; k++)
 				same = dim[k] == t->dim[k];
 			if (!same)
-				rt_fail(1, "%s: tensor '%s' has shape %s, the model's is %s", path, key,
-				        rank < 0 ? "(none)" : rt_shape_str(rank, dim), rt_shape_str(t->rank, t->dim));
+				jerror(&j, "%s: tensor '%s' has shape %s, the model's is %s", name, t->name,
+				       rank < 0 ? "(none)" : rt_shape_str(rank, dim), rt_shape_str(t->rank, t->dim));
 			int esz = !strcmp(dtype, "F32") ? 4 : !strcmp(dtype, "F64") ? 8 : 0;
 			if (!esz)
-				rt_fail(1, "%s: tensor '%s' has dtype '%s' (F32 or F64 needed)", path, key, dtype);
-			if (a < 0 || e < a || (size_t)e > dlen || e - a != t->numel * esz)
-				rt_fail(1, "%s: tensor '%s': data offsets [%lld, %lld] do not fit the file or the shape", path, key,
-				        (long long)a, (long long)e);
+				jerror(&j, "%s: tensor '%s' has dtype '%s' (F32 or F64 needed)", name, t->name, dtype);
+			int64_t want;
+			if (a < 0 || e < a || (uint64_t)e > dlen || __builtin_mul_overflow(t->numel, (int64_t)esz, &want) ||
+			    e - a != want)
+				jerror(&j, "%s: tensor '%s': data offsets [%lld, %lld] do not fit the file or the shape", name, t->name,
+				       (long long)a, (long long)e);
+			bool is_f32 = !strcmp(t->dtype, "f32"), is_i32 = !strcmp(t->dtype, "i32");
 			for (int64_t i = 0; i < t->numel; i++) {
 				const unsigned char *p = data + a + i * esz;
-				rt_set(bufs[which], t->dtype, i, esz == 4 ? (double)*(const float *)p : *(const double *)p);
+				double v;
+				if (esz == 4) {
+					float f;
+					memcpy(&f, p, 4);
+					v = f;
+				} else {
+					memcpy(&v, p, 8);
+				}
+				if (!isfinite(v))
+					jerror(&j, "%s: tensor '%s' entry %lld is %g, not a finite number", name, t->name, (long long)i, v);
+				if (is_f32 && fabs(v) > FLT_MAX)
+					jerror(&j, "%s: tensor '%s' entry %lld is %g, out of the range of the model's f32", name, t->name,
+					       (long long)i, v);
+				if (is_i32 && (v != floor(v) || v < INT32_MIN || v > INT32_MAX))
+					jerror(&j, "%s: tensor '%s' entry %lld is %g, not an i32", name, t->name, (long long)i, v);
+				rt_set(bufs[which], t->dtype, i, v);
 			}
-			seen[which] = true;
-			free(key);
+			j.seen[which] = true;
+			free(j.key);
+			j.key = NULL;
 		} while (jlit(&j, ','));
 		if (!jlit(&j, '}'))
 			jfail(&j);
 	}
 	for (int i = 0; i < m->nparams; i++)
-		if (!seen[i])
-			rt_fail(1, "%s: no tensor named '%s'", path, m->params[i].name);
-	free(seen);
+		if (!j.seen[i])
+			jerror(&j, "%s: no tensor named '%s'", name, m->params[i].name);
+	free(j.seen);
+}
+
+void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
+{
+	size_t len;
+	unsigned char *b = slurp(path, &len);
+	rt_safetensors_parse(path, b, len, m, bufs);
 	free(b);
 }

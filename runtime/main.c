@@ -1,5 +1,7 @@
 /* rt: main() of every executable dpc builds: options, data, parameters, the
  * training loop around the generated dp_step, gradient check, summary. */
+#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +127,9 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
 
 /* ---- options ---- */
 
+/* the largest --steps, --log-every and --gradcheck-samples */
+#define MAX_COUNT 1000000000L
+
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
@@ -139,10 +144,10 @@ static const char help[] =
 	"\n"
 	"Trains the model compiled into this executable by dpc.\n"
 	"\n"
-	"  --steps N               training steps (default 100)\n"
+	"  --steps N               training steps, 1 to 10^9 (default 100)\n"
 	"  --lr X                  learning rate (default 0.01 for sgd, 0.001 for adam)\n"
 	"  --optimizer sgd|adam    optimizer (default sgd); adam keeps two moments per parameter on the device\n"
-	"  --seed N                seed of parameter initialisation and synthetic data (default 0)\n"
+	"  --seed N                seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)\n"
 	"  --data FILE.npy         the first input's data\n"
 	"  --labels FILE.npy       the second input's data\n"
 	"  --input NAME=FILE.npy   any input's data, by name\n"
@@ -150,13 +155,14 @@ static const char help[] =
 	"  --save FILE.safetensors write the trained parameters (atomically: a temporary file, then rename)\n"
 	"  --dump-grads FILE.safetensors  write the gradients of the first step\n"
 	"  --summary-json FILE     write a JSON summary: losses, time, device bytes, transfers, loop steps\n"
-	"  --log-every N           progress line interval (default steps/10)\n"
+	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10); the line's ms/step\n"
+	"                          is the time per step of the steps since the previous line\n"
 	"  --quiet                 only errors and the final line\n"
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
 	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
 	"                          totals by kernel (CUDA events on the GPU)\n"
 	"  --gradcheck             compare gradients with central finite differences instead of training\n"
-	"  --gradcheck-samples N   entries sampled per parameter (default 8)\n"
+	"  --gradcheck-samples N   entries sampled per parameter, 1 to 10^9 (default 8)\n"
 	"  --gradcheck-threshold X fail above this relative error (default 1e-6)\n"
 	"  -h, --help              this text\n"
 	"\n"
@@ -187,12 +193,15 @@ static const char *value(int argc, char **argv, int *i)
 	return argv[++*i];
 }
 
-static long int_value(const char *opt, const char *s, long lo)
+/* an integer in lo..hi, or exit 2: never clamped, never wrapped */
+static long int_value(const char *opt, const char *s, long lo, long hi)
 {
 	char *end;
+	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (end == s || *end || v < lo) {
-		fprintf(stderr, "%s: error: %s needs an integer of at least %ld, not '%s'\n", rt_prog, opt, lo, s);
+	bool digits = (*s >= '0' && *s <= '9') || (*s == '-' && s[1] >= '0' && s[1] <= '9');
+	if (!digits || end == s || *end || errno == ERANGE || v < lo || v > hi) {
+		fprintf(stderr, "%s: error: %s needs an integer in %ld..%ld, not '%s'\n", rt_prog, opt, lo, hi, s);
 		exit(2);
 	}
 	return v;
@@ -222,7 +231,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			printf(help, rt_prog);
 			exit(0);
 		} else if (!strcmp(a, "--steps")) {
-			o->steps = int_value(a, value(argc, argv, &i), 1);
+			o->steps = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
 		} else if (!strcmp(a, "--lr")) {
 			o->lr = real_value(a, value(argc, argv, &i));
 			o->lr_set = true;
@@ -232,7 +241,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 				usage("--optimizer takes sgd or adam, not '%s'", v);
 			o->adam = !strcmp(v, "adam");
 		} else if (!strcmp(a, "--seed")) {
-			o->seed = int_value(a, value(argc, argv, &i), 0);
+			o->seed = int_value(a, value(argc, argv, &i), 0, INT64_MAX);
 		} else if (!strcmp(a, "--data")) {
 			o->data = value(argc, argv, &i);
 		} else if (!strcmp(a, "--labels")) {
@@ -254,7 +263,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--summary-json")) {
 			o->summary = value(argc, argv, &i);
 		} else if (!strcmp(a, "--log-every")) {
-			o->log_every = int_value(a, value(argc, argv, &i), 1);
+			o->log_every = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
 		} else if (!strcmp(a, "--tf32")) {
 			rt_tf32 = true;
 		} else if (!strcmp(a, "--profile")) {
@@ -264,7 +273,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--gradcheck")) {
 			o->gradcheck = true;
 		} else if (!strcmp(a, "--gradcheck-samples")) {
-			o->gc_samples = int_value(a, value(argc, argv, &i), 1);
+			o->gc_samples = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
 		} else if (!strcmp(a, "--gradcheck-threshold")) {
 			o->gc_threshold = real_value(a, value(argc, argv, &i));
 		} else {
@@ -334,6 +343,8 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 				        t->classes - 1, t->name);
 		} else if (!isfinite(x)) {
 			rt_fail(1, "%s: entry %lld is not a finite number", path, (long long)i);
+		} else if (!strcmp(t->dtype, "f32") && fabs(x) > FLT_MAX) {
+			rt_fail(1, "%s: entry %lld is %g, out of the f32 range of input '%s'", path, (long long)i, x, t->name);
 		}
 		rt_set(d->rows, t->dtype, i, x);
 	}
@@ -573,6 +584,13 @@ int main(int argc, char **argv)
 	rt_prog = slash ? slash + 1 : argv[0];
 	Opts o;
 	parse_opts(&o, argc, argv);
+	/* outputs: writable now, not only after the training; a signal during a
+	 * write removes its temporary file */
+	rt_cleanup_on_signals();
+	const char *outputs[3] = {o.save, o.dump_grads, o.summary};
+	for (int i = 0; i < 3; i++)
+		if (outputs[i])
+			rt_check_output(outputs[i]);
 	static RtModel model;
 	rt_parse_desc(&model, dp_model_desc);
 	RtModel *m = &model;
@@ -644,13 +662,23 @@ int main(int argc, char **argv)
 		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
 		       mib(m->plan_work), opt_bytes ? " + adam state " : "", opt_bytes ? mib(opt_bytes) : "");
 	}
+	int status = 0;
 	if (o.gradcheck) {
 		upload_batch(c, data, 0, 0);
-		return gradcheck(c, &o, host);
+		status = gradcheck(c, &o, host);
+		goto out;
 	}
 
-	double t0 = now(), tlog = t0;
+	double t0 = now();
 	r.setup_s = t0 - t_start;
+	/* The progress line's ms/step: the training time (saves left out)
+	 * between the completion of the last step it reports and that of the
+	 * previous line's. The CPU device runs each step as it is queued, so
+	 * its step s is complete then; on an asynchronous device, once its
+	 * fence has been waited for. */
+	bool sync_dev = c->dev == &rt_cpu_device;
+	double t_done[RT_FENCES] = {0}, t_log = 0;
+	long log_done = 0;
 	/* Step s is queued before step s - 1's loss is read: the device never
 	 * waits for the host between steps. */
 	for (long s = 0; s <= o.steps; s++) {
@@ -703,12 +731,16 @@ int main(int argc, char **argv)
 				c->dev->sync();
 				r.first_s = now() - t0 - r.save_s;
 			}
+			if (sync_dev)
+				t_done[slot] = now() - t0 - r.save_s;
 		}
 		if (s == 0)
 			continue;
 		/* step s - 1 is done: its loss */
 		int prev = (int)((s - 1) % RT_FENCES);
 		c->dev->fence_wait(prev);
+		if (!sync_dev)
+			t_done[prev] = now() - t0 - r.save_s;
 		r.last = rt_get(loss_slots + 8 * prev, m->real_bytes == 8 ? "f64" : "f32", 0);
 		if (s == 1)
 			r.first = r.last;
@@ -721,10 +753,10 @@ int main(int argc, char **argv)
 			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", done, r.last);
 		}
 		if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
-			double t = now();
 			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step\n", done, o.steps, r.last,
-			       1000 * (t - tlog) / (double)(done % o.log_every ? done % o.log_every : o.log_every));
-			tlog = t;
+			       1000 * (t_done[prev] - t_log) / (double)(done - log_done));
+			t_log = t_done[prev];
+			log_done = done;
 		}
 	}
 	c->dev->sync();
@@ -741,5 +773,19 @@ int main(int argc, char **argv)
 		write_summary(c, &o, &r);
 	printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r.steps, r.first, r.last,
 	       r.train_s, mib(c->n.peak_device_bytes));
-	return 0;
+out:
+	/* everything back, so that a leak checker sees a clean exit */
+	c->dev->sync();
+	c->dev->free(c->base);
+	for (int i = 0; i < m->nparams; i++)
+		free(host[i]);
+	for (int k = 0; k < m->ninputs; k++) {
+		free(data[k].rows);
+		for (int i = 0; i < RT_FENCES; i++)
+			c->dev->host_free(data[k].batch[i]);
+	}
+	c->dev->host_free(loss_slots);
+	for (int f = 0; f < o.ninput_files; f++)
+		free((char *)o.input_name[f]);
+	return status;
 }

@@ -3,6 +3,7 @@
 #ifndef DPRT_RT_H
 #define DPRT_RT_H
 
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,9 @@ typedef struct {
 	 * its id; mark_ms(a, b) is the time between two marks, after a sync. */
 	int (*mark)(void);
 	double (*mark_ms)(int a, int b);
+	/* at exit: give back what alloc and host_alloc gave */
+	void (*free)(uint64_t p);
+	void (*host_free)(void *p);
 } RtDevice;
 
 #define RT_FENCES 2
@@ -92,9 +96,11 @@ void rt_prof_begin(RtCtx *c, const char *label);
 void rt_prof_end(RtCtx *c);
 void rt_prof_report(RtCtx *c, long step);
 
-/* errors: a message on stderr, then exit with the status */
+/* errors: a message on stderr, then exit with the status; or, while
+ * rt_fail_trap is set (a fuzzer, a test), longjmp(*rt_fail_trap, 1) */
 noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *rt_prog;
+extern jmp_buf *rt_fail_trap;
 
 void rt_parse_desc(RtModel *m, const char *desc);
 /* host memory; a failure is reported with what it was for, never a crash */
@@ -110,12 +116,23 @@ int rt_elem_bytes(const char *dtype);
 /* "[2, 3]"; four results stay valid at a time */
 const char *rt_shape_str(int rank, const int64_t *dim);
 
-/* .npy files: data converted to double, shape out */
+/* .npy files: data converted to double (malloc'd, the caller frees it),
+ * shape out (at most RT_MAXRANK dims); `name` is for messages */
+double *rt_npy_parse(const char *name, const unsigned char *buf, size_t len, int *rank, int64_t *dim);
 double *rt_load_npy(const char *path, int *rank, int64_t *dim);
-/* safetensors: params in the model's precision, written atomically */
+/* safetensors: params in the model's precision, written atomically. A file
+ * must hold every parameter of m by name and nothing else (__metadata__
+ * aside); bufs[i] receives params[i], each value finite and within range. */
+void rt_safetensors_parse(const char *name, const unsigned char *buf, size_t len, const RtModel *m, void **bufs);
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads);
 void rt_load_safetensors(const char *path, const RtModel *m, void **bufs);
-/* write `data` to path through a temporary file and rename */
+/* write `data` to path through a temporary file PATH.tmp.PID and rename */
 void rt_write_atomic(const char *path, const void *data, size_t len);
+/* SIGINT, SIGTERM, SIGHUP remove the temporary file of a write in progress,
+ * then kill the process as before */
+void rt_cleanup_on_signals(void);
+/* before any work: removes stale PATH.tmp.PID files of dead processes (with
+ * a warning), and fails unless a file can be created where path goes */
+void rt_check_output(const char *path);
 
 #endif

@@ -2,10 +2,13 @@
  * transfers are memcpy; kernels are the generated x86 functions; GEMM is
  * OpenBLAS. The same interface runs the GPU (runtime/gpu). */
 #include <cblas.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../rt.h"
 
@@ -39,6 +42,41 @@ static void *run_part(void *arg)
 	return NULL;
 }
 
+enum { MAX_THREADS = 256, MIN_SPLIT = 1 << 16 };
+static int nthreads = 1;
+
+/* A thread count from the environment: 1..MAX_THREADS (more is capped), or
+ * 0 when unset; garbage is ignored with a warning. */
+static int env_threads(const char *var)
+{
+	const char *s = getenv(var);
+	if (!s || !*s)
+		return 0;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	/* OpenMP allows a list ("4,2"): the first level is ours */
+	if (end == s || (*end && *end != ',') || errno == ERANGE || v < 1) {
+		fprintf(stderr, "%s: warning: ignoring %s=%s (not a positive integer)\n", rt_prog, var, s);
+		return 0;
+	}
+	return v > MAX_THREADS ? MAX_THREADS : (int)v;
+}
+
+/* Kernel threads: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the
+ * online cores. */
+static void cpu_init(void)
+{
+	int n = env_threads("OMP_NUM_THREADS");
+	if (!n)
+		n = env_threads("OPENBLAS_NUM_THREADS");
+	if (!n) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		n = c < 1 ? 1 : c > MAX_THREADS ? MAX_THREADS : (int)c;
+	}
+	nthreads = n;
+}
+
 /* Large index spaces are split between threads; every element is written by
  * exactly one of them, so results do not depend on the split. */
 static void cpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
@@ -47,21 +85,26 @@ static void cpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
 	if (kernel < 0 || kernel >= dp_cpu_nkernels)
 		rt_fail(70, "internal error: kernel %d of %d", kernel, dp_cpu_nkernels);
 	RtKernelFn fn = dp_cpu_kernels[kernel];
-	enum { THREADS = 4, MIN_SPLIT = 1 << 16 };
-	if (n < MIN_SPLIT) {
+	int threads = nthreads;
+	if (threads > n / (MIN_SPLIT / 4))
+		threads = (int)(n / (MIN_SPLIT / 4)); /* at least 16K elements each */
+	if (n < MIN_SPLIT || threads <= 1) {
 		fn(args, 0, n);
 		return;
 	}
-	pthread_t t[THREADS];
-	Part parts[THREADS];
-	for (int i = 0; i < THREADS; i++) {
-		parts[i] = (Part){fn, args, n * i / THREADS, n * (i + 1) / THREADS};
-		if (i && pthread_create(&t[i], NULL, run_part, &parts[i]) != 0)
-			run_part(&parts[i]), t[i] = 0;
+	pthread_t t[MAX_THREADS];
+	bool started[MAX_THREADS] = {false};
+	Part parts[MAX_THREADS];
+	for (int i = 0; i < threads; i++) {
+		parts[i] = (Part){fn, args, n * i / threads, n * (i + 1) / threads};
+		if (i)
+			started[i] = pthread_create(&t[i], NULL, run_part, &parts[i]) == 0;
+		if (i && !started[i])
+			run_part(&parts[i]);
 	}
 	run_part(&parts[0]);
-	for (int i = 1; i < THREADS; i++)
-		if (t[i])
+	for (int i = 1; i < threads; i++)
+		if (started[i])
 			pthread_join(t[i], NULL);
 }
 
@@ -82,7 +125,6 @@ static void cpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 
 static void cpu_sync(void) {}
 static void *cpu_host_alloc(int64_t bytes) { return malloc((size_t)bytes); }
-static void cpu_init(void) {}
 
 /* the CPU works synchronously: every fence has been passed when it is set */
 static void cpu_fence(int slot) { (void)slot; }
@@ -106,5 +148,8 @@ static int cpu_mark(void)
 
 static double cpu_mark_ms(int a, int b) { return marks[b] - marks[a]; }
 
+static void cpu_free(uint64_t p) { free(P(p)); }
+static void cpu_host_free(void *p) { free(p); }
+
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
-                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms};
+                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free};

@@ -16,7 +16,7 @@
  * through cuda.h's macros (cuMemAlloc is cuMemAlloc_v2). */
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
-	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
+	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemFree) X(cuMemFreeHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
 	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
@@ -173,6 +173,10 @@ static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 
 static void gpu_sync(void) { CU(p_cuStreamSynchronize(stream)); }
 
+/* at exit, after a sync: errors are not worth reporting any more */
+static void gpu_free(uint64_t p) { p_cuMemFree((CUdeviceptr)p); }
+static void gpu_host_free(void *p) { p_cuMemFreeHost(p); }
+
 static void gpu_fence(int slot)
 {
 	CU(p_cuEventRecord(fences[slot], stream));
@@ -214,4 +218,4 @@ static double gpu_mark_ms(int a, int b)
 
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
-                                 gpu_mark_ms};
+                                 gpu_mark_ms, gpu_free, gpu_host_free};

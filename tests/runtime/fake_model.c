@@ -5,10 +5,15 @@
  *
  * REAL=double gives the f64 build; BREAK_GRAD makes the bias gradient wrong
  * (for the gradient check to catch); BAD_DESC adds a line the runtime must
- * reject. Every tensor gets 8-byte slots in the arena, so one layout serves
+ * reject; SLOW_STEP makes step 3 take 300 ms longer (for the progress line's
+ * timing); COUNT_PARTS launches a kernel over 2^20 elements in the first
+ * step and prints into how many parts the runtime split it. Every tensor gets 8-byte slots in the arena, so one layout serves
  * both precisions. */
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "dprt.h"
 
@@ -123,8 +128,18 @@ static void k_bias_grad(const uint64_t *a, int64_t lo, int64_t hi)
 	}
 }
 
-enum { K_SGD, K_ADAM, K_RESIDUAL, K_LOSS, K_DLOSS, K_BIAS_GRAD };
-const RtKernelFn dp_cpu_kernels[] = {k_sgd, k_adam, k_residual, k_loss, k_dloss, k_bias_grad};
+/* counts its calls: the parts of its index space */
+static int parts;
+static pthread_mutex_t parts_lock = PTHREAD_MUTEX_INITIALIZER;
+static void k_count(const uint64_t *a, int64_t lo, int64_t hi)
+{
+	pthread_mutex_lock(&parts_lock);
+	parts++;
+	pthread_mutex_unlock(&parts_lock);
+}
+
+enum { K_SGD, K_ADAM, K_RESIDUAL, K_LOSS, K_DLOSS, K_BIAS_GRAD, K_COUNT };
+const RtKernelFn dp_cpu_kernels[] = {k_sgd, k_adam, k_residual, k_loss, k_dloss, k_bias_grad, k_count};
 const int dp_cpu_nkernels = sizeof dp_cpu_kernels / sizeof dp_cpu_kernels[0];
 
 static uint64_t at(RtCtx *c, int slot) { return rt_base(c) + 8 * (uint64_t)slot; }
@@ -142,6 +157,18 @@ void dp_forward(RtCtx *c) { forward(c); }
 
 void dp_step(RtCtx *c)
 {
+	static int calls;
+	calls++;
+#ifdef SLOW_STEP
+	if (calls == 3)
+		nanosleep(&(struct timespec){0, 300000000}, NULL);
+#endif
+#ifdef COUNT_PARTS
+	if (calls == 1) {
+		rt_launch(c, K_COUNT, 1 << 20, 0, NULL);
+		printf("kernel split into %d parts\n", parts);
+	}
+#endif
 	forward(c);
 	rt_launch(c, K_DLOSS, B * P, 1, (uint64_t[]){at(c, Z)});
 	rt_zero(c, at(c, GW), D * P * (int64_t)sizeof(REAL));

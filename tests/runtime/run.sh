@@ -15,11 +15,13 @@ summary() { python3 -c "import json,sys; s = json.load(open(sys.argv[1])); asser
 # ---- the runtime alone, under a hand-written model (fake_model.c) ----
 f="$o/fake"
 make -s runtime/libdprt.a >/dev/null
-build() { cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -O2 -pthread -Iruntime \
-	tests/runtime/fake_model.c "$@" runtime/libdprt.a -lopenblas -lpthread -lm >>"$f.build.log" 2>&1; }
+# CC, CFLAGS_EXTRA and LDFLAGS pass through (a sanitizer build of the runtime links this way too)
+build() { ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -O2 -pthread -Iruntime ${CFLAGS_EXTRA:-} \
+	tests/runtime/fake_model.c "$@" runtime/libdprt.a ${LDFLAGS:-} -lopenblas -lpthread -lm >>"$f.build.log" 2>&1; }
 rm -f "$f.build.log"
 if build -o "$f.f32" && build -DREAL=double -o "$f.f64" && build -DREAL=double -DBREAK_GRAD -o "$f.broken" &&
-	build -DBAD_DESC -o "$f.baddesc" && [ ! -s "$f.build.log" ]; then
+	build -DBAD_DESC -o "$f.baddesc" && build -DSLOW_STEP -o "$f.slow" && build -DCOUNT_PARTS -o "$f.parts" &&
+	[ ! -s "$f.build.log" ]; then
 	ok "runtime/fake-build-without-warnings"
 else
 	notok "runtime/fake-build-without-warnings" "$f.build.log"
@@ -133,10 +135,116 @@ PY
 expect "runtime/fake-safetensors-missing" 1 "shape.st.nob: no tensor named 'b'" "$f.f32" --init "$f.shape.st.nob"
 expect "runtime/fake-safetensors-shape" 1 "shape.st: tensor 'W' has shape \[2, 4\], the model's is \[4, 2\]" "$f.f32" --init "$f.shape.st"
 
+# files that lie: sizes that overflow, headers cut short, values the model cannot hold
+# rawnpy OUT VERSION HEADER-TEXT [DATA-BYTES]: a .npy file with this header, as is
+rawnpy() { python3 -c "import struct, sys
+v, h = int(sys.argv[2]), sys.argv[3].encode()
+open(sys.argv[1], 'wb').write(b'\x93NUMPY' + bytes([v, 0]) + (struct.pack('<H', len(h)) if v == 1 else struct.pack('<I', len(h))) + h + bytes(int(sys.argv[4]) if len(sys.argv) > 4 else 64))" "$@"; }
+rawnpy "$f.ovf.npy" 1 "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 32), }"
+expect "runtime/fake-npy-shape-overflow-wraps" 1 "ovf.npy: shape \[4611686018427387904, 32\] has more elements than fit in memory" "$f.f32" --data "$f.ovf.npy"
+rawnpy "$f.ovf2.npy" 1 "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775807, 32), }"
+expect "runtime/fake-npy-shape-overflow-negative" 1 "ovf2.npy: shape \[9223372036854775807, 32\] has more elements than fit in memory" "$f.f32" --data "$f.ovf2.npy"
+rawnpy "$f.ovf3.npy" 1 "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 32), }"
+expect "runtime/fake-npy-dim-out-of-range" 1 "ovf3.npy: .npy shape dimension 99999999999999999999 is out of range" "$f.f32" --data "$f.ovf3.npy"
+rawnpy "$f.nobrace.npy" 1 "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), " 128
+expect "runtime/fake-npy-no-closing-brace" 1 "nobrace.npy: malformed .npy header" "$f.f32" --data "$f.nobrace.npy"
+rawnpy "$f.v4.npy" 4 "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }" 128
+expect "runtime/fake-npy-version" 1 "v4.npy: unsupported .npy format version 4" "$f.f32" --data "$f.v4.npy"
+rawnpy "$f.v2.npy" 2 "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }" 128
+expect "runtime/fake-npy-version-2" 0 "fake: 1 steps" "$f.f32" --steps 1 --quiet --data "$f.v2.npy"
+npy "$f.big.npy" "<f8" 8,4 "[1e100 if k == 5 else 0.0 for k in range(n)]"
+expect "runtime/fake-npy-f64-beyond-f32" 1 "big.npy: entry 5 is 1e+100, out of the f32 range of input 'x'" "$f.f32" --data "$f.big.npy"
+expect "runtime/fake-npy-f64-in-f64" 0 "fake: 1 steps" "$f.f64" --steps 1 --quiet --lr 0 --data "$f.big.npy"
+# st OUT JSON-HEADER DATA-PYTHON-EXPR: a safetensors file with this header
+st() { python3 -c "import struct, sys
+h = sys.argv[2].encode()
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + eval(sys.argv[3], {'struct': struct}))" "$@"; }
+okhdr='"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [32, 40]}'
+st "$f.extra.st" "{\"__metadata__\": {\"format\": \"pt\"}, $okhdr, \"extra\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [40, 44]}}" "bytes(44)"
+expect "runtime/fake-safetensors-extra-tensor" 1 "extra.st: tensor 'extra' is not a parameter of model fake" "$f.f32" --init "$f.extra.st"
+st "$f.meta.st" "{\"__metadata__\": {\"format\": \"pt\"}, $okhdr}" "bytes(40)"
+expect "runtime/fake-safetensors-metadata" 0 "fake: 1 steps" "$f.f32" --steps 1 --quiet --init "$f.meta.st"
+st "$f.nan.st" "{$okhdr}" "struct.pack('<10f', 0, 0, 0, 0, 0, float('nan'), 0, 0, 0, 0)"
+expect "runtime/fake-safetensors-nan" 1 "nan.st: tensor 'W' entry 5 is nan, not a finite number" "$f.f32" --init "$f.nan.st"
+st "$f.inf.st" "{$okhdr}" "struct.pack('<10f', 0, 0, 0, 0, 0, 0, 0, 0, 0, float('-inf'))"
+expect "runtime/fake-safetensors-inf" 1 "inf.st: tensor 'b' entry 1 is -inf, not a finite number" "$f.f64" --init "$f.inf.st"
+st "$f.f64big.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]}, "b": {"dtype": "F64", "shape": [2], "data_offsets": [32, 48]}}' "bytes(32) + struct.pack('<2d', 0, 1e100)"
+expect "runtime/fake-safetensors-f64-beyond-f32" 1 "f64big.st: tensor 'b' entry 1 is 1e+100, out of the range of the model's f32" "$f.f32" --init "$f.f64big.st"
+expect "runtime/fake-safetensors-f64-in-f64" 0 "fake: 1 steps" "$f.f64" --steps 1 --quiet --init "$f.f64big.st"
+st "$f.ovf.st" '{"W": {"dtype": "F32", "shape": [4611686018427387904, 32], "data_offsets": [0, 32]}}' "bytes(32)"
+expect "runtime/fake-safetensors-shape-overflow" 1 "ovf.st: tensor 'W' of shape \[4611686018427387904, 32\] has more elements than fit in memory" "$f.f32" --init "$f.ovf.st"
+st "$f.neg.st" '{"W": {"dtype": "F32", "shape": [-4, -2], "data_offsets": [0, 32]}}' "bytes(32)"
+expect "runtime/fake-safetensors-negative-dim" 1 "neg.st: tensor 'W' has a negative dimension -4" "$f.f32" --init "$f.neg.st"
+st "$f.negoff.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [-32, 0]}}' "bytes(32)"
+expect "runtime/fake-safetensors-negative-offset" 1 "negoff.st: tensor 'W' has negative data offsets \[-32, 0\]" "$f.f32" --init "$f.negoff.st"
+st "$f.hugeoff.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 99999999999999999999]}}' "bytes(32)"
+expect "runtime/fake-safetensors-offset-out-of-range" 1 "hugeoff.st: a number in the safetensors header is out of range" "$f.f32" --init "$f.hugeoff.st"
+st "$f.wrapoff.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [9223372036854775807, 9223372036854775807]}}' "bytes(32)"
+expect "runtime/fake-safetensors-offset-beyond-file" 1 "wrapoff.st: tensor 'W': data offsets \[9223372036854775807, 9223372036854775807\] do not fit" "$f.f32" --init "$f.wrapoff.st"
+
+# output paths are checked before the first step, and nothing is left behind
+mkdir -p "$o/outdir" && rm -rf "$o/outdir"/* && : >"$o/outdir/plainfile"
+for opt in --save --dump-grads --summary-json; do
+	expect "runtime/fake-early-check$opt-missing-dir" 1 "cannot write $o/nodir/p: No such file or directory" "$f.f32" --steps 3 "$opt" "$o/nodir/p"
+	check "runtime/fake-early-check$opt-before-training" bash -c "! '$f.f32' --steps 3 $opt '$o/outdir/plainfile/p' 2>&1 | grep -E 'loss|parameter tensors'"
+done
+expect "runtime/fake-early-check-directory" 1 "cannot write $o/outdir: it is a directory" "$f.f32" --steps 3 --save "$o/outdir"
+"$f.f32" --steps 1 --quiet --save "$o/outdir/ok.st" --summary-json "$o/outdir/ok.json" >/dev/null
+check "runtime/fake-early-check-leaves-nothing" test "$(ls "$o/outdir" | tr '\n' ' ')" = "ok.json ok.st plainfile "
+
+# a save cut short by a signal leaves no temporary file; one left by a dead process is removed at start
+rm -f "$f.stale.st"* && : >"$f.stale.st.tmp.999999" && : >"$f.stale.st.tmp.$$"
+expect "runtime/fake-stale-temporary-reported" 0 "removing stale temporary file .*stale.st.tmp.999999 left by an interrupted save" "$f.f32" --steps 1 --save "$f.stale.st"
+check "runtime/fake-stale-temporary-removed" test ! -e "$f.stale.st.tmp.999999" -a -e "$f.stale.st.tmp.$$" -a -s "$f.stale.st"
+rm -f "$f.stale.st.tmp.$$" "$f.sig.st"*
+# the save's temporary file is a FIFO made beforehand, so the save blocks opening it until the signal
+bash -c 'mkfifo "$0.tmp.$$" && exec "$1" --steps 1 --quiet --save "$0"' "$f.sig.st" "$f.f32" >/dev/null 2>&1 &
+sigpid=$!
+for _ in $(seq 50); do [ "$(readlink "/proc/$sigpid/exe")" = "$(readlink -f "$f.f32")" ] && break; sleep 0.1; done
+sleep 1
+kill -TERM "$sigpid"
+wait "$sigpid"
+sigrc=$?
+check "runtime/fake-sigterm-during-save" test "$sigrc" -eq 143 -a ! -e "$f.sig.st.tmp.$sigpid" -a ! -e "$f.sig.st"
+
+# kernel threads: OMP_NUM_THREADS, then OPENBLAS_NUM_THREADS, else the cores; garbage is ignored
+expect "runtime/fake-threads-omp" 0 "split into 3 parts" env OMP_NUM_THREADS=3 OPENBLAS_NUM_THREADS=5 "$f.parts" --steps 1
+expect "runtime/fake-threads-openblas" 0 "split into 5 parts" env -u OMP_NUM_THREADS OPENBLAS_NUM_THREADS=5 "$f.parts" --steps 1
+cores=$(getconf _NPROCESSORS_ONLN)
+[ "$cores" -gt 64 ] && cores=64 # 2^20 elements: parts of at least 16K
+expect "runtime/fake-threads-cores" 0 "split into $cores parts" env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS "$f.parts" --steps 1
+expect "runtime/fake-threads-garbage" 0 "ignoring OMP_NUM_THREADS=lots" env OMP_NUM_THREADS=lots "$f.parts" --steps 1
+expect "runtime/fake-threads-capped" 0 "split into 64 parts" env OMP_NUM_THREADS=100000 "$f.parts" --steps 1
+
+# the progress line's ms/step is the time of the steps it reports: step 3 takes 300 ms more
+"$f.slow" --steps 4 --log-every 1 >"$f.slow.log" 2>&1
+check "runtime/fake-ms-per-step-aligned" python3 - "$f.slow.log" <<'EOF'
+import re, sys
+ms = {int(s): float(t) for s, t in re.findall(r"step +(\d+)/4 .* ([0-9.]+) ms/step", open(sys.argv[1]).read())}
+assert ms[3] > 250 and ms[1] < 150 and ms[2] < 150 and ms[4] < 150, ms
+EOF
+"$f.slow" --steps 4 --log-every 2 >"$f.slow2.log" 2>&1
+check "runtime/fake-ms-per-step-interval" python3 - "$f.slow2.log" <<'EOF'
+import re, sys
+ms = {int(s): float(t) for s, t in re.findall(r"step +(\d+)/4 .* ([0-9.]+) ms/step", open(sys.argv[1]).read())}
+assert ms[2] < 75 and 125 < ms[4] < 250, ms
+EOF
+
 # command line and internal errors
 expect "runtime/fake-unknown-option" 2 "unknown option '--bogus'" "$f.f32" --bogus
 expect "runtime/fake-bad-lr" 2 "--lr needs a non-negative number" "$f.f32" --lr fast
 expect "runtime/fake-missing-value" 2 "--steps needs a value" "$f.f32" --steps
+# integers out of range are refused, not clamped
+expect "runtime/fake-steps-overflow" 2 "--steps needs an integer in 1..1000000000, not '99999999999999999999'" "$f.f32" --steps 99999999999999999999
+expect "runtime/fake-steps-too-many" 2 "--steps needs an integer in 1..1000000000" "$f.f32" --steps 1000000001
+expect "runtime/fake-steps-zero" 2 "--steps needs an integer in 1..1000000000" "$f.f32" --steps 0
+expect "runtime/fake-steps-not-a-number" 2 "--steps needs an integer" "$f.f32" --steps 1e3
+expect "runtime/fake-seed-overflow" 2 "--seed needs an integer in 0..9223372036854775807, not '9223372036854775808'" "$f.f32" --seed 9223372036854775808
+expect "runtime/fake-seed-negative" 2 "--seed needs an integer in 0..9223372036854775807, not '-1'" "$f.f32" --seed -1
+expect "runtime/fake-seed-largest" 0 "fake: 1 steps" "$f.f32" --steps 1 --quiet --seed 9223372036854775807
+expect "runtime/fake-log-every-overflow" 2 "--log-every needs an integer in 1..1000000000" "$f.f32" --log-every 18446744073709551617
+expect "runtime/fake-gradcheck-samples-range" 2 "--gradcheck-samples needs an integer in 1..1000000000" "$f.f64" --gradcheck --gradcheck-samples -5
+expect "runtime/fake-steps-in-help" 0 "training steps, 1 to 10^9" "$f.f32" --help
 expect "runtime/fake-non-finite" 1 "loss is not finite at step" "$f.f32" --steps 100 --lr 1e30 --summary-json "$f.nan.json"
 check "runtime/fake-non-finite-summary" summary "$f.nan.json" "loss_last is None and steps < 100"
 expect "runtime/fake-desc-mismatch" 70 "model description line 12 not understood: stream W 3" "$f.baddesc"
@@ -196,7 +304,7 @@ expect "runtime/safetensors-truncated" 1 "cut.safetensors" "$o/resmlp" --steps 1
 printf '\x0e\x00\x00\x00\x00\x00\x00\x00{"W_in": [1, 2' >"$o/junk.safetensors"
 expect "runtime/safetensors-corrupt" 1 "junk.safetensors: corrupt safetensors header" "$o/resmlp" --steps 1 --init "$o/junk.safetensors"
 "$o/cls" --steps 1 --quiet --save "$o/cls.safetensors" >/dev/null
-expect "runtime/safetensors-missing-tensor" 1 "no tensor named 'W_in'" "$o/resmlp" --steps 1 --init "$o/cls.safetensors"
+expect "runtime/safetensors-foreign-tensor" 1 "cls.safetensors: tensor '.*' is not a parameter of model resmlp" "$o/resmlp" --steps 1 --init "$o/cls.safetensors"
 
 # a wrong gradient fails the check; a diverging run stops with a clear error
 expect "runtime/gradcheck-detects-mismatch" 1 "gradcheck: max relative error 1 (threshold 1e-06) FAIL" "$o/kink" --gradcheck
