@@ -176,6 +176,9 @@ static const char help[] =
 	"h = 1e-6 max(1, |p|); error = |ad - fd| / max(|ad|, |fd|), counted as 0 when |ad - fd| is below the\n"
 	"finite-difference noise floor 1e-8 max(1, |L|). Meaningful in a float64 build (dpc --precision f64).\n"
 	"\n"
+	"CPU executables split large kernels between OMP_NUM_THREADS threads (else OPENBLAS_NUM_THREADS,\n"
+	"else one per online core, at most 256); results do not depend on the split.\n"
+	"\n"
 	"Exit status: 0 success, 1 a runtime error or a failed gradient check, 2 a bad command line.\n";
 
 static noreturn void usage(const char *fmt, const char *arg)

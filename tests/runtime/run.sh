@@ -243,6 +243,17 @@ if command -v clang >/dev/null && echo 'int main(void){return 0;}' | clang -x c 
 	fi
 fi
 
+# the file readers' fuzz target replays its seeds (and any regression inputs) without a finding
+if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){return 0;}' |
+	clang -x c -fsanitize=fuzzer,address,undefined - -o "$f.fuzz-probe" 2>/dev/null; then
+	if clang -g -O1 -fsanitize=fuzzer,address,undefined -Iruntime tests/fuzz/fuzz_files.c runtime/files.c runtime/desc.c -lm \
+		-o "$f.fuzz_files" >"$f.fuzz.log" 2>&1; then
+		check "runtime/fuzz-files-corpus" "$f.fuzz_files" -runs=0 tests/fuzz/corpus_files
+	else
+		notok "runtime/fuzz-files-corpus: build" "$f.fuzz.log"
+	fi
+fi
+
 # command line and internal errors
 expect "runtime/fake-unknown-option" 2 "unknown option '--bogus'" "$f.f32" --bogus
 expect "runtime/fake-bad-lr" 2 "--lr needs a non-negative number" "$f.f32" --lr fast
