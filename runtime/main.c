@@ -341,9 +341,11 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 	for (int64_t i = 0; i < d->n * row; i++) {
 		double x = v[i];
 		if (!strcmp(t->dtype, "i32")) {
-			if (x != floor(x) || (t->classes > 0 && (x < 0 || x >= t->classes)))
+			if (t->classes > 0 && (x != floor(x) || x < 0 || x >= t->classes))
 				rt_fail(1, "%s: entry %lld is %g, not a class in 0..%d of input '%s'", path, (long long)i, x,
 				        t->classes - 1, t->name);
+			if (x != floor(x) || x < INT32_MIN || x > INT32_MAX)
+				rt_fail(1, "%s: entry %lld is %g, not an i32 of input '%s'", path, (long long)i, x, t->name);
 		} else if (!isfinite(x)) {
 			rt_fail(1, "%s: entry %lld is not a finite number", path, (long long)i);
 		} else if (!strcmp(t->dtype, "f32") && fabs(x) > FLT_MAX) {
