@@ -1,73 +1,119 @@
 # dpc: build the compiler (bin/dpc), the runtime (runtime/libdprt.a), run tests.
+#
+# O is the output root: empty for the normal build (bin/, build/, runtime/),
+# build/san/ for the sanitizer build that `make test-sanitize` makes.
+O       ?=
 CC      ?= cc
 LLVM_CONFIG ?= $(shell command -v llvm-config-14 || command -v llvm-config)
 WARN    = -Wall -Wextra -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN)
+SAN     ?=
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN)
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null | sed 's/-D_GNU_SOURCE//')
 LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null) $(shell $(LLVM_CONFIG) --system-libs 2>/dev/null)
 
+B = $(O)build
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
-COMPILER_OBJ = $(COMPILER_SRC:%.c=build/%.o)
+COMPILER_OBJ = $(COMPILER_SRC:%.c=$(B)/%.o)
 RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
-RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=build/%.o) build/runtime/binomial.o
+RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(B)/%.o) $(B)/runtime/binomial.o
 
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda.h && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
-CUDA_LIB := $(if $(HAVE_CUDA),runtime/libdprt_cuda.a)
+CUDA_LIB := $(if $(HAVE_CUDA),$(O)runtime/libdprt_cuda.a)
 # dpc's default target: cuda when the toolkit is here
 CUDA_DEF := $(if $(HAVE_CUDA),-DDPC_HAVE_CUDA)
 
-all: bin/dpc runtime/libdprt.a $(CUDA_LIB)
+all: $(O)bin/dpc $(O)runtime/libdprt.a $(CUDA_LIB)
 
-build/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
+$(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
 
-build/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h)
+$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -pthread -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
 
-build/libdpc.a: $(COMPILER_OBJ)
+$(B)/libdpc.a: $(COMPILER_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-bin/dpc: build/compiler/main.o build/libdpc.a
-	@mkdir -p bin
-	$(CC) $(CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
+$(O)bin/dpc: $(B)/compiler/main.o $(B)/libdpc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
 
 # the binomial schedule generator: one source, in the compiler and in the runtime
-build/runtime/binomial.o: compiler/checkpoint_pass/binomial.c compiler/checkpoint_pass/ckpt.h
+$(B)/runtime/binomial.o: compiler/checkpoint_pass/binomial.c compiler/checkpoint_pass/ckpt.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-runtime/libdprt.a: $(RUNTIME_OBJ)
+$(O)runtime/libdprt.a: $(RUNTIME_OBJ)
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
 # The CUDA device, built when the CUDA toolkit is here (CUDA_HOME).
-build/runtime/gpu/device.o: runtime/gpu/device.c runtime/rt.h runtime/dprt.h
+$(B)/runtime/gpu/device.o: runtime/gpu/device.c runtime/rt.h runtime/dprt.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
 
-runtime/libdprt_cuda.a: build/runtime/gpu/device.o
+$(O)runtime/libdprt_cuda.a: $(B)/runtime/gpu/device.o
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
 # Unit tests link the same objects as dpc.
-build/irgrad: tests/unit/irgrad.c tests/unit/interp.c tests/unit/interp.h build/libdpc.a
-	$(CC) $(CFLAGS) -o $@ tests/unit/irgrad.c tests/unit/interp.c build/libdpc.a $(LLVM_LIBS) -lm
+$(B)/irgrad: tests/unit/irgrad.c tests/unit/interp.c tests/unit/interp.h $(B)/libdpc.a
+	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/irgrad.c tests/unit/interp.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
-build/binomial: tests/unit/binomial.c build/libdpc.a
-	$(CC) $(CFLAGS) -o $@ tests/unit/binomial.c build/libdpc.a -lm
+$(B)/binomial: tests/unit/binomial.c $(B)/libdpc.a
+	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
 # Debian packages dpc needs to build and test (run as root).
 deps:
 	apt-get update
-	apt-get install -y --no-install-recommends build-essential llvm-14-dev libopenblas-dev python3
+	apt-get install -y --no-install-recommends build-essential clang-14 libclang-rt-14-dev llvm-14-dev \
+		libopenblas-dev python3
 
-test: all build/irgrad build/binomial
+# The test suite: ends with "N passed, N failed".
+test: all $(B)/irgrad $(B)/binomial
 	@bash tests/run.sh
+
+# The whole suite again with the compiler, the runtime and every executable
+# it links built with AddressSanitizer and UndefinedBehaviorSanitizer.
+SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+test-sanitize:
+	@$(MAKE) -s O=build/san/ CFLAGS='-O1 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial
+	@DPC_BUILD=$(CURDIR)/build/san CC='$(CC) $(SAN_FLAGS)' TEST_OUT=$(CURDIR)/tests/out-san \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
+
+# libFuzzer targets (clang): the frontend through the passes before codegen,
+# and the runtime's .npy and safetensors readers.
+FUZZ_CC    ?= $(shell command -v clang-14 || command -v clang)
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_DPC_SRC = $(wildcard compiler/util.c compiler/frontend/*.c compiler/ir/*.c compiler/ad_transform/*.c \
+	compiler/checkpoint_pass/*.c compiler/stream_pass/*.c)
+FUZZ_FILES_SRC = runtime/files.c runtime/desc.c
+FUZZ_TIME ?= 120
+
+build/fuzz/fuzz_dpc: tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) -lm
+
+build/fuzz/fuzz_files: tests/fuzz/fuzz_files.c $(FUZZ_FILES_SRC) $(wildcard runtime/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iruntime -o $@ tests/fuzz/fuzz_files.c $(FUZZ_FILES_SRC) -lm
+
+fuzz-build: build/fuzz/fuzz_dpc build/fuzz/fuzz_files
+
+# Each target for FUZZ_TIME seconds; a crash fails, and its input is printed.
+fuzz: fuzz-build
+	@FUZZ_TIME=$(FUZZ_TIME) bash tests/fuzz/run.sh
+
+# What CI runs: the suite, the fuzzers, the suite under sanitizers; the last
+# line sums all three.
+check: all $(B)/irgrad $(B)/binomial
+	@bash tests/check.sh
 
 # Compile the default sample and train it: shows the plan and the training run.
 run: all
@@ -76,4 +122,4 @@ run: all
 clean:
 	rm -rf build bin runtime/libdprt.a runtime/libdprt_cuda.a
 
-.PHONY: all deps test run clean
+.PHONY: all deps test test-sanitize fuzz fuzz-build check run clean

@@ -107,10 +107,14 @@ static void run_cc(char **argv, const char *obj)
 
 static void link_exe(const char *obj, const char *exe, CgTarget target)
 {
+	/* $CC may carry flags, as in make: CC='cc -fsanitize=address' */
 	const char *cc = getenv("CC");
-	char *argv[24];
+	char *argv[64];
 	int n = 0;
-	argv[n++] = (char *)(cc && *cc ? cc : "cc");
+	for (char *w = strtok(ar_strdup(cc && *cc ? cc : "cc"), " \t"); w && n < 40; w = strtok(NULL, " \t"))
+		argv[n++] = w;
+	if (n == 0)
+		argv[n++] = "cc";
 	argv[n++] = "-o";
 	argv[n++] = (char *)exe;
 	argv[n++] = (char *)obj;

@@ -1,5 +1,6 @@
 # Shared by the test parts: counters and ok / not ok lines.
-: "${DPC:=$PWD/bin/dpc}"
+: "${DPC_BUILD:=$PWD}"
+: "${DPC:=$DPC_BUILD/bin/dpc}"
 : "${TEST_OUT:=$PWD/tests/out}"
 mkdir -p "$TEST_OUT"
 npass=0

@@ -3,11 +3,14 @@
 # check; this runner shows them and closes with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-export DPC="$PWD/bin/dpc"
+# DPC_BUILD: the output root of the build under test (make test-sanitize
+# points it at build/san); bin/dpc, build/ and runtime/ are under it.
+export DPC_BUILD="${DPC_BUILD:-$PWD}"
+export DPC="$DPC_BUILD/bin/dpc"
 # The suite trains on the CPU target; tests/ptx and tests/cli check cuda's
 # executables and the default, tests/gpu runs them on a GPU.
 export DPC_TARGET=cpu
-export TEST_OUT="$PWD/tests/out"
+export TEST_OUT="${TEST_OUT:-$PWD/tests/out}"
 rm -rf "$TEST_OUT"
 mkdir -p "$TEST_OUT"
 

@@ -25,8 +25,9 @@ typedef Vec(const char *) NameList;
 /* Inlining a call recurses; so does nothing else without bound after the
  * parser's nesting limit. A chain of calls is bounded the same way. */
 #define MAX_INLINE 256
-/* Inlining can multiply a program: bound what comes out. */
-#define MAX_OPS (1 << 20)
+/* Inlining can multiply a program: bound what comes out. A fuzzing
+ * harness lowers the bound to keep each run short. */
+int fe_max_ops = 1 << 20;
 #define MAX_CONST ((int64_t)1 << 40)
 
 typedef struct {
@@ -114,8 +115,8 @@ static int emit(Lower *L, Op *op)
 	const char *err = ir_check_op(L->p, op, &t);
 	if (err)
 		diag_error(op->loc, "%s", err);
-	if (++L->nops > MAX_OPS)
-		diag_error(op->loc, "the program is too large: more than %d operations once functions are inlined", MAX_OPS);
+	if (++L->nops > fe_max_ops)
+		diag_error(op->loc, "the program is too large: more than %d operations once functions are inlined", fe_max_ops);
 	op->out = ir_new_value(L->p, op->kind == OP_IDX ? VK_INDEX : VK_SSA, t, NULL, op->loc);
 	L->p->values.data[op->out].def = op;
 	ir_append(L->out, op);

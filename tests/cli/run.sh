@@ -34,7 +34,7 @@ expect cli/define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir sampl
 # the default target: cuda when dpc was built with the CUDA toolkit
 expect cli/bad-target 2 "takes cpu or cuda, not 'gpu'" "$DPC" --target gpu samples/resmlp.dp
 expect cli/bad-env-target 2 "DPC_TARGET takes cpu or cuda" env DPC_TARGET=gpu "$DPC" samples/resmlp.dp
-if [ -f runtime/libdprt_cuda.a ]; then
+if [ -f "$DPC_BUILD/runtime/libdprt_cuda.a" ]; then
 	expect cli/help-default-target 0 "default cuda" "$DPC" --help
 	if env -u DPC_TARGET "$DPC" samples/classifier.dp -o "$out.default" >"$out.default.log" 2>&1; then
 		if ls /dev/nvidia0 >/dev/null 2>&1; then

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 PTXAS=$CUDA_HOME/bin/ptxas
-if [ ! -x "$PTXAS" ] || [ ! -f runtime/libdprt_cuda.a ]; then
+if [ ! -x "$PTXAS" ] || [ ! -f "$DPC_BUILD/runtime/libdprt_cuda.a" ]; then
 	echo "# no CUDA toolkit at $CUDA_HOME: PTX checks skipped"
 	echo "$npass passed, $nfail failed, 1 skipped"
 	exit 0

@@ -12,7 +12,7 @@ for dp in tests/ops/*.dp samples/*.dp; do
 	d="$TEST_OUT/irgrad_$name"
 	mkdir -p "$d"
 	log="$d/log"
-	if build/irgrad "$dp" --dump "$d" >"$log" 2>&1; then
+	if "$DPC_BUILD/build/irgrad" "$dp" --dump "$d" >"$log" 2>&1; then
 		ok "irgrad/$name: $(sed -n 's/.*\(max relative error .*\)/\1/p' "$log")"
 	else
 		notok "irgrad/$name" "$log"
@@ -34,7 +34,7 @@ for dp in tests/ops/*.dp samples/*.dp; do
 	fi
 done
 # the binomial checkpoint schedule: valid, optimal, and equal to the closed form
-if build/binomial >"$TEST_OUT/binomial.log" 2>&1; then
+if "$DPC_BUILD/build/binomial" >"$TEST_OUT/binomial.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/binomial.log" | sed 's/^ok - /ok - /'
 	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/binomial.log")))
 else
