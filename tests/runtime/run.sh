@@ -258,9 +258,9 @@ fi
 expect "runtime/fake-unknown-option" 2 "unknown option '--bogus'" "$f.f32" --bogus
 expect "runtime/fake-bad-lr" 2 "--lr needs a non-negative number" "$f.f32" --lr fast
 expect "runtime/fake-missing-value" 2 "--steps needs a value" "$f.f32" --steps
-# integers out of range are refused, not clamped
-expect "runtime/fake-steps-overflow" 2 "--steps needs an integer in 1..1000000000, not '99999999999999999999'" "$f.f32" --steps 99999999999999999999
-expect "runtime/fake-steps-too-many" 2 "--steps needs an integer in 1..1000000000" "$f.f32" --steps 1000000001
+# integers out of range are refused, not clamped (timeout: a clamped --steps would train for ever)
+expect "runtime/fake-steps-overflow" 2 "--steps needs an integer in 1..1000000000, not '99999999999999999999'" timeout 20 "$f.f32" --steps 99999999999999999999
+expect "runtime/fake-steps-too-many" 2 "--steps needs an integer in 1..1000000000" timeout 20 "$f.f32" --steps 1000000001
 expect "runtime/fake-steps-zero" 2 "--steps needs an integer in 1..1000000000" "$f.f32" --steps 0
 expect "runtime/fake-steps-not-a-number" 2 "--steps needs an integer" "$f.f32" --steps 1e3
 expect "runtime/fake-seed-overflow" 2 "--seed needs an integer in 0..9223372036854775807, not '9223372036854775808'" "$f.f32" --seed 9223372036854775808
