@@ -14,10 +14,12 @@ summary() { python3 -c "import json,sys; s = json.load(open(sys.argv[1])); asser
 
 # ---- the runtime alone, under a hand-written model (fake_model.c) ----
 f="$o/fake"
-make -s runtime/libdprt.a >/dev/null
+# the runtime of the build under test (DPC_BUILD: build/san for make test-sanitize)
+rtlib="$DPC_BUILD/runtime/libdprt.a"
+[ "$DPC_BUILD" -ef . ] && make -s runtime/libdprt.a >/dev/null
 # CC, CFLAGS_EXTRA and LDFLAGS pass through (a sanitizer build of the runtime links this way too)
 build() { ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -O2 -pthread -Iruntime ${CFLAGS_EXTRA:-} \
-	tests/runtime/fake_model.c "$@" runtime/libdprt.a ${LDFLAGS:-} -lopenblas -lpthread -lm >>"$f.build.log" 2>&1; }
+	tests/runtime/fake_model.c "$@" "$rtlib" ${LDFLAGS:-} -lopenblas -lpthread -lm >>"$f.build.log" 2>&1; }
 rm -f "$f.build.log"
 if build -o "$f.f32" && build -DREAL=double -o "$f.f64" && build -DREAL=double -DBREAK_GRAD -o "$f.broken" &&
 	build -DBAD_DESC -o "$f.baddesc" && build -DSLOW_STEP -o "$f.slow" && build -DCOUNT_PARTS -o "$f.parts" &&
