@@ -51,7 +51,13 @@ typedef struct {
 	Vec(KDesc) kernels;
 	bool gpu;         /* emitting the NVPTX kernel module: math from libdevice */
 	bool cuda;        /* the executable's target is CUDA: reductions split over lanes */
+	int nparts;       /* host functions split off a long block (host.c, lower_part) */
 } Cg;
+
+/* the most ops of a block emitted in one host function (host.c, lower_block) */
+#ifndef CG_PART
+#define CG_PART 256
+#endif
 
 LLVMValueRef cg_i64(Cg *g, int64_t v);
 LLVMValueRef cg_real(Cg *g, double v);

@@ -24,7 +24,16 @@ static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRe
 {
 	*ft = LLVMFunctionType(ret, params, (unsigned)n, 0);
 	LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
-	return f ? f : LLVMAddFunction(g->mod, name, *ft);
+	if (f)
+		return f;
+	f = LLVMAddFunction(g->mod, name, *ft);
+	/* every pointer the runtime takes is non-null: said here, InstCombine
+	 * need not ask of each call (a walk over the pointer's uses each time) */
+	unsigned nonnull = LLVMGetEnumAttributeKindForName("nonnull", 7);
+	for (int i = 0; i < n; i++)
+		if (LLVMGetTypeKind(params[i]) == LLVMPointerTypeKind)
+			LLVMAddAttributeAtIndex(f, (unsigned)i + 1, LLVMCreateEnumAttribute(g->ctx, nonnull, 0));
+	return f;
 }
 
 /* Device address of a value: arena base + offset, through views. */
@@ -244,6 +253,7 @@ static void lower_loop(Host *h, Op *op)
 	LLVMAddIncoming(t, &next, &latch, 1);
 	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, op->trip), ""), body, exit);
 	LLVMPositionBuilderAtEnd(g->b, exit);
+	h->index[op->ivar] = NULL; /* scoped to the body: a later part (split_block) must not take it */
 }
 
 static void begin(Host *h, LLVMValueRef fn);
@@ -464,7 +474,7 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 	return n;
 }
 
-static void lower_block(Host *h, Block *b, int from, int to)
+static void lower_ops(Host *h, Block *b, int from, int to)
 {
 	Vec(Op *) absorbed = {0};
 	for (int i = from; i < to; i++) {
@@ -494,6 +504,92 @@ static void lower_block(Host *h, Block *b, int from, int to)
 	}
 }
 
+
+/* Host code of an op, counted in ops: a loop's body is emitted inline. */
+static int64_t block_weight(Block *b, int from, int to);
+static int64_t op_weight(Op *op) { return 1 + (op->kind == OP_LOOP ? block_weight(&op->body, 0, op->body.len) : 0); }
+
+static int64_t block_weight(Block *b, int from, int to)
+{
+	int64_t w = 0;
+	for (int i = from; i < to; i++)
+		w += op_weight(b->ops[i]);
+	return w;
+}
+
+/* Emits b[from, to) as an internal function of its own and calls it: void
+ * NAME.partN(ctx, base, the loop indices live here). noinline, so the parts
+ * of a long block stay apart through the optimizer and the backend. */
+static void lower_part(Host *h, Block *b, int from, int to)
+{
+	Cg *g = h->g;
+	int nv = g->p->values.len;
+	/* the host values of index values that are not constants: enclosing loops' indices */
+	int *live = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	int nlive = 0;
+	for (int v = 0; v < nv; v++)
+		if (h->index[v] && !LLVMIsConstant(h->index[v]))
+			live[nlive++] = v;
+	LLVMTypeRef *pt = ar_alloc(sizeof(LLVMTypeRef) * (size_t)(nlive + 2));
+	LLVMValueRef *args = ar_alloc(sizeof(LLVMValueRef) * (size_t)(nlive + 2)), *outer = ar_alloc(sizeof(LLVMValueRef) * (size_t)(nlive + 1));
+	pt[0] = g->i8p, pt[1] = g->i64;
+	args[0] = h->ctx, args[1] = h->base;
+	for (int k = 0; k < nlive; k++) {
+		pt[k + 2] = g->i64;
+		args[k + 2] = outer[k] = h->index[live[k]];
+	}
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), pt, (unsigned)nlive + 2, 0);
+	LLVMValueRef fn = LLVMAddFunction(g->mod, ar_printf("%s.part%d", LLVMGetValueName(h->fn), g->nparts++), ft);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, noinline, 0));
+	LLVMBasicBlockRef resume = LLVMGetInsertBlock(g->b);
+
+	Host c = *h;
+	c.fn = fn;
+	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+	c.ctx = LLVMGetParam(fn, 0);
+	c.base = LLVMGetParam(fn, 1);
+	c.argbuf = LLVMBuildArrayAlloca(g->b, g->i64, cg_i64(g, 16), "args");
+	/* one index table: constants an idx op defines in the part stay visible after it */
+	for (int k = 0; k < nlive; k++)
+		h->index[live[k]] = LLVMGetParam(fn, (unsigned)k + 2);
+	lower_ops(&c, b, from, to);
+	LLVMBuildRetVoid(g->b);
+	for (int k = 0; k < nlive; k++)
+		h->index[live[k]] = outer[k];
+
+	LLVMPositionBuilderAtEnd(g->b, resume);
+	LLVMBuildCall2(g->b, ft, fn, args, (unsigned)nlive + 2, "");
+}
+
+/* A block of more than CG_PART ops is emitted as consecutive parts of at
+ * most CG_PART ops, each its own function (a loop heavier than that alone
+ * stays inline, and its body is split in turn). LLVM's optimizer and backend
+ * have steps that grow with the square of a function's or a basic block's
+ * length (InstCombine revisiting the argument buffer's alloca, nonnull
+ * queries that renumber the block, register allocation); bounded parts keep
+ * the compile time of a 20,000-term expression linear. Fusion and absorbed
+ * accs do not reach across a part's boundary. */
+static void lower_block(Host *h, Block *b, int from, int to)
+{
+	if (block_weight(b, from, to) <= CG_PART) {
+		lower_ops(h, b, from, to);
+		return;
+	}
+	for (int i = from; i < to;) {
+		int64_t w = op_weight(b->ops[i]);
+		int j = i + 1;
+		if (w > CG_PART) {
+			lower_ops(h, b, i, j);
+		} else {
+			while (j < to && w + op_weight(b->ops[j]) <= CG_PART)
+				w += op_weight(b->ops[j++]);
+			lower_part(h, b, i, j);
+		}
+		i = j;
+	}
+}
 
 /* Starts function fn(ctx, ...): its entry block, the argument buffer, the arena base. */
 static void begin(Host *h, LLVMValueRef fn)

@@ -27,4 +27,34 @@ for dp in samples/*.dp; do
 		fi
 	done
 done
+
+# Compile time stays linear in a program's length: a 20,000-term sum is
+# emitted as host functions of bounded size (codegen splits a long block into
+# parts of at most 256 ops, compiler/codegen/host.c). In one function, as
+# before, dp_step had 50,000 instructions in one basic block and LLVM's
+# InstCombine and backend took time quadratic in that (14 s here, minutes for
+# longer terms); a function over 2,000 instructions fails this check.
+long="$TEST_OUT/golden.sum20k"
+python3 -c "
+n = 20000
+print('const B = 4')
+print('param W : f32[B, 1] = normal(0.1)')
+print('input x : f32[B, 1]')
+print('loss {')
+print('  let h = x * W')
+print('  return mean(' + ' + '.join(['h'] * n) + ')')
+print('}')" >"$long.dp"
+if "$DPC" --emit=llvm "$long.dp" -o "$long.ll" 2>"$long.err"; then
+	awk '/^define/ { name = $0; n = 0 } /^  / { n++ } /^}/ { if (n > max) { max = n; big = name } }
+	     /call void @rt_launch/ { launches++ }
+	     END { printf "largest function: %d instructions (%s)\nlaunches: %d\n", max, big, launches
+	           exit !(max <= 2000 && launches >= 2500) }' "$long.ll" >"$long.log" 2>&1
+	if [ $? -eq 0 ]; then
+		ok "scale/sum20k: $(sed -n "s/ (.*//p" "$long.log" | head -1)"
+	else
+		notok "scale/sum20k: a host function over 2,000 instructions (or too few launches)" "$long.log"
+	fi
+else
+	notok "scale/sum20k: dpc failed" "$long.err"
+fi
 finish
