@@ -780,8 +780,17 @@ static void optimize(Cg *g, LLVMTargetMachineRef tm)
 	LLVMSetTarget(g->mod, triple);
 	LLVMDisposeMessage(triple);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-	LLVMSetModuleDataLayout(g->mod, td);
+	LLVMSetModuleDataLayout(g->mod, td); /* copies it */
+	LLVMDisposeTargetData(td);
 	cg_optimize(g->mod, 2);
+}
+
+/* Everything build made in LLVM: the builder, the module, the context. */
+static void dispose(Cg *g)
+{
+	LLVMDisposeBuilder(g->b);
+	LLVMDisposeModule(g->mod);
+	LLVMContextDispose(g->ctx);
 }
 
 void cg_optimize(LLVMModuleRef m, unsigned level)
@@ -804,6 +813,7 @@ void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out)
 	size_t n;
 	const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
 	fwrite(s, 1, strlen(s) < n ? strlen(s) : n, out); /* without the terminating NUL */
+	dispose(g);
 }
 
 void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out)
@@ -812,6 +822,7 @@ void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out)
 	char *s = LLVMPrintModuleToString(g->mod);
 	fputs(s, out);
 	LLVMDisposeMessage(s);
+	dispose(g);
 }
 
 void cg_emit_object(Program *p, const CgOptions *o, const char *path)
@@ -823,4 +834,5 @@ void cg_emit_object(Program *p, const CgOptions *o, const char *path)
 	if (LLVMTargetMachineEmitToFile(tm, g->mod, (char *)path, LLVMObjectFile, &err))
 		fatal("cannot write %s: %s", path, err);
 	LLVMDisposeTargetMachine(tm);
+	dispose(g);
 }

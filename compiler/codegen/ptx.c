@@ -49,9 +49,10 @@ static void link_libdevice(Cg *g)
 	LLVMModuleRef lib;
 	if (LLVMParseBitcodeInContext2(g->ctx, buf, &lib))
 		fatal("cannot parse %s", path);
+	LLVMDisposeMemoryBuffer(buf); /* the module holds what it needs */
 	LLVMSetTarget(lib, LLVMGetTarget(g->mod));
 	LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(g->mod));
-	if (LLVMLinkModules2(g->mod, lib))
+	if (LLVMLinkModules2(g->mod, lib)) /* and disposes lib */
 		die("linking libdevice failed");
 	/* keep only what the kernels call */
 	for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f))
@@ -78,6 +79,7 @@ const char *cg_ptx(Cg *g)
 	LLVMSetTarget(g->mod, triple);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(g->mod, td);
+	LLVMDisposeTargetData(td);
 
 	for (int i = 0; i < g->kernels.len; i++) {
 		KDesc *d = &g->kernels.data[i];
@@ -129,6 +131,7 @@ const char *cg_ptx(Cg *g)
 	link_libdevice(g);
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
 		die("generated NVPTX module is invalid: %s", err);
+	LLVMDisposeMessage(err);
 	cg_optimize(g->mod, 3);
 
 	LLVMMemoryBufferRef out;
@@ -140,6 +143,7 @@ const char *cg_ptx(Cg *g)
 	const char *ptx = ar_strndup(LLVMGetBufferStart(out), len);
 	LLVMDisposeMemoryBuffer(out);
 	LLVMDisposeTargetMachine(tm);
+	LLVMDisposeModule(g->mod);
 	g->mod = host;
 	g->gpu = false;
 	return ptx;
