@@ -49,6 +49,8 @@ typedef struct {
 	LLVMBuilderRef b;
 	LLVMTypeRef i1, i8, i32, i64, f64, real, i8p, i64p, realp, i32p;
 	Vec(KDesc) kernels;
+	int *kslot;       /* open-addressing table of kernel ids by their description's hash, -1 empty */
+	int kslots;       /* its size: a power of two, at least twice the kernels */
 	bool gpu;         /* emitting the NVPTX kernel module: math from libdevice */
 	bool cuda;        /* the executable's target is CUDA: reductions split over lanes */
 	int nparts;       /* host functions split off a long block (host.c, lower_part) */

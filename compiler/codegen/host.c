@@ -747,7 +747,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	string_global(g, "dp_ptx", o->target == CG_CUDA ? cg_ptx(g) : "");
 	string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
 	if (o->target == CG_CUDA)
-		g->kernels.len = 0;
+		g->kernels.len = 0, g->kslots = 0; /* the table (and its index) empty */
 	cg_cpu_kernels(g);
 
 	char *err = NULL;

@@ -100,15 +100,44 @@ static int lane_count(Cg *g, const KDesc *d)
 	}
 }
 
+static uint64_t kdesc_hash(const KDesc *k)
+{
+	const unsigned char *b = (const unsigned char *)k;
+	uint64_t h = 14695981039346656037ull; /* FNV-1a */
+	for (size_t i = 0; i < sizeof *k; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* the slot of k's description in g->kslot: its id's, or the empty one it would take */
+static int kernel_slot(Cg *g, const KDesc *k)
+{
+	int mask = g->kslots - 1, s = (int)(kdesc_hash(k) & (uint64_t)mask);
+	while (g->kslot[s] >= 0 && memcmp(&g->kernels.data[g->kslot[s]], k, sizeof *k) != 0)
+		s = (s + 1) & mask;
+	return s;
+}
+
+/* Equal descriptions (byte for byte) share one kernel; a hash table finds
+ * them, so a program with tens of thousands of distinct kernels (a long sum
+ * of terms with different constants) is not quadratic here. */
 int cg_kernel_id(Cg *g, KDesc *k)
 {
 	k->vec = vector_width(g, k);
 	k->lanes = lane_count(g, k);
-	for (int i = 0; i < g->kernels.len; i++)
-		if (memcmp(&g->kernels.data[i], k, sizeof *k) == 0)
-			return i;
-	vec_push(&g->kernels, *k);
-	return g->kernels.len - 1;
+	if (2 * (g->kernels.len + 1) > g->kslots) {
+		g->kslots = g->kslots ? 2 * g->kslots : 64;
+		g->kslot = ar_alloc(sizeof(int) * (size_t)g->kslots);
+		memset(g->kslot, 0xff, sizeof(int) * (size_t)g->kslots);
+		for (int i = 0; i < g->kernels.len; i++)
+			g->kslot[kernel_slot(g, &g->kernels.data[i])] = i;
+	}
+	int s = kernel_slot(g, k);
+	if (g->kslot[s] < 0) {
+		vec_push(&g->kernels, *k);
+		g->kslot[s] = g->kernels.len - 1;
+	}
+	return g->kslot[s];
 }
 
 const char *cg_kernel_label(const KDesc *k)
