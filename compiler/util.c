@@ -64,6 +64,51 @@ char *ar_printf(const char *fmt, ...)
 	return p;
 }
 
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* open addressing, linear probing; cap is a power of two, at most half full */
+static int slot(const Map *m, const char *key)
+{
+	int i = (int)(hash(key) & (uint64_t)(m->cap - 1));
+	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+int map_get(const Map *m, const char *key)
+{
+	if (!m->cap)
+		return -1;
+	int i = slot(m, key);
+	return m->keys[i] ? m->vals[i] : -1;
+}
+
+void map_put(Map *m, const char *key, int val)
+{
+	if (2 * (m->len + 1) > m->cap) {
+		Map bigger = {0};
+		bigger.cap = m->cap ? 2 * m->cap : 16;
+		bigger.keys = ar_alloc(sizeof(char *) * (size_t)bigger.cap);
+		bigger.vals = ar_alloc(sizeof(int) * (size_t)bigger.cap);
+		for (int i = 0; i < m->cap; i++)
+			if (m->keys[i])
+				map_put(&bigger, m->keys[i], m->vals[i]);
+		*m = bigger;
+	}
+	int i = slot(m, key);
+	if (!m->keys[i]) {
+		m->keys[i] = key;
+		m->len++;
+	}
+	m->vals[i] = val;
+}
+
 typedef struct {
 	const char *file, *text;
 } Source;

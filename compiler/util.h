@@ -33,6 +33,16 @@ void ar_free_all(void);
 	(v)->data[(v)->len++] = (x); \
 } while (0)
 
+/* Names to ints, from the arena: lookups stay constant-time however many
+ * names a program declares. Keys are not copied. */
+typedef struct {
+	const char **keys;
+	int *vals;
+	int cap, len;
+} Map;
+int map_get(const Map *m, const char *key); /* -1 when absent */
+void map_put(Map *m, const char *key, int val);
+
 /* Compiler bugs: never a user's fault. Names the compiler source location. */
 noreturn void die_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)

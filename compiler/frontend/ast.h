@@ -49,6 +49,20 @@ struct FeAst {
 	NodeList loss;
 	Loc loss_loc;
 	bool has_loss;
+	Map declared;            /* every top-level name */
+	Map const_index, fn_index; /* name -> index in consts, fns */
 };
+
+static inline Const *fe_const(FeAst *a, const char *name)
+{
+	int i = map_get(&a->const_index, name);
+	return i >= 0 ? &a->consts.data[i] : NULL;
+}
+
+static inline Fn *fe_fn(FeAst *a, const char *name)
+{
+	int i = map_get(&a->fn_index, name);
+	return i >= 0 ? &a->fns.data[i] : NULL;
+}
 
 #endif

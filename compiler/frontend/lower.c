@@ -18,6 +18,7 @@ typedef struct {
 typedef struct Scope {
 	Vec(Binding) b;
 	struct Scope *parent;
+	Map index;      /* name -> its latest binding in b */
 } Scope;
 
 typedef Vec(const char *) NameList;
@@ -44,10 +45,8 @@ static const char *ts(Type t) { return ir_type_str(t); }
 
 static Binding *find_in(Scope *s, const char *name)
 {
-	for (int i = s->b.len - 1; i >= 0; i--)
-		if (!strcmp(s->b.data[i].name, name))
-			return &s->b.data[i];
-	return NULL;
+	int i = map_get(&s->index, name);
+	return i >= 0 ? &s->b.data[i] : NULL;
 }
 
 static Binding *lookup(Scope *s, const char *name)
@@ -60,7 +59,11 @@ static Binding *lookup(Scope *s, const char *name)
 	return NULL;
 }
 
-static void bind(Scope *s, Binding b) { vec_push(&s->b, b); }
+static void bind(Scope *s, Binding b)
+{
+	vec_push(&s->b, b);
+	map_put(&s->index, b.name, s->b.len - 1);
+}
 
 static int distance(const char *a, const char *b)
 {
@@ -193,14 +196,10 @@ static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out)
 		*out = (int64_t)n->num;
 		return true;
 	case N_NAME:
-		if (lookup(s, n->name))
+		if (lookup(s, n->name) || !fe_const(L->ast, n->name))
 			return false;
-		for (int i = 0; i < L->ast->consts.len; i++)
-			if (!strcmp(L->ast->consts.data[i].name, n->name)) {
-				*out = L->ast->consts.data[i].value;
-				return true;
-			}
-		return false;
+		*out = fe_const(L->ast, n->name)->value;
+		return true;
 	case N_NEG:
 		if (!const_value(L, s, n->a, &a))
 			return false;
@@ -407,9 +406,8 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		return v;
 	}
-	for (int i = 0; i < L->ast->fns.len; i++)
-		if (!strcmp(L->ast->fns.data[i].name, n->name))
-			return call_fn(L, s, n, &L->ast->fns.data[i]);
+	if (fe_fn(L->ast, n->name))
+		return call_fn(L, s, n, fe_fn(L->ast, n->name));
 	diag_error(n->loc, "unknown function '%s'%s", n->name, suggest(L, s, n->name, true));
 }
 
@@ -441,12 +439,10 @@ static int expr(Lower *L, Scope *s, Node *n)
 				diag_error(n->loc, "loop variable '%s' can only be used as an index", n->name);
 			return b->value;
 		}
-		for (int i = 0; i < L->ast->consts.len; i++)
-			if (!strcmp(L->ast->consts.data[i].name, n->name))
-				return constant(L, (double)L->ast->consts.data[i].value, n->loc);
-		for (int i = 0; i < L->ast->fns.len; i++)
-			if (!strcmp(L->ast->fns.data[i].name, n->name))
-				diag_error(n->loc, "'%s' is a function: call it with arguments", n->name);
+		if (fe_const(L->ast, n->name))
+			return constant(L, (double)fe_const(L->ast, n->name)->value, n->loc);
+		if (fe_fn(L->ast, n->name))
+			diag_error(n->loc, "'%s' is a function: call it with arguments", n->name);
 		diag_error(n->loc, "unknown name '%s'%s", n->name, suggest(L, s, n->name, false));
 	}
 	case N_NEG: {
@@ -534,7 +530,7 @@ static void lower_for(Lower *L, Scope *s, Node *n)
 		b->value = op->carg[k];
 		b->locked++;
 	}
-	Scope inner = {{0}, s};
+	Scope inner = {.parent = s};
 	bind(&inner, (Binding){n->name, B_IVAR, op->ivar, n->lo, n->hi, 0, true});
 	Block *outer = L->out;
 	L->out = &op->body;
@@ -615,7 +611,7 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 			diag_error(n->args.data[i]->loc, "'%s' takes positional arguments only", f->name);
 	if (n->args.len != f->pnames.len)
 		diag_error(n->loc, "'%s' takes %d argument%s, got %d", f->name, f->pnames.len, f->pnames.len == 1 ? "" : "s", n->args.len);
-	Scope fs = {{0}, L->global};
+	Scope fs = {.parent = L->global};
 	for (int i = 0; i < n->args.len; i++) {
 		int v = tensor_expr(L, s, n->args.data[i]);
 		Type want = f->ptypes.data[i];
@@ -670,7 +666,7 @@ static void check_uncalled(FeAst *ast, bool *called)
 		L.p = ir_new_program(4);
 		L.out = &L.p->body;
 		L.called = called;
-		Scope global = {{0}, NULL};
+		Scope global = {0};
 		L.global = &global;
 		leaves(&L, ast, &global);
 		Node call = {0};
@@ -699,10 +695,10 @@ Program *fe_lower(FeAst *ast, int real_bytes)
 	L.p = ir_new_program(real_bytes);
 	L.out = &L.p->body;
 	L.called = ar_alloc(sizeof(bool) * (size_t)(ast->fns.len + 1));
-	Scope global = {{0}, NULL};
+	Scope global = {0};
 	L.global = &global;
 	leaves(&L, ast, &global);
-	Scope loss = {{0}, &global};
+	Scope loss = {.parent = &global};
 	int v = tensor(&L, block(&L, &loss, &ast->loss, true, ast->loss_loc), ast->loss_loc);
 	Type t = ir_vtype(L.p, v);
 	if (t.rank != 0 || t.dt != DT_REAL)

@@ -215,13 +215,7 @@ static Node *node(NodeKind k, Loc loc)
 
 /* ---- constant expressions ---- */
 
-static Const *find_const(FeAst *a, const char *name)
-{
-	for (int i = 0; i < a->consts.len; i++)
-		if (!strcmp(a->consts.data[i].name, name))
-			return &a->consts.data[i];
-	return NULL;
-}
+static Const *find_const(FeAst *a, const char *name) { return fe_const(a, name); }
 
 static int64_t const_expr(Parser *P);
 
@@ -554,16 +548,9 @@ static void block(Parser *P, NodeList *out, Loc open)
 
 static void dup_check(Parser *P, const char *name, Loc loc)
 {
-	FeAst *a = P->ast;
-	bool dup = find_const(a, name) != NULL;
-	for (int i = 0; i < a->params.len; i++)
-		dup |= !strcmp(a->params.data[i].name, name);
-	for (int i = 0; i < a->inputs.len; i++)
-		dup |= !strcmp(a->inputs.data[i].name, name);
-	for (int i = 0; i < a->fns.len; i++)
-		dup |= !strcmp(a->fns.data[i].name, name);
-	if (dup)
+	if (map_get(&P->ast->declared, name) >= 0)
 		diag_error(loc, "'%s' is already declared", name);
+	map_put(&P->ast->declared, name, 1);
 }
 
 static double signed_number(Parser *P, const char *what)
@@ -647,6 +634,7 @@ static void parse_fn(Parser *P)
 	Tok open = expect(P, "{", "to open the function body");
 	block(P, &f.body, open.loc);
 	vec_push(&P->ast->fns, f);
+	map_put(&P->ast->fn_index, f.name, P->ast->fns.len - 1);
 }
 
 static void parse_items(Parser *P)
@@ -668,6 +656,7 @@ static void parse_items(Parser *P)
 					}
 				check_range(c.loc, c.value);
 				vec_push(&P->ast->consts, c);
+				map_put(&P->ast->const_index, c.name, P->ast->consts.len - 1);
 			} while (accept(P, ","));
 		} else if (accept(P, "param")) {
 			parse_param(P);

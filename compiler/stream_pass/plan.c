@@ -19,6 +19,7 @@ typedef struct {
 	Program *p;
 	int pos;
 	int64_t *defpos, *last;   /* per value */
+	int *root;                /* per value: root(), computed once */
 	Span *loops;              /* per op position of a loop */
 	Vec(Span) spans;          /* spans of the loops in stack */
 } Live;
@@ -82,7 +83,7 @@ static void number(Live *L, Block *b)
 static void use(Live *L, int v, int64_t at)
 {
 	Program *p = L->p;
-	int r = root(p, v);
+	int r = L->root[v];
 	bool var = p->values.data[r].kind == VK_VAR;
 	int64_t from = at, until = at;
 	for (int i = 0; i < L->spans.len; i++) {
@@ -408,6 +409,22 @@ static void plan(Program *p)
 	L.last = malloc(sizeof(int64_t) * (size_t)nv);
 	for (int v = 0; v < nv; v++)
 		L.defpos[v] = L.last[v] = -1;
+	/* every value's root, each chain of views walked once: a long chain of
+	 * reshapes would make root() per use quadratic */
+	L.root = malloc(sizeof(int) * (size_t)nv);
+	for (int v = 0; v < nv; v++)
+		L.root[v] = -1;
+	for (int v = 0; v < nv; v++) {
+		int r = v;
+		while (L.root[r] < 0 && p->values.data[r].res == VR_ALIAS)
+			r = p->values.data[r].alias_of;
+		r = L.root[r] >= 0 ? L.root[r] : r;
+		for (int w = v; L.root[w] < 0; w = p->values.data[w].alias_of) {
+			L.root[w] = r;
+			if (p->values.data[w].res != VR_ALIAS)
+				break;
+		}
+	}
 	int64_t npos = count_ops(&p->body);
 	L.loops = calloc((size_t)npos + 1, sizeof *L.loops);
 	number(&L, &p->body);
@@ -417,13 +434,14 @@ static void plan(Program *p)
 	L.pos = 0;
 	uses(&L, &p->body);
 	/* The runtime reads the loss after the step. */
-	L.last[root(p, p->loss)] = npos;
+	L.last[L.root[p->loss]] = npos;
 
 	int64_t packed = pack(p, &L, at);
 	p->plan_work = ones + packed;
 	p->arena_bytes = at + packed;
 	free(L.defpos);
 	free(L.last);
+	free(L.root);
 	free(L.loops);
 
 }
