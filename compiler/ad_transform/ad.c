@@ -473,30 +473,40 @@ static void cloned_loop(void *ctx, Op *from, Op *to, bool enter)
 
 /* ---- loops ---- */
 
-static void insert_at(Block *b, int at, Op *op)
+/* Where each value is read in a block, nested loops included: in[k] of an
+ * op, or (k < 0) a loop's cyield[-1 - k]. One list per value, through next. */
+typedef struct {
+	Op *op;
+	int k, next;
+} UseSite;
+
+typedef struct {
+	Vec(UseSite) sites;
+	int *head; /* per value id below n: its first site, or -1 */
+	int n;
+} UseMap;
+
+static void add_site(UseMap *u, int v, Op *op, int k)
 {
-	ir_append(b, op);
-	for (int i = b->len - 1; i > at; i--)
-		b->ops[i] = b->ops[i - 1];
-	b->ops[at] = op;
+	if (v < 0 || v >= u->n)
+		return;
+	UseSite s = {op, k, u->head[v]};
+	vec_push(&u->sites, s);
+	u->head[v] = u->sites.len - 1;
 }
 
-static bool uses_value(Block *b, int from, int v)
+static void collect_uses(UseMap *u, Block *b, int from)
 {
 	for (int i = from; i < b->len; i++) {
 		Op *op = b->ops[i];
 		for (int k = 0; k < op->nin; k++)
-			if (op->in[k] == v)
-				return true;
+			add_site(u, op->in[k], op, k);
 		if (op->kind == OP_LOOP) {
 			for (int k = 0; k < op->ncarry; k++)
-				if (op->cyield[k] == v)
-					return true;
-			if (uses_value(&op->body, 0, v))
-				return true;
+				add_site(u, op->cyield[k], op, -1 - k);
+			collect_uses(u, &op->body, 0);
 		}
 	}
-	return false;
 }
 
 /* Store everything: each forward value of the loop body that the adjoint
@@ -506,6 +516,12 @@ static bool uses_value(Block *b, int from, int v)
 static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int last)
 {
 	Program *p = a->p;
+	/* the adjoint part's reads, found once: a per-value scan would be quadratic in a long body */
+	UseMap u = {{0}, ar_alloc(sizeof(int) * (size_t)(p->values.len + 1)), p->values.len};
+	for (int v = 0; v < u.n; v++)
+		u.head[v] = -1;
+	collect_uses(&u, &r->body, last);
+	Vec(Op *) slices = {0};
 	for (int i = 0; i < op->body.len; i++) {
 		Op *o = op->body.ops[i];
 		int kind = o->kind;
@@ -514,7 +530,7 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 			continue;
 		int c = ir_clone_map(m, o->out);
 		Type t = ir_vtype(p, o->out);
-		if (c == o->out || t.rank + 1 > IR_MAXRANK || !uses_value(&r->body, last, c))
+		if (c == o->out || t.rank + 1 > IR_MAXRANK || c >= u.n || u.head[c] < 0)
 			continue;
 		Type tt = t;
 		tt.rank = t.rank + 1;
@@ -534,10 +550,29 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 		int v = op2(a, OP_SLICE, o->loc, tape, r->ivar);
 		a->out = save;
 		p->values.data[v].name = n;
-		insert_at(&r->body, first, tmp.ops[0]);
-		last++;
-		ir_replace_uses(&r->body, last, c, v);
+		vec_push(&slices, tmp.ops[0]);
+		for (int s = u.head[c]; s >= 0; s = u.sites.data[s].next) {
+			UseSite *x = &u.sites.data[s];
+			if (x->k >= 0)
+				x->op->in[x->k] = v;
+			else
+				x->op->cyield[-1 - x->k] = v;
+		}
 	}
+	/* the tape reads go at `first` in the reverse body, the last taped first */
+	if (!slices.len)
+		return;
+	Block body = {0};
+	for (int i = 0; i < r->body.len; i++) {
+		if (i == first)
+			for (int k = slices.len - 1; k >= 0; k--)
+				ir_append(&body, slices.data[k]);
+		ir_append(&body, r->body.ops[i]);
+	}
+	if (first >= r->body.len)
+		for (int k = slices.len - 1; k >= 0; k--)
+			ir_append(&body, slices.data[k]);
+	r->body = body;
 }
 
 static void reverse_loop(Ad *a, Op *op)

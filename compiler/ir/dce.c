@@ -26,28 +26,31 @@ int *ir_count_uses(Program *p)
 	return uses;
 }
 
-/* Returns how many ops of b[0, limit) were removed. */
+/* Returns how many ops of b[0, limit) were removed. Last op first, so that
+ * a dead chain goes in one sweep: its ops' operands come before them. */
 static int sweep(Block *b, int *uses, int limit, bool *changed)
 {
-	int w = 0, removed = 0;
-	for (int i = 0; i < b->len; i++) {
+	int removed = 0;
+	for (int i = b->len - 1; i >= 0; i--) {
 		Op *op = b->ops[i];
-		bool dead = op->kind != OP_LOOP && op->kind != OP_REVOLVE && !(ir_ops[op->kind].flags & OPF_WRITE) &&
-		            op->out >= 0 && uses[op->out] == 0;
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			sweep(&op->body, uses, op->body.len, changed);
 			sweep(&op->body2, uses, op->body2.len, changed);
-		}
-		if (dead) {
-			for (int k = 0; k < op->nin; k++)
-				uses[op->in[k]]--;
-			*changed = true;
-			if (i < limit)
-				removed++;
 			continue;
 		}
-		b->ops[w++] = op;
+		if ((ir_ops[op->kind].flags & OPF_WRITE) || op->out < 0 || uses[op->out] != 0)
+			continue;
+		for (int k = 0; k < op->nin; k++)
+			uses[op->in[k]]--;
+		*changed = true;
+		if (i < limit)
+			removed++;
+		b->ops[i] = NULL;
 	}
+	int w = 0;
+	for (int i = 0; i < b->len; i++)
+		if (b->ops[i])
+			b->ops[w++] = b->ops[i];
 	b->len = w;
 	return removed;
 }
