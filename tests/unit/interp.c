@@ -308,6 +308,13 @@ Interp *interp_new(Program *p)
 	return m;
 }
 
+void interp_free(Interp *m)
+{
+	free(m->arena);
+	free(m->index);
+	free(m);
+}
+
 double *interp_tensor(Interp *m, int v) { return R(m, v); }
 
 double interp_run(Interp *m, bool backward)

@@ -10,6 +10,7 @@ typedef struct {
 } Interp;
 
 Interp *interp_new(Program *p);
+void interp_free(Interp *m);
 double *interp_tensor(Interp *m, int v); /* a value's storage in the host arena */
 double interp_run(Interp *m, bool backward);
 #endif

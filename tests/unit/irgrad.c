@@ -150,5 +150,7 @@ int main(int argc, char **argv)
 		free(g);
 	}
 	printf("%s: loss %.6g, max relative error %.3g\n", argv[1], loss, worst);
+	interp_free(m);
+	ar_free_all();
 	return worst > 1e-6;
 }
