@@ -11,10 +11,13 @@
 #include "../checkpoint_pass/ckpt.h"
 #include "cgint.h"
 
+typedef Vec(int) IntVec;
+
 typedef struct {
 	Cg *g;
 	LLVMValueRef fn, ctx, base, argbuf;
 	LLVMValueRef *index;       /* per value: host i64 of index values */
+	IntVec *scoped;            /* the loop indices in scope: index values that are not constants */
 	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve;
@@ -236,6 +239,7 @@ static void lower_loop(Host *h, Op *op)
 	LLVMAddIncoming(t, &zero, &pre, 1);
 	h->index[op->ivar] = op->reverse ? LLVMBuildSub(g->b, cg_i64(g, op->lo + op->trip - 1), t, "")
 	                                 : LLVMBuildAdd(g->b, cg_i64(g, op->lo), t, "");
+	vec_push(h->scoped, op->ivar);
 	lower_block(h, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *y = &p->values.data[op->cyield[k]];
@@ -254,6 +258,7 @@ static void lower_loop(Host *h, Op *op)
 	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, op->trip), ""), body, exit);
 	LLVMPositionBuilderAtEnd(g->b, exit);
 	h->index[op->ivar] = NULL; /* scoped to the body: a later part (split_block) must not take it */
+	h->scoped->len--;
 }
 
 static void begin(Host *h, LLVMValueRef fn);
@@ -289,6 +294,7 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i"), from = LLVMGetParam(adv, 1);
 	LLVMAddIncoming(i, &from, &pre, 1);
 	a.index[op->ivar] = i;
+	vec_push(a.scoped, op->ivar);
 	lower_block(&a, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++)
 		if (!coalesced(p, op->cyield[k], op->carg[k], -1))
@@ -303,6 +309,7 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMTypeRef pt[] = {g->i8p, g->i64};
 	LLVMValueRef taped = sub_function(h, &t, ar_printf("dp_taped%d", id), pt, 2);
 	t.index[op->ivar2] = LLVMGetParam(taped, 1);
+	vec_push(t.scoped, op->ivar2);
 	lower_block(&t, &op->body2, 0, op->body2.len);
 	LLVMBuildRetVoid(g->b);
 
@@ -523,13 +530,14 @@ static int64_t block_weight(Block *b, int from, int to)
 static void lower_part(Host *h, Block *b, int from, int to)
 {
 	Cg *g = h->g;
-	int nv = g->p->values.len;
 	/* the host values of index values that are not constants: enclosing loops' indices */
-	int *live = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	int *live = ar_alloc(sizeof(int) * (size_t)(h->scoped->len + 1));
 	int nlive = 0;
-	for (int v = 0; v < nv; v++)
+	for (int i = 0; i < h->scoped->len; i++) {
+		int v = h->scoped->data[i];
 		if (h->index[v] && !LLVMIsConstant(h->index[v]))
 			live[nlive++] = v;
+	}
 	LLVMTypeRef *pt = ar_alloc(sizeof(LLVMTypeRef) * (size_t)(nlive + 2));
 	LLVMValueRef *args = ar_alloc(sizeof(LLVMValueRef) * (size_t)(nlive + 2)), *outer = ar_alloc(sizeof(LLVMValueRef) * (size_t)(nlive + 1));
 	pt[0] = g->i8p, pt[1] = g->i64;
@@ -597,6 +605,7 @@ static void begin(Host *h, LLVMValueRef fn)
 	Cg *g = h->g;
 	h->fn = fn;
 	h->index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
+	h->scoped = ar_alloc(sizeof *h->scoped);
 	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
 	h->ctx = LLVMGetParam(fn, 0);
 	h->argbuf = LLVMBuildArrayAlloca(g->b, g->i64, cg_i64(g, 16), "args");

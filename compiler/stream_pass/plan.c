@@ -177,10 +177,13 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || y == p->loss ||
 	    !ir_type_eq(Y->type, t))
 		return;
+	/* Looked for at most COALESCE_SPAN ops back: a long body whose tape
+	 * stores all come at its end would make this quadratic. */
+	enum { COALESCE_SPAN = 1024 };
 	int r = root(p, x), d = at - 1;
-	while (d >= 0 && b->ops[d] != Y->def)
+	while (d >= 0 && d >= at - COALESCE_SPAN && b->ops[d] != Y->def)
 		d--;
-	if (d < 0)
+	if (d < 0 || b->ops[d] != Y->def)
 		return;
 	int seen = 1; /* the copy */
 	for (int k = d + 1; k < at; k++) {
@@ -224,9 +227,144 @@ static void coalesce_block(Program *p, Block *b, const int *uses)
 	}
 }
 
+/* ---- first-fit packing ----
+ * The free space is a set of gaps ordered by offset, the last one unbounded.
+ * A treap keyed by offset, each node keeping the longest gap below it, finds
+ * the lowest gap that fits in O(log n); a heap of live slots ordered by end
+ * frees them. The result is exactly first-fit over the live slots. */
+
 typedef struct {
-	int64_t off, size, end;
+	int64_t off, len, most; /* most: the longest gap in this subtree */
+	uint32_t prio;
+	int l, r;
+} Gap;
+
+typedef struct {
+	Vec(Gap) g;
+	uint32_t seed;
+} Gaps;
+
+static int64_t most(Gaps *t, int n) { return n < 0 ? -1 : t->g.data[n].most; }
+
+static int fix(Gaps *t, int n)
+{
+	Gap *x = &t->g.data[n];
+	int64_t m = x->len, a = most(t, x->l), b = most(t, x->r);
+	x->most = m > a ? (m > b ? m : b) : (a > b ? a : b);
+	return n;
+}
+
+/* split n into keys < off and keys >= off */
+static void split(Gaps *t, int n, int64_t off, int *lo, int *hi)
+{
+	if (n < 0) {
+		*lo = *hi = -1;
+		return;
+	}
+	if (t->g.data[n].off < off) {
+		split(t, t->g.data[n].r, off, &t->g.data[n].r, hi);
+		*lo = fix(t, n);
+	} else {
+		split(t, t->g.data[n].l, off, lo, &t->g.data[n].l);
+		*hi = fix(t, n);
+	}
+}
+
+static int merge(Gaps *t, int a, int b)
+{
+	if (a < 0 || b < 0)
+		return a < 0 ? b : a;
+	if (t->g.data[a].prio > t->g.data[b].prio) {
+		t->g.data[a].r = merge(t, t->g.data[a].r, b);
+		return fix(t, a);
+	}
+	t->g.data[b].l = merge(t, a, t->g.data[b].l);
+	return fix(t, b);
+}
+
+static int gap_insert(Gaps *t, int root, int64_t off, int64_t len)
+{
+	t->seed = t->seed * 1664525u + 1013904223u;
+	Gap x = {off, len, len, t->seed, -1, -1};
+	vec_push(&t->g, x);
+	int lo, hi;
+	split(t, root, off, &lo, &hi);
+	return merge(t, merge(t, lo, t->g.len - 1), hi);
+}
+
+/* removes the gap at exactly `off`, if there is one; its length in *len */
+static int gap_remove(Gaps *t, int root, int64_t off, int64_t *len)
+{
+	int lo, mid, hi;
+	split(t, root, off, &lo, &hi);
+	split(t, hi, off + 1, &mid, &hi);
+	*len = mid >= 0 ? t->g.data[mid].len : 0;
+	return merge(t, lo, hi);
+}
+
+/* the gap with the largest offset below `off`, or -1 */
+static int gap_before(Gaps *t, int n, int64_t off)
+{
+	int best = -1;
+	while (n >= 0) {
+		if (t->g.data[n].off < off)
+			best = n, n = t->g.data[n].r;
+		else
+			n = t->g.data[n].l;
+	}
+	return best;
+}
+
+/* the lowest gap of at least len (the unbounded last gap always is one) */
+static int gap_fit(Gaps *t, int n, int64_t len)
+{
+	for (;;) {
+		Gap *x = &t->g.data[n];
+		if (most(t, x->l) >= len)
+			n = x->l;
+		else if (x->len >= len)
+			return n;
+		else
+			n = x->r;
+	}
+}
+
+typedef struct {
+	int64_t end, off, size;
 } Slot;
+
+typedef Vec(Slot) Heap;
+
+/* a binary min-heap of live slots by end */
+static void heap_push(Heap *h, Slot s)
+{
+	vec_push(h, s);
+	for (int i = h->len - 1; i > 0 && h->data[(i - 1) / 2].end > h->data[i].end; i = (i - 1) / 2) {
+		Slot x = h->data[i];
+		h->data[i] = h->data[(i - 1) / 2];
+		h->data[(i - 1) / 2] = x;
+	}
+}
+
+static Slot heap_pop(Heap *h)
+{
+	Slot top = h->data[0];
+	h->data[0] = h->data[--h->len];
+	for (int i = 0;;) {
+		int c = 2 * i + 1;
+		if (c >= h->len)
+			break;
+		if (c + 1 < h->len && h->data[c + 1].end < h->data[c].end)
+			c++;
+		if (h->data[i].end <= h->data[c].end)
+			break;
+		Slot x = h->data[i];
+		h->data[i] = h->data[c];
+		h->data[c] = x;
+		i = c;
+	}
+	return top;
+}
 
 typedef struct {
 	int v;
@@ -253,30 +391,33 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 			items[n++] = (Item){v, L->defpos[v]};
 	}
 	qsort(items, (size_t)n, sizeof *items, by_start);
-	Vec(Slot) live = {0};
+	Gaps t = {{0}, 1};
+	int root = gap_insert(&t, -1, 0, PLAN_MAX);
+	Heap live = {0};
 	int64_t peak = 0;
 	for (int i = 0; i < n; i++) {
 		Value *x = &p->values.data[items[i].v];
-		int64_t size = align_up(ir_bytes(p, x->type)), start = items[i].start;
-		int w = 0;
-		for (int j = 0; j < live.len; j++)
-			if (live.data[j].end >= start)
-				live.data[w++] = live.data[j];
-		live.len = w;
-		/* live is kept sorted by offset: find the first gap that fits */
-		int64_t off = 0;
-		int at = 0;
-		for (; at < live.len; at++) {
-			if (live.data[at].off - off >= size)
-				break;
-			off = live.data[at].off + live.data[at].size;
+		int64_t size = align_up(ir_bytes(p, x->type)), start = items[i].start, len;
+		/* slots that ended before this start are free: each merges with the gaps beside it */
+		while (live.len && live.data[0].end < start) {
+			Slot s = heap_pop(&live);
+			int64_t off = s.off, end = s.off + s.size;
+			root = gap_remove(&t, root, end, &len);
+			end += len;
+			int b = gap_before(&t, root, off);
+			if (b >= 0 && t.g.data[b].off + t.g.data[b].len == off) {
+				off = t.g.data[b].off;
+				root = gap_remove(&t, root, off, &len);
+			}
+			root = gap_insert(&t, root, off, end - off);
 		}
+		int g = gap_fit(&t, root, size);
+		int64_t off = t.g.data[g].off, glen = t.g.data[g].len;
 		extend(p, items[i].v, base + off, size);
-		Slot s = {off, size, L->last[items[i].v] >= start ? L->last[items[i].v] : start};
-		vec_push(&live, s);
-		for (int j = live.len - 1; j > at; j--)
-			live.data[j] = live.data[j - 1];
-		live.data[at] = s;
+		root = gap_remove(&t, root, off, &len);
+		if (glen > size)
+			root = gap_insert(&t, root, off + size, glen - size);
+		heap_push(&live, (Slot){L->last[items[i].v] >= start ? L->last[items[i].v] : start, off, size});
 		x->res = VR_ARENA;
 		x->offset = base + off;
 		if (off + size > peak)
