@@ -59,7 +59,7 @@ static const char *runtime_lib(const char *name)
 }
 
 /* The temporary object file, removed if dpc is interrupted while it exists. */
-static char temp_obj[64];
+static char temp_obj[4096];
 
 static void remove_temp(int sig)
 {
@@ -78,7 +78,10 @@ static void remove_temp_at_exit(void)
 static void make_temp_obj(void)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	snprintf(temp_obj, sizeof temp_obj, "%s", "/tmp/dpc-XXXXXX.o");
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir || strlen(dir) > sizeof temp_obj - 32)
+		dir = "/tmp";
+	snprintf(temp_obj, sizeof temp_obj, "%s/dpc-XXXXXX.o", dir);
 	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
 		signal(sigs[i], remove_temp);
 	atexit(remove_temp_at_exit);

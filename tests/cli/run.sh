@@ -54,6 +54,27 @@ else
 	notok "cli/option-overrides-env-target: compile" "$out.cpu.log"
 fi
 
+# killed while it writes its object, dpc leaves no temporary file behind
+tmp="$out.tmpdir"
+rm -rf "$tmp" && mkdir -p "$tmp"
+python3 -c "print('param W : f32[4, 1] = normal(0.1)\ninput x : f32[4, 1]\nloss { let h = x * W\nreturn mean(' + ' + '.join(['h'] * 100000) + ') }')" >"$out.long.dp"
+TMPDIR="$tmp" "$DPC" "$out.long.dp" -o "$out.long" &
+pid=$!
+seen=0
+for _ in $(seq 600); do
+	if ls "$tmp"/dpc-*.o >/dev/null 2>&1; then seen=1; break; fi
+	sleep 0.05
+done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+if [ "$seen" = 1 ] && [ "$rc" = 143 ] && [ -z "$(ls -A "$tmp")" ] && [ ! -e "$out.long" ]; then
+	ok "cli/sigterm-removes-temporary-object"
+else
+	notok "cli/sigterm-removes-temporary-object: object seen $seen, exit status $rc, left: $(ls -A "$tmp")"
+fi
+expect cli/tmpdir-missing 1 "cannot create a temporary object file" env TMPDIR=/nonexistent/dir "$DPC" -o "$out.exe" samples/resmlp.dp
+
 # the executable's own command line
 if "$DPC" samples/resmlp.dp -o "$out.resmlp" >"$out.log" 2>&1; then
 	expect cli/exe-help 0 "--summary-json" "$out.resmlp" --help

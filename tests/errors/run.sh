@@ -37,6 +37,13 @@ w("fors", "loss { let h = x\n" + "for i in 0..2 {" * 10000 + "h = h * 2" + "}" *
 w("sum", "loss { let h = x * W\nreturn mean(" + " + ".join(["h"] * 100000) + ") }\n")
 w("constsum", "loss { return mean(x * W[" + "+".join(["0"] * 100000) + "]) }\n")
 w("tape", "const N = 1099511627776\nloss {\n  let h = x\n  for i in 0..N { h = tanh(h * W) }\n  return mean(h) }\n")
+# long programs that were quadratic to compile: 100,000 names in one scope,
+# chained views, a 20,000-statement loop body, 50,000 chained values
+w("lets", "loss {\n  let h0 = x * W\n" + "".join("  let h%d = reshape(h%d, [%s])\n" % (i, i - 1, "4, 1" if i % 2 == 0 else "1, 4")
+  for i in range(1, 100000)) + "  return mean(h99999)\n}\n")
+w("body", "loss {\n  let h = x\n  for i in 0..10 {\n" + "    h = tanh(h) * W\n" * 20000 + "  }\n  return mean(h)\n}\n")
+w("chain", "loss {\n  let h0 = x * W\n" + "".join("  let h%d = tanh(h%d) * W\n" % (i, i - 1) for i in range(1, 50000)) +
+  "  return mean(h49999)\n}\n")
 PY
 expect errors/gen-parens-20000 1 "parens.dp:3:275: error: expression nested too deeply" "$DPC" --emit=ir "$g/parens.dp"
 expect errors/gen-neg-50000 1 "neg.dp:3:275: error: expression nested too deeply" "$DPC" --emit=ir "$g/neg.dp"
@@ -50,6 +57,11 @@ check errors/gen-const-sum-100000 "$DPC" --emit=ir -o "$g/constsum.ir" "$g/const
 expect errors/gen-tape-too-large 1 "tape.dp:6:7: error: the store-everything tape of 'h' over this loop would be f32\[1099511627776, 4, 1\], more than 2^40 elements; use --checkpoint binomial" \
 	"$DPC" --emit=grad "$g/tape.dp"
 expect errors/gen-tape-binomial-fits 0 "revolve" "$DPC" --emit=ckpt --checkpoint binomial --snapshots 4 "$g/tape.dp"
+# These compile in about a second each. Before the fixes they took 170 to 360
+# seconds: the timeout is a guard against that coming back, not a measure.
+for t in lets body chain; do
+	check "errors/gen-long-$t-compiles" timeout 120 "$DPC" --emit=stream -o "$g/$t.stream" "$g/$t.dp"
+done
 expect errors/source-limit 1 "dpc: error: /dev/zero: the source is larger than 64 MiB" timeout 60 "$DPC" --emit=ir /dev/zero
 expect errors/directory 1 "cannot read tests/errors" "$DPC" --emit=ir tests/errors
 finish
