@@ -164,6 +164,7 @@ int driver_run(DriverOptions *o)
 
 	/* The pipeline: each pass takes the program and returns it. */
 	Program *p = fe_lower(ast, o->real_bytes);
+	p->optimizer = o->optimizer;
 	verify(o, p, "frontend");
 	Emit stop = EMIT_IR;
 	if (o->emit != stop) {

@@ -18,6 +18,7 @@ typedef struct {
 	Vec(FeDefine) defs;
 	CkptOptions ckpt;
 	StreamOptions stream;
+	Optimizer optimizer;  /* the update the executable applies; its state is planned */
 	bool verify;          /* run the IR verifier between passes */
 	const char *schedule_json;
 } DriverOptions;

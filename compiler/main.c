@@ -23,6 +23,8 @@ static const char usage[] =
 	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
 	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS; default %s\n"
 	"                       (the environment variable DPC_TARGET overrides the default)\n"
+	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
+	"                       per parameter are planned device memory, inside --device-mem\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
 	"  --checkpoint none|binomial\n"
 	"                       loop schedule: none stores everything the adjoint reads, per\n"
@@ -144,6 +146,13 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
 			target = v;
 			target_from = "--target";
+		} else if ((v = opt_value(argc, argv, &i, "--optimizer"))) {
+			if (!strcmp(v, "sgd"))
+				o.optimizer = OPT_SGD;
+			else if (!strcmp(v, "adam"))
+				o.optimizer = OPT_ADAM;
+			else
+				usage_error("--optimizer takes sgd or adam, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--device-mem"))) {
 			o.stream.device_mem = parse_bytes(v);
 		} else if ((v = opt_value(argc, argv, &i, "--checkpoint"))) {

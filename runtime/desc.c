@@ -97,7 +97,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			word(&p, t->dtype, sizeof t->dtype, line, l);
 			shape(t, &p, line, l);
 			t->offset = num(&p, line, l);
-			t->grad = -1;
+			t->grad = t->opt_m = t->opt_v = -1;
 			if (param) {
 				t->grad = num(&p, line, l);
 				t->stacked = (int)num(&p, line, l);
@@ -110,6 +110,23 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			} else {
 				t->classes = (int)num(&p, line, l);
 			}
+		} else if (!strcmp(key, "optimizer")) {
+			char s[8];
+			word(&p, s, sizeof s, line, l);
+			if (strcmp(s, "sgd") && strcmp(s, "adam"))
+				bad(line, l);
+			m->adam = !strcmp(s, "adam");
+			m->has_optimizer = true;
+		} else if (!strcmp(key, "state")) {
+			char name[128];
+			word(&p, name, sizeof name, line, l);
+			int i = 0;
+			while (i < m->nparams && strcmp(m->params[i].name, name))
+				i++;
+			if (i == m->nparams)
+				bad(line, l);
+			m->params[i].opt_m = num(&p, line, l);
+			m->params[i].opt_v = num(&p, line, l);
 		} else if (!strcmp(key, "kernel")) {
 			char k[16];
 			word(&p, k, sizeof k, line, l);
@@ -137,6 +154,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			int64_t v = num(&p, line, l);
 			if (!strcmp(k, "params")) m->plan_params = v;
 			else if (!strcmp(k, "grads")) m->plan_grads = v;
+			else if (!strcmp(k, "optimizer")) m->plan_opt = v;
 			else if (!strcmp(k, "inputs")) m->plan_inputs = v;
 			else if (!strcmp(k, "tape")) m->plan_tape = v;
 			else if (!strcmp(k, "snapshots")) m->plan_snap = v;
@@ -161,7 +179,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			bad(line, l);
 	}
 	free(copy);
-	if (!ended || !m->real_bytes || m->k_sgd < 0 || m->k_adam < 0)
+	if (!ended || !m->real_bytes || m->k_sgd < 0 || m->k_adam < 0 || !m->has_optimizer)
 		rt_fail(70, "internal error: incomplete model description");
 	/* generated code trusts these offsets; a mismatch would corrupt memory */
 	if (m->loss < 0 || m->loss + m->real_bytes > m->arena)
@@ -169,6 +187,9 @@ void rt_parse_desc(RtModel *m, const char *desc)
 	for (int i = 0; i < m->nparams + m->ninputs; i++) {
 		const RtTensor *t = i < m->nparams ? &m->params[i] : &m->inputs[i - m->nparams];
 		bool out = !inside(m, t->offset, t->bytes) || (i < m->nparams && !inside(m, t->grad, t->bytes));
+		/* adam's moments, planned for every parameter */
+		if (i < m->nparams && m->adam)
+			out |= !inside(m, t->opt_m, t->bytes) || !inside(m, t->opt_v, t->bytes);
 		if (out || t->numel < 0)
 			rt_fail(70, "internal error: tensor '%s' lies outside the arena of %lld bytes", t->name,
 			        (long long)m->arena);

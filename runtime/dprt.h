@@ -29,10 +29,13 @@
  *                                     INIT zeros|ones|normal|uniform (A, B: std / range)
  *   input NAME DTYPE RANK D0 .. OFFSET CLASSES
  *                                     CLASSES > 0 for cross_entropy labels
+ *   optimizer sgd|adam                the update dp_step's caller applies (chosen at compile time)
+ *   state NAME M_OFFSET V_OFFSET      adam: parameter NAME's two moments, planned in the arena
  *   kernel sgd ID                     args: p, g, lr; over each element
  *   kernel adam ID                    args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
  *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles
- *   plan CATEGORY BYTES               predicted bytes by category (params, grads, inputs, tape, snapshots, work)
+ *   plan CATEGORY BYTES               predicted bytes by category (params, grads, optimizer, inputs, tape,
+ *                                     snapshots, work)
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
  *   end
  *

@@ -133,7 +133,8 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
-	bool adam, quiet, gradcheck, lr_set, profile;
+	bool quiet, gradcheck, lr_set, profile;
+	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary;
 	const char *input_name[64], *input_file[64];
 	int ninput_files;
@@ -146,7 +147,8 @@ static const char help[] =
 	"\n"
 	"  --steps N               training steps, 1 to 10^9 (default 100)\n"
 	"  --lr X                  learning rate (default 0.01 for sgd, 0.001 for adam)\n"
-	"  --optimizer sgd|adam    optimizer (default sgd); adam keeps two moments per parameter on the device\n"
+	"  --optimizer sgd|adam    must be the optimizer compiled in (dpc --optimizer, default sgd), which\n"
+	"                          this executable applies; adam's two moments per parameter are in the plan\n"
 	"  --seed N                seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)\n"
 	"  --data FILE.npy         the first input's data\n"
 	"  --labels FILE.npy       the second input's data\n"
@@ -242,7 +244,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			const char *v = value(argc, argv, &i);
 			if (strcmp(v, "sgd") && strcmp(v, "adam"))
 				usage("--optimizer takes sgd or adam, not '%s'", v);
-			o->adam = !strcmp(v, "adam");
+			o->optimizer = v;
 		} else if (!strcmp(a, "--seed")) {
 			o->seed = int_value(a, value(argc, argv, &i), 0, INT64_MAX);
 		} else if (!strcmp(a, "--data")) {
@@ -283,8 +285,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			usage("unknown option '%s'", a);
 		}
 	}
-	if (!o->lr_set)
-		o->lr = o->adam ? 0.001 : 0.01;
+
 	if (o->log_every < 0)
 		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
 }
@@ -566,7 +567,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
 	                   "  \"gemm_calls\": %lld\n}\n",
-	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, o->adam ? "adam" : "sgd",
+	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)n->steps[RT_COUNT_FORWARD],
@@ -599,6 +600,16 @@ int main(int argc, char **argv)
 	static RtModel model;
 	rt_parse_desc(&model, dp_model_desc);
 	RtModel *m = &model;
+	/* the optimizer is compiled in: its state is part of the memory plan */
+	const char *compiled = m->adam ? "adam" : "sgd";
+	if (o.optimizer && strcmp(o.optimizer, compiled)) {
+		char why[160];
+		snprintf(why, sizeof why, "this executable was compiled for --optimizer %s; to train with %s, compile it "
+		         "with dpc --optimizer %s", compiled, o.optimizer, o.optimizer);
+		usage("%s", why);
+	}
+	if (!o.lr_set)
+		o.lr = m->adam ? 0.001 : 0.01;
 	RtCtx ctx = {0}, *c = &ctx;
 	c->dev = &rt_cpu_device;
 	if (dp_ptx[0]) {
@@ -649,11 +660,9 @@ int main(int argc, char **argv)
 	else
 		init_params(m, host, (uint64_t)o.seed);
 
-	/* one device allocation: the planned arena, then optimizer state */
-	int64_t opt_bytes = o.adam && !o.gradcheck ? 2 * param_bytes : 0;
-	Run r = {.first = NAN, .last = NAN, .predicted = m->arena + opt_bytes};
+	/* one device allocation: the planned arena, optimizer state included */
+	Run r = {.first = NAN, .last = NAN, .predicted = m->arena};
 	c->base = rt_device_alloc(c, r.predicted);
-	uint64_t opt_m = c->base + (uint64_t)m->arena, opt_v = opt_m + (uint64_t)param_bytes;
 	for (int i = 0; i < m->nparams; i++)
 		rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
 
@@ -661,11 +670,11 @@ int main(int argc, char **argv)
 		int64_t count = 0;
 		for (int i = 0; i < m->nparams; i++)
 			count += m->params[i].numel;
-		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s + inputs %s + tape %s%s%s + work %s%s%s\n",
+		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s + work %s\n",
 		       m->model, m->nparams, (long long)count, mib(param_bytes), m->real_bytes == 8 ? "f64" : "f32", c->dev->name,
-		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), mib(m->plan_inputs), mib(m->plan_tape),
-		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
-		       mib(m->plan_work), opt_bytes ? " + adam state " : "", opt_bytes ? mib(opt_bytes) : "");
+		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
+		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
+		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "", mib(m->plan_work));
 	}
 	int status = 0;
 	if (o.gradcheck) {
@@ -709,9 +718,9 @@ int main(int argc, char **argv)
 			for (int i = 0; i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
 				uint64_t w[10] = {c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad};
-				if (o.adam) {
-					w[2] = opt_m;
-					w[3] = opt_v;
+				if (m->adam) {
+					w[2] = c->base + (uint64_t)t->opt_m;
+					w[3] = c->base + (uint64_t)t->opt_v;
 					word_double(&w[4], o.lr);
 					word_double(&w[5], 0.9);
 					word_double(&w[6], 0.999);
@@ -719,16 +728,10 @@ int main(int argc, char **argv)
 					word_double(&w[8], 1 - pow(0.9, (double)(s + 1)));
 					word_double(&w[9], 1 - pow(0.999, (double)(s + 1)));
 					rt_launch(c, m->k_adam, t->numel, 10, w);
-					opt_m += (uint64_t)t->bytes;
-					opt_v += (uint64_t)t->bytes;
 				} else {
 					word_double(&w[2], o.lr);
 					rt_launch(c, m->k_sgd, t->numel, 3, w);
 				}
-			}
-			if (o.adam) {
-				opt_m = c->base + (uint64_t)m->arena;
-				opt_v = opt_m + (uint64_t)param_bytes;
 			}
 			c->profile = false;
 			c->dev->fence(slot);

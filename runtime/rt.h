@@ -19,6 +19,7 @@ typedef struct {
 	int rank;
 	int64_t dim[RT_MAXRANK];
 	int64_t offset, grad; /* arena offsets; grad -1 for inputs */
+	int64_t opt_m, opt_v; /* adam: the moments' arena offsets; -1 otherwise */
 	int stacked, classes;
 	char init[16];
 	double a, b;
@@ -32,9 +33,11 @@ typedef struct {
 	RtTensor params[256], inputs[64];
 	int nparams, ninputs;
 	int k_sgd, k_adam;
+	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
+	bool has_optimizer;
 	char **kname;         /* by kernel id; nkname of them */
 	int nkname;
-	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_snap, plan_work;
+	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t steps_forward, steps_recomputed;
 } RtModel;
 

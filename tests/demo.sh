@@ -19,11 +19,11 @@ echo "== the adjoint program dpc derived (dpc --emit=grad), first lines"
 bin/dpc --emit=grad "$sample" | sed -n '/# backward/,$p' | head -40
 echo "   ..."
 echo
-echo "== compile: bin/dpc ${target[*]} $sample -o out/$name"
-bin/dpc "${target[@]}" "$sample" -o "out/$name"
+echo "== compile: bin/dpc ${target[*]} --optimizer adam $sample -o out/$name"
+bin/dpc "${target[@]}" --optimizer adam "$sample" -o "out/$name"
 echo
-echo "== train: out/$name --steps 200 --optimizer adam --lr 0.003"
-"out/$name" --steps 200 --optimizer adam --lr 0.003 --summary-json "out/$name.json"
+echo "== train: out/$name --steps 200 --lr 0.003"
+"out/$name" --steps 200 --lr 0.003 --summary-json "out/$name.json"
 echo
 echo "== where one step's time goes: out/$name --steps 3 --profile --quiet"
 "out/$name" --steps 3 --profile --quiet | head -14

@@ -182,15 +182,17 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 	if (json) {
 		fprintf(f, "%s],\n  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", nloops ? "\n  " : "",
 		        (long long)fwd, (long long)rec);
-		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"inputs\": %lld, \"tape\": %lld, "
-		        "\"snapshots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
-		        (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs, (long long)p->plan_tape,
-		        (long long)p->plan_snap, (long long)p->plan_work, (long long)total);
+		fprintf(f, "  \"optimizer\": \"%s\",\n", p->optimizer == OPT_ADAM ? "adam" : "sgd");
+		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
+		        "\"tape\": %lld, \"snapshots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
+		        (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
+		        (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work, (long long)total);
 		return;
 	}
 	fprintf(f, "per training step: forward steps %lld, recomputed steps %lld\n", (long long)fwd, (long long)rec);
-	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, inputs %lld, live tape %lld, "
-	        "snapshots %lld, workspace %lld (optimizer state is added at run time: Adam, 2 x params)\n",
-	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs,
-	        (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work);
+	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, optimizer state %lld (%s), inputs %lld, "
+	        "live tape %lld, snapshots %lld, workspace %lld\n",
+	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
+	        p->optimizer == OPT_ADAM ? "adam" : "sgd", (long long)p->plan_inputs, (long long)p->plan_tape,
+	        (long long)p->plan_snap, (long long)p->plan_work);
 }

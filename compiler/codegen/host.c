@@ -700,11 +700,19 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		put_type(&t, in->type);
 		put(&t, ar_printf(" %lld %d\n", (long long)p->values.data[in->value].offset, in->classes));
 	}
+	put(&t, ar_printf("optimizer %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd"));
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->opt_m >= 0)
+			put(&t, ar_printf("state %s %lld %lld\n", q->name, (long long)p->values.data[q->opt_m].offset,
+			                  (long long)p->values.data[q->opt_v].offset));
+	}
 	put(&t, ar_printf("kernel sgd %d\nkernel adam %d\n", sgd, adam));
 	for (int i = 0; i < g->kernels.len; i++)
 		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
-	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan inputs %lld\nplan tape %lld\nplan snapshots %lld\nplan work %lld\n",
-	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_inputs,
+	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan optimizer %lld\nplan inputs %lld\nplan tape %lld\n"
+	                  "plan snapshots %lld\nplan work %lld\n",
+	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
 	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work));
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);

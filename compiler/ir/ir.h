@@ -74,7 +74,10 @@ typedef enum {
 typedef struct Op Op;
 
 /* What a VK_VAR holds; the memory plan accounts each class apart. */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP } VarClass;
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT } VarClass;
+
+/* The optimizer is chosen at compile time: its state is planned memory. */
+typedef enum { OPT_SGD, OPT_ADAM } Optimizer;
 
 typedef struct {
 	ValueKind kind;
@@ -106,6 +109,7 @@ typedef struct {
 	Loc loc;
 	int value;        /* the OP_PARAM value */
 	int grad;         /* VK_VAR holding d loss / d param; -1 before ad_transform */
+	int opt_m, opt_v; /* Adam's moments (VK_VAR, VC_OPT); -1 without them */
 } Param;
 
 typedef struct {
@@ -160,9 +164,10 @@ typedef struct {
 	int loss;         /* scalar value id */
 	bool has_grad;    /* set by ad_transform */
 	int real_bytes;   /* 4 or 8 */
+	Optimizer optimizer;
 	/* memory plan (stream_pass) */
 	int64_t arena_bytes;
-	int64_t plan_params, plan_grads, plan_inputs, plan_tape, plan_snap, plan_work;
+	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t ones_offset, ones_len; /* a vector of ones in the arena: reductions as GEMMs */
 } Program;
 

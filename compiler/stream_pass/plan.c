@@ -473,8 +473,23 @@ static int64_t set_snapshots(Program *p, int64_t extra)
 	return slot_bytes;
 }
 
+/* Adam's two moments per trained parameter: variables like the gradients,
+ * planned with them, so that the budget covers them. */
+static void optimizer_state(Program *p)
+{
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (p->optimizer != OPT_ADAM || q->grad < 0 || q->opt_m >= 0)
+			continue;
+		q->opt_m = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_m_%s", q->name), q->loc);
+		q->opt_v = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_v_%s", q->name), q->loc);
+		p->values.data[q->opt_m].vclass = p->values.data[q->opt_v].vclass = VC_OPT;
+	}
+}
+
 Program *stream_pass(Program *p, const StreamOptions *o)
 {
+	optimizer_state(p);
 	plan(p);
 	if (o && o->fit_snapshots && o->device_mem) {
 		/* the most snapshots the budget allows: plan with one slot per loop, then share out what is left */
@@ -494,10 +509,11 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 		}
 	}
 	if (o && o->device_mem && p->arena_bytes > o->device_mem)
-		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, inputs %s, tape %s, "
-		      "snapshots %s, work %s), more than --device-mem %s (%lld bytes)",
+		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, optimizer state %s, "
+		      "inputs %s, tape %s, snapshots %s, work %s), more than --device-mem %s (%lld bytes)",
 		      stream_bytes_str(p->arena_bytes), (long long)p->arena_bytes, stream_bytes_str(p->plan_params),
-		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_inputs), stream_bytes_str(p->plan_tape),
+		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_opt), stream_bytes_str(p->plan_inputs),
+		      stream_bytes_str(p->plan_tape),
 		      stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem),
 		      (long long)o->device_mem);
 	return p;
@@ -522,6 +538,12 @@ static void plan(Program *p)
 		if (p->params.data[i].grad >= 0)
 			at += place(p, p->params.data[i].grad, at);
 	p->plan_grads = at - mark, mark = at;
+	for (int i = 0; i < p->params.len; i++)
+		if (p->params.data[i].opt_m >= 0) {
+			at += place(p, p->params.data[i].opt_m, at);
+			at += place(p, p->params.data[i].opt_v, at);
+		}
+	p->plan_opt = at - mark, mark = at;
 	for (int i = 0; i < p->inputs.len; i++)
 		at += place(p, p->inputs.data[i].value, at);
 	p->plan_inputs = at - mark, mark = at;
@@ -600,9 +622,9 @@ const char *stream_bytes_str(int64_t n)
 
 void stream_print(FILE *f, Program *p)
 {
-	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + inputs %lld + tape %lld + snapshots %lld"
-	        " + work %lld (of it %lld ones at %lld)\n",
-	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads,
+	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + optimizer %lld + inputs %lld + tape %lld"
+	        " + snapshots %lld + work %lld (of it %lld ones at %lld)\n",
+	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
 	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work,
 	        (long long)p->ones_len, (long long)p->ones_offset);
 	for (int v = 0; v < p->values.len; v++) {

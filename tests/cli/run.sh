@@ -26,6 +26,13 @@ expect cli/infeasible-budget-bytes 1 "needs 1.7 MiB ([0-9]* bytes) .* more than 
 expect cli/define-overflow 2 "out of range" "$DPC" -D B=99999999999999999999 samples/resmlp.dp
 expect cli/define-too-large 2 "out of range" "$DPC" -D B=2000000000000 samples/resmlp.dp
 expect cli/snapshots-overflow 2 "out of range" "$DPC" --checkpoint binomial --snapshots 99999999999999999999 samples/resmlp.dp
+expect cli/bad-optimizer 2 "--optimizer takes sgd or adam, not 'rmsprop'" "$DPC" --optimizer rmsprop samples/resmlp.dp
+# adam's moments count against the budget: the arena that fits sgd does not fit adam
+"$DPC" --emit=schedule --schedule-json "$out.sgd.json" samples/resmlp.dp >/dev/null
+sgd_total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$out.sgd.json")
+expect cli/budget-fits-sgd 0 "optimizer state 0 (sgd)" "$DPC" --emit=schedule --device-mem "$sgd_total" samples/resmlp.dp
+expect cli/budget-refuses-adam 1 "optimizer state 1.0 MiB, .* more than --device-mem .* ($sgd_total bytes)" \
+	"$DPC" --emit=schedule --optimizer adam --device-mem "$sgd_total" samples/resmlp.dp
 expect cli/bad-checkpoint 2 "none or binomial" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp

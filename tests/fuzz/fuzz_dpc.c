@@ -13,9 +13,10 @@
 static FILE *sink;
 
 /* One schedule, store-everything or binomial, from a fresh lowering. */
-static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget)
+static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, Optimizer opt)
 {
 	Program *p = fe_lower(ast, real_bytes);
+	p->optimizer = opt;
 	ir_verify(p, "frontend");
 	ir_print(sink, p);
 	AdOptions ad = {mode != CKPT_NONE};
@@ -42,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fe_max_ops = 20000; /* a sanitized run of the full 2^20 takes seconds */
 	}
 	/* each run gets its own trap: a later one may fail where an earlier passed */
-	static const struct { int real_bytes; CkptMode mode; int64_t budget; } runs[] = {
-		{4, CKPT_NONE, 0}, {8, CKPT_BINOMIAL, 0}, {4, CKPT_BINOMIAL, 1 << 20},
+	static const struct { int real_bytes; CkptMode mode; int64_t budget; Optimizer opt; } runs[] = {
+		{4, CKPT_NONE, 0, OPT_SGD}, {8, CKPT_BINOMIAL, 0, OPT_SGD}, {4, CKPT_BINOMIAL, 1 << 20, OPT_ADAM},
 	};
 	for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
 		jmp_buf trap;
@@ -52,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FeAst *ast = fe_parse_text("fuzz.dp", (const char *)data, size, NULL, 0);
 			if (i == 0)
 				fe_print_ast(sink, ast);
-			pipeline(ast, runs[i].real_bytes, runs[i].mode, runs[i].budget);
+			pipeline(ast, runs[i].real_bytes, runs[i].mode, runs[i].budget, runs[i].opt);
 		}
 		diag_set_trap(NULL);
 		ar_free_all();

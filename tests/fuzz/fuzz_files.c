@@ -27,6 +27,7 @@ static const char desc[] =
 	"param s f32 0 112 116 0 ones 0 0\n"
 	"param k i32 1 2 120 128 0 zeros 0 0\n"
 	"input x f32 2 2 4 136 0\n"
+	"optimizer sgd\n"
 	"kernel sgd 0\n"
 	"kernel adam 1\n"
 	"end\n";

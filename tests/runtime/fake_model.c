@@ -32,16 +32,29 @@ enum { B = 8, D = 4, P = 2 }; /* batch, features, outputs */
 enum { W = 0, BIAS = 8, GW = 10, GB = 18, X = 20, Y = 52, Z = 68, LOSS = 84, SLOTS = 85 };
 _Static_assert(SLOTS * 8 == 680, "the arena line of the description");
 
+/* -DADAM: compiled for adam, its moments planned after the loss: m of W
+ * and b at slots 85 and 93, v at 95 and 103, 840 bytes in all */
+#ifdef ADAM
+#define ARENA "840"
+#define OPTIMIZER "optimizer adam\nstate W 680 760\nstate b 744 824\n"
+#define PLAN_OPT "160"
+#else
+#define ARENA "680"
+#define OPTIMIZER "optimizer sgd\n"
+#define PLAN_OPT "0"
+#endif
+
 const char dp_model_desc[] =
 	"dpc 1\n"
 	"model fake\n"
 	"precision " PREC "\n"
-	"arena 680\n"
+	"arena " ARENA "\n"
 	"loss 672\n"
 	"param W " PREC " 2 4 2 0 80 0 normal 0.5 0\n"
 	"param b " PREC " 1 2 64 144 0 zeros 0 0\n"
 	"input x " PREC " 2 8 4 160 0\n"
 	"input y " PREC " 2 8 2 416 0\n"
+	OPTIMIZER
 	"kernel sgd 0\n"
 	"kernel adam 1\n"
 #ifdef BAD_DESC
@@ -49,6 +62,7 @@ const char dp_model_desc[] =
 #endif
 	"plan params 80\n"
 	"plan grads 80\n"
+	"plan optimizer " PLAN_OPT "\n"
 	"plan inputs 384\n"
 	"plan tape 0\n"
 	"plan snapshots 0\n"

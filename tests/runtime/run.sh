@@ -23,6 +23,7 @@ build() { ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -
 rm -f "$f.build.log"
 if build -o "$f.f32" && build -DREAL=double -o "$f.f64" && build -DREAL=double -DBREAK_GRAD -o "$f.broken" &&
 	build -DBAD_DESC -o "$f.baddesc" && build -DSLOW_STEP -o "$f.slow" && build -DCOUNT_PARTS -o "$f.parts" &&
+	build -DADAM -o "$f.adam" &&
 	[ ! -s "$f.build.log" ]; then
 	ok "runtime/fake-build-without-warnings"
 else
@@ -40,9 +41,15 @@ check "runtime/fake-counters" summary "$f.f32.json" "steps == 200 and h2d_bytes 
 	d2h_bytes == 200 * 4 and gemm_calls == 400 and kernel_launches == 1200 and forward_steps == 200 and
 	recomputed_steps == 0 and peak_device_bytes == predicted_device_bytes == 680 and precision == 'f32' and
 	optimizer == 'sgd' and lr == 0.05 and model == 'fake' and wall_s >= 0 and setup_s >= 0 and save_s >= 0"
-"$f.f32" --steps 300 --optimizer adam --lr 0.02 --quiet --summary-json "$f.adam.json" >/dev/null
+# adam is compiled in: its moments are in the planned arena (840 bytes), nothing is allocated beside it
+"$f.adam" --steps 300 --lr 0.02 --quiet --summary-json "$f.adam.json" >/dev/null
 check "runtime/fake-adam" summary "$f.adam.json" "loss_last < loss_first / 10 and
-	peak_device_bytes == predicted_device_bytes == 680 + 2 * 40 and optimizer == 'adam'"
+	peak_device_bytes == predicted_device_bytes == 840 and optimizer == 'adam' and lr == 0.02"
+"$f.adam" --steps 2 --optimizer adam --quiet --summary-json "$f.adam2.json" >/dev/null
+check "runtime/fake-adam-default-lr" summary "$f.adam2.json" "lr == 0.001 and optimizer == 'adam'"
+expect "runtime/fake-optimizer-not-compiled" 2 "compiled for --optimizer sgd; to train with adam, compile it with dpc --optimizer adam" \
+	"$f.f32" --steps 1 --optimizer adam
+expect "runtime/fake-optimizer-sgd-on-adam" 2 "compiled for --optimizer adam" "$f.adam" --steps 1 --optimizer sgd
 expect "runtime/fake-default-lr" 0 "step      10/10  loss" "$f.f32" --steps 10 --summary-json "$f.default.json"
 check "runtime/fake-default-lr-value" summary "$f.default.json" "lr == 0.01 and steps == 10"
 "$f.f64" --steps 5 --seed 7 --quiet --summary-json "$f.s7a.json" >/dev/null
@@ -235,7 +242,7 @@ EOF
 # a normal run gives back every buffer: a LeakSanitizer build of the runtime and the fake model is clean
 if command -v clang >/dev/null && echo 'int main(void){return 0;}' | clang -x c -fsanitize=address,undefined - -o "$f.asan-probe" 2>/dev/null; then
 	if clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -pthread -Iruntime runtime/*.c runtime/cpu/*.c \
-		compiler/checkpoint_pass/binomial.c tests/runtime/fake_model.c -o "$f.asan" -lopenblas -lm >"$f.asan.log" 2>&1; then
+		compiler/checkpoint_pass/binomial.c tests/runtime/fake_model.c -DADAM -o "$f.asan" -lopenblas -lm >"$f.asan.log" 2>&1; then
 		check "runtime/fake-asan-no-leaks" bash -c "ASAN_OPTIONS=detect_leaks=1 '$f.asan' --steps 5 --optimizer adam --profile \
 			--input x='$f.x13.npy' --save '$f.asan.st' --dump-grads '$f.asan.g.st' --summary-json '$f.asan.json' 2>&1 &&
 			ASAN_OPTIONS=detect_leaks=1 '$f.asan' --steps 2 --init '$f.asan.st' --quiet 2>&1 &&
@@ -273,7 +280,7 @@ expect "runtime/fake-gradcheck-samples-range" 2 "--gradcheck-samples needs an in
 expect "runtime/fake-steps-in-help" 0 "training steps, 1 to 10^9" "$f.f32" --help
 expect "runtime/fake-non-finite" 1 "loss is not finite at step" "$f.f32" --steps 100 --lr 1e30 --summary-json "$f.nan.json"
 check "runtime/fake-non-finite-summary" summary "$f.nan.json" "loss_last is None and steps < 100"
-expect "runtime/fake-desc-mismatch" 70 "model description line 12 not understood: stream W 3" "$f.baddesc"
+expect "runtime/fake-desc-mismatch" 70 "model description line 13 not understood: stream W 3" "$f.baddesc"
 
 
 "$DPC" samples/resmlp.dp -o "$o/resmlp" && "$DPC" samples/classifier.dp -o "$o/cls" &&
@@ -338,7 +345,23 @@ expect "runtime/gradcheck-f32-warning" 0 "not meaningful" "$o/resmlp" --gradchec
 expect "runtime/non-finite-loss" 1 "loss is not finite" "$o/resmlp" --steps 50 --lr 1e12
 expect "runtime/bad-steps" 2 "--steps needs an integer" "$o/resmlp" --steps -3
 expect "runtime/bad-optimizer" 2 "sgd or adam" "$o/resmlp" --optimizer rmsprop
-expect "runtime/adam" 0 "adam state" "$o/resmlp" --steps 5 --optimizer adam
+expect "runtime/adam-not-compiled" 2 "compile it with dpc --optimizer adam" "$o/resmlp" --steps 5 --optimizer adam
+if "$DPC" --optimizer adam samples/resmlp.dp -o "$o/resmlp_adam" >"$o/adam.log" 2>&1; then
+	expect "runtime/adam" 0 "adam state" "$o/resmlp_adam" --steps 5 --summary-json "$o/adam.json"
+	"$o/resmlp" --steps 1 --quiet --summary-json "$o/sgd.json" >/dev/null
+	"$DPC" --emit=schedule --schedule-json "$o/adam.sched.json" --optimizer adam samples/resmlp.dp >/dev/null
+	# the moments are planned: the arena grows by two copies of the parameter region, and the
+	# executable allocates exactly the plan
+	check "runtime/adam-state-planned" python3 -c "import json
+a, s, plan = (json.load(open(f)) for f in ('$o/adam.json', '$o/sgd.json', '$o/adam.sched.json'))
+peak = plan['peak_device_bytes']
+assert a['optimizer'] == 'adam' and plan['optimizer'] == 'adam', a
+assert a['peak_device_bytes'] == a['predicted_device_bytes'] == peak['total'], (a, peak)
+assert peak['optimizer'] == 2 * peak['params'] > 0, peak
+assert a['predicted_device_bytes'] - s['predicted_device_bytes'] == peak['optimizer'], (a, s, peak)"
+else
+	notok "runtime/adam: compile" "$o/adam.log"
+fi
 # --profile: the last step's calls summed by label; with one step, its GEMMs
 # and kernels are the summary's counts. The per-layer weight and bias
 # gradients are added by their GEMMs (beta = 1): no acc_slice kernel is left.
