@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 		o.target = CG_CUDA;
 	else
 		usage_error("%s", ar_printf("%s takes cpu or cuda, not '%s'", target_from, target));
-	o.stream.fit_snapshots = o.ckpt.mode == CKPT_BINOMIAL && !o.ckpt.snapshots && o.stream.device_mem;
+	o.ckpt.device_mem = o.stream.device_mem;
 	int rc = driver_run(&o);
 	ar_free_all();
 	return rc;

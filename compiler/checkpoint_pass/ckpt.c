@@ -3,11 +3,13 @@
  * adjoint of every top-level loop into an OP_REVOLVE: the forward loop keeps
  * computing the loss but tapes nothing; the adjoint advances from snapshots,
  * and runs each step's taped step and adjoint from the current state. */
+#include <limits.h>
 #include <math.h>
 
 #include "ckpt.h"
 
 #include "../../runtime/dprt.h"
+#include "../stream_pass/stream.h"
 
 static bool is_tape_store(Op *op, const int *tape, int n)
 {
@@ -107,6 +109,44 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	return v;
 }
 
+/* Sets every revolve's snapshot count to `extra` more than one, at most its trip count. */
+static int64_t set_snapshots(Program *p, int64_t extra)
+{
+	int64_t slot_bytes = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		if (op->kind != OP_REVOLVE)
+			continue;
+		int64_t s = 1 + extra < op->trip ? 1 + extra : op->trip;
+		for (int k = 0; k < op->ncarry; k++) {
+			int64_t most = IR_MAX_ELEMS / ir_numel(ir_vtype(p, op->carg[k]));
+			s = s < most ? s : most;
+		}
+		op->nsnap = (int)(s < INT_MAX ? s : INT_MAX);
+		for (int k = 0; k < op->ncarry; k++) {
+			p->values.data[op->snap[k]].type.dim[0] = op->nsnap;
+			slot_bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
+		}
+	}
+	return slot_bytes;
+}
+
+/* The most snapshots the budget allows: plan with one slot per loop, then
+ * share out what is left; the memory plan says what each count costs. */
+static void fit_snapshots(Program *p, int64_t budget)
+{
+	int64_t slot_bytes = set_snapshots(p, 0);
+	int64_t arena = stream_plan(p);
+	/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
+	int64_t extra = slot_bytes && arena < budget ? (budget - arena) / slot_bytes : 0;
+	for (; extra > 0; extra -= extra / 64 + 1) {
+		set_snapshots(p, extra);
+		if (stream_plan(p) <= budget)
+			return;
+	}
+	set_snapshots(p, 0);
+}
+
 Program *ckpt_pass(Program *p, const CkptOptions *o)
 {
 	switch (o->mode) {
@@ -118,6 +158,8 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 			if (op->kind == OP_LOOP && op->primal)
 				p->body.ops[i] = revolve(p, op, o);
 		}
+		if (!o->snapshots && o->device_mem)
+			fit_snapshots(p, o->device_mem);
 		return p;
 	}
 	unreachable();

@@ -11,6 +11,7 @@ typedef enum { CKPT_NONE, CKPT_BINOMIAL } CkptMode;
 typedef struct {
 	CkptMode mode;
 	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
+	int64_t device_mem; /* binomial without snapshots: as many as this budget allows (the memory plan's count) */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);

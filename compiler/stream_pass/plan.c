@@ -3,7 +3,6 @@
  * packed first-fit, so no allocator runs during training. */
 #include "stream.h"
 
-#include <limits.h>
 #include <stdlib.h>
 
 #define ALIGN 256 /* cuBLAS and 16-byte vector accesses want aligned buffers */
@@ -451,28 +450,6 @@ static int64_t place(Program *p, int v, int64_t at)
 
 static void plan(Program *p);
 
-/* Sets every revolve's snapshot count to `extra` more than one, at most its trip count. */
-static int64_t set_snapshots(Program *p, int64_t extra)
-{
-	int64_t slot_bytes = 0;
-	for (int i = 0; i < p->body.len; i++) {
-		Op *op = p->body.ops[i];
-		if (op->kind != OP_REVOLVE)
-			continue;
-		int64_t s = 1 + extra < op->trip ? 1 + extra : op->trip;
-		for (int k = 0; k < op->ncarry; k++) {
-			int64_t most = IR_MAX_ELEMS / ir_numel(ir_vtype(p, op->carg[k]));
-			s = s < most ? s : most;
-		}
-		op->nsnap = (int)(s < INT_MAX ? s : INT_MAX);
-		for (int k = 0; k < op->ncarry; k++) {
-			p->values.data[op->snap[k]].type.dim[0] = op->nsnap;
-			slot_bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
-		}
-	}
-	return slot_bytes;
-}
-
 /* Adam's two moments per trained parameter: variables like the gradients,
  * planned with them, so that the budget covers them. */
 static void optimizer_state(Program *p)
@@ -487,35 +464,23 @@ static void optimizer_state(Program *p)
 	}
 }
 
-Program *stream_pass(Program *p, const StreamOptions *o)
+int64_t stream_plan(Program *p)
 {
 	optimizer_state(p);
 	plan(p);
-	if (o && o->fit_snapshots && o->device_mem) {
-		/* the most snapshots the budget allows: plan with one slot per loop, then share out what is left */
-		int64_t slot_bytes = set_snapshots(p, 0);
-		plan(p);
-		/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
-		int64_t extra = slot_bytes && p->arena_bytes < o->device_mem ? (o->device_mem - p->arena_bytes) / slot_bytes : 0;
-		for (; extra > 0; extra -= extra / 64 + 1) {
-			set_snapshots(p, extra);
-			plan(p);
-			if (p->arena_bytes <= o->device_mem)
-				break;
-		}
-		if (extra <= 0 && p->arena_bytes > o->device_mem) {
-			set_snapshots(p, 0);
-			plan(p);
-		}
-	}
+	return p->arena_bytes;
+}
+
+Program *stream_pass(Program *p, const StreamOptions *o)
+{
+	stream_plan(p);
 	if (o && o->device_mem && p->arena_bytes > o->device_mem)
 		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, optimizer state %s, "
 		      "inputs %s, tape %s, snapshots %s, work %s), more than --device-mem %s (%lld bytes)",
 		      stream_bytes_str(p->arena_bytes), (long long)p->arena_bytes, stream_bytes_str(p->plan_params),
 		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_opt), stream_bytes_str(p->plan_inputs),
-		      stream_bytes_str(p->plan_tape),
-		      stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem),
-		      (long long)o->device_mem);
+		      stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_work),
+		      stream_bytes_str(o->device_mem), (long long)o->device_mem);
 	return p;
 }
 

@@ -7,12 +7,14 @@
 
 typedef struct {
 	int64_t device_mem; /* budget in bytes, 0: none */
-	bool fit_snapshots; /* give binomial loops the most snapshots the budget allows */
 } StreamOptions;
 
 /* Assigns every value a residence and arena offset (Value.res/offset/alias_of)
  * and fills Program.arena_bytes and plan_*. */
 Program *stream_pass(Program *p, const StreamOptions *o);
+/* The memory plan alone: lays out p as stream_pass does and returns the
+ * arena's size, for passes that choose by bytes (the snapshot count). */
+int64_t stream_plan(Program *p);
 /* --emit=stream: the plan's regions and every arena tensor's offset. */
 void stream_print(FILE *f, Program *p);
 /* "1.5 MiB" */

@@ -24,10 +24,10 @@ static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, 
 	ir_verify(p, "ad_transform");
 	p = ir_dce(p);
 	ir_verify(p, "dce");
-	CkptOptions ck = {mode, 0};
+	CkptOptions ck = {mode, 0, budget};
 	p = ckpt_pass(p, &ck);
 	ir_verify(p, "checkpoint_pass");
-	StreamOptions so = {budget, mode == CKPT_BINOMIAL && budget > 0};
+	StreamOptions so = {budget};
 	p = stream_pass(p, &so);
 	ir_verify(p, "stream_pass");
 	ir_print(sink, p);
