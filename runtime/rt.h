@@ -70,6 +70,16 @@ typedef struct {
 	/* at exit: give back what alloc and host_alloc gave */
 	void (*free)(uint64_t p);
 	void (*host_free)(void *p);
+	/* The copy stream, for tensor streaming. copy() queues a transfer between
+	 * device memory and a host_alloc buffer behind all device work queued so
+	 * far, and returns its event: copies are numbered 1, 2, ... in the order
+	 * queued. copy_wait(e) orders device work queued later after copy e;
+	 * copy_sync(e) returns once copy e is done, for the host to read what a
+	 * device-to-host copy brought back. Copies run beside the compute work
+	 * queued after them. */
+	int64_t (*copy)(bool to_device, uint64_t dev, void *host, int64_t bytes);
+	void (*copy_wait)(int64_t event);
+	void (*copy_sync)(int64_t event);
 } RtDevice;
 
 #define RT_FENCES 2

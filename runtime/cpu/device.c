@@ -123,7 +123,6 @@ static void cpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 	}
 }
 
-static void cpu_sync(void) {}
 static void *cpu_host_alloc(int64_t bytes) { return malloc((size_t)bytes); }
 
 /* the CPU works synchronously: every fence has been passed when it is set */
@@ -148,8 +147,87 @@ static int cpu_mark(void)
 
 static double cpu_mark_ms(int a, int b) { return marks[b] - marks[a]; }
 
+/* ---- the copy stream: a second thread that works through a queue ----
+ * Compute runs on the calling thread as it is queued, so a copy queued now
+ * comes after all compute queued before it; copy_wait blocks the caller,
+ * which is what holds later compute back. */
+
+enum { QUEUE = 256 };
+
+typedef struct {
+	void *dst;
+	const void *src;
+	size_t bytes;
+} Copy;
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t queued, finished;
+	Copy q[QUEUE];
+	int64_t issued, done; /* copies queued and completed: events are these counts */
+	bool running;
+} cs = {.mu = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
+
+static void *copy_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cs.mu);
+	for (;;) {
+		while (cs.done == cs.issued)
+			pthread_cond_wait(&cs.queued, &cs.mu);
+		Copy c = cs.q[cs.done % QUEUE];
+		pthread_mutex_unlock(&cs.mu);
+		memcpy(c.dst, c.src, c.bytes);
+		pthread_mutex_lock(&cs.mu);
+		cs.done++;
+		pthread_cond_broadcast(&cs.finished);
+	}
+	return NULL;
+}
+
+static int64_t cs_issued(void)
+{
+	pthread_mutex_lock(&cs.mu);
+	int64_t n = cs.issued;
+	pthread_mutex_unlock(&cs.mu);
+	return n;
+}
+
+static int64_t cpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
+{
+	pthread_mutex_lock(&cs.mu);
+	if (!cs.running) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, copy_thread, NULL) != 0)
+			rt_fail(1, "cannot start the copy thread");
+		pthread_detach(t);
+		cs.running = true;
+	}
+	while (cs.issued - cs.done == QUEUE)
+		pthread_cond_wait(&cs.finished, &cs.mu);
+	cs.q[cs.issued % QUEUE] = to_device ? (Copy){P(dev), host, (size_t)bytes} : (Copy){host, P(dev), (size_t)bytes};
+	int64_t event = ++cs.issued;
+	pthread_cond_signal(&cs.queued);
+	pthread_mutex_unlock(&cs.mu);
+	return event;
+}
+
+static void cpu_copy_sync(int64_t event)
+{
+	pthread_mutex_lock(&cs.mu);
+	if (event > cs.issued)
+		rt_fail(70, "internal error: copy event %lld was never queued", (long long)event);
+	while (cs.done < event)
+		pthread_cond_wait(&cs.finished, &cs.mu);
+	pthread_mutex_unlock(&cs.mu);
+}
+
+/* the compute is done as it is queued; the copies may still run */
+static void cpu_sync(void) { cpu_copy_sync(cs_issued()); }
+
 static void cpu_free(uint64_t p) { free(P(p)); }
 static void cpu_host_free(void *p) { free(p); }
 
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
-                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free};
+                                cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
+                                cpu_copy, cpu_copy_sync, cpu_copy_sync};

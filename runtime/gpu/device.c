@@ -17,7 +17,7 @@
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
 	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemFree) X(cuMemFreeHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
-	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
+	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamWaitEvent)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -171,7 +171,64 @@ static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
 	}
 }
 
-static void gpu_sync(void) { CU(p_cuStreamSynchronize(stream)); }
+/* ---- the copy stream ----
+ * A second stream, ordered against the compute stream by events: each copy
+ * waits for the compute queued before it, and records its own event in a
+ * ring. A ring entry is reused only once the copy it recorded is done, so
+ * an older event than the ring holds is always complete. */
+
+enum { RING = 256 };
+static CUstream copy_stream;
+static CUevent ring[RING], queued_work;
+static int64_t copies;
+
+static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
+{
+	if (!copy_stream) {
+		CU(p_cuStreamCreate(&copy_stream, CU_STREAM_NON_BLOCKING));
+		CU(p_cuEventCreate(&queued_work, CU_EVENT_DISABLE_TIMING));
+		for (int i = 0; i < RING; i++)
+			CU(p_cuEventCreate(&ring[i], CU_EVENT_DISABLE_TIMING));
+	}
+	CUevent e = ring[(copies + 1) % RING];
+	if (copies + 1 > RING)
+		CU(p_cuEventSynchronize(e));
+	CU(p_cuEventRecord(queued_work, stream));
+	CU(p_cuStreamWaitEvent(copy_stream, queued_work, 0));
+	if (to_device)
+		CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dev, host, (size_t)bytes, copy_stream));
+	else
+		CU(p_cuMemcpyDtoHAsync(host, (CUdeviceptr)dev, (size_t)bytes, copy_stream));
+	CU(p_cuEventRecord(e, copy_stream));
+	return ++copies;
+}
+
+static void check_event(int64_t event)
+{
+	if (event < 1 || event > copies)
+		rt_fail(70, "internal error: copy event %lld was never queued", (long long)event);
+}
+
+static void gpu_copy_wait(int64_t event)
+{
+	check_event(event);
+	if (event > copies - RING)
+		CU(p_cuStreamWaitEvent(stream, ring[event % RING], 0));
+}
+
+static void gpu_copy_sync(int64_t event)
+{
+	check_event(event);
+	if (event > copies - RING)
+		CU(p_cuEventSynchronize(ring[event % RING]));
+}
+
+static void gpu_sync(void)
+{
+	CU(p_cuStreamSynchronize(stream));
+	if (copy_stream)
+		CU(p_cuStreamSynchronize(copy_stream));
+}
 
 /* at exit, after a sync: errors are not worth reporting any more */
 static void gpu_free(uint64_t p) { p_cuMemFree((CUdeviceptr)p); }
@@ -218,4 +275,4 @@ static double gpu_mark_ms(int a, int b)
 
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
-                                 gpu_mark_ms, gpu_free, gpu_host_free};
+                                 gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync};

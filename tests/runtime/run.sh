@@ -30,6 +30,20 @@ else
 	notok "runtime/fake-build-without-warnings" "$f.build.log"
 fi
 
+# the CPU device's copy stream (tensor streaming's transfers): a second thread, ordered by events
+if ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -pthread -Iruntime ${CFLAGS_EXTRA:-} tests/runtime/copy_stream.c \
+	"$rtlib" ${LDFLAGS:-} -lopenblas -lpthread -lm -o "$o/copy_stream" >"$o/copy_stream.log" 2>&1; then
+	"$o/copy_stream" >"$o/copy_stream.out" 2>&1
+	grep '^ok - \|^not ok - ' "$o/copy_stream.out" | while read -r line; do echo "$line"; done
+	npass=$((npass + $(grep -c '^ok - ' "$o/copy_stream.out")))
+	nfail=$((nfail + $(grep -c '^not ok - ' "$o/copy_stream.out")))
+	if ! tail -1 "$o/copy_stream.out" | grep -q '^0 failed$'; then
+		notok "runtime/copy-stream exited abnormally" "$o/copy_stream.out"
+	fi
+else
+	notok "runtime/copy-stream: build" "$o/copy_stream.log"
+fi
+
 # training: the loss falls, and every counter is what the model implies
 for p in f32 f64; do
 	"$f.$p" --steps 200 --lr 0.05 --quiet --summary-json "$f.$p.json" >/dev/null
