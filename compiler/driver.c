@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ad_transform/ad.h"
 
 extern char **environ;
 
@@ -31,12 +30,6 @@ static void close_out(FILE *f)
 {
 	if (f != stdout && fclose(f) != 0)
 		fatal("write failed: %s", strerror(errno));
-}
-
-static void verify(DriverOptions *o, Program *p, const char *pass)
-{
-	if (o->verify)
-		ir_verify(p, pass);
 }
 
 /* The runtime libraries beside the compiler: bin/dpc -> runtime/NAME. */
@@ -162,29 +155,8 @@ int driver_run(DriverOptions *o)
 		return 0;
 	}
 
-	/* The pipeline: each pass takes the program and returns it. */
-	Program *p = fe_lower(ast, o->real_bytes);
-	p->optimizer = o->optimizer;
-	verify(o, p, "frontend");
-	Emit stop = EMIT_IR;
-	if (o->emit != stop) {
-		AdOptions ad = {o->ckpt.mode != CKPT_NONE};
-		p = ad_transform(p, &ad);
-		verify(o, p, "ad_transform");
-		p = ir_dce(p);
-		verify(o, p, "dce");
-		stop = EMIT_GRAD;
-	}
-	if (o->emit != stop) {
-		p = ckpt_pass(p, &o->ckpt);
-		verify(o, p, "checkpoint_pass");
-		stop = EMIT_CKPT;
-	}
-	if (o->emit != stop) {
-		p = stream_pass(p, &o->stream);
-		verify(o, p, "stream_pass");
-		stop = EMIT_STREAM;
-	}
+	Emit stop;
+	Program *p = driver_passes(ast, o, &stop);
 	if (o->emit == stop) {
 		FILE *f = open_out(o->output);
 		ir_print(f, p);

@@ -24,5 +24,9 @@ typedef struct {
 } DriverOptions;
 
 int driver_run(DriverOptions *o);
+/* The passes from a parsed program to the memory plan, in order (passes.c;
+ * no LLVM, so that tests and fuzz harnesses run the same list). Stops after
+ * the stage o->emit names when it is one of them; *last says which ran last. */
+Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last);
 
 #endif

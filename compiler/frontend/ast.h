@@ -53,6 +53,20 @@ struct FeAst {
 	Map const_index, fn_index; /* name -> index in consts, fns */
 };
 
+/* Integer constants stay within +-2^40, so that nothing computed from them
+ * overflows. */
+#define MAX_CONST ((int64_t)1 << 40)
+
+/* A chain a + b - c is a left spine of N_BIN nodes: the walks over it loop
+ * instead of recursing, which a long sum would exhaust. Fills spine, root
+ * first, and returns the operand at its bottom. */
+static inline Node *fe_left_spine(Node *n, NodeList *spine)
+{
+	for (; n->kind == N_BIN; n = n->a)
+		vec_push(spine, n);
+	return n;
+}
+
 static inline Const *fe_const(FeAst *a, const char *name)
 {
 	int i = map_get(&a->const_index, name);

@@ -29,7 +29,6 @@ typedef Vec(const char *) NameList;
 /* Inlining can multiply a program: bound what comes out. A fuzzing
  * harness lowers the bound to keep each run short. */
 int fe_max_ops = 1 << 20;
-#define MAX_CONST ((int64_t)1 << 40)
 
 typedef struct {
 	FeAst *ast;
@@ -154,8 +153,6 @@ static int constant(Lower *L, double f, Loc loc)
 
 /* ---- constant expressions inside tensor expressions (axes, shapes, indices) ---- */
 
-/* An integer constant stays within +-2^40, as in the parser, so that
- * nothing computed from it overflows. */
 static int64_t const_range(Node *n, int64_t v, bool overflow)
 {
 	if (overflow || v > MAX_CONST || v < -MAX_CONST)
@@ -206,12 +203,8 @@ static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out)
 		*out = -a;
 		return true;
 	case N_BIN: {
-		/* along the left spine without recursion: a long sum would exhaust the stack */
-		Vec(Node *) spine = {0};
-		Node *m = n;
-		for (; m->kind == N_BIN; m = m->a)
-			vec_push(&spine, m);
-		if (!const_value(L, s, m, &a))
+		NodeList spine = {0};
+		if (!const_value(L, s, fe_left_spine(n, &spine), &a))
 			return false;
 		for (int i = spine.len - 1; i >= 0; i--)
 			if (!const_binary(L, s, spine.data[i], a, &a))
@@ -452,12 +445,8 @@ static int expr(Lower *L, Scope *s, Node *n)
 		return emit(L, mk(L, OP_NEG, n->loc, 1, &x));
 	}
 	case N_BIN: {
-		/* along the left spine without recursion: a long sum would exhaust the stack */
-		Vec(Node *) spine = {0};
-		Node *m = n;
-		for (; m->kind == N_BIN; m = m->a)
-			vec_push(&spine, m);
-		int v = expr(L, s, m);
+		NodeList spine = {0};
+		int v = expr(L, s, fe_left_spine(n, &spine));
 		for (int i = spine.len - 1; i >= 0; i--)
 			v = binary(L, spine.data[i], v, expr(L, s, spine.data[i]->b));
 		return v;

@@ -29,7 +29,6 @@ typedef struct {
 	int depth;       /* parentheses, brackets, calls, indices, unary minus and blocks now open */
 } Parser;
 
-#define MAX_CONST ((int64_t)1 << 40)
 /* Parsing and lowering recurse once per level, so the nesting is bounded
  * (clang stops at 256 bracket levels too). */
 #define MAX_NEST 256
@@ -790,14 +789,12 @@ static void print_expr(FILE *f, Node *n)
 		fputs(n->name, f);
 		return;
 	case N_BIN: {
-		/* (+ (+ (+ a b) c) d): along the left spine without recursion,
-		 * which a long sum would exhaust */
-		Vec(Node *) spine = {0};
-		for (; n->kind == N_BIN; n = n->a)
-			vec_push(&spine, n);
+		/* (+ (+ (+ a b) c) d) */
+		NodeList spine = {0};
+		Node *bottom = fe_left_spine(n, &spine);
 		for (int i = 0; i < spine.len; i++)
 			fprintf(f, "(%c ", spine.data[i]->op);
-		print_expr(f, n);
+		print_expr(f, bottom);
 		for (int i = spine.len - 1; i >= 0; i--) {
 			fputc(' ', f);
 			print_expr(f, spine.data[i]->b);

@@ -5,31 +5,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../compiler/ad_transform/ad.h"
-#include "../../compiler/checkpoint_pass/ckpt.h"
-#include "../../compiler/frontend/fe.h"
-#include "../../compiler/stream_pass/stream.h"
+#include "../../compiler/driver.h"
 
 static FILE *sink;
 
-/* One schedule, store-everything or binomial, from a fresh lowering. */
+/* The pipeline as dpc runs it (driver_passes), to the memory plan, then
+ * every printed stage. */
 static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, Optimizer opt)
 {
-	Program *p = fe_lower(ast, real_bytes);
-	p->optimizer = opt;
-	ir_verify(p, "frontend");
-	ir_print(sink, p);
-	AdOptions ad = {mode != CKPT_NONE};
-	p = ad_transform(p, &ad);
-	ir_verify(p, "ad_transform");
-	p = ir_dce(p);
-	ir_verify(p, "dce");
-	CkptOptions ck = {mode, 0, budget};
-	p = ckpt_pass(p, &ck);
-	ir_verify(p, "checkpoint_pass");
-	StreamOptions so = {budget};
-	p = stream_pass(p, &so);
-	ir_verify(p, "stream_pass");
+	DriverOptions o = {0};
+	o.emit = EMIT_EXE;
+	o.real_bytes = real_bytes;
+	o.optimizer = opt;
+	o.ckpt = (CkptOptions){mode, 0, budget};
+	o.stream.device_mem = budget;
+	o.verify = true;
+	Emit last;
+	Program *p = driver_passes(ast, &o, &last);
 	ir_print(sink, p);
 	stream_print(sink, p);
 	ckpt_print_schedule(sink, p, false);

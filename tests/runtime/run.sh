@@ -194,16 +194,18 @@ expect "runtime/fake-safetensors-inf" 1 "inf.st: tensor 'b' entry 1 is -inf, not
 st "$f.f64big.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]}, "b": {"dtype": "F64", "shape": [2], "data_offsets": [32, 48]}}' "bytes(32) + struct.pack('<2d', 0, 1e100)"
 expect "runtime/fake-safetensors-f64-beyond-f32" 1 "f64big.st: tensor 'b' entry 1 is 1e+100, out of the range of the model's f32" "$f.f32" --init "$f.f64big.st"
 expect "runtime/fake-safetensors-f64-in-f64" 0 "fake: 1 steps" "$f.f64" --steps 1 --quiet --init "$f.f64big.st"
-st "$f.ovf.st" '{"W": {"dtype": "F32", "shape": [4611686018427387904, 32], "data_offsets": [0, 32]}}' "bytes(32)"
-expect "runtime/fake-safetensors-shape-overflow" 1 "ovf.st: tensor 'W' of shape \[4611686018427387904, 32\] has more elements than fit in memory" "$f.f32" --init "$f.ovf.st"
-st "$f.neg.st" '{"W": {"dtype": "F32", "shape": [-4, -2], "data_offsets": [0, 32]}}' "bytes(32)"
-expect "runtime/fake-safetensors-negative-dim" 1 "neg.st: tensor 'W' has a negative dimension -4" "$f.f32" --init "$f.neg.st"
-st "$f.negoff.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [-32, 0]}}' "bytes(32)"
-expect "runtime/fake-safetensors-negative-offset" 1 "negoff.st: tensor 'W' has negative data offsets \[-32, 0\]" "$f.f32" --init "$f.negoff.st"
-st "$f.hugeoff.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 99999999999999999999]}}' "bytes(32)"
-expect "runtime/fake-safetensors-offset-out-of-range" 1 "hugeoff.st: a number in the safetensors header is out of range" "$f.f32" --init "$f.hugeoff.st"
-st "$f.wrapoff.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [9223372036854775807, 9223372036854775807]}}' "bytes(32)"
-expect "runtime/fake-safetensors-offset-beyond-file" 1 "wrapoff.st: tensor 'W': data offsets \[9223372036854775807, 9223372036854775807\] do not fit" "$f.f32" --init "$f.wrapoff.st"
+# bad_w NAME SHAPE OFFSETS MESSAGE: a file whose tensor W has this shape and
+# these data offsets is refused with MESSAGE
+bad_w() {
+	st "$f.$1.st" "{\"W\": {\"dtype\": \"F32\", \"shape\": $2, \"data_offsets\": $3}}" "bytes(32)"
+	expect "runtime/fake-safetensors-$1" 1 "$1.st: $4" "$f.f32" --init "$f.$1.st"
+}
+bad_w shape-overflow "[4611686018427387904, 32]" "[0, 32]" "tensor 'W' of shape \[4611686018427387904, 32\] has more elements than fit in memory"
+bad_w negative-dim "[-4, -2]" "[0, 32]" "tensor 'W' has a negative dimension -4"
+bad_w negative-offset "[4, 2]" "[-32, 0]" "tensor 'W' has negative data offsets \[-32, 0\]"
+bad_w offset-out-of-range "[4, 2]" "[0, 99999999999999999999]" "a number in the safetensors header is out of range"
+bad_w offset-beyond-file "[4, 2]" "[9223372036854775807, 9223372036854775807]" \
+	"tensor 'W': data offsets \[9223372036854775807, 9223372036854775807\] do not fit"
 
 # output paths are checked before the first step, and nothing is left behind
 mkdir -p "$o/outdir" && rm -rf "$o/outdir"/* && : >"$o/outdir/plainfile"

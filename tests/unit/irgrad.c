@@ -6,9 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/ad_transform/ad.h"
-#include "../../compiler/frontend/fe.h"
-#include "../../compiler/stream_pass/stream.h"
+#include "../../compiler/driver.h"
 #include "interp.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -80,15 +78,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: irgrad FILE.dp [--dump DIR]\n");
 		return 2;
 	}
-	Program *p = fe_lower(fe_parse(argv[1], NULL, 0), 8);
-	ir_verify(p, "frontend");
-	p = ad_transform(p, NULL);
-	ir_verify(p, "ad_transform");
-	p = ir_dce(p);
-	ir_verify(p, "dce");
-	StreamOptions so = {0};
-	p = stream_pass(p, &so);
-	ir_verify(p, "stream_pass");
+	/* dpc's pipeline, store-everything, f64, to the memory plan */
+	DriverOptions o = {0};
+	o.emit = EMIT_STREAM;
+	o.real_bytes = 8;
+	o.verify = true;
+	Emit last;
+	Program *p = driver_passes(fe_parse(argv[1], NULL, 0), &o, &last);
 
 	Interp *m = interp_new(p);
 	for (int i = 0; i < p->params.len; i++) {
