@@ -26,6 +26,12 @@ static const char usage[] =
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
 	"                       per parameter are planned device memory, inside --device-mem\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
+	"  --host-mem BYTES     pinned host memory budget for streamed parameters and their optimizer state\n"
+	"  --stream none|auto|params\n"
+	"                       parameters in host memory, streamed one layer W[l] at a time through\n"
+	"                       device slots: none keeps all on the device; auto (the default with\n"
+	"                       --device-mem) streams the largest ones until the plan fits; params\n"
+	"                       streams every stacked parameter read as W[l] in one loop over its layers\n"
 	"  --checkpoint none|binomial\n"
 	"                       loop schedule: none stores everything the adjoint reads, per\n"
 	"                       iteration; binomial keeps a few snapshots of each top-level loop's\n"
@@ -155,6 +161,17 @@ int main(int argc, char **argv)
 				usage_error("--optimizer takes sgd or adam, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--device-mem"))) {
 			o.stream.device_mem = parse_bytes(v);
+		} else if ((v = opt_value(argc, argv, &i, "--host-mem"))) {
+			o.stream.host_mem = parse_bytes(v);
+		} else if ((v = opt_value(argc, argv, &i, "--stream"))) {
+			if (!strcmp(v, "none"))
+				o.stream.mode = STREAM_NONE;
+			else if (!strcmp(v, "auto"))
+				o.stream.mode = STREAM_AUTO;
+			else if (!strcmp(v, "params"))
+				o.stream.mode = STREAM_PARAMS;
+			else
+				usage_error("--stream takes none, auto or params, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--checkpoint"))) {
 			if (!strcmp(v, "none"))
 				o.ckpt.mode = CKPT_NONE;
@@ -192,6 +209,7 @@ int main(int argc, char **argv)
 	else
 		usage_error("%s", ar_printf("%s takes cpu or cuda, not '%s'", target_from, target));
 	o.ckpt.device_mem = o.stream.device_mem;
+	o.ckpt.stream = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	int rc = driver_run(&o);
 	ar_free_all();
 	return rc;

@@ -57,9 +57,9 @@ static void shape(RtTensor *t, char **p, int line, const char *text)
 	t->bytes = t->numel * rt_elem_bytes(t->dtype);
 }
 
-static bool inside(const RtModel *m, int64_t offset, int64_t bytes)
+static bool inside(int64_t size, int64_t offset, int64_t bytes)
 {
-	return offset >= 0 && bytes >= 0 && offset <= m->arena - bytes;
+	return offset >= 0 && bytes >= 0 && offset <= size - bytes;
 }
 
 void rt_parse_desc(RtModel *m, const char *desc)
@@ -127,6 +127,37 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				bad(line, l);
 			m->params[i].opt_m = num(&p, line, l);
 			m->params[i].opt_v = num(&p, line, l);
+		} else if (!strcmp(key, "host")) {
+			m->host = num(&p, line, l);
+		} else if (!strcmp(key, "stream")) {
+			char name[128];
+			word(&p, name, sizeof name, line, l);
+			int i = 0;
+			while (i < m->nparams && strcmp(m->params[i].name, name))
+				i++;
+			if (i == m->nparams)
+				bad(line, l);
+			RtTensor *t = &m->params[i];
+			t->streamed = true;
+			t->host = num(&p, line, l);
+			t->host_m = num(&p, line, l);
+			t->host_v = num(&p, line, l);
+		} else if (!strcmp(key, "transfers")) {
+			char k[16];
+			for (int f = 0; f < 4; f++) {
+				static const char *want[] = {"slots", "ahead", "forward", "step"};
+				word(&p, k, sizeof k, line, l);
+				if (strcmp(k, want[f]))
+					bad(line, l);
+				if (f == 0)
+					m->nslots = (int)num(&p, line, l);
+				else if (f == 1)
+					m->ahead = (int)num(&p, line, l);
+				else {
+					m->xfer_h2d[f - 2] = num(&p, line, l);
+					m->xfer_d2h[f - 2] = num(&p, line, l);
+				}
+			}
 		} else if (!strcmp(key, "kernel")) {
 			char k[16];
 			word(&p, k, sizeof k, line, l);
@@ -158,6 +189,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			else if (!strcmp(k, "inputs")) m->plan_inputs = v;
 			else if (!strcmp(k, "tape")) m->plan_tape = v;
 			else if (!strcmp(k, "snapshots")) m->plan_snap = v;
+			else if (!strcmp(k, "slots")) m->plan_slots = v;
 			else if (!strcmp(k, "work")) m->plan_work = v;
 			else bad(line, l);
 		} else if (!strcmp(key, "steps")) {
@@ -186,10 +218,21 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		rt_fail(70, "internal error: the loss lies outside the arena of %lld bytes", (long long)m->arena);
 	for (int i = 0; i < m->nparams + m->ninputs; i++) {
 		const RtTensor *t = i < m->nparams ? &m->params[i] : &m->inputs[i - m->nparams];
-		bool out = !inside(m, t->offset, t->bytes) || (i < m->nparams && !inside(m, t->grad, t->bytes));
-		/* adam's moments, planned for every parameter */
+		bool out;
+		if (t->streamed) {
+			/* in the host pool, adam's moments too */
+			out = !inside(m->host, t->host, t->bytes) || !t->stacked;
+			if (m->adam)
+				out |= !inside(m->host, t->host_m, t->bytes) || !inside(m->host, t->host_v, t->bytes);
+			if (out)
+				rt_fail(70, "internal error: tensor '%s' lies outside the host pool of %lld bytes", t->name,
+				        (long long)m->host);
+			continue;
+		}
+		out = !inside(m->arena, t->offset, t->bytes) || (i < m->nparams && !inside(m->arena, t->grad, t->bytes));
+		/* adam's moments, planned for every resident parameter */
 		if (i < m->nparams && m->adam)
-			out |= !inside(m, t->opt_m, t->bytes) || !inside(m, t->opt_v, t->bytes);
+			out |= !inside(m->arena, t->opt_m, t->bytes) || !inside(m->arena, t->opt_v, t->bytes);
 		if (out || t->numel < 0)
 			rt_fail(70, "internal error: tensor '%s' lies outside the arena of %lld bytes", t->name,
 			        (long long)m->arena);

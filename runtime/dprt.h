@@ -31,11 +31,18 @@
  *                                     CLASSES > 0 for cross_entropy labels
  *   optimizer sgd|adam                the update dp_step's caller applies (chosen at compile time)
  *   state NAME M_OFFSET V_OFFSET      adam: parameter NAME's two moments, planned in the arena
+ *   host BYTES                        the pinned host pool of streamed parameters and their state
+ *   stream NAME HOST M V              parameter NAME lives in the host pool at HOST (its param line's
+ *                                     offsets are -1), adam's moments at M and V (-1 for sgd); dp_step
+ *                                     updates it through rt_update, unit by unit
+ *   transfers slots K ahead D forward H2D D2H step H2D D2H
+ *                                     device slots per streamed tensor, prefetch distance, and the
+ *                                     bytes of streamed units one dp_forward and one dp_step move
  *   kernel sgd ID                     args: p, g, lr; over each element
  *   kernel adam ID                    args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
  *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles
  *   plan CATEGORY BYTES               predicted bytes by category (params, grads, optimizer, inputs, tape,
- *                                     snapshots, work)
+ *                                     snapshots, slots, work)
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
  *   end
  *
@@ -76,6 +83,23 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * of step lo is current on entry. Advances count as recomputed steps. */
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
                 void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int));
+
+/* Tensor streaming. A streamed tensor lives in the host pool at offset
+ * `host`; its unit u (bytes each) passes through device slot u mod k of the
+ * slots at `slots`. `table` holds two words per slot, in the generated code:
+ * the unit it holds + 1 (0: none) and the event of its last copy.
+ *   rt_stream_reset  empties n words of tables (each dp_step and dp_forward starts so)
+ *   rt_fetch         copies unit u in, unless u is outside [lo, hi) or its slot holds it
+ *   rt_wait          device work queued later waits for the copy into u's slot
+ *   rt_writeback     copies u's slot back to the host
+ *   rt_update        the optimizer's step of unit u of parameter `param` (p, g, m, v: device
+ *                    addresses; m = v = 0 for sgd), n elements */
+void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n);
+void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
+              int64_t bytes);
+void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u);
+void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes);
+void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
 
 extern const char dp_model_desc[];
 void dp_step(RtCtx *c);

@@ -484,13 +484,20 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 	RtModel *m = c->model;
 	if (m->real_bytes != 8)
 		fprintf(stderr, "%s: warning: --gradcheck in a float32 build is not meaningful; compile with dpc --precision f64\n", rt_prog);
+	/* streamed parameters: each unit's gradient is captured as dp_step makes it, and nothing is updated */
+	void *g[256];
+	for (int i = 0; i < m->nparams; i++)
+		g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
+	c->capture = g;
+	c->no_update = true;
 	dp_step(c);
+	c->dev->sync();
 	double loss = read_loss(c), worst = 0, worst_abs = 0;
 	rng_state = (uint64_t)o->seed * 31 + 17;
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
-		void *g = rt_host_alloc(t->bytes, "gradients");
-		rt_d2h(c, g, c->base + (uint64_t)t->grad, t->bytes);
+		if (!t->streamed)
+			rt_d2h(c, g[i], c->base + (uint64_t)t->grad, t->bytes);
 		int64_t count = t->numel < o->gc_samples ? t->numel : o->gc_samples;
 		double pworst = 0, pabs = 0;
 		int64_t at = 0;
@@ -500,15 +507,22 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 			unsigned char elem[8];
 			uint64_t where = c->base + (uint64_t)t->offset + (uint64_t)(e * m->real_bytes);
 			double lp[2];
+			/* a streamed parameter is read from the host pool by each call */
 			for (int side = 0; side < 2; side++) {
 				rt_set(elem, t->dtype, 0, keep + (side ? -h : h));
-				rt_h2d(c, where, elem, m->real_bytes);
+				if (t->streamed)
+					rt_set(host[i], t->dtype, e, keep + (side ? -h : h));
+				else
+					rt_h2d(c, where, elem, m->real_bytes);
 				dp_forward(c);
-				lp[side] = read_loss(c);
+				lp[side] = read_loss(c); /* synchronous: the copies are done */
 			}
 			rt_set(elem, t->dtype, 0, keep);
-			rt_h2d(c, where, elem, m->real_bytes);
-			double fd = (lp[0] - lp[1]) / (2 * h), ad = rt_get(g, t->dtype, e), d = fabs(ad - fd);
+			if (t->streamed)
+				rt_set(host[i], t->dtype, e, keep);
+			else
+				rt_h2d(c, where, elem, m->real_bytes);
+			double fd = (lp[0] - lp[1]) / (2 * h), ad = rt_get(g[i], t->dtype, e), d = fabs(ad - fd);
 			double noise = 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1);
 			double err = d <= noise ? 0 : d / fmax(fabs(ad), fabs(fd));
 			if (err >= pworst)
@@ -522,8 +536,11 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 			worst = pworst;
 		if (pabs > worst_abs)
 			worst_abs = pabs;
-		free(g);
 	}
+	for (int i = 0; i < m->nparams; i++)
+		free(g[i]);
+	c->capture = NULL;
+	c->no_update = false;
 	bool ok = worst <= o->gc_threshold;
 	printf("gradcheck: max relative error %.3g (threshold %.3g) %s; max |ad - fd| %.3g, noise floor %.3g\n", worst,
 	       o->gc_threshold, ok ? "OK" : "FAIL", worst_abs, 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1));
@@ -565,21 +582,48 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"setup_s\": %.6f,\n  \"save_s\": %.6f,\n"
 	                   "  \"peak_device_bytes\": %lld,\n"
 	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
+	                   "  \"host_pool_bytes\": %lld,\n  \"device_slots\": %d,\n  \"prefetch_distance\": %d,\n"
+	                   "  \"stream_h2d_bytes\": %lld,\n  \"stream_d2h_bytes\": %lld,\n"
+	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
 	                   "  \"gemm_calls\": %lld\n}\n",
 	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
-	                   (long long)n->d2h_bytes, (long long)n->steps[RT_COUNT_FORWARD],
+	                   (long long)n->d2h_bytes, (long long)c->model->host, c->model->nslots, c->model->ahead,
+	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * c->model->xfer_h2d[1]),
+	                   (long long)(r->steps * c->model->xfer_d2h[1]), (long long)n->steps[RT_COUNT_FORWARD],
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
+/* resident parameters (or their gradients) to the host; streamed ones are there already */
 static void download_params(RtCtx *c, void **host, bool grads)
 {
+	c->dev->sync();
 	for (int i = 0; i < c->model->nparams; i++) {
 		RtTensor *t = &c->model->params[i];
-		rt_d2h(c, host[i], c->base + (uint64_t)(grads ? t->grad : t->offset), t->bytes);
+		if (!t->streamed)
+			rt_d2h(c, host[i], c->base + (uint64_t)(grads ? t->grad : t->offset), t->bytes);
+	}
+}
+
+void rt_apply_update(RtCtx *c, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
+{
+	uint64_t w[10] = {p, g};
+	if (c->model->adam) {
+		w[2] = m;
+		w[3] = v;
+		word_double(&w[4], c->lr);
+		word_double(&w[5], 0.9);
+		word_double(&w[6], 0.999);
+		word_double(&w[7], 1e-8);
+		word_double(&w[8], 1 - pow(0.9, (double)c->step));
+		word_double(&w[9], 1 - pow(0.999, (double)c->step));
+		rt_launch(c, c->model->k_adam, n, 10, w);
+	} else {
+		word_double(&w[2], c->lr);
+		rt_launch(c, c->model->k_sgd, n, 3, w);
 	}
 }
 
@@ -649,11 +693,20 @@ int main(int argc, char **argv)
 			data[k].batch[i] = c->dev->host_alloc(m->inputs[k].bytes);
 	unsigned char *loss_slots = c->dev->host_alloc(8 * RT_FENCES);
 
+	/* the pinned host pool: streamed parameters live there, and the copy stream reads and writes it */
+	if (m->host) {
+		c->pool = c->dev->host_alloc(m->host);
+		if (!c->pool)
+			rt_fail(1, "cannot allocate %lld bytes (%s) of pinned host memory for the streamed parameters",
+			        (long long)m->host, mib(m->host));
+		memset(c->pool, 0, (size_t)m->host);
+	}
 	void *host[256];
 	int64_t param_bytes = 0;
 	for (int i = 0; i < m->nparams; i++) {
-		host[i] = rt_host_alloc(m->params[i].bytes, m->params[i].name);
-		param_bytes += m->params[i].bytes;
+		RtTensor *t = &m->params[i];
+		host[i] = t->streamed ? c->pool + t->host : rt_host_alloc(t->bytes, t->name);
+		param_bytes += t->bytes;
 	}
 	if (o.init)
 		rt_load_safetensors(o.init, m, host);
@@ -664,7 +717,9 @@ int main(int argc, char **argv)
 	Run r = {.first = NAN, .last = NAN, .predicted = m->arena};
 	c->base = rt_device_alloc(c, r.predicted);
 	for (int i = 0; i < m->nparams; i++)
-		rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
+		if (!m->params[i].streamed)
+			rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
+	c->lr = o.lr;
 
 	if (!o.quiet) {
 		int64_t count = 0;
@@ -675,6 +730,10 @@ int main(int argc, char **argv)
 		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
 		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
 		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "", mib(m->plan_work));
+		if (m->host)
+			printf("%s: streaming: host pool %s, %d device slots per tensor (%s), %d ahead; per step %s host->device, "
+			       "%s device->host\n", m->model, mib(m->host), m->nslots, mib(m->plan_slots), m->ahead,
+			       mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
 	}
 	int status = 0;
 	if (o.gradcheck) {
@@ -701,37 +760,33 @@ int main(int argc, char **argv)
 			c->dev->fence_wait(slot);
 			upload_batch(c, data, s, slot);
 			c->profile = o.profile && s == o.steps - 1;
-			dp_step(c);
-			c->n.d2h_bytes += m->real_bytes;
-			c->dev->d2h_async(loss_slots + 8 * slot, c->base + (uint64_t)m->loss, m->real_bytes);
-			if (s == 0 && o.dump_grads) {
-				double t = now();
-				void *g[256];
+			c->step = s + 1;
+			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
+			void *g[256] = {0};
+			bool dump = s == 0 && o.dump_grads;
+			if (dump) {
 				for (int i = 0; i < m->nparams; i++)
 					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
+				c->capture = g;
+			}
+			dp_step(c);
+			c->capture = NULL;
+			c->n.d2h_bytes += m->real_bytes;
+			c->dev->d2h_async(loss_slots + 8 * slot, c->base + (uint64_t)m->loss, m->real_bytes);
+			if (dump) {
+				double t = now();
 				download_params(c, g, true);
 				rt_save_safetensors(o.dump_grads, m, g, true);
 				for (int i = 0; i < m->nparams; i++)
 					free(g[i]);
 				r.save_s += now() - t;
 			}
+			/* the resident parameters' update; dp_step updated the streamed ones unit by unit */
 			for (int i = 0; i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
-				uint64_t w[10] = {c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad};
-				if (m->adam) {
-					w[2] = c->base + (uint64_t)t->opt_m;
-					w[3] = c->base + (uint64_t)t->opt_v;
-					word_double(&w[4], o.lr);
-					word_double(&w[5], 0.9);
-					word_double(&w[6], 0.999);
-					word_double(&w[7], 1e-8);
-					word_double(&w[8], 1 - pow(0.9, (double)(s + 1)));
-					word_double(&w[9], 1 - pow(0.999, (double)(s + 1)));
-					rt_launch(c, m->k_adam, t->numel, 10, w);
-				} else {
-					word_double(&w[2], o.lr);
-					rt_launch(c, m->k_sgd, t->numel, 3, w);
-				}
+				if (!t->streamed)
+					rt_apply_update(c, c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad,
+					                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, t->numel);
 			}
 			c->profile = false;
 			c->dev->fence(slot);
@@ -786,7 +841,10 @@ out:
 	c->dev->sync();
 	c->dev->free(c->base);
 	for (int i = 0; i < m->nparams; i++)
-		free(host[i]);
+		if (!m->params[i].streamed)
+			free(host[i]);
+	if (c->pool)
+		c->dev->host_free(c->pool);
 	for (int k = 0; k < m->ninputs; k++) {
 		free(data[k].rows);
 		for (int i = 0; i < RT_FENCES; i++)

@@ -20,6 +20,8 @@ typedef struct {
 	int64_t dim[RT_MAXRANK];
 	int64_t offset, grad; /* arena offsets; grad -1 for inputs */
 	int64_t opt_m, opt_v; /* adam: the moments' arena offsets; -1 otherwise */
+	bool streamed;        /* in the host pool: value at host, adam's moments at host_m, host_v */
+	int64_t host, host_m, host_v;
 	int stacked, classes;
 	char init[16];
 	double a, b;
@@ -37,8 +39,13 @@ typedef struct {
 	bool has_optimizer;
 	char **kname;         /* by kernel id; nkname of them */
 	int nkname;
-	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
+	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_slots, plan_work;
 	int64_t steps_forward, steps_recomputed;
+	/* streaming: the pinned host pool's size, slots and prefetch distance, and
+	 * the bytes dp_forward [0] and dp_step [1] move each way (predicted) */
+	int64_t host;
+	int nslots, ahead;
+	int64_t xfer_h2d[2], xfer_d2h[2];
 } RtModel;
 
 /* A device: memory addressed by 64-bit integers, and work on it. */
@@ -91,6 +98,7 @@ extern bool rt_tf32;        /* cuBLAS tensor-op (TF32) math */
 typedef struct {
 	int64_t device_bytes, peak_device_bytes;
 	int64_t h2d_bytes, d2h_bytes;
+	int64_t stream_h2d, stream_d2h; /* of them, the transfers of streamed units */
 	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
 	int64_t launches, gemms;
 } RtCounters;
@@ -101,7 +109,16 @@ struct RtCtx {
 	uint64_t base;        /* the arena */
 	RtCounters n;
 	bool profile;         /* time each call (--profile) */
+	/* streaming */
+	unsigned char *pool;  /* the pinned host pool */
+	double lr;            /* the optimizer's step that rt_update applies */
+	long step;            /* 1, 2, ...: Adam's bias correction */
+	void **capture;       /* when set: rt_update copies each unit's gradient to capture[param] */
+	bool no_update;       /* rt_update leaves the parameters as they are (--gradcheck) */
 };
+
+/* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */
+void rt_apply_update(RtCtx *c, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
 
 /* --profile: each device call between rt_prof_begin and rt_prof_end is timed
  * under its label; rt_prof_report prints the totals by label. */

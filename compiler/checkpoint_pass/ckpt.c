@@ -133,15 +133,21 @@ static int64_t set_snapshots(Program *p, int64_t extra)
 
 /* The most snapshots the budget allows: plan with one slot per loop, then
  * share out what is left; the memory plan says what each count costs. */
-static void fit_snapshots(Program *p, int64_t budget)
+/* Snapshots take what the budget leaves. The parameters stay resident if they
+ * fit with the fewest snapshots (auto); else, and with --stream params, the
+ * budget is measured as if every parameter that can stream did. */
+static void fit_snapshots(Program *p, int64_t budget, StreamMode mode)
 {
 	int64_t slot_bytes = set_snapshots(p, 0);
-	int64_t arena = stream_plan(p);
+	int64_t (*plan)(Program *) = stream_plan;
+	if (mode == STREAM_PARAMS || (mode != STREAM_NONE && stream_plan(p) > budget))
+		plan = stream_min_plan;
+	int64_t arena = plan(p);
 	/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
 	int64_t extra = slot_bytes && arena < budget ? (budget - arena) / slot_bytes : 0;
 	for (; extra > 0; extra -= extra / 64 + 1) {
 		set_snapshots(p, extra);
-		if (stream_plan(p) <= budget)
+		if (plan(p) <= budget)
 			return;
 	}
 	set_snapshots(p, 0);
@@ -159,7 +165,7 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 				p->body.ops[i] = revolve(p, op, o);
 		}
 		if (!o->snapshots && o->device_mem)
-			fit_snapshots(p, o->device_mem);
+			fit_snapshots(p, o->device_mem, o->stream);
 		return p;
 	}
 	unreachable();

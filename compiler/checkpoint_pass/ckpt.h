@@ -5,6 +5,7 @@
 #define DPC_CKPT_H
 
 #include "../ir/ir.h"
+#include "../stream_pass/stream.h"
 
 typedef enum { CKPT_NONE, CKPT_BINOMIAL } CkptMode;
 
@@ -12,6 +13,7 @@ typedef struct {
 	CkptMode mode;
 	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
 	int64_t device_mem; /* binomial without snapshots: as many as this budget allows (the memory plan's count) */
+	StreamMode stream;  /* the budget is measured with streaming when it must stream (auto) or will (params) */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);

@@ -54,6 +54,10 @@ typedef struct {
 	bool gpu;         /* emitting the NVPTX kernel module: math from libdevice */
 	bool cuda;        /* the executable's target is CUDA: reductions split over lanes */
 	int nparts;       /* host functions split off a long block (host.c, lower_part) */
+	/* streaming: one table of two i64 per device slot (the unit it holds + 1,
+	 * its last copy's event), at slot_at[v] for slot variable v */
+	LLVMValueRef slot_table;
+	int64_t *slot_at, slot_words;
 } Cg;
 
 /* the most ops of a block emitted in one host function (host.c, lower_block) */

@@ -21,6 +21,8 @@ typedef struct {
 	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve;
+	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset;
+	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset;
 } Host;
 
 static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
@@ -47,13 +49,16 @@ static LLVMValueRef addr(Host *h, int v)
 	if (x->res == VR_ARENA)
 		return LLVMBuildAdd(h->g->b, h->base, cg_i64(h->g, x->offset), "");
 	if (x->res != VR_ALIAS)
-		die("value %s has no storage", ir_value_name(p, v));
+		die("value %s has no device storage", ir_value_name(p, v));
 	LLVMValueRef a = addr(h, x->alias_of);
 	int index = x->alias_index >= 0 ? x->alias_index : x->def && x->def->kind == OP_SLICE ? x->def->in[1] : -1;
 	if (index >= 0) {
 		LLVMValueRef i = h->index[index];
 		if (!i)
 			die("index %s has no host value", ir_value_name(p, index));
+		Value *of = &p->values.data[x->alias_of];
+		if (of->kind == VK_VAR && of->vclass == VC_SLOT)
+			i = LLVMBuildURem(h->g->b, i, cg_i64(h->g, of->type.dim[0]), "");
 		a = LLVMBuildAdd(h->g->b, a, LLVMBuildMul(h->g->b, i, cg_i64(h->g, ir_bytes(p, x->type)), ""), "");
 	}
 	return a;
@@ -333,6 +338,63 @@ static void lower_revolve(Host *h, Op *op)
 	call(h, h->t_revolve, h->f_revolve, args, 7);
 }
 
+/* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
+
+static LLVMValueRef slot_entry(Host *h, int slots)
+{
+	Cg *g = h->g;
+	LLVMValueRef at = cg_i64(g, g->slot_at[slots]);
+	return LLVMBuildGEP2(g->b, g->i64, LLVMBuildBitCast(g->b, g->slot_table, g->i64p, ""), &at, 1, "");
+}
+
+static void lower_transfer(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	int slots = op->kind == OP_D2H ? op->in[1] : op->in[0], host = op->kind == OP_D2H ? op->in[0] : op->in[1];
+	int index = op->in[op->kind == OP_WAIT ? 1 : 2];
+	Type t = ir_vtype(p, slots);
+	int64_t k = t.dim[0], unit = ir_bytes(p, t) / k;
+	LLVMValueRef i = h->index[index];
+	if (!i)
+		die("index %s has no host value", ir_value_name(p, index));
+	switch (op->kind) {
+	case OP_H2D: {
+		LLVMValueRef args[9] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), LLVMBuildAdd(g->b, i, cg_i64(g, op->shift), ""),
+		                        cg_i64(g, op->lo), cg_i64(g, op->lo + op->trip), addr(h, slots),
+		                        cg_i64(g, p->values.data[host].offset), cg_i64(g, unit)};
+		call(h, h->t_fetch, h->f_fetch, args, 9);
+		return;
+	}
+	case OP_D2H: {
+		LLVMValueRef args[7] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), i, addr(h, slots),
+		                        cg_i64(g, p->values.data[host].offset), cg_i64(g, unit)};
+		call(h, h->t_writeback, h->f_writeback, args, 7);
+		return;
+	}
+	case OP_WAIT: {
+		LLVMValueRef args[4] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), i};
+		call(h, h->t_wait, h->f_wait, args, 4);
+		return;
+	}
+	case OP_UPDATE: {
+		LLVMValueRef at = LLVMBuildMul(g->b, LLVMBuildURem(g->b, i, cg_i64(g, k), ""), cg_i64(g, unit), "");
+		LLVMValueRef m = cg_i64(g, 0), v = cg_i64(g, 0);
+		if (op->nin == 5) {
+			m = LLVMBuildAdd(g->b, addr(h, op->in[3]), at, "");
+			v = LLVMBuildAdd(g->b, addr(h, op->in[4]), at, "");
+		}
+		LLVMValueRef args[8] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), i,
+		                        LLVMBuildAdd(g->b, addr(h, slots), at, ""), addr(h, op->in[1]), m, v,
+		                        cg_i64(g, ir_numel(ir_vtype(p, op->in[1])))};
+		call(h, h->t_update, h->f_update, args, 8);
+		return;
+	}
+	default:
+		unreachable();
+	}
+}
+
 static void lower_op(Host *h, Op *op)
 {
 	Cg *g = h->g;
@@ -352,6 +414,12 @@ static void lower_op(Host *h, Op *op)
 		return;
 	case OP_REVOLVE:
 		lower_revolve(h, op);
+		return;
+	case OP_H2D:
+	case OP_D2H:
+	case OP_WAIT:
+	case OP_UPDATE:
+		lower_transfer(h, op);
 		return;
 	case OP_MATMUL:
 		gemm(h, op, addr(h, op->out), 0);
@@ -633,8 +701,24 @@ static void host_function(Cg *g, const char *name, int nops)
 	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p};
 	h.f_revolve = declare(g, "rt_revolve", vd, pr, 7, &h.t_revolve);
 
+	LLVMTypeRef pf[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
+	h.f_fetch = declare(g, "rt_fetch", vd, pf, 9, &h.t_fetch);
+	LLVMTypeRef pw[] = {g->i8p, g->i64p, g->i64, g->i64};
+	h.f_wait = declare(g, "rt_wait", vd, pw, 4, &h.t_wait);
+	LLVMTypeRef pb[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
+	h.f_writeback = declare(g, "rt_writeback", vd, pb, 7, &h.t_writeback);
+	LLVMTypeRef pu[] = {g->i8p, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
+	h.f_update = declare(g, "rt_update", vd, pu, 8, &h.t_update);
+	LLVMTypeRef pe[] = {g->i8p, g->i64p, g->i64};
+	h.f_reset = declare(g, "rt_stream_reset", vd, pe, 3, &h.t_reset);
+
 	LLVMTypeRef ft = LLVMFunctionType(vd, &g->i8p, 1, 0);
 	begin(&h, LLVMAddFunction(g->mod, name, ft));
+	if (g->slot_words) {
+		/* each call starts from empty slots: what the host pool holds may have changed since */
+		LLVMValueRef args[3] = {h.ctx, LLVMBuildBitCast(g->b, g->slot_table, g->i64p, ""), cg_i64(g, g->slot_words)};
+		call(&h, h.t_reset, h.f_reset, args, 3);
+	}
 	if (g->p->ones_len) {
 		KDesc d;
 		memset(&d, 0, sizeof d);
@@ -691,8 +775,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		Param *q = &p->params.data[i];
 		put(&t, ar_printf("param %s %s", q->name, real));
 		put_type(&t, q->type);
-		put(&t, ar_printf(" %lld %lld %d %s %.17g %.17g\n", (long long)p->values.data[q->value].offset,
-		                  (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
+		put(&t, ar_printf(" %lld %lld %d %s %.17g %.17g\n", q->streamed ? -1LL : (long long)p->values.data[q->value].offset,
+		                  q->streamed ? -1LL : (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
 	}
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];
@@ -703,17 +787,28 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 	put(&t, ar_printf("optimizer %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd"));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (q->opt_m >= 0)
+		if (q->opt_m >= 0 && !q->streamed)
 			put(&t, ar_printf("state %s %lld %lld\n", q->name, (long long)p->values.data[q->opt_m].offset,
 			                  (long long)p->values.data[q->opt_v].offset));
 	}
+	put(&t, ar_printf("host %lld\n", (long long)p->host_bytes));
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->streamed)
+			put(&t, ar_printf("stream %s %lld %lld %lld\n", q->name, (long long)p->values.data[q->value].offset,
+			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_m].offset : -1LL,
+			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_v].offset : -1LL));
+	}
+	put(&t, ar_printf("transfers slots %d ahead %d forward %lld %lld step %lld %lld\n", p->nslots, p->ahead,
+	                  (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0], (long long)p->h2d_bytes[1],
+	                  (long long)p->d2h_bytes[1]));
 	put(&t, ar_printf("kernel sgd %d\nkernel adam %d\n", sgd, adam));
 	for (int i = 0; i < g->kernels.len; i++)
 		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
 	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan optimizer %lld\nplan inputs %lld\nplan tape %lld\n"
-	                  "plan snapshots %lld\nplan work %lld\n",
+	                  "plan snapshots %lld\nplan slots %lld\nplan work %lld\n",
 	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
-	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work));
+	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work));
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);
 	put(&t, ar_printf("steps forward %lld recomputed %lld\nend\n", (long long)counts[RT_COUNT_FORWARD],
@@ -758,6 +853,18 @@ static Cg *build(Program *p, const CgOptions *o)
 	opt.nargs = 10;
 	int adam = cg_kernel_id(g, &opt);
 
+	g->slot_at = ar_alloc(sizeof(int64_t) * (size_t)(p->values.len + 1));
+	for (int v = 0; v < p->values.len; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT) {
+			g->slot_at[v] = g->slot_words;
+			g->slot_words += 2 * p->values.data[v].type.dim[0];
+		}
+	if (g->slot_words) {
+		LLVMTypeRef at = LLVMArrayType(g->i64, (unsigned)g->slot_words);
+		g->slot_table = LLVMAddGlobal(g->mod, at, "dp_slots");
+		LLVMSetInitializer(g->slot_table, LLVMConstNull(at));
+		LLVMSetLinkage(g->slot_table, LLVMInternalLinkage);
+	}
 	host_function(g, "dp_forward", p->nforward);
 	host_function(g, "dp_step", p->body.len);
 	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */

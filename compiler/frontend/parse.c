@@ -568,7 +568,7 @@ static void parse_param(Parser *P)
 	q.loc = P->tok.loc;
 	q.name = ident(P, "a parameter name");
 	dup_check(P, q.name, q.loc);
-	q.grad = q.opt_m = q.opt_v = -1;
+	q.grad = q.opt_m = q.opt_v = q.slot = q.mslot = q.vslot = -1;
 	expect(P, ":", "after the parameter name");
 	Loc tl = P->tok.loc;
 	q.type = parse_type(P, &q.stacked);

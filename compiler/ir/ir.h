@@ -63,18 +63,23 @@ typedef enum {
  *            may also compute a value in the storage it is copied to:
  *            alias_of the target, or its slice [alias_index] (an index
  *            value) for a store_slice.
+ *  VR_HOST:  bytes [offset, offset + size) of the pinned host pool: a
+ *            streamed parameter and its optimizer state (stream_pass).
  * Index values and CONSTs of rank 0 live nowhere (VR_NONE): codegen
  * materialises constants into kernels and index values as host integers. */
 typedef enum {
 	VR_NONE,
 	VR_ARENA,
 	VR_ALIAS,
+	VR_HOST,
 } Residence;
 
 typedef struct Op Op;
 
 /* What a VK_VAR holds; the memory plan accounts each class apart. */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT } VarClass;
+/* VC_SLOT: the device slots [k, ...unit] of a streamed tensor; a slice
+ * S[i] of one is slot i mod k. */
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT } VarClass;
 
 /* The optimizer is chosen at compile time: its state is planned memory. */
 typedef enum { OPT_SGD, OPT_ADAM } Optimizer;
@@ -110,6 +115,10 @@ typedef struct {
 	int value;        /* the OP_PARAM value */
 	int grad;         /* VK_VAR holding d loss / d param; -1 before ad_transform */
 	int opt_m, opt_v; /* Adam's moments (VK_VAR, VC_OPT); -1 without them */
+	/* streamed (stream_pass): the value and the moments live in the host pool,
+	 * grad is one unit's gradient, and the units pass through device slots */
+	bool streamed;
+	int slot, mslot, vslot; /* VC_SLOT variables of the unit, Adam's m and v; -1 when absent */
 } Param;
 
 typedef struct {
@@ -153,6 +162,7 @@ struct Op {
 	int ivar2, nsnap;
 	int *snap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
+	int64_t shift;    /* H2D: the unit fetched is index + shift (a prefetch ahead of the loop) */
 };
 
 typedef struct {
@@ -169,6 +179,11 @@ typedef struct {
 	int64_t arena_bytes;
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t ones_offset, ones_len; /* a vector of ones in the arena: reductions as GEMMs */
+	/* streaming (stream_pass): the pinned host pool, the device slots, and the
+	 * bytes one call of dp_forward [0] and of dp_step [1] moves each way */
+	int64_t host_bytes, plan_slots;
+	int nslots, ahead; /* slots per streamed tensor, prefetch distance; 0 without streaming */
+	int64_t h2d_bytes[2], d2h_bytes[2];
 } Program;
 
 /* construction */

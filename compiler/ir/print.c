@@ -106,6 +106,27 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fputs("\n", f);
 		return;
 	}
+	if (op->kind == OP_H2D) {
+		fprintf(f, "h2d %s, %s[%s", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]), ir_value_name(p, op->in[2]));
+		if (op->shift)
+			fprintf(f, " %c %lld", op->shift < 0 ? '-' : '+', (long long)(op->shift < 0 ? -op->shift : op->shift));
+		fprintf(f, "]  # units %lld..%lld\n", (long long)op->lo, (long long)(op->lo + op->trip - 1));
+		return;
+	}
+	if (op->kind == OP_UPDATE) {
+		fprintf(f, "update %s[%s], %s", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[2]), ir_value_name(p, op->in[1]));
+		for (int k = 3; k < op->nin; k++)
+			fprintf(f, ", %s[%s]", ir_value_name(p, op->in[k]), ir_value_name(p, op->in[2]));
+		fprintf(f, "  # %s %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd", p->params.data[op->index].name);
+		return;
+	}
+	if (op->kind == OP_D2H || op->kind == OP_WAIT) {
+		fprintf(f, "%s %s[%s]", name, ir_value_name(p, op->in[0]), ir_value_name(p, op->in[op->nin - 1]));
+		if (op->kind == OP_D2H)
+			fprintf(f, ", %s[%s]", ir_value_name(p, op->in[1]), ir_value_name(p, op->in[2]));
+		fputs("\n", f);
+		return;
+	}
 	if (ir_ops[op->kind].flags & OPF_WRITE) {
 		fprintf(f, "%s %s", name, ir_value_name(p, op->in[0]));
 		if (op->kind == OP_ACC_SLICE || op->kind == OP_STORE_SLICE)
@@ -183,11 +204,13 @@ void ir_print(FILE *f, Program *p)
 	}
 	for (int v = 0; v < p->values.len; v++)
 		if (p->values.data[v].kind == VK_VAR)
-			fprintf(f, "var %s : %s\n", ir_value_name(p, v), ir_type_str(p->values.data[v].type));
+			fprintf(f, "var %s : %s%s\n", ir_value_name(p, v), ir_type_str(p->values.data[v].type),
+			        p->values.data[v].vclass == VC_SLOT ? "  # device slots: [i] is slot i mod the first axis" : "");
 	fputs("\n", f);
 	print_block(f, p, &p->body, 0, p->has_grad ? p->nforward : -1);
 	fprintf(f, "loss %s\n", ir_value_name(p, p->loss));
 	if (p->has_grad)
 		for (int i = 0; i < p->params.len; i++)
-			fprintf(f, "grad %s = %s\n", p->params.data[i].name, ir_value_name(p, p->params.data[i].grad));
+			fprintf(f, "grad %s = %s%s\n", p->params.data[i].name, ir_value_name(p, p->params.data[i].grad),
+			        p->params.data[i].streamed ? "  # streamed: one unit at a time" : "");
 }

@@ -1,6 +1,8 @@
-/* stream: the static memory plan. Params, gradients, inputs and tapes get
- * fixed regions; every other tensor gets an arena slot for its live range,
- * packed first-fit, so no allocator runs during training. */
+/* stream: the static memory plan. Params, gradients, optimizer state, inputs,
+ * tapes, snapshots and streaming slots get fixed regions; every other tensor
+ * gets an arena slot for its live range, packed first-fit, so no allocator
+ * runs during training. Streamed parameters and their optimizer state get
+ * the pinned host pool instead. */
 #include "stream.h"
 
 #include <stdlib.h>
@@ -473,15 +475,33 @@ int64_t stream_plan(Program *p)
 
 Program *stream_pass(Program *p, const StreamOptions *o)
 {
+	StreamOptions none = {0};
+	if (!o)
+		o = &none;
+	stream_transfers(p, o);
 	stream_plan(p);
-	if (o && o->device_mem && p->arena_bytes > o->device_mem)
+	if (o->device_mem && p->arena_bytes > o->device_mem)
 		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, optimizer state %s, "
-		      "inputs %s, tape %s, snapshots %s, work %s), more than --device-mem %s (%lld bytes)",
+		      "inputs %s, tape %s, snapshots %s, streaming slots %s, work %s), more than --device-mem %s (%lld bytes)",
 		      stream_bytes_str(p->arena_bytes), (long long)p->arena_bytes, stream_bytes_str(p->plan_params),
 		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_opt), stream_bytes_str(p->plan_inputs),
-		      stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_work),
-		      stream_bytes_str(o->device_mem), (long long)o->device_mem);
+		      stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_slots),
+		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem), (long long)o->device_mem);
+	if (o->host_mem && p->host_bytes > o->host_mem)
+		fatal("the streamed parameters and their optimizer state need %s (%lld bytes) of pinned host memory, more "
+		      "than --host-mem %s (%lld bytes)", stream_bytes_str(p->host_bytes), (long long)p->host_bytes,
+		      stream_bytes_str(o->host_mem), (long long)o->host_mem);
+	stream_count(p);
 	return p;
+}
+
+/* a streamed tensor's place in the host pool */
+static int64_t host_place(Program *p, int v, int64_t at)
+{
+	Value *x = &p->values.data[v];
+	x->res = VR_HOST;
+	x->offset = at;
+	return extend(p, v, at, align_up(ir_bytes(p, x->type))) - at;
 }
 
 static void plan(Program *p)
@@ -495,20 +515,31 @@ static void plan(Program *p)
 	mark_aliases(p, &p->body);
 
 	/* Fixed regions first: they live for the whole step. */
-	int64_t at = 0, mark = 0;
-	for (int i = 0; i < p->params.len; i++)
-		at += place(p, p->params.data[i].value, at);
+	int64_t at = 0, mark = 0, host = 0;
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->streamed)
+			host += host_place(p, q->value, host);
+		else
+			at += place(p, q->value, at);
+	}
 	p->plan_params = at - mark, mark = at;
 	for (int i = 0; i < p->params.len; i++)
 		if (p->params.data[i].grad >= 0)
 			at += place(p, p->params.data[i].grad, at);
 	p->plan_grads = at - mark, mark = at;
-	for (int i = 0; i < p->params.len; i++)
-		if (p->params.data[i].opt_m >= 0) {
-			at += place(p, p->params.data[i].opt_m, at);
-			at += place(p, p->params.data[i].opt_v, at);
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->opt_m >= 0 && q->streamed) {
+			host += host_place(p, q->opt_m, host);
+			host += host_place(p, q->opt_v, host);
+		} else if (q->opt_m >= 0) {
+			at += place(p, q->opt_m, at);
+			at += place(p, q->opt_v, at);
 		}
+	}
 	p->plan_opt = at - mark, mark = at;
+	p->host_bytes = host;
 	for (int i = 0; i < p->inputs.len; i++)
 		at += place(p, p->inputs.data[i].value, at);
 	p->plan_inputs = at - mark, mark = at;
@@ -523,6 +554,10 @@ static void plan(Program *p)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SNAP)
 			at += place(p, v, at);
 	p->plan_snap = at - mark, mark = at;
+	for (int v = 0; v < nv; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
+			at += place(p, v, at);
+	p->plan_slots = at - mark, mark = at;
 
 	/* ones for the reductions codegen turns into GEMMs */
 	p->ones_len = 0;

@@ -1,0 +1,414 @@
+/* stream: the transfer pass. Decides which parameters live in the pinned
+ * host pool, and inserts the copies that bring their units (one layer W[l]
+ * each) through device slots just in time: h2d ahead of use, wait before the
+ * first read, and in the reverse sweep the optimizer's update of the unit
+ * and its write-back. */
+#include "stream.h"
+
+#include "../checkpoint_pass/ckpt.h"
+#include "../../runtime/dprt.h"
+
+#define MAX_AHEAD 2 /* the deepest prefetch tried: one unit more than d = 1 covers jitter */
+
+/* A body of a top-level loop that walks the units: its index and direction. */
+typedef struct {
+	Block *b;
+	int ivar;
+	bool reverse;
+} Body;
+
+/* Where a parameter's units are read and its gradient accumulated. */
+typedef struct {
+	Op *fwd, *adj;     /* the forward loop and its adjoint (loop or revolve) */
+	Block *acc_body;   /* the body with the gradient's acc_slice */
+	const char *why;   /* why the parameter cannot stream, or NULL */
+} Usage;
+
+static int nbodies(Op *op, Body *out)
+{
+	if (op->kind == OP_LOOP) {
+		out[0] = (Body){&op->body, op->ivar, op->reverse};
+		return 1;
+	}
+	if (op->kind == OP_REVOLVE) {
+		out[0] = (Body){&op->body, op->ivar, false};
+		out[1] = (Body){&op->body2, op->ivar2, true};
+		return 2;
+	}
+	return 0;
+}
+
+static bool names(Op *op, int v)
+{
+	for (int k = 0; k < op->nin; k++)
+		if (op->in[k] == v)
+			return true;
+	for (int k = 0; k < op->ncarry; k++)
+		if (op->cyield[k] == v)
+			return true;
+	return false;
+}
+
+/* whether v is named anywhere in b, loops within included */
+static bool named_in(Block *b, int v)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (names(op, v) || named_in(&op->body, v) || named_in(&op->body2, v))
+			return true;
+	}
+	return false;
+}
+
+/* A parameter streams when its only uses are W[l] directly in the bodies of
+ * one forward loop over all its units and of that loop's adjoint, and its
+ * gradient is zeroed once at the top and accumulated once per reverse step,
+ * at [l]: then unit l's gradient is complete when reverse step l ends, and
+ * nothing reads unit l after its update. */
+static Usage usage(Program *p, Param *q)
+{
+	Usage u = {0};
+	int w = q->value, g = q->grad;
+	if (!q->stacked)
+		return (Usage){.why = "it is not stacked"};
+	if (g < 0)
+		return (Usage){.why = "it has no gradient"};
+	int64_t units = q->type.dim[0];
+	for (int t = 0; t < p->body.len; t++) {
+		Op *op = p->body.ops[t];
+		Body bs[2];
+		int nb = nbodies(op, bs);
+		if (!nb) {
+			if (op->kind == OP_ZERO && op->in[0] == g)
+				continue;
+			if (names(op, w) || names(op, g))
+				return (Usage){.why = "it is used outside a loop over its layers"};
+			continue;
+		}
+		if (names(op, w) || names(op, g))
+			return (Usage){.why = "a loop carries it"};
+		for (int j = 0; j < nb; j++) {
+			Block *b = bs[j].b;
+			for (int i = 0; i < b->len; i++) {
+				Op *x = b->ops[i];
+				bool nested = named_in(&x->body, w) || named_in(&x->body, g) || named_in(&x->body2, w) || named_in(&x->body2, g);
+				if (nested)
+					return (Usage){.why = "it is used in a nested loop"};
+				bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == bs[j].ivar;
+				bool acc = x->kind == OP_ACC_SLICE && x->in[0] == g && x->in[1] == bs[j].ivar && x->in[2] != w && x->in[2] != g;
+				if (!read && !acc) {
+					if (names(x, w) || names(x, g))
+						return (Usage){.why = "it is read other than as W[l] of the loop's index l"};
+					continue;
+				}
+				/* a forward loop's reads, or an adjoint's (a revolve's advance body is the adjoint's) */
+				Op **slot = op->kind == OP_LOOP && !bs[j].reverse ? &u.fwd : &u.adj;
+				if (*slot && *slot != op)
+					return (Usage){.why = "more than one loop reads it"};
+				*slot = op;
+				if (acc) {
+					if (!bs[j].reverse || u.acc_body)
+						return (Usage){.why = "its gradient is accumulated in more than one place"};
+					u.acc_body = b;
+				}
+			}
+		}
+	}
+	if (!u.acc_body)
+		return (Usage){.why = "its gradient is not accumulated per layer in a reverse loop"};
+	Op *a = u.adj;
+	if (!a || (a->kind != OP_LOOP && a->kind != OP_REVOLVE) || (u.fwd && a->primal != u.fwd))
+		return (Usage){.why = "its reads are not one loop and its adjoint"};
+	Op *f = a->primal;
+	if (!f || f->lo != 0 || f->trip != units || a->lo != 0 || a->trip != units)
+		return (Usage){.why = "the loop does not run over all its layers"};
+	u.fwd = f;
+	return u;
+}
+
+static int64_t aligned(Program *p, Type t) { return (ir_bytes(p, t) + 255) / 256 * 256; }
+
+static Type unit_type(Param *q)
+{
+	Type t = q->type;
+	t.rank--;
+	for (int i = 0; i < t.rank; i++)
+		t.dim[i] = t.dim[i + 1];
+	return t;
+}
+
+static Type slots_type(Param *q, int k)
+{
+	Type t = q->type;
+	t.dim[0] = k;
+	return t;
+}
+
+/* device bytes streaming q with k slots saves (positive) */
+static int64_t saving(Program *p, Param *q, int k)
+{
+	int64_t resident = aligned(p, q->type) + aligned(p, q->type);
+	int64_t streamed = aligned(p, slots_type(q, k)) + aligned(p, unit_type(q));
+	if (q->opt_m >= 0) {
+		resident += 2 * aligned(p, q->type);
+		streamed += 2 * aligned(p, slots_type(q, k));
+	}
+	return resident - streamed;
+}
+
+/* ---- the rewrite ---- */
+
+static Op *mk(Program *p, OpKind k, Loc loc, int nin, const int *in)
+{
+	Op *op = ir_new_op(p, k, loc, nin, in);
+	return op;
+}
+
+static Op *h2d(Program *p, Loc loc, int slots, int host, int ivar, int64_t shift, int64_t units)
+{
+	Op *op = mk(p, OP_H2D, loc, 3, (int[]){slots, host, ivar});
+	op->shift = shift;
+	op->lo = 0;
+	op->trip = units;
+	return op;
+}
+
+typedef Vec(Op *) Ops;
+
+static void splice(Block *b, Ops *front, Ops *back)
+{
+	Block n = {0};
+	for (int i = 0; i < front->len; i++)
+		ir_append(&n, front->data[i]);
+	for (int i = 0; i < b->len; i++)
+		ir_append(&n, b->ops[i]);
+	for (int i = 0; i < back->len; i++)
+		ir_append(&n, back->data[i]);
+	*b = n;
+}
+
+static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
+{
+	Param *q = &p->params.data[qi];
+	int64_t units = q->type.dim[0];
+	Loc loc = q->loc;
+	int w = q->value, g = q->grad;
+	bool adam = q->opt_m >= 0;
+	q->streamed = true;
+	q->slot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_%s", q->name), loc);
+	p->values.data[q->slot].vclass = VC_SLOT;
+	if (adam) {
+		q->mslot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_m_%s", q->name), loc);
+		q->vslot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_v_%s", q->name), loc);
+		p->values.data[q->mslot].vclass = p->values.data[q->vslot].vclass = VC_SLOT;
+	}
+	int gu = ir_new_value(p, VK_VAR, unit_type(q), ar_printf("grad_%s_unit", q->name), loc);
+	p->values.data[gu].vclass = VC_GRAD;
+	q->grad = gu;
+
+	/* the whole gradient is gone: no zeroing at the top */
+	int n = 0;
+	for (int i = 0; i < p->body.len; i++)
+		if (!(p->body.ops[i]->kind == OP_ZERO && p->body.ops[i]->in[0] == g))
+			p->body.ops[n++] = p->body.ops[i];
+	p->body.len = n;
+
+	Op *tops[2] = {u->fwd, u->adj};
+	for (int t = 0; t < 2; t++) {
+		Body bs[2];
+		int nb = nbodies(tops[t], bs);
+		for (int j = 0; j < nb; j++) {
+			Block *b = bs[j].b;
+			int l = bs[j].ivar, dir = bs[j].reverse ? -1 : 1;
+			bool reads = false, owns = b == u->acc_body;
+			for (int i = 0; i < b->len; i++) {
+				Op *x = b->ops[i];
+				if (x->kind == OP_SLICE && x->in[0] == w) {
+					x->in[0] = q->slot;
+					reads = true;
+				}
+				if (x->kind == OP_ACC_SLICE && x->in[0] == g) {
+					x->kind = OP_ACC;
+					x->in[0] = gu;
+					x->in[1] = x->in[2];
+					x->nin = 2;
+				}
+			}
+			if (!reads && !owns)
+				continue;
+			Ops front = {0}, back = {0};
+			/* this step's unit first, then the next d ahead */
+			for (int a = 0; a <= d; a++) {
+				vec_push(&front, h2d(p, loc, q->slot, w, l, dir * a, units));
+				if (owns && adam) {
+					vec_push(&front, h2d(p, loc, q->mslot, q->opt_m, l, dir * a, units));
+					vec_push(&front, h2d(p, loc, q->vslot, q->opt_v, l, dir * a, units));
+				}
+			}
+			vec_push(&front, mk(p, OP_WAIT, loc, 2, (int[]){q->slot, l}));
+			if (owns) {
+				vec_push(&front, mk(p, OP_ZERO, loc, 1, &gu));
+				if (adam) {
+					vec_push(&back, mk(p, OP_WAIT, loc, 2, (int[]){q->mslot, l}));
+					vec_push(&back, mk(p, OP_WAIT, loc, 2, (int[]){q->vslot, l}));
+				}
+				Op *up = adam ? mk(p, OP_UPDATE, loc, 5, (int[]){q->slot, gu, l, q->mslot, q->vslot})
+				              : mk(p, OP_UPDATE, loc, 3, (int[]){q->slot, gu, l});
+				up->index = qi;
+				vec_push(&back, up);
+				vec_push(&back, mk(p, OP_D2H, loc, 3, (int[]){w, q->slot, l}));
+				if (adam) {
+					vec_push(&back, mk(p, OP_D2H, loc, 3, (int[]){q->opt_m, q->mslot, l}));
+					vec_push(&back, mk(p, OP_D2H, loc, 3, (int[]){q->opt_v, q->vslot, l}));
+				}
+			}
+			splice(b, &front, &back);
+		}
+	}
+}
+
+/* ---- the bytes each call moves, by running the schedule's copies ---- */
+
+typedef struct {
+	Program *p;
+	int64_t **held;  /* per slot variable: the unit in each slot, + 1 (0: none) */
+	int64_t h2d, d2h;
+	Op *rev;         /* the revolve being simulated */
+} Sim;
+
+static void sim_body(Sim *s, Block *b, int64_t i)
+{
+	Program *p = s->p;
+	for (int j = 0; j < b->len; j++) {
+		Op *op = b->ops[j];
+		if (op->kind == OP_D2H) {
+			s->d2h += ir_bytes(p, ir_vtype(p, op->in[1])) / ir_vtype(p, op->in[1]).dim[0];
+			continue;
+		}
+		if (op->kind != OP_H2D)
+			continue;
+		int64_t u = i + op->shift;
+		if (u < op->lo || u >= op->lo + op->trip)
+			continue;
+		Type t = ir_vtype(p, op->in[0]);
+		int64_t *held = s->held[op->in[0]];
+		if (held[u % t.dim[0]] == u + 1)
+			continue;
+		held[u % t.dim[0]] = u + 1;
+		s->h2d += ir_bytes(p, t) / t.dim[0];
+	}
+}
+
+static void sim_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+{
+	(void)slot;
+	Sim *s = ctx;
+	if (a == CKPT_ADVANCE)
+		for (int64_t i = step; i < to; i++)
+			sim_body(s, &s->rev->body, s->rev->lo + i);
+	if (a == CKPT_TAPED)
+		sim_body(s, &s->rev->body2, s->rev->lo + step);
+}
+
+/* what one call running b[0, nops) moves, from slots that hold nothing */
+static void simulate(Program *p, int nops, int64_t *h2d_bytes, int64_t *d2h_bytes)
+{
+	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), 0, 0, NULL};
+	for (int v = 0; v < p->values.len; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
+			s.held[v] = ar_alloc(sizeof(int64_t) * (size_t)p->values.data[v].type.dim[0]);
+	for (int t = 0; t < nops; t++) {
+		Op *op = p->body.ops[t];
+		if (op->kind == OP_LOOP)
+			for (int64_t i = 0; i < op->trip; i++)
+				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
+		if (op->kind == OP_REVOLVE) {
+			s.rev = op;
+			ckpt_binomial_schedule(op->trip, op->nsnap, sim_action, &s);
+		}
+	}
+	*h2d_bytes = s.h2d;
+	*d2h_bytes = s.d2h;
+}
+
+/* ---- the decision ---- */
+
+int64_t stream_min_plan(Program *p)
+{
+	int64_t arena = stream_plan(p);
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (!q->streamed && !usage(p, q).why)
+			arena -= saving(p, q, 2);
+	}
+	return arena;
+}
+
+static const char *budget_str(int64_t b) { return ar_printf("%s (%lld bytes)", stream_bytes_str(b), (long long)b); }
+
+void stream_transfers(Program *p, const StreamOptions *o)
+{
+	int np = p->params.len;
+	Usage *u = ar_alloc(sizeof *u * (size_t)(np + 1));
+	int eligible = 0;
+	for (int i = 0; i < np; i++) {
+		u[i] = usage(p, &p->params.data[i]);
+		eligible += !u[i].why;
+	}
+	int64_t resident = stream_plan(p), budget = o->device_mem;
+	StreamMode mode = o->mode;
+	if (mode == STREAM_DEFAULT)
+		mode = budget ? STREAM_AUTO : STREAM_NONE;
+	if (mode == STREAM_NONE || (mode == STREAM_AUTO && (!budget || resident <= budget)))
+		return;
+	if (!eligible) {
+		if (mode == STREAM_PARAMS)
+			fatal("--stream params: no parameter can stream: each must be a stacked f32[L][...] read as W[l] in one "
+			      "loop over its L layers (and that loop's adjoint)%s%s", np ? "; " : "",
+			      np ? ar_printf("%s cannot: %s", p->params.data[0].name, u[0].why) : "");
+		return; /* the memory plan refuses the budget, naming it */
+	}
+	/* which: every candidate for params; for auto, the largest savings first until the plan fits */
+	bool *pick = ar_alloc(sizeof(bool) * (size_t)(np + 1));
+	int d = MAX_AHEAD;
+	for (;; d--) {
+		int64_t arena = resident;
+		for (int i = 0; i < np; i++)
+			pick[i] = false;
+		if (mode == STREAM_PARAMS) {
+			for (int i = 0; i < np; i++)
+				if (!u[i].why)
+					pick[i] = true, arena -= saving(p, &p->params.data[i], d + 1);
+		} else {
+			while (arena > budget) {
+				int best = -1;
+				for (int i = 0; i < np; i++)
+					if (!u[i].why && !pick[i] && (best < 0 || saving(p, &p->params.data[i], d + 1) > saving(p, &p->params.data[best], d + 1)))
+						best = i;
+				if (best < 0)
+					break;
+				pick[best] = true;
+				arena -= saving(p, &p->params.data[best], d + 1);
+			}
+		}
+		if (!budget || arena <= budget)
+			break;
+		if (d == 1)
+			fatal("the memory plan needs at least %s of device memory with every stackable parameter streamed "
+			      "(one layer ahead), more than --device-mem %s", budget_str(arena), budget_str(budget));
+	}
+	for (int i = 0; i < np; i++)
+		if (pick[i])
+			stream_param(p, i, &u[i], d + 1, d);
+	p->nslots = d + 1;
+	p->ahead = d;
+}
+
+void stream_count(Program *p)
+{
+	p->h2d_bytes[0] = p->h2d_bytes[1] = p->d2h_bytes[0] = p->d2h_bytes[1] = 0;
+	if (!p->nslots)
+		return;
+	simulate(p, p->nforward, &p->h2d_bytes[0], &p->d2h_bytes[0]);
+	simulate(p, p->body.len, &p->h2d_bytes[1], &p->d2h_bytes[1]);
+}

@@ -1,0 +1,51 @@
+/* rt: tensor streaming, the calls generated code makes for dpc's transfer
+ * ops (dprt.h). The copies go on the device's copy stream; the slot tables
+ * say what each device slot holds, so a unit already there is not fetched
+ * again. */
+#include <string.h>
+
+#include "rt.h"
+
+void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
+{
+	(void)c;
+	memset(table, 0, sizeof *table * (size_t)n);
+}
+
+void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
+              int64_t bytes)
+{
+	if (u < lo || u >= hi)
+		return;
+	int64_t s = u % k;
+	if (table[2 * s] == u + 1)
+		return;
+	table[2 * s] = u + 1;
+	table[2 * s + 1] = c->dev->copy(true, slots + (uint64_t)(s * bytes), c->pool + host + u * bytes, bytes);
+	c->n.h2d_bytes += bytes;
+	c->n.stream_h2d += bytes;
+}
+
+void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
+{
+	int64_t e = table[2 * (u % k) + 1];
+	if (e)
+		c->dev->copy_wait(e);
+}
+
+void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes)
+{
+	int64_t s = u % k;
+	table[2 * s + 1] = c->dev->copy(false, slots + (uint64_t)(s * bytes), c->pool + host + u * bytes, bytes);
+	c->n.d2h_bytes += bytes;
+	c->n.stream_d2h += bytes;
+}
+
+void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
+{
+	int64_t bytes = n * c->model->real_bytes;
+	if (c->capture && c->capture[param])
+		rt_d2h(c, (unsigned char *)c->capture[param] + u * bytes, g, bytes);
+	if (!c->no_update)
+		rt_apply_update(c, p, g, m, v, n);
+}
