@@ -598,6 +598,15 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 }
 
 /* resident parameters (or their gradients) to the host; streamed ones are there already */
+/* page-locked host memory, allocated once at start; nothing has been written yet when it fails */
+static void *pinned(RtCtx *c, int64_t bytes, const char *what)
+{
+	void *p = c->dev->host_alloc(bytes > 0 ? bytes : 1);
+	if (!p)
+		rt_fail(1, "cannot allocate %lld bytes (%s) of pinned host memory for %s", (long long)bytes, mib(bytes), what);
+	return p;
+}
+
 static void download_params(RtCtx *c, void **host, bool grads)
 {
 	c->dev->sync();
@@ -690,15 +699,12 @@ int main(int argc, char **argv)
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
 	for (int k = 0; k < m->ninputs; k++)
 		for (int i = 0; i < RT_FENCES; i++)
-			data[k].batch[i] = c->dev->host_alloc(m->inputs[k].bytes);
-	unsigned char *loss_slots = c->dev->host_alloc(8 * RT_FENCES);
+			data[k].batch[i] = pinned(c, m->inputs[k].bytes, m->inputs[k].name);
+	unsigned char *loss_slots = pinned(c, 8 * RT_FENCES, "the loss");
 
 	/* the pinned host pool: streamed parameters live there, and the copy stream reads and writes it */
 	if (m->host) {
-		c->pool = c->dev->host_alloc(m->host);
-		if (!c->pool)
-			rt_fail(1, "cannot allocate %lld bytes (%s) of pinned host memory for the streamed parameters",
-			        (long long)m->host, mib(m->host));
+		c->pool = pinned(c, m->host, "the streamed parameters");
 		memset(c->pool, 0, (size_t)m->host);
 	}
 	void *host[256];

@@ -54,7 +54,7 @@ typedef struct {
 	void (*init)(void);
 	uint64_t (*alloc)(int64_t bytes);   /* zeroed; 0 on failure */
 	void (*h2d)(uint64_t dst, const void *src, int64_t bytes);          /* returns when src may be reused */
-	void *(*host_alloc)(int64_t bytes);                                 /* page-locked where that matters */
+	void *(*host_alloc)(int64_t bytes);                                 /* page-locked where that matters; NULL on failure */
 	void (*h2d_async)(uint64_t dst, const void *src, int64_t bytes);    /* src from host_alloc, unchanged until a later fence is passed */
 	void (*d2h)(void *dst, uint64_t src, int64_t bytes);
 	void (*d2h_async)(void *dst, uint64_t src, int64_t bytes);          /* dst from host_alloc, valid once a later fence is waited for */

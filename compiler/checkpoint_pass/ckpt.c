@@ -231,16 +231,35 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		fprintf(f, "%s],\n  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", nloops ? "\n  " : "",
 		        (long long)fwd, (long long)rec);
 		fprintf(f, "  \"optimizer\": \"%s\",\n", p->optimizer == OPT_ADAM ? "adam" : "sgd");
+		fprintf(f, "  \"streamed\": [");
+		for (int i = 0, n = 0; i < p->params.len; i++)
+			if (p->params.data[i].streamed)
+				fprintf(f, "%s\"%s\"", n++ ? ", " : "", p->params.data[i].name);
+		fprintf(f, "],\n  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"device_slots\": %d, "
+		        "\"prefetch_distance\": %d, \"forward_h2d_bytes\": %lld},\n",
+		        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1], p->nslots, p->ahead, (long long)p->h2d_bytes[0]);
+		fprintf(f, "  \"peak_host_bytes\": %lld,\n", (long long)p->host_bytes);
 		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
-		        "\"tape\": %lld, \"snapshots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
+		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
 		        (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
-		        (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work, (long long)total);
+		        (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work,
+		        (long long)total);
 		return;
 	}
 	fprintf(f, "per training step: forward steps %lld, recomputed steps %lld\n", (long long)fwd, (long long)rec);
+	if (p->nslots) {
+		fprintf(f, "streamed from host memory:");
+		for (int i = 0; i < p->params.len; i++)
+			if (p->params.data[i].streamed)
+				fprintf(f, " %s", p->params.data[i].name);
+		fprintf(f, "; %d device slots each, prefetch distance %d\n", p->nslots, p->ahead);
+	}
+	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units)\n",
+	        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1]);
 	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, optimizer state %lld (%s), inputs %lld, "
-	        "live tape %lld, snapshots %lld, workspace %lld\n",
+	        "live tape %lld, snapshots %lld, streaming slots %lld, workspace %lld\n",
 	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
 	        p->optimizer == OPT_ADAM ? "adam" : "sgd", (long long)p->plan_inputs, (long long)p->plan_tape,
-	        (long long)p->plan_snap, (long long)p->plan_work);
+	        (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work);
+	fprintf(f, "predicted pinned host memory %lld bytes\n", (long long)p->host_bytes);
 }

@@ -623,13 +623,21 @@ const char *stream_bytes_str(int64_t n)
 void stream_print(FILE *f, Program *p)
 {
 	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + optimizer %lld + inputs %lld + tape %lld"
-	        " + snapshots %lld + work %lld (of it %lld ones at %lld)\n",
+	        " + snapshots %lld + slots %lld + work %lld (of it %lld ones at %lld)\n",
 	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
-	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_work,
-	        (long long)p->ones_len, (long long)p->ones_offset);
+	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots,
+	        (long long)p->plan_work, (long long)p->ones_len, (long long)p->ones_offset);
+	if (p->nslots)
+		fprintf(f, "# host pool %lld bytes; %d device slots per streamed tensor, prefetch distance %d; per call "
+		        "host->device / device->host bytes: dp_forward %lld / %lld, dp_step %lld / %lld\n",
+		        (long long)p->host_bytes, p->nslots, p->ahead, (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0],
+		        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1]);
 	for (int v = 0; v < p->values.len; v++) {
 		Value *x = &p->values.data[v];
-		if (x->res == VR_ARENA)
+		if (x->res == VR_HOST)
+			fprintf(f, "#   %-24s host @ %-5lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
+			        (long long)ir_bytes(p, x->type));
+		else if (x->res == VR_ARENA)
 			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
 			        (long long)ir_bytes(p, x->type));
 		else if (x->res == VR_ALIAS && x->def && (ir_ops[x->def->kind].flags & OPF_EW))

@@ -395,7 +395,9 @@ void stream_transfers(Program *p, const StreamOptions *o)
 			break;
 		if (d == 1)
 			fatal("the memory plan needs at least %s of device memory with every stackable parameter streamed "
-			      "(one layer ahead), more than --device-mem %s", budget_str(arena), budget_str(budget));
+			      "(one layer ahead), more than --device-mem %s%s", budget_str(arena), budget_str(budget),
+			      p->plan_tape ? ar_printf("; of it %s is tape, which --checkpoint binomial replaces with a few "
+			                               "snapshots", budget_str(p->plan_tape)) : "");
 	}
 	for (int i = 0; i < np; i++)
 		if (pick[i])

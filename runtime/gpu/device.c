@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
 	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemFree) X(cuMemFreeHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
-	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamWaitEvent)
+	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamWaitEvent) \
+	X(cuMemHostRegister) X(cuMemHostUnregister)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -108,10 +110,33 @@ static void gpu_h2d(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHto
 static void gpu_h2d_async(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); }
 
 /* Pinned once at start: pinning is slow, and copies from it run at full link speed. */
+/* Large buffers (the host pool of streamed parameters) are mapped and then
+ * registered: cuMemAllocHost of many GiB is slow. NULL when either fails. */
+#define REGISTER_FROM ((int64_t)256 << 20)
+static struct {
+	void *p;
+	size_t bytes;
+} mapped[8];
+
 static void *gpu_host_alloc(int64_t bytes)
 {
 	void *p;
-	CU(p_cuMemAllocHost(&p, (size_t)bytes));
+	if (bytes < REGISTER_FROM)
+		return p_cuMemAllocHost(&p, (size_t)bytes) == CUDA_SUCCESS ? p : NULL;
+	int i = 0;
+	while (i < 8 && mapped[i].p)
+		i++;
+	if (i == 8)
+		return NULL;
+	p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (p_cuMemHostRegister(p, (size_t)bytes, 0) != CUDA_SUCCESS) {
+		munmap(p, (size_t)bytes);
+		return NULL;
+	}
+	mapped[i].p = p;
+	mapped[i].bytes = (size_t)bytes;
 	return p;
 }
 static void gpu_d2h(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
@@ -232,7 +257,17 @@ static void gpu_sync(void)
 
 /* at exit, after a sync: errors are not worth reporting any more */
 static void gpu_free(uint64_t p) { p_cuMemFree((CUdeviceptr)p); }
-static void gpu_host_free(void *p) { p_cuMemFreeHost(p); }
+static void gpu_host_free(void *p)
+{
+	for (int i = 0; i < 8; i++)
+		if (mapped[i].p == p) {
+			p_cuMemHostUnregister(p);
+			munmap(p, mapped[i].bytes);
+			mapped[i].p = NULL;
+			return;
+		}
+	p_cuMemFreeHost(p);
+}
 
 static void gpu_fence(int slot)
 {

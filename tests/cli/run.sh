@@ -22,7 +22,7 @@ expect cli/budget-overflow 2 "byte count '99999999999999999999' is out of range"
 expect cli/budget-huge-unit 2 "out of range" "$DPC" --device-mem 9999999999T samples/resmlp.dp
 # both sizes exactly, beside the rounded figures that could look equal
 expect cli/infeasible-budget-bytes 1 "needs 1.7 MiB ([0-9]* bytes) .* more than --device-mem 1.7 MiB (1782579 bytes)" \
-	"$DPC" --device-mem 1782579 -o "$out.exe" samples/resmlp.dp
+	"$DPC" --stream none --device-mem 1782579 -o "$out.exe" samples/resmlp.dp
 expect cli/define-overflow 2 "out of range" "$DPC" -D B=99999999999999999999 samples/resmlp.dp
 expect cli/define-too-large 2 "out of range" "$DPC" -D B=2000000000000 samples/resmlp.dp
 expect cli/snapshots-overflow 2 "out of range" "$DPC" --checkpoint binomial --snapshots 99999999999999999999 samples/resmlp.dp
@@ -32,7 +32,7 @@ expect cli/bad-optimizer 2 "--optimizer takes sgd or adam, not 'rmsprop'" "$DPC"
 sgd_total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$out.sgd.json")
 expect cli/budget-fits-sgd 0 "optimizer state 0 (sgd)" "$DPC" --emit=schedule --device-mem "$sgd_total" samples/resmlp.dp
 expect cli/budget-refuses-adam 1 "optimizer state 1.0 MiB, .* more than --device-mem .* ($sgd_total bytes)" \
-	"$DPC" --emit=schedule --optimizer adam --device-mem "$sgd_total" samples/resmlp.dp
+	"$DPC" --emit=schedule --stream none --optimizer adam --device-mem "$sgd_total" samples/resmlp.dp
 expect cli/bad-checkpoint 2 "none or binomial" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp

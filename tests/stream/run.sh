@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Tensor streaming on the CPU device:
+#  - trained parameters and first-step gradients bitwise identical, streamed
+#    and all-resident, with SGD and Adam, store-everything and binomial;
+#  - the bytes the run moved equal the compiler's prediction, and under
+#    store-everything also the closed form computed here;
+#  - a residual MLP whose parameters and Adam state are 8x --device-mem trains
+#    within the budget;
+#  - a deep stack under binomial checkpointing plus streaming: device memory
+#    independent of L;
+#  - f64 gradients of streamed programs against finite differences;
+#  - budgets that cannot work are refused, naming the size that would.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+o="$TEST_OUT/stream"
+mkdir -p "$o"
+
+json() { # FILE KEY: a top-level number of a JSON summary
+	python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
+}
+
+# The closed form of one store-everything step, from the program's own
+# declarations: a streamed stacked parameter of L units of u bytes, with k
+# slots, is fetched L times forward and L - k times in reverse (the last k
+# units are still in their slots), and written back once per unit; Adam's two
+# moments are fetched and written back once per unit.
+closed_form() { # FILE.dp SCHEDULE.json -> "H2D D2H"
+	"$DPC" --emit=ir "${@:3}" "$1" | python3 -c "
+import json, re, sys
+sched = json.load(open(sys.argv[1]))
+k, adam = sched['transfers']['device_slots'], sched['optimizer'] == 'adam'
+streamed = set(sched['streamed'])
+h2d = d2h = 0
+for name, L, dims in re.findall(r'^param (\w+) : f32\[(\d+)\]\[([\d, ]+)\]', sys.stdin.read(), re.M):
+    if name not in streamed:
+        continue
+    L, u = int(L), 4
+    for d in dims.split(','):
+        u *= int(d)
+    h2d += (2 * L - min(k, L)) * u + (2 * L * u if adam else 0)
+    d2h += L * u * (3 if adam else 1)
+print(h2d, d2h)" "$2"
+}
+
+# 1. bitwise identity, and measured bytes equal the prediction
+steps=5
+for prog in samples/resmlp.dp tests/stream/stack.dp; do
+	name=$(basename "$prog" .dp)
+	defs=""
+	[ "$name" = stack ] && defs="-D L=40"
+	for opt in sgd adam; do
+		for ck in none binomial "binomial --snapshots 3"; do
+			tag="$name.$opt.${ck// --snapshots /s}"
+			res="$o/$tag.res" str="$o/$tag.str"
+			if ! "$DPC" $defs --optimizer $opt --checkpoint $ck "$prog" -o "$res" >"$res.log" 2>&1 ||
+				! "$DPC" $defs --optimizer $opt --checkpoint $ck --stream params --schedule-json "$str.sched" \
+					"$prog" -o "$str" >"$str.log" 2>&1; then
+				notok "stream/$tag: compile" "$str.log"
+				continue
+			fi
+			"$res" --steps $steps --quiet --save "$res.p" --dump-grads "$res.g" >>"$res.log" 2>&1
+			if ! "$str" --steps $steps --quiet --save "$str.p" --dump-grads "$str.g" --summary-json "$str.json" >>"$str.log" 2>&1; then
+				notok "stream/$tag: run" "$str.log"
+				continue
+			fi
+			if [ "$(json "$str.json" host_pool_bytes)" = 0 ]; then
+				notok "stream/$tag: nothing was streamed" "$str.log"
+				continue
+			fi
+			if cmp -s "$res.p" "$str.p" && cmp -s "$res.g" "$str.g"; then
+				ok "stream/$tag: parameters after $steps steps and first gradients bitwise identical to resident"
+			else
+				notok "stream/$tag: streamed and resident differ" "$str.log"
+			fi
+			mh=$(json "$str.json" stream_h2d_bytes) md=$(json "$str.json" stream_d2h_bytes)
+			ph=$(json "$str.json" predicted_stream_h2d_bytes) pd=$(json "$str.json" predicted_stream_d2h_bytes)
+			# --dump-grads copies the first step's gradients apart from the stream: the prediction is for training
+			if [ "$mh" = "$ph" ] && [ "$md" = "$pd" ] && [ "$mh" -gt 0 ]; then
+				ok "stream/$tag: moved $mh bytes host->device, $md back, as predicted"
+			else
+				notok "stream/$tag: moved $mh / $md bytes, predicted $ph / $pd" "$str.log"
+			fi
+			if [ "$ck" = none ]; then
+				want=$(closed_form "$prog" "$str.sched" $defs)
+				got="$((ph / steps)) $((pd / steps))"
+				if [ "$want" = "$got" ]; then
+					ok "stream/$tag: per-step bytes $got equal the closed form"
+				else
+					notok "stream/$tag: per-step bytes $got, closed form $want"
+				fi
+			fi
+		done
+	done
+done
+
+# 2. a model 8x the budget: W is 64 x 256 x 256; parameters + Adam state = 3 x 16.9 MB
+big="-D L=64 -D H=256 -D B=8"
+pbytes=$(( (64 * 256 * 256 + 64 * 256 + 32 * 256 + 256) * 4 ))
+budget=$(( pbytes * 3 / 8 ))
+exe="$o/big"
+if "$DPC" $big --optimizer adam --device-mem $budget --schedule-json "$exe.sched" samples/resmlp.dp -o "$exe" >"$exe.log" 2>&1 &&
+	"$exe" --steps 30 --quiet --summary-json "$exe.json" >>"$exe.log" 2>&1; then
+	peak=$(json "$exe.json" peak_device_bytes) first=$(json "$exe.json" loss_first) last=$(json "$exe.json" loss_last)
+	if [ "$peak" -le "$budget" ] && [ "$peak" = "$(json "$exe.json" predicted_device_bytes)" ] &&
+		python3 -c "import sys; sys.exit(not float(sys.argv[2]) < 0.9 * float(sys.argv[1]))" "$first" "$last"; then
+		ok "stream/8x-budget: params + adam state $((pbytes * 3)) bytes train in $peak <= $budget bytes; loss $first -> $last"
+	else
+		notok "stream/8x-budget: peak $peak (budget $budget), loss $first -> $last" "$exe.log"
+	fi
+	want=$(closed_form samples/resmlp.dp "$exe.sched" $big)
+	ph=$(json "$exe.json" predicted_stream_h2d_bytes) pd=$(json "$exe.json" predicted_stream_d2h_bytes)
+	mh=$(json "$exe.json" stream_h2d_bytes) md=$(json "$exe.json" stream_d2h_bytes)
+	if [ "$want" = "$((mh / 30)) $((md / 30))" ] && [ "$mh" = "$ph" ] && [ "$md" = "$pd" ]; then
+		ok "stream/8x-budget: moved $mh / $md bytes in 30 steps: prediction and closed form"
+	else
+		notok "stream/8x-budget: moved $mh / $md, predicted $ph / $pd, closed form per step $want" "$exe.log"
+	fi
+else
+	notok "stream/8x-budget: compile and train" "$exe.log"
+	notok "stream/8x-budget: bytes"
+fi
+
+# 3. a deep stack: binomial checkpointing plus streaming, device memory flat in L
+peaks=""
+for L in 200 400; do
+	exe="$o/stack$L"
+	if "$DPC" -D L=$L --checkpoint binomial --snapshots 8 --stream params tests/stream/stack.dp -o "$exe" >"$exe.log" 2>&1 &&
+		"$exe" --steps 1 --quiet --summary-json "$exe.json" >>"$exe.log" 2>&1 &&
+		[ "$(json "$exe.json" stream_h2d_bytes)" = "$(json "$exe.json" predicted_stream_h2d_bytes)" ]; then
+		peaks="$peaks $(json "$exe.json" peak_device_bytes)"
+	else
+		notok "stream/stack L=$L: run, bytes as predicted" "$exe.log"
+		peaks="$peaks none$L"
+	fi
+done
+set -- $peaks
+if [ "$1" = "${2:-}" ]; then
+	ok "stream/stack: peak device bytes $1 at L = 200 and L = 400"
+else
+	notok "stream/stack: peak device bytes$peaks at L = 200, 400"
+fi
+
+# 4. gradients of streamed programs against finite differences (f64)
+gc=0
+for args in "samples/resmlp.dp" "--checkpoint binomial --snapshots 2 tests/stream/stack.dp -D L=12" \
+	"--optimizer adam --checkpoint binomial samples/resmlp.dp"; do
+	exe="$o/gc$((++gc))"
+	if "$DPC" --precision f64 --stream params $args -o "$exe" >"$exe.log" 2>&1 &&
+		"$exe" --gradcheck --gradcheck-samples 4 >>"$exe.log" 2>&1; then
+		ok "stream/gradcheck: $args"
+	else
+		notok "stream/gradcheck: $args" "$exe.log"
+	fi
+done
+
+# 5. what cannot work is refused at compile time, with the size that would
+expect stream/device-too-small 1 "needs at least .* ([0-9]* bytes) of device memory with every stackable parameter streamed" \
+	"$DPC" $big --device-mem 100000 samples/resmlp.dp -o "$o/x"
+expect stream/host-too-small 1 "need .* ([0-9]* bytes) of pinned host memory, more than --host-mem .* (1000 bytes)" \
+	"$DPC" --stream params --host-mem 1000 samples/resmlp.dp -o "$o/x"
+expect stream/nothing-streams 1 "no parameter can stream" "$DPC" --stream params samples/classifier.dp -o "$o/x"
+expect stream/bad-mode 2 "--stream takes none, auto or params, not 'all'" "$DPC" --stream all samples/resmlp.dp
+expect stream/none-refuses 1 "more than --device-mem" "$DPC" $big --stream none --device-mem $budget samples/resmlp.dp -o "$o/x"
+# --emit=stream shows residency and every transfer
+expect stream/emit 0 "h2d %slots_W" "$DPC" --stream params --emit=stream samples/resmlp.dp
+expect stream/emit-host 0 "%W.* host @ 0" "$DPC" --stream params --emit=stream samples/resmlp.dp
+expect stream/emit-update 0 "update %slots_W.*# sgd W" "$DPC" --stream params --emit=stream samples/resmlp.dp
+finish
