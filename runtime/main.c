@@ -557,7 +557,8 @@ typedef struct {
 	double train_s;    /* the training loop */
 	double first_s;    /* step 1 alone: ms_per_step leaves out its one-time costs */
 	double save_s;     /* --save and --dump-grads */
-	int64_t predicted; /* arena + optimizer state */
+	int64_t predicted; /* the arena, optimizer state included */
+	bool saved;        /* --save wrote the parameters */
 } Run;
 
 /* JSON has no NaN or infinity: a diverged loss is written as null */
@@ -570,8 +571,27 @@ static const char *json_real(char *buf, double v)
 	return buf;
 }
 
+/* The bytes a training run moves each way, from the plan: the resident
+ * parameters up once, each step's inputs, streamed units and loss, and the
+ * downloads --dump-grads and --save make. */
+static void predict_transfers(RtCtx *c, const Opts *o, const Run *r, int64_t *h2d, int64_t *d2h)
+{
+	const RtModel *m = c->model;
+	int64_t resident = 0, all = 0, inputs = 0;
+	for (int i = 0; i < m->nparams; i++) {
+		all += m->params[i].bytes;
+		resident += m->params[i].streamed ? 0 : m->params[i].bytes;
+	}
+	for (int k = 0; k < m->ninputs; k++)
+		inputs += m->inputs[k].bytes;
+	*h2d = resident + r->steps * (inputs + m->xfer_h2d[1]);
+	*d2h = r->steps * (m->real_bytes + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
+}
+
 static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 {
+	int64_t ph, pd;
+	predict_transfers(c, o, r, &ph, &pd);
 	char first[32], last[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[4096];
@@ -582,6 +602,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"setup_s\": %.6f,\n  \"save_s\": %.6f,\n"
 	                   "  \"peak_device_bytes\": %lld,\n"
 	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
+	                   "  \"predicted_h2d_bytes\": %lld,\n  \"predicted_d2h_bytes\": %lld,\n"
 	                   "  \"host_pool_bytes\": %lld,\n  \"device_slots\": %d,\n  \"prefetch_distance\": %d,\n"
 	                   "  \"stream_h2d_bytes\": %lld,\n  \"stream_d2h_bytes\": %lld,\n"
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
@@ -590,7 +611,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
-	                   (long long)n->d2h_bytes, (long long)c->model->host, c->model->nslots, c->model->ahead,
+	                   (long long)n->d2h_bytes, (long long)ph, (long long)pd, (long long)c->model->host, c->model->nslots, c->model->ahead,
 	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * c->model->xfer_h2d[1]),
 	                   (long long)(r->steps * c->model->xfer_d2h[1]), (long long)n->steps[RT_COUNT_FORWARD],
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms);
@@ -836,6 +857,7 @@ int main(int argc, char **argv)
 	if (o.save) {
 		download_params(c, host, false);
 		rt_save_safetensors(o.save, m, host, false);
+		r.saved = true;
 	}
 	r.save_s += now() - t1;
 	if (o.summary)

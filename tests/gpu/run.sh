@@ -29,6 +29,21 @@ build)
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
 	done
+	# streaming: resmlp with every stackable parameter streamed, against resident (tolerance 0)
+	mkdir -p $B/stream
+	for opt in sgd adam; do
+		for ck in none binomial; do
+			bin/dpc --target cuda --optimizer $opt --checkpoint $ck samples/resmlp.dp -o $B/stream/res.$opt.$ck || exit 1
+			bin/dpc --target cuda --optimizer $opt --checkpoint $ck --stream params samples/resmlp.dp -o $B/stream/str.$opt.$ck || exit 1
+		done
+	done
+	# bench/stream.sh: the bench MLP at L = 256 (1 GiB of weights) in a 128 MiB budget, and resident,
+	# with the same binomial schedule; and a model larger than the GPU, in host RAM
+	bin/dpc --target cuda -D L=256 --checkpoint binomial --snapshots 20 bench/resmlp_big.dp -o $B/stream_res.cuda || exit 1
+	bin/dpc --target cuda -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
+		bench/resmlp_big.dp -o $B/stream_8x.cuda || exit 1
+	bin/dpc --target cuda -D L=${HUGE_L:-20480} --checkpoint binomial --snapshots 64 --stream params --device-mem 8G \
+		bench/stream_huge.dp -o $B/stream_huge.cuda || exit 1
 	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
 	# by one thread, a warp or a block) against the CPU and finite differences
 	mkdir -p $B/ops
@@ -71,7 +86,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda) continue ;; esac # benchmarks: bench/
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda) continue ;; esac # benchmarks: bench/
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr"
@@ -101,5 +116,26 @@ if [ -n "$SAN" ]; then
 	done
 else
 	notok "gpu/compute-sanitizer not found"
+fi
+# streaming on the GPU: copy stream, events, pinned pool; bitwise equal to resident, bytes as predicted
+for res in $B/stream/res.*; do
+	tag=${res#$B/stream/res.}
+	str=$B/stream/str.$tag
+	$res --steps 5 --quiet --save $TEST_OUT/sr.$tag.p --dump-grads $TEST_OUT/sr.$tag.g >$TEST_OUT/sr.$tag.log 2>&1 &&
+		$str --steps 5 --quiet --save $TEST_OUT/ss.$tag.p --dump-grads $TEST_OUT/ss.$tag.g --summary-json $TEST_OUT/ss.$tag.json \
+			>$TEST_OUT/ss.$tag.log 2>&1 || { notok "gpu/stream $tag: run" $TEST_OUT/ss.$tag.log; continue; }
+	check "gpu/stream $tag: parameters and gradients equal to resident" bash -c \
+		"cmp $TEST_OUT/sr.$tag.p $TEST_OUT/ss.$tag.p || python3 $B/compare.py $TEST_OUT/sr.$tag.p $TEST_OUT/ss.$tag.p 0"
+	check "gpu/stream $tag: bytes as predicted" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ('h2d_bytes', 'd2h_bytes', 'stream_h2d_bytes', 'stream_d2h_bytes'):
+    assert j[k] == j['predicted_' + k], (k, j[k], j['predicted_' + k])
+assert j['peak_device_bytes'] == j['predicted_device_bytes']
+print(j['stream_h2d_bytes'], j['stream_d2h_bytes'])" $TEST_OUT/ss.$tag.json
+done
+if [ -n "$SAN" ]; then
+	check "gpu/compute-sanitizer streamed resmlp (adam, binomial)" bash -c "'$SAN' --error-exitcode 3 $B/stream/str.adam.binomial --steps 3 >$TEST_OUT/san_stream.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_stream.log || { cat $TEST_OUT/san_stream.log; false; }"
+	check "gpu/compute-sanitizer synccheck streamed resmlp" bash -c "'$SAN' --tool synccheck --error-exitcode 3 $B/stream/str.sgd.none --steps 2 >$TEST_OUT/san_stream2.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_stream2.log || { cat $TEST_OUT/san_stream2.log; false; }"
 fi
 finish
