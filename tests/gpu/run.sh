@@ -58,7 +58,10 @@ build)
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
 		cp -L "$lib" $B/lib/
 	done
-	echo "built into $B/"
+	# the carried tree must stay under the device tool's 64 MiB: no debug info
+	find $B -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null
+	chmod u+w $B/lib/* && strip --strip-unneeded $B/lib/* 2>/dev/null
+	echo "built into $B/ ($(du -sh $B | cut -f1))"
 	exit 0
 	;;
 run) ;;
