@@ -752,11 +752,12 @@ int main(int argc, char **argv)
 		int64_t count = 0;
 		for (int i = 0; i < m->nparams; i++)
 			count += m->params[i].numel;
-		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s + work %s\n",
+		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
 		       m->model, m->nparams, (long long)count, mib(param_bytes), m->real_bytes == 8 ? "f64" : "f32", c->dev->name,
 		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
 		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
-		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "", mib(m->plan_work));
+		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
+		       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work));
 		if (m->host)
 			printf("%s: streaming: host pool %s, %d device slots per tensor (%s), %d ahead; per step %s host->device, "
 			       "%s device->host\n", m->model, mib(m->host), m->nslots, mib(m->plan_slots), m->ahead,

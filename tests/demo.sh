@@ -34,3 +34,10 @@ echo
 echo "== gradients against finite differences, in a float64 build"
 bin/dpc "${target[@]}" --precision f64 "$sample" -o "out/${name}_f64"
 "out/${name}_f64" --gradcheck
+echo
+echo "== a model 8x larger than its device budget: 64 layers of 256 x 256 with Adam (50.6 MB of"
+echo "   parameters and state) in --device-mem 6328704: the largest parameters stream from host memory, one layer at a time"
+bin/dpc "${target[@]}" -D L=64 -D H=256 -D B=8 --optimizer adam --device-mem 6328704 --emit=schedule "$sample" | tail -5
+bin/dpc "${target[@]}" -D L=64 -D H=256 -D B=8 --optimizer adam --device-mem 6328704 "$sample" -o "out/${name}_big"
+"out/${name}_big" --steps 30 --lr 0.0003 --log-every 10 --summary-json "out/${name}_big.json"
+grep -E '"(peak_device_bytes|host_pool_bytes|stream_h2d_bytes|predicted_stream_h2d_bytes)"' "out/${name}_big.json"

@@ -1,5 +1,5 @@
 /* libFuzzer target: a .dp program through the frontend, reverse mode, both
- * loop schedules and the memory plan, with every printed stage. A user error
+ * loop schedules, streaming and the memory plan, with every printed stage. A user error
  * returns to the harness (diag_set_trap); a compiler bug (die, a failed IR
  * verification) aborts, and so do the sanitizers: both are findings. */
 #include <stdint.h>
@@ -11,14 +11,15 @@ static FILE *sink;
 
 /* The pipeline as dpc runs it (driver_passes), to the memory plan, then
  * every printed stage. */
-static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, Optimizer opt)
+static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, Optimizer opt, StreamMode stream)
 {
 	DriverOptions o = {0};
 	o.emit = EMIT_EXE;
 	o.real_bytes = real_bytes;
 	o.optimizer = opt;
-	o.ckpt = (CkptOptions){mode, 0, budget};
+	o.ckpt = (CkptOptions){mode, 0, budget, stream};
 	o.stream.device_mem = budget;
+	o.stream.mode = stream;
 	o.verify = true;
 	Emit last;
 	Program *p = driver_passes(ast, &o, &last);
@@ -35,8 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fe_max_ops = 20000; /* a sanitized run of the full 2^20 takes seconds */
 	}
 	/* each run gets its own trap: a later one may fail where an earlier passed */
-	static const struct { int real_bytes; CkptMode mode; int64_t budget; Optimizer opt; } runs[] = {
-		{4, CKPT_NONE, 0, OPT_SGD}, {8, CKPT_BINOMIAL, 0, OPT_SGD}, {4, CKPT_BINOMIAL, 1 << 20, OPT_ADAM},
+	static const struct { int real_bytes; CkptMode mode; int64_t budget; Optimizer opt; StreamMode stream; } runs[] = {
+		{4, CKPT_NONE, 0, OPT_SGD, STREAM_NONE}, {8, CKPT_BINOMIAL, 0, OPT_SGD, STREAM_NONE},
+		{4, CKPT_BINOMIAL, 1 << 20, OPT_ADAM, STREAM_AUTO}, {4, CKPT_NONE, 0, OPT_ADAM, STREAM_PARAMS},
 	};
 	for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
 		jmp_buf trap;
@@ -45,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FeAst *ast = fe_parse_text("fuzz.dp", (const char *)data, size, NULL, 0);
 			if (i == 0)
 				fe_print_ast(sink, ast);
-			pipeline(ast, runs[i].real_bytes, runs[i].mode, runs[i].budget, runs[i].opt);
+			pipeline(ast, runs[i].real_bytes, runs[i].mode, runs[i].budget, runs[i].opt, runs[i].stream);
 		}
 		diag_set_trap(NULL);
 		ar_free_all();
