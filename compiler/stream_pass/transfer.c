@@ -402,6 +402,30 @@ void stream_transfers(Program *p, const StreamOptions *o)
 	for (int i = 0; i < np; i++)
 		if (pick[i])
 			stream_param(p, i, &u[i], d + 1, d);
+	/* every parameter's fetches before the first wait, so that no fetch is queued behind a wait */
+	for (int t = 0; t < p->body.len; t++) {
+		Body bs[2];
+		int nb = nbodies(p->body.ops[t], bs);
+		for (int j = 0; j < nb; j++) {
+			Block *b = bs[j].b;
+			int n = 0;
+			while (n < b->len && (b->ops[n]->kind == OP_H2D || b->ops[n]->kind == OP_WAIT || b->ops[n]->kind == OP_ZERO))
+				n++;
+			/* this step's units first, then those one step ahead, ... */
+			Ops first = {0}, rest = {0};
+			for (int a = 0; a <= d; a++)
+				for (int i = 0; i < n; i++)
+					if (b->ops[i]->kind == OP_H2D && (b->ops[i]->shift == a || b->ops[i]->shift == -a))
+						vec_push(&first, b->ops[i]);
+			for (int i = 0; i < n; i++)
+				if (b->ops[i]->kind != OP_H2D)
+					vec_push(&rest, b->ops[i]);
+			for (int i = 0; i < first.len; i++)
+				b->ops[i] = first.data[i];
+			for (int i = 0; i < rest.len; i++)
+				b->ops[first.len + i] = rest.data[i];
+		}
+	}
 	p->nslots = d + 1;
 	p->ahead = d;
 }
