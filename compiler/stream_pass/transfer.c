@@ -276,6 +276,9 @@ typedef struct {
 	Op *rev;         /* the revolve being simulated */
 } Sim;
 
+/* the most loop steps one count may run through: seconds of counting */
+#define SIM_MAX ((int64_t)1 << 28)
+
 static void sim_body(Sim *s, Block *b, int64_t i)
 {
 	Program *p = s->p;
@@ -310,15 +313,35 @@ static void sim_action(void *ctx, CkptAction a, int64_t step, int64_t to, int sl
 		sim_body(s, &s->rev->body2, s->rev->lo + step);
 }
 
+static bool has_transfers(Block *b)
+{
+	for (int i = 0; i < b->len; i++)
+		if (b->ops[i]->kind == OP_H2D || b->ops[i]->kind == OP_D2H)
+			return true;
+	return false;
+}
+
 /* what one call running b[0, nops) moves, from slots that hold nothing */
 static void simulate(Program *p, int nops, int64_t *h2d_bytes, int64_t *d2h_bytes)
 {
+	int64_t runs = 0;
+	for (int t = 0; t < nops; t++) {
+		Op *op = p->body.ops[t];
+		if (has_transfers(&op->body) || has_transfers(&op->body2))
+			runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_binomial_cost(op->trip, op->nsnap) : 0);
+		if (runs > SIM_MAX)
+			diag_error(op->loc, "this loop of %lld steps streams its layers; counting a training step's transfers "
+			           "would take more than 2^28 loop steps, the most dpc counts; use fewer layers, or --stream none",
+			           (long long)op->trip);
+	}
 	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), 0, 0, NULL};
 	for (int v = 0; v < p->values.len; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
 			s.held[v] = ar_alloc(sizeof(int64_t) * (size_t)p->values.data[v].type.dim[0]);
 	for (int t = 0; t < nops; t++) {
 		Op *op = p->body.ops[t];
+		if (!has_transfers(&op->body) && !has_transfers(&op->body2))
+			continue;
 		if (op->kind == OP_LOOP)
 			for (int64_t i = 0; i < op->trip; i++)
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);

@@ -170,6 +170,8 @@ expect stream/host-too-small 1 "need .* ([0-9]* bytes) of pinned host memory, mo
 expect stream/nothing-streams 1 "no parameter can stream" "$DPC" --stream params samples/classifier.dp -o "$o/x"
 expect stream/bad-mode 2 "--stream takes none, auto or params, not 'all'" "$DPC" --stream all samples/resmlp.dp
 expect stream/none-refuses 1 "more than --device-mem" "$DPC" $big --stream none --device-mem $budget samples/resmlp.dp -o "$o/x"
+expect stream/too-long 1 "stack.dp:11:7: error: this loop of 3000000000 steps streams its layers" \
+	"$DPC" -D L=3000000000 --stream params --emit=schedule tests/stream/stack.dp
 # --emit=stream shows residency and every transfer
 expect stream/emit 0 "h2d %slots_W" "$DPC" --stream params --emit=stream samples/resmlp.dp
 expect stream/emit-host 0 "%W.* host @ 0" "$DPC" --stream params --emit=stream samples/resmlp.dp
