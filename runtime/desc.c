@@ -62,6 +62,17 @@ static bool inside(int64_t size, int64_t offset, int64_t bytes)
 	return offset >= 0 && bytes >= 0 && offset <= size - bytes;
 }
 
+/* the parameter the next word names, declared by an earlier param line */
+static RtTensor *named_param(RtModel *m, char **p, int line, const char *text)
+{
+	char name[128];
+	word(p, name, sizeof name, line, text);
+	for (int i = 0; i < m->nparams; i++)
+		if (!strcmp(m->params[i].name, name))
+			return &m->params[i];
+	bad(line, text);
+}
+
 void rt_parse_desc(RtModel *m, const char *desc)
 {
 	memset(m, 0, sizeof *m);
@@ -118,26 +129,13 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			m->adam = !strcmp(s, "adam");
 			m->has_optimizer = true;
 		} else if (!strcmp(key, "state")) {
-			char name[128];
-			word(&p, name, sizeof name, line, l);
-			int i = 0;
-			while (i < m->nparams && strcmp(m->params[i].name, name))
-				i++;
-			if (i == m->nparams)
-				bad(line, l);
-			m->params[i].opt_m = num(&p, line, l);
-			m->params[i].opt_v = num(&p, line, l);
+			RtTensor *t = named_param(m, &p, line, l);
+			t->opt_m = num(&p, line, l);
+			t->opt_v = num(&p, line, l);
 		} else if (!strcmp(key, "host")) {
 			m->host = num(&p, line, l);
 		} else if (!strcmp(key, "stream")) {
-			char name[128];
-			word(&p, name, sizeof name, line, l);
-			int i = 0;
-			while (i < m->nparams && strcmp(m->params[i].name, name))
-				i++;
-			if (i == m->nparams)
-				bad(line, l);
-			RtTensor *t = &m->params[i];
+			RtTensor *t = named_param(m, &p, line, l);
 			t->streamed = true;
 			t->host = num(&p, line, l);
 			t->host_m = num(&p, line, l);

@@ -133,15 +133,20 @@ const char *ir_type_str(Type t)
 	return ar_strdup(buf);
 }
 
+Type ir_drop_first(Type t)
+{
+	Type r = t;
+	r.rank = t.rank - 1;
+	for (int i = 0; i < r.rank; i++)
+		r.dim[i] = t.dim[i + 1];
+	return r;
+}
+
 const char *ir_decl_type_str(Type t, int stacked)
 {
 	if (!stacked)
 		return ir_type_str(t);
-	Type inner = t;
-	inner.rank--;
-	for (int i = 0; i < inner.rank; i++)
-		inner.dim[i] = t.dim[i + 1];
-	return ar_printf("f32[%lld]%s", (long long)t.dim[0], ir_type_str(inner) + 3);
+	return ar_printf("f32[%lld]%s", (long long)t.dim[0], ir_type_str(ir_drop_first(t)) + 3);
 }
 
 static void walk(Block *b, ir_op_fn fn, void *ctx)

@@ -207,6 +207,7 @@ int64_t ir_numel(Type t);
 bool ir_too_large(Type t);
 int64_t ir_bytes(const Program *p, Type t);
 bool ir_type_eq(Type a, Type b);
+Type ir_drop_first(Type t); /* t without its leading axis: the type of x[i] */
 const char *ir_type_str(Type t); /* "f32[64, 32]" */
 const char *ir_decl_type_str(Type t, int stacked); /* as declared: "f32[8][128, 128]" when stacked */
 

@@ -38,15 +38,6 @@ bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n)
 	return *m > 1;
 }
 
-static Type drop_first(Type t)
-{
-	Type r = t;
-	r.rank = t.rank - 1;
-	for (int i = 0; i < r.rank; i++)
-		r.dim[i] = t.dim[i + 1];
-	return r;
-}
-
 static const char *need_real(Program *p, Op *op, int k)
 {
 	Type t = ir_vtype(p, op->in[k]);
@@ -94,14 +85,14 @@ static const char *check_transfer(Program *p, Op *op)
 		return ar_printf("%s: %s is not a slot variable", ir_ops[op->kind].name, ir_value_name(p, slot));
 	if (ir_vtype(p, index).dt != DT_INDEX)
 		return "slice index is not an index";
-	Type unit = drop_first(s->type);
+	Type unit = ir_drop_first(s->type);
 	switch (op->kind) {
 	case OP_WAIT:
 		return NULL;
 	case OP_H2D:
 	case OP_D2H: {
 		Type h = ir_vtype(p, host);
-		if (h.rank < 1 || !ir_type_eq(drop_first(h), unit))
+		if (h.rank < 1 || !ir_type_eq(ir_drop_first(h), unit))
 			return ar_printf("%s between %s and slots %s", ir_ops[op->kind].name, ts(h), ts(s->type));
 		return NULL;
 	}
@@ -140,7 +131,7 @@ static const char *check_var(Program *p, Op *op)
 	case OP_STORE_SLICE:
 		if (ir_vtype(p, op->in[1]).dt != DT_INDEX)
 			return "slice index is not an index";
-		if (v.rank < 1 || !ir_type_eq(drop_first(v), ir_vtype(p, op->in[2])))
+		if (v.rank < 1 || !ir_type_eq(ir_drop_first(v), ir_vtype(p, op->in[2])))
 			return ar_printf("%s of %s into %s", ir_ops[op->kind].name, ts(ir_vtype(p, op->in[2])), ts(v));
 		return NULL;
 	default:
@@ -191,7 +182,7 @@ static const char *check(Program *p, Op *op, Type *out)
 			return ar_printf("cannot index %s", ts(a));
 		if (b.dt != DT_INDEX)
 			return "an index must be a loop variable or a constant";
-		*out = drop_first(a);
+		*out = ir_drop_first(a);
 		return NULL;
 	case OP_RESHAPE:
 		if (ir_numel(a) != ir_numel(op->to)) {

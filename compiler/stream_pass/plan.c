@@ -169,12 +169,7 @@ static bool mentions(Program *p, Op *op, int r)
 static void coalesce(Program *p, Block *b, int at, int y, int x, int index, const int *uses)
 {
 	Value *Y = &p->values.data[y];
-	Type t = ir_vtype(p, x);
-	if (index >= 0) {
-		t.rank--;
-		for (int i = 0; i < t.rank; i++)
-			t.dim[i] = t.dim[i + 1];
-	}
+	Type t = index >= 0 ? ir_drop_first(ir_vtype(p, x)) : ir_vtype(p, x);
 	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || y == p->loss ||
 	    !ir_type_eq(Y->type, t))
 		return;
@@ -441,6 +436,8 @@ static void leading_sums(Program *p, Block *b)
 	}
 }
 
+int64_t stream_aligned(Program *p, Type t) { return align_up(ir_bytes(p, t)); }
+
 static int64_t place(Program *p, int v, int64_t at)
 {
 	Value *x = &p->values.data[v];
@@ -475,9 +472,6 @@ int64_t stream_plan(Program *p)
 
 Program *stream_pass(Program *p, const StreamOptions *o)
 {
-	StreamOptions none = {0};
-	if (!o)
-		o = &none;
 	stream_transfers(p, o);
 	stream_plan(p);
 	if (o->device_mem && p->arena_bytes > o->device_mem)

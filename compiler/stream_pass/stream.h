@@ -37,7 +37,9 @@ void stream_print(FILE *f, Program *p);
 /* "1.5 MiB" */
 const char *stream_bytes_str(int64_t bytes);
 
-/* transfer.c, for stream_pass */
+/* within the component: a tensor's bytes in a fixed region (plan.c); the
+ * transfer pass (transfer.c), for stream_pass */
+int64_t stream_aligned(Program *p, Type t);
 void stream_transfers(Program *p, const StreamOptions *o);
 void stream_count(Program *p);
 

@@ -126,17 +126,6 @@ static Usage usage(Program *p, Param *q)
 	return u;
 }
 
-static int64_t aligned(Program *p, Type t) { return (ir_bytes(p, t) + 255) / 256 * 256; }
-
-static Type unit_type(Param *q)
-{
-	Type t = q->type;
-	t.rank--;
-	for (int i = 0; i < t.rank; i++)
-		t.dim[i] = t.dim[i + 1];
-	return t;
-}
-
 static Type slots_type(Param *q, int k)
 {
 	Type t = q->type;
@@ -144,29 +133,25 @@ static Type slots_type(Param *q, int k)
 	return t;
 }
 
-/* device bytes streaming q with k slots saves (positive) */
+/* device bytes streaming q with k slots saves: the parameter and its
+ * gradient (and Adam's moments) against k slots and one unit of gradient
+ * (and k slots per moment), all fixed regions */
 static int64_t saving(Program *p, Param *q, int k)
 {
-	int64_t resident = aligned(p, q->type) + aligned(p, q->type);
-	int64_t streamed = aligned(p, slots_type(q, k)) + aligned(p, unit_type(q));
+	int64_t whole = stream_aligned(p, q->type), slots = stream_aligned(p, slots_type(q, k));
+	int64_t resident = 2 * whole, streamed = slots + stream_aligned(p, ir_drop_first(q->type));
 	if (q->opt_m >= 0) {
-		resident += 2 * aligned(p, q->type);
-		streamed += 2 * aligned(p, slots_type(q, k));
+		resident += 2 * whole;
+		streamed += 2 * slots;
 	}
 	return resident - streamed;
 }
 
 /* ---- the rewrite ---- */
 
-static Op *mk(Program *p, OpKind k, Loc loc, int nin, const int *in)
-{
-	Op *op = ir_new_op(p, k, loc, nin, in);
-	return op;
-}
-
 static Op *h2d(Program *p, Loc loc, int slots, int host, int ivar, int64_t shift, int64_t units)
 {
-	Op *op = mk(p, OP_H2D, loc, 3, (int[]){slots, host, ivar});
+	Op *op = ir_new_op(p, OP_H2D, loc, 3, (int[]){slots, host, ivar});
 	op->shift = shift;
 	op->lo = 0;
 	op->trip = units;
@@ -202,7 +187,7 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 		q->vslot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_v_%s", q->name), loc);
 		p->values.data[q->mslot].vclass = p->values.data[q->vslot].vclass = VC_SLOT;
 	}
-	int gu = ir_new_value(p, VK_VAR, unit_type(q), ar_printf("grad_%s_unit", q->name), loc);
+	int gu = ir_new_value(p, VK_VAR, ir_drop_first(q->type), ar_printf("grad_%s_unit", q->name), loc);
 	p->values.data[gu].vclass = VC_GRAD;
 	q->grad = gu;
 
@@ -245,21 +230,21 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 					vec_push(&front, h2d(p, loc, q->vslot, q->opt_v, l, dir * a, units));
 				}
 			}
-			vec_push(&front, mk(p, OP_WAIT, loc, 2, (int[]){q->slot, l}));
+			vec_push(&front, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->slot, l}));
 			if (owns) {
-				vec_push(&front, mk(p, OP_ZERO, loc, 1, &gu));
+				vec_push(&front, ir_new_op(p, OP_ZERO, loc, 1, &gu));
 				if (adam) {
-					vec_push(&back, mk(p, OP_WAIT, loc, 2, (int[]){q->mslot, l}));
-					vec_push(&back, mk(p, OP_WAIT, loc, 2, (int[]){q->vslot, l}));
+					vec_push(&back, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->mslot, l}));
+					vec_push(&back, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->vslot, l}));
 				}
-				Op *up = adam ? mk(p, OP_UPDATE, loc, 5, (int[]){q->slot, gu, l, q->mslot, q->vslot})
-				              : mk(p, OP_UPDATE, loc, 3, (int[]){q->slot, gu, l});
+				Op *up = adam ? ir_new_op(p, OP_UPDATE, loc, 5, (int[]){q->slot, gu, l, q->mslot, q->vslot})
+				              : ir_new_op(p, OP_UPDATE, loc, 3, (int[]){q->slot, gu, l});
 				up->index = qi;
 				vec_push(&back, up);
-				vec_push(&back, mk(p, OP_D2H, loc, 3, (int[]){w, q->slot, l}));
+				vec_push(&back, ir_new_op(p, OP_D2H, loc, 3, (int[]){w, q->slot, l}));
 				if (adam) {
-					vec_push(&back, mk(p, OP_D2H, loc, 3, (int[]){q->opt_m, q->mslot, l}));
-					vec_push(&back, mk(p, OP_D2H, loc, 3, (int[]){q->opt_v, q->vslot, l}));
+					vec_push(&back, ir_new_op(p, OP_D2H, loc, 3, (int[]){q->opt_m, q->mslot, l}));
+					vec_push(&back, ir_new_op(p, OP_D2H, loc, 3, (int[]){q->opt_v, q->vslot, l}));
 				}
 			}
 			splice(b, &front, &back);
@@ -321,27 +306,28 @@ static bool has_transfers(Block *b)
 	return false;
 }
 
-/* what one call running b[0, nops) moves, from slots that hold nothing */
-static void simulate(Program *p, int nops, int64_t *h2d_bytes, int64_t *d2h_bytes)
+/* What dp_forward (the first nforward ops) and dp_step (all of them) move,
+ * each from slots that hold nothing: one walk, read at both ends. */
+static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 {
-	int64_t runs = 0;
-	for (int t = 0; t < nops; t++) {
-		Op *op = p->body.ops[t];
-		if (has_transfers(&op->body) || has_transfers(&op->body2))
-			runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_binomial_cost(op->trip, op->nsnap) : 0);
-		if (runs > SIM_MAX)
-			diag_error(op->loc, "this loop of %lld steps streams its layers; counting a training step's transfers "
-			           "would take more than 2^28 loop steps, the most dpc counts; use fewer layers, or --stream none",
-			           (long long)op->trip);
-	}
 	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), 0, 0, NULL};
 	for (int v = 0; v < p->values.len; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
 			s.held[v] = ar_alloc(sizeof(int64_t) * (size_t)p->values.data[v].type.dim[0]);
-	for (int t = 0; t < nops; t++) {
+	int64_t runs = 0;
+	for (int t = 0; t <= p->body.len; t++) {
+		if (t == p->nforward)
+			h2d_bytes[0] = s.h2d, d2h_bytes[0] = s.d2h;
+		if (t == p->body.len)
+			break;
 		Op *op = p->body.ops[t];
 		if (!has_transfers(&op->body) && !has_transfers(&op->body2))
 			continue;
+		runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_binomial_cost(op->trip, op->nsnap) : 0);
+		if (runs > SIM_MAX)
+			diag_error(op->loc, "this loop of %lld steps streams its layers; counting a training step's transfers "
+			           "would take more than 2^28 loop steps, the most dpc counts; use fewer layers, or --stream none",
+			           (long long)op->trip);
 		if (op->kind == OP_LOOP)
 			for (int64_t i = 0; i < op->trip; i++)
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
@@ -350,8 +336,8 @@ static void simulate(Program *p, int nops, int64_t *h2d_bytes, int64_t *d2h_byte
 			ckpt_binomial_schedule(op->trip, op->nsnap, sim_action, &s);
 		}
 	}
-	*h2d_bytes = s.h2d;
-	*d2h_bytes = s.d2h;
+	h2d_bytes[1] = s.h2d;
+	d2h_bytes[1] = s.d2h;
 }
 
 /* ---- the decision ---- */
@@ -458,6 +444,5 @@ void stream_count(Program *p)
 	p->h2d_bytes[0] = p->h2d_bytes[1] = p->d2h_bytes[0] = p->d2h_bytes[1] = 0;
 	if (!p->nslots)
 		return;
-	simulate(p, p->nforward, &p->h2d_bytes[0], &p->d2h_bytes[0]);
-	simulate(p, p->body.len, &p->h2d_bytes[1], &p->d2h_bytes[1]);
+	simulate(p, p->h2d_bytes, p->d2h_bytes);
 }
