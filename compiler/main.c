@@ -26,7 +26,8 @@ static const char usage[] =
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
 	"                       per parameter are planned device memory, inside --device-mem\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
-	"  --host-mem BYTES     pinned host memory budget for streamed parameters and their optimizer state\n"
+	"  --host-mem BYTES     pinned host memory budget: streamed parameters, their optimizer state\n"
+	"                       and the snapshots kept in host memory\n"
 	"  --stream none|auto|params\n"
 	"                       parameters in host memory, streamed one layer W[l] at a time through\n"
 	"                       device slots: none keeps all on the device; auto (the default with\n"
@@ -38,7 +39,9 @@ static const char usage[] =
 	"                       carried values and recomputes (Griewank-Walther revolve)\n"
 	"  --snapshots N        binomial: snapshot slots per loop, the initial state's included\n"
 	"                       (default: as many as --device-mem allows, else ceil(sqrt(n)) + 1;\n"
-	"                       at most n)\n"
+	"                       at most n). Unless --stream none, those --device-mem cannot hold\n"
+	"                       live in host memory, and when the parameters stream the default\n"
+	"                       count tops up there to ceil(sqrt(n)) + 1\n"
 	"  --schedule-json FILE also write the schedule as JSON (with the action list of loops up\n"
 	"                       to 1000 steps)\n"
 	"  --no-verify          skip the IR verifier between passes\n"
@@ -210,6 +213,7 @@ int main(int argc, char **argv)
 		usage_error("%s", ar_printf("%s takes cpu or cuda, not '%s'", target_from, target));
 	o.ckpt.device_mem = o.stream.device_mem;
 	o.ckpt.stream = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
+	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);
 	ar_free_all();
 	return rc;

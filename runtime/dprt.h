@@ -76,13 +76,20 @@ void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes);
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes);
 void rt_count(RtCtx *c, int counter, int64_t n);
 /* Reverses a loop of n steps (indices lo..lo+n-1) under the binomial
- * schedule with s snapshot slots, calling the generated functions:
- * advance(c, i, j) steps the state from i to j; taped(c, i) runs step i's
- * taped step and adjoint from the current state; snapshot(c, slot, restore)
- * copies the state into slot 0..s-1, or back when restore is 1. The state
- * of step lo is current on entry. Advances count as recomputed steps. */
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
-                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int));
+ * schedule with s snapshot slots, the lowest nhost of them in the host pool,
+ * calling the generated functions: advance(c, i, j) steps the state from i
+ * to j; taped(c, i) runs step i's taped step and adjoint from the current
+ * state; snapshot(c, row, restore) copies the state into device row
+ * 0..s-nhost of the snapshots (row s-nhost: the staging row, with host slots),
+ * or back when restore is 1; offload(c, slot, to_device) copies the staging
+ * row into host slot 0..nhost-1, or back, with rt_snap_copy. The state of
+ * step lo is current on entry. Advances count as recomputed steps. */
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
+                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
+                void (*offload)(RtCtx *, int64_t, int));
+/* A copy on the copy stream between device memory and the host pool at
+ * offset host; later snapshot copies wait for it through RtCtx.snap_event. */
+void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes);
 
 /* Tensor streaming. A streamed tensor lives in the host pool at offset
  * `host`; its unit u (bytes each) passes through device slot u mod k of the

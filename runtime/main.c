@@ -66,40 +66,88 @@ void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
 
+/* The binomial schedule's driver. Slots below nhost live in the host pool
+ * and pass through the staging row of the device's snapshots, which holds
+ * the host slot last saved or fetched (held). One action of lookahead lets a
+ * restore's fetch run on the copy stream while the action before it
+ * computes. ckpt_binomial_host counts the same copies at compile time. */
 typedef struct {
 	RtCtx *c;
-	int64_t lo;
+	int64_t lo, nhost, stage, held;
 	void (*advance)(RtCtx *, int64_t, int64_t);
 	void (*taped)(RtCtx *, int64_t);
 	void (*snapshot)(RtCtx *, int64_t, int);
+	void (*offload)(RtCtx *, int64_t, int);
+	bool pending;
+	CkptAction a;
+	int64_t step, to;
+	int slot;
 } Revolve;
 
-static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+static void fetch_host(Revolve *r, int slot)
 {
-	Revolve *r = ctx;
+	r->offload(r->c, slot, 1);
+	r->held = slot;
+}
+
+static void run_action(Revolve *r, CkptAction a, int64_t step, int64_t to, int slot)
+{
+	RtCtx *c = r->c;
 	switch (a) {
 	case CKPT_ADVANCE:
-		r->advance(r->c, r->lo + step, r->lo + to);
-		r->c->n.steps[RT_COUNT_RECOMPUTED] += to - step;
+		r->advance(c, r->lo + step, r->lo + to);
+		c->n.steps[RT_COUNT_RECOMPUTED] += to - step;
 		break;
 	case CKPT_SAVE:
-		r->snapshot(r->c, slot, 0);
+		if (slot >= r->nhost) {
+			r->snapshot(c, slot - r->nhost, 0);
+			break;
+		}
+		/* the staging row's last copy must be done before the state overwrites it */
+		if (c->snap_event)
+			c->dev->copy_wait(c->snap_event);
+		r->snapshot(c, r->stage, 0);
+		r->offload(c, slot, 0);
+		r->held = slot;
 		break;
 	case CKPT_RESTORE:
-		r->snapshot(r->c, slot, 1);
+		if (slot >= r->nhost) {
+			r->snapshot(c, slot - r->nhost, 1);
+			break;
+		}
+		if (r->held != slot)
+			fetch_host(r, slot);
+		c->dev->copy_wait(c->snap_event);
+		r->snapshot(c, r->stage, 1);
 		break;
 	case CKPT_TAPED:
-		r->taped(r->c, r->lo + step);
+		r->taped(c, r->lo + step);
 		break;
 	}
 }
 
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
-                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int))
+static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 {
-	Revolve r = {c, lo, advance, taped, snapshot};
-	snapshot(c, 0, 0);
+	Revolve *r = ctx;
+	/* fetch ahead, unless the action before is a save into the staging row */
+	if (a == CKPT_RESTORE && slot < r->nhost && r->held != slot && r->pending &&
+	    !(r->a == CKPT_SAVE && r->slot < r->nhost))
+		fetch_host(r, slot);
+	if (r->pending)
+		run_action(r, r->a, r->step, r->to, r->slot);
+	*r = (Revolve){r->c, r->lo, r->nhost, r->stage, r->held, r->advance, r->taped, r->snapshot, r->offload,
+	               true, a, step, to, slot};
+}
+
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
+                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
+                void (*offload)(RtCtx *, int64_t, int))
+{
+	Revolve r = {c, lo, nhost, s - nhost, -1, advance, taped, snapshot, offload, false, CKPT_TAPED, 0, 0, 0};
+	run_action(&r, CKPT_SAVE, 0, 0, 0);
 	ckpt_binomial_schedule(n, (int)s, revolve_action, &r);
+	if (r.pending)
+		run_action(&r, r.a, r.step, r.to, r.slot);
 }
 
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes)
@@ -758,10 +806,13 @@ int main(int argc, char **argv)
 		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
 		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
 		       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work));
+		char slots[96] = "";
+		if (m->nslots)
+			snprintf(slots, sizeof slots, ", %d device slots per tensor (%s), %d ahead", m->nslots, mib(m->plan_slots),
+			         m->ahead);
 		if (m->host)
-			printf("%s: streaming: host pool %s, %d device slots per tensor (%s), %d ahead; per step %s host->device, "
-			       "%s device->host\n", m->model, mib(m->host), m->nslots, mib(m->plan_slots), m->ahead,
-			       mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
+			printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
+			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
 	}
 	int status = 0;
 	if (o.gradcheck) {

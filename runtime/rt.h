@@ -111,6 +111,7 @@ struct RtCtx {
 	bool profile;         /* time each call (--profile) */
 	/* streaming */
 	unsigned char *pool;  /* the pinned host pool */
+	int64_t snap_event;   /* the last copy of a snapshot between the staging row and the host pool */
 	double lr;            /* the optimizer's step that rt_update applies */
 	long step;            /* 1, 2, ...: Adam's bias correction */
 	void **capture;       /* when set: rt_update copies each unit's gradient to capture[param] */

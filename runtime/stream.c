@@ -49,3 +49,15 @@ void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t 
 	if (!c->no_update)
 		rt_apply_update(c, p, g, m, v, n);
 }
+
+void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)
+{
+	c->snap_event = c->dev->copy(to_device, dev, c->pool + host, bytes);
+	if (to_device) {
+		c->n.h2d_bytes += bytes;
+		c->n.stream_h2d += bytes;
+	} else {
+		c->n.d2h_bytes += bytes;
+		c->n.stream_d2h += bytes;
+	}
+}

@@ -41,6 +41,20 @@ typedef struct {
 	void *ctx;
 } Gen;
 
+/* Where a reversal of n > 1 steps with s > 1 slots saves its second slot. */
+static int64_t split(int64_t n, int64_t s)
+{
+	int64_t r = ckpt_binomial_r(n, s);
+	int64_t m = choose(s + r - 2, s), lo = n - choose(s + r - 1, s - 1);
+	if (m < lo)
+		m = lo;
+	if (m < 1)
+		m = 1;
+	if (m > n - 1)
+		m = n - 1;
+	return m;
+}
+
 /* Reverses steps [a, b): the state at a is current and held in `slot`;
  * s slots, that one included, are the recursion's to use. */
 static void reverse(Gen *g, int64_t a, int64_t b, int64_t s, int slot)
@@ -60,14 +74,7 @@ static void reverse(Gen *g, int64_t a, int64_t b, int64_t s, int slot)
 		}
 		return;
 	}
-	int64_t r = ckpt_binomial_r(n, s);
-	int64_t m = choose(s + r - 2, s), lo = n - choose(s + r - 1, s - 1);
-	if (m < lo)
-		m = lo;
-	if (m < 1)
-		m = 1;
-	if (m > n - 1)
-		m = n - 1;
+	int64_t m = split(n, s);
 	g->emit(g->ctx, CKPT_ADVANCE, a, a + m, slot);
 	g->emit(g->ctx, CKPT_SAVE, a + m, a + m, slot + 1);
 	reverse(g, a + m, b, s - 1, slot + 1);
@@ -80,4 +87,46 @@ void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx)
 	Gen g = {emit, ctx};
 	if (n > 0 && s > 0)
 		reverse(&g, 0, n, s, 0);
+}
+
+/* reverse() without the steps, following only the slots below nhost and the
+ * staging row their copies pass through, which holds the host slot last
+ * saved or fetched: a restore of that slot needs no copy. Slots only grow
+ * down the recursion, so a call at slot nhost or above copies nothing, and
+ * the walk stays far smaller than the schedule. */
+typedef struct {
+	int64_t nhost, held, saves, fetches;
+} HostWalk;
+
+static void host_restore(HostWalk *w, int64_t slot)
+{
+	if (w->held != slot)
+		w->fetches++, w->held = slot;
+}
+
+static void host_walk(HostWalk *w, int64_t n, int64_t s, int64_t slot)
+{
+	while (slot < w->nhost && n > 1) {
+		if (s == 1) {
+			host_restore(w, slot);
+			return;
+		}
+		int64_t m = split(n, s);
+		if (slot + 1 < w->nhost)
+			w->saves++, w->held = slot + 1;
+		host_walk(w, n - m, s - 1, slot + 1);
+		host_restore(w, slot);
+		n = m;
+	}
+}
+
+void ckpt_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int64_t *fetches)
+{
+	HostWalk w = {nhost, -1, 0, 0};
+	if (n > 0 && s > 0 && nhost > 0) {
+		w.saves = 1, w.held = 0;
+		host_walk(&w, n, s, 0);
+	}
+	*saves = w.saves;
+	*fetches = w.fetches;
 }

@@ -64,6 +64,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	v->carg = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->cyield = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->snap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	v->hsnap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	Tapes skip = {tape, f->ncarry};
 	IrClone m = {{0}, skip_store, NULL, NULL, &skip};
 	v->ivar = fresh(p, f->ivar);
@@ -82,6 +83,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 			           v->nsnap, n ? n : "the loop's state", ir_type_str(st));
 		v->snap[k] = ir_new_value(p, VK_VAR, st, ar_printf("snap_%s", n ? n : "h"), r->loc);
 		p->values.data[v->snap[k]].vclass = VC_SNAP;
+		v->hsnap[k] = -1;
 	}
 	/* advance: the forward body without its tape */
 	ir_clone_block(p, &m, &f->body, &v->body);
@@ -109,7 +111,25 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	return v;
 }
 
-/* Sets every revolve's snapshot count to `extra` more than one, at most its trip count. */
+/* op's snapshot slots, the lowest nhost of them in host memory */
+static void set_slots(Program *p, Op *op, int64_t nsnap, int64_t nhost)
+{
+	op->nsnap = (int)nsnap;
+	op->nhost = (int)nhost;
+	for (int k = 0; k < op->ncarry; k++) {
+		Value *x = &p->values.data[op->snap[k]];
+		x->type.dim[0] = nsnap - nhost + (nhost > 0);
+		if (nhost && op->hsnap[k] < 0) {
+			op->hsnap[k] = ir_new_value(p, VK_VAR, x->type, ar_printf("host_%s", x->name), x->loc);
+			p->values.data[op->hsnap[k]].vclass = VC_HSNAP;
+		}
+		if (nhost)
+			p->values.data[op->hsnap[k]].type.dim[0] = nhost;
+	}
+}
+
+/* Sets every revolve's snapshot count to `extra` more than one, at most its
+ * trip count, all on the device; returns one slot of each loop, in bytes. */
 static int64_t set_snapshots(Program *p, int64_t extra)
 {
 	int64_t slot_bytes = 0;
@@ -121,27 +141,18 @@ static int64_t set_snapshots(Program *p, int64_t extra)
 		for (int k = 0; k < op->ncarry; k++) {
 			int64_t most = IR_MAX_ELEMS / ir_numel(ir_vtype(p, op->carg[k]));
 			s = s < most ? s : most;
-		}
-		op->nsnap = (int)(s < INT_MAX ? s : INT_MAX);
-		for (int k = 0; k < op->ncarry; k++) {
-			p->values.data[op->snap[k]].type.dim[0] = op->nsnap;
 			slot_bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
 		}
+		set_slots(p, op, s < INT_MAX ? s : INT_MAX, 0);
 	}
 	return slot_bytes;
 }
 
-/* The most snapshots the budget allows: plan with one slot per loop, then
+/* Snapshots take what the budget leaves: plan with one slot per loop, then
  * share out what is left; the memory plan says what each count costs. */
-/* Snapshots take what the budget leaves. The parameters stay resident if they
- * fit with the fewest snapshots (auto); else, and with --stream params, the
- * budget is measured as if every parameter that can stream did. */
-static void fit_snapshots(Program *p, int64_t budget, StreamMode mode)
+static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 {
 	int64_t slot_bytes = set_snapshots(p, 0);
-	int64_t (*plan)(Program *) = stream_plan;
-	if (mode == STREAM_PARAMS || (mode != STREAM_NONE && stream_plan(p) > budget))
-		plan = stream_min_plan;
 	int64_t arena = plan(p);
 	/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
 	int64_t extra = slot_bytes && arena < budget ? (budget - arena) / slot_bytes : 0;
@@ -151,6 +162,62 @@ static void fit_snapshots(Program *p, int64_t budget, StreamMode mode)
 			return;
 	}
 	set_snapshots(p, 0);
+}
+
+/* `rows` host slots of op's state, aligned as the host pool aligns them */
+static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
+{
+	int64_t b = 0;
+	for (int k = 0; k < op->ncarry; k++) {
+		Type t = p->values.data[op->snap[k]].type;
+		t.dim[0] = rows;
+		b += stream_aligned(p, t);
+	}
+	return b;
+}
+
+/* The parameters stay resident if they fit with the fewest snapshots (auto);
+ * else, and with --stream params, the budget is measured as if every
+ * parameter that can stream did. The device takes as many snapshot rows as
+ * the budget leaves. Unless --stream none, the rest of the count asked for
+ * (--snapshots), or of the default count when the parameters stream, lives in
+ * host memory: the device's rows then hold the highest slots and the staging
+ * row. Loops over 2^28 steps keep theirs on the device: counting their copies
+ * would take too long. */
+static void place_snapshots(Program *p, const CkptOptions *o)
+{
+	int64_t budget = o->device_mem;
+	int64_t *want = ar_alloc(sizeof(int64_t) * (size_t)(p->body.len + 1));
+	for (int i = 0; i < p->body.len; i++)
+		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
+	set_snapshots(p, 0);
+	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > budget);
+	fit_snapshots(p, budget, streams ? stream_min_plan : stream_plan);
+	bool offload = o->stream != STREAM_NONE && (o->snapshots || streams);
+	int64_t host_left = o->host_mem ? o->host_mem - stream_min_host(p) : INT64_MAX;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		if (op->kind != OP_REVOLVE)
+			continue;
+		int64_t dev = op->nsnap, nhost = want[i] - dev + 1;
+		/* asked for and not offloaded: the count asked for, which the plan may refuse */
+		if (o->snapshots && (want[i] <= dev || !offload || op->trip > ((int64_t)1 << 28))) {
+			set_slots(p, op, want[i], 0);
+			continue;
+		}
+		if (want[i] <= dev || !offload || op->trip > ((int64_t)1 << 28))
+			continue;
+		/* the default count tops up only as far as --host-mem allows */
+		if (!o->snapshots && host_rows_bytes(p, op, nhost) > host_left) {
+			nhost = host_left / host_rows_bytes(p, op, 1) + 1;
+			while (nhost > 1 && host_rows_bytes(p, op, nhost) > host_left)
+				nhost--;
+		}
+		if (nhost < 2 && !o->snapshots)
+			continue;
+		host_left -= host_rows_bytes(p, op, nhost);
+		set_slots(p, op, dev - 1 + nhost, nhost);
+	}
 }
 
 Program *ckpt_pass(Program *p, const CkptOptions *o)
@@ -164,8 +231,8 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 			if (op->kind == OP_LOOP && op->primal)
 				p->body.ops[i] = revolve(p, op, o);
 		}
-		if (!o->snapshots && o->device_mem)
-			fit_snapshots(p, o->device_mem, o->stream);
+		if (o->device_mem)
+			place_snapshots(p, o);
 		return p;
 	}
 	unreachable();
@@ -206,16 +273,18 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
 		if (!json) {
 			if (v)
-				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots, r %lld: forward steps %lld, recomputed steps %lld\n",
-				        where, (long long)n, (long long)s, (long long)r, (long long)n, (long long)cost);
+				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld\n",
+				        where, (long long)n, (long long)s, v->nhost ? ar_printf(" (%d in host memory)", v->nhost) : "",
+				        (long long)r, (long long)n, (long long)cost);
 			else
 				fprintf(f, "loop at %s: n %lld, store everything: forward steps %lld, recomputed steps 0\n", where,
 				        (long long)n, (long long)n);
 			continue;
 		}
-		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"r\": %lld, "
-		        "\"forward_steps\": %lld, \"recomputed_steps\": %lld", nloops ? "," : "", where, (long long)n,
-		        v ? "binomial" : "store-everything", (long long)s, (long long)r, (long long)n, (long long)cost);
+		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"host_snapshots\": %d, "
+		        "\"r\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld", nloops ? "," : "", where, (long long)n,
+		        v ? "binomial" : "store-everything", (long long)s, v ? v->nhost : 0, (long long)r, (long long)n,
+		        (long long)cost);
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
@@ -254,7 +323,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 				fprintf(f, " %s", p->params.data[i].name);
 		fprintf(f, "; %d device slots each, prefetch distance %d\n", p->nslots, p->ahead);
 	}
-	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units)\n",
+	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units and snapshots)\n",
 	        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1]);
 	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, optimizer state %lld (%s), inputs %lld, "
 	        "live tape %lld, snapshots %lld, streaming slots %lld, workspace %lld\n",

@@ -13,7 +13,9 @@ typedef struct {
 	CkptMode mode;
 	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
 	int64_t device_mem; /* binomial without snapshots: as many as this budget allows (the memory plan's count) */
-	StreamMode stream;  /* the budget is measured with streaming when it must stream (auto) or will (params) */
+	StreamMode stream;  /* the budget is measured with streaming when it must stream (auto) or will (params);
+	                     * unless none, snapshots beyond the budget go to host memory */
+	int64_t host_mem;   /* the pinned host budget, 0: none */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
@@ -41,5 +43,13 @@ typedef void (*CkptEmit)(void *ctx, CkptAction a, int64_t step, int64_t to, int 
 /* Generates the schedule on the fly: nothing is stored, so n may be in the
  * millions. On entry the state at step 0 is current and held in slot 0. */
 void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx);
+
+/* The copies between device and host a schedule makes when its lowest
+ * nhost slots live in host memory and pass through one staging row on the
+ * device: saves into them (the initial state's, into slot 0, included), and
+ * fetches for the restores whose slot the staging row does not hold already
+ * (it holds the host slot last saved or fetched). The runtime's driver,
+ * rt_revolve, copies exactly these. */
+void ckpt_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int64_t *fetches);
 
 #endif

@@ -21,8 +21,8 @@ typedef struct {
 	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve;
-	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset;
-	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset;
+	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy;
+	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
 } Host;
 
 static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
@@ -278,9 +278,10 @@ static LLVMValueRef sub_function(Host *outer, Host *h, const char *name, LLVMTyp
 	return fn;
 }
 
-/* A binomial schedule: three functions the runtime calls as the schedule
- * says (advance from..to, the taped step i, snapshot copy) and the call that
- * starts it. */
+/* A binomial schedule: the functions the runtime calls as the schedule
+ * says (advance from..to, the taped step i, the copy between the state and
+ * a device row of the snapshots, and with host slots the copy between the
+ * staging row and a host slot) and the call that starts it. */
 static void lower_revolve(Host *h, Op *op)
 {
 	Cg *g = h->g;
@@ -329,13 +330,30 @@ static void lower_revolve(Host *h, Op *op)
 	}
 	LLVMBuildRetVoid(g->b);
 
+	LLVMValueRef offload = LLVMConstNull(g->i8p);
+	if (op->nhost) {
+		Host o;
+		LLVMValueRef fn = sub_function(h, &o, ar_printf("dp_offload%d", id), ps, 3);
+		int64_t stage = op->nsnap - op->nhost;
+		for (int k = 0; k < op->ncarry; k++) {
+			int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[k]));
+			LLVMValueRef host = LLVMBuildAdd(g->b, cg_i64(g, p->values.data[op->hsnap[k]].offset),
+			                                 LLVMBuildMul(g->b, LLVMGetParam(fn, 1), cg_i64(g, bytes), ""), "");
+			LLVMValueRef args[5] = {o.ctx, LLVMGetParam(fn, 2), LLVMBuildAdd(g->b, addr(&o, op->snap[k]), cg_i64(g, stage * bytes), ""),
+			                        host, cg_i64(g, bytes)};
+			call(&o, h->t_snap_copy, h->f_snap_copy, args, 5);
+		}
+		LLVMBuildRetVoid(g->b);
+		offload = LLVMBuildBitCast(g->b, fn, g->i8p, "");
+	}
+
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	LLVMValueRef args[7] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->lo),
+	LLVMValueRef args[9] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
 	                        LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""),
-	                        LLVMBuildBitCast(g->b, snap, g->i8p, "")};
-	call(h, h->t_revolve, h->f_revolve, args, 7);
+	                        LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
+	call(h, h->t_revolve, h->f_revolve, args, 9);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -698,8 +716,10 @@ static void host_function(Cg *g, const char *name, int nops)
 	LLVMTypeRef pn[] = {g->i8p, g->i32, g->i64};
 	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 7, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 9, &h.t_revolve);
+	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
+	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 
 	LLVMTypeRef pf[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
 	h.f_fetch = declare(g, "rt_fetch", vd, pf, 9, &h.t_fetch);

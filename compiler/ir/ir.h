@@ -79,7 +79,7 @@ typedef struct Op Op;
 /* What a VK_VAR holds; the memory plan accounts each class apart. */
 /* VC_SLOT: the device slots [k, ...unit] of a streamed tensor; a slice
  * S[i] of one is slot i mod k. */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT } VarClass;
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP } VarClass;
 
 /* The optimizer is chosen at compile time: its state is planned memory. */
 typedef enum { OPT_SGD, OPT_ADAM } Optimizer;
@@ -157,10 +157,14 @@ struct Op {
 	 * carg holds the current state, in[k] its initial value; `body` advances
 	 * one step (ivar, yields cyield); `body2` is step ivar2's taped step and
 	 * adjoint, reading the state in carg; snap[k] are the snapshot variables
-	 * ([nsnap, ...carg[k]]). The runtime drives the binomial schedule. */
+	 * ([nsnap, ...carg[k]]). The runtime drives the binomial schedule.
+	 * With nhost > 0, slots [0, nhost) live in the host pool, in hsnap[k]
+	 * ([nhost, ...], VC_HSNAP): the lowest, which the schedule saves and
+	 * restores least. snap[k] then holds slot j at row j - nhost and one more
+	 * row, the staging row that host copies pass through. */
 	Block body2;
-	int ivar2, nsnap;
-	int *snap;
+	int ivar2, nsnap, nhost;
+	int *snap, *hsnap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
 	int64_t shift;    /* H2D: the unit fetched is index + shift (a prefetch ahead of the loop) */
 };

@@ -44,10 +44,16 @@ static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward);
 
 static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 {
-	fprintf(f, "revolve %lld..%lld snapshots %d state (", (long long)op->lo, (long long)(op->lo + op->trip), op->nsnap);
-	for (int k = 0; k < op->ncarry; k++)
+	fprintf(f, "revolve %lld..%lld snapshots %d", (long long)op->lo, (long long)(op->lo + op->trip), op->nsnap);
+	if (op->nhost)
+		fprintf(f, " (%d in host memory)", op->nhost);
+	fputs(" state (", f);
+	for (int k = 0; k < op->ncarry; k++) {
 		fprintf(f, "%s%s = %s in %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]),
 		        ir_value_name(p, op->snap[k]));
+		if (op->nhost)
+			fprintf(f, " and %s", ir_value_name(p, op->hsnap[k]));
+	}
 	fputs(") {\n", f);
 	indent(f, depth + 1);
 	fprintf(f, "advance %s {\n", ir_value_name(p, op->ivar));

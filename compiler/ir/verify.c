@@ -82,9 +82,17 @@ static void check_revolve(Check *c, Op *op)
 	Program *p = c->p;
 	if (op->trip < 1 || op->nsnap < 1 || op->nsnap > op->trip)
 		BAD(c, op, "revolve of %lld steps with %d snapshots", (long long)op->trip, op->nsnap);
-	for (int k = 0; k < op->ncarry; k++)
-		if (p->values.data[op->snap[k]].kind != VK_VAR)
-			BAD(c, op, "snapshot %d is not a variable", k);
+	if (op->nhost < 0 || op->nhost > op->nsnap)
+		BAD(c, op, "revolve with %d of its %d snapshots in host memory", op->nhost, op->nsnap);
+	for (int k = 0; k < op->ncarry; k++) {
+		Value *x = &p->values.data[op->snap[k]];
+		if (x->kind != VK_VAR || x->type.dim[0] != op->nsnap - op->nhost + (op->nhost > 0))
+			BAD(c, op, "snapshot %d is not a variable of %d rows", k, op->nsnap - op->nhost + (op->nhost > 0));
+		if (op->nhost > 0 && (p->values.data[op->hsnap[k]].kind != VK_VAR ||
+		                      p->values.data[op->hsnap[k]].vclass != VC_HSNAP ||
+		                      p->values.data[op->hsnap[k]].type.dim[0] != op->nhost))
+			BAD(c, op, "host snapshot %d is not a host variable of %d rows", k, op->nhost);
+	}
 	unsigned char *before = check_carried(c, op);
 	/* the taped step sees the state, not the advance body's values */
 	for (int k = 0; k < op->ncarry; k++)

@@ -482,8 +482,8 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 		      stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_slots),
 		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem), (long long)o->device_mem);
 	if (o->host_mem && p->host_bytes > o->host_mem)
-		fatal("the streamed parameters and their optimizer state need %s (%lld bytes) of pinned host memory, more "
-		      "than --host-mem %s (%lld bytes)", stream_bytes_str(p->host_bytes), (long long)p->host_bytes,
+		fatal("the streamed parameters, their optimizer state and the snapshots in host memory need %s (%lld bytes) "
+		      "of pinned host memory, more than --host-mem %s (%lld bytes)", stream_bytes_str(p->host_bytes), (long long)p->host_bytes,
 		      stream_bytes_str(o->host_mem), (long long)o->host_mem);
 	stream_count(p);
 	return p;
@@ -533,6 +533,11 @@ static void plan(Program *p)
 		}
 	}
 	p->plan_opt = at - mark, mark = at;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		for (int k = 0; op->kind == OP_REVOLVE && k < op->ncarry && op->nhost; k++)
+			host += host_place(p, op->hsnap[k], host);
+	}
 	p->host_bytes = host;
 	for (int i = 0; i < p->inputs.len; i++)
 		at += place(p, p->inputs.data[i].value, at);
@@ -621,7 +626,7 @@ void stream_print(FILE *f, Program *p)
 	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
 	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots,
 	        (long long)p->plan_work, (long long)p->ones_len, (long long)p->ones_offset);
-	if (p->nslots)
+	if (p->host_bytes)
 		fprintf(f, "# host pool %lld bytes; %d device slots per streamed tensor, prefetch distance %d; per call "
 		        "host->device / device->host bytes: dp_forward %lld / %lld, dp_step %lld / %lld\n",
 		        (long long)p->host_bytes, p->nslots, p->ahead, (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0],

@@ -32,6 +32,8 @@ int64_t stream_plan(Program *p);
 /* The smallest arena streaming could reach for p: every parameter that can
  * stream streamed, one unit ahead. */
 int64_t stream_min_plan(Program *p);
+/* The host pool that streaming every parameter that can would take. */
+int64_t stream_min_host(Program *p);
 /* --emit=stream: the plan's regions, every tensor's place and every transfer. */
 void stream_print(FILE *f, Program *p);
 /* "1.5 MiB" */

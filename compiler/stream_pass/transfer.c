@@ -353,6 +353,17 @@ int64_t stream_min_plan(Program *p)
 	return arena;
 }
 
+int64_t stream_min_host(Program *p)
+{
+	int64_t host = 0;
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (!usage(p, q).why)
+			host += stream_aligned(p, q->type) * (q->opt_m >= 0 ? 3 : 1);
+	}
+	return host;
+}
+
 static const char *budget_str(int64_t b) { return ar_printf("%s (%lld bytes)", stream_bytes_str(b), (long long)b); }
 
 void stream_transfers(Program *p, const StreamOptions *o)
@@ -442,7 +453,18 @@ void stream_transfers(Program *p, const StreamOptions *o)
 void stream_count(Program *p)
 {
 	p->h2d_bytes[0] = p->h2d_bytes[1] = p->d2h_bytes[0] = p->d2h_bytes[1] = 0;
-	if (!p->nslots)
-		return;
-	simulate(p, p->h2d_bytes, p->d2h_bytes);
+	if (p->nslots)
+		simulate(p, p->h2d_bytes, p->d2h_bytes);
+	/* snapshots in host memory: each save goes down and each fetch comes up, whole */
+	for (int t = p->nforward; t < p->body.len; t++) {
+		Op *op = p->body.ops[t];
+		if (op->kind != OP_REVOLVE || !op->nhost)
+			continue;
+		int64_t saves, fetches, bytes = 0;
+		ckpt_binomial_host(op->trip, op->nsnap, op->nhost, &saves, &fetches);
+		for (int k = 0; k < op->ncarry; k++)
+			bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
+		p->h2d_bytes[1] += fetches * bytes;
+		p->d2h_bytes[1] += saves * bytes;
+	}
 }
