@@ -162,11 +162,99 @@ for args in "samples/resmlp.dp" "--checkpoint binomial --snapshots 2 tests/strea
 	fi
 done
 
-# 5. what cannot work is refused at compile time, with the size that would
+# 5. binomial snapshots beyond the device budget live in host memory. The
+# budget holds the plan with one snapshot and 3 more (the streamed plan one
+# unit ahead), so 5 of 8 go to the host. Trained parameters and gradients
+# bitwise identical to the resident store-everything run, bytes as
+# predicted, peak within budget.
+sched() { # JSON KEY [SUBKEY]
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1]))[sys.argv[2]]; print(j[sys.argv[3]] if len(sys.argv) > 3 else j)" "$@"
+}
+host_snaps() { python3 -c "import json,sys; print(sum(l['host_snapshots'] for l in json.load(open(sys.argv[1]))['loops']))" "$1"; }
+# the budget for one snapshot plus N: ARGS... N; with --stream params, at the least prefetch distance
+snap_budget() {
+	local n=${!#} args=("${@:1:$#-1}") j="$o/budget.json"
+	"$DPC" "${args[@]}" --snapshots 1 --emit=schedule --schedule-json "$j" >/dev/null 2>&1 || { echo 0; return; }
+	if [ "$(sched "$j" transfers prefetch_distance)" -gt 1 ]; then
+		"$DPC" "${args[@]}" --snapshots 1 --device-mem $(($(sched "$j" peak_device_bytes total) - 1)) \
+			--emit=schedule --schedule-json "$j" >/dev/null 2>&1 || { echo 0; return; }
+	fi
+	echo $(($(sched "$j" peak_device_bytes total) + n * $(sched "$j" peak_device_bytes snapshots)))
+}
+for opt in sgd adam; do
+	ref="$o/hs.$opt.ref"
+	if ! "$DPC" --optimizer $opt samples/resmlp.dp -o "$ref" >"$ref.log" 2>&1 ||
+		! "$ref" --steps $steps --quiet --save "$ref.p" --dump-grads "$ref.g" >>"$ref.log" 2>&1; then
+		notok "stream/host-snapshots $opt: reference" "$ref.log"
+		continue
+	fi
+	for mode in none params; do
+		tag="hs.$opt.$mode" exe="$o/hs.$opt.$mode"
+		flags="--optimizer $opt --checkpoint binomial"
+		budget=$(snap_budget $flags --stream $mode samples/resmlp.dp 3)
+		[ $mode = none ] && mode=auto
+		if ! "$DPC" $flags --snapshots 8 --stream $mode --device-mem $budget --schedule-json "$exe.sched" \
+			samples/resmlp.dp -o "$exe" >"$exe.log" 2>&1 || ! "$exe" --steps $steps --quiet --save "$exe.p" \
+			--dump-grads "$exe.g" --summary-json "$exe.json" >>"$exe.log" 2>&1; then
+			notok "stream/$tag: compile and run" "$exe.log"
+			continue
+		fi
+		nh=$(host_snaps "$exe.sched") peak=$(json "$exe.json" peak_device_bytes)
+		if [ "$nh" = 5 ] && [ "$peak" -le "$budget" ] && cmp -s "$ref.p" "$exe.p" && cmp -s "$ref.g" "$exe.g"; then
+			ok "stream/$tag: $nh of 8 snapshots in host memory, peak $peak <= $budget; bitwise identical to store-everything"
+		else
+			notok "stream/$tag: $nh of 8 snapshots in host memory (want 5), peak $peak (budget $budget), or results differ" "$exe.log"
+		fi
+		mh=$(json "$exe.json" stream_h2d_bytes) md=$(json "$exe.json" stream_d2h_bytes)
+		if [ "$mh" = "$(json "$exe.json" predicted_stream_h2d_bytes)" ] &&
+			[ "$md" = "$(json "$exe.json" predicted_stream_d2h_bytes)" ] && [ "$md" -gt 0 ] &&
+			[ "$(json "$exe.json" h2d_bytes)" = "$(json "$exe.json" predicted_h2d_bytes)" ]; then
+			ok "stream/$tag: moved $mh bytes host->device, $md back, as predicted"
+		else
+			notok "stream/$tag: bytes differ from the prediction" "$exe.json"
+		fi
+	done
+done
+# without --snapshots, streamed parameters top the count up in host memory
+# to ceil(sqrt(n)) + 1: the budget holds 3 rows, 2 slots and the staging row
+exe="$o/hs.topup"
+budget=$(snap_budget --checkpoint binomial --stream params -D L=100 tests/stream/stack.dp 2)
+if "$DPC" -D L=100 --checkpoint binomial --stream params --device-mem $budget --schedule-json "$exe.sched" \
+	tests/stream/stack.dp -o "$exe" >"$exe.log" 2>&1 &&
+	"$DPC" -D L=100 tests/stream/stack.dp -o "$exe.ref" >>"$exe.log" 2>&1 &&
+	"$exe.ref" --steps 3 --quiet --save "$exe.ref.p" >>"$exe.log" 2>&1 &&
+	"$exe" --steps 3 --quiet --save "$exe.p" --summary-json "$exe.json" >>"$exe.log" 2>&1; then
+	s=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['loops'][0]['s'])" "$exe.sched")
+	nh=$(host_snaps "$exe.sched")
+	if [ "$s" = 11 ] && [ "$nh" = 9 ] && cmp -s "$exe.p" "$exe.ref.p" &&
+		[ "$(json "$exe.json" stream_h2d_bytes)" = "$(json "$exe.json" predicted_stream_h2d_bytes)" ] &&
+		[ "$(json "$exe.json" stream_d2h_bytes)" = "$(json "$exe.json" predicted_stream_d2h_bytes)" ]; then
+		ok "stream/host-snapshots top-up: L=100 reversed with 11 snapshots, $nh in host memory; bytes as predicted; identical"
+	else
+		notok "stream/host-snapshots top-up: s $s (want 11), $nh in host memory (want 9), or bytes or parameters differ" "$exe.log"
+	fi
+else
+	notok "stream/host-snapshots top-up: compile and run" "$exe.log"
+fi
+exe="$o/gc-hs"
+budget=$(snap_budget --precision f64 --checkpoint binomial tests/stream/stack.dp -D L=12 2)
+if "$DPC" --precision f64 --checkpoint binomial --snapshots 6 --device-mem $budget --schedule-json "$exe.sched" \
+	tests/stream/stack.dp -D L=12 -o "$exe" >"$exe.log" 2>&1 && [ "$(host_snaps "$exe.sched")" -gt 0 ] &&
+	"$exe" --gradcheck --gradcheck-samples 4 >>"$exe.log" 2>&1; then
+	ok "stream/gradcheck: snapshots in host memory (stack L=12, $(host_snaps "$exe.sched") of 6)"
+else
+	notok "stream/gradcheck: snapshots in host memory" "$exe.log"
+fi
+
+# 6. what cannot work is refused at compile time, with the size that would
 expect stream/device-too-small 1 "needs at least .* ([0-9]* bytes) of device memory with every stackable parameter streamed" \
 	"$DPC" $big --device-mem 100000 samples/resmlp.dp -o "$o/x"
 expect stream/host-too-small 1 "need .* ([0-9]* bytes) of pinned host memory, more than --host-mem .* (1000 bytes)" \
 	"$DPC" --stream params --host-mem 1000 samples/resmlp.dp -o "$o/x"
+expect stream/host-snapshots-too-small 1 "snapshots in host memory need .* ([0-9]* bytes) of pinned host memory, more than --host-mem .* (1000 bytes)" \
+	"$DPC" --checkpoint binomial --snapshots 8 --device-mem 1400000 --host-mem 1000 samples/resmlp.dp -o "$o/x"
+expect stream/emit-host-snapshots 0 "revolve 0..8 snapshots 8 (7 in host memory)" \
+	"$DPC" --checkpoint binomial --snapshots 8 --device-mem 1400000 --emit=stream samples/resmlp.dp
 expect stream/nothing-streams 1 "no parameter can stream" "$DPC" --stream params samples/classifier.dp -o "$o/x"
 expect stream/bad-mode 2 "--stream takes none, auto or params, not 'all'" "$DPC" --stream all samples/resmlp.dp
 expect stream/none-refuses 1 "more than --device-mem" "$DPC" $big --stream none --device-mem $budget samples/resmlp.dp -o "$o/x"

@@ -1,6 +1,8 @@
 /* binomial: the checkpoint schedule against the closed form and a
  * brute-force optimum, and every schedule replayed against a model of the
- * state and the slots, so an invalid schedule cannot pass. Prints ok / not ok. */
+ * state and the slots, so an invalid schedule cannot pass. The replay also
+ * counts, for every count of host slots, the copies through the staging row
+ * that the runtime makes, against ckpt_binomial_host. Prints ok / not ok. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,9 @@ typedef struct {
 	int64_t n, s, current, advances, next_taped, *slot_state;
 	int max_slot;
 	const char *error;
+	/* per host slot count h in 0..s: saves into slots below h, fetches of
+	 * them, and the slot the staging row holds */
+	int64_t *hsave, *hfetch, *held;
 } Replay;
 
 static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
@@ -63,11 +68,16 @@ static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 		if (r->current != step)
 			r->error = "save of a state that is not current";
 		r->slot_state[slot] = step;
+		for (int h = slot + 1; h <= r->s; h++)
+			r->hsave[h]++, r->held[h] = slot;
 		break;
 	case CKPT_RESTORE:
 		if (r->slot_state[slot] != step)
 			r->error = "restore of a slot that does not hold that state";
 		r->current = step;
+		for (int h = slot + 1; h <= r->s; h++)
+			if (r->held[h] != slot)
+				r->hfetch[h]++, r->held[h] = slot;
 		break;
 	case CKPT_TAPED:
 		if (r->current != step || step != r->next_taped)
@@ -92,18 +102,33 @@ static void check(bool cond, const char *what)
 
 static void run(int64_t n, int s, bool against_brute)
 {
-	Replay r = {n, s, 0, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL};
+	Replay r = {n, s, 0, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
+	            calloc((size_t)s + 1, sizeof(int64_t)), calloc((size_t)s + 1, sizeof(int64_t))};
 	for (int i = 0; i < s; i++)
 		r.slot_state[i] = -1;
 	r.slot_state[0] = 0;
+	/* the initial state's save into slot 0 */
+	for (int h = 1; h <= s; h++)
+		r.hsave[h] = 1;
 	ckpt_binomial_schedule(n, s, replay, &r);
-	char what[160];
+	char what[200];
 	snprintf(what, sizeof what, "n=%lld s=%d: %s, %lld advances, formula %lld", (long long)n, s,
 	         r.error ? r.error : "valid", (long long)r.advances, (long long)ckpt_binomial_cost(n, s));
 	check(!r.error && r.next_taped == -1 && r.advances == ckpt_binomial_cost(n, s), what);
 	if (against_brute)
 		check(best[n][s] == ckpt_binomial_cost(n, s), what);
+	for (int h = 0; h <= s; h++) {
+		int64_t saves, fetches;
+		ckpt_binomial_host(n, s, h, &saves, &fetches);
+		snprintf(what, sizeof what, "n=%lld s=%d, %d in host memory: replay %lld saves %lld fetches, "
+		         "ckpt_binomial_host %lld %lld", (long long)n, s, h, (long long)r.hsave[h], (long long)r.hfetch[h],
+		         (long long)saves, (long long)fetches);
+		check(saves == r.hsave[h] && fetches == r.hfetch[h], what);
+	}
 	free(r.slot_state);
+	free(r.hsave);
+	free(r.hfetch);
+	free(r.held);
 }
 
 int main(void)
@@ -113,7 +138,8 @@ int main(void)
 		for (int n = 1; n <= NMAX; n++)
 			run(n, s, true);
 	if (!fail)
-		printf("ok - binomial: schedules valid and optimal for n <= %d, s <= %d (%d checks)\n", NMAX, SMAX, pass);
+		printf("ok - binomial: schedules valid and optimal, and host-slot copies as counted, for n <= %d, s <= %d (%d checks)\n",
+		       NMAX, SMAX, pass);
 	int before = pass, failed = fail;
 	static const int64_t big[] = {1000, 10000, 100000, 1000000};
 	static const int slots[] = {2, 3, 5, 10, 20};
@@ -121,6 +147,7 @@ int main(void)
 		for (size_t j = 0; j < sizeof slots / sizeof *slots; j++)
 			run(big[i], slots[j], false);
 	if (fail == failed)
-		printf("ok - binomial: generated schedules for n up to 10^6 match r n - C(s + r, r - 1) (%d checks)\n", pass - before);
+		printf("ok - binomial: generated schedules for n up to 10^6 match r n - C(s + r, r - 1), host-slot copies "
+		       "as counted (%d checks)\n", pass - before);
 	return fail != 0;
 }
