@@ -5,7 +5,9 @@
 #     binomial schedule; the streamed step time is set against
 #     max(resident step time, streamed bytes / the pinned H2D bandwidth
 #     measured in the same run); target <= 1.15;
-#  2. a model larger than the GPU (bench/stream_huge.dp, L = 20480 layers of
+#  2. the same model with 64 snapshots, 45 of them in host memory (r 2
+#     instead of 3), against 1.;
+#  3. a model larger than the GPU (bench/stream_huge.dp, L = 20480 layers of
 #     1024 x 1024: 80 GiB of weights) training from host RAM, 2 steps.
 set -u
 cd "$(dirname "$0")/.."
@@ -30,6 +32,17 @@ print(f"resident {r['ms_per_step']:.2f} ms/step (peak {r['peak_device_bytes'] / 
 print(f"streamed / max(resident, bytes / bandwidth) = {s['ms_per_step'] / bound:.2f} (target <= 1.15)")
 assert s["stream_h2d_bytes"] == s["predicted_stream_h2d_bytes"], "h2d bytes differ from the prediction"
 assert s["peak_device_bytes"] <= 128 << 20
+PY
+$B/stream_8x_s64.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/s64.json >/dev/null || exit 1
+python3 - <<'PY'
+import json
+a, b = json.load(open("/tmp/s8x.json")), json.load(open("/tmp/s64.json"))
+print(f"64 snapshots, 45 in host memory: {b['ms_per_step']:.2f} ms/step against {a['ms_per_step']:.2f} with 20 on the "
+      f"device ({b['ms_per_step'] / a['ms_per_step']:.2f}x); recomputed steps {b['recomputed_steps'] // b['steps']} "
+      f"against {a['recomputed_steps'] // a['steps']}; {b['stream_h2d_bytes'] / b['steps'] / 2**30:.2f} GiB up, "
+      f"{b['stream_d2h_bytes'] / b['steps'] / 2**30:.2f} GiB down per step")
+for k in ("stream_h2d_bytes", "stream_d2h_bytes"):
+    assert b[k] == b["predicted_" + k], k
 PY
 echo "a model larger than the GPU, in host RAM:"
 $B/stream_huge.cuda --steps 2 --lr 1e-4 --log-every 1 --summary-json /tmp/shuge.json || exit 1

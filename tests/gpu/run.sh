@@ -37,11 +37,20 @@ build)
 			bin/dpc --target cuda --optimizer $opt --checkpoint $ck --stream params samples/resmlp.dp -o $B/stream/str.$opt.$ck || exit 1
 		done
 	done
+	# and 5 of 8 binomial snapshots in host memory (the budgets tests/stream/run.sh derives)
+	bin/dpc --target cuda --checkpoint binomial --snapshots 8 samples/resmlp.dp -o $B/stream/res.sgd.hs || exit 1
+	bin/dpc --target cuda --checkpoint binomial --snapshots 8 --stream params --device-mem 601600 samples/resmlp.dp \
+		-o $B/stream/str.sgd.hs || exit 1
+	bin/dpc --target cuda --optimizer adam --checkpoint binomial --snapshots 8 samples/resmlp.dp -o $B/stream/res.adam.hs || exit 1
+	bin/dpc --target cuda --optimizer adam --checkpoint binomial --snapshots 8 --device-mem 2550784 samples/resmlp.dp \
+		-o $B/stream/str.adam.hs || exit 1
 	# bench/stream.sh: the bench MLP at L = 256 (1 GiB of weights) in a 128 MiB budget, and resident,
 	# with the same binomial schedule; and a model larger than the GPU, in host RAM
 	bin/dpc --target cuda -D L=256 --checkpoint binomial --snapshots 20 bench/resmlp_big.dp -o $B/stream_res.cuda || exit 1
 	bin/dpc --target cuda -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
 		bench/resmlp_big.dp -o $B/stream_8x.cuda || exit 1
+	bin/dpc --target cuda -D L=256 --checkpoint binomial --snapshots 64 --stream params --device-mem 128M \
+		bench/resmlp_big.dp -o $B/stream_8x_s64.cuda || exit 1
 	bin/dpc --target cuda -D L=${HUGE_L:-20480} --checkpoint binomial --snapshots 64 --stream params --device-mem 8G \
 		bench/stream_huge.dp -o $B/stream_huge.cuda || exit 1
 	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
@@ -139,6 +148,7 @@ print(j['stream_h2d_bytes'], j['stream_d2h_bytes'])" $TEST_OUT/ss.$tag.json
 done
 if [ -n "$SAN" ]; then
 	check "gpu/compute-sanitizer streamed resmlp (adam, binomial)" bash -c "'$SAN' --error-exitcode 3 $B/stream/str.adam.binomial --steps 3 >$TEST_OUT/san_stream.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_stream.log || { cat $TEST_OUT/san_stream.log; false; }"
+	check "gpu/compute-sanitizer snapshots in host memory" bash -c "'$SAN' --error-exitcode 3 $B/stream/str.sgd.hs --steps 2 >$TEST_OUT/san_hs.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_hs.log || { cat $TEST_OUT/san_hs.log; false; }"
 	check "gpu/compute-sanitizer synccheck streamed resmlp" bash -c "'$SAN' --tool synccheck --error-exitcode 3 $B/stream/str.sgd.none --steps 2 >$TEST_OUT/san_stream2.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_stream2.log || { cat $TEST_OUT/san_stream2.log; false; }"
 fi
 finish
