@@ -86,17 +86,15 @@ static int distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-static const char *builtins[] = {"relu", "tanh", "sigmoid", "exp", "log", "sqrt", "neg", "sum", "mean", "reshape",
-                                 "transpose", "softmax", "log_softmax", "mse", "cross_entropy"};
-
 static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
 {
 	const char *best = NULL;
 	int bd = 3;
 #define TRY(n) do { if (strchr((n), '.')) break; int d_ = distance(name, (n)); if (d_ < bd) bd = d_, best = (n); } while (0)
 	if (callable) {
-		for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
-			TRY(builtins[i]);
+		for (int k = 0; k < OP__COUNT; k++)
+			if (ir_ops[k].form != FE_NONE)
+				TRY(ir_ops[k].name);
 		for (int i = 0; i < L->ast->fns.len; i++)
 			TRY(L->ast->fns.data[i].name);
 	} else {
@@ -316,26 +314,32 @@ static int reduce(Lower *L, Scope *s, Node *n, OpKind k)
 	return emit(L, op);
 }
 
+/* the op a builtin function's name calls, or -1 */
+static int builtin(const char *name)
+{
+	for (int k = 0; k < OP__COUNT; k++)
+		if (ir_ops[k].form != FE_NONE && !strcmp(ir_ops[k].name, name))
+			return k;
+	return -1;
+}
+
 static int call(Lower *L, Scope *s, Node *n)
 {
-	static const struct { const char *name; OpKind k; } unary[] = {
-		{"relu", OP_RELU}, {"tanh", OP_TANH}, {"sigmoid", OP_SIGMOID}, {"exp", OP_EXP},
-		{"log", OP_LOG}, {"sqrt", OP_SQRT}, {"neg", OP_NEG}, {"softmax", OP_SOFTMAX}, {"log_softmax", OP_LOG_SOFTMAX},
-	};
-	for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) {
-		if (strcmp(n->name, unary[i].name) != 0)
-			continue;
+	int k = builtin(n->name);
+	switch (k < 0 ? FE_NONE : ir_ops[k].form) {
+	case FE_NONE:
+		break;
+	case FE_UNARY:
+	case FE_ROWWISE: {
 		arity(n, 1, 1);
 		int x = expr(L, s, n->args.data[0]);
-		if (unary[i].k == OP_SOFTMAX || unary[i].k == OP_LOG_SOFTMAX)
+		if (ir_ops[k].form == FE_ROWWISE)
 			x = tensor(L, x, n->loc);
-		return emit(L, mk(L, unary[i].k, n->loc, 1, &x));
+		return emit(L, mk(L, (OpKind)k, n->loc, 1, &x));
 	}
-	if (!strcmp(n->name, "sum"))
-		return reduce(L, s, n, OP_SUM);
-	if (!strcmp(n->name, "mean"))
-		return reduce(L, s, n, OP_MEAN);
-	if (!strcmp(n->name, "reshape")) {
+	case FE_REDUCE:
+		return reduce(L, s, n, (OpKind)k);
+	case FE_RESHAPE: {
 		arity(n, 2, 2);
 		int x = tensor_expr(L, s, n->args.data[0]);
 		Node *l = n->args.data[1];
@@ -357,7 +361,7 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		return emit(L, op);
 	}
-	if (!strcmp(n->name, "transpose")) {
+	case FE_TRANSPOSE: {
 		arity(n, 1, 2);
 		int x = tensor_expr(L, s, n->args.data[0]);
 		Type t = ir_vtype(L->p, x);
@@ -378,12 +382,11 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		return emit(L, op);
 	}
-	if (!strcmp(n->name, "mse") || !strcmp(n->name, "cross_entropy")) {
+	case FE_LOSS: {
 		arity(n, 2, 2);
 		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
-		bool xent = n->name[0] == 'c';
-		int v = emit(L, mk(L, xent ? OP_XENT : OP_MSE, n->loc, 2, in));
-		if (xent) {
+		int v = emit(L, mk(L, (OpKind)k, n->loc, 2, in));
+		if (k == OP_XENT) {
 			/* labels straight from an input: record the class count for the runtime */
 			Op *d = L->p->values.data[in[1]].def;
 			while (d && d->kind == OP_SLICE)
@@ -398,6 +401,7 @@ static int call(Lower *L, Scope *s, Node *n)
 			}
 		}
 		return v;
+	}
 	}
 	if (fe_fn(L->ast, n->name))
 		return call_fn(L, s, n, fe_fn(L->ast, n->name));

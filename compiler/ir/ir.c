@@ -3,8 +3,10 @@
 
 #include <string.h>
 
+#include "../ops/ops.h"
+
 const OpInfo ir_ops[OP__COUNT] = {
-#define X(name, text, arity, flags) [OP_##name] = {text, arity, flags},
+#define X(name, text, arity, flags, shape, form) [OP_##name] = {text, arity, flags, ops_shape_##shape, form},
 #include "ops.def"
 #undef X
 };

@@ -36,16 +36,33 @@ enum {
 };
 
 typedef enum {
-#define X(name, text, arity, flags) OP_##name,
+#define X(name, text, arity, flags, shape, form) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
 } OpKind;
 
+/* How a program calls an op by its name, as a builtin function. */
+typedef enum {
+	FE_NONE,      /* not callable by name */
+	FE_UNARY,     /* f(x), elementwise */
+	FE_ROWWISE,   /* f(x) over the last axis of a tensor */
+	FE_REDUCE,    /* f(x), f(x, axis) or f(x, [axes]) */
+	FE_RESHAPE,   /* reshape(x, [dims]) */
+	FE_TRANSPOSE, /* transpose(x) or transpose(x, [perm]) */
+	FE_LOSS,      /* f(a, b), a scalar */
+} FeForm;
+
+typedef struct Program Program;
+typedef struct Op Op;
+
+/* An op kind's entry in the op table (ops.def). */
 typedef struct {
 	const char *name;
 	int arity;
 	int flags;
+	const char *(*shape)(Program *p, Op *op, Type *out); /* compiler/ops/: the family's file */
+	FeForm form;
 } OpInfo;
 extern const OpInfo ir_ops[OP__COUNT];
 
@@ -74,7 +91,6 @@ typedef enum {
 	VR_HOST,
 } Residence;
 
-typedef struct Op Op;
 
 /* What a VK_VAR holds; the memory plan accounts each class apart. */
 /* VC_SLOT: the device slots [k, ...unit] of a streamed tensor; a slice
@@ -169,7 +185,7 @@ struct Op {
 	int64_t shift;    /* H2D: the unit fetched is index + shift (a prefetch ahead of the loop) */
 };
 
-typedef struct {
+struct Program {
 	Vec(Value) values;
 	Vec(Param) params;
 	Vec(Input) inputs;
@@ -188,7 +204,7 @@ typedef struct {
 	int64_t host_bytes, plan_slots;
 	int nslots, ahead; /* slots per streamed tensor, prefetch distance; 0 without streaming */
 	int64_t h2d_bytes[2], d2h_bytes[2];
-} Program;
+};
 
 /* construction */
 Program *ir_new_program(int real_bytes);

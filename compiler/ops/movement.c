@@ -1,0 +1,70 @@
+/* ops: views (slice, reshape: no storage of their own) and data movement
+ * (transpose, broadcast, sum_to, copy). */
+#include "ops.h"
+
+const char *ops_shape_slice(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
+	if (a.rank < 1 || a.dt == DT_INDEX)
+		return ar_printf("cannot index %s", ops_ts(a));
+	if (b.dt != DT_INDEX)
+		return "an index must be a loop variable or a constant";
+	*out = ir_drop_first(a);
+	return NULL;
+}
+
+const char *ops_shape_reshape(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]);
+	if (ir_numel(a) != ir_numel(op->to)) {
+		Type to = op->to;
+		to.dt = a.dt;
+		return ar_printf("cannot reshape %s to %s: %lld vs %lld elements", ops_ts(a), ops_ts(to),
+		                 (long long)ir_numel(a), (long long)ir_numel(to));
+	}
+	*out = op->to;
+	out->dt = a.dt;
+	return NULL;
+}
+
+const char *ops_shape_transpose(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]);
+	unsigned seen = 0;
+	for (int i = 0; i < a.rank; i++) {
+		int q = op->perm[i];
+		if (q < 0 || q >= a.rank || (seen >> q & 1))
+			return ar_printf("transpose needs a permutation of the %d axes of %s", a.rank, ops_ts(a));
+		seen |= 1u << q;
+	}
+	*out = a;
+	for (int i = 0; i < a.rank; i++)
+		out->dim[i] = a.dim[op->perm[i]];
+	return NULL;
+}
+
+const char *ops_shape_broadcast(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), to = op->to, r;
+	to.dt = a.dt;
+	if (!ir_broadcast(a, to, &r) || !ir_type_eq(r, to))
+		return ar_printf("cannot broadcast %s to %s", ops_ts(a), ops_ts(to));
+	*out = to;
+	return NULL;
+}
+
+const char *ops_shape_sum_to(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), to = op->to, r;
+	to.dt = a.dt;
+	if (!ir_broadcast(to, a, &r) || !ir_type_eq(r, a))
+		return ar_printf("cannot reduce %s to %s", ops_ts(a), ops_ts(to));
+	*out = to;
+	return NULL;
+}
+
+const char *ops_shape_copy(Program *p, Op *op, Type *out)
+{
+	*out = ir_vtype(p, op->in[0]);
+	return NULL;
+}

@@ -1,0 +1,50 @@
+/* ops: the losses, each a scalar, and their gradients (which take the
+ * scalar seed as a third operand). */
+#include "ops.h"
+
+/* the gradient's seed, or the loss's scalar result */
+static const char *result(Program *p, Op *op, Type a, Type *out, const char *name)
+{
+	if (op->nin == 3) {
+		if (ir_vtype(p, op->in[2]).rank != 0)
+			return ar_printf("%s_grad needs a scalar seed", name);
+		*out = a;
+	} else {
+		*out = ir_scalar(DT_REAL);
+	}
+	return NULL;
+}
+
+const char *ops_shape_mse(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
+	if ((err = ops_need_real(p, op, 0)) || (err = ops_need_real(p, op, 1)))
+		return err;
+	if (!ir_type_eq(a, b))
+		return ar_printf("mse needs operands of one shape, got %s and %s", ops_ts(a), ops_ts(b));
+	return result(p, op, a, out, "mse");
+}
+
+const char *ops_shape_xent(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
+	if ((err = ops_need_real(p, op, 0)))
+		return err;
+	if (a.rank < 1)
+		return ar_printf("cross_entropy needs logits of rank 1 or more, got %s", ops_ts(a));
+	if (b.dt != DT_I32)
+		return ar_printf("cross_entropy needs i32 labels, got %s", ops_ts(b));
+	bool ok = b.rank == a.rank - 1;
+	for (int i = 0; ok && i < b.rank; i++)
+		ok = a.dim[i] == b.dim[i];
+	if (!ok) {
+		Type want = a;
+		want.dt = DT_I32;
+		want.rank = a.rank - 1;
+		return ar_printf("cross_entropy labels %s do not match logits %s: expected %s", ops_ts(b), ops_ts(a),
+		                 ops_ts(want));
+	}
+	return result(p, op, a, out, "cross_entropy");
+}

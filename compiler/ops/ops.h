@@ -1,0 +1,39 @@
+/* ops: what each op kind means, by family, one file each:
+ *   leaves.c       param, input, const, idx, fill
+ *   movement.c     views and data movement: slice, reshape, transpose, broadcast, sum_to, copy
+ *   elementwise.c  add ... step, with broadcasting
+ *   linalg.c       matmul
+ *   reduce.c       sum, mean, softmax, log_softmax and their gradients
+ *   nn.c           the losses and their gradients
+ *   control.c      variables, loops, tensor streaming
+ * The op table (ir/ops.def, ir_ops) points at these. Each shape rule fills
+ * the op's result type into *out and returns NULL, or returns a message for
+ * the user that names the shapes. */
+#ifndef DPC_OPS_H
+#define DPC_OPS_H
+
+#include "../ir/ir.h"
+
+const char *ops_shape_leaf(Program *p, Op *op, Type *out);
+const char *ops_shape_slice(Program *p, Op *op, Type *out);
+const char *ops_shape_reshape(Program *p, Op *op, Type *out);
+const char *ops_shape_transpose(Program *p, Op *op, Type *out);
+const char *ops_shape_broadcast(Program *p, Op *op, Type *out);
+const char *ops_shape_sum_to(Program *p, Op *op, Type *out);
+const char *ops_shape_copy(Program *p, Op *op, Type *out);
+const char *ops_shape_ew(Program *p, Op *op, Type *out);
+const char *ops_shape_matmul(Program *p, Op *op, Type *out);
+const char *ops_shape_reduce(Program *p, Op *op, Type *out);
+const char *ops_shape_softmax(Program *p, Op *op, Type *out);
+const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out);
+const char *ops_shape_mse(Program *p, Op *op, Type *out);
+const char *ops_shape_xent(Program *p, Op *op, Type *out);
+const char *ops_shape_var(Program *p, Op *op, Type *out);
+const char *ops_shape_transfer(Program *p, Op *op, Type *out);
+const char *ops_shape_loop(Program *p, Op *op, Type *out);
+
+/* shared by the families */
+const char *ops_need_real(Program *p, Op *op, int k); /* operand k must be real, or the message */
+static inline const char *ops_ts(Type t) { return ir_type_str(t); }
+
+#endif

@@ -1,0 +1,40 @@
+/* ops: reductions. sum and mean over a set of axes (a bit mask); softmax
+ * and log_softmax over the last axis, and their gradients. */
+#include "ops.h"
+
+const char *ops_shape_reduce(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	Type a = ir_vtype(p, op->in[0]);
+	if ((err = ops_need_real(p, op, 0)))
+		return err;
+	if (a.rank < 32 && (op->axes >> a.rank) != 0)
+		return ar_printf("axis out of range for %s", ops_ts(a));
+	Type r = {DT_REAL, 0, {0}};
+	for (int i = 0; i < a.rank; i++)
+		if (!(op->axes >> i & 1))
+			r.dim[r.rank++] = a.dim[i];
+	*out = r;
+	return NULL;
+}
+
+const char *ops_shape_softmax(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	Type a = ir_vtype(p, op->in[0]);
+	if ((err = ops_need_real(p, op, 0)))
+		return err;
+	if (a.rank < 1)
+		return ar_printf("%s needs a tensor of rank 1 or more, got %s", ir_ops[op->kind].name, ops_ts(a));
+	*out = a;
+	return NULL;
+}
+
+const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
+	if (!ir_type_eq(a, b) || a.rank < 1)
+		return ar_printf("%s of %s and %s", ir_ops[op->kind].name, ops_ts(a), ops_ts(b));
+	*out = a;
+	return NULL;
+}
