@@ -24,7 +24,7 @@ typedef struct {
 } Acc;
 typedef Vec(Acc) AccList;
 
-typedef struct {
+struct Ad {
 	Program *p;
 	Vec(int) adj;      /* per value: adjoint value or -1 */
 	Vec(char) active;  /* per value: depends on a parameter */
@@ -34,7 +34,7 @@ typedef struct {
 	bool recompute;
 	Block *out;        /* where ops go */
 	AccList *accs;     /* accumulators of captured values for cur */
-} Ad;
+};
 
 /* Per-value tables grow as ops create values. */
 static void grow(Ad *a)
@@ -46,7 +46,7 @@ static void grow(Ad *a)
 	}
 }
 
-static int emit(Ad *a, Op *op)
+int ad_emit(Ad *a, Op *op)
 {
 	int v = ir_emit(a->p, a->out, op);
 	grow(a);
@@ -55,35 +55,35 @@ static int emit(Ad *a, Op *op)
 	return v;
 }
 
-static int op1(Ad *a, OpKind k, Loc loc, int x)
+int ad_op1(Ad *a, OpKind k, Loc loc, int x)
 {
-	return emit(a, ir_new_op(a->p, k, loc, 1, &x));
+	return ad_emit(a, ir_new_op(a->p, k, loc, 1, &x));
 }
 
-static int op2(Ad *a, OpKind k, Loc loc, int x, int y)
+int ad_op2(Ad *a, OpKind k, Loc loc, int x, int y)
 {
 	int in[2] = {x, y};
-	return emit(a, ir_new_op(a->p, k, loc, 2, in));
+	return ad_emit(a, ir_new_op(a->p, k, loc, 2, in));
 }
 
-static int op3(Ad *a, OpKind k, Loc loc, int x, int y, int z)
+int ad_op3(Ad *a, OpKind k, Loc loc, int x, int y, int z)
 {
 	int in[3] = {x, y, z};
-	return emit(a, ir_new_op(a->p, k, loc, 3, in));
+	return ad_emit(a, ir_new_op(a->p, k, loc, 3, in));
 }
 
-static int opto(Ad *a, OpKind k, Loc loc, int x, Type to)
+int ad_opto(Ad *a, OpKind k, Loc loc, int x, Type to)
 {
 	Op *op = ir_new_op(a->p, k, loc, 1, &x);
 	op->to = to;
-	return emit(a, op);
+	return ad_emit(a, op);
 }
 
-static int cnst(Ad *a, Loc loc, double f)
+int ad_const(Ad *a, Loc loc, double f)
 {
 	Op *op = ir_new_op(a->p, OP_CONST, loc, 0, NULL);
 	op->fval = f;
-	return emit(a, op);
+	return ad_emit(a, op);
 }
 
 static int new_var(Ad *a, VarClass vc, Type t, const char *name, Loc loc)
@@ -99,7 +99,7 @@ static const char *vname(Ad *a, int v) { return a->p->values.data[v].name; }
 static Op *def_of(Ad *a, int v) { return a->p->values.data[v].def; }
 
 /* Routes one contribution c to d loss / d v. */
-static void contrib(Ad *a, int v, int c, Loc loc)
+void ad_contrib(Ad *a, int v, int c, Loc loc)
 {
 	grow(a);
 	if (!a->active.data[v] || c < 0)
@@ -107,7 +107,7 @@ static void contrib(Ad *a, int v, int c, Loc loc)
 	Op *d = def_of(a, v);
 	if (d && d->kind == OP_PARAM) {
 		int in[2] = {a->p->params.data[d->index].grad, c};
-		emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
+		ad_emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
 		return;
 	}
 	if (a->scope.data[v] != a->cur) {
@@ -115,85 +115,35 @@ static void contrib(Ad *a, int v, int c, Loc loc)
 		for (int i = 0; i < a->accs->len; i++)
 			if (a->accs->data[i].value == v) {
 				int in[2] = {a->accs->data[i].var, c};
-				emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
+				ad_emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
 				return;
 			}
 		int var = new_var(a, VC_ACC, ir_vtype(a->p, v), ar_printf("acc_%s", vname(a, v) ? vname(a, v) : "v"), loc);
 		vec_push(a->accs, ((Acc){v, var}));
 		int in[2] = {var, c};
-		emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
+		ad_emit(a, ir_new_op(a->p, OP_ACC, loc, 2, in));
 		return;
 	}
 	int old = a->adj.data[v];
-	a->adj.data[v] = old < 0 ? c : op2(a, OP_ADD, loc, old, c);
+	a->adj.data[v] = old < 0 ? c : ad_op2(a, OP_ADD, loc, old, c);
 }
 
 /* g has the broadcast shape of an elementwise result; reduce it to x's. */
-static int unbroadcast(Ad *a, int g, int x, Loc loc)
+int ad_unbroadcast(Ad *a, int g, int x, Loc loc)
 {
 	Type tx = ir_vtype(a->p, x);
 	if (ir_type_eq(tx, ir_vtype(a->p, g)))
 		return g;
-	return opto(a, OP_SUM_TO, loc, g, tx);
+	return ad_opto(a, OP_SUM_TO, loc, g, tx);
 }
 
-static bool is_active(Ad *a, int v) { return a->active.data[v]; }
+bool ad_active(Ad *a, int v) { return a->active.data[v]; }
 
-static int matmul(Ad *a, Loc loc, int x, int y, int ta, int tb)
-{
-	int in[2] = {x, y};
-	Op *op = ir_new_op(a->p, OP_MATMUL, loc, 2, in);
-	op->ta = ta;
-	op->tb = tb;
-	return emit(a, op);
-}
-
-static void reverse_matmul(Ad *a, Op *op, int g)
-{
-	Program *p = a->p;
-	int x = op->in[0], y = op->in[1], ta = op->ta, tb = op->tb;
-	Type tx = ir_vtype(p, x), ty = ir_vtype(p, y);
-	Loc loc = op->loc;
-	if (is_active(a, x)) {
-		/* C = op(A) op(B): dA = g op(B)^T, or op(B) g^T when A was transposed */
-		int dx = ta ? matmul(a, loc, y, g, tb, 1) : matmul(a, loc, g, y, 0, !tb);
-		if (ta && ty.rank == 2 && tx.rank > 2)
-			die("matmul adjoint: transposed batched operand with a shared right operand");
-		contrib(a, x, dx, loc);
-	}
-	if (is_active(a, y)) {
-		int dy;
-		if (ty.rank == 2 && tx.rank > 2) {
-			/* a shared right operand: sum over the batch by flattening it into rows */
-			if (ta)
-				die("matmul adjoint: transposed batched operand with a shared right operand");
-			Type gt = ir_vtype(p, g);
-			int64_t rows = ir_numel(tx) / tx.dim[tx.rank - 1];
-			int64_t d2[2] = {rows, tx.dim[tx.rank - 1]}, g2[2] = {rows, gt.dim[gt.rank - 1]};
-			int x2 = opto(a, OP_RESHAPE, loc, x, ir_type(DT_REAL, 2, d2));
-			int gg = opto(a, OP_RESHAPE, loc, g, ir_type(DT_REAL, 2, g2));
-			dy = tb ? matmul(a, loc, gg, x2, 1, 0) : matmul(a, loc, x2, gg, 1, 0);
-		} else {
-			dy = tb ? matmul(a, loc, g, x, 1, ta) : matmul(a, loc, x, g, !ta, 0);
-		}
-		contrib(a, y, dy, loc);
-	}
-}
-
-/* d/dx of a reduction: put g back on the reduced axes and broadcast. */
-static int unreduce(Ad *a, Op *op, int g)
-{
-	Type tx = ir_vtype(a->p, op->in[0]), keep = tx;
-	for (int i = 0; i < tx.rank; i++)
-		if (op->axes >> i & 1)
-			keep.dim[i] = 1;
-	int r = opto(a, OP_RESHAPE, op->loc, g, keep);
-	return opto(a, OP_BROADCAST, op->loc, r, tx);
-}
+Program *ad_program(Ad *a) { return a->p; }
 
 static void reverse_loop(Ad *a, Op *op);
 
-/* The adjoint rule of every op but loops. */
+/* The adjoint of one op: loops here, every other op by the rule the op table names (compiler/ops/). */
 static void reverse_op(Ad *a, Op *op)
 {
 	if (op->kind == OP_LOOP) {
@@ -202,127 +152,8 @@ static void reverse_op(Ad *a, Op *op)
 	}
 	if (op->out < 0 || a->adj.data[op->out] < 0)
 		return;
-	Program *p = a->p;
-	int g = a->adj.data[op->out], o = op->out, x = op->nin > 0 ? op->in[0] : -1, y = op->nin > 1 ? op->in[1] : -1;
-	Loc loc = op->loc;
-	switch (op->kind) {
-	case OP_PARAM:
-	case OP_INPUT:
-	case OP_CONST:
-	case OP_IDX:
-	case OP_FILL:
-	case OP_STEP:
-		return;
-	case OP_ADD:
-		if (is_active(a, x))
-			contrib(a, x, unbroadcast(a, g, x, loc), loc);
-		if (is_active(a, y))
-			contrib(a, y, unbroadcast(a, g, y, loc), loc);
-		return;
-	case OP_SUB:
-		if (is_active(a, x))
-			contrib(a, x, unbroadcast(a, g, x, loc), loc);
-		if (is_active(a, y))
-			contrib(a, y, unbroadcast(a, op1(a, OP_NEG, loc, g), y, loc), loc);
-		return;
-	case OP_MUL:
-		if (is_active(a, x))
-			contrib(a, x, unbroadcast(a, op2(a, OP_MUL, loc, g, y), x, loc), loc);
-		if (is_active(a, y))
-			contrib(a, y, unbroadcast(a, op2(a, OP_MUL, loc, g, x), y, loc), loc);
-		return;
-	case OP_DIV:
-		if (is_active(a, x))
-			contrib(a, x, unbroadcast(a, op2(a, OP_DIV, loc, g, y), x, loc), loc);
-		if (is_active(a, y)) /* d(x/y)/dy = -(x/y)/y */
-			contrib(a, y, unbroadcast(a, op1(a, OP_NEG, loc, op2(a, OP_MUL, loc, g, op2(a, OP_DIV, loc, o, y))), y, loc), loc);
-		return;
-	case OP_NEG:
-		contrib(a, x, op1(a, OP_NEG, loc, g), loc);
-		return;
-	case OP_RELU:
-		contrib(a, x, op2(a, OP_MUL, loc, g, op1(a, OP_STEP, loc, x)), loc);
-		return;
-	case OP_TANH: /* 1 - tanh^2 */
-		contrib(a, x, op2(a, OP_MUL, loc, g, op2(a, OP_SUB, loc, cnst(a, loc, 1), op2(a, OP_MUL, loc, o, o))), loc);
-		return;
-	case OP_SIGMOID: /* s (1 - s) */
-		contrib(a, x, op2(a, OP_MUL, loc, op2(a, OP_MUL, loc, g, o), op2(a, OP_SUB, loc, cnst(a, loc, 1), o)), loc);
-		return;
-	case OP_EXP:
-		contrib(a, x, op2(a, OP_MUL, loc, g, o), loc);
-		return;
-	case OP_LOG:
-		contrib(a, x, op2(a, OP_DIV, loc, g, x), loc);
-		return;
-	case OP_SQRT: /* 1 / (2 sqrt x) */
-		contrib(a, x, op2(a, OP_DIV, loc, op2(a, OP_MUL, loc, g, cnst(a, loc, 0.5)), o), loc);
-		return;
-	case OP_TRANSPOSE: {
-		Op *t = ir_new_op(p, OP_TRANSPOSE, loc, 1, &g);
-		for (int i = 0; i < ir_vtype(p, x).rank; i++)
-			t->perm[op->perm[i]] = i;
-		contrib(a, x, emit(a, t), loc);
-		return;
-	}
-	case OP_BROADCAST:
-		contrib(a, x, opto(a, OP_SUM_TO, loc, g, ir_vtype(p, x)), loc);
-		return;
-	case OP_SUM_TO:
-		contrib(a, x, opto(a, OP_BROADCAST, loc, g, ir_vtype(p, x)), loc);
-		return;
-	case OP_COPY:
-		contrib(a, x, g, loc);
-		return;
-	case OP_RESHAPE:
-		contrib(a, x, opto(a, OP_RESHAPE, loc, g, ir_vtype(p, x)), loc);
-		return;
-	case OP_SLICE: {
-		Op *d = def_of(a, x);
-		if (!is_active(a, x))
-			return;
-		if (!d || d->kind != OP_PARAM)
-			die("slice adjoint: only parameters are indexed");
-		int in[3] = {p->params.data[d->index].grad, y, g};
-		emit(a, ir_new_op(p, OP_ACC_SLICE, loc, 3, in));
-		return;
-	}
-	case OP_MATMUL:
-		reverse_matmul(a, op, g);
-		return;
-	case OP_SUM:
-		contrib(a, x, unreduce(a, op, g), loc);
-		return;
-	case OP_MEAN: {
-		Type tx = ir_vtype(p, x);
-		double n = 1;
-		for (int i = 0; i < tx.rank; i++)
-			if (op->axes >> i & 1)
-				n *= (double)tx.dim[i];
-		contrib(a, x, op2(a, OP_MUL, loc, unreduce(a, op, g), cnst(a, loc, 1 / n)), loc);
-		return;
-	}
-	case OP_SOFTMAX:
-		contrib(a, x, op2(a, OP_SOFTMAX_GRAD, loc, o, g), loc);
-		return;
-	case OP_LOG_SOFTMAX:
-		contrib(a, x, op2(a, OP_LOG_SOFTMAX_GRAD, loc, o, g), loc);
-		return;
-	case OP_MSE: {
-		int d = op3(a, OP_MSE_GRAD, loc, x, y, g);
-		contrib(a, x, d, loc);
-		if (is_active(a, y))
-			contrib(a, y, op1(a, OP_NEG, loc, d), loc);
-		return;
-	}
-	case OP_XENT:
-		contrib(a, x, op3(a, OP_XENT_GRAD, loc, x, y, g), loc);
-		return;
-	default:
-		die("no adjoint rule for %s", ir_ops[op->kind].name);
-	}
+	ir_ops[op->kind].adjoint(a, op, a->adj.data[op->out]);
 }
-
 
 /* ---- activity: which values depend on a parameter ---- */
 
@@ -547,7 +378,7 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 		ir_append(&op->body, ir_new_op(p, OP_STORE_SLICE, o->loc, 3, in));
 		Block tmp = {0}, *save = a->out;
 		a->out = &tmp;
-		int v = op2(a, OP_SLICE, o->loc, tape, r->ivar);
+		int v = ad_op2(a, OP_SLICE, o->loc, tape, r->ivar);
 		a->out = save;
 		p->values.data[v].name = n;
 		vec_push(&slices, tmp.ops[0]);
@@ -592,16 +423,16 @@ static void reverse_loop(Ad *a, Op *op)
 	int *dh = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
 	for (int k = 0; k < op->ncarry; k++) {
 		dh[k] = -1;
-		if (!is_active(a, op->carg[k]))
+		if (!ad_active(a, op->carg[k]))
 			continue;
 		const char *n = vname(a, op->carg[k]);
 		dh[k] = new_var(a, VC_ACC, ir_vtype(p, op->carg[k]), ar_printf("d_%s", n ? n : "h"), loc);
 		int g = a->adj.data[op->cout[k]];
 		if (g >= 0) {
 			int in[2] = {dh[k], g};
-			emit(a, ir_new_op(p, OP_ASSIGN, loc, 2, in));
+			ad_emit(a, ir_new_op(p, OP_ASSIGN, loc, 2, in));
 		} else {
-			emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
+			ad_emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
 		}
 	}
 
@@ -628,7 +459,7 @@ static void reverse_loop(Ad *a, Op *op)
 	IrClone m = {{0}, skip_tape_store, cloned_value, cloned_loop, &rc};
 	ir_clone_set(&m, op->ivar, r->ivar);
 	for (int k = 0; k < op->ncarry; k++) {
-		int h = op2(a, OP_SLICE, loc, tape[k], r->ivar);
+		int h = ad_op2(a, OP_SLICE, loc, tape[k], r->ivar);
 		p->values.data[h].name = vname(a, op->carg[k]);
 		a->active.data[h] = a->active.data[op->carg[k]];
 		ir_clone_set(&m, op->carg[k], h);
@@ -640,7 +471,7 @@ static void reverse_loop(Ad *a, Op *op)
 	/* the adjoint of the body, seeded by the carried adjoints */
 	for (int k = 0; k < op->ncarry; k++)
 		if (dh[k] >= 0)
-			contrib(a, ir_clone_map(&m, op->cyield[k]), dh[k], loc);
+			ad_contrib(a, ir_clone_map(&m, op->cyield[k]), dh[k], loc);
 	for (int i = last - 1; i >= first; i--)
 		reverse_op(a, r->body.ops[i]);
 	int *next = ar_alloc(sizeof(int) * (size_t)(op->ncarry + 1));
@@ -651,7 +482,7 @@ static void reverse_loop(Ad *a, Op *op)
 		int g = a->adj.data[ir_clone_map(&m, op->carg[k])];
 		/* copy first: another carried adjoint may still read dh[k] */
 		if (g >= 0 && p->values.data[g].kind == VK_VAR)
-			g = op1(a, OP_COPY, loc, g);
+			g = ad_op1(a, OP_COPY, loc, g);
 		next[k] = g;
 	}
 	for (int k = 0; k < op->ncarry; k++) {
@@ -659,9 +490,9 @@ static void reverse_loop(Ad *a, Op *op)
 			continue;
 		if (next[k] >= 0) {
 			int in[2] = {dh[k], next[k]};
-			emit(a, ir_new_op(p, OP_ASSIGN, loc, 2, in));
+			ad_emit(a, ir_new_op(p, OP_ASSIGN, loc, 2, in));
 		} else {
-			emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
+			ad_emit(a, ir_new_op(p, OP_ZERO, loc, 1, &dh[k]));
 		}
 	}
 
@@ -673,13 +504,13 @@ static void reverse_loop(Ad *a, Op *op)
 	a->accs = outer_accs;
 	/* accumulators start at zero before the reverse loop */
 	for (int i = 0; i < accs.len; i++)
-		emit(a, ir_new_op(p, OP_ZERO, loc, 1, &accs.data[i].var));
+		ad_emit(a, ir_new_op(p, OP_ZERO, loc, 1, &accs.data[i].var));
 	ir_append(a->out, r);
 	for (int k = 0; k < op->ncarry; k++)
-		if (dh[k] >= 0 && is_active(a, op->in[k]))
-			contrib(a, op->in[k], op1(a, OP_COPY, loc, dh[k]), loc);
+		if (dh[k] >= 0 && ad_active(a, op->in[k]))
+			ad_contrib(a, op->in[k], ad_op1(a, OP_COPY, loc, dh[k]), loc);
 	for (int i = 0; i < accs.len; i++)
-		contrib(a, accs.data[i].value, op1(a, OP_COPY, loc, accs.data[i].var), loc);
+		ad_contrib(a, accs.data[i].value, ad_op1(a, OP_COPY, loc, accs.data[i].var), loc);
 }
 
 Program *ad_transform(Program *p, const AdOptions *o)
@@ -700,12 +531,12 @@ Program *ad_transform(Program *p, const AdOptions *o)
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		q->grad = new_var(&a, VC_GRAD, q->type, ar_printf("grad_%s", q->name), q->loc);
-		emit(&a, ir_new_op(p, OP_ZERO, q->loc, 1, &q->grad));
+		ad_emit(&a, ir_new_op(p, OP_ZERO, q->loc, 1, &q->grad));
 	}
 	Op *seed = ir_new_op(p, OP_FILL, p->values.data[p->loss].loc, 0, NULL);
 	seed->fval = 1;
 	seed->to = ir_scalar(DT_REAL);
-	int s = emit(&a, seed);
+	int s = ad_emit(&a, seed);
 	p->values.data[s].name = "seed";
 	if (a.active.data[p->loss])
 		a.adj.data[p->loss] = s;

@@ -36,7 +36,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, text, arity, flags, shape, form) OP_##name,
+#define X(name, text, arity, flags, shape, adjoint, form) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
@@ -55,6 +55,7 @@ typedef enum {
 
 typedef struct Program Program;
 typedef struct Op Op;
+typedef struct Ad Ad; /* ad_transform's state, for the adjoint rules */
 
 /* An op kind's entry in the op table (ops.def). */
 typedef struct {
@@ -62,6 +63,7 @@ typedef struct {
 	int arity;
 	int flags;
 	const char *(*shape)(Program *p, Op *op, Type *out); /* compiler/ops/: the family's file */
+	void (*adjoint)(Ad *a, Op *op, int g);               /* likewise: contributions to the operands' adjoints */
 	FeForm form;
 } OpInfo;
 extern const OpInfo ir_ops[OP__COUNT];

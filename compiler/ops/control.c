@@ -73,3 +73,9 @@ const char *ops_shape_loop(Program *p, Op *op, Type *out)
 	(void)p, (void)op, (void)out;
 	return "loops have no shape rule";
 }
+
+void ops_adjoint_missing(Ad *a, Op *op, int g)
+{
+	(void)a, (void)g;
+	die("no adjoint rule for %s", ir_ops[op->kind].name);
+}

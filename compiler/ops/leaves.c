@@ -24,3 +24,5 @@ const char *ops_shape_leaf(Program *p, Op *op, Type *out)
 		unreachable();
 	}
 }
+
+void ops_adjoint_none(Ad *a, Op *op, int g) { (void)a, (void)op, (void)g; }

@@ -30,3 +30,44 @@ const char *ops_shape_matmul(Program *p, Op *op, Type *out)
 	out->dim[a.rank - 1] = n;
 	return NULL;
 }
+
+static int matmul(Ad *a, Loc loc, int x, int y, int ta, int tb)
+{
+	int in[2] = {x, y};
+	Op *op = ir_new_op(ad_program(a), OP_MATMUL, loc, 2, in);
+	op->ta = ta;
+	op->tb = tb;
+	return ad_emit(a, op);
+}
+
+void ops_adjoint_matmul(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	int x = op->in[0], y = op->in[1], ta = op->ta, tb = op->tb;
+	Type tx = ir_vtype(p, x), ty = ir_vtype(p, y);
+	Loc loc = op->loc;
+	if (ad_active(a, x)) {
+		/* C = op(A) op(B): dA = g op(B)^T, or op(B) g^T when A was transposed */
+		int dx = ta ? matmul(a, loc, y, g, tb, 1) : matmul(a, loc, g, y, 0, !tb);
+		if (ta && ty.rank == 2 && tx.rank > 2)
+			die("matmul adjoint: transposed batched operand with a shared right operand");
+		ad_contrib(a, x, dx, loc);
+	}
+	if (ad_active(a, y)) {
+		int dy;
+		if (ty.rank == 2 && tx.rank > 2) {
+			/* a shared right operand: sum over the batch by flattening it into rows */
+			if (ta)
+				die("matmul adjoint: transposed batched operand with a shared right operand");
+			Type gt = ir_vtype(p, g);
+			int64_t rows = ir_numel(tx) / tx.dim[tx.rank - 1];
+			int64_t d2[2] = {rows, tx.dim[tx.rank - 1]}, g2[2] = {rows, gt.dim[gt.rank - 1]};
+			int x2 = ad_opto(a, OP_RESHAPE, loc, x, ir_type(DT_REAL, 2, d2));
+			int gg = ad_opto(a, OP_RESHAPE, loc, g, ir_type(DT_REAL, 2, g2));
+			dy = tb ? matmul(a, loc, gg, x2, 1, 0) : matmul(a, loc, x2, gg, 1, 0);
+		} else {
+			dy = tb ? matmul(a, loc, g, x, 1, ta) : matmul(a, loc, x, g, !ta, 0);
+		}
+		ad_contrib(a, y, dy, loc);
+	}
+}

@@ -68,3 +68,43 @@ const char *ops_shape_copy(Program *p, Op *op, Type *out)
 	*out = ir_vtype(p, op->in[0]);
 	return NULL;
 }
+
+/* x[i] of a parameter: its gradient's row i */
+void ops_adjoint_slice(Ad *a, Op *op, int g)
+{
+	int x = op->in[0];
+	if (!ad_active(a, x))
+		return;
+	Program *p = ad_program(a);
+	Op *d = p->values.data[x].def;
+	if (!d || d->kind != OP_PARAM)
+		die("slice adjoint: only parameters are indexed");
+	int in[3] = {p->params.data[d->index].grad, op->in[1], g};
+	ad_emit(a, ir_new_op(p, OP_ACC_SLICE, op->loc, 3, in));
+}
+
+void ops_adjoint_reshape(Ad *a, Op *op, int g)
+{
+	ad_contrib(a, op->in[0], ad_opto(a, OP_RESHAPE, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
+}
+
+void ops_adjoint_transpose(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	Op *t = ir_new_op(p, OP_TRANSPOSE, op->loc, 1, &g);
+	for (int i = 0; i < ir_vtype(p, op->in[0]).rank; i++)
+		t->perm[op->perm[i]] = i;
+	ad_contrib(a, op->in[0], ad_emit(a, t), op->loc);
+}
+
+void ops_adjoint_broadcast(Ad *a, Op *op, int g)
+{
+	ad_contrib(a, op->in[0], ad_opto(a, OP_SUM_TO, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
+}
+
+void ops_adjoint_sum_to(Ad *a, Op *op, int g)
+{
+	ad_contrib(a, op->in[0], ad_opto(a, OP_BROADCAST, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
+}
+
+void ops_adjoint_copy(Ad *a, Op *op, int g) { ad_contrib(a, op->in[0], g, op->loc); }

@@ -48,3 +48,16 @@ const char *ops_shape_xent(Program *p, Op *op, Type *out)
 	}
 	return result(p, op, a, out, "cross_entropy");
 }
+
+void ops_adjoint_mse(Ad *a, Op *op, int g)
+{
+	int d = ad_op3(a, OP_MSE_GRAD, op->loc, op->in[0], op->in[1], g);
+	ad_contrib(a, op->in[0], d, op->loc);
+	if (ad_active(a, op->in[1]))
+		ad_contrib(a, op->in[1], ad_op1(a, OP_NEG, op->loc, d), op->loc);
+}
+
+void ops_adjoint_xent(Ad *a, Op *op, int g)
+{
+	ad_contrib(a, op->in[0], ad_op3(a, OP_XENT_GRAD, op->loc, op->in[0], op->in[1], g), op->loc);
+}

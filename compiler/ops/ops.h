@@ -12,6 +12,7 @@
 #ifndef DPC_OPS_H
 #define DPC_OPS_H
 
+#include "../ad_transform/ad.h"
 #include "../ir/ir.h"
 
 const char *ops_shape_leaf(Program *p, Op *op, Type *out);
@@ -31,6 +32,23 @@ const char *ops_shape_xent(Program *p, Op *op, Type *out);
 const char *ops_shape_var(Program *p, Op *op, Type *out);
 const char *ops_shape_transfer(Program *p, Op *op, Type *out);
 const char *ops_shape_loop(Program *p, Op *op, Type *out);
+
+/* The adjoint rules: called with the op's result adjoint g, they add each
+ * active operand's contribution through ad_contrib (ad.h). */
+void ops_adjoint_none(Ad *a, Op *op, int g);
+void ops_adjoint_missing(Ad *a, Op *op, int g);
+void ops_adjoint_slice(Ad *a, Op *op, int g);
+void ops_adjoint_reshape(Ad *a, Op *op, int g);
+void ops_adjoint_transpose(Ad *a, Op *op, int g);
+void ops_adjoint_broadcast(Ad *a, Op *op, int g);
+void ops_adjoint_sum_to(Ad *a, Op *op, int g);
+void ops_adjoint_copy(Ad *a, Op *op, int g);
+void ops_adjoint_ew(Ad *a, Op *op, int g);
+void ops_adjoint_matmul(Ad *a, Op *op, int g);
+void ops_adjoint_reduce(Ad *a, Op *op, int g);
+void ops_adjoint_softmax(Ad *a, Op *op, int g);
+void ops_adjoint_mse(Ad *a, Op *op, int g);
+void ops_adjoint_xent(Ad *a, Op *op, int g);
 
 /* shared by the families */
 const char *ops_need_real(Program *p, Op *op, int k); /* operand k must be real, or the message */

@@ -38,3 +38,23 @@ const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out)
 	*out = a;
 	return NULL;
 }
+
+/* sum: g put back on the reduced axes and broadcast; mean: that over the count */
+void ops_adjoint_reduce(Ad *a, Op *op, int g)
+{
+	Type tx = ir_vtype(ad_program(a), op->in[0]), keep = tx;
+	double n = 1;
+	for (int i = 0; i < tx.rank; i++)
+		if (op->axes >> i & 1)
+			keep.dim[i] = 1, n *= (double)tx.dim[i];
+	int d = ad_opto(a, OP_BROADCAST, op->loc, ad_opto(a, OP_RESHAPE, op->loc, g, keep), tx);
+	if (op->kind == OP_MEAN)
+		d = ad_op2(a, OP_MUL, op->loc, d, ad_const(a, op->loc, 1 / n));
+	ad_contrib(a, op->in[0], d, op->loc);
+}
+
+void ops_adjoint_softmax(Ad *a, Op *op, int g)
+{
+	OpKind k = op->kind == OP_SOFTMAX ? OP_SOFTMAX_GRAD : OP_LOG_SOFTMAX_GRAD;
+	ad_contrib(a, op->in[0], ad_op2(a, k, op->loc, op->out, g), op->loc);
+}
