@@ -66,6 +66,12 @@ void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
 
+typedef struct {
+	CkptAction a;
+	int64_t step, to;
+	int slot;
+} Action;
+
 /* The binomial schedule's driver. Slots below nhost live in the host pool
  * and pass through the staging row of the device's snapshots, which holds
  * the host slot last saved or fetched (held). One action of lookahead lets a
@@ -79,9 +85,7 @@ typedef struct {
 	void (*snapshot)(RtCtx *, int64_t, int);
 	void (*offload)(RtCtx *, int64_t, int);
 	bool pending;
-	CkptAction a;
-	int64_t step, to;
-	int slot;
+	Action next; /* the action the schedule gave last, not yet run */
 } Revolve;
 
 static void fetch_host(Revolve *r, int slot)
@@ -90,13 +94,14 @@ static void fetch_host(Revolve *r, int slot)
 	r->held = slot;
 }
 
-static void run_action(Revolve *r, CkptAction a, int64_t step, int64_t to, int slot)
+static void run_action(Revolve *r, Action x)
 {
 	RtCtx *c = r->c;
-	switch (a) {
+	int slot = x.slot;
+	switch (x.a) {
 	case CKPT_ADVANCE:
-		r->advance(c, r->lo + step, r->lo + to);
-		c->n.steps[RT_COUNT_RECOMPUTED] += to - step;
+		r->advance(c, r->lo + x.step, r->lo + x.to);
+		c->n.steps[RT_COUNT_RECOMPUTED] += x.to - x.step;
 		break;
 	case CKPT_SAVE:
 		if (slot >= r->nhost) {
@@ -121,7 +126,7 @@ static void run_action(Revolve *r, CkptAction a, int64_t step, int64_t to, int s
 		r->snapshot(c, r->stage, 1);
 		break;
 	case CKPT_TAPED:
-		r->taped(c, r->lo + step);
+		r->taped(c, r->lo + x.step);
 		break;
 	}
 }
@@ -131,23 +136,23 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 	Revolve *r = ctx;
 	/* fetch ahead, unless the action before is a save into the staging row */
 	if (a == CKPT_RESTORE && slot < r->nhost && r->held != slot && r->pending &&
-	    !(r->a == CKPT_SAVE && r->slot < r->nhost))
+	    !(r->next.a == CKPT_SAVE && r->next.slot < r->nhost))
 		fetch_host(r, slot);
 	if (r->pending)
-		run_action(r, r->a, r->step, r->to, r->slot);
-	*r = (Revolve){r->c, r->lo, r->nhost, r->stage, r->held, r->advance, r->taped, r->snapshot, r->offload,
-	               true, a, step, to, slot};
+		run_action(r, r->next);
+	r->pending = true;
+	r->next = (Action){a, step, to, slot};
 }
 
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
                 void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
                 void (*offload)(RtCtx *, int64_t, int))
 {
-	Revolve r = {c, lo, nhost, s - nhost, -1, advance, taped, snapshot, offload, false, CKPT_TAPED, 0, 0, 0};
-	run_action(&r, CKPT_SAVE, 0, 0, 0);
+	Revolve r = {c, lo, nhost, s - nhost, -1, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
+	run_action(&r, r.next); /* the initial state into slot 0 */
 	ckpt_binomial_schedule(n, (int)s, revolve_action, &r);
 	if (r.pending)
-		run_action(&r, r.a, r.step, r.to, r.slot);
+		run_action(&r, r.next);
 }
 
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes)

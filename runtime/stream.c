@@ -12,6 +12,19 @@ void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
 	memset(table, 0, sizeof *table * (size_t)n);
 }
 
+/* a counted copy between device memory and the host pool at offset host */
+static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes)
+{
+	if (to_device) {
+		c->n.h2d_bytes += bytes;
+		c->n.stream_h2d += bytes;
+	} else {
+		c->n.d2h_bytes += bytes;
+		c->n.stream_d2h += bytes;
+	}
+	return c->dev->copy(to_device, dev, c->pool + host, bytes);
+}
+
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
               int64_t bytes)
 {
@@ -21,9 +34,7 @@ void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_
 	if (table[2 * s] == u + 1)
 		return;
 	table[2 * s] = u + 1;
-	table[2 * s + 1] = c->dev->copy(true, slots + (uint64_t)(s * bytes), c->pool + host + u * bytes, bytes);
-	c->n.h2d_bytes += bytes;
-	c->n.stream_h2d += bytes;
+	table[2 * s + 1] = pool_copy(c, true, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
 }
 
 void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
@@ -36,9 +47,7 @@ void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
 void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes)
 {
 	int64_t s = u % k;
-	table[2 * s + 1] = c->dev->copy(false, slots + (uint64_t)(s * bytes), c->pool + host + u * bytes, bytes);
-	c->n.d2h_bytes += bytes;
-	c->n.stream_d2h += bytes;
+	table[2 * s + 1] = pool_copy(c, false, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
 }
 
 void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
@@ -52,12 +61,5 @@ void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t 
 
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
-	c->snap_event = c->dev->copy(to_device, dev, c->pool + host, bytes);
-	if (to_device) {
-		c->n.h2d_bytes += bytes;
-		c->n.stream_h2d += bytes;
-	} else {
-		c->n.d2h_bytes += bytes;
-		c->n.stream_d2h += bytes;
-	}
+	c->snap_event = pool_copy(c, to_device, dev, host, bytes);
 }

@@ -200,13 +200,12 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 		if (op->kind != OP_REVOLVE)
 			continue;
 		int64_t dev = op->nsnap, nhost = want[i] - dev + 1;
-		/* asked for and not offloaded: the count asked for, which the plan may refuse */
-		if (o->snapshots && (want[i] <= dev || !offload || op->trip > ((int64_t)1 << 28))) {
-			set_slots(p, op, want[i], 0);
+		if (want[i] <= dev || !offload || op->trip > ((int64_t)1 << 28)) {
+			/* all on the device: the count asked for, which the plan may refuse, or the fitted one */
+			if (o->snapshots)
+				set_slots(p, op, want[i], 0);
 			continue;
 		}
-		if (want[i] <= dev || !offload || op->trip > ((int64_t)1 << 28))
-			continue;
 		/* the default count tops up only as far as --host-mem allows */
 		if (!o->snapshots && host_rows_bytes(p, op, nhost) > host_left) {
 			nhost = host_left / host_rows_bytes(p, op, 1) + 1;

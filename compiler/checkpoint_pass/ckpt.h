@@ -12,7 +12,7 @@ typedef enum { CKPT_NONE, CKPT_BINOMIAL } CkptMode;
 typedef struct {
 	CkptMode mode;
 	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
-	int64_t device_mem; /* binomial without snapshots: as many as this budget allows (the memory plan's count) */
+	int64_t device_mem; /* binomial: the budget the snapshots fit (without snapshots: as many as it allows) */
 	StreamMode stream;  /* the budget is measured with streaming when it must stream (auto) or will (params);
 	                     * unless none, snapshots beyond the budget go to host memory */
 	int64_t host_mem;   /* the pinned host budget, 0: none */

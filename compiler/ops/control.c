@@ -5,7 +5,6 @@
 
 const char *ops_shape_var(Program *p, Op *op, Type *out)
 {
-	(void)out;
 	if (p->values.data[op->in[0]].kind != VK_VAR)
 		return ar_printf("%s writes a variable", ir_ops[op->kind].name);
 	Type v = ir_vtype(p, op->in[0]);
@@ -31,7 +30,6 @@ const char *ops_shape_var(Program *p, Op *op, Type *out)
 
 const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 {
-	(void)out;
 	int slot = op->kind == OP_D2H ? op->in[1] : op->in[0];
 	int host = op->kind == OP_D2H ? op->in[0] : op->in[1];
 	int index = op->kind == OP_WAIT ? op->in[1] : op->in[2];
@@ -70,12 +68,10 @@ const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 
 const char *ops_shape_loop(Program *p, Op *op, Type *out)
 {
-	(void)p, (void)op, (void)out;
 	return "loops have no shape rule";
 }
 
 void ops_adjoint_missing(Ad *a, Op *op, int g)
 {
-	(void)a, (void)g;
 	die("no adjoint rule for %s", ir_ops[op->kind].name);
 }

@@ -43,22 +43,14 @@ const char *ops_shape_transpose(Program *p, Op *op, Type *out)
 	return NULL;
 }
 
+/* broadcast widens its operand to `to`; sum_to adds it up to `to`, the reverse */
 const char *ops_shape_broadcast(Program *p, Op *op, Type *out)
 {
 	Type a = ir_vtype(p, op->in[0]), to = op->to, r;
 	to.dt = a.dt;
-	if (!ir_broadcast(a, to, &r) || !ir_type_eq(r, to))
-		return ar_printf("cannot broadcast %s to %s", ops_ts(a), ops_ts(to));
-	*out = to;
-	return NULL;
-}
-
-const char *ops_shape_sum_to(Program *p, Op *op, Type *out)
-{
-	Type a = ir_vtype(p, op->in[0]), to = op->to, r;
-	to.dt = a.dt;
-	if (!ir_broadcast(to, a, &r) || !ir_type_eq(r, a))
-		return ar_printf("cannot reduce %s to %s", ops_ts(a), ops_ts(to));
+	bool down = op->kind == OP_SUM_TO;
+	if (!ir_broadcast(a, to, &r) || !ir_type_eq(r, down ? a : to))
+		return ar_printf("cannot %s %s to %s", down ? "reduce" : "broadcast", ops_ts(a), ops_ts(to));
 	*out = to;
 	return NULL;
 }
@@ -83,9 +75,12 @@ void ops_adjoint_slice(Ad *a, Op *op, int g)
 	ad_emit(a, ir_new_op(p, OP_ACC_SLICE, op->loc, 3, in));
 }
 
-void ops_adjoint_reshape(Ad *a, Op *op, int g)
+/* reshape, broadcast, sum_to: g taken back to the operand's type by the
+ * reverse op (reshape's is itself) */
+void ops_adjoint_retype(Ad *a, Op *op, int g)
 {
-	ad_contrib(a, op->in[0], ad_opto(a, OP_RESHAPE, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
+	OpKind back = op->kind == OP_BROADCAST ? OP_SUM_TO : op->kind == OP_SUM_TO ? OP_BROADCAST : OP_RESHAPE;
+	ad_contrib(a, op->in[0], ad_opto(a, back, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
 }
 
 void ops_adjoint_transpose(Ad *a, Op *op, int g)
@@ -95,16 +90,6 @@ void ops_adjoint_transpose(Ad *a, Op *op, int g)
 	for (int i = 0; i < ir_vtype(p, op->in[0]).rank; i++)
 		t->perm[op->perm[i]] = i;
 	ad_contrib(a, op->in[0], ad_emit(a, t), op->loc);
-}
-
-void ops_adjoint_broadcast(Ad *a, Op *op, int g)
-{
-	ad_contrib(a, op->in[0], ad_opto(a, OP_SUM_TO, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
-}
-
-void ops_adjoint_sum_to(Ad *a, Op *op, int g)
-{
-	ad_contrib(a, op->in[0], ad_opto(a, OP_BROADCAST, op->loc, g, ir_vtype(ad_program(a), op->in[0])), op->loc);
 }
 
 void ops_adjoint_copy(Ad *a, Op *op, int g) { ad_contrib(a, op->in[0], g, op->loc); }

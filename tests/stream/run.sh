@@ -16,8 +16,8 @@ cd "$(dirname "$0")/../.."
 o="$TEST_OUT/stream"
 mkdir -p "$o"
 
-json() { # FILE KEY: a top-level number of a JSON summary
-	python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
+json() { # FILE KEY [SUBKEY]: a number of a JSON summary or schedule
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1]))[sys.argv[2]]; print(j[sys.argv[3]] if len(sys.argv) > 3 else j)" "$@"
 }
 
 # The closed form of one store-everything step, from the program's own
@@ -167,19 +167,16 @@ done
 # unit ahead), so 5 of 8 go to the host. Trained parameters and gradients
 # bitwise identical to the resident store-everything run, bytes as
 # predicted, peak within budget.
-sched() { # JSON KEY [SUBKEY]
-	python3 -c "import json,sys; j=json.load(open(sys.argv[1]))[sys.argv[2]]; print(j[sys.argv[3]] if len(sys.argv) > 3 else j)" "$@"
-}
 host_snaps() { python3 -c "import json,sys; print(sum(l['host_snapshots'] for l in json.load(open(sys.argv[1]))['loops']))" "$1"; }
 # the budget for one snapshot plus N: ARGS... N; with --stream params, at the least prefetch distance
 snap_budget() {
 	local n=${!#} args=("${@:1:$#-1}") j="$o/budget.json"
 	"$DPC" "${args[@]}" --snapshots 1 --emit=schedule --schedule-json "$j" >/dev/null 2>&1 || { echo 0; return; }
-	if [ "$(sched "$j" transfers prefetch_distance)" -gt 1 ]; then
-		"$DPC" "${args[@]}" --snapshots 1 --device-mem $(($(sched "$j" peak_device_bytes total) - 1)) \
+	if [ "$(json "$j" transfers prefetch_distance)" -gt 1 ]; then
+		"$DPC" "${args[@]}" --snapshots 1 --device-mem $(($(json "$j" peak_device_bytes total) - 1)) \
 			--emit=schedule --schedule-json "$j" >/dev/null 2>&1 || { echo 0; return; }
 	fi
-	echo $(($(sched "$j" peak_device_bytes total) + n * $(sched "$j" peak_device_bytes snapshots)))
+	echo $(($(json "$j" peak_device_bytes total) + n * $(json "$j" peak_device_bytes snapshots)))
 }
 for opt in sgd adam; do
 	ref="$o/hs.$opt.ref"
