@@ -11,10 +11,10 @@
 typedef struct {
 	OpKind kind;
 	int nin;
-	int src[2];        /* argument word of the operand, or -(s + 1) for step s's value */
-	bool is_const[2];
-	double cval[2];
-	Type in[2];        /* operand types, for broadcasting */
+	int src[3];        /* argument word of the operand, or -(s + 1) for step s's value */
+	bool is_const[3];
+	double cval[3];
+	Type in[3];        /* operand types, for broadcasting */
 	int store;         /* argument word its result is stored through, or -1 */
 } KStep;
 

@@ -530,7 +530,7 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 	int vals[16], nw = 0;
 	int n = 0;
 	while (from + n < to && n < CG_MAXSTEPS && elementwise(b->ops[from + n]) &&
-	       ir_type_eq(ir_vtype(p, b->ops[from + n]->out), shape) && nw + 3 <= 16 &&
+	       ir_type_eq(ir_vtype(p, b->ops[from + n]->out), shape) && nw + 4 <= 16 &&
 	       (n == 0 || !clobbers(p, b->ops[from + n], vals, nw))) {
 		Op *op = b->ops[from + n];
 		KStep *st = &d.step[n];

@@ -1,5 +1,6 @@
 /* cg: kernel bodies. Each is generated for one element index, so the same
  * body serves a CPU loop and, later, a GPU thread. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -87,6 +88,8 @@ static int lane_count(Cg *g, const KDesc *d)
 	}
 	case OP_SUM:
 	case OP_MEAN:
+	case OP_MAX:
+	case OP_MIN:
 	case OP_SUM_TO: {
 		bool kept[IR_MAXRANK];
 		int out_axis[IR_MAXRANK];
@@ -246,32 +249,40 @@ static void vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 	LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 16);
 }
 
-static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x)
+/* A math function of one or two reals: LLVM's intrinsic llvm.NAME on the
+ * CPU (erf, which has none, from libm), libdevice's __nv_NAME on the GPU. */
+static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x, LLVMValueRef y)
 {
 	Cg *g = k->g;
+	int n = y ? 2 : 1;
 	if (LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMVectorTypeKind) {
 		/* one call per element: libdevice has no vector forms */
 		LLVMValueRef r = LLVMGetUndef(LLVMTypeOf(x));
 		for (unsigned i = 0; i < LLVMGetVectorSize(LLVMTypeOf(x)); i++) {
 			LLVMValueRef at = cg_i64(g, i);
-			r = LLVMBuildInsertElement(k->b, r, call_math(k, name, LLVMBuildExtractElement(k->b, x, at, "")), at, "");
+			LLVMValueRef yi = y ? LLVMBuildExtractElement(k->b, y, at, "") : NULL;
+			r = LLVMBuildInsertElement(k->b, r, call_math(k, name, LLVMBuildExtractElement(k->b, x, at, ""), yi), at, "");
 		}
 		return r;
 	}
-	/* LLVM intrinsics on the CPU; on the GPU exp and log come from libdevice */
-	const char *full = ar_printf("%s.f%d", name, g->p->real_bytes * 8);
-	if (g->gpu && strcmp(name, "llvm.sqrt") != 0)
-		full = ar_printf("__nv_%s%s", name + 5, g->p->real_bytes == 4 ? "f" : "");
+	bool f32 = g->p->real_bytes == 4;
+	const char *full = ar_printf("llvm.%s.f%d", name, f32 ? 32 : 64);
+	if (g->gpu && strcmp(name, "sqrt") != 0)
+		full = ar_printf("__nv_%s%s", name, f32 ? "f" : "");
+	else if (!strcmp(name, "erf"))
+		full = f32 ? "erff" : "erf";
 	LLVMValueRef f = LLVMGetNamedFunction(g->mod, full);
-	LLVMTypeRef ft = LLVMFunctionType(g->real, &g->real, 1, 0);
+	LLVMTypeRef params[2] = {g->real, g->real};
+	LLVMTypeRef ft = LLVMFunctionType(g->real, params, (unsigned)n, 0);
 	if (!f)
 		f = LLVMAddFunction(g->mod, full, ft);
-	return LLVMBuildCall2(k->b, ft, f, &x, 1, "");
+	LLVMValueRef args[2] = {x, y};
+	return LLVMBuildCall2(k->b, ft, f, args, (unsigned)n, "");
 }
 
-static LLVMValueRef rexp(K *k, LLVMValueRef x) { return call_math(k, "llvm.exp", x); }
-static LLVMValueRef rlog(K *k, LLVMValueRef x) { return call_math(k, "llvm.log", x); }
-static LLVMValueRef rsqrt(K *k, LLVMValueRef x) { return call_math(k, "llvm.sqrt", x); }
+static LLVMValueRef rexp(K *k, LLVMValueRef x) { return call_math(k, "exp", x, NULL); }
+static LLVMValueRef rlog(K *k, LLVMValueRef x) { return call_math(k, "log", x, NULL); }
+static LLVMValueRef rsqrt(K *k, LLVMValueRef x) { return call_math(k, "sqrt", x, NULL); }
 
 static LLVMValueRef rmax(K *k, LLVMValueRef a, LLVMValueRef b)
 {
@@ -484,36 +495,78 @@ static LLVMValueRef bcast_offset(K *k, Type t, Type out, LLVMValueRef *coord)
 
 /* ---- bodies ---- */
 
-static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b)
+/* tanh |x| = (1 - e^-2|x|) / (1 + e^-2|x|): no overflow, sign restored */
+static LLVMValueRef rtanh(K *k, LLVMValueRef a)
+{
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, kreal(k, 0), "");
+	LLVMValueRef ax = LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, a, ""), a, "");
+	LLVMValueRef e = rexp(k, LLVMBuildFMul(B, ax, kreal(k, -2), ""));
+	LLVMValueRef t = LLVMBuildFDiv(B, LLVMBuildFSub(B, kreal(k, 1), e, ""), LLVMBuildFAdd(B, kreal(k, 1), e, ""), "");
+	return LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, t, ""), t, "");
+}
+
+static LLVMValueRef mul(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(k->b, a, b, ""); }
+
+/* 1.0 where the comparison holds, else 0.0 */
+static LLVMValueRef truth(K *k, LLVMRealPredicate pr, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(k->b, LLVMBuildFCmp(k->b, pr, a, b, ""), kreal(k, 1), kreal(k, 0), "");
+}
+
+/* One elementwise op on values a, b, c (as its arity has them); its meaning
+ * is ops_eval_ew (compiler/ops/elementwise.c). */
+static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
 {
 	LLVMBuilderRef B = k->b;
 	switch (op) {
 	case OP_ADD: return LLVMBuildFAdd(B, a, b, "");
 	case OP_SUB: return LLVMBuildFSub(B, a, b, "");
-	case OP_MUL: return LLVMBuildFMul(B, a, b, "");
+	case OP_MUL: return mul(k, a, b);
 	case OP_DIV: return LLVMBuildFDiv(B, a, b, "");
 	case OP_NEG: return LLVMBuildFNeg(B, a, "");
 	case OP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, kreal(k, 0), ""), a, kreal(k, 0), "");
-	case OP_STEP: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, a, kreal(k, 0), ""), kreal(k, 1), kreal(k, 0), "");
+	case OP_STEP: return truth(k, LLVMRealOGT, a, kreal(k, 0));
 	case OP_EXP: return rexp(k, a);
 	case OP_LOG: return rlog(k, a);
 	case OP_SQRT: return rsqrt(k, a);
 	case OP_SIGMOID:
 		return LLVMBuildFDiv(B, kreal(k, 1), LLVMBuildFAdd(B, kreal(k, 1), rexp(k, LLVMBuildFNeg(B, a, "")), ""), "");
-	case OP_TANH: {
-		/* tanh |x| = (1 - e^-2|x|) / (1 + e^-2|x|): no overflow, sign restored */
-		LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, kreal(k, 0), "");
-		LLVMValueRef ax = LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, a, ""), a, "");
-		LLVMValueRef e = rexp(k, LLVMBuildFMul(B, ax, kreal(k, -2), ""));
-		LLVMValueRef t = LLVMBuildFDiv(B, LLVMBuildFSub(B, kreal(k, 1), e, ""), LLVMBuildFAdd(B, kreal(k, 1), e, ""), "");
-		return LLVMBuildSelect(B, neg, LLVMBuildFNeg(B, t, ""), t, "");
+	case OP_TANH: return rtanh(k, a);
+	case OP_ABS: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, kreal(k, 0), ""), LLVMBuildFNeg(B, a, ""), a, "");
+	case OP_SIGN: return LLVMBuildFSub(B, truth(k, LLVMRealOGT, a, kreal(k, 0)), truth(k, LLVMRealOLT, a, kreal(k, 0)), "");
+	case OP_ERF: return call_math(k, "erf", a, NULL);
+	case OP_POW: return call_math(k, "pow", a, b);
+	case OP_GELU:
+	case OP_GELU_GRAD: {
+		/* t = tanh(c (x + 0.044715 x^3)); gelu = x (1 + t) / 2 */
+		LLVMValueRef x2 = mul(k, a, a);
+		LLVMValueRef t = rtanh(k, mul(k, mul(k, a, kreal(k, 0.7978845608028654)),
+		                              LLVMBuildFAdd(B, kreal(k, 1), mul(k, x2, kreal(k, 0.044715)), "")));
+		LLVMValueRef half = mul(k, LLVMBuildFAdd(B, kreal(k, 1), t, ""), kreal(k, 0.5));
+		if (op == OP_GELU)
+			return mul(k, a, half);
+		/* (1 + t) / 2 + x (1 - t^2) c (1 + 3 0.044715 x^2) / 2 */
+		LLVMValueRef d = mul(k, LLVMBuildFSub(B, kreal(k, 1), mul(k, t, t), ""),
+		                     LLVMBuildFAdd(B, kreal(k, 1), mul(k, x2, kreal(k, 3 * 0.044715)), ""));
+		return LLVMBuildFAdd(B, half, mul(k, mul(k, a, d), kreal(k, 0.5 * 0.7978845608028654)), "");
 	}
+	case OP_MAXIMUM: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGE, a, b, ""), a, b, "");
+	case OP_MINIMUM: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE, a, b, ""), a, b, "");
+	case OP_LT: return truth(k, LLVMRealOLT, a, b);
+	case OP_LE: return truth(k, LLVMRealOLE, a, b);
+	case OP_GT: return truth(k, LLVMRealOGT, a, b);
+	case OP_GE: return truth(k, LLVMRealOGE, a, b);
+	case OP_EQ: return truth(k, LLVMRealOEQ, a, b);
+	case OP_NE: return truth(k, LLVMRealUNE, a, b);
+	case OP_WHERE: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, a, kreal(k, 0), ""), b, c, "");
 	default:
 		die("no elementwise lowering for %s", ir_ops[op].name);
 	}
 }
 
-/* sum over the input axes that the output does not keep */
+/* sum (max, min) over the input axes that the output does not keep; min
+ * is max of the negated values, negated */
 static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in, LLVMValueRef idx)
 {
 	Cg *g = k->g;
@@ -531,9 +584,11 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	for (int a = 0; a < t.rank; a++)
 		if (kept[a] && t.dim[a] > 1)
 			base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, oc[out_axis[a]], cg_i64(g, stride[a]), ""), "");
+	bool max = d->kind == OP_MAX || d->kind == OP_MIN, neg = d->kind == OP_MIN;
+	LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
 	LLVMValueRef n = cg_i64(g, count);
 	Loop l = lane_loop(k, n);
-	Acc sum = acc_begin(k, &l, cg_real(g, 0));
+	Acc sum = acc_begin(k, &l, init);
 	/* decompose the reduction counter over the reduced axes */
 	Type red = {.rank = 0};
 	int axis[IR_MAXRANK];
@@ -544,10 +599,15 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	unravel(k, red, l.i, rc);
 	for (int j = 0; j < red.rank; j++)
 		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[axis[j]]), ""), "");
-	LLVMValueRef next = LLVMBuildFAdd(k->b, sum.phi, load(k, in, off), "");
+	LLVMValueRef x = load(k, in, off);
+	if (neg)
+		x = LLVMBuildFNeg(k->b, x, "");
+	LLVMValueRef next = combine(k, sum.phi, x, max);
 	acc_next(k, &sum, next);
 	loop_end(k, &l, n);
-	LLVMValueRef total = all_reduce(k, acc_result(k, &l, cg_real(g, 0), next), false);
+	LLVMValueRef total = all_reduce(k, acc_result(k, &l, init, next), max);
+	if (neg)
+		total = LLVMBuildFNeg(k->b, total, "");
 	if (d->kind == OP_MEAN)
 		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
 	if (d->accumulate) {
@@ -717,7 +777,7 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case K_FUSED: {
 		/* values pass between steps in registers; only the ones used elsewhere are stored */
 		unravel(k, d->out, e, coord);
-		LLVMValueRef val[CG_MAXSTEPS], x[2];
+		LLVMValueRef val[CG_MAXSTEPS], x[3] = {NULL, NULL, NULL};
 		for (int s = 0; s < d->nsteps; s++) {
 			const KStep *st = &d->step[s];
 			for (int j = 0; j < st->nin; j++) {
@@ -728,7 +788,7 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 				else
 					x[j] = operand(k, ptr_of(k, args[st->src[j]], g->realp), st->in[j], d->out, coord);
 			}
-			val[s] = ew(k, st->kind, x[0], st->nin > 1 ? x[1] : NULL);
+			val[s] = ew(k, st->kind, x[0], x[1], x[2]);
 			if (st->store >= 0)
 				vstore(k, ptr_of(k, args[st->store], g->realp), e, val[s]);
 		}
@@ -755,6 +815,8 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	}
 	case OP_SUM:
 	case OP_MEAN:
+	case OP_MAX:
+	case OP_MIN:
 	case OP_SUM_TO:
 		body_reduce(k, d, ptrs[0], ptrs[1], idx);
 		return;

@@ -2,6 +2,8 @@
 #ifndef DPC_FE_AST_H
 #define DPC_FE_AST_H
 
+#include <string.h>
+
 #include "fe.h"
 
 typedef enum {
@@ -15,7 +17,7 @@ typedef Vec(Node *) NodeList;
 struct Node {
 	NodeKind kind;
 	Loc loc;
-	char op;             /* N_BIN: + - * / @ */
+	char op;             /* N_BIN: + - * / @ < > and l g = ! for <= >= == != (fe_binop) */
 	double num;          /* N_NUM */
 	const char *name;    /* N_NAME, N_CALL, N_LET, N_ASSIGN, N_FOR (loop variable) */
 	Node *a, *b;         /* N_BIN operands, N_NEG / N_LET / N_ASSIGN / N_RETURN value, N_INDEX base and index */
@@ -65,6 +67,33 @@ static inline Node *fe_left_spine(Node *n, NodeList *spine)
 	for (; n->kind == N_BIN; n = n->a)
 		vec_push(spine, n);
 	return n;
+}
+
+/* a binary operator's code in Node.op, and back */
+static inline char fe_binop(const char *text)
+{
+	static const char *two[] = {"<=", ">=", "==", "!="};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(text, two[i]))
+			return "lg=!"[i];
+	return text[0];
+}
+
+static inline const char *fe_binop_text(char op)
+{
+	switch (op) {
+	case 'l': return "<=";
+	case 'g': return ">=";
+	case '=': return "==";
+	case '!': return "!=";
+	case '+': return "+";
+	case '-': return "-";
+	case '*': return "*";
+	case '/': return "/";
+	case '@': return "@";
+	case '<': return "<";
+	default: return ">";
+	}
 }
 
 static inline Const *fe_const(FeAst *a, const char *name)

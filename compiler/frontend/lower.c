@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ast.h"
+#include "../ops/ops.h"
 
 typedef enum { B_VALUE, B_IVAR } BindKind;
 
@@ -163,7 +164,7 @@ static bool const_value(Lower *L, Scope *s, Node *n, int64_t *out);
 static bool const_binary(Lower *L, Scope *s, Node *n, int64_t a, int64_t *out)
 {
 	int64_t b, v = 0;
-	if (n->op == '@' || !const_value(L, s, n->b, &b))
+	if (!strchr("+-*/", n->op) || !const_value(L, s, n->b, &b))
 		return false;
 	bool o = false;
 	switch (n->op) {
@@ -268,7 +269,16 @@ static int index_expr(Lower *L, Scope *s, Node *n)
 	return emit(L, mk(L, OP_SLICE, n->loc, 2, in));
 }
 
-/* Checks a builtin's argument count; only sum and mean take a named
+/* the op a builtin function's name calls, or -1 */
+static int builtin(const char *name)
+{
+	for (int k = 0; k < OP__COUNT; k++)
+		if (ir_ops[k].form != FE_NONE && !strcmp(ir_ops[k].name, name))
+			return k;
+	return -1;
+}
+
+/* Checks a builtin's argument count; only reductions take a named
  * argument, and only axis= in second place. */
 static void arity(Node *n, int lo, int hi)
 {
@@ -278,7 +288,8 @@ static void arity(Node *n, int lo, int hi)
 			diag_error(n->loc, "%s takes %d argument%s, got %d", n->name, lo, lo == 1 ? "" : "s", k);
 		diag_error(n->loc, "%s takes %d to %d arguments, got %d", n->name, lo, hi, k);
 	}
-	bool red = !strcmp(n->name, "sum") || !strcmp(n->name, "mean");
+	int b = builtin(n->name);
+	bool red = b >= 0 && ir_ops[b].form == FE_REDUCE;
 	for (int i = 0; i < k; i++) {
 		const char *an = n->argname[i];
 		if (an && (!red || strcmp(an, "axis") != 0))
@@ -314,13 +325,18 @@ static int reduce(Lower *L, Scope *s, Node *n, OpKind k)
 	return emit(L, op);
 }
 
-/* the op a builtin function's name calls, or -1 */
-static int builtin(const char *name)
+/* An elementwise op; on constants only, the constant it yields. */
+static int ew_op(Lower *L, OpKind k, Loc loc, int nin, int *in)
 {
-	for (int k = 0; k < OP__COUNT; k++)
-		if (ir_ops[k].form != FE_NONE && !strcmp(ir_ops[k].name, name))
-			return k;
-	return -1;
+	double x[3];
+	bool all = true;
+	for (int i = 0; i < nin; i++) {
+		all &= is_const(L, in[i]);
+		x[i] = all ? L->p->values.data[in[i]].def->fval : 0;
+	}
+	if (all)
+		return constant(L, ops_eval_ew(k, x), loc);
+	return emit(L, mk(L, k, loc, nin, in));
 }
 
 static int call(Lower *L, Scope *s, Node *n)
@@ -329,12 +345,16 @@ static int call(Lower *L, Scope *s, Node *n)
 	switch (k < 0 ? FE_NONE : ir_ops[k].form) {
 	case FE_NONE:
 		break;
-	case FE_UNARY:
+	case FE_EW: {
+		int nin = ir_ops[k].arity, in[3];
+		arity(n, nin, nin);
+		for (int i = 0; i < nin; i++)
+			in[i] = expr(L, s, n->args.data[i]);
+		return ew_op(L, (OpKind)k, n->loc, nin, in);
+	}
 	case FE_ROWWISE: {
 		arity(n, 1, 1);
-		int x = expr(L, s, n->args.data[0]);
-		if (ir_ops[k].form == FE_ROWWISE)
-			x = tensor(L, x, n->loc);
+		int x = tensor_expr(L, s, n->args.data[0]);
 		return emit(L, mk(L, (OpKind)k, n->loc, 1, &x));
 	}
 	case FE_REDUCE:
@@ -416,12 +436,9 @@ static int binary(Lower *L, Node *n, int a, int b)
 		in[1] = tensor(L, in[1], n->b->loc);
 		return emit(L, mk(L, OP_MATMUL, n->loc, 2, in));
 	}
-	OpKind k = n->op == '+' ? OP_ADD : n->op == '-' ? OP_SUB : n->op == '*' ? OP_MUL : OP_DIV;
-	if (is_const(L, in[0]) && is_const(L, in[1])) {
-		double x = L->p->values.data[in[0]].def->fval, y = L->p->values.data[in[1]].def->fval;
-		return constant(L, k == OP_ADD ? x + y : k == OP_SUB ? x - y : k == OP_MUL ? x * y : x / y, n->loc);
-	}
-	return emit(L, mk(L, k, n->loc, 2, in));
+	static const char codes[] = "+-*/<l>g=!";
+	static const OpKind kinds[] = {OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE};
+	return ew_op(L, kinds[strchr(codes, n->op) - codes], n->loc, 2, in);
 }
 
 static int expr(Lower *L, Scope *s, Node *n)

@@ -35,7 +35,7 @@ typedef struct {
 /* Source files are read whole: bound them, so that `dpc /dev/zero` stops. */
 #define MAX_SOURCE ((size_t)64 << 20)
 
-static const char *puncts[] = {"..", "->", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "/", "@", "%", ";"};
+static const char *puncts[] = {"..", "->", "<=", ">=", "==", "!=", "(", ")", "[", "]", "{", "}", ",", ":", "=", "<", ">", "+", "-", "*", "/", "@", "%", ";"};
 
 static Loc here(Parser *P) { return (Loc){P->file, P->line, P->col}; }
 
@@ -456,23 +456,24 @@ static Node *unary(Parser *P)
 	return postfix(P);
 }
 
+/* Three levels, loosest first: comparisons, then + -, then * / @. */
 static Node *binary(Parser *P, int level)
 {
-	static const char *ops[2][3] = {{"+", "-", NULL}, {"*", "/", "@"}};
-	Node *n = level == 2 ? unary(P) : binary(P, level + 1);
+	static const char *ops[3][7] = {{"<", "<=", ">", ">=", "==", "!=", NULL}, {"+", "-", NULL}, {"*", "/", "@", NULL}};
+	Node *n = level == 3 ? unary(P) : binary(P, level + 1);
 	for (;;) {
 		Tok t = P->tok;
 		const char *hit = NULL;
-		for (int i = 0; level < 2 && i < 3 && ops[level][i]; i++)
+		for (int i = 0; level < 3 && ops[level][i]; i++)
 			if (t.kind == T_PUNCT && is(t, ops[level][i]))
 				hit = ops[level][i];
 		if (!hit)
 			return n;
 		next(P);
 		Node *b = node(N_BIN, t.loc);
-		b->op = *hit;
+		b->op = fe_binop(hit);
 		b->a = n;
-		b->b = level == 2 ? unary(P) : binary(P, level + 1);
+		b->b = binary(P, level + 1);
 		n = b;
 	}
 }
@@ -793,7 +794,7 @@ static void print_expr(FILE *f, Node *n)
 		NodeList spine = {0};
 		Node *bottom = fe_left_spine(n, &spine);
 		for (int i = 0; i < spine.len; i++)
-			fprintf(f, "(%c ", spine.data[i]->op);
+			fprintf(f, "(%s ", fe_binop_text(spine.data[i]->op));
 		print_expr(f, bottom);
 		for (int i = spine.len - 1; i >= 0; i--) {
 			fputc(' ', f);

@@ -45,7 +45,7 @@ typedef enum {
 /* How a program calls an op by its name, as a builtin function. */
 typedef enum {
 	FE_NONE,      /* not callable by name */
-	FE_UNARY,     /* f(x), elementwise */
+	FE_EW,        /* f(x, ...), elementwise: as many arguments as the op's arity */
 	FE_ROWWISE,   /* f(x) over the last axis of a tensor */
 	FE_REDUCE,    /* f(x), f(x, axis) or f(x, [axes]) */
 	FE_RESHAPE,   /* reshape(x, [dims]) */

@@ -1,5 +1,48 @@
-/* ops: elementwise arithmetic and functions, with NumPy broadcasting. */
+/* ops: elementwise arithmetic, functions and comparisons, with NumPy broadcasting. */
+#include <math.h>
+
 #include "ops.h"
+
+#define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
+#define GELU_A 0.044715
+
+double ops_eval_ew(OpKind k, const double *x)
+{
+	double a = x[0], b = x[1];
+	switch (k) {
+	case OP_ADD: return a + b;
+	case OP_SUB: return a - b;
+	case OP_MUL: return a * b;
+	case OP_DIV: return a / b;
+	case OP_NEG: return -a;
+	case OP_RELU: return a > 0 ? a : 0;
+	case OP_TANH: return tanh(a);
+	case OP_SIGMOID: return 1 / (1 + exp(-a));
+	case OP_EXP: return exp(a);
+	case OP_LOG: return log(a);
+	case OP_SQRT: return sqrt(a);
+	case OP_STEP: return a > 0 ? 1 : 0;
+	case OP_ABS: return fabs(a);
+	case OP_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
+	case OP_ERF: return erf(a);
+	case OP_GELU: return 0.5 * a * (1 + tanh(GELU_C * (a + GELU_A * a * a * a)));
+	case OP_GELU_GRAD: {
+		double t = tanh(GELU_C * (a + GELU_A * a * a * a));
+		return 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * GELU_C * (1 + 3 * GELU_A * a * a);
+	}
+	case OP_POW: return pow(a, b);
+	case OP_MAXIMUM: return a >= b ? a : b;
+	case OP_MINIMUM: return a <= b ? a : b;
+	case OP_LT: return a < b;
+	case OP_LE: return a <= b;
+	case OP_GT: return a > b;
+	case OP_GE: return a >= b;
+	case OP_EQ: return a == b;
+	case OP_NE: return a != b;
+	case OP_WHERE: return a != 0 ? b : x[2];
+	default: die("no elementwise meaning for %s", ir_ops[k].name);
+	}
+}
 
 const char *ops_need_real(Program *p, Op *op, int k)
 {
@@ -15,14 +58,12 @@ const char *ops_shape_ew(Program *p, Op *op, Type *out)
 	for (int k = 0; k < op->nin; k++)
 		if ((err = ops_need_real(p, op, k)))
 			return err;
-	Type a = ir_vtype(p, op->in[0]);
-	if (op->nin == 1) {
-		*out = a;
-		return NULL;
+	*out = ir_vtype(p, op->in[0]);
+	for (int k = 1; k < op->nin; k++) {
+		Type b = ir_vtype(p, op->in[k]), a = *out;
+		if (!ir_broadcast(a, b, out))
+			return ar_printf("shapes %s and %s do not broadcast", ops_ts(a), ops_ts(b));
 	}
-	Type b = ir_vtype(p, op->in[1]);
-	if (!ir_broadcast(a, b, out))
-		return ar_printf("shapes %s and %s do not broadcast", ops_ts(a), ops_ts(b));
 	return NULL;
 }
 
@@ -36,6 +77,7 @@ static void share(Ad *a, int v, int d, Loc loc)
 void ops_adjoint_ew(Ad *a, Op *op, int g)
 {
 	int x = op->in[0], y = op->nin > 1 ? op->in[1] : -1, o = op->out;
+	int zero, mask;
 	Loc loc = op->loc;
 	switch (op->kind) {
 	case OP_ADD:
@@ -79,6 +121,38 @@ void ops_adjoint_ew(Ad *a, Op *op, int g)
 		return;
 	case OP_SQRT: /* 1 / (2 sqrt x) */
 		share(a, x, ad_op2(a, OP_DIV, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, 0.5)), o), loc);
+		return;
+	case OP_ABS:
+		share(a, x, ad_op2(a, OP_MUL, loc, g, ad_op1(a, OP_SIGN, loc, x)), loc);
+		return;
+	case OP_ERF: /* 2 / sqrt(pi) exp(-x^2) */
+		share(a, x, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, 1.1283791670955126)),
+		                   ad_op1(a, OP_EXP, loc, ad_op1(a, OP_NEG, loc, ad_op2(a, OP_MUL, loc, x, x)))), loc);
+		return;
+	case OP_GELU:
+		share(a, x, ad_op2(a, OP_MUL, loc, g, ad_op1(a, OP_GELU_GRAD, loc, x)), loc);
+		return;
+	case OP_POW: /* y x^(y-1), and x^y log x */
+		if (ad_active(a, x))
+			share(a, x, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, y),
+			                   ad_op2(a, OP_POW, loc, x, ad_op2(a, OP_SUB, loc, y, ad_const(a, loc, 1)))), loc);
+		if (ad_active(a, y))
+			share(a, y, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, o), ad_op1(a, OP_LOG, loc, x)), loc);
+		return;
+	case OP_MAXIMUM:
+	case OP_MINIMUM: /* the mask of where a won */
+		mask = ad_op2(a, op->kind == OP_MAXIMUM ? OP_GE : OP_LE, loc, x, y);
+		if (ad_active(a, x))
+			share(a, x, ad_op2(a, OP_MUL, loc, g, mask), loc);
+		if (ad_active(a, y))
+			share(a, y, ad_op2(a, OP_SUB, loc, g, ad_op2(a, OP_MUL, loc, g, mask)), loc);
+		return;
+	case OP_WHERE:
+		zero = ad_const(a, loc, 0);
+		if (ad_active(a, y))
+			share(a, y, ad_op3(a, OP_WHERE, loc, x, g, zero), loc);
+		if (ad_active(a, op->in[2]))
+			share(a, op->in[2], ad_op3(a, OP_WHERE, loc, x, zero, g), loc);
 		return;
 	default:
 		die("no elementwise adjoint rule for %s", ir_ops[op->kind].name);

@@ -1,7 +1,7 @@
 /* ops: what each op kind means, by family, one file each:
  *   leaves.c       param, input, const, idx, fill
  *   movement.c     views and data movement: slice, reshape, transpose, broadcast, sum_to, copy
- *   elementwise.c  add ... step, with broadcasting
+ *   elementwise.c  add ... where: arithmetic, functions, comparisons, with broadcasting
  *   linalg.c       matmul
  *   reduce.c       sum, mean, softmax, log_softmax and their gradients
  *   nn.c           the losses and their gradients
@@ -46,6 +46,9 @@ void ops_adjoint_reduce(Ad *a, Op *op, int g);
 void ops_adjoint_softmax(Ad *a, Op *op, int g);
 void ops_adjoint_mse(Ad *a, Op *op, int g);
 void ops_adjoint_xent(Ad *a, Op *op, int g);
+
+/* an elementwise op's meaning at one point (the interpreter, constant folding) */
+double ops_eval_ew(OpKind k, const double *x);
 
 /* shared by the families */
 const char *ops_need_real(Program *p, Op *op, int k); /* operand k must be real, or the message */

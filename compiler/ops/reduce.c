@@ -1,4 +1,4 @@
-/* ops: reductions. sum and mean over a set of axes (a bit mask); softmax
+/* ops: reductions. sum, mean, max and min over a set of axes (a bit mask); softmax
  * and log_softmax over the last axis, and their gradients. */
 #include "ops.h"
 
@@ -39,18 +39,32 @@ const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out)
 	return NULL;
 }
 
-/* sum: g put back on the reduced axes and broadcast; mean: that over the count */
+/* sum: g put back on the reduced axes and broadcast; mean: that over the
+ * count; max and min: that on the elements equal to the result, shared
+ * equally among ties */
 void ops_adjoint_reduce(Ad *a, Op *op, int g)
 {
-	Type tx = ir_vtype(ad_program(a), op->in[0]), keep = tx;
+	Program *p = ad_program(a);
+	Loc loc = op->loc;
+	Type tx = ir_vtype(p, op->in[0]), keep = tx;
 	double n = 1;
 	for (int i = 0; i < tx.rank; i++)
 		if (op->axes >> i & 1)
 			keep.dim[i] = 1, n *= (double)tx.dim[i];
-	int d = ad_opto(a, OP_BROADCAST, op->loc, ad_opto(a, OP_RESHAPE, op->loc, g, keep), tx);
+	int mask = -1;
+	if (op->kind == OP_MAX || op->kind == OP_MIN) {
+		int hit = ad_opto(a, OP_BROADCAST, loc, ad_opto(a, OP_RESHAPE, loc, op->out, keep), tx);
+		mask = ad_op2(a, OP_EQ, loc, op->in[0], hit);
+		Op *count = ir_new_op(p, OP_SUM, loc, 1, &mask);
+		count->axes = op->axes;
+		g = ad_op2(a, OP_DIV, loc, g, ad_emit(a, count));
+	}
+	int d = ad_opto(a, OP_BROADCAST, loc, ad_opto(a, OP_RESHAPE, loc, g, keep), tx);
 	if (op->kind == OP_MEAN)
-		d = ad_op2(a, OP_MUL, op->loc, d, ad_const(a, op->loc, 1 / n));
-	ad_contrib(a, op->in[0], d, op->loc);
+		d = ad_op2(a, OP_MUL, loc, d, ad_const(a, loc, 1 / n));
+	if (mask >= 0)
+		d = ad_op2(a, OP_MUL, loc, d, mask);
+	ad_contrib(a, op->in[0], d, loc);
 }
 
 void ops_adjoint_softmax(Ad *a, Op *op, int g)

@@ -2,6 +2,7 @@
  * program in a host arena laid out exactly as the memory plan says, so a
  * wrong adjoint or an overlapping plan shows up as a wrong number. */
 #include "interp.h"
+#include "../../compiler/ops/ops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -49,25 +50,6 @@ static void unravel(Type t, int64_t n, int64_t *idx)
 	}
 }
 
-static double ew(OpKind k, double a, double b)
-{
-	switch (k) {
-	case OP_ADD: return a + b;
-	case OP_SUB: return a - b;
-	case OP_MUL: return a * b;
-	case OP_DIV: return a / b;
-	case OP_NEG: return -a;
-	case OP_RELU: return a > 0 ? a : 0;
-	case OP_TANH: return tanh(a);
-	case OP_SIGMOID: return 1 / (1 + exp(-a));
-	case OP_EXP: return exp(a);
-	case OP_LOG: return log(a);
-	case OP_SQRT: return sqrt(a);
-	case OP_STEP: return a > 0 ? 1 : 0;
-	default: unreachable();
-	}
-}
-
 static void matmul(Interp *m, Op *op)
 {
 	Program *p = m->p;
@@ -91,12 +73,13 @@ static void matmul(Interp *m, Op *op)
 			}
 }
 
-/* sum of x over the axes where `keep` has size 1 and x does not */
-static void reduce_to(Interp *m, int x, Type keep, double *out)
+/* sum (or max, min) of x over the axes where `keep` has size 1 and x does not */
+static void reduce_to(Interp *m, int x, Type keep, double *out, OpKind k)
 {
 	Type t = ir_vtype(m->p, x);
 	int64_t n = ir_numel(t), idx[IR_MAXRANK];
-	memset(out, 0, sizeof(double) * (size_t)ir_numel(keep));
+	for (int64_t e = 0; e < ir_numel(keep); e++)
+		out[e] = k == OP_MAX ? -INFINITY : k == OP_MIN ? INFINITY : 0;
 	double *in = R(m, x);
 	for (int64_t e = 0; e < n; e++) {
 		unravel(t, e, idx);
@@ -105,7 +88,12 @@ static void reduce_to(Interp *m, int x, Type keep, double *out)
 			int ti = t.rank - keep.rank + i;
 			off = off * keep.dim[i] + (keep.dim[i] == 1 ? 0 : idx[ti]);
 		}
-		out[off] += in[e];
+		if (k == OP_MAX)
+			out[off] = fmax(out[off], in[e]);
+		else if (k == OP_MIN)
+			out[off] = fmin(out[off], in[e]);
+		else
+			out[off] += in[e];
 	}
 }
 
@@ -141,8 +129,10 @@ static void run_op(Interp *m, Op *op)
 		double *o = R(m, op->out);
 		for (int64_t e = 0; e < ir_numel(to); e++) {
 			unravel(to, e, idx);
-			double a = ew_arg(m, op, 0, to, idx), b = op->nin > 1 ? ew_arg(m, op, 1, to, idx) : 0;
-			o[e] = ew(op->kind, a, b);
+			double x[3] = {0, 0, 0};
+			for (int k = 0; k < op->nin; k++)
+				x[k] = ew_arg(m, op, k, to, idx);
+			o[e] = ops_eval_ew(op->kind, x);
 		}
 		return;
 	}
@@ -186,16 +176,18 @@ static void run_op(Interp *m, Op *op)
 		return;
 	}
 	case OP_SUM_TO:
-		reduce_to(m, op->in[0], to, R(m, op->out));
+		reduce_to(m, op->in[0], to, R(m, op->out), OP_SUM);
 		return;
 	case OP_SUM:
-	case OP_MEAN: {
+	case OP_MEAN:
+	case OP_MAX:
+	case OP_MIN: {
 		Type ti = ir_vtype(p, op->in[0]), keep = ti;
 		double cnt = 1;
 		for (int i = 0; i < ti.rank; i++)
 			if (op->axes >> i & 1)
 				keep.dim[i] = 1, cnt *= (double)ti.dim[i];
-		reduce_to(m, op->in[0], keep, R(m, op->out));
+		reduce_to(m, op->in[0], keep, R(m, op->out), op->kind);
 		if (op->kind == OP_MEAN)
 			for (int64_t e = 0; e < ir_numel(to); e++)
 				R(m, op->out)[e] /= cnt;
