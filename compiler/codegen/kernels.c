@@ -83,7 +83,10 @@ static int lane_count(Cg *g, const KDesc *d)
 	case OP_LOG_SOFTMAX:
 	case OP_SOFTMAX_GRAD:
 	case OP_LOG_SOFTMAX_GRAD:
-	case OP_XENT_GRAD: {
+	case OP_XENT_GRAD:
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_HAT:
+	case OP_LAYERNORM_GRAD: {
 		return lanes_for(d->out.dim[d->out.rank - 1]);
 	}
 	case OP_SUM:
@@ -168,6 +171,9 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	case OP_SOFTMAX_GRAD:
 	case OP_LOG_SOFTMAX_GRAD:
 	case OP_XENT_GRAD:
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_HAT:
+	case OP_LAYERNORM_GRAD:
 		return rows(k->out);
 	case OP_ACC:
 	case OP_ACC_SLICE:
@@ -700,6 +706,71 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	loop_end(k, &l2, n);
 }
 
+typedef struct {
+	LLVMValueRef x, g, dy, base, mean, r; /* the row's pointers and statistics so far */
+} Norm;
+
+static LLVMValueRef norm_hat(K *k, Norm *s, LLVMValueRef at)
+{
+	return LLVMBuildFMul(k->b, LLVMBuildFSub(k->b, load(k, s->x, at), s->mean, ""), s->r, "");
+}
+
+/* what layernorm's row sums add up: x, (x - mean)^2, dy g, dy g hat */
+static LLVMValueRef norm_term(K *k, Norm *s, LLVMValueRef at, LLVMValueRef i, int which)
+{
+	LLVMValueRef v;
+	switch (which) {
+	case 0: return load(k, s->x, at);
+	case 1:
+		v = LLVMBuildFSub(k->b, load(k, s->x, at), s->mean, "");
+		return LLVMBuildFMul(k->b, v, v, "");
+	default:
+		v = LLVMBuildFMul(k->b, load(k, s->dy, at), load(k, s->g, i), "");
+		return which == 2 ? v : LLVMBuildFMul(k->b, v, norm_hat(k, s, at), "");
+	}
+}
+
+static LLVMValueRef norm_sum(K *k, Norm *s, int64_t C, int which)
+{
+	Cg *g = k->g;
+	LLVMValueRef n = cg_i64(g, C);
+	Loop l = lane_loop(k, n);
+	Acc a = acc_begin(k, &l, cg_real(g, 0));
+	LLVMValueRef next = LLVMBuildFAdd(k->b, a.phi, norm_term(k, s, LLVMBuildAdd(k->b, s->base, l.i, ""), l.i, which), "");
+	acc_next(k, &a, next);
+	loop_end(k, &l, n);
+	return all_reduce(k, acc_result(k, &l, cg_real(g, 0), next), false);
+}
+
+/* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy): one row
+ * per work item; the mean and variance are two passes over the row */
+static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	int64_t C = d->out.dim[d->out.rank - 1];
+	LLVMValueRef n = cg_i64(g, C), inv = cg_real(g, 1.0 / (double)C);
+	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL};
+	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
+	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
+	s.r = LLVMBuildFDiv(B, cg_real(g, 1), rsqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->fval), "")), "");
+	LLVMValueRef s1 = NULL, s2 = NULL;
+	if (d->kind == OP_LAYERNORM_GRAD) {
+		s1 = LLVMBuildFMul(B, norm_sum(k, &s, C, 2), inv, "");
+		s2 = LLVMBuildFMul(B, norm_sum(k, &s, C, 3), inv, "");
+	}
+	Loop l = lane_loop(k, n);
+	LLVMValueRef at = LLVMBuildAdd(B, s.base, l.i, ""), hat = norm_hat(k, &s, at), v;
+	if (d->kind == OP_LAYERNORM)
+		v = LLVMBuildFAdd(B, LLVMBuildFMul(B, hat, load(k, ptrs[2], l.i), ""), load(k, ptrs[3], l.i), "");
+	else if (d->kind == OP_LAYERNORM_HAT)
+		v = hat;
+	else /* r (dy g - mean(dy g) - hat mean(dy g hat)) */
+		v = LLVMBuildFMul(B, s.r, LLVMBuildFSub(B, LLVMBuildFSub(B, norm_term(k, &s, at, l.i, 2), s1, ""), LLVMBuildFMul(B, hat, s2, ""), ""), "");
+	store(k, ptrs[0], at, v);
+	loop_end(k, &l, n);
+}
+
 /* mean over rows of lse - the label's logit: the lanes share the rows */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
@@ -829,6 +900,11 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	case OP_XENT:
 		body_xent(k, d, ptrs);
+		return;
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_HAT:
+	case OP_LAYERNORM_GRAD:
+		body_norm(k, d, ptrs, idx);
 		return;
 	case OP_MSE: {
 		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));

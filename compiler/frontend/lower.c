@@ -278,8 +278,8 @@ static int builtin(const char *name)
 	return -1;
 }
 
-/* Checks a builtin's argument count; only reductions take a named
- * argument, and only axis= in second place. */
+/* Checks a builtin's argument count; reductions take axis= in second place,
+ * layernorm eps= in fourth, and no other argument has a name. */
 static void arity(Node *n, int lo, int hi)
 {
 	int k = n->args.len;
@@ -289,13 +289,15 @@ static void arity(Node *n, int lo, int hi)
 		diag_error(n->loc, "%s takes %d to %d arguments, got %d", n->name, lo, hi, k);
 	}
 	int b = builtin(n->name);
-	bool red = b >= 0 && ir_ops[b].form == FE_REDUCE;
+	FeForm form = b >= 0 ? ir_ops[b].form : FE_NONE;
+	const char *named = form == FE_REDUCE ? "axis" : form == FE_LAYERNORM ? "eps" : NULL;
+	int at = form == FE_REDUCE ? 1 : 3;
 	for (int i = 0; i < k; i++) {
 		const char *an = n->argname[i];
-		if (an && (!red || strcmp(an, "axis") != 0))
+		if (an && (!named || strcmp(an, named) != 0))
 			diag_error(n->args.data[i]->loc, "%s has no argument named '%s'", n->name, an);
-		if (an && i != 1)
-			diag_error(n->args.data[i]->loc, "axis= must follow the tensor argument");
+		if (an && i != at)
+			diag_error(n->args.data[i]->loc, "%s= must follow the %s argument", an, at == 1 ? "tensor" : "shift");
 	}
 }
 
@@ -399,6 +401,21 @@ static int call(Lower *L, Scope *s, Node *n)
 				diag_error(l->loc, "transpose of %s needs a permutation list of %d axes", ts(t), t.rank);
 			for (int i = 0; i < t.rank; i++)
 				op->perm[i] = axis_of(L, s, l->args.data[i], t.rank);
+		}
+		return emit(L, op);
+	}
+	case FE_LAYERNORM: {
+		arity(n, 3, 4);
+		int in[3];
+		for (int i = 0; i < 3; i++)
+			in[i] = tensor_expr(L, s, n->args.data[i]);
+		Op *op = mk(L, OP_LAYERNORM, n->loc, 3, in);
+		op->fval = 1e-5;
+		if (n->args.len == 4) {
+			int e = expr(L, s, n->args.data[3]);
+			if (!is_const(L, e))
+				diag_error(n->args.data[3]->loc, "eps must be a number");
+			op->fval = L->p->values.data[e].def->fval;
 		}
 		return emit(L, op);
 	}

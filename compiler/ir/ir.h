@@ -51,6 +51,7 @@ typedef enum {
 	FE_RESHAPE,   /* reshape(x, [dims]) */
 	FE_TRANSPOSE, /* transpose(x) or transpose(x, [perm]) */
 	FE_LOSS,      /* f(a, b), a scalar */
+	FE_LAYERNORM, /* layernorm(x, g, b) or layernorm(x, g, b, eps=E) */
 } FeForm;
 
 typedef struct Program Program;
@@ -155,7 +156,7 @@ struct Op {
 	int out;          /* result value id, -1 when none */
 	/* attributes */
 	int index;        /* PARAM/INPUT: table index */
-	double fval;      /* CONST */
+	double fval;      /* CONST, FILL: the value; LAYERNORM*: eps */
 	uint32_t axes;    /* SUM/MEAN: bit i = reduce axis i */
 	int perm[IR_MAXRANK]; /* TRANSPOSE */
 	int ta, tb;       /* MATMUL */

@@ -170,6 +170,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fputs(name, f);
 		for (int k = 0; k < op->nin; k++)
 			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->in[k]));
+		if (op->kind == OP_LAYERNORM || op->kind == OP_LAYERNORM_HAT || op->kind == OP_LAYERNORM_GRAD)
+			fprintf(f, " eps=%g", op->fval);
 		if (ir_ops[op->kind].flags & OPF_RED)
 			fprintf(f, " axes=%s", axes_str(op->axes, ir_vtype(p, op->in[0]).rank));
 		if (op->kind == OP_TRANSPOSE) {

@@ -1,6 +1,51 @@
-/* ops: the losses, each a scalar, and their gradients (which take the
- * scalar seed as a third operand). */
+/* ops: layer normalization; the losses, each a scalar, and their gradients
+ * (which take the scalar seed as a third operand). */
 #include "ops.h"
+
+/* layernorm (x, g, b): g and b are [D] for x [..., D]; layernorm_hat (x);
+ * layernorm_grad (x, g, dy) */
+const char *ops_shape_layernorm(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	for (int k = 0; k < op->nin; k++)
+		if ((err = ops_need_real(p, op, k)))
+			return err;
+	Type x = ir_vtype(p, op->in[0]);
+	if (x.rank < 1)
+		return ar_printf("layernorm needs a tensor of rank 1 or more, got %s", ops_ts(x));
+	Type row = ir_type(DT_REAL, 1, &x.dim[x.rank - 1]);
+	static const char *what[] = {"x", "scale", "shift"};
+	for (int k = 1; k < op->nin; k++) {
+		Type t = ir_vtype(p, op->in[k]);
+		bool dy = op->kind == OP_LAYERNORM_GRAD && k == 2;
+		if (!ir_type_eq(t, dy ? x : row))
+			return ar_printf("layernorm's %s must be %s for x %s, got %s", dy ? "gradient" : what[k], ops_ts(dy ? x : row),
+			                 ops_ts(x), ops_ts(t));
+	}
+	if (!(op->fval > 0))
+		return ar_printf("layernorm's eps must be positive, got %g", op->fval);
+	*out = x;
+	return NULL;
+}
+
+/* dx from layernorm_grad; dg = sum of dy * hat, db = sum of dy over the rows */
+void ops_adjoint_layernorm(Ad *a, Op *op, int g)
+{
+	int x = op->in[0], scale = op->in[1], shift = op->in[2];
+	Loc loc = op->loc;
+	if (ad_active(a, x)) {
+		Op *d = ir_new_op(ad_program(a), OP_LAYERNORM_GRAD, loc, 3, (int[]){x, scale, g});
+		d->fval = op->fval;
+		ad_contrib(a, x, ad_emit(a, d), loc);
+	}
+	if (ad_active(a, scale)) {
+		Op *h = ir_new_op(ad_program(a), OP_LAYERNORM_HAT, loc, 1, &x);
+		h->fval = op->fval;
+		ad_contrib(a, scale, ad_unbroadcast(a, ad_op2(a, OP_MUL, loc, g, ad_emit(a, h)), scale, loc), loc);
+	}
+	if (ad_active(a, shift))
+		ad_contrib(a, shift, ad_unbroadcast(a, g, shift, loc), loc);
+}
 
 /* the gradient's seed, or the loss's scalar result */
 static const char *result(Program *p, Op *op, Type a, Type *out, const char *name)

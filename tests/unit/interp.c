@@ -97,6 +97,37 @@ static void reduce_to(Interp *m, int x, Type keep, double *out, OpKind k)
 	}
 }
 
+/* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy), row by row */
+static void layernorm(Interp *m, Op *op)
+{
+	Type t = ir_vtype(m->p, op->out);
+	int64_t C = t.dim[t.rank - 1], rows = ir_numel(t) / C;
+	double *x = R(m, op->in[0]), *o = R(m, op->out);
+	double *g = op->nin > 1 ? R(m, op->in[1]) : NULL, *third = op->nin > 2 ? R(m, op->in[2]) : NULL;
+	double *hat = malloc(sizeof(double) * (size_t)C);
+	for (int64_t r = 0; r < rows; r++) {
+		double *xr = x + r * C, *orow = o + r * C, mean = 0, var = 0, s1 = 0, s2 = 0;
+		for (int64_t c = 0; c < C; c++)
+			mean += xr[c] / (double)C;
+		for (int64_t c = 0; c < C; c++)
+			var += (xr[c] - mean) * (xr[c] - mean) / (double)C;
+		double rs = 1 / sqrt(var + op->fval);
+		for (int64_t c = 0; c < C; c++) {
+			hat[c] = (xr[c] - mean) * rs;
+			if (op->kind == OP_LAYERNORM_GRAD) {
+				double dyg = third[r * C + c] * g[c];
+				s1 += dyg / (double)C;
+				s2 += dyg * hat[c] / (double)C;
+			}
+		}
+		for (int64_t c = 0; c < C; c++)
+			orow[c] = op->kind == OP_LAYERNORM ? hat[c] * g[c] + third[c]
+			        : op->kind == OP_LAYERNORM_HAT ? hat[c]
+			        : rs * (third[r * C + c] * g[c] - s1 - hat[c] * s2);
+	}
+	free(hat);
+}
+
 static void run_block(Interp *m, Block *b);
 
 static void run_loop(Interp *m, Op *op)
@@ -195,6 +226,11 @@ static void run_op(Interp *m, Op *op)
 	}
 	case OP_MATMUL:
 		matmul(m, op);
+		return;
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_HAT:
+	case OP_LAYERNORM_GRAD:
+		layernorm(m, op);
 		return;
 	case OP_SOFTMAX:
 	case OP_LOG_SOFTMAX:
