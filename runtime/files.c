@@ -328,6 +328,8 @@ double *rt_npy_parse(const char *name, const unsigned char *b, size_t len, int *
 	return out;
 }
 
+unsigned char *rt_load_bytes(const char *path, size_t *len) { return slurp(path, len); }
+
 double *rt_load_npy(const char *path, int *rank, int64_t *dim)
 {
 	size_t len;

@@ -203,9 +203,10 @@ static const char help[] =
 	"  --optimizer sgd|adam    must be the optimizer compiled in (dpc --optimizer, default sgd), which\n"
 	"                          this executable applies; adam's two moments per parameter are in the plan\n"
 	"  --seed N                seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)\n"
-	"  --data FILE.npy         the first input's data\n"
-	"  --labels FILE.npy       the second input's data\n"
-	"  --input NAME=FILE.npy   any input's data, by name\n"
+	"  --data FILE            the first input's data: a .npy file, or for an i32 input any other file\n"
+	"                          as bytes (text)\n"
+	"  --labels FILE           the second input's data, likewise\n"
+	"  --input NAME=FILE       any input's data, by name, likewise\n"
 	"  --init FILE.safetensors start from these parameters (every parameter by name, F32 or F64)\n"
 	"  --save FILE.safetensors write the trained parameters (atomically: a temporary file, then rename)\n"
 	"  --dump-grads FILE.safetensors  write the gradients of the first step\n"
@@ -222,8 +223,11 @@ static const char help[] =
 	"  -h, --help              this text\n"
 	"\n"
 	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1, batches cycle through\n"
-	"them) or exactly [B, ...]; float32/64 and int32/64 are accepted. An input without a file gets a\n"
-	"synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1); when the program has two\n"
+	"them) or exactly [B, ...]; float32/64 and int32/64 are accepted. For an i32 input, a file not named\n"
+	"*.npy is read as bytes, each an id 0..255, in rows of the input's row length (byte-level text).\n"
+	"Ids of cross_entropy labels and embed tables must lie below their bound. An input without a file\n"
+	"gets a synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1), i32 inputs ids\n"
+	"below their bound (else 0 or 1); when the program has two\n"
 	"or more inputs the last one is a label made by a fixed random teacher from the first input's row x:\n"
 	"tanh(x T) for real labels, argmax over classes of x T for i32 labels.\n"
 	"\n"
@@ -307,7 +311,7 @@ static void parse_opts(Opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--input")) {
 			const char *v = value(argc, argv, &i), *eq = strchr(v, '=');
 			if (!eq || eq == v || !eq[1])
-				usage("--input needs NAME=FILE.npy, not '%s'", v);
+				usage("--input needs NAME=FILE, not '%s'", v);
 			if (o->ninput_files == 64)
 				usage("%s: too many --input options", v);
 			o->input_name[o->ninput_files] = strndup(v, (size_t)(eq - v));
@@ -374,11 +378,38 @@ typedef struct {
 static int64_t row_elems(const RtTensor *t) { return t->rank ? t->numel / t->dim[0] : 1; }
 static int64_t batch_rows(const RtTensor *t) { return t->rank ? t->dim[0] : 1; }
 
+static bool is_npy(const char *path)
+{
+	size_t n = strlen(path);
+	return n >= 4 && !strcmp(path + n - 4, ".npy");
+}
+
+/* A text file for an i32 input: its bytes are the ids, in rows of the
+ * input's row length; the tail that fills no row is dropped. */
+static double *load_text(const char *path, const RtTensor *t, int *rank, int64_t *dim)
+{
+	size_t len;
+	unsigned char *b = rt_load_bytes(path, &len);
+	int64_t row = row_elems(t), n = (int64_t)len / row;
+	if (t->rank == 0 || n < 1)
+		rt_fail(1, "%s: %zu bytes do not fill one row of %lld ids of input '%s' %s", path, len, (long long)row, t->name,
+		        rt_shape_str(t->rank, t->dim));
+	double *v = rt_host_alloc((int64_t)sizeof(double) * n * row, path);
+	for (int64_t i = 0; i < n * row; i++)
+		v[i] = b[i];
+	free(b);
+	*rank = t->rank;
+	dim[0] = n;
+	for (int i = 1; i < t->rank; i++)
+		dim[i] = t->dim[i];
+	return v;
+}
+
 static void load_data(Data *d, const RtTensor *t, const char *path)
 {
 	int rank;
 	int64_t dim[RT_MAXRANK];
-	double *v = rt_load_npy(path, &rank, dim);
+	double *v = !is_npy(path) && !strcmp(t->dtype, "i32") ? load_text(path, t, &rank, dim) : rt_load_npy(path, &rank, dim);
 	int64_t row = row_elems(t);
 	bool rows_ok = t->rank > 0 && rank == t->rank && dim[0] >= 1;
 	for (int i = 1; rows_ok && i < rank; i++)
@@ -396,7 +427,7 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 		double x = v[i];
 		if (!strcmp(t->dtype, "i32")) {
 			if (t->classes > 0 && (x != floor(x) || x < 0 || x >= t->classes))
-				rt_fail(1, "%s: entry %lld is %g, not a class in 0..%d of input '%s'", path, (long long)i, x,
+				rt_fail(1, "%s: entry %lld is %g, not an id in 0..%d of input '%s'", path, (long long)i, x,
 				        t->classes - 1, t->name);
 			if (x != floor(x) || x < INT32_MIN || x > INT32_MAX)
 				rt_fail(1, "%s: entry %lld is %g, not an i32 of input '%s'", path, (long long)i, x, t->name);
@@ -423,7 +454,7 @@ static void synthesize(Data *data, const RtModel *m, uint64_t seed)
 		data[k].row = row_elems(t);
 		data[k].rows = rt_host_alloc(data[k].n * data[k].row * rt_elem_bytes(t->dtype), t->name);
 		for (int64_t i = 0; i < data[k].n * data[k].row; i++)
-			rt_set(data[k].rows, t->dtype, i, !strcmp(t->dtype, "i32") ? (double)(rng_next() % 2) : rng_normal());
+			rt_set(data[k].rows, t->dtype, i, !strcmp(t->dtype, "i32") ? (double)(rng_next() % (t->classes > 0 ? (uint64_t)t->classes : 2)) : rng_normal());
 	}
 	if (label < 0 || data[label].rows)
 		return;

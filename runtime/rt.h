@@ -151,6 +151,7 @@ const char *rt_shape_str(int rank, const int64_t *dim);
  * shape out (at most RT_MAXRANK dims); `name` is for messages */
 double *rt_npy_parse(const char *name, const unsigned char *buf, size_t len, int *rank, int64_t *dim);
 double *rt_load_npy(const char *path, int *rank, int64_t *dim);
+unsigned char *rt_load_bytes(const char *path, size_t *len); /* a whole file, malloc'd */
 /* safetensors: params in the model's precision, written atomically. A file
  * must hold every parameter of m by name and nothing else (__metadata__
  * aside); bufs[i] receives params[i], each value finite and within range. */

@@ -175,6 +175,8 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	case OP_LAYERNORM_HAT:
 	case OP_LAYERNORM_GRAD:
 		return rows(k->out);
+	case OP_EMBED_GRAD:
+		return k->out.dim[1];
 	case OP_ACC:
 	case OP_ACC_SLICE:
 		return ir_numel(k->in[k->nin - 1]) / k->vec;
@@ -771,6 +773,52 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	loop_end(k, &l, n);
 }
 
+/* id n of an embedding's ids, and whether it names a row of a V-row table */
+static LLVMValueRef embed_id(K *k, LLVMValueRef ids, LLVMValueRef n, int64_t V, LLVMValueRef *in_range)
+{
+	LLVMValueRef id = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, k->g->i32, LLVMBuildGEP2(k->b, k->g->i32, ids, &n, 1, ""), ""), k->g->i64, "");
+	*in_range = LLVMBuildICmp(k->b, LLVMIntULT, id, cg_i64(k->g, V), "");
+	return id;
+}
+
+/* embed: element idx = (n, d) of the result is table[ids[n], d] (0 for an
+ * id out of range, which the runtime's data checks rule out);
+ * embed_grad: work item d owns column d of the result and adds the rows of
+ * g into it in the order of the ids, so the sums are deterministic */
+static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	bool grad = d->kind == OP_EMBED_GRAD;
+	Type table = grad ? d->out : d->in[0];
+	int64_t V = table.dim[0], D = table.dim[1];
+	LLVMValueRef cols = cg_i64(g, D), ok;
+	if (!grad) {
+		LLVMValueRef n = LLVMBuildUDiv(B, idx, cols, ""), col = LLVMBuildURem(B, idx, cols, "");
+		LLVMValueRef id = embed_id(k, ptrs[2], n, V, &ok);
+		id = LLVMBuildSelect(B, ok, id, cg_i64(g, 0), "");
+		LLVMValueRef v = load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), col, ""));
+		store(k, ptrs[0], idx, LLVMBuildSelect(B, ok, v, cg_real(g, 0), ""));
+		return;
+	}
+	LLVMValueRef nv = cg_i64(g, V);
+	Loop z = loop_begin(k, nv);
+	store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, z.i, cols, ""), idx, ""), cg_real(g, 0));
+	loop_end(k, &z, nv);
+	LLVMValueRef nn = cg_i64(g, ir_numel(d->in[1]));
+	Loop l = loop_begin(k, nn);
+	LLVMValueRef id = embed_id(k, ptrs[2], l.i, V, &ok);
+	LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "add"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
+	LLVMBuildCondBr(B, ok, add, join);
+	LLVMPositionBuilderAtEnd(B, add);
+	LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), idx, "");
+	LLVMValueRef gv = load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, l.i, cols, ""), idx, ""));
+	store(k, ptrs[0], at, LLVMBuildFAdd(B, load(k, ptrs[0], at), gv, ""));
+	LLVMBuildBr(B, join);
+	LLVMPositionBuilderAtEnd(B, join);
+	loop_end(k, &l, nn);
+}
+
 /* mean over rows of lse - the label's logit: the lanes share the rows */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
@@ -905,6 +953,10 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_LAYERNORM_HAT:
 	case OP_LAYERNORM_GRAD:
 		body_norm(k, d, ptrs, idx);
+		return;
+	case OP_EMBED:
+	case OP_EMBED_GRAD:
+		body_embed(k, d, ptrs, idx);
 		return;
 	case OP_MSE: {
 		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));

@@ -269,6 +269,23 @@ static int index_expr(Lower *L, Scope *s, Node *n)
 	return emit(L, mk(L, OP_SLICE, n->loc, 2, in));
 }
 
+/* i32 ids straight from an input (cross_entropy's labels, embed's ids)
+ * record their bound for the runtime, which checks the data against it */
+static void record_ids(Lower *L, Node *n, int ids, int64_t bound)
+{
+	Op *d = L->p->values.data[ids].def;
+	while (d && d->kind == OP_SLICE)
+		d = L->p->values.data[d->in[0]].def;
+	if (!d || d->kind != OP_INPUT)
+		return;
+	Input *inp = &L->p->inputs.data[d->index];
+	if (bound > INT32_MAX)
+		diag_error(n->loc, "%lld ids are too many (at most 2^31 - 1)", (long long)bound);
+	if (inp->classes && inp->classes != bound)
+		diag_error(n->loc, "ids '%s' are used with bounds %d and %lld", inp->name, inp->classes, (long long)bound);
+	inp->classes = (int)bound;
+}
+
 /* the op a builtin function's name calls, or -1 */
 static int builtin(const char *name)
 {
@@ -419,23 +436,20 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		return emit(L, op);
 	}
+	case FE_EMBED: {
+		arity(n, 2, 2);
+		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
+		int v = emit(L, mk(L, OP_EMBED, n->loc, 2, in));
+		record_ids(L, n, in[1], ir_vtype(L->p, in[0]).dim[0]);
+		return v;
+	}
 	case FE_LOSS: {
 		arity(n, 2, 2);
 		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
 		int v = emit(L, mk(L, (OpKind)k, n->loc, 2, in));
 		if (k == OP_XENT) {
-			/* labels straight from an input: record the class count for the runtime */
-			Op *d = L->p->values.data[in[1]].def;
-			while (d && d->kind == OP_SLICE)
-				d = L->p->values.data[d->in[0]].def;
-			if (d && d->kind == OP_INPUT) {
-				Type lt = ir_vtype(L->p, in[0]);
-				Input *inp = &L->p->inputs.data[d->index];
-				int c = (int)lt.dim[lt.rank - 1];
-				if (inp->classes && inp->classes != c)
-					diag_error(n->loc, "labels '%s' are used with %d and with %d classes", inp->name, inp->classes, c);
-				inp->classes = c;
-			}
+			Type lt = ir_vtype(L->p, in[0]);
+			record_ids(L, n, in[1], lt.dim[lt.rank - 1]);
 		}
 		return v;
 	}

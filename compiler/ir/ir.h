@@ -52,6 +52,7 @@ typedef enum {
 	FE_TRANSPOSE, /* transpose(x) or transpose(x, [perm]) */
 	FE_LOSS,      /* f(a, b), a scalar */
 	FE_LAYERNORM, /* layernorm(x, g, b) or layernorm(x, g, b, eps=E) */
+	FE_EMBED,     /* embed(table, ids) */
 } FeForm;
 
 typedef struct Program Program;
@@ -143,7 +144,7 @@ typedef struct {
 typedef struct {
 	const char *name;
 	Type type;
-	int classes;      /* i32 inputs used as cross_entropy labels: the class count, else 0 */
+	int classes;      /* i32 inputs used as cross_entropy labels or embed ids: the bound on the ids, else 0 */
 	Loc loc;
 	int value;
 } Input;
@@ -160,7 +161,7 @@ struct Op {
 	uint32_t axes;    /* SUM/MEAN: bit i = reduce axis i */
 	int perm[IR_MAXRANK]; /* TRANSPOSE */
 	int ta, tb;       /* MATMUL */
-	Type to;          /* RESHAPE, BROADCAST, SUM_TO: the result type */
+	Type to;          /* RESHAPE, BROADCAST, SUM_TO, EMBED_GRAD: the result type */
 	/* OP_LOOP: for ivar in lo..lo+trip-1 (downward when reverse), carrying values.
 	 * in[k] initialises carg[k]; after each iteration carg[k] = cyield[k];
 	 * after the loop cout[k] holds the last value. */

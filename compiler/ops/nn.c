@@ -1,6 +1,37 @@
-/* ops: layer normalization; the losses, each a scalar, and their gradients
+/* ops: embedding, layer normalization; the losses, each a scalar, and their gradients
  * (which take the scalar seed as a third operand). */
 #include "ops.h"
+
+/* embed (table[V, D], ids i32[...]) -> [..., D]; embed_grad (g[..., D], ids) -> to */
+const char *ops_shape_embed(Program *p, Op *op, Type *out)
+{
+	Type t = ir_vtype(p, op->in[0]), ids = ir_vtype(p, op->in[1]);
+	bool grad = op->kind == OP_EMBED_GRAD;
+	if (t.dt != DT_REAL || t.rank != (grad ? ids.rank + 1 : 2))
+		return ar_printf(grad ? "embed_grad of %s and ids %s" : "embed needs a table f32[V, D], got %s (ids %s)", ops_ts(t), ops_ts(ids));
+	if (ids.dt != DT_I32)
+		return ar_printf("embed needs i32 ids, got %s (table %s)", ops_ts(ids), ops_ts(t));
+	if (ids.rank + 1 > IR_MAXRANK)
+		return ar_printf("embed's ids %s have too many axes", ops_ts(ids));
+	if (grad) {
+		*out = op->to;
+		return NULL;
+	}
+	*out = ids;
+	out->dt = DT_REAL;
+	out->dim[out->rank++] = t.dim[1];
+	return NULL;
+}
+
+void ops_adjoint_embed(Ad *a, Op *op, int g)
+{
+	int table = op->in[0];
+	if (!ad_active(a, table))
+		return;
+	Op *d = ir_new_op(ad_program(a), OP_EMBED_GRAD, op->loc, 2, (int[]){g, op->in[1]});
+	d->to = ir_vtype(ad_program(a), table);
+	ad_contrib(a, table, ad_emit(a, d), op->loc);
+}
 
 /* layernorm (x, g, b): g and b are [D] for x [..., D]; layernorm_hat (x);
  * layernorm_grad (x, g, dy) */

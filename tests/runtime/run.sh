@@ -333,7 +333,35 @@ npy "$o/cx.npy" "<f8" 128,20 "[((k * 7) % 5) - 2.0 for k in range(n)]"
 npy "$o/cy.npy" "<i8" 128 "[k % 10 for k in range(n)]"
 expect "runtime/npy-labels" 0 "loss" "$o/cls" --steps 5 --input x="$o/cx.npy" --input y="$o/cy.npy"
 npy "$o/bad_label.npy" "<i4" 128 "[10] * n"
-expect "runtime/label-out-of-range" 1 "bad_label.npy: entry 0 is 10, not a class in 0..9" "$o/cls" --steps 1 --labels "$o/bad_label.npy"
+expect "runtime/label-out-of-range" 1 "bad_label.npy: entry 0 is 10, not an id in 0..9" "$o/cls" --steps 1 --labels "$o/bad_label.npy"
+# i32 ids from a text file, as bytes; ids beyond an embedding's table are refused with their place
+cat >"$o/bytes.dp" <<'DP'
+param table : f32[256, 4] = normal(1)
+input ids : i32[2, 8]
+loss { return sum(embed(table, ids) * embed(table, ids)) }
+DP
+printf 'abababababababababababababababab' >"$o/ab.txt"
+if "$DPC" "$o/bytes.dp" -o "$o/bytes" >"$o/bytes.log" 2>&1 &&
+	"$o/bytes" --steps 1 --lr 0 --quiet --data "$o/ab.txt" --dump-grads "$o/bytes.grads" >>"$o/bytes.log" 2>&1 &&
+	python3 - "$o/bytes.grads" >>"$o/bytes.log" 2>&1 <<'PY'; then
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+a, e = h["table"]["data_offsets"]
+fmt = "<%d%s" % ((e - a) // (4 if h["table"]["dtype"] == "F32" else 8), "f" if h["table"]["dtype"] == "F32" else "d")
+g = struct.unpack(fmt, b[8 + n + a:8 + n + e])
+rows = sorted({i // 4 for i, v in enumerate(g) if v != 0})
+assert rows == [97, 98], rows
+PY
+	ok "runtime/text-ids: the gradient reaches exactly the table rows of the bytes in the text"
+else
+	notok "runtime/text-ids" "$o/bytes.log"
+fi
+"$DPC" tests/ops/embed.dp -o "$o/embed5" >/dev/null 2>&1
+expect "runtime/text-id-out-of-range" 1 "ab.txt: entry 0 is 97, not an id in 0..4 of input 'ids'" "$o/embed5" --steps 1 --data "$o/ab.txt"
+printf 'abc' >"$o/short.txt"
+expect "runtime/text-too-short" 1 "short.txt: 3 bytes do not fill one row of 8 ids of input 'ids'" "$o/bytes" --steps 1 --data "$o/short.txt"
 npy "$o/wide.npy" "<f4" 256,31 "[0.0] * n"
 expect "runtime/npy-shape-mismatch" 1 "shape \[256, 31\] does not fit input 'x' of shape \[64, 32\]" "$o/resmlp" --steps 1 --data "$o/wide.npy"
 npy "$o/half.npy" "<f2" 256,32 "[0.0] * n"

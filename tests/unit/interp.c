@@ -232,6 +232,26 @@ static void run_op(Interp *m, Op *op)
 	case OP_LAYERNORM_GRAD:
 		layernorm(m, op);
 		return;
+	case OP_EMBED:
+	case OP_EMBED_GRAD: {
+		bool grad = op->kind == OP_EMBED_GRAD;
+		Type tt = grad ? to : ir_vtype(p, op->in[0]);
+		int64_t V = tt.dim[0], D = tt.dim[1], N = ir_numel(ir_vtype(p, op->in[1]));
+		int32_t *ids = (int32_t *)base(m, op->in[1]);
+		double *x = R(m, op->in[0]), *o = R(m, op->out);
+		if (grad)
+			memset(o, 0, sizeof(double) * (size_t)(V * D));
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t d = 0; d < D; d++) {
+				if (ids[n] < 0 || ids[n] >= V)
+					die("interp: id %d out of range 0..%lld", ids[n], (long long)V - 1);
+				if (grad)
+					o[ids[n] * D + d] += x[n * D + d];
+				else
+					o[n * D + d] = x[ids[n] * D + d];
+			}
+		return;
+	}
 	case OP_SOFTMAX:
 	case OP_LOG_SOFTMAX:
 	case OP_SOFTMAX_GRAD:
