@@ -26,11 +26,12 @@ typedef struct {
 	OpKind kind;
 	int nin;
 	Type out;
-	Type in[3];
+	Type in[5];
 	double fval;
 	uint32_t axes;
 	int perm[IR_MAXRANK];
 	Type to;
+	int heads, causal;
 	int nargs;
 	int vec;           /* elements per access: 16 bytes' worth where every access allows, else 1 */
 	int lanes;         /* GPU threads that cooperate on one output of a reduction: 1 to 32, or 256 */

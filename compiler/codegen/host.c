@@ -110,6 +110,8 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 	memcpy(d.perm, op->perm, sizeof d.perm);
 	d.fval = op->fval;
 	d.to = op->to;
+	d.heads = op->heads;
+	d.causal = op->causal;
 	LLVMValueRef words[8];
 	int nw = 0;
 	bool write = ir_ops[op->kind].flags & OPF_WRITE;

@@ -177,6 +177,12 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 		return rows(k->out);
 	case OP_EMBED_GRAD:
 		return k->out.dim[1];
+	case OP_ATTENTION:
+	case OP_ATTN_STATS:
+	case OP_ATTN_DQ:
+	case OP_ATTN_DK:
+	case OP_ATTN_DV: /* one query (key) row of one head each */
+		return ir_numel(k->in[0]) / (k->in[0].dim[k->in[0].rank - 1] / k->heads);
 	case OP_ACC:
 	case OP_ACC_SLICE:
 		return ir_numel(k->in[k->nin - 1]) / k->vec;
@@ -819,6 +825,106 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
 	loop_end(k, &l, nn);
 }
 
+/* sum over i < n of x[xb + i] * y[yb + i] */
+static LLVMValueRef dot(K *k, LLVMValueRef x, LLVMValueRef xb, LLVMValueRef y, LLVMValueRef yb, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = loop_begin(k, nn);
+	Acc a = acc_begin(k, &l, cg_real(g, 0));
+	LLVMValueRef v = LLVMBuildFAdd(k->b, a.phi, LLVMBuildFMul(k->b, load(k, x, LLVMBuildAdd(k->b, xb, l.i, "")), load(k, y, LLVMBuildAdd(k->b, yb, l.i, "")), ""), "");
+	acc_next(k, &a, v);
+	loop_end(k, &l, nn);
+	return acc_result(k, &l, cg_real(g, 0), v);
+}
+
+/* out[ob + i] += s * x[xb + i] for i < n */
+static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMValueRef x, LLVMValueRef xb, int64_t n)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = loop_begin(k, nn);
+	LLVMValueRef at = LLVMBuildAdd(k->b, ob, l.i, "");
+	store(k, out, at, LLVMBuildFAdd(k->b, load(k, out, at), LLVMBuildFMul(k->b, s, load(k, x, LLVMBuildAdd(k->b, xb, l.i, "")), ""), ""));
+	loop_end(k, &l, nn);
+}
+
+/* Attention, one row per work item: query row t of head h in batch b (key
+ * row t for attn_dk and attn_dv). Scores are recomputed where needed, so
+ * nothing of size [T, T] is stored. ptrs: out, then the operands. */
+static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->heads, Dh = C / H;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C);
+	LLVMValueRef t = LLVMBuildURem(B, row, nT, ""), bh = LLVMBuildUDiv(B, row, nT, "");
+	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
+	LLVMValueRef head = LLVMBuildMul(B, h, cg_i64(g, Dh), "");
+	/* element 0 of row r of this head: (b T + r) C + h Dh */
+#define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
+	LLVMValueRef mine = AT(t), out = ptrs[0];
+	LLVMValueRef Q = ptrs[1], Kp = ptrs[2], V = ptrs[3];
+	/* the rows on the other side: keys 0..t (all when not causal) for a
+	 * query row, queries t..T-1 for a key row */
+	bool keyrow = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV;
+	LLVMValueRef from = keyrow && d->causal ? t : cg_i64(g, 0);
+	LLVMValueRef to = !keyrow && d->causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : nT;
+	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
+		/* an online softmax: running max m and sum l of exp(s - m) */
+		Loop l = loop_from(k, cg_i64(g, 0), 1, to);
+		Acc m = acc_begin(k, &l, cg_real(g, -INFINITY)), sum = acc_begin(k, &l, cg_real(g, 0));
+		LLVMValueRef s = LLVMBuildFMul(B, dot(k, Q, mine, Kp, AT(l.i), Dh), scale, "");
+		LLVMValueRef nm = rmax(k, m.phi, s);
+		LLVMValueRef ns = LLVMBuildFAdd(B, LLVMBuildFMul(B, sum.phi, rexp(k, LLVMBuildFSub(B, m.phi, nm, "")), ""),
+		                                rexp(k, LLVMBuildFSub(B, s, nm, "")), "");
+		acc_next(k, &m, nm);
+		acc_next(k, &sum, ns);
+		loop_end(k, &l, to);
+		LLVMValueRef mx = acc_result(k, &l, cg_real(g, -INFINITY), nm), tot = acc_result(k, &l, cg_real(g, 0), ns);
+		if (d->kind == OP_ATTN_STATS) {
+			/* ptrs: out, q, k, dO, O */
+			LLVMValueRef two = LLVMBuildMul(B, row, cg_i64(g, 2), "");
+			store(k, out, two, LLVMBuildFAdd(B, mx, rlog(k, tot), ""));
+			store(k, out, LLVMBuildAdd(B, two, cg_i64(g, 1), ""), dot(k, ptrs[3], mine, ptrs[4], mine, Dh));
+			return;
+		}
+		Loop z = loop_begin(k, cg_i64(g, Dh));
+		store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
+		loop_end(k, &z, cg_i64(g, Dh));
+		Loop l2 = loop_from(k, cg_i64(g, 0), 1, to);
+		LLVMValueRef kr = AT(l2.i);
+		LLVMValueRef p = LLVMBuildFDiv(B, rexp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, mine, Kp, kr, Dh), scale, ""), mx, "")), tot, "");
+		axpy(k, out, mine, p, V, kr, Dh);
+		loop_end(k, &l2, to);
+		return;
+	}
+	/* gradients: ptrs out, q, k, v, dO, stats; ds = p (dO_i . v_j - D_i) */
+	LLVMValueRef dO = ptrs[4], st = ptrs[5];
+	Loop z = loop_begin(k, cg_i64(g, Dh));
+	store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
+	loop_end(k, &z, cg_i64(g, Dh));
+	Loop l = loop_from(k, from, 1, to);
+	LLVMValueRef other = AT(l.i);
+	LLVMValueRef qi = keyrow ? other : mine, kj = keyrow ? mine : other;
+	LLVMValueRef irow = keyrow ? LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), l.i, "") : row;
+	LLVMValueRef two = LLVMBuildMul(B, irow, cg_i64(g, 2), "");
+	LLVMValueRef lse = load(k, st, two), D = load(k, st, LLVMBuildAdd(B, two, cg_i64(g, 1), ""));
+	LLVMValueRef p = rexp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, qi, Kp, kj, Dh), scale, ""), lse, ""));
+	if (d->kind == OP_ATTN_DV) {
+		axpy(k, out, mine, p, dO, qi, Dh);
+	} else {
+		LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot(k, dO, qi, V, kj, Dh), D, ""), "");
+		ds = LLVMBuildFMul(B, ds, scale, "");
+		if (d->kind == OP_ATTN_DQ)
+			axpy(k, out, mine, ds, Kp, kj, Dh);
+		else
+			axpy(k, out, mine, ds, Q, qi, Dh);
+	}
+	loop_end(k, &l, to);
+#undef AT
+}
+
 /* mean over rows of lse - the label's logit: the lanes share the rows */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
@@ -957,6 +1063,13 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_EMBED:
 	case OP_EMBED_GRAD:
 		body_embed(k, d, ptrs, idx);
+		return;
+	case OP_ATTENTION:
+	case OP_ATTN_STATS:
+	case OP_ATTN_DQ:
+	case OP_ATTN_DK:
+	case OP_ATTN_DV:
+		body_attn(k, d, ptrs, idx);
 		return;
 	case OP_MSE: {
 		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));

@@ -307,6 +307,8 @@ static void arity(Node *n, int lo, int hi)
 	}
 	int b = builtin(n->name);
 	FeForm form = b >= 0 ? ir_ops[b].form : FE_NONE;
+	if (form == FE_ATTENTION)
+		return; /* its named arguments: the call reads them */
 	const char *named = form == FE_REDUCE ? "axis" : form == FE_LAYERNORM ? "eps" : NULL;
 	int at = form == FE_REDUCE ? 1 : 3;
 	for (int i = 0; i < k; i++) {
@@ -434,6 +436,35 @@ static int call(Lower *L, Scope *s, Node *n)
 				diag_error(n->args.data[3]->loc, "eps must be a number");
 			op->fval = L->p->values.data[e].def->fval;
 		}
+		return emit(L, op);
+	}
+	case FE_ATTENTION: {
+		arity(n, 3, 5);
+		int in[3] = {0, 0, 0};
+		Op *op = mk(L, OP_ATTENTION, n->loc, 3, in);
+		for (int i = 0; i < n->args.len; i++) {
+			Node *a = n->args.data[i];
+			const char *an = n->argname[i];
+			if (i < 3 && an)
+				diag_error(a->loc, "attention's q, k and v come first, before %s=", an);
+			if (i < 3) {
+				op->in[i] = tensor_expr(L, s, a);
+			} else if (an && !strcmp(an, "heads")) {
+				int64_t h = need_const(L, s, a, "heads");
+				if (h < 1 || h > INT32_MAX)
+					diag_error(a->loc, "heads must be at least 1, got %lld", (long long)h);
+				op->heads = (int)h;
+			} else if (an && !strcmp(an, "causal")) {
+				int64_t c = need_const(L, s, a, "causal");
+				if (c != 0 && c != 1)
+					diag_error(a->loc, "causal must be 0 or 1, got %lld", (long long)c);
+				op->causal = c;
+			} else {
+				diag_error(a->loc, "attention takes heads= and causal= after q, k and v");
+			}
+		}
+		if (!op->heads)
+			diag_error(n->loc, "attention needs heads=");
 		return emit(L, op);
 	}
 	case FE_EMBED: {

@@ -53,6 +53,7 @@ typedef enum {
 	FE_LOSS,      /* f(a, b), a scalar */
 	FE_LAYERNORM, /* layernorm(x, g, b) or layernorm(x, g, b, eps=E) */
 	FE_EMBED,     /* embed(table, ids) */
+	FE_ATTENTION, /* attention(q, k, v, heads=H) or with causal=1 */
 } FeForm;
 
 typedef struct Program Program;
@@ -161,6 +162,8 @@ struct Op {
 	uint32_t axes;    /* SUM/MEAN: bit i = reduce axis i */
 	int perm[IR_MAXRANK]; /* TRANSPOSE */
 	int ta, tb;       /* MATMUL */
+	int heads;        /* ATTENTION and its gradient ops */
+	bool causal;
 	Type to;          /* RESHAPE, BROADCAST, SUM_TO, EMBED_GRAD: the result type */
 	/* OP_LOOP: for ivar in lo..lo+trip-1 (downward when reverse), carrying values.
 	 * in[k] initialises carg[k]; after each iteration carg[k] = cyield[k];

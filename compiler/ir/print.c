@@ -170,6 +170,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fputs(name, f);
 		for (int k = 0; k < op->nin; k++)
 			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->in[k]));
+		if (op->heads)
+			fprintf(f, " heads=%d%s", op->heads, op->causal ? " causal" : "");
 		if (op->kind == OP_LAYERNORM || op->kind == OP_LAYERNORM_HAT || op->kind == OP_LAYERNORM_GRAD)
 			fprintf(f, " eps=%g", op->fval);
 		if (ir_ops[op->kind].flags & OPF_RED)

@@ -1,4 +1,4 @@
-/* ops: embedding, layer normalization; the losses, each a scalar, and their gradients
+/* ops: embedding, attention, layer normalization; the losses, each a scalar, and their gradients
  * (which take the scalar seed as a third operand). */
 #include "ops.h"
 
@@ -31,6 +31,59 @@ void ops_adjoint_embed(Ad *a, Op *op, int g)
 	Op *d = ir_new_op(ad_program(a), OP_EMBED_GRAD, op->loc, 2, (int[]){g, op->in[1]});
 	d->to = ir_vtype(ad_program(a), table);
 	ad_contrib(a, table, ad_emit(a, d), op->loc);
+}
+
+const char *ops_shape_attention(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	static const char *what[] = {"q", "k", "v", "dO", "O"};
+	Type q = ir_vtype(p, op->in[0]);
+	int same = op->kind == OP_ATTN_STATS ? 4 : op->nin == 5 ? 4 : 3; /* operands shaped like q */
+	for (int i = 0; i < op->nin; i++)
+		if ((err = ops_need_real(p, op, i)))
+			return err;
+	if (q.rank < 2)
+		return ar_printf("attention needs q, k and v of shape [..., T, C], got q %s", ops_ts(q));
+	for (int i = 1; i < same; i++) {
+		Type t = ir_vtype(p, op->in[i]);
+		if (!ir_type_eq(t, q))
+			return ar_printf("attention needs q, k and v of one shape, got q %s and %s %s", ops_ts(q),
+			                 what[op->kind == OP_ATTN_STATS && i >= 2 ? i + 1 : i], ops_ts(t));
+	}
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
+	if (op->heads < 1 || C % op->heads != 0)
+		return ar_printf("attention's heads=%d must divide the width %lld of q %s", op->heads, (long long)C, ops_ts(q));
+	Type st = q;
+	st.rank = q.rank + 1;
+	st.dim[q.rank - 2] = op->heads;
+	st.dim[q.rank - 1] = T;
+	st.dim[q.rank] = 2;
+	if (st.rank > IR_MAXRANK)
+		return ar_printf("attention's q %s has too many axes", ops_ts(q));
+	if (op->nin == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st))
+		return ar_printf("%s needs stats %s, got %s", ir_ops[op->kind].name, ops_ts(st), ops_ts(ir_vtype(p, op->in[4])));
+	*out = op->kind == OP_ATTN_STATS ? st : q;
+	return NULL;
+}
+
+static int attn_op(Ad *a, Op *op, OpKind k, int nin, const int *in)
+{
+	Op *d = ir_new_op(ad_program(a), k, op->loc, nin, in);
+	d->heads = op->heads;
+	d->causal = op->causal;
+	return ad_emit(a, d);
+}
+
+/* the rows' statistics once, then each operand's gradient */
+void ops_adjoint_attention(Ad *a, Op *op, int g)
+{
+	int q = op->in[0], k = op->in[1], v = op->in[2];
+	int stats = attn_op(a, op, OP_ATTN_STATS, 4, (int[]){q, k, g, op->out});
+	int in[5] = {q, k, v, g, stats};
+	static const OpKind grads[3] = {OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
+	for (int i = 0; i < 3; i++)
+		if (ad_active(a, op->in[i]))
+			ad_contrib(a, op->in[i], attn_op(a, op, grads[i], 5, in), op->loc);
 }
 
 /* layernorm (x, g, b): g and b are [D] for x [..., D]; layernorm_hat (x);

@@ -97,6 +97,73 @@ static void reduce_to(Interp *m, int x, Type keep, double *out, OpKind k)
 	}
 }
 
+/* attention and its gradient ops, head by head, with the [T, T] scores in full */
+static void attention(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type q = ir_vtype(p, op->in[0]);
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->heads, Dh = C / H, NB = ir_numel(q) / (T * C);
+	double *Q = R(m, op->in[0]), *K = R(m, op->in[1]), *o = R(m, op->out);
+	double *P = malloc(sizeof(double) * (size_t)(T * T));
+	if (op->kind != OP_ATTN_STATS)
+		memset(o, 0, (size_t)ir_bytes(p, q));
+	for (int64_t b = 0; b < NB; b++)
+		for (int64_t h = 0; h < H; h++) {
+#define EL(X, r, d) (X)[(b * T + (r)) * C + h * Dh + (d)]
+			double *st = op->nin == 5 ? R(m, op->in[4]) + (b * H + h) * T * 2 : NULL;
+			for (int64_t i = 0; i < T; i++) {
+				double mx = -INFINITY, sum = 0;
+				for (int64_t j = 0; j < T; j++) {
+					double s = 0;
+					for (int64_t d = 0; d < Dh; d++)
+						s += EL(Q, i, d) * EL(K, j, d);
+					P[i * T + j] = op->causal && j > i ? -INFINITY : s / sqrt((double)Dh);
+					mx = fmax(mx, P[i * T + j]);
+				}
+				for (int64_t j = 0; j < T; j++)
+					sum += exp(P[i * T + j] - mx);
+				double lse = st ? st[2 * i] : mx + log(sum);
+				for (int64_t j = 0; j < T; j++)
+					P[i * T + j] = exp(P[i * T + j] - lse);
+				if (op->kind == OP_ATTN_STATS) {
+					double *dO = R(m, op->in[2]), *O = R(m, op->in[3]), dd = 0;
+					for (int64_t d = 0; d < Dh; d++)
+						dd += EL(dO, i, d) * EL(O, i, d);
+					o[((b * H + h) * T + i) * 2] = lse;
+					o[((b * H + h) * T + i) * 2 + 1] = dd;
+				}
+			}
+			if (op->kind == OP_ATTN_STATS)
+				continue;
+			double *V = R(m, op->in[2]), *dO = op->nin == 5 ? R(m, op->in[3]) : NULL;
+			for (int64_t i = 0; i < T; i++)
+				for (int64_t j = 0; j < T; j++) {
+					double pij = P[i * T + j], ds = 0;
+					if (op->kind == OP_ATTENTION) {
+						for (int64_t d = 0; d < Dh; d++)
+							EL(o, i, d) += pij * EL(V, j, d);
+						continue;
+					}
+					if (op->kind == OP_ATTN_DV) {
+						for (int64_t d = 0; d < Dh; d++)
+							EL(o, j, d) += pij * EL(dO, i, d);
+						continue;
+					}
+					for (int64_t d = 0; d < Dh; d++)
+						ds += EL(dO, i, d) * EL(V, j, d);
+					ds = pij * (ds - st[2 * i + 1]) / sqrt((double)Dh);
+					for (int64_t d = 0; d < Dh; d++) {
+						if (op->kind == OP_ATTN_DQ)
+							EL(o, i, d) += ds * EL(K, j, d);
+						else
+							EL(o, j, d) += ds * EL(Q, i, d);
+					}
+				}
+#undef EL
+		}
+	free(P);
+}
+
 /* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy), row by row */
 static void layernorm(Interp *m, Op *op)
 {
@@ -231,6 +298,13 @@ static void run_op(Interp *m, Op *op)
 	case OP_LAYERNORM_HAT:
 	case OP_LAYERNORM_GRAD:
 		layernorm(m, op);
+		return;
+	case OP_ATTENTION:
+	case OP_ATTN_STATS:
+	case OP_ATTN_DQ:
+	case OP_ATTN_DK:
+	case OP_ATTN_DV:
+		attention(m, op);
 		return;
 	case OP_EMBED:
 	case OP_EMBED_GRAD: {
