@@ -870,6 +870,12 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	bool keyrow = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV;
 	LLVMValueRef from = keyrow && d->causal ? t : cg_i64(g, 0);
 	LLVMValueRef to = !keyrow && d->causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : nT;
+	if (d->kind != OP_ATTN_STATS) {
+		/* every other kind adds its row up in out */
+		Loop z = loop_begin(k, cg_i64(g, Dh));
+		store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
+		loop_end(k, &z, cg_i64(g, Dh));
+	}
 	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
 		/* an online softmax: running max m and sum l of exp(s - m) */
 		Loop l = loop_from(k, cg_i64(g, 0), 1, to);
@@ -889,9 +895,6 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 			store(k, out, LLVMBuildAdd(B, two, cg_i64(g, 1), ""), dot(k, ptrs[3], mine, ptrs[4], mine, Dh));
 			return;
 		}
-		Loop z = loop_begin(k, cg_i64(g, Dh));
-		store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
-		loop_end(k, &z, cg_i64(g, Dh));
 		Loop l2 = loop_from(k, cg_i64(g, 0), 1, to);
 		LLVMValueRef kr = AT(l2.i);
 		LLVMValueRef p = LLVMBuildFDiv(B, rexp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, mine, Kp, kr, Dh), scale, ""), mx, "")), tot, "");
@@ -901,9 +904,6 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	}
 	/* gradients: ptrs out, q, k, v, dO, stats; ds = p (dO_i . v_j - D_i) */
 	LLVMValueRef dO = ptrs[4], st = ptrs[5];
-	Loop z = loop_begin(k, cg_i64(g, Dh));
-	store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
-	loop_end(k, &z, cg_i64(g, Dh));
 	Loop l = loop_from(k, from, 1, to);
 	LLVMValueRef other = AT(l.i);
 	LLVMValueRef qi = keyrow ? other : mine, kj = keyrow ? mine : other;

@@ -38,7 +38,7 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 	const char *err;
 	static const char *what[] = {"q", "k", "v", "dO", "O"};
 	Type q = ir_vtype(p, op->in[0]);
-	int same = op->kind == OP_ATTN_STATS ? 4 : op->nin == 5 ? 4 : 3; /* operands shaped like q */
+	int same = op->nin == 3 ? 3 : 4; /* operands shaped like q: all but the gradient ops' stats */
 	for (int i = 0; i < op->nin; i++)
 		if ((err = ops_need_real(p, op, i)))
 			return err;
