@@ -120,6 +120,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				t->b = real(&p, line, l);
 			} else {
 				t->classes = (int)num(&p, line, l);
+				t->has_ignore = num(&p, line, l) != 0;
+				t->ignore = (int)num(&p, line, l);
 			}
 		} else if (!strcmp(key, "optimizer")) {
 			char s[8];

@@ -426,7 +426,7 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 	for (int64_t i = 0; i < d->n * row; i++) {
 		double x = v[i];
 		if (!strcmp(t->dtype, "i32")) {
-			if (t->classes > 0 && (x != floor(x) || x < 0 || x >= t->classes))
+			if (t->classes > 0 && (x != floor(x) || x < 0 || x >= t->classes) && !(t->has_ignore && x == t->ignore))
 				rt_fail(1, "%s: entry %lld is %g, not an id in 0..%d of input '%s'", path, (long long)i, x,
 				        t->classes - 1, t->name);
 			if (x != floor(x) || x < INT32_MIN || x > INT32_MAX)

@@ -23,6 +23,8 @@ typedef struct {
 	bool streamed;        /* in the host pool: value at host, adam's moments at host_m, host_v */
 	int64_t host, host_m, host_v;
 	int stacked, classes;
+	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */
+	int ignore;
 	char init[16];
 	double a, b;
 	int64_t numel, bytes;

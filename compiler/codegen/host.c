@@ -112,6 +112,11 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 	d.to = op->to;
 	d.heads = op->heads;
 	d.causal = op->causal;
+	d.axis = op->axis;
+	d.at = op->at;
+	d.win = op->win;
+	d.ignore = op->ignore;
+	d.has_ignore = op->has_ignore;
 	LLVMValueRef words[8];
 	int nw = 0;
 	bool write = ir_ops[op->kind].flags & OPF_WRITE;
@@ -804,7 +809,7 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		Input *in = &p->inputs.data[i];
 		put(&t, ar_printf("input %s %s", in->name, in->type.dt == DT_I32 ? "i32" : real));
 		put_type(&t, in->type);
-		put(&t, ar_printf(" %lld %d\n", (long long)p->values.data[in->value].offset, in->classes));
+		put(&t, ar_printf(" %lld %d %d %d\n", (long long)p->values.data[in->value].offset, in->classes, in->has_ignore, in->ignore));
 	}
 	put(&t, ar_printf("optimizer %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd"));
 	for (int i = 0; i < p->params.len; i++) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cgint.h"
+#include "../ops/ops.h"
 
 LLVMValueRef cg_i64(Cg *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
 LLVMValueRef cg_real(Cg *g, double v) { return LLVMConstReal(g->real, v); }
@@ -78,6 +79,7 @@ static int lane_count(Cg *g, const KDesc *d)
 	switch ((int)d->kind) {
 	case OP_MSE:
 	case OP_XENT:
+	case OP_XENT_COUNT:
 		return 256;
 	case OP_SOFTMAX:
 	case OP_LOG_SOFTMAX:
@@ -165,6 +167,7 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	switch ((int)k->kind) {
 	case OP_MSE:
 	case OP_XENT:
+	case OP_XENT_COUNT:
 		return 1;
 	case OP_SOFTMAX:
 	case OP_LOG_SOFTMAX:
@@ -665,6 +668,17 @@ static LLVMValueRef row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, 
 	return LLVMBuildFAdd(k->b, mx, rlog(k, sum), "");
 }
 
+/* the row's label as i64, and with an ignored label whether it counts */
+static LLVMValueRef row_label(K *k, const KDesc *d, LLVMValueRef labels, LLVMValueRef row, LLVMValueRef *valid)
+{
+	Cg *g = k->g;
+	LLVMValueRef lab = LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, labels, &row, 1, ""), "");
+	*valid = d->has_ignore ? LLVMBuildICmp(k->b, LLVMIntNE, lab, LLVMConstInt(g->i32, (unsigned long long)(int64_t)d->ignore, 1), "")
+	                       : LLVMConstInt(g->i1, 1, 0);
+	lab = LLVMBuildSelect(k->b, *valid, lab, LLVMConstInt(g->i32, 0, 0), "");
+	return LLVMBuildSExt(k->b, lab, g->i64, "");
+}
+
 /* the row ops: each work item is one row of C entries, shared by the lanes */
 static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
 {
@@ -683,8 +697,9 @@ static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	}
 	if (d->kind == OP_XENT_GRAD) {
 		/* ptrs: out, logits, labels, seed */
-		LLVMValueRef lab = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, ptrs[2], &row, 1, ""), ""), g->i64, "");
+		LLVMValueRef valid, lab = row_label(k, d, ptrs[2], row, &valid);
 		LLVMValueRef seed = LLVMBuildFDiv(k->b, load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, (double)rows(d->out)), "");
+		seed = LLVMBuildSelect(k->b, valid, seed, cg_real(g, 0), "");
 		LLVMValueRef mx, lse = row_lse(k, x, base, C, true, &mx);
 		Loop l = lane_loop(k, n);
 		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
@@ -925,23 +940,170 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 #undef AT
 }
 
-/* mean over rows of lse - the label's logit: the lanes share the rows */
+/* mean over the rows (those whose label is not ignored) of lse - the
+ * label's logit: the lanes share the rows */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
 	Cg *g = k->g;
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = rows(d->in[0]);
-	LLVMValueRef nr = cg_i64(g, R);
+	LLVMValueRef nr = cg_i64(g, R), zero = cg_real(g, 0);
 	Loop l = lane_loop(k, nr);
-	Acc s = acc_begin(k, &l, cg_real(g, 0));
-	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), "");
-	LLVMValueRef lab = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, ptrs[2], &l.i, 1, ""), ""), g->i64, "");
+	Acc s = acc_begin(k, &l, zero), c = acc_begin(k, &l, zero);
+	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), ""), valid;
+	LLVMValueRef lab = row_label(k, d, ptrs[2], l.i, &valid);
 	LLVMValueRef mx, lse = row_lse(k, ptrs[1], base, C, false, &mx);
 	LLVMValueRef pick = load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
-	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildFSub(k->b, lse, pick, ""), "");
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildSelect(k->b, valid, LLVMBuildFSub(k->b, lse, pick, ""), zero, ""), "");
+	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");
 	acc_next(k, &s, ns);
+	acc_next(k, &c, nc);
 	loop_end(k, &l, nr);
-	LLVMValueRef total = all_reduce(k, acc_result(k, &l, cg_real(g, 0), ns), false);
-	store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, cg_real(g, (double)R), ""));
+	/* both phis first: all_reduce starts new blocks */
+	LLVMValueRef total = acc_result(k, &l, zero, ns), count = acc_result(k, &l, zero, nc);
+	total = all_reduce(k, total, false);
+	count = d->has_ignore ? all_reduce(k, count, false) : cg_real(g, (double)R);
+	store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
+}
+
+/* how many labels are not the ignored one */
+static void body_count(K *k, const KDesc *d, LLVMValueRef *ptrs)
+{
+	Cg *g = k->g;
+	LLVMValueRef n = cg_i64(g, ir_numel(d->in[0])), zero = cg_real(g, 0), valid;
+	Loop l = lane_loop(k, n);
+	Acc c = acc_begin(k, &l, zero);
+	row_label(k, d, ptrs[1], l.i, &valid);
+	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");
+	acc_next(k, &c, nc);
+	loop_end(k, &l, n);
+	store_once(k, ptrs[0], cg_i64(g, 0), all_reduce(k, acc_result(k, &l, zero, nc), false));
+}
+
+/* ---- data movement: range, pad, concat, 2-D windows, bilinear weights ---- */
+
+static LLVMValueRef load_as(K *k, LLVMTypeRef et, LLVMValueRef base, LLVMValueRef i)
+{
+	return LLVMBuildLoad2(k->b, et, LLVMBuildGEP2(k->b, et, base, &i, 1, ""), "");
+}
+
+/* range, pad, concat: each result element from its place in an operand, or zero */
+static void body_move(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	bool i32 = d->out.dt == DT_I32;
+	LLVMTypeRef et = i32 ? g->i32 : g->real;
+	LLVMTypeRef pt = LLVMPointerType(et, 0);
+	LLVMValueRef zero = i32 ? LLVMConstInt(g->i32, 0, 0) : cg_real(g, 0);
+	LLVMValueRef coord[IR_MAXRANK], out = ptr_of(k, args[0], pt), a = ptr_of(k, args[1], pt);
+	unravel(k, d->out, idx, coord);
+	LLVMValueRef c = coord[d->axis], at = cg_i64(g, d->at), v;
+	switch ((int)d->kind) {
+	case OP_RANGE:
+		coord[d->axis] = LLVMBuildAdd(B, c, at, "");
+		v = load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord));
+		break;
+	case OP_PAD: {
+		/* unsigned: a place before x wraps round to a huge one */
+		LLVMValueRef in = LLVMBuildSub(B, c, at, "");
+		LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, in, cg_i64(g, d->in[0].dim[d->axis]), "");
+		coord[d->axis] = LLVMBuildSelect(B, ok, in, cg_i64(g, 0), "");
+		v = LLVMBuildSelect(B, ok, load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord)), zero, "");
+		break;
+	}
+	default: { /* OP_CONCAT */
+		LLVMValueRef first = LLVMBuildICmp(B, LLVMIntSLT, c, at, "");
+		coord[d->axis] = LLVMBuildSelect(B, first, c, cg_i64(g, 0), "");
+		LLVMValueRef va = load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord));
+		coord[d->axis] = LLVMBuildSelect(B, first, cg_i64(g, 0), LLVMBuildSub(B, c, at, ""), "");
+		LLVMValueRef vb = load_as(k, et, ptr_of(k, args[2], pt), bcast_offset(k, d->in[1], d->in[1], coord));
+		v = LLVMBuildSelect(B, first, va, vb, "");
+	}
+	}
+	LLVMBuildStore(B, v, LLVMBuildGEP2(B, et, out, &idx, 1, ""));
+}
+
+/* x < n for an i64 x that may be negative */
+static LLVMValueRef within(K *k, LLVMValueRef x, int64_t n)
+{
+	return LLVMBuildICmp(k->b, LLVMIntULT, x, cg_i64(k->g, n), "");
+}
+
+/* unfold: result [N, P, C*kh*kw] at (n, p, q) is x[n, c, h, w] of the
+ * window p's element q, zero in the padding. fold: x[n, c, h, w] adds up
+ * the result's places that unfold took it to; a gather, so deterministic. */
+static void body_window(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	const Window *w = &d->win;
+	bool fold = d->kind == OP_FOLD;
+	Type img = fold ? d->out : d->in[0];
+	int64_t C = img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo, K2 = (int64_t)w->kh * w->kw;
+	ops_window_out(w, img, &Ho, &Wo);
+	LLVMValueRef coord[IR_MAXRANK], zero = cg_real(g, 0), z = cg_i64(g, 0);
+	if (!fold) {
+		unravel(k, d->out, idx, coord);
+		LLVMValueRef n = coord[0], p = coord[1], q = coord[2];
+		LLVMValueRef ho = LLVMBuildUDiv(B, p, cg_i64(g, Wo), ""), wo = LLVMBuildURem(B, p, cg_i64(g, Wo), "");
+		LLVMValueRef c = LLVMBuildUDiv(B, q, cg_i64(g, K2), ""), r = LLVMBuildURem(B, q, cg_i64(g, K2), "");
+		LLVMValueRef ki = LLVMBuildUDiv(B, r, cg_i64(g, w->kw), ""), kj = LLVMBuildURem(B, r, cg_i64(g, w->kw), "");
+		LLVMValueRef h = LLVMBuildAdd(B, LLVMBuildSub(B, LLVMBuildMul(B, ho, cg_i64(g, w->sh), ""), cg_i64(g, w->ph), ""),
+		                              LLVMBuildMul(B, ki, cg_i64(g, w->dh), ""), "");
+		LLVMValueRef x = LLVMBuildAdd(B, LLVMBuildSub(B, LLVMBuildMul(B, wo, cg_i64(g, w->sw), ""), cg_i64(g, w->pw), ""),
+		                              LLVMBuildMul(B, kj, cg_i64(g, w->dw), ""), "");
+		LLVMValueRef ok = LLVMBuildAnd(B, within(k, h, H), within(k, x, W), "");
+		LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, n, cg_i64(g, C), ""), c, ""), cg_i64(g, H), ""), h, ""), cg_i64(g, W), ""), x, "");
+		off = LLVMBuildSelect(B, ok, off, z, "");
+		store(k, ptrs[0], idx, LLVMBuildSelect(B, ok, load(k, ptrs[1], off), zero, ""));
+		return;
+	}
+	unravel(k, img, idx, coord);
+	LLVMValueRef n = coord[0], c = coord[1], h = coord[2], x = coord[3];
+	LLVMValueRef nk = cg_i64(g, K2);
+	Loop l = loop_begin(k, nk);
+	Acc s = acc_begin(k, &l, zero);
+	LLVMValueRef ki = LLVMBuildUDiv(B, l.i, cg_i64(g, w->kw), ""), kj = LLVMBuildURem(B, l.i, cg_i64(g, w->kw), "");
+	/* the window row ho with ho * sh - ph + ki * dh = h, if there is one */
+	LLVMValueRef hh = LLVMBuildSub(B, LLVMBuildAdd(B, h, cg_i64(g, w->ph), ""), LLVMBuildMul(B, ki, cg_i64(g, w->dh), ""), "");
+	LLVMValueRef xx = LLVMBuildSub(B, LLVMBuildAdd(B, x, cg_i64(g, w->pw), ""), LLVMBuildMul(B, kj, cg_i64(g, w->dw), ""), "");
+	LLVMValueRef ho = LLVMBuildSDiv(B, hh, cg_i64(g, w->sh), ""), wo = LLVMBuildSDiv(B, xx, cg_i64(g, w->sw), "");
+	LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, hh, z, ""), LLVMBuildICmp(B, LLVMIntSGE, xx, z, ""), "");
+	ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, hh, cg_i64(g, w->sh), ""), z, ""), "");
+	ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, xx, cg_i64(g, w->sw), ""), z, ""), "");
+	ok = LLVMBuildAnd(B, ok, LLVMBuildAnd(B, within(k, ho, Ho), within(k, wo, Wo), ""), "");
+	LLVMValueRef p = LLVMBuildAdd(B, LLVMBuildMul(B, ho, cg_i64(g, Wo), ""), wo, "");
+	LLVMValueRef q = LLVMBuildAdd(B, LLVMBuildMul(B, c, nk, ""), l.i, "");
+	LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, n, cg_i64(g, Ho * Wo), ""), p, ""), cg_i64(g, C * K2), ""), q, "");
+	off = LLVMBuildSelect(B, ok, off, z, "");
+	LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildSelect(B, ok, load(k, ptrs[1], off), zero, ""), "");
+	acc_next(k, &s, ns);
+	loop_end(k, &l, nk);
+	store(k, ptrs[0], idx, acc_result(k, &l, zero, ns));
+}
+
+/* interp [n, m]: row i weighs the two source points around i's centre,
+ * (i + 1/2) m / n - 1/2, clamped at 0 (PyTorch's align_corners=False) */
+static void body_interp(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	int64_t n = d->out.dim[0], m = d->out.dim[1];
+	LLVMValueRef coord[2];
+	unravel(k, d->out, idx, coord);
+	LLVMValueRef i = LLVMBuildSIToFP(B, coord[0], g->f64, "");
+	LLVMValueRef src = LLVMBuildFSub(B, LLVMBuildFMul(B, LLVMBuildFAdd(B, i, LLVMConstReal(g->f64, 0.5), ""),
+	                                                  LLVMConstReal(g->f64, (double)m / (double)n), ""), LLVMConstReal(g->f64, 0.5), "");
+	src = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, src, LLVMConstReal(g->f64, 0), ""), LLVMConstReal(g->f64, 0), src, "");
+	LLVMValueRef i0 = LLVMBuildFPToSI(B, src, g->i64, ""); /* src >= 0: truncation is floor */
+	LLVMValueRef i1 = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, i0, cg_i64(g, m - 1), ""), LLVMBuildAdd(B, i0, cg_i64(g, 1), ""), i0, "");
+	LLVMValueRef l1 = LLVMBuildFSub(B, src, LLVMBuildSIToFP(B, i0, g->f64, ""), "");
+	LLVMValueRef l0 = LLVMBuildFSub(B, LLVMConstReal(g->f64, 1), l1, ""), z = LLVMConstReal(g->f64, 0);
+	LLVMValueRef v = LLVMBuildFAdd(B, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, coord[1], i0, ""), l0, z, ""),
+	                               LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, coord[1], i1, ""), l1, z, ""), "");
+	if (g->p->real_bytes == 4)
+		v = LLVMBuildFPTrunc(B, v, g->real, "");
+	store(k, ptrs[0], idx, v);
 }
 
 /* Operand t of an elementwise kernel at the result's coordinates: a vector
@@ -1063,6 +1225,21 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_EMBED:
 	case OP_EMBED_GRAD:
 		body_embed(k, d, ptrs, idx);
+		return;
+	case OP_RANGE:
+	case OP_PAD:
+	case OP_CONCAT:
+		body_move(k, d, args, idx);
+		return;
+	case OP_UNFOLD:
+	case OP_FOLD:
+		body_window(k, d, ptrs, idx);
+		return;
+	case OP_INTERP:
+		body_interp(k, d, ptrs, idx);
+		return;
+	case OP_XENT_COUNT:
+		body_count(k, d, ptrs);
 		return;
 	case OP_ATTENTION:
 	case OP_ATTN_STATS:

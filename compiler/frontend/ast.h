@@ -7,7 +7,7 @@
 #include "fe.h"
 
 typedef enum {
-	N_NUM, N_NAME, N_BIN, N_NEG, N_CALL, N_INDEX, N_LIST, /* expressions */
+	N_NUM, N_NAME, N_BIN, N_NEG, N_CALL, N_INDEX, N_LIST, N_RANGE, /* expressions; N_RANGE only as a subscript */
 	N_LET, N_ASSIGN, N_FOR, N_RETURN,                     /* statements */
 } NodeKind;
 
@@ -20,8 +20,8 @@ struct Node {
 	char op;             /* N_BIN: + - * / @ < > and l g = ! for <= >= == != (fe_binop) */
 	double num;          /* N_NUM */
 	const char *name;    /* N_NAME, N_CALL, N_LET, N_ASSIGN, N_FOR (loop variable) */
-	Node *a, *b;         /* N_BIN operands, N_NEG / N_LET / N_ASSIGN / N_RETURN value, N_INDEX base and index */
-	NodeList args;       /* N_CALL arguments, N_LIST elements, N_FOR body */
+	Node *a, *b;         /* N_BIN operands, N_NEG / N_LET / N_ASSIGN / N_RETURN value, N_INDEX base and index, N_RANGE ends (NULL: left out) */
+	NodeList args;       /* N_CALL arguments, N_LIST elements, N_FOR body, N_INDEX subscripts (when not one index in b) */
 	const char **argname;/* N_CALL: per argument, NULL or the name of `axis=1` */
 	int64_t lo, hi;      /* N_FOR range */
 };

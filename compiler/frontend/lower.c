@@ -87,6 +87,14 @@ static int distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
+/* builtins that are compositions of ops, beside the op table's (below) */
+typedef struct {
+	const char *name;
+	int (*lower)(Lower *L, Scope *s, Node *n);
+} Composite;
+#define NCOMPOSITES 5
+static const Composite composites[NCOMPOSITES];
+
 static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
 {
 	const char *best = NULL;
@@ -96,6 +104,8 @@ static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
 		for (int k = 0; k < OP__COUNT; k++)
 			if (ir_ops[k].form != FE_NONE)
 				TRY(ir_ops[k].name);
+		for (size_t i = 0; i < NCOMPOSITES; i++)
+			TRY(composites[i].name);
 		for (int i = 0; i < L->ast->fns.len; i++)
 			TRY(L->ast->fns.data[i].name);
 	} else {
@@ -239,19 +249,19 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f);
 
 static int tensor_expr(Lower *L, Scope *s, Node *n) { return tensor(L, expr(L, s, n), n->loc); }
 
-static int index_expr(Lower *L, Scope *s, Node *n)
+/* x[i] of a parameter or input: the view of one entry of its first axis;
+ * i a loop variable or a constant */
+static int pick(Lower *L, Scope *s, Node *n, int base, Node *i)
 {
-	int base = expr(L, s, n->a);
 	Op *d = L->p->values.data[base].def;
-	if (!d || (d->kind != OP_PARAM && d->kind != OP_INPUT))
-		diag_error(n->loc, "only parameters and inputs can be indexed");
 	Type t = ir_vtype(L->p, base);
 	if (t.rank < 1)
 		diag_error(n->loc, "cannot index a scalar");
 	int idx;
-	Node *i = n->b;
 	Binding *b = i->kind == N_NAME ? lookup(s, i->name) : NULL;
 	if (b && b->kind == B_IVAR) {
+		if (!d || (d->kind != OP_PARAM && d->kind != OP_INPUT))
+			diag_error(n->loc, "only parameters and inputs can be indexed by a loop variable");
 		if (b->hi > t.dim[0])
 			diag_error(i->loc, "index %s runs over %lld..%lld but %s has %lld entries on its first axis", i->name,
 			           (long long)b->lo, (long long)b->hi, d->kind == OP_PARAM ? L->p->params.data[d->index].name : L->p->inputs.data[d->index].name,
@@ -269,12 +279,91 @@ static int index_expr(Lower *L, Scope *s, Node *n)
 	return emit(L, mk(L, OP_SLICE, n->loc, 2, in));
 }
 
+/* elements [lo, hi) of axis ax of x */
+static int take(Lower *L, Loc loc, int x, int ax, int64_t lo, int64_t hi)
+{
+	Type t = ir_vtype(L->p, x);
+	if (lo == 0 && hi == t.dim[ax])
+		return x;
+	Op *op = mk(L, OP_RANGE, loc, 1, &x);
+	op->axis = ax;
+	op->at = lo;
+	op->to = t;
+	op->to.dim[ax] = hi - lo;
+	return emit(L, op);
+}
+
+static int reshape_to(Lower *L, Loc loc, int x, Type to)
+{
+	Op *op = mk(L, OP_RESHAPE, loc, 1, &x);
+	op->to = to;
+	return emit(L, op);
+}
+
+/* a subscript's constant, negative counting from the end of an axis of n */
+static int64_t place(Lower *L, Scope *s, Node *e, int64_t n, const char *what)
+{
+	int64_t k = need_const(L, s, e, what);
+	return k < 0 ? k + n : k;
+}
+
+/* x[s0, s1, ...]: an index drops its axis, a range lo:hi keeps [lo, hi) of
+ * it; axes beyond the subscripts are whole. A first index into a parameter
+ * or input is a view (pick); the rest are copies. */
+static int index_expr(Lower *L, Scope *s, Node *n)
+{
+	int v = expr(L, s, n->a);
+	if (!n->args.len) {
+		Op *d = L->p->values.data[v].def;
+		if (d && (d->kind == OP_PARAM || d->kind == OP_INPUT))
+			return pick(L, s, n, v, n->b);
+		vec_push(&n->args, n->b);
+	}
+	v = tensor(L, v, n->a->loc);
+	Type whole = ir_vtype(L->p, v);
+	int first = 0;
+	Op *d = L->p->values.data[v].def;
+	if (n->args.data[0]->kind != N_RANGE && d && (d->kind == OP_PARAM || d->kind == OP_INPUT))
+		v = pick(L, s, n, v, n->args.data[first++]);
+	Type t = ir_vtype(L->p, v);
+	int ax = 0;
+	for (int i = first; i < n->args.len; i++) {
+		Node *e = n->args.data[i];
+		if (ax >= t.rank)
+			diag_error(e->loc, "too many subscripts for %s", ts(whole));
+		int64_t dim = t.dim[ax];
+		if (e->kind == N_RANGE) {
+			int64_t lo = e->a ? place(L, s, e->a, dim, "a range's start") : 0;
+			int64_t hi = e->b ? place(L, s, e->b, dim, "a range's end") : dim;
+			if (lo < 0 || hi > dim || lo >= hi)
+				diag_error(e->loc, "range %lld:%lld is not a part of 0:%lld, axis %d of %s", (long long)lo, (long long)hi,
+				           (long long)dim, ax, ts(t));
+			v = take(L, e->loc, v, ax++, lo, hi);
+			t = ir_vtype(L->p, v);
+			continue;
+		}
+		Binding *b = e->kind == N_NAME ? lookup(s, e->name) : NULL;
+		if (b && b->kind == B_IVAR)
+			diag_error(e->loc, "only parameters and inputs can be indexed by a loop variable, and only on their first axis");
+		int64_t k = place(L, s, e, dim, "an index (a loop variable or a constant)");
+		if (k < 0 || k >= dim)
+			diag_error(e->loc, "index %lld is out of range 0..%lld of axis %d of %s", (long long)k, (long long)dim, ax, ts(t));
+		Type to = t;
+		to.rank--;
+		for (int j = ax; j < to.rank; j++)
+			to.dim[j] = t.dim[j + 1];
+		v = reshape_to(L, e->loc, take(L, e->loc, v, ax, k, k + 1), to);
+		t = to;
+	}
+	return v;
+}
+
 /* i32 ids straight from an input (cross_entropy's labels, embed's ids)
  * record their bound for the runtime, which checks the data against it */
 static void record_ids(Lower *L, Node *n, int ids, int64_t bound)
 {
 	Op *d = L->p->values.data[ids].def;
-	while (d && d->kind == OP_SLICE)
+	while (d && (d->kind == OP_SLICE || d->kind == OP_RANGE || d->kind == OP_RESHAPE))
 		d = L->p->values.data[d->in[0]].def;
 	if (!d || d->kind != OP_INPUT)
 		return;
@@ -360,8 +449,282 @@ static int ew_op(Lower *L, OpKind k, Loc loc, int nin, int *in)
 	return emit(L, mk(L, k, loc, nin, in));
 }
 
+/* A builtin's arguments after its npos tensors: constants given in
+ * spec's order or by name. Integer ones must be whole and at least min;
+ * a required one must be given; the others keep the value they come with. */
+typedef struct {
+	const char *name;
+	double value;
+	bool real, required;
+	int64_t min;
+} Arg;
+
+static void builtin_args(Lower *L, Scope *s, Node *n, int npos, Arg *spec, int nspec)
+{
+	int k = n->args.len;
+	if (k < npos || k > npos + nspec)
+		diag_error(n->loc, "%s takes %d to %d arguments, got %d", n->name, npos, npos + nspec, k);
+	bool seen[8] = {0}, named = false;
+	for (int i = 0; i < k; i++) {
+		Node *a = n->args.data[i];
+		const char *an = n->argname[i];
+		if (i < npos) {
+			if (an)
+				diag_error(a->loc, "%s takes %d tensor argument%s before %s=", n->name, npos, npos == 1 ? "" : "s", an);
+			continue;
+		}
+		int j = i - npos;
+		if (an) {
+			for (j = 0; j < nspec && strcmp(spec[j].name, an) != 0; j++)
+				;
+			if (j == nspec)
+				diag_error(a->loc, "%s has no argument named '%s'", n->name, an);
+			named = true;
+		} else if (named) {
+			diag_error(a->loc, "an argument without a name cannot follow a named one");
+		}
+		if (seen[j])
+			diag_error(a->loc, "%s's %s is given twice", n->name, spec[j].name);
+		seen[j] = true;
+		if (spec[j].real) {
+			int e = expr(L, s, a);
+			if (!is_const(L, e))
+				diag_error(a->loc, "%s must be a number", spec[j].name);
+			spec[j].value = L->p->values.data[e].def->fval;
+			continue;
+		}
+		int64_t v = need_const(L, s, a, spec[j].name);
+		if (v < spec[j].min)
+			diag_error(a->loc, "%s must be at least %lld, got %lld", spec[j].name, (long long)spec[j].min, (long long)v);
+		spec[j].value = (double)v;
+	}
+	for (int j = 0; j < nspec; j++)
+		if (spec[j].required && !seen[j])
+			diag_error(n->loc, "%s needs %s=", n->name, spec[j].name);
+}
+
+/* an axis argument's value, negative counting from the end of rank */
+static int axis_in(Node *n, const Arg *a, int rank)
+{
+	int64_t v = (int64_t)a->value;
+	if (v < -rank || v >= rank)
+		diag_error(n->loc, "%s's axis %lld is out of range for a tensor of rank %d", n->name, (long long)v, rank);
+	return (int)(v < 0 ? v + rank : v);
+}
+
+static int need_rank(Lower *L, Node *n, int x, int rank, const char *what)
+{
+	Type t = ir_vtype(L->p, x);
+	if (t.rank != rank)
+		diag_error(n->loc, "%s's %s must have rank %d, got %s", n->name, what, rank, ts(t));
+	return x;
+}
+
+static int transpose_by(Lower *L, Loc loc, int x, const int *perm)
+{
+	Op *op = mk(L, OP_TRANSPOSE, loc, 1, &x);
+	memcpy(op->perm, perm, sizeof(int) * (size_t)ir_vtype(L->p, x).rank);
+	return emit(L, op);
+}
+
+/* the last two axes swapped */
+static int swap_last(Lower *L, Loc loc, int x)
+{
+	int r = ir_vtype(L->p, x).rank, perm[IR_MAXRANK];
+	for (int i = 0; i < r; i++)
+		perm[i] = i;
+	perm[r - 2] = r - 1;
+	perm[r - 1] = r - 2;
+	return transpose_by(L, loc, x, perm);
+}
+
+static int matmul_bt(Lower *L, Loc loc, int a, int b)
+{
+	int in[2] = {a, b};
+	Op *op = mk(L, OP_MATMUL, loc, 2, in);
+	op->tb = 1;
+	return emit(L, op);
+}
+
+static int fill(Lower *L, Loc loc, double v, Type t)
+{
+	Op *op = mk(L, OP_FILL, loc, 0, NULL);
+	op->fval = v;
+	op->to = t;
+	return emit(L, op);
+}
+
+/* ---- builtins that are compositions of ops ---- */
+
+/* conv2d(x [N, C, H, W], w [O, C, kh, kw], stride=, pad=, dilation=) ->
+ * [N, O, Ho, Wo]: the windows unfolded, one GEMM with w, and back to NCHW */
+static int conv2d(Lower *L, Scope *s, Node *n)
+{
+	Arg a[] = {{"stride", 1, false, false, 1}, {"pad", 0, false, false, 0}, {"dilation", 1, false, false, 1}};
+	builtin_args(L, s, n, 2, a, 3);
+	int x = need_rank(L, n, tensor_expr(L, s, n->args.data[0]), 4, "input");
+	int w = need_rank(L, n, tensor_expr(L, s, n->args.data[1]), 4, "weight");
+	Type xt = ir_vtype(L->p, x), wt = ir_vtype(L->p, w);
+	if (wt.dim[1] != xt.dim[1])
+		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s, not %lld", ts(wt),
+		           (long long)xt.dim[1], ts(xt), (long long)wt.dim[1]);
+	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
+	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
+	u->win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
+	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
+		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");
+	int cols = emit(L, u);
+	Type ct = ir_vtype(L->p, cols), wm = ir_type(DT_REAL, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
+	int y = matmul_bt(L, n->loc, cols, reshape_to(L, n->loc, w, wm));
+	int64_t ho, wo;
+	ops_window_out(&u->win, xt, &ho, &wo);
+	return reshape_to(L, n->loc, swap_last(L, n->loc, y), ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo}));
+}
+
+/* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel): each
+ * channel's windows unfolded as rows and reduced */
+static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
+{
+	Arg a[] = {{"kernel", 0, false, true, 1}, {"stride", 0, false, false, 1}};
+	builtin_args(L, s, n, 1, a, 2);
+	int x = need_rank(L, n, tensor_expr(L, s, n->args.data[0]), 4, "input");
+	Type xt = ir_vtype(L->p, x);
+	if (a[0].value > INT32_MAX || a[1].value > INT32_MAX)
+		diag_error(n->loc, "%s's kernel and stride must be below 2^31", n->name);
+	int k = (int)a[0].value, st = a[1].value ? (int)a[1].value : k;
+	int planes = reshape_to(L, n->loc, x, ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0] * xt.dim[1], 1, xt.dim[2], xt.dim[3]}));
+	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &planes);
+	u->win = (Window){k, k, st, st, 0, 0, 1, 1};
+	int cols = emit(L, u);
+	Op *r = mk(L, red, n->loc, 1, &cols);
+	r->axes = 1u << 2;
+	int64_t ho, wo;
+	ops_window_out(&u->win, xt, &ho, &wo);
+	return reshape_to(L, n->loc, emit(L, r), ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0], xt.dim[1], ho, wo}));
+}
+
+/* groupnorm(x [N, C, ...], g [C], b [C], groups=G, eps=1e-5): each
+ * sample's group of C/G channels normalised as one row (layernorm without
+ * its own scale), then scaled and shifted per channel */
+static int groupnorm(Lower *L, Scope *s, Node *n)
+{
+	Arg a[] = {{"groups", 0, false, true, 1}, {"eps", 1e-5, true, false, 0}};
+	builtin_args(L, s, n, 3, a, 2);
+	int x = tensor_expr(L, s, n->args.data[0]);
+	Type xt = ir_vtype(L->p, x);
+	if (xt.rank < 2)
+		diag_error(n->loc, "groupnorm needs x [N, C, ...], got %s", ts(xt));
+	int64_t C = xt.dim[1], G = (int64_t)a[0].value;
+	if (C % G != 0)
+		diag_error(n->loc, "groupnorm's groups=%lld must divide the %lld channels of %s", (long long)G, (long long)C, ts(xt));
+	Type row = ir_type(DT_REAL, 1, &C), per = xt;
+	per.rank--;
+	per.dim[0] = C;
+	for (int i = 1; i < per.rank; i++)
+		per.dim[i] = 1;
+	int gb[2];
+	for (int i = 0; i < 2; i++) {
+		gb[i] = tensor_expr(L, s, n->args.data[i + 1]);
+		if (!ir_type_eq(ir_vtype(L->p, gb[i]), row))
+			diag_error(n->args.data[i + 1]->loc, "groupnorm's %s must be %s for x %s, got %s", i ? "shift" : "scale", ts(row),
+			           ts(xt), ts(ir_vtype(L->p, gb[i])));
+		gb[i] = reshape_to(L, n->loc, gb[i], per);
+	}
+	int64_t M = ir_numel(xt) / (xt.dim[0] * G);
+	Type mt = ir_type(DT_REAL, 1, &M);
+	int in[3] = {reshape_to(L, n->loc, x, ir_type(DT_REAL, 3, (int64_t[]){xt.dim[0], G, M})), fill(L, n->loc, 1, mt), fill(L, n->loc, 0, mt)};
+	Op *ln = mk(L, OP_LAYERNORM, n->loc, 3, in);
+	ln->fval = a[1].value;
+	int h = reshape_to(L, n->loc, emit(L, ln), xt);
+	return emit(L, mk(L, OP_ADD, n->loc, 2, (int[]){emit(L, mk(L, OP_MUL, n->loc, 2, (int[]){h, gb[0]})), gb[1]}));
+}
+
+/* upsample(x [..., H, W], factor): bilinear (PyTorch's align_corners=False)
+ * as two small GEMMs with the resampling matrices, so its gradient is theirs */
+static int upsample(Lower *L, Scope *s, Node *n)
+{
+	Arg a[] = {{"factor", 0, false, true, 1}};
+	builtin_args(L, s, n, 1, a, 1);
+	int x = tensor_expr(L, s, n->args.data[0]);
+	Type xt = ir_vtype(L->p, x);
+	if (xt.rank < 2)
+		diag_error(n->loc, "upsample needs a tensor [..., H, W], got %s", ts(xt));
+	int64_t f = (int64_t)a[0].value, H = xt.dim[xt.rank - 2], W = xt.dim[xt.rank - 1];
+	if (f > (1 << 20) || H * f > MAX_CONST || W * f > MAX_CONST)
+		diag_error(n->loc, "upsample's factor %lld is too large", (long long)f);
+	int m[2];
+	for (int i = 0; i < 2; i++) {
+		Op *op = mk(L, OP_INTERP, n->loc, 0, NULL);
+		int64_t d = i ? H : W;
+		op->to = ir_type(DT_REAL, 2, (int64_t[]){d * f, d});
+		m[i] = emit(L, op);
+	}
+	int y = swap_last(L, n->loc, matmul_bt(L, n->loc, x, m[0]));
+	return swap_last(L, n->loc, matmul_bt(L, n->loc, y, m[1]));
+}
+
+static int max_pool2d(Lower *L, Scope *s, Node *n) { return pool2d(L, s, n, OP_MAX); }
+static int avg_pool2d(Lower *L, Scope *s, Node *n) { return pool2d(L, s, n, OP_MEAN); }
+
+/* cross_entropy(logits, labels, axis=-1, ignore_index=): the classes along
+ * axis (moved last), labels shaped like the other axes */
+static int cross_entropy(Lower *L, Scope *s, Node *n)
+{
+	Arg a[] = {{"axis", -1, false, false, INT64_MIN}, {"ignore_index", 0, false, false, INT64_MIN}};
+	builtin_args(L, s, n, 2, a, 2);
+	int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
+	Type lt = ir_vtype(L->p, in[0]), given = lt;
+	if (lt.rank >= 1) {
+		int ax = axis_in(n, &a[0], lt.rank), perm[IR_MAXRANK];
+		if (ax != lt.rank - 1) {
+			for (int i = 0, j = 0; i < lt.rank; i++)
+				if (i != ax)
+					perm[j++] = i;
+			perm[lt.rank - 1] = ax;
+			in[0] = transpose_by(L, n->loc, in[0], perm);
+			lt = ir_vtype(L->p, in[0]);
+		}
+	}
+	Type yt = ir_vtype(L->p, in[1]);
+	bool match = yt.rank == lt.rank - 1;
+	for (int i = 0; match && i < yt.rank; i++)
+		match = yt.dim[i] == lt.dim[i];
+	if (lt.rank >= 1 && !match && yt.dt == DT_I32) {
+		Type want = lt;
+		want.dt = DT_I32;
+		want.rank--;
+		int ax = axis_in(n, &a[0], lt.rank);
+		diag_error(n->loc, "cross_entropy labels %s do not match logits %s%s: expected %s", ts(yt), ts(given),
+		           ax == lt.rank - 1 ? "" : ar_printf(" with classes on axis %d", ax), ts(want));
+	}
+	Op *op = mk(L, OP_XENT, n->loc, 2, in);
+	for (int i = 0; i < n->args.len; i++)
+		if (n->argname[i] ? !strcmp(n->argname[i], "ignore_index") : i == 3) {
+			if (a[1].value < INT32_MIN || a[1].value > INT32_MAX)
+				diag_error(n->args.data[i]->loc, "ignore_index must be an i32");
+			op->has_ignore = true;
+			op->ignore = (int)a[1].value;
+		}
+	int v = emit(L, op);
+	record_ids(L, n, in[1], lt.dim[lt.rank - 1]);
+	Op *d = L->p->values.data[in[1]].def;
+	while (d && (d->kind == OP_SLICE || d->kind == OP_RANGE || d->kind == OP_RESHAPE))
+		d = L->p->values.data[d->in[0]].def;
+	if (op->has_ignore && d && d->kind == OP_INPUT) {
+		L->p->inputs.data[d->index].has_ignore = true;
+		L->p->inputs.data[d->index].ignore = op->ignore;
+	}
+	return v;
+}
+
+static const Composite composites[NCOMPOSITES] = {{"conv2d", conv2d}, {"max_pool2d", max_pool2d}, {"avg_pool2d", avg_pool2d},
+                   {"groupnorm", groupnorm}, {"upsample", upsample}};
+
 static int call(Lower *L, Scope *s, Node *n)
 {
+	for (size_t i = 0; i < NCOMPOSITES; i++)
+		if (!strcmp(composites[i].name, n->name))
+			return composites[i].lower(L, s, n);
 	int k = builtin(n->name);
 	switch (k < 0 ? FE_NONE : ir_ops[k].form) {
 	case FE_NONE:
@@ -474,15 +837,48 @@ static int call(Lower *L, Scope *s, Node *n)
 		record_ids(L, n, in[1], ir_vtype(L->p, in[0]).dim[0]);
 		return v;
 	}
-	case FE_LOSS: {
-		arity(n, 2, 2);
-		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
-		int v = emit(L, mk(L, (OpKind)k, n->loc, 2, in));
-		if (k == OP_XENT) {
-			Type lt = ir_vtype(L->p, in[0]);
-			record_ids(L, n, in[1], lt.dim[lt.rank - 1]);
+	case FE_PAD: {
+		Arg a[] = {{"axis", 0, false, true, INT64_MIN}, {"before", 0, false, true, 0}, {"after", 0, false, true, 0}};
+		builtin_args(L, s, n, 1, a, 3);
+		int x = tensor_expr(L, s, n->args.data[0]);
+		Type t = ir_vtype(L->p, x);
+		if (t.rank < 1)
+			diag_error(n->loc, "cannot pad a scalar");
+		int ax = axis_in(n, &a[0], t.rank);
+		if (a[1].value + a[2].value > (double)MAX_CONST)
+			diag_error(n->loc, "pad's padding is too large");
+		if (a[1].value + a[2].value == 0)
+			return x;
+		Op *op = mk(L, OP_PAD, n->loc, 1, &x);
+		op->axis = ax;
+		op->at = (int64_t)a[1].value;
+		op->to = t;
+		op->to.dim[ax] += (int64_t)(a[1].value + a[2].value);
+		return emit(L, op);
+	}
+	case FE_CONCAT: {
+		Arg a[] = {{"axis", 0, false, true, INT64_MIN}};
+		builtin_args(L, s, n, 1, a, 1);
+		Node *l = n->args.data[0];
+		if (l->kind != N_LIST || l->args.len < 1)
+			diag_error(l->loc, "concat takes a list of tensors such as [a, b]");
+		int v = tensor_expr(L, s, l->args.data[0]);
+		int ax = axis_in(n, &a[0], ir_vtype(L->p, v).rank);
+		for (int i = 1; i < l->args.len; i++) {
+			int in[2] = {v, tensor_expr(L, s, l->args.data[i])};
+			Op *op = mk(L, OP_CONCAT, l->args.data[i]->loc, 2, in);
+			op->axis = ax;
+			op->at = ir_vtype(L->p, v).dim[ax];
+			v = emit(L, op);
 		}
 		return v;
+	}
+	case FE_LOSS: {
+		if (k == OP_XENT)
+			return cross_entropy(L, s, n);
+		arity(n, 2, 2);
+		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
+		return emit(L, mk(L, (OpKind)k, n->loc, 2, in));
 	}
 	}
 	if (fe_fn(L->ast, n->name))
@@ -748,7 +1144,7 @@ static void check_uncalled(FeAst *ast, bool *called)
 		call.argname = ar_alloc(sizeof(const char *) * (size_t)(f->pnames.len + 1));
 		for (int k = 0; k < f->pnames.len; k++) {
 			const char *name = ar_printf("%s.arg%d", f->name, k);
-			vec_push(&L.p->inputs, ((Input){name, f->ptypes.data[k], 0, f->plocs.data[k], 0}));
+			vec_push(&L.p->inputs, ((Input){.name = name, .type = f->ptypes.data[k], .loc = f->plocs.data[k]}));
 			leaf(&L, &global, OP_INPUT, L.p->inputs.len - 1, name, f->plocs.data[k]);
 			Node *a = ar_alloc(sizeof *a);
 			a->kind = N_NAME;

@@ -402,6 +402,24 @@ static Node *primary(Parser *P)
 	diag_error(t.loc, "expected an expression, found %s", tok_str(t));
 }
 
+/* one subscript: an index, or a range lo:hi with either end left out */
+static Node *subscript(Parser *P)
+{
+	Tok t = P->tok;
+	Node *lo = NULL;
+	if (!is(t, ":")) {
+		lo = expr(P);
+		if (!is(P->tok, ":"))
+			return lo;
+	}
+	Node *r = node(N_RANGE, t.loc);
+	next(P);
+	r->a = lo;
+	if (!is(P->tok, ",") && !is(P->tok, "]"))
+		r->b = expr(P);
+	return r;
+}
+
 static Node *postfix(Parser *P)
 {
 	Node *n = primary(P);
@@ -433,8 +451,14 @@ static Node *postfix(Parser *P)
 			next(P);
 			Node *x = node(N_INDEX, t.loc);
 			x->a = n;
-			x->b = expr(P);
+			do
+				vec_push(&x->args, subscript(P));
+			while (accept(P, ","));
 			expect(P, "]", "to close the index");
+			if (x->args.len == 1 && x->args.data[0]->kind != N_RANGE) {
+				x->b = x->args.data[0];
+				x->args.len = 0;
+			}
 			n = x;
 		} else {
 			unnest(P, opened);
@@ -811,8 +835,27 @@ static void print_expr(FILE *f, Node *n)
 	case N_INDEX:
 		fputs("(index ", f);
 		print_expr(f, n->a);
+		if (n->b) {
+			fputc(' ', f);
+			print_expr(f, n->b);
+		}
+		for (int i = 0; i < n->args.len; i++) {
+			fputc(' ', f);
+			print_expr(f, n->args.data[i]);
+		}
+		fputc(')', f);
+		return;
+	case N_RANGE:
+		fputs("(range ", f);
+		if (n->a)
+			print_expr(f, n->a);
+		else
+			fputc('_', f);
 		fputc(' ', f);
-		print_expr(f, n->b);
+		if (n->b)
+			print_expr(f, n->b);
+		else
+			fputc('_', f);
 		fputc(')', f);
 		return;
 	case N_CALL:

@@ -54,7 +54,15 @@ typedef enum {
 	FE_LAYERNORM, /* layernorm(x, g, b) or layernorm(x, g, b, eps=E) */
 	FE_EMBED,     /* embed(table, ids) */
 	FE_ATTENTION, /* attention(q, k, v, heads=H) or with causal=1 */
+	FE_PAD,       /* pad(x, axis, before, after) */
+	FE_CONCAT,    /* concat([a, b, ...], axis) */
 } FeForm;
+
+/* A 2-D sliding window over the last two axes (unfold, fold): kernel,
+ * stride, zero padding and dilation, each as (rows, columns). */
+typedef struct {
+	int kh, kw, sh, sw, ph, pw, dh, dw;
+} Window;
 
 typedef struct Program Program;
 typedef struct Op Op;
@@ -146,6 +154,8 @@ typedef struct {
 	const char *name;
 	Type type;
 	int classes;      /* i32 inputs used as cross_entropy labels or embed ids: the bound on the ids, else 0 */
+	bool has_ignore;  /* labels whose cross_entropy ignores one value: `ignore`, which the data may hold too */
+	int ignore;
 	Loc loc;
 	int value;
 } Input;
@@ -164,7 +174,12 @@ struct Op {
 	int ta, tb;       /* MATMUL */
 	int heads;        /* ATTENTION and its gradient ops */
 	bool causal;
-	Type to;          /* RESHAPE, BROADCAST, SUM_TO, EMBED_GRAD: the result type */
+	Type to;          /* RESHAPE, BROADCAST, SUM_TO, EMBED_GRAD, RANGE, PAD, FOLD, INTERP: the result type */
+	int axis;         /* RANGE, PAD, CONCAT */
+	int64_t at;       /* RANGE: the first element taken on the axis; PAD: zeros before; CONCAT: a's size there */
+	Window win;       /* UNFOLD, FOLD */
+	int ignore;       /* XENT, XENT_GRAD, XENT_COUNT: the label that counts for nothing, with has_ignore */
+	bool has_ignore;
 	/* OP_LOOP: for ivar in lo..lo+trip-1 (downward when reverse), carrying values.
 	 * in[k] initialises carg[k]; after each iteration carg[k] = cyield[k];
 	 * after the loop cout[k] holds the last value. */

@@ -182,6 +182,13 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 				fprintf(f, "%s%d", i ? ", " : "", op->perm[i]);
 			fputs("]", f);
 		}
+		if (op->kind == OP_RANGE || op->kind == OP_PAD || op->kind == OP_CONCAT)
+			fprintf(f, " axis=%d at=%lld", op->axis, (long long)op->at);
+		if (op->kind == OP_UNFOLD || op->kind == OP_FOLD)
+			fprintf(f, " kernel=%dx%d stride=%dx%d pad=%dx%d dilation=%dx%d", op->win.kh, op->win.kw, op->win.sh,
+			        op->win.sw, op->win.ph, op->win.pw, op->win.dh, op->win.dw);
+		if (op->has_ignore)
+			fprintf(f, " ignore=%d", op->ignore);
 		break;
 	}
 	fprintf(f, " : %s\n", ir_type_str(ir_vtype(p, op->out)));

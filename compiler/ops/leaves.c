@@ -1,5 +1,5 @@
 /* ops: the leaves. param and input take their declared types; fill makes
- * a tensor of its `to` type. */
+ * a tensor of its `to` type; interp, the matrix that resamples bilinearly. */
 #include "ops.h"
 
 const char *ops_shape_leaf(Program *p, Op *op, Type *out)
@@ -18,6 +18,11 @@ const char *ops_shape_leaf(Program *p, Op *op, Type *out)
 		*out = ir_scalar(DT_INDEX);
 		return NULL;
 	case OP_FILL:
+		*out = op->to;
+		return NULL;
+	case OP_INTERP:
+		if (op->to.rank != 2 || op->to.dim[0] < op->to.dim[1])
+			return ar_printf("bilinear weights resample to at least as many points, not %s", ops_ts(op->to));
 		*out = op->to;
 		return NULL;
 	default:

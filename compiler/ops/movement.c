@@ -93,3 +93,111 @@ void ops_adjoint_transpose(Ad *a, Op *op, int g)
 }
 
 void ops_adjoint_copy(Ad *a, Op *op, int g) { ad_contrib(a, op->in[0], g, op->loc); }
+
+/* range takes elements [at, at + n) of the axis, pad puts `at` zeros before
+ * x and the rest after it: `to` is the result type either way */
+const char *ops_shape_window(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), to = op->to;
+	to.dt = a.dt;
+	bool pad = op->kind == OP_PAD;
+	if (a.dt == DT_INDEX || op->axis < 0 || op->axis >= a.rank || to.rank != a.rank)
+		return ar_printf("cannot %s axis %d of %s", pad ? "pad" : "slice", op->axis, ops_ts(a));
+	for (int i = 0; i < a.rank; i++)
+		if (i != op->axis && to.dim[i] != a.dim[i])
+			return ar_printf("cannot %s %s to %s", pad ? "pad" : "slice", ops_ts(a), ops_ts(to));
+	int64_t small = pad ? a.dim[op->axis] : to.dim[op->axis], big = pad ? to.dim[op->axis] : a.dim[op->axis];
+	if (small < 1 || op->at < 0 || op->at + small > big) {
+		if (pad)
+			return ar_printf("cannot pad %s to %s with %lld zeros before", ops_ts(a), ops_ts(to), (long long)op->at);
+		return ar_printf("cannot take elements %lld..%lld of axis %d of %s", (long long)op->at,
+		                 (long long)(op->at + small), op->axis, ops_ts(a));
+	}
+	*out = to;
+	return NULL;
+}
+
+/* each one's adjoint is the other */
+void ops_adjoint_window(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	Op *d = ir_new_op(p, op->kind == OP_PAD ? OP_RANGE : OP_PAD, op->loc, 1, &g);
+	d->axis = op->axis;
+	d->at = op->at;
+	d->to = ir_vtype(p, op->in[0]);
+	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
+}
+
+/* concat (a, b): equal but for the axis, where b follows a's `at` elements */
+const char *ops_shape_concat(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
+	int ax = op->axis;
+	bool ok = a.dt == b.dt && a.dt != DT_INDEX && a.rank == b.rank && ax >= 0 && ax < a.rank && op->at == a.dim[ax];
+	for (int i = 0; ok && i < a.rank; i++)
+		ok = i == ax || a.dim[i] == b.dim[i];
+	if (!ok)
+		return ar_printf("cannot concatenate %s and %s along axis %d", ops_ts(a), ops_ts(b), ax);
+	*out = a;
+	out->dim[ax] += b.dim[ax];
+	return NULL;
+}
+
+void ops_adjoint_concat(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	for (int k = 0; k < 2; k++) {
+		if (!ad_active(a, op->in[k]))
+			continue;
+		Op *d = ir_new_op(p, OP_RANGE, op->loc, 1, &g);
+		d->axis = op->axis;
+		d->at = k ? op->at : 0;
+		d->to = ir_vtype(p, op->in[k]);
+		ad_contrib(a, op->in[k], ad_emit(a, d), op->loc);
+	}
+}
+
+/* a window's output size along one axis, or 0 when none fits */
+static int64_t windows(int64_t n, int k, int s, int pad, int dil)
+{
+	int64_t span = (int64_t)dil * (k - 1) + 1;
+	return n + 2 * pad < span ? 0 : (n + 2 * pad - span) / s + 1;
+}
+
+void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo)
+{
+	*ho = windows(img.dim[2], w->kh, w->sh, w->ph, w->dh);
+	*wo = windows(img.dim[3], w->kw, w->sw, w->pw, w->dw);
+}
+
+/* unfold [N, C, H, W] -> [N, Ho*Wo, C*kh*kw]; fold the reverse, to `to` */
+const char *ops_shape_unfold(Program *p, Op *op, Type *out)
+{
+	Type x = ir_vtype(p, op->in[0]), img = op->kind == OP_FOLD ? op->to : x;
+	const Window *w = &op->win;
+	if (x.dt != DT_REAL || img.rank != 4)
+		return ar_printf("a 2-D window needs a tensor [N, C, H, W], got %s", ops_ts(img));
+	if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->dh < 1 || w->dw < 1 || w->ph < 0 || w->pw < 0)
+		return ar_printf("a window needs kernel, stride and dilation of at least 1 and no negative padding");
+	int64_t ho, wo;
+	ops_window_out(w, img, &ho, &wo);
+	if (!ho || !wo)
+		return ar_printf("a %dx%d window (dilation %d, padding %d) does not fit in %s", w->kh, w->kw, w->dh, w->ph, ops_ts(img));
+	Type cols = img;
+	cols.rank = 3;
+	cols.dim[1] = ho * wo;
+	cols.dim[2] = img.dim[1] * w->kh * w->kw;
+	if (op->kind == OP_FOLD && !ir_type_eq(x, cols))
+		return ar_printf("fold needs %s for %s, got %s", ops_ts(cols), ops_ts(img), ops_ts(x));
+	*out = op->kind == OP_FOLD ? img : cols;
+	return NULL;
+}
+
+void ops_adjoint_unfold(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	Op *d = ir_new_op(p, OP_FOLD, op->loc, 1, &g);
+	d->win = op->win;
+	d->to = ir_vtype(p, op->in[0]);
+	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
+}

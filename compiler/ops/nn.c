@@ -158,6 +158,12 @@ const char *ops_shape_mse(Program *p, Op *op, Type *out)
 const char *ops_shape_xent(Program *p, Op *op, Type *out)
 {
 	const char *err;
+	if (op->kind == OP_XENT_COUNT) {
+		if (ir_vtype(p, op->in[0]).dt != DT_I32)
+			return ar_printf("count_labels needs i32 labels, got %s", ops_ts(ir_vtype(p, op->in[0])));
+		*out = ir_scalar(DT_REAL);
+		return NULL;
+	}
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
 	if ((err = ops_need_real(p, op, 0)))
 		return err;
@@ -186,7 +192,21 @@ void ops_adjoint_mse(Ad *a, Op *op, int g)
 		ad_contrib(a, op->in[1], ad_op1(a, OP_NEG, op->loc, d), op->loc);
 }
 
+/* With an ignored label the mean is over the other rows: the seed is
+ * scaled by rows / count, and xent_grad gives the ignored rows nothing. */
 void ops_adjoint_xent(Ad *a, Op *op, int g)
 {
-	ad_contrib(a, op->in[0], ad_op3(a, OP_XENT_GRAD, op->loc, op->in[0], op->in[1], g), op->loc);
+	Program *p = ad_program(a);
+	Loc loc = op->loc;
+	if (op->has_ignore) {
+		Op *c = ir_new_op(p, OP_XENT_COUNT, loc, 1, &op->in[1]);
+		c->ignore = op->ignore;
+		c->has_ignore = true;
+		int64_t rows = ir_numel(ir_vtype(p, op->in[1]));
+		g = ad_op2(a, OP_DIV, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, (double)rows)), ad_emit(a, c));
+	}
+	Op *d = ir_new_op(p, OP_XENT_GRAD, loc, 3, (int[]){op->in[0], op->in[1], g});
+	d->ignore = op->ignore;
+	d->has_ignore = op->has_ignore;
+	ad_contrib(a, op->in[0], ad_emit(a, d), loc);
 }

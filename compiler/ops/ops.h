@@ -1,6 +1,7 @@
 /* ops: what each op kind means, by family, one file each:
- *   leaves.c       param, input, const, idx, fill
- *   movement.c     views and data movement: slice, reshape, transpose, broadcast, sum_to, copy
+ *   leaves.c       param, input, const, idx, fill, interp
+ *   movement.c     views and data movement: slice, reshape, transpose, broadcast, sum_to, copy,
+ *                  range, pad, concat, and 2-D windows (unfold, fold)
  *   elementwise.c  add ... where: arithmetic, functions, comparisons, with broadcasting
  *   linalg.c       matmul
  *   reduce.c       sum, mean, softmax, log_softmax and their gradients
@@ -21,6 +22,9 @@ const char *ops_shape_reshape(Program *p, Op *op, Type *out);
 const char *ops_shape_transpose(Program *p, Op *op, Type *out);
 const char *ops_shape_broadcast(Program *p, Op *op, Type *out);
 const char *ops_shape_copy(Program *p, Op *op, Type *out);
+const char *ops_shape_window(Program *p, Op *op, Type *out);
+const char *ops_shape_concat(Program *p, Op *op, Type *out);
+const char *ops_shape_unfold(Program *p, Op *op, Type *out);
 const char *ops_shape_ew(Program *p, Op *op, Type *out);
 const char *ops_shape_matmul(Program *p, Op *op, Type *out);
 const char *ops_shape_reduce(Program *p, Op *op, Type *out);
@@ -43,6 +47,9 @@ void ops_adjoint_slice(Ad *a, Op *op, int g);
 void ops_adjoint_retype(Ad *a, Op *op, int g);
 void ops_adjoint_transpose(Ad *a, Op *op, int g);
 void ops_adjoint_copy(Ad *a, Op *op, int g);
+void ops_adjoint_window(Ad *a, Op *op, int g);
+void ops_adjoint_concat(Ad *a, Op *op, int g);
+void ops_adjoint_unfold(Ad *a, Op *op, int g);
 void ops_adjoint_ew(Ad *a, Op *op, int g);
 void ops_adjoint_matmul(Ad *a, Op *op, int g);
 void ops_adjoint_reduce(Ad *a, Op *op, int g);
@@ -55,6 +62,9 @@ void ops_adjoint_xent(Ad *a, Op *op, int g);
 
 /* an elementwise op's meaning at one point (the interpreter, constant folding) */
 double ops_eval_ew(OpKind k, const double *x);
+
+/* the windows of w that fit in img [N, C, H, W]: rows and columns (0 when none) */
+void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo);
 
 /* shared by the families */
 const char *ops_need_real(Program *p, Op *op, int k); /* operand k must be real, or the message */

@@ -26,7 +26,7 @@ static const char desc[] =
 	"param b f64 1 3 64 88 0 zeros 0 0\n"
 	"param s f32 0 112 116 0 ones 0 0\n"
 	"param k i32 1 2 120 128 0 zeros 0 0\n"
-	"input x f32 2 2 4 136 0\n"
+	"input x f32 2 2 4 136 0 0 0\n"
 	"optimizer sgd\n"
 	"kernel sgd 0\n"
 	"kernel adam 1\n"

@@ -52,8 +52,8 @@ const char dp_model_desc[] =
 	"loss 672\n"
 	"param W " PREC " 2 4 2 0 80 0 normal 0.5 0\n"
 	"param b " PREC " 1 2 64 144 0 zeros 0 0\n"
-	"input x " PREC " 2 8 4 160 0\n"
-	"input y " PREC " 2 8 2 416 0\n"
+	"input x " PREC " 2 8 4 160 0 0 0\n"
+	"input y " PREC " 2 8 2 416 0 0 0\n"
 	OPTIMIZER
 	"kernel sgd 0\n"
 	"kernel adam 1\n"

@@ -14,12 +14,18 @@ for dp in samples/*.dp; do
 		continue
 	fi
 	steps=60
+	data=""
 	case $name in
 	classifier) lr=0.5 ;;
 	oscillator) lr=0.1 ;;
+	gpt) lr=0.03 data="--data docs/language.md" ;; # bytes of our own docs
+	resnet) lr=0.1 ;;
+	dranet) # a toy segmentation set: random labels per pixel cannot be learnt at a quarter of the resolution
+		lr=0.1 data="--data $TEST_OUT/seg_x.npy --labels $TEST_OUT/seg_y.npy"
+		python3 tools/seg_data.py "$TEST_OUT/seg_x.npy" "$TEST_OUT/seg_y.npy" ;;
 	*) lr=0.01 ;;
 	esac
-	args="--steps $steps --lr $lr"
+	args="--steps $steps --lr $lr $data"
 	# loop iterations one step runs, read from the forward program (top-level loops)
 	trips=$("$DPC" --emit=ir "$dp" | sed -n 's/^loop [^ ]* in \([0-9]*\)\.\.\([0-9]*\).*/\1 \2/p' | awk '{ n += $2 - $1 } END { print n + 0 }')
 	if ! "$exe" $args --summary-json "$exe.json" >"$log" 2>&1; then

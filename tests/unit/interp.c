@@ -195,6 +195,68 @@ static void layernorm(Interp *m, Op *op)
 	free(hat);
 }
 
+/* range, pad, concat: every element of the result from its source, by
+ * element size so that i32 labels move too */
+static void move(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type to = ir_vtype(p, op->out);
+	size_t es = (size_t)(ir_bytes(p, to) / (ir_numel(to) ? ir_numel(to) : 1));
+	unsigned char *o = base(m, op->out);
+	int64_t idx[IR_MAXRANK];
+	for (int64_t e = 0; e < ir_numel(to); e++) {
+		unravel(to, e, idx);
+		int k = 0;
+		int64_t c = idx[op->axis];
+		if (op->kind == OP_RANGE)
+			c += op->at;
+		else if (op->kind == OP_PAD)
+			c -= op->at;
+		else if (c >= op->at)
+			k = 1, c -= op->at;
+		Type ti = ir_vtype(p, op->in[k]);
+		if (c < 0 || c >= ti.dim[op->axis]) {
+			memset(o + (size_t)e * es, 0, es);
+			continue;
+		}
+		idx[op->axis] = c;
+		int64_t off = 0;
+		for (int i = 0; i < ti.rank; i++)
+			off = off * ti.dim[i] + idx[i];
+		memcpy(o + (size_t)e * es, base(m, op->in[k]) + (size_t)off * es, es);
+	}
+}
+
+/* unfold and fold, written as the scatter from each window's element */
+static void window(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	bool fold = op->kind == OP_FOLD;
+	Type img = fold ? op->to : ir_vtype(p, op->in[0]);
+	const Window *w = &op->win;
+	int64_t N = img.dim[0], C = img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo;
+	ops_window_out(w, img, &Ho, &Wo);
+	double *x = R(m, op->in[0]), *o = R(m, op->out);
+	int64_t K = (int64_t)w->kh * w->kw;
+	memset(o, 0, sizeof(double) * (size_t)ir_numel(ir_vtype(p, op->out)));
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t i = 0; i < Ho; i++)
+				for (int64_t j = 0; j < Wo; j++)
+					for (int a = 0; a < w->kh; a++)
+						for (int b = 0; b < w->kw; b++) {
+							int64_t h = i * w->sh - w->ph + a * w->dh, v = j * w->sw - w->pw + b * w->dw;
+							if (h < 0 || h >= H || v < 0 || v >= W)
+								continue;
+							int64_t col = ((n * Ho + i) * Wo + j) * C * K + c * K + a * w->kw + b;
+							int64_t pix = ((n * C + c) * H + h) * W + v;
+							if (fold)
+								o[pix] += x[col];
+							else
+								o[col] = x[pix];
+						}
+}
+
 static void run_block(Interp *m, Block *b);
 
 static void run_loop(Interp *m, Op *op)
@@ -251,6 +313,36 @@ static void run_op(Interp *m, Op *op)
 	case OP_COPY:
 		memmove(R(m, op->out), R(m, op->in[0]), (size_t)ir_bytes(p, to));
 		return;
+	case OP_RANGE:
+	case OP_PAD:
+	case OP_CONCAT:
+		move(m, op);
+		return;
+	case OP_UNFOLD:
+	case OP_FOLD:
+		window(m, op);
+		return;
+	case OP_INTERP: {
+		/* output point i sits at (i + 1/2) m / n - 1/2 of the source, at least 0 */
+		int64_t n = to.dim[0], mm = to.dim[1];
+		double *o = R(m, op->out);
+		memset(o, 0, sizeof(double) * (size_t)(n * mm));
+		for (int64_t i = 0; i < n; i++) {
+			double at = fmax(((double)i + 0.5) * (double)mm / (double)n - 0.5, 0);
+			int64_t lo = (int64_t)floor(at), hi = lo + 1 < mm ? lo + 1 : lo;
+			o[i * mm + lo] += 1 - (at - (double)lo);
+			o[i * mm + hi] += at - (double)lo;
+		}
+		return;
+	}
+	case OP_XENT_COUNT: {
+		int32_t *lab = (int32_t *)base(m, op->in[0]);
+		double c = 0;
+		for (int64_t e = 0; e < ir_numel(ir_vtype(p, op->in[0])); e++)
+			c += lab[e] != op->ignore;
+		R(m, op->out)[0] = c;
+		return;
+	}
 	case OP_TRANSPOSE: {
 		Type ti = ir_vtype(p, op->in[0]);
 		double *in = R(m, op->in[0]), *o = R(m, op->out);
@@ -374,9 +466,15 @@ static void run_op(Interp *m, Op *op)
 		int64_t C = ti.dim[ti.rank - 1], rows = ir_numel(ti) / C;
 		double *x = R(m, op->in[0]), loss = 0;
 		int32_t *lab = (int32_t *)base(m, op->in[1]);
-		double g = op->kind == OP_XENT_GRAD ? R(m, op->in[2])[0] : 0;
+		double g = op->kind == OP_XENT_GRAD ? R(m, op->in[2])[0] : 0, counted = 0;
 		for (int64_t r = 0; r < rows; r++) {
 			double *xr = x + r * C, mx = -INFINITY, s = 0;
+			if (op->has_ignore && lab[r] == op->ignore) {
+				if (op->kind == OP_XENT_GRAD)
+					memset(R(m, op->out) + r * C, 0, sizeof(double) * (size_t)C);
+				continue;
+			}
+			counted++;
 			for (int64_t c = 0; c < C; c++)
 				mx = fmax(mx, xr[c]);
 			for (int64_t c = 0; c < C; c++)
@@ -387,7 +485,7 @@ static void run_op(Interp *m, Op *op)
 					R(m, op->out)[r * C + c] = g * (exp(xr[c] - mx) / s - (c == lab[r])) / (double)rows;
 		}
 		if (op->kind == OP_XENT)
-			R(m, op->out)[0] = loss / (double)rows;
+			R(m, op->out)[0] = loss / (op->has_ignore ? counted : (double)rows);
 		return;
 	}
 	case OP_ZERO:
