@@ -53,6 +53,10 @@ build)
 		bench/resmlp_big.dp -o $B/stream_8x_s64.cuda || exit 1
 	bin/dpc --target cuda -D L=${HUGE_L:-20480} --checkpoint binomial --snapshots 64 --stream params --device-mem 8G \
 		bench/stream_huge.dp -o $B/stream_huge.cuda || exit 1
+	# bench/nets.sh: GPT-2 124M's shape, a ResNet-56-like net at batch 128, and the 250,004-layer ResNet
+	bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp -o $B/gpt2.cuda || exit 1
+	bin/dpc --target cuda -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp -o $B/resnet56.cuda || exit 1
+	bin/dpc --target cuda -D N=41666 --checkpoint binomial samples/resnet.dp -o $B/resnet250k.cuda || exit 1
 	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
 	# by one thread, a warp or a block) against the CPU and finite differences
 	mkdir -p $B/ops
@@ -98,7 +102,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda) continue ;; esac # benchmarks: bench/
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | resnet56.cuda | resnet250k.cuda) continue ;; esac # benchmarks: bench/
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr"
