@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../compiler/checkpoint_pass/ckpt.h"
+#include "../compiler/ops/rng.h"
 #include "rt.h"
 
 bool rt_tf32;
@@ -65,6 +66,7 @@ void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 }
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
+uint64_t rt_key(RtCtx *c) { return dp_step_key(c->seed, (uint64_t)c->step); }
 
 typedef struct {
 	CkptAction a;
@@ -831,6 +833,7 @@ int main(int argc, char **argv)
 		if (!m->params[i].streamed)
 			rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
 	c->lr = o.lr;
+	c->seed = (uint64_t)o.seed;
 
 	if (!o.quiet) {
 		int64_t count = 0;

@@ -115,7 +115,8 @@ struct RtCtx {
 	unsigned char *pool;  /* the pinned host pool */
 	int64_t snap_event;   /* the last copy of a snapshot between the staging row and the host pool */
 	double lr;            /* the optimizer's step that rt_update applies */
-	long step;            /* 1, 2, ...: Adam's bias correction */
+	long step;            /* 1, 2, ...: Adam's bias correction, and dropout's key */
+	uint64_t seed;        /* --seed: dropout's key */
 	void **capture;       /* when set: rt_update copies each unit's gradient to capture[param] */
 	bool no_update;       /* rt_update leaves the parameters as they are (--gradcheck) */
 };

@@ -36,6 +36,7 @@ typedef struct {
 	int64_t at;
 	Window win;
 	int ignore, has_ignore;
+	int site;
 	int nargs;
 	int vec;           /* elements per access: 16 bytes' worth where every access allows, else 1 */
 	int lanes;         /* GPU threads that cooperate on one output of a reduction: 1 to 32, or 256 */
@@ -72,6 +73,8 @@ typedef struct {
 
 LLVMValueRef cg_i64(Cg *g, int64_t v);
 LLVMValueRef cg_real(Cg *g, double v);
+/* dp_mix (compiler/ops/rng.h) of an i64, in LLVM */
+LLVMValueRef cg_mix(Cg *g, LLVMBuilderRef b, LLVMValueRef x);
 /* Decides k's vector width and lanes, then finds or adds it; returns its id. */
 int cg_kernel_id(Cg *g, KDesc *k);
 /* Work items of its index space: outputs (or vectors of them); each runs on

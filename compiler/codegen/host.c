@@ -19,8 +19,8 @@ typedef struct {
 	LLVMValueRef *index;       /* per value: host i64 of index values */
 	IntVec *scoped;            /* the loop indices in scope: index values that are not constants */
 	int *uses;                 /* per value: how many operands name it */
-	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve;
-	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve;
+	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key;
+	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key;
 	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy;
 	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
 } Host;
@@ -117,6 +117,7 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 	d.win = op->win;
 	d.ignore = op->ignore;
 	d.has_ignore = op->has_ignore;
+	d.site = op->site;
 	LLVMValueRef words[8];
 	int nw = 0;
 	bool write = ir_ops[op->kind].flags & OPF_WRITE;
@@ -131,6 +132,19 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 			dst = LLVMBuildAdd(h->g->b, dst, LLVMBuildMul(h->g->b, h->index[op->in[1]], cg_i64(h->g, ir_bytes(p, d.in[0])), ""), "");
 		words[nw++] = dst;
 		words[nw++] = addr(h, x);
+	} else if (op->kind == OP_DROPOUT) {
+		/* the result, x, and the key of this op's draws in this iteration (compiler/ops/rng.h) */
+		d.nin = 1;
+		d.in[0] = ir_vtype(p, op->in[0]);
+		d.out = d.in[0];
+		words[nw++] = addr(h, op->out);
+		words[nw++] = addr(h, op->in[0]);
+		LLVMBuilderRef b = h->g->b;
+		LLVMValueRef key = LLVMBuildCall2(b, h->t_key, h->f_key, &h->ctx, 1, "");
+		key = cg_mix(h->g, b, LLVMBuildXor(b, key, cg_i64(h->g, op->site), ""));
+		for (int j = 1; j < op->nin; j++)
+			key = cg_mix(h->g, b, LLVMBuildXor(b, key, h->index[op->in[j]], ""));
+		words[nw++] = key;
 	} else {
 		d.nin = op->nin;
 		d.out = ir_vtype(p, op->out);
@@ -723,6 +737,7 @@ static void host_function(Cg *g, const char *name, int nops)
 	LLVMTypeRef pn[] = {g->i8p, g->i32, g->i64};
 	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
+	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
 	h.f_revolve = declare(g, "rt_revolve", vd, pr, 9, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};

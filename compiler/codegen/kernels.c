@@ -6,9 +6,20 @@
 
 #include "cgint.h"
 #include "../ops/ops.h"
+#include "../ops/rng.h"
 
 LLVMValueRef cg_i64(Cg *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
 LLVMValueRef cg_real(Cg *g, double v) { return LLVMConstReal(g->real, v); }
+
+LLVMValueRef cg_mix(Cg *g, LLVMBuilderRef b, LLVMValueRef x)
+{
+	LLVMValueRef c[3] = {LLVMConstInt(g->i64, 0x9e3779b97f4a7c15ull, 0), LLVMConstInt(g->i64, 0xbf58476d1ce4e5b9ull, 0),
+	                     LLVMConstInt(g->i64, 0x94d049bb133111ebull, 0)};
+	x = LLVMBuildAdd(b, x, c[0], "");
+	x = LLVMBuildMul(b, LLVMBuildXor(b, x, LLVMBuildLShr(b, x, cg_i64(g, 30), ""), ""), c[1], "");
+	x = LLVMBuildMul(b, LLVMBuildXor(b, x, LLVMBuildLShr(b, x, cg_i64(g, 27), ""), ""), c[2], "");
+	return LLVMBuildXor(b, x, LLVMBuildLShr(b, x, cg_i64(g, 31), ""), "");
+}
 
 static int64_t rows(Type t) { return t.rank ? ir_numel(t) / t.dim[t.rank - 1] : 1; }
 
@@ -72,30 +83,18 @@ static int lanes_for(int64_t n)
 /* On the GPU a reduction's output is computed by a group of lanes of a warp,
  * a whole warp or a 256-thread block when it folds elements that lie
  * contiguous along the lanes; partial results combine through warp shuffles. */
+static LowClass low_class(const KDesc *d) { return (int)d->kind < OP__COUNT ? ir_ops[d->kind].low : LW_EACH; }
+
 static int lane_count(Cg *g, const KDesc *d)
 {
 	if (!g->cuda)
 		return 1;
-	switch ((int)d->kind) {
-	case OP_MSE:
-	case OP_XENT:
-	case OP_XENT_COUNT:
+	switch (low_class(d)) {
+	case LW_TOTAL:
 		return 256;
-	case OP_SOFTMAX:
-	case OP_LOG_SOFTMAX:
-	case OP_SOFTMAX_GRAD:
-	case OP_LOG_SOFTMAX_GRAD:
-	case OP_XENT_GRAD:
-	case OP_LAYERNORM:
-	case OP_LAYERNORM_HAT:
-	case OP_LAYERNORM_GRAD: {
+	case LW_ROWS:
 		return lanes_for(d->out.dim[d->out.rank - 1]);
-	}
-	case OP_SUM:
-	case OP_MEAN:
-	case OP_MAX:
-	case OP_MIN:
-	case OP_SUM_TO: {
+	case LW_REDUCE: {
 		bool kept[IR_MAXRANK];
 		int out_axis[IR_MAXRANK];
 		int64_t count = reduced_axes(d, kept, out_axis);
@@ -164,31 +163,17 @@ const char *cg_kernel_label(const KDesc *k)
 int64_t cg_kernel_size(Cg *g, const KDesc *k)
 {
 	(void)g;
-	switch ((int)k->kind) {
-	case OP_MSE:
-	case OP_XENT:
-	case OP_XENT_COUNT:
-		return 1;
-	case OP_SOFTMAX:
-	case OP_LOG_SOFTMAX:
-	case OP_SOFTMAX_GRAD:
-	case OP_LOG_SOFTMAX_GRAD:
-	case OP_XENT_GRAD:
-	case OP_LAYERNORM:
-	case OP_LAYERNORM_HAT:
-	case OP_LAYERNORM_GRAD:
-		return rows(k->out);
-	case OP_EMBED_GRAD:
-		return k->out.dim[1];
-	case OP_ATTENTION:
-	case OP_ATTN_STATS:
-	case OP_ATTN_DQ:
-	case OP_ATTN_DK:
-	case OP_ATTN_DV: /* one query (key) row of one head each */
-		return ir_numel(k->in[0]) / (k->in[0].dim[k->in[0].rank - 1] / k->heads);
-	case OP_ACC:
-	case OP_ACC_SLICE:
+	if ((int)k->kind == OP_ACC || (int)k->kind == OP_ACC_SLICE)
 		return ir_numel(k->in[k->nin - 1]) / k->vec;
+	switch (low_class(k)) {
+	case LW_TOTAL:
+		return 1;
+	case LW_ROWS:
+		return rows(k->out);
+	case LW_COLS:
+		return k->out.dim[1];
+	case LW_HEADS: /* one query (key) row of one head each */
+		return ir_numel(k->in[0]) / (k->in[0].dim[k->in[0].rank - 1] / k->heads);
 	default:
 		return ir_numel(k->out) / k->vec;
 	}
@@ -1238,6 +1223,14 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_INTERP:
 		body_interp(k, d, ptrs, idx);
 		return;
+	case OP_DROPOUT: {
+		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53 */
+		LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], idx, "")), cg_i64(g, 11), "");
+		LLVMValueRef keep = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->fval), 0), "");
+		LLVMValueRef scaled = LLVMBuildFMul(B, load(k, ptrs[1], idx), cg_real(g, 1 / (1 - d->fval)), "");
+		store(k, ptrs[0], idx, LLVMBuildSelect(B, keep, scaled, cg_real(g, 0), ""));
+		return;
+	}
 	case OP_XENT_COUNT:
 		body_count(k, d, ptrs);
 		return;

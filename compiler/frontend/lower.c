@@ -39,6 +39,8 @@ typedef struct {
 	Vec(const char *) inlining;
 	bool *called;   /* per function: inlined at least once */
 	int nops;       /* ops emitted */
+	Vec(int) ivars; /* the index values of the loops being lowered, outermost first */
+	int sites;      /* dropout ops so far */
 } Lower;
 
 static const char *ts(Type t) { return ir_type_str(t); }
@@ -873,6 +875,20 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		return v;
 	}
+	case FE_DROPOUT: {
+		Arg a[] = {{"p", 0, true, true, 0}};
+		builtin_args(L, s, n, 1, a, 1);
+		int x = tensor_expr(L, s, n->args.data[0]);
+		if (!(a[0].value >= 0 && a[0].value < 1))
+			diag_error(n->args.data[1]->loc, "dropout's p must lie in [0, 1), got %g", a[0].value);
+		Op *op = mk(L, OP_DROPOUT, n->loc, 1 + L->ivars.len, NULL);
+		op->in[0] = x;
+		for (int i = 0; i < L->ivars.len; i++)
+			op->in[1 + i] = L->ivars.data[i];
+		op->fval = a[0].value;
+		op->site = L->sites++;
+		return emit(L, op);
+	}
 	case FE_LOSS: {
 		if (k == OP_XENT)
 			return cross_entropy(L, s, n);
@@ -1002,7 +1018,9 @@ static void lower_for(Lower *L, Scope *s, Node *n)
 	bind(&inner, (Binding){n->name, B_IVAR, op->ivar, n->lo, n->hi, 0, true});
 	Block *outer = L->out;
 	L->out = &op->body;
+	vec_push(&L->ivars, op->ivar);
 	block(L, &inner, &n->args, false, n->loc);
+	L->ivars.len--;
 	L->out = outer;
 	for (int k = 0; k < carried.len; k++) {
 		Binding *b = carried.data[k];

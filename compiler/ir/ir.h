@@ -36,7 +36,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, text, arity, flags, shape, adjoint, form) OP_##name,
+#define X(name, text, arity, flags, shape, adjoint, form, low) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
@@ -56,7 +56,19 @@ typedef enum {
 	FE_ATTENTION, /* attention(q, k, v, heads=H) or with causal=1 */
 	FE_PAD,       /* pad(x, axis, before, after) */
 	FE_CONCAT,    /* concat([a, b, ...], axis) */
+	FE_DROPOUT,   /* dropout(x, p) */
 } FeForm;
+
+/* How codegen spreads an op's kernel over work items (and GPU threads). */
+typedef enum {
+	LW_HOST,   /* no kernel of its own: leaves, views, control, copies, GEMMs, transfers */
+	LW_EACH,   /* a work item per result element (elementwise ops: a vector of them) */
+	LW_REDUCE, /* a work item per result element; lanes share the elements it folds when they are contiguous */
+	LW_ROWS,   /* a work item per row of the last axis; lanes share the row */
+	LW_TOTAL,  /* one work item, a block of lanes, for a scalar of the whole tensor */
+	LW_COLS,   /* a work item per column of the result */
+	LW_HEADS,  /* a work item per row of one attention head */
+} LowClass;
 
 /* A 2-D sliding window over the last two axes (unfold, fold): kernel,
  * stride, zero padding and dilation, each as (rows, columns). */
@@ -76,6 +88,7 @@ typedef struct {
 	const char *(*shape)(Program *p, Op *op, Type *out); /* compiler/ops/: the family's file */
 	void (*adjoint)(Ad *a, Op *op, int g);               /* likewise: contributions to the operands' adjoints */
 	FeForm form;
+	LowClass low;
 } OpInfo;
 extern const OpInfo ir_ops[OP__COUNT];
 
@@ -180,6 +193,7 @@ struct Op {
 	Window win;       /* UNFOLD, FOLD */
 	int ignore;       /* XENT, XENT_GRAD, XENT_COUNT: the label that counts for nothing, with has_ignore */
 	bool has_ignore;
+	int site;         /* DROPOUT: its place in the program, which keys its draws */
 	/* OP_LOOP: for ivar in lo..lo+trip-1 (downward when reverse), carrying values.
 	 * in[k] initialises carg[k]; after each iteration carg[k] = cyield[k];
 	 * after the loop cout[k] holds the last value. */

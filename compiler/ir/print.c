@@ -187,6 +187,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		if (op->kind == OP_UNFOLD || op->kind == OP_FOLD)
 			fprintf(f, " kernel=%dx%d stride=%dx%d pad=%dx%d dilation=%dx%d", op->win.kh, op->win.kw, op->win.sh,
 			        op->win.sw, op->win.ph, op->win.pw, op->win.dh, op->win.dw);
+		if (op->kind == OP_DROPOUT)
+			fprintf(f, " p=%g site=%d", op->fval, op->site);
 		if (op->has_ignore)
 			fprintf(f, " ignore=%d", op->ignore);
 		break;

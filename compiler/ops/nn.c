@@ -131,6 +131,32 @@ void ops_adjoint_layernorm(Ad *a, Op *op, int g)
 		ad_contrib(a, shift, ad_unbroadcast(a, g, shift, loc), loc);
 }
 
+/* dropout (x, i...): x's shape; the index operands name the iteration */
+const char *ops_shape_dropout(Program *p, Op *op, Type *out)
+{
+	const char *err = ops_need_real(p, op, 0);
+	if (err)
+		return err;
+	for (int k = 1; k < op->nin; k++)
+		if (ir_vtype(p, op->in[k]).dt != DT_INDEX)
+			return "dropout's operands after x must be loop indices";
+	if (!(op->fval >= 0 && op->fval < 1))
+		return ar_printf("dropout's p must lie in [0, 1), got %g", op->fval);
+	*out = ir_vtype(p, op->in[0]);
+	return NULL;
+}
+
+/* the same mask on g: the same site, step and indices draw it again */
+void ops_adjoint_dropout(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	Op *d = ir_new_op(p, OP_DROPOUT, op->loc, op->nin, op->in);
+	d->in[0] = g;
+	d->fval = op->fval;
+	d->site = op->site;
+	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
+}
+
 /* the gradient's seed, or the loss's scalar result */
 static const char *result(Program *p, Op *op, Type a, Type *out, const char *name)
 {

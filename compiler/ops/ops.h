@@ -5,7 +5,7 @@
  *   elementwise.c  add ... where: arithmetic, functions, comparisons, with broadcasting
  *   linalg.c       matmul
  *   reduce.c       sum, mean, softmax, log_softmax and their gradients
- *   nn.c           embed, attention, layernorm, the losses, and their gradients
+ *   nn.c           embed, attention, layernorm, dropout, the losses, and their gradients
  *   control.c      variables, loops, tensor streaming
  * The op table (ir/ops.def, ir_ops) points at these. Each shape rule fills
  * the op's result type into *out and returns NULL, or returns a message for
@@ -33,6 +33,7 @@ const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out);
 const char *ops_shape_embed(Program *p, Op *op, Type *out);
 const char *ops_shape_attention(Program *p, Op *op, Type *out);
 const char *ops_shape_layernorm(Program *p, Op *op, Type *out);
+const char *ops_shape_dropout(Program *p, Op *op, Type *out);
 const char *ops_shape_mse(Program *p, Op *op, Type *out);
 const char *ops_shape_xent(Program *p, Op *op, Type *out);
 const char *ops_shape_var(Program *p, Op *op, Type *out);
@@ -57,6 +58,7 @@ void ops_adjoint_softmax(Ad *a, Op *op, int g);
 void ops_adjoint_embed(Ad *a, Op *op, int g);
 void ops_adjoint_attention(Ad *a, Op *op, int g);
 void ops_adjoint_layernorm(Ad *a, Op *op, int g);
+void ops_adjoint_dropout(Ad *a, Op *op, int g);
 void ops_adjoint_mse(Ad *a, Op *op, int g);
 void ops_adjoint_xent(Ad *a, Op *op, int g);
 

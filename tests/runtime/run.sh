@@ -424,4 +424,37 @@ PY
 else
 	notok "runtime/profile" "$o/prof.log"
 fi
+# dropout: the share of elements kept is 1 - p, the mask changes with the
+# step and the seed and not otherwise; the kept ones carry 1 / (1 - p)
+cat >"$o/drop.dp" <<'DP'
+const N = 100000
+param w : f32[N] = ones
+loss { return mean(dropout(w, 0.3)) }
+DP
+if "$DPC" "$o/drop.dp" -o "$o/drop" >"$o/drop.log" 2>&1 &&
+	"$o/drop" --steps 2 --lr 0 --quiet --summary-json "$o/drop.a.json" --dump-grads "$o/drop.g.st" >>"$o/drop.log" 2>&1 &&
+	"$o/drop" --steps 2 --lr 0 --quiet --summary-json "$o/drop.b.json" >>"$o/drop.log" 2>&1 &&
+	"$o/drop" --steps 2 --lr 0 --quiet --seed 7 --summary-json "$o/drop.c.json" >>"$o/drop.log" 2>&1; then
+	check "runtime/dropout-draws" python3 - "$o" <<'PY'
+import json, struct, sys
+o = sys.argv[1]
+a, b, c = (json.load(open(f"{o}/drop.{k}.json")) for k in "abc")
+raw = open(f"{o}/drop.g.st", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+m = json.loads(raw[8:8 + n])["w"]
+lo, hi = m["data_offsets"]
+g = struct.unpack("<%df" % ((hi - lo) // 4), raw[8 + n + lo:8 + n + hi])
+kept = [x for x in g if x != 0]
+share = len(kept) / len(g)
+assert abs(share - 0.7) < 0.01, share
+want = 1 / 0.7 / len(g)
+assert all(abs(x - want) <= 1e-6 * want for x in kept), (min(kept), max(kept), want)
+assert a["loss_first"] == b["loss_first"] and a["loss_last"] == b["loss_last"], (a, b)
+assert a["loss_first"] != a["loss_last"], a
+assert c["loss_first"] != a["loss_first"], (a, c)
+assert abs(a["loss_first"] - 1) < 0.02, a
+PY
+else
+	notok "runtime/dropout-draws" "$o/drop.log"
+fi
 finish

@@ -3,6 +3,7 @@
  * wrong adjoint or an overlapping plan shows up as a wrong number. */
 #include "interp.h"
 #include "../../compiler/ops/ops.h"
+#include "../../compiler/ops/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -333,6 +334,17 @@ static void run_op(Interp *m, Op *op)
 			o[i * mm + lo] += 1 - (at - (double)lo);
 			o[i * mm + hi] += at - (double)lo;
 		}
+		return;
+	}
+	case OP_DROPOUT: {
+		/* the draws of the first training step with the default seed: the
+		 * step that tests compare the compiled program's gradients at */
+		uint64_t key = dp_mix(dp_step_key(0, 1) ^ (uint64_t)op->site);
+		for (int k = 1; k < op->nin; k++)
+			key = dp_mix(key ^ (uint64_t)m->index[op->in[k]]);
+		double *x = R(m, op->in[0]), *o = R(m, op->out);
+		for (int64_t e = 0; e < ir_numel(to); e++)
+			o[e] = dp_mix(key ^ (uint64_t)e) >> 11 >= dp_drop_threshold(op->fval) ? x[e] * (1 / (1 - op->fval)) : 0;
 		return;
 	}
 	case OP_XENT_COUNT: {
