@@ -1223,6 +1223,38 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_INTERP:
 		body_interp(k, d, ptrs, idx);
 		return;
+	case OP_ARANGE:
+		LLVMBuildStore(B, LLVMBuildTrunc(B, idx, g->i32, ""), LLVMBuildGEP2(B, g->i32, ptr_of(k, args[0], g->i32p), &idx, 1, ""));
+		return;
+	case OP_CAST: {
+		bool from_int = d->in[0].dt == DT_I32, to_int = d->out.dt == DT_I32;
+		LLVMValueRef x = load_as(k, from_int ? g->i32 : g->real, ptr_of(k, args[1], from_int ? g->i32p : g->realp), idx);
+		if (from_int != to_int)
+			x = to_int ? LLVMBuildFPToSI(B, x, g->i32, "") : LLVMBuildSIToFP(B, x, g->real, "");
+		LLVMBuildStore(B, x, LLVMBuildGEP2(B, to_int ? g->i32 : g->real, ptr_of(k, args[0], to_int ? g->i32p : g->realp), &idx, 1, ""));
+		return;
+	}
+	case OP_ARGMAX: {
+		/* out element idx: the input's elements from base, stride apart along the axis */
+		Type t = d->in[0];
+		int64_t n = t.dim[d->axis], stride = 1;
+		for (int i = d->axis + 1; i < t.rank; i++)
+			stride *= t.dim[i];
+		LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildUDiv(B, idx, cg_i64(g, stride), ""), cg_i64(g, n * stride), ""),
+		                                 LLVMBuildURem(B, idx, cg_i64(g, stride), ""), "");
+		LLVMValueRef first = load(k, ptrs[1], base), nn = cg_i64(g, n);
+		Loop l = loop_from(k, cg_i64(g, 1), 1, nn);
+		Acc best = acc_begin(k, &l, first), at = acc_begin(k, &l, cg_i64(g, 0));
+		LLVMValueRef v = load(k, ptrs[1], LLVMBuildAdd(B, base, LLVMBuildMul(B, l.i, cg_i64(g, stride), ""), ""));
+		LLVMValueRef more = LLVMBuildFCmp(B, LLVMRealOGT, v, best.phi, "");
+		LLVMValueRef nb = LLVMBuildSelect(B, more, v, best.phi, ""), na = LLVMBuildSelect(B, more, l.i, at.phi, "");
+		acc_next(k, &best, nb);
+		acc_next(k, &at, na);
+		loop_end(k, &l, nn);
+		LLVMValueRef r = acc_result(k, &l, cg_i64(g, 0), na);
+		LLVMBuildStore(B, LLVMBuildTrunc(B, r, g->i32, ""), LLVMBuildGEP2(B, g->i32, ptr_of(k, args[0], g->i32p), &idx, 1, ""));
+		return;
+	}
 	case OP_DROPOUT: {
 		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53 */
 		LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], idx, "")), cg_i64(g, 11), "");

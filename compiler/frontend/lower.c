@@ -89,12 +89,13 @@ static int distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-/* builtins that are compositions of ops, beside the op table's (below) */
+/* builtins lowered by a function of their own, beside the op table's
+ * (below): compositions of ops, and ops whose arguments are not all tensors */
 typedef struct {
 	const char *name;
 	int (*lower)(Lower *L, Scope *s, Node *n);
 } Composite;
-#define NCOMPOSITES 5
+#define NCOMPOSITES 8
 static const Composite composites[NCOMPOSITES];
 
 static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
@@ -367,6 +368,9 @@ static void record_ids(Lower *L, Node *n, int ids, int64_t bound)
 	Op *d = L->p->values.data[ids].def;
 	while (d && (d->kind == OP_SLICE || d->kind == OP_RANGE || d->kind == OP_RESHAPE))
 		d = L->p->values.data[d->in[0]].def;
+	if (d && d->kind == OP_ARANGE && d->to.dim[0] > bound)
+		diag_error(n->loc, "arange(%lld) holds ids up to %lld, beyond the bound %lld here", (long long)d->to.dim[0],
+		           (long long)d->to.dim[0] - 1, (long long)bound);
 	if (!d || d->kind != OP_INPUT)
 		return;
 	Input *inp = &L->p->inputs.data[d->index];
@@ -665,6 +669,49 @@ static int upsample(Lower *L, Scope *s, Node *n)
 	return swap_last(L, n->loc, matmul_bt(L, n->loc, y, m[1]));
 }
 
+/* cast(x, f32) or cast(x, i32): the element type's name as the second argument */
+static int cast(Lower *L, Scope *s, Node *n)
+{
+	if (n->args.len != 2 || n->argname[0] || n->argname[1])
+		diag_error(n->loc, "cast takes a tensor and an element type: cast(x, f32) or cast(x, i32)");
+	Node *t = n->args.data[1];
+	if (t->kind != N_NAME || (strcmp(t->name, "f32") != 0 && strcmp(t->name, "i32") != 0))
+		diag_error(t->loc, "cast's second argument is an element type, f32 or i32");
+	int x = tensor_expr(L, s, n->args.data[0]);
+	DType dt = !strcmp(t->name, "i32") ? DT_I32 : DT_REAL;
+	if (ir_vtype(L->p, x).dt == dt)
+		return x;
+	Op *op = mk(L, OP_CAST, n->loc, 1, &x);
+	op->to.dt = dt;
+	return emit(L, op);
+}
+
+/* argmax(x, axis=-1): i32 places */
+static int argmax(Lower *L, Scope *s, Node *n)
+{
+	Arg a[] = {{"axis", -1, false, false, INT64_MIN}};
+	builtin_args(L, s, n, 1, a, 1);
+	int x = tensor_expr(L, s, n->args.data[0]);
+	Type t = ir_vtype(L->p, x);
+	if (t.rank < 1)
+		diag_error(n->loc, "argmax of a scalar");
+	Op *op = mk(L, OP_ARGMAX, n->loc, 1, &x);
+	op->axis = axis_in(n, &a[0], t.rank);
+	return emit(L, op);
+}
+
+/* arange(n): the i32 ids 0..n-1 (position ids) */
+static int arange(Lower *L, Scope *s, Node *n)
+{
+	Arg a[] = {{"n", 0, false, true, 1}};
+	builtin_args(L, s, n, 0, a, 1);
+	if (a[0].value > INT32_MAX)
+		diag_error(n->loc, "arange(%.0f) is too long: ids are i32", a[0].value);
+	Op *op = mk(L, OP_ARANGE, n->loc, 0, NULL);
+	op->to = ir_type(DT_I32, 1, (int64_t[]){(int64_t)a[0].value});
+	return emit(L, op);
+}
+
 static int max_pool2d(Lower *L, Scope *s, Node *n) { return pool2d(L, s, n, OP_MAX); }
 static int avg_pool2d(Lower *L, Scope *s, Node *n) { return pool2d(L, s, n, OP_MEAN); }
 
@@ -720,7 +767,8 @@ static int cross_entropy(Lower *L, Scope *s, Node *n)
 }
 
 static const Composite composites[NCOMPOSITES] = {{"conv2d", conv2d}, {"max_pool2d", max_pool2d}, {"avg_pool2d", avg_pool2d},
-                   {"groupnorm", groupnorm}, {"upsample", upsample}};
+                   {"groupnorm", groupnorm}, {"upsample", upsample}, {"cast", cast},
+                   {"argmax", argmax}, {"arange", arange}};
 
 static int call(Lower *L, Scope *s, Node *n)
 {

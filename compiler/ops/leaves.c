@@ -1,5 +1,6 @@
 /* ops: the leaves. param and input take their declared types; fill makes
- * a tensor of its `to` type; interp, the matrix that resamples bilinearly. */
+ * a tensor of its `to` type; interp, the matrix that resamples bilinearly;
+ * arange, the ids 0..n-1. */
 #include "ops.h"
 
 const char *ops_shape_leaf(Program *p, Op *op, Type *out)
@@ -18,6 +19,11 @@ const char *ops_shape_leaf(Program *p, Op *op, Type *out)
 		*out = ir_scalar(DT_INDEX);
 		return NULL;
 	case OP_FILL:
+		*out = op->to;
+		return NULL;
+	case OP_ARANGE:
+		if (op->to.rank != 1 || op->to.dt != DT_I32 || op->to.dim[0] > INT32_MAX)
+			return ar_printf("arange makes i32[n] with n below 2^31, not %s", ops_ts(op->to));
 		*out = op->to;
 		return NULL;
 	case OP_INTERP:

@@ -201,3 +201,14 @@ void ops_adjoint_unfold(Ad *a, Op *op, int g)
 	d->to = ir_vtype(p, op->in[0]);
 	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
 }
+
+/* cast: the same shape in element type to.dt (real or i32) */
+const char *ops_shape_cast(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]);
+	if (a.dt == DT_INDEX || (op->to.dt != DT_REAL && op->to.dt != DT_I32))
+		return ar_printf("cannot cast %s", ops_ts(a));
+	*out = a;
+	out->dt = op->to.dt;
+	return NULL;
+}

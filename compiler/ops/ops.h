@@ -1,10 +1,10 @@
 /* ops: what each op kind means, by family, one file each:
- *   leaves.c       param, input, const, idx, fill, interp
+ *   leaves.c       param, input, const, idx, fill, interp, arange
  *   movement.c     views and data movement: slice, reshape, transpose, broadcast, sum_to, copy,
- *                  range, pad, concat, and 2-D windows (unfold, fold)
+ *                  range, pad, concat, 2-D windows (unfold, fold), cast
  *   elementwise.c  add ... where: arithmetic, functions, comparisons, with broadcasting
  *   linalg.c       matmul
- *   reduce.c       sum, mean, softmax, log_softmax and their gradients
+ *   reduce.c       sum, mean, max, min, argmax, softmax, log_softmax and their gradients
  *   nn.c           embed, attention, layernorm, dropout, the losses, and their gradients
  *   control.c      variables, loops, tensor streaming
  * The op table (ir/ops.def, ir_ops) points at these. Each shape rule fills
@@ -25,6 +25,8 @@ const char *ops_shape_copy(Program *p, Op *op, Type *out);
 const char *ops_shape_window(Program *p, Op *op, Type *out);
 const char *ops_shape_concat(Program *p, Op *op, Type *out);
 const char *ops_shape_unfold(Program *p, Op *op, Type *out);
+const char *ops_shape_cast(Program *p, Op *op, Type *out);
+const char *ops_shape_argmax(Program *p, Op *op, Type *out);
 const char *ops_shape_ew(Program *p, Op *op, Type *out);
 const char *ops_shape_matmul(Program *p, Op *op, Type *out);
 const char *ops_shape_reduce(Program *p, Op *op, Type *out);

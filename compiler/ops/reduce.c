@@ -72,3 +72,20 @@ void ops_adjoint_softmax(Ad *a, Op *op, int g)
 	OpKind k = op->kind == OP_SOFTMAX ? OP_SOFTMAX_GRAD : OP_LOG_SOFTMAX_GRAD;
 	ad_contrib(a, op->in[0], ad_op2(a, k, op->loc, op->out, g), op->loc);
 }
+
+/* argmax (x, axis) -> i32, the axis removed */
+const char *ops_shape_argmax(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	Type a = ir_vtype(p, op->in[0]);
+	if ((err = ops_need_real(p, op, 0)))
+		return err;
+	if (op->axis < 0 || op->axis >= a.rank)
+		return ar_printf("argmax's axis %d is out of range for %s", op->axis, ops_ts(a));
+	*out = a;
+	out->dt = DT_I32;
+	out->rank--;
+	for (int i = op->axis; i < out->rank; i++)
+		out->dim[i] = a.dim[i + 1];
+	return NULL;
+}

@@ -336,6 +336,36 @@ static void run_op(Interp *m, Op *op)
 		}
 		return;
 	}
+	case OP_ARANGE:
+		for (int64_t e = 0; e < ir_numel(to); e++)
+			((int32_t *)base(m, op->out))[e] = (int32_t)e;
+		return;
+	case OP_CAST: {
+		Type ti = ir_vtype(p, op->in[0]);
+		for (int64_t e = 0; e < ir_numel(to); e++) {
+			double x = ti.dt == DT_I32 ? ((int32_t *)base(m, op->in[0]))[e] : R(m, op->in[0])[e];
+			if (to.dt == DT_I32)
+				((int32_t *)base(m, op->out))[e] = (int32_t)x;
+			else
+				R(m, op->out)[e] = x;
+		}
+		return;
+	}
+	case OP_ARGMAX: {
+		Type ti = ir_vtype(p, op->in[0]);
+		int64_t n = ti.dim[op->axis], inner = 1;
+		for (int i = op->axis + 1; i < ti.rank; i++)
+			inner *= ti.dim[i];
+		double *x = R(m, op->in[0]);
+		for (int64_t e = 0; e < ir_numel(to); e++) {
+			int64_t o = e / inner * n * inner + e % inner, best = 0;
+			for (int64_t j = 1; j < n; j++)
+				if (x[o + j * inner] > x[o + best * inner])
+					best = j;
+			((int32_t *)base(m, op->out))[e] = (int32_t)best;
+		}
+		return;
+	}
 	case OP_DROPOUT: {
 		/* the draws of the first training step with the default seed: the
 		 * step that tests compare the compiled program's gradients at */
