@@ -82,7 +82,7 @@ int ad_opto(Ad *a, OpKind k, Loc loc, int x, Type to)
 int ad_const(Ad *a, Loc loc, double f)
 {
 	Op *op = ir_new_op(a->p, OP_CONST, loc, 0, NULL);
-	op->fval = f;
+	op->attr.value = f;
 	return ad_emit(a, op);
 }
 
@@ -534,7 +534,7 @@ Program *ad_transform(Program *p, const AdOptions *o)
 		ad_emit(&a, ir_new_op(p, OP_ZERO, q->loc, 1, &q->grad));
 	}
 	Op *seed = ir_new_op(p, OP_FILL, p->values.data[p->loss].loc, 0, NULL);
-	seed->fval = 1;
+	seed->attr.value = 1;
 	seed->to = ir_scalar(DT_REAL);
 	int s = ad_emit(&a, seed);
 	p->values.data[s].name = "seed";

@@ -27,16 +27,8 @@ typedef struct {
 	int nin;
 	Type out;
 	Type in[5];
-	double fval;
-	uint32_t axes;
-	int perm[IR_MAXRANK];
 	Type to;
-	int heads, causal;
-	int axis;
-	int64_t at;
-	Window win;
-	int ignore, has_ignore;
-	int site;
+	Attr attr;         /* the op's, copied whole */
 	int nargs;
 	int vec;           /* elements per access: 16 bytes' worth where every access allows, else 1 */
 	int lanes;         /* GPU threads that cooperate on one output of a reduction: 1 to 32, or 256 */

@@ -106,18 +106,8 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 	KDesc d;
 	memset(&d, 0, sizeof d);
 	d.kind = op->kind;
-	d.axes = op->axes;
-	memcpy(d.perm, op->perm, sizeof d.perm);
-	d.fval = op->fval;
 	d.to = op->to;
-	d.heads = op->heads;
-	d.causal = op->causal;
-	d.axis = op->axis;
-	d.at = op->at;
-	d.win = op->win;
-	d.ignore = op->ignore;
-	d.has_ignore = op->has_ignore;
-	d.site = op->site;
+	d.attr = op->attr;
 	LLVMValueRef words[8];
 	int nw = 0;
 	bool write = ir_ops[op->kind].flags & OPF_WRITE;
@@ -141,7 +131,7 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 		words[nw++] = addr(h, op->in[0]);
 		LLVMBuilderRef b = h->g->b;
 		LLVMValueRef key = LLVMBuildCall2(b, h->t_key, h->f_key, &h->ctx, 1, "");
-		key = cg_mix(h->g, b, LLVMBuildXor(b, key, cg_i64(h->g, op->site), ""));
+		key = cg_mix(h->g, b, LLVMBuildXor(b, key, cg_i64(h->g, op->attr.drop.site), ""));
 		for (int j = 1; j < op->nin; j++)
 			key = cg_mix(h->g, b, LLVMBuildXor(b, key, h->index[op->in[j]], ""));
 		words[nw++] = key;
@@ -165,17 +155,17 @@ static void gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 	Program *p = h->g->p;
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]), c = ir_vtype(p, op->out);
 	int64_t m = c.dim[c.rank - 2], n = c.dim[c.rank - 1];
-	int64_t k = op->ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
+	int64_t k = op->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
 	int64_t batch = ir_numel(c) / (m * n);
 	int64_t sa = a.dim[a.rank - 2] * a.dim[a.rank - 1], sb = b.rank == 2 ? 0 : b.dim[b.rank - 2] * b.dim[b.rank - 1];
-	if (b.rank == 2 && batch > 1 && !op->ta) {
+	if (b.rank == 2 && batch > 1 && !op->attr.mm.ta) {
 		/* a stack of row blocks times one matrix is one tall GEMM */
 		m *= batch;
 		batch = 1;
 	}
 	Cg *g = h->g;
 	LLVMValueRef args[18] = {
-		h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->ta, 0), LLVMConstInt(g->i32, (unsigned long long)op->tb, 0),
+		h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.ta, 0), LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.tb, 0),
 		cg_i64(g, m), cg_i64(g, n), cg_i64(g, k),
 		addr(h, op->in[0]), cg_i64(g, a.dim[a.rank - 1]), cg_i64(g, sa),
 		addr(h, op->in[1]), cg_i64(g, b.dim[b.rank - 1]), cg_i64(g, sb),
@@ -566,7 +556,7 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 				if (b->ops[from + s]->out == op->in[j])
 					earlier = s;
 			if (x->def && x->def->kind == OP_CONST)
-				st->is_const[j] = true, st->cval[j] = x->def->fval;
+				st->is_const[j] = true, st->cval[j] = x->def->attr.value;
 			else if (earlier >= 0)
 				st->src[j] = -(earlier + 1);
 			else
@@ -765,7 +755,7 @@ static void host_function(Cg *g, const char *name, int nops)
 		KDesc d;
 		memset(&d, 0, sizeof d);
 		d.kind = OP_FILL;
-		d.fval = 1;
+		d.attr.value = 1;
 		d.out = ir_type(DT_REAL, 1, &g->p->ones_len);
 		LLVMValueRef at = LLVMBuildAdd(g->b, h.base, cg_i64(g, g->p->ones_offset), "");
 		launch(&h, &d, &at, 1);

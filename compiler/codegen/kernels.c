@@ -36,7 +36,7 @@ static int64_t reduced_axes(const KDesc *d, bool *kept, int *out_axis)
 			kept[a] = ta >= 0 && o.dim[ta] == t.dim[a];
 			out_axis[a] = ta;
 		} else {
-			kept[a] = !(d->axes >> a & 1);
+			kept[a] = !(d->attr.axes >> a & 1);
 			out_axis[a] = kept[a] ? j++ : -1;
 		}
 		if (!kept[a])
@@ -173,7 +173,7 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	case LW_COLS:
 		return k->out.dim[1];
 	case LW_HEADS: /* one query (key) row of one head each */
-		return ir_numel(k->in[0]) / (k->in[0].dim[k->in[0].rank - 1] / k->heads);
+		return ir_numel(k->in[0]) / (k->in[0].dim[k->in[0].rank - 1] / k->attr.attn.heads);
 	default:
 		return ir_numel(k->out) / k->vec;
 	}
@@ -658,7 +658,7 @@ static LLVMValueRef row_label(K *k, const KDesc *d, LLVMValueRef labels, LLVMVal
 {
 	Cg *g = k->g;
 	LLVMValueRef lab = LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, labels, &row, 1, ""), "");
-	*valid = d->has_ignore ? LLVMBuildICmp(k->b, LLVMIntNE, lab, LLVMConstInt(g->i32, (unsigned long long)(int64_t)d->ignore, 1), "")
+	*valid = d->attr.lab.has ? LLVMBuildICmp(k->b, LLVMIntNE, lab, LLVMConstInt(g->i32, (unsigned long long)(int64_t)d->attr.lab.ignore, 1), "")
 	                       : LLVMConstInt(g->i1, 1, 0);
 	lab = LLVMBuildSelect(k->b, *valid, lab, LLVMConstInt(g->i32, 0, 0), "");
 	return LLVMBuildSExt(k->b, lab, g->i64, "");
@@ -761,7 +761,7 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL};
 	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
 	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
-	s.r = LLVMBuildFDiv(B, cg_real(g, 1), rsqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->fval), "")), "");
+	s.r = LLVMBuildFDiv(B, cg_real(g, 1), rsqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->attr.value), "")), "");
 	LLVMValueRef s1 = NULL, s2 = NULL;
 	if (d->kind == OP_LAYERNORM_GRAD) {
 		s1 = LLVMBuildFMul(B, norm_sum(k, &s, C, 2), inv, "");
@@ -856,7 +856,7 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
 	Type q = d->in[0];
-	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->heads, Dh = C / H;
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, Dh = C / H;
 	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C);
 	LLVMValueRef t = LLVMBuildURem(B, row, nT, ""), bh = LLVMBuildUDiv(B, row, nT, "");
 	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
@@ -868,8 +868,8 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	/* the rows on the other side: keys 0..t (all when not causal) for a
 	 * query row, queries t..T-1 for a key row */
 	bool keyrow = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV;
-	LLVMValueRef from = keyrow && d->causal ? t : cg_i64(g, 0);
-	LLVMValueRef to = !keyrow && d->causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : nT;
+	LLVMValueRef from = keyrow && d->attr.attn.causal ? t : cg_i64(g, 0);
+	LLVMValueRef to = !keyrow && d->attr.attn.causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : nT;
 	if (d->kind != OP_ATTN_STATS) {
 		/* every other kind adds its row up in out */
 		Loop z = loop_begin(k, cg_i64(g, Dh));
@@ -946,7 +946,7 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 	/* both phis first: all_reduce starts new blocks */
 	LLVMValueRef total = acc_result(k, &l, zero, ns), count = acc_result(k, &l, zero, nc);
 	total = all_reduce(k, total, false);
-	count = d->has_ignore ? all_reduce(k, count, false) : cg_real(g, (double)R);
+	count = d->attr.lab.has ? all_reduce(k, count, false) : cg_real(g, (double)R);
 	store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
 }
 
@@ -982,25 +982,25 @@ static void body_move(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx
 	LLVMValueRef zero = i32 ? LLVMConstInt(g->i32, 0, 0) : cg_real(g, 0);
 	LLVMValueRef coord[IR_MAXRANK], out = ptr_of(k, args[0], pt), a = ptr_of(k, args[1], pt);
 	unravel(k, d->out, idx, coord);
-	LLVMValueRef c = coord[d->axis], at = cg_i64(g, d->at), v;
+	LLVMValueRef c = coord[d->attr.ax.axis], at = cg_i64(g, d->attr.ax.at), v;
 	switch ((int)d->kind) {
 	case OP_RANGE:
-		coord[d->axis] = LLVMBuildAdd(B, c, at, "");
+		coord[d->attr.ax.axis] = LLVMBuildAdd(B, c, at, "");
 		v = load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord));
 		break;
 	case OP_PAD: {
 		/* unsigned: a place before x wraps round to a huge one */
 		LLVMValueRef in = LLVMBuildSub(B, c, at, "");
-		LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, in, cg_i64(g, d->in[0].dim[d->axis]), "");
-		coord[d->axis] = LLVMBuildSelect(B, ok, in, cg_i64(g, 0), "");
+		LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, in, cg_i64(g, d->in[0].dim[d->attr.ax.axis]), "");
+		coord[d->attr.ax.axis] = LLVMBuildSelect(B, ok, in, cg_i64(g, 0), "");
 		v = LLVMBuildSelect(B, ok, load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord)), zero, "");
 		break;
 	}
 	default: { /* OP_CONCAT */
 		LLVMValueRef first = LLVMBuildICmp(B, LLVMIntSLT, c, at, "");
-		coord[d->axis] = LLVMBuildSelect(B, first, c, cg_i64(g, 0), "");
+		coord[d->attr.ax.axis] = LLVMBuildSelect(B, first, c, cg_i64(g, 0), "");
 		LLVMValueRef va = load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord));
-		coord[d->axis] = LLVMBuildSelect(B, first, cg_i64(g, 0), LLVMBuildSub(B, c, at, ""), "");
+		coord[d->attr.ax.axis] = LLVMBuildSelect(B, first, cg_i64(g, 0), LLVMBuildSub(B, c, at, ""), "");
 		LLVMValueRef vb = load_as(k, et, ptr_of(k, args[2], pt), bcast_offset(k, d->in[1], d->in[1], coord));
 		v = LLVMBuildSelect(B, first, va, vb, "");
 	}
@@ -1021,7 +1021,7 @@ static void body_window(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef i
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	const Window *w = &d->win;
+	const Window *w = &d->attr.win;
 	bool fold = d->kind == OP_FOLD;
 	Type img = fold ? d->out : d->in[0];
 	int64_t C = img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo, K2 = (int64_t)w->kh * w->kw;
@@ -1144,7 +1144,7 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	}
 	case OP_FILL:
-		vstore(k, ptrs[0], e, kreal(k, d->fval));
+		vstore(k, ptrs[0], e, kreal(k, d->attr.value));
 		return;
 	case K_FUSED: {
 		/* values pass between steps in registers; only the ones used elsewhere are stored */
@@ -1174,7 +1174,7 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		unravel(k, d->out, idx, coord);
 		LLVMValueRef src[IR_MAXRANK];
 		for (int i = 0; i < d->out.rank; i++)
-			src[d->perm[i]] = coord[i];
+			src[d->attr.perm[i]] = coord[i];
 		store(k, ptrs[0], idx, load(k, ptrs[1], bcast_offset(k, d->in[0], d->in[0], src)));
 		return;
 	}
@@ -1237,8 +1237,8 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_ARGMAX: {
 		/* out element idx: the input's elements from base, stride apart along the axis */
 		Type t = d->in[0];
-		int64_t n = t.dim[d->axis], stride = 1;
-		for (int i = d->axis + 1; i < t.rank; i++)
+		int64_t n = t.dim[d->attr.ax.axis], stride = 1;
+		for (int i = d->attr.ax.axis + 1; i < t.rank; i++)
 			stride *= t.dim[i];
 		LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildUDiv(B, idx, cg_i64(g, stride), ""), cg_i64(g, n * stride), ""),
 		                                 LLVMBuildURem(B, idx, cg_i64(g, stride), ""), "");
@@ -1258,8 +1258,8 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_DROPOUT: {
 		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53 */
 		LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], idx, "")), cg_i64(g, 11), "");
-		LLVMValueRef keep = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->fval), 0), "");
-		LLVMValueRef scaled = LLVMBuildFMul(B, load(k, ptrs[1], idx), cg_real(g, 1 / (1 - d->fval)), "");
+		LLVMValueRef keep = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->attr.drop.p), 0), "");
+		LLVMValueRef scaled = LLVMBuildFMul(B, load(k, ptrs[1], idx), cg_real(g, 1 / (1 - d->attr.drop.p)), "");
 		store(k, ptrs[0], idx, LLVMBuildSelect(B, keep, scaled, cg_real(g, 0), ""));
 		return;
 	}

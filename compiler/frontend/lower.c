@@ -151,7 +151,7 @@ static int tensor(Lower *L, int v, Loc loc)
 	if (!is_const(L, v))
 		return v;
 	Op *op = mk(L, OP_FILL, loc, 0, NULL);
-	op->fval = L->p->values.data[v].def->fval;
+	op->attr.value = L->p->values.data[v].def->attr.value;
 	op->to = ir_scalar(DT_REAL);
 	return emit(L, op);
 }
@@ -159,7 +159,7 @@ static int tensor(Lower *L, int v, Loc loc)
 static int constant(Lower *L, double f, Loc loc)
 {
 	Op *op = mk(L, OP_CONST, loc, 0, NULL);
-	op->fval = f;
+	op->attr.value = f;
 	return emit(L, op);
 }
 
@@ -289,8 +289,8 @@ static int take(Lower *L, Loc loc, int x, int ax, int64_t lo, int64_t hi)
 	if (lo == 0 && hi == t.dim[ax])
 		return x;
 	Op *op = mk(L, OP_RANGE, loc, 1, &x);
-	op->axis = ax;
-	op->at = lo;
+	op->attr.ax.axis = ax;
+	op->attr.ax.at = lo;
 	op->to = t;
 	op->to.dim[ax] = hi - lo;
 	return emit(L, op);
@@ -422,18 +422,18 @@ static int reduce(Lower *L, Scope *s, Node *n, OpKind k)
 	Type t = ir_vtype(L->p, x);
 	Op *op = mk(L, k, n->loc, 1, &x);
 	if (n->args.len == 1) {
-		op->axes = t.rank ? (1u << t.rank) - 1 : 0;
+		op->attr.axes = t.rank ? (1u << t.rank) - 1 : 0;
 	} else {
 		Node *a = n->args.data[1];
 		if (a->kind == N_LIST) {
 			for (int i = 0; i < a->args.len; i++) {
 				int ax = axis_of(L, s, a->args.data[i], t.rank);
-				if (op->axes >> ax & 1)
+				if (op->attr.axes >> ax & 1)
 					diag_error(a->args.data[i]->loc, "axis %d appears twice", ax);
-				op->axes |= 1u << ax;
+				op->attr.axes |= 1u << ax;
 			}
 		} else {
-			op->axes = 1u << axis_of(L, s, a, t.rank);
+			op->attr.axes = 1u << axis_of(L, s, a, t.rank);
 		}
 	}
 	if (t.rank == 0)
@@ -448,7 +448,7 @@ static int ew_op(Lower *L, OpKind k, Loc loc, int nin, int *in)
 	bool all = true;
 	for (int i = 0; i < nin; i++) {
 		all &= is_const(L, in[i]);
-		x[i] = all ? L->p->values.data[in[i]].def->fval : 0;
+		x[i] = all ? L->p->values.data[in[i]].def->attr.value : 0;
 	}
 	if (all)
 		return constant(L, ops_eval_ew(k, x), loc);
@@ -496,7 +496,7 @@ static void builtin_args(Lower *L, Scope *s, Node *n, int npos, Arg *spec, int n
 			int e = expr(L, s, a);
 			if (!is_const(L, e))
 				diag_error(a->loc, "%s must be a number", spec[j].name);
-			spec[j].value = L->p->values.data[e].def->fval;
+			spec[j].value = L->p->values.data[e].def->attr.value;
 			continue;
 		}
 		int64_t v = need_const(L, s, a, spec[j].name);
@@ -529,7 +529,7 @@ static int need_rank(Lower *L, Node *n, int x, int rank, const char *what)
 static int transpose_by(Lower *L, Loc loc, int x, const int *perm)
 {
 	Op *op = mk(L, OP_TRANSPOSE, loc, 1, &x);
-	memcpy(op->perm, perm, sizeof(int) * (size_t)ir_vtype(L->p, x).rank);
+	memcpy(op->attr.perm, perm, sizeof(int) * (size_t)ir_vtype(L->p, x).rank);
 	return emit(L, op);
 }
 
@@ -548,14 +548,14 @@ static int matmul_bt(Lower *L, Loc loc, int a, int b)
 {
 	int in[2] = {a, b};
 	Op *op = mk(L, OP_MATMUL, loc, 2, in);
-	op->tb = 1;
+	op->attr.mm.tb = 1;
 	return emit(L, op);
 }
 
 static int fill(Lower *L, Loc loc, double v, Type t)
 {
 	Op *op = mk(L, OP_FILL, loc, 0, NULL);
-	op->fval = v;
+	op->attr.value = v;
 	op->to = t;
 	return emit(L, op);
 }
@@ -576,14 +576,14 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 		           (long long)xt.dim[1], ts(xt), (long long)wt.dim[1]);
 	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
 	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
-	u->win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
+	u->attr.win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
 	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
 		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");
 	int cols = emit(L, u);
 	Type ct = ir_vtype(L->p, cols), wm = ir_type(DT_REAL, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
 	int y = matmul_bt(L, n->loc, cols, reshape_to(L, n->loc, w, wm));
 	int64_t ho, wo;
-	ops_window_out(&u->win, xt, &ho, &wo);
+	ops_window_out(&u->attr.win, xt, &ho, &wo);
 	return reshape_to(L, n->loc, swap_last(L, n->loc, y), ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo}));
 }
 
@@ -600,12 +600,12 @@ static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 	int k = (int)a[0].value, st = a[1].value ? (int)a[1].value : k;
 	int planes = reshape_to(L, n->loc, x, ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0] * xt.dim[1], 1, xt.dim[2], xt.dim[3]}));
 	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &planes);
-	u->win = (Window){k, k, st, st, 0, 0, 1, 1};
+	u->attr.win = (Window){k, k, st, st, 0, 0, 1, 1};
 	int cols = emit(L, u);
 	Op *r = mk(L, red, n->loc, 1, &cols);
-	r->axes = 1u << 2;
+	r->attr.axes = 1u << 2;
 	int64_t ho, wo;
-	ops_window_out(&u->win, xt, &ho, &wo);
+	ops_window_out(&u->attr.win, xt, &ho, &wo);
 	return reshape_to(L, n->loc, emit(L, r), ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0], xt.dim[1], ho, wo}));
 }
 
@@ -640,7 +640,7 @@ static int groupnorm(Lower *L, Scope *s, Node *n)
 	Type mt = ir_type(DT_REAL, 1, &M);
 	int in[3] = {reshape_to(L, n->loc, x, ir_type(DT_REAL, 3, (int64_t[]){xt.dim[0], G, M})), fill(L, n->loc, 1, mt), fill(L, n->loc, 0, mt)};
 	Op *ln = mk(L, OP_LAYERNORM, n->loc, 3, in);
-	ln->fval = a[1].value;
+	ln->attr.value = a[1].value;
 	int h = reshape_to(L, n->loc, emit(L, ln), xt);
 	return emit(L, mk(L, OP_ADD, n->loc, 2, (int[]){emit(L, mk(L, OP_MUL, n->loc, 2, (int[]){h, gb[0]})), gb[1]}));
 }
@@ -696,7 +696,7 @@ static int argmax(Lower *L, Scope *s, Node *n)
 	if (t.rank < 1)
 		diag_error(n->loc, "argmax of a scalar");
 	Op *op = mk(L, OP_ARGMAX, n->loc, 1, &x);
-	op->axis = axis_in(n, &a[0], t.rank);
+	op->attr.ax.axis = axis_in(n, &a[0], t.rank);
 	return emit(L, op);
 }
 
@@ -751,17 +751,17 @@ static int cross_entropy(Lower *L, Scope *s, Node *n)
 		if (n->argname[i] ? !strcmp(n->argname[i], "ignore_index") : i == 3) {
 			if (a[1].value < INT32_MIN || a[1].value > INT32_MAX)
 				diag_error(n->args.data[i]->loc, "ignore_index must be an i32");
-			op->has_ignore = true;
-			op->ignore = (int)a[1].value;
+			op->attr.lab.has = true;
+			op->attr.lab.ignore = (int)a[1].value;
 		}
 	int v = emit(L, op);
 	record_ids(L, n, in[1], lt.dim[lt.rank - 1]);
 	Op *d = L->p->values.data[in[1]].def;
 	while (d && (d->kind == OP_SLICE || d->kind == OP_RANGE || d->kind == OP_RESHAPE))
 		d = L->p->values.data[d->in[0]].def;
-	if (op->has_ignore && d && d->kind == OP_INPUT) {
+	if (op->attr.lab.has && d && d->kind == OP_INPUT) {
 		L->p->inputs.data[d->index].has_ignore = true;
-		L->p->inputs.data[d->index].ignore = op->ignore;
+		L->p->inputs.data[d->index].ignore = op->attr.lab.ignore;
 	}
 	return v;
 }
@@ -821,18 +821,18 @@ static int call(Lower *L, Scope *s, Node *n)
 		Type t = ir_vtype(L->p, x);
 		Op *op = mk(L, OP_TRANSPOSE, n->loc, 1, &x);
 		for (int i = 0; i < t.rank; i++)
-			op->perm[i] = i;
+			op->attr.perm[i] = i;
 		if (n->args.len == 1) {
 			if (t.rank < 2)
 				diag_error(n->loc, "transpose needs a tensor of rank 2 or more, got %s", ts(t));
-			op->perm[t.rank - 2] = t.rank - 1;
-			op->perm[t.rank - 1] = t.rank - 2;
+			op->attr.perm[t.rank - 2] = t.rank - 1;
+			op->attr.perm[t.rank - 1] = t.rank - 2;
 		} else {
 			Node *l = n->args.data[1];
 			if (l->kind != N_LIST || l->args.len != t.rank)
 				diag_error(l->loc, "transpose of %s needs a permutation list of %d axes", ts(t), t.rank);
 			for (int i = 0; i < t.rank; i++)
-				op->perm[i] = axis_of(L, s, l->args.data[i], t.rank);
+				op->attr.perm[i] = axis_of(L, s, l->args.data[i], t.rank);
 		}
 		return emit(L, op);
 	}
@@ -842,12 +842,12 @@ static int call(Lower *L, Scope *s, Node *n)
 		for (int i = 0; i < 3; i++)
 			in[i] = tensor_expr(L, s, n->args.data[i]);
 		Op *op = mk(L, OP_LAYERNORM, n->loc, 3, in);
-		op->fval = 1e-5;
+		op->attr.value = 1e-5;
 		if (n->args.len == 4) {
 			int e = expr(L, s, n->args.data[3]);
 			if (!is_const(L, e))
 				diag_error(n->args.data[3]->loc, "eps must be a number");
-			op->fval = L->p->values.data[e].def->fval;
+			op->attr.value = L->p->values.data[e].def->attr.value;
 		}
 		return emit(L, op);
 	}
@@ -866,17 +866,17 @@ static int call(Lower *L, Scope *s, Node *n)
 				int64_t h = need_const(L, s, a, "heads");
 				if (h < 1 || h > INT32_MAX)
 					diag_error(a->loc, "heads must be at least 1, got %lld", (long long)h);
-				op->heads = (int)h;
+				op->attr.attn.heads = (int)h;
 			} else if (an && !strcmp(an, "causal")) {
 				int64_t c = need_const(L, s, a, "causal");
 				if (c != 0 && c != 1)
 					diag_error(a->loc, "causal must be 0 or 1, got %lld", (long long)c);
-				op->causal = c;
+				op->attr.attn.causal = c;
 			} else {
 				diag_error(a->loc, "attention takes heads= and causal= after q, k and v");
 			}
 		}
-		if (!op->heads)
+		if (!op->attr.attn.heads)
 			diag_error(n->loc, "attention needs heads=");
 		return emit(L, op);
 	}
@@ -900,8 +900,8 @@ static int call(Lower *L, Scope *s, Node *n)
 		if (a[1].value + a[2].value == 0)
 			return x;
 		Op *op = mk(L, OP_PAD, n->loc, 1, &x);
-		op->axis = ax;
-		op->at = (int64_t)a[1].value;
+		op->attr.ax.axis = ax;
+		op->attr.ax.at = (int64_t)a[1].value;
 		op->to = t;
 		op->to.dim[ax] += (int64_t)(a[1].value + a[2].value);
 		return emit(L, op);
@@ -917,8 +917,8 @@ static int call(Lower *L, Scope *s, Node *n)
 		for (int i = 1; i < l->args.len; i++) {
 			int in[2] = {v, tensor_expr(L, s, l->args.data[i])};
 			Op *op = mk(L, OP_CONCAT, l->args.data[i]->loc, 2, in);
-			op->axis = ax;
-			op->at = ir_vtype(L->p, v).dim[ax];
+			op->attr.ax.axis = ax;
+			op->attr.ax.at = ir_vtype(L->p, v).dim[ax];
 			v = emit(L, op);
 		}
 		return v;
@@ -933,8 +933,8 @@ static int call(Lower *L, Scope *s, Node *n)
 		op->in[0] = x;
 		for (int i = 0; i < L->ivars.len; i++)
 			op->in[1 + i] = L->ivars.data[i];
-		op->fval = a[0].value;
-		op->site = L->sites++;
+		op->attr.drop.p = a[0].value;
+		op->attr.drop.site = L->sites++;
 		return emit(L, op);
 	}
 	case FE_LOSS: {
@@ -984,7 +984,7 @@ static int expr(Lower *L, Scope *s, Node *n)
 	case N_NEG: {
 		int x = expr(L, s, n->a);
 		if (is_const(L, x))
-			return constant(L, -L->p->values.data[x].def->fval, n->loc);
+			return constant(L, -L->p->values.data[x].def->attr.value, n->loc);
 		return emit(L, mk(L, OP_NEG, n->loc, 1, &x));
 	}
 	case N_BIN: {

@@ -36,7 +36,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, text, arity, flags, shape, adjoint, form, low) OP_##name,
+#define X(name, text, arity, flags, shape, adjoint, form, low, attr) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
@@ -76,6 +76,49 @@ typedef struct {
 	int kh, kw, sh, sw, ph, pw, dh, dw;
 } Window;
 
+/* Which of an op's attributes it has: its kind's attr column in ops.def. */
+typedef enum {
+	AT_NONE,
+	AT_VALUE,   /* value: const and fill's value, layernorm's eps */
+	AT_AXES,    /* axes: the reduced axes, bit i for axis i */
+	AT_PERM,    /* perm: result axis i is operand axis perm[i] */
+	AT_MATMUL,  /* mm.ta, mm.tb: use the transpose of a / b */
+	AT_HEADS,   /* attn.heads, attn.causal */
+	AT_AXIS,    /* ax.axis, ax.at: range's first element, pad's zeros before, concat's a size; argmax's axis */
+	AT_WINDOW,  /* win */
+	AT_LABELS,  /* lab.has, lab.ignore: the label that counts for nothing */
+	AT_DROPOUT, /* drop.p, drop.site: its place in the program, which keys its draws */
+} AttrKind;
+
+/* An op's attributes, tagged by its kind (AttrKind). Ops are made zeroed
+ * and copied whole, so equal attributes are equal bytes: codegen hashes
+ * kernel descriptions that hold them. */
+typedef union {
+	double value;
+	uint32_t axes;
+	int perm[IR_MAXRANK];
+	struct {
+		int ta, tb;
+	} mm;
+	struct {
+		int heads;
+		bool causal;
+	} attn;
+	struct {
+		int axis;
+		int64_t at;
+	} ax;
+	Window win;
+	struct {
+		bool has;
+		int ignore;
+	} lab;
+	struct {
+		double p;
+		int site;
+	} drop;
+} Attr;
+
 typedef struct Program Program;
 typedef struct Op Op;
 typedef struct Ad Ad; /* ad_transform's state, for the adjoint rules */
@@ -89,6 +132,7 @@ typedef struct {
 	void (*adjoint)(Ad *a, Op *op, int g);               /* likewise: contributions to the operands' adjoints */
 	FeForm form;
 	LowClass low;
+	AttrKind attr;
 } OpInfo;
 extern const OpInfo ir_ops[OP__COUNT];
 
@@ -180,20 +224,9 @@ struct Op {
 	int *in;          /* operand value ids */
 	int out;          /* result value id, -1 when none */
 	/* attributes */
-	int index;        /* PARAM/INPUT: table index */
-	double fval;      /* CONST, FILL: the value; LAYERNORM*: eps */
-	uint32_t axes;    /* SUM/MEAN: bit i = reduce axis i */
-	int perm[IR_MAXRANK]; /* TRANSPOSE */
-	int ta, tb;       /* MATMUL */
-	int heads;        /* ATTENTION and its gradient ops */
-	bool causal;
-	Type to;          /* RESHAPE, BROADCAST, SUM_TO, EMBED_GRAD, RANGE, PAD, FOLD, INTERP: the result type */
-	int axis;         /* RANGE, PAD, CONCAT */
-	int64_t at;       /* RANGE: the first element taken on the axis; PAD: zeros before; CONCAT: a's size there */
-	Window win;       /* UNFOLD, FOLD */
-	int ignore;       /* XENT, XENT_GRAD, XENT_COUNT: the label that counts for nothing, with has_ignore */
-	bool has_ignore;
-	int site;         /* DROPOUT: its place in the program, which keys its draws */
+	int index;        /* PARAM/INPUT: table index; IDX: the index */
+	Type to;          /* RESHAPE, BROADCAST, SUM_TO, EMBED_GRAD, RANGE, PAD, FOLD, INTERP, ARANGE, CAST, FILL: the result type */
+	Attr attr;        /* the rest: which member is the kind's attr column in ops.def */
 	/* OP_LOOP: for ivar in lo..lo+trip-1 (downward when reverse), carrying values.
 	 * in[k] initialises carg[k]; after each iteration carg[k] = cyield[k];
 	 * after the loop cout[k] holds the last value. */

@@ -74,6 +74,46 @@ static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 	fputs("}\n", f);
 }
 
+/* the attributes its kind has (ops.def's attr column) */
+static void print_attr(FILE *f, Program *p, Op *op)
+{
+	const Attr *a = &op->attr;
+	switch (ir_ops[op->kind].attr) {
+	case AT_VALUE:
+		fprintf(f, " eps=%g", a->value); /* const and fill print theirs first */
+		break;
+	case AT_AXES:
+		fprintf(f, " axes=%s", axes_str(a->axes, ir_vtype(p, op->in[0]).rank));
+		break;
+	case AT_PERM:
+		fputs(" perm=[", f);
+		for (int i = 0; i < ir_vtype(p, op->in[0]).rank; i++)
+			fprintf(f, "%s%d", i ? ", " : "", a->perm[i]);
+		fputs("]", f);
+		break;
+	case AT_HEADS:
+		fprintf(f, " heads=%d%s", a->attn.heads, a->attn.causal ? " causal" : "");
+		break;
+	case AT_AXIS:
+		fprintf(f, " axis=%d at=%lld", a->ax.axis, (long long)a->ax.at);
+		break;
+	case AT_WINDOW:
+		fprintf(f, " kernel=%dx%d stride=%dx%d pad=%dx%d dilation=%dx%d", a->win.kh, a->win.kw, a->win.sh, a->win.sw,
+		        a->win.ph, a->win.pw, a->win.dh, a->win.dw);
+		break;
+	case AT_LABELS:
+		if (a->lab.has)
+			fprintf(f, " ignore=%d", a->lab.ignore);
+		break;
+	case AT_DROPOUT:
+		fprintf(f, " p=%g site=%d", a->drop.p, a->drop.site);
+		break;
+	case AT_NONE:
+	case AT_MATMUL: /* printed with its operands */
+		break;
+	}
+}
+
 static void print_op(FILE *f, Program *p, Op *op, int depth)
 {
 	const char *name = ir_ops[op->kind].name;
@@ -151,46 +191,26 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fprintf(f, "input %s", p->inputs.data[op->index].name);
 		break;
 	case OP_CONST:
-		fprintf(f, "const %.17g", op->fval);
+		fprintf(f, "const %.17g", op->attr.value);
 		break;
 	case OP_IDX:
 		fprintf(f, "idx %d", op->index);
 		break;
 	case OP_FILL:
-		fprintf(f, "fill %.17g", op->fval);
+		fprintf(f, "fill %.17g", op->attr.value);
 		break;
 	case OP_SLICE:
 		fprintf(f, "%s[%s]", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]));
 		break;
 	case OP_MATMUL:
-		fprintf(f, "matmul %s%s, %s%s", ir_value_name(p, op->in[0]), op->ta ? "^T" : "",
-		        ir_value_name(p, op->in[1]), op->tb ? "^T" : "");
+		fprintf(f, "matmul %s%s, %s%s", ir_value_name(p, op->in[0]), op->attr.mm.ta ? "^T" : "",
+		        ir_value_name(p, op->in[1]), op->attr.mm.tb ? "^T" : "");
 		break;
 	default:
 		fputs(name, f);
 		for (int k = 0; k < op->nin; k++)
 			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->in[k]));
-		if (op->heads)
-			fprintf(f, " heads=%d%s", op->heads, op->causal ? " causal" : "");
-		if (op->kind == OP_LAYERNORM || op->kind == OP_LAYERNORM_HAT || op->kind == OP_LAYERNORM_GRAD)
-			fprintf(f, " eps=%g", op->fval);
-		if (ir_ops[op->kind].flags & OPF_RED)
-			fprintf(f, " axes=%s", axes_str(op->axes, ir_vtype(p, op->in[0]).rank));
-		if (op->kind == OP_TRANSPOSE) {
-			fputs(" perm=[", f);
-			for (int i = 0; i < ir_vtype(p, op->in[0]).rank; i++)
-				fprintf(f, "%s%d", i ? ", " : "", op->perm[i]);
-			fputs("]", f);
-		}
-		if (op->kind == OP_RANGE || op->kind == OP_PAD || op->kind == OP_CONCAT)
-			fprintf(f, " axis=%d at=%lld", op->axis, (long long)op->at);
-		if (op->kind == OP_UNFOLD || op->kind == OP_FOLD)
-			fprintf(f, " kernel=%dx%d stride=%dx%d pad=%dx%d dilation=%dx%d", op->win.kh, op->win.kw, op->win.sh,
-			        op->win.sw, op->win.ph, op->win.pw, op->win.dh, op->win.dw);
-		if (op->kind == OP_DROPOUT)
-			fprintf(f, " p=%g site=%d", op->fval, op->site);
-		if (op->has_ignore)
-			fprintf(f, " ignore=%d", op->ignore);
+		print_attr(f, p, op);
 		break;
 	}
 	fprintf(f, " : %s\n", ir_type_str(ir_vtype(p, op->out)));

@@ -32,7 +32,7 @@ bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n)
 	for (int i = 0; i < out.rank; i++)
 		if (out.dim[i] != in.dim[lead + i])
 			return false;
-	if (op->kind == OP_SUM && op->axes != (1u << lead) - 1)
+	if (op->kind == OP_SUM && op->attr.axes != (1u << lead) - 1)
 		return false;
 	*n = ir_numel(out);
 	*m = ir_numel(in) / *n;

@@ -10,10 +10,10 @@ const char *ops_shape_matmul(Program *p, Op *op, Type *out)
 	if (a.rank < 2 || b.rank < 2)
 		return ar_printf("matmul needs operands of rank 2 or more, got %s @ %s", ops_ts(a), ops_ts(b));
 	int64_t m = a.dim[a.rank - 2], ka = a.dim[a.rank - 1];
-	if (op->ta)
+	if (op->attr.mm.ta)
 		m = a.dim[a.rank - 1], ka = a.dim[a.rank - 2];
 	int64_t kb = b.dim[b.rank - 2], n = b.dim[b.rank - 1];
-	if (op->tb)
+	if (op->attr.mm.tb)
 		kb = b.dim[b.rank - 1], n = b.dim[b.rank - 2];
 	if (ka != kb)
 		return ar_printf("matmul inner dimensions differ: %s @ %s (%lld vs %lld)", ops_ts(a), ops_ts(b), (long long)ka,
@@ -35,15 +35,15 @@ static int matmul(Ad *a, Loc loc, int x, int y, int ta, int tb)
 {
 	int in[2] = {x, y};
 	Op *op = ir_new_op(ad_program(a), OP_MATMUL, loc, 2, in);
-	op->ta = ta;
-	op->tb = tb;
+	op->attr.mm.ta = ta;
+	op->attr.mm.tb = tb;
 	return ad_emit(a, op);
 }
 
 void ops_adjoint_matmul(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
-	int x = op->in[0], y = op->in[1], ta = op->ta, tb = op->tb;
+	int x = op->in[0], y = op->in[1], ta = op->attr.mm.ta, tb = op->attr.mm.tb;
 	Type tx = ir_vtype(p, x), ty = ir_vtype(p, y);
 	Loc loc = op->loc;
 	if (ad_active(a, x)) {

@@ -32,14 +32,14 @@ const char *ops_shape_transpose(Program *p, Op *op, Type *out)
 	Type a = ir_vtype(p, op->in[0]);
 	unsigned seen = 0;
 	for (int i = 0; i < a.rank; i++) {
-		int q = op->perm[i];
+		int q = op->attr.perm[i];
 		if (q < 0 || q >= a.rank || (seen >> q & 1))
 			return ar_printf("transpose needs a permutation of the %d axes of %s", a.rank, ops_ts(a));
 		seen |= 1u << q;
 	}
 	*out = a;
 	for (int i = 0; i < a.rank; i++)
-		out->dim[i] = a.dim[op->perm[i]];
+		out->dim[i] = a.dim[op->attr.perm[i]];
 	return NULL;
 }
 
@@ -88,7 +88,7 @@ void ops_adjoint_transpose(Ad *a, Op *op, int g)
 	Program *p = ad_program(a);
 	Op *t = ir_new_op(p, OP_TRANSPOSE, op->loc, 1, &g);
 	for (int i = 0; i < ir_vtype(p, op->in[0]).rank; i++)
-		t->perm[op->perm[i]] = i;
+		t->attr.perm[op->attr.perm[i]] = i;
 	ad_contrib(a, op->in[0], ad_emit(a, t), op->loc);
 }
 
@@ -101,17 +101,17 @@ const char *ops_shape_window(Program *p, Op *op, Type *out)
 	Type a = ir_vtype(p, op->in[0]), to = op->to;
 	to.dt = a.dt;
 	bool pad = op->kind == OP_PAD;
-	if (a.dt == DT_INDEX || op->axis < 0 || op->axis >= a.rank || to.rank != a.rank)
-		return ar_printf("cannot %s axis %d of %s", pad ? "pad" : "slice", op->axis, ops_ts(a));
+	if (a.dt == DT_INDEX || op->attr.ax.axis < 0 || op->attr.ax.axis >= a.rank || to.rank != a.rank)
+		return ar_printf("cannot %s axis %d of %s", pad ? "pad" : "slice", op->attr.ax.axis, ops_ts(a));
 	for (int i = 0; i < a.rank; i++)
-		if (i != op->axis && to.dim[i] != a.dim[i])
+		if (i != op->attr.ax.axis && to.dim[i] != a.dim[i])
 			return ar_printf("cannot %s %s to %s", pad ? "pad" : "slice", ops_ts(a), ops_ts(to));
-	int64_t small = pad ? a.dim[op->axis] : to.dim[op->axis], big = pad ? to.dim[op->axis] : a.dim[op->axis];
-	if (small < 1 || op->at < 0 || op->at + small > big) {
+	int64_t small = pad ? a.dim[op->attr.ax.axis] : to.dim[op->attr.ax.axis], big = pad ? to.dim[op->attr.ax.axis] : a.dim[op->attr.ax.axis];
+	if (small < 1 || op->attr.ax.at < 0 || op->attr.ax.at + small > big) {
 		if (pad)
-			return ar_printf("cannot pad %s to %s with %lld zeros before", ops_ts(a), ops_ts(to), (long long)op->at);
-		return ar_printf("cannot take elements %lld..%lld of axis %d of %s", (long long)op->at,
-		                 (long long)(op->at + small), op->axis, ops_ts(a));
+			return ar_printf("cannot pad %s to %s with %lld zeros before", ops_ts(a), ops_ts(to), (long long)op->attr.ax.at);
+		return ar_printf("cannot take elements %lld..%lld of axis %d of %s", (long long)op->attr.ax.at,
+		                 (long long)(op->attr.ax.at + small), op->attr.ax.axis, ops_ts(a));
 	}
 	*out = to;
 	return NULL;
@@ -122,8 +122,8 @@ void ops_adjoint_window(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	Op *d = ir_new_op(p, op->kind == OP_PAD ? OP_RANGE : OP_PAD, op->loc, 1, &g);
-	d->axis = op->axis;
-	d->at = op->at;
+	d->attr.ax.axis = op->attr.ax.axis;
+	d->attr.ax.at = op->attr.ax.at;
 	d->to = ir_vtype(p, op->in[0]);
 	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
 }
@@ -132,8 +132,8 @@ void ops_adjoint_window(Ad *a, Op *op, int g)
 const char *ops_shape_concat(Program *p, Op *op, Type *out)
 {
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
-	int ax = op->axis;
-	bool ok = a.dt == b.dt && a.dt != DT_INDEX && a.rank == b.rank && ax >= 0 && ax < a.rank && op->at == a.dim[ax];
+	int ax = op->attr.ax.axis;
+	bool ok = a.dt == b.dt && a.dt != DT_INDEX && a.rank == b.rank && ax >= 0 && ax < a.rank && op->attr.ax.at == a.dim[ax];
 	for (int i = 0; ok && i < a.rank; i++)
 		ok = i == ax || a.dim[i] == b.dim[i];
 	if (!ok)
@@ -150,8 +150,8 @@ void ops_adjoint_concat(Ad *a, Op *op, int g)
 		if (!ad_active(a, op->in[k]))
 			continue;
 		Op *d = ir_new_op(p, OP_RANGE, op->loc, 1, &g);
-		d->axis = op->axis;
-		d->at = k ? op->at : 0;
+		d->attr.ax.axis = op->attr.ax.axis;
+		d->attr.ax.at = k ? op->attr.ax.at : 0;
 		d->to = ir_vtype(p, op->in[k]);
 		ad_contrib(a, op->in[k], ad_emit(a, d), op->loc);
 	}
@@ -174,7 +174,7 @@ void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo)
 const char *ops_shape_unfold(Program *p, Op *op, Type *out)
 {
 	Type x = ir_vtype(p, op->in[0]), img = op->kind == OP_FOLD ? op->to : x;
-	const Window *w = &op->win;
+	const Window *w = &op->attr.win;
 	if (x.dt != DT_REAL || img.rank != 4)
 		return ar_printf("a 2-D window needs a tensor [N, C, H, W], got %s", ops_ts(img));
 	if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->dh < 1 || w->dw < 1 || w->ph < 0 || w->pw < 0)
@@ -197,7 +197,7 @@ void ops_adjoint_unfold(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	Op *d = ir_new_op(p, OP_FOLD, op->loc, 1, &g);
-	d->win = op->win;
+	d->attr.win = op->attr.win;
 	d->to = ir_vtype(p, op->in[0]);
 	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
 }

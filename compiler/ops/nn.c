@@ -51,11 +51,11 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 			                 what[op->kind == OP_ATTN_STATS && i >= 2 ? i + 1 : i], ops_ts(t));
 	}
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
-	if (op->heads < 1 || C % op->heads != 0)
-		return ar_printf("attention's heads=%d must divide the width %lld of q %s", op->heads, (long long)C, ops_ts(q));
+	if (op->attr.attn.heads < 1 || C % op->attr.attn.heads != 0)
+		return ar_printf("attention's heads=%d must divide the width %lld of q %s", op->attr.attn.heads, (long long)C, ops_ts(q));
 	Type st = q;
 	st.rank = q.rank + 1;
-	st.dim[q.rank - 2] = op->heads;
+	st.dim[q.rank - 2] = op->attr.attn.heads;
 	st.dim[q.rank - 1] = T;
 	st.dim[q.rank] = 2;
 	if (st.rank > IR_MAXRANK)
@@ -69,8 +69,8 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 static int attn_op(Ad *a, Op *op, OpKind k, int nin, const int *in)
 {
 	Op *d = ir_new_op(ad_program(a), k, op->loc, nin, in);
-	d->heads = op->heads;
-	d->causal = op->causal;
+	d->attr.attn.heads = op->attr.attn.heads;
+	d->attr.attn.causal = op->attr.attn.causal;
 	return ad_emit(a, d);
 }
 
@@ -106,8 +106,8 @@ const char *ops_shape_layernorm(Program *p, Op *op, Type *out)
 			return ar_printf("layernorm's %s must be %s for x %s, got %s", dy ? "gradient" : what[k], ops_ts(dy ? x : row),
 			                 ops_ts(x), ops_ts(t));
 	}
-	if (!(op->fval > 0))
-		return ar_printf("layernorm's eps must be positive, got %g", op->fval);
+	if (!(op->attr.value > 0))
+		return ar_printf("layernorm's eps must be positive, got %g", op->attr.value);
 	*out = x;
 	return NULL;
 }
@@ -119,12 +119,12 @@ void ops_adjoint_layernorm(Ad *a, Op *op, int g)
 	Loc loc = op->loc;
 	if (ad_active(a, x)) {
 		Op *d = ir_new_op(ad_program(a), OP_LAYERNORM_GRAD, loc, 3, (int[]){x, scale, g});
-		d->fval = op->fval;
+		d->attr.value = op->attr.value;
 		ad_contrib(a, x, ad_emit(a, d), loc);
 	}
 	if (ad_active(a, scale)) {
 		Op *h = ir_new_op(ad_program(a), OP_LAYERNORM_HAT, loc, 1, &x);
-		h->fval = op->fval;
+		h->attr.value = op->attr.value;
 		ad_contrib(a, scale, ad_unbroadcast(a, ad_op2(a, OP_MUL, loc, g, ad_emit(a, h)), scale, loc), loc);
 	}
 	if (ad_active(a, shift))
@@ -140,8 +140,8 @@ const char *ops_shape_dropout(Program *p, Op *op, Type *out)
 	for (int k = 1; k < op->nin; k++)
 		if (ir_vtype(p, op->in[k]).dt != DT_INDEX)
 			return "dropout's operands after x must be loop indices";
-	if (!(op->fval >= 0 && op->fval < 1))
-		return ar_printf("dropout's p must lie in [0, 1), got %g", op->fval);
+	if (!(op->attr.drop.p >= 0 && op->attr.drop.p < 1))
+		return ar_printf("dropout's p must lie in [0, 1), got %g", op->attr.drop.p);
 	*out = ir_vtype(p, op->in[0]);
 	return NULL;
 }
@@ -152,8 +152,7 @@ void ops_adjoint_dropout(Ad *a, Op *op, int g)
 	Program *p = ad_program(a);
 	Op *d = ir_new_op(p, OP_DROPOUT, op->loc, op->nin, op->in);
 	d->in[0] = g;
-	d->fval = op->fval;
-	d->site = op->site;
+	d->attr = op->attr;
 	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
 }
 
@@ -224,15 +223,15 @@ void ops_adjoint_xent(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	Loc loc = op->loc;
-	if (op->has_ignore) {
+	if (op->attr.lab.has) {
 		Op *c = ir_new_op(p, OP_XENT_COUNT, loc, 1, &op->in[1]);
-		c->ignore = op->ignore;
-		c->has_ignore = true;
+		c->attr.lab.ignore = op->attr.lab.ignore;
+		c->attr.lab.has = true;
 		int64_t rows = ir_numel(ir_vtype(p, op->in[1]));
 		g = ad_op2(a, OP_DIV, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, (double)rows)), ad_emit(a, c));
 	}
 	Op *d = ir_new_op(p, OP_XENT_GRAD, loc, 3, (int[]){op->in[0], op->in[1], g});
-	d->ignore = op->ignore;
-	d->has_ignore = op->has_ignore;
+	d->attr.lab.ignore = op->attr.lab.ignore;
+	d->attr.lab.has = op->attr.lab.has;
 	ad_contrib(a, op->in[0], ad_emit(a, d), loc);
 }

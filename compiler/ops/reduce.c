@@ -8,11 +8,11 @@ const char *ops_shape_reduce(Program *p, Op *op, Type *out)
 	Type a = ir_vtype(p, op->in[0]);
 	if ((err = ops_need_real(p, op, 0)))
 		return err;
-	if (a.rank < 32 && (op->axes >> a.rank) != 0)
+	if (a.rank < 32 && (op->attr.axes >> a.rank) != 0)
 		return ar_printf("axis out of range for %s", ops_ts(a));
 	Type r = {DT_REAL, 0, {0}};
 	for (int i = 0; i < a.rank; i++)
-		if (!(op->axes >> i & 1))
+		if (!(op->attr.axes >> i & 1))
 			r.dim[r.rank++] = a.dim[i];
 	*out = r;
 	return NULL;
@@ -49,14 +49,14 @@ void ops_adjoint_reduce(Ad *a, Op *op, int g)
 	Type tx = ir_vtype(p, op->in[0]), keep = tx;
 	double n = 1;
 	for (int i = 0; i < tx.rank; i++)
-		if (op->axes >> i & 1)
+		if (op->attr.axes >> i & 1)
 			keep.dim[i] = 1, n *= (double)tx.dim[i];
 	int mask = -1;
 	if (op->kind == OP_MAX || op->kind == OP_MIN) {
 		int hit = ad_opto(a, OP_BROADCAST, loc, ad_opto(a, OP_RESHAPE, loc, op->out, keep), tx);
 		mask = ad_op2(a, OP_EQ, loc, op->in[0], hit);
 		Op *count = ir_new_op(p, OP_SUM, loc, 1, &mask);
-		count->axes = op->axes;
+		count->attr.axes = op->attr.axes;
 		g = ad_op2(a, OP_DIV, loc, g, ad_emit(a, count));
 	}
 	int d = ad_opto(a, OP_BROADCAST, loc, ad_opto(a, OP_RESHAPE, loc, g, keep), tx);
@@ -80,12 +80,12 @@ const char *ops_shape_argmax(Program *p, Op *op, Type *out)
 	Type a = ir_vtype(p, op->in[0]);
 	if ((err = ops_need_real(p, op, 0)))
 		return err;
-	if (op->axis < 0 || op->axis >= a.rank)
-		return ar_printf("argmax's axis %d is out of range for %s", op->axis, ops_ts(a));
+	if (op->attr.ax.axis < 0 || op->attr.ax.axis >= a.rank)
+		return ar_printf("argmax's axis %d is out of range for %s", op->attr.ax.axis, ops_ts(a));
 	*out = a;
 	out->dt = DT_I32;
 	out->rank--;
-	for (int i = op->axis; i < out->rank; i++)
+	for (int i = op->attr.ax.axis; i < out->rank; i++)
 		out->dim[i] = a.dim[i + 1];
 	return NULL;
 }

@@ -33,7 +33,7 @@ static double ew_arg(Interp *m, Op *op, int k, Type out, const int64_t *idx)
 	int v = op->in[k];
 	Value *x = &m->p->values.data[v];
 	if (x->def && x->def->kind == OP_CONST)
-		return x->def->fval;
+		return x->def->attr.value;
 	Type t = x->type;
 	int64_t off = 0;
 	for (int i = 0; i < t.rank; i++) {
@@ -56,7 +56,7 @@ static void matmul(Interp *m, Op *op)
 	Program *p = m->p;
 	Type ta = ir_vtype(p, op->in[0]), tb = ir_vtype(p, op->in[1]), tc = ir_vtype(p, op->out);
 	int64_t M = tc.dim[tc.rank - 2], N = tc.dim[tc.rank - 1];
-	int64_t K = op->ta ? ta.dim[ta.rank - 2] : ta.dim[ta.rank - 1];
+	int64_t K = op->attr.mm.ta ? ta.dim[ta.rank - 2] : ta.dim[ta.rank - 1];
 	int64_t batch = ir_numel(tc) / (M * N);
 	double *A = R(m, op->in[0]), *B = R(m, op->in[1]), *C = R(m, op->out);
 	int64_t sa = ta.dim[ta.rank - 2] * ta.dim[ta.rank - 1], sb = tb.rank == 2 ? 0 : tb.dim[tb.rank - 2] * tb.dim[tb.rank - 1];
@@ -66,8 +66,8 @@ static void matmul(Interp *m, Op *op)
 			for (int64_t j = 0; j < N; j++) {
 				double s = 0;
 				for (int64_t k = 0; k < K; k++) {
-					double x = op->ta ? A[b * sa + k * lda + i] : A[b * sa + i * lda + k];
-					double y = op->tb ? B[b * sb + j * ldb + k] : B[b * sb + k * ldb + j];
+					double x = op->attr.mm.ta ? A[b * sa + k * lda + i] : A[b * sa + i * lda + k];
+					double y = op->attr.mm.tb ? B[b * sb + j * ldb + k] : B[b * sb + k * ldb + j];
 					s += x * y;
 				}
 				C[b * M * N + i * N + j] = s;
@@ -103,7 +103,7 @@ static void attention(Interp *m, Op *op)
 {
 	Program *p = m->p;
 	Type q = ir_vtype(p, op->in[0]);
-	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->heads, Dh = C / H, NB = ir_numel(q) / (T * C);
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->attr.attn.heads, Dh = C / H, NB = ir_numel(q) / (T * C);
 	double *Q = R(m, op->in[0]), *K = R(m, op->in[1]), *o = R(m, op->out);
 	double *P = malloc(sizeof(double) * (size_t)(T * T));
 	if (op->kind != OP_ATTN_STATS)
@@ -118,7 +118,7 @@ static void attention(Interp *m, Op *op)
 					double s = 0;
 					for (int64_t d = 0; d < Dh; d++)
 						s += EL(Q, i, d) * EL(K, j, d);
-					P[i * T + j] = op->causal && j > i ? -INFINITY : s / sqrt((double)Dh);
+					P[i * T + j] = op->attr.attn.causal && j > i ? -INFINITY : s / sqrt((double)Dh);
 					mx = fmax(mx, P[i * T + j]);
 				}
 				for (int64_t j = 0; j < T; j++)
@@ -179,7 +179,7 @@ static void layernorm(Interp *m, Op *op)
 			mean += xr[c] / (double)C;
 		for (int64_t c = 0; c < C; c++)
 			var += (xr[c] - mean) * (xr[c] - mean) / (double)C;
-		double rs = 1 / sqrt(var + op->fval);
+		double rs = 1 / sqrt(var + op->attr.value);
 		for (int64_t c = 0; c < C; c++) {
 			hat[c] = (xr[c] - mean) * rs;
 			if (op->kind == OP_LAYERNORM_GRAD) {
@@ -208,19 +208,19 @@ static void move(Interp *m, Op *op)
 	for (int64_t e = 0; e < ir_numel(to); e++) {
 		unravel(to, e, idx);
 		int k = 0;
-		int64_t c = idx[op->axis];
+		int64_t c = idx[op->attr.ax.axis];
 		if (op->kind == OP_RANGE)
-			c += op->at;
+			c += op->attr.ax.at;
 		else if (op->kind == OP_PAD)
-			c -= op->at;
-		else if (c >= op->at)
-			k = 1, c -= op->at;
+			c -= op->attr.ax.at;
+		else if (c >= op->attr.ax.at)
+			k = 1, c -= op->attr.ax.at;
 		Type ti = ir_vtype(p, op->in[k]);
-		if (c < 0 || c >= ti.dim[op->axis]) {
+		if (c < 0 || c >= ti.dim[op->attr.ax.axis]) {
 			memset(o + (size_t)e * es, 0, es);
 			continue;
 		}
-		idx[op->axis] = c;
+		idx[op->attr.ax.axis] = c;
 		int64_t off = 0;
 		for (int i = 0; i < ti.rank; i++)
 			off = off * ti.dim[i] + idx[i];
@@ -234,7 +234,7 @@ static void window(Interp *m, Op *op)
 	Program *p = m->p;
 	bool fold = op->kind == OP_FOLD;
 	Type img = fold ? op->to : ir_vtype(p, op->in[0]);
-	const Window *w = &op->win;
+	const Window *w = &op->attr.win;
 	int64_t N = img.dim[0], C = img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo;
 	ops_window_out(w, img, &Ho, &Wo);
 	double *x = R(m, op->in[0]), *o = R(m, op->out);
@@ -309,7 +309,7 @@ static void run_op(Interp *m, Op *op)
 		return;
 	case OP_FILL:
 		for (int64_t e = 0; e < ir_numel(to); e++)
-			R(m, op->out)[e] = op->fval;
+			R(m, op->out)[e] = op->attr.value;
 		return;
 	case OP_COPY:
 		memmove(R(m, op->out), R(m, op->in[0]), (size_t)ir_bytes(p, to));
@@ -353,8 +353,8 @@ static void run_op(Interp *m, Op *op)
 	}
 	case OP_ARGMAX: {
 		Type ti = ir_vtype(p, op->in[0]);
-		int64_t n = ti.dim[op->axis], inner = 1;
-		for (int i = op->axis + 1; i < ti.rank; i++)
+		int64_t n = ti.dim[op->attr.ax.axis], inner = 1;
+		for (int i = op->attr.ax.axis + 1; i < ti.rank; i++)
 			inner *= ti.dim[i];
 		double *x = R(m, op->in[0]);
 		for (int64_t e = 0; e < ir_numel(to); e++) {
@@ -369,19 +369,19 @@ static void run_op(Interp *m, Op *op)
 	case OP_DROPOUT: {
 		/* the draws of the first training step with the default seed: the
 		 * step that tests compare the compiled program's gradients at */
-		uint64_t key = dp_mix(dp_step_key(0, 1) ^ (uint64_t)op->site);
+		uint64_t key = dp_mix(dp_step_key(0, 1) ^ (uint64_t)op->attr.drop.site);
 		for (int k = 1; k < op->nin; k++)
 			key = dp_mix(key ^ (uint64_t)m->index[op->in[k]]);
 		double *x = R(m, op->in[0]), *o = R(m, op->out);
 		for (int64_t e = 0; e < ir_numel(to); e++)
-			o[e] = dp_mix(key ^ (uint64_t)e) >> 11 >= dp_drop_threshold(op->fval) ? x[e] * (1 / (1 - op->fval)) : 0;
+			o[e] = dp_mix(key ^ (uint64_t)e) >> 11 >= dp_drop_threshold(op->attr.drop.p) ? x[e] * (1 / (1 - op->attr.drop.p)) : 0;
 		return;
 	}
 	case OP_XENT_COUNT: {
 		int32_t *lab = (int32_t *)base(m, op->in[0]);
 		double c = 0;
 		for (int64_t e = 0; e < ir_numel(ir_vtype(p, op->in[0])); e++)
-			c += lab[e] != op->ignore;
+			c += lab[e] != op->attr.lab.ignore;
 		R(m, op->out)[0] = c;
 		return;
 	}
@@ -392,7 +392,7 @@ static void run_op(Interp *m, Op *op)
 			unravel(to, e, idx);
 			int64_t src[IR_MAXRANK], off = 0;
 			for (int i = 0; i < to.rank; i++)
-				src[op->perm[i]] = idx[i];
+				src[op->attr.perm[i]] = idx[i];
 			for (int i = 0; i < ti.rank; i++)
 				off = off * ti.dim[i] + src[i];
 			o[e] = in[off];
@@ -417,7 +417,7 @@ static void run_op(Interp *m, Op *op)
 		Type ti = ir_vtype(p, op->in[0]), keep = ti;
 		double cnt = 1;
 		for (int i = 0; i < ti.rank; i++)
-			if (op->axes >> i & 1)
+			if (op->attr.axes >> i & 1)
 				keep.dim[i] = 1, cnt *= (double)ti.dim[i];
 		reduce_to(m, op->in[0], keep, R(m, op->out), op->kind);
 		if (op->kind == OP_MEAN)
@@ -511,7 +511,7 @@ static void run_op(Interp *m, Op *op)
 		double g = op->kind == OP_XENT_GRAD ? R(m, op->in[2])[0] : 0, counted = 0;
 		for (int64_t r = 0; r < rows; r++) {
 			double *xr = x + r * C, mx = -INFINITY, s = 0;
-			if (op->has_ignore && lab[r] == op->ignore) {
+			if (op->attr.lab.has && lab[r] == op->attr.lab.ignore) {
 				if (op->kind == OP_XENT_GRAD)
 					memset(R(m, op->out) + r * C, 0, sizeof(double) * (size_t)C);
 				continue;
@@ -527,7 +527,7 @@ static void run_op(Interp *m, Op *op)
 					R(m, op->out)[r * C + c] = g * (exp(xr[c] - mx) / s - (c == lab[r])) / (double)rows;
 		}
 		if (op->kind == OP_XENT)
-			R(m, op->out)[0] = loss / (op->has_ignore ? counted : (double)rows);
+			R(m, op->out)[0] = loss / (op->attr.lab.has ? counted : (double)rows);
 		return;
 	}
 	case OP_ZERO:
