@@ -99,6 +99,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			m->arena = num(&p, line, l);
 		} else if (!strcmp(key, "loss")) {
 			m->loss = num(&p, line, l);
+		} else if (!strcmp(key, "report")) {
+			if (m->nreports >= (int)(sizeof m->reports / sizeof *m->reports))
+				rt_fail(70, "internal error: too many reports in the model description");
+			word(&p, m->reports[m->nreports].name, sizeof m->reports[m->nreports].name, line, l);
+			m->reports[m->nreports++].offset = num(&p, line, l);
 		} else if (!strcmp(key, "param") || !strcmp(key, "input")) {
 			bool param = key[0] == 'p';
 			if ((param && m->nparams == 256) || (!param && m->ninputs == 64))

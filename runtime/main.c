@@ -639,6 +639,7 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 typedef struct {
 	long steps;
 	double first, last;
+	double report[16]; /* the reports of the last step */
 	double setup_s;    /* options, data, parameters, device arena, upload */
 	double train_s;    /* the training loop */
 	double first_s;    /* step 1 alone: ms_per_step leaves out its one-time costs */
@@ -671,7 +672,7 @@ static void predict_transfers(RtCtx *c, const Opts *o, const Run *r, int64_t *h2
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
 	*h2d = resident + r->steps * (inputs + m->xfer_h2d[1]);
-	*d2h = r->steps * (m->real_bytes + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
+	*d2h = r->steps * ((1 + m->nreports) * m->real_bytes + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
 }
 
 static void write_summary(RtCtx *c, const Opts *o, const Run *r)
@@ -680,7 +681,10 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	predict_transfers(c, o, r, &ph, &pd);
 	char first[32], last[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
-	char buf[4096];
+	char buf[6144], reports[1536] = "", num[32];
+	for (int i = 0; i < c->model->nreports; i++)
+		snprintf(reports + strlen(reports), sizeof reports - strlen(reports), "%s\"%s\": %s", i ? ", " : "",
+		         c->model->reports[i].name, json_real(num, r->report[i]));
 	RtCounters *n = &c->n;
 	int len = snprintf(buf, sizeof buf,
 	                   "{\n  \"model\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": \"%s\",\n  \"optimizer\": \"%s\",\n"
@@ -693,14 +697,14 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"stream_h2d_bytes\": %lld,\n  \"stream_d2h_bytes\": %lld,\n"
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
-	                   "  \"gemm_calls\": %lld\n}\n",
+	                   "  \"gemm_calls\": %lld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)ph, (long long)pd, (long long)c->model->host, c->model->nslots, c->model->ahead,
 	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * c->model->xfer_h2d[1]),
 	                   (long long)(r->steps * c->model->xfer_d2h[1]), (long long)n->steps[RT_COUNT_FORWARD],
-	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms);
+	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -807,7 +811,9 @@ int main(int argc, char **argv)
 	for (int k = 0; k < m->ninputs; k++)
 		for (int i = 0; i < RT_FENCES; i++)
 			data[k].batch[i] = pinned(c, m->inputs[k].bytes, m->inputs[k].name);
-	unsigned char *loss_slots = pinned(c, 8 * RT_FENCES, "the loss");
+	/* per fence slot: the loss, then each report */
+	int nres = 1 + m->nreports;
+	unsigned char *loss_slots = pinned(c, 8 * RT_FENCES * nres, "the loss");
 
 	/* the pinned host pool: streamed parameters live there, and the copy stream reads and writes it */
 	if (m->host) {
@@ -889,8 +895,10 @@ int main(int argc, char **argv)
 			}
 			dp_step(c);
 			c->capture = NULL;
-			c->n.d2h_bytes += m->real_bytes;
-			c->dev->d2h_async(loss_slots + 8 * slot, c->base + (uint64_t)m->loss, m->real_bytes);
+			c->n.d2h_bytes += nres * m->real_bytes;
+			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, m->real_bytes);
+			for (int i = 0; i < m->nreports; i++)
+				c->dev->d2h_async(loss_slots + 8 * (nres * slot + 1 + i), c->base + (uint64_t)m->reports[i].offset, m->real_bytes);
 			if (dump) {
 				double t = now();
 				download_params(c, g, true);
@@ -922,7 +930,9 @@ int main(int argc, char **argv)
 		c->dev->fence_wait(prev);
 		if (!sync_dev)
 			t_done[prev] = now() - t0 - r.save_s;
-		r.last = rt_get(loss_slots + 8 * prev, m->real_bytes == 8 ? "f64" : "f32", 0);
+		r.last = rt_get(loss_slots + 8 * nres * prev, m->real_bytes == 8 ? "f64" : "f32", 0);
+		for (int i = 0; i < m->nreports; i++)
+			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->real_bytes == 8 ? "f64" : "f32", 0);
 		if (s == 1)
 			r.first = r.last;
 		long done = r.steps = s;
@@ -934,8 +944,11 @@ int main(int argc, char **argv)
 			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", done, r.last);
 		}
 		if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
-			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step\n", done, o.steps, r.last,
+			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step", done, o.steps, r.last,
 			       1000 * (t_done[prev] - t_log) / (double)(done - log_done));
+			for (int i = 0; i < m->nreports; i++)
+				printf("  %s %.6g", m->reports[i].name, r.report[i]);
+			putchar('\n');
 			t_log = t_done[prev];
 			log_done = done;
 		}

@@ -36,6 +36,11 @@ typedef struct {
 	int64_t arena, loss;
 	RtTensor params[256], inputs[64];
 	int nparams, ninputs;
+	struct {
+		char name[64];
+		int64_t offset;   /* a scalar the loss block reports (`report NAME = e`), read after each step */
+	} reports[16];
+	int nreports;
 	int k_sgd, k_adam;
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
 	bool has_optimizer;

@@ -570,7 +570,7 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 		for (int t = s + 1; t < n; t++)
 			for (int j = 0; j < b->ops[from + t]->nin; j++)
 				inside += b->ops[from + t]->in[j] == v;
-		if (h->uses[v] > inside || v == p->loss)
+		if (h->uses[v] > inside || ir_is_result(p, v))
 			d.step[s].store = word_of(h, words, vals, &nw, v);
 	}
 	d.nsteps = n;
@@ -802,6 +802,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 	const char *real = p->real_bytes == 8 ? "f64" : "f32";
 	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld\n", o->model_name, real,
 	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset));
+	for (int i = 0; i < p->reports.len; i++)
+		put(&t, ar_printf("report %s %lld\n", p->reports.data[i].name, (long long)p->values.data[p->reports.data[i].value].offset));
 	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];

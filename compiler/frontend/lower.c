@@ -40,6 +40,7 @@ typedef struct {
 	bool *called;   /* per function: inlined at least once */
 	int nops;       /* ops emitted */
 	Vec(int) ivars; /* the index values of the loops being lowered, outermost first */
+	Scope *loss;    /* the loss block's own scope: reports are made there */
 	int sites;      /* dropout ops so far */
 } Lower;
 
@@ -1117,6 +1118,21 @@ static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where
 		case N_FOR:
 			lower_for(L, s, n);
 			break;
+		case N_REPORT: {
+			if (s != L->loss)
+				diag_error(n->loc, "report is only allowed in the loss block itself, not in a loop or function");
+			int v = tensor(L, expr(L, s, n->a), n->a->loc);
+			Type t = ir_vtype(L->p, v);
+			if (t.rank != 0 || t.dt != DT_REAL)
+				diag_error(n->a->loc, "a report must be a scalar f32[], this one is %s", ts(t));
+			for (int k = 0; k < L->p->reports.len; k++)
+				if (!strcmp(L->p->reports.data[k].name, n->name))
+					diag_error(n->loc, "'%s' is reported twice", n->name);
+			if (L->p->reports.len >= IR_MAX_REPORTS)
+				diag_error(n->loc, "at most %d reports", IR_MAX_REPORTS);
+			vec_push(&L->p->reports, ((Report){n->name, v, n->loc}));
+			break;
+		}
 		case N_RETURN:
 			if (!want_return)
 				diag_error(n->loc, "return is only allowed at the end of a function or the loss block");
@@ -1233,6 +1249,7 @@ Program *fe_lower(FeAst *ast, int real_bytes)
 	L.global = &global;
 	leaves(&L, ast, &global);
 	Scope loss = {.parent = &global};
+	L.loss = &loss;
 	int v = tensor(&L, block(&L, &loss, &ast->loss, true, ast->loss_loc), ast->loss_loc);
 	Type t = ir_vtype(L.p, v);
 	if (t.rank != 0 || t.dt != DT_REAL)

@@ -176,7 +176,7 @@ static Tok expect(Parser *P, const char *s, const char *what)
 	return t;
 }
 
-static const char *keywords[] = {"const", "param", "input", "fn", "loss", "let", "for", "in", "return"};
+static const char *keywords[] = {"const", "param", "input", "fn", "loss", "let", "for", "in", "return", "report"};
 
 static bool is_keyword(Tok t)
 {
@@ -524,6 +524,14 @@ static Node *statement(Parser *P)
 		n->a = expr(P);
 		return n;
 	}
+	if (accept(P, "report")) {
+		Node *n = node(N_REPORT, t.loc);
+		n->loc = P->tok.loc;
+		n->name = ident(P, "a name after 'report'");
+		expect(P, "=", "after the name");
+		n->a = expr(P);
+		return n;
+	}
 	if (accept(P, "for")) {
 		Node *n = node(N_FOR, t.loc);
 		n->loc = P->tok.loc;
@@ -549,8 +557,8 @@ static Node *statement(Parser *P)
 		return n;
 	}
 	if (t.kind == T_IDENT && !is_keyword(t))
-		diag_error(P->next.loc, "expected '=' after '%.*s' (a statement is let, assignment, for or return)", t.len, t.s);
-	diag_error(t.loc, "expected a statement (let, assignment, for or return), found %s", tok_str(t));
+		diag_error(P->next.loc, "expected '=' after '%.*s' (a statement is let, assignment, for, report or return)", t.len, t.s);
+	diag_error(t.loc, "expected a statement (let, assignment, for, report or return), found %s", tok_str(t));
 }
 
 static void block(Parser *P, NodeList *out, Loc open)
@@ -880,7 +888,8 @@ static void print_node(FILE *f, Node *n, int depth)
 	switch (n->kind) {
 	case N_LET:
 	case N_ASSIGN:
-		fprintf(f, "(%s %s ", n->kind == N_LET ? "let" : "set", n->name);
+	case N_REPORT:
+		fprintf(f, "(%s %s ", n->kind == N_LET ? "let" : n->kind == N_REPORT ? "report" : "set", n->name);
 		print_expr(f, n->a);
 		fputs(")\n", f);
 		return;

@@ -23,6 +23,8 @@ int *ir_count_uses(Program *p)
 	int *uses = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
 	count_block(&p->body, uses);
 	uses[p->loss]++;
+	for (int i = 0; i < p->reports.len; i++)
+		uses[p->reports.data[i].value]++;
 	return uses;
 }
 

@@ -207,6 +207,15 @@ typedef struct {
 	int slot, mslot, vslot; /* VC_SLOT variables of the unit, Adam's m and v; -1 when absent */
 } Param;
 
+/* a value the loss block reports beside the loss (`report NAME = e`): a
+ * scalar of the forward program, kept to its end for the runtime to read */
+typedef struct {
+	const char *name;
+	int value;
+	Loc loc;
+} Report;
+#define IR_MAX_REPORTS 16
+
 typedef struct {
 	const char *name;
 	Type type;
@@ -261,6 +270,7 @@ struct Program {
 	Block body;
 	int nforward;     /* body.ops[0, nforward) compute the loss: dp_forward runs those */
 	int loss;         /* scalar value id */
+	Vec(Report) reports;
 	bool has_grad;    /* set by ad_transform */
 	int real_bytes;   /* 4 or 8 */
 	Optimizer optimizer;
@@ -339,6 +349,14 @@ typedef void (*ir_op_fn)(Op *op, void *ctx);
 void ir_walk(Block *b, ir_op_fn fn, void *ctx); /* pre-order, into loop bodies */
 
 static inline Value *ir_val(Program *p, int v) { return &p->values.data[v]; }
+/* the loss or a report: the runtime reads it after the step */
+static inline bool ir_is_result(const Program *p, int v)
+{
+	for (int i = 0; i < p->reports.len; i++)
+		if (p->reports.data[i].value == v)
+			return true;
+	return v == p->loss;
+}
 static inline Type ir_vtype(Program *p, int v) { return p->values.data[v].type; }
 
 #endif

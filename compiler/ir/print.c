@@ -95,7 +95,9 @@ static void print_attr(FILE *f, Program *p, Op *op)
 		fprintf(f, " heads=%d%s", a->attn.heads, a->attn.causal ? " causal" : "");
 		break;
 	case AT_AXIS:
-		fprintf(f, " axis=%d at=%lld", a->ax.axis, (long long)a->ax.at);
+		fprintf(f, " axis=%d", a->ax.axis);
+		if (op->kind != OP_ARGMAX)
+			fprintf(f, " at=%lld", (long long)a->ax.at);
 		break;
 	case AT_WINDOW:
 		fprintf(f, " kernel=%dx%d stride=%dx%d pad=%dx%d dilation=%dx%d", a->win.kh, a->win.kw, a->win.sh, a->win.sw,
@@ -248,6 +250,8 @@ void ir_print(FILE *f, Program *p)
 	fputs("\n", f);
 	print_block(f, p, &p->body, 0, p->has_grad ? p->nforward : -1);
 	fprintf(f, "loss %s\n", ir_value_name(p, p->loss));
+	for (int i = 0; i < p->reports.len; i++)
+		fprintf(f, "report %s %s\n", p->reports.data[i].name, ir_value_name(p, p->reports.data[i].value));
 	if (p->has_grad)
 		for (int i = 0; i < p->params.len; i++)
 			fprintf(f, "grad %s = %s%s\n", p->params.data[i].name, ir_value_name(p, p->params.data[i].grad),

@@ -147,6 +147,9 @@ void ir_verify(Program *p, const char *pass)
 	Check c = {p, pass, ar_alloc((size_t)p->values.len + 1)};
 	Op none = {0};
 	check_block(&c, &p->body);
+	for (int i = 0; i < p->reports.len; i++)
+		if (!c.defined[p->reports.data[i].value] || ir_vtype(p, p->reports.data[i].value).rank != 0)
+			BAD(&c, &none, "report %s is not a defined scalar", p->reports.data[i].name);
 	if (p->loss < 0 || !c.defined[p->loss])
 		BAD(&c, &none, "no loss value");
 	if (ir_vtype(p, p->loss).rank != 0 || ir_vtype(p, p->loss).dt != DT_REAL)

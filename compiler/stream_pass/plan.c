@@ -170,7 +170,7 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 {
 	Value *Y = &p->values.data[y];
 	Type t = index >= 0 ? ir_drop_first(ir_vtype(p, x)) : ir_vtype(p, x);
-	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || y == p->loss ||
+	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || ir_is_result(p, y) ||
 	    !ir_type_eq(Y->type, t))
 		return;
 	/* Looked for at most COALESCE_SPAN ops back: a long body whose tape
@@ -595,8 +595,10 @@ static void plan(Program *p)
 			L.defpos[v] = -1;
 	L.pos = 0;
 	uses(&L, &p->body);
-	/* The runtime reads the loss after the step. */
+	/* The runtime reads the loss and the reports after the step. */
 	L.last[L.root[p->loss]] = npos;
+	for (int i = 0; i < p->reports.len; i++)
+		L.last[L.root[p->reports.data[i].value]] = npos;
 
 	int64_t packed = pack(p, &L, at);
 	p->plan_work = ones + packed;

@@ -457,4 +457,34 @@ PY
 else
 	notok "runtime/dropout-draws" "$o/drop.log"
 fi
+# report: scalars beside the loss, read after every step into the line and
+# the summary; their bytes count in the predicted transfers
+cat >"$o/rep.dp" <<'DP'
+const B = 16, C = 4
+param W : f32[8, C] = normal(0.3)
+input x : f32[B, 8]
+input y : i32[B]
+loss {
+  let logits = x @ W
+  report two = sum(x * 0) + 2
+  report accuracy = mean(cast(argmax(logits), f32) == cast(y, f32))
+  return cross_entropy(logits, y)
+}
+DP
+if "$DPC" "$o/rep.dp" -o "$o/rep" >"$o/rep.log" 2>&1 &&
+	"$o/rep" --steps 3 --summary-json "$o/rep.json" >"$o/rep.log" 2>&1; then
+	check "runtime/report" python3 - "$o/rep.json" "$o/rep.log" <<'PY'
+import json, re, sys
+s, log = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+r = s["reports"]
+assert set(r) == {"two", "accuracy"}, r
+assert r["two"] == 2, r
+assert 0 <= r["accuracy"] <= 1 and (r["accuracy"] * 16) % 1 == 0, r
+line = re.search(r"^step +3/3 .* two 2  accuracy ([0-9.e-]+)$", log, re.M)
+assert line and float(line.group(1)) == r["accuracy"], log
+assert s["d2h_bytes"] == s["predicted_d2h_bytes"], s
+PY
+else
+	notok "runtime/report" "$o/rep.log"
+fi
 finish
