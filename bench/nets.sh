@@ -2,7 +2,8 @@
 # On the GPU machine, after `bash tests/gpu/run.sh build` here: samples/gpt.dp
 # at GPT-2 124M's shape and samples/resnet.dp ResNet-56-like, against the same
 # networks in PyTorch eager and torch.compile (bench/nets_torch.py), fp32 and
-# SGD on both sides; then one step of the 250,004-layer ResNet.
+# SGD on both sides, and GPT-2 124M in bf16 at B=32 (the issue's reference
+# setting); then one step of the 250,004-layer ResNet.
 set -u
 cd "$(dirname "$0")/.."
 B=gpu_build
@@ -26,6 +27,7 @@ run() { # name exe per_step unit torch-args...
 	done
 }
 run gpt2 gpt2.cuda $((${GPT_B:-8} * 1024)) tokens gpt -L 12 -D 768 -H 12 -T 1024 -V 50257 -B ${GPT_B:-8}
+run gpt2bf gpt2bf.cuda $((32 * 1024)) tokens gpt -L 12 -D 768 -H 12 -T 1024 -V 50257 -B 32 --bf16
 run resnet56 resnet56.cuda 128 images resnet -B 128 -S 32 -C 16 -N 9
 echo "the 250,004-layer ResNet, one step under binomial checkpointing:"
 $B/resnet250k.cuda --steps 1 --lr 1e-4 --summary-json /tmp/r250k.json | tail -1

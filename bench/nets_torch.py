@@ -1,5 +1,5 @@
 """PyTorch references for samples/gpt.dp and samples/resnet.dp: the same
-networks, the same shapes, fp32, plain SGD, random data. Prints one line per
+networks, the same shapes, fp32 (or bf16 with --bf16), plain SGD, random data. Prints one line per
 mode (eager, and torch.compile where this PyTorch has it): ms/step (CUDA
 events after warm-up; the clock on the CPU), throughput and peak memory.
 
@@ -99,7 +99,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--bf16", action="store_true", help="parameters, data and activations in bfloat16 (as dpc --precision bf16)")
     a = ap.parse_args()
+    if a.bf16:
+        torch.set_default_dtype(torch.bfloat16)
     dev = a.device
     g = torch.Generator(device=dev).manual_seed(0)
     loss, params, per_step, unit = (gpt if a.net == "gpt" else resnet)(a, dev, g)
@@ -134,7 +137,7 @@ def main():
         else:
             ms = (time.perf_counter() - c0) * 1000 / a.steps
             peak = 0
-        print(f"PyTorch {torch.__version__} {name} {a.net} ({nparams} params): {ms:.3f} ms/step, "
+        print(f"PyTorch {torch.__version__} {name}{' bf16' if a.bf16 else ''} {a.net} ({nparams} params): {ms:.3f} ms/step, "
               f"{per_step * 1000 / ms:.0f} {unit}/s, peak {peak / 2**30:.2f} GiB, loss {l.item():.4f}")
 
 

@@ -20,7 +20,9 @@ static const char usage[] =
 	"                       llvm (LLVM IR of the host module), ptx (the kernels for NVIDIA GPUs),\n"
 	"                       obj (object file); default: the executable\n"
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
-	"  --precision f32|f64  element type of real tensors (default f32; f64 for --gradcheck)\n"
+	"  --precision f32|f64|bf16\n"
+	"                       element type of real tensors (default f32; f64 for --gradcheck; bf16: stored\n"
+	"                       in 2 bytes, computed and accumulated in f32)\n"
 	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS; default %s\n"
 	"                       (the environment variable DPC_TARGET overrides the default)\n"
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
@@ -150,8 +152,10 @@ int main(int argc, char **argv)
 				o.real_bytes = 4;
 			else if (!strcmp(v, "f64"))
 				o.real_bytes = 8;
+			else if (!strcmp(v, "bf16"))
+				o.real_bytes = 2;
 			else
-				usage_error("--precision takes f32 or f64, not '%s'", v);
+				usage_error("--precision takes f32, f64 or bf16, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
 			target = v;
 			target_from = "--target";

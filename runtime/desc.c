@@ -44,7 +44,7 @@ static void word(char **p, char *out, size_t cap, int line, const char *text)
 
 static void shape(RtTensor *t, char **p, int line, const char *text)
 {
-	if (strcmp(t->dtype, "f32") && strcmp(t->dtype, "f64") && strcmp(t->dtype, "i32"))
+	if (strcmp(t->dtype, "f32") && strcmp(t->dtype, "f64") && strcmp(t->dtype, "bf16") && strcmp(t->dtype, "i32"))
 		bad(line, text);
 	t->rank = (int)num(p, line, text);
 	if (t->rank < 0 || t->rank > RT_MAXRANK)
@@ -92,7 +92,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		} else if (!strcmp(key, "precision")) {
 			char s[8];
 			word(&p, s, sizeof s, line, l);
-			m->real_bytes = !strcmp(s, "f64") ? 8 : !strcmp(s, "f32") ? 4 : 0;
+			m->real_bytes = !strcmp(s, "f64") ? 8 : !strcmp(s, "f32") ? 4 : !strcmp(s, "bf16") ? 2 : 0;
 			if (!m->real_bytes)
 				bad(line, l);
 		} else if (!strcmp(key, "arena")) {

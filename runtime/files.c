@@ -54,7 +54,25 @@ const char *rt_shape_str(int rank, const int64_t *dim)
 	return b;
 }
 
-int rt_elem_bytes(const char *dtype) { return !strcmp(dtype, "f64") ? 8 : 4; }
+int rt_elem_bytes(const char *dtype) { return !strcmp(dtype, "f64") ? 8 : !strcmp(dtype, "bf16") ? 2 : 4; }
+
+/* bf16: the high half of an f32, rounded to nearest even (NaN stays NaN) */
+float rt_bf16_to_f32(uint16_t h)
+{
+	uint32_t w = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &w, 4);
+	return f;
+}
+
+uint16_t rt_f32_to_bf16(float f)
+{
+	uint32_t w;
+	memcpy(&w, &f, 4);
+	if (f != f)
+		return 0x7fc0;
+	return (uint16_t)((w + 0x7fff + ((w >> 16) & 1)) >> 16);
+}
 
 double rt_get(const void *buf, const char *dtype, int64_t i)
 {
@@ -62,6 +80,8 @@ double rt_get(const void *buf, const char *dtype, int64_t i)
 		return ((const double *)buf)[i];
 	if (!strcmp(dtype, "i32"))
 		return ((const int32_t *)buf)[i];
+	if (!strcmp(dtype, "bf16"))
+		return rt_bf16_to_f32(((const uint16_t *)buf)[i]);
 	return ((const float *)buf)[i];
 }
 
@@ -71,6 +91,8 @@ void rt_set(void *buf, const char *dtype, int64_t i, double v)
 		((double *)buf)[i] = v;
 	else if (!strcmp(dtype, "i32"))
 		((int32_t *)buf)[i] = (int32_t)v;
+	else if (!strcmp(dtype, "bf16"))
+		((uint16_t *)buf)[i] = rt_f32_to_bf16((float)v);
 	else
 		((float *)buf)[i] = (float)v;
 }
@@ -454,7 +476,7 @@ static void jskip(Json *j)
 
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads)
 {
-	const char *dt = m->real_bytes == 8 ? "F64" : "F32";
+	const char *dt = m->real_bytes == 8 ? "F64" : m->real_bytes == 2 ? "BF16" : "F32";
 	size_t cap = 4096 + 512 * (size_t)m->nparams, n = 0;
 	char *h = rt_host_alloc((int64_t)cap, path);
 	n += (size_t)snprintf(h + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"model\":\"%s\",\"content\":\"%s\"}", m->model,
@@ -582,19 +604,23 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 			if (!same)
 				jerror(&j, "%s: tensor '%s' has shape %s, the model's is %s", name, t->name,
 				       rank < 0 ? "(none)" : rt_shape_str(rank, dim), rt_shape_str(t->rank, t->dim));
-			int esz = !strcmp(dtype, "F32") ? 4 : !strcmp(dtype, "F64") ? 8 : 0;
+			int esz = !strcmp(dtype, "F32") ? 4 : !strcmp(dtype, "F64") ? 8 : !strcmp(dtype, "BF16") ? 2 : 0;
 			if (!esz)
-				jerror(&j, "%s: tensor '%s' has dtype '%s' (F32 or F64 needed)", name, t->name, dtype);
+				jerror(&j, "%s: tensor '%s' has dtype '%s' (F32, F64 or BF16 needed)", name, t->name, dtype);
 			int64_t want;
 			if (a < 0 || e < a || (uint64_t)e > dlen || __builtin_mul_overflow(t->numel, (int64_t)esz, &want) ||
 			    e - a != want)
 				jerror(&j, "%s: tensor '%s': data offsets [%lld, %lld] do not fit the file or the shape", name, t->name,
 				       (long long)a, (long long)e);
-			bool is_f32 = !strcmp(t->dtype, "f32"), is_i32 = !strcmp(t->dtype, "i32");
+			bool is_f32 = !strcmp(t->dtype, "f32") || !strcmp(t->dtype, "bf16"), is_i32 = !strcmp(t->dtype, "i32");
 			for (int64_t i = 0; i < t->numel; i++) {
 				const unsigned char *p = data + a + i * esz;
 				double v;
-				if (esz == 4) {
+				if (esz == 2) {
+					uint16_t h;
+					memcpy(&h, p, 2);
+					v = rt_bf16_to_f32(h);
+				} else if (esz == 4) {
 					float f;
 					memcpy(&f, p, 4);
 					v = f;

@@ -209,7 +209,7 @@ static const char help[] =
 	"                          as bytes (text)\n"
 	"  --labels FILE           the second input's data, likewise\n"
 	"  --input NAME=FILE       any input's data, by name, likewise\n"
-	"  --init FILE.safetensors start from these parameters (every parameter by name, F32 or F64)\n"
+	"  --init FILE.safetensors start from these parameters (every parameter by name, F32, F64 or BF16)\n"
 	"  --save FILE.safetensors write the trained parameters (atomically: a temporary file, then rename)\n"
 	"  --dump-grads FILE.safetensors  write the gradients of the first step\n"
 	"  --summary-json FILE     write a JSON summary: losses, time, device bytes, transfers, loop steps\n"
@@ -435,7 +435,7 @@ static void load_data(Data *d, const RtTensor *t, const char *path)
 				rt_fail(1, "%s: entry %lld is %g, not an i32 of input '%s'", path, (long long)i, x, t->name);
 		} else if (!isfinite(x)) {
 			rt_fail(1, "%s: entry %lld is not a finite number", path, (long long)i);
-		} else if (!strcmp(t->dtype, "f32") && fabs(x) > FLT_MAX) {
+		} else if ((!strcmp(t->dtype, "f32") || !strcmp(t->dtype, "bf16")) && fabs(x) > FLT_MAX) {
 			rt_fail(1, "%s: entry %lld is %g, out of the f32 range of input '%s'", path, (long long)i, x, t->name);
 		}
 		rt_set(d->rows, t->dtype, i, x);
@@ -537,7 +537,7 @@ static double read_loss(RtCtx *c)
 {
 	unsigned char buf[8];
 	rt_d2h(c, buf, c->base + (uint64_t)c->model->loss, c->model->real_bytes);
-	return rt_get(buf, c->model->real_bytes == 8 ? "f64" : "f32", 0);
+	return rt_get(buf, rt_real_dtype(c->model), 0);
 }
 
 static double now(void)
@@ -569,7 +569,8 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 {
 	RtModel *m = c->model;
 	if (m->real_bytes != 8)
-		fprintf(stderr, "%s: warning: --gradcheck in a float32 build is not meaningful; compile with dpc --precision f64\n", rt_prog);
+		fprintf(stderr, "%s: warning: --gradcheck in a %s build is not meaningful; compile with dpc --precision f64\n", rt_prog,
+		        m->real_bytes == 2 ? "bfloat16" : "float32");
 	/* streamed parameters: each unit's gradient is captured as dp_step makes it, and nothing is updated */
 	void *g[256];
 	for (int i = 0; i < m->nparams; i++)
@@ -698,7 +699,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
 	                   "  \"gemm_calls\": %lld,\n  \"reports\": {%s}\n}\n",
-	                   c->model->model, c->model->real_bytes == 8 ? "f64" : "f32", c->dev->name, c->model->adam ? "adam" : "sgd",
+	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)ph, (long long)pd, (long long)c->model->host, c->model->nslots, c->model->ahead,
@@ -846,7 +847,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < m->nparams; i++)
 			count += m->params[i].numel;
 		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
-		       m->model, m->nparams, (long long)count, mib(param_bytes), m->real_bytes == 8 ? "f64" : "f32", c->dev->name,
+		       m->model, m->nparams, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
 		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
 		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
 		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
@@ -930,9 +931,9 @@ int main(int argc, char **argv)
 		c->dev->fence_wait(prev);
 		if (!sync_dev)
 			t_done[prev] = now() - t0 - r.save_s;
-		r.last = rt_get(loss_slots + 8 * nres * prev, m->real_bytes == 8 ? "f64" : "f32", 0);
+		r.last = rt_get(loss_slots + 8 * nres * prev, rt_real_dtype(m), 0);
 		for (int i = 0; i < m->nreports; i++)
-			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->real_bytes == 8 ? "f64" : "f32", 0);
+			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), rt_real_dtype(m), 0);
 		if (s == 1)
 			r.first = r.last;
 		long done = r.steps = s;

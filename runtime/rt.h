@@ -15,7 +15,7 @@
 
 typedef struct {
 	char name[128];
-	char dtype[4];        /* f32, f64, i32 */
+	char dtype[8];        /* f32, f64, bf16, i32 */
 	int rank;
 	int64_t dim[RT_MAXRANK];
 	int64_t offset, grad; /* arena offsets; grad -1 for inputs */
@@ -152,6 +152,10 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);
 double rt_get(const void *buf, const char *dtype, int64_t i);
 void rt_set(void *buf, const char *dtype, int64_t i, double v);
 int rt_elem_bytes(const char *dtype);
+float rt_bf16_to_f32(uint16_t h);
+uint16_t rt_f32_to_bf16(float f); /* rounded to nearest even */
+/* the dtype name of the model's reals: "f32", "f64" or "bf16" */
+static inline const char *rt_real_dtype(const RtModel *m) { return m->real_bytes == 8 ? "f64" : m->real_bytes == 2 ? "bf16" : "f32"; }
 /* "[2, 3]"; four results stay valid at a time */
 const char *rt_shape_str(int rank, const int64_t *dim);
 

@@ -46,6 +46,11 @@ typedef struct {
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;
 	LLVMTypeRef i1, i8, i32, i64, f64, real, i8p, i64p, realp, i32p;
+	/* reals are computed in `real` and stored as `rstore` (realp points at
+	 * it): the same type, except that bf16 (real_bytes 2) is stored as i16
+	 * and computed in f32 */
+	LLVMTypeRef rstore;
+	bool bf16;
 	Vec(KDesc) kernels;
 	int *kslot;       /* open-addressing table of kernel ids by their description's hash, -1 empty */
 	int kslots;       /* its size: a power of two, at least twice the kernels */

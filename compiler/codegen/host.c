@@ -799,7 +799,7 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 {
 	Program *p = g->p;
 	Text t = {0};
-	const char *real = p->real_bytes == 8 ? "f64" : "f32";
+	const char *real = p->real_bytes == 8 ? "f64" : p->real_bytes == 2 ? "bf16" : "f32";
 	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld\n", o->model_name, real,
 	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset));
 	for (int i = 0; i < p->reports.len; i++)
@@ -872,9 +872,11 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->i64 = LLVMInt64TypeInContext(g->ctx);
 	g->f64 = LLVMDoubleTypeInContext(g->ctx);
 	g->real = p->real_bytes == 8 ? g->f64 : LLVMFloatTypeInContext(g->ctx);
+	g->bf16 = p->real_bytes == 2;
+	g->rstore = g->bf16 ? LLVMInt16TypeInContext(g->ctx) : g->real;
 	g->i8p = LLVMPointerType(g->i8, 0);
 	g->i64p = LLVMPointerType(g->i64, 0);
-	g->realp = LLVMPointerType(g->real, 0);
+	g->realp = LLVMPointerType(g->rstore, 0);
 	g->i32p = LLVMPointerType(g->i32, 0);
 	g->cuda = o->target == CG_CUDA;
 

@@ -192,16 +192,56 @@ typedef struct {
 
 static LLVMValueRef ptr_of(K *k, LLVMValueRef word, LLVMTypeRef pt) { return LLVMBuildIntToPtr(k->b, word, pt, ""); }
 
+/* The same shape of type as v's (a scalar or a vector) with elements `scalar`. */
+static LLVMTypeRef like(LLVMValueRef v, LLVMTypeRef scalar)
+{
+	LLVMTypeRef t = LLVMTypeOf(v);
+	return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(scalar, LLVMGetVectorSize(t)) : scalar;
+}
+
+/* the integer constant c in type t, splat when t is a vector */
+static LLVMValueRef int_of(LLVMTypeRef t, unsigned long long c)
+{
+	if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+		return LLVMConstInt(t, c, 0);
+	LLVMValueRef e[16];
+	unsigned n = LLVMGetVectorSize(t);
+	for (unsigned i = 0; i < n; i++)
+		e[i] = LLVMConstInt(LLVMGetElementType(t), c, 0);
+	return LLVMConstVector(e, n);
+}
+
+/* bf16 bits to f32: they are its high half */
+static LLVMValueRef from_bf16(K *k, LLVMValueRef v)
+{
+	LLVMTypeRef wt = like(v, k->g->i32);
+	LLVMValueRef w = LLVMBuildShl(k->b, LLVMBuildZExt(k->b, v, wt, ""), int_of(wt, 16), "");
+	return LLVMBuildBitCast(k->b, w, like(v, k->g->real), "");
+}
+
+/* f32 to bf16 bits, rounded to nearest even; NaN stays a (quiet) NaN */
+static LLVMValueRef to_bf16(K *k, LLVMValueRef x)
+{
+	LLVMTypeRef wt = like(x, k->g->i32), ht = like(x, LLVMInt16TypeInContext(k->g->ctx));
+	LLVMValueRef w = LLVMBuildBitCast(k->b, x, wt, "");
+	LLVMValueRef odd = LLVMBuildAnd(k->b, LLVMBuildLShr(k->b, w, int_of(wt, 16), ""), int_of(wt, 1), "");
+	w = LLVMBuildAdd(k->b, w, LLVMBuildAdd(k->b, odd, int_of(wt, 0x7fff), ""), "");
+	LLVMValueRef h = LLVMBuildTrunc(k->b, LLVMBuildLShr(k->b, w, int_of(wt, 16), ""), ht, "");
+	LLVMValueRef nan = LLVMBuildFCmp(k->b, LLVMRealUNO, x, x, "");
+	return LLVMBuildSelect(k->b, nan, int_of(ht, 0x7fc0), h, "");
+}
+
 static LLVMValueRef load(K *k, LLVMValueRef base, LLVMValueRef i)
 {
-	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
-	return LLVMBuildLoad2(k->b, k->g->real, p, "");
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
+	LLVMValueRef v = LLVMBuildLoad2(k->b, k->g->rstore, p, "");
+	return k->g->bf16 ? from_bf16(k, v) : v;
 }
 
 static void store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 {
-	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
-	LLVMBuildStore(k->b, v, p);
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
+	LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p);
 }
 
 /* ---- elementwise values: scalars, or vectors of k->vec ---- */
@@ -233,11 +273,12 @@ static LLVMValueRef vload(K *k, LLVMValueRef base, LLVMValueRef i)
 {
 	if (k->vec == 1)
 		return load(k, base, i);
-	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
-	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(vtype(k), 0), "");
-	LLVMValueRef v = LLVMBuildLoad2(k->b, vtype(k), p, "");
+	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
+	LLVMValueRef v = LLVMBuildLoad2(k->b, st, p, "");
 	LLVMSetAlignment(v, 16);
-	return v;
+	return k->g->bf16 ? from_bf16(k, v) : v;
 }
 
 static void vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
@@ -246,9 +287,10 @@ static void vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 		store(k, base, i, v);
 		return;
 	}
-	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->real, base, &i, 1, "");
-	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(vtype(k), 0), "");
-	LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 16);
+	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
+	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), 16);
 }
 
 /* A math function of one or two reals: LLVM's intrinsic llvm.NAME on the
@@ -267,7 +309,7 @@ static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x, LLVMValueR
 		}
 		return r;
 	}
-	bool f32 = g->p->real_bytes == 4;
+	bool f32 = g->p->real_bytes != 8;
 	const char *full = ar_printf("llvm.%s.f%d", name, f32 ? 32 : 64);
 	if (g->gpu && strcmp(name, "sqrt") != 0)
 		full = ar_printf("__nv_%s%s", name, f32 ? "f" : "");
@@ -378,7 +420,7 @@ static LLVMValueRef shuffle_xor(K *k, LLVMValueRef v, int mask)
 	Cg *g = k->g;
 	LLVMValueRef all = LLVMConstInt(g->i32, 0xffffffffu, 0), m = LLVMConstInt(g->i32, (unsigned)mask, 0);
 	LLVMValueRef clamp = LLVMConstInt(g->i32, 31, 0);
-	if (g->p->real_bytes == 4) {
+	if (g->p->real_bytes != 8) {
 		LLVMValueRef args[4] = {all, v, m, clamp};
 		return intrinsic(k, "llvm.nvvm.shfl.sync.bfly.f32", g->real, args, 4);
 	}
@@ -971,41 +1013,54 @@ static LLVMValueRef load_as(K *k, LLVMTypeRef et, LLVMValueRef base, LLVMValueRe
 	return LLVMBuildLoad2(k->b, et, LLVMBuildGEP2(k->b, et, base, &i, 1, ""), "");
 }
 
+/* an element of an i32 or a real tensor at argument word w */
+static LLVMValueRef elem_load(K *k, bool i32, LLVMValueRef w, LLVMValueRef i)
+{
+	return i32 ? load_as(k, k->g->i32, ptr_of(k, w, k->g->i32p), i) : load(k, ptr_of(k, w, k->g->realp), i);
+}
+
+static void elem_store(K *k, bool i32, LLVMValueRef w, LLVMValueRef i, LLVMValueRef v)
+{
+	if (i32)
+		LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, k->g->i32, ptr_of(k, w, k->g->i32p), &i, 1, ""));
+	else
+		store(k, ptr_of(k, w, k->g->realp), i, v);
+}
+
 /* range, pad, concat: each result element from its place in an operand, or zero */
 static void body_move(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx)
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
 	bool i32 = d->out.dt == DT_I32;
-	LLVMTypeRef et = i32 ? g->i32 : g->real;
-	LLVMTypeRef pt = LLVMPointerType(et, 0);
 	LLVMValueRef zero = i32 ? LLVMConstInt(g->i32, 0, 0) : cg_real(g, 0);
-	LLVMValueRef coord[IR_MAXRANK], out = ptr_of(k, args[0], pt), a = ptr_of(k, args[1], pt);
+	LLVMValueRef coord[IR_MAXRANK];
 	unravel(k, d->out, idx, coord);
-	LLVMValueRef c = coord[d->attr.ax.axis], at = cg_i64(g, d->attr.ax.at), v;
+	int ax = d->attr.ax.axis;
+	LLVMValueRef c = coord[ax], at = cg_i64(g, d->attr.ax.at), v;
 	switch ((int)d->kind) {
 	case OP_RANGE:
-		coord[d->attr.ax.axis] = LLVMBuildAdd(B, c, at, "");
-		v = load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord));
+		coord[ax] = LLVMBuildAdd(B, c, at, "");
+		v = elem_load(k, i32, args[1], bcast_offset(k, d->in[0], d->in[0], coord));
 		break;
 	case OP_PAD: {
 		/* unsigned: a place before x wraps round to a huge one */
 		LLVMValueRef in = LLVMBuildSub(B, c, at, "");
-		LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, in, cg_i64(g, d->in[0].dim[d->attr.ax.axis]), "");
-		coord[d->attr.ax.axis] = LLVMBuildSelect(B, ok, in, cg_i64(g, 0), "");
-		v = LLVMBuildSelect(B, ok, load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord)), zero, "");
+		LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, in, cg_i64(g, d->in[0].dim[ax]), "");
+		coord[ax] = LLVMBuildSelect(B, ok, in, cg_i64(g, 0), "");
+		v = LLVMBuildSelect(B, ok, elem_load(k, i32, args[1], bcast_offset(k, d->in[0], d->in[0], coord)), zero, "");
 		break;
 	}
 	default: { /* OP_CONCAT */
 		LLVMValueRef first = LLVMBuildICmp(B, LLVMIntSLT, c, at, "");
-		coord[d->attr.ax.axis] = LLVMBuildSelect(B, first, c, cg_i64(g, 0), "");
-		LLVMValueRef va = load_as(k, et, a, bcast_offset(k, d->in[0], d->in[0], coord));
-		coord[d->attr.ax.axis] = LLVMBuildSelect(B, first, cg_i64(g, 0), LLVMBuildSub(B, c, at, ""), "");
-		LLVMValueRef vb = load_as(k, et, ptr_of(k, args[2], pt), bcast_offset(k, d->in[1], d->in[1], coord));
+		coord[ax] = LLVMBuildSelect(B, first, c, cg_i64(g, 0), "");
+		LLVMValueRef va = elem_load(k, i32, args[1], bcast_offset(k, d->in[0], d->in[0], coord));
+		coord[ax] = LLVMBuildSelect(B, first, cg_i64(g, 0), LLVMBuildSub(B, c, at, ""), "");
+		LLVMValueRef vb = elem_load(k, i32, args[2], bcast_offset(k, d->in[1], d->in[1], coord));
 		v = LLVMBuildSelect(B, first, va, vb, "");
 	}
 	}
-	LLVMBuildStore(B, v, LLVMBuildGEP2(B, et, out, &idx, 1, ""));
+	elem_store(k, i32, args[0], idx, v);
 }
 
 /* x < n for an i64 x that may be negative */
@@ -1086,7 +1141,7 @@ static void body_interp(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef i
 	LLVMValueRef l0 = LLVMBuildFSub(B, LLVMConstReal(g->f64, 1), l1, ""), z = LLVMConstReal(g->f64, 0);
 	LLVMValueRef v = LLVMBuildFAdd(B, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, coord[1], i0, ""), l0, z, ""),
 	                               LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, coord[1], i1, ""), l1, z, ""), "");
-	if (g->p->real_bytes == 4)
+	if (g->p->real_bytes != 8)
 		v = LLVMBuildFPTrunc(B, v, g->real, "");
 	store(k, ptrs[0], idx, v);
 }
@@ -1228,10 +1283,10 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	case OP_CAST: {
 		bool from_int = d->in[0].dt == DT_I32, to_int = d->out.dt == DT_I32;
-		LLVMValueRef x = load_as(k, from_int ? g->i32 : g->real, ptr_of(k, args[1], from_int ? g->i32p : g->realp), idx);
+		LLVMValueRef x = elem_load(k, from_int, args[1], idx);
 		if (from_int != to_int)
 			x = to_int ? LLVMBuildFPToSI(B, x, g->i32, "") : LLVMBuildSIToFP(B, x, g->real, "");
-		LLVMBuildStore(B, x, LLVMBuildGEP2(B, to_int ? g->i32 : g->real, ptr_of(k, args[0], to_int ? g->i32p : g->realp), &idx, 1, ""));
+		elem_store(k, to_int, args[0], idx, x);
 		return;
 	}
 	case OP_ARGMAX: {

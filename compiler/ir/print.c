@@ -231,7 +231,7 @@ static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward)
 
 void ir_print(FILE *f, Program *p)
 {
-	fprintf(f, "# precision %s\n", p->real_bytes == 8 ? "f64" : "f32");
+	fprintf(f, "# precision %s\n", p->real_bytes == 8 ? "f64" : p->real_bytes == 2 ? "bf16" : "f32");
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		fprintf(f, "param %s : %s = %s\n", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q));

@@ -185,7 +185,13 @@ static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64
                      int64_t batch, double beta)
 {
 	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (real_bytes == 8) {
+	if (real_bytes == 2) {
+		/* bf16 storage, f32 accumulation: tensor cores */
+		float one = 1, fb = (float)beta;
+		CUBLAS(cublasGemmStridedBatchedEx(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const void *)b, CUDA_R_16BF, (int)ldb, sb,
+		                                  (const void *)a, CUDA_R_16BF, (int)lda, sa, &fb, (void *)c, CUDA_R_16BF, (int)ldc, sc,
+		                                  (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	} else if (real_bytes == 8) {
 		double one = 1;
 		CUBLAS(cublasDgemmStridedBatched(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const double *)b, (int)ldb, sb,
 		                                 (const double *)a, (int)lda, sa, &beta, (double *)c, (int)ldc, sc, (int)batch));

@@ -11,7 +11,7 @@ expect cli/help 0 "--emit=STAGE" "$DPC" --help
 expect cli/no-input 2 "no input file" "$DPC"
 expect cli/unknown-option 2 "unknown option '--frobnicate'" "$DPC" --frobnicate samples/resmlp.dp
 expect cli/bad-stage 2 "unknown stage 'bogus'" "$DPC" --emit=bogus samples/resmlp.dp
-expect cli/bad-precision 2 "f32 or f64" "$DPC" --precision f16 samples/resmlp.dp
+expect cli/bad-precision 2 "f32, f64 or bf16" "$DPC" --precision f16 samples/resmlp.dp
 expect cli/bad-define 2 "NAME=VALUE" "$DPC" -D B samples/resmlp.dp
 expect cli/bad-define-value 2 "must be an integer" "$DPC" -D B=x samples/resmlp.dp
 expect cli/unknown-define 1 "no const named" "$DPC" -D NOPE=3 --emit=ir samples/resmlp.dp

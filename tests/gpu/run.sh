@@ -56,6 +56,7 @@ build)
 	# bench/nets.sh: GPT-2 124M's shape, a ResNet-56-like net at batch 128, and the 250,004-layer ResNet
 	bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp -o $B/gpt2.cuda || exit 1
 	bin/dpc --target cuda -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp -o $B/resnet56.cuda || exit 1
+	bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp -o $B/gpt2bf.cuda || exit 1
 	bin/dpc --target cuda -D N=41666 --checkpoint binomial samples/resnet.dp -o $B/resnet250k.cuda || exit 1
 	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
 	# by one thread, a warp or a block) against the CPU and finite differences
@@ -66,6 +67,11 @@ build)
 		bin/dpc --target cpu "$dp" -o $B/ops/$s.cpu || exit 1
 		bin/dpc --target cuda --precision f64 "$dp" -o $B/ops/$s.cuda64 || exit 1
 	done
+	# bf16 on the GPU (GemmEx, tensor cores): a few op programs against the CPU's f32 at the same parameters
+	for s in matmul bmm wide conv2d attention layernorm cross_entropy embed; do
+		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
+	done
+	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
 	cp tests/lib.sh tests/unit/compare.py $B/
 	# the CPU executables' shared libraries that a bare machine may lack
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
@@ -102,7 +108,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | resnet56.cuda | resnet250k.cuda) continue ;; esac # benchmarks: bench/
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | resnet56.cuda | resnet250k.cuda) continue ;; esac # benchmarks: bench/
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr"
@@ -123,6 +129,14 @@ for exe in $B/ops/*.cuda; do
 	check "gpu/op $s: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda.st $TEST_OUT/op_$s.cpu.st 1e-4
 	check "gpu/op $s: gradcheck f64 on the GPU" $B/ops/$s.cuda64 --gradcheck
 done
+for exe in $B/ops/*.cudabf; do
+	s=$(basename "$exe" .cudabf)
+	$exe --steps 1 --lr 0 --save $TEST_OUT/bf_$s.p.st --dump-grads $TEST_OUT/bf_$s.cuda.st >$TEST_OUT/bf_$s.log 2>&1 &&
+		$B/ops/$s.cpu --steps 1 --lr 0 --init $TEST_OUT/bf_$s.p.st --dump-grads $TEST_OUT/bf_$s.cpu.st >>$TEST_OUT/bf_$s.log 2>&1 ||
+		{ notok "gpu/bf16 $s: run" $TEST_OUT/bf_$s.log; continue; }
+	check "gpu/bf16 $s: gradients within 3% of f32's" compare_grads $TEST_OUT/bf_$s.cuda.st $TEST_OUT/bf_$s.cpu.st 0.03
+done
+check "gpu/bf16 resmlp: the loss falls" bash -c "$B/resmlp.cudabf --steps 60 --lr 0.01 --summary-json $TEST_OUT/bf_res.json >$TEST_OUT/bf_res.log 2>&1 && python3 -c \"import json; s = json.load(open('$TEST_OUT/bf_res.json')); assert s['loss_last'] < 0.9 * s['loss_first'], s\""
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then
 	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"

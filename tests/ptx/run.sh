@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Without a GPU: every sample's and op program's kernels, in both precisions,
+# Without a GPU: every sample's and op program's kernels, in each precision,
 # assemble with ptxas for sm_90, and the CUDA executables link and refuse to
 # run cleanly on a machine without a GPU. Skipped where the CUDA toolkit is absent.
 set -u
@@ -14,7 +14,7 @@ if [ ! -x "$PTXAS" ] || [ ! -f "$DPC_BUILD/runtime/libdprt_cuda.a" ]; then
 fi
 for dp in samples/*.dp tests/ops/*.dp; do
 	name=$(basename "$dp" .dp)
-	for prec in f32 f64; do
+	for prec in f32 f64 bf16; do
 		ptx="$TEST_OUT/$name.$prec.ptx"
 		if "$DPC" --precision $prec --emit=ptx "$dp" -o "$ptx" 2>"$ptx.log" &&
 			"$PTXAS" --gpu-name sm_90 "$ptx" -o "$ptx.cubin" >>"$ptx.log" 2>&1; then

@@ -15,6 +15,10 @@ def load(p):
         if k == "__metadata__":
             continue
         a, e = v["data_offsets"]
+        if v["dtype"] == "BF16":  # the high halves of f32s
+            h = struct.unpack("<%dH" % ((e - a) // 2), b[8 + n + a:8 + n + e])
+            out[k] = struct.unpack("<%df" % len(h), struct.pack("<%dI" % len(h), *(x << 16 for x in h)))
+            continue
         f = "f" if v["dtype"] == "F32" else "d"
         out[k] = struct.unpack("<%d%s" % ((e - a) // struct.calcsize(f), f), b[8 + n + a:8 + n + e])
     return out

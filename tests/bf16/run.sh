@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# --precision bf16 on the CPU: reals stored in 2 bytes, computed and
+# accumulated in f32. Rounding is to nearest even, in the runtime's
+# conversions and in the kernels; every op program's gradients stay within
+# 3% of the f32 build's at the same (bf16-exact) parameters; samples train
+# in half the device memory.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+o="$TEST_OUT/bf16"
+mkdir -p "$o"
+
+# the runtime's rounding: F32 values in, BF16 bits out (--init, then --save)
+cat >"$o/round.dp" <<'DP'
+param w : f32[6] = zeros
+input x : f32[6]
+loss { return sum(w * x * 1.00390625) }
+DP
+python3 - "$o" <<'PY'
+import json, struct, sys
+o = sys.argv[1]
+# 1; a tie rounding down to even; a tie rounding up to even; just above a tie; -2.5; 1 + 2^-7
+vals = [1.0, 1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20, -2.5, 1 + 2**-7]
+h = json.dumps({"w": {"dtype": "F32", "shape": [6], "data_offsets": [0, 24]}}).encode()
+h += b" " * (-len(h) % 8)
+open(f"{o}/round.st", "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<6f", *vals))
+# x: ones, as a .npy of one row
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }"
+hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+open(f"{o}/ones.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack("<6f", *[1.0] * 6))
+PY
+if "$DPC" --target cpu --precision bf16 "$o/round.dp" -o "$o/round" >"$o/round.log" 2>&1 &&
+	"$o/round" --steps 1 --lr 0 --quiet --init "$o/round.st" --input x="$o/ones.npy" --save "$o/round.out.st" \
+		--dump-grads "$o/round.g.st" >>"$o/round.log" 2>&1; then
+	check "bf16/rounding" python3 - "$o" <<'PY'
+import json, struct, sys
+o = sys.argv[1]
+def bits(path, name):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    m = json.loads(b[8:8 + n])[name]
+    assert m["dtype"] == "BF16", m
+    a, e = m["data_offsets"]
+    return struct.unpack("<%dH" % ((e - a) // 2), b[8 + n + a:8 + n + e])
+w = bits(f"{o}/round.out.st", "w")
+assert w == (0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x3f81), [hex(x) for x in w]
+# d/dw = x 1.00390625 = 1 + 2^-8, a tie: to even, 1.0
+g = bits(f"{o}/round.g.st", "w")
+assert g == (0x3f80,) * 6, [hex(x) for x in g]
+PY
+else
+	notok "bf16/rounding" "$o/round.log"
+fi
+# the kernels round to nearest even too: t = (x 1.0078125) 1.00390625 at
+# x = 1 is 1 + 3 2^-8 + 2^-15 in f32, above the tie between bf16 0x3f81 and
+# 0x3f82; truncating would store 0x3f81. d/dw of sum(w t) is t as stored.
+cat >"$o/kround.dp" <<'DP'
+param w : f32[6] = zeros
+input x : f32[6]
+loss { return sum(w * ((x * 1.0078125) * 1.00390625)) }
+DP
+if "$DPC" --target cpu --precision bf16 "$o/kround.dp" -o "$o/kround" >"$o/kround.log" 2>&1 &&
+	"$o/kround" --steps 1 --lr 0 --quiet --input x="$o/ones.npy" --dump-grads "$o/kround.g.st" >>"$o/kround.log" 2>&1; then
+	check "bf16/kernel-rounding" python3 - "$o/kround.g.st" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+m = json.loads(b[8:8 + n])["w"]
+a, e = m["data_offsets"]
+g = struct.unpack("<6H", b[8 + n + a:8 + n + e])
+assert g == (0x3f82,) * 6, [hex(x) for x in g]
+PY
+else
+	notok "bf16/kernel-rounding" "$o/kround.log"
+fi
+
+# every op program: bf16 gradients against f32's at the bf16 run's parameters
+for dp in tests/ops/*.dp; do
+	n=$(basename "$dp" .dp)
+	b="$o/b_$n" f="$o/f_$n"
+	if "$DPC" --target cpu --precision bf16 "$dp" -o "$b" >"$b.log" 2>&1 && "$DPC" --target cpu "$dp" -o "$f" >>"$b.log" 2>&1 &&
+		"$b" --steps 1 --lr 0 --quiet --save "$b.p.st" --dump-grads "$b.g.st" >>"$b.log" 2>&1 &&
+		"$f" --steps 1 --lr 0 --quiet --init "$b.p.st" --dump-grads "$f.g.st" >>"$b.log" 2>&1 &&
+		python3 tests/unit/compare.py "$b.g.st" "$f.g.st" 0.03 >>"$b.log" 2>&1; then
+		ok "bf16/$n ($(tail -1 "$b.log"))"
+	else
+		notok "bf16/$n" "$b.log"
+	fi
+done
+
+# samples train in bf16, in about half the device memory of f32
+for s in resmlp classifier gpt resnet; do
+	b="$o/train_$s"
+	args="--steps 60 --lr 0.01"
+	case $s in classifier) args="--steps 60 --lr 0.5" ;; gpt) args="--steps 60 --lr 0.03 --data docs/language.md" ;; resnet) args="--steps 60 --lr 0.1" ;; esac
+	if "$DPC" --target cpu --precision bf16 "samples/$s.dp" -o "$b" >"$b.log" 2>&1 && "$DPC" --target cpu "samples/$s.dp" -o "$b.f32" >>"$b.log" 2>&1 &&
+		"$b" $args --quiet --summary-json "$b.json" >>"$b.log" 2>&1 && "$b.f32" --steps 1 --quiet --summary-json "$b.f32.json" >>"$b.log" 2>&1; then
+		check "bf16/train-$s" python3 - "$b.json" "$b.f32.json" <<'PY'
+import json, sys
+s, f = (json.load(open(p)) for p in sys.argv[1:])
+assert s["precision"] == "bf16", s
+assert s["loss_last"] < 0.9 * s["loss_first"], (s["loss_first"], s["loss_last"])
+assert s["peak_device_bytes"] == s["predicted_device_bytes"], s
+assert s["peak_device_bytes"] < 0.6 * f["peak_device_bytes"], (s["peak_device_bytes"], f["peak_device_bytes"])
+PY
+	else
+		notok "bf16/train-$s" "$b.log"
+	fi
+done
+expect "bf16/gradcheck-warns" 1 "in a bfloat16 build is not meaningful" "$o/train_classifier" --gradcheck
+finish
