@@ -67,6 +67,7 @@ void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
 uint64_t rt_key(RtCtx *c) { return dp_step_key(c->seed, (uint64_t)c->step); }
+uint64_t rt_dropout_on(RtCtx *c) { return !c->eval; }
 
 typedef struct {
 	CkptAction a;
@@ -188,7 +189,7 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
-	bool quiet, gradcheck, lr_set, profile;
+	bool quiet, gradcheck, lr_set, profile, eval, steps_set;
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary;
 	const char *input_name[64], *input_file[64];
@@ -219,6 +220,9 @@ static const char help[] =
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
 	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
 	"                          totals by kernel (CUDA events on the GPU)\n"
+	"  --eval                  evaluate instead of training: the loss and reports of each batch of the\n"
+	"                          first input's data (or of --steps batches), dropout off, nothing updated;\n"
+	"                          prints their means (and writes them to --summary-json)\n"
 	"  --gradcheck             compare gradients with central finite differences instead of training\n"
 	"  --gradcheck-samples N   entries sampled per parameter, 1 to 10^9 (default 8)\n"
 	"  --gradcheck-threshold X fail above this relative error (default 1e-6)\n"
@@ -294,8 +298,11 @@ static void parse_opts(Opts *o, int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			printf(help, rt_prog);
 			exit(0);
+		} else if (!strcmp(a, "--eval")) {
+			o->eval = true;
 		} else if (!strcmp(a, "--steps")) {
 			o->steps = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
+			o->steps_set = true;
 		} else if (!strcmp(a, "--lr")) {
 			o->lr = real_value(a, value(argc, argv, &i));
 			o->lr_set = true;
@@ -511,6 +518,49 @@ static void upload_batch(RtCtx *c, Data *data, long step, int slot)
 		c->n.h2d_bytes += t->bytes;
 		c->dev->h2d_async(c->base + (uint64_t)t->offset, d->batch[slot], t->bytes);
 	}
+}
+
+static double read_loss(RtCtx *c);
+static const char *json_real(char *buf, double v);
+
+/* --eval: the forward program on each batch, dropout off; the means of the
+ * loss and of each report */
+static int evaluate(RtCtx *c, const Opts *o, Data *data)
+{
+	RtModel *m = c->model;
+	long nb = 1;
+	if (o->steps_set)
+		nb = o->steps;
+	else if (m->ninputs)
+		nb = data[0].n / batch_rows(&m->inputs[0]) > 1 ? (long)(data[0].n / batch_rows(&m->inputs[0])) : 1;
+	c->eval = true;
+	double loss = 0, rep[16] = {0};
+	unsigned char buf[8];
+	for (long b = 0; b < nb; b++) {
+		upload_batch(c, data, b, 0);
+		dp_forward(c);
+		c->dev->sync();
+		loss += read_loss(c);
+		for (int i = 0; i < m->nreports; i++) {
+			rt_d2h(c, buf, c->base + (uint64_t)m->reports[i].offset, m->real_bytes);
+			rep[i] += rt_get(buf, rt_real_dtype(m), 0);
+		}
+	}
+	char line[2048], num[32];
+	int n = snprintf(line, sizeof line, "%s: eval on %ld batches, loss %.6g", m->model, nb, loss / (double)nb);
+	char json[2048];
+	int jn = snprintf(json, sizeof json, "{\n  \"model\": \"%s\",\n  \"mode\": \"eval\",\n  \"batches\": %ld,\n  \"loss\": %s,\n  \"reports\": {",
+	                  m->model, nb, json_real(num, loss / (double)nb));
+	for (int i = 0; i < m->nreports; i++) {
+		n += snprintf(line + n, sizeof line - (size_t)n, ", %s %.6g", m->reports[i].name, rep[i] / (double)nb);
+		jn += snprintf(json + jn, sizeof json - (size_t)jn, "%s\"%s\": %s", i ? ", " : "", m->reports[i].name,
+		               json_real(num, rep[i] / (double)nb));
+	}
+	jn += snprintf(json + jn, sizeof json - (size_t)jn, "}\n}\n");
+	puts(line);
+	if (o->summary)
+		rt_write_atomic(o->summary, json, (size_t)jn);
+	return isfinite(loss) ? 0 : 1;
 }
 
 /* ---- parameters ---- */
@@ -861,6 +911,10 @@ int main(int argc, char **argv)
 			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
 	}
 	int status = 0;
+	if (o.eval) {
+		status = evaluate(c, &o, data);
+		goto out;
+	}
 	if (o.gradcheck) {
 		upload_batch(c, data, 0, 0);
 		status = gradcheck(c, &o, host);

@@ -122,6 +122,7 @@ struct RtCtx {
 	double lr;            /* the optimizer's step that rt_update applies */
 	long step;            /* 1, 2, ...: Adam's bias correction, and dropout's key */
 	uint64_t seed;        /* --seed: dropout's key */
+	bool eval;            /* --eval: the forward program alone, dropout off */
 	void **capture;       /* when set: rt_update copies each unit's gradient to capture[param] */
 	bool no_update;       /* rt_update leaves the parameters as they are (--gradcheck) */
 };

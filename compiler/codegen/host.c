@@ -19,8 +19,8 @@ typedef struct {
 	LLVMValueRef *index;       /* per value: host i64 of index values */
 	IntVec *scoped;            /* the loop indices in scope: index values that are not constants */
 	int *uses;                 /* per value: how many operands name it */
-	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key;
-	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key;
+	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key, t_on;
+	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
 	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy;
 	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
 } Host;
@@ -123,7 +123,8 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 		words[nw++] = dst;
 		words[nw++] = addr(h, x);
 	} else if (op->kind == OP_DROPOUT) {
-		/* the result, x, and the key of this op's draws in this iteration (compiler/ops/rng.h) */
+		/* the result, x, the key of this op's draws in this iteration (compiler/ops/rng.h),
+		 * and 1 while training (0 in evaluation: keep everything) */
 		d.nin = 1;
 		d.in[0] = ir_vtype(p, op->in[0]);
 		d.out = d.in[0];
@@ -135,6 +136,7 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 		for (int j = 1; j < op->nin; j++)
 			key = cg_mix(h->g, b, LLVMBuildXor(b, key, h->index[op->in[j]], ""));
 		words[nw++] = key;
+		words[nw++] = LLVMBuildCall2(b, h->t_on, h->f_on, &h->ctx, 1, "");
 	} else {
 		d.nin = op->nin;
 		d.out = ir_vtype(p, op->out);
@@ -728,6 +730,7 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
+	h.f_on = declare(g, "rt_dropout_on", g->i64, &g->i8p, 1, &h.t_on);
 	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
 	h.f_revolve = declare(g, "rt_revolve", vd, pr, 9, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};

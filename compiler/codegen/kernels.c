@@ -1311,11 +1311,14 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	}
 	case OP_DROPOUT: {
-		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53 */
+		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53;
+		 * in evaluation (word 3 is 0) every element passes unscaled */
 		LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], idx, "")), cg_i64(g, 11), "");
 		LLVMValueRef keep = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->attr.drop.p), 0), "");
-		LLVMValueRef scaled = LLVMBuildFMul(B, load(k, ptrs[1], idx), cg_real(g, 1 / (1 - d->attr.drop.p)), "");
-		store(k, ptrs[0], idx, LLVMBuildSelect(B, keep, scaled, cg_real(g, 0), ""));
+		LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, args[3], cg_i64(g, 0), "");
+		LLVMValueRef x = load(k, ptrs[1], idx), scaled = LLVMBuildFMul(B, x, cg_real(g, 1 / (1 - d->attr.drop.p)), "");
+		LLVMValueRef train = LLVMBuildSelect(B, keep, scaled, cg_real(g, 0), "");
+		store(k, ptrs[0], idx, LLVMBuildSelect(B, on, train, x, ""));
 		return;
 	}
 	case OP_XENT_COUNT:

@@ -487,4 +487,36 @@ PY
 else
 	notok "runtime/report" "$o/rep.log"
 fi
+# --eval: the forward program on every batch, dropout off, nothing updated:
+# with dropout it equals the same model without; a trained model evaluates lower
+cat >"$o/ev.dp" <<'DP'
+const B = 8, H = 16, C = 4
+param W : f32[H, C] = normal(0.3)
+input x : f32[B, H]
+input y : i32[B]
+loss {
+  let logits = dropout(x, 0.5) @ W
+  report accuracy = mean(cast(argmax(logits), f32) == cast(y, f32))
+  return cross_entropy(logits, y)
+}
+DP
+sed 's/dropout(x, 0.5)/x/' "$o/ev.dp" >"$o/ev0.dp"
+if "$DPC" "$o/ev.dp" -o "$o/ev" >"$o/ev.log" 2>&1 && "$DPC" "$o/ev0.dp" -o "$o/ev0" >>"$o/ev.log" 2>&1 &&
+	"$o/ev" --eval --summary-json "$o/ev.a.json" >>"$o/ev.log" 2>&1 &&
+	"$o/ev0" --eval --summary-json "$o/ev.b.json" >>"$o/ev.log" 2>&1 &&
+	"$o/ev" --steps 200 --lr 0.5 --quiet --save "$o/ev.st" >>"$o/ev.log" 2>&1 &&
+	"$o/ev" --eval --init "$o/ev.st" --summary-json "$o/ev.c.json" >>"$o/ev.log" 2>&1 &&
+	"$o/ev" --eval --steps 3 --summary-json "$o/ev.d.json" >>"$o/ev.log" 2>&1; then
+	check "runtime/eval" python3 - "$o" <<'PY'
+import json, sys
+o = sys.argv[1]
+a, b, c, d = (json.load(open(f"{o}/ev.{k}.json")) for k in "abcd")
+assert a["mode"] == "eval" and a["batches"] == 16 and d["batches"] == 3, (a, d)
+assert a["loss"] == b["loss"] and a["reports"] == b["reports"], (a, b)
+assert c["loss"] < 0.8 * a["loss"], (a, c)
+assert c["reports"]["accuracy"] > a["reports"]["accuracy"], (a, c)
+PY
+else
+	notok "runtime/eval" "$o/ev.log"
+fi
 finish
