@@ -22,7 +22,7 @@ static const char usage[] =
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
 	"  --precision f32|f64|bf16\n"
 	"                       element type of real tensors (default f32; f64 for --gradcheck; bf16: stored\n"
-	"                       in 2 bytes, computed and accumulated in f32)\n"
+	"                       in 2 bytes, computed in f32; GEMMs accumulate in f32)\n"
 	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS; default %s\n"
 	"                       (the environment variable DPC_TARGET overrides the default)\n"
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"

@@ -213,7 +213,8 @@ static const char help[] =
 	"  --init FILE.safetensors start from these parameters (every parameter by name, F32, F64 or BF16)\n"
 	"  --save FILE.safetensors write the trained parameters (atomically: a temporary file, then rename)\n"
 	"  --dump-grads FILE.safetensors  write the gradients of the first step\n"
-	"  --summary-json FILE     write a JSON summary: losses, time, device bytes, transfers, loop steps\n"
+	"  --summary-json FILE     write a JSON summary: losses, reports, time, device bytes, transfers,\n"
+	"                          loop steps\n"
 	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10); the line's ms/step\n"
 	"                          is the time per step of the steps since the previous line\n"
 	"  --quiet                 only errors and the final line\n"
@@ -528,11 +529,9 @@ static const char *json_real(char *buf, double v);
 static int evaluate(RtCtx *c, const Opts *o, Data *data)
 {
 	RtModel *m = c->model;
-	long nb = 1;
-	if (o->steps_set)
-		nb = o->steps;
-	else if (m->ninputs)
-		nb = data[0].n / batch_rows(&m->inputs[0]) > 1 ? (long)(data[0].n / batch_rows(&m->inputs[0])) : 1;
+	long nb = o->steps_set ? o->steps : m->ninputs ? (long)(data[0].n / batch_rows(&m->inputs[0])) : 1;
+	if (nb < 1)
+		nb = 1;
 	c->eval = true;
 	double loss = 0, rep[16] = {0};
 	unsigned char buf[8];

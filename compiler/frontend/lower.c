@@ -363,8 +363,9 @@ static int index_expr(Lower *L, Scope *s, Node *n)
 }
 
 /* i32 ids straight from an input (cross_entropy's labels, embed's ids)
- * record their bound for the runtime, which checks the data against it */
-static void record_ids(Lower *L, Node *n, int ids, int64_t bound)
+ * record their bound, and labels their ignore_index, for the runtime, which
+ * checks the data against them */
+static void record_ids(Lower *L, Node *n, int ids, int64_t bound, const Attr *labels)
 {
 	Op *d = L->p->values.data[ids].def;
 	while (d && (d->kind == OP_SLICE || d->kind == OP_RANGE || d->kind == OP_RESHAPE))
@@ -380,6 +381,10 @@ static void record_ids(Lower *L, Node *n, int ids, int64_t bound)
 	if (inp->classes && inp->classes != bound)
 		diag_error(n->loc, "ids '%s' are used with bounds %d and %lld", inp->name, inp->classes, (long long)bound);
 	inp->classes = (int)bound;
+	if (labels && labels->lab.has) {
+		inp->has_ignore = true;
+		inp->ignore = labels->lab.ignore;
+	}
 }
 
 /* the op a builtin function's name calls, or -1 */
@@ -756,14 +761,7 @@ static int cross_entropy(Lower *L, Scope *s, Node *n)
 			op->attr.lab.ignore = (int)a[1].value;
 		}
 	int v = emit(L, op);
-	record_ids(L, n, in[1], lt.dim[lt.rank - 1]);
-	Op *d = L->p->values.data[in[1]].def;
-	while (d && (d->kind == OP_SLICE || d->kind == OP_RANGE || d->kind == OP_RESHAPE))
-		d = L->p->values.data[d->in[0]].def;
-	if (op->attr.lab.has && d && d->kind == OP_INPUT) {
-		L->p->inputs.data[d->index].has_ignore = true;
-		L->p->inputs.data[d->index].ignore = op->attr.lab.ignore;
-	}
+	record_ids(L, n, in[1], lt.dim[lt.rank - 1], &op->attr);
 	return v;
 }
 
@@ -885,7 +883,7 @@ static int call(Lower *L, Scope *s, Node *n)
 		arity(n, 2, 2);
 		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
 		int v = emit(L, mk(L, OP_EMBED, n->loc, 2, in));
-		record_ids(L, n, in[1], ir_vtype(L->p, in[0]).dim[0]);
+		record_ids(L, n, in[1], ir_vtype(L->p, in[0]).dim[0], NULL);
 		return v;
 	}
 	case FE_PAD: {

@@ -508,27 +508,25 @@ static Node *expr(Parser *P) { return binary(P, 0); }
 
 static void block(Parser *P, NodeList *out, Loc open);
 
+/* NAME = expr after `let` or `report`, located at the name */
+static Node *binding(Parser *P, NodeKind k, const char *what)
+{
+	Node *n = node(k, P->tok.loc);
+	n->name = ident(P, what);
+	expect(P, "=", "after the name");
+	n->a = expr(P);
+	return n;
+}
+
 static Node *statement(Parser *P)
 {
 	Tok t = P->tok;
-	if (accept(P, "let")) {
-		Node *n = node(N_LET, t.loc);
-		n->loc = P->tok.loc;
-		n->name = ident(P, "a name after 'let'");
-		expect(P, "=", "after the name");
-		n->a = expr(P);
-		return n;
-	}
+	if (accept(P, "let"))
+		return binding(P, N_LET, "a name after 'let'");
+	if (accept(P, "report"))
+		return binding(P, N_REPORT, "a name after 'report'");
 	if (accept(P, "return")) {
 		Node *n = node(N_RETURN, t.loc);
-		n->a = expr(P);
-		return n;
-	}
-	if (accept(P, "report")) {
-		Node *n = node(N_REPORT, t.loc);
-		n->loc = P->tok.loc;
-		n->name = ident(P, "a name after 'report'");
-		expect(P, "=", "after the name");
 		n->a = expr(P);
 		return n;
 	}

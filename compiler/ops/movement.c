@@ -122,8 +122,7 @@ void ops_adjoint_window(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	Op *d = ir_new_op(p, op->kind == OP_PAD ? OP_RANGE : OP_PAD, op->loc, 1, &g);
-	d->attr.ax.axis = op->attr.ax.axis;
-	d->attr.ax.at = op->attr.ax.at;
+	d->attr = op->attr;
 	d->to = ir_vtype(p, op->in[0]);
 	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
 }
@@ -197,7 +196,7 @@ void ops_adjoint_unfold(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	Op *d = ir_new_op(p, OP_FOLD, op->loc, 1, &g);
-	d->attr.win = op->attr.win;
+	d->attr = op->attr;
 	d->to = ir_vtype(p, op->in[0]);
 	ad_contrib(a, op->in[0], ad_emit(a, d), op->loc);
 }

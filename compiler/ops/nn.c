@@ -69,8 +69,7 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 static int attn_op(Ad *a, Op *op, OpKind k, int nin, const int *in)
 {
 	Op *d = ir_new_op(ad_program(a), k, op->loc, nin, in);
-	d->attr.attn.heads = op->attr.attn.heads;
-	d->attr.attn.causal = op->attr.attn.causal;
+	d->attr = op->attr;
 	return ad_emit(a, d);
 }
 
@@ -119,12 +118,12 @@ void ops_adjoint_layernorm(Ad *a, Op *op, int g)
 	Loc loc = op->loc;
 	if (ad_active(a, x)) {
 		Op *d = ir_new_op(ad_program(a), OP_LAYERNORM_GRAD, loc, 3, (int[]){x, scale, g});
-		d->attr.value = op->attr.value;
+		d->attr = op->attr;
 		ad_contrib(a, x, ad_emit(a, d), loc);
 	}
 	if (ad_active(a, scale)) {
 		Op *h = ir_new_op(ad_program(a), OP_LAYERNORM_HAT, loc, 1, &x);
-		h->attr.value = op->attr.value;
+		h->attr = op->attr;
 		ad_contrib(a, scale, ad_unbroadcast(a, ad_op2(a, OP_MUL, loc, g, ad_emit(a, h)), scale, loc), loc);
 	}
 	if (ad_active(a, shift))
@@ -225,13 +224,11 @@ void ops_adjoint_xent(Ad *a, Op *op, int g)
 	Loc loc = op->loc;
 	if (op->attr.lab.has) {
 		Op *c = ir_new_op(p, OP_XENT_COUNT, loc, 1, &op->in[1]);
-		c->attr.lab.ignore = op->attr.lab.ignore;
-		c->attr.lab.has = true;
+		c->attr = op->attr;
 		int64_t rows = ir_numel(ir_vtype(p, op->in[1]));
 		g = ad_op2(a, OP_DIV, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, (double)rows)), ad_emit(a, c));
 	}
 	Op *d = ir_new_op(p, OP_XENT_GRAD, loc, 3, (int[]){op->in[0], op->in[1], g});
-	d->attr.lab.ignore = op->attr.lab.ignore;
-	d->attr.lab.has = op->attr.lab.has;
+	d->attr = op->attr;
 	ad_contrib(a, op->in[0], ad_emit(a, d), loc);
 }

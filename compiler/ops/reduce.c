@@ -56,7 +56,7 @@ void ops_adjoint_reduce(Ad *a, Op *op, int g)
 		int hit = ad_opto(a, OP_BROADCAST, loc, ad_opto(a, OP_RESHAPE, loc, op->out, keep), tx);
 		mask = ad_op2(a, OP_EQ, loc, op->in[0], hit);
 		Op *count = ir_new_op(p, OP_SUM, loc, 1, &mask);
-		count->attr.axes = op->attr.axes;
+		count->attr = op->attr;
 		g = ad_op2(a, OP_DIV, loc, g, ad_emit(a, count));
 	}
 	int d = ad_opto(a, OP_BROADCAST, loc, ad_opto(a, OP_RESHAPE, loc, g, keep), tx);

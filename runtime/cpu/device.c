@@ -110,31 +110,30 @@ static void cpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
 
 /* bf16 has no BLAS: each matrix widened to f32, one sgemm, the result
  * rounded back (the accumulation is f32, as on the GPU) */
-static float *widen(uint64_t x, int64_t rows, int64_t ld)
+static void widen(float *f, uint64_t x, int64_t n)
 {
-	float *f = rt_host_alloc((int64_t)sizeof(float) * rows * ld, "a bf16 GEMM");
-	for (int64_t i = 0; i < rows * ld; i++)
+	for (int64_t i = 0; i < n; i++)
 		f[i] = rt_bf16_to_f32(((const uint16_t *)P(x))[i]);
-	return f;
 }
 
 static void bf16_gemm(enum CBLAS_TRANSPOSE TA, enum CBLAS_TRANSPOSE TB, int64_t m, int64_t n, int64_t k, uint64_t a,
                       int64_t lda, int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
                       int64_t batch, double beta)
 {
-	int64_t ra = TA == CblasTrans ? k : m, rb = TB == CblasTrans ? n : k;
+	int64_t na = (TA == CblasTrans ? k : m) * lda, nb = (TB == CblasTrans ? n : k) * ldb, nc = m * ldc;
+	float *A = rt_host_alloc((int64_t)sizeof(float) * (na + nb + nc), "a bf16 GEMM"), *Bm = A + na, *C = Bm + nb;
 	for (int64_t i = 0; i < batch; i++) {
-		float *A = widen(a + (uint64_t)(2 * i * sa), ra, lda), *Bm = widen(b + (uint64_t)(2 * i * sb), rb, ldb);
-		float *C = widen(c + (uint64_t)(2 * i * sc), m, ldc);
+		widen(A, a + (uint64_t)(2 * i * sa), na);
+		widen(Bm, b + (uint64_t)(2 * i * sb), nb);
+		if (beta != 0)
+			widen(C, c + (uint64_t)(2 * i * sc), nc);
 		cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, A, (int)lda, Bm, (int)ldb, (float)beta, C, (int)ldc);
 		uint16_t *out = (uint16_t *)P(c + (uint64_t)(2 * i * sc));
 		for (int64_t r = 0; r < m; r++)
 			for (int64_t j = 0; j < n; j++)
 				out[r * ldc + j] = rt_f32_to_bf16(C[r * ldc + j]);
-		free(A);
-		free(Bm);
-		free(C);
 	}
+	free(A);
 }
 
 static void cpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# --precision bf16 on the CPU: reals stored in 2 bytes, computed and
-# accumulated in f32. Rounding is to nearest even, in the runtime's
+# --precision bf16 on the CPU: reals stored in 2 bytes, computed in f32. Rounding is to nearest even, in the runtime's
 # conversions and in the kernels; every op program's gradients stay within
 # 3% of the f32 build's at the same (bf16-exact) parameters; samples train
 # in half the device memory.
