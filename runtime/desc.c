@@ -128,6 +128,16 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				t->has_ignore = num(&p, line, l) != 0;
 				t->ignore = (int)num(&p, line, l);
 			}
+		} else if (!strcmp(key, "buffer")) {
+			named_param(m, &p, line, l)->buffer = true;
+		} else if (!strcmp(key, "update")) {
+			if (m->nupdates >= (int)(sizeof m->updates / sizeof *m->updates))
+				rt_fail(70, "internal error: too many updates in the model description");
+			RtTensor *t = named_param(m, &p, line, l);
+			if (!t->buffer)
+				bad(line, l);
+			m->updates[m->nupdates].param = (int)(t - m->params);
+			m->updates[m->nupdates++].offset = num(&p, line, l);
 		} else if (!strcmp(key, "optimizer")) {
 			char s[8];
 			word(&p, s, sizeof s, line, l);
@@ -234,12 +244,19 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				        (long long)m->host);
 			continue;
 		}
-		out = !inside(m->arena, t->offset, t->bytes) || (i < m->nparams && !inside(m->arena, t->grad, t->bytes));
-		/* adam's moments, planned for every resident parameter */
-		if (i < m->nparams && m->adam)
+		bool trained = i < m->nparams && !t->buffer;
+		out = !inside(m->arena, t->offset, t->bytes) || (trained && !inside(m->arena, t->grad, t->bytes));
+		/* adam's moments, planned for every resident trained parameter */
+		if (trained && m->adam)
 			out |= !inside(m->arena, t->opt_m, t->bytes) || !inside(m->arena, t->opt_v, t->bytes);
 		if (out || t->numel < 0)
 			rt_fail(70, "internal error: tensor '%s' lies outside the arena of %lld bytes", t->name,
+			        (long long)m->arena);
+	}
+	for (int i = 0; i < m->nupdates; i++) {
+		const RtTensor *t = &m->params[m->updates[i].param];
+		if (t->streamed || !inside(m->arena, m->updates[i].offset, t->bytes))
+			rt_fail(70, "internal error: the update of '%s' lies outside the arena of %lld bytes", t->name,
 			        (long long)m->arena);
 	}
 }

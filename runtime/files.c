@@ -484,6 +484,8 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 	int64_t off = 0;
 	for (int i = 0; i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
+		if (grads && t->buffer)
+			continue; /* a buffer has no gradient */
 		n += (size_t)snprintf(h + n, cap - n, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, dt);
 		for (int k = 0; k < t->rank; k++)
 			n += (size_t)snprintf(h + n, cap - n, "%s%lld", k ? "," : "", (long long)t->dim[k]);
@@ -500,6 +502,8 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 	memcpy(out + 8, h, n);
 	size_t at = 8 + n;
 	for (int i = 0; i < m->nparams; i++) {
+		if (grads && m->params[i].buffer)
+			continue;
 		memcpy(out + at, bufs[i], (size_t)m->params[i].bytes);
 		at += (size_t)m->params[i].bytes;
 	}

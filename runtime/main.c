@@ -210,9 +210,11 @@ static const char help[] =
 	"                          as bytes (text)\n"
 	"  --labels FILE           the second input's data, likewise\n"
 	"  --input NAME=FILE       any input's data, by name, likewise\n"
-	"  --init FILE.safetensors start from these parameters (every parameter by name, F32, F64 or BF16)\n"
-	"  --save FILE.safetensors write the trained parameters (atomically: a temporary file, then rename)\n"
-	"  --dump-grads FILE.safetensors  write the gradients of the first step\n"
+	"  --init FILE.safetensors start from these parameters and buffers (every one by name, F32, F64 or\n"
+	"                          BF16)\n"
+	"  --save FILE.safetensors write the trained parameters and the buffers (atomically: a temporary\n"
+	"                          file, then rename)\n"
+	"  --dump-grads FILE.safetensors  write the gradients of the first step (parameters only)\n"
 	"  --summary-json FILE     write a JSON summary: losses, reports, time, device bytes, transfers,\n"
 	"                          loop steps\n"
 	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10); the line's ms/step\n"
@@ -222,7 +224,8 @@ static const char help[] =
 	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
 	"                          totals by kernel (CUDA events on the GPU)\n"
 	"  --eval                  evaluate instead of training: the loss and reports of each batch of the\n"
-	"                          first input's data (or of --steps batches), dropout off, nothing updated;\n"
+	"                          first input's data (or of --steps batches), dropout off, training() 0,\n"
+	"                          nothing updated (parameters or buffers);\n"
 	"                          prints their means (and writes them to --summary-json)\n"
 	"  --gradcheck             compare gradients with central finite differences instead of training\n"
 	"  --gradcheck-samples N   entries sampled per parameter, 1 to 10^9 (default 8)\n"
@@ -632,6 +635,8 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 	rng_state = (uint64_t)o->seed * 31 + 17;
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
+		if (t->buffer)
+			continue;
 		if (!t->streamed)
 			rt_d2h(c, g[i], c->base + (uint64_t)t->grad, t->bytes);
 		int64_t count = t->numel < o->gc_samples ? t->numel : o->gc_samples;
@@ -773,7 +778,7 @@ static void download_params(RtCtx *c, void **host, bool grads)
 	c->dev->sync();
 	for (int i = 0; i < c->model->nparams; i++) {
 		RtTensor *t = &c->model->params[i];
-		if (!t->streamed)
+		if (!t->streamed && !(grads && t->buffer))
 			rt_d2h(c, host[i], c->base + (uint64_t)(grads ? t->grad : t->offset), t->bytes);
 	}
 }
@@ -893,10 +898,14 @@ int main(int argc, char **argv)
 
 	if (!o.quiet) {
 		int64_t count = 0;
+		int nbuf = 0;
 		for (int i = 0; i < m->nparams; i++)
-			count += m->params[i].numel;
-		printf("%s: %d parameter tensors, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
-		       m->model, m->nparams, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
+			count += m->params[i].numel, nbuf += m->params[i].buffer;
+		char bufs[48] = "";
+		if (nbuf)
+			snprintf(bufs, sizeof bufs, " and %d buffer%s", nbuf, nbuf == 1 ? "" : "s");
+		printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
+		       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
 		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
 		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
 		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
@@ -964,9 +973,14 @@ int main(int argc, char **argv)
 			/* the resident parameters' update; dp_step updated the streamed ones unit by unit */
 			for (int i = 0; i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
-				if (!t->streamed)
+				if (!t->streamed && !t->buffer)
 					rt_apply_update(c, c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad,
 					                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, t->numel);
+			}
+			/* the buffers' updates, in order on the compute stream: after everything that read them */
+			for (int i = 0; i < m->nupdates; i++) {
+				RtTensor *t = &m->params[m->updates[i].param];
+				c->dev->d2d(c->base + (uint64_t)t->offset, c->base + (uint64_t)m->updates[i].offset, t->bytes);
 			}
 			c->profile = false;
 			c->dev->fence(slot);

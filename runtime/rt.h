@@ -21,6 +21,7 @@ typedef struct {
 	int64_t offset, grad; /* arena offsets; grad -1 for inputs */
 	int64_t opt_m, opt_v; /* adam: the moments' arena offsets; -1 otherwise */
 	bool streamed;        /* in the host pool: value at host, adam's moments at host_m, host_v */
+	bool buffer;          /* a `buffer`: saved and loaded like a parameter, never trained (grad -1) */
 	int64_t host, host_m, host_v;
 	int stacked, classes;
 	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */
@@ -41,6 +42,11 @@ typedef struct {
 		int64_t offset;   /* a scalar the loss block reports (`report NAME = e`), read after each step */
 	} reports[16];
 	int nreports;
+	struct {
+		int param;        /* the buffer that takes the value at offset after a training step (`update NAME = e`) */
+		int64_t offset;
+	} updates[16];
+	int nupdates;
 	int k_sgd, k_adam;
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
 	bool has_optimizer;

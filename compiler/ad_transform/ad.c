@@ -180,7 +180,7 @@ static bool mark_active(Ad *a, Block *b)
 		}
 		if (op->out < 0 || a->active.data[op->out])
 			continue;
-		char act = op->kind == OP_PARAM;
+		char act = op->kind == OP_PARAM && !a->p->params.data[op->index].buffer;
 		for (int k = 0; k < op->nin; k++)
 			act |= a->active.data[op->in[k]];
 		if (act && ir_vtype(a->p, op->out).dt == DT_REAL) {
@@ -530,6 +530,8 @@ Program *ad_transform(Program *p, const AdOptions *o)
 
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
+		if (q->buffer)
+			continue;
 		q->grad = new_var(&a, VC_GRAD, q->type, ar_printf("grad_%s", q->name), q->loc);
 		ad_emit(&a, ir_new_op(p, OP_ZERO, q->loc, 1, &q->grad));
 	}

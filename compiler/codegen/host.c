@@ -137,6 +137,10 @@ static void lower_kernel(Host *h, Op *op, LLVMValueRef into)
 			key = cg_mix(h->g, b, LLVMBuildXor(b, key, h->index[op->in[j]], ""));
 		words[nw++] = key;
 		words[nw++] = LLVMBuildCall2(b, h->t_on, h->f_on, &h->ctx, 1, "");
+	} else if (op->kind == OP_TRAINING) {
+		d.out = ir_vtype(p, op->out);
+		words[nw++] = addr(h, op->out);
+		words[nw++] = LLVMBuildCall2(h->g->b, h->t_on, h->f_on, &h->ctx, 1, "");
 	} else {
 		d.nin = op->nin;
 		d.out = ir_vtype(p, op->out);
@@ -813,8 +817,12 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		put(&t, ar_printf("param %s %s", q->name, real));
 		put_type(&t, q->type);
 		put(&t, ar_printf(" %lld %lld %d %s %.17g %.17g\n", q->streamed ? -1LL : (long long)p->values.data[q->value].offset,
-		                  q->streamed ? -1LL : (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
+		                  q->streamed || q->buffer ? -1LL : (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
+		if (q->buffer)
+			put(&t, ar_printf("buffer %s\n", q->name));
 	}
+	for (int i = 0; i < p->updates.len; i++)
+		put(&t, ar_printf("update %s %lld\n", p->updates.data[i].name, (long long)p->values.data[p->updates.data[i].value].offset));
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];
 		put(&t, ar_printf("input %s %s", in->name, in->type.dt == DT_I32 ? "i32" : real));

@@ -1278,6 +1278,28 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	case OP_INTERP:
 		body_interp(k, d, ptrs, idx);
 		return;
+	case OP_LITERAL: {
+		/* the elements, as f64, in a constant array of the module (global memory on the GPU) */
+		unsigned n = (unsigned)ir_numel(d->out);
+		LLVMValueRef *c = ar_alloc(sizeof *c * n);
+		for (unsigned i = 0; i < n; i++)
+			c[i] = LLVMConstReal(g->f64, d->attr.lit.v[i]);
+		LLVMTypeRef at = LLVMArrayType(g->f64, n);
+		LLVMValueRef gv = LLVMAddGlobalInAddressSpace(g->mod, at, "dp_literal", g->gpu ? 1 : 0);
+		LLVMSetInitializer(gv, LLVMConstArray(g->f64, c, n));
+		LLVMSetGlobalConstant(gv, 1);
+		LLVMSetLinkage(gv, LLVMInternalLinkage);
+		LLVMValueRef at_idx[2] = {cg_i64(g, 0), idx};
+		LLVMValueRef v = LLVMBuildLoad2(B, g->f64, LLVMBuildGEP2(B, at, gv, at_idx, 2, ""), "");
+		store(k, ptrs[0], idx, g->real == g->f64 ? v : LLVMBuildFPTrunc(B, v, g->real, ""));
+		return;
+	}
+	case OP_TRAINING: {
+		/* word 1: 1 while training, 0 in evaluation (rt_dropout_on) */
+		LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, args[1], cg_i64(g, 0), "");
+		store(k, ptrs[0], idx, LLVMBuildSelect(B, on, cg_real(g, 1), cg_real(g, 0), ""));
+		return;
+	}
 	case OP_ARANGE:
 		LLVMBuildStore(B, LLVMBuildTrunc(B, idx, g->i32, ""), LLVMBuildGEP2(B, g->i32, ptr_of(k, args[0], g->i32p), &idx, 1, ""));
 		return;

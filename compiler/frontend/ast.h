@@ -8,7 +8,7 @@
 
 typedef enum {
 	N_NUM, N_NAME, N_BIN, N_NEG, N_CALL, N_INDEX, N_LIST, N_RANGE, /* expressions; N_RANGE only as a subscript */
-	N_LET, N_ASSIGN, N_FOR, N_RETURN, N_REPORT,           /* statements */
+	N_LET, N_ASSIGN, N_FOR, N_RETURN, N_REPORT, N_UPDATE, /* statements */
 } NodeKind;
 
 typedef struct Node Node;

@@ -96,7 +96,7 @@ typedef struct {
 	const char *name;
 	int (*lower)(Lower *L, Scope *s, Node *n);
 } Composite;
-#define NCOMPOSITES 8
+#define NCOMPOSITES 9
 static const Composite composites[NCOMPOSITES];
 
 static const char *suggest(Lower *L, Scope *s, const char *name, bool callable)
@@ -249,6 +249,7 @@ static int axis_of(Lower *L, Scope *s, Node *n, int rank)
 /* ---- expressions ---- */
 
 static int expr(Lower *L, Scope *s, Node *n);
+static int literal(Lower *L, Scope *s, Node *n);
 static int call_fn(Lower *L, Scope *s, Node *n, Fn *f);
 
 static int tensor_expr(Lower *L, Scope *s, Node *n) { return tensor(L, expr(L, s, n), n->loc); }
@@ -474,8 +475,11 @@ typedef struct {
 static void builtin_args(Lower *L, Scope *s, Node *n, int npos, Arg *spec, int nspec)
 {
 	int k = n->args.len;
-	if (k < npos || k > npos + nspec)
+	if (k < npos || k > npos + nspec) {
+		if (!nspec)
+			diag_error(n->loc, "%s takes %d argument%s, got %d", n->name, npos, npos == 1 ? "" : "s", k);
 		diag_error(n->loc, "%s takes %d to %d arguments, got %d", n->name, npos, npos + nspec, k);
+	}
 	bool seen[8] = {0}, named = false;
 	for (int i = 0; i < k; i++) {
 		Node *a = n->args.data[i];
@@ -765,9 +769,18 @@ static int cross_entropy(Lower *L, Scope *s, Node *n)
 	return v;
 }
 
+/* training(): 1 in a training step, 0 in evaluation (the executable's --eval) */
+static int training(Lower *L, Scope *s, Node *n)
+{
+	builtin_args(L, s, n, 0, NULL, 0);
+	Op *op = mk(L, OP_TRAINING, n->loc, 0, NULL);
+	op->to = ir_scalar(DT_REAL);
+	return emit(L, op);
+}
+
 static const Composite composites[NCOMPOSITES] = {{"conv2d", conv2d}, {"max_pool2d", max_pool2d}, {"avg_pool2d", avg_pool2d},
                    {"groupnorm", groupnorm}, {"upsample", upsample}, {"cast", cast},
-                   {"argmax", argmax}, {"arange", arange}};
+                   {"argmax", argmax}, {"arange", arange}, {"training", training}};
 
 static int call(Lower *L, Scope *s, Node *n)
 {
@@ -998,13 +1011,108 @@ static int expr(Lower *L, Scope *s, Node *n)
 	case N_INDEX:
 		return index_expr(L, s, n);
 	case N_LIST:
-		diag_error(n->loc, "a list is only allowed as a shape, axes or permutation argument");
+		return literal(L, s, n);
 	default:
 		unreachable();
 	}
 }
 
+/* ---- tensor literals ---- */
+
+#define MAX_LITERAL 65536
+
+typedef struct {
+	int rank;
+	int64_t dim[IR_MAXRANK], at;
+	double *v;
+} Lit;
+
+/* the elements of n, a number or a list at depth, into l->v in row-major order */
+static void literal_fill(Lower *L, Scope *s, Node *n, Lit *l, int depth)
+{
+	if (n->kind != N_LIST) {
+		if (depth != l->rank)
+			diag_error(n->loc, "a number where a list of %lld belongs: the rows of a tensor literal have one shape",
+			           (long long)l->dim[depth]);
+		int e = expr(L, s, n);
+		if (!is_const(L, e))
+			diag_error(n->loc, "a tensor literal holds numbers and consts only (build one from tensors with concat)");
+		l->v[l->at++] = L->p->values.data[e].def->attr.value;
+		return;
+	}
+	if (depth == l->rank)
+		diag_error(n->loc, "a list where a number belongs: the rows of a tensor literal have one shape");
+	if (n->args.len != l->dim[depth])
+		diag_error(n->loc, "this list has %d element%s where the first has %lld: the rows of a tensor literal have one shape",
+		           n->args.len, n->args.len == 1 ? "" : "s", (long long)l->dim[depth]);
+	for (int i = 0; i < n->args.len; i++)
+		literal_fill(L, s, n->args.data[i], l, depth + 1);
+}
+
+/* [1, 2], [[1, 0], [0, 1]]: a constant f32 tensor, its shape from the nesting */
+static int literal(Lower *L, Scope *s, Node *n)
+{
+	Lit l = {0};
+	int64_t numel = 1;
+	for (Node *x = n; x->kind == N_LIST; x = x->args.data[0]) {
+		if (!x->args.len)
+			diag_error(x->loc, "an empty list is not a tensor");
+		if (l.rank == IR_MAXRANK)
+			diag_error(x->loc, "a tensor literal has at most %d axes", IR_MAXRANK);
+		l.dim[l.rank++] = x->args.len;
+		numel *= x->args.len;
+		if (numel > MAX_LITERAL)
+			diag_error(n->loc, "a tensor literal has at most %d elements (load a larger constant into a buffer with --init)",
+			           MAX_LITERAL);
+	}
+	l.v = ar_alloc(sizeof(double) * (size_t)numel);
+	literal_fill(L, s, n, &l, 0);
+	Op *op = mk(L, OP_LITERAL, n->loc, 0, NULL);
+	op->to = ir_type(DT_REAL, l.rank, l.dim);
+	op->attr.lit.v = l.v;
+	return emit(L, op);
+}
+
 /* ---- statements ---- */
+
+/* the value of the buffer named name, or -2 */
+static int param_value(Lower *L, const char *name)
+{
+	for (int i = 0; i < L->p->params.len; i++)
+		if (L->p->params.data[i].buffer && !strcmp(L->p->params.data[i].name, name))
+			return L->p->params.data[i].value;
+	return -2;
+}
+
+/* update B = e: after each training step, buffer B takes e's value from that
+ * step's forward program (the runtime copies it; evaluation leaves B alone) */
+static void lower_update(Lower *L, Scope *s, Node *n)
+{
+	if (s != L->loss)
+		diag_error(n->loc, "update is only allowed in the loss block itself, not in a loop or function");
+	int qi = -1;
+	for (int i = 0; i < L->p->params.len; i++)
+		if (!strcmp(L->p->params.data[i].name, n->name))
+			qi = i;
+	if (qi < 0 || !L->p->params.data[qi].buffer)
+		diag_error(n->loc, qi < 0 ? "'%s' is not a buffer: update names a `buffer` declaration"
+		                          : "'%s' is a parameter: parameters are trained, only a `buffer` is updated", n->name);
+	Param *q = &L->p->params.data[qi];
+	int v = tensor(L, expr(L, s, n->a), n->a->loc);
+	if (!ir_type_eq(ir_vtype(L->p, v), q->type))
+		diag_error(n->a->loc, "buffer '%s' is %s but this update is %s", n->name, ir_decl_type_str(q->type, q->stacked),
+		           ts(ir_vtype(L->p, v)));
+	for (int k = 0; k < L->p->updates.len; k++)
+		if (L->p->updates.data[k].param == qi)
+			diag_error(n->loc, "buffer '%s' is updated twice", n->name);
+	if (L->p->updates.len >= IR_MAX_REPORTS)
+		diag_error(n->loc, "at most %d updates", IR_MAX_REPORTS);
+	/* a leaf or a view of one would be read after the optimizer has changed it: copy */
+	Op *d = L->p->values.data[v].def;
+	if (ir_ops[d->kind].flags & (OPF_LEAF | OPF_VIEW))
+		v = emit(L, mk(L, OP_COPY, n->loc, 1, &v));
+	vec_push(&L->p->updates, ((Report){n->name, v, n->loc, qi}));
+}
 
 static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where);
 
@@ -1099,6 +1207,8 @@ static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where
 			if (!b)
 				diag_error(n->loc, "assignment to undefined name '%s' (introduce it with let)%s", n->name,
 				           suggest(L, s, n->name, false));
+			if (b->fixed && b->value == param_value(L, n->name))
+				diag_error(n->loc, "cannot assign to buffer '%s' (it changes after a training step by `update %s = e`)", n->name, n->name);
 			if (b->fixed || b->kind == B_IVAR)
 				diag_error(n->loc, "cannot assign to %s '%s'", b->kind == B_IVAR ? "loop variable" : "parameter or input", n->name);
 			int v = expr(L, s, n->a);
@@ -1128,9 +1238,12 @@ static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where
 					diag_error(n->loc, "'%s' is reported twice", n->name);
 			if (L->p->reports.len >= IR_MAX_REPORTS)
 				diag_error(n->loc, "at most %d reports", IR_MAX_REPORTS);
-			vec_push(&L->p->reports, ((Report){n->name, v, n->loc}));
+			vec_push(&L->p->reports, ((Report){n->name, v, n->loc, -1}));
 			break;
 		}
+		case N_UPDATE:
+			lower_update(L, s, n);
+			break;
 		case N_RETURN:
 			if (!want_return)
 				diag_error(n->loc, "return is only allowed at the end of a function or the loss block");

@@ -176,7 +176,7 @@ static Tok expect(Parser *P, const char *s, const char *what)
 	return t;
 }
 
-static const char *keywords[] = {"const", "param", "input", "fn", "loss", "let", "for", "in", "return", "report"};
+static const char *keywords[] = {"const", "param", "buffer", "input", "fn", "loss", "let", "for", "in", "return", "report", "update"};
 
 static bool is_keyword(Tok t)
 {
@@ -525,6 +525,8 @@ static Node *statement(Parser *P)
 		return binding(P, N_LET, "a name after 'let'");
 	if (accept(P, "report"))
 		return binding(P, N_REPORT, "a name after 'report'");
+	if (accept(P, "update"))
+		return binding(P, N_UPDATE, "a buffer name after 'update'");
 	if (accept(P, "return")) {
 		Node *n = node(N_RETURN, t.loc);
 		n->a = expr(P);
@@ -555,8 +557,8 @@ static Node *statement(Parser *P)
 		return n;
 	}
 	if (t.kind == T_IDENT && !is_keyword(t))
-		diag_error(P->next.loc, "expected '=' after '%.*s' (a statement is let, assignment, for, report or return)", t.len, t.s);
-	diag_error(t.loc, "expected a statement (let, assignment, for, report or return), found %s", tok_str(t));
+		diag_error(P->next.loc, "expected '=' after '%.*s' (a statement is let, assignment, for, report, update or return)", t.len, t.s);
+	diag_error(t.loc, "expected a statement (let, assignment, for, report, update or return), found %s", tok_str(t));
 }
 
 static void block(Parser *P, NodeList *out, Loc open)
@@ -565,7 +567,7 @@ static void block(Parser *P, NodeList *out, Loc open)
 		if (P->tok.kind == T_EOF)
 			diag_error(open, "unterminated block: this '{' has no matching '}'");
 		/* a declaration inside a block: most likely a '}' is missing */
-		static const char *items[] = {"const", "param", "input", "fn", "loss"};
+		static const char *items[] = {"const", "param", "buffer", "input", "fn", "loss"};
 		for (size_t i = 0; i < sizeof items / sizeof *items; i++)
 			if (is(P->tok, items[i]))
 				diag_error(open, "unterminated block: this '{' has no matching '}' before '%s' at %d:%d",
@@ -593,20 +595,23 @@ static double signed_number(Parser *P, const char *what)
 	return s * t.fval;
 }
 
-static void parse_param(Parser *P)
+/* `param` or, with buffer, `buffer`: the same declaration */
+static void parse_param(Parser *P, bool buffer)
 {
+	const char *what = buffer ? "buffer" : "parameter";
 	Param q = {0};
 	q.loc = P->tok.loc;
-	q.name = ident(P, "a parameter name");
+	q.buffer = buffer;
+	q.name = ident(P, buffer ? "a buffer name" : "a parameter name");
 	dup_check(P, q.name, q.loc);
 	q.grad = q.opt_m = q.opt_v = q.slot = q.mslot = q.vslot = -1;
-	expect(P, ":", "after the parameter name");
+	expect(P, ":", buffer ? "after the buffer name" : "after the parameter name");
 	Loc tl = P->tok.loc;
 	q.type = parse_type(P, &q.stacked);
 	if (q.type.dt != DT_REAL)
-		diag_error(tl, "parameters must be f32");
+		diag_error(tl, "%ss must be f32", what);
 	if (!is(P->tok, "="))
-		diag_error(q.loc, "parameter '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros or ones", q.name);
+		diag_error(q.loc, "%s '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros or ones", what, q.name);
 	next(P);
 	Tok t = P->tok;
 	if (accept(P, "zeros")) {
@@ -689,7 +694,9 @@ static void parse_items(Parser *P)
 				map_put(&P->ast->const_index, c.name, P->ast->consts.len - 1);
 			} while (accept(P, ","));
 		} else if (accept(P, "param")) {
-			parse_param(P);
+			parse_param(P, false);
+		} else if (accept(P, "buffer")) {
+			parse_param(P, true);
 		} else if (accept(P, "input")) {
 			Input in = {0};
 			in.loc = P->tok.loc;
@@ -709,7 +716,7 @@ static void parse_items(Parser *P)
 			Tok open = expect(P, "{", "to open the loss block");
 			block(P, &P->ast->loss, open.loc);
 		} else {
-			diag_error(t.loc, "expected const, param, input, fn or loss at the top level, found %s", tok_str(t));
+			diag_error(t.loc, "expected const, param, buffer, input, fn or loss at the top level, found %s", tok_str(t));
 		}
 		accept(P, ";");
 	}
@@ -887,7 +894,8 @@ static void print_node(FILE *f, Node *n, int depth)
 	case N_LET:
 	case N_ASSIGN:
 	case N_REPORT:
-		fprintf(f, "(%s %s ", n->kind == N_LET ? "let" : n->kind == N_REPORT ? "report" : "set", n->name);
+	case N_UPDATE:
+		fprintf(f, "(%s %s ", n->kind == N_LET ? "let" : n->kind == N_REPORT ? "report" : n->kind == N_UPDATE ? "update" : "set", n->name);
 		print_expr(f, n->a);
 		fputs(")\n", f);
 		return;
@@ -914,7 +922,7 @@ void fe_print_ast(FILE *f, FeAst *a)
 	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
 	for (int i = 0; i < a->params.len; i++) {
 		Param *q = &a->params.data[i];
-		fprintf(f, "(param %s %s %s", q->name, ir_decl_type_str(q->type, q->stacked), inits[q->init]);
+		fprintf(f, "(%s %s %s %s", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), inits[q->init]);
 		if (q->init == INIT_NORMAL)
 			fprintf(f, " %g", q->a);
 		if (q->init == INIT_UNIFORM)

@@ -25,6 +25,8 @@ int *ir_count_uses(Program *p)
 	uses[p->loss]++;
 	for (int i = 0; i < p->reports.len; i++)
 		uses[p->reports.data[i].value]++;
+	for (int i = 0; i < p->updates.len; i++)
+		uses[p->updates.data[i].value]++;
 	return uses;
 }
 

@@ -88,6 +88,7 @@ typedef enum {
 	AT_WINDOW,  /* win */
 	AT_LABELS,  /* lab.has, lab.ignore: the label that counts for nothing */
 	AT_DROPOUT, /* drop.p, drop.site: its place in the program, which keys its draws */
+	AT_LITERAL, /* lit.v: a constant tensor's elements, row-major (arena memory, shared by copies) */
 } AttrKind;
 
 /* An op's attributes, tagged by its kind (AttrKind). Ops are made zeroed
@@ -117,6 +118,9 @@ typedef union {
 		double p;
 		int site;
 	} drop;
+	struct {
+		const double *v;
+	} lit;
 } Attr;
 
 typedef struct Program Program;
@@ -195,6 +199,7 @@ typedef struct {
 	const char *name;
 	Type type;        /* full type, stack axis first when stacked */
 	int stacked;      /* 1 when declared f32[L][...] */
+	bool buffer;      /* `buffer`: kept and saved like a parameter, never trained (no gradient) */
 	InitKind init;
 	double a, b;      /* normal: std in a; uniform: [a, b) */
 	Loc loc;
@@ -213,6 +218,7 @@ typedef struct {
 	const char *name;
 	int value;
 	Loc loc;
+	int param;        /* an update (`update NAME = e`): the buffer that takes the value after a training step; -1 for a report */
 } Report;
 #define IR_MAX_REPORTS 16
 
@@ -271,6 +277,7 @@ struct Program {
 	int nforward;     /* body.ops[0, nforward) compute the loss: dp_forward runs those */
 	int loss;         /* scalar value id */
 	Vec(Report) reports;
+	Vec(Report) updates; /* `update B = e`: buffer B takes e's value after each training step */
 	bool has_grad;    /* set by ad_transform */
 	int real_bytes;   /* 4 or 8 */
 	Optimizer optimizer;
@@ -349,11 +356,14 @@ typedef void (*ir_op_fn)(Op *op, void *ctx);
 void ir_walk(Block *b, ir_op_fn fn, void *ctx); /* pre-order, into loop bodies */
 
 static inline Value *ir_val(Program *p, int v) { return &p->values.data[v]; }
-/* the loss or a report: the runtime reads it after the step */
+/* the loss, a report or an update's value: the runtime reads it after the step */
 static inline bool ir_is_result(const Program *p, int v)
 {
 	for (int i = 0; i < p->reports.len; i++)
 		if (p->reports.data[i].value == v)
+			return true;
+	for (int i = 0; i < p->updates.len; i++)
+		if (p->updates.data[i].value == v)
 			return true;
 	return v == p->loss;
 }

@@ -110,6 +110,13 @@ static void print_attr(FILE *f, Program *p, Op *op)
 	case AT_DROPOUT:
 		fprintf(f, " p=%g site=%d", a->drop.p, a->drop.site);
 		break;
+	case AT_LITERAL: {
+		int64_t n = ir_numel(op->to);
+		for (int64_t i = 0; i < n && i < 8; i++)
+			fprintf(f, "%s%.17g", i ? ", " : " [", a->lit.v[i]);
+		fputs(n > 8 ? ", ...]" : "]", f);
+		break;
+	}
 	case AT_NONE:
 	case AT_MATMUL: /* printed with its operands */
 		break;
@@ -234,7 +241,7 @@ void ir_print(FILE *f, Program *p)
 	fprintf(f, "# precision %s\n", p->real_bytes == 8 ? "f64" : p->real_bytes == 2 ? "bf16" : "f32");
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		fprintf(f, "param %s : %s = %s\n", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q));
+		fprintf(f, "%s %s : %s = %s\n", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q));
 	}
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];
@@ -252,8 +259,11 @@ void ir_print(FILE *f, Program *p)
 	fprintf(f, "loss %s\n", ir_value_name(p, p->loss));
 	for (int i = 0; i < p->reports.len; i++)
 		fprintf(f, "report %s %s\n", p->reports.data[i].name, ir_value_name(p, p->reports.data[i].value));
+	for (int i = 0; i < p->updates.len; i++)
+		fprintf(f, "update %s = %s\n", p->updates.data[i].name, ir_value_name(p, p->updates.data[i].value));
 	if (p->has_grad)
 		for (int i = 0; i < p->params.len; i++)
-			fprintf(f, "grad %s = %s%s\n", p->params.data[i].name, ir_value_name(p, p->params.data[i].grad),
-			        p->params.data[i].streamed ? "  # streamed: one unit at a time" : "");
+			if (!p->params.data[i].buffer)
+				fprintf(f, "grad %s = %s%s\n", p->params.data[i].name, ir_value_name(p, p->params.data[i].grad),
+				        p->params.data[i].streamed ? "  # streamed: one unit at a time" : "");
 }

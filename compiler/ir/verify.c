@@ -150,6 +150,12 @@ void ir_verify(Program *p, const char *pass)
 	for (int i = 0; i < p->reports.len; i++)
 		if (!c.defined[p->reports.data[i].value] || ir_vtype(p, p->reports.data[i].value).rank != 0)
 			BAD(&c, &none, "report %s is not a defined scalar", p->reports.data[i].name);
+	for (int i = 0; i < p->updates.len; i++) {
+		Report *u = &p->updates.data[i];
+		if (!c.defined[u->value] || u->param < 0 || u->param >= p->params.len || !p->params.data[u->param].buffer ||
+		    !ir_type_eq(ir_vtype(p, u->value), p->params.data[u->param].type))
+			BAD(&c, &none, "update %s is not a defined value of its buffer's type", u->name);
+	}
 	if (p->loss < 0 || !c.defined[p->loss])
 		BAD(&c, &none, "no loss value");
 	if (ir_vtype(p, p->loss).rank != 0 || ir_vtype(p, p->loss).dt != DT_REAL)
@@ -158,7 +164,9 @@ void ir_verify(Program *p, const char *pass)
 		BAD(&c, &none, "nforward %d of %d ops", p->nforward, p->body.len);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (p->has_grad && (q->grad < 0 || p->values.data[q->grad].kind != VK_VAR))
+		if (p->has_grad && !q->buffer && (q->grad < 0 || p->values.data[q->grad].kind != VK_VAR))
 			BAD(&c, &none, "parameter %s has no gradient variable", q->name);
+		if (q->buffer && (q->grad >= 0 || q->streamed))
+			BAD(&c, &none, "buffer %s has a gradient or is streamed", q->name);
 	}
 }

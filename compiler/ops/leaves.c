@@ -19,6 +19,8 @@ const char *ops_shape_leaf(Program *p, Op *op, Type *out)
 		*out = ir_scalar(DT_INDEX);
 		return NULL;
 	case OP_FILL:
+	case OP_TRAINING:
+	case OP_LITERAL:
 		*out = op->to;
 		return NULL;
 	case OP_ARANGE:

@@ -69,6 +69,8 @@ static Usage usage(Program *p, Param *q)
 {
 	Usage u = {0};
 	int w = q->value, g = q->grad;
+	if (q->buffer)
+		return (Usage){.why = "it is a buffer"};
 	if (!q->stacked)
 		return (Usage){.why = "it is not stacked"};
 	if (g < 0)

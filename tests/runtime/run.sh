@@ -519,4 +519,57 @@ PY
 else
 	notok "runtime/eval" "$o/ev.log"
 fi
+# buffers: saved and loaded with the parameters, never trained, absent from
+# the gradients; `update` applies after each training step and not in --eval;
+# training() is 1 in a step and 0 in evaluation. With --lr 0 and one batch,
+# an exponential average of a fixed value has a closed form.
+cat >"$o/buf.dp" <<'DP'
+const B = 4, D = 3
+param W : f32[D, D] = normal(0.5)
+buffer count : f32[] = zeros
+buffer avg : f32[D] = zeros
+input x : f32[B, D]
+loss {
+  let h = x @ W
+  update count = count + 1
+  update avg = 0.5 * avg + 0.5 * mean(h, 0)
+  report seen = count
+  report train = training()
+  return mse(h, x)
+}
+DP
+npy "$o/buf.x.npy" "<f4" 4,3 "[((k * 7) % 5) / 5 - 0.4 for k in range(n)]"
+if "$DPC" "$o/buf.dp" -o "$o/buf" >"$o/buf.log" 2>&1 &&
+	"$o/buf" --data "$o/buf.x.npy" --steps 5 --lr 0 --save "$o/buf.st" --dump-grads "$o/buf.g.st" \
+		--summary-json "$o/buf.a.json" >>"$o/buf.log" 2>&1 &&
+	"$o/buf" --data "$o/buf.x.npy" --eval --init "$o/buf.st" --summary-json "$o/buf.b.json" >>"$o/buf.log" 2>&1 &&
+	"$o/buf" --data "$o/buf.x.npy" --steps 2 --lr 0 --init "$o/buf.st" --save "$o/buf.2.st" --quiet >>"$o/buf.log" 2>&1; then
+	check "runtime/buffer" python3 - "$o" <<'PY'
+import json, struct, sys
+o = sys.argv[1]
+def st(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: struct.unpack("<%df" % ((v["data_offsets"][1] - v["data_offsets"][0]) // 4),
+                             b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()}
+p, g, p2 = st(f"{o}/buf.st"), st(f"{o}/buf.g.st"), st(f"{o}/buf.2.st")
+a, e = json.load(open(f"{o}/buf.a.json")), json.load(open(f"{o}/buf.b.json"))
+log = open(f"{o}/buf.log").read()
+assert set(p) == {"W", "count", "avg"} and set(g) == {"W"}, (p.keys(), g.keys())
+assert p["count"] == (5.0,) and p2["count"] == (7.0,), (p["count"], p2["count"])
+x = [((k * 7) % 5) / 5 - 0.4 for k in range(12)]
+W = p["W"]
+mean = [sum(x[r * 3 + i] * W[i * 3 + c] for r in range(4) for i in range(3)) / 4 for c in range(3)]
+for c in range(3):
+    want = (1 - 0.5 ** 5) * mean[c]
+    assert abs(p["avg"][c] - want) <= 1e-6 + 1e-5 * abs(want), (p["avg"], want)
+assert a["reports"] == {"seen": 4, "train": 1}, a["reports"]
+assert e["reports"] == {"seen": 5, "train": 0}, e["reports"]
+assert "1 parameter tensors and 2 buffers" in log, log
+PY
+else
+	notok "runtime/buffer" "$o/buf.log"
+fi
 finish

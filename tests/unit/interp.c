@@ -336,6 +336,12 @@ static void run_op(Interp *m, Op *op)
 		}
 		return;
 	}
+	case OP_LITERAL:
+		memcpy(R(m, op->out), op->attr.lit.v, sizeof(double) * (size_t)ir_numel(to));
+		return;
+	case OP_TRAINING:
+		R(m, op->out)[0] = 1; /* the interpreter runs training steps */
+		return;
 	case OP_ARANGE:
 		for (int64_t e = 0; e < ir_numel(to); e++)
 			((int32_t *)base(m, op->out))[e] = (int32_t)e;

@@ -32,9 +32,12 @@ static void write_safetensors(const char *path, Program *p, Interp *m, bool grad
 	char h[65536];
 	int n = snprintf(h, sizeof h, "{");
 	int64_t off = 0;
-	for (int i = 0; i < p->params.len; i++) {
+	for (int i = 0, first = 1; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		n += snprintf(h + n, sizeof h - (size_t)n, "%s\"%s\":{\"dtype\":\"F64\",\"shape\":[", i ? "," : "", q->name);
+		if (grads && q->buffer)
+			continue; /* no gradient */
+		n += snprintf(h + n, sizeof h - (size_t)n, "%s\"%s\":{\"dtype\":\"F64\",\"shape\":[", first ? "" : ",", q->name);
+		first = 0;
 		for (int k = 0; k < q->type.rank; k++)
 			n += snprintf(h + n, sizeof h - (size_t)n, "%s%lld", k ? "," : "", (long long)q->type.dim[k]);
 		n += snprintf(h + n, sizeof h - (size_t)n, "],\"data_offsets\":[%lld,%lld]}", (long long)off, (long long)(off + 8 * ir_numel(q->type)));
@@ -48,6 +51,8 @@ static void write_safetensors(const char *path, Program *p, Interp *m, bool grad
 	fwrite(h, 1, (size_t)n, f);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
+		if (grads && q->buffer)
+			continue;
 		fwrite(interp_tensor(m, grads ? q->grad : q->value), 8, (size_t)ir_numel(q->type), f);
 	}
 	fclose(f);
@@ -123,6 +128,8 @@ int main(int argc, char **argv)
 	double worst = 0;
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
+		if (q->buffer)
+			continue;
 		int64_t n = ir_numel(q->type);
 		double *g = malloc(sizeof(double) * (size_t)n);
 		memcpy(g, interp_tensor(m, q->grad), sizeof(double) * (size_t)n);
