@@ -582,8 +582,8 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	int w = need_rank(L, n, tensor_expr(L, s, n->args.data[1]), 4, "weight");
 	Type xt = ir_vtype(L->p, x), wt = ir_vtype(L->p, w);
 	if (wt.dim[1] != xt.dim[1])
-		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s, not %lld", ts(wt),
-		           (long long)xt.dim[1], ts(xt), (long long)wt.dim[1]);
+		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s, not %lld", ops_vs(L->p, w),
+		           (long long)xt.dim[1], ops_vs(L->p, x), (long long)wt.dim[1]);
 	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
 	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
 	u->attr.win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};

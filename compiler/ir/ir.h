@@ -126,6 +126,7 @@ typedef union {
 typedef struct Program Program;
 typedef struct Op Op;
 typedef struct Ad Ad; /* ad_transform's state, for the adjoint rules */
+typedef struct Interp Interp; /* the reference interpreter's state (compiler/ops/ops.h) */
 
 /* An op kind's entry in the op table (ops.def). */
 typedef struct {
@@ -134,6 +135,7 @@ typedef struct {
 	int flags;
 	const char *(*shape)(Program *p, Op *op, Type *out); /* compiler/ops/: the family's file */
 	void (*adjoint)(Ad *a, Op *op, int g);               /* likewise: contributions to the operands' adjoints */
+	void (*run)(Interp *m, Op *op);                      /* likewise, ops_run_<shape>: its meaning, in the reference interpreter */
 	FeForm form;
 	LowClass low;
 	AttrKind attr;

@@ -1,6 +1,8 @@
 /* ops: mutable variables (gradients, accumulators, tapes: operand 0 is the
  * variable, and there is no result), loops, and tensor streaming's copies
  * between a slot variable and the stacked tensor it streams. */
+#include <string.h>
+
 #include "ops.h"
 
 const char *ops_shape_var(Program *p, Op *op, Type *out)
@@ -75,3 +77,51 @@ void ops_adjoint_missing(Ad *a, Op *op, int g)
 {
 	die("no adjoint rule for %s", ir_ops[op->kind].name);
 }
+
+/* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */
+
+/* zero, assign, acc, acc_slice, store_slice */
+void ops_run_var(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	size_t bytes = (size_t)ir_bytes(p, ir_vtype(p, op->in[0]));
+	if (op->kind == OP_ZERO) {
+		memset(ops_mem(m, op->in[0]), 0, bytes);
+		return;
+	}
+	if (op->kind == OP_ASSIGN) {
+		memmove(ops_mem(m, op->in[0]), ops_mem(m, op->in[1]), bytes);
+		return;
+	}
+	int x = op->in[op->nin - 1];
+	int64_t n = ir_numel(ir_vtype(p, x));
+	double *v = ops_real(m, op->in[0]), *src = ops_real(m, x);
+	if (op->kind != OP_ACC)
+		v += m->index[op->in[1]] * n;
+	for (int64_t e = 0; e < n; e++)
+		v[e] = op->kind == OP_STORE_SLICE ? src[e] : v[e] + src[e];
+}
+
+void ops_run_transfer(Interp *m, Op *op)
+{
+	die("interp: %s: the interpreter runs programs without tensor streaming", ir_ops[op->kind].name);
+}
+
+void ops_run_loop(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	if (op->kind != OP_LOOP)
+		die("interp: %s: the interpreter runs store-everything programs", ir_ops[op->kind].name);
+	for (int k = 0; k < op->ncarry; k++)
+		memmove(ops_real(m, op->carg[k]), ops_real(m, op->in[k]), (size_t)ir_bytes(p, ir_vtype(p, op->carg[k])));
+	for (int64_t t = 0; t < op->trip; t++) {
+		m->index[op->ivar] = op->reverse ? op->lo + op->trip - 1 - t : op->lo + t;
+		ops_run_block(m, &op->body);
+		for (int k = 0; k < op->ncarry; k++)
+			if (ops_real(m, op->cyield[k]) != ops_real(m, op->carg[k]))
+				memmove(ops_real(m, op->carg[k]), ops_real(m, op->cyield[k]), (size_t)ir_bytes(p, ir_vtype(p, op->carg[k])));
+		if (op->counter >= 0)
+			m->counters[op->counter]++;
+	}
+}
+

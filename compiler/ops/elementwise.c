@@ -158,3 +158,19 @@ void ops_adjoint_ew(Ad *a, Op *op, int g)
 		die("no elementwise adjoint rule for %s", ir_ops[op->kind].name);
 	}
 }
+
+/* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */
+
+void ops_run_ew(Interp *m, Op *op)
+{
+	Type to = ir_vtype(m->p, op->out);
+	int64_t idx[IR_MAXRANK];
+	double *o = ops_real(m, op->out);
+	for (int64_t e = 0; e < ir_numel(to); e++) {
+		ops_unravel(to, e, idx);
+		double x[3] = {0, 0, 0};
+		for (int k = 0; k < op->nin; k++)
+			x[k] = ops_ew_arg(m, op, k, to, idx);
+		o[e] = ops_eval_ew(op->kind, x);
+	}
+}

@@ -71,3 +71,29 @@ void ops_adjoint_matmul(Ad *a, Op *op, int g)
 		ad_contrib(a, y, dy, loc);
 	}
 }
+
+/* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */
+
+void ops_run_matmul(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type ta = ir_vtype(p, op->in[0]), tb = ir_vtype(p, op->in[1]), tc = ir_vtype(p, op->out);
+	int64_t M = tc.dim[tc.rank - 2], N = tc.dim[tc.rank - 1];
+	int64_t K = op->attr.mm.ta ? ta.dim[ta.rank - 2] : ta.dim[ta.rank - 1];
+	int64_t batch = ir_numel(tc) / (M * N);
+	double *A = ops_real(m, op->in[0]), *B = ops_real(m, op->in[1]), *C = ops_real(m, op->out);
+	int64_t sa = ta.dim[ta.rank - 2] * ta.dim[ta.rank - 1], sb = tb.rank == 2 ? 0 : tb.dim[tb.rank - 2] * tb.dim[tb.rank - 1];
+	int64_t lda = ta.dim[ta.rank - 1], ldb = tb.dim[tb.rank - 1];
+	for (int64_t b = 0; b < batch; b++)
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double s = 0;
+				for (int64_t k = 0; k < K; k++) {
+					double x = op->attr.mm.ta ? A[b * sa + k * lda + i] : A[b * sa + i * lda + k];
+					double y = op->attr.mm.tb ? B[b * sb + j * ldb + k] : B[b * sb + k * ldb + j];
+					s += x * y;
+				}
+				C[b * M * N + i * N + j] = s;
+			}
+}
+

@@ -1,5 +1,7 @@
 /* ops: views (slice, reshape: no storage of their own) and data movement
  * (transpose, broadcast, sum_to, copy). */
+#include <string.h>
+
 #include "ops.h"
 
 const char *ops_shape_slice(Program *p, Op *op, Type *out)
@@ -210,4 +212,126 @@ const char *ops_shape_cast(Program *p, Op *op, Type *out)
 	*out = a;
 	out->dt = op->to.dt;
 	return NULL;
+}
+
+/* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */
+
+void ops_run_slice(Interp *m, Op *op) {}    /* views: their storage is their source's */
+void ops_run_reshape(Interp *m, Op *op) {}
+
+void ops_run_transpose(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type to = ir_vtype(p, op->out);
+	int64_t idx[IR_MAXRANK];
+	Type ti = ir_vtype(p, op->in[0]);
+	double *in = ops_real(m, op->in[0]), *o = ops_real(m, op->out);
+	for (int64_t e = 0; e < ir_numel(to); e++) {
+		ops_unravel(to, e, idx);
+		int64_t src[IR_MAXRANK], off = 0;
+		for (int i = 0; i < to.rank; i++)
+			src[op->attr.perm[i]] = idx[i];
+		for (int i = 0; i < ti.rank; i++)
+			off = off * ti.dim[i] + src[i];
+		o[e] = in[off];
+	}
+}
+
+/* broadcast, and sum_to (its adjoint) */
+void ops_run_broadcast(Interp *m, Op *op)
+{
+	Type to = ir_vtype(m->p, op->out);
+	int64_t idx[IR_MAXRANK];
+	if (op->kind == OP_SUM_TO) {
+		ops_reduce_to(m, op->in[0], to, ops_real(m, op->out), OP_SUM);
+		return;
+	}
+	double *o = ops_real(m, op->out);
+	for (int64_t e = 0; e < ir_numel(to); e++) {
+		ops_unravel(to, e, idx);
+		o[e] = ops_ew_arg(m, op, 0, to, idx);
+	}
+}
+
+void ops_run_copy(Interp *m, Op *op)
+{
+	memmove(ops_real(m, op->out), ops_real(m, op->in[0]), (size_t)ir_bytes(m->p, ir_vtype(m->p, op->out)));
+}
+
+/* range, pad, concat: every element of the result from its source, by
+ * element size so that i32 labels move too */
+void ops_run_window(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type to = ir_vtype(p, op->out);
+	size_t es = (size_t)(ir_bytes(p, to) / (ir_numel(to) ? ir_numel(to) : 1));
+	unsigned char *o = ops_mem(m, op->out);
+	int64_t idx[IR_MAXRANK];
+	for (int64_t e = 0; e < ir_numel(to); e++) {
+		ops_unravel(to, e, idx);
+		int k = 0;
+		int64_t c = idx[op->attr.ax.axis];
+		if (op->kind == OP_RANGE)
+			c += op->attr.ax.at;
+		else if (op->kind == OP_PAD)
+			c -= op->attr.ax.at;
+		else if (c >= op->attr.ax.at)
+			k = 1, c -= op->attr.ax.at;
+		Type ti = ir_vtype(p, op->in[k]);
+		if (c < 0 || c >= ti.dim[op->attr.ax.axis]) {
+			memset(o + (size_t)e * es, 0, es);
+			continue;
+		}
+		idx[op->attr.ax.axis] = c;
+		int64_t off = 0;
+		for (int i = 0; i < ti.rank; i++)
+			off = off * ti.dim[i] + idx[i];
+		memcpy(o + (size_t)e * es, ops_mem(m, op->in[k]) + (size_t)off * es, es);
+	}
+}
+
+void ops_run_concat(Interp *m, Op *op) { ops_run_window(m, op); }
+
+/* unfold and fold, written as the scatter from each window's element */
+void ops_run_unfold(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	bool fold = op->kind == OP_FOLD;
+	Type img = fold ? op->to : ir_vtype(p, op->in[0]);
+	const Window *w = &op->attr.win;
+	int64_t N = img.dim[0], C = img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo;
+	ops_window_out(w, img, &Ho, &Wo);
+	double *x = ops_real(m, op->in[0]), *o = ops_real(m, op->out);
+	int64_t K = (int64_t)w->kh * w->kw;
+	memset(o, 0, sizeof(double) * (size_t)ir_numel(ir_vtype(p, op->out)));
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t i = 0; i < Ho; i++)
+				for (int64_t j = 0; j < Wo; j++)
+					for (int a = 0; a < w->kh; a++)
+						for (int b = 0; b < w->kw; b++) {
+							int64_t h = i * w->sh - w->ph + a * w->dh, v = j * w->sw - w->pw + b * w->dw;
+							if (h < 0 || h >= H || v < 0 || v >= W)
+								continue;
+							int64_t col = ((n * Ho + i) * Wo + j) * C * K + c * K + a * w->kw + b;
+							int64_t pix = ((n * C + c) * H + h) * W + v;
+							if (fold)
+								o[pix] += x[col];
+							else
+								o[col] = x[pix];
+						}
+}
+
+void ops_run_cast(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type to = ir_vtype(p, op->out);
+	Type ti = ir_vtype(p, op->in[0]);
+	for (int64_t e = 0; e < ir_numel(to); e++) {
+		double x = ti.dt == DT_I32 ? ((int32_t *)ops_mem(m, op->in[0]))[e] : ops_real(m, op->in[0])[e];
+		if (to.dt == DT_I32)
+			((int32_t *)ops_mem(m, op->out))[e] = (int32_t)x;
+		else
+			ops_real(m, op->out)[e] = x;
+	}
 }

@@ -1,6 +1,11 @@
 /* ops: embedding, attention, layer normalization; the losses, each a scalar, and their gradients
  * (which take the scalar seed as a third operand). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "ops.h"
+#include "rng.h"
 
 /* embed (table[V, D], ids i32[...]) -> [..., D]; embed_grad (g[..., D], ids) -> to */
 const char *ops_shape_embed(Program *p, Op *op, Type *out)
@@ -8,9 +13,10 @@ const char *ops_shape_embed(Program *p, Op *op, Type *out)
 	Type t = ir_vtype(p, op->in[0]), ids = ir_vtype(p, op->in[1]);
 	bool grad = op->kind == OP_EMBED_GRAD;
 	if (t.dt != DT_REAL || t.rank != (grad ? ids.rank + 1 : 2))
-		return ar_printf(grad ? "embed_grad of %s and ids %s" : "embed needs a table f32[V, D], got %s (ids %s)", ops_ts(t), ops_ts(ids));
+		return ar_printf(grad ? "embed_grad of %s and ids %s" : "embed needs a table f32[V, D], got %s (ids %s)",
+		                 ops_vs(p, op->in[0]), ops_vs(p, op->in[1]));
 	if (ids.dt != DT_I32)
-		return ar_printf("embed needs i32 ids, got %s (table %s)", ops_ts(ids), ops_ts(t));
+		return ar_printf("embed needs i32 ids, got %s (table %s)", ops_vs(p, op->in[1]), ops_vs(p, op->in[0]));
 	if (ids.rank + 1 > IR_MAXRANK)
 		return ar_printf("embed's ids %s have too many axes", ops_ts(ids));
 	if (grad) {
@@ -47,8 +53,8 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 	for (int i = 1; i < same; i++) {
 		Type t = ir_vtype(p, op->in[i]);
 		if (!ir_type_eq(t, q))
-			return ar_printf("attention needs q, k and v of one shape, got q %s and %s %s", ops_ts(q),
-			                 what[op->kind == OP_ATTN_STATS && i >= 2 ? i + 1 : i], ops_ts(t));
+			return ar_printf("attention needs q, k and v of one shape, got q %s and %s %s", ops_vs(p, op->in[0]),
+			                 what[op->kind == OP_ATTN_STATS && i >= 2 ? i + 1 : i], ops_vs(p, op->in[i]));
 	}
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
 	if (op->attr.attn.heads < 1 || C % op->attr.attn.heads != 0)
@@ -231,4 +237,194 @@ void ops_adjoint_xent(Ad *a, Op *op, int g)
 	Op *d = ir_new_op(p, OP_XENT_GRAD, loc, 3, (int[]){op->in[0], op->in[1], g});
 	d->attr = op->attr;
 	ad_contrib(a, op->in[0], ad_emit(a, d), loc);
+}
+
+/* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */
+
+/* attention and its gradient ops, head by head, with the [T, T] scores in full */
+void ops_run_attention(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type q = ir_vtype(p, op->in[0]);
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->attr.attn.heads, Dh = C / H, NB = ir_numel(q) / (T * C);
+	double *Q = ops_real(m, op->in[0]), *K = ops_real(m, op->in[1]), *o = ops_real(m, op->out);
+	double *P = malloc(sizeof(double) * (size_t)(T * T));
+	if (op->kind != OP_ATTN_STATS)
+		memset(o, 0, (size_t)ir_bytes(p, q));
+	for (int64_t b = 0; b < NB; b++)
+		for (int64_t h = 0; h < H; h++) {
+#define EL(X, r, d) (X)[(b * T + (r)) * C + h * Dh + (d)]
+			double *st = op->nin == 5 ? ops_real(m, op->in[4]) + (b * H + h) * T * 2 : NULL;
+			for (int64_t i = 0; i < T; i++) {
+				double mx = -INFINITY, sum = 0;
+				for (int64_t j = 0; j < T; j++) {
+					double s = 0;
+					for (int64_t d = 0; d < Dh; d++)
+						s += EL(Q, i, d) * EL(K, j, d);
+					P[i * T + j] = op->attr.attn.causal && j > i ? -INFINITY : s / sqrt((double)Dh);
+					mx = fmax(mx, P[i * T + j]);
+				}
+				for (int64_t j = 0; j < T; j++)
+					sum += exp(P[i * T + j] - mx);
+				double lse = st ? st[2 * i] : mx + log(sum);
+				for (int64_t j = 0; j < T; j++)
+					P[i * T + j] = exp(P[i * T + j] - lse);
+				if (op->kind == OP_ATTN_STATS) {
+					double *dO = ops_real(m, op->in[2]), *O = ops_real(m, op->in[3]), dd = 0;
+					for (int64_t d = 0; d < Dh; d++)
+						dd += EL(dO, i, d) * EL(O, i, d);
+					o[((b * H + h) * T + i) * 2] = lse;
+					o[((b * H + h) * T + i) * 2 + 1] = dd;
+				}
+			}
+			if (op->kind == OP_ATTN_STATS)
+				continue;
+			double *V = ops_real(m, op->in[2]), *dO = op->nin == 5 ? ops_real(m, op->in[3]) : NULL;
+			for (int64_t i = 0; i < T; i++)
+				for (int64_t j = 0; j < T; j++) {
+					double pij = P[i * T + j], ds = 0;
+					if (op->kind == OP_ATTENTION) {
+						for (int64_t d = 0; d < Dh; d++)
+							EL(o, i, d) += pij * EL(V, j, d);
+						continue;
+					}
+					if (op->kind == OP_ATTN_DV) {
+						for (int64_t d = 0; d < Dh; d++)
+							EL(o, j, d) += pij * EL(dO, i, d);
+						continue;
+					}
+					for (int64_t d = 0; d < Dh; d++)
+						ds += EL(dO, i, d) * EL(V, j, d);
+					ds = pij * (ds - st[2 * i + 1]) / sqrt((double)Dh);
+					for (int64_t d = 0; d < Dh; d++) {
+						if (op->kind == OP_ATTN_DQ)
+							EL(o, i, d) += ds * EL(K, j, d);
+						else
+							EL(o, j, d) += ds * EL(Q, i, d);
+					}
+				}
+#undef EL
+		}
+	free(P);
+}
+
+/* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy), row by row */
+void ops_run_layernorm(Interp *m, Op *op)
+{
+	Type t = ir_vtype(m->p, op->out);
+	int64_t C = t.dim[t.rank - 1], rows = ir_numel(t) / C;
+	double *x = ops_real(m, op->in[0]), *o = ops_real(m, op->out);
+	double *g = op->nin > 1 ? ops_real(m, op->in[1]) : NULL, *third = op->nin > 2 ? ops_real(m, op->in[2]) : NULL;
+	double *hat = malloc(sizeof(double) * (size_t)C);
+	for (int64_t r = 0; r < rows; r++) {
+		double *xr = x + r * C, *orow = o + r * C, mean = 0, var = 0, s1 = 0, s2 = 0;
+		for (int64_t c = 0; c < C; c++)
+			mean += xr[c] / (double)C;
+		for (int64_t c = 0; c < C; c++)
+			var += (xr[c] - mean) * (xr[c] - mean) / (double)C;
+		double rs = 1 / sqrt(var + op->attr.value);
+		for (int64_t c = 0; c < C; c++) {
+			hat[c] = (xr[c] - mean) * rs;
+			if (op->kind == OP_LAYERNORM_GRAD) {
+				double dyg = third[r * C + c] * g[c];
+				s1 += dyg / (double)C;
+				s2 += dyg * hat[c] / (double)C;
+			}
+		}
+		for (int64_t c = 0; c < C; c++)
+			orow[c] = op->kind == OP_LAYERNORM ? hat[c] * g[c] + third[c]
+			        : op->kind == OP_LAYERNORM_HAT ? hat[c]
+			        : rs * (third[r * C + c] * g[c] - s1 - hat[c] * s2);
+	}
+	free(hat);
+}
+
+void ops_run_embed(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type to = ir_vtype(p, op->out);
+	bool grad = op->kind == OP_EMBED_GRAD;
+	Type tt = grad ? to : ir_vtype(p, op->in[0]);
+	int64_t V = tt.dim[0], D = tt.dim[1], N = ir_numel(ir_vtype(p, op->in[1]));
+	int32_t *ids = (int32_t *)ops_mem(m, op->in[1]);
+	double *x = ops_real(m, op->in[0]), *o = ops_real(m, op->out);
+	if (grad)
+		memset(o, 0, sizeof(double) * (size_t)(V * D));
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t d = 0; d < D; d++) {
+			if (ids[n] < 0 || ids[n] >= V)
+				die("interp: id %d out of range 0..%lld", ids[n], (long long)V - 1);
+			if (grad)
+				o[ids[n] * D + d] += x[n * D + d];
+			else
+				o[n * D + d] = x[ids[n] * D + d];
+		}
+}
+
+/* the draws of the first training step with the default seed: the step
+ * that tests compare the compiled program's gradients at */
+void ops_run_dropout(Interp *m, Op *op)
+{
+	Type to = ir_vtype(m->p, op->out);
+	uint64_t key = dp_mix(dp_step_key(0, 1) ^ (uint64_t)op->attr.drop.site);
+	for (int k = 1; k < op->nin; k++)
+		key = dp_mix(key ^ (uint64_t)m->index[op->in[k]]);
+	double *x = ops_real(m, op->in[0]), *o = ops_real(m, op->out);
+	for (int64_t e = 0; e < ir_numel(to); e++)
+		o[e] = dp_mix(key ^ (uint64_t)e) >> 11 >= dp_drop_threshold(op->attr.drop.p) ? x[e] * (1 / (1 - op->attr.drop.p)) : 0;
+}
+
+void ops_run_mse(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type ti = ir_vtype(p, op->in[0]);
+	int64_t n = ir_numel(ti);
+	double *a = ops_real(m, op->in[0]), *b = ops_real(m, op->in[1]), s = 0;
+	if (op->kind == OP_MSE) {
+		for (int64_t e = 0; e < n; e++)
+			s += (a[e] - b[e]) * (a[e] - b[e]);
+		ops_real(m, op->out)[0] = s / (double)n;
+	} else {
+		double g = ops_real(m, op->in[2])[0];
+		for (int64_t e = 0; e < n; e++)
+			ops_real(m, op->out)[e] = g * 2 * (a[e] - b[e]) / (double)n;
+	}
+}
+
+/* cross_entropy, its gradient, and count_labels */
+void ops_run_xent(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	if (op->kind == OP_XENT_COUNT) {
+		int32_t *lab = (int32_t *)ops_mem(m, op->in[0]);
+		double c = 0;
+		for (int64_t e = 0; e < ir_numel(ir_vtype(p, op->in[0])); e++)
+			c += lab[e] != op->attr.lab.ignore;
+		ops_real(m, op->out)[0] = c;
+		return;
+	}
+	Type ti = ir_vtype(p, op->in[0]);
+	int64_t C = ti.dim[ti.rank - 1], rows = ir_numel(ti) / C;
+	double *x = ops_real(m, op->in[0]), loss = 0;
+	int32_t *lab = (int32_t *)ops_mem(m, op->in[1]);
+	double g = op->kind == OP_XENT_GRAD ? ops_real(m, op->in[2])[0] : 0, counted = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		double *xr = x + r * C, mx = -INFINITY, s = 0;
+		if (op->attr.lab.has && lab[r] == op->attr.lab.ignore) {
+			if (op->kind == OP_XENT_GRAD)
+				memset(ops_real(m, op->out) + r * C, 0, sizeof(double) * (size_t)C);
+			continue;
+		}
+		counted++;
+		for (int64_t c = 0; c < C; c++)
+			mx = fmax(mx, xr[c]);
+		for (int64_t c = 0; c < C; c++)
+			s += exp(xr[c] - mx);
+		loss += mx + log(s) - xr[lab[r]];
+		if (op->kind == OP_XENT_GRAD)
+			for (int64_t c = 0; c < C; c++)
+				ops_real(m, op->out)[r * C + c] = g * (exp(xr[c] - mx) / s - (c == lab[r])) / (double)rows;
+	}
+	if (op->kind == OP_XENT)
+		ops_real(m, op->out)[0] = loss / (op->attr.lab.has ? counted : (double)rows);
 }

@@ -1,5 +1,5 @@
 /* ops: what each op kind means, by family, one file each:
- *   leaves.c       param, input, const, idx, fill, interp, arange
+ *   leaves.c       param, input, const, idx, fill, interp, arange, literal, training
  *   movement.c     views and data movement: slice, reshape, transpose, broadcast, sum_to, copy,
  *                  range, pad, concat, 2-D windows (unfold, fold), cast
  *   elementwise.c  add ... where: arithmetic, functions, comparisons, with broadcasting
@@ -7,6 +7,7 @@
  *   reduce.c       sum, mean, max, min, argmax, softmax, log_softmax and their gradients
  *   nn.c           embed, attention, layernorm, dropout, the losses, and their gradients
  *   control.c      variables, loops, tensor streaming
+ *   interp.c       the reference interpreter, which runs each op by its family's rule
  * The op table (ir/ops.def, ir_ops) points at these. Each shape rule fills
  * the op's result type into *out and returns NULL, or returns a message for
  * the user that names the shapes. */
@@ -64,6 +65,32 @@ void ops_adjoint_dropout(Ad *a, Op *op, int g);
 void ops_adjoint_mse(Ad *a, Op *op, int g);
 void ops_adjoint_xent(Ad *a, Op *op, int g);
 
+/* The reference interpreter (interp.c): a planned float64 program run in a
+ * host arena laid out as the plan says. Its rules, ops_run_<shape>, are the
+ * op table's `run` column: each computes one op's result from its operands. */
+struct Interp {
+	Program *p;
+	unsigned char *arena;
+	int64_t *index;      /* per value: an index value's current number */
+	int64_t counters[4];
+};
+Interp *ops_interp_new(Program *p);
+void ops_interp_free(Interp *m);
+double *ops_interp_tensor(Interp *m, int v); /* a value's storage in the host arena */
+double ops_interp_run(Interp *m, bool backward); /* the forward program (and the backward): the loss */
+/* for the rules */
+unsigned char *ops_mem(Interp *m, int v);
+double *ops_real(Interp *m, int v);
+double ops_ew_arg(Interp *m, Op *op, int k, Type out, const int64_t *idx); /* operand k at the result's multi-index */
+void ops_unravel(Type t, int64_t n, int64_t *idx);
+void ops_run_block(Interp *m, Block *b);
+void ops_reduce_to(Interp *m, int x, Type keep, double *out, OpKind k); /* sum, max or min over the axes keep has at 1 */
+#define RULE(s) void ops_run_##s(Interp *m, Op *op);
+RULE(leaf) RULE(slice) RULE(reshape) RULE(transpose) RULE(broadcast) RULE(copy) RULE(window) RULE(concat) RULE(unfold)
+RULE(cast) RULE(argmax) RULE(ew) RULE(matmul) RULE(reduce) RULE(softmax) RULE(softmax_grad) RULE(embed) RULE(attention)
+RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE(loop)
+#undef RULE
+
 /* an elementwise op's meaning at one point (the interpreter, constant folding) */
 double ops_eval_ew(OpKind k, const double *x);
 
@@ -73,5 +100,11 @@ void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo);
 /* shared by the families */
 const char *ops_need_real(Program *p, Op *op, int k); /* operand k must be real, or the message */
 static inline const char *ops_ts(Type t) { return ir_type_str(t); }
+/* value v for a message: "'W' f32[4, 3]" when it has a source name, else its type */
+static inline const char *ops_vs(Program *p, int v)
+{
+	const char *name = p->values.data[v].name;
+	return name ? ar_printf("'%s' %s", name, ir_type_str(p->values.data[v].type)) : ir_type_str(p->values.data[v].type);
+}
 
 #endif

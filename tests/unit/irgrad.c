@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../compiler/driver.h"
-#include "interp.h"
+#include "../../compiler/ops/ops.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -53,7 +53,7 @@ static void write_safetensors(const char *path, Program *p, Interp *m, bool grad
 		Param *q = &p->params.data[i];
 		if (grads && q->buffer)
 			continue;
-		fwrite(interp_tensor(m, grads ? q->grad : q->value), 8, (size_t)ir_numel(q->type), f);
+		fwrite(ops_interp_tensor(m, grads ? q->grad : q->value), 8, (size_t)ir_numel(q->type), f);
 	}
 	fclose(f);
 }
@@ -72,7 +72,7 @@ static void write_npy(const char *path, Input *in, Interp *m)
 	unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255), (unsigned char)(n >> 8)};
 	fwrite(pre, 1, 10, f);
 	fwrite(h, 1, (size_t)n, f);
-	fwrite(interp_tensor(m, in->value), in->type.dt == DT_I32 ? 4 : 8, (size_t)ir_numel(in->type), f);
+	fwrite(ops_interp_tensor(m, in->value), in->type.dt == DT_I32 ? 4 : 8, (size_t)ir_numel(in->type), f);
 	fclose(f);
 }
 
@@ -91,10 +91,10 @@ int main(int argc, char **argv)
 	Emit last;
 	Program *p = driver_passes(fe_parse(argv[1], NULL, 0), &o, &last);
 
-	Interp *m = interp_new(p);
+	Interp *m = ops_interp_new(p);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		double *x = interp_tensor(m, q->value);
+		double *x = ops_interp_tensor(m, q->value);
 		for (int64_t e = 0; e < ir_numel(q->type); e++)
 			/* the declared scale, perturbed so that zeros and ones are generic points */
 			x[e] = q->init == INIT_NORMAL ? q->a * normal()
@@ -105,16 +105,16 @@ int main(int argc, char **argv)
 		Input *in = &p->inputs.data[i];
 		int64_t n = ir_numel(in->type);
 		if (in->type.dt == DT_I32) {
-			int32_t *x = (int32_t *)interp_tensor(m, in->value);
+			int32_t *x = (int32_t *)ops_interp_tensor(m, in->value);
 			for (int64_t e = 0; e < n; e++)
 				x[e] = (int32_t)(uniform() * (in->classes ? in->classes : 1));
 		} else {
-			double *x = interp_tensor(m, in->value);
+			double *x = ops_interp_tensor(m, in->value);
 			for (int64_t e = 0; e < n; e++)
 				x[e] = normal();
 		}
 	}
-	double loss = interp_run(m, true);
+	double loss = ops_interp_run(m, true);
 	if (dump) {
 		/* what the interpreter computed, for the compiled program to reproduce */
 		write_safetensors(ar_printf("%s/params.safetensors", dump), p, m, false);
@@ -132,15 +132,15 @@ int main(int argc, char **argv)
 			continue;
 		int64_t n = ir_numel(q->type);
 		double *g = malloc(sizeof(double) * (size_t)n);
-		memcpy(g, interp_tensor(m, q->grad), sizeof(double) * (size_t)n);
-		double *x = interp_tensor(m, q->value);
+		memcpy(g, ops_interp_tensor(m, q->grad), sizeof(double) * (size_t)n);
+		double *x = ops_interp_tensor(m, q->value);
 		for (int s = 0; s < 6; s++) {
 			int64_t e = (int64_t)(uniform() * (double)n);
 			double keep = x[e], h = 1e-6 * fmax(1, fabs(keep));
 			x[e] = keep + h;
-			double up = interp_run(m, false);
+			double up = ops_interp_run(m, false);
 			x[e] = keep - h;
-			double down = interp_run(m, false);
+			double down = ops_interp_run(m, false);
 			x[e] = keep;
 			double fd = (up - down) / (2 * h), d = fabs(fd - g[e]);
 			/* below the noise floor of central differences, agreement is all we can ask */
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 		free(g);
 	}
 	printf("%s: loss %.6g, max relative error %.3g\n", argv[1], loss, worst);
-	interp_free(m);
+	ops_interp_free(m);
 	ar_free_all();
 	return worst > 1e-6;
 }
