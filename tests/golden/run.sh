@@ -29,6 +29,21 @@ for dp in samples/*.dp; do
 		fi
 	done
 done
+# the language's buffers, updates, training() and tensor literals, as parsed and lowered
+for stage in ast grad; do
+	want="tests/golden/batchnorm.$stage"
+	got="$TEST_OUT/golden.batchnorm.$stage"
+	if ! "$DPC" --emit=$stage tests/ops/batchnorm.dp -o "$got" 2>"$got.err"; then
+		notok "golden/batchnorm.$stage: dpc failed" "$got.err"
+		continue
+	fi
+	[ "${UPDATE:-0}" = 1 ] && cp "$got" "$want"
+	if diff -u "$want" "$got" >"$got.diff"; then
+		ok "golden/batchnorm.$stage"
+	else
+		notok "golden/batchnorm.$stage differs" "$got.diff"
+	fi
+done
 
 # Compile time stays linear in a program's length: a 20,000-term sum is
 # emitted as host functions of bounded size (codegen splits a long block into
