@@ -42,6 +42,7 @@ typedef struct {
 	Vec(int) ivars; /* the index values of the loops being lowered, outermost first */
 	Scope *loss;    /* the loss block's own scope: reports are made there */
 	int sites;      /* dropout ops so far */
+	Vec(Op *) staging; /* `update B[l]`: the copies of B into its staging variable, run first */
 } Lower;
 
 static const char *ts(Type t) { return ir_type_str(t); }
@@ -1085,11 +1086,18 @@ static int param_value(Lower *L, const char *name)
 }
 
 /* update B = e: after each training step, buffer B takes e's value from that
- * step's forward program (the runtime copies it; evaluation leaves B alone) */
+ * step's forward program (the runtime copies it; evaluation leaves B alone).
+ * update B[l] = e, in a loop over l directly in the loss block: iteration l
+ * writes layer l of a staging variable, which starts as a copy of B and
+ * which the runtime copies over B. Each layer is written by one iteration
+ * only, so a recomputation under checkpointing writes the same bits again. */
 static void lower_update(Lower *L, Scope *s, Node *n)
 {
-	if (s != L->loss)
-		diag_error(n->loc, "update is only allowed in the loss block itself, not in a loop or function");
+	bool layer = n->b != NULL;
+	if (layer ? s->parent != L->loss || s == L->loss : s != L->loss)
+		diag_error(n->loc, layer ? "update %s[...] is only allowed in a loop directly in the loss block, not in a nested loop or function"
+		                         : "update %s = e is only allowed in the loss block itself (a loop directly in it updates one layer: update %s[i] = e)",
+		           n->name, n->name);
 	int qi = -1;
 	for (int i = 0; i < L->p->params.len; i++)
 		if (!strcmp(L->p->params.data[i].name, n->name))
@@ -1098,15 +1106,39 @@ static void lower_update(Lower *L, Scope *s, Node *n)
 		diag_error(n->loc, qi < 0 ? "'%s' is not a buffer: update names a `buffer` declaration"
 		                          : "'%s' is a parameter: parameters are trained, only a `buffer` is updated", n->name);
 	Param *q = &L->p->params.data[qi];
+	Binding *ib = NULL;
+	if (layer) {
+		ib = n->b->kind == N_NAME ? find_in(s, n->b->name) : NULL;
+		if (!ib || ib->kind != B_IVAR)
+			diag_error(n->b->loc, "update %s[...] takes the variable of the loop it is in as its index", n->name);
+		if (q->type.rank < 1)
+			diag_error(n->loc, "'%s' is a scalar: update it whole, update %s = e", n->name, n->name);
+		if (ib->hi > q->type.dim[0])
+			diag_error(n->b->loc, "index %s runs over %lld..%lld but %s has %lld layers", ib->name, (long long)ib->lo,
+			           (long long)ib->hi, n->name, (long long)q->type.dim[0]);
+	}
+	Type want = layer ? ir_drop_first(q->type) : q->type;
 	int v = tensor(L, expr(L, s, n->a), n->a->loc);
-	if (!ir_type_eq(ir_vtype(L->p, v), q->type))
-		diag_error(n->a->loc, "buffer '%s' is %s but this update is %s", n->name, ir_decl_type_str(q->type, q->stacked),
-		           ts(ir_vtype(L->p, v)));
+	if (!ir_type_eq(ir_vtype(L->p, v), want))
+		diag_error(n->a->loc, layer ? "buffer '%s' has layers %s but this update is %s" : "buffer '%s' is %s but this update is %s",
+		           n->name, layer ? ts(want) : ir_decl_type_str(q->type, q->stacked), ts(ir_vtype(L->p, v)));
 	for (int k = 0; k < L->p->updates.len; k++)
 		if (L->p->updates.data[k].param == qi)
 			diag_error(n->loc, "buffer '%s' is updated twice", n->name);
 	if (L->p->updates.len >= IR_MAX_REPORTS)
 		diag_error(n->loc, "at most %d updates", IR_MAX_REPORTS);
+	if (layer) {
+		int var = ir_new_value(L->p, VK_VAR, q->type, ar_printf("update_%s", q->name), n->loc);
+		int in[3] = {var, ib->value, v};
+		ir_emit(L->p, L->out, mk(L, OP_STORE_SLICE, n->loc, 3, in));
+		/* the layers no iteration writes keep their value: the staging variable
+		 * starts as B, before anything else runs */
+		int init[2] = {var, q->value};
+		Op *copy = mk(L, OP_ASSIGN, n->loc, 2, init);
+		vec_push(&L->staging, copy);
+		vec_push(&L->p->updates, ((Report){n->name, var, n->loc, qi}));
+		return;
+	}
 	/* a leaf or a view of one would be read after the optimizer has changed it: copy */
 	Op *d = L->p->values.data[v].def;
 	if (ir_ops[d->kind].flags & (OPF_LEAF | OPF_VIEW))
@@ -1366,6 +1398,18 @@ Program *fe_lower(FeAst *ast, int real_bytes)
 	if (t.rank != 0 || t.dt != DT_REAL)
 		diag_error(ast->loss_loc, "the loss must be a scalar f32[], this one is %s (reduce it with sum, mean or a loss)", ts(t));
 	check_uncalled(ast, L.called);
+	if (L.staging.len) {
+		/* after the parameters and inputs, which the program opens with */
+		Block b = {0};
+		int i = 0;
+		for (; i < L.p->body.len && (L.p->body.ops[i]->kind == OP_PARAM || L.p->body.ops[i]->kind == OP_INPUT); i++)
+			ir_append(&b, L.p->body.ops[i]);
+		for (int k = 0; k < L.staging.len; k++)
+			ir_append(&b, L.staging.data[k]);
+		for (; i < L.p->body.len; i++)
+			ir_append(&b, L.p->body.ops[i]);
+		L.p->body = b;
+	}
 	L.p->loss = v;
 	L.p->nforward = L.p->body.len;
 	return L.p;

@@ -525,8 +525,18 @@ static Node *statement(Parser *P)
 		return binding(P, N_LET, "a name after 'let'");
 	if (accept(P, "report"))
 		return binding(P, N_REPORT, "a name after 'report'");
-	if (accept(P, "update"))
-		return binding(P, N_UPDATE, "a buffer name after 'update'");
+	if (accept(P, "update")) {
+		/* update NAME = e, or update NAME[i] = e: one layer of a stacked buffer */
+		Node *n = node(N_UPDATE, P->tok.loc);
+		n->name = ident(P, "a buffer name after 'update'");
+		if (accept(P, "[")) {
+			n->b = expr(P);
+			expect(P, "]", "after the layer index");
+		}
+		expect(P, "=", "after the name");
+		n->a = expr(P);
+		return n;
+	}
 	if (accept(P, "return")) {
 		Node *n = node(N_RETURN, t.loc);
 		n->a = expr(P);
@@ -896,6 +906,11 @@ static void print_node(FILE *f, Node *n, int depth)
 	case N_REPORT:
 	case N_UPDATE:
 		fprintf(f, "(%s %s ", n->kind == N_LET ? "let" : n->kind == N_REPORT ? "report" : n->kind == N_UPDATE ? "update" : "set", n->name);
+		if (n->kind == N_UPDATE && n->b) {
+			fputs("(layer ", f);
+			print_expr(f, n->b);
+			fputs(") ", f);
+		}
 		print_expr(f, n->a);
 		fputs(")\n", f);
 		return;

@@ -152,7 +152,7 @@ void ir_verify(Program *p, const char *pass)
 			BAD(&c, &none, "report %s is not a defined scalar", p->reports.data[i].name);
 	for (int i = 0; i < p->updates.len; i++) {
 		Report *u = &p->updates.data[i];
-		if (!c.defined[u->value] || u->param < 0 || u->param >= p->params.len || !p->params.data[u->param].buffer ||
+		if (!(c.defined[u->value] || p->values.data[u->value].kind == VK_VAR) || u->param < 0 || u->param >= p->params.len || !p->params.data[u->param].buffer ||
 		    !ir_type_eq(ir_vtype(p, u->value), p->params.data[u->param].type))
 			BAD(&c, &none, "update %s is not a defined value of its buffer's type", u->name);
 	}

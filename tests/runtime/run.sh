@@ -572,4 +572,58 @@ PY
 else
 	notok "runtime/buffer" "$o/buf.log"
 fi
+# update B[l] in a loop: each layer from its own iteration; a layer the loop
+# does not reach keeps its value; binomial checkpointing and streaming
+# (which recompute the iterations) leave every saved byte the same
+cat >"$o/bufl.dp" <<'DP'
+const B = 4, H = 3, L = 5
+param W : f32[L][H, H] = normal(0.5)
+buffer avg : f32[L][H] = zeros
+buffer seen : f32[L] = ones
+input x : f32[B, H]
+loss {
+  let h = x
+  for l in 0..L {
+    h = tanh(h @ W[l])
+    update avg[l] = 0.5 * avg[l] + 0.5 * mean(h, 0)
+    update seen[l] = seen[l] + 1
+  }
+  return mse(h, x)
+}
+DP
+sed 's/for l in 0..L {/for l in 0..L - 1 {/' "$o/bufl.dp" >"$o/bufp.dp"
+run_bufl() { # NAME DP DPC-FLAGS...
+	local name=$1 dp=$2
+	shift 2
+	"$DPC" "$dp" -o "$o/bufl.$name" "$@" >>"$o/bufl.log" 2>&1 &&
+		"$o/bufl.$name" --data "$o/buf.x.npy" --steps 5 --lr "$lr" --quiet --save "$o/bufl.$name.st" >>"$o/bufl.log" 2>&1
+}
+rm -f "$o/bufl.log"
+if lr=0.05 run_bufl none "$o/bufl.dp" --checkpoint none && lr=0.05 run_bufl bin "$o/bufl.dp" --checkpoint binomial --snapshots 2 &&
+	lr=0.05 run_bufl str "$o/bufl.dp" --checkpoint binomial --snapshots 2 --stream params &&
+	lr=0 run_bufl part "$o/bufp.dp" --checkpoint binomial --snapshots 1 &&
+	cmp "$o/bufl.none.st" "$o/bufl.bin.st" >>"$o/bufl.log" 2>&1 && cmp "$o/bufl.none.st" "$o/bufl.str.st" >>"$o/bufl.log" 2>&1; then
+	check "runtime/buffer-layers" python3 - "$o" <<'PY'
+import json, math, struct, sys
+o = sys.argv[1]
+b = open(f"{o}/bufl.part.st", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h.pop("__metadata__", None)
+p = {k: struct.unpack("<%df" % ((v["data_offsets"][1] - v["data_offsets"][0]) // 4),
+                      b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()}
+assert p["seen"] == (6.0, 6.0, 6.0, 6.0, 1.0), p["seen"]
+x = [[((r * 3 + c) * 7 % 5) / 5 - 0.4 for c in range(3)] for r in range(4)]
+W = p["W"]
+for l in range(5):
+    if l < 4:
+        x = [[math.tanh(sum(row[i] * W[l * 9 + i * 3 + c] for i in range(3))) for c in range(3)] for row in x]
+    for c in range(3):
+        want = (1 - 0.5 ** 5) * sum(row[c] for row in x) / 4 if l < 4 else 0.0
+        got = p["avg"][l * 3 + c]
+        assert abs(got - want) <= 1e-6 + 1e-5 * abs(want), (l, c, got, want)
+PY
+else
+	notok "runtime/buffer-layers" "$o/bufl.log"
+fi
 finish
