@@ -24,12 +24,13 @@ static bool is_tape_store(Op *op, const int *tape, int n)
 typedef struct {
 	const int *tape;
 	int n;
+	Program *p;
 } Tapes;
 
 static bool skip_store(void *ctx, Op *op)
 {
 	Tapes *t = ctx;
-	return is_tape_store(op, t->tape, t->n);
+	return is_tape_store(op, t->tape, t->n) || (op->kind == OP_STORE_SLICE && t->p->values.data[op->in[0]].vclass == VC_STAGE);
 }
 
 static int fresh(Program *p, int v)
@@ -65,7 +66,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	v->cyield = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->snap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->hsnap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
-	Tapes skip = {tape, f->ncarry};
+	Tapes skip = {tape, f->ncarry, p};
 	IrClone m = {{0}, skip_store, NULL, NULL, &skip};
 	v->ivar = fresh(p, f->ivar);
 	ir_clone_set(&m, f->ivar, v->ivar);

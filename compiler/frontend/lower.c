@@ -1129,6 +1129,7 @@ static void lower_update(Lower *L, Scope *s, Node *n)
 		diag_error(n->loc, "at most %d updates", IR_MAX_REPORTS);
 	if (layer) {
 		int var = ir_new_value(L->p, VK_VAR, q->type, ar_printf("update_%s", q->name), n->loc);
+		L->p->values.data[var].vclass = VC_STAGE;
 		int in[3] = {var, ib->value, v};
 		ir_emit(L->p, L->out, mk(L, OP_STORE_SLICE, n->loc, 3, in));
 		/* the layers no iteration writes keep their value: the staging variable
@@ -1141,7 +1142,7 @@ static void lower_update(Lower *L, Scope *s, Node *n)
 	}
 	/* a leaf or a view of one would be read after the optimizer has changed it: copy */
 	Op *d = L->p->values.data[v].def;
-	if (ir_ops[d->kind].flags & (OPF_LEAF | OPF_VIEW))
+	if (!d || ir_ops[d->kind].flags & (OPF_LEAF | OPF_VIEW)) /* no def: a loop's result, which is its carried storage */
 		v = emit(L, mk(L, OP_COPY, n->loc, 1, &v));
 	vec_push(&L->p->updates, ((Report){n->name, v, n->loc, qi}));
 }

@@ -171,7 +171,9 @@ typedef enum {
 /* What a VK_VAR holds; the memory plan accounts each class apart. */
 /* VC_SLOT: the device slots [k, ...unit] of a streamed tensor; a slice
  * S[i] of one is slot i mod k. */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP } VarClass;
+/* VC_STAGE: an `update B[l]`'s staging copy of B, which only the forward
+ * program writes: recomputations leave it alone. */
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP, VC_STAGE } VarClass;
 
 /* The optimizer is chosen at compile time: its state is planned memory. */
 typedef enum { OPT_SGD, OPT_ADAM } Optimizer;

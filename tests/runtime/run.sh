@@ -626,4 +626,29 @@ PY
 else
 	notok "runtime/buffer-layers" "$o/bufl.log"
 fi
+# the forward program writes the layers; the adjoint and the recomputations
+# do not, so nothing is recomputed for the update alone
+"$DPC" --emit=grad "$o/bufl.dp" -o "$o/bufl.grad.txt" >>"$o/bufl.log" 2>&1
+"$DPC" --emit=ckpt --checkpoint binomial --snapshots 2 "$o/bufl.dp" -o "$o/bufl.ckpt.txt" >>"$o/bufl.log" 2>&1
+if [ "$(grep -c 'store_slice %update_' "$o/bufl.grad.txt")" = 2 ] &&
+	[ "$(grep -c 'store_slice %update_' "$o/bufl.ckpt.txt")" = 2 ] &&
+	! sed -n '/# adjoint/,$p' "$o/bufl.grad.txt" | grep -q tanh; then
+	ok "runtime/buffer-layers-forward-only"
+else
+	notok "runtime/buffer-layers-forward-only" "$o/bufl.grad.txt"
+fi
+# an update's value may be a loop's result (its carried storage: copied)
+cat >"$o/bufc.dp" <<'DP'
+const B = 4, H = 3, L = 3
+param W : f32[L][H, H] = normal(0.5)
+buffer last : f32[B, H] = zeros
+input x : f32[B, H]
+loss {
+  let h = x
+  for l in 0..L { h = tanh(h @ W[l]) }
+  update last = h
+  return mse(h, x)
+}
+DP
+expect "runtime/buffer-loop-result" 0 "bufc: 2 steps" sh -c "'$DPC' '$o/bufc.dp' -o '$o/bufc' && '$o/bufc' --steps 2"
 finish
