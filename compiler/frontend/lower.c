@@ -585,11 +585,12 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	if (wt.dim[1] != xt.dim[1])
 		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s, not %lld", ops_vs(L->p, w),
 		           (long long)xt.dim[1], ops_vs(L->p, x), (long long)wt.dim[1]);
+	/* checked before they narrow to int */
+	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
+		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");
 	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
 	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
 	u->attr.win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
-	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
-		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");
 	int cols = emit(L, u);
 	Type ct = ir_vtype(L->p, cols), wm = ir_type(DT_REAL, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
 	int y = matmul_bt(L, n->loc, cols, reshape_to(L, n->loc, w, wm));
