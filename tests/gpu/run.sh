@@ -72,6 +72,8 @@ build)
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
+	bin/dpc --target cuda tests/gpu/buffers.dp -o $B/buffers.cuda_buf || exit 1
+	bin/dpc --target cpu tests/gpu/buffers.dp -o $B/buffers.cpu_buf || exit 1
 	cp tests/lib.sh tests/unit/compare.py $B/
 	# the CPU executables' shared libraries that a bare machine may lack
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
@@ -136,9 +138,18 @@ for exe in $B/ops/*.cudabf; do
 		{ notok "gpu/bf16 $s: run" $TEST_OUT/bf_$s.log; continue; }
 	check "gpu/bf16 $s: gradients within 3% of f32's" compare_grads $TEST_OUT/bf_$s.cuda.st $TEST_OUT/bf_$s.cpu.st 0.03
 done
+# buffers: the updates' copies and the literal's global array, against the CPU
+if $B/buffers.cuda_buf --steps 5 --lr 0.05 --save $TEST_OUT/buf.cuda.st --summary-json $TEST_OUT/buf.cuda.json >$TEST_OUT/buf.log 2>&1 &&
+	$B/buffers.cpu_buf --steps 5 --lr 0.05 --save $TEST_OUT/buf.cpu.st >>$TEST_OUT/buf.log 2>&1; then
+	check "gpu/buffers: parameters and buffers cuda vs cpu" compare_grads $TEST_OUT/buf.cuda.st $TEST_OUT/buf.cpu.st 1e-4
+	check "gpu/buffers: the step count" python3 -c "import json, sys; s = json.load(open(sys.argv[1])); assert s['reports'] == {'seen': 4}, s" $TEST_OUT/buf.cuda.json
+else
+	notok "gpu/buffers: run" $TEST_OUT/buf.log
+fi
 check "gpu/bf16 resmlp: the loss falls" bash -c "$B/resmlp.cudabf --steps 60 --lr 0.01 --summary-json $TEST_OUT/bf_res.json >$TEST_OUT/bf_res.log 2>&1 && python3 -c \"import json; s = json.load(open('$TEST_OUT/bf_res.json')); assert s['loss_last'] < 0.9 * s['loss_first'], s\""
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SAN" ]; then
+	check "gpu/compute-sanitizer buffers" bash -c "'$SAN' --error-exitcode 3 $B/buffers.cuda_buf --steps 3 >$TEST_OUT/san_buf.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_buf.log || { cat $TEST_OUT/san_buf.log; false; }"
 	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
 	# the shared-memory and shuffle paths: races and uninitialised reads too
 	for tool in memcheck racecheck synccheck initcheck; do
