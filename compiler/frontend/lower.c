@@ -24,6 +24,11 @@ typedef struct Scope {
 
 typedef Vec(const char *) NameList;
 
+typedef struct {
+	double *v;
+	int64_t n;
+} LitArray;
+
 /* Inlining a call recurses; so does nothing else without bound after the
  * parser's nesting limit. A chain of calls is bounded the same way. */
 #define MAX_INLINE 256
@@ -43,6 +48,7 @@ typedef struct {
 	Scope *loss;    /* the loss block's own scope: reports are made there */
 	int sites;      /* dropout ops so far */
 	Vec(Op *) staging; /* `update B[l]`: the copies of B into its staging variable, run first */
+	Vec(LitArray) literals; /* the tensor literals' arrays so far */
 } Lower;
 
 static const char *ts(Type t) { return ir_type_str(t); }
@@ -1071,6 +1077,15 @@ static int literal(Lower *L, Scope *s, Node *n)
 	literal_fill(L, s, n, &l, 0);
 	Op *op = mk(L, OP_LITERAL, n->loc, 0, NULL);
 	op->to = ir_type(DT_REAL, l.rank, l.dim);
+	/* equal literals share one array, so their kernels' descriptions are equal bytes: one kernel */
+	double *same = NULL;
+	for (int i = 0; i < L->literals.len && !same; i++)
+		if (L->literals.data[i].n == numel && !memcmp(L->literals.data[i].v, l.v, sizeof(double) * (size_t)numel))
+			same = L->literals.data[i].v;
+	if (same)
+		l.v = same;
+	else
+		vec_push(&L->literals, ((LitArray){l.v, numel}));
 	op->attr.lit.v = l.v;
 	return emit(L, op);
 }

@@ -45,6 +45,15 @@ for stage in ast grad; do
 	fi
 done
 
+# equal tensor literals share one constant array (and so one kernel)
+lit="$TEST_OUT/golden.literals"
+printf 'param w : f32[3] = ones\nloss { return sum(w * [1, 2, 3]) + sum(w * w * [1, 2, 3]) + sum(w * [3, 2, 1]) }\n' >"$lit.dp"
+if "$DPC" --emit=llvm "$lit.dp" -o "$lit.ll" 2>"$lit.err" && [ "$(grep -c '^@dp_literal' "$lit.ll")" = 2 ]; then
+	ok "golden/literals-shared"
+else
+	notok "golden/literals-shared: expected 2 constant arrays" "$lit.err"
+fi
+
 # Compile time stays linear in a program's length: a 20,000-term sum is
 # emitted as host functions of bounded size (codegen splits a long block into
 # parts of at most 256 ops, compiler/codegen/host.c). In one function, as
