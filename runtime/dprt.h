@@ -66,8 +66,8 @@ enum {
 uint64_t rt_base(RtCtx *c);
 /* the key of this training step's dropout draws: dp_step_key(seed, step) */
 uint64_t rt_key(RtCtx *c);
-/* 1 while training, 0 in evaluation (--eval): dropout then keeps everything */
-uint64_t rt_dropout_on(RtCtx *c);
+/* 1 while training, 0 in evaluation (--eval): training() is 0 and dropout keeps everything */
+uint64_t rt_training(RtCtx *c);
 void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args);
 /* C[b] = A[b] @ B[b] (+ C[b] when beta = 1), row-major, b in [0, batch).
  * ta/tb: use the transpose of A / B. Strides are in elements. */

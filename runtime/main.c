@@ -67,7 +67,7 @@ void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 
 void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
 uint64_t rt_key(RtCtx *c) { return dp_step_key(c->seed, (uint64_t)c->step); }
-uint64_t rt_dropout_on(RtCtx *c) { return !c->eval; }
+uint64_t rt_training(RtCtx *c) { return !c->eval; }
 
 typedef struct {
 	CkptAction a;

@@ -270,8 +270,8 @@ typedef struct {
 static bool skip_tape_store(void *ctx, Op *op)
 {
 	Recompute *r = ctx;
-	if (op->kind == OP_STORE_SLICE && r->a->p->values.data[op->in[0]].vclass == VC_STAGE)
-		return true; /* the forward program wrote it */
+	if (ir_is_stage_store(r->a->p, op))
+		return true;
 	for (int k = 0; op->kind == OP_STORE_SLICE && k < r->ntape; k++)
 		if (op->in[0] == r->tape[k])
 			return true;

@@ -30,7 +30,7 @@ typedef struct {
 static bool skip_store(void *ctx, Op *op)
 {
 	Tapes *t = ctx;
-	return is_tape_store(op, t->tape, t->n) || (op->kind == OP_STORE_SLICE && t->p->values.data[op->in[0]].vclass == VC_STAGE);
+	return is_tape_store(op, t->tape, t->n) || ir_is_stage_store(t->p, op);
 }
 
 static int fresh(Program *p, int v)

@@ -734,7 +734,7 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
-	h.f_on = declare(g, "rt_dropout_on", g->i64, &g->i8p, 1, &h.t_on);
+	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
 	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
 	h.f_revolve = declare(g, "rt_revolve", vd, pr, 9, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};

@@ -1295,13 +1295,13 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	}
 	case OP_TRAINING: {
-		/* word 1: 1 while training, 0 in evaluation (rt_dropout_on) */
+		/* word 1: 1 while training, 0 in evaluation (rt_training) */
 		LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, args[1], cg_i64(g, 0), "");
 		store(k, ptrs[0], idx, LLVMBuildSelect(B, on, cg_real(g, 1), cg_real(g, 0), ""));
 		return;
 	}
 	case OP_ARANGE:
-		LLVMBuildStore(B, LLVMBuildTrunc(B, idx, g->i32, ""), LLVMBuildGEP2(B, g->i32, ptr_of(k, args[0], g->i32p), &idx, 1, ""));
+		elem_store(k, true, args[0], idx, LLVMBuildTrunc(B, idx, g->i32, ""));
 		return;
 	case OP_CAST: {
 		bool from_int = d->in[0].dt == DT_I32, to_int = d->out.dt == DT_I32;
@@ -1329,7 +1329,7 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		acc_next(k, &at, na);
 		loop_end(k, &l, nn);
 		LLVMValueRef r = acc_result(k, &l, cg_i64(g, 0), na);
-		LLVMBuildStore(B, LLVMBuildTrunc(B, r, g->i32, ""), LLVMBuildGEP2(B, g->i32, ptr_of(k, args[0], g->i32p), &idx, 1, ""));
+		elem_store(k, true, args[0], idx, LLVMBuildTrunc(B, r, g->i32, ""));
 		return;
 	}
 	case OP_DROPOUT: {

@@ -47,7 +47,6 @@ typedef struct {
 	Vec(int) ivars; /* the index values of the loops being lowered, outermost first */
 	Scope *loss;    /* the loss block's own scope: reports are made there */
 	int sites;      /* dropout ops so far */
-	Vec(Op *) staging; /* `update B[l]`: the copies of B into its staging variable, run first */
 	Vec(LitArray) literals; /* the tensor literals' arrays so far */
 } Lower;
 
@@ -1092,13 +1091,11 @@ static int literal(Lower *L, Scope *s, Node *n)
 
 /* ---- statements ---- */
 
-/* the value of the buffer named name, or -2 */
-static int param_value(Lower *L, const char *name)
+/* the parameter or buffer that binding b names, or NULL */
+static Param *param_of(Lower *L, const Binding *b)
 {
-	for (int i = 0; i < L->p->params.len; i++)
-		if (L->p->params.data[i].buffer && !strcmp(L->p->params.data[i].name, name))
-			return L->p->params.data[i].value;
-	return -2;
+	Op *d = b && b->kind == B_VALUE ? L->p->values.data[b->value].def : NULL;
+	return d && d->kind == OP_PARAM ? &L->p->params.data[d->index] : NULL;
 }
 
 /* update B = e: after each training step, buffer B takes e's value from that
@@ -1114,14 +1111,11 @@ static void lower_update(Lower *L, Scope *s, Node *n)
 		diag_error(n->loc, layer ? "update %s[...] is only allowed in a loop directly in the loss block, not in a nested loop or function"
 		                         : "update %s = e is only allowed in the loss block itself (a loop directly in it updates one layer: update %s[i] = e)",
 		           n->name, n->name);
-	int qi = -1;
-	for (int i = 0; i < L->p->params.len; i++)
-		if (!strcmp(L->p->params.data[i].name, n->name))
-			qi = i;
-	if (qi < 0 || !L->p->params.data[qi].buffer)
-		diag_error(n->loc, qi < 0 ? "'%s' is not a buffer: update names a `buffer` declaration"
-		                          : "'%s' is a parameter: parameters are trained, only a `buffer` is updated", n->name);
-	Param *q = &L->p->params.data[qi];
+	Param *q = param_of(L, find_in(L->global, n->name));
+	if (!q || !q->buffer)
+		diag_error(n->loc, !q ? "'%s' is not a buffer: update names a `buffer` declaration"
+		                      : "'%s' is a parameter: parameters are trained, only a `buffer` is updated", n->name);
+	int qi = (int)(q - L->p->params.data);
 	Binding *ib = NULL;
 	if (layer) {
 		ib = n->b->kind == N_NAME ? find_in(s, n->b->name) : NULL;
@@ -1149,10 +1143,9 @@ static void lower_update(Lower *L, Scope *s, Node *n)
 		int in[3] = {var, ib->value, v};
 		ir_emit(L->p, L->out, mk(L, OP_STORE_SLICE, n->loc, 3, in));
 		/* the layers no iteration writes keep their value: the staging variable
-		 * starts as B, before anything else runs */
+		 * starts as B, just before the loop (whose op follows its body) */
 		int init[2] = {var, q->value};
-		Op *copy = mk(L, OP_ASSIGN, n->loc, 2, init);
-		vec_push(&L->staging, copy);
+		ir_emit(L->p, &L->p->body, mk(L, OP_ASSIGN, n->loc, 2, init));
 		vec_push(&L->p->updates, ((Report){n->name, var, n->loc, qi}));
 		return;
 	}
@@ -1256,7 +1249,7 @@ static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where
 			if (!b)
 				diag_error(n->loc, "assignment to undefined name '%s' (introduce it with let)%s", n->name,
 				           suggest(L, s, n->name, false));
-			if (b->fixed && b->value == param_value(L, n->name))
+			if (b->fixed && param_of(L, b) && param_of(L, b)->buffer)
 				diag_error(n->loc, "cannot assign to buffer '%s' (it changes after a training step by `update %s = e`)", n->name, n->name);
 			if (b->fixed || b->kind == B_IVAR)
 				diag_error(n->loc, "cannot assign to %s '%s'", b->kind == B_IVAR ? "loop variable" : "parameter or input", n->name);
@@ -1415,18 +1408,6 @@ Program *fe_lower(FeAst *ast, int real_bytes)
 	if (t.rank != 0 || t.dt != DT_REAL)
 		diag_error(ast->loss_loc, "the loss must be a scalar f32[], this one is %s (reduce it with sum, mean or a loss)", ts(t));
 	check_uncalled(ast, L.called);
-	if (L.staging.len) {
-		/* after the parameters and inputs, which the program opens with */
-		Block b = {0};
-		int i = 0;
-		for (; i < L.p->body.len && (L.p->body.ops[i]->kind == OP_PARAM || L.p->body.ops[i]->kind == OP_INPUT); i++)
-			ir_append(&b, L.p->body.ops[i]);
-		for (int k = 0; k < L.staging.len; k++)
-			ir_append(&b, L.staging.data[k]);
-		for (; i < L.p->body.len; i++)
-			ir_append(&b, L.p->body.ops[i]);
-		L.p->body = b;
-	}
 	L.p->loss = v;
 	L.p->nforward = L.p->body.len;
 	return L.p;

@@ -508,11 +508,16 @@ static Node *expr(Parser *P) { return binary(P, 0); }
 
 static void block(Parser *P, NodeList *out, Loc open);
 
-/* NAME = expr after `let` or `report`, located at the name */
+/* NAME = expr after `let`, `report` or `update`, located at the name */
 static Node *binding(Parser *P, NodeKind k, const char *what)
 {
 	Node *n = node(k, P->tok.loc);
 	n->name = ident(P, what);
+	if (k == N_UPDATE && accept(P, "[")) {
+		/* update NAME[i] = e: one layer of a buffer */
+		n->b = expr(P);
+		expect(P, "]", "after the layer index");
+	}
 	expect(P, "=", "after the name");
 	n->a = expr(P);
 	return n;
@@ -525,18 +530,8 @@ static Node *statement(Parser *P)
 		return binding(P, N_LET, "a name after 'let'");
 	if (accept(P, "report"))
 		return binding(P, N_REPORT, "a name after 'report'");
-	if (accept(P, "update")) {
-		/* update NAME = e, or update NAME[i] = e: one layer of a stacked buffer */
-		Node *n = node(N_UPDATE, P->tok.loc);
-		n->name = ident(P, "a buffer name after 'update'");
-		if (accept(P, "[")) {
-			n->b = expr(P);
-			expect(P, "]", "after the layer index");
-		}
-		expect(P, "=", "after the name");
-		n->a = expr(P);
-		return n;
-	}
+	if (accept(P, "update"))
+		return binding(P, N_UPDATE, "a buffer name after 'update'");
 	if (accept(P, "return")) {
 		Node *n = node(N_RETURN, t.loc);
 		n->a = expr(P);

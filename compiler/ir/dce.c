@@ -22,11 +22,8 @@ int *ir_count_uses(Program *p)
 {
 	int *uses = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
 	count_block(&p->body, uses);
-	uses[p->loss]++;
-	for (int i = 0; i < p->reports.len; i++)
-		uses[p->reports.data[i].value]++;
-	for (int i = 0; i < p->updates.len; i++)
-		uses[p->updates.data[i].value]++;
+	for (int i = 0; i < ir_nresults(p); i++)
+		uses[ir_result(p, i)]++;
 	return uses;
 }
 

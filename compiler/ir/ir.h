@@ -360,16 +360,24 @@ typedef void (*ir_op_fn)(Op *op, void *ctx);
 void ir_walk(Block *b, ir_op_fn fn, void *ctx); /* pre-order, into loop bodies */
 
 static inline Value *ir_val(Program *p, int v) { return &p->values.data[v]; }
-/* the loss, a report or an update's value: the runtime reads it after the step */
+/* The values the runtime reads after the step: result 0 is the loss, then
+ * the reports, then the updates' values. */
+static inline int ir_nresults(const Program *p) { return 1 + p->reports.len + p->updates.len; }
+static inline int ir_result(const Program *p, int i)
+{
+	return i == 0 ? p->loss : i <= p->reports.len ? p->reports.data[i - 1].value : p->updates.data[i - 1 - p->reports.len].value;
+}
 static inline bool ir_is_result(const Program *p, int v)
 {
-	for (int i = 0; i < p->reports.len; i++)
-		if (p->reports.data[i].value == v)
+	for (int i = 0; i < ir_nresults(p); i++)
+		if (ir_result(p, i) == v)
 			return true;
-	for (int i = 0; i < p->updates.len; i++)
-		if (p->updates.data[i].value == v)
-			return true;
-	return v == p->loss;
+	return false;
+}
+/* a store into an update's staging variable: the forward program's alone, which recomputations skip */
+static inline bool ir_is_stage_store(const Program *p, const Op *op)
+{
+	return op->kind == OP_STORE_SLICE && p->values.data[op->in[0]].vclass == VC_STAGE;
 }
 static inline Type ir_vtype(Program *p, int v) { return p->values.data[v].type; }
 

@@ -596,11 +596,8 @@ static void plan(Program *p)
 	L.pos = 0;
 	uses(&L, &p->body);
 	/* The runtime reads the loss, the reports and the updates' values after the step. */
-	L.last[L.root[p->loss]] = npos;
-	for (int i = 0; i < p->reports.len; i++)
-		L.last[L.root[p->reports.data[i].value]] = npos;
-	for (int i = 0; i < p->updates.len; i++)
-		L.last[L.root[p->updates.data[i].value]] = npos;
+	for (int i = 0; i < ir_nresults(p); i++)
+		L.last[L.root[ir_result(p, i)]] = npos;
 
 	int64_t packed = pack(p, &L, at);
 	p->plan_work = ones + packed;
