@@ -76,7 +76,8 @@ static RtTensor *named_param(RtModel *m, char **p, int line, const char *text)
 void rt_parse_desc(RtModel *m, const char *desc)
 {
 	memset(m, 0, sizeof *m);
-	m->k_sgd = m->k_adam = -1;
+	for (int i = 0; i < 3; i++)
+		m->k_sgd[i] = m->k_adam[i] = -1;
 	char *copy = strdup(desc), *save = NULL;
 	int line = 0;
 	bool ended = false;
@@ -99,11 +100,17 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			m->arena = num(&p, line, l);
 		} else if (!strcmp(key, "loss")) {
 			m->loss = num(&p, line, l);
+			word(&p, m->loss_dtype, sizeof m->loss_dtype, line, l);
+			if (rt_real_index(m->loss_dtype) < 0)
+				bad(line, l);
 		} else if (!strcmp(key, "report")) {
 			if (m->nreports >= (int)(sizeof m->reports / sizeof *m->reports))
 				rt_fail(70, "internal error: too many reports in the model description");
 			word(&p, m->reports[m->nreports].name, sizeof m->reports[m->nreports].name, line, l);
-			m->reports[m->nreports++].offset = num(&p, line, l);
+			m->reports[m->nreports].offset = num(&p, line, l);
+			word(&p, m->reports[m->nreports].dtype, sizeof m->reports[m->nreports].dtype, line, l);
+			if (rt_real_index(m->reports[m->nreports++].dtype) < 0)
+				bad(line, l);
 		} else if (!strcmp(key, "param") || !strcmp(key, "input")) {
 			bool param = key[0] == 'p';
 			if ((param && m->nparams == 256) || (!param && m->ninputs == 64))
@@ -174,13 +181,16 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				}
 			}
 		} else if (!strcmp(key, "kernel")) {
-			char k[16];
+			char k[16], dt[8];
 			word(&p, k, sizeof k, line, l);
-			int id = (int)num(&p, line, l);
+			word(&p, dt, sizeof dt, line, l);
+			int id = (int)num(&p, line, l), r = rt_real_index(dt);
+			if (r < 0 || id < 0)
+				bad(line, l);
 			if (!strcmp(k, "sgd"))
-				m->k_sgd = id;
+				m->k_sgd[r] = id;
 			else if (!strcmp(k, "adam"))
-				m->k_adam = id;
+				m->k_adam[r] = id;
 			else
 				bad(line, l);
 		} else if (!strcmp(key, "kname")) {
@@ -226,10 +236,15 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			bad(line, l);
 	}
 	free(copy);
-	if (!ended || !m->real_bytes || m->k_sgd < 0 || m->k_adam < 0 || !m->has_optimizer)
+	if (!ended || !m->real_bytes || !m->has_optimizer || !m->loss_dtype[0])
 		rt_fail(70, "internal error: incomplete model description");
+	for (int i = 0; i < m->nparams; i++) {
+		int r = rt_real_index(m->params[i].dtype);
+		if (!m->params[i].buffer && r >= 0 && (m->k_sgd[r] < 0 || m->k_adam[r] < 0))
+			rt_fail(70, "internal error: no optimizer kernel for parameter %s (%s)", m->params[i].name, m->params[i].dtype);
+	}
 	/* generated code trusts these offsets; a mismatch would corrupt memory */
-	if (m->loss < 0 || m->loss + m->real_bytes > m->arena)
+	if (m->loss < 0 || m->loss + rt_elem_bytes(m->loss_dtype) > m->arena)
 		rt_fail(70, "internal error: the loss lies outside the arena of %lld bytes", (long long)m->arena);
 	for (int i = 0; i < m->nparams + m->ninputs; i++) {
 		const RtTensor *t = i < m->nparams ? &m->params[i] : &m->inputs[i - m->nparams];

@@ -55,6 +55,7 @@ const char *rt_shape_str(int rank, const int64_t *dim)
 }
 
 int rt_elem_bytes(const char *dtype) { return !strcmp(dtype, "f64") ? 8 : !strcmp(dtype, "bf16") ? 2 : 4; }
+int rt_real_index(const char *dtype) { return !strcmp(dtype, "f32") ? 0 : !strcmp(dtype, "bf16") ? 1 : !strcmp(dtype, "f64") ? 2 : -1; }
 
 /* bf16: the high half of an f32, rounded to nearest even (NaN stays NaN) */
 float rt_bf16_to_f32(uint16_t h)
@@ -476,7 +477,6 @@ static void jskip(Json *j)
 
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads)
 {
-	const char *dt = m->real_bytes == 8 ? "F64" : m->real_bytes == 2 ? "BF16" : "F32";
 	size_t cap = 4096 + 512 * (size_t)m->nparams, n = 0;
 	char *h = rt_host_alloc((int64_t)cap, path);
 	n += (size_t)snprintf(h + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"model\":\"%s\",\"content\":\"%s\"}", m->model,
@@ -486,6 +486,7 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 		const RtTensor *t = &m->params[i];
 		if (grads && t->buffer)
 			continue; /* a buffer has no gradient */
+		const char *dt = !strcmp(t->dtype, "f64") ? "F64" : !strcmp(t->dtype, "bf16") ? "BF16" : "F32";
 		n += (size_t)snprintf(h + n, cap - n, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, dt);
 		for (int k = 0; k < t->rank; k++)
 			n += (size_t)snprintf(h + n, cap - n, "%s%lld", k ? "," : "", (long long)t->dim[k]);
@@ -634,8 +635,8 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 				if (!isfinite(v))
 					jerror(&j, "%s: tensor '%s' entry %lld is %g, not a finite number", name, t->name, (long long)i, v);
 				if (is_f32 && fabs(v) > FLT_MAX)
-					jerror(&j, "%s: tensor '%s' entry %lld is %g, out of the range of the model's f32", name, t->name,
-					       (long long)i, v);
+					jerror(&j, "%s: tensor '%s' entry %lld is %g, out of the range of its %s", name, t->name,
+					       (long long)i, v, t->dtype);
 				if (is_i32 && (v != floor(v) || v < INT32_MIN || v > INT32_MAX))
 					jerror(&j, "%s: tensor '%s' entry %lld is %g, not an i32", name, t->name, (long long)i, v);
 				rt_set(bufs[which], t->dtype, i, v);

@@ -30,7 +30,7 @@ void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
 		rt_prof_end(c);
 }
 
-void rt_gemm(RtCtx *c, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa,
+void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa,
              uint64_t b, int64_t ldb, int64_t sb, uint64_t cc, int64_t ldc, int64_t sc, int64_t batch, double beta)
 {
 	c->n.gemms++;
@@ -40,7 +40,7 @@ void rt_gemm(RtCtx *c, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t
 		         (long long)m, (long long)n, (long long)k, batch > 1 ? " batched" : "", beta != 0 ? " +=" : "");
 		rt_prof_begin(c, label);
 	}
-	c->dev->gemm(c->model->real_bytes, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, cc, ldc, sc, batch, beta);
+	c->dev->gemm(elem_bytes, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, cc, ldc, sc, batch, beta);
 	if (c->profile)
 		rt_prof_end(c);
 }
@@ -544,8 +544,8 @@ static int evaluate(RtCtx *c, const Opts *o, Data *data)
 		c->dev->sync();
 		loss += read_loss(c);
 		for (int i = 0; i < m->nreports; i++) {
-			rt_d2h(c, buf, c->base + (uint64_t)m->reports[i].offset, m->real_bytes);
-			rep[i] += rt_get(buf, rt_real_dtype(m), 0);
+			rt_d2h(c, buf, c->base + (uint64_t)m->reports[i].offset, rt_elem_bytes(m->reports[i].dtype));
+			rep[i] += rt_get(buf, m->reports[i].dtype, 0);
 		}
 	}
 	char line[2048], num[32];
@@ -588,8 +588,8 @@ static void init_params(const RtModel *m, void **host, uint64_t seed)
 static double read_loss(RtCtx *c)
 {
 	unsigned char buf[8];
-	rt_d2h(c, buf, c->base + (uint64_t)c->model->loss, c->model->real_bytes);
-	return rt_get(buf, rt_real_dtype(c->model), 0);
+	rt_d2h(c, buf, c->base + (uint64_t)c->model->loss, rt_elem_bytes(c->model->loss_dtype));
+	return rt_get(buf, c->model->loss_dtype, 0);
 }
 
 static double now(void)
@@ -646,7 +646,8 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 			int64_t e = t->numel <= o->gc_samples ? s : (int64_t)(rng_next() % (uint64_t)t->numel);
 			double keep = rt_get(host[i], t->dtype, e), h = 1e-6 * (fabs(keep) > 1 ? fabs(keep) : 1);
 			unsigned char elem[8];
-			uint64_t where = c->base + (uint64_t)t->offset + (uint64_t)(e * m->real_bytes);
+			int esz = rt_elem_bytes(t->dtype);
+			uint64_t where = c->base + (uint64_t)t->offset + (uint64_t)(e * esz);
 			double lp[2];
 			/* a streamed parameter is read from the host pool by each call */
 			for (int side = 0; side < 2; side++) {
@@ -654,7 +655,7 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 				if (t->streamed)
 					rt_set(host[i], t->dtype, e, keep + (side ? -h : h));
 				else
-					rt_h2d(c, where, elem, m->real_bytes);
+					rt_h2d(c, where, elem, esz);
 				dp_forward(c);
 				lp[side] = read_loss(c); /* synchronous: the copies are done */
 			}
@@ -662,7 +663,7 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 			if (t->streamed)
 				rt_set(host[i], t->dtype, e, keep);
 			else
-				rt_h2d(c, where, elem, m->real_bytes);
+				rt_h2d(c, where, elem, esz);
 			double fd = (lp[0] - lp[1]) / (2 * h), ad = rt_get(g[i], t->dtype, e), d = fabs(ad - fd);
 			double noise = 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1);
 			double err = d <= noise ? 0 : d / fmax(fabs(ad), fabs(fd));
@@ -727,7 +728,10 @@ static void predict_transfers(RtCtx *c, const Opts *o, const Run *r, int64_t *h2
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
 	*h2d = resident + r->steps * (inputs + m->xfer_h2d[1]);
-	*d2h = r->steps * ((1 + m->nreports) * m->real_bytes + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
+	int64_t scalars = rt_elem_bytes(m->loss_dtype);
+	for (int i = 0; i < m->nreports; i++)
+		scalars += rt_elem_bytes(m->reports[i].dtype);
+	*d2h = r->steps * (scalars + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
 }
 
 static void write_summary(RtCtx *c, const Opts *o, const Run *r)
@@ -783,8 +787,9 @@ static void download_params(RtCtx *c, void **host, bool grads)
 	}
 }
 
-void rt_apply_update(RtCtx *c, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
+void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
 {
+	int r = rt_real_index(t->dtype);
 	uint64_t w[10] = {p, g};
 	if (c->model->adam) {
 		w[2] = m;
@@ -795,10 +800,10 @@ void rt_apply_update(RtCtx *c, uint64_t p, uint64_t g, uint64_t m, uint64_t v, i
 		word_double(&w[7], 1e-8);
 		word_double(&w[8], 1 - pow(0.9, (double)c->step));
 		word_double(&w[9], 1 - pow(0.999, (double)c->step));
-		rt_launch(c, c->model->k_adam, n, 10, w);
+		rt_launch(c, c->model->k_adam[r], n, 10, w);
 	} else {
 		word_double(&w[2], c->lr);
-		rt_launch(c, c->model->k_sgd, n, 3, w);
+		rt_launch(c, c->model->k_sgd[r], n, 3, w);
 	}
 }
 
@@ -958,10 +963,13 @@ int main(int argc, char **argv)
 			}
 			dp_step(c);
 			c->capture = NULL;
-			c->n.d2h_bytes += nres * m->real_bytes;
-			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, m->real_bytes);
-			for (int i = 0; i < m->nreports; i++)
-				c->dev->d2h_async(loss_slots + 8 * (nres * slot + 1 + i), c->base + (uint64_t)m->reports[i].offset, m->real_bytes);
+			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
+			c->n.d2h_bytes += rt_elem_bytes(m->loss_dtype);
+			for (int i = 0; i < m->nreports; i++) {
+				c->dev->d2h_async(loss_slots + 8 * (nres * slot + 1 + i), c->base + (uint64_t)m->reports[i].offset,
+				                  rt_elem_bytes(m->reports[i].dtype));
+				c->n.d2h_bytes += rt_elem_bytes(m->reports[i].dtype);
+			}
 			if (dump) {
 				double t = now();
 				download_params(c, g, true);
@@ -974,7 +982,7 @@ int main(int argc, char **argv)
 			for (int i = 0; i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
 				if (!t->streamed && !t->buffer)
-					rt_apply_update(c, c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad,
+					rt_apply_update(c, t, c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad,
 					                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, t->numel);
 			}
 			/* the buffers' updates, in order on the compute stream: after everything that read them */
@@ -998,9 +1006,9 @@ int main(int argc, char **argv)
 		c->dev->fence_wait(prev);
 		if (!sync_dev)
 			t_done[prev] = now() - t0 - r.save_s;
-		r.last = rt_get(loss_slots + 8 * nres * prev, rt_real_dtype(m), 0);
+		r.last = rt_get(loss_slots + 8 * nres * prev, m->loss_dtype, 0);
 		for (int i = 0; i < m->nreports; i++)
-			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), rt_real_dtype(m), 0);
+			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->reports[i].dtype, 0);
 		if (s == 1)
 			r.first = r.last;
 		long done = r.steps = s;

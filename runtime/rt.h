@@ -33,13 +33,15 @@ typedef struct {
 
 typedef struct {
 	char model[128];
-	int real_bytes;
+	int real_bytes;       /* the precision line's: what the source's f32 is stored as */
 	int64_t arena, loss;
+	char loss_dtype[8];
 	RtTensor params[256], inputs[64];
 	int nparams, ninputs;
 	struct {
 		char name[64];
 		int64_t offset;   /* a scalar the loss block reports (`report NAME = e`), read after each step */
+		char dtype[8];
 	} reports[16];
 	int nreports;
 	struct {
@@ -47,7 +49,7 @@ typedef struct {
 		int64_t offset;
 	} updates[16];
 	int nupdates;
-	int k_sgd, k_adam;
+	int k_sgd[3], k_adam[3]; /* by rt_real_index of the parameter's dtype; -1 where none was compiled */
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
 	bool has_optimizer;
 	char **kname;         /* by kernel id; nkname of them */
@@ -74,7 +76,7 @@ typedef struct {
 	void (*d2d)(uint64_t dst, uint64_t src, int64_t bytes);
 	void (*zero)(uint64_t dst, int64_t bytes);
 	void (*launch)(int kernel, int64_t n, int nargs, const uint64_t *args);
-	void (*gemm)(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+	void (*gemm)(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
 	             int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
 	             int64_t batch, double beta);
 	void (*sync)(void);
@@ -134,7 +136,7 @@ struct RtCtx {
 };
 
 /* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */
-void rt_apply_update(RtCtx *c, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
+void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
 
 /* --profile: each device call between rt_prof_begin and rt_prof_end is timed
  * under its label; rt_prof_report prints the totals by label. */
@@ -159,6 +161,8 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);
 double rt_get(const void *buf, const char *dtype, int64_t i);
 void rt_set(void *buf, const char *dtype, int64_t i, double v);
 int rt_elem_bytes(const char *dtype);
+/* f32 0, bf16 1, f64 2; -1 for anything else */
+int rt_real_index(const char *dtype);
 float rt_bf16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float f); /* rounded to nearest even */
 /* the dtype name of the model's reals: "f32", "f64" or "bf16" */

@@ -52,11 +52,12 @@ void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots
 
 void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
 {
-	int64_t bytes = n * c->model->real_bytes;
+	const RtTensor *t = &c->model->params[param];
+	int64_t bytes = n * rt_elem_bytes(t->dtype);
 	if (c->capture && c->capture[param])
 		rt_d2h(c, (unsigned char *)c->capture[param] + u * bytes, g, bytes);
 	if (!c->no_update)
-		rt_apply_update(c, p, g, m, v, n);
+		rt_apply_update(c, t, p, g, m, v, n);
 }
 
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)

@@ -183,7 +183,7 @@ static bool mark_active(Ad *a, Block *b)
 		char act = op->kind == OP_PARAM && !a->p->params.data[op->index].buffer;
 		for (int k = 0; k < op->nin; k++)
 			act |= a->active.data[op->in[k]];
-		if (act && ir_vtype(a->p, op->out).dt == DT_REAL) {
+		if (act && ir_is_real(ir_vtype(a->p, op->out).dt)) {
 			a->active.data[op->out] = 1;
 			changed = true;
 		}
@@ -539,7 +539,7 @@ Program *ad_transform(Program *p, const AdOptions *o)
 	}
 	Op *seed = ir_new_op(p, OP_FILL, p->values.data[p->loss].loc, 0, NULL);
 	seed->attr.value = 1;
-	seed->to = ir_scalar(DT_REAL);
+	seed->to = ir_scalar(ir_vtype(p, p->loss).dt);
 	int s = ad_emit(&a, seed);
 	p->values.data[s].name = "seed";
 	if (a.active.data[p->loss])

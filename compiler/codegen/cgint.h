@@ -46,9 +46,9 @@ typedef struct {
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;
 	LLVMTypeRef i1, i8, i32, i64, f64, real, i8p, i64p, realp, i32p;
-	/* reals are computed in `real` and stored as `rstore` (realp points at
-	 * it): the same type, except that bf16 (real_bytes 2) is stored as i16
-	 * and computed in f32 */
+	/* the reals of the kernel being emitted (cg_set_real): computed in
+	 * `real` and stored as `rstore` (realp points at it): the same type,
+	 * except that bf16 is stored as i16 and computed in f32 */
 	LLVMTypeRef rstore;
 	bool bf16;
 	Vec(KDesc) kernels;
@@ -70,6 +70,8 @@ typedef struct {
 
 LLVMValueRef cg_i64(Cg *g, int64_t v);
 LLVMValueRef cg_real(Cg *g, double v);
+/* makes real, rstore, realp and bf16 those of element type dt */
+void cg_set_real(Cg *g, DType dt);
 /* dp_mix (compiler/ops/rng.h) of an i64, in LLVM */
 LLVMValueRef cg_mix(Cg *g, LLVMBuilderRef b, LLVMValueRef x);
 /* Decides k's vector width and lanes, then finds or adds it; returns its id. */

@@ -171,14 +171,14 @@ static void gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 	}
 	Cg *g = h->g;
 	LLVMValueRef args[18] = {
-		h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.ta, 0), LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.tb, 0),
+		h->ctx, LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(c.dt), 0), LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.ta, 0), LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.tb, 0),
 		cg_i64(g, m), cg_i64(g, n), cg_i64(g, k),
 		addr(h, op->in[0]), cg_i64(g, a.dim[a.rank - 1]), cg_i64(g, sa),
 		addr(h, op->in[1]), cg_i64(g, b.dim[b.rank - 1]), cg_i64(g, sb),
 		dst, cg_i64(g, n), cg_i64(g, m * n),
 		cg_i64(g, batch), LLVMConstReal(g->f64, beta),
 	};
-	call(h, h->t_gemm, h->f_gemm, args, 17);
+	call(h, h->t_gemm, h->f_gemm, args, 18);
 }
 
 /* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */
@@ -188,13 +188,14 @@ static bool lower_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta)
 	if (!ir_leading_sum(h->g->p, op, &m, &n))
 		return false;
 	Cg *g = h->g;
-	LLVMValueRef ones = LLVMBuildAdd(g->b, h->base, cg_i64(g, g->p->ones_offset), "");
-	LLVMValueRef args[17] = {
-		h->ctx, LLVMConstInt(g->i32, 0, 0), LLVMConstInt(g->i32, 0, 0), cg_i64(g, 1), cg_i64(g, n), cg_i64(g, m),
+	DType dt = ir_vtype(g->p, op->in[0]).dt;
+	LLVMValueRef ones = LLVMBuildAdd(g->b, h->base, cg_i64(g, g->p->ones_offset[dt]), "");
+	LLVMValueRef args[18] = {
+		h->ctx, LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(dt), 0), LLVMConstInt(g->i32, 0, 0), LLVMConstInt(g->i32, 0, 0), cg_i64(g, 1), cg_i64(g, n), cg_i64(g, m),
 		ones, cg_i64(g, m), cg_i64(g, 0), addr(h, op->in[0]), cg_i64(g, n), cg_i64(g, 0),
 		dst, cg_i64(g, n), cg_i64(g, 0), cg_i64(g, 1), LLVMConstReal(g->f64, beta),
 	};
-	call(h, h->t_gemm, h->f_gemm, args, 17);
+	call(h, h->t_gemm, h->f_gemm, args, 18);
 	return true;
 }
 
@@ -723,9 +724,9 @@ static void host_function(Cg *g, const char *name, int nops)
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
 	h.f_launch = declare(g, "rt_launch", vd, pl, 5, &h.t_launch);
-	LLVMTypeRef pg[] = {g->i8p, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
+	LLVMTypeRef pg[] = {g->i8p, g->i32, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
 	                    g->i64, g->i64, g->i64, g->i64, g->f64};
-	h.f_gemm = declare(g, "rt_gemm", vd, pg, 17, &h.t_gemm);
+	h.f_gemm = declare(g, "rt_gemm", vd, pg, 18, &h.t_gemm);
 	LLVMTypeRef pc[] = {g->i8p, g->i64, g->i64, g->i64};
 	h.f_copy = declare(g, "rt_copy", vd, pc, 4, &h.t_copy);
 	LLVMTypeRef pz[] = {g->i8p, g->i64, g->i64};
@@ -758,13 +759,15 @@ static void host_function(Cg *g, const char *name, int nops)
 		LLVMValueRef args[3] = {h.ctx, LLVMBuildBitCast(g->b, g->slot_table, g->i64p, ""), cg_i64(g, g->slot_words)};
 		call(&h, h.t_reset, h.f_reset, args, 3);
 	}
-	if (g->p->ones_len) {
+	for (int dt = 0; dt <= DT_F64; dt++) {
+		if (!g->p->ones_len[dt])
+			continue;
 		KDesc d;
 		memset(&d, 0, sizeof d);
 		d.kind = OP_FILL;
 		d.attr.value = 1;
-		d.out = ir_type(DT_REAL, 1, &g->p->ones_len);
-		LLVMValueRef at = LLVMBuildAdd(g->b, h.base, cg_i64(g, g->p->ones_offset), "");
+		d.out = ir_type((DType)dt, 1, &g->p->ones_len[dt]);
+		LLVMValueRef at = LLVMBuildAdd(g->b, h.base, cg_i64(g, g->p->ones_offset[dt]), "");
 		launch(&h, &d, &at, 1);
 	}
 	lower_block(&h, &g->p->body, 0, nops);
@@ -802,19 +805,20 @@ static void count_steps(Block *b, int64_t times, int64_t *counts)
 	}
 }
 
-static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
+static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const int *adam)
 {
 	Program *p = g->p;
 	Text t = {0};
-	const char *real = p->real_bytes == 8 ? "f64" : p->real_bytes == 2 ? "bf16" : "f32";
-	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld\n", o->model_name, real,
-	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset));
-	for (int i = 0; i < p->reports.len; i++)
-		put(&t, ar_printf("report %s %lld\n", p->reports.data[i].name, (long long)p->values.data[p->reports.data[i].value].offset));
+	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld %s\n", o->model_name, ir_dt_name(p->real),
+	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset, ir_dt_name(ir_vtype(p, p->loss).dt)));
+	for (int i = 0; i < p->reports.len; i++) {
+		Value *v = &p->values.data[p->reports.data[i].value];
+		put(&t, ar_printf("report %s %lld %s\n", p->reports.data[i].name, (long long)v->offset, ir_dt_name(v->type.dt)));
+	}
 	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		put(&t, ar_printf("param %s %s", q->name, real));
+		put(&t, ar_printf("param %s %s", q->name, ir_dt_name(q->type.dt)));
 		put_type(&t, q->type);
 		put(&t, ar_printf(" %lld %lld %d %s %.17g %.17g\n", q->streamed ? -1LL : (long long)p->values.data[q->value].offset,
 		                  q->streamed || q->buffer ? -1LL : (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
@@ -825,7 +829,7 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 		put(&t, ar_printf("update %s %lld\n", p->updates.data[i].name, (long long)p->values.data[p->updates.data[i].value].offset));
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];
-		put(&t, ar_printf("input %s %s", in->name, in->type.dt == DT_I32 ? "i32" : real));
+		put(&t, ar_printf("input %s %s", in->name, ir_dt_name(in->type.dt)));
 		put_type(&t, in->type);
 		put(&t, ar_printf(" %lld %d %d %d\n", (long long)p->values.data[in->value].offset, in->classes, in->has_ignore, in->ignore));
 	}
@@ -847,7 +851,9 @@ static const char *model_desc(Cg *g, const CgOptions *o, int sgd, int adam)
 	put(&t, ar_printf("transfers slots %d ahead %d forward %lld %lld step %lld %lld\n", p->nslots, p->ahead,
 	                  (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0], (long long)p->h2d_bytes[1],
 	                  (long long)p->d2h_bytes[1]));
-	put(&t, ar_printf("kernel sgd %d\nkernel adam %d\n", sgd, adam));
+	for (int dt = 0; dt <= DT_F64; dt++)
+		if (sgd[dt] >= 0)
+			put(&t, ar_printf("kernel sgd %s %d\nkernel adam %s %d\n", ir_dt_name((DType)dt), sgd[dt], ir_dt_name((DType)dt), adam[dt]));
 	for (int i = 0; i < g->kernels.len; i++)
 		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
 	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan optimizer %lld\nplan inputs %lld\nplan tape %lld\n"
@@ -882,23 +888,31 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->i32 = LLVMInt32TypeInContext(g->ctx);
 	g->i64 = LLVMInt64TypeInContext(g->ctx);
 	g->f64 = LLVMDoubleTypeInContext(g->ctx);
-	g->real = p->real_bytes == 8 ? g->f64 : LLVMFloatTypeInContext(g->ctx);
-	g->bf16 = p->real_bytes == 2;
-	g->rstore = g->bf16 ? LLVMInt16TypeInContext(g->ctx) : g->real;
 	g->i8p = LLVMPointerType(g->i8, 0);
 	g->i64p = LLVMPointerType(g->i64, 0);
-	g->realp = LLVMPointerType(g->rstore, 0);
+	cg_set_real(g, p->real);
 	g->i32p = LLVMPointerType(g->i32, 0);
 	g->cuda = o->target == CG_CUDA;
 
-	KDesc opt;
-	memset(&opt, 0, sizeof opt);
-	opt.kind = (OpKind)K_SGD;
-	opt.nargs = 3;
-	int sgd = cg_kernel_id(g, &opt);
-	opt.kind = (OpKind)K_ADAM;
-	opt.nargs = 10;
-	int adam = cg_kernel_id(g, &opt);
+	/* the optimizers' kernels, one pair per element type of trained parameters; p->real's first */
+	int sgd[DT_F64 + 1], adam[DT_F64 + 1];
+	for (int dt = 0; dt <= DT_F64; dt++) {
+		bool used = dt == (int)p->real;
+		for (int i = 0; i < p->params.len; i++)
+			used |= !p->params.data[i].buffer && p->params.data[i].type.dt == (DType)dt;
+		sgd[dt] = adam[dt] = -1;
+		if (!used)
+			continue;
+		KDesc opt;
+		memset(&opt, 0, sizeof opt);
+		opt.out.dt = (DType)dt;
+		opt.kind = (OpKind)K_SGD;
+		opt.nargs = 3;
+		sgd[dt] = cg_kernel_id(g, &opt);
+		opt.kind = (OpKind)K_ADAM;
+		opt.nargs = 10;
+		adam[dt] = cg_kernel_id(g, &opt);
+	}
 
 	g->slot_at = ar_alloc(sizeof(int64_t) * (size_t)(p->values.len + 1));
 	for (int v = 0; v < p->values.len; v++)

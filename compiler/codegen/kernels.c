@@ -11,6 +11,26 @@
 LLVMValueRef cg_i64(Cg *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
 LLVMValueRef cg_real(Cg *g, double v) { return LLVMConstReal(g->real, v); }
 
+void cg_set_real(Cg *g, DType dt)
+{
+	g->real = dt == DT_F64 ? g->f64 : LLVMFloatTypeInContext(g->ctx);
+	g->bf16 = dt == DT_BF16;
+	g->rstore = g->bf16 ? LLVMInt16TypeInContext(g->ctx) : g->real;
+	g->realp = LLVMPointerType(g->rstore, 0);
+}
+
+/* the element type a kernel's reals are stored in: its result's, else its
+ * first real operand's (a cast between reals switches while it runs) */
+static DType kernel_dt(Cg *g, const KDesc *d)
+{
+	if (ir_is_real(d->out.dt))
+		return d->out.dt;
+	for (int j = 0; j < d->nin; j++)
+		if (ir_is_real(d->in[j].dt))
+			return d->in[j].dt;
+	return g->p->real;
+}
+
 LLVMValueRef cg_mix(Cg *g, LLVMBuilderRef b, LLVMValueRef x)
 {
 	LLVMValueRef c[3] = {LLVMConstInt(g->i64, 0x9e3779b97f4a7c15ull, 0), LLVMConstInt(g->i64, 0xbf58476d1ce4e5b9ull, 0),
@@ -51,7 +71,7 @@ static int64_t reduced_axes(const KDesc *d, bool *kept, int *out_axis)
  * whole vectors are) or is broadcast along it. */
 static int vector_width(Cg *g, const KDesc *d)
 {
-	int v = 16 / g->p->real_bytes;
+	int v = 16 / ir_dt_bytes(kernel_dt(g, d));
 	switch ((int)d->kind) {
 	case K_FUSED:
 	case OP_BROADCAST:
@@ -309,7 +329,7 @@ static LLVMValueRef call_math(K *k, const char *name, LLVMValueRef x, LLVMValueR
 		}
 		return r;
 	}
-	bool f32 = g->p->real_bytes != 8;
+	bool f32 = g->real != g->f64;
 	const char *full = ar_printf("llvm.%s.f%d", name, f32 ? 32 : 64);
 	if (g->gpu && strcmp(name, "sqrt") != 0)
 		full = ar_printf("__nv_%s%s", name, f32 ? "f" : "");
@@ -420,7 +440,7 @@ static LLVMValueRef shuffle_xor(K *k, LLVMValueRef v, int mask)
 	Cg *g = k->g;
 	LLVMValueRef all = LLVMConstInt(g->i32, 0xffffffffu, 0), m = LLVMConstInt(g->i32, (unsigned)mask, 0);
 	LLVMValueRef clamp = LLVMConstInt(g->i32, 31, 0);
-	if (g->p->real_bytes != 8) {
+	if (g->real != g->f64) {
 		LLVMValueRef args[4] = {all, v, m, clamp};
 		return intrinsic(k, "llvm.nvvm.shfl.sync.bfly.f32", g->real, args, 4);
 	}
@@ -1141,7 +1161,7 @@ static void body_interp(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef i
 	LLVMValueRef l0 = LLVMBuildFSub(B, LLVMConstReal(g->f64, 1), l1, ""), z = LLVMConstReal(g->f64, 0);
 	LLVMValueRef v = LLVMBuildFAdd(B, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, coord[1], i0, ""), l0, z, ""),
 	                               LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, coord[1], i1, ""), l1, z, ""), "");
-	if (g->p->real_bytes != 8)
+	if (g->real != g->f64)
 		v = LLVMBuildFPTrunc(B, v, g->real, "");
 	store(k, ptrs[0], idx, v);
 }
@@ -1160,10 +1180,10 @@ static LLVMValueRef operand(K *k, LLVMValueRef base, Type t, Type out, LLVMValue
 static LLVMValueRef word_real(K *k, LLVMValueRef w)
 {
 	LLVMValueRef d = LLVMBuildBitCast(k->b, w, k->g->f64, "");
-	return k->g->p->real_bytes == 8 ? d : LLVMBuildFPTrunc(k->b, d, k->g->real, "");
+	return k->g->real == k->g->f64 ? d : LLVMBuildFPTrunc(k->b, d, k->g->real, "");
 }
 
-void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane)
+static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane)
 {
 	K kk = {g, fn, g->b, d->vec, d->lanes, lane}, *k = &kk;
 	LLVMBuilderRef B = g->b;
@@ -1305,6 +1325,17 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		return;
 	case OP_CAST: {
 		bool from_int = d->in[0].dt == DT_I32, to_int = d->out.dt == DT_I32;
+		if (!from_int && !to_int) {
+			/* between reals: load in the operand's type, store in the result's */
+			cg_set_real(g, d->in[0].dt);
+			LLVMValueRef x = load(k, ptr_of(k, args[1], g->realp), idx);
+			LLVMTypeRef from = g->real;
+			cg_set_real(g, d->out.dt);
+			if (from != g->real)
+				x = from == g->f64 ? LLVMBuildFPTrunc(B, x, g->real, "") : LLVMBuildFPExt(B, x, g->real, "");
+			store(k, ptr_of(k, args[0], g->realp), idx, x);
+			return;
+		}
 		LLVMValueRef x = elem_load(k, from_int, args[1], idx);
 		if (from_int != to_int)
 			x = to_int ? LLVMBuildFPToSI(B, x, g->i32, "") : LLVMBuildSIToFP(B, x, g->real, "");
@@ -1375,6 +1406,13 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 		break;
 	}
 	die("no kernel lowering for %s", ir_ops[d->kind].name);
+}
+
+void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane)
+{
+	cg_set_real(g, kernel_dt(g, d));
+	body(g, fn, d, args, idx, lane);
+	cg_set_real(g, g->p->real);
 }
 
 /* x86: void kN(const uint64_t *args, int64_t begin, int64_t end) */

@@ -52,6 +52,13 @@ typedef struct {
 
 static const char *ts(Type t) { return ir_type_str(t); }
 
+/* a type as written in the source, as stored in this program (--precision) */
+static Type resolve(Lower *L, Type t)
+{
+	t.dt = ir_resolve_dt(L->p, t.dt);
+	return t;
+}
+
 static Binding *find_in(Scope *s, const char *name)
 {
 	int i = map_get(&s->index, name);
@@ -159,7 +166,7 @@ static int tensor(Lower *L, int v, Loc loc)
 		return v;
 	Op *op = mk(L, OP_FILL, loc, 0, NULL);
 	op->attr.value = L->p->values.data[v].def->attr.value;
-	op->to = ir_scalar(DT_REAL);
+	op->to = ir_scalar(L->p->real);
 	return emit(L, op);
 }
 
@@ -597,11 +604,11 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
 	u->attr.win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
 	int cols = emit(L, u);
-	Type ct = ir_vtype(L->p, cols), wm = ir_type(DT_REAL, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
+	Type ct = ir_vtype(L->p, cols), wm = ir_type(wt.dt, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
 	int y = matmul_bt(L, n->loc, cols, reshape_to(L, n->loc, w, wm));
 	int64_t ho, wo;
 	ops_window_out(&u->attr.win, xt, &ho, &wo);
-	return reshape_to(L, n->loc, swap_last(L, n->loc, y), ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo}));
+	return reshape_to(L, n->loc, swap_last(L, n->loc, y), ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo}));
 }
 
 /* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel): each
@@ -615,7 +622,7 @@ static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 	if (a[0].value > INT32_MAX || a[1].value > INT32_MAX)
 		diag_error(n->loc, "%s's kernel and stride must be below 2^31", n->name);
 	int k = (int)a[0].value, st = a[1].value ? (int)a[1].value : k;
-	int planes = reshape_to(L, n->loc, x, ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0] * xt.dim[1], 1, xt.dim[2], xt.dim[3]}));
+	int planes = reshape_to(L, n->loc, x, ir_type(xt.dt, 4, (int64_t[]){xt.dim[0] * xt.dim[1], 1, xt.dim[2], xt.dim[3]}));
 	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &planes);
 	u->attr.win = (Window){k, k, st, st, 0, 0, 1, 1};
 	int cols = emit(L, u);
@@ -623,7 +630,7 @@ static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 	r->attr.axes = 1u << 2;
 	int64_t ho, wo;
 	ops_window_out(&u->attr.win, xt, &ho, &wo);
-	return reshape_to(L, n->loc, emit(L, r), ir_type(DT_REAL, 4, (int64_t[]){xt.dim[0], xt.dim[1], ho, wo}));
+	return reshape_to(L, n->loc, emit(L, r), ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], xt.dim[1], ho, wo}));
 }
 
 /* groupnorm(x [N, C, ...], g [C], b [C], groups=G, eps=1e-5): each
@@ -640,7 +647,7 @@ static int groupnorm(Lower *L, Scope *s, Node *n)
 	int64_t C = xt.dim[1], G = (int64_t)a[0].value;
 	if (C % G != 0)
 		diag_error(n->loc, "groupnorm's groups=%lld must divide the %lld channels of %s", (long long)G, (long long)C, ts(xt));
-	Type row = ir_type(DT_REAL, 1, &C), per = xt;
+	Type row = ir_type(xt.dt, 1, &C), per = xt;
 	per.rank--;
 	per.dim[0] = C;
 	for (int i = 1; i < per.rank; i++)
@@ -654,8 +661,8 @@ static int groupnorm(Lower *L, Scope *s, Node *n)
 		gb[i] = reshape_to(L, n->loc, gb[i], per);
 	}
 	int64_t M = ir_numel(xt) / (xt.dim[0] * G);
-	Type mt = ir_type(DT_REAL, 1, &M);
-	int in[3] = {reshape_to(L, n->loc, x, ir_type(DT_REAL, 3, (int64_t[]){xt.dim[0], G, M})), fill(L, n->loc, 1, mt), fill(L, n->loc, 0, mt)};
+	Type mt = ir_type(xt.dt, 1, &M);
+	int in[3] = {reshape_to(L, n->loc, x, ir_type(xt.dt, 3, (int64_t[]){xt.dim[0], G, M})), fill(L, n->loc, 1, mt), fill(L, n->loc, 0, mt)};
 	Op *ln = mk(L, OP_LAYERNORM, n->loc, 3, in);
 	ln->attr.value = a[1].value;
 	int h = reshape_to(L, n->loc, emit(L, ln), xt);
@@ -679,23 +686,28 @@ static int upsample(Lower *L, Scope *s, Node *n)
 	for (int i = 0; i < 2; i++) {
 		Op *op = mk(L, OP_INTERP, n->loc, 0, NULL);
 		int64_t d = i ? H : W;
-		op->to = ir_type(DT_REAL, 2, (int64_t[]){d * f, d});
+		op->to = ir_type(xt.dt, 2, (int64_t[]){d * f, d});
 		m[i] = emit(L, op);
 	}
 	int y = swap_last(L, n->loc, matmul_bt(L, n->loc, x, m[0]));
 	return swap_last(L, n->loc, matmul_bt(L, n->loc, y, m[1]));
 }
 
-/* cast(x, f32) or cast(x, i32): the element type's name as the second argument */
+/* cast(x, T): the element type's name as the second argument */
 static int cast(Lower *L, Scope *s, Node *n)
 {
 	if (n->args.len != 2 || n->argname[0] || n->argname[1])
-		diag_error(n->loc, "cast takes a tensor and an element type: cast(x, f32) or cast(x, i32)");
+		diag_error(n->loc, "cast takes a tensor and an element type: cast(x, f32), cast(x, bf16), cast(x, f64) or cast(x, i32)");
 	Node *t = n->args.data[1];
-	if (t->kind != N_NAME || (strcmp(t->name, "f32") != 0 && strcmp(t->name, "i32") != 0))
-		diag_error(t->loc, "cast's second argument is an element type, f32 or i32");
+	static const char *names[] = {[DT_F32] = "f32", [DT_BF16] = "bf16", [DT_F64] = "f64", [DT_I32] = "i32"};
+	DType dt = DT_INDEX;
+	for (int k = 0; t->kind == N_NAME && k <= DT_I32; k++)
+		if (!strcmp(t->name, names[k]))
+			dt = (DType)k;
+	if (dt == DT_INDEX)
+		diag_error(t->loc, "cast's second argument is an element type: f32, bf16, f64 or i32");
 	int x = tensor_expr(L, s, n->args.data[0]);
-	DType dt = !strcmp(t->name, "i32") ? DT_I32 : DT_REAL;
+	dt = ir_resolve_dt(L->p, dt);
 	if (ir_vtype(L->p, x).dt == dt)
 		return x;
 	Op *op = mk(L, OP_CAST, n->loc, 1, &x);
@@ -781,7 +793,7 @@ static int training(Lower *L, Scope *s, Node *n)
 {
 	builtin_args(L, s, n, 0, NULL, 0);
 	Op *op = mk(L, OP_TRAINING, n->loc, 0, NULL);
-	op->to = ir_scalar(DT_REAL);
+	op->to = ir_scalar(L->p->real);
 	return emit(L, op);
 }
 
@@ -1075,7 +1087,7 @@ static int literal(Lower *L, Scope *s, Node *n)
 	l.v = ar_alloc(sizeof(double) * (size_t)numel);
 	literal_fill(L, s, n, &l, 0);
 	Op *op = mk(L, OP_LITERAL, n->loc, 0, NULL);
-	op->to = ir_type(DT_REAL, l.rank, l.dim);
+	op->to = ir_type(L->p->real, l.rank, l.dim);
 	/* equal literals share one array, so their kernels' descriptions are equal bytes: one kernel */
 	double *same = NULL;
 	for (int i = 0; i < L->literals.len && !same; i++)
@@ -1273,8 +1285,8 @@ static int block(Lower *L, Scope *s, NodeList *body, bool want_return, Loc where
 				diag_error(n->loc, "report is only allowed in the loss block itself, not in a loop or function");
 			int v = tensor(L, expr(L, s, n->a), n->a->loc);
 			Type t = ir_vtype(L->p, v);
-			if (t.rank != 0 || t.dt != DT_REAL)
-				diag_error(n->a->loc, "a report must be a scalar f32[], this one is %s", ts(t));
+			if (t.rank != 0 || !ir_is_real(t.dt))
+				diag_error(n->a->loc, "a report must be a real scalar such as f32[], this one is %s", ts(t));
 			for (int k = 0; k < L->p->reports.len; k++)
 				if (!strcmp(L->p->reports.data[k].name, n->name))
 					diag_error(n->loc, "'%s' is reported twice", n->name);
@@ -1317,7 +1329,7 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 	Scope fs = {.parent = L->global};
 	for (int i = 0; i < n->args.len; i++) {
 		int v = tensor_expr(L, s, n->args.data[i]);
-		Type want = f->ptypes.data[i];
+		Type want = resolve(L, f->ptypes.data[i]);
 		if (!ir_type_eq(ir_vtype(L->p, v), want))
 			diag_error(n->args.data[i]->loc, "argument %d of '%s' (%s) must be %s, got %s", i + 1, f->name,
 			           f->pnames.data[i], ts(want), ts(ir_vtype(L->p, v)));
@@ -1327,8 +1339,8 @@ static int call_fn(Lower *L, Scope *s, Node *n, Fn *f)
 	L->called[f - L->ast->fns.data] = true;
 	int r = tensor(L, block(L, &fs, &f->body, true, f->loc), f->loc);
 	L->inlining.len--;
-	if (!ir_type_eq(ir_vtype(L->p, r), f->ret))
-		diag_error(f->loc, "'%s' is declared to return %s but returns %s", f->name, ts(f->ret), ts(ir_vtype(L->p, r)));
+	if (!ir_type_eq(ir_vtype(L->p, r), resolve(L, f->ret)))
+		diag_error(f->loc, "'%s' is declared to return %s but returns %s", f->name, ts(resolve(L, f->ret)), ts(ir_vtype(L->p, r)));
 	return r;
 }
 
@@ -1348,10 +1360,12 @@ static void leaves(Lower *L, FeAst *ast, Scope *global)
 {
 	for (int i = 0; i < ast->params.len; i++) {
 		vec_push(&L->p->params, ast->params.data[i]);
+		L->p->params.data[i].type.dt = ir_resolve_dt(L->p, ast->params.data[i].type.dt);
 		L->p->params.data[i].value = leaf(L, global, OP_PARAM, i, ast->params.data[i].name, ast->params.data[i].loc);
 	}
 	for (int i = 0; i < ast->inputs.len; i++) {
 		vec_push(&L->p->inputs, ast->inputs.data[i]);
+		L->p->inputs.data[i].type.dt = ir_resolve_dt(L->p, ast->inputs.data[i].type.dt);
 		L->p->inputs.data[i].value = leaf(L, global, OP_INPUT, i, ast->inputs.data[i].name, ast->inputs.data[i].loc);
 	}
 }
@@ -1379,7 +1393,7 @@ static void check_uncalled(FeAst *ast, bool *called)
 		call.argname = ar_alloc(sizeof(const char *) * (size_t)(f->pnames.len + 1));
 		for (int k = 0; k < f->pnames.len; k++) {
 			const char *name = ar_printf("%s.arg%d", f->name, k);
-			vec_push(&L.p->inputs, ((Input){.name = name, .type = f->ptypes.data[k], .loc = f->plocs.data[k]}));
+			vec_push(&L.p->inputs, ((Input){.name = name, .type = resolve(&L, f->ptypes.data[k]), .loc = f->plocs.data[k]}));
 			leaf(&L, &global, OP_INPUT, L.p->inputs.len - 1, name, f->plocs.data[k]);
 			Node *a = ar_alloc(sizeof *a);
 			a->kind = N_NAME;
@@ -1405,8 +1419,8 @@ Program *fe_lower(FeAst *ast, int real_bytes)
 	L.loss = &loss;
 	int v = tensor(&L, block(&L, &loss, &ast->loss, true, ast->loss_loc), ast->loss_loc);
 	Type t = ir_vtype(L.p, v);
-	if (t.rank != 0 || t.dt != DT_REAL)
-		diag_error(ast->loss_loc, "the loss must be a scalar f32[], this one is %s (reduce it with sum, mean or a loss)", ts(t));
+	if (t.rank != 0 || !ir_is_real(t.dt))
+		diag_error(ast->loss_loc, "the loss must be a real scalar such as f32[], this one is %s (reduce it with sum, mean or a loss)", ts(t));
 	check_uncalled(ast, L.called);
 	L.p->loss = v;
 	L.p->nforward = L.p->body.len;

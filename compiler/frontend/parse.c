@@ -341,11 +341,15 @@ static Type parse_type_dims(Parser *P, int *stacked)
 	Tok t = P->tok;
 	DType dt;
 	if (is(t, "f32"))
-		dt = DT_REAL;
+		dt = DT_F32;
+	else if (is(t, "bf16"))
+		dt = DT_BF16;
+	else if (is(t, "f64"))
+		dt = DT_F64;
 	else if (is(t, "i32"))
 		dt = DT_I32;
 	else
-		diag_error(t.loc, "expected a type (f32[...] or i32[...]), found %s", tok_str(t));
+		diag_error(t.loc, "expected a type (f32[...], bf16[...], f64[...] or i32[...]), found %s", tok_str(t));
 	next(P);
 	Type ty = {dt, 0, {0}};
 	if (stacked)
@@ -613,8 +617,8 @@ static void parse_param(Parser *P, bool buffer)
 	expect(P, ":", buffer ? "after the buffer name" : "after the parameter name");
 	Loc tl = P->tok.loc;
 	q.type = parse_type(P, &q.stacked);
-	if (q.type.dt != DT_REAL)
-		diag_error(tl, "%ss must be f32", what);
+	if (!ir_is_real(q.type.dt))
+		diag_error(tl, "%ss must be real (f32, bf16 or f64)", what);
 	if (!is(P->tok, "="))
 		diag_error(q.loc, "%s '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros or ones", what, q.name);
 	next(P);

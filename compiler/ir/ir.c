@@ -16,6 +16,7 @@ Program *ir_new_program(int real_bytes)
 {
 	Program *p = ar_alloc(sizeof *p);
 	p->real_bytes = real_bytes;
+	p->real = real_bytes == 8 ? DT_F64 : real_bytes == 2 ? DT_BF16 : DT_F32;
 	p->loss = -1;
 	return p;
 }
@@ -105,12 +106,35 @@ bool ir_too_large(Type t) { return ir_numel(t) > IR_MAX_ELEMS; }
 
 int64_t ir_bytes(const Program *p, Type t)
 {
-	switch (t.dt) {
-	case DT_REAL: return ir_numel(t) * p->real_bytes;
-	case DT_I32: return ir_numel(t) * 4;
+	(void)p;
+	return ir_numel(t) * ir_dt_bytes(t.dt);
+}
+
+int ir_dt_bytes(DType dt)
+{
+	switch (dt) {
+	case DT_BF16: return 2;
+	case DT_F32:
+	case DT_I32: return 4;
+	case DT_F64: return 8;
 	case DT_INDEX: return 0;
 	}
 	unreachable();
+}
+
+const char *ir_dt_name(DType dt)
+{
+	static const char *names[] = {[DT_F32] = "f32", [DT_BF16] = "bf16", [DT_F64] = "f64", [DT_I32] = "i32", [DT_INDEX] = "index"};
+	return names[dt];
+}
+
+DType ir_resolve_dt(const Program *p, DType written)
+{
+	if (!ir_is_real(written))
+		return written;
+	if (p->real == DT_F64)
+		return DT_F64;
+	return written == DT_F32 ? p->real : written;
 }
 
 bool ir_type_eq(Type a, Type b)
@@ -125,11 +149,10 @@ bool ir_type_eq(Type a, Type b)
 
 const char *ir_type_str(Type t)
 {
-	static const char *names[] = {[DT_REAL] = "f32", [DT_I32] = "i32", [DT_INDEX] = "index"};
 	if (t.dt == DT_INDEX)
 		return "index";
 	char buf[256];
-	int n = snprintf(buf, sizeof buf, "%s[", names[t.dt]);
+	int n = snprintf(buf, sizeof buf, "%s[", ir_dt_name(t.dt));
 	for (int i = 0; i < t.rank; i++)
 		n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? ", " : "", (long long)t.dim[i]);
 	snprintf(buf + n, sizeof buf - (size_t)n, "]");
@@ -149,7 +172,8 @@ const char *ir_decl_type_str(Type t, int stacked)
 {
 	if (!stacked)
 		return ir_type_str(t);
-	return ar_printf("f32[%lld]%s", (long long)t.dim[0], ir_type_str(ir_drop_first(t)) + 3);
+	const char *name = ir_dt_name(t.dt);
+	return ar_printf("%s[%lld]%s", name, (long long)t.dim[0], ir_type_str(ir_drop_first(t)) + strlen(name));
 }
 
 static void walk(Block *b, ir_op_fn fn, void *ctx)

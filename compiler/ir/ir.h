@@ -16,7 +16,12 @@
 #define IR_MAXRANK 6
 
 typedef enum {
-	DT_REAL,  /* f32, or f64 in a --precision f64 build */
+	/* reals, by how they are stored. The source's f32 is the program's real
+	 * (Program.real): bf16 under --precision bf16, f64 under --precision f64,
+	 * which also makes bf16 values f64 (the checking build). */
+	DT_F32,
+	DT_BF16,  /* 16 bits in memory, computed in f32 */
+	DT_F64,
 	DT_I32,   /* labels and indices */
 	DT_INDEX, /* a loop counter: a host-side integer, no storage */
 } DType;
@@ -283,12 +288,14 @@ struct Program {
 	Vec(Report) reports;
 	Vec(Report) updates; /* `update B = e`: buffer B takes e's value after each training step */
 	bool has_grad;    /* set by ad_transform */
-	int real_bytes;   /* 4 or 8 */
+	int real_bytes;   /* the bytes of `real`: 2, 4 or 8 */
+	DType real;       /* what the source's f32 is stored as (--precision) */
 	Optimizer optimizer;
 	/* memory plan (stream_pass) */
 	int64_t arena_bytes;
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
-	int64_t ones_offset, ones_len; /* a vector of ones in the arena: reductions as GEMMs */
+	/* a vector of ones in the arena per real element type: reductions as GEMMs */
+	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];
 	/* streaming (stream_pass): the pinned host pool, the device slots, and the
 	 * bytes one call of dp_forward [0] and of dp_step [1] moves each way */
 	int64_t host_bytes, plan_slots;
@@ -380,5 +387,12 @@ static inline bool ir_is_stage_store(const Program *p, const Op *op)
 	return op->kind == OP_STORE_SLICE && p->values.data[op->in[0]].vclass == VC_STAGE;
 }
 static inline Type ir_vtype(Program *p, int v) { return p->values.data[v].type; }
+static inline bool ir_is_real(DType dt) { return dt <= DT_F64; }
+/* bytes of one element: 2, 4 or 8; 0 for DT_INDEX */
+int ir_dt_bytes(DType dt);
+/* "f32", "bf16", "f64", "i32" or "index" */
+const char *ir_dt_name(DType dt);
+/* a source type name's element type in p: f32 is p->real, and f64 builds make every real f64 */
+DType ir_resolve_dt(const Program *p, DType written);
 
 #endif

@@ -158,7 +158,7 @@ void ir_verify(Program *p, const char *pass)
 	}
 	if (p->loss < 0 || !c.defined[p->loss])
 		BAD(&c, &none, "no loss value");
-	if (ir_vtype(p, p->loss).rank != 0 || ir_vtype(p, p->loss).dt != DT_REAL)
+	if (ir_vtype(p, p->loss).rank != 0 || !ir_is_real(ir_vtype(p, p->loss).dt))
 		BAD(&c, &none, "loss is not a real scalar");
 	if (p->nforward < 0 || p->nforward > p->body.len)
 		BAD(&c, &none, "nforward %d of %d ops", p->nforward, p->body.len);

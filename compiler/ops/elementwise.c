@@ -47,8 +47,8 @@ double ops_eval_ew(OpKind k, const double *x)
 const char *ops_need_real(Program *p, Op *op, int k)
 {
 	Type t = ir_vtype(p, op->in[k]);
-	if (t.dt != DT_REAL)
-		return ar_printf("%s needs a real (f32) tensor, got %s", ir_ops[op->kind].name, ops_ts(t));
+	if (!ir_is_real(t.dt))
+		return ar_printf("%s needs a real (f32, bf16 or f64) tensor, got %s", ir_ops[op->kind].name, ops_ts(t));
 	return NULL;
 }
 
@@ -58,12 +58,25 @@ const char *ops_shape_ew(Program *p, Op *op, Type *out)
 	for (int k = 0; k < op->nin; k++)
 		if ((err = ops_need_real(p, op, k)))
 			return err;
+	/* a number takes the element type of the tensors beside it; tensors must agree */
+	int first = -1;
+	for (int k = 0; k < op->nin; k++) {
+		Value *v = &p->values.data[op->in[k]];
+		if (v->def && v->def->kind == OP_CONST)
+			continue;
+		if (first < 0)
+			first = k;
+		else if (v->type.dt != ir_vtype(p, op->in[first]).dt)
+			return ar_printf("%s of %s and %s: the element types differ; convert one with cast(x, %s)", ir_ops[op->kind].name,
+			                 ops_ts(ir_vtype(p, op->in[first])), ops_ts(v->type), ir_dt_name(ir_vtype(p, op->in[first]).dt));
+	}
 	*out = ir_vtype(p, op->in[0]);
 	for (int k = 1; k < op->nin; k++) {
 		Type b = ir_vtype(p, op->in[k]), a = *out;
 		if (!ir_broadcast(a, b, out))
 			return ar_printf("shapes %s and %s do not broadcast", ops_ts(a), ops_ts(b));
 	}
+	out->dt = first >= 0 ? ir_vtype(p, op->in[first]).dt : p->real;
 	return NULL;
 }
 

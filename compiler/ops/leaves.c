@@ -16,7 +16,7 @@ const char *ops_shape_leaf(Program *p, Op *op, Type *out)
 		*out = p->inputs.data[op->index].type;
 		return NULL;
 	case OP_CONST:
-		*out = ir_scalar(DT_REAL);
+		*out = ir_scalar(p->real);
 		return NULL;
 	case OP_IDX:
 		*out = ir_scalar(DT_INDEX);
@@ -47,7 +47,7 @@ void ops_adjoint_none(Ad *a, Op *op, int g) {}
 
 void ops_run_leaf(Interp *m, Op *op)
 {
-	Type to = op->out >= 0 ? ir_vtype(m->p, op->out) : ir_scalar(DT_REAL);
+	Type to = op->out >= 0 ? ir_vtype(m->p, op->out) : ir_scalar(m->p->real);
 	switch (op->kind) {
 	case OP_PARAM:
 	case OP_INPUT:

@@ -5,8 +5,11 @@
 const char *ops_shape_matmul(Program *p, Op *op, Type *out)
 {
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
-	if (a.dt != DT_REAL || b.dt != DT_REAL)
+	if (!ir_is_real(a.dt) || !ir_is_real(b.dt))
 		return ar_printf("matmul needs real tensors, got %s @ %s", ops_ts(a), ops_ts(b));
+	if (a.dt != b.dt)
+		return ar_printf("matmul operands have different element types: %s @ %s; convert one with cast(x, %s)",
+		                 ops_ts(a), ops_ts(b), ir_dt_name(a.dt));
 	if (a.rank < 2 || b.rank < 2)
 		return ar_printf("matmul needs operands of rank 2 or more, got %s @ %s", ops_ts(a), ops_ts(b));
 	int64_t m = a.dim[a.rank - 2], ka = a.dim[a.rank - 1];
@@ -62,8 +65,8 @@ void ops_adjoint_matmul(Ad *a, Op *op, int g)
 			Type gt = ir_vtype(p, g);
 			int64_t rows = ir_numel(tx) / tx.dim[tx.rank - 1];
 			int64_t d2[2] = {rows, tx.dim[tx.rank - 1]}, g2[2] = {rows, gt.dim[gt.rank - 1]};
-			int x2 = ad_opto(a, OP_RESHAPE, loc, x, ir_type(DT_REAL, 2, d2));
-			int gg = ad_opto(a, OP_RESHAPE, loc, g, ir_type(DT_REAL, 2, g2));
+			int x2 = ad_opto(a, OP_RESHAPE, loc, x, ir_type(tx.dt, 2, d2));
+			int gg = ad_opto(a, OP_RESHAPE, loc, g, ir_type(gt.dt, 2, g2));
 			dy = tb ? matmul(a, loc, gg, x2, 1, 0) : matmul(a, loc, x2, gg, 1, 0);
 		} else {
 			dy = tb ? matmul(a, loc, g, x, 1, ta) : matmul(a, loc, x, g, !ta, 0);

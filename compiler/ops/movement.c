@@ -176,7 +176,7 @@ const char *ops_shape_unfold(Program *p, Op *op, Type *out)
 {
 	Type x = ir_vtype(p, op->in[0]), img = op->kind == OP_FOLD ? op->to : x;
 	const Window *w = &op->attr.win;
-	if (x.dt != DT_REAL || img.rank != 4)
+	if (!ir_is_real(x.dt) || img.rank != 4)
 		return ar_printf("a 2-D window needs a tensor [N, C, H, W], got %s", ops_ts(img));
 	if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->dh < 1 || w->dw < 1 || w->ph < 0 || w->pw < 0)
 		return ar_printf("a window needs kernel, stride and dilation of at least 1 and no negative padding");
@@ -207,11 +207,20 @@ void ops_adjoint_unfold(Ad *a, Op *op, int g)
 const char *ops_shape_cast(Program *p, Op *op, Type *out)
 {
 	Type a = ir_vtype(p, op->in[0]);
-	if (a.dt == DT_INDEX || (op->to.dt != DT_REAL && op->to.dt != DT_I32))
+	if (a.dt == DT_INDEX || op->to.dt == DT_INDEX)
 		return ar_printf("cannot cast %s", ops_ts(a));
 	*out = a;
 	out->dt = op->to.dt;
 	return NULL;
+}
+
+/* between reals the gradient goes back in the operand's type; i32 has none */
+void ops_adjoint_cast(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	Type x = ir_vtype(p, op->in[0]);
+	if (ir_is_real(x.dt) && ad_active(a, op->in[0]))
+		ad_contrib(a, op->in[0], ad_opto(a, OP_CAST, op->loc, g, x), op->loc);
 }
 
 /* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */

@@ -12,7 +12,7 @@ const char *ops_shape_embed(Program *p, Op *op, Type *out)
 {
 	Type t = ir_vtype(p, op->in[0]), ids = ir_vtype(p, op->in[1]);
 	bool grad = op->kind == OP_EMBED_GRAD;
-	if (t.dt != DT_REAL || t.rank != (grad ? ids.rank + 1 : 2))
+	if (!ir_is_real(t.dt) || t.rank != (grad ? ids.rank + 1 : 2))
 		return ar_printf(grad ? "embed_grad of %s and ids %s" : "embed needs a table f32[V, D], got %s (ids %s)",
 		                 ops_vs(p, op->in[0]), ops_vs(p, op->in[1]));
 	if (ids.dt != DT_I32)
@@ -24,7 +24,7 @@ const char *ops_shape_embed(Program *p, Op *op, Type *out)
 		return NULL;
 	}
 	*out = ids;
-	out->dt = DT_REAL;
+	out->dt = t.dt;
 	out->dim[out->rank++] = t.dim[1];
 	return NULL;
 }
@@ -102,7 +102,7 @@ const char *ops_shape_layernorm(Program *p, Op *op, Type *out)
 	Type x = ir_vtype(p, op->in[0]);
 	if (x.rank < 1)
 		return ar_printf("layernorm needs a tensor of rank 1 or more, got %s", ops_ts(x));
-	Type row = ir_type(DT_REAL, 1, &x.dim[x.rank - 1]);
+	Type row = ir_type(x.dt, 1, &x.dim[x.rank - 1]);
 	static const char *what[] = {"x", "scale", "shift"};
 	for (int k = 1; k < op->nin; k++) {
 		Type t = ir_vtype(p, op->in[k]);
@@ -169,7 +169,7 @@ static const char *result(Program *p, Op *op, Type a, Type *out, const char *nam
 			return ar_printf("%s_grad needs a scalar seed", name);
 		*out = a;
 	} else {
-		*out = ir_scalar(DT_REAL);
+		*out = ir_scalar(a.dt);
 	}
 	return NULL;
 }
@@ -191,7 +191,7 @@ const char *ops_shape_xent(Program *p, Op *op, Type *out)
 	if (op->kind == OP_XENT_COUNT) {
 		if (ir_vtype(p, op->in[0]).dt != DT_I32)
 			return ar_printf("count_labels needs i32 labels, got %s", ops_ts(ir_vtype(p, op->in[0])));
-		*out = ir_scalar(DT_REAL);
+		*out = ir_scalar(op->to.dt); /* the logits' */
 		return NULL;
 	}
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]);
@@ -231,6 +231,7 @@ void ops_adjoint_xent(Ad *a, Op *op, int g)
 	if (op->attr.lab.has) {
 		Op *c = ir_new_op(p, OP_XENT_COUNT, loc, 1, &op->in[1]);
 		c->attr = op->attr;
+		c->to = ir_scalar(ir_vtype(p, op->in[0]).dt);
 		int64_t rows = ir_numel(ir_vtype(p, op->in[1]));
 		g = ad_op2(a, OP_DIV, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, (double)rows)), ad_emit(a, c));
 	}

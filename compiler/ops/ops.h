@@ -54,6 +54,7 @@ void ops_adjoint_copy(Ad *a, Op *op, int g);
 void ops_adjoint_window(Ad *a, Op *op, int g);
 void ops_adjoint_concat(Ad *a, Op *op, int g);
 void ops_adjoint_unfold(Ad *a, Op *op, int g);
+void ops_adjoint_cast(Ad *a, Op *op, int g);
 void ops_adjoint_ew(Ad *a, Op *op, int g);
 void ops_adjoint_matmul(Ad *a, Op *op, int g);
 void ops_adjoint_reduce(Ad *a, Op *op, int g);

@@ -13,7 +13,7 @@ const char *ops_shape_reduce(Program *p, Op *op, Type *out)
 		return err;
 	if (a.rank < 32 && (op->attr.axes >> a.rank) != 0)
 		return ar_printf("axis out of range for %s", ops_ts(a));
-	Type r = {DT_REAL, 0, {0}};
+	Type r = {a.dt, 0, {0}};
 	for (int i = 0; i < a.rank; i++)
 		if (!(op->attr.axes >> i & 1))
 			r.dim[r.rank++] = a.dim[i];

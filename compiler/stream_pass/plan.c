@@ -427,8 +427,11 @@ static void leading_sums(Program *p, Block *b)
 {
 	for (int i = 0; i < b->len; i++) {
 		int64_t m, n;
-		if (ir_leading_sum(p, b->ops[i], &m, &n) && m > p->ones_len)
-			p->ones_len = m;
+		if (ir_leading_sum(p, b->ops[i], &m, &n)) {
+			DType dt = ir_vtype(p, b->ops[i]->in[0]).dt;
+			if (m > p->ones_len[dt])
+				p->ones_len[dt] = m;
+		}
 		if (b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE) {
 			leading_sums(p, &b->ops[i]->body);
 			leading_sums(p, &b->ops[i]->body2);
@@ -559,10 +562,14 @@ static void plan(Program *p)
 	p->plan_slots = at - mark, mark = at;
 
 	/* ones for the reductions codegen turns into GEMMs */
-	p->ones_len = 0;
+	int64_t ones = 0;
+	for (int dt = 0; dt <= DT_F64; dt++)
+		p->ones_len[dt] = 0;
 	leading_sums(p, &p->body);
-	p->ones_offset = at;
-	int64_t ones = align_up(p->ones_len * p->real_bytes);
+	for (int dt = 0; dt <= DT_F64; dt++) {
+		p->ones_offset[dt] = at + ones;
+		ones += align_up(p->ones_len[dt] * ir_dt_bytes((DType)dt));
+	}
 	at += ones;
 
 	Live L = {0};
@@ -626,7 +633,10 @@ void stream_print(FILE *f, Program *p)
 	        " + snapshots %lld + slots %lld + work %lld (of it %lld ones at %lld)\n",
 	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
 	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots,
-	        (long long)p->plan_work, (long long)p->ones_len, (long long)p->ones_offset);
+	        (long long)p->plan_work, (long long)p->ones_len[p->real], (long long)p->ones_offset[p->real]);
+	for (int dt = 0; dt <= DT_F64; dt++)
+		if (dt != (int)p->real && p->ones_len[dt])
+			fprintf(f, "# and %lld %s ones at %lld\n", (long long)p->ones_len[dt], ir_dt_name((DType)dt), (long long)p->ones_offset[dt]);
 	if (p->host_bytes)
 		fprintf(f, "# host pool %lld bytes; %d device slots per streamed tensor, prefetch distance %d; per call "
 		        "host->device / device->host bytes: dp_forward %lld / %lld, dp_step %lld / %lld\n",

@@ -136,17 +136,17 @@ static void bf16_gemm(enum CBLAS_TRANSPOSE TA, enum CBLAS_TRANSPOSE TB, int64_t 
 	free(A);
 }
 
-static void cpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+static void cpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
                      int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
                      int64_t batch, double beta)
 {
 	enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-	if (real_bytes == 2) {
+	if (elem_bytes == 2) {
 		bf16_gemm(TA, TB, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, beta);
 		return;
 	}
 	for (int64_t i = 0; i < batch; i++) {
-		if (real_bytes == 8)
+		if (elem_bytes == 8)
 			cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, (double *)P(a) + i * sa, (int)lda,
 			            (double *)P(b) + i * sb, (int)ldb, beta, (double *)P(c) + i * sc, (int)ldc);
 		else

@@ -180,18 +180,18 @@ static void gpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
-static void gpu_gemm(int real_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+static void gpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
                      int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
                      int64_t batch, double beta)
 {
 	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (real_bytes == 2) {
+	if (elem_bytes == 2) {
 		/* bf16 storage, f32 accumulation: tensor cores */
 		float one = 1, fb = (float)beta;
 		CUBLAS(cublasGemmStridedBatchedEx(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const void *)b, CUDA_R_16BF, (int)ldb, sb,
 		                                  (const void *)a, CUDA_R_16BF, (int)lda, sa, &fb, (void *)c, CUDA_R_16BF, (int)ldc, sc,
 		                                  (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-	} else if (real_bytes == 8) {
+	} else if (elem_bytes == 8) {
 		double one = 1;
 		CUBLAS(cublasDgemmStridedBatched(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const double *)b, (int)ldb, sb,
 		                                 (const double *)a, (int)lda, sa, &beta, (double *)c, (int)ldc, sc, (int)batch));

@@ -106,5 +106,95 @@ PY
 		notok "bf16/train-$s" "$b.log"
 	fi
 done
+# ---- element types per value: bf16 and f64 beside f32 in one program ----
+# --precision bf16 is a rename: every f32 stored as bf16. The same program
+# written with bf16 types and compiled at the default precision trains to
+# the same bits.
+for s in gpt resnet; do
+	r="$o/rename_$s"
+	sed 's/\bf32\b/bf16/g' "samples/$s.dp" >"$r.dp"
+	args="--steps 3 --lr 0.01 --quiet"
+	[ "$s" = gpt ] && args="$args --data docs/language.md"
+	if "$DPC" --target cpu --precision bf16 "samples/$s.dp" -o "$r.a" >"$r.log" 2>&1 && "$DPC" --target cpu "$r.dp" -o "$r.b" >>"$r.log" 2>&1 &&
+		"$r.a" $args --save "$r.a.st" --summary-json "$r.a.json" >>"$r.log" 2>&1 &&
+		"$r.b" $args --save "$r.b.st" --summary-json "$r.b.json" >>"$r.log" 2>&1; then
+		check "dtype/rename-$s" python3 - "$r" <<'PY'
+import json, struct, sys
+r = sys.argv[1]
+a, b = (json.load(open(f"{r}.{k}.json")) for k in "ab")
+assert a["loss_last"] == b["loss_last"] and a["loss_first"] == b["loss_first"], (a, b)
+assert a["peak_device_bytes"] == b["peak_device_bytes"], (a["peak_device_bytes"], b["peak_device_bytes"])
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    del h["__metadata__"]  # names the model, which differs
+    return h, b[8 + n:]
+assert tensors(f"{r}.a.st") == tensors(f"{r}.b.st"), "saved parameters differ"
+PY
+	else
+		notok "dtype/rename-$s" "$r.log"
+	fi
+done
+
+# a mixed program (bf16 GEMM, f32 activations, f64 scale and loss): its
+# gradients against the f64 build's at the same parameters, and each tensor
+# saved in its own type
+m="$o/mixed"
+if "$DPC" --target cpu tests/ops/mixed.dp -o "$m" >"$m.log" 2>&1 && "$DPC" --target cpu --precision f64 tests/ops/mixed.dp -o "$m.f64" >>"$m.log" 2>&1 &&
+	"$m" --steps 1 --lr 0 --quiet --save "$m.p.st" --dump-grads "$m.g.st" >>"$m.log" 2>&1 &&
+	"$m.f64" --steps 1 --lr 0 --quiet --init "$m.p.st" --dump-grads "$m.f64.g.st" >>"$m.log" 2>&1 &&
+	python3 tests/unit/compare.py "$m.g.st" "$m.f64.g.st" 0.03 >>"$m.log" 2>&1; then
+	check "dtype/mixed ($(tail -1 "$m.log"))" python3 - "$m" <<'PY'
+import json, struct, sys
+m = sys.argv[1]
+for f in ("p", "g"):
+    b = open(f"{m}.{f}.st", "rb").read()
+    h = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])
+    got = {k: v["dtype"] for k, v in h.items() if k != "__metadata__"}
+    assert got == {"W": "BF16", "b": "F32", "s": "F64"}, got
+PY
+else
+	notok "dtype/mixed" "$m.log"
+fi
+
+# exact bits: the gradient of a bf16 parameter read through cast(w, f32) is
+# the f32 gradient rounded to nearest even (t = 1 + 3 2^-8 + 2^-15 lies above
+# the tie between 0x3f81 and 0x3f82; truncation gives 0x3f81); an f64
+# parameter keeps 1 + 2^-40 and its gradient 2v = 2 + 2^-39, which f32 would lose
+c="$o/exact"
+cat >"$c.dp" <<'DP'
+param w : bf16[6] = zeros
+param v : f64[2] = ones
+input x : f32[6]
+loss { return sum(cast(w, f32) * ((x * 1.0078125) * 1.00390625)) + cast(sum(v * v), f32) }
+DP
+python3 - "$c" <<'PY'
+import json, struct, sys
+c = sys.argv[1]
+h = json.dumps({"v": {"dtype": "F64", "shape": [2], "data_offsets": [0, 16]},
+                "w": {"dtype": "F32", "shape": [6], "data_offsets": [16, 40]}}).encode()
+h += b" " * (-len(h) % 8)
+open(f"{c}.init.st", "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<2d", 1 + 2**-40, 1 + 2**-40) + bytes(24))
+PY
+if "$DPC" --target cpu "$c.dp" -o "$c" >"$c.log" 2>&1 &&
+	"$c" --steps 1 --lr 0 --quiet --init "$c.init.st" --input x="$o/ones.npy" --save "$c.p.st" --dump-grads "$c.g.st" >>"$c.log" 2>&1; then
+	check "dtype/exact-bits" python3 - "$c" <<'PY'
+import json, struct, sys
+c = sys.argv[1]
+def read(path, name, fmt):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    m = json.loads(b[8:8 + n])[name]
+    a, e = m["data_offsets"]
+    return m["dtype"], struct.unpack("<%d%s" % ((e - a) // struct.calcsize(fmt), fmt), b[8 + n + a:8 + n + e])
+assert read(f"{c}.g.st", "w", "H") == ("BF16", (0x3f82,) * 6), read(f"{c}.g.st", "w", "H")
+assert read(f"{c}.p.st", "v", "d") == ("F64", (1 + 2**-40,) * 2), read(f"{c}.p.st", "v", "d")
+assert read(f"{c}.g.st", "v", "d") == ("F64", (2 + 2**-39,) * 2), read(f"{c}.g.st", "v", "d")
+PY
+else
+	notok "dtype/exact-bits" "$c.log"
+fi
+
 expect "bf16/gradcheck-warns" 1 "in a bfloat16 build is not meaningful" "$o/train_classifier" --gradcheck
 finish

@@ -21,15 +21,17 @@ static const char desc[] =
 	"model fuzz\n"
 	"precision f32\n"
 	"arena 256\n"
-	"loss 200\n"
+	"loss 200 f32\n"
 	"param W f32 2 4 2 0 32 0 normal 0.5 0\n"
 	"param b f64 1 3 64 88 0 zeros 0 0\n"
 	"param s f32 0 112 116 0 ones 0 0\n"
 	"param k i32 1 2 120 128 0 zeros 0 0\n"
 	"input x f32 2 2 4 136 0 0 0\n"
 	"optimizer sgd\n"
-	"kernel sgd 0\n"
-	"kernel adam 1\n"
+	"kernel sgd f32 0\n"
+	"kernel adam f32 1\n"
+	"kernel sgd f64 2\n"
+	"kernel adam f64 3\n"
 	"end\n";
 
 static RtModel model;

@@ -49,14 +49,14 @@ const char dp_model_desc[] =
 	"model fake\n"
 	"precision " PREC "\n"
 	"arena " ARENA "\n"
-	"loss 672\n"
+	"loss 672 " PREC "\n"
 	"param W " PREC " 2 4 2 0 80 0 normal 0.5 0\n"
 	"param b " PREC " 1 2 64 144 0 zeros 0 0\n"
 	"input x " PREC " 2 8 4 160 0 0 0\n"
 	"input y " PREC " 2 8 2 416 0 0 0\n"
 	OPTIMIZER
-	"kernel sgd 0\n"
-	"kernel adam 1\n"
+	"kernel sgd " PREC " 0\n"
+	"kernel adam " PREC " 1\n"
 #ifdef BAD_DESC
 	"stream W 3\n"
 #endif
@@ -161,7 +161,7 @@ static uint64_t at(RtCtx *c, int slot) { return rt_base(c) + 8 * (uint64_t)slot;
 /* z = x W as two batched halves of the rows (exercises the batch strides) */
 static void forward(RtCtx *c)
 {
-	rt_gemm(c, 0, 0, B / 2, P, D, at(c, X), D, B / 2 * D, at(c, W), P, 0, at(c, Z), P, B / 2 * P, 2, 0);
+	rt_gemm(c, (int)sizeof(REAL), 0, 0, B / 2, P, D, at(c, X), D, B / 2 * D, at(c, W), P, 0, at(c, Z), P, B / 2 * P, 2, 0);
 	rt_launch(c, K_RESIDUAL, B * P, 3, (uint64_t[]){at(c, Z), at(c, BIAS), at(c, Y)});
 	rt_launch(c, K_LOSS, 1, 2, (uint64_t[]){at(c, Z), at(c, LOSS)});
 	rt_count(c, RT_COUNT_FORWARD, 1);
@@ -186,6 +186,6 @@ void dp_step(RtCtx *c)
 	forward(c);
 	rt_launch(c, K_DLOSS, B * P, 1, (uint64_t[]){at(c, Z)});
 	rt_zero(c, at(c, GW), D * P * (int64_t)sizeof(REAL));
-	rt_gemm(c, 1, 0, D, P, B, at(c, X), D, 0, at(c, Z), P, 0, at(c, GW), P, 0, 1, 1);
+	rt_gemm(c, (int)sizeof(REAL), 1, 0, D, P, B, at(c, X), D, 0, at(c, Z), P, 0, at(c, GW), P, 0, 1, 1);
 	rt_launch(c, K_BIAS_GRAD, P, 2, (uint64_t[]){at(c, Z), at(c, GB)});
 }

@@ -192,7 +192,7 @@ expect "runtime/fake-safetensors-nan" 1 "nan.st: tensor 'W' entry 5 is nan, not 
 st "$f.inf.st" "{$okhdr}" "struct.pack('<10f', 0, 0, 0, 0, 0, 0, 0, 0, 0, float('-inf'))"
 expect "runtime/fake-safetensors-inf" 1 "inf.st: tensor 'b' entry 1 is -inf, not a finite number" "$f.f64" --init "$f.inf.st"
 st "$f.f64big.st" '{"W": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]}, "b": {"dtype": "F64", "shape": [2], "data_offsets": [32, 48]}}' "bytes(32) + struct.pack('<2d', 0, 1e100)"
-expect "runtime/fake-safetensors-f64-beyond-f32" 1 "f64big.st: tensor 'b' entry 1 is 1e+100, out of the range of the model's f32" "$f.f32" --init "$f.f64big.st"
+expect "runtime/fake-safetensors-f64-beyond-f32" 1 "f64big.st: tensor 'b' entry 1 is 1e+100, out of the range of its f32" "$f.f32" --init "$f.f64big.st"
 expect "runtime/fake-safetensors-f64-in-f64" 0 "fake: 1 steps" "$f.f64" --steps 1 --quiet --init "$f.f64big.st"
 # bad_w NAME SHAPE OFFSETS MESSAGE: a file whose tensor W has this shape and
 # these data offsets is refused with MESSAGE
