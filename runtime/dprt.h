@@ -21,11 +21,12 @@
  *
  *   dpc 1
  *   model NAME                        source file's base name
- *   precision f32|f64                 element type of real tensors (4 or 8 bytes)
+ *   precision f32|f64|bf16            what the source's f32 is stored as (--precision)
  *   arena BYTES                       the planned device arena size
- *   loss OFFSET                       arena offset of the scalar loss
+ *   loss OFFSET DTYPE                 arena offset and element type of the scalar loss
+ *   report NAME OFFSET DTYPE          a scalar read after each step (`report NAME = e`)
  *   param NAME DTYPE RANK D0 .. OFFSET GRAD_OFFSET STACKED INIT A B
- *                                     DTYPE is f32|f64|i32; STACKED 0|1;
+ *                                     DTYPE is f32|bf16|f64|i32; STACKED 0|1;
  *                                     INIT zeros|ones|normal|uniform (A, B: std / range)
  *   input NAME DTYPE RANK D0 .. OFFSET CLASSES
  *                                     CLASSES > 0 for cross_entropy labels
@@ -38,8 +39,8 @@
  *   transfers slots K ahead D forward H2D D2H step H2D D2H
  *                                     device slots per streamed tensor, prefetch distance, and the
  *                                     bytes of streamed units one dp_forward and one dp_step move
- *   kernel sgd ID                     args: p, g, lr; over each element
- *   kernel adam ID                    args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
+ *   kernel sgd DTYPE ID               args: p, g, lr; over each element; one per element type of trained params
+ *   kernel adam DTYPE ID              args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
  *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles
  *   plan CATEGORY BYTES               predicted bytes by category (params, grads, optimizer, inputs, tape,
  *                                     snapshots, slots, work)
