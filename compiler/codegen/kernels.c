@@ -475,10 +475,12 @@ static LLVMValueRef all_reduce(K *k, LLVMValueRef v, bool max)
 	if (k->lanes <= 32)
 		return v;
 	int nwarps = k->lanes / 32;
-	LLVMValueRef smem = LLVMGetNamedGlobal(g->mod, "dp_partials");
+	/* one array per compute type: a module may hold f32 and f64 kernels */
+	const char *name = g->real == g->f64 ? "dp_partials_f64" : "dp_partials_f32";
+	LLVMValueRef smem = LLVMGetNamedGlobal(g->mod, name);
 	LLVMTypeRef at = LLVMArrayType(g->real, (unsigned)nwarps);
 	if (!smem) {
-		smem = LLVMAddGlobalInAddressSpace(g->mod, at, "dp_partials", 3);
+		smem = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
 		LLVMSetInitializer(smem, LLVMGetUndef(at));
 		LLVMSetLinkage(smem, LLVMInternalLinkage);
 		LLVMSetAlignment(smem, 16);

@@ -152,7 +152,7 @@ for f in ("p", "g"):
     b = open(f"{m}.{f}.st", "rb").read()
     h = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])
     got = {k: v["dtype"] for k, v in h.items() if k != "__metadata__"}
-    assert got == {"W": "BF16", "b": "F32", "s": "F64"}, got
+    assert got == {"W": "BF16", "b": "F32", "s": "F64", "P": "F64"}, got
 PY
 else
 	notok "dtype/mixed" "$m.log"
