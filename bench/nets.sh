@@ -29,6 +29,8 @@ run() { # name exe per_step unit torch-args...
 run gpt2 gpt2.cuda $((${GPT_B:-8} * 1024)) tokens gpt -L 12 -D 768 -H 12 -T 1024 -V 50257 -B ${GPT_B:-8}
 run gpt2bf gpt2bf.cuda $((32 * 1024)) tokens gpt -L 12 -D 768 -H 12 -T 1024 -V 50257 -B 32 --bf16
 run resnet56 resnet56.cuda 128 images resnet -B 128 -S 32 -C 16 -N 9
+echo "attention kernels in one GPT-2 fp32 step (dpc --profile: ms, share of the step, calls, kernel):"
+$B/gpt2.cuda --steps 2 --lr 1e-4 --quiet --profile 2>&1 | grep -E "attention\[|attn_" || echo "  (no profile)"
 echo "the 250,004-layer ResNet, one step under binomial checkpointing:"
 $B/resnet250k.cuda --steps 1 --lr 1e-4 --summary-json /tmp/r250k.json | tail -1
 python3 -c "import json; s = json.load(open('/tmp/r250k.json')); print({k: s[k] for k in ('ms_per_step', 'peak_device_bytes', 'forward_steps', 'recomputed_steps')})"

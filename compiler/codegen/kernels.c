@@ -105,6 +105,8 @@ static int lanes_for(int64_t n)
  * contiguous along the lanes; partial results combine through warp shuffles. */
 static LowClass low_class(const KDesc *d) { return (int)d->kind < OP__COUNT ? ir_ops[d->kind].low : LW_EACH; }
 
+static bool attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
+
 static int lane_count(Cg *g, const KDesc *d)
 {
 	if (!g->cuda)
@@ -114,6 +116,10 @@ static int lane_count(Cg *g, const KDesc *d)
 		return 256;
 	case LW_ROWS:
 		return lanes_for(d->out.dim[d->out.rank - 1]);
+	case LW_HEADS: {
+		int64_t tq, tk;
+		return attn_tiles(g, d, &tq, &tk) ? (int)tq : 1;
+	}
 	case LW_REDUCE: {
 		bool kept[IR_MAXRANK];
 		int out_axis[IR_MAXRANK];
@@ -192,8 +198,13 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 		return rows(k->out);
 	case LW_COLS:
 		return k->out.dim[1];
-	case LW_HEADS: /* one query (key) row of one head each */
-		return ir_numel(k->in[0]) / (k->in[0].dim[k->in[0].rank - 1] / k->attr.attn.heads);
+	case LW_HEADS: { /* a tile of query (key) rows of one head each, or one row */
+		Type q = k->in[0];
+		int64_t T = q.dim[q.rank - 2], rows = ir_numel(q) / (q.dim[q.rank - 1] / k->attr.attn.heads), tq, tk;
+		if (!attn_tiles(g, k, &tq, &tk))
+			return rows;
+		return rows / T * ((T + tq - 1) / tq);
+	}
 	default:
 		return ir_numel(k->out) / k->vec;
 	}
@@ -912,6 +923,264 @@ static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMVa
 	loop_end(k, &l, nn);
 }
 
+/* ---- attention in tiles ----
+ * A work item is a tile of Tq rows of one head (query rows; key rows for
+ * attn_dk and attn_dv); the other side's rows come in tiles of Tk, copied
+ * once into tile memory (shared memory on the GPU, where the item's 256
+ * lanes each own a row; a stack array on the CPU, where one lane owns
+ * them all) and read there by every row of the item. Each row's sums are
+ * kept in the compute type until its result is stored. The order of every
+ * sum is the per-row kernel's: keys (queries) ascending. */
+
+#define ATTN_SMEM 32768 /* bytes of shared memory per block on the GPU */
+
+static bool attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
+{
+	if (!g->cuda) {
+		*tq = *tk = 8;
+		return true;
+	}
+	Type q = d->in[0];
+	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, rb = q.dt == DT_F64 ? 8 : 4;
+	*tq = 256;
+	*tk = ATTN_SMEM / rb / (2 * dh + 2);
+	if (*tk > 64)
+		*tk = 64;
+	return *tk >= 8; /* else one row per item, untiled (body_attn) */
+}
+
+/* n reals of the compute type on this item's stack, made once in the entry block */
+static LLVMValueRef scratch(K *k, int64_t n)
+{
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(k->g->ctx);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	if (first)
+		LLVMPositionBuilderBefore(b, first);
+	else
+		LLVMPositionBuilderAtEnd(b, entry);
+	LLVMValueRef a = LLVMBuildArrayAlloca(b, k->g->real, LLVMConstInt(k->g->i32, (unsigned long long)n, 0), "");
+	LLVMSetAlignment(a, 16);
+	LLVMDisposeBuilder(b);
+	return a;
+}
+
+/* the item's tile memory, n reals: the block's shared array on the GPU */
+static LLVMValueRef tile_memory(K *k, int64_t n)
+{
+	Cg *g = k->g;
+	if (k->lanes == 1)
+		return scratch(k, n);
+	bool f64 = g->real == g->f64;
+	const char *name = f64 ? "dp_tile_f64" : "dp_tile_f32";
+	LLVMTypeRef at = LLVMArrayType(g->real, ATTN_SMEM / (f64 ? 8 : 4));
+	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
+	if (!s) {
+		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
+		LLVMSetInitializer(s, LLVMGetUndef(at));
+		LLVMSetLinkage(s, LLVMInternalLinkage);
+		LLVMSetAlignment(s, 16);
+	}
+	return LLVMBuildAddrSpaceCast(k->b, LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 3), ""), LLVMPointerType(g->real, 0), "");
+}
+
+static LLVMValueRef at_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
+static LLVMValueRef rd_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildLoad2(k->b, k->g->real, at_c(k, p, i), ""); }
+static void wr_c(K *k, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v) { LLVMBuildStore(k->b, v, at_c(k, p, i)); }
+
+/* sum of x[i] y[i] for i < n, both in the compute type */
+static LLVMValueRef dot_c(K *k, LLVMValueRef x, LLVMValueRef y, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = loop_begin(k, nn);
+	Acc a = acc_begin(k, &l, cg_real(g, 0));
+	LLVMValueRef v = LLVMBuildFAdd(k->b, a.phi, LLVMBuildFMul(k->b, rd_c(k, x, l.i), rd_c(k, y, l.i), ""), "");
+	acc_next(k, &a, v);
+	loop_end(k, &l, nn);
+	return acc_result(k, &l, cg_real(g, 0), v);
+}
+
+/* acc[i] += s x[i] for i < n */
+static void axpy_c(K *k, LLVMValueRef acc, LLVMValueRef s, LLVMValueRef x, int64_t n)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = loop_begin(k, nn);
+	wr_c(k, acc, l.i, LLVMBuildFAdd(k->b, rd_c(k, acc, l.i), LLVMBuildFMul(k->b, s, rd_c(k, x, l.i), ""), ""));
+	loop_end(k, &l, nn);
+}
+
+/* the item's lanes wait for each other (GPU); nothing to wait for on the CPU */
+static void barrier(K *k)
+{
+	if (k->lanes > 1)
+		intrinsic(k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(k->g->ctx), NULL, 0);
+}
+
+/* code emitted between if_begin and if_end runs when c holds */
+static LLVMBasicBlockRef if_begin(K *k, LLVMValueRef c)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "then"), join = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "join");
+	LLVMBuildCondBr(k->b, c, then, join);
+	LLVMPositionBuilderAtEnd(k->b, then);
+	return join;
+}
+
+static void if_end(K *k, LLVMBasicBlockRef join)
+{
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, join);
+}
+
+static LLVMValueRef imin(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, ""); }
+static LLVMValueRef imax(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, ""); }
+
+static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item, int64_t tq, int64_t tk)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, Dh = C / H;
+	int64_t nslot = tq / k->lanes;
+	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
+	bool fwd = d->kind == OP_ATTENTION, stats = d->kind == OP_ATTN_STATS;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C), nDh = cg_i64(g, Dh);
+	LLVMValueRef nt = cg_i64(g, (T + tq - 1) / tq);
+	LLVMValueRef bh = LLVMBuildUDiv(B, item, nt, ""), row0 = LLVMBuildMul(B, LLVMBuildURem(B, item, nt, ""), cg_i64(g, tq), "");
+	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
+	LLVMValueRef head = LLVMBuildMul(B, h, nDh, "");
+	/* element 0 of row r of this head: (b T + r) C + h Dh; its stats at 2 (bh T + r) */
+#define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
+#define ST(r) LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), (r), ""), cg_i64(g, 2), "")
+#define SLOT(p, s, w) LLVMBuildGEP2(B, g->real, (p), (LLVMValueRef[]){LLVMBuildMul(B, (s), cg_i64(g, (w)), "")}, 1, "")
+	/* per owned row (slot): its own row(s) copied, its sum, and two scalars
+	 * (running max and sum, then log-sum-exp; or the row's stats) */
+	LLVMValueRef mine = scratch(k, nslot * Dh), acc = scratch(k, nslot * Dh), st = scratch(k, nslot * 2);
+	bool two = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK;
+	LLVMValueRef mine2 = two ? scratch(k, nslot * Dh) : NULL;
+	LLVMValueRef ta = tile_memory(k, 2 * tk * Dh + 2 * tk);
+	LLVMValueRef tb = at_c(k, ta, cg_i64(g, tk * Dh)), ts = at_c(k, ta, cg_i64(g, 2 * tk * Dh));
+	/* mine: Q (K for key rows); mine2: dO (V) */
+	LLVMValueRef own = keyside ? ptrs[2] : ptrs[1], own2 = d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3];
+	Loop sl = loop_begin(k, cg_i64(g, nslot));
+	LLVMValueRef r = LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, sl.i, cg_i64(g, k->lanes), ""), ""), "");
+	LLVMBasicBlockRef join = if_begin(k, LLVMBuildICmp(B, LLVMIntSLT, r, nT, ""));
+	LLVMValueRef ms = SLOT(mine, sl.i, Dh), as = SLOT(acc, sl.i, Dh), ss = SLOT(st, sl.i, 2);
+	LLVMValueRef m2 = two ? SLOT(mine2, sl.i, Dh) : NULL;
+	Loop c = loop_begin(k, nDh);
+	wr_c(k, ms, c.i, load(k, own, LLVMBuildAdd(B, AT(r), c.i, "")));
+	if (two)
+		wr_c(k, m2, c.i, load(k, own2, LLVMBuildAdd(B, AT(r), c.i, "")));
+	wr_c(k, as, c.i, cg_real(g, 0));
+	loop_end(k, &c, nDh);
+	if (d->kind == OP_ATTN_DQ) {
+		wr_c(k, ss, cg_i64(g, 0), load(k, ptrs[5], ST(r)));
+		wr_c(k, ss, cg_i64(g, 1), load(k, ptrs[5], LLVMBuildAdd(B, ST(r), cg_i64(g, 1), "")));
+	} else {
+		wr_c(k, ss, cg_i64(g, 0), cg_real(g, -INFINITY));
+		wr_c(k, ss, cg_i64(g, 1), cg_real(g, 0));
+	}
+	if_end(k, join);
+	loop_end(k, &sl, cg_i64(g, nslot));
+
+	/* the other side's rows: keys 0 .. the tile's last row (all when not
+	 * causal) for query rows, queries from the tile's first row for key rows */
+	LLVMValueRef ostart = keyside && causal ? row0 : cg_i64(g, 0);
+	LLVMValueRef oend = !keyside && causal ? imin(k, nT, LLVMBuildAdd(B, row0, cg_i64(g, tq), "")) : nT;
+	for (int pass = 0; pass < (fwd ? 2 : 1); pass++) {
+		bool sums = (fwd && pass == 0) || stats; /* running max and sum of exp */
+		bool load_b = !sums;
+		Loop o = loop_from(k, ostart, tk, oend);
+		LLVMValueRef on = imin(k, cg_i64(g, tk), LLVMBuildSub(B, oend, o.i, ""));
+		barrier(k); /* the last tile's readers are done */
+		LLVMValueRef n = LLVMBuildMul(B, on, nDh, "");
+		Loop e = lane_loop(k, n);
+		LLVMValueRef src = LLVMBuildAdd(B, AT(LLVMBuildAdd(B, o.i, LLVMBuildUDiv(B, e.i, nDh, ""), "")), LLVMBuildURem(B, e.i, nDh, ""), "");
+		wr_c(k, ta, e.i, load(k, keyside ? ptrs[1] : ptrs[2], src));
+		if (load_b)
+			wr_c(k, tb, e.i, load(k, keyside ? ptrs[4] : ptrs[3], src));
+		loop_end(k, &e, n);
+		if (keyside) {
+			LLVMValueRef n2 = LLVMBuildMul(B, on, cg_i64(g, 2), "");
+			Loop e2 = lane_loop(k, n2);
+			wr_c(k, ts, e2.i, load(k, ptrs[5], LLVMBuildAdd(B, ST(o.i), e2.i, "")));
+			loop_end(k, &e2, n2);
+		}
+		barrier(k);
+		Loop s = loop_begin(k, cg_i64(g, nslot));
+		LLVMValueRef rr = LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, s.i, cg_i64(g, k->lanes), ""), ""), "");
+		LLVMBasicBlockRef j2 = if_begin(k, LLVMBuildICmp(B, LLVMIntSLT, rr, nT, ""));
+		LLVMValueRef ms2 = SLOT(mine, s.i, Dh), as2 = SLOT(acc, s.i, Dh), ss2 = SLOT(st, s.i, 2);
+		LLVMValueRef m22 = two ? SLOT(mine2, s.i, Dh) : NULL;
+		/* causal: a query row sees keys up to itself, a key row queries from itself */
+		LLVMValueRef rel = LLVMBuildSub(B, rr, o.i, "");
+		LLVMValueRef jfrom = keyside && causal ? imax(k, cg_i64(g, 0), rel) : cg_i64(g, 0);
+		LLVMValueRef jto = !keyside && causal ? imin(k, on, LLVMBuildAdd(B, rel, cg_i64(g, 1), "")) : on;
+		Loop j = loop_from(k, jfrom, 1, jto);
+		LLVMValueRef aj = at_c(k, ta, LLVMBuildMul(B, j.i, nDh, "")), bj = at_c(k, tb, LLVMBuildMul(B, j.i, nDh, ""));
+		LLVMValueRef sc = LLVMBuildFMul(B, dot_c(k, ms2, aj, Dh), scale, "");
+		if (sums) {
+			LLVMValueRef m0 = rd_c(k, ss2, cg_i64(g, 0)), l0 = rd_c(k, ss2, cg_i64(g, 1));
+			LLVMValueRef nm = rmax(k, m0, sc);
+			LLVMValueRef nl = LLVMBuildFAdd(B, LLVMBuildFMul(B, l0, rexp(k, LLVMBuildFSub(B, m0, nm, "")), ""),
+			                                rexp(k, LLVMBuildFSub(B, sc, nm, "")), "");
+			wr_c(k, ss2, cg_i64(g, 0), nm);
+			wr_c(k, ss2, cg_i64(g, 1), nl);
+		} else if (fwd) {
+			/* pass 2: st holds the row's log-sum-exp */
+			axpy_c(k, as2, rexp(k, LLVMBuildFSub(B, sc, rd_c(k, ss2, cg_i64(g, 0)), "")), bj, Dh);
+		} else if (!keyside) {
+			/* dq: ds = p (dO . v_j - D) scale, against k_j */
+			LLVMValueRef p = rexp(k, LLVMBuildFSub(B, sc, rd_c(k, ss2, cg_i64(g, 0)), ""));
+			LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot_c(k, m22, bj, Dh), rd_c(k, ss2, cg_i64(g, 1)), ""), "");
+			axpy_c(k, as2, LLVMBuildFMul(B, ds, scale, ""), aj, Dh);
+		} else {
+			/* key rows: query j's stats from the tile */
+			LLVMValueRef two_j = LLVMBuildMul(B, j.i, cg_i64(g, 2), "");
+			LLVMValueRef p = rexp(k, LLVMBuildFSub(B, sc, rd_c(k, ts, two_j), ""));
+			if (d->kind == OP_ATTN_DV) {
+				axpy_c(k, as2, p, bj, Dh);
+			} else {
+				LLVMValueRef dd = rd_c(k, ts, LLVMBuildAdd(B, two_j, cg_i64(g, 1), ""));
+				LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot_c(k, bj, m22, Dh), dd, ""), "");
+				axpy_c(k, as2, LLVMBuildFMul(B, ds, scale, ""), aj, Dh);
+			}
+		}
+		loop_end(k, &j, jto);
+		if_end(k, j2);
+		loop_end(k, &s, cg_i64(g, nslot));
+		loop_end(k, &o, oend);
+		if (fwd && pass == 0) {
+			/* each row's log-sum-exp, for the second pass */
+			Loop s3 = loop_begin(k, cg_i64(g, nslot));
+			LLVMValueRef ss3 = SLOT(st, s3.i, 2);
+			wr_c(k, ss3, cg_i64(g, 0), LLVMBuildFAdd(B, rd_c(k, ss3, cg_i64(g, 0)), rlog(k, rd_c(k, ss3, cg_i64(g, 1))), ""));
+			loop_end(k, &s3, cg_i64(g, nslot));
+		}
+	}
+
+	/* each owned row's result */
+	Loop f = loop_begin(k, cg_i64(g, nslot));
+	LLVMValueRef rf = LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, f.i, cg_i64(g, k->lanes), ""), ""), "");
+	LLVMBasicBlockRef j3 = if_begin(k, LLVMBuildICmp(B, LLVMIntSLT, rf, nT, ""));
+	if (stats) {
+		/* ptrs: out, q, k, dO, O */
+		LLVMValueRef ssf = SLOT(st, f.i, 2), at = ST(rf);
+		store(k, ptrs[0], at, LLVMBuildFAdd(B, rd_c(k, ssf, cg_i64(g, 0)), rlog(k, rd_c(k, ssf, cg_i64(g, 1))), ""));
+		store(k, ptrs[0], LLVMBuildAdd(B, at, cg_i64(g, 1), ""), dot(k, ptrs[3], AT(rf), ptrs[4], AT(rf), Dh));
+	} else {
+		LLVMValueRef asf = SLOT(acc, f.i, Dh);
+		Loop c2 = loop_begin(k, nDh);
+		store(k, ptrs[0], LLVMBuildAdd(B, AT(rf), c2.i, ""), rd_c(k, asf, c2.i));
+		loop_end(k, &c2, nDh);
+	}
+	if_end(k, j3);
+	loop_end(k, &f, cg_i64(g, nslot));
+#undef AT
+#undef ST
+#undef SLOT
+}
+
 /* Attention, one row per work item: query row t of head h in batch b (key
  * row t for attn_dk and attn_dv). Scores are recomputed where needed, so
  * nothing of size [T, T] is stored. ptrs: out, then the operands. */
@@ -1383,9 +1652,14 @@ static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLV
 	case OP_ATTN_STATS:
 	case OP_ATTN_DQ:
 	case OP_ATTN_DK:
-	case OP_ATTN_DV:
-		body_attn(k, d, ptrs, idx);
+	case OP_ATTN_DV: {
+		int64_t tq, tk;
+		if (attn_tiles(g, d, &tq, &tk))
+			body_attn_tiled(k, d, ptrs, idx, tq, tk);
+		else
+			body_attn(k, d, ptrs, idx);
 		return;
+	}
 	case OP_MSE: {
 		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));
 		Loop l = lane_loop(k, n);

@@ -153,7 +153,9 @@ if [ -n "$SAN" ]; then
 	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
 	# the shared-memory and shuffle paths: races and uninitialised reads too
 	for tool in memcheck racecheck synccheck initcheck; do
-		check "gpu/compute-sanitizer $tool wide" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/ops/wide.cuda --steps 2 >$TEST_OUT/san_$tool.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_$tool.log || { cat $TEST_OUT/san_$tool.log; false; }"
+		for s in wide attention_tiles; do
+			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/ops/$s.cuda --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
+		done
 	done
 else
 	notok "gpu/compute-sanitizer not found"
