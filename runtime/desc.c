@@ -193,6 +193,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				m->k_adam[r] = id;
 			else
 				bad(line, l);
+		} else if (!strcmp(key, "kwork")) {
+			int64_t id = num(&p, line, l), w = num(&p, line, l);
+			if (id < 0 || id >= m->nkname || w < 1)
+				bad(line, l);
+			m->kwork[id] = w;
 		} else if (!strcmp(key, "kname")) {
 			int id = (int)num(&p, line, l);
 			char label[256];
@@ -200,9 +205,12 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			if (id != m->nkname)
 				bad(line, l);
 			char **k = realloc(m->kname, sizeof *k * (size_t)(id + 1));
-			if (!k || !(k[id] = strdup(label)))
+			int64_t *w = realloc(m->kwork, sizeof *w * (size_t)(id + 1));
+			if (!k || !w || !(k[id] = strdup(label)))
 				rt_fail(1, "out of memory");
 			m->kname = k;
+			m->kwork = w;
+			w[id] = 1;
 			m->nkname++;
 		} else if (!strcmp(key, "plan")) {
 			char k[16];
@@ -240,7 +248,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		rt_fail(70, "internal error: incomplete model description");
 	for (int i = 0; i < m->nparams; i++) {
 		int r = rt_real_index(m->params[i].dtype);
-		if (!m->params[i].buffer && r >= 0 && (m->k_sgd[r] < 0 || m->k_adam[r] < 0))
+		if (!m->params[i].buffer && (r < 0 || m->k_sgd[r] < 0 || m->k_adam[r] < 0))
 			rt_fail(70, "internal error: no optimizer kernel for parameter %s (%s)", m->params[i].name, m->params[i].dtype);
 	}
 	/* generated code trusts these offsets; a mismatch would corrupt memory */

@@ -25,7 +25,10 @@ void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
 		return;
 	if (c->profile)
 		rt_prof_begin(c, kernel < c->model->nkname ? c->model->kname[kernel] : "kernel");
-	c->dev->launch(kernel, n, nargs, args);
+	int64_t w = kernel >= 0 && kernel < c->model->nkname ? c->model->kwork[kernel] : 1, work;
+	if (__builtin_mul_overflow(n, w, &work))
+		work = INT64_MAX;
+	c->dev->launch(kernel, n, work, nargs, args);
 	if (c->profile)
 		rt_prof_end(c);
 }

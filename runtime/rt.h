@@ -53,6 +53,7 @@ typedef struct {
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
 	bool has_optimizer;
 	char **kname;         /* by kernel id; nkname of them */
+	int64_t *kwork;       /* by kernel id: an item's rough work, for splitting it between CPU threads (kwork lines; 1) */
 	int nkname;
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_slots, plan_work;
 	int64_t steps_forward, steps_recomputed;
@@ -75,7 +76,8 @@ typedef struct {
 	void (*d2h_async)(void *dst, uint64_t src, int64_t bytes);          /* dst from host_alloc, valid once a later fence is waited for */
 	void (*d2d)(uint64_t dst, uint64_t src, int64_t bytes);
 	void (*zero)(uint64_t dst, int64_t bytes);
-	void (*launch)(int kernel, int64_t n, int nargs, const uint64_t *args);
+	/* n items of about `work` elements' work in all (the CPU splits by it) */
+	void (*launch)(int kernel, int64_t n, int64_t work, int nargs, const uint64_t *args);
 	void (*gemm)(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
 	             int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
 	             int64_t batch, double beta);

@@ -79,6 +79,10 @@ int cg_kernel_id(Cg *g, KDesc *k);
 /* Work items of its index space: outputs (or vectors of them); each runs on
  * k->lanes GPU threads, so a launch covers size * lanes threads. */
 int64_t cg_kernel_size(Cg *g, const KDesc *k);
+/* Rough work of one item in elements touched, for splitting a launch
+ * between CPU threads: 1 for an element, a row's length for a row, a
+ * tile's rows times the other side's rows times the width for attention. */
+int64_t cg_kernel_work(Cg *g, const KDesc *k);
 /* "fused[1024,1024]": kind and result shape, for names and profiles */
 const char *cg_kernel_label(const KDesc *k);
 /* Emits the body of kernel k for work item idx; args are the argument words

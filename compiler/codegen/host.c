@@ -854,8 +854,12 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	for (int dt = 0; dt <= DT_F64; dt++)
 		if (sgd[dt] >= 0)
 			put(&t, ar_printf("kernel sgd %s %d\nkernel adam %s %d\n", ir_dt_name((DType)dt), sgd[dt], ir_dt_name((DType)dt), adam[dt]));
-	for (int i = 0; i < g->kernels.len; i++)
+	for (int i = 0; i < g->kernels.len; i++) {
 		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
+		int64_t w = cg_kernel_work(g, &g->kernels.data[i]);
+		if (w > 1)
+			put(&t, ar_printf("kwork %d %lld\n", i, (long long)w));
+	}
 	put(&t, ar_printf("plan params %lld\nplan grads %lld\nplan optimizer %lld\nplan inputs %lld\nplan tape %lld\n"
 	                  "plan snapshots %lld\nplan slots %lld\nplan work %lld\n",
 	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,

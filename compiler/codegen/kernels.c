@@ -210,6 +210,21 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	}
 }
 
+int64_t cg_kernel_work(Cg *g, const KDesc *k)
+{
+	switch (low_class(k)) {
+	case LW_ROWS:
+		return k->out.rank ? k->out.dim[k->out.rank - 1] : 1;
+	case LW_HEADS: {
+		Type q = k->in[0];
+		int64_t T = q.dim[q.rank - 2], dh = q.dim[q.rank - 1] / k->attr.attn.heads, tq, tk;
+		return (attn_tiles(g, k, &tq, &tk) ? tq : 1) * T * dh;
+	}
+	default:
+		return 1;
+	}
+}
+
 /* ---- small builders ---- */
 
 typedef struct {
@@ -936,12 +951,13 @@ static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMVa
 
 static bool attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 {
-	if (!g->cuda) {
-		*tq = *tk = 8;
-		return true;
-	}
 	Type q = d->in[0];
 	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, rb = q.dt == DT_F64 ? 8 : 4;
+	if (!g->cuda) {
+		/* the item's rows and tiles live on the stack: at most 1 MiB of it */
+		*tq = *tk = 8;
+		return (3 * *tq * dh + 2 * *tq + 2 * *tk * dh + 2 * *tk) * rb <= (1 << 20);
+	}
 	*tq = 256;
 	*tk = ATTN_SMEM / rb / (2 * dh + 2);
 	if (*tk > 64)

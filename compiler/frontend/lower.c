@@ -597,6 +597,9 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	if (wt.dim[1] != xt.dim[1])
 		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s, not %lld", ops_vs(L->p, w),
 		           (long long)xt.dim[1], ops_vs(L->p, x), (long long)wt.dim[1]);
+	if (wt.dt != xt.dt)
+		diag_error(n->loc, "conv2d's input %s and weight %s have different element types; convert one with cast(x, %s)",
+		           ops_vs(L->p, x), ops_vs(L->p, w), ir_dt_name(xt.dt));
 	/* checked before they narrow to int */
 	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
 		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");

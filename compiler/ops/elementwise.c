@@ -81,6 +81,17 @@ const char *ops_shape_ew(Program *p, Op *op, Type *out)
 }
 
 /* operand v's share d of g, summed down to v's shape where it was broadcast */
+/* a number operand's value, folded into its gradient's constants: an op
+ * of numbers alone would take the program's real type, not x's */
+static bool number(Ad *a, int v, double *out)
+{
+	Op *d = ad_program(a)->values.data[v].def;
+	if (!d || d->kind != OP_CONST)
+		return false;
+	*out = d->attr.value;
+	return true;
+}
+
 static void share(Ad *a, int v, int d, Loc loc)
 {
 	if (ad_active(a, v))
@@ -145,13 +156,18 @@ void ops_adjoint_ew(Ad *a, Op *op, int g)
 	case OP_GELU:
 		share(a, x, ad_op2(a, OP_MUL, loc, g, ad_op1(a, OP_GELU_GRAD, loc, x)), loc);
 		return;
-	case OP_POW: /* y x^(y-1), and x^y log x */
-		if (ad_active(a, x))
-			share(a, x, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, y),
-			                   ad_op2(a, OP_POW, loc, x, ad_op2(a, OP_SUB, loc, y, ad_const(a, loc, 1)))), loc);
-		if (ad_active(a, y))
-			share(a, y, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, o), ad_op1(a, OP_LOG, loc, x)), loc);
+	case OP_POW: { /* y x^(y-1), and x^y log x */
+		double c;
+		if (ad_active(a, x)) {
+			int y1 = number(a, y, &c) ? ad_const(a, loc, c - 1) : ad_op2(a, OP_SUB, loc, y, ad_const(a, loc, 1));
+			share(a, x, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, y), ad_op2(a, OP_POW, loc, x, y1)), loc);
+		}
+		if (ad_active(a, y)) {
+			int lx = number(a, x, &c) ? ad_const(a, loc, log(c)) : ad_op1(a, OP_LOG, loc, x);
+			share(a, y, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, o), lx), loc);
+		}
 		return;
+	}
 	case OP_MAXIMUM:
 	case OP_MINIMUM: /* the mask of where a won */
 		mask = ad_op2(a, op->kind == OP_MAXIMUM ? OP_GE : OP_LE, loc, x, y);

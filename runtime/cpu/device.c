@@ -79,16 +79,18 @@ static void cpu_init(void)
 
 /* Large index spaces are split between threads; every element is written by
  * exactly one of them, so results do not depend on the split. */
-static void cpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
+static void cpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uint64_t *args)
 {
 	(void)nargs;
 	if (kernel < 0 || kernel >= dp_cpu_nkernels)
 		rt_fail(70, "internal error: kernel %d of %d", kernel, dp_cpu_nkernels);
 	RtKernelFn fn = dp_cpu_kernels[kernel];
 	int threads = nthreads;
-	if (threads > n / (MIN_SPLIT / 4))
-		threads = (int)(n / (MIN_SPLIT / 4)); /* at least 16K elements each */
-	if (n < MIN_SPLIT || threads <= 1) {
+	if (threads > work / (MIN_SPLIT / 4))
+		threads = (int)(work / (MIN_SPLIT / 4)); /* at least 16K elements' work each */
+	if (threads > n)
+		threads = (int)n;
+	if (work < MIN_SPLIT || threads <= 1) {
 		fn(args, 0, n);
 		return;
 	}

@@ -163,8 +163,9 @@ static CUfunction function(int id)
 	return fns[id];
 }
 
-static void gpu_launch(int kernel, int64_t n, int nargs, const uint64_t *args)
+static void gpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uint64_t *args)
 {
+	(void)work;
 	void *params[17];
 	uint64_t words[17];
 	for (int j = 0; j < nargs && j < 16; j++) {

@@ -15,7 +15,7 @@
 #include "rt.h"
 
 /* arena layout: W f32 [4, 2] at 0 (grad 32), b f64 [3] at 64 (grad 88),
- * s f32 [] at 112 (grad 116), k i32 [2] at 120 (grad 128), x f32 [2, 4] at 136 */
+ * s f32 [] at 112 (grad 116), k i32 [2] at 120 (a buffer), x f32 [2, 4] at 136 */
 static const char desc[] =
 	"dpc 1\n"
 	"model fuzz\n"
@@ -25,7 +25,8 @@ static const char desc[] =
 	"param W f32 2 4 2 0 32 0 normal 0.5 0\n"
 	"param b f64 1 3 64 88 0 zeros 0 0\n"
 	"param s f32 0 112 116 0 ones 0 0\n"
-	"param k i32 1 2 120 128 0 zeros 0 0\n"
+	"param k i32 1 2 120 -1 0 zeros 0 0\n"
+	"buffer k\n"
 	"input x f32 2 2 4 136 0 0 0\n"
 	"optimizer sgd\n"
 	"kernel sgd f32 0\n"
