@@ -3,6 +3,8 @@
  * part never needs more than s - 1 slots can do in r sweeps, and the left
  * part is as long as that allows (tests/unit/binomial.c checks it against a
  * brute-force optimum). */
+#include <stdlib.h>
+
 #include "ckpt.h"
 
 /* C(n, k), saturating at INT64_MAX */
@@ -87,6 +89,63 @@ void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx)
 	Gen g = {emit, ctx};
 	if (n > 0 && s > 0)
 		reverse(&g, 0, n, s, 0);
+}
+
+int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t *len)
+{
+	if (n <= s) {
+		for (int64_t i = 0; i < n; i++)
+			len[i] = 1;
+		return n;
+	}
+	/* the least t with sum over segments of C(s_i + t, s_i) = C(s + t + 1, s) - 1 >= n */
+	int64_t t = 1;
+	while (choose(s + t + 1, s) - 1 < n)
+		t++;
+	int64_t left = n;
+	for (int64_t i = 0; i < s; i++) {
+		len[i] = choose(s - i + t - 1, s - i); /* each step costing t - 1 or less */
+		left -= len[i];
+	}
+	/* then steps costing t, from the left: segment i takes at most C(s_i + t - 1, s_i - 1) of them */
+	for (int64_t i = 0; i < s && left > 0; i++) {
+		int64_t more = choose(s - i + t - 1, s - i - 1);
+		if (more > left)
+			more = left;
+		len[i] += more;
+		left -= more;
+	}
+	return s;
+}
+
+int64_t ckpt_sweep_cost(int64_t n, int64_t s)
+{
+	int64_t k = n < s ? n : s, *len = malloc(sizeof(int64_t) * (size_t)(k + 1)), cost = 0;
+	if (!len)
+		return INT64_MAX;
+	k = n > 0 && s > 0 ? ckpt_sweep_segments(n, s, len) : 0;
+	for (int64_t i = 0; i < k; i++)
+		cost += ckpt_binomial_cost(len[i], s - i);
+	free(len);
+	return cost;
+}
+
+void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx)
+{
+	if (n <= 0 || s <= 0)
+		return;
+	int64_t k = n < s ? n : s, *len = malloc(sizeof(int64_t) * (size_t)(k + 1));
+	if (!len)
+		return;
+	k = ckpt_sweep_segments(n, s, len);
+	Gen g = {emit, ctx};
+	int64_t a = n;
+	for (int64_t i = k - 1; i >= 0; i--) {
+		a -= len[i];
+		emit(ctx, CKPT_RESTORE, a, a, (int)i);
+		reverse(&g, a, a + len[i], s - i, (int)i);
+	}
+	free(len);
 }
 
 /* reverse() without the steps, following only the slots below nhost and the

@@ -44,6 +44,20 @@ typedef void (*CkptEmit)(void *ctx, CkptAction a, int64_t step, int64_t to, int 
  * millions. On entry the state at step 0 is current and held in slot 0. */
 void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx);
 
+/* The sweep schedule (--checkpoint auto): the loss's forward loop saves the
+ * state at the start of each of up to s segments, slot i holding segment
+ * i's; then the segments are reversed, the rightmost first, each from its
+ * slot by the binomial schedule with the s - i slots from its own up. The
+ * lengths make every step cost the least more: each segment's cost grows by
+ * its r per step, so they are filled in order of r, and the schedule is
+ * optimal among those whose first sweep is free (tests/unit/binomial.c
+ * checks it against brute force). ckpt_sweep_segments writes the lengths
+ * to len[0..s) and returns how many there are (min(n, s)). */
+int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t *len);
+int64_t ckpt_sweep_cost(int64_t n, int64_t s); /* the advances: the sum of the segments' binomial costs */
+/* On entry the saves are made and no state is current. */
+void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx);
+
 /* The copies between device and host a schedule makes when its lowest
  * nhost slots live in host memory and pass through one staging row on the
  * device: saves into them (the initial state's, into slot 0, included), and

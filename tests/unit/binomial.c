@@ -13,6 +13,9 @@
 #define SMAX 8
 
 static int64_t best[NMAX + 1][SMAX + 1];
+/* the same when a free forward sweep may save into the slots: the
+ * rightmost n - m steps with one slot fewer, then the first m with all */
+static int64_t best_sweep[NMAX + 1][SMAX + 1];
 
 /* the fewest advances to reverse n steps with s slots, by exhaustive split */
 static void brute_force(void)
@@ -34,6 +37,20 @@ static void brute_force(void)
 					b = c;
 			}
 			best[n][s] = b;
+		}
+	for (int s = 1; s <= SMAX; s++)
+		for (int n = 1; n <= NMAX; n++) {
+			if (n == 1 || s == 1) {
+				best_sweep[n][s] = best[n][s];
+				continue;
+			}
+			int64_t b = INT64_MAX;
+			for (int m = 1; m < n; m++) {
+				int64_t c = best_sweep[n - m][s - 1] + best[m][s];
+				if (c < b)
+					b = c;
+			}
+			best_sweep[n][s] = b;
 		}
 }
 
@@ -131,23 +148,55 @@ static void run(int64_t n, int s, bool against_brute)
 	free(r.held);
 }
 
+/* The sweep schedule: the forward sweep's saves made, no state current;
+ * valid, every step taped once in reverse, its advances as counted, and
+ * against the brute-force optimum with free sweep saves. */
+static void run_sweep(int64_t n, int s, bool against_brute)
+{
+	Replay r = {n, s, -1, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
+	            calloc((size_t)s + 1, sizeof(int64_t)), calloc((size_t)s + 1, sizeof(int64_t))};
+	int64_t *len = calloc((size_t)s, sizeof(int64_t)), k = ckpt_sweep_segments(n, s, len), at = 0, total = 0;
+	for (int i = 0; i < s; i++)
+		r.slot_state[i] = -1;
+	for (int64_t i = 0; i < k; i++) {
+		r.slot_state[i] = at;
+		at += len[i];
+		total += len[i] >= 1;
+	}
+	ckpt_sweep_schedule(n, s, replay, &r);
+	char what[200];
+	snprintf(what, sizeof what, "sweep n=%lld s=%d: %s, %lld segments over %lld steps, %lld advances, counted %lld, optimum %lld",
+	         (long long)n, s, r.error ? r.error : "valid", (long long)k, (long long)at, (long long)r.advances,
+	         (long long)ckpt_sweep_cost(n, s), against_brute ? (long long)best_sweep[n][s] : -1LL);
+	check(!r.error && r.next_taped == -1 && at == n && total == k && r.advances == ckpt_sweep_cost(n, s), what);
+	if (against_brute)
+		check(best_sweep[n][s] == ckpt_sweep_cost(n, s), what);
+	free(len);
+	free(r.slot_state);
+	free(r.hsave);
+	free(r.hfetch);
+	free(r.held);
+}
+
 int main(void)
 {
 	brute_force();
 	for (int s = 1; s <= SMAX; s++)
-		for (int n = 1; n <= NMAX; n++)
+		for (int n = 1; n <= NMAX; n++) {
 			run(n, s, true);
+			run_sweep(n, s, true);
+		}
 	if (!fail)
-		printf("ok - binomial: schedules valid and optimal, and host-slot copies as counted, for n <= %d, s <= %d (%d checks)\n",
+		printf("ok - binomial: schedules (and sweep schedules) valid and optimal, and host-slot copies as counted, for n <= %d, s <= %d (%d checks)\n",
 		       NMAX, SMAX, pass);
 	int before = pass, failed = fail;
 	static const int64_t big[] = {1000, 10000, 100000, 1000000};
 	static const int slots[] = {2, 3, 5, 10, 20};
 	for (size_t i = 0; i < sizeof big / sizeof *big; i++)
 		for (size_t j = 0; j < sizeof slots / sizeof *slots; j++)
-			run(big[i], slots[j], false);
+			run(big[i], slots[j], false), run_sweep(big[i], slots[j], false);
 	if (fail == failed)
-		printf("ok - binomial: generated schedules for n up to 10^6 match r n - C(s + r, r - 1), host-slot copies "
-		       "as counted (%d checks)\n", pass - before);
+		printf("ok - binomial: generated schedules for n up to 10^6 match r n - C(s + r, r - 1) (sweep schedules their "
+		       "segments' sum), host-slot copies as counted (%d checks)\n", pass - before);
 	return fail != 0;
 }
