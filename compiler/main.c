@@ -36,11 +36,13 @@ static const char usage[] =
 	"                       device slots: none keeps all on the device; auto (the default with\n"
 	"                       --device-mem) streams the largest ones until the plan fits; params\n"
 	"                       streams every stacked parameter read as W[l] in one loop over its layers\n"
-	"  --checkpoint none|binomial\n"
+	"  --checkpoint none|binomial|auto\n"
 	"                       loop schedule: none stores everything the adjoint reads, per\n"
 	"                       iteration; binomial keeps a few snapshots of each top-level loop's\n"
-	"                       carried values and recomputes (Griewank-Walther revolve)\n"
-	"  --snapshots N        binomial: snapshot slots per loop, the initial state's included\n"
+	"                       carried values and recomputes (Griewank-Walther revolve); auto, so far,\n"
+	"                       takes binomial's snapshots but has the forward loop save them (fewer\n"
+	"                       recomputed steps; binomial where snapshots live in host memory)\n"
+	"  --snapshots N        binomial and auto: snapshot slots per loop, the initial state's included\n"
 	"                       (default: as many as --device-mem allows, else ceil(sqrt(n)) + 1;\n"
 	"                       at most n). Unless --stream none, those --device-mem cannot hold\n"
 	"                       live in host memory, and when the parameters stream the default\n"
@@ -185,8 +187,10 @@ int main(int argc, char **argv)
 				o.ckpt.mode = CKPT_NONE;
 			else if (!strcmp(v, "binomial"))
 				o.ckpt.mode = CKPT_BINOMIAL;
+			else if (!strcmp(v, "auto"))
+				o.ckpt.mode = CKPT_AUTO;
 			else
-				usage_error("--checkpoint takes none or binomial, not '%s'", v);
+				usage_error("--checkpoint takes none, binomial or auto, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
 			char *end;
 			errno = 0;

@@ -82,7 +82,8 @@ void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes);
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes);
 void rt_count(RtCtx *c, int counter, int64_t n);
 /* Reverses a loop of n steps (indices lo..lo+n-1) under the binomial
- * schedule with s snapshot slots, the lowest nhost of them in the host pool,
+ * schedule (sweep 1: the sweep schedule, whose saves the forward loop made,
+ * nhost 0) with s snapshot slots, the lowest nhost of them in the host pool,
  * calling the generated functions: advance(c, i, j) steps the state from i
  * to j; taped(c, i) runs step i's taped step and adjoint from the current
  * state; snapshot(c, row, restore) copies the state into device row
@@ -90,7 +91,7 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * or back when restore is 1; offload(c, slot, to_device) copies the staging
  * row into host slot 0..nhost-1, or back, with rt_snap_copy. The state of
  * step lo is current on entry. Advances count as recomputed steps. */
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, void (*advance)(RtCtx *, int64_t, int64_t),
                 void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
                 void (*offload)(RtCtx *, int64_t, int));
 /* A copy on the copy stream between device memory and the host pool at

@@ -150,11 +150,18 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 	r->next = (Action){a, step, to, slot};
 }
 
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, void (*advance)(RtCtx *, int64_t, int64_t),
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, void (*advance)(RtCtx *, int64_t, int64_t),
                 void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
                 void (*offload)(RtCtx *, int64_t, int))
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
+	if (sweep) {
+		/* the forward loop saved the segments' starts, slot 0's included (device slots only) */
+		ckpt_sweep_schedule(n, s, revolve_action, &r);
+		if (r.pending)
+			run_action(&r, r.next);
+		return;
+	}
 	run_action(&r, r.next); /* the initial state into slot 0 */
 	ckpt_binomial_schedule(n, (int)s, revolve_action, &r);
 	if (r.pending)

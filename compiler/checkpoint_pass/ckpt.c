@@ -2,7 +2,10 @@
  * ad_transform's store-everything tapes. --checkpoint binomial rewrites the
  * adjoint of every top-level loop into an OP_REVOLVE: the forward loop keeps
  * computing the loss but tapes nothing; the adjoint advances from snapshots,
- * and runs each step's taped step and adjoint from the current state. */
+ * and runs each step's taped step and adjoint from the current state.
+ * --checkpoint auto does the same, then lets each forward loop whose
+ * revolve keeps its slots on the device save the sweep schedule's
+ * segment starts (Op.sweep, Op.swept). */
 #include <limits.h>
 #include <math.h>
 
@@ -226,6 +229,7 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 	case CKPT_NONE:
 		return p;
 	case CKPT_BINOMIAL:
+	case CKPT_AUTO:
 		for (int i = p->nforward; i < p->body.len; i++) {
 			Op *op = p->body.ops[i];
 			if (op->kind == OP_LOOP && op->primal)
@@ -233,9 +237,23 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		}
 		if (o->device_mem)
 			place_snapshots(p, o);
+		if (o->mode == CKPT_AUTO)
+			for (int i = p->nforward; i < p->body.len; i++) {
+				/* the forward loop saves the segments' starts; not into host slots, which it cannot reach */
+				Op *v = p->body.ops[i];
+				if (v->kind == OP_REVOLVE && !v->nhost) {
+					v->swept = true;
+					v->primal->sweep = v;
+				}
+			}
 		return p;
 	}
 	unreachable();
+}
+
+int64_t ckpt_revolve_cost(const Op *v)
+{
+	return v->swept ? ckpt_sweep_cost(v->trip, v->nsnap) : ckpt_binomial_cost(v->trip, v->nsnap);
 }
 
 /* ---- --emit=schedule and --schedule-json ---- */
@@ -266,13 +284,17 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		for (int j = p->nforward; j < p->body.len; j++)
 			if (p->body.ops[j]->kind == OP_REVOLVE && p->body.ops[j]->primal == op)
 				v = p->body.ops[j];
-		int64_t n = op->trip, s = v ? v->nsnap : n, r = v ? ckpt_binomial_r(n, s) : 0;
-		int64_t cost = v ? ckpt_binomial_cost(n, s) : 0;
+		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? ckpt_binomial_r(n, s) : 0;
+		int64_t cost = v ? ckpt_revolve_cost(v) : 0;
+		const char *kind = !v ? "store-everything" : v->swept ? "sweep" : "binomial";
 		fwd += n;
 		rec += cost;
 		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
 		if (!json) {
-			if (v)
+			if (v && v->swept)
+				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop: forward steps %lld, "
+				        "recomputed steps %lld\n", where, (long long)n, (long long)s, (long long)n, (long long)cost);
+			else if (v)
 				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld\n",
 				        where, (long long)n, (long long)s, v->nhost ? ar_printf(" (%d in host memory)", v->nhost) : "",
 				        (long long)r, (long long)n, (long long)cost);
@@ -283,13 +305,16 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		}
 		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"host_snapshots\": %d, "
 		        "\"r\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld", nloops ? "," : "", where, (long long)n,
-		        v ? "binomial" : "store-everything", (long long)s, v ? v->nhost : 0, (long long)r, (long long)n,
+		        kind, (long long)s, v ? v->nhost : 0, (long long)r, (long long)n,
 		        (long long)cost);
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
 			fprintf(f, ", \"actions\": [");
-			ckpt_binomial_schedule(n, (int)s, print_action, &x);
+			if (v->swept)
+				ckpt_sweep_schedule(n, s, print_action, &x);
+			else
+				ckpt_binomial_schedule(n, (int)s, print_action, &x);
 			fprintf(f, "]");
 		}
 		fprintf(f, "}");

@@ -7,7 +7,7 @@
 #include "../ir/ir.h"
 #include "../stream_pass/stream.h"
 
-typedef enum { CKPT_NONE, CKPT_BINOMIAL } CkptMode;
+typedef enum { CKPT_NONE, CKPT_BINOMIAL, CKPT_AUTO } CkptMode;
 
 typedef struct {
 	CkptMode mode;
@@ -30,6 +30,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json);
  * schedule with s slots can take. */
 int64_t ckpt_binomial_r(int64_t n, int64_t s);
 int64_t ckpt_binomial_cost(int64_t n, int64_t s);
+/* the forward steps an OP_REVOLVE recomputes: binomial or sweep */
+int64_t ckpt_revolve_cost(const Op *revolve);
 
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */

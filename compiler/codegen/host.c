@@ -23,6 +23,7 @@ typedef struct {
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
 	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy;
 	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
+	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
 } Host;
 
 static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
@@ -246,12 +247,56 @@ static LLVMValueRef acc_target(Host *h, Op *acc)
 
 static void lower_block(Host *h, Block *b, int from, int to);
 
+/* The sweep schedule's saves, at the top of iteration t of the forward loop
+ * in dp_step: the state at each segment's start into its snapshot row. The
+ * starts are a constant table ending in INT64_MAX; *next is the next one. */
+static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Op *v = op->sweep;
+	int64_t k = v->trip < v->nsnap ? v->trip : v->nsnap, *len = ar_alloc(sizeof(int64_t) * (size_t)(k + 1));
+	k = ckpt_sweep_segments(v->trip, v->nsnap, len);
+	LLVMValueRef *starts = ar_alloc(sizeof(LLVMValueRef) * (size_t)(k + 1));
+	for (int64_t i = 0, at = 0; i <= k; i++) {
+		starts[i] = cg_i64(g, i < k ? at : INT64_MAX);
+		if (i < k)
+			at += len[i];
+	}
+	LLVMTypeRef at = LLVMArrayType(g->i64, (unsigned)(k + 1));
+	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_sweep_starts");
+	LLVMSetInitializer(table, LLVMConstArray(g->i64, starts, (unsigned)(k + 1)));
+	LLVMSetGlobalConstant(table, 1);
+	LLVMSetLinkage(table, LLVMInternalLinkage);
+	LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, next, "");
+	LLVMValueRef ix[2] = {cg_i64(g, 0), i};
+	LLVMValueRef start = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, at, table, ix, 2, ""), "");
+	LLVMBasicBlockRef save = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "sweep_save");
+	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "sweep_go");
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, t, start, ""), save, go);
+	LLVMPositionBuilderAtEnd(g->b, save);
+	for (int c = 0; c < op->ncarry; c++) {
+		int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[c]));
+		LLVMValueRef row = LLVMBuildAdd(g->b, addr(h, v->snap[c]), LLVMBuildMul(g->b, i, cg_i64(g, bytes), ""), "");
+		copy(h, row, addr(h, op->carg[c]), bytes);
+	}
+	LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, cg_i64(g, 1), ""), next);
+	LLVMBuildBr(g->b, go);
+	LLVMPositionBuilderAtEnd(g->b, go);
+}
+
 static void lower_loop(Host *h, Op *op)
 {
 	Cg *g = h->g;
 	Program *p = g->p;
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	bool sweep = op->sweep && h->step;
+	LLVMValueRef save_next = NULL;
+	if (sweep) {
+		save_next = LLVMBuildAlloca(g->b, g->i64, "sweep_next");
+		LLVMBuildStore(g->b, cg_i64(g, 0), save_next);
+	}
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "iter");
 	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "after");
@@ -263,6 +308,8 @@ static void lower_loop(Host *h, Op *op)
 	h->index[op->ivar] = op->reverse ? LLVMBuildSub(g->b, cg_i64(g, op->lo + op->trip - 1), t, "")
 	                                 : LLVMBuildAdd(g->b, cg_i64(g, op->lo), t, "");
 	vec_push(h->scoped, op->ivar);
+	if (sweep)
+		sweep_saves(h, op, t, save_next);
 	lower_block(h, &op->body, 0, op->body.len);
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *y = &p->values.data[op->cyield[k]];
@@ -368,10 +415,10 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	LLVMValueRef args[9] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
-	                        LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""),
-	                        LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
-	call(h, h->t_revolve, h->f_revolve, args, 9);
+	LLVMValueRef args[10] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	                         LLVMConstInt(g->i32, op->swept, 0), LLVMBuildBitCast(g->b, adv, g->i8p, ""),
+	                         LLVMBuildBitCast(g->b, taped, g->i8p, ""), LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
+	call(h, h->t_revolve, h->f_revolve, args, 10);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -720,6 +767,7 @@ static void host_function(Cg *g, const char *name, int nops)
 {
 	Host h = {0};
 	h.g = g;
+	h.step = !strcmp(name, "dp_step");
 	h.uses = ir_count_uses(g->p);
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
@@ -736,8 +784,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 9, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i8p, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 10, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 
@@ -796,7 +844,7 @@ static void count_steps(Block *b, int64_t times, int64_t *counts)
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		if (op->kind == OP_REVOLVE)
-			counts[RT_COUNT_RECOMPUTED] += times * ckpt_binomial_cost(op->trip, op->nsnap);
+			counts[RT_COUNT_RECOMPUTED] += times * ckpt_revolve_cost(op);
 		if (op->kind != OP_LOOP)
 			continue;
 		if (op->counter >= 0)

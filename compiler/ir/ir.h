@@ -262,6 +262,7 @@ struct Op {
 	Block body;
 	int counter;      /* OP_LOOP: runtime counter (RT_COUNT_*) bumped once per iteration, or -1 */
 	Op *primal;       /* an adjoint OP_LOOP: the forward loop it reverses */
+	Op *sweep;        /* a forward OP_LOOP: the OP_REVOLVE whose snapshots it saves (the sweep schedule) */
 	/* OP_REVOLVE: reverses the loop lo..lo+trip-1 with nsnap snapshot slots.
 	 * carg holds the current state, in[k] its initial value; `body` advances
 	 * one step (ivar, yields cyield); `body2` is step ivar2's taped step and
@@ -273,6 +274,7 @@ struct Op {
 	 * row, the staging row that host copies pass through. */
 	Block body2;
 	int ivar2, nsnap, nhost;
+	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (ckpt_sweep_schedule) */
 	int *snap, *hsnap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
 	int64_t shift;    /* H2D: the unit fetched is index + shift (a prefetch ahead of the loop) */

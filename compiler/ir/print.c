@@ -47,6 +47,8 @@ static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 	fprintf(f, "revolve %lld..%lld snapshots %d", (long long)op->lo, (long long)(op->lo + op->trip), op->nsnap);
 	if (op->nhost)
 		fprintf(f, " (%d in host memory)", op->nhost);
+	if (op->swept)
+		fputs(" saved by the forward loop", f);
 	fputs(" state (", f);
 	for (int k = 0; k < op->ncarry; k++) {
 		fprintf(f, "%s%s = %s in %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]),

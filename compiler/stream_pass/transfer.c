@@ -325,7 +325,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 		Op *op = p->body.ops[t];
 		if (!has_transfers(&op->body) && !has_transfers(&op->body2))
 			continue;
-		runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_binomial_cost(op->trip, op->nsnap) : 0);
+		runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_revolve_cost(op) : 0);
 		if (runs > SIM_MAX)
 			diag_error(op->loc, "this loop of %lld steps streams its layers; counting a training step's transfers "
 			           "would take more than 2^28 loop steps, the most dpc counts; use fewer layers, or --stream none",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Binomial checkpointing: gradients bitwise identical to store-everything on
-# every sample and loop program, in both precisions and for several snapshot
-# counts; recomputed steps equal to the closed form r n - C(s + r, r - 1)
+# Binomial checkpointing and --checkpoint auto's sweep schedule: gradients
+# bitwise identical to store-everything on every sample and loop program, in
+# both precisions and for several snapshot counts; recomputed steps equal to
+# the closed form r n - C(s + r, r - 1), or for auto the sum over its segments
 # (computed here, in Python, from the loops the forward program shows); and
 # device memory that stays flat as a loop grows from 10^4 to 10^6 steps.
 set -u
@@ -9,19 +10,35 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 o="$TEST_OUT/ckpt"
 mkdir -p "$o"
-predicted() { # FILE.dp SNAPSHOTS STEPS: recomputed steps of STEPS training steps
+predicted() { # FILE.dp SNAPSHOTS STEPS [auto]: recomputed steps of STEPS training steps
 	"$DPC" --emit=ir "$1" | python3 -c "
 import math, re, sys
-s, steps, total = int(sys.argv[1]), int(sys.argv[2]), 0
+s, steps, sweep, total = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == 'auto', 0
+def binomial(n, k):
+    r = 0
+    while math.comb(k + r, k) < n:
+        r += 1
+    return r * n - math.comb(k + r, r - 1) if r else 0
+def segments(n, k):
+    # the sweep schedule's: k segments, reversed with k, k - 1, .. 1 slots, filled by marginal cost
+    if n <= k:
+        return [1] * n
+    t = 1
+    while math.comb(k + t + 1, k) - 1 < n:
+        t += 1
+    lens = [math.comb(k - i + t - 1, k - i) for i in range(k)]
+    left = n - sum(lens)
+    for i in range(k):
+        more = min(math.comb(k - i + t - 1, k - i - 1), left)
+        lens[i] += more
+        left -= more
+    return lens
 for lo, hi in re.findall(r'^loop \S+ in (\d+)\.\.(\d+)', sys.stdin.read(), re.M):
     n = int(hi) - int(lo)
     k = s if s else math.ceil(math.sqrt(n)) + 1
     k = min(k, n)
-    r = 0
-    while math.comb(k + r, k) < n:
-        r += 1
-    total += r * n - math.comb(k + r, r - 1) if r else 0
-print(total * steps)" "$2" "$3"
+    total += sum(binomial(m, k - i) for i, m in enumerate(segments(n, k))) if sweep else binomial(n, k)
+print(total * steps)" "$2" "$3" "${4:-binomial}"
 }
 for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
 	name=$(basename "$dp" .dp)
@@ -45,6 +62,26 @@ for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
 				echo "recomputed $got, formula $want" >>"$exe.log"
 				cmp "$o/$name.none.st" "$exe.st" >>"$exe.log" 2>&1
 				notok "ckpt/$name $prec s=${s/0/default}" "$exe.log"
+			fi
+		done
+		# auto: the sweep schedule, its segments' starts saved by the forward loop
+		for s in 2 0; do
+			flag="--snapshots $s"
+			[ $s = 0 ] && flag=""
+			exe="$o/$name.a$s"
+			if ! "$DPC" --precision $prec --checkpoint auto $flag "$dp" -o "$exe" >"$exe.log" 2>&1 ||
+				! "$exe" --steps 2 --quiet --dump-grads "$exe.st" --save "$exe.p" --summary-json "$exe.json" >>"$exe.log" 2>&1; then
+				notok "ckpt/$name $prec auto s=${s/0/default}: run" "$exe.log"
+				continue
+			fi
+			want=$(predicted "$dp" $s 2 auto)
+			got=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['recomputed_steps'])" "$exe.json")
+			if cmp -s "$o/$name.none.st" "$exe.st" && cmp -s "$o/$name.none.p" "$exe.p" && [ "$got" = "$want" ]; then
+				ok "ckpt/$name $prec auto s=${s/0/default}: gradients and parameters bitwise identical, $got recomputed steps"
+			else
+				echo "recomputed $got, predicted $want" >>"$exe.log"
+				cmp "$o/$name.none.st" "$exe.st" >>"$exe.log" 2>&1
+				notok "ckpt/$name $prec auto s=${s/0/default}" "$exe.log"
 			fi
 		done
 	done

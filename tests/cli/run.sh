@@ -33,7 +33,7 @@ sgd_total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pea
 expect cli/budget-fits-sgd 0 "optimizer state 0 (sgd)" "$DPC" --emit=schedule --device-mem "$sgd_total" samples/resmlp.dp
 expect cli/budget-refuses-adam 1 "optimizer state 1.0 MiB, .* more than --device-mem .* ($sgd_total bytes)" \
 	"$DPC" --emit=schedule --stream none --optimizer adam --device-mem "$sgd_total" samples/resmlp.dp
-expect cli/bad-checkpoint 2 "none or binomial" "$DPC" --checkpoint revolve samples/resmlp.dp
+expect cli/bad-checkpoint 2 "none, binomial or auto" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp
 expect cli/define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir samples/resmlp.dp
