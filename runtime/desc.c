@@ -193,6 +193,12 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				m->k_adam[r] = id;
 			else
 				bad(line, l);
+		} else if (!strcmp(key, "flops")) {
+			char k[16];
+			word(&p, k, sizeof k, line, l);
+			if (strcmp(k, "forward"))
+				bad(line, l);
+			m->forward_flops = num(&p, line, l);
 		} else if (!strcmp(key, "kwork")) {
 			int64_t id = num(&p, line, l), w = num(&p, line, l);
 			if (id < 0 || id >= m->nkname || w < 1)

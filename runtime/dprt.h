@@ -45,6 +45,7 @@
  *   plan CATEGORY BYTES               predicted bytes by category (params, grads, optimizer, inputs, tape,
  *                                     snapshots, slots, work)
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
+ *   flops forward F                   floating-point operations of dp_forward, as the op table counts them
  *   end
  *
  * Kernel arguments are 64-bit words: device addresses, or doubles (by bit
@@ -90,10 +91,11 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * 0..s-nhost of the snapshots (row s-nhost: the staging row, with host slots),
  * or back when restore is 1; offload(c, slot, to_device) copies the staging
  * row into host slot 0..nhost-1, or back, with rt_snap_copy. The state of
- * step lo is current on entry. Advances count as recomputed steps. */
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, void (*advance)(RtCtx *, int64_t, int64_t),
-                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int));
+ * step lo is current on entry. Advances count as recomputed steps, and
+ * flops (one step's, as dpc counts them) per step as recomputed FLOPs. */
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops,
+                void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t),
+                void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int));
 /* A copy on the copy stream between device memory and the host pool at
  * offset host; later snapshot copies wait for it through RtCtx.snap_event. */
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes);

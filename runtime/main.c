@@ -85,7 +85,7 @@ typedef struct {
  * computes. ckpt_binomial_host counts the same copies at compile time. */
 typedef struct {
 	RtCtx *c;
-	int64_t lo, nhost, stage, held;
+	int64_t lo, nhost, stage, held, flops; /* flops: of one step, as dpc counts them */
 	void (*advance)(RtCtx *, int64_t, int64_t);
 	void (*taped)(RtCtx *, int64_t);
 	void (*snapshot)(RtCtx *, int64_t, int);
@@ -108,6 +108,7 @@ static void run_action(Revolve *r, Action x)
 	case CKPT_ADVANCE:
 		r->advance(c, r->lo + x.step, r->lo + x.to);
 		c->n.steps[RT_COUNT_RECOMPUTED] += x.to - x.step;
+		c->n.recomputed_flops += (x.to - x.step) * r->flops;
 		break;
 	case CKPT_SAVE:
 		if (slot >= r->nhost) {
@@ -150,11 +151,11 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 	r->next = (Action){a, step, to, slot};
 }
 
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, void (*advance)(RtCtx *, int64_t, int64_t),
-                void (*taped)(RtCtx *, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int))
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops,
+                void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t),
+                void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int))
 {
-	Revolve r = {c, lo, nhost, s - nhost, -1, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
+	Revolve r = {c, lo, nhost, s - nhost, -1, flops, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
 	if (sweep) {
 		/* the forward loop saved the segments' starts, slot 0's included (device slots only) */
 		ckpt_sweep_schedule(n, s, revolve_action, &r);
@@ -765,15 +766,19 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"host_pool_bytes\": %lld,\n  \"device_slots\": %d,\n  \"prefetch_distance\": %d,\n"
 	                   "  \"stream_h2d_bytes\": %lld,\n  \"stream_d2h_bytes\": %lld,\n"
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
-	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n  \"kernel_launches\": %lld,\n"
-	                   "  \"gemm_calls\": %lld,\n  \"reports\": {%s}\n}\n",
+	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n"
+	                   "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n"
+	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)ph, (long long)pd, (long long)c->model->host, c->model->nslots, c->model->ahead,
 	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * c->model->xfer_h2d[1]),
 	                   (long long)(r->steps * c->model->xfer_d2h[1]), (long long)n->steps[RT_COUNT_FORWARD],
-	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)n->launches, (long long)n->gemms, reports);
+	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)(r->steps * c->model->forward_flops),
+	                   (long long)n->recomputed_flops,
+	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
+	                   (long long)n->launches, (long long)n->gemms, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 

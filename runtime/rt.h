@@ -57,6 +57,7 @@ typedef struct {
 	int nkname;
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_slots, plan_work;
 	int64_t steps_forward, steps_recomputed;
+	int64_t forward_flops; /* of the forward program, once, as dpc counts them (flops line) */
 	/* streaming: the pinned host pool's size, slots and prefetch distance, and
 	 * the bytes dp_forward [0] and dp_step [1] move each way (predicted) */
 	int64_t host;
@@ -118,6 +119,7 @@ typedef struct {
 	int64_t stream_h2d, stream_d2h; /* of them, the transfers of streamed units */
 	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
 	int64_t launches, gemms;
+	int64_t recomputed_flops; /* the advances' steps times their loop's flops per step */
 } RtCounters;
 
 struct RtCtx {

@@ -272,7 +272,7 @@ static void print_action(void *ctx, CkptAction a, int64_t step, int64_t to, int 
 
 void ckpt_print_schedule(FILE *f, Program *p, bool json)
 {
-	int64_t fwd = 0, rec = 0;
+	int64_t fwd = 0, rec = 0, rec_flops = 0, fwd_flops = ir_block_flops(p, &p->body, 0, p->nforward);
 	int nloops = 0;
 	if (json)
 		fprintf(f, "{\n  \"loops\": [");
@@ -287,26 +287,31 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? ckpt_binomial_r(n, s) : 0;
 		int64_t cost = v ? ckpt_revolve_cost(v) : 0;
 		const char *kind = !v ? "store-everything" : v->swept ? "sweep" : "binomial";
+		int64_t per = ir_block_flops(p, &op->body, 0, op->body.len);
 		fwd += n;
 		rec += cost;
+		rec_flops += cost * per;
+		const char *flops = ar_printf(", %lld FLOPs a step, recomputed FLOPs %lld (%.4g of one forward)", (long long)per,
+		                              (long long)(cost * per), fwd_flops ? (double)(cost * per) / (double)fwd_flops : 0.0);
 		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
 		if (!json) {
 			if (v && v->swept)
 				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop: forward steps %lld, "
-				        "recomputed steps %lld\n", where, (long long)n, (long long)s, (long long)n, (long long)cost);
+				        "recomputed steps %lld%s\n", where, (long long)n, (long long)s, (long long)n, (long long)cost, flops);
 			else if (v)
-				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld\n",
+				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld%s\n",
 				        where, (long long)n, (long long)s, v->nhost ? ar_printf(" (%d in host memory)", v->nhost) : "",
-				        (long long)r, (long long)n, (long long)cost);
+				        (long long)r, (long long)n, (long long)cost, flops);
 			else
-				fprintf(f, "loop at %s: n %lld, store everything: forward steps %lld, recomputed steps 0\n", where,
-				        (long long)n, (long long)n);
+				fprintf(f, "loop at %s: n %lld, store everything: forward steps %lld, recomputed steps 0%s\n", where,
+				        (long long)n, (long long)n, flops);
 			continue;
 		}
 		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"host_snapshots\": %d, "
-		        "\"r\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld", nloops ? "," : "", where, (long long)n,
+		        "\"r\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld, \"flops_per_step\": %lld, "
+		        "\"recomputed_flops\": %lld", nloops ? "," : "", where, (long long)n,
 		        kind, (long long)s, v ? v->nhost : 0, (long long)r, (long long)n,
-		        (long long)cost);
+		        (long long)cost, (long long)per, (long long)(cost * per));
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
@@ -324,6 +329,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 	if (json) {
 		fprintf(f, "%s],\n  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", nloops ? "\n  " : "",
 		        (long long)fwd, (long long)rec);
+		fprintf(f, "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n",
+		        (long long)fwd_flops, (long long)rec_flops, fwd_flops ? (double)rec_flops / (double)fwd_flops : 0.0);
 		fprintf(f, "  \"optimizer\": \"%s\",\n", p->optimizer == OPT_ADAM ? "adam" : "sgd");
 		fprintf(f, "  \"streamed\": [");
 		for (int i = 0, n = 0; i < p->params.len; i++)
@@ -340,7 +347,9 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		        (long long)total);
 		return;
 	}
-	fprintf(f, "per training step: forward steps %lld, recomputed steps %lld\n", (long long)fwd, (long long)rec);
+	fprintf(f, "per training step: forward steps %lld, recomputed steps %lld; forward FLOPs %lld, recomputed FLOPs %lld "
+	        "(%.4g of one forward)\n", (long long)fwd, (long long)rec, (long long)fwd_flops, (long long)rec_flops,
+	        fwd_flops ? (double)rec_flops / (double)fwd_flops : 0.0);
 	if (p->nslots) {
 		fprintf(f, "streamed from host memory:");
 		for (int i = 0; i < p->params.len; i++)

@@ -415,10 +415,11 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	LLVMValueRef args[10] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
-	                         LLVMConstInt(g->i32, op->swept, 0), LLVMBuildBitCast(g->b, adv, g->i8p, ""),
-	                         LLVMBuildBitCast(g->b, taped, g->i8p, ""), LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
-	call(h, h->t_revolve, h->f_revolve, args, 10);
+	LLVMValueRef args[11] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
+	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""),
+	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
+	call(h, h->t_revolve, h->f_revolve, args, 11);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -784,8 +785,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i8p, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 10, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 11, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 
@@ -914,8 +915,9 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work));
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);
-	put(&t, ar_printf("steps forward %lld recomputed %lld\nend\n", (long long)counts[RT_COUNT_FORWARD],
+	put(&t, ar_printf("steps forward %lld recomputed %lld\n", (long long)counts[RT_COUNT_FORWARD],
 	                  (long long)counts[RT_COUNT_RECOMPUTED]));
+	put(&t, ar_printf("flops forward %lld\nend\n", (long long)ir_block_flops(p, &p->body, 0, p->nforward)));
 	vec_push(&t, 0);
 	return t.data;
 }

@@ -41,7 +41,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, text, arity, flags, shape, adjoint, form, low, attr) OP_##name,
+#define X(name, text, arity, flags, shape, adjoint, form, low, attr, cost) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT
@@ -133,6 +133,17 @@ typedef struct Op Op;
 typedef struct Ad Ad; /* ad_transform's state, for the adjoint rules */
 typedef struct Interp Interp; /* the reference interpreter's state (compiler/ops/ops.h) */
 
+/* How an op's floating-point operations are counted (ops.def's cost
+ * column, ir_op_flops): the figures a schedule's recomputation is weighed by. */
+typedef enum {
+	FL_NONE, /* data movement, views, leaves, variables, control: 0 */
+	FL_EW,   /* 1 per result element, whatever the function */
+	FL_IN,   /* 1 per element of its largest operand (reductions, losses, accumulation) */
+	FL_ROW,  /* 5 per element of its largest operand (softmax, layernorm, cross_entropy) */
+	FL_GEMM, /* 2 m n k per product */
+	FL_ATTN, /* per head and visible (query, key) pair, Dh times 4 (attention), 2 (stats), 6 (dq, dk), 4 (dv) */
+} FlopClass;
+
 /* An op kind's entry in the op table (ops.def). */
 typedef struct {
 	const char *name;
@@ -144,6 +155,7 @@ typedef struct {
 	FeForm form;
 	LowClass low;
 	AttrKind attr;
+	FlopClass flops;
 } OpInfo;
 extern const OpInfo ir_ops[OP__COUNT];
 
@@ -337,6 +349,10 @@ bool ir_broadcast(Type a, Type b, Type *out);
 /* A sum_to or sum that adds up the leading axes of its operand, keeping the
  * trailing ones whole: [M, N] -> [N] in effect, which is ones[1, M] @ x[M, N]. */
 bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n);
+/* floating-point operations, counted by the op table's cost column (FlopClass) */
+int64_t ir_op_flops(Program *p, Op *op);
+/* ops [from, to) of b, loops times their trip counts (revolves, the adjoint's, count 0) */
+int64_t ir_block_flops(Program *p, Block *b, int from, int to);
 
 /* printing (--emit=ir, --emit=grad) and checking */
 void ir_print(FILE *f, Program *p);

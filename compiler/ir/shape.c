@@ -39,6 +39,50 @@ bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n)
 	return *m > 1;
 }
 
+int64_t ir_op_flops(Program *p, Op *op)
+{
+	int64_t big = 0;
+	for (int k = 0; k < op->nin; k++)
+		if (ir_numel(ir_vtype(p, op->in[k])) > big)
+			big = ir_numel(ir_vtype(p, op->in[k]));
+	switch (ir_ops[op->kind].flops) {
+	case FL_NONE:
+		return 0;
+	case FL_EW:
+		return op->out >= 0 ? ir_numel(ir_vtype(p, op->out)) : 0;
+	case FL_IN:
+		return big;
+	case FL_ROW:
+		return 5 * big;
+	case FL_GEMM: {
+		Type a = ir_vtype(p, op->in[0]), c = ir_vtype(p, op->out);
+		int64_t k = op->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
+		return 2 * ir_numel(c) * k;
+	}
+	case FL_ATTN: {
+		Type q = ir_vtype(p, op->in[0]);
+		int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], heads = ir_numel(q) / (T * C) * op->attr.attn.heads;
+		int64_t pairs = op->attr.attn.causal ? T * (T + 1) / 2 : T * T;
+		int per = op->kind == OP_ATTN_STATS ? 2 : op->kind == OP_ATTN_DQ || op->kind == OP_ATTN_DK ? 6 : 4;
+		return per * heads * pairs * (C / op->attr.attn.heads);
+	}
+	}
+	unreachable();
+}
+
+int64_t ir_block_flops(Program *p, Block *b, int from, int to)
+{
+	int64_t f = 0;
+	for (int i = from; i < to; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_LOOP)
+			f += op->trip * ir_block_flops(p, &op->body, 0, op->body.len);
+		else
+			f += ir_op_flops(p, op);
+	}
+	return f;
+}
+
 static const char *check(Program *p, Op *op, Type *out)
 {
 	const OpInfo *info = &ir_ops[op->kind];

@@ -126,6 +126,67 @@ then
 else
 	notok "ckpt/schedule-json" "$o/s.log"
 fi
+# the sweep schedule as JSON: a valid action list whose advances are the count
+if "$DPC" --checkpoint auto --snapshots 3 --schedule-json "$o/sw.json" samples/resmlp.dp -o "$o/sweep" >"$o/sw.log" 2>&1 &&
+	python3 - "$o/sw.json" >>"$o/sw.log" 2>&1 <<'PY'
+import json, sys
+(loop,) = json.load(open(sys.argv[1]))["loops"]
+n, s = loop["n"], loop["s"]
+assert loop["schedule"] == "sweep", loop["schedule"]
+adv = sum(a[2] - a[1] for a in loop["actions"] if a[0] == "advance")
+taped = [a[1] for a in loop["actions"] if a[0] == "taped"]
+assert adv == loop["recomputed_steps"] and taped == list(range(n - 1, -1, -1)), (adv, taped)
+assert max(a[3] for a in loop["actions"]) < s and loop["actions"][0][0] == "restore", loop["actions"][:2]
+PY
+then
+	ok "ckpt/schedule-json-sweep: the action list adds up to the count"
+else
+	notok "ckpt/schedule-json-sweep" "$o/sw.log"
+fi
+# FLOPs as the op table counts them, checked by hand on one program of each
+# class: GEMM 2 m n k, attention 4 per head, visible pair and width,
+# softmax 5 per element, elementwise 1 per result, sum 1 per input
+cat >"$o/flops.dp" <<'DP'
+const B = 2, T = 5, C = 6
+input x : f32[B, T, C]
+param w : f32[C, C] = normal(0.5)
+loss { let q = x @ w
+  let a = attention(q, q, q, heads=3, causal=1)
+  return sum(softmax(a) * a) }
+DP
+if "$DPC" --schedule-json "$o/flops.json" "$o/flops.dp" -o "$o/flops" >"$o/flops.log" 2>&1 &&
+	python3 - "$o/flops.json" >>"$o/flops.log" 2>&1 <<'PY'
+import json, sys
+B, T, C, H = 2, 5, 6, 3
+want = 2 * (B * T * C) * C + 4 * (B * H) * (T * (T + 1) // 2) * (C // H) + 5 * B * T * C + B * T * C + B * T * C
+got = json.load(open(sys.argv[1]))["forward_flops"]
+assert got == want, (got, want)
+PY
+then
+	ok "ckpt/flops: the forward program's FLOPs as counted by hand"
+else
+	notok "ckpt/flops" "$o/flops.log"
+fi
+# recomputed FLOPs: the run counts what the schedule predicts
+for m in binomial auto; do
+	if "$DPC" -D T=2000 --checkpoint $m --snapshots 12 --schedule-json "$o/rf.$m.json" samples/oscillator.dp -o "$o/rf.$m" >"$o/rf.$m.log" 2>&1 &&
+		"$o/rf.$m" --steps 3 --quiet --summary-json "$o/rf.$m.run.json" >>"$o/rf.$m.log" 2>&1 &&
+		python3 - "$o/rf.$m.json" "$o/rf.$m.run.json" >>"$o/rf.$m.log" 2>&1 <<'PY'
+import json, sys
+plan, run = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+steps = run["steps"]
+assert plan["recomputed_flops"] > 0, plan
+assert run["recomputed_flops"] == steps * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+assert run["forward_flops"] == steps * plan["forward_flops"], (run["forward_flops"], plan["forward_flops"])
+assert abs(run["recomputed_fraction"] - plan["recomputed_fraction"]) <= 1e-9 * plan["recomputed_fraction"], (run, plan)
+print(plan["recomputed_fraction"])
+PY
+	then
+		ok "ckpt/recomputed-flops $m: measured equals predicted ($(tail -1 "$o/rf.$m.log") of a forward)"
+	else
+		notok "ckpt/recomputed-flops $m" "$o/rf.$m.log"
+	fi
+done
 # snapshots from a budget: the most that fit, and the run stays inside it
 budget=$((2 * 1024 * 1024))
 if "$DPC" -D T=100000 --checkpoint binomial --device-mem $budget --schedule-json "$o/b.json" samples/oscillator.dp -o "$o/budget" >"$o/b.log" 2>&1 &&
