@@ -1,12 +1,16 @@
 """PyTorch eager reference for bench/resmlp_big.dp: the same residual MLP,
 the same shapes, fp32, plain SGD. Prints ms/step (CUDA events, after warm-up).
 
-    python3 bench/resmlp_torch.py [--steps N] [--checkpoint-segments K] [-L 64]
+    python3 bench/resmlp_torch.py [--steps N] [--checkpoint-segments K] [-L 64] [--device cpu]
+
+On the CPU the time is the wall clock and no peak memory is measured.
 """
 import argparse
 import math
+import time
 
 import torch
+import torch.utils.checkpoint
 
 
 def main():
@@ -19,11 +23,13 @@ def main():
     ap.add_argument("-D", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--tf32", action="store_true")
+    ap.add_argument("--device", default="cuda")
     ap.add_argument("--checkpoint-segments", type=int, default=0,
                     help="use torch.utils.checkpoint.checkpoint_sequential with K segments")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
-    dev = "cuda"
+    dev = a.device
+    cuda = dev == "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
     w_in = (torch.randn(a.D, a.H, device=dev, generator=g) * 0.03).requires_grad_()
     # one tensor per layer, as a PyTorch user writes it: indexing one stacked
@@ -50,8 +56,11 @@ def main():
         opt.zero_grad(set_to_none=False)
         h = torch.tanh(x @ w_in)
         if a.checkpoint_segments:
-            h = torch.utils.checkpoint.checkpoint_sequential(
-                blocks, a.checkpoint_segments, h, use_reentrant=False)
+            try:
+                h = torch.utils.checkpoint.checkpoint_sequential(
+                    blocks, a.checkpoint_segments, h, use_reentrant=False)
+            except ValueError:  # PyTorch before 2.0 has only the reentrant form
+                h = torch.utils.checkpoint.checkpoint_sequential(blocks, a.checkpoint_segments, h)
         else:
             h = blocks(h)
         loss = torch.mean((h @ w_out - y) ** 2)
@@ -61,6 +70,14 @@ def main():
 
     for _ in range(a.warmup):
         step()
+    if not cuda:
+        t0 = time.perf_counter()
+        for _ in range(a.steps):
+            loss = step()
+        ms = 1000 * (time.perf_counter() - t0) / a.steps
+        print(f"torch L={a.L} H={a.H} B={a.B} segments={a.checkpoint_segments}: "
+              f"{ms:.3f} ms/step, peak n/a (cpu), loss {loss.item():.6g}")
+        return
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -92,8 +92,9 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * or back when restore is 1; offload(c, slot, to_device) copies the staging
  * row into host slot 0..nhost-1, or back, with rt_snap_copy. The state of
  * step lo is current on entry. Advances count as recomputed steps, and
- * flops (one step's, as dpc counts them) per step as recomputed FLOPs. */
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops,
+ * flops (one step's, as dpc counts them) per step as recomputed FLOPs, and
+ * each taped step taped_flops (what it computes of its forward step again). */
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops, int64_t taped_flops,
                 void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t),
                 void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int));
 /* A copy on the copy stream between device memory and the host pool at

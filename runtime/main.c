@@ -85,7 +85,8 @@ typedef struct {
  * computes. ckpt_binomial_host counts the same copies at compile time. */
 typedef struct {
 	RtCtx *c;
-	int64_t lo, nhost, stage, held, flops; /* flops: of one step, as dpc counts them */
+	int64_t lo, nhost, stage, held;
+	int64_t flops, taped_flops; /* of one step, and what a taped step computes again, as dpc counts them */
 	void (*advance)(RtCtx *, int64_t, int64_t);
 	void (*taped)(RtCtx *, int64_t);
 	void (*snapshot)(RtCtx *, int64_t, int);
@@ -134,6 +135,7 @@ static void run_action(Revolve *r, Action x)
 		break;
 	case CKPT_TAPED:
 		r->taped(c, r->lo + x.step);
+		c->n.recomputed_flops += r->taped_flops;
 		break;
 	}
 }
@@ -151,11 +153,11 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 	r->next = (Action){a, step, to, slot};
 }
 
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops,
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops, int64_t taped_flops,
                 void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t),
                 void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int))
 {
-	Revolve r = {c, lo, nhost, s - nhost, -1, flops, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
+	Revolve r = {c, lo, nhost, s - nhost, -1, flops, taped_flops, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
 	if (sweep) {
 		/* the forward loop saved the segments' starts, slot 0's included (device slots only) */
 		ckpt_sweep_schedule(n, s, revolve_action, &r);

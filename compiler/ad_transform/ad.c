@@ -469,6 +469,8 @@ static void reverse_loop(Ad *a, Op *op)
 	int first = r->body.len;
 	ir_clone_block(p, &m, &op->body, a->out);
 	int last = r->body.len;
+	for (int i = first; i < last; i++)
+		r->body.ops[i]->recomputed = true;
 
 	/* the adjoint of the body, seeded by the carried adjoints */
 	for (int k = 0; k < op->ncarry; k++)

@@ -287,12 +287,15 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? ckpt_binomial_r(n, s) : 0;
 		int64_t cost = v ? ckpt_revolve_cost(v) : 0;
 		const char *kind = !v ? "store-everything" : v->swept ? "sweep" : "binomial";
-		int64_t per = ir_block_flops(p, &op->body, 0, op->body.len);
+		/* advances recompute whole steps; each taped step recomputes what its adjoint reads */
+		int64_t per = ir_block_flops(p, &op->body, 0, op->body.len), taped = v ? ir_recomputed_flops(p, &v->body2) : 0;
+		int64_t again = cost * per + n * taped;
 		fwd += n;
 		rec += cost;
-		rec_flops += cost * per;
-		const char *flops = ar_printf(", %lld FLOPs a step, recomputed FLOPs %lld (%.4g of one forward)", (long long)per,
-		                              (long long)(cost * per), fwd_flops ? (double)(cost * per) / (double)fwd_flops : 0.0);
+		rec_flops += again;
+		const char *flops = ar_printf(", %lld FLOPs a step (%lld again in a taped step), recomputed FLOPs %lld (%.4g of one forward)",
+		                              (long long)per, (long long)taped, (long long)again,
+		                              fwd_flops ? (double)again / (double)fwd_flops : 0.0);
 		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
 		if (!json) {
 			if (v && v->swept)
@@ -309,9 +312,9 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		}
 		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"host_snapshots\": %d, "
 		        "\"r\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld, \"flops_per_step\": %lld, "
-		        "\"recomputed_flops\": %lld", nloops ? "," : "", where, (long long)n,
+		        "\"taped_recomputed_flops_per_step\": %lld, \"recomputed_flops\": %lld", nloops ? "," : "", where, (long long)n,
 		        kind, (long long)s, v ? v->nhost : 0, (long long)r, (long long)n,
-		        (long long)cost, (long long)per, (long long)(cost * per));
+		        (long long)cost, (long long)per, (long long)taped, (long long)again);
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};

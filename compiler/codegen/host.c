@@ -415,11 +415,12 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	LLVMValueRef args[11] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	LLVMValueRef args[12] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
 	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
+	                         cg_i64(g, ir_recomputed_flops(p, &op->body2)),
 	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""),
 	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
-	call(h, h->t_revolve, h->f_revolve, args, 11);
+	call(h, h->t_revolve, h->f_revolve, args, 12);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -785,8 +786,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 11, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 12, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 

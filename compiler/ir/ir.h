@@ -275,6 +275,7 @@ struct Op {
 	int counter;      /* OP_LOOP: runtime counter (RT_COUNT_*) bumped once per iteration, or -1 */
 	Op *primal;       /* an adjoint OP_LOOP: the forward loop it reverses */
 	Op *sweep;        /* a forward OP_LOOP: the OP_REVOLVE whose snapshots it saves (the sweep schedule) */
+	bool recomputed;  /* in a reverse loop's body: a copy of a forward op, computed again from the carried state */
 	/* OP_REVOLVE: reverses the loop lo..lo+trip-1 with nsnap snapshot slots.
 	 * carg holds the current state, in[k] its initial value; `body` advances
 	 * one step (ivar, yields cyield); `body2` is step ivar2's taped step and
@@ -353,6 +354,8 @@ bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n);
 int64_t ir_op_flops(Program *p, Op *op);
 /* ops [from, to) of b, loops times their trip counts (revolves, the adjoint's, count 0) */
 int64_t ir_block_flops(Program *p, Block *b, int from, int to);
+/* the FLOPs of b's ops marked recomputed: a taped step's copy of its forward step */
+int64_t ir_recomputed_flops(Program *p, Block *b);
 
 /* printing (--emit=ir, --emit=grad) and checking */
 void ir_print(FILE *f, Program *p);

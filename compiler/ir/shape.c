@@ -70,6 +70,15 @@ int64_t ir_op_flops(Program *p, Op *op)
 	unreachable();
 }
 
+int64_t ir_recomputed_flops(Program *p, Block *b)
+{
+	int64_t f = 0;
+	for (int i = 0; i < b->len; i++)
+		if (b->ops[i]->recomputed)
+			f += ir_block_flops(p, b, i, i + 1);
+	return f;
+}
+
 int64_t ir_block_flops(Program *p, Block *b, int from, int to)
 {
 	int64_t f = 0;
