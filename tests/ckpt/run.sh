@@ -187,6 +187,25 @@ PY
 		notok "ckpt/recomputed-flops $m" "$o/rf.$m.log"
 	fi
 done
+# auto with streamed parameters: the sweep's transfers as predicted, gradients as store-everything's
+st="$o/auto_stream"
+if "$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$st.none" >"$st.log" 2>&1 &&
+	"$DPC" --target cpu --checkpoint auto -D L=32 --device-mem 4700000 --stream params samples/resmlp.dp -o "$st" >>"$st.log" 2>&1 &&
+	"$st.none" --steps 2 --quiet --dump-grads "$st.none.g" >>"$st.log" 2>&1 &&
+	"$st" --steps 2 --quiet --dump-grads "$st.g" --summary-json "$st.json" >>"$st.log" 2>&1 &&
+	cmp "$st.none.g" "$st.g" >>"$st.log" 2>&1 &&
+	python3 - "$st.json" >>"$st.log" 2>&1 <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["stream_h2d_bytes"] > 0, j
+assert j["stream_h2d_bytes"] == j["predicted_stream_h2d_bytes"], (j["stream_h2d_bytes"], j["predicted_stream_h2d_bytes"])
+assert j["h2d_bytes"] == j["predicted_h2d_bytes"] and j["d2h_bytes"] == j["predicted_d2h_bytes"], j
+PY
+then
+	ok "ckpt/auto-streamed: gradients bitwise as store-everything's, streamed bytes as predicted"
+else
+	notok "ckpt/auto-streamed" "$st.log"
+fi
 # snapshots from a budget: the most that fit, and the run stays inside it
 budget=$((2 * 1024 * 1024))
 if "$DPC" -D T=100000 --checkpoint binomial --device-mem $budget --schedule-json "$o/b.json" samples/oscillator.dp -o "$o/budget" >"$o/b.log" 2>&1 &&
