@@ -187,6 +187,25 @@ PY
 		notok "ckpt/recomputed-flops $m" "$o/rf.$m.log"
 	fi
 done
+# auto under a budget: store-everything when the budget holds its plan, the sweep a byte below
+if "$DPC" --schedule-json "$o/full.json" samples/resmlp.dp -o "$o/full" >"$o/full.log" 2>&1; then
+	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$o/full.json")
+	if "$DPC" --checkpoint auto --device-mem "$full" --schedule-json "$o/full.a.json" samples/resmlp.dp -o "$o/full.a" >>"$o/full.log" 2>&1 &&
+		"$DPC" --checkpoint auto --device-mem $((full - 1)) --stream none --schedule-json "$o/full.b.json" samples/resmlp.dp -o "$o/full.b" >>"$o/full.log" 2>&1 &&
+		python3 - "$o/full.a.json" "$o/full.b.json" >>"$o/full.log" 2>&1 <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["loops"][0]["schedule"] == "store-everything" and a["recomputed_steps"] == 0, a["loops"]
+assert b["loops"][0]["schedule"] == "sweep", b["loops"]
+PY
+	then
+		ok "ckpt/auto-budget: store-everything at its own peak ($full bytes), the sweep a byte below"
+	else
+		notok "ckpt/auto-budget" "$o/full.log"
+	fi
+else
+	notok "ckpt/auto-budget: compile" "$o/full.log"
+fi
 # auto with streamed parameters: the sweep's transfers as predicted, gradients as store-everything's
 st="$o/auto_stream"
 if "$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$st.none" >"$st.log" 2>&1 &&
