@@ -13,7 +13,7 @@ typedef struct {
 	const char *input;
 	const char *output;   /* NULL: stdout for text stages, the input's base name for the executable */
 	Emit emit;
-	int real_bytes;       /* 4 or 8 */
+	int real_bytes;       /* 2, 4 or 8: --precision bf16, f32 or f64 */
 	CgTarget target;
 	Vec(FeDefine) defs;
 	CkptOptions ckpt;

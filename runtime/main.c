@@ -158,15 +158,10 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
                 void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int))
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, flops, taped_flops, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
-	if (sweep) {
-		/* the forward loop saved the segments' starts, slot 0's included (device slots only) */
-		ckpt_sweep_schedule(n, s, revolve_action, &r);
-		if (r.pending)
-			run_action(&r, r.next);
-		return;
-	}
-	run_action(&r, r.next); /* the initial state into slot 0 */
-	ckpt_binomial_schedule(n, (int)s, revolve_action, &r);
+	/* the initial state into slot 0; under the sweep the forward loop saved it, and the other segments' starts */
+	if (!sweep)
+		run_action(&r, r.next);
+	ckpt_schedule(n, s, sweep, revolve_action, &r);
 	if (r.pending)
 		run_action(&r, r.next);
 }

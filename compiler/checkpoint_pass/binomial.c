@@ -118,12 +118,21 @@ int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t *len)
 	return s;
 }
 
+/* the segments' lengths, malloc'd (free them), and how many in *k; NULL when none */
+static int64_t *segments(int64_t n, int64_t s, int64_t *k)
+{
+	*k = 0;
+	if (n <= 0 || s <= 0)
+		return NULL;
+	int64_t *len = malloc(sizeof(int64_t) * (size_t)((n < s ? n : s) + 1));
+	if (len)
+		*k = ckpt_sweep_segments(n, s, len);
+	return len;
+}
+
 int64_t ckpt_sweep_cost(int64_t n, int64_t s)
 {
-	int64_t k = n < s ? n : s, *len = malloc(sizeof(int64_t) * (size_t)(k + 1)), cost = 0;
-	if (!len)
-		return INT64_MAX;
-	k = n > 0 && s > 0 ? ckpt_sweep_segments(n, s, len) : 0;
+	int64_t k, *len = segments(n, s, &k), cost = 0;
 	for (int64_t i = 0; i < k; i++)
 		cost += ckpt_binomial_cost(len[i], s - i);
 	free(len);
@@ -132,12 +141,7 @@ int64_t ckpt_sweep_cost(int64_t n, int64_t s)
 
 void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx)
 {
-	if (n <= 0 || s <= 0)
-		return;
-	int64_t k = n < s ? n : s, *len = malloc(sizeof(int64_t) * (size_t)(k + 1));
-	if (!len)
-		return;
-	k = ckpt_sweep_segments(n, s, len);
+	int64_t k, *len = segments(n, s, &k);
 	Gen g = {emit, ctx};
 	int64_t a = n;
 	for (int64_t i = k - 1; i >= 0; i--) {
@@ -146,6 +150,14 @@ void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx)
 		reverse(&g, a, a + len[i], s - i, (int)i);
 	}
 	free(len);
+}
+
+void ckpt_schedule(int64_t n, int64_t s, bool sweep, CkptEmit emit, void *ctx)
+{
+	if (sweep)
+		ckpt_sweep_schedule(n, s, emit, ctx);
+	else
+		ckpt_binomial_schedule(n, (int)s, emit, ctx);
 }
 
 /* reverse() without the steps, following only the slots below nhost and the

@@ -319,10 +319,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
 			fprintf(f, ", \"actions\": [");
-			if (v->swept)
-				ckpt_sweep_schedule(n, s, print_action, &x);
-			else
-				ckpt_binomial_schedule(n, (int)s, print_action, &x);
+			ckpt_schedule(n, s, v->swept, print_action, &x);
 			fprintf(f, "]");
 		}
 		fprintf(f, "}");

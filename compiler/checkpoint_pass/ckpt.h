@@ -59,6 +59,9 @@ int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t *len);
 int64_t ckpt_sweep_cost(int64_t n, int64_t s); /* the advances: the sum of the segments' binomial costs */
 /* On entry the saves are made and no state is current. */
 void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx);
+/* A revolve's schedule, the sweep's (Op.swept) or binomial's: what the
+ * runtime drives, the stream pass replays and --schedule-json lists. */
+void ckpt_schedule(int64_t n, int64_t s, bool sweep, CkptEmit emit, void *ctx);
 
 /* The copies between device and host a schedule makes when its lowest
  * nhost slots live in host memory and pass through one staging row on the

@@ -949,7 +949,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->i32p = LLVMPointerType(g->i32, 0);
 	g->cuda = o->target == CG_CUDA;
 
-	/* the optimizers' kernels, one pair per element type of trained parameters; p->real's first */
+	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
 	int sgd[DT_F64 + 1], adam[DT_F64 + 1];
 	for (int dt = 0; dt <= DT_F64; dt++) {
 		bool used = dt == (int)p->real;

@@ -488,6 +488,21 @@ static LLVMValueRef combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max)
 	return max ? rmax(k, a, b) : LLVMBuildFAdd(k->b, a, b, "");
 }
 
+/* A block's shared array of type at, one per name: created by the first
+ * kernel that asks. Names carry the compute type, since a module may hold
+ * f32 and f64 kernels. */
+static LLVMValueRef shared_array(Cg *g, const char *name, LLVMTypeRef at)
+{
+	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
+	if (!s) {
+		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
+		LLVMSetInitializer(s, LLVMGetUndef(at));
+		LLVMSetLinkage(s, LLVMInternalLinkage);
+		LLVMSetAlignment(s, 16);
+	}
+	return s;
+}
+
 /* Every lane's partial value in, the whole reduction out, the same bits in
  * every lane: the butterfly pairs lanes symmetrically, and the block's warps
  * are then combined in one fixed order. Deterministic from run to run. */
@@ -501,16 +516,8 @@ static LLVMValueRef all_reduce(K *k, LLVMValueRef v, bool max)
 	if (k->lanes <= 32)
 		return v;
 	int nwarps = k->lanes / 32;
-	/* one array per compute type: a module may hold f32 and f64 kernels */
-	const char *name = g->real == g->f64 ? "dp_partials_f64" : "dp_partials_f32";
-	LLVMValueRef smem = LLVMGetNamedGlobal(g->mod, name);
 	LLVMTypeRef at = LLVMArrayType(g->real, (unsigned)nwarps);
-	if (!smem) {
-		smem = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
-		LLVMSetInitializer(smem, LLVMGetUndef(at));
-		LLVMSetLinkage(smem, LLVMInternalLinkage);
-		LLVMSetAlignment(smem, 16);
-	}
+	LLVMValueRef smem = shared_array(g, g->real == g->f64 ? "dp_partials_f64" : "dp_partials_f32", at);
 	LLVMValueRef warp = LLVMBuildLShr(k->b, k->lane, cg_i64(g, 5), "");
 	LLVMValueRef first = LLVMBuildICmp(k->b, LLVMIntEQ, LLVMBuildAnd(k->b, k->lane, cg_i64(g, 31), ""), cg_i64(g, 0), "");
 	LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
@@ -988,15 +995,7 @@ static LLVMValueRef tile_memory(K *k, int64_t n)
 	if (k->lanes == 1)
 		return scratch(k, n);
 	bool f64 = g->real == g->f64;
-	const char *name = f64 ? "dp_tile_f64" : "dp_tile_f32";
-	LLVMTypeRef at = LLVMArrayType(g->real, ATTN_SMEM / (f64 ? 8 : 4));
-	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
-	if (!s) {
-		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
-		LLVMSetInitializer(s, LLVMGetUndef(at));
-		LLVMSetLinkage(s, LLVMInternalLinkage);
-		LLVMSetAlignment(s, 16);
-	}
+	LLVMValueRef s = shared_array(g, f64 ? "dp_tile_f64" : "dp_tile_f32", LLVMArrayType(g->real, ATTN_SMEM / (f64 ? 8 : 4)));
 	return LLVMBuildAddrSpaceCast(k->b, LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 3), ""), LLVMPointerType(g->real, 0), "");
 }
 
@@ -1069,6 +1068,8 @@ static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueR
 #define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
 #define ST(r) LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), (r), ""), cg_i64(g, 2), "")
 #define SLOT(p, s, w) LLVMBuildGEP2(B, g->real, (p), (LLVMValueRef[]){LLVMBuildMul(B, (s), cg_i64(g, (w)), "")}, 1, "")
+	/* the row slot s owns: this lane's s-th */
+#define ROW(s) LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, (s), cg_i64(g, k->lanes), ""), ""), "")
 	/* per owned row (slot): its own row(s) copied, its sum, and two scalars
 	 * (running max and sum, then log-sum-exp; or the row's stats) */
 	LLVMValueRef mine = scratch(k, nslot * Dh), acc = scratch(k, nslot * Dh), st = scratch(k, nslot * 2);
@@ -1079,7 +1080,7 @@ static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueR
 	/* mine: Q (K for key rows); mine2: dO (V) */
 	LLVMValueRef own = keyside ? ptrs[2] : ptrs[1], own2 = d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3];
 	Loop sl = loop_begin(k, cg_i64(g, nslot));
-	LLVMValueRef r = LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, sl.i, cg_i64(g, k->lanes), ""), ""), "");
+	LLVMValueRef r = ROW(sl.i);
 	LLVMBasicBlockRef join = if_begin(k, LLVMBuildICmp(B, LLVMIntSLT, r, nT, ""));
 	LLVMValueRef ms = SLOT(mine, sl.i, Dh), as = SLOT(acc, sl.i, Dh), ss = SLOT(st, sl.i, 2);
 	LLVMValueRef m2 = two ? SLOT(mine2, sl.i, Dh) : NULL;
@@ -1124,7 +1125,7 @@ static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueR
 		}
 		barrier(k);
 		Loop s = loop_begin(k, cg_i64(g, nslot));
-		LLVMValueRef rr = LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, s.i, cg_i64(g, k->lanes), ""), ""), "");
+		LLVMValueRef rr = ROW(s.i);
 		LLVMBasicBlockRef j2 = if_begin(k, LLVMBuildICmp(B, LLVMIntSLT, rr, nT, ""));
 		LLVMValueRef ms2 = SLOT(mine, s.i, Dh), as2 = SLOT(acc, s.i, Dh), ss2 = SLOT(st, s.i, 2);
 		LLVMValueRef m22 = two ? SLOT(mine2, s.i, Dh) : NULL;
@@ -1177,7 +1178,7 @@ static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueR
 
 	/* each owned row's result */
 	Loop f = loop_begin(k, cg_i64(g, nslot));
-	LLVMValueRef rf = LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, f.i, cg_i64(g, k->lanes), ""), ""), "");
+	LLVMValueRef rf = ROW(f.i);
 	LLVMBasicBlockRef j3 = if_begin(k, LLVMBuildICmp(B, LLVMIntSLT, rf, nT, ""));
 	if (stats) {
 		/* ptrs: out, q, k, dO, O */
@@ -1195,6 +1196,7 @@ static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueR
 #undef AT
 #undef ST
 #undef SLOT
+#undef ROW
 }
 
 /* Attention, one row per work item: query row t of head h in batch b (key

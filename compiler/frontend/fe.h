@@ -19,7 +19,7 @@ FeAst *fe_parse(const char *path, const FeDefine *defs, int ndefs);
 /* The same for a program in memory (len bytes, NULs refused); path names it in errors. */
 FeAst *fe_parse_text(const char *path, const char *text, size_t len, const FeDefine *defs, int ndefs);
 void fe_print_ast(FILE *f, FeAst *ast); /* --emit=ast */
-/* Lowers the loss block (functions inlined) to IR. real_bytes: 4 or 8.
+/* Lowers the loss block (functions inlined) to IR. real_bytes: 2, 4 or 8 (--precision).
  * More than fe_max_ops operations (default 2^20) is an error. */
 extern int fe_max_ops;
 Program *fe_lower(FeAst *ast, int real_bytes);

@@ -702,10 +702,9 @@ static int cast(Lower *L, Scope *s, Node *n)
 	if (n->args.len != 2 || n->argname[0] || n->argname[1])
 		diag_error(n->loc, "cast takes a tensor and an element type: cast(x, f32), cast(x, bf16), cast(x, f64) or cast(x, i32)");
 	Node *t = n->args.data[1];
-	static const char *names[] = {[DT_F32] = "f32", [DT_BF16] = "bf16", [DT_F64] = "f64", [DT_I32] = "i32"};
 	DType dt = DT_INDEX;
 	for (int k = 0; t->kind == N_NAME && k <= DT_I32; k++)
-		if (!strcmp(t->name, names[k]))
+		if (!strcmp(t->name, ir_dt_name((DType)k)))
 			dt = (DType)k;
 	if (dt == DT_INDEX)
 		diag_error(t->loc, "cast's second argument is an element type: f32, bf16, f64 or i32");

@@ -15,7 +15,6 @@ const OpInfo ir_ops[OP__COUNT] = {
 Program *ir_new_program(int real_bytes)
 {
 	Program *p = ar_alloc(sizeof *p);
-	p->real_bytes = real_bytes;
 	p->real = real_bytes == 8 ? DT_F64 : real_bytes == 2 ? DT_BF16 : DT_F32;
 	p->loss = -1;
 	return p;

@@ -303,7 +303,6 @@ struct Program {
 	Vec(Report) reports;
 	Vec(Report) updates; /* `update B = e`: buffer B takes e's value after each training step */
 	bool has_grad;    /* set by ad_transform */
-	int real_bytes;   /* the bytes of `real`: 2, 4 or 8 */
 	DType real;       /* what the source's f32 is stored as (--precision) */
 	Optimizer optimizer;
 	/* memory plan (stream_pass) */

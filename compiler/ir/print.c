@@ -240,7 +240,7 @@ static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward)
 
 void ir_print(FILE *f, Program *p)
 {
-	fprintf(f, "# precision %s\n", p->real_bytes == 8 ? "f64" : p->real_bytes == 2 ? "bf16" : "f32");
+	fprintf(f, "# precision %s\n", ir_dt_name(p->real));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		fprintf(f, "%s %s : %s = %s\n", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q));

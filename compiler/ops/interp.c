@@ -57,7 +57,7 @@ void ops_run_block(Interp *m, Block *b)
 
 Interp *ops_interp_new(Program *p)
 {
-	if (p->real_bytes != 8)
+	if (p->real != DT_F64)
 		die("interp: needs a float64 program");
 	Interp *m = calloc(1, sizeof *m);
 	m->p = p;

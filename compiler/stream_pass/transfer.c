@@ -335,10 +335,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
 		if (op->kind == OP_REVOLVE) {
 			s.rev = op;
-			if (op->swept)
-				ckpt_sweep_schedule(op->trip, op->nsnap, sim_action, &s);
-			else
-				ckpt_binomial_schedule(op->trip, op->nsnap, sim_action, &s);
+			ckpt_schedule(op->trip, op->nsnap, op->swept, sim_action, &s);
 		}
 	}
 	h2d_bytes[1] = s.h2d;

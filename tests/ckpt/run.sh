@@ -45,43 +45,30 @@ for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
 	for prec in f32 f64; do
 		"$DPC" --precision $prec "$dp" -o "$o/$name.none" || { notok "ckpt/$name: compile"; continue; }
 		"$o/$name.none" --steps 2 --quiet --dump-grads "$o/$name.none.st" --save "$o/$name.none.p" >/dev/null
-		for s in 1 2 3 0; do
+		# binomial at several counts; auto (the sweep schedule, its segments' starts saved by the forward loop) at two
+		for run in binomial:1 binomial:2 binomial:3 binomial:0 auto:2 auto:0; do
+			mode=${run%:*} s=${run#*:}
 			flag="--snapshots $s"
 			[ $s = 0 ] && flag=""
+			label="s=${s/0/default}"
 			exe="$o/$name.b$s"
-			if ! "$DPC" --precision $prec --checkpoint binomial $flag "$dp" -o "$exe" >"$exe.log" 2>&1 ||
+			if [ $mode = auto ]; then
+				label="auto $label"
+				exe="$o/$name.a$s"
+			fi
+			if ! "$DPC" --precision $prec --checkpoint $mode $flag "$dp" -o "$exe" >"$exe.log" 2>&1 ||
 				! "$exe" --steps 2 --quiet --dump-grads "$exe.st" --save "$exe.p" --summary-json "$exe.json" >>"$exe.log" 2>&1; then
-				notok "ckpt/$name $prec s=${s/0/default}: run" "$exe.log"
+				notok "ckpt/$name $prec $label: run" "$exe.log"
 				continue
 			fi
-			want=$(predicted "$dp" $s 2)
+			want=$(predicted "$dp" $s 2 $mode)
 			got=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['recomputed_steps'])" "$exe.json")
 			if cmp -s "$o/$name.none.st" "$exe.st" && cmp -s "$o/$name.none.p" "$exe.p" && [ "$got" = "$want" ]; then
-				ok "ckpt/$name $prec s=${s/0/default}: gradients and parameters bitwise identical, $got recomputed steps"
-			else
-				echo "recomputed $got, formula $want" >>"$exe.log"
-				cmp "$o/$name.none.st" "$exe.st" >>"$exe.log" 2>&1
-				notok "ckpt/$name $prec s=${s/0/default}" "$exe.log"
-			fi
-		done
-		# auto: the sweep schedule, its segments' starts saved by the forward loop
-		for s in 2 0; do
-			flag="--snapshots $s"
-			[ $s = 0 ] && flag=""
-			exe="$o/$name.a$s"
-			if ! "$DPC" --precision $prec --checkpoint auto $flag "$dp" -o "$exe" >"$exe.log" 2>&1 ||
-				! "$exe" --steps 2 --quiet --dump-grads "$exe.st" --save "$exe.p" --summary-json "$exe.json" >>"$exe.log" 2>&1; then
-				notok "ckpt/$name $prec auto s=${s/0/default}: run" "$exe.log"
-				continue
-			fi
-			want=$(predicted "$dp" $s 2 auto)
-			got=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['recomputed_steps'])" "$exe.json")
-			if cmp -s "$o/$name.none.st" "$exe.st" && cmp -s "$o/$name.none.p" "$exe.p" && [ "$got" = "$want" ]; then
-				ok "ckpt/$name $prec auto s=${s/0/default}: gradients and parameters bitwise identical, $got recomputed steps"
+				ok "ckpt/$name $prec $label: gradients and parameters bitwise identical, $got recomputed steps"
 			else
 				echo "recomputed $got, predicted $want" >>"$exe.log"
 				cmp "$o/$name.none.st" "$exe.st" >>"$exe.log" 2>&1
-				notok "ckpt/$name $prec auto s=${s/0/default}" "$exe.log"
+				notok "ckpt/$name $prec $label" "$exe.log"
 			fi
 		done
 	done
