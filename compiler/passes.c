@@ -16,9 +16,38 @@ static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
 	Program *q = fe_lower(ast, o->real_bytes);
 	q->optimizer = o->optimizer;
-	AdOptions ad = {false};
+	AdOptions ad = {false, false};
 	q = ir_dce(ad_transform(q, &ad));
 	return stream_plan(q) <= o->ckpt.device_mem;
+}
+
+/* a scratch copy through the checkpoint pass, loops taped in rows or not */
+static Program *scratch(FeAst *ast, const DriverOptions *o, bool rows)
+{
+	Program *q = fe_lower(ast, o->real_bytes);
+	q->optimizer = o->optimizer;
+	AdOptions ad = {true, rows};
+	CkptOptions ck = o->ckpt;
+	ck.rows = rows;
+	return ckpt_pass(ir_dce(ad_transform(q, &ad)), &ck);
+}
+
+/* --checkpoint auto under --device-mem: do its tapes of a few rows fit?
+ * Their least plan (one snapshot, one row) holds one step's intermediates,
+ * which recomputation keeps only while a step runs. Rows that fit only by
+ * streaming parameters give way to recomputation that fits without. */
+static bool rows_fit(FeAst *ast, const DriverOptions *o)
+{
+	int64_t budget = o->ckpt.device_mem;
+	Program *q = scratch(ast, o, true);
+	StreamMode m = o->ckpt.stream;
+	if (m == STREAM_PARAMS)
+		return stream_min_plan(q) <= budget;
+	if (stream_plan(q) <= budget)
+		return true;
+	if (m == STREAM_NONE || stream_plan(scratch(ast, o, false)) <= budget)
+		return false;
+	return stream_min_plan(q) <= budget;
 }
 
 Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
@@ -31,7 +60,8 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	CkptOptions ck = o->ckpt;
 	if (ck.mode == CKPT_AUTO && ck.device_mem && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
-	AdOptions ad = {ck.mode != CKPT_NONE};
+	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || rows_fit(ast, o));
+	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};
 	p = ad_transform(p, &ad);
 	verify(o, p, "ad_transform");
 	p = ir_dce(p);

@@ -88,17 +88,22 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * schedule (sweep 1: the sweep schedule, whose saves the forward loop made,
  * nhost 0) with s snapshot slots, the lowest nhost of them in the host pool,
  * calling the generated functions: advance(c, i, j) steps the state from i
- * to j; taped(c, i) runs step i's taped step and adjoint from the current
- * state; snapshot(c, row, restore) copies the state into device row
+ * to j; with k = 0, taped(c, i, 0) runs step i's taped step and adjoint
+ * from the current state; with a tape of k rows, a taped action of steps
+ * a..b-1 calls tape(c, i, i - a) for each, which tapes forward step i into
+ * row i - a and steps the state, then taped(c, i, i - a) for each, last
+ * first, which runs step i's adjoint from its row; snapshot(c, row, restore) copies the state into device row
  * 0..s-nhost of the snapshots (row s-nhost: the staging row, with host slots),
  * or back when restore is 1; offload(c, slot, to_device) copies the staging
  * row into host slot 0..nhost-1, or back, with rt_snap_copy. The state of
  * step lo is current on entry. Advances count as recomputed steps, and
  * flops (one step's, as dpc counts them) per step as recomputed FLOPs, and
- * each taped step taped_flops (what it computes of its forward step again). */
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops, int64_t taped_flops,
-                void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t),
-                void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int));
+ * each taped step taped_flops (what it computes of its forward step again);
+ * with a tape, each step taped is a recomputed step too. */
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
+                int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
+                void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
+                void (*offload)(RtCtx *, int64_t, int));
 /* A copy on the copy stream between device memory and the host pool at
  * offset host; later snapshot copies wait for it through RtCtx.snap_event. */
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes);

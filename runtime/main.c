@@ -85,10 +85,11 @@ typedef struct {
  * computes. ckpt_binomial_host counts the same copies at compile time. */
 typedef struct {
 	RtCtx *c;
-	int64_t lo, nhost, stage, held;
+	int64_t lo, nhost, stage, held, k;
 	int64_t flops, taped_flops; /* of one step, and what a taped step computes again, as dpc counts them */
 	void (*advance)(RtCtx *, int64_t, int64_t);
-	void (*taped)(RtCtx *, int64_t);
+	void (*taped)(RtCtx *, int64_t, int64_t); /* step i's taped step and adjoint; with a tape, its adjoint from row */
+	void (*tape)(RtCtx *, int64_t, int64_t);  /* with a tape: forward step i taped into row */
 	void (*snapshot)(RtCtx *, int64_t, int);
 	void (*offload)(RtCtx *, int64_t, int);
 	bool pending;
@@ -134,8 +135,17 @@ static void run_action(Revolve *r, Action x)
 		r->snapshot(c, r->stage, 1);
 		break;
 	case CKPT_TAPED:
-		r->taped(c, r->lo + x.step);
-		c->n.recomputed_flops += r->taped_flops;
+		if (!r->k) {
+			r->taped(c, r->lo + x.step, 0);
+			c->n.recomputed_flops += r->taped_flops;
+			break;
+		}
+		for (int64_t i = x.step; i < x.to; i++)
+			r->tape(c, r->lo + i, i - x.step);
+		c->n.steps[RT_COUNT_RECOMPUTED] += x.to - x.step;
+		c->n.recomputed_flops += (x.to - x.step) * (r->flops + r->taped_flops);
+		for (int64_t i = x.to - 1; i >= x.step; i--)
+			r->taped(c, r->lo + i, i - x.step);
 		break;
 	}
 }
@@ -153,15 +163,17 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 	r->next = (Action){a, step, to, slot};
 }
 
-void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t flops, int64_t taped_flops,
-                void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t),
-                void (*snapshot)(RtCtx *, int64_t, int), void (*offload)(RtCtx *, int64_t, int))
+void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
+                int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
+                void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
+                void (*offload)(RtCtx *, int64_t, int))
 {
-	Revolve r = {c, lo, nhost, s - nhost, -1, flops, taped_flops, advance, taped, snapshot, offload, false, {CKPT_SAVE, 0, 0, 0}};
+	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
+	             {CKPT_SAVE, 0, 0, 0}};
 	/* the initial state into slot 0; under the sweep the forward loop saved it, and the other segments' starts */
 	if (!sweep)
 		run_action(&r, r.next);
-	ckpt_schedule(n, s, sweep, revolve_action, &r);
+	ckpt_schedule(n, s, k ? k : 1, sweep, revolve_action, &r);
 	if (r.pending)
 		run_action(&r, r.next);
 }

@@ -31,7 +31,7 @@ struct Ad {
 	Vec(Op *) scope;   /* per value: the loop whose body defines it */
 	Vec(Tape) tapes;
 	Op *cur;           /* the reverse loop being built, NULL at top level */
-	bool recompute;
+	bool recompute, keep;
 	Block *out;        /* where ops go */
 	AccList *accs;     /* accumulators of captured values for cur */
 };
@@ -370,7 +370,7 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 		tt.dim[0] = op->lo + op->trip;
 		for (int d = 0; d < t.rank; d++)
 			tt.dim[d + 1] = t.dim[d];
-		if (ir_too_large(tt))
+		if (!a->recompute && ir_too_large(tt))
 			diag_error(o->loc, "the store-everything tape of this value over its loop would be %s, more than 2^40 "
 			           "elements; use --checkpoint binomial", ir_type_str(tt));
 		const char *n = vname(a, o->out);
@@ -406,6 +406,14 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 		for (int k = slices.len - 1; k >= 0; k--)
 			ir_append(&body, slices.data[k]);
 	r->body = body;
+}
+
+static bool has_loop(Block *b)
+{
+	for (int i = 0; i < b->len; i++)
+		if (b->ops[i]->kind == OP_LOOP)
+			return true;
+	return false;
 }
 
 static void reverse_loop(Ad *a, Op *op)
@@ -500,7 +508,7 @@ static void reverse_loop(Ad *a, Op *op)
 		}
 	}
 
-	if (!a->recompute)
+	if (!a->recompute || (a->keep && op->counter == RT_COUNT_FORWARD && !has_loop(&op->body)))
 		tape_intermediates(a, op, r, &m, first, last);
 
 	a->out = outer;
@@ -522,6 +530,7 @@ Program *ad_transform(Program *p, const AdOptions *o)
 	Ad a = {0};
 	a.p = p;
 	a.recompute = o && o->recompute;
+	a.keep = a.recompute && o->keep;
 	AccList top = {0};
 	a.accs = &top;
 	grow(&a);

@@ -9,6 +9,8 @@
 
 typedef struct {
 	bool recompute; /* tape only carried values; the reverse loop recomputes the rest (checkpointing needs this) */
+	bool keep;      /* with recompute: a top-level loop without loops inside still tapes what its adjoint reads,
+	                 * in tapes the checkpoint pass cuts to a few rows (--checkpoint auto) */
 } AdOptions;
 
 Program *ad_transform(Program *p, const AdOptions *o);

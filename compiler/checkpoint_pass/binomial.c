@@ -1,8 +1,9 @@
-/* ckpt: the binomial schedule. The split that keeps every recursion optimal
- * is m = clamp(C(s + r - 2, s), n - C(s + r - 1, s - 1), n - 1): the right
+/* ckpt: the binomial schedule, with taped actions of up to k steps. The
+ * split that keeps every recursion optimal is
+ * m = clamp(k C(s + r - 2, s), n - k C(s + r - 1, s - 1), n - 1): the right
  * part never needs more than s - 1 slots can do in r sweeps, and the left
  * part is as long as that allows (tests/unit/binomial.c checks it against a
- * brute-force optimum). */
+ * brute-force optimum). With k = 1 it is revolve's. */
 #include <stdlib.h>
 
 #include "ckpt.h"
@@ -24,30 +25,40 @@ static int64_t choose(int64_t n, int64_t k)
 	return c;
 }
 
-int64_t ckpt_binomial_r(int64_t n, int64_t s)
+/* k c, saturating */
+static int64_t times(int64_t k, int64_t c)
+{
+	return c > INT64_MAX / k ? INT64_MAX : k * c;
+}
+
+int64_t ckpt_tape_r(int64_t n, int64_t s, int64_t k)
 {
 	int64_t r = 0;
-	while (choose(s + r, s) < n)
+	while (times(k, choose(s + r, s)) < n)
 		r++;
 	return r;
 }
 
-int64_t ckpt_binomial_cost(int64_t n, int64_t s)
+int64_t ckpt_tape_cost(int64_t n, int64_t s, int64_t k)
 {
-	int64_t r = ckpt_binomial_r(n, s);
-	return r == 0 ? 0 : r * n - choose(s + r, r - 1);
+	int64_t r = ckpt_tape_r(n, s, k);
+	return r == 0 ? 0 : r * n - k * choose(s + r, r - 1);
 }
+
+int64_t ckpt_binomial_r(int64_t n, int64_t s) { return ckpt_tape_r(n, s, 1); }
+int64_t ckpt_binomial_cost(int64_t n, int64_t s) { return ckpt_tape_cost(n, s, 1); }
 
 typedef struct {
 	CkptEmit emit;
 	void *ctx;
+	int64_t k;
 } Gen;
 
-/* Where a reversal of n > 1 steps with s > 1 slots saves its second slot. */
-static int64_t split(int64_t n, int64_t s)
+/* Where a reversal of n > k steps with s > 1 slots saves its second slot. */
+static int64_t split(int64_t n, int64_t s, int64_t k)
 {
-	int64_t r = ckpt_binomial_r(n, s);
-	int64_t m = choose(s + r - 2, s), lo = n - choose(s + r - 1, s - 1);
+	int64_t r = ckpt_tape_r(n, s, k);
+	int64_t m = r >= 2 ? times(k, choose(s + r - 2, s)) : 0, lo = n - times(k, choose(s + r - 1, s - 1));
 	if (m < lo)
 		m = lo;
 	if (m < 1)
@@ -62,21 +73,23 @@ static int64_t split(int64_t n, int64_t s)
 static void reverse(Gen *g, int64_t a, int64_t b, int64_t s, int slot)
 {
 	int64_t n = b - a;
-	if (n == 1) {
-		g->emit(g->ctx, CKPT_TAPED, a, a + 1, slot);
+	if (n <= g->k) {
+		g->emit(g->ctx, CKPT_TAPED, a, b, slot);
 		return;
 	}
 	if (s == 1) {
-		for (int64_t i = b - 1; i >= a; i--) {
-			if (i != b - 1)
+		for (int64_t e = b; e > a;) {
+			int64_t i = e - g->k > a ? e - g->k : a;
+			if (e != b)
 				g->emit(g->ctx, CKPT_RESTORE, a, a, slot);
 			if (i > a)
 				g->emit(g->ctx, CKPT_ADVANCE, a, i, slot);
-			g->emit(g->ctx, CKPT_TAPED, i, i + 1, slot);
+			g->emit(g->ctx, CKPT_TAPED, i, e, slot);
+			e = i;
 		}
 		return;
 	}
-	int64_t m = split(n, s);
+	int64_t m = split(n, s, g->k);
 	g->emit(g->ctx, CKPT_ADVANCE, a, a + m, slot);
 	g->emit(g->ctx, CKPT_SAVE, a + m, a + m, slot + 1);
 	reverse(g, a + m, b, s - 1, slot + 1);
@@ -84,67 +97,66 @@ static void reverse(Gen *g, int64_t a, int64_t b, int64_t s, int slot)
 	reverse(g, a, a + m, s, slot);
 }
 
-void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx)
+void ckpt_binomial_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx)
 {
-	Gen g = {emit, ctx};
-	if (n > 0 && s > 0)
+	Gen g = {emit, ctx, k};
+	if (n > 0 && s > 0 && k > 0)
 		reverse(&g, 0, n, s, 0);
 }
 
-int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t *len)
+int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len)
 {
-	if (n <= s) {
-		for (int64_t i = 0; i < n; i++)
-			len[i] = 1;
-		return n;
-	}
-	/* the least t with sum over segments of C(s_i + t, s_i) = C(s + t + 1, s) - 1 >= n */
-	int64_t t = 1;
-	while (choose(s + t + 1, s) - 1 < n)
+	/* the least t with sum over segments of k C(s_i + t, s_i) = k (C(s + t + 1, s) - 1) >= n */
+	int64_t t = 0;
+	while (times(k, choose(s + t + 1, s) - 1) < n)
 		t++;
 	int64_t left = n;
 	for (int64_t i = 0; i < s; i++) {
-		len[i] = choose(s - i + t - 1, s - i); /* each step costing t - 1 or less */
+		len[i] = t ? times(k, choose(s - i + t - 1, s - i)) : 0; /* each step costing t - 1 advances or fewer */
 		left -= len[i];
 	}
-	/* then steps costing t, from the left: segment i takes at most C(s_i + t - 1, s_i - 1) of them */
+	/* then steps costing t, from the left: segment i takes at most k C(s_i + t - 1, s_i - 1) of them */
 	for (int64_t i = 0; i < s && left > 0; i++) {
-		int64_t more = choose(s - i + t - 1, s - i - 1);
+		int64_t more = times(k, choose(s - i + t - 1, s - i - 1));
 		if (more > left)
 			more = left;
 		len[i] += more;
 		left -= more;
 	}
-	return s;
+	/* the lengths fall from the left: the segments in use come first */
+	int64_t used = 0;
+	while (used < s && len[used] > 0)
+		used++;
+	return used;
 }
 
-/* the segments' lengths, malloc'd (free them), and how many in *k; NULL when none */
-static int64_t *segments(int64_t n, int64_t s, int64_t *k)
+/* the segments' lengths, malloc'd (free them), and how many in *used; NULL when none */
+static int64_t *segments(int64_t n, int64_t s, int64_t k, int64_t *used)
 {
-	*k = 0;
-	if (n <= 0 || s <= 0)
+	*used = 0;
+	if (n <= 0 || s <= 0 || k <= 0)
 		return NULL;
-	int64_t *len = malloc(sizeof(int64_t) * (size_t)((n < s ? n : s) + 1));
+	int64_t *len = malloc(sizeof(int64_t) * (size_t)(s + 1));
 	if (len)
-		*k = ckpt_sweep_segments(n, s, len);
+		*used = ckpt_sweep_segments(n, s, k, len);
 	return len;
 }
 
-int64_t ckpt_sweep_cost(int64_t n, int64_t s)
+int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k)
 {
-	int64_t k, *len = segments(n, s, &k), cost = 0;
-	for (int64_t i = 0; i < k; i++)
-		cost += ckpt_binomial_cost(len[i], s - i);
+	int64_t used, *len = segments(n, s, k, &used), cost = 0;
+	for (int64_t i = 0; i < used; i++)
+		cost += ckpt_tape_cost(len[i], s - i, k);
 	free(len);
 	return cost;
 }
 
-void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx)
+void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx)
 {
-	int64_t k, *len = segments(n, s, &k);
-	Gen g = {emit, ctx};
+	int64_t used, *len = segments(n, s, k, &used);
+	Gen g = {emit, ctx, k};
 	int64_t a = n;
-	for (int64_t i = k - 1; i >= 0; i--) {
+	for (int64_t i = used - 1; i >= 0; i--) {
 		a -= len[i];
 		emit(ctx, CKPT_RESTORE, a, a, (int)i);
 		reverse(&g, a, a + len[i], s - i, (int)i);
@@ -152,12 +164,12 @@ void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx)
 	free(len);
 }
 
-void ckpt_schedule(int64_t n, int64_t s, bool sweep, CkptEmit emit, void *ctx)
+void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, CkptEmit emit, void *ctx)
 {
 	if (sweep)
-		ckpt_sweep_schedule(n, s, emit, ctx);
+		ckpt_sweep_schedule(n, s, k, emit, ctx);
 	else
-		ckpt_binomial_schedule(n, (int)s, emit, ctx);
+		ckpt_binomial_schedule(n, s, k, emit, ctx);
 }
 
 /* reverse() without the steps, following only the slots below nhost and the
@@ -182,7 +194,7 @@ static void host_walk(HostWalk *w, int64_t n, int64_t s, int64_t slot)
 			host_restore(w, slot);
 			return;
 		}
-		int64_t m = split(n, s);
+		int64_t m = split(n, s, 1);
 		if (slot + 1 < w->nhost)
 			w->saves++, w->held = slot + 1;
 		host_walk(w, n - m, s - 1, slot + 1);

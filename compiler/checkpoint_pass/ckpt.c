@@ -3,9 +3,13 @@
  * adjoint of every top-level loop into an OP_REVOLVE: the forward loop keeps
  * computing the loss but tapes nothing; the adjoint advances from snapshots,
  * and runs each step's taped step and adjoint from the current state.
- * --checkpoint auto does the same, then lets each forward loop whose
- * revolve keeps its slots on the device save the sweep schedule's
- * segment starts (Op.sweep, Op.swept). */
+ * --checkpoint auto keeps what the adjoint reads of a loop without loops
+ * inside in a tape of a few rows (Op.ktape): a taped action tapes up to
+ * that many steps forward, then runs their adjoints from the rows. It
+ * chooses the rows and the snapshots under --device-mem for the fewest
+ * recomputed FLOPs, and lets each forward loop whose revolve keeps its
+ * slots on the device save the sweep schedule's segment starts (Op.sweep,
+ * Op.swept). */
 #include <limits.h>
 #include <math.h>
 
@@ -36,6 +40,63 @@ static bool skip_store(void *ctx, Op *op)
 	return is_tape_store(op, t->tape, t->n) || ir_is_stage_store(t->p, op);
 }
 
+static bool has_loop(Block *b)
+{
+	for (int i = 0; i < b->len; i++)
+		if (b->ops[i]->kind == OP_LOOP)
+			return true;
+	return false;
+}
+
+/* A tape of k rows for each value v's tape body stores */
+static void set_rows(Program *p, Op *v, int64_t k)
+{
+	v->ktape = k;
+	for (int i = 0; i < v->body3.len; i++) {
+		Op *st = v->body3.ops[i];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow)
+			p->values.data[st->in[0]].type.dim[0] = k;
+	}
+}
+
+/* one row of v's tapes, in bytes */
+static int64_t row_bytes(Program *p, Op *v)
+{
+	int64_t b = 0;
+	for (int i = 0; i < v->body3.len; i++) {
+		Op *st = v->body3.ops[i];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow)
+			b += ir_bytes(p, ir_drop_first(ir_vtype(p, st->in[0])));
+	}
+	return b;
+}
+
+/* The tape body: forward step ivar storing into row irow of each tape, and
+ * yielding the next state; the adjoint body reads the same rows. */
+static void tape_bodies(Program *p, Op *v, Op *f, Op *r, const int *tape, int ntape)
+{
+	Tapes none = {tape, 0, p};
+	IrClone m = {{0}, skip_store, NULL, NULL, &none};
+	ir_clone_set(&m, f->ivar, v->ivar);
+	for (int k = 0; k < f->ncarry; k++)
+		ir_clone_set(&m, f->carg[k], v->carg[k]);
+	ir_clone_block(p, &m, &f->body, &v->body3);
+	v->cyield3 = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	for (int k = 0; k < f->ncarry; k++)
+		v->cyield3[k] = ir_clone_map(&m, f->cyield[k]);
+	for (int i = 0; i < v->body3.len; i++)
+		if (is_tape_store(v->body3.ops[i], tape, ntape))
+			v->body3.ops[i]->in[1] = v->irow;
+	v->ivar2 = r->ivar;
+	for (int i = 0; i < r->body.len; i++) {
+		Op *op = r->body.ops[i];
+		for (int k = 0; k < ntape; k++)
+			if (op->kind == OP_SLICE && op->in[0] == tape[k] && op->in[1] == r->ivar)
+				op->in[1] = v->irow;
+		ir_append(&v->body2, op);
+	}
+}
+
 static int fresh(Program *p, int v)
 {
 	Value *x = &p->values.data[v];
@@ -45,8 +106,12 @@ static int fresh(Program *p, int v)
 static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 {
 	Op *f = r->primal;
-	/* the forward loop's tape of carried values: the stores at the top of its body */
-	int *tape = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
+	/* ad_transform kept what the adjoint reads of such loops */
+	bool taped = o->mode == CKPT_AUTO && o->rows && !has_loop(&f->body);
+	/* the forward loop's tape of carried values: the stores at the top of its
+	 * body; with taped, its other tapes after them */
+	int ntape = f->ncarry;
+	int *tape = ar_alloc(sizeof(int) * (size_t)(f->ncarry + f->body.len + 1));
 	for (int k = 0; k < f->ncarry; k++) {
 		tape[k] = -1;
 		for (int i = 0; i < f->body.len; i++) {
@@ -56,6 +121,12 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 		}
 		if (tape[k] < 0)
 			die("forward loop without a tape for carried value %d", k);
+	}
+	for (int i = 0; i < f->body.len && taped; i++) {
+		Op *st = f->body.ops[i];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == f->ivar && p->values.data[st->in[0]].vclass == VC_TAPE &&
+		    !is_tape_store(st, tape, f->ncarry))
+			tape[ntape++] = st->in[0];
 	}
 	Op *v = ir_new_op(p, OP_REVOLVE, r->loc, f->ncarry, f->in);
 	v->primal = f;
@@ -69,7 +140,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	v->cyield = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->snap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
 	v->hsnap = ar_alloc(sizeof(int) * (size_t)(f->ncarry + 1));
-	Tapes skip = {tape, f->ncarry, p};
+	Tapes skip = {tape, ntape, p};
 	IrClone m = {{0}, skip_store, NULL, NULL, &skip};
 	v->ivar = fresh(p, f->ivar);
 	ir_clone_set(&m, f->ivar, v->ivar);
@@ -93,9 +164,15 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	ir_clone_block(p, &m, &f->body, &v->body);
 	for (int k = 0; k < f->ncarry; k++)
 		v->cyield[k] = ir_clone_map(&m, f->cyield[k]);
+	if (taped) {
+		v->role = "auto";
+		v->irow = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), "row", r->loc);
+		tape_bodies(p, v, f, r, tape, ntape);
+		set_rows(p, v, 1);
+	}
 	/* taped step and adjoint: the reverse body, reading the state instead of the tape */
 	v->ivar2 = r->ivar;
-	for (int i = 0; i < r->body.len; i++) {
+	for (int i = 0; i < r->body.len && !taped; i++) {
 		Op *op = r->body.ops[i];
 		bool reload = false;
 		for (int k = 0; k < f->ncarry && !reload; k++)
@@ -109,7 +186,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	/* the forward loop computes the loss and tapes nothing */
 	int w = 0;
 	for (int i = 0; i < f->body.len; i++)
-		if (!is_tape_store(f->body.ops[i], tape, f->ncarry))
+		if (!is_tape_store(f->body.ops[i], tape, ntape))
 			f->body.ops[w++] = f->body.ops[i];
 	f->body.len = w;
 	return v;
@@ -168,6 +245,135 @@ static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *)
 	set_snapshots(p, 0);
 }
 
+/* Without a budget: nothing advances (s k >= n), in the least memory; with
+ * --snapshots s, the rows that make it so. */
+static void least_rows(Program *p, Op *v, const CkptOptions *o)
+{
+	int64_t n = v->trip, state = 0, row = row_bytes(p, v);
+	if (o->snapshots) {
+		set_rows(p, v, (n + v->nsnap - 1) / v->nsnap);
+		return;
+	}
+	for (int c = 0; c < v->ncarry; c++)
+		state += ir_bytes(p, ir_vtype(p, v->carg[c]));
+	int64_t best_k = 1, best = INT64_MAX;
+	for (int64_t k = 1; k <= n && (double)k * (double)row < (double)best; k++) {
+		int64_t s = (n + k - 1) / k;
+		double b = (double)s * (double)state + (double)k * (double)row;
+		if (b < (double)best)
+			best = (int64_t)b, best_k = k;
+	}
+	int64_t s = (n + best_k - 1) / best_k;
+	set_slots(p, v, s < INT_MAX ? s : INT_MAX, 0);
+	set_rows(p, v, best_k);
+}
+
+/* the forward steps a revolve's schedule recomputes with s slots and taped
+ * actions of up to k steps: advances, and with a tape each step once more */
+static int64_t steps(const Op *v, int64_t s, int64_t k, bool sweep)
+{
+	int64_t adv = sweep ? ckpt_sweep_cost(v->trip, s, k) : ckpt_tape_cost(v->trip, s, k);
+	return adv + (v->ktape ? v->trip : 0);
+}
+
+/* every revolve with min(1 + extra, n) slots on the device, and a tape of
+ * min(k, n) rows where it has one */
+static void set_shape(Program *p, int64_t extra, int64_t k)
+{
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE)
+			continue;
+		int64_t s = 1 + extra < v->trip ? 1 + extra : v->trip;
+		set_slots(p, v, s < INT_MAX ? s : INT_MAX, 0);
+		if (v->ktape)
+			set_rows(p, v, k < v->trip ? k : v->trip);
+	}
+}
+
+/* The recomputed FLOPs of a training step under that shape (sweep schedules),
+ * and the bytes of its snapshots and tape rows beyond one each; -1 when a
+ * snapshot or tape tensor would pass 2^40 elements. */
+static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
+{
+	int64_t flops = 0;
+	*bytes = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE)
+			continue;
+		int64_t n = v->trip, s = 1 + extra < n ? 1 + extra : n, kk = v->ktape ? (k < n ? k : n) : 1;
+		for (int c = 0; c < v->ncarry; c++) {
+			Type t = ir_vtype(p, v->carg[c]);
+			if (ir_numel(t) > IR_MAX_ELEMS / s)
+				return -1;
+			*bytes += (s - 1) * ir_bytes(p, t);
+		}
+		for (int j = 0; j < v->body3.len; j++) {
+			Op *st = v->body3.ops[j];
+			if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow &&
+			    ir_numel(ir_drop_first(ir_vtype(p, st->in[0]))) > IR_MAX_ELEMS / kk)
+				return -1;
+		}
+		if (v->ktape)
+			*bytes += (kk - 1) * row_bytes(p, v);
+		int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
+		flops += steps(v, s, kk, true) * per + n * again;
+	}
+	return flops;
+}
+
+/* --checkpoint auto under --device-mem: the snapshots (or the --snapshots
+ * count) and tape rows that fit the budget with the fewest recomputed FLOPs.
+ * Each candidate row count k gives its snapshots what is left; the plan is
+ * linear in both but for alignment, which the final check steps back from. */
+static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
+{
+	int64_t maxn = 0, slot = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE)
+			continue;
+		maxn = v->trip > maxn ? v->trip : maxn;
+		for (int c = 0; c < v->ncarry; c++)
+			slot += ir_bytes(p, ir_vtype(p, v->carg[c]));
+	}
+	set_shape(p, 0, 1);
+	int64_t base = plan(p), bytes, best_extra = 0, best_k = 1, best_bytes = 0;
+	int64_t best = shape_cost(p, 0, 1, &bytes);
+	for (int64_t k = 1; k <= maxn; k += k < 256 ? 1 : k / 32) {
+		int64_t extra = o->snapshots ? o->snapshots - 1 : 0, cost = shape_cost(p, 0, k, &bytes);
+		if (cost < 0 || base + bytes > budget)
+			break;
+		if (!o->snapshots && slot)
+			extra = (budget - base - bytes) / slot;
+		cost = shape_cost(p, extra, k, &bytes);
+		if (cost < 0 || (k > 1 && base + bytes > budget))
+			break;
+		/* the budget is a limit: the fewest snapshots that cost no more */
+		for (int64_t lo = 0, hi = extra; !o->snapshots && lo < hi;) {
+			int64_t mid = lo + (hi - lo) / 2, b;
+			if (shape_cost(p, mid, k, &b) <= cost)
+				hi = mid;
+			else
+				lo = mid + 1;
+			extra = hi;
+		}
+		shape_cost(p, extra, k, &bytes);
+		if (cost < best || (cost == best && bytes < best_bytes))
+			best = cost, best_extra = extra, best_k = k, best_bytes = bytes;
+	}
+	set_shape(p, best_extra, best_k);
+	/* alignment can cost a few bytes per tensor: step back until it fits */
+	while (plan(p) > budget && (best_extra > 0 || best_k > 1)) {
+		if (best_extra > 0 && !o->snapshots)
+			best_extra -= best_extra / 64 + 1;
+		else
+			best_k -= best_k / 32 + 1;
+		set_shape(p, best_extra, best_k);
+	}
+}
+
 /* `rows` host slots of op's state, aligned as the host pool aligns them */
 static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
 {
@@ -196,6 +402,14 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
 	set_snapshots(p, 0);
 	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > budget);
+	bool tapes = false;
+	for (int i = 0; i < p->body.len; i++)
+		tapes |= p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape;
+	if (tapes) {
+		/* the rows and snapshots are chosen together, all on the device */
+		fit_tapes(p, o, budget, streams ? stream_min_plan : stream_plan);
+		return;
+	}
 	fit_snapshots(p, budget, streams ? stream_min_plan : stream_plan);
 	bool offload = o->stream != STREAM_NONE && (o->snapshots || streams);
 	int64_t host_left = o->host_mem ? o->host_mem - stream_min_host(p) : INT64_MAX;
@@ -237,6 +451,9 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		}
 		if (o->device_mem)
 			place_snapshots(p, o);
+		for (int i = p->nforward; i < p->body.len && !o->device_mem; i++)
+			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
+				least_rows(p, p->body.ops[i], o);
 		if (o->mode == CKPT_AUTO)
 			for (int i = p->nforward; i < p->body.len; i++) {
 				/* the forward loop saves the segments' starts; not into host slots, which it cannot reach */
@@ -251,9 +468,14 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 	unreachable();
 }
 
+int64_t ckpt_revolve_k(const Op *v)
+{
+	return v->ktape ? v->ktape : 1;
+}
+
 int64_t ckpt_revolve_cost(const Op *v)
 {
-	return v->swept ? ckpt_sweep_cost(v->trip, v->nsnap) : ckpt_binomial_cost(v->trip, v->nsnap);
+	return steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
 }
 
 /* ---- --emit=schedule and --schedule-json ---- */
@@ -299,8 +521,10 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
 		if (!json) {
 			if (v && v->swept)
-				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop: forward steps %lld, "
-				        "recomputed steps %lld%s\n", where, (long long)n, (long long)s, (long long)n, (long long)cost, flops);
+				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop%s: forward steps %lld, "
+				        "recomputed steps %lld%s\n", where, (long long)n, (long long)s,
+				        v->ktape ? ar_printf(", taped actions of up to %lld steps", (long long)v->ktape) : "", (long long)n,
+				        (long long)cost, flops);
 			else if (v)
 				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld%s\n",
 				        where, (long long)n, (long long)s, v->nhost ? ar_printf(" (%d in host memory)", v->nhost) : "",
@@ -311,15 +535,22 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			continue;
 		}
 		fprintf(f, "%s\n    {\"at\": \"%s\", \"n\": %lld, \"schedule\": \"%s\", \"s\": %lld, \"host_snapshots\": %d, "
-		        "\"r\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld, \"flops_per_step\": %lld, "
+		        "\"r\": %lld, \"tape_rows\": %lld, \"forward_steps\": %lld, \"recomputed_steps\": %lld, \"flops_per_step\": %lld, "
 		        "\"taped_recomputed_flops_per_step\": %lld, \"recomputed_flops\": %lld", nloops ? "," : "", where, (long long)n,
-		        kind, (long long)s, v ? v->nhost : 0, (long long)r, (long long)n,
+		        kind, (long long)s, v ? v->nhost : 0, (long long)r, v ? (long long)v->ktape : (long long)n, (long long)n,
 		        (long long)cost, (long long)per, (long long)taped, (long long)again);
+		if (v) {
+			int64_t state = 0;
+			for (int c = 0; c < v->ncarry; c++)
+				state += ir_bytes(p, ir_vtype(p, v->carg[c]));
+			fprintf(f, ", \"snapshot_bytes\": %lld, \"tape_row_bytes\": %lld", (long long)state,
+			        (long long)(v->ktape ? row_bytes(p, v) : 0));
+		}
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
 			fprintf(f, ", \"actions\": [");
-			ckpt_schedule(n, s, v->swept, print_action, &x);
+			ckpt_schedule(n, s, ckpt_revolve_k(v), v->swept, print_action, &x);
 			fprintf(f, "]");
 		}
 		fprintf(f, "}");

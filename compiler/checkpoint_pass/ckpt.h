@@ -16,6 +16,7 @@ typedef struct {
 	StreamMode stream;  /* the budget is measured with streaming when it must stream (auto) or will (params);
 	                     * unless none, snapshots beyond the budget go to host memory */
 	int64_t host_mem;   /* the pinned host budget, 0: none */
+	bool rows;          /* auto: ad_transform kept what loops without loops inside read (AdOptions.keep): tapes of rows */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
@@ -30,21 +31,31 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json);
  * schedule with s slots can take. */
 int64_t ckpt_binomial_r(int64_t n, int64_t s);
 int64_t ckpt_binomial_cost(int64_t n, int64_t s);
-/* the forward steps an OP_REVOLVE recomputes: binomial or sweep */
+/* The same when a taped action tapes up to k steps at once (a tape of k
+ * rows): r is the smallest with k C(s + r, s) >= n, and the advances number
+ * r n - k C(s + r, r - 1). Every step is also taped once, a forward step
+ * more. k = 1 is binomial. */
+int64_t ckpt_tape_r(int64_t n, int64_t s, int64_t k);
+int64_t ckpt_tape_cost(int64_t n, int64_t s, int64_t k);
+/* the forward steps an OP_REVOLVE recomputes: its schedule's advances, and
+ * with a tape of rows (Op.ktape) the taped actions' forward steps */
 int64_t ckpt_revolve_cost(const Op *revolve);
+int64_t ckpt_revolve_k(const Op *revolve); /* the steps its taped actions span at most: ktape, or 1 */
 
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */
 	CKPT_SAVE,     /* copy the state at `step` into `slot` */
 	CKPT_RESTORE,  /* make the state in `slot` (the state at `step`) current */
-	CKPT_TAPED,    /* the taped step `step`, then its adjoint */
+	CKPT_TAPED,    /* tape the steps `step`..`to` - 1 from the current state, then their adjoints, last first */
 } CkptAction;
 
 typedef void (*CkptEmit)(void *ctx, CkptAction a, int64_t step, int64_t to, int slot);
 
 /* Generates the schedule on the fly: nothing is stored, so n may be in the
- * millions. On entry the state at step 0 is current and held in slot 0. */
-void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx);
+ * millions. On entry the state at step 0 is current and held in slot 0.
+ * Taped actions span up to k steps. After a taped action the next action
+ * is a restore, or there is none. */
+void ckpt_binomial_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx);
 
 /* The sweep schedule (--checkpoint auto): the loss's forward loop saves the
  * state at the start of each of up to s segments, slot i holding segment
@@ -54,21 +65,24 @@ void ckpt_binomial_schedule(int64_t n, int s, CkptEmit emit, void *ctx);
  * its r per step, so they are filled in order of r, and the schedule is
  * optimal among those whose first sweep is free (tests/unit/binomial.c
  * checks it against brute force). ckpt_sweep_segments writes the lengths
- * to len[0..s) and returns how many there are (min(n, s)). */
-int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t *len);
-int64_t ckpt_sweep_cost(int64_t n, int64_t s); /* the advances: the sum of the segments' binomial costs */
+ * to len[0..s) and returns how many are in use (the first ones). With taped
+ * actions of k steps a segment with s_i slots holds up to k C(s_i + t, s_i)
+ * steps that cost t advances or fewer. */
+int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len);
+int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k); /* the advances: the sum of the segments' costs */
 /* On entry the saves are made and no state is current. */
-void ckpt_sweep_schedule(int64_t n, int64_t s, CkptEmit emit, void *ctx);
+void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx);
 /* A revolve's schedule, the sweep's (Op.swept) or binomial's: what the
  * runtime drives, the stream pass replays and --schedule-json lists. */
-void ckpt_schedule(int64_t n, int64_t s, bool sweep, CkptEmit emit, void *ctx);
+void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, CkptEmit emit, void *ctx);
 
 /* The copies between device and host a schedule makes when its lowest
  * nhost slots live in host memory and pass through one staging row on the
  * device: saves into them (the initial state's, into slot 0, included), and
  * fetches for the restores whose slot the staging row does not hold already
  * (it holds the host slot last saved or fetched). The runtime's driver,
- * rt_revolve, copies exactly these. */
+ * rt_revolve, copies exactly these. For taped actions of one step (k = 1),
+ * the only kind a revolve with host slots has. */
 void ckpt_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int64_t *fetches);
 
 #endif

@@ -255,8 +255,8 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 	Cg *g = h->g;
 	Program *p = g->p;
 	Op *v = op->sweep;
-	int64_t k = v->trip < v->nsnap ? v->trip : v->nsnap, *len = ar_alloc(sizeof(int64_t) * (size_t)(k + 1));
-	k = ckpt_sweep_segments(v->trip, v->nsnap, len);
+	int64_t *len = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + 1));
+	int64_t k = ckpt_sweep_segments(v->trip, v->nsnap, ckpt_revolve_k(v), len);
 	LLVMValueRef *starts = ar_alloc(sizeof(LLVMValueRef) * (size_t)(k + 1));
 	for (int64_t i = 0, at = 0; i <= k; i++) {
 		starts[i] = cg_i64(g, i < k ? at : INT64_MAX);
@@ -377,12 +377,33 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, done);
 	LLVMBuildRetVoid(g->b);
 
-	LLVMTypeRef pt[] = {g->i8p, g->i64};
-	LLVMValueRef taped = sub_function(h, &t, ar_printf("dp_taped%d", id), pt, 2);
+	LLVMTypeRef pt[] = {g->i8p, g->i64, g->i64};
+	LLVMValueRef taped = sub_function(h, &t, ar_printf("dp_taped%d", id), pt, 3);
 	t.index[op->ivar2] = LLVMGetParam(taped, 1);
 	vec_push(t.scoped, op->ivar2);
+	if (op->ktape) {
+		t.index[op->irow] = LLVMGetParam(taped, 2);
+		vec_push(t.scoped, op->irow);
+	}
 	lower_block(&t, &op->body2, 0, op->body2.len);
 	LLVMBuildRetVoid(g->b);
+
+	/* with a tape: forward step i into row irow, stepping the state */
+	LLVMValueRef tape = LLVMConstNull(g->i8p);
+	if (op->ktape) {
+		Host w;
+		LLVMValueRef fn = sub_function(h, &w, ar_printf("dp_tape%d", id), pt, 3);
+		w.index[op->ivar] = LLVMGetParam(fn, 1);
+		w.index[op->irow] = LLVMGetParam(fn, 2);
+		vec_push(w.scoped, op->ivar);
+		vec_push(w.scoped, op->irow);
+		lower_block(&w, &op->body3, 0, op->body3.len);
+		for (int k = 0; k < op->ncarry; k++)
+			if (!coalesced(p, op->cyield3[k], op->carg[k], -1))
+				copy(&w, addr(&w, op->carg[k]), addr(&w, op->cyield3[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+		LLVMBuildRetVoid(g->b);
+		tape = LLVMBuildBitCast(g->b, fn, g->i8p, "");
+	}
 
 	LLVMTypeRef ps[] = {g->i8p, g->i64, g->i32};
 	LLVMValueRef snap = sub_function(h, &s, ar_printf("dp_snapshot%d", id), ps, 3);
@@ -415,12 +436,13 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	LLVMValueRef args[12] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
-	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
+	LLVMValueRef args[14] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, op->ktape),
+	                         cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
 	                         cg_i64(g, ir_recomputed_flops(p, &op->body2)),
-	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""),
+	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""), tape,
 	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
-	call(h, h->t_revolve, h->f_revolve, args, 12);
+	call(h, h->t_revolve, h->f_revolve, args, 14);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -786,8 +808,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 12, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 14, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 

@@ -12,8 +12,11 @@ static void count_block(Block *b, int *uses)
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			for (int k = 0; k < op->ncarry; k++)
 				uses[op->cyield[k]]++;
+			for (int k = 0; k < op->ncarry && op->body3.len; k++)
+				uses[op->cyield3[k]]++;
 			count_block(&op->body, uses);
 			count_block(&op->body2, uses);
+			count_block(&op->body3, uses);
 		}
 	}
 }
@@ -37,6 +40,7 @@ static int sweep(Block *b, int *uses, int limit, bool *changed)
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			sweep(&op->body, uses, op->body.len, changed);
 			sweep(&op->body2, uses, op->body2.len, changed);
+			sweep(&op->body3, uses, op->body3.len, changed);
 			continue;
 		}
 		if ((ir_ops[op->kind].flags & OPF_WRITE) || op->out < 0 || uses[op->out] != 0)

@@ -181,6 +181,7 @@ static void walk(Block *b, ir_op_fn fn, void *ctx)
 		fn(b->ops[i], ctx);
 		walk(&b->ops[i]->body, fn, ctx);
 		walk(&b->ops[i]->body2, fn, ctx);
+		walk(&b->ops[i]->body3, fn, ctx);
 	}
 }
 

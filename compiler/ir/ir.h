@@ -284,9 +284,16 @@ struct Op {
 	 * With nhost > 0, slots [0, nhost) live in the host pool, in hsnap[k]
 	 * ([nhost, ...], VC_HSNAP): the lowest, which the schedule saves and
 	 * restores least. snap[k] then holds slot j at row j - nhost and one more
-	 * row, the staging row that host copies pass through. */
-	Block body2;
-	int ivar2, nsnap, nhost;
+	 * row, the staging row that host copies pass through.
+	 * With a tape of ktape > 0 rows (--checkpoint auto), a taped action
+	 * covers up to ktape steps: `body3` is forward step ivar taped into row
+	 * irow of each tape, yielding cyield3 as the next state, and `body2` is step
+	 * ivar2's adjoint, reading row irow. With ktape = 0, body2 recomputes
+	 * its step from the state and body3 is empty. */
+	Block body2, body3;
+	int ivar2, nsnap, nhost, irow;
+	int *cyield3;
+	int64_t ktape;
 	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (ckpt_sweep_schedule) */
 	int *snap, *hsnap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */

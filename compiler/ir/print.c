@@ -49,6 +49,8 @@ static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 		fprintf(f, " (%d in host memory)", op->nhost);
 	if (op->swept)
 		fputs(" saved by the forward loop", f);
+	if (op->ktape)
+		fprintf(f, " tape rows %lld", (long long)op->ktape);
 	fputs(" state (", f);
 	for (int k = 0; k < op->ncarry; k++) {
 		fprintf(f, "%s%s = %s in %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]),
@@ -68,7 +70,21 @@ static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 	indent(f, depth + 1);
 	fputs("}\n", f);
 	indent(f, depth + 1);
-	fprintf(f, "taped %s {\n", ir_value_name(p, op->ivar2));
+	if (op->ktape) {
+		fprintf(f, "tape %s into row %s {\n", ir_value_name(p, op->ivar), ir_value_name(p, op->irow));
+		print_block(f, p, &op->body3, depth + 2, -1);
+		indent(f, depth + 2);
+		fputs("yield", f);
+		for (int k = 0; k < op->ncarry; k++)
+			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->cyield3[k]));
+		fputs("\n", f);
+		indent(f, depth + 1);
+		fputs("}\n", f);
+		indent(f, depth + 1);
+		fprintf(f, "adjoint %s from row %s {\n", ir_value_name(p, op->ivar2), ir_value_name(p, op->irow));
+	} else {
+		fprintf(f, "taped %s {\n", ir_value_name(p, op->ivar2));
+	}
 	print_block(f, p, &op->body2, depth + 2, -1);
 	indent(f, depth + 1);
 	fputs("}\n", f);

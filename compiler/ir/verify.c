@@ -93,10 +93,30 @@ static void check_revolve(Check *c, Op *op)
 		                      p->values.data[op->hsnap[k]].type.dim[0] != op->nhost))
 			BAD(c, op, "host snapshot %d is not a host variable of %d rows", k, op->nhost);
 	}
+	if (op->ktape < 0 || op->ktape > op->trip || (op->ktape && op->nhost))
+		BAD(c, op, "revolve with a tape of %lld rows (%d snapshots in host memory)", (long long)op->ktape, op->nhost);
 	unsigned char *before = check_carried(c, op);
 	/* the taped step sees the state, not the advance body's values */
 	for (int k = 0; k < op->ncarry; k++)
 		c->defined[op->carg[k]] = 1;
+	if (op->ktape) {
+		def(c, op, op->irow);
+		if (ir_vtype(p, op->irow).dt != DT_INDEX)
+			BAD(c, op, "tape row is not an index");
+		c->defined[op->ivar] = 1;
+		check_block(c, &op->body3);
+		for (int k = 0; k < op->ncarry; k++) {
+			use(c, op, op->cyield3[k]);
+			if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield3[k])))
+				BAD(c, op, "carried value %d: the tape body yields another type", k);
+		}
+		memcpy(c->defined, before, (size_t)p->values.len);
+		for (int k = 0; k < op->ncarry; k++)
+			c->defined[op->carg[k]] = 1;
+		c->defined[op->irow] = 1;
+	} else if (op->body3.len) {
+		BAD(c, op, "revolve without a tape has a tape body");
+	}
 	def(c, op, op->ivar2);
 	check_block(c, &op->body2);
 	memcpy(c->defined, before, (size_t)p->values.len);

@@ -49,7 +49,7 @@ static int64_t count_ops(Block *b)
 	int64_t n = 0;
 	for (int i = 0; i < b->len; i++)
 		n += b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE
-		     ? 2 + count_ops(&b->ops[i]->body) + count_ops(&b->ops[i]->body2) : 1;
+		     ? 2 + count_ops(&b->ops[i]->body) + count_ops(&b->ops[i]->body2) + count_ops(&b->ops[i]->body3) : 1;
 	return n;
 }
 
@@ -61,13 +61,16 @@ static void number(Live *L, Block *b)
 		if (op->out >= 0)
 			L->defpos[op->out] = at;
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
-			/* a revolve's two bodies run interleaved: the state lives across both */
+			/* a revolve's bodies run interleaved: the state lives across them */
 			L->defpos[op->ivar] = at;
 			if (op->kind == OP_REVOLVE)
 				L->defpos[op->ivar2] = at;
+			if (op->kind == OP_REVOLVE && op->ktape)
+				L->defpos[op->irow] = at;
 			for (int k = 0; k < op->ncarry; k++)
 				L->defpos[op->carg[k]] = at;
 			number(L, &op->body);
+			number(L, &op->body3);
 			number(L, &op->body2);
 			int64_t end = L->pos++;
 			for (int k = 0; k < op->ncarry && op->cout; k++)
@@ -118,10 +121,13 @@ static void uses(Live *L, Block *b)
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->carg[k], s.end);
 		uses(L, &op->body);
+		uses(L, &op->body3);
 		uses(L, &op->body2);
 		L->pos++;
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->cyield[k], s.end);
+		for (int k = 0; k < op->ncarry && op->body3.len; k++)
+			use(L, op->cyield3[k], s.end);
 		L->spans.len--;
 	}
 }
@@ -144,6 +150,7 @@ static void mark_aliases(Program *p, Block *b)
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			mark_aliases(p, &op->body);
 			mark_aliases(p, &op->body2);
+			mark_aliases(p, &op->body3);
 		}
 	}
 }
@@ -217,9 +224,15 @@ static void coalesce_block(Program *p, Block *b, const int *uses)
 				read |= j != k && root(p, op->cyield[j]) == root(p, op->carg[k]);
 			if (!read)
 				coalesce(p, &op->body, op->body.len, op->cyield[k], op->carg[k], -1, uses);
+			read = false;
+			for (int j = 0; j < op->ncarry && op->body3.len; j++)
+				read |= j != k && root(p, op->cyield3[j]) == root(p, op->carg[k]);
+			if (op->body3.len && !read)
+				coalesce(p, &op->body3, op->body3.len, op->cyield3[k], op->carg[k], -1, uses);
 		}
 		coalesce_block(p, &op->body, uses);
 		coalesce_block(p, &op->body2, uses);
+		coalesce_block(p, &op->body3, uses);
 	}
 }
 
@@ -435,6 +448,7 @@ static void leading_sums(Program *p, Block *b)
 		if (b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE) {
 			leading_sums(p, &b->ops[i]->body);
 			leading_sums(p, &b->ops[i]->body2);
+			leading_sums(p, &b->ops[i]->body3);
 		}
 	}
 }

@@ -33,7 +33,8 @@ static int nbodies(Op *op, Body *out)
 	if (op->kind == OP_REVOLVE) {
 		out[0] = (Body){&op->body, op->ivar, false};
 		out[1] = (Body){&op->body2, op->ivar2, true};
-		return 2;
+		out[2] = (Body){&op->body3, op->ivar, false};
+		return op->ktape ? 3 : 2;
 	}
 	return 0;
 }
@@ -54,7 +55,7 @@ static bool named_in(Block *b, int v)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
-		if (names(op, v) || named_in(&op->body, v) || named_in(&op->body2, v))
+		if (names(op, v) || named_in(&op->body, v) || named_in(&op->body2, v) || named_in(&op->body3, v))
 			return true;
 	}
 	return false;
@@ -78,7 +79,7 @@ static Usage usage(Program *p, Param *q)
 	int64_t units = q->type.dim[0];
 	for (int t = 0; t < p->body.len; t++) {
 		Op *op = p->body.ops[t];
-		Body bs[2];
+		Body bs[3];
 		int nb = nbodies(op, bs);
 		if (!nb) {
 			if (op->kind == OP_ZERO && op->in[0] == g)
@@ -93,7 +94,8 @@ static Usage usage(Program *p, Param *q)
 			Block *b = bs[j].b;
 			for (int i = 0; i < b->len; i++) {
 				Op *x = b->ops[i];
-				bool nested = named_in(&x->body, w) || named_in(&x->body, g) || named_in(&x->body2, w) || named_in(&x->body2, g);
+				bool nested = named_in(&x->body, w) || named_in(&x->body, g) || named_in(&x->body2, w) || named_in(&x->body2, g) ||
+				              named_in(&x->body3, w) || named_in(&x->body3, g);
 				if (nested)
 					return (Usage){.why = "it is used in a nested loop"};
 				bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == bs[j].ivar;
@@ -202,7 +204,7 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 
 	Op *tops[2] = {u->fwd, u->adj};
 	for (int t = 0; t < 2; t++) {
-		Body bs[2];
+		Body bs[3];
 		int nb = nbodies(tops[t], bs);
 		for (int j = 0; j < nb; j++) {
 			Block *b = bs[j].b;
@@ -296,8 +298,14 @@ static void sim_action(void *ctx, CkptAction a, int64_t step, int64_t to, int sl
 	if (a == CKPT_ADVANCE)
 		for (int64_t i = step; i < to; i++)
 			sim_body(s, &s->rev->body, s->rev->lo + i);
-	if (a == CKPT_TAPED)
+	if (a == CKPT_TAPED && !s->rev->ktape)
 		sim_body(s, &s->rev->body2, s->rev->lo + step);
+	if (a == CKPT_TAPED && s->rev->ktape) {
+		for (int64_t i = step; i < to; i++)
+			sim_body(s, &s->rev->body3, s->rev->lo + i);
+		for (int64_t i = to - 1; i >= step; i--)
+			sim_body(s, &s->rev->body2, s->rev->lo + i);
+	}
 }
 
 static bool has_transfers(Block *b)
@@ -323,7 +331,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 		if (t == p->body.len)
 			break;
 		Op *op = p->body.ops[t];
-		if (!has_transfers(&op->body) && !has_transfers(&op->body2))
+		if (!has_transfers(&op->body) && !has_transfers(&op->body2) && !has_transfers(&op->body3))
 			continue;
 		runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_revolve_cost(op) : 0);
 		if (runs > SIM_MAX)
@@ -335,7 +343,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
 		if (op->kind == OP_REVOLVE) {
 			s.rev = op;
-			ckpt_schedule(op->trip, op->nsnap, op->swept, sim_action, &s);
+			ckpt_schedule(op->trip, op->nsnap, ckpt_revolve_k(op), op->swept, sim_action, &s);
 		}
 	}
 	h2d_bytes[1] = s.h2d;
@@ -426,7 +434,7 @@ void stream_transfers(Program *p, const StreamOptions *o)
 			stream_param(p, i, &u[i], d + 1, d);
 	/* every parameter's fetches before the first wait, so that no fetch is queued behind a wait */
 	for (int t = 0; t < p->body.len; t++) {
-		Body bs[2];
+		Body bs[3];
 		int nb = nbodies(p->body.ops[t], bs);
 		for (int j = 0; j < nb; j++) {
 			Block *b = bs[j].b;

@@ -10,34 +10,47 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 o="$TEST_OUT/ckpt"
 mkdir -p "$o"
-predicted() { # FILE.dp SNAPSHOTS STEPS [auto]: recomputed steps of STEPS training steps
-	"$DPC" --emit=ir "$1" | python3 -c "
-import math, re, sys
-s, steps, sweep, total = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == 'auto', 0
-def binomial(n, k):
+# the schedules' counts, written again from their definitions
+cat >"$o/counts.py" <<'PY'
+import math
+def advances(n, s, k=1):
+    # binomial with taped actions of up to k steps: r n - k C(s + r, r - 1)
     r = 0
-    while math.comb(k + r, k) < n:
+    while k * math.comb(s + r, s) < n:
         r += 1
-    return r * n - math.comb(k + r, r - 1) if r else 0
-def segments(n, k):
-    # the sweep schedule's: k segments, reversed with k, k - 1, .. 1 slots, filled by marginal cost
-    if n <= k:
-        return [1] * n
-    t = 1
-    while math.comb(k + t + 1, k) - 1 < n:
+    return r * n - k * math.comb(s + r, r - 1) if r else 0
+def segments(n, s, k=1):
+    # the sweep's: up to s segments, reversed with s, s - 1, .. 1 slots, filled by marginal cost
+    t = 0
+    while k * (math.comb(s + t + 1, s) - 1) < n:
         t += 1
-    lens = [math.comb(k - i + t - 1, k - i) for i in range(k)]
+    lens = [k * math.comb(s - i + t - 1, s - i) if t else 0 for i in range(s)]
     left = n - sum(lens)
-    for i in range(k):
-        more = min(math.comb(k - i + t - 1, k - i - 1), left)
+    for i in range(s):
+        more = min(k * math.comb(s - i + t - 1, s - i - 1), left)
         lens[i] += more
         left -= more
-    return lens
-for lo, hi in re.findall(r'^loop \S+ in (\d+)\.\.(\d+)', sys.stdin.read(), re.M):
+    return [m for m in lens if m]
+def sweep(n, s, k=1):
+    return sum(advances(m, s - i, k) for i, m in enumerate(segments(n, s, k)))
+PY
+predicted() { # FILE.dp SNAPSHOTS STEPS [auto]: recomputed steps of STEPS training steps
+	"$DPC" --emit=ir "$1" | PYTHONPATH="$o" python3 -c "
+import math, re, sys
+from counts import advances, sweep
+s, steps, auto, total = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == 'auto', 0
+ir = sys.stdin.read()
+for lo, hi, body in re.findall(r'^loop \S+ in (\d+)\.\.(\d+).*\n((?:  .*\n)*)', ir, re.M):
     n = int(hi) - int(lo)
-    k = s if s else math.ceil(math.sqrt(n)) + 1
-    k = min(k, n)
-    total += sum(binomial(m, k - i) for i, m in enumerate(segments(n, k))) if sweep else binomial(n, k)
+    k = min(s if s else math.ceil(math.sqrt(n)) + 1, n)
+    if not auto:
+        total += advances(n, k)
+    elif 'loop ' in body:
+        total += sweep(n, k)  # loops inside: recomputed taped steps, the sweep's advances
+    else:
+        # a tape of rows: without a budget, enough that nothing advances (with --snapshots s, n / s
+        # rounded up); every step is taped once more
+        total += (sweep(n, k, -(-n // k)) if s else 0) + n
 print(total * steps)" "$2" "$3" "${4:-binomial}"
 }
 for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
@@ -120,13 +133,16 @@ import json, sys
 (loop,) = json.load(open(sys.argv[1]))["loops"]
 n, s = loop["n"], loop["s"]
 assert loop["schedule"] == "sweep", loop["schedule"]
+k = loop["tape_rows"]
+assert 1 < k < n, k
 adv = sum(a[2] - a[1] for a in loop["actions"] if a[0] == "advance")
-taped = [a[1] for a in loop["actions"] if a[0] == "taped"]
-assert adv == loop["recomputed_steps"] and taped == list(range(n - 1, -1, -1)), (adv, taped)
+taped = [i for a in loop["actions"] if a[0] == "taped" for i in range(a[2] - 1, a[1] - 1, -1)]
+assert all(a[2] - a[1] <= k for a in loop["actions"] if a[0] == "taped"), loop["actions"]
+assert adv + n == loop["recomputed_steps"] and taped == list(range(n - 1, -1, -1)), (adv, taped)
 assert max(a[3] for a in loop["actions"]) < s and loop["actions"][0][0] == "restore", loop["actions"][:2]
 PY
 then
-	ok "ckpt/schedule-json-sweep: the action list adds up to the count"
+	ok "ckpt/schedule-json-sweep: the action list, taped actions of up to k steps, adds up to the count"
 else
 	notok "ckpt/schedule-json-sweep" "$o/sw.log"
 fi
@@ -193,6 +209,36 @@ PY
 else
 	notok "ckpt/auto-budget: compile" "$o/full.log"
 fi
+# auto's rows and snapshots under a budget: gradients bitwise as store-everything's, the run's
+# count as the plan's and the formula's, inside the budget, and no pair that fits costs less
+ar="$o/auto_rows"
+"$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$ar.none" >"$ar.log" 2>&1 && "$ar.none" --steps 2 --quiet --dump-grads "$ar.none.g" >>"$ar.log" 2>&1
+for budget in 5000000 4700000; do
+	if "$DPC" --target cpu -D L=32 --checkpoint auto --device-mem $budget --stream none --schedule-json "$ar.$budget.json" \
+		samples/resmlp.dp -o "$ar.$budget" >>"$ar.log" 2>&1 &&
+		"$ar.$budget" --steps 2 --quiet --dump-grads "$ar.$budget.g" --summary-json "$ar.$budget.run.json" >>"$ar.log" 2>&1 &&
+		cmp "$ar.none.g" "$ar.$budget.g" >>"$ar.log" 2>&1 &&
+		PYTHONPATH="$o" python3 - "$ar.$budget.json" "$ar.$budget.run.json" $budget >>"$ar.log" 2>&1 <<'PY'
+import json, sys
+from counts import sweep
+plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+(loop,) = plan["loops"]
+n, s, k, S, T = loop["n"], loop["s"], loop["tape_rows"], loop["snapshot_bytes"], loop["tape_row_bytes"]
+assert loop["schedule"] == "sweep" and k >= 1 and S > 0 and T > 0, loop
+cost = sweep(n, s, k) + n
+assert loop["recomputed_steps"] == cost and run["recomputed_steps"] == 2 * cost, (loop, run["recomputed_steps"])
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+base = plan["peak_device_bytes"]["total"] - (s - 1) * S - (k - 1) * T
+best = min(sweep(n, a, b) + n for a in range(1, n + 1) for b in range(1, n + 1) if base + (a - 1) * S + (b - 1) * T <= budget)
+assert cost == best, (s, k, cost, best)
+print(f"s {s}, {k} rows, {cost} recomputed steps")
+PY
+	then
+		ok "ckpt/auto-rows $budget: $(tail -1 "$ar.log"), the fewest of any pair that fits; gradients bitwise"
+	else
+		notok "ckpt/auto-rows $budget" "$ar.log"
+	fi
+done
 # auto with streamed parameters: the sweep's transfers as predicted, gradients as store-everything's
 st="$o/auto_stream"
 if "$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$st.none" >"$st.log" 2>&1 &&

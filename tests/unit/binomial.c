@@ -11,51 +11,52 @@
 
 #define NMAX 80
 #define SMAX 8
+#define KMAX 5 /* taped actions of up to k steps */
 
-static int64_t best[NMAX + 1][SMAX + 1];
+static int64_t best[KMAX + 1][NMAX + 1][SMAX + 1];
 /* the same when a free forward sweep may save into the slots: the
  * rightmost n - m steps with one slot fewer, then the first m with all */
-static int64_t best_sweep[NMAX + 1][SMAX + 1];
+static int64_t best_sweep[KMAX + 1][NMAX + 1][SMAX + 1];
 
-/* the fewest advances to reverse n steps with s slots, by exhaustive split */
+/* the fewest advances to reverse n steps with s slots and taped actions of
+ * up to k steps, by exhaustive split */
 static void brute_force(void)
 {
-	for (int s = 1; s <= SMAX; s++)
-		for (int n = 1; n <= NMAX; n++) {
-			if (n == 1) {
-				best[n][s] = 0;
-				continue;
+	for (int k = 1; k <= KMAX; k++)
+		for (int s = 1; s <= SMAX; s++)
+			for (int n = 1; n <= NMAX; n++) {
+				int64_t b = INT64_MAX;
+				if (n <= k)
+					b = 0;
+				else if (s == 1)
+					b = (n - k) + best[k][n - k][1]; /* advance to the last k, tape them, repeat */
+				else
+					for (int m = 1; m < n; m++) {
+						int64_t c = m + best[k][n - m][s - 1] + best[k][m][s];
+						if (c < b)
+							b = c;
+					}
+				best[k][n][s] = b;
 			}
-			if (s == 1) {
-				best[n][s] = (int64_t)n * (n - 1) / 2;
-				continue;
+	for (int k = 1; k <= KMAX; k++)
+		for (int s = 1; s <= SMAX; s++)
+			for (int n = 1; n <= NMAX; n++) {
+				if (n <= k || s == 1) {
+					best_sweep[k][n][s] = best[k][n][s];
+					continue;
+				}
+				int64_t b = INT64_MAX;
+				for (int m = 1; m < n; m++) {
+					int64_t c = best_sweep[k][n - m][s - 1] + best[k][m][s];
+					if (c < b)
+						b = c;
+				}
+				best_sweep[k][n][s] = b;
 			}
-			int64_t b = INT64_MAX;
-			for (int m = 1; m < n; m++) {
-				int64_t c = m + best[n - m][s - 1] + best[m][s];
-				if (c < b)
-					b = c;
-			}
-			best[n][s] = b;
-		}
-	for (int s = 1; s <= SMAX; s++)
-		for (int n = 1; n <= NMAX; n++) {
-			if (n == 1 || s == 1) {
-				best_sweep[n][s] = best[n][s];
-				continue;
-			}
-			int64_t b = INT64_MAX;
-			for (int m = 1; m < n; m++) {
-				int64_t c = best_sweep[n - m][s - 1] + best[m][s];
-				if (c < b)
-					b = c;
-			}
-			best_sweep[n][s] = b;
-		}
 }
 
 typedef struct {
-	int64_t n, s, current, advances, next_taped, *slot_state;
+	int64_t n, s, k, current, advances, next_taped, *slot_state;
 	int max_slot;
 	const char *error;
 	/* per host slot count h in 0..s: saves into slots below h, fetches of
@@ -97,10 +98,10 @@ static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 				r->hfetch[h]++, r->held[h] = slot;
 		break;
 	case CKPT_TAPED:
-		if (r->current != step || step != r->next_taped)
-			r->error = "taped step out of order or from the wrong state";
-		r->next_taped--;
-		r->current = -1; /* the taped step's state is consumed by its adjoint */
+		if (r->current != step || to - 1 != r->next_taped || to <= step || to - step > r->k)
+			r->error = "taped steps out of order, from the wrong state or more than k";
+		r->next_taped = step - 1;
+		r->current = -1; /* the taped steps run on, and their adjoints leave no state current */
 		break;
 	}
 }
@@ -117,9 +118,9 @@ static void check(bool cond, const char *what)
 	}
 }
 
-static void run(int64_t n, int s, bool against_brute)
+static void run(int64_t n, int s, int64_t k, bool against_brute)
 {
-	Replay r = {n, s, 0, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
+	Replay r = {n, s, k, 0, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
 	            calloc((size_t)s + 1, sizeof(int64_t)), calloc((size_t)s + 1, sizeof(int64_t))};
 	for (int i = 0; i < s; i++)
 		r.slot_state[i] = -1;
@@ -127,14 +128,16 @@ static void run(int64_t n, int s, bool against_brute)
 	/* the initial state's save into slot 0 */
 	for (int h = 1; h <= s; h++)
 		r.hsave[h] = 1;
-	ckpt_binomial_schedule(n, s, replay, &r);
+	ckpt_binomial_schedule(n, s, k, replay, &r);
 	char what[200];
-	snprintf(what, sizeof what, "n=%lld s=%d: %s, %lld advances, formula %lld", (long long)n, s,
-	         r.error ? r.error : "valid", (long long)r.advances, (long long)ckpt_binomial_cost(n, s));
-	check(!r.error && r.next_taped == -1 && r.advances == ckpt_binomial_cost(n, s), what);
+	snprintf(what, sizeof what, "n=%lld s=%d k=%lld: %s, %lld advances, formula %lld", (long long)n, s, (long long)k,
+	         r.error ? r.error : "valid", (long long)r.advances, (long long)ckpt_tape_cost(n, s, k));
+	check(!r.error && r.next_taped == -1 && r.advances == ckpt_tape_cost(n, s, k), what);
+	if (k == 1)
+		check(ckpt_binomial_cost(n, s) == ckpt_tape_cost(n, s, 1), what);
 	if (against_brute)
-		check(best[n][s] == ckpt_binomial_cost(n, s), what);
-	for (int h = 0; h <= s; h++) {
+		check(best[k][n][s] == ckpt_tape_cost(n, s, k), what);
+	for (int h = 0; h <= s && k == 1; h++) {
 		int64_t saves, fetches;
 		ckpt_binomial_host(n, s, h, &saves, &fetches);
 		snprintf(what, sizeof what, "n=%lld s=%d, %d in host memory: replay %lld saves %lld fetches, "
@@ -151,26 +154,26 @@ static void run(int64_t n, int s, bool against_brute)
 /* The sweep schedule: the forward sweep's saves made, no state current;
  * valid, every step taped once in reverse, its advances as counted, and
  * against the brute-force optimum with free sweep saves. */
-static void run_sweep(int64_t n, int s, bool against_brute)
+static void run_sweep(int64_t n, int s, int64_t k, bool against_brute)
 {
-	Replay r = {n, s, -1, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
+	Replay r = {n, s, k, -1, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
 	            calloc((size_t)s + 1, sizeof(int64_t)), calloc((size_t)s + 1, sizeof(int64_t))};
-	int64_t *len = calloc((size_t)s, sizeof(int64_t)), k = ckpt_sweep_segments(n, s, len), at = 0, total = 0;
+	int64_t *len = calloc((size_t)s, sizeof(int64_t)), used = ckpt_sweep_segments(n, s, k, len), at = 0, total = 0;
 	for (int i = 0; i < s; i++)
 		r.slot_state[i] = -1;
-	for (int64_t i = 0; i < k; i++) {
+	for (int64_t i = 0; i < used; i++) {
 		r.slot_state[i] = at;
 		at += len[i];
 		total += len[i] >= 1;
 	}
-	ckpt_sweep_schedule(n, s, replay, &r);
-	char what[200];
-	snprintf(what, sizeof what, "sweep n=%lld s=%d: %s, %lld segments over %lld steps, %lld advances, counted %lld, optimum %lld",
-	         (long long)n, s, r.error ? r.error : "valid", (long long)k, (long long)at, (long long)r.advances,
-	         (long long)ckpt_sweep_cost(n, s), against_brute ? (long long)best_sweep[n][s] : -1LL);
-	check(!r.error && r.next_taped == -1 && at == n && total == k && r.advances == ckpt_sweep_cost(n, s), what);
+	ckpt_sweep_schedule(n, s, k, replay, &r);
+	char what[240];
+	snprintf(what, sizeof what, "sweep n=%lld s=%d k=%lld: %s, %lld segments over %lld steps, %lld advances, counted %lld, optimum %lld",
+	         (long long)n, s, (long long)k, r.error ? r.error : "valid", (long long)used, (long long)at, (long long)r.advances,
+	         (long long)ckpt_sweep_cost(n, s, k), against_brute ? (long long)best_sweep[k][n][s] : -1LL);
+	check(!r.error && r.next_taped == -1 && at == n && total == used && r.advances == ckpt_sweep_cost(n, s, k), what);
 	if (against_brute)
-		check(best_sweep[n][s] == ckpt_sweep_cost(n, s), what);
+		check(best_sweep[k][n][s] == ckpt_sweep_cost(n, s, k), what);
 	free(len);
 	free(r.slot_state);
 	free(r.hsave);
@@ -181,22 +184,24 @@ static void run_sweep(int64_t n, int s, bool against_brute)
 int main(void)
 {
 	brute_force();
-	for (int s = 1; s <= SMAX; s++)
-		for (int n = 1; n <= NMAX; n++) {
-			run(n, s, true);
-			run_sweep(n, s, true);
-		}
+	for (int k = 1; k <= KMAX; k++)
+		for (int s = 1; s <= SMAX; s++)
+			for (int n = 1; n <= NMAX; n++) {
+				run(n, s, k, true);
+				run_sweep(n, s, k, true);
+			}
 	if (!fail)
-		printf("ok - binomial: schedules (and sweep schedules) valid and optimal, and host-slot copies as counted, for n <= %d, s <= %d (%d checks)\n",
-		       NMAX, SMAX, pass);
+		printf("ok - binomial: schedules (and sweep schedules) valid and optimal with taped actions of up to k steps, "
+		       "and host-slot copies as counted, for n <= %d, s <= %d, k <= %d (%d checks)\n", NMAX, SMAX, KMAX, pass);
 	int before = pass, failed = fail;
 	static const int64_t big[] = {1000, 10000, 100000, 1000000};
 	static const int slots[] = {2, 3, 5, 10, 20};
 	for (size_t i = 0; i < sizeof big / sizeof *big; i++)
 		for (size_t j = 0; j < sizeof slots / sizeof *slots; j++)
-			run(big[i], slots[j], false), run_sweep(big[i], slots[j], false);
+			for (int64_t k = 1; k <= 64; k *= 8)
+				run(big[i], slots[j], k, false), run_sweep(big[i], slots[j], k, false);
 	if (fail == failed)
-		printf("ok - binomial: generated schedules for n up to 10^6 match r n - C(s + r, r - 1) (sweep schedules their "
+		printf("ok - binomial: generated schedules for n up to 10^6 match r n - k C(s + r, r - 1) (sweep schedules their "
 		       "segments' sum), host-slot copies as counted (%d checks)\n", pass - before);
 	return fail != 0;
 }
