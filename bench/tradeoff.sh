@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Memory against time: the residual MLP of bench/resmlp_big.dp under
 # --checkpoint auto for a sweep of --device-mem budgets, and under
-# store-everything (none). Per budget: the snapshots it buys, the predicted
+# store-everything (none). Per budget: the snapshots and tape rows it buys, the predicted
 # and measured peak device bytes, the predicted and measured recomputed
 # FLOPs (as a fraction of one forward; the measured ones count the advances
 # the run made), and ms per step. PyTorch's checkpoint_sequential at sqrt(L)
@@ -31,9 +31,9 @@ json() { python3 -c "import json,sys; d = json.load(open(sys.argv[1])); [d := d[
 if [ "$mode" != run ]; then
 	mkdir -p "$dir"
 	rm -f "$dir"/*
-	# store-everything's peak, and the least auto plans with 2 snapshots a loop
+	# store-everything's peak, and the least plan: recomputation with 2 snapshots a loop
 	bin/dpc --target $target $sizes bench/resmlp_big.dp --schedule-json "$dir/none.plan" -o "$dir/none" || exit 1
-	bin/dpc --target $target $sizes --checkpoint auto --snapshots 2 --stream none bench/resmlp_big.dp \
+	bin/dpc --target $target $sizes --checkpoint binomial --snapshots 2 --stream none bench/resmlp_big.dp \
 		--schedule-json "$dir/least.plan" -o "$dir/least" || exit 1
 	full=$(json "$dir/none.plan" peak_device_bytes total) least=$(json "$dir/least.plan" peak_device_bytes total)
 	# six budgets from store-everything's peak down to the least, evenly spaced
@@ -51,15 +51,16 @@ read -r L H <"$dir/sizes"
 budgets=$(cat "$dir/budgets")
 [ "$target" = cuda ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
 echo "residual MLP L=$L H=B=D=$H, $steps steps, on $target ($(date -u +%Y-%m-%d))"
-printf "%-22s %6s %14s %14s %10s %10s %10s\n" schedule s "predicted B" "measured B" "pred. FLOPs" "meas. FLOPs" ms/step
+printf "%-22s %6s %6s %14s %14s %10s %10s %10s\n" schedule s k "predicted B" "measured B" "pred. FLOPs" "meas. FLOPs" ms/step
 row() { # NAME EXE PLAN
 	local name=$1 exe=$2 plan=$3
 	"$exe" --steps "$steps" --lr 1e-4 --quiet --summary-json "$exe.json" >/dev/null || { echo "$name: failed"; return; }
 	python3 - "$name" "$plan" "$exe.json" <<'PY'
 import json, sys
 name, plan, run = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-s = plan["loops"][0]["s"] if plan["loops"] and plan["loops"][0]["schedule"] != "store-everything" else "-"
-print(f"{name:<22} {s!s:>6} {plan['peak_device_bytes']['total']:>14} {run['peak_device_bytes']:>14} "
+loop = plan["loops"][0] if plan["loops"] and plan["loops"][0]["schedule"] != "store-everything" else {}
+s, k = loop.get("s", "-"), loop.get("tape_rows") or "-"  # k: the steps a taped action tapes, - when it recomputes one
+print(f"{name:<22} {s!s:>6} {k!s:>6} {plan['peak_device_bytes']['total']:>14} {run['peak_device_bytes']:>14} "
       f"{plan['recomputed_fraction']:>10.3f} {run['recomputed_fraction']:>10.3f} {run['ms_per_step']:>10.2f}")
 PY
 }
