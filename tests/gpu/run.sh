@@ -30,6 +30,7 @@ build)
 	bash bench/tradeoff.sh build || exit 1
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
+		bin/dpc --target cuda --checkpoint auto "$dp" -o $B/$(basename "$dp" .dp).cudaa || exit 1
 	done
 	# streaming: resmlp with every stackable parameter streamed, against resident (tolerance 0)
 	mkdir -p $B/stream
@@ -133,6 +134,8 @@ for exe in $B/*.cuda; do
 	check "gpu/$s: gradcheck f64 on the GPU" $B/$s.cuda64 --gradcheck
 	$B/$s.cudab $args --dump-grads $TEST_OUT/$s.cudab.st >$TEST_OUT/$s.cudab.log 2>&1
 	check "gpu/$s: binomial gradients identical to store-everything" compare_grads $TEST_OUT/$s.cudab.st $TEST_OUT/$s.cuda.st 0
+	$B/$s.cudaa $args --dump-grads $TEST_OUT/$s.cudaa.st >$TEST_OUT/$s.cudaa.log 2>&1
+	check "gpu/$s: auto (tapes of rows) gradients identical to store-everything" compare_grads $TEST_OUT/$s.cudaa.st $TEST_OUT/$s.cuda.st 0
 done
 for exe in $B/ops/*.cuda; do
 	s=$(basename "$exe" .cuda)
