@@ -32,22 +32,23 @@ static Program *scratch(FeAst *ast, const DriverOptions *o, bool rows)
 	return ckpt_pass(ir_dce(ad_transform(q, &ad)), &ck);
 }
 
-/* --checkpoint auto under --device-mem: do its tapes of a few rows fit?
- * Their least plan (one snapshot, one row) holds one step's intermediates,
- * which recomputation keeps only while a step runs. Rows that fit only by
- * streaming parameters give way to recomputation that fits without. */
+/* --checkpoint auto under --device-mem: tapes of a few rows, or
+ * recomputation of each taped step? Both are planned on scratch copies.
+ * Rows hold one step's intermediates, which recomputation keeps only while a
+ * step runs, and keep every snapshot on the device: the rows win when they
+ * fit (without streaming, if recomputation fits without) and recompute no
+ * more FLOPs. */
 static bool rows_fit(FeAst *ast, const DriverOptions *o)
 {
 	int64_t budget = o->ckpt.device_mem;
-	Program *q = scratch(ast, o, true);
+	Program *q = scratch(ast, o, true), *r = scratch(ast, o, false);
 	StreamMode m = o->ckpt.stream;
+	bool fits = stream_plan(q) <= budget, r_fits = stream_plan(r) <= budget;
 	if (m == STREAM_PARAMS)
-		return stream_min_plan(q) <= budget;
-	if (stream_plan(q) <= budget)
-		return true;
-	if (m == STREAM_NONE || stream_plan(scratch(ast, o, false)) <= budget)
-		return false;
-	return stream_min_plan(q) <= budget;
+		fits = r_fits = stream_min_plan(q) <= budget;
+	else if (!fits && m != STREAM_NONE && !r_fits)
+		fits = stream_min_plan(q) <= budget;
+	return fits && (!r_fits || ckpt_recomputed_flops(q) <= ckpt_recomputed_flops(r));
 }
 
 Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)

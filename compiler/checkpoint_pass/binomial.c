@@ -31,18 +31,36 @@ static int64_t times(int64_t k, int64_t c)
 	return c > INT64_MAX / k ? INT64_MAX : k * c;
 }
 
+/* the least t >= 0 with k (C(s + t + e, s) - e) >= n, e 0 or 1: the left
+ * side grows with t, so by doubling and halving (with one slot t is about
+ * n / k, too many to step through) */
+static int64_t least(int64_t n, int64_t s, int64_t k, int64_t e)
+{
+	int64_t lo = 0, hi = 1;
+	while (times(k, choose(s + hi + e, s) - e) < n)
+		lo = hi, hi *= 2;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (times(k, choose(s + mid + e, s) - e) >= n)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
 int64_t ckpt_tape_r(int64_t n, int64_t s, int64_t k)
 {
-	int64_t r = 0;
-	while (times(k, choose(s + r, s)) < n)
-		r++;
-	return r;
+	return least(n, s, k, 0);
 }
 
 int64_t ckpt_tape_cost(int64_t n, int64_t s, int64_t k)
 {
 	int64_t r = ckpt_tape_r(n, s, k);
-	return r == 0 ? 0 : r * n - k * choose(s + r, r - 1);
+	if (r == 0)
+		return 0;
+	/* r n, saturating: with one slot it is about n^2 / k */
+	return r > INT64_MAX / n ? INT64_MAX : r * n - times(k, choose(s + r, r - 1));
 }
 
 int64_t ckpt_binomial_r(int64_t n, int64_t s) { return ckpt_tape_r(n, s, 1); }
@@ -107,9 +125,7 @@ void ckpt_binomial_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void
 int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len)
 {
 	/* the least t with sum over segments of k C(s_i + t, s_i) = k (C(s + t + 1, s) - 1) >= n */
-	int64_t t = 0;
-	while (times(k, choose(s + t + 1, s) - 1) < n)
-		t++;
+	int64_t t = least(n, s, k, 1);
 	int64_t left = n;
 	for (int64_t i = 0; i < s; i++) {
 		len[i] = t ? times(k, choose(s - i + t - 1, s - i)) : 0; /* each step costing t - 1 advances or fewer */
@@ -145,8 +161,10 @@ static int64_t *segments(int64_t n, int64_t s, int64_t k, int64_t *used)
 int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k)
 {
 	int64_t used, *len = segments(n, s, k, &used), cost = 0;
-	for (int64_t i = 0; i < used; i++)
-		cost += ckpt_tape_cost(len[i], s - i, k);
+	for (int64_t i = 0; i < used; i++) {
+		int64_t c = ckpt_tape_cost(len[i], s - i, k);
+		cost = c > INT64_MAX - cost ? INT64_MAX : cost + c;
+	}
 	free(len);
 	return cost;
 }

@@ -268,12 +268,23 @@ static void least_rows(Program *p, Op *v, const CkptOptions *o)
 	set_rows(p, v, best_k);
 }
 
+/* a b and a + b for a, b >= 0, saturating at INT64_MAX */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	return a && b > INT64_MAX / a ? INT64_MAX : a * b;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
 /* the forward steps a revolve's schedule recomputes with s slots and taped
  * actions of up to k steps: advances, and with a tape each step once more */
 static int64_t steps(const Op *v, int64_t s, int64_t k, bool sweep)
 {
 	int64_t adv = sweep ? ckpt_sweep_cost(v->trip, s, k) : ckpt_tape_cost(v->trip, s, k);
-	return adv + (v->ktape ? v->trip : 0);
+	return sat_add(adv, v->ktape ? v->trip : 0);
 }
 
 /* every revolve with min(1 + extra, n) slots on the device, and a tape of
@@ -318,7 +329,7 @@ static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
 		if (v->ktape)
 			*bytes += (kk - 1) * row_bytes(p, v);
 		int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-		flops += steps(v, s, kk, true) * per + n * again;
+		flops = sat_add(flops, sat_add(sat_mul(steps(v, s, kk, true), per), sat_mul(n, again)));
 	}
 	return flops;
 }
@@ -339,8 +350,10 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 			slot += ir_bytes(p, ir_vtype(p, v->carg[c]));
 	}
 	set_shape(p, 0, 1);
-	int64_t base = plan(p), bytes, best_extra = 0, best_k = 1, best_bytes = 0;
-	int64_t best = shape_cost(p, 0, 1, &bytes);
+	int64_t base = plan(p), bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
+	int64_t best = shape_cost(p, best_extra, 1, &bytes), best_bytes = bytes;
+	if (best < 0)
+		best = INT64_MAX;
 	for (int64_t k = 1; k <= maxn; k += k < 256 ? 1 : k / 32) {
 		int64_t extra = o->snapshots ? o->snapshots - 1 : 0, cost = shape_cost(p, 0, k, &bytes);
 		if (cost < 0 || base + bytes > budget)
@@ -348,7 +361,7 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 		if (!o->snapshots && slot)
 			extra = (budget - base - bytes) / slot;
 		cost = shape_cost(p, extra, k, &bytes);
-		if (cost < 0 || (k > 1 && base + bytes > budget))
+		if (cost < 0 || base + bytes > budget)
 			break;
 		/* the budget is a limit: the fewest snapshots that cost no more */
 		for (int64_t lo = 0, hi = extra; !o->snapshots && lo < hi;) {
@@ -365,11 +378,12 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 	}
 	set_shape(p, best_extra, best_k);
 	/* alignment can cost a few bytes per tensor: step back until it fits */
-	while (plan(p) > budget && (best_extra > 0 || best_k > 1)) {
+	/* (the --snapshots count stays: if even one row is too many, the plan's error names the bytes) */
+	while (plan(p) > budget && ((best_extra > 0 && !o->snapshots) || best_k > 1)) {
 		if (best_extra > 0 && !o->snapshots)
 			best_extra -= best_extra / 64 + 1;
 		else
-			best_k -= best_k / 32 + 1;
+			best_k = best_k - best_k / 32 - 1 > 1 ? best_k - best_k / 32 - 1 : 1;
 		set_shape(p, best_extra, best_k);
 	}
 }
@@ -476,6 +490,19 @@ int64_t ckpt_revolve_k(const Op *v)
 int64_t ckpt_revolve_cost(const Op *v)
 {
 	return steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
+}
+
+int64_t ckpt_recomputed_flops(Program *p)
+{
+	int64_t flops = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE)
+			continue;
+		int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
+		flops = sat_add(flops, sat_add(sat_mul(ckpt_revolve_cost(v), per), sat_mul(v->trip, again)));
+	}
+	return flops;
 }
 
 /* ---- --emit=schedule and --schedule-json ---- */

@@ -41,6 +41,8 @@ int64_t ckpt_tape_cost(int64_t n, int64_t s, int64_t k);
  * with a tape of rows (Op.ktape) the taped actions' forward steps */
 int64_t ckpt_revolve_cost(const Op *revolve);
 int64_t ckpt_revolve_k(const Op *revolve); /* the steps its taped actions span at most: ktape, or 1 */
+/* what a training step recomputes of the program's loops, in FLOPs (saturating) */
+int64_t ckpt_recomputed_flops(Program *p);
 
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */

@@ -210,35 +210,61 @@ else
 	notok "ckpt/auto-budget: compile" "$o/full.log"
 fi
 # auto's rows and snapshots under a budget: gradients bitwise as store-everything's, the run's
-# count as the plan's and the formula's, inside the budget, and no pair that fits costs less
+# count as the plan's and the formula's, inside the budget; no pair of snapshots and rows that
+# fits costs fewer FLOPs, and where auto recomputes taped steps instead, that costs no more
 ar="$o/auto_rows"
 "$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$ar.none" >"$ar.log" 2>&1 && "$ar.none" --steps 2 --quiet --dump-grads "$ar.none.g" >>"$ar.log" 2>&1
-for budget in 5000000 4700000; do
-	if "$DPC" --target cpu -D L=32 --checkpoint auto --device-mem $budget --stream none --schedule-json "$ar.$budget.json" \
+rows_ok=1
+for budget in 5000000 4800000 4700000; do
+	"$DPC" --target cpu -D L=32 --checkpoint auto --device-mem $budget --stream none --schedule-json "$ar.$budget.json" \
 		samples/resmlp.dp -o "$ar.$budget" >>"$ar.log" 2>&1 &&
 		"$ar.$budget" --steps 2 --quiet --dump-grads "$ar.$budget.g" --summary-json "$ar.$budget.run.json" >>"$ar.log" 2>&1 &&
-		cmp "$ar.none.g" "$ar.$budget.g" >>"$ar.log" 2>&1 &&
-		PYTHONPATH="$o" python3 - "$ar.$budget.json" "$ar.$budget.run.json" $budget >>"$ar.log" 2>&1 <<'PY'
+		cmp "$ar.none.g" "$ar.$budget.g" >>"$ar.log" 2>&1 || rows_ok=0
+done
+if [ $rows_ok = 1 ] && PYTHONPATH="$o" python3 - "$ar" >>"$ar.log" 2>&1 <<'PY'
 import json, sys
 from counts import sweep
-plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+ar = sys.argv[1]
+runs = {b: (json.load(open(f"{ar}.{b}.json")), json.load(open(f"{ar}.{b}.run.json"))) for b in (5000000, 4800000, 4700000)}
+# the rows' sizes and the plan without them, from the largest budget's plan (rows there)
+plan = runs[5000000][0]
 (loop,) = plan["loops"]
-n, s, k, S, T = loop["n"], loop["s"], loop["tape_rows"], loop["snapshot_bytes"], loop["tape_row_bytes"]
-assert loop["schedule"] == "sweep" and k >= 1 and S > 0 and T > 0, loop
-cost = sweep(n, s, k) + n
-assert loop["recomputed_steps"] == cost and run["recomputed_steps"] == 2 * cost, (loop, run["recomputed_steps"])
-assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
-base = plan["peak_device_bytes"]["total"] - (s - 1) * S - (k - 1) * T
-best = min(sweep(n, a, b) + n for a in range(1, n + 1) for b in range(1, n + 1) if base + (a - 1) * S + (b - 1) * T <= budget)
-assert cost == best, (s, k, cost, best)
-print(f"s {s}, {k} rows, {cost} recomputed steps")
+n, S, T, per = loop["n"], loop["snapshot_bytes"], loop["tape_row_bytes"], loop["flops_per_step"]
+assert loop["tape_rows"] >= 1 and T > 0, loop
+base = plan["peak_device_bytes"]["total"] - (loop["s"] - 1) * S - (loop["tape_rows"] - 1) * T
+out = []
+for budget, (plan, run) in runs.items():
+    (loop,) = plan["loops"]
+    s, k = loop["s"], loop["tape_rows"]
+    assert loop["schedule"] == "sweep", loop
+    assert run["recomputed_steps"] == 2 * loop["recomputed_steps"], (loop, run["recomputed_steps"])
+    assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (plan, run)
+    assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+    fits = [sweep(n, a, b) + n for a in range(1, n + 1) for b in range(1, n + 1) if base + (a - 1) * S + (b - 1) * T <= budget]
+    best = min(fits) if fits else None
+    if k:
+        assert loop["recomputed_steps"] == sweep(n, s, k) + n == best, (s, k, loop["recomputed_steps"], best)
+        out.append(f"{budget}: s {s}, {k} rows, {best} steps")
+    else:
+        assert best is None or plan["recomputed_flops"] <= best * per, (plan["recomputed_flops"], best * per)
+        out.append(f"{budget}: s {s}, recomputing ({plan['recomputed_flops']} FLOPs, rows {best * per if best else '-'})")
+print("; ".join(out))
 PY
-	then
-		ok "ckpt/auto-rows $budget: $(tail -1 "$ar.log"), the fewest of any pair that fits; gradients bitwise"
-	else
-		notok "ckpt/auto-rows $budget" "$ar.log"
-	fi
-done
+then
+	ok "ckpt/auto-rows: $(tail -1 "$ar.log"); none cheaper that fits; gradients bitwise"
+else
+	notok "ckpt/auto-rows" "$ar.log"
+fi
+# auto's search ends: --snapshots over the budget (host slots, recomputing), 3 * 10^9 steps
+# (one snapshot costs about n^2 / 2 steps, counted without stepping through them)
+if timeout 60 "$DPC" --target cpu -D T=200 --checkpoint auto --device-mem 9000 --snapshots 50 --emit=schedule \
+	samples/oscillator.dp >"$o/search.log" 2>&1 && grep -q "in host memory" "$o/search.log" &&
+	timeout 60 "$DPC" --target cpu -D T=3000000000 --checkpoint auto --device-mem 20000 --emit=schedule \
+		samples/oscillator.dp >>"$o/search.log" 2>&1 && grep -q "n 3000000000, sweep" "$o/search.log"; then
+	ok "ckpt/auto-search-ends: --snapshots beyond the budget, and 3e9 steps"
+else
+	notok "ckpt/auto-search-ends" "$o/search.log"
+fi
 # auto with streamed parameters: the sweep's transfers as predicted, gradients as store-everything's
 st="$o/auto_stream"
 if "$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$st.none" >"$st.log" 2>&1 &&
