@@ -10,26 +10,23 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 		ir_verify(p, pass);
 }
 
+/* a scratch copy through the checkpoint pass in that mode, loops taped in rows or not */
+static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool rows)
+{
+	Program *q = fe_lower(ast, o->real_bytes);
+	q->optimizer = o->optimizer;
+	AdOptions ad = {mode != CKPT_NONE, rows};
+	CkptOptions ck = o->ckpt;
+	ck.mode = mode;
+	ck.rows = rows;
+	return ckpt_pass(ir_dce(ad_transform(q, &ad)), &ck);
+}
+
 /* --checkpoint auto: does the budget hold the store-everything program,
  * planned without streaming? Then nothing needs recomputing. */
 static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
-	Program *q = fe_lower(ast, o->real_bytes);
-	q->optimizer = o->optimizer;
-	AdOptions ad = {false, false};
-	q = ir_dce(ad_transform(q, &ad));
-	return stream_plan(q) <= o->ckpt.device_mem;
-}
-
-/* a scratch copy through the checkpoint pass, loops taped in rows or not */
-static Program *scratch(FeAst *ast, const DriverOptions *o, bool rows)
-{
-	Program *q = fe_lower(ast, o->real_bytes);
-	q->optimizer = o->optimizer;
-	AdOptions ad = {true, rows};
-	CkptOptions ck = o->ckpt;
-	ck.rows = rows;
-	return ckpt_pass(ir_dce(ad_transform(q, &ad)), &ck);
+	return stream_plan(scratch(ast, o, CKPT_NONE, false)) <= o->ckpt.device_mem;
 }
 
 /* --checkpoint auto under --device-mem: tapes of a few rows, or
@@ -41,7 +38,7 @@ static Program *scratch(FeAst *ast, const DriverOptions *o, bool rows)
 static bool rows_fit(FeAst *ast, const DriverOptions *o)
 {
 	int64_t budget = o->ckpt.device_mem;
-	Program *q = scratch(ast, o, true), *r = scratch(ast, o, false);
+	Program *q = scratch(ast, o, CKPT_AUTO, true), *r = scratch(ast, o, CKPT_AUTO, false);
 	StreamMode m = o->ckpt.stream;
 	bool fits = stream_plan(q) <= budget, r_fits = stream_plan(r) <= budget;
 	if (m == STREAM_PARAMS)

@@ -59,6 +59,15 @@ static void set_rows(Program *p, Op *v, int64_t k)
 	}
 }
 
+/* one snapshot of v's state, in bytes */
+static int64_t state_bytes(Program *p, const Op *v)
+{
+	int64_t b = 0;
+	for (int c = 0; c < v->ncarry; c++)
+		b += ir_bytes(p, ir_vtype(p, v->carg[c]));
+	return b;
+}
+
 /* one row of v's tapes, in bytes */
 static int64_t row_bytes(Program *p, Op *v)
 {
@@ -249,13 +258,11 @@ static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *)
  * --snapshots s, the rows that make it so. */
 static void least_rows(Program *p, Op *v, const CkptOptions *o)
 {
-	int64_t n = v->trip, state = 0, row = row_bytes(p, v);
+	int64_t n = v->trip, state = state_bytes(p, v), row = row_bytes(p, v);
 	if (o->snapshots) {
 		set_rows(p, v, (n + v->nsnap - 1) / v->nsnap);
 		return;
 	}
-	for (int c = 0; c < v->ncarry; c++)
-		state += ir_bytes(p, ir_vtype(p, v->carg[c]));
 	int64_t best_k = 1, best = INT64_MAX;
 	for (int64_t k = 1; k <= n && (double)k * (double)row < (double)best; k++) {
 		int64_t s = (n + k - 1) / k;
@@ -287,19 +294,17 @@ static int64_t steps(const Op *v, int64_t s, int64_t k, bool sweep)
 	return sat_add(adv, v->ktape ? v->trip : 0);
 }
 
-/* every revolve with min(1 + extra, n) slots on the device, and a tape of
- * min(k, n) rows where it has one */
-static void set_shape(Program *p, int64_t extra, int64_t k)
+/* every revolve's snapshots as set_snapshots sets them, and a tape of
+ * min(k, n) rows where it has one; returns one slot of each loop, in bytes */
+static int64_t set_shape(Program *p, int64_t extra, int64_t k)
 {
+	int64_t slot = set_snapshots(p, extra);
 	for (int i = 0; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE)
-			continue;
-		int64_t s = 1 + extra < v->trip ? 1 + extra : v->trip;
-		set_slots(p, v, s < INT_MAX ? s : INT_MAX, 0);
-		if (v->ktape)
+		if (v->kind == OP_REVOLVE && v->ktape)
 			set_rows(p, v, k < v->trip ? k : v->trip);
 	}
+	return slot;
 }
 
 /* The recomputed FLOPs of a training step under that shape (sweep schedules),
@@ -340,16 +345,10 @@ static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
  * linear in both but for alignment, which the final check steps back from. */
 static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
-	int64_t maxn = 0, slot = 0;
-	for (int i = 0; i < p->body.len; i++) {
-		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE)
-			continue;
-		maxn = v->trip > maxn ? v->trip : maxn;
-		for (int c = 0; c < v->ncarry; c++)
-			slot += ir_bytes(p, ir_vtype(p, v->carg[c]));
-	}
-	set_shape(p, 0, 1);
+	int64_t maxn = 0, slot = set_shape(p, 0, 1);
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > maxn)
+			maxn = p->body.ops[i]->trip;
 	int64_t base = plan(p), bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
 	int64_t best = shape_cost(p, best_extra, 1, &bytes), best_bytes = bytes;
 	if (best < 0)
@@ -492,16 +491,21 @@ int64_t ckpt_revolve_cost(const Op *v)
 	return steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
 }
 
+/* what v's schedule recomputes in FLOPs: whole steps (advances, and with a
+ * tape the taped ones), and what each taped step computes again of its
+ * forward step to run its adjoint */
+static int64_t revolve_flops(Program *p, Op *v)
+{
+	int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
+	return sat_add(sat_mul(ckpt_revolve_cost(v), per), sat_mul(v->trip, again));
+}
+
 int64_t ckpt_recomputed_flops(Program *p)
 {
 	int64_t flops = 0;
-	for (int i = 0; i < p->body.len; i++) {
-		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE)
-			continue;
-		int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-		flops = sat_add(flops, sat_add(sat_mul(ckpt_revolve_cost(v), per), sat_mul(v->trip, again)));
-	}
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_REVOLVE)
+			flops = sat_add(flops, revolve_flops(p, p->body.ops[i]));
 	return flops;
 }
 
@@ -536,9 +540,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? ckpt_binomial_r(n, s) : 0;
 		int64_t cost = v ? ckpt_revolve_cost(v) : 0;
 		const char *kind = !v ? "store-everything" : v->swept ? "sweep" : "binomial";
-		/* advances recompute whole steps; each taped step recomputes what its adjoint reads */
 		int64_t per = ir_block_flops(p, &op->body, 0, op->body.len), taped = v ? ir_recomputed_flops(p, &v->body2) : 0;
-		int64_t again = cost * per + n * taped;
+		int64_t again = v ? revolve_flops(p, v) : 0;
 		fwd += n;
 		rec += cost;
 		rec_flops += again;
@@ -566,13 +569,9 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		        "\"taped_recomputed_flops_per_step\": %lld, \"recomputed_flops\": %lld", nloops ? "," : "", where, (long long)n,
 		        kind, (long long)s, v ? v->nhost : 0, (long long)r, v ? (long long)v->ktape : (long long)n, (long long)n,
 		        (long long)cost, (long long)per, (long long)taped, (long long)again);
-		if (v) {
-			int64_t state = 0;
-			for (int c = 0; c < v->ncarry; c++)
-				state += ir_bytes(p, ir_vtype(p, v->carg[c]));
-			fprintf(f, ", \"snapshot_bytes\": %lld, \"tape_row_bytes\": %lld", (long long)state,
+		if (v)
+			fprintf(f, ", \"snapshot_bytes\": %lld, \"tape_row_bytes\": %lld", (long long)state_bytes(p, v),
 			        (long long)(v->ktape ? row_bytes(p, v) : 0));
-		}
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};

@@ -285,6 +285,18 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 	LLVMPositionBuilderAtEnd(g->b, go);
 }
 
+/* the next state into the carried values, where the plan did not compute it there */
+static void copy_yields(Host *h, Op *op, const int *yields)
+{
+	Program *p = h->g->p;
+	for (int k = 0; k < op->ncarry; k++) {
+		Value *y = &p->values.data[yields[k]], *x = &p->values.data[op->carg[k]];
+		if (coalesced(p, yields[k], op->carg[k], -1) || (y->res == VR_ARENA && x->res == VR_ARENA && y->offset == x->offset))
+			continue;
+		copy(h, addr(h, op->carg[k]), addr(h, yields[k]), ir_bytes(p, y->type));
+	}
+}
+
 static void lower_loop(Host *h, Op *op)
 {
 	Cg *g = h->g;
@@ -311,13 +323,7 @@ static void lower_loop(Host *h, Op *op)
 	if (sweep)
 		sweep_saves(h, op, t, save_next);
 	lower_block(h, &op->body, 0, op->body.len);
-	for (int k = 0; k < op->ncarry; k++) {
-		Value *y = &p->values.data[op->cyield[k]];
-		if (coalesced(p, op->cyield[k], op->carg[k], -1) ||
-		    (y->res == VR_ARENA && p->values.data[op->carg[k]].res == VR_ARENA && y->offset == p->values.data[op->carg[k]].offset))
-			continue;
-		copy(h, addr(h, op->carg[k]), addr(h, op->cyield[k]), ir_bytes(p, y->type));
-	}
+	copy_yields(h, op, op->cyield);
 	if (op->counter >= 0) {
 		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, 1)};
 		call(h, h->t_count, h->f_count, args, 3);
@@ -367,9 +373,7 @@ static void lower_revolve(Host *h, Op *op)
 	a.index[op->ivar] = i;
 	vec_push(a.scoped, op->ivar);
 	lower_block(&a, &op->body, 0, op->body.len);
-	for (int k = 0; k < op->ncarry; k++)
-		if (!coalesced(p, op->cyield[k], op->carg[k], -1))
-			copy(&a, addr(&a, op->carg[k]), addr(&a, op->cyield[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	copy_yields(&a, op, op->cyield);
 	LLVMValueRef next = LLVMBuildAdd(g->b, i, cg_i64(g, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(i, &next, &latch, 1);
@@ -398,9 +402,7 @@ static void lower_revolve(Host *h, Op *op)
 		vec_push(w.scoped, op->ivar);
 		vec_push(w.scoped, op->irow);
 		lower_block(&w, &op->body3, 0, op->body3.len);
-		for (int k = 0; k < op->ncarry; k++)
-			if (!coalesced(p, op->cyield3[k], op->carg[k], -1))
-				copy(&w, addr(&w, op->carg[k]), addr(&w, op->cyield3[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+		copy_yields(&w, op, op->cyield3);
 		LLVMBuildRetVoid(g->b);
 		tape = LLVMBuildBitCast(g->b, fn, g->i8p, "");
 	}

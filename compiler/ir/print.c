@@ -42,6 +42,21 @@ static const char *axes_str(uint32_t axes, int rank)
 
 static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward);
 
+/* a revolve's body: its block, the yields when it steps the state, and the close */
+static void print_body(FILE *f, Program *p, Op *op, Block *b, const int *yields, int depth)
+{
+	print_block(f, p, b, depth + 2, -1);
+	if (yields) {
+		indent(f, depth + 2);
+		fputs("yield", f);
+		for (int k = 0; k < op->ncarry; k++)
+			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, yields[k]));
+		fputs("\n", f);
+	}
+	indent(f, depth + 1);
+	fputs("}\n", f);
+}
+
 static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 {
 	fprintf(f, "revolve %lld..%lld snapshots %d", (long long)op->lo, (long long)(op->lo + op->trip), op->nsnap);
@@ -61,33 +76,17 @@ static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 	fputs(") {\n", f);
 	indent(f, depth + 1);
 	fprintf(f, "advance %s {\n", ir_value_name(p, op->ivar));
-	print_block(f, p, &op->body, depth + 2, -1);
-	indent(f, depth + 2);
-	fputs("yield", f);
-	for (int k = 0; k < op->ncarry; k++)
-		fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->cyield[k]));
-	fputs("\n", f);
-	indent(f, depth + 1);
-	fputs("}\n", f);
+	print_body(f, p, op, &op->body, op->cyield, depth);
 	indent(f, depth + 1);
 	if (op->ktape) {
 		fprintf(f, "tape %s into row %s {\n", ir_value_name(p, op->ivar), ir_value_name(p, op->irow));
-		print_block(f, p, &op->body3, depth + 2, -1);
-		indent(f, depth + 2);
-		fputs("yield", f);
-		for (int k = 0; k < op->ncarry; k++)
-			fprintf(f, "%s %s", k ? "," : "", ir_value_name(p, op->cyield3[k]));
-		fputs("\n", f);
-		indent(f, depth + 1);
-		fputs("}\n", f);
+		print_body(f, p, op, &op->body3, op->cyield3, depth);
 		indent(f, depth + 1);
 		fprintf(f, "adjoint %s from row %s {\n", ir_value_name(p, op->ivar2), ir_value_name(p, op->irow));
 	} else {
 		fprintf(f, "taped %s {\n", ir_value_name(p, op->ivar2));
 	}
-	print_block(f, p, &op->body2, depth + 2, -1);
-	indent(f, depth + 1);
-	fputs("}\n", f);
+	print_body(f, p, op, &op->body2, NULL, depth);
 	indent(f, depth);
 	fputs("}\n", f);
 }

@@ -34,6 +34,16 @@ static void def(Check *c, Op *op, int v)
 
 static void check_block(Check *c, Block *b);
 
+/* a body's yields: visible, and of the carried values' types */
+static void check_yields(Check *c, Op *op, const int *yields)
+{
+	for (int k = 0; k < op->ncarry; k++) {
+		use(c, op, yields[k]);
+		if (!ir_type_eq(ir_vtype(c->p, op->carg[k]), ir_vtype(c->p, yields[k])))
+			BAD(c, op, "carried value %d: yields another type", k);
+	}
+}
+
 /* What loops and revolves share: operands, the index variable, the carried
  * state and the first body with its yields. Returns what was visible before. */
 static unsigned char *check_carried(Check *c, Op *op)
@@ -54,11 +64,7 @@ static unsigned char *check_carried(Check *c, Op *op)
 			BAD(c, op, "carried value %d: initial value of another type", k);
 	}
 	check_block(c, &op->body);
-	for (int k = 0; k < op->ncarry; k++) {
-		use(c, op, op->cyield[k]);
-		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield[k])))
-			BAD(c, op, "carried value %d: yields another type", k);
-	}
+	check_yields(c, op, op->cyield);
 	/* values of the body are not visible after it */
 	memcpy(c->defined, before, (size_t)p->values.len);
 	return before;
@@ -105,11 +111,7 @@ static void check_revolve(Check *c, Op *op)
 			BAD(c, op, "tape row is not an index");
 		c->defined[op->ivar] = 1;
 		check_block(c, &op->body3);
-		for (int k = 0; k < op->ncarry; k++) {
-			use(c, op, op->cyield3[k]);
-			if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->cyield3[k])))
-				BAD(c, op, "carried value %d: the tape body yields another type", k);
-		}
+		check_yields(c, op, op->cyield3);
 		memcpy(c->defined, before, (size_t)p->values.len);
 		for (int k = 0; k < op->ncarry; k++)
 			c->defined[op->carg[k]] = 1;

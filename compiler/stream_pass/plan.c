@@ -207,6 +207,19 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 	Y->alias_index = index;
 }
 
+/* A body's yields computed in the carried values' storage. The copies at
+ * the body's end run in order: no other yield may read a carried value. */
+static void coalesce_yields(Program *p, Op *op, Block *b, const int *yields, const int *uses)
+{
+	for (int k = 0; k < op->ncarry; k++) {
+		bool read = false;
+		for (int j = 0; j < op->ncarry; j++)
+			read |= j != k && root(p, yields[j]) == root(p, op->carg[k]);
+		if (!read)
+			coalesce(p, b, b->len, yields[k], op->carg[k], -1, uses);
+	}
+}
+
 static void coalesce_block(Program *p, Block *b, const int *uses)
 {
 	for (int i = 0; i < b->len; i++) {
@@ -217,19 +230,9 @@ static void coalesce_block(Program *p, Block *b, const int *uses)
 			coalesce(p, b, i, op->in[2], op->in[0], op->in[1], uses);
 		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
 			continue;
-		for (int k = 0; k < op->ncarry; k++) {
-			/* the copies at the body's end run in order: no other yield may read this carried value */
-			bool read = false;
-			for (int j = 0; j < op->ncarry; j++)
-				read |= j != k && root(p, op->cyield[j]) == root(p, op->carg[k]);
-			if (!read)
-				coalesce(p, &op->body, op->body.len, op->cyield[k], op->carg[k], -1, uses);
-			read = false;
-			for (int j = 0; j < op->ncarry && op->body3.len; j++)
-				read |= j != k && root(p, op->cyield3[j]) == root(p, op->carg[k]);
-			if (op->body3.len && !read)
-				coalesce(p, &op->body3, op->body3.len, op->cyield3[k], op->carg[k], -1, uses);
-		}
+		coalesce_yields(p, op, &op->body, op->cyield, uses);
+		if (op->body3.len)
+			coalesce_yields(p, op, &op->body3, op->cyield3, uses);
 		coalesce_block(p, &op->body, uses);
 		coalesce_block(p, &op->body2, uses);
 		coalesce_block(p, &op->body3, uses);
