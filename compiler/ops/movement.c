@@ -162,7 +162,7 @@ void ops_adjoint_concat(Ad *a, Op *op, int g)
 static int64_t windows(int64_t n, int k, int s, int pad, int dil)
 {
 	int64_t span = (int64_t)dil * (k - 1) + 1;
-	return n + 2 * pad < span ? 0 : (n + 2 * pad - span) / s + 1;
+	return n + 2 * (int64_t)pad < span ? 0 : (n + 2 * (int64_t)pad - span) / s + 1;
 }
 
 void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo)
@@ -184,6 +184,11 @@ const char *ops_shape_unfold(Program *p, Op *op, Type *out)
 	ops_window_out(w, img, &ho, &wo);
 	if (!ho || !wo)
 		return ar_printf("a %dx%d window (dilation %d, padding %d) does not fit in %s", w->kh, w->kw, w->dh, w->ph, ops_ts(img));
+	/* the unfolded rows and columns, each within one tensor's limit before they multiply */
+	if (ho > IR_MAX_ELEMS / wo || img.dim[1] > IR_MAX_ELEMS / w->kh / w->kw)
+		return ar_printf("a %dx%d window (stride %d, padding %d) over %s unfolds to %lld x %lld positions of "
+		                 "%lld x %d x %d values, more than 2^40 elements", w->kh, w->kw, w->sh, w->ph, ops_ts(img),
+		                 (long long)ho, (long long)wo, (long long)img.dim[1], w->kh, w->kw);
 	Type cols = img;
 	cols.rank = 3;
 	cols.dim[1] = ho * wo;
