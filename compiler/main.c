@@ -37,12 +37,14 @@ static const char usage[] =
 	"                       --device-mem) streams the largest ones until the plan fits; params\n"
 	"                       streams every stacked parameter read as W[l] in one loop over its layers\n"
 	"  --checkpoint none|binomial|auto\n"
-	"                       loop schedule: none stores everything the adjoint reads, per\n"
+	"                       loop schedule (default: auto with --device-mem, else none):\n"
+	"                       none stores everything the adjoint reads, per\n"
 	"                       iteration; binomial keeps a few snapshots of each top-level loop's\n"
 	"                       carried values and recomputes (Griewank-Walther revolve); auto\n"
 	"                       stores everything when --device-mem holds it; else the forward loop\n"
 	"                       saves the snapshots, and each loop without loops inside keeps what\n"
-	"                       its adjoint reads in a tape of k rows, taping up to k steps at once;\n"
+	"                       its adjoint reads in a tape of k rows, taping up to k steps at once\n"
+	"                       (the forward loop tapes the last k);\n"
 	"                       s and k are those that fit --device-mem with the fewest recomputed\n"
 	"                       FLOPs (without it: none advanced, in the least memory)\n"
 	"  --snapshots N        binomial and auto: snapshot slots per loop, the initial state's included\n"
@@ -122,6 +124,7 @@ int main(int argc, char **argv)
 	if (!target || !*target)
 		target = DEFAULT_TARGET;
 	const char *v;
+	bool ckpt_given = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -187,6 +190,7 @@ int main(int argc, char **argv)
 			else
 				usage_error("--stream takes none, auto or params, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--checkpoint"))) {
+			ckpt_given = true;
 			if (!strcmp(v, "none"))
 				o.ckpt.mode = CKPT_NONE;
 			else if (!strcmp(v, "binomial"))
@@ -225,6 +229,8 @@ int main(int argc, char **argv)
 	else
 		usage_error("%s", ar_printf("%s takes cpu or cuda, not '%s'", target_from, target));
 	o.ckpt.device_mem = o.stream.device_mem;
+	if (!ckpt_given)
+		o.ckpt.mode = o.ckpt.device_mem ? CKPT_AUTO : CKPT_NONE;
 	o.ckpt.stream = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);

@@ -92,7 +92,9 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * from the current state; with a tape of k rows, a taped action of steps
  * a..b-1 calls tape(c, i, i - a) for each, which tapes forward step i into
  * row i - a and steps the state, then taped(c, i, i - a) for each, last
- * first, which runs step i's adjoint from its row; snapshot(c, row, restore) copies the state into device row
+ * first, which runs step i's adjoint from its row. Under the sweep with a
+ * tape the forward loop taped the last min(n, k) steps into rows from 0 up:
+ * their adjoints run first. snapshot(c, row, restore) copies the state into device row
  * 0..s-nhost of the snapshots (row s-nhost: the staging row, with host slots),
  * or back when restore is 1; offload(c, slot, to_device) copies the staging
  * row into host slot 0..nhost-1, or back, with rt_snap_copy. The state of

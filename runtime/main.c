@@ -147,6 +147,11 @@ static void run_action(Revolve *r, Action x)
 		for (int64_t i = x.to - 1; i >= x.step; i--)
 			r->taped(c, r->lo + i, i - x.step);
 		break;
+	case CKPT_UNTAPE:
+		c->n.recomputed_flops += (x.to - x.step) * r->taped_flops;
+		for (int64_t i = x.to - 1; i >= x.step; i--)
+			r->taped(c, r->lo + i, i - x.step);
+		break;
 	}
 }
 
@@ -173,7 +178,7 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 	/* the initial state into slot 0; under the sweep the forward loop saved it, and the other segments' starts */
 	if (!sweep)
 		run_action(&r, r.next);
-	ckpt_schedule(n, s, k ? k : 1, sweep, revolve_action, &r);
+	ckpt_schedule(n, s, k ? k : 1, sweep, sweep && k ? ckpt_sweep_tail(n, k) : 0, revolve_action, &r);
 	if (r.pending)
 		run_action(&r, r.next);
 }

@@ -158,9 +158,11 @@ static int64_t *segments(int64_t n, int64_t s, int64_t k, int64_t *used)
 	return len;
 }
 
-int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k)
+int64_t ckpt_sweep_tail(int64_t n, int64_t ktape) { return ktape < n ? ktape : n; }
+
+int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k, int64_t tail)
 {
-	int64_t used, *len = segments(n, s, k, &used), cost = 0;
+	int64_t used, *len = segments(n - tail, s, k, &used), cost = 0;
 	for (int64_t i = 0; i < used; i++) {
 		int64_t c = ckpt_tape_cost(len[i], s - i, k);
 		cost = c > INT64_MAX - cost ? INT64_MAX : cost + c;
@@ -169,11 +171,13 @@ int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k)
 	return cost;
 }
 
-void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx)
+void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, CkptEmit emit, void *ctx)
 {
-	int64_t used, *len = segments(n, s, k, &used);
+	if (tail > 0)
+		emit(ctx, CKPT_UNTAPE, n - tail, n, -1);
+	int64_t used, *len = segments(n - tail, s, k, &used);
 	Gen g = {emit, ctx, k};
-	int64_t a = n;
+	int64_t a = n - tail;
 	for (int64_t i = used - 1; i >= 0; i--) {
 		a -= len[i];
 		emit(ctx, CKPT_RESTORE, a, a, (int)i);
@@ -182,10 +186,10 @@ void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *c
 	free(len);
 }
 
-void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, CkptEmit emit, void *ctx)
+void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, CkptEmit emit, void *ctx)
 {
 	if (sweep)
-		ckpt_sweep_schedule(n, s, k, emit, ctx);
+		ckpt_sweep_schedule(n, s, k, tail, emit, ctx);
 	else
 		ckpt_binomial_schedule(n, s, k, emit, ctx);
 }

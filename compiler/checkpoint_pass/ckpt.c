@@ -192,11 +192,21 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 		if (!reload)
 			ir_append(&v->body2, op);
 	}
-	/* the forward loop computes the loss and tapes nothing */
+	/* The forward loop computes the loss and tapes nothing; with rows, it
+	 * tapes its last steps into them (the sweep schedule's tail). */
+	if (taped) {
+		v->swept = true;
+		f->sweep = v;
+		f->irow = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), "row", f->loc);
+	}
 	int w = 0;
-	for (int i = 0; i < f->body.len; i++)
-		if (!is_tape_store(f->body.ops[i], tape, ntape))
-			f->body.ops[w++] = f->body.ops[i];
+	for (int i = 0; i < f->body.len; i++) {
+		Op *st = f->body.ops[i];
+		if (taped && is_tape_store(st, tape, ntape))
+			st->in[1] = f->irow;
+		if (taped || !is_tape_store(st, tape, ntape))
+			f->body.ops[w++] = st;
+	}
 	f->body.len = w;
 	return v;
 }
@@ -254,23 +264,25 @@ static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *)
 	set_snapshots(p, 0);
 }
 
-/* Without a budget: nothing advances (s k >= n), in the least memory; with
- * --snapshots s, the rows that make it so. */
+/* Without a budget: nothing advances (s k >= n - k: the forward loop tapes
+ * the last k steps), in the least memory; with --snapshots s, the rows that
+ * make it so. */
+static int64_t least_slots(int64_t n, int64_t k) { return n - k > k ? (n - k + k - 1) / k : 1; }
+
 static void least_rows(Program *p, Op *v, const CkptOptions *o)
 {
 	int64_t n = v->trip, state = state_bytes(p, v), row = row_bytes(p, v);
 	if (o->snapshots) {
-		set_rows(p, v, (n + v->nsnap - 1) / v->nsnap);
+		set_rows(p, v, (n + v->nsnap) / (v->nsnap + 1));
 		return;
 	}
 	int64_t best_k = 1, best = INT64_MAX;
 	for (int64_t k = 1; k <= n && (double)k * (double)row < (double)best; k++) {
-		int64_t s = (n + k - 1) / k;
-		double b = (double)s * (double)state + (double)k * (double)row;
+		double b = (double)least_slots(n, k) * (double)state + (double)k * (double)row;
 		if (b < (double)best)
 			best = (int64_t)b, best_k = k;
 	}
-	int64_t s = (n + best_k - 1) / best_k;
+	int64_t s = least_slots(n, best_k);
 	set_slots(p, v, s < INT_MAX ? s : INT_MAX, 0);
 	set_rows(p, v, best_k);
 }
@@ -287,11 +299,13 @@ static int64_t sat_add(int64_t a, int64_t b)
 }
 
 /* the forward steps a revolve's schedule recomputes with s slots and taped
- * actions of up to k steps: advances, and with a tape each step once more */
+ * actions of up to k steps: advances, and with a tape each step once more
+ * but those the forward loop taped */
 static int64_t steps(const Op *v, int64_t s, int64_t k, bool sweep)
 {
-	int64_t adv = sweep ? ckpt_sweep_cost(v->trip, s, k) : ckpt_tape_cost(v->trip, s, k);
-	return sat_add(adv, v->ktape ? v->trip : 0);
+	int64_t tail = sweep && v->ktape ? ckpt_sweep_tail(v->trip, k) : 0;
+	int64_t adv = sweep ? ckpt_sweep_cost(v->trip, s, k, tail) : ckpt_tape_cost(v->trip, s, k);
+	return sat_add(adv, v->ktape ? v->trip - tail : 0);
 }
 
 /* every revolve's snapshots as set_snapshots sets them, and a tape of
@@ -486,6 +500,11 @@ int64_t ckpt_revolve_k(const Op *v)
 	return v->ktape ? v->ktape : 1;
 }
 
+int64_t ckpt_revolve_tail(const Op *v)
+{
+	return v->swept && v->ktape ? ckpt_sweep_tail(v->trip, v->ktape) : 0;
+}
+
 int64_t ckpt_revolve_cost(const Op *v)
 {
 	return steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
@@ -518,7 +537,7 @@ typedef struct {
 
 static void print_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 {
-	static const char *names[] = {"advance", "save", "restore", "taped"};
+	static const char *names[] = {"advance", "save", "restore", "taped", "untape"};
 	Actions *x = ctx;
 	fprintf(x->f, "%s[\"%s\", %lld, %lld, %d]", x->count++ ? ", " : "", names[a], (long long)step, (long long)to, slot);
 }
@@ -553,7 +572,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			if (v && v->swept)
 				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop%s: forward steps %lld, "
 				        "recomputed steps %lld%s\n", where, (long long)n, (long long)s,
-				        v->ktape ? ar_printf(", taped actions of up to %lld steps", (long long)v->ktape) : "", (long long)n,
+				        v->ktape ? ar_printf(", taped actions of up to %lld steps, the last %lld taped by the forward loop",
+				                             (long long)v->ktape, (long long)ckpt_revolve_tail(v)) : "", (long long)n,
 				        (long long)cost, flops);
 			else if (v)
 				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld%s\n",
@@ -576,7 +596,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
 			fprintf(f, ", \"actions\": [");
-			ckpt_schedule(n, s, ckpt_revolve_k(v), v->swept, print_action, &x);
+			ckpt_schedule(n, s, ckpt_revolve_k(v), v->swept, ckpt_revolve_tail(v), print_action, &x);
 			fprintf(f, "]");
 		}
 		fprintf(f, "}");

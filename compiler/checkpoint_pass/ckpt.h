@@ -49,6 +49,7 @@ typedef enum {
 	CKPT_SAVE,     /* copy the state at `step` into `slot` */
 	CKPT_RESTORE,  /* make the state in `slot` (the state at `step`) current */
 	CKPT_TAPED,    /* tape the steps `step`..`to` - 1 from the current state, then their adjoints, last first */
+	CKPT_UNTAPE,   /* the adjoints of steps `step`..`to` - 1, last first, whose rows the forward loop taped */
 } CkptAction;
 
 typedef void (*CkptEmit)(void *ctx, CkptAction a, int64_t step, int64_t to, int slot);
@@ -69,14 +70,22 @@ void ckpt_binomial_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void
  * checks it against brute force). ckpt_sweep_segments writes the lengths
  * to len[0..s) and returns how many are in use (the first ones). With taped
  * actions of k steps a segment with s_i slots holds up to k C(s_i + t, s_i)
- * steps that cost t advances or fewer. */
+ * steps that cost t advances or fewer.
+ * With a tape of rows the forward loop also tapes its last `tail` steps,
+ * ckpt_sweep_tail(n, ktape) = min(n, ktape) of them: the schedule starts
+ * with their adjoints (CKPT_UNTAPE), and the segments cover the first
+ * n - tail steps. Those are the free forward sweep's best: every step but
+ * the tail is taped once more, and a longer tail does not fit the rows
+ * (tests/unit/binomial.c checks each tail length). */
 int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len);
-int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k); /* the advances: the sum of the segments' costs */
+int64_t ckpt_sweep_tail(int64_t n, int64_t ktape);
+int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k, int64_t tail); /* the advances: the sum of the segments' costs */
 /* On entry the saves are made and no state is current. */
-void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx);
+void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, CkptEmit emit, void *ctx);
 /* A revolve's schedule, the sweep's (Op.swept) or binomial's: what the
  * runtime drives, the stream pass replays and --schedule-json lists. */
-void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, CkptEmit emit, void *ctx);
+void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, CkptEmit emit, void *ctx);
+int64_t ckpt_revolve_tail(const Op *revolve); /* the steps its forward loop tapes: with a tape of rows, min(n, ktape) */
 
 /* The copies between device and host a schedule makes when its lowest
  * nhost slots live in host memory and pass through one staging row on the

@@ -24,6 +24,7 @@ typedef struct {
 	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy;
 	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
 	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
+	int norow;                 /* a forward loop's row index outside its tail: its stores do not run */
 } Host;
 
 static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
@@ -256,7 +257,7 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 	Program *p = g->p;
 	Op *v = op->sweep;
 	int64_t *len = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + 1));
-	int64_t k = ckpt_sweep_segments(v->trip, v->nsnap, ckpt_revolve_k(v), len);
+	int64_t k = ckpt_sweep_segments(v->trip - ckpt_revolve_tail(v), v->nsnap, ckpt_revolve_k(v), len);
 	LLVMValueRef *starts = ar_alloc(sizeof(LLVMValueRef) * (size_t)(k + 1));
 	for (int64_t i = 0, at = 0; i <= k; i++) {
 		starts[i] = cg_i64(g, i < k ? at : INT64_MAX);
@@ -297,30 +298,32 @@ static void copy_yields(Host *h, Op *op, const int *yields)
 	}
 }
 
-static void lower_loop(Host *h, Op *op)
+/* Iterations [from, to) of op; with save_next the sweep's saves, with rows
+ * the stores into the revolve's rows at row t - from. */
+static void lower_iters(Host *h, Op *op, int64_t from, int64_t to, LLVMValueRef save_next, bool rows)
 {
 	Cg *g = h->g;
-	Program *p = g->p;
-	for (int k = 0; k < op->ncarry; k++)
-		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	bool sweep = op->sweep && h->step;
-	LLVMValueRef save_next = NULL;
-	if (sweep) {
-		save_next = LLVMBuildAlloca(g->b, g->i64, "sweep_next");
-		LLVMBuildStore(g->b, cg_i64(g, 0), save_next);
-	}
+	if (from >= to)
+		return;
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "iter");
 	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "after");
 	LLVMBuildBr(g->b, body);
 	LLVMPositionBuilderAtEnd(g->b, body);
 	LLVMValueRef t = LLVMBuildPhi(g->b, g->i64, "t");
-	LLVMValueRef zero = cg_i64(g, 0);
-	LLVMAddIncoming(t, &zero, &pre, 1);
+	LLVMValueRef first = cg_i64(g, from);
+	LLVMAddIncoming(t, &first, &pre, 1);
 	h->index[op->ivar] = op->reverse ? LLVMBuildSub(g->b, cg_i64(g, op->lo + op->trip - 1), t, "")
 	                                 : LLVMBuildAdd(g->b, cg_i64(g, op->lo), t, "");
 	vec_push(h->scoped, op->ivar);
-	if (sweep)
+	int norow = h->norow;
+	if (ir_loop_tail(op) && rows) {
+		h->index[op->irow] = LLVMBuildSub(g->b, t, first, "");
+		vec_push(h->scoped, op->irow);
+	} else if (ir_loop_tail(op)) {
+		h->norow = op->irow;
+	}
+	if (save_next)
 		sweep_saves(h, op, t, save_next);
 	lower_block(h, &op->body, 0, op->body.len);
 	copy_yields(h, op, op->cyield);
@@ -331,10 +334,35 @@ static void lower_loop(Host *h, Op *op)
 	LLVMValueRef next = LLVMBuildAdd(g->b, t, cg_i64(g, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(t, &next, &latch, 1);
-	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, op->trip), ""), body, exit);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, to), ""), body, exit);
 	LLVMPositionBuilderAtEnd(g->b, exit);
-	h->index[op->ivar] = NULL; /* scoped to the body: a later part (split_block) must not take it */
+	/* scoped to the body: a later part (split_block) must not take them */
+	h->index[op->ivar] = NULL;
 	h->scoped->len--;
+	if (ir_loop_tail(op) && rows) {
+		h->index[op->irow] = NULL;
+		h->scoped->len--;
+	}
+	h->norow = norow;
+}
+
+/* A loop; in dp_step a forward loop of the sweep schedule saves its
+ * segments' starts, and with rows tapes its last steps into them. */
+static void lower_loop(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	for (int k = 0; k < op->ncarry; k++)
+		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	bool sweep = op->sweep && h->step;
+	int64_t tail = sweep ? ir_loop_tail(op) : 0;
+	LLVMValueRef save_next = NULL;
+	if (sweep && tail < op->trip) {
+		save_next = LLVMBuildAlloca(g->b, g->i64, "sweep_next");
+		LLVMBuildStore(g->b, cg_i64(g, 0), save_next);
+	}
+	lower_iters(h, op, 0, op->trip - tail, save_next, false);
+	lower_iters(h, op, op->trip - tail, op->trip, NULL, true);
 }
 
 static void begin(Host *h, LLVMValueRef fn);
@@ -541,7 +569,7 @@ static void lower_op(Host *h, Op *op)
 			copy(h, addr(h, op->in[0]), addr(h, op->in[1]), ir_bytes(p, ir_vtype(p, op->in[0])));
 		return;
 	case OP_STORE_SLICE: {
-		if (coalesced(p, op->in[2], op->in[0], op->in[1]))
+		if (op->in[1] == h->norow || coalesced(p, op->in[2], op->in[0], op->in[1]))
 			return;
 		Type t = ir_vtype(p, op->in[2]);
 		LLVMValueRef dst = LLVMBuildAdd(g->b, addr(h, op->in[0]), LLVMBuildMul(g->b, h->index[op->in[1]], cg_i64(g, ir_bytes(p, t)), ""), "");
@@ -691,7 +719,11 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 
 /* Host code of an op, counted in ops: a loop's body is emitted inline. */
 static int64_t block_weight(Block *b, int from, int to);
-static int64_t op_weight(Op *op) { return 1 + (op->kind == OP_LOOP ? block_weight(&op->body, 0, op->body.len) : 0); }
+static int64_t op_weight(Op *op)
+{
+	/* a forward loop with a tail is emitted twice (lower_loop) */
+	return 1 + (op->kind == OP_LOOP ? (1 + !!ir_loop_tail(op)) * block_weight(&op->body, 0, op->body.len) : 0);
+}
 
 static int64_t block_weight(Block *b, int from, int to)
 {
@@ -781,6 +813,7 @@ static void begin(Host *h, LLVMValueRef fn)
 {
 	Cg *g = h->g;
 	h->fn = fn;
+	h->norow = -1;
 	h->index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(g->p->values.len + 1));
 	h->scoped = ar_alloc(sizeof *h->scoped);
 	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));

@@ -274,7 +274,10 @@ struct Op {
 	Block body;
 	int counter;      /* OP_LOOP: runtime counter (RT_COUNT_*) bumped once per iteration, or -1 */
 	Op *primal;       /* an adjoint OP_LOOP: the forward loop it reverses */
-	Op *sweep;        /* a forward OP_LOOP: the OP_REVOLVE whose snapshots it saves (the sweep schedule) */
+	Op *sweep;        /* a forward OP_LOOP: the OP_REVOLVE whose snapshots it saves (the sweep schedule);
+	                   * when that revolve has a tape of rows, the loop keeps its stores into them,
+	                   * indexed by irow: in dp_step's last ir_loop_tail() iterations only, at
+	                   * irow = t - (trip - tail), and the revolve starts with their adjoints */
 	bool recomputed;  /* in a reverse loop's body: a copy of a forward op, computed again from the carried state */
 	/* OP_REVOLVE: reverses the loop lo..lo+trip-1 with nsnap snapshot slots.
 	 * carg holds the current state, in[k] its initial value; `body` advances
@@ -414,6 +417,13 @@ static inline bool ir_is_stage_store(const Program *p, const Op *op)
 	return op->kind == OP_STORE_SLICE && p->values.data[op->in[0]].vclass == VC_STAGE;
 }
 static inline Type ir_vtype(Program *p, int v) { return p->values.data[v].type; }
+/* the last iterations of a forward loop that tape into its revolve's rows (Op.sweep), or 0 */
+static inline int64_t ir_loop_tail(const Op *loop)
+{
+	if (loop->kind != OP_LOOP || !loop->sweep || !loop->sweep->ktape)
+		return 0;
+	return loop->sweep->ktape < loop->trip ? loop->sweep->ktape : loop->trip;
+}
 static inline bool ir_is_real(DType dt) { return dt <= DT_F64; }
 /* bytes of one element: 2, 4 or 8; 0 for DT_INDEX */
 int ir_dt_bytes(DType dt);

@@ -157,6 +157,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 				fprintf(f, "%s%s = %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]));
 			fputs(")", f);
 		}
+		if (ir_loop_tail(op))
+			fprintf(f, " taping its last %lld into row %s", (long long)ir_loop_tail(op), ir_value_name(p, op->irow));
 		if (op->role)
 			fprintf(f, "  # %s", op->role);
 		fputs(" {\n", f);

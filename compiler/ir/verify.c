@@ -58,6 +58,11 @@ static unsigned char *check_carried(Check *c, Op *op)
 	def(c, op, op->ivar);
 	if (ir_vtype(p, op->ivar).dt != DT_INDEX)
 		BAD(c, op, "loop variable is not an index");
+	if (ir_loop_tail(op)) {
+		def(c, op, op->irow);
+		if (ir_vtype(p, op->irow).dt != DT_INDEX)
+			BAD(c, op, "tape row is not an index");
+	}
 	for (int k = 0; k < op->ncarry; k++) {
 		def(c, op, op->carg[k]);
 		if (!ir_type_eq(ir_vtype(p, op->carg[k]), ir_vtype(p, op->in[k])))

@@ -65,7 +65,7 @@ static void number(Live *L, Block *b)
 			L->defpos[op->ivar] = at;
 			if (op->kind == OP_REVOLVE)
 				L->defpos[op->ivar2] = at;
-			if (op->kind == OP_REVOLVE && op->ktape)
+			if ((op->kind == OP_REVOLVE && op->ktape) || ir_loop_tail(op))
 				L->defpos[op->irow] = at;
 			for (int k = 0; k < op->ncarry; k++)
 				L->defpos[op->carg[k]] = at;
@@ -220,22 +220,23 @@ static void coalesce_yields(Program *p, Op *op, Block *b, const int *yields, con
 	}
 }
 
-static void coalesce_block(Program *p, Block *b, const int *uses)
+/* norow: a forward loop's row index; its stores run in some iterations only */
+static void coalesce_block(Program *p, Block *b, const int *uses, int norow)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		if (op->kind == OP_ASSIGN)
 			coalesce(p, b, i, op->in[1], op->in[0], -1, uses);
-		if (op->kind == OP_STORE_SLICE)
+		if (op->kind == OP_STORE_SLICE && op->in[1] != norow)
 			coalesce(p, b, i, op->in[2], op->in[0], op->in[1], uses);
 		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
 			continue;
 		coalesce_yields(p, op, &op->body, op->cyield, uses);
 		if (op->body3.len)
 			coalesce_yields(p, op, &op->body3, op->cyield3, uses);
-		coalesce_block(p, &op->body, uses);
-		coalesce_block(p, &op->body2, uses);
-		coalesce_block(p, &op->body3, uses);
+		coalesce_block(p, &op->body, uses, ir_loop_tail(op) ? op->irow : -1);
+		coalesce_block(p, &op->body2, uses, -1);
+		coalesce_block(p, &op->body3, uses, -1);
 	}
 }
 
@@ -564,7 +565,7 @@ static void plan(Program *p)
 	p->plan_inputs = at - mark, mark = at;
 	/* tapes and snapshots that something still reads or writes */
 	int *used = ir_count_uses(p);
-	coalesce_block(p, &p->body, used);
+	coalesce_block(p, &p->body, used, -1);
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);

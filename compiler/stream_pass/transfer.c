@@ -300,12 +300,12 @@ static void sim_action(void *ctx, CkptAction a, int64_t step, int64_t to, int sl
 			sim_body(s, &s->rev->body, s->rev->lo + i);
 	if (a == CKPT_TAPED && !s->rev->ktape)
 		sim_body(s, &s->rev->body2, s->rev->lo + step);
-	if (a == CKPT_TAPED && s->rev->ktape) {
+	if (a == CKPT_TAPED && s->rev->ktape)
 		for (int64_t i = step; i < to; i++)
 			sim_body(s, &s->rev->body3, s->rev->lo + i);
+	if ((a == CKPT_TAPED && s->rev->ktape) || a == CKPT_UNTAPE)
 		for (int64_t i = to - 1; i >= step; i--)
 			sim_body(s, &s->rev->body2, s->rev->lo + i);
-	}
 }
 
 static bool has_transfers(Block *b)
@@ -343,7 +343,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
 		if (op->kind == OP_REVOLVE) {
 			s.rev = op;
-			ckpt_schedule(op->trip, op->nsnap, ckpt_revolve_k(op), op->swept, sim_action, &s);
+			ckpt_schedule(op->trip, op->nsnap, ckpt_revolve_k(op), op->swept, ckpt_revolve_tail(op), sim_action, &s);
 		}
 	}
 	h2d_bytes[1] = s.h2d;

@@ -33,25 +33,35 @@ def segments(n, s, k=1):
     return [m for m in lens if m]
 def sweep(n, s, k=1):
     return sum(advances(m, s - i, k) for i, m in enumerate(segments(n, s, k)))
+def rows(n, s, k):
+    # a tape of k rows: the forward loop tapes the last min(n, k) steps, the sweep reverses the
+    # rest, and every step but those is taped once more
+    tail = min(n, k)
+    return sweep(n - tail, s, k) + n - tail
 PY
-predicted() { # FILE.dp SNAPSHOTS STEPS [auto]: recomputed steps of STEPS training steps
+predicted() { # FILE.dp SNAPSHOTS STEPS [auto SCHEDULE.json]: recomputed steps of STEPS training steps
 	"$DPC" --emit=ir "$1" | PYTHONPATH="$o" python3 -c "
-import math, re, sys
-from counts import advances, sweep
+import json, math, re, sys
+from counts import advances, sweep, rows
 s, steps, auto, total = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == 'auto', 0
 ir = sys.stdin.read()
-for lo, hi, body in re.findall(r'^loop \S+ in (\d+)\.\.(\d+).*\n((?:  .*\n)*)', ir, re.M):
+planned = json.load(open(sys.argv[4]))['loops'] if auto else []
+for i, (lo, hi, body) in enumerate(re.findall(r'^loop \S+ in (\d+)\.\.(\d+).*\n((?:  .*\n)*)', ir, re.M)):
     n = int(hi) - int(lo)
     k = min(s if s else math.ceil(math.sqrt(n)) + 1, n)
     if not auto:
         total += advances(n, k)
     elif 'loop ' in body:
         total += sweep(n, k)  # loops inside: recomputed taped steps, the sweep's advances
+    elif s:
+        # a tape of rows: with --snapshots s, enough that nothing advances, n / (s + 1) rounded up
+        total += rows(n, k, -(-n // (k + 1)))
     else:
-        # a tape of rows: without a budget, enough that nothing advances (with --snapshots s, n / s
-        # rounded up); every step is taped once more
-        total += (sweep(n, k, -(-n // k)) if s else 0) + n
-print(total * steps)" "$2" "$3" "${4:-binomial}"
+        # without: the least memory in which nothing advances; the rows are the plan's choice
+        kk = planned[i]['tape_rows']
+        assert planned[i]['n'] == n and planned[i]['s'] * kk >= n - kk, planned[i]
+        total += rows(n, planned[i]['s'], kk)
+print(total * steps)" "$2" "$3" "${4:-binomial}" "${5:-}"
 }
 for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
 	name=$(basename "$dp" .dp)
@@ -69,12 +79,12 @@ for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
 				label="auto $label"
 				exe="$o/$name.a$s"
 			fi
-			if ! "$DPC" --precision $prec --checkpoint $mode $flag "$dp" -o "$exe" >"$exe.log" 2>&1 ||
+			if ! "$DPC" --precision $prec --checkpoint $mode $flag "$dp" -o "$exe" --schedule-json "$exe.sched.json" >"$exe.log" 2>&1 ||
 				! "$exe" --steps 2 --quiet --dump-grads "$exe.st" --save "$exe.p" --summary-json "$exe.json" >>"$exe.log" 2>&1; then
 				notok "ckpt/$name $prec $label: run" "$exe.log"
 				continue
 			fi
-			want=$(predicted "$dp" $s 2 $mode)
+			want=$(predicted "$dp" $s 2 $mode "$exe.sched.json")
 			got=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['recomputed_steps'])" "$exe.json")
 			if cmp -s "$o/$name.none.st" "$exe.st" && cmp -s "$o/$name.none.p" "$exe.p" && [ "$got" = "$want" ]; then
 				ok "ckpt/$name $prec $label: gradients and parameters bitwise identical, $got recomputed steps"
@@ -136,10 +146,13 @@ assert loop["schedule"] == "sweep", loop["schedule"]
 k = loop["tape_rows"]
 assert 1 < k < n, k
 adv = sum(a[2] - a[1] for a in loop["actions"] if a[0] == "advance")
-taped = [i for a in loop["actions"] if a[0] == "taped" for i in range(a[2] - 1, a[1] - 1, -1)]
-assert all(a[2] - a[1] <= k for a in loop["actions"] if a[0] == "taped"), loop["actions"]
-assert adv + n == loop["recomputed_steps"] and taped == list(range(n - 1, -1, -1)), (adv, taped)
-assert max(a[3] for a in loop["actions"]) < s and loop["actions"][0][0] == "restore", loop["actions"][:2]
+taped = [i for a in loop["actions"] if a[0] in ("taped", "untape") for i in range(a[2] - 1, a[1] - 1, -1)]
+assert all(a[2] - a[1] <= k for a in loop["actions"] if a[0] in ("taped", "untape")), loop["actions"]
+# first the adjoints of the last k steps, which the forward loop taped; then the segments
+assert loop["actions"][0] == ["untape", n - k, n, -1], loop["actions"][0]
+assert [a[0] for a in loop["actions"]].count("untape") == 1
+assert adv + n - k == loop["recomputed_steps"] and taped == list(range(n - 1, -1, -1)), (adv, taped)
+assert max(a[3] for a in loop["actions"]) < s and loop["actions"][1][0] == "restore", loop["actions"][:2]
 PY
 then
 	ok "ckpt/schedule-json-sweep: the action list, taped actions of up to k steps, adds up to the count"
@@ -223,7 +236,7 @@ for budget in 5000000 4800000 4700000; do
 done
 if [ $rows_ok = 1 ] && PYTHONPATH="$o" python3 - "$ar" >>"$ar.log" 2>&1 <<'PY'
 import json, sys
-from counts import sweep
+from counts import rows
 ar = sys.argv[1]
 runs = {b: (json.load(open(f"{ar}.{b}.json")), json.load(open(f"{ar}.{b}.run.json"))) for b in (5000000, 4800000, 4700000)}
 # the rows' sizes and the plan without them, from the largest budget's plan (rows there)
@@ -240,10 +253,10 @@ for budget, (plan, run) in runs.items():
     assert run["recomputed_steps"] == 2 * loop["recomputed_steps"], (loop, run["recomputed_steps"])
     assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (plan, run)
     assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
-    fits = [sweep(n, a, b) + n for a in range(1, n + 1) for b in range(1, n + 1) if base + (a - 1) * S + (b - 1) * T <= budget]
+    fits = [rows(n, a, b) for a in range(1, n + 1) for b in range(1, n + 1) if base + (a - 1) * S + (b - 1) * T <= budget]
     best = min(fits) if fits else None
     if k:
-        assert loop["recomputed_steps"] == sweep(n, s, k) + n == best, (s, k, loop["recomputed_steps"], best)
+        assert loop["recomputed_steps"] == rows(n, s, k) == best, (s, k, loop["recomputed_steps"], best)
         out.append(f"{budget}: s {s}, {k} rows, {best} steps")
     else:
         assert best is None or plan["recomputed_flops"] <= best * per, (plan["recomputed_flops"], best * per)

@@ -69,11 +69,11 @@ static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 	Replay *r = ctx;
 	if (r->error)
 		return;
-	if (slot < 0 || slot >= r->s) {
+	if (a != CKPT_UNTAPE && (slot < 0 || slot >= r->s)) {
 		r->error = "slot out of range";
 		return;
 	}
-	if (slot > r->max_slot)
+	if (a != CKPT_UNTAPE && slot > r->max_slot)
 		r->max_slot = slot;
 	switch (a) {
 	case CKPT_ADVANCE:
@@ -102,6 +102,12 @@ static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 			r->error = "taped steps out of order, from the wrong state or more than k";
 		r->next_taped = step - 1;
 		r->current = -1; /* the taped steps run on, and their adjoints leave no state current */
+		break;
+	case CKPT_UNTAPE:
+		/* the forward loop's tail: first, at the end, at most k steps */
+		if (r->next_taped != r->n - 1 || to != r->n || to <= step || to - step > r->k || r->advances)
+			r->error = "forward-taped steps not the first action, not the last steps or more than k";
+		r->next_taped = step - 1;
 		break;
 	}
 }
@@ -151,14 +157,17 @@ static void run(int64_t n, int s, int64_t k, bool against_brute)
 	free(r.held);
 }
 
-/* The sweep schedule: the forward sweep's saves made, no state current;
- * valid, every step taped once in reverse, its advances as counted, and
- * against the brute-force optimum with free sweep saves. */
-static void run_sweep(int64_t n, int s, int64_t k, bool against_brute)
+/* The sweep schedule: the forward sweep's saves made, and with a tail its
+ * last steps taped, no state current; valid, every step taped once in
+ * reverse, its advances as counted, and against the brute-force optimum
+ * with free sweep saves. With the forward loop taping its last j <= k steps
+ * a schedule recomputes (n - j) + best_sweep(n - j) steps: the tail
+ * min(n, k) must be the best j. */
+static void run_sweep(int64_t n, int s, int64_t k, int64_t tail, bool against_brute)
 {
 	Replay r = {n, s, k, -1, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
 	            calloc((size_t)s + 1, sizeof(int64_t)), calloc((size_t)s + 1, sizeof(int64_t))};
-	int64_t *len = calloc((size_t)s, sizeof(int64_t)), used = ckpt_sweep_segments(n, s, k, len), at = 0, total = 0;
+	int64_t *len = calloc((size_t)s, sizeof(int64_t)), used = ckpt_sweep_segments(n - tail, s, k, len), at = 0, total = 0;
 	for (int i = 0; i < s; i++)
 		r.slot_state[i] = -1;
 	for (int64_t i = 0; i < used; i++) {
@@ -166,14 +175,19 @@ static void run_sweep(int64_t n, int s, int64_t k, bool against_brute)
 		at += len[i];
 		total += len[i] >= 1;
 	}
-	ckpt_sweep_schedule(n, s, k, replay, &r);
-	char what[240];
-	snprintf(what, sizeof what, "sweep n=%lld s=%d k=%lld: %s, %lld segments over %lld steps, %lld advances, counted %lld, optimum %lld",
-	         (long long)n, s, (long long)k, r.error ? r.error : "valid", (long long)used, (long long)at, (long long)r.advances,
-	         (long long)ckpt_sweep_cost(n, s, k), against_brute ? (long long)best_sweep[k][n][s] : -1LL);
-	check(!r.error && r.next_taped == -1 && at == n && total == used && r.advances == ckpt_sweep_cost(n, s, k), what);
+	ckpt_sweep_schedule(n, s, k, tail, replay, &r);
+	int64_t best = INT64_MAX, cost = ckpt_sweep_cost(n, s, k, tail);
+	for (int64_t j = 0; against_brute && j <= (tail ? k : 0) && j <= n; j++) {
+		int64_t c = n - j + (j < n ? best_sweep[k][n - j][s] : 0);
+		best = c < best ? c : best;
+	}
+	char what[260];
+	snprintf(what, sizeof what, "sweep n=%lld s=%d k=%lld tail=%lld: %s, %lld segments over %lld steps, %lld advances, "
+	         "counted %lld, optimum %lld", (long long)n, s, (long long)k, (long long)tail, r.error ? r.error : "valid",
+	         (long long)used, (long long)at, (long long)r.advances, (long long)cost, against_brute ? (long long)best : -1LL);
+	check(!r.error && r.next_taped == -1 && at == n - tail && total == used && r.advances == cost, what);
 	if (against_brute)
-		check(best_sweep[k][n][s] == ckpt_sweep_cost(n, s, k), what);
+		check(best == cost + n - tail, what);
 	free(len);
 	free(r.slot_state);
 	free(r.hsave);
@@ -188,10 +202,12 @@ int main(void)
 		for (int s = 1; s <= SMAX; s++)
 			for (int n = 1; n <= NMAX; n++) {
 				run(n, s, k, true);
-				run_sweep(n, s, k, true);
+				run_sweep(n, s, k, 0, true);
+				run_sweep(n, s, k, ckpt_sweep_tail(n, k), true);
 			}
 	if (!fail)
-		printf("ok - binomial: schedules (and sweep schedules) valid and optimal with taped actions of up to k steps, "
+		printf("ok - binomial: schedules (and sweep schedules, with and without a forward-taped tail) valid and optimal with "
+		       "taped actions of up to k steps, "
 		       "and host-slot copies as counted, for n <= %d, s <= %d, k <= %d (%d checks)\n", NMAX, SMAX, KMAX, pass);
 	int before = pass, failed = fail;
 	static const int64_t big[] = {1000, 10000, 100000, 1000000};
@@ -199,7 +215,8 @@ int main(void)
 	for (size_t i = 0; i < sizeof big / sizeof *big; i++)
 		for (size_t j = 0; j < sizeof slots / sizeof *slots; j++)
 			for (int64_t k = 1; k <= 64; k *= 8)
-				run(big[i], slots[j], k, false), run_sweep(big[i], slots[j], k, false);
+				run(big[i], slots[j], k, false), run_sweep(big[i], slots[j], k, 0, false),
+					run_sweep(big[i], slots[j], k, k, false);
 	if (fail == failed)
 		printf("ok - binomial: generated schedules for n up to 10^6 match r n - k C(s + r, r - 1) (sweep schedules their "
 		       "segments' sum), host-slot copies as counted (%d checks)\n", pass - before);
