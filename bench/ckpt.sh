@@ -3,8 +3,9 @@
 # MLP at L = 1024 (H = B = 1024, fp32, SGD), time overhead of binomial
 # checkpointing with 33 snapshots against store-everything, beside PyTorch's
 # checkpoint_sequential at sqrt(L) = 32 segments against its own plain run;
-# --checkpoint auto with 33 snapshots (the sweep schedule, taped actions of
-# up to 32 steps from a tape of 32 rows) beside them;
+# --checkpoint auto with 32 snapshots (the sweep schedule, taped actions of
+# up to 32 steps from a tape of 32 rows, the last 32 steps taped by the
+# forward loop: PyTorch's count and memory) beside them;
 # then binomial with 64, 128 and 256 snapshots, to compare at the device
 # memory PyTorch's checkpointed run took.
 set -u
@@ -33,7 +34,7 @@ $B/resmlp_1024_auto.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/au
 python3 - "$t_none" /tmp/auto.json <<'PY'
 import json, sys
 t0, j = float(sys.argv[1]), json.load(open(sys.argv[2]))
-print(f"dpc auto s=33 k=32 (the sweep's snapshots, 32-step taped actions): {j['ms_per_step']:.1f} ms, overhead {j['ms_per_step'] / t0:.2f}x, "
+print(f"dpc auto s=32 k=32 (the sweep's snapshots, 32-step taped actions): {j['ms_per_step']:.1f} ms, overhead {j['ms_per_step'] / t0:.2f}x, "
       f"peak {j['peak_device_bytes'] / 2**20:.0f} MiB, recomputed {j['recomputed_steps']} steps, {j['recomputed_fraction']:.3f} of a forward in FLOPs")
 PY
 for n in 64 128 256; do

@@ -26,7 +26,7 @@ build)
 	for s in 64 128 256; do
 		bin/dpc --target cuda -D L=1024 --checkpoint binomial --snapshots $s bench/resmlp_big.dp -o $B/resmlp_1024_binomial$s.cuda || exit 1
 	done
-	bin/dpc --target cuda -D L=1024 --checkpoint auto --snapshots 33 bench/resmlp_big.dp -o $B/resmlp_1024_auto.cuda || exit 1
+	bin/dpc --target cuda -D L=1024 --checkpoint auto --snapshots 32 bench/resmlp_big.dp -o $B/resmlp_1024_auto.cuda || exit 1
 	bash bench/tradeoff.sh build || exit 1
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
