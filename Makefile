@@ -66,6 +66,9 @@ $(O)runtime/libdprt_cuda.a: $(B)/runtime/gpu/device.o
 $(B)/irgrad: tests/unit/irgrad.c $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/irgrad.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
+$(B)/graph: tests/unit/graph.c $(B)/libdpc.a
+	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/graph.c $(B)/libdpc.a $(LLVM_LIBS) -lm
+
 $(B)/binomial: tests/unit/binomial.c $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
@@ -76,14 +79,14 @@ deps:
 		libopenblas-dev python3
 
 # The test suite: ends with "N passed, N failed".
-test: all $(B)/irgrad $(B)/binomial
+test: all $(B)/irgrad $(B)/binomial $(B)/graph
 	@bash tests/run.sh
 
 # The whole suite again with the compiler, the runtime and every executable
 # it links built with AddressSanitizer and UndefinedBehaviorSanitizer.
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 test-sanitize:
-	@$(MAKE) -s O=build/san/ CFLAGS='-O1 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial
+	@$(MAKE) -s O=build/san/ CFLAGS='-O1 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph
 	@DPC_BUILD=$(CURDIR)/build/san CC='$(CC) $(SAN_FLAGS)' TEST_OUT=$(CURDIR)/tests/out-san \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
 
@@ -112,7 +115,7 @@ fuzz: fuzz-build
 
 # What CI runs: the suite, the fuzzers, the suite under sanitizers; the last
 # line sums all three.
-check: all $(B)/irgrad $(B)/binomial
+check: all $(B)/irgrad $(B)/binomial $(B)/graph
 	@bash tests/check.sh
 
 # Compile the default sample and train it: shows the plan and the training run.

@@ -65,6 +65,7 @@ typedef void (*RtKernelFn)(const uint64_t *args, int64_t begin, int64_t end);
 enum {
 	RT_COUNT_FORWARD = 0,   /* a loop body computed in a forward sweep */
 	RT_COUNT_RECOMPUTED = 1,/* a loop body computed again to rebuild state */
+	RT_COUNT_FLOPS = 2,     /* FLOPs of straight-line ops computed again in the adjoint */
 };
 
 uint64_t rt_base(RtCtx *c);

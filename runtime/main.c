@@ -68,7 +68,13 @@ void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 		rt_prof_end(c);
 }
 
-void rt_count(RtCtx *c, int counter, int64_t n) { c->n.steps[counter & 1] += n; }
+void rt_count(RtCtx *c, int counter, int64_t n)
+{
+	if (counter == RT_COUNT_FLOPS)
+		c->n.recomputed_flops += n;
+	else
+		c->n.steps[counter & 1] += n;
+}
 uint64_t rt_key(RtCtx *c) { return dp_step_key(c->seed, (uint64_t)c->step); }
 uint64_t rt_training(RtCtx *c) { return !c->eval; }
 

@@ -421,6 +421,13 @@ static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
  * host memory: the device's rows then hold the highest slots and the staging
  * row. Loops over 2^28 steps keep theirs on the device: counting their copies
  * would take too long. */
+/* the plan the budget is measured by: streaming when it must or will */
+static int64_t (*budget_plan(Program *p, const CkptOptions *o))(Program *)
+{
+	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > o->device_mem);
+	return streams ? stream_min_plan : stream_plan;
+}
+
 static void place_snapshots(Program *p, const CkptOptions *o)
 {
 	int64_t budget = o->device_mem;
@@ -428,7 +435,7 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 	for (int i = 0; i < p->body.len; i++)
 		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
 	set_snapshots(p, 0);
-	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > budget);
+	bool streams = budget_plan(p, o) == stream_min_plan;
 	bool tapes = false;
 	for (int i = 0; i < p->body.len; i++)
 		tapes |= p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape;
@@ -478,6 +485,9 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		}
 		if (o->device_mem)
 			place_snapshots(p, o);
+		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
+		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
+			place_snapshots(p, o);
 		for (int i = p->nforward; i < p->body.len && !o->device_mem; i++)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
 				least_rows(p, p->body.ops[i], o);
@@ -525,7 +535,7 @@ int64_t ckpt_recomputed_flops(Program *p)
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
 			flops = sat_add(flops, revolve_flops(p, p->body.ops[i]));
-	return flops;
+	return sat_add(flops, ir_recomputed_flops(p, &p->body));
 }
 
 /* ---- --emit=schedule and --schedule-json ---- */
@@ -603,9 +613,11 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		nloops++;
 	}
 	int64_t total = p->arena_bytes;
+	rec_flops = sat_add(rec_flops, ir_recomputed_flops(p, &p->body));
 	if (json) {
-		fprintf(f, "%s],\n  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", nloops ? "\n  " : "",
-		        (long long)fwd, (long long)rec);
+		fprintf(f, "%s],\n", nloops ? "\n  " : "");
+		ckpt_graph_print(f, p, true);
+		fprintf(f, "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", (long long)fwd, (long long)rec);
 		fprintf(f, "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n",
 		        (long long)fwd_flops, (long long)rec_flops, fwd_flops ? (double)rec_flops / (double)fwd_flops : 0.0);
 		fprintf(f, "  \"optimizer\": \"%s\",\n", p->optimizer == OPT_ADAM ? "adam" : "sgd");
@@ -624,6 +636,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		        (long long)total);
 		return;
 	}
+	ckpt_graph_print(f, p, false);
 	fprintf(f, "per training step: forward steps %lld, recomputed steps %lld; forward FLOPs %lld, recomputed FLOPs %lld "
 	        "(%.4g of one forward)\n", (long long)fwd, (long long)rec, (long long)fwd_flops, (long long)rec_flops,
 	        fwd_flops ? (double)rec_flops / (double)fwd_flops : 0.0);

@@ -44,6 +44,21 @@ int64_t ckpt_revolve_k(const Op *revolve); /* the steps its taped actions span a
 /* what a training step recomputes of the program's loops, in FLOPs (saturating) */
 int64_t ckpt_recomputed_flops(Program *p);
 
+/* Straight-line code (graph.c): the forward values that only the top level
+ * of the adjoint reads, which it may compute again instead of keeping
+ * (writes up to max of them to out); the plan's bytes with those in drop[]
+ * recomputed, and the FLOPs that costs; the `most` largest candidates
+ * (most <= 12); and the fit: among every subset of those, the one that fits
+ * the budget with the fewest recomputed FLOPs, applied to p, returning its
+ * FLOPs. Without a fit the subset with the smallest plan is applied, for
+ * the plan's error. */
+int ckpt_graph_candidates(Program *p, int *out, int max);
+int ckpt_graph_largest(Program *p, int *out, int most);
+int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Program *), int64_t *flops);
+int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
+/* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */
+void ckpt_graph_print(FILE *f, Program *p, bool json);
+
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */
 	CKPT_SAVE,     /* copy the state at `step` into `slot` */

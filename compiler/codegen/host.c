@@ -691,6 +691,7 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 	Vec(Op *) absorbed = {0};
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
+		int first = i;
 		bool skip = false;
 		for (int k = 0; k < absorbed.len; k++)
 			skip |= absorbed.data[k] == op;
@@ -712,6 +713,14 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			i += lower_fused(h, b, i, to) - 1;
 		} else {
 			lower_op(h, op);
+		}
+		/* straight-line ops the adjoint computes again (ckpt_graph_fit): counted as the plan counts them */
+		int64_t again = 0;
+		for (int j = b == &h->g->p->body ? first : i + 1; j <= i; j++)
+			again += b->ops[j]->recomputed ? ir_op_flops(h->g->p, b->ops[j]) : 0;
+		if (again) {
+			LLVMValueRef args[3] = {h->ctx, LLVMConstInt(h->g->i32, RT_COUNT_FLOPS, 0), cg_i64(h->g, again)};
+			call(h, h->t_count, h->f_count, args, 3);
 		}
 	}
 }

@@ -315,4 +315,44 @@ then
 else
 	notok "ckpt/device-mem" "$o/b.log"
 fi
+# straight-line code under a budget below store-everything's (the default auto): the adjoint
+# computes some values again; gradients bitwise as store-everything's, peak within the budget,
+# recomputed FLOPs measured as planned and equal to the listed ops' cost; below the least plan
+# the error names a budget that then compiles
+for g in graph graph_skip; do
+	gl="$o/$g.log" gd="$o/$g"
+	"$DPC" --target cpu --schedule-json "$gd.none.json" tests/ckpt/$g.dp -o "$gd.none" >"$gl" 2>&1 &&
+		"$gd.none" --steps 2 --quiet --dump-grads "$gd.none.g" >>"$gl" 2>&1 || { notok "ckpt/$g: store-everything" "$gl"; continue; }
+	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$gd.none.json")
+	g_ok=1 cut=0
+	for budget in $((full - 1)) $((full * 95 / 100)) $((full * 9 / 10)); do
+		if "$DPC" --target cpu --device-mem $budget --stream none --schedule-json "$gd.$budget.json" tests/ckpt/$g.dp \
+			-o "$gd.$budget" >>"$gl" 2>&1; then
+			"$gd.$budget" --steps 2 --quiet --dump-grads "$gd.$budget.g" --summary-json "$gd.$budget.run.json" >>"$gl" 2>&1 &&
+				cmp "$gd.none.g" "$gd.$budget.g" >>"$gl" 2>&1 &&
+				python3 - "$gd.$budget.json" "$gd.$budget.run.json" $budget >>"$gl" 2>&1 <<'PY' || g_ok=0
+import json, sys
+plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+sl = plan["straight_line"]
+assert sl["recomputed"] and sl["recomputed_flops"] == plan["recomputed_flops"] > 0, sl
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+print(f"{budget}: {len(sl['recomputed'])} ops again")
+PY
+			cut=$((cut + 1))
+		elif grep -q "more than --device-mem" "$gl"; then
+			# below the least plan: the error's smallest budget must compile
+			need=$(sed -n 's/.*needs [^(]*(\([0-9]*\) bytes).*/\1/p' "$gl" | tail -1)
+			"$DPC" --target cpu --device-mem "$need" --stream none tests/ckpt/$g.dp -o "$gd.need" >>"$gl" 2>&1 || g_ok=0
+			echo "$budget: refused, needs $need" >>"$gl"
+		else
+			g_ok=0
+		fi
+	done
+	if [ $g_ok = 1 ] && [ $cut -ge 1 ]; then
+		ok "ckpt/$g: straight-line recomputation under $cut budgets, gradients bitwise ($(grep -E '^[0-9]+: ' "$gl" | tr '\n' ';'))"
+	else
+		notok "ckpt/$g" "$gl"
+	fi
+done
 finish

@@ -40,4 +40,11 @@ if "$DPC_BUILD/build/binomial" >"$TEST_OUT/binomial.log" 2>&1; then
 else
 	notok "binomial" "$TEST_OUT/binomial.log"
 fi
+# straight-line code's kept set: the fit against every subset
+if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp >"$TEST_OUT/graph.log" 2>&1; then
+	grep '^ok' "$TEST_OUT/graph.log"
+	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/graph.log")))
+else
+	notok "graph" "$TEST_OUT/graph.log"
+fi
 finish
