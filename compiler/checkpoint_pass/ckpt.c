@@ -485,8 +485,12 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		}
 		if (o->device_mem)
 			place_snapshots(p, o);
-		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
-		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
+		/* straight-line code recomputes what the budget cannot keep; the loops refit around it.
+		 * Each subset searched is a plan of the whole program: 2^most plans stay near 2^25 values planned. */
+		int most = 12;
+		while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
+			most--;
+		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), most))
 			place_snapshots(p, o);
 		for (int i = p->nforward; i < p->body.len && !o->device_mem; i++)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
