@@ -66,10 +66,10 @@ $(O)runtime/libdprt_cuda.a: $(B)/runtime/gpu/device.o
 $(B)/irgrad: tests/unit/irgrad.c $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/irgrad.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
-$(B)/graph: tests/unit/graph.c $(B)/libdpc.a
+$(B)/graph: tests/unit/graph.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/graph.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
-$(B)/binomial: tests/unit/binomial.c $(B)/libdpc.a
+$(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
 # Debian packages dpc needs to build and test (run as root).

@@ -149,10 +149,9 @@ static void run_action(Revolve *r, Action x)
 		for (int64_t i = x.step; i < x.to; i++)
 			r->tape(c, r->lo + i, i - x.step);
 		c->n.steps[RT_COUNT_RECOMPUTED] += x.to - x.step;
-		c->n.recomputed_flops += (x.to - x.step) * (r->flops + r->taped_flops);
-		for (int64_t i = x.to - 1; i >= x.step; i--)
-			r->taped(c, r->lo + i, i - x.step);
-		break;
+		c->n.recomputed_flops += (x.to - x.step) * r->flops;
+		/* then the adjoints from the rows, as for the steps the forward loop taped */
+		/* fall through */
 	case CKPT_UNTAPE:
 		c->n.recomputed_flops += (x.to - x.step) * r->taped_flops;
 		for (int64_t i = x.to - 1; i >= x.step; i--)

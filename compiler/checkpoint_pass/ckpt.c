@@ -267,7 +267,7 @@ static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *)
 /* Without a budget: nothing advances (s k >= n - k: the forward loop tapes
  * the last k steps), in the least memory; with --snapshots s, the rows that
  * make it so. */
-static int64_t least_slots(int64_t n, int64_t k) { return n - k > k ? (n - k + k - 1) / k : 1; }
+static int64_t least_slots(int64_t n, int64_t k) { return (n - 1) / k > 1 ? (n - 1) / k : 1; }
 
 static void least_rows(Program *p, Op *v, const CkptOptions *o)
 {
@@ -413,6 +413,13 @@ static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
 	return b;
 }
 
+/* the plan the budget is measured by: streaming when it must or will */
+static int64_t (*budget_plan(Program *p, const CkptOptions *o))(Program *)
+{
+	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > o->device_mem);
+	return streams ? stream_min_plan : stream_plan;
+}
+
 /* The parameters stay resident if they fit with the fewest snapshots (auto);
  * else, and with --stream params, the budget is measured as if every
  * parameter that can stream did. The device takes as many snapshot rows as
@@ -421,13 +428,6 @@ static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
  * host memory: the device's rows then hold the highest slots and the staging
  * row. Loops over 2^28 steps keep theirs on the device: counting their copies
  * would take too long. */
-/* the plan the budget is measured by: streaming when it must or will */
-static int64_t (*budget_plan(Program *p, const CkptOptions *o))(Program *)
-{
-	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > o->device_mem);
-	return streams ? stream_min_plan : stream_plan;
-}
-
 static void place_snapshots(Program *p, const CkptOptions *o)
 {
 	int64_t budget = o->device_mem;
@@ -435,16 +435,17 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 	for (int i = 0; i < p->body.len; i++)
 		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
 	set_snapshots(p, 0);
-	bool streams = budget_plan(p, o) == stream_min_plan;
+	int64_t (*plan)(Program *) = budget_plan(p, o);
+	bool streams = plan == stream_min_plan;
 	bool tapes = false;
 	for (int i = 0; i < p->body.len; i++)
 		tapes |= p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape;
 	if (tapes) {
 		/* the rows and snapshots are chosen together, all on the device */
-		fit_tapes(p, o, budget, streams ? stream_min_plan : stream_plan);
+		fit_tapes(p, o, budget, plan);
 		return;
 	}
-	fit_snapshots(p, budget, streams ? stream_min_plan : stream_plan);
+	fit_snapshots(p, budget, plan);
 	bool offload = o->stream != STREAM_NONE && (o->snapshots || streams);
 	int64_t host_left = o->host_mem ? o->host_mem - stream_min_host(p) : INT64_MAX;
 	for (int i = 0; i < p->body.len; i++) {
@@ -485,12 +486,8 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		}
 		if (o->device_mem)
 			place_snapshots(p, o);
-		/* straight-line code recomputes what the budget cannot keep; the loops refit around it.
-		 * Each subset searched is a plan of the whole program: 2^most plans stay near 2^25 values planned. */
-		int most = 12;
-		while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
-			most--;
-		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), most))
+		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
+		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);
 		for (int i = p->nforward; i < p->body.len && !o->device_mem; i++)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)

@@ -47,10 +47,10 @@ int64_t ckpt_recomputed_flops(Program *p);
 /* Straight-line code (graph.c): the forward values that only the top level
  * of the adjoint reads, which it may compute again instead of keeping
  * (writes up to max of them to out); the plan's bytes with those in drop[]
- * recomputed, and the FLOPs that costs; the `most` largest candidates
- * (most <= 12); and the fit: among every subset of those, the one that fits
- * the budget with the fewest recomputed FLOPs, applied to p, returning its
- * FLOPs. Without a fit the subset with the smallest plan is applied, for
+ * recomputed, and the FLOPs that costs; the `most` largest candidates;
+ * and the fit: among every subset of the `most` largest (at most 12, fewer
+ * in programs of over 8,192 values), the one that fits the budget with the
+ * fewest recomputed FLOPs, applied to p, returning its FLOPs. Without a fit the subset with the smallest plan is applied, for
  * the plan's error. */
 int ckpt_graph_candidates(Program *p, int *out, int max);
 int ckpt_graph_largest(Program *p, int *out, int most);

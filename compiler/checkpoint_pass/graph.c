@@ -37,9 +37,8 @@ static bool is_view(Op *op) { return ir_ops[op->kind].flags & OPF_VIEW; }
 /* an op the adjoint may run again: a result from its operands alone */
 static bool pure(Program *p, Op *op)
 {
-	if (op->out < 0 || op->kind == OP_LOOP || op->kind == OP_REVOLVE || (ir_ops[op->kind].flags & (OPF_WRITE | OPF_LEAF)))
-		return false;
-	if (op->kind == OP_H2D || op->kind == OP_D2H || op->kind == OP_WAIT || op->kind == OP_UPDATE)
+	/* loops have no result; transfers are writes */
+	if (op->out < 0 || (ir_ops[op->kind].flags & (OPF_WRITE | OPF_LEAF)))
 		return false;
 	for (int k = 0; k < op->nin; k++) {
 		Value *x = &p->values.data[op->in[k]];
@@ -215,30 +214,40 @@ static bool better(Choice a, Choice b)
 	return a.bytes < b.bytes;
 }
 
-/* the candidates' bytes, largest first */
-static Program *sort_p;
+typedef struct {
+	int64_t bytes;
+	int v;
+} Sized;
+
+/* largest first, then in program order */
 static int by_bytes(const void *a, const void *b)
 {
-	int64_t x = ir_bytes(sort_p, ir_vtype(sort_p, *(const int *)a)), y = ir_bytes(sort_p, ir_vtype(sort_p, *(const int *)b));
-	return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+	const Sized *x = a, *y = b;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : x->v - y->v;
 }
 
 int ckpt_graph_largest(Program *p, int *out, int most)
 {
 	int cand[GRAPH_MAX];
 	int n = ckpt_graph_candidates(p, cand, GRAPH_MAX);
-	sort_p = p;
-	qsort(cand, (size_t)n, sizeof *cand, by_bytes);
+	Sized *s = ar_alloc(sizeof *s * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		s[i] = (Sized){ir_bytes(p, ir_vtype(p, cand[i])), cand[i]};
+	qsort(s, (size_t)n, sizeof *s, by_bytes);
 	n = n < most ? n : most;
 	for (int i = 0; i < n; i++)
-		out[i] = cand[i];
+		out[i] = s[i].v;
 	return n;
 }
 
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
 {
+	/* each subset is a plan of the whole program: 2^most plans of about 2^25 values at most */
+	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
+	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
+		most--;
 	int cand[GRAPH_EXHAUSTIVE];
-	int n = ckpt_graph_largest(p, cand, most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE);
+	int n = ckpt_graph_largest(p, cand, most);
 	if (!n || plan(p) <= budget)
 		return 0;
 	Graph g = {0};
@@ -260,6 +269,14 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	return g.flops;
 }
 
+/* a forward op whose result the adjoint keeps (views and leaves cost nothing) */
+static bool kept(Graph *g, Op *op)
+{
+	Program *p = g->p;
+	return op->out >= 0 && g->read[op->out] && p->values.data[op->out].kind == VK_SSA && !is_view(op) &&
+	       !(ir_ops[op->kind].flags & OPF_LEAF);
+}
+
 /* the names of the forward values the adjoint keeps (rec false) or of the
  * ops it computes again, as a list; their count, and bytes or FLOPs */
 static int names(FILE *f, Graph *g, bool rec, bool json, int64_t *total)
@@ -270,8 +287,7 @@ static int names(FILE *f, Graph *g, bool rec, bool json, int64_t *total)
 	for (int i = rec ? p->nforward : 0; i < (rec ? p->body.len : p->nforward); i++) {
 		Op *op = p->body.ops[i];
 		int v = op->out;
-		if (rec ? !op->recomputed : v < 0 || !g->read[v] || p->values.data[v].kind != VK_SSA || is_view(op) ||
-		                            (ir_ops[op->kind].flags & OPF_LEAF))
+		if (rec ? !op->recomputed : !kept(g, op))
 			continue;
 		*total += rec ? ir_op_flops(p, op) : ir_bytes(p, ir_vtype(p, v));
 		if (f)

@@ -317,7 +317,8 @@ static void lower_iters(Host *h, Op *op, int64_t from, int64_t to, LLVMValueRef 
 	                                 : LLVMBuildAdd(g->b, cg_i64(g, op->lo), t, "");
 	vec_push(h->scoped, op->ivar);
 	int norow = h->norow;
-	if (ir_loop_tail(op) && rows) {
+	bool taped = rows && ir_loop_tail(op);
+	if (taped) {
 		h->index[op->irow] = LLVMBuildSub(g->b, t, first, "");
 		vec_push(h->scoped, op->irow);
 	} else if (ir_loop_tail(op)) {
@@ -339,7 +340,7 @@ static void lower_iters(Host *h, Op *op, int64_t from, int64_t to, LLVMValueRef 
 	/* scoped to the body: a later part (split_block) must not take them */
 	h->index[op->ivar] = NULL;
 	h->scoped->len--;
-	if (ir_loop_tail(op) && rows) {
+	if (taped) {
 		h->index[op->irow] = NULL;
 		h->scoped->len--;
 	}
@@ -689,6 +690,7 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 static void lower_ops(Host *h, Block *b, int from, int to)
 {
 	Vec(Op *) absorbed = {0};
+	bool top = b == &h->g->p->body; /* recomputed ops in loop bodies: rt_revolve counts them */
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
 		int first = i;
@@ -716,7 +718,7 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 		}
 		/* straight-line ops the adjoint computes again (ckpt_graph_fit): counted as the plan counts them */
 		int64_t again = 0;
-		for (int j = b == &h->g->p->body ? first : i + 1; j <= i; j++)
+		for (int j = first; top && j <= i; j++)
 			again += b->ops[j]->recomputed ? ir_op_flops(h->g->p, b->ops[j]) : 0;
 		if (again) {
 			LLVMValueRef args[3] = {h->ctx, LLVMConstInt(h->g->i32, RT_COUNT_FLOPS, 0), cg_i64(h->g, again)};

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../compiler/checkpoint_pass/ckpt.h"
+#include "check.h"
 
 #define NMAX 80
 #define SMAX 8
@@ -112,17 +113,6 @@ static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 	}
 }
 
-static int pass, fail;
-
-static void check(bool cond, const char *what)
-{
-	if (cond) {
-		pass++;
-	} else {
-		fail++;
-		printf("not ok - binomial/%s\n", what);
-	}
-}
 
 static void run(int64_t n, int s, int64_t k, bool against_brute)
 {
@@ -197,6 +187,7 @@ static void run_sweep(int64_t n, int s, int64_t k, int64_t tail, bool against_br
 
 int main(void)
 {
+	group = "binomial";
 	brute_force();
 	for (int k = 1; k <= KMAX; k++)
 		for (int s = 1; s <= SMAX; s++)

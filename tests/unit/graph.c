@@ -10,18 +10,8 @@
 #include <stdlib.h>
 
 #include "../../compiler/driver.h"
+#include "check.h"
 
-static int pass, fail;
-
-static void check(bool cond, const char *what)
-{
-	if (cond) {
-		pass++;
-	} else {
-		fail++;
-		printf("not ok - graph/%s\n", what);
-	}
-}
 
 static Program *differentiated(const char *path)
 {
@@ -35,6 +25,7 @@ static Program *differentiated(const char *path)
 
 int main(int argc, char **argv)
 {
+	group = "graph";
 	for (int a = 1; a < argc; a++) {
 		const char *path = argv[a];
 		Program *p = differentiated(path);
