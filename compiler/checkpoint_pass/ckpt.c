@@ -321,6 +321,11 @@ static int64_t set_shape(Program *p, int64_t extra, int64_t k)
 	return slot;
 }
 
+void ckpt_set_shape(Program *p, int64_t s, int64_t k)
+{
+	set_shape(p, s - 1, k);
+}
+
 /* The recomputed FLOPs of a training step under that shape (sweep schedules),
  * and the bytes of its snapshots and tape rows beyond one each; -1 when a
  * snapshot or tape tensor would pass 2^40 elements. */
@@ -401,6 +406,41 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 	}
 }
 
+/* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values
+ * the loops' adjoints could compute again (fewer in large programs), each
+ * fitted by fit_tapes and planned; the fewest recomputed FLOPs that fit,
+ * then the fewest bytes; without a fit, the fewest bytes. */
+enum { ROWS_EXHAUSTIVE = 8 };
+
+static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
+{
+	int most = ROWS_EXHAUSTIVE, cand[ROWS_EXHAUSTIVE], drop[ROWS_EXHAUSTIVE];
+	while (most > 0 && ((int64_t)p->values.len << most) > ((int64_t)1 << 24))
+		most--;
+	int n = ckpt_rows_candidates(p, cand, most);
+	unsigned best = 0;
+	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX;
+	for (unsigned m = 0; n && m < 1u << n; m++) {
+		int k = 0;
+		for (int i = 0; i < n; i++)
+			if (m >> i & 1)
+				drop[k++] = cand[i];
+		CkptRows *r = ckpt_rows_apply(p, drop, k);
+		fit_tapes(p, o, budget, plan);
+		int64_t bytes = plan(p), flops = bytes <= budget ? ckpt_recomputed_flops(p) : INT64_MAX;
+		ckpt_rows_undo(r);
+		if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
+			best = m, best_flops = flops, best_bytes = bytes;
+	}
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (best >> i & 1)
+			drop[k++] = cand[i];
+	if (k)
+		ckpt_rows_apply(p, drop, k);
+	fit_tapes(p, o, budget, plan);
+}
+
 /* `rows` host slots of op's state, aligned as the host pool aligns them */
 static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
 {
@@ -441,8 +481,8 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 	for (int i = 0; i < p->body.len; i++)
 		tapes |= p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape;
 	if (tapes) {
-		/* the rows and snapshots are chosen together, all on the device */
-		fit_tapes(p, o, budget, plan);
+		/* the rows' contents, the rows and the snapshots are chosen together, all on the device */
+		fit_rows(p, o, budget, plan);
 		return;
 	}
 	fit_snapshots(p, budget, plan);
@@ -579,13 +619,25 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		                              (long long)per, (long long)taped, (long long)again,
 		                              fwd_flops ? (double)again / (double)fwd_flops : 0.0);
 		const char *where = ar_printf("%s:%d:%d", op->loc.file, op->loc.line, op->loc.col);
+		int64_t kb, af;
 		if (!json) {
 			if (v && v->swept)
 				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop%s: forward steps %lld, "
-				        "recomputed steps %lld%s\n", where, (long long)n, (long long)s,
+				        "recomputed steps %lld%s", where, (long long)n, (long long)s,
 				        v->ktape ? ar_printf(", taped actions of up to %lld steps, the last %lld taped by the forward loop",
 				                             (long long)v->ktape, (long long)ckpt_revolve_tail(v)) : "", (long long)n,
 				        (long long)cost, flops);
+			if (v && v->swept && v->ktape) {
+				/* what a row keeps, and what the adjoint step computes again */
+				int nk = ckpt_rows_names(NULL, p, v, false, false, &kb), na = ckpt_rows_names(NULL, p, v, true, false, &af);
+				fprintf(f, "; a row keeps %d value%s (%lld bytes): ", nk, nk == 1 ? "" : "s", (long long)kb);
+				ckpt_rows_names(f, p, v, false, false, &kb);
+				if (na)
+					fprintf(f, "; its adjoint step computes %d op%s again (%lld FLOPs): ", na, na == 1 ? "" : "s", (long long)af);
+				ckpt_rows_names(na ? f : NULL, p, v, true, false, &af);
+			}
+			if (v && v->swept)
+				fputs("\n", f);
 			else if (v)
 				fprintf(f, "loop at %s: n %lld, binomial with s %lld snapshots%s, r %lld: forward steps %lld, recomputed steps %lld%s\n",
 				        where, (long long)n, (long long)s, v->nhost ? ar_printf(" (%d in host memory)", v->nhost) : "",
@@ -603,6 +655,13 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		if (v)
 			fprintf(f, ", \"snapshot_bytes\": %lld, \"tape_row_bytes\": %lld", (long long)state_bytes(p, v),
 			        (long long)(v->ktape ? row_bytes(p, v) : 0));
+		if (v && v->ktape) {
+			fprintf(f, ", \"row_kept\": [");
+			ckpt_rows_names(f, p, v, false, true, &kb);
+			fprintf(f, "], \"row_recomputed\": [");
+			ckpt_rows_names(f, p, v, true, true, &af);
+			fprintf(f, "]");
+		}
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};

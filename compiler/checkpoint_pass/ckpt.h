@@ -58,6 +58,26 @@ int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Prog
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
 /* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */
 void ckpt_graph_print(FILE *f, Program *p, bool json);
+/* an op the adjoint may run again: a result from its operands alone */
+bool ckpt_pure(Program *p, Op *op);
+/* sorts value ids by their bytes, largest first, then in program order */
+void ckpt_largest_first(Program *p, int *v, int n);
+
+/* Loop rows (rows.c): under auto with a tape of rows, the row tapes whose
+ * value the loop's adjoint step could compute again from the rest of its
+ * row (the largest first, up to max); the program with those in drop[]
+ * computed again, each where the adjoint first read it, and its undo; and
+ * per loop the values its row keeps (again false: count, names to f unless
+ * NULL, bytes in *total) or the ops its adjoint computes again (FLOPs a step). */
+typedef struct CkptRows CkptRows;
+int ckpt_rows_candidates(Program *p, int *out, int max);
+CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n);
+void ckpt_rows_undo(CkptRows *r);
+int ckpt_rows_names(FILE *f, Program *p, Op *revolve, bool again, bool json, int64_t *total);
+/* every revolve's s snapshot slots (at most its trip count) and, where it
+ * has a tape, min(k, n) rows, on the device: for tests/unit/graph.c's
+ * exhaustive search, which plans each shape itself */
+void ckpt_set_shape(Program *p, int64_t s, int64_t k);
 
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */

@@ -34,8 +34,7 @@ typedef struct {
 
 static bool is_view(Op *op) { return ir_ops[op->kind].flags & OPF_VIEW; }
 
-/* an op the adjoint may run again: a result from its operands alone */
-static bool pure(Program *p, Op *op)
+bool ckpt_pure(Program *p, Op *op)
 {
 	/* loops have no result; transfers are writes */
 	if (op->out < 0 || (ir_ops[op->kind].flags & (OPF_WRITE | OPF_LEAF)))
@@ -76,7 +75,7 @@ static bool needs(Graph *g, int w)
 		return true;
 	if (is_view(d))
 		return needs(g, d->in[0]);
-	return !g->read[w] && pure(p, d);
+	return !g->read[w] && ckpt_pure(p, d);
 }
 
 static int materialize(Graph *g, int w)
@@ -183,7 +182,7 @@ int ckpt_graph_candidates(Program *p, int *out, int max)
 	for (int i = 0; i < p->nforward && n < max; i++) {
 		Op *op = p->body.ops[i];
 		int v = op->out;
-		if (v >= 0 && g.read[v] && !nested[v] && pure(p, op) && !is_view(op) && p->values.data[v].kind == VK_SSA &&
+		if (v >= 0 && g.read[v] && !nested[v] && ckpt_pure(p, op) && !is_view(op) && p->values.data[v].kind == VK_SSA &&
 		    !ir_is_result(p, v))
 			out[n++] = v;
 	}
@@ -226,17 +225,24 @@ static int by_bytes(const void *a, const void *b)
 	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : x->v - y->v;
 }
 
+void ckpt_largest_first(Program *p, int *v, int n)
+{
+	Sized *s = ar_alloc(sizeof *s * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		s[i] = (Sized){ir_bytes(p, ir_vtype(p, v[i])), v[i]};
+	qsort(s, (size_t)n, sizeof *s, by_bytes);
+	for (int i = 0; i < n; i++)
+		v[i] = s[i].v;
+}
+
 int ckpt_graph_largest(Program *p, int *out, int most)
 {
 	int cand[GRAPH_MAX];
 	int n = ckpt_graph_candidates(p, cand, GRAPH_MAX);
-	Sized *s = ar_alloc(sizeof *s * (size_t)(n + 1));
-	for (int i = 0; i < n; i++)
-		s[i] = (Sized){ir_bytes(p, ir_vtype(p, cand[i])), cand[i]};
-	qsort(s, (size_t)n, sizeof *s, by_bytes);
+	ckpt_largest_first(p, cand, n);
 	n = n < most ? n : most;
 	for (int i = 0; i < n; i++)
-		out[i] = s[i].v;
+		out[i] = cand[i];
 	return n;
 }
 

@@ -8,7 +8,9 @@
  * least plan it searched. Prints ok / not ok. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../../compiler/ad_transform/ad.h"
 #include "../../compiler/driver.h"
 #include "check.h"
 
@@ -23,11 +25,100 @@ static Program *differentiated(const char *path)
 	return driver_passes(fe_parse(path, NULL, 0), &o, &last);
 }
 
+/* through the checkpoint pass under auto with tapes of rows; budget 0: none */
+static Program *taped(const char *path, int64_t budget)
+{
+	Program *p = fe_lower(fe_parse(path, NULL, 0), 4);
+	AdOptions ad = {true, true};
+	CkptOptions ck = {0};
+	ck.mode = CKPT_AUTO;
+	ck.rows = true;
+	ck.stream = STREAM_NONE;
+	ck.device_mem = budget;
+	p = ckpt_pass(ir_dce(ad_transform(p, &ad)), &ck);
+	ir_verify(p, "checkpoint_pass");
+	return p;
+}
+
+/* What a loop's rows keep, against an exhaustive search: every subset of
+ * the values its adjoint could compute again, at every snapshot count s and
+ * row count k, planned; at budgets from the least plan that recomputes
+ * nothing down to the least plan of all, ckpt_pass must plan within the
+ * budget with the fewest recomputed FLOPs any of those shapes has there. */
+static void rows(const char *path)
+{
+	Program *p = taped(path, 0);
+	int cand[8], n = ckpt_rows_candidates(p, cand, 8), trip = 0;
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > trip)
+			trip = (int)p->body.ops[i]->trip;
+	char what[300];
+	snprintf(what, sizeof what, "%s: %d candidates in the rows, between 2 and 8; a loop of %d steps, at most 64", path, n,
+	         trip);
+	check(n >= 2 && n <= 8 && trip >= 2 && trip <= 64, what);
+	if (n < 2 || n > 8 || trip < 2 || trip > 64)
+		return;
+	int shapes = (1 << n) * trip * trip;
+	int64_t *bytes = malloc(sizeof(int64_t) * (size_t)shapes), *flops = malloc(sizeof(int64_t) * (size_t)shapes);
+	int64_t full = INT64_MAX, least = INT64_MAX;
+	for (int m = 0, j = 0; m < 1 << n; m++) {
+		int drop[8], k = 0;
+		for (int i = 0; i < n; i++)
+			if (m >> i & 1)
+				drop[k++] = cand[i];
+		CkptRows *r = ckpt_rows_apply(p, drop, k);
+		ir_verify(p, "ckpt_rows_apply");
+		for (int s = 1; s <= trip; s++)
+			for (int rowsk = 1; rowsk <= trip; rowsk++, j++) {
+				ckpt_set_shape(p, s, rowsk);
+				bytes[j] = stream_plan(p);
+				flops[j] = ckpt_recomputed_flops(p);
+				least = bytes[j] < least ? bytes[j] : least;
+				if (!flops[j] && bytes[j] < full)
+					full = bytes[j];
+			}
+		ckpt_rows_undo(r);
+	}
+	snprintf(what, sizeof what, "%s: recomputing nothing plans %lld bytes at least, the least plan %lld", path,
+	         (long long)full, (long long)least);
+	check(least < full, what);
+	int nb = 0, dropped = 0;
+	for (int b = 0; b <= 12; b++) {
+		int64_t budget = full - 1 - (full - 1 - least) * b / 12, best = -1;
+		for (int j = 0; j < shapes; j++)
+			if (bytes[j] <= budget && (best < 0 || flops[j] < best))
+				best = flops[j];
+		Program *q = taped(path, budget);
+		int64_t planned = stream_plan(q), f = ckpt_recomputed_flops(q);
+		for (int i = 0; i < q->body.len; i++) {
+			int64_t kb;
+			Op *v = q->body.ops[i];
+			if (v->kind == OP_REVOLVE && v->ktape && ckpt_rows_names(NULL, q, v, true, false, &kb))
+				dropped++;
+		}
+		snprintf(what, sizeof what, "%s, budget %lld: plan %lld bytes, %lld FLOPs again; the least any shape that fits "
+		         "recomputes: %lld", path, (long long)budget, (long long)planned, (long long)f, (long long)best);
+		check(planned <= budget && f == best, what);
+		nb++;
+	}
+	snprintf(what, sizeof what, "%s: at some budget the rows keep less than everything (%d of %d)", path, dropped, nb);
+	check(dropped > 0, what);
+	if (!fail)
+		printf("ok - graph/rows: %s: %d candidates, %d shapes planned; at %d budgets the fit recomputes the least any "
+		       "shape that fits does (rows keeping less at %d)\n", path, n, shapes, nb, dropped);
+	free(bytes);
+	free(flops);
+}
+
 int main(int argc, char **argv)
 {
 	group = "graph";
 	for (int a = 1; a < argc; a++) {
 		const char *path = argv[a];
+		if (!strcmp(path, "--rows") && a + 1 < argc) {
+			rows(argv[++a]);
+			continue;
+		}
 		Program *p = differentiated(path);
 		int cand[64];
 		int n = ckpt_graph_candidates(p, cand, 64);

@@ -41,7 +41,8 @@ else
 	notok "binomial" "$TEST_OUT/binomial.log"
 fi
 # straight-line code's kept set: the fit against every subset
-if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp >"$TEST_OUT/graph.log" 2>&1; then
+# and what a loop's rows keep, against every subset and every (snapshots, rows) shape
+if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows tests/ckpt/rows.dp >"$TEST_OUT/graph.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/graph.log"
 	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/graph.log")))
 else

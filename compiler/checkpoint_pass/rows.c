@@ -1,0 +1,235 @@
+/* ckpt: what a loop's taped step keeps in its row. ad_transform tapes
+ * every value a loop's adjoint reads; under --checkpoint auto with a tape
+ * of rows some of those may be dropped instead: the adjoint step computes
+ * them again, from the row's state and the values the row still keeps,
+ * where it first read them. A row then costs fewer bytes, so the budget
+ * holds more rows or snapshots, and each adjoint step computes more.
+ * ckpt_pass plans every subset of the candidates with the loop-level fit
+ * and keeps the one with the fewest recomputed FLOPs that fits. */
+#include "ckpt.h"
+
+typedef struct {
+	Op *op;
+	int k, old;
+} Edit;
+
+typedef struct {
+	Block *b, old;
+} Saved;
+
+struct CkptRows {
+	Program *p;
+	int nv;
+	Op **def;       /* per value: its op in a revolve's taped body, or NULL */
+	Op **owner;     /* per value defined or stored there: that revolve */
+	int *stored;    /* per value: the row tape a taped body stores it into, or -1 */
+	int *src;       /* per row tape: the value stored into it */
+	bool *drop;     /* per row tape: the adjoint computes its value again */
+	int *memo;      /* per value: its copy in the adjoint body being built, or -1 */
+	int *repl;      /* per value: what the adjoint reads instead, or -1 */
+	Block *out;
+	Vec(Edit) edits;
+	Vec(Saved) saved;
+};
+
+static bool carried(const Op *v, int w)
+{
+	for (int k = 0; k < v->ncarry; k++)
+		if (v->carg[k] == w)
+			return true;
+	return false;
+}
+
+static CkptRows *init(Program *p)
+{
+	CkptRows *r = ar_alloc(sizeof *r);
+	int nv = r->nv = p->values.len;
+	r->p = p;
+	r->def = ar_alloc(sizeof(Op *) * (size_t)(nv + 1));
+	r->owner = ar_alloc(sizeof(Op *) * (size_t)(nv + 1));
+	r->stored = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	r->src = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	r->drop = ar_alloc((size_t)nv + 1);
+	r->memo = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	r->repl = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	for (int w = 0; w < nv; w++)
+		r->stored[w] = r->src[w] = r->memo[w] = r->repl[w] = -1;
+	for (int i = p->nforward; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE || !v->ktape)
+			continue;
+		for (int j = 0; j < v->body3.len; j++) {
+			Op *op = v->body3.ops[j];
+			if (op->out >= 0)
+				r->def[op->out] = op, r->owner[op->out] = v;
+			if (op->kind == OP_STORE_SLICE && op->in[1] == v->irow) {
+				r->stored[op->in[2]] = op->in[0];
+				r->src[op->in[0]] = op->in[2];
+				r->owner[op->in[0]] = v;
+			}
+		}
+	}
+	return r;
+}
+
+/* whether v's adjoint can compute w from its row, given r->drop */
+static bool computable(CkptRows *r, Op *v, int w)
+{
+	if (w == v->ivar || carried(v, w) || !r->def[w] || (r->stored[w] >= 0 && !r->drop[r->stored[w]]))
+		return true;
+	Op *d = r->def[w];
+	if (!ckpt_pure(r->p, d))
+		return false;
+	for (int k = 0; k < d->nin; k++)
+		if (!computable(r, v, d->in[k]))
+			return false;
+	return true;
+}
+
+int ckpt_rows_candidates(Program *p, int *out, int max)
+{
+	CkptRows *r = init(p);
+	int n = 0, *x = ar_alloc(sizeof(int) * (size_t)(r->nv + 1));
+	for (int t = 0; t < r->nv; t++) {
+		if (r->src[t] < 0 || carried(r->owner[t], r->src[t]) || !r->def[r->src[t]])
+			continue;
+		r->drop[t] = true;
+		if (computable(r, r->owner[t], r->src[t]))
+			x[n++] = r->src[t];
+		r->drop[t] = false;
+	}
+	ckpt_largest_first(p, x, n);
+	n = n < max ? n : max;
+	for (int i = 0; i < n; i++)
+		out[i] = r->stored[x[i]];
+	return n;
+}
+
+/* the value w of v's taped body, in the adjoint body being built */
+static int materialize(CkptRows *r, Op *v, int w)
+{
+	Program *p = r->p;
+	if (w == v->ivar)
+		return v->ivar2;
+	int tape = -1;
+	for (int k = 0; k < v->ncarry && tape < 0; k++)
+		if (v->carg[k] == w)
+			tape = r->stored[w];
+	if (tape < 0 && r->stored[w] >= 0 && !r->drop[r->stored[w]])
+		tape = r->stored[w];
+	if (tape < 0 && !r->def[w])
+		return w;
+	if (r->memo[w] >= 0)
+		return r->memo[w];
+	Op *n;
+	if (tape >= 0) {
+		/* a read of the row, as the adjoint's own */
+		int in[2] = {tape, v->irow};
+		n = ir_new_op(p, OP_SLICE, v->loc, 2, in);
+	} else {
+		Op *d = r->def[w];
+		n = ar_alloc(sizeof *n);
+		*n = *d;
+		n->in = ar_alloc(sizeof(int) * (size_t)(d->nin + 1));
+		for (int k = 0; k < d->nin; k++)
+			n->in[k] = materialize(r, v, d->in[k]);
+		n->recomputed = true;
+	}
+	Value *x = &p->values.data[w];
+	n->out = ir_new_value(p, VK_SSA, x->type, x->name, x->loc);
+	p->values.data[n->out].def = n;
+	ir_append(r->out, n);
+	return r->memo[w] = n->out;
+}
+
+static void save(CkptRows *r, Block *b)
+{
+	vec_push(&r->saved, ((Saved){b, *b}));
+	*b = (Block){0};
+}
+
+/* b's ops but the stores into dropped row tapes */
+static void drop_stores(CkptRows *r, Block *b)
+{
+	Block old = *b;
+	save(r, b);
+	for (int i = 0; i < old.len; i++) {
+		Op *op = old.ops[i];
+		if (!(op->kind == OP_STORE_SLICE && r->src[op->in[0]] >= 0 && r->drop[op->in[0]]))
+			ir_append(b, op);
+	}
+}
+
+static void rewrite(CkptRows *r, Op *v)
+{
+	Block old = v->body2;
+	save(r, &v->body2);
+	r->out = &v->body2;
+	for (int w = 0; w < r->nv; w++)
+		r->memo[w] = -1;
+	for (int i = 0; i < old.len; i++) {
+		Op *op = old.ops[i];
+		int t = op->in[0];
+		if (op->kind == OP_SLICE && op->in[1] == v->irow && t < r->nv && r->src[t] >= 0 && r->drop[t]) {
+			r->repl[op->out] = materialize(r, v, r->src[t]);
+			continue;
+		}
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] < r->nv && r->repl[op->in[k]] >= 0) {
+				vec_push(&r->edits, ((Edit){op, k, op->in[k]}));
+				op->in[k] = r->repl[op->in[k]];
+			}
+		ir_append(&v->body2, op);
+	}
+	drop_stores(r, &v->body3);
+	drop_stores(r, &v->primal->body);
+}
+
+CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n)
+{
+	CkptRows *r = init(p);
+	for (int i = 0; i < n; i++)
+		r->drop[drop[i]] = true;
+	for (int i = p->nforward; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		bool any = false;
+		for (int j = 0; j < n; j++)
+			any |= r->owner[drop[j]] == v;
+		if (v->kind == OP_REVOLVE && any)
+			rewrite(r, v);
+	}
+	return r;
+}
+
+void ckpt_rows_undo(CkptRows *r)
+{
+	for (int i = r->edits.len - 1; i >= 0; i--)
+		r->edits.data[i].op->in[r->edits.data[i].k] = r->edits.data[i].old;
+	for (int i = r->saved.len - 1; i >= 0; i--)
+		*r->saved.data[i].b = r->saved.data[i].old;
+	r->p->values.len = r->nv;
+}
+
+/* per loop, the values its row keeps and the ops its adjoint computes
+ * again: names, count and bytes (kept) or FLOPs a step (again) */
+int ckpt_rows_names(FILE *f, Program *p, Op *v, bool again, bool json, int64_t *total)
+{
+	int n = 0;
+	*total = 0;
+	Block *b = again ? &v->body2 : &v->body3;
+	for (int i = 0; i < b->len && v->ktape; i++) {
+		Op *op = b->ops[i];
+		int w = again ? op->out : op->in[2];
+		/* views cost nothing: an adjoint step reads its parameters' slices anyway */
+		if (again ? !op->recomputed || (ir_ops[op->kind].flags & OPF_VIEW)
+		          : !(op->kind == OP_STORE_SLICE && op->in[1] == v->irow))
+			continue;
+		*total += again ? ir_op_flops(p, op) : ir_bytes(p, ir_drop_first(ir_vtype(p, op->in[0])));
+		if (f && again)
+			fprintf(f, json ? "%s\"%s %s\"" : "%s%s %s", n ? ", " : "", ir_value_name(p, w), ir_ops[op->kind].name);
+		else if (f)
+			fprintf(f, json ? "%s\"%s\"" : "%s%s", n ? ", " : "", ir_value_name(p, w));
+		n++;
+	}
+	return n;
+}
