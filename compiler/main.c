@@ -44,7 +44,8 @@ static const char usage[] =
 	"                       stores everything when --device-mem holds it; else the forward loop\n"
 	"                       saves the snapshots, and each loop without loops inside keeps what\n"
 	"                       its adjoint reads in a tape of k rows, taping up to k steps at once\n"
-	"                       (the forward loop tapes the last k);\n"
+	"                       (the forward loop tapes the last k); under --device-mem a row may\n"
+	"                       keep less, its adjoint step computing the rest again;\n"
 	"                       s and k are those that fit --device-mem with the fewest recomputed\n"
 	"                       FLOPs (without it: none advanced, in the least memory); outside\n"
 	"                       loops, values the budget cannot keep are computed again\n"
@@ -232,6 +233,10 @@ int main(int argc, char **argv)
 	o.ckpt.device_mem = o.stream.device_mem;
 	if (!ckpt_given)
 		o.ckpt.mode = o.ckpt.device_mem ? CKPT_AUTO : CKPT_NONE;
+	if (o.ckpt.snapshots && o.ckpt.mode == CKPT_NONE)
+		usage_error("%s", ckpt_given ? "--snapshots has no meaning with --checkpoint none"
+		                             : "--snapshots needs --checkpoint binomial or auto (or --device-mem, which makes auto "
+		                               "the default)");
 	o.ckpt.stream = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);

@@ -41,3 +41,6 @@ finish() {
 	echo "$npass passed, $nfail failed"
 	[ "$nfail" -eq 0 ]
 }
+json() { # FILE KEY [SUBKEY]: a number of a JSON summary or schedule
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1]))[sys.argv[2]]; print(j[sys.argv[3]] if len(sys.argv) > 3 else j)" "$@"
+}

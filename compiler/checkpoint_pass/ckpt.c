@@ -417,6 +417,8 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	int most = ROWS_EXHAUSTIVE, cand[ROWS_EXHAUSTIVE], drop[ROWS_EXHAUSTIVE];
 	while (most > 0 && ((int64_t)p->values.len << most) > ((int64_t)1 << 24))
 		most--;
+	/* the first plan adds the optimizer's state to the values: before the undo's mark */
+	plan(p);
 	int n = ckpt_rows_candidates(p, cand, most);
 	unsigned best = 0;
 	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX;

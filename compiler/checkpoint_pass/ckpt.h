@@ -66,7 +66,9 @@ void ckpt_largest_first(Program *p, int *v, int n);
 /* Loop rows (rows.c): under auto with a tape of rows, the row tapes whose
  * value the loop's adjoint step could compute again from the rest of its
  * row (the largest first, up to max); the program with those in drop[]
- * computed again, each where the adjoint first read it, and its undo; and
+ * computed again, each where the adjoint first read it, and its undo, which
+ * drops every value made since (plan the program once before, so that the
+ * optimizer's state is not among them); and
  * per loop the values its row keeps (again false: count, names to f unless
  * NULL, bytes in *total) or the ops its adjoint computes again (FLOPs a step). */
 typedef struct CkptRows CkptRows;

@@ -389,4 +389,25 @@ if [ $r_ok = 1 ] && [ $r_less -ge 1 ]; then
 else
 	notok "ckpt/rows" "$rl"
 fi
+# the same with Adam, whose moments the search must leave in the plan: both moments of every
+# parameter counted, trained parameters bitwise as store-everything's
+rl="$o/rows_adam.log" rd="$o/rows_adam"
+if "$DPC" --target cpu --optimizer adam --schedule-json "$rd.none.json" tests/ckpt/rows.dp -o "$rd.none" >"$rl" 2>&1 &&
+	"$rd.none" --steps 3 --quiet --save "$rd.none.p" >>"$rl" 2>&1 &&
+	budget=$(($(json "$rd.none.json" peak_device_bytes total) - $(json "$rd.none.json" peak_device_bytes tape) / 2)) &&
+	"$DPC" --target cpu --optimizer adam --stream none --device-mem $budget --schedule-json "$rd.json" tests/ckpt/rows.dp \
+		-o "$rd" >>"$rl" 2>&1 &&
+	"$rd" --steps 3 --quiet --save "$rd.p" >>"$rl" 2>&1 && cmp "$rd.none.p" "$rd.p" >>"$rl" 2>&1 &&
+	python3 - "$rd.json" >>"$rl" 2>&1 <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+b = plan["peak_device_bytes"]
+assert b["optimizer"] == 2 * b["params"], b
+assert plan["loops"][0].get("row_recomputed"), plan["loops"][0]
+PY
+then
+	ok "ckpt/rows-adam: rows keeping less under $budget bytes, Adam's moments planned, parameters bitwise"
+else
+	notok "ckpt/rows-adam" "$rl"
+fi
 finish

@@ -40,6 +40,9 @@ expect cli/budget-refuses-adam 1 "optimizer state 1.0 MiB, .* more than --device
 	"$DPC" --emit=schedule --stream none --optimizer adam --device-mem "$sgd_total" samples/resmlp.dp
 expect cli/bad-checkpoint 2 "none, binomial or auto" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
+expect cli/snapshots-without-checkpoint 2 "--snapshots needs --checkpoint binomial or auto" "$DPC" --snapshots 4 samples/resmlp.dp
+expect cli/snapshots-with-none 2 "--snapshots has no meaning with --checkpoint none" \
+	"$DPC" --checkpoint none --snapshots 4 samples/resmlp.dp
 expect cli/schedule 0 "binomial with s 3 snapshots, r 2" "$DPC" --emit=schedule --checkpoint binomial --snapshots 3 samples/resmlp.dp
 expect cli/define-changes-shape 0 "f32\[16, 32\]" "$DPC" -D B=16 --emit=ir samples/resmlp.dp
 

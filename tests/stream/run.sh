@@ -16,9 +16,6 @@ cd "$(dirname "$0")/../.."
 o="$TEST_OUT/stream"
 mkdir -p "$o"
 
-json() { # FILE KEY [SUBKEY]: a number of a JSON summary or schedule
-	python3 -c "import json,sys; j=json.load(open(sys.argv[1]))[sys.argv[2]]; print(j[sys.argv[3]] if len(sys.argv) > 3 else j)" "$@"
-}
 
 # The closed form of one store-everything step, from the program's own
 # declarations: a streamed stacked parameter of L units of u bytes, with k

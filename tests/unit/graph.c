@@ -48,6 +48,7 @@ static Program *taped(const char *path, int64_t budget)
 static void rows(const char *path)
 {
 	Program *p = taped(path, 0);
+	stream_plan(p);
 	int cand[8], n = ckpt_rows_candidates(p, cand, 8), trip = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > trip)
