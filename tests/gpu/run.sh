@@ -32,6 +32,12 @@ build)
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
 		bin/dpc --target cuda --checkpoint auto "$dp" -o $B/$(basename "$dp" .dp).cudaa || exit 1
 	done
+	# rows that keep less: the adjoint step computes the layernorm, GEMM or gelu again
+	bin/dpc --target cuda --schedule-json $B/rows_none.json tests/ckpt/rows.dp -o $B/rows_none.gpu || exit 1
+	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" $B/rows_none.json)
+	bin/dpc --target cuda --stream none --device-mem $((full * 80 / 100)) --schedule-json $B/rows_drop.json \
+		tests/ckpt/rows.dp -o $B/rows_drop.gpu || exit 1
+	python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['loops'][0]['row_recomputed']" $B/rows_drop.json || exit 1
 	# streaming: resmlp with every stackable parameter streamed, against resident (tolerance 0)
 	mkdir -p $B/stream
 	for opt in sgd adam; do
@@ -137,6 +143,10 @@ for exe in $B/*.cuda; do
 	$B/$s.cudaa $args --dump-grads $TEST_OUT/$s.cudaa.st >$TEST_OUT/$s.cudaa.log 2>&1
 	check "gpu/$s: auto (tapes of rows) gradients identical to store-everything" compare_grads $TEST_OUT/$s.cudaa.st $TEST_OUT/$s.cuda.st 0
 done
+$B/rows_none.gpu --steps 3 --dump-grads $TEST_OUT/rows_none.st >$TEST_OUT/rows.log 2>&1 &&
+	$B/rows_drop.gpu --steps 3 --dump-grads $TEST_OUT/rows_drop.st --summary-json $TEST_OUT/rows_drop.json >>$TEST_OUT/rows.log 2>&1
+check "gpu/rows: rows that keep less, gradients identical to store-everything" compare_grads $TEST_OUT/rows_drop.st $TEST_OUT/rows_none.st 0
+check "gpu/rows: peak as planned" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['peak_device_bytes'] == j['predicted_device_bytes'], j" $TEST_OUT/rows_drop.json
 for exe in $B/ops/*.cuda; do
 	s=$(basename "$exe" .cuda)
 	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda.st >$TEST_OUT/op_$s.cuda.log 2>&1 &&
