@@ -407,15 +407,22 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 }
 
 /* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values
- * the loops' adjoints could compute again (fewer in large programs), each
- * fitted by fit_tapes and planned; the fewest recomputed FLOPs that fit,
- * then the fewest bytes; without a fit, the fewest bytes. */
+ * the loops' adjoints could compute again, each fitted by fit_tapes and
+ * planned; the fewest recomputed FLOPs that fit, then the fewest bytes;
+ * without a fit, the fewest bytes. Fewer candidates in large programs and
+ * long loops: a plan costs about the program's size, and a fit about the
+ * loops' steps (fit_tapes tries row counts up to the longest trip). */
 enum { ROWS_EXHAUSTIVE = 8 };
 
 static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
 	int most = ROWS_EXHAUSTIVE, cand[ROWS_EXHAUSTIVE], drop[ROWS_EXHAUSTIVE];
-	while (most > 0 && ((int64_t)p->values.len << most) > ((int64_t)1 << 24))
+	int64_t steps = 0;
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_REVOLVE)
+			steps = sat_add(steps, p->body.ops[i]->trip);
+	while (most > 0 && (((int64_t)p->values.len << most) > ((int64_t)1 << 24) ||
+	                    (steps > ((int64_t)1 << 20) >> most)))
 		most--;
 	/* the first plan adds the optimizer's state to the values: before the undo's mark */
 	plan(p);
