@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Memory against time: the residual MLP of bench/resmlp_big.dp under
-# --checkpoint auto for a sweep of --device-mem budgets, and under
-# store-everything (none). Per budget: the snapshots and tape rows it buys, the predicted
-# and measured peak device bytes, the predicted and measured recomputed
-# FLOPs (as a fraction of one forward; the measured ones count the advances
-# the run made), and ms per step. PyTorch's checkpoint_sequential at sqrt(L)
-# and other segment counts follows, with its peak memory on the GPU.
+# Memory against time: the residual MLP of bench/resmlp_big.dp (or MODEL)
+# under --checkpoint auto for a sweep of --device-mem budgets, and under
+# store-everything (none). Per budget: the snapshots and tape rows it buys
+# (of the first loop), the ops its adjoint computes again instead of keeping
+# (in the loops' rows and in straight-line code), the predicted and measured
+# peak device bytes, the predicted and measured recomputed FLOPs (as a
+# fraction of one forward; the measured ones count what the run computed
+# again), and ms per step. For the MLP, PyTorch's checkpoint_sequential at
+# sqrt(L) and other segment counts follows, with its peak memory on the GPU.
 #
 #   bash bench/tradeoff.sh          here: compiles for the CPU and runs (small sizes)
 #   bash bench/tradeoff.sh build    here: compiles CUDA executables into gpu_build/tradeoff
 #   bash bench/tradeoff.sh run      on the GPU machine: runs those, and PyTorch beside them
 #
 # Sizes: L, H (H = B = D) and STEPS from the environment; defaults L=256 H=128
-# on the CPU, L=1024 H=1024 on the GPU (bench/ckpt.sh's model).
+# on the CPU, L=1024 H=1024 on the GPU (bench/ckpt.sh's model). Another
+# model: MODEL=samples/gpt.dp (its own sizes, or DEFINES="-D L=12 ...");
+# no PyTorch run beside it.
 set -u
 cd "$(dirname "$0")/.."
 mode=${1:-cpu}
@@ -25,33 +29,39 @@ build | run) L=${L:-1024} H=${H:-1024} target=cuda dir=gpu_build/tradeoff ;;
 	;;
 esac
 steps=${STEPS:-5}
+model=${MODEL:-bench/resmlp_big.dp}
 sizes="-D L=$L -D H=$H -D B=$H -D D=$H"
+[ "$model" = bench/resmlp_big.dp ] || sizes=${DEFINES:-}
 json() { python3 -c "import json,sys; d = json.load(open(sys.argv[1])); [d := d[k] for k in sys.argv[2:]]; print(d)" "$@"; }
 
 if [ "$mode" != run ]; then
 	mkdir -p "$dir"
 	rm -f "$dir"/*
 	# store-everything's peak, and the least plan: recomputation with 2 snapshots a loop
-	bin/dpc --target $target $sizes bench/resmlp_big.dp --schedule-json "$dir/none.plan" -o "$dir/none" || exit 1
-	bin/dpc --target $target $sizes --checkpoint binomial --snapshots 2 --stream none bench/resmlp_big.dp \
+	bin/dpc --target $target $sizes "$model" --schedule-json "$dir/none.plan" -o "$dir/none" || exit 1
+	bin/dpc --target $target $sizes --checkpoint binomial --snapshots 2 --stream none "$model" \
 		--schedule-json "$dir/least.plan" -o "$dir/least" || exit 1
 	full=$(json "$dir/none.plan" peak_device_bytes total) least=$(json "$dir/least.plan" peak_device_bytes total)
 	# six budgets from store-everything's peak down to the least, evenly spaced
 	budgets=$(python3 -c "print(' '.join(str($least + ($full - $least) * k // 5) for k in range(5, -1, -1)))")
 	for b in $budgets; do
-		bin/dpc --target $target $sizes --checkpoint auto --stream none --device-mem "$b" bench/resmlp_big.dp \
+		bin/dpc --target $target $sizes --checkpoint auto --stream none --device-mem "$b" "$model" \
 			--schedule-json "$dir/auto_$b.plan" -o "$dir/auto_$b" >"$dir/auto_$b.log" 2>&1 || echo "refused" >"$dir/auto_$b.refused"
 	done
 	echo "$budgets" >"$dir/budgets"
-	echo "$L $H" >"$dir/sizes"
+	echo "$L $H $model" >"$dir/sizes"
 	[ "$mode" = build ] && exit 0
 fi
 
-read -r L H <"$dir/sizes"
+read -r L H model <"$dir/sizes"
 budgets=$(cat "$dir/budgets")
 [ "$target" = cuda ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
-echo "residual MLP L=$L H=B=D=$H, $steps steps, on $target ($(date -u +%Y-%m-%d))"
-printf "%-22s %6s %6s %14s %14s %10s %10s %10s\n" schedule s k "predicted B" "measured B" "pred. FLOPs" "meas. FLOPs" ms/step
+if [ "$model" = bench/resmlp_big.dp ]; then
+	echo "residual MLP L=$L H=B=D=$H, $steps steps, on $target ($(date -u +%Y-%m-%d))"
+else
+	echo "$model $sizes, $steps steps, on $target ($(date -u +%Y-%m-%d))"
+fi
+printf "%-22s %6s %6s %6s %14s %14s %10s %10s %10s\n" schedule s k again "predicted B" "measured B" "pred. FLOPs" "meas. FLOPs" ms/step
 row() { # NAME EXE PLAN
 	local name=$1 exe=$2 plan=$3
 	"$exe" --steps "$steps" --lr 1e-4 --quiet --summary-json "$exe.json" >/dev/null || { echo "$name: failed"; return; }
@@ -60,7 +70,8 @@ import json, sys
 name, plan, run = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
 loop = plan["loops"][0] if plan["loops"] and plan["loops"][0]["schedule"] != "store-everything" else {}
 s, k = loop.get("s", "-"), loop.get("tape_rows") or "-"  # k: the steps a taped action tapes, - when it recomputes one
-print(f"{name:<22} {s!s:>6} {k!s:>6} {plan['peak_device_bytes']['total']:>14} {run['peak_device_bytes']:>14} "
+again = len(plan["straight_line"]["recomputed"]) + sum(len(l.get("row_recomputed", [])) for l in plan["loops"])
+print(f"{name:<22} {s!s:>6} {k!s:>6} {again:>6} {plan['peak_device_bytes']['total']:>14} {run['peak_device_bytes']:>14} "
       f"{plan['recomputed_fraction']:>10.3f} {run['recomputed_fraction']:>10.3f} {run['ms_per_step']:>10.2f}")
 PY
 }
@@ -73,6 +84,7 @@ for b in $budgets; do
 	row "auto $b" "$dir/auto_$b" "$dir/auto_$b.plan"
 done
 # PyTorch: plain, and checkpoint_sequential at sqrt(L) segments and a few others
+[ "$model" = bench/resmlp_big.dp ] || exit 0
 dev=cpu
 [ "$target" = cuda ] && dev=cuda
 py=python3
