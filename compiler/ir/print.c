@@ -241,7 +241,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		print_attr(f, p, op);
 		break;
 	}
-	fprintf(f, " : %s\n", ir_type_str(ir_vtype(p, op->out)));
+	/* a copy of a forward op that the adjoint computes again */
+	fprintf(f, " : %s%s\n", ir_type_str(ir_vtype(p, op->out)), op->recomputed ? "  # again" : "");
 }
 
 static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward)
