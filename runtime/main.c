@@ -52,6 +52,7 @@ void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
 {
 	if (dst == src)
 		return;
+	c->n.copies++;
 	if (c->profile)
 		rt_prof_begin(c, "copy");
 	c->dev->d2d(dst, src, bytes);
@@ -787,7 +788,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n"
 	                   "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n"
-	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"reports\": {%s}\n}\n",
+	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"copy_calls\": %lld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
@@ -797,7 +798,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)(r->steps * c->model->forward_flops),
 	                   (long long)n->recomputed_flops,
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
-	                   (long long)n->launches, (long long)n->gemms, reports);
+	                   (long long)n->launches, (long long)n->gemms, (long long)n->copies, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 

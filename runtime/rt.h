@@ -118,7 +118,7 @@ typedef struct {
 	int64_t h2d_bytes, d2h_bytes;
 	int64_t stream_h2d, stream_d2h; /* of them, the transfers of streamed units */
 	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
-	int64_t launches, gemms;
+	int64_t launches, gemms, copies;
 	int64_t recomputed_flops; /* the advances' steps times their loop's flops per step, and the taped steps' again */
 } RtCounters;
 

@@ -28,6 +28,7 @@ build)
 	done
 	bin/dpc --target cuda -D L=1024 --checkpoint auto --snapshots 32 bench/resmlp_big.dp -o $B/resmlp_1024_auto.cuda || exit 1
 	bash bench/tradeoff.sh build || exit 1
+	bash bench/sim.sh build || exit 1
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
 		bin/dpc --target cuda --checkpoint auto "$dp" -o $B/$(basename "$dp" .dp).cudaa || exit 1

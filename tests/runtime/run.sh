@@ -419,6 +419,7 @@ calls = {label: int(n) for _, _, n, label in rows}
 gemms = sum(n for l, n in calls.items() if l.startswith("gemm"))
 kernels = sum(n for l, n in calls.items() if not l.startswith(("gemm", "copy", "zero")))
 assert gemms == s["gemm_calls"] and kernels == s["kernel_launches"], (calls, s)
+assert calls.get("copy", 0) == s["copy_calls"], (calls, s)
 assert not any(l.startswith("acc") for l in calls) and any(l.endswith("+=") for l in calls), calls
 PY
 else
