@@ -428,25 +428,27 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	plan(p);
 	int n = ckpt_rows_candidates(p, cand, most);
 	unsigned best = 0;
+	bool best_masks = false;
 	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX;
-	for (unsigned m = 0; n && m < 1u << n; m++) {
-		int k = 0;
-		for (int i = 0; i < n; i++)
-			if (m >> i & 1)
-				drop[k++] = cand[i];
-		CkptRows *r = ckpt_rows_apply(p, drop, k);
-		fit_tapes(p, o, budget, plan);
-		int64_t bytes = plan(p), flops = bytes <= budget ? ckpt_recomputed_flops(p) : INT64_MAX;
-		ckpt_rows_undo(r);
-		if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
-			best = m, best_flops = flops, best_bytes = bytes;
-	}
+	/* masks in bits save bytes for nothing, but leave a relu's argument to be computed again where a dropped value needs it */
+	for (int masks = 0; masks < 2; masks++)
+		for (unsigned m = 0; m < 1u << n; m++) {
+			int k = 0;
+			for (int i = 0; i < n; i++)
+				if (m >> i & 1)
+					drop[k++] = cand[i];
+			CkptRows *r = ckpt_rows_apply(p, drop, k, masks);
+			fit_tapes(p, o, budget, plan);
+			int64_t bytes = plan(p), flops = bytes <= budget ? ckpt_recomputed_flops(p) : INT64_MAX;
+			ckpt_rows_undo(r);
+			if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
+				best = m, best_masks = masks, best_flops = flops, best_bytes = bytes;
+		}
 	int k = 0;
 	for (int i = 0; i < n; i++)
 		if (best >> i & 1)
 			drop[k++] = cand[i];
-	if (k)
-		ckpt_rows_apply(p, drop, k);
+	ckpt_rows_apply(p, drop, k, best_masks);
 	fit_tapes(p, o, budget, plan);
 }
 
@@ -538,6 +540,9 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
 		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);
+		/* without a budget: masks in bits cost nothing, and nothing is dropped */
+		if (o->mode == CKPT_AUTO && !o->device_mem && !o->full_rows)
+			ckpt_rows_apply(p, NULL, 0, true);
 		for (int i = p->nforward; i < p->body.len && !o->device_mem; i++)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
 				least_rows(p, p->body.ops[i], o);

@@ -17,6 +17,7 @@ typedef struct {
 	                     * unless none, snapshots beyond the budget go to host memory */
 	int64_t host_mem;   /* the pinned host budget, 0: none */
 	bool rows;          /* auto: ad_transform kept what loops without loops inside read (AdOptions.keep): tapes of rows */
+	bool full_rows;     /* auto without a budget: rows keep relu masks as values, not bits (tests/unit/graph.c searches both) */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
@@ -66,20 +67,25 @@ void ckpt_largest_first(Program *p, int *v, int n);
 /* Loop rows (rows.c): under auto with a tape of rows, the row tapes whose
  * value the loop's adjoint step could compute again from the rest of its
  * row (the largest first, up to max); the program with those in drop[]
- * computed again, each where the adjoint first read it, and its undo, which
+ * computed again, each where the adjoint first read it (with masks, first
+ * every row whose value the adjoint reads only through step, a relu's
+ * mask, keeps it in a bit per element: bits before the stores into the
+ * row, unbits where the adjoint took the step; exact, as unbits(bits(x))
+ * is step(x)), and its undo, which
  * drops every value made since (plan the program once before, so that the
  * optimizer's state is not among them); and
  * per loop the values its row keeps (again false: count, names to f unless
  * NULL, bytes in *total) or the ops its adjoint computes again (FLOPs a step). */
 typedef struct CkptRows CkptRows;
 int ckpt_rows_candidates(Program *p, int *out, int max);
-CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n);
+CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks);
 void ckpt_rows_undo(CkptRows *r);
 int ckpt_rows_names(FILE *f, Program *p, Op *revolve, bool again, bool json, int64_t *total);
 /* every revolve's s snapshot slots (at most its trip count) and, where it
  * has a tape, min(k, n) rows, on the device: for tests/unit/graph.c's
  * exhaustive search, which plans each shape itself */
 void ckpt_set_shape(Program *p, int64_t s, int64_t k);
+
 
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */

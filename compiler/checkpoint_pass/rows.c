@@ -17,8 +17,21 @@ typedef struct {
 	Block *b, old;
 } Saved;
 
+/* an op's kind and result type, or a value's type, before narrowing changed it */
+typedef struct {
+	Op *op;
+	OpKind kind;
+	Type to;
+} Rekind;
+
+typedef struct {
+	int v;
+	Type type;
+} Retype;
+
 struct CkptRows {
 	Program *p;
+	int nv0;        /* values before the rewrite, which the undo keeps */
 	int nv;
 	Op **def;       /* per value: its op in a revolve's taped body, or NULL */
 	Op **owner;     /* per value defined or stored there: that revolve */
@@ -30,6 +43,9 @@ struct CkptRows {
 	Block *out;
 	Vec(Edit) edits;
 	Vec(Saved) saved;
+	Vec(Rekind) rekinds;
+	Vec(Retype) retypes;
+	int *bits;      /* per row tape before narrowing: the tape of its bits, or -1 */
 };
 
 static bool carried(const Op *v, int w)
@@ -40,9 +56,13 @@ static bool carried(const Op *v, int w)
 	return false;
 }
 
-static CkptRows *init(Program *p)
+/* the maps of p's revolves' rows, into r (made when NULL) */
+static CkptRows *init(Program *p, CkptRows *r)
 {
-	CkptRows *r = ar_alloc(sizeof *r);
+	if (!r) {
+		r = ar_alloc(sizeof *r);
+		r->nv0 = p->values.len;
+	}
 	int nv = r->nv = p->values.len;
 	r->p = p;
 	r->def = ar_alloc(sizeof(Op *) * (size_t)(nv + 1));
@@ -88,20 +108,25 @@ static bool computable(CkptRows *r, Op *v, int w)
 
 int ckpt_rows_candidates(Program *p, int *out, int max)
 {
-	CkptRows *r = init(p);
-	int n = 0, *x = ar_alloc(sizeof(int) * (size_t)(r->nv + 1));
+	CkptRows *r = init(p, NULL);
+	/* ranked by the value a row keeps, or the one its bits came from (ckpt_rows_narrow):
+	 * dropping a mask saves little, but spares its op chain's values as dropping them would */
+	int n = 0, *x = ar_alloc(sizeof(int) * (size_t)(r->nv + 1)), *tape = ar_alloc(sizeof(int) * (size_t)(r->nv + 1));
 	for (int t = 0; t < r->nv; t++) {
 		if (r->src[t] < 0 || carried(r->owner[t], r->src[t]) || !r->def[r->src[t]])
 			continue;
 		r->drop[t] = true;
-		if (computable(r, r->owner[t], r->src[t]))
-			x[n++] = r->src[t];
+		if (computable(r, r->owner[t], r->src[t])) {
+			Op *d = r->def[r->src[t]];
+			x[n++] = d->kind == OP_BITS ? d->in[0] : r->src[t];
+			tape[x[n - 1]] = t;
+		}
 		r->drop[t] = false;
 	}
 	ckpt_largest_first(p, x, n);
 	n = n < max ? n : max;
 	for (int i = 0; i < n; i++)
-		out[i] = r->stored[x[i]];
+		out[i] = tape[x[i]];
 	return n;
 }
 
@@ -142,6 +167,12 @@ static int materialize(CkptRows *r, Op *v, int w)
 	return r->memo[w] = n->out;
 }
 
+static void edit(CkptRows *r, Op *op, int k, int v)
+{
+	vec_push(&r->edits, ((Edit){op, k, op->in[k]}));
+	op->in[k] = v;
+}
+
 static void save(CkptRows *r, Block *b)
 {
 	vec_push(&r->saved, ((Saved){b, *b}));
@@ -175,27 +206,124 @@ static void rewrite(CkptRows *r, Op *v)
 			continue;
 		}
 		for (int k = 0; k < op->nin; k++)
-			if (op->in[k] < r->nv && r->repl[op->in[k]] >= 0) {
-				vec_push(&r->edits, ((Edit){op, k, op->in[k]}));
-				op->in[k] = r->repl[op->in[k]];
-			}
+			if (op->in[k] < r->nv && r->repl[op->in[k]] >= 0)
+				edit(r, op, k, r->repl[op->in[k]]);
 		ir_append(&v->body2, op);
 	}
 	drop_stores(r, &v->body3);
 	drop_stores(r, &v->primal->body);
 }
 
-CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n)
+/* b with a bits op before st, packing st's operand k into a new value */
+static void pack_before(CkptRows *r, Block *b, Op *st, int k)
 {
-	CkptRows *r = init(p);
+	Program *p = r->p;
+	int x = st->in[k];
+	Op *pk = ir_new_op(p, OP_BITS, st->loc, 1, &x);
+	Type t = ir_vtype(p, x);
+	t.dt = DT_I32;
+	t.dim[t.rank - 1] = (t.dim[t.rank - 1] + 31) / 32;
+	pk->out = ir_new_value(p, VK_SSA, t, ar_printf("bits_%s", ir_value_name(p, x) + 1), st->loc);
+	p->values.data[pk->out].def = pk;
+	Block old = *b;
+	save(r, b);
+	for (int i = 0; i < old.len; i++) {
+		if (old.ops[i] == st)
+			ir_append(b, pk);
+		ir_append(b, old.ops[i]);
+	}
+	edit(r, st, k, pk->out);
+}
+
+/* whether v's adjoint reads the row of tape t (slice s) only through step ops */
+static bool only_steps(Op *v, int t, Op **s)
+{
+	*s = NULL;
+	for (int i = 0; i < v->body2.len; i++) {
+		Op *op = v->body2.ops[i];
+		if (op->kind == OP_SLICE && op->in[0] == t && op->in[1] == v->irow)
+			*s = op;
+	}
+	int uses = 0;
+	for (int i = 0; i < v->body2.len && *s; i++)
+		for (int k = 0; k < v->body2.ops[i]->nin; k++)
+			if (v->body2.ops[i]->in[k] == (*s)->out) {
+				if (v->body2.ops[i]->kind != OP_STEP)
+					return false;
+				uses++;
+			}
+	return uses > 0;
+}
+
+/* Rows whose value the adjoint reads only through step (a relu's mask)
+ * keep it in a bit per element: a bits op before each store into the row
+ * (the tape body's and the forward loop's tail), unbits where the adjoint
+ * took the step. Exact: unbits(bits(x)) is step(x). */
+static void narrow(CkptRows *r)
+{
+	Program *p = r->p;
+	r->bits = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	for (int w = 0; w < p->values.len; w++)
+		r->bits[w] = -1;
+	for (int i = p->nforward; i < p->body.len; i++) {
+		Op *v = p->body.ops[i], *s;
+		if (v->kind != OP_REVOLVE || !v->ktape)
+			continue;
+		for (int j = 0; j < v->body3.len; j++) {
+			Op *st = v->body3.ops[j];
+			int t = st->in[0];
+			if (st->kind != OP_STORE_SLICE || st->in[1] != v->irow || carried(v, st->in[2]) ||
+			    !ir_is_real(ir_vtype(p, t).dt) || !only_steps(v, t, &s))
+				continue;
+			Value *x = &p->values.data[t];
+			Type tt = x->type;
+			tt.dt = DT_I32;
+			tt.dim[tt.rank - 1] = (tt.dim[tt.rank - 1] + 31) / 32;
+			int bits = r->bits[t] = ir_new_value(p, VK_VAR, tt, ar_printf("bits_%s", x->name), x->loc);
+			p->values.data[bits].vclass = VC_TAPE;
+			pack_before(r, &v->body3, st, 2);
+			edit(r, st, 0, bits);
+			j++; /* past the store, which the pack now precedes */
+			for (int k = 0; k < v->primal->body.len; k++) {
+				Op *fs = v->primal->body.ops[k];
+				if (fs->kind == OP_STORE_SLICE && fs->in[0] == t) {
+					pack_before(r, &v->primal->body, fs, 2);
+					edit(r, fs, 0, bits);
+					break;
+				}
+			}
+			edit(r, s, 0, bits);
+			vec_push(&r->retypes, ((Retype){s->out, p->values.data[s->out].type}));
+			p->values.data[s->out].type = ir_drop_first(tt);
+			for (int k = 0; k < v->body2.len; k++) {
+				Op *op = v->body2.ops[k];
+				if (op->kind == OP_STEP && op->in[0] == s->out) {
+					vec_push(&r->rekinds, ((Rekind){op, op->kind, op->to}));
+					op->kind = OP_UNBITS;
+					op->to = ir_vtype(p, op->out);
+				}
+			}
+		}
+	}
+}
+
+CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks)
+{
+	CkptRows *r = ar_alloc(sizeof *r);
+	r->p = p;
+	r->nv0 = p->values.len;
+	if (masks)
+		narrow(r);
+	init(p, r);
+	/* a dropped tape that narrowing replaced: its bits go instead */
 	for (int i = 0; i < n; i++)
-		r->drop[drop[i]] = true;
+		r->drop[masks && r->bits[drop[i]] >= 0 ? r->bits[drop[i]] : drop[i]] = true;
 	for (int i = p->nforward; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
 		bool any = false;
-		for (int j = 0; j < n; j++)
-			any |= r->owner[drop[j]] == v;
-		if (v->kind == OP_REVOLVE && any)
+		for (int t = 0; t < r->nv && v->kind == OP_REVOLVE; t++)
+			any |= r->drop[t] && r->owner[t] == v;
+		if (any)
 			rewrite(r, v);
 	}
 	return r;
@@ -207,7 +335,13 @@ void ckpt_rows_undo(CkptRows *r)
 		r->edits.data[i].op->in[r->edits.data[i].k] = r->edits.data[i].old;
 	for (int i = r->saved.len - 1; i >= 0; i--)
 		*r->saved.data[i].b = r->saved.data[i].old;
-	r->p->values.len = r->nv;
+	for (int i = r->rekinds.len - 1; i >= 0; i--) {
+		r->rekinds.data[i].op->kind = r->rekinds.data[i].kind;
+		r->rekinds.data[i].op->to = r->rekinds.data[i].to;
+	}
+	for (int i = r->retypes.len - 1; i >= 0; i--)
+		r->p->values.data[r->retypes.data[i].v].type = r->retypes.data[i].type;
+	r->p->values.len = r->nv0;
 }
 
 /* per loop, the values its row keeps and the ops its adjoint computes

@@ -1652,6 +1652,35 @@ static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLV
 		elem_store(k, true, args[0], idx, LLVMBuildTrunc(B, r, g->i32, ""));
 		return;
 	}
+	case OP_BITS: {
+		/* word idx of its row: bit b is element 32 idx + b > 0, up to the row's end */
+		int64_t n = d->in[0].dim[d->in[0].rank - 1], nw = (n + 31) / 32;
+		LLVMValueRef row = LLVMBuildUDiv(B, idx, cg_i64(g, nw), ""), w = LLVMBuildURem(B, idx, cg_i64(g, nw), "");
+		LLVMValueRef first = LLVMBuildMul(B, w, cg_i64(g, 32), "");
+		LLVMValueRef left = LLVMBuildSub(B, cg_i64(g, n), first, "");
+		LLVMValueRef cnt = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, cg_i64(g, 32), ""), left, cg_i64(g, 32), "");
+		LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildMul(B, row, cg_i64(g, n), ""), first, "");
+		LLVMValueRef none = LLVMConstInt(g->i32, 0, 0);
+		Loop l = loop_begin(k, cnt);
+		Acc word = acc_begin(k, &l, none);
+		LLVMValueRef x = load(k, ptr_of(k, args[1], g->realp), LLVMBuildAdd(B, base, l.i, ""));
+		LLVMValueRef bit = LLVMBuildZExt(B, LLVMBuildFCmp(B, LLVMRealOGT, x, cg_real(g, 0), ""), g->i32, "");
+		LLVMValueRef next = LLVMBuildOr(B, word.phi, LLVMBuildShl(B, bit, LLVMBuildTrunc(B, l.i, g->i32, ""), ""), "");
+		acc_next(k, &word, next);
+		loop_end(k, &l, cnt);
+		elem_store(k, true, args[0], idx, acc_result(k, &l, none, next));
+		return;
+	}
+	case OP_UNBITS: {
+		int64_t n = d->out.dim[d->out.rank - 1], nw = (n + 31) / 32;
+		LLVMValueRef row = LLVMBuildUDiv(B, idx, cg_i64(g, n), ""), e = LLVMBuildURem(B, idx, cg_i64(g, n), "");
+		LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, row, cg_i64(g, nw), ""), LLVMBuildUDiv(B, e, cg_i64(g, 32), ""), "");
+		LLVMValueRef word = elem_load(k, true, args[1], at);
+		LLVMValueRef sh = LLVMBuildTrunc(B, LLVMBuildURem(B, e, cg_i64(g, 32), ""), g->i32, "");
+		LLVMValueRef bit = LLVMBuildAnd(B, LLVMBuildLShr(B, word, sh, ""), LLVMConstInt(g->i32, 1, 0), "");
+		store(k, ptr_of(k, args[0], g->realp), idx, LLVMBuildUIToFP(B, bit, g->real, ""));
+		return;
+	}
 	case OP_DROPOUT: {
 		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53;
 		 * in evaluation (word 3 is 0) every element passes unscaled */

@@ -219,6 +219,20 @@ const char *ops_shape_cast(Program *p, Op *op, Type *out)
 	return NULL;
 }
 
+/* bits: a real x [.., n] to i32 [.., ceil(n / 32)]; unbits: back to `to` */
+const char *ops_shape_bits(Program *p, Op *op, Type *out)
+{
+	Type a = ir_vtype(p, op->in[0]), real = op->kind == OP_BITS ? a : op->to, words = op->kind == OP_BITS ? a : op->to;
+	if (real.rank < 1 || !ir_is_real(real.dt))
+		return ar_printf("%s needs a real tensor of rank 1 or more, not %s", ir_ops[op->kind].name, ops_ts(real));
+	words.dt = DT_I32;
+	words.dim[words.rank - 1] = (real.dim[real.rank - 1] + 31) / 32;
+	if (op->kind == OP_UNBITS && !ir_type_eq(a, words))
+		return ar_printf("unbits of %s cannot give %s", ops_ts(a), ops_ts(real));
+	*out = op->kind == OP_BITS ? words : real;
+	return NULL;
+}
+
 /* between reals the gradient goes back in the operand's type; i32 has none */
 void ops_adjoint_cast(Ad *a, Op *op, int g)
 {
@@ -334,6 +348,25 @@ void ops_run_unfold(Interp *m, Op *op)
 							else
 								o[col] = x[pix];
 						}
+}
+
+void ops_run_bits(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	Type real = op->kind == OP_BITS ? ir_vtype(p, op->in[0]) : ir_vtype(p, op->out);
+	int64_t n = real.dim[real.rank - 1], w = (n + 31) / 32, rows = ir_numel(real) / (n ? n : 1);
+	int32_t *bits = (int32_t *)ops_mem(m, op->kind == OP_BITS ? op->out : op->in[0]);
+	double *x = ops_real(m, op->kind == OP_BITS ? op->in[0] : op->out);
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t e = 0; e < n; e++) {
+			uint32_t *word = (uint32_t *)&bits[r * w + e / 32], bit = 1u << (e % 32);
+			if (op->kind == OP_UNBITS)
+				x[r * n + e] = (*word & bit) ? 1 : 0;
+			else if (e % 32 == 0)
+				*word = x[r * n + e] > 0 ? bit : 0;
+			else
+				*word |= x[r * n + e] > 0 ? bit : 0;
+		}
 }
 
 void ops_run_cast(Interp *m, Op *op)

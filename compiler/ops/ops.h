@@ -28,6 +28,7 @@ const char *ops_shape_concat(Program *p, Op *op, Type *out);
 const char *ops_shape_unfold(Program *p, Op *op, Type *out);
 const char *ops_shape_cast(Program *p, Op *op, Type *out);
 const char *ops_shape_argmax(Program *p, Op *op, Type *out);
+const char *ops_shape_bits(Program *p, Op *op, Type *out);
 const char *ops_shape_ew(Program *p, Op *op, Type *out);
 const char *ops_shape_matmul(Program *p, Op *op, Type *out);
 const char *ops_shape_reduce(Program *p, Op *op, Type *out);
@@ -88,7 +89,7 @@ void ops_run_block(Interp *m, Block *b);
 void ops_reduce_to(Interp *m, int x, Type keep, double *out, OpKind k); /* sum, max or min over the axes keep has at 1 */
 #define RULE(s) void ops_run_##s(Interp *m, Op *op);
 RULE(leaf) RULE(slice) RULE(reshape) RULE(transpose) RULE(broadcast) RULE(copy) RULE(window) RULE(concat) RULE(unfold)
-RULE(cast) RULE(argmax) RULE(ew) RULE(matmul) RULE(reduce) RULE(softmax) RULE(softmax_grad) RULE(embed) RULE(attention)
+RULE(cast) RULE(argmax) RULE(bits) RULE(ew) RULE(matmul) RULE(reduce) RULE(softmax) RULE(softmax_grad) RULE(embed) RULE(attention)
 RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE(loop)
 #undef RULE
 

@@ -358,19 +358,20 @@ done
 # what a loop's rows keep under budgets below store-everything's: gradients bitwise as
 # store-everything's in f32 and f64, peak within the budget and as planned, the FLOPs the
 # adjoint steps compute again measured as planned; at some budget a row keeps less
-rl="$o/rows.log" rd="$o/rows"
-r_ok=1 r_less=0 r_n=0
-for prec in f32 f64; do
-	"$DPC" --target cpu --precision $prec --schedule-json "$rd.$prec.json" tests/ckpt/rows.dp -o "$rd.$prec" >>"$rl" 2>&1 &&
-		"$rd.$prec" --steps 2 --quiet --dump-grads "$rd.$prec.g" >>"$rl" 2>&1 || r_ok=0
-	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$rd.$prec.json") || r_ok=0
-	for pc in 95 85 80 78; do
-		budget=$((full * pc / 100)) b="$rd.$prec.$pc"
-		"$DPC" --target cpu --precision $prec --device-mem $budget --stream none --schedule-json "$b.json" \
-			tests/ckpt/rows.dp -o "$b" >>"$rl" 2>&1 &&
-			"$b" --steps 2 --quiet --dump-grads "$b.g" --summary-json "$b.run.json" >>"$rl" 2>&1 &&
-			cmp "$rd.$prec.g" "$b.g" >>"$rl" 2>&1 &&
-			python3 - "$b.json" "$b.run.json" $budget >"$b.out" 2>>"$rl" <<'PY' || r_ok=0
+for rows in rows rows_relu; do
+	rl="$o/$rows.log" rd="$o/$rows"
+	r_ok=1 r_less=0 r_n=0 r_bits=0
+	for prec in f32 f64; do
+		"$DPC" --target cpu --precision $prec --schedule-json "$rd.$prec.json" tests/ckpt/$rows.dp -o "$rd.$prec" >>"$rl" 2>&1 &&
+			"$rd.$prec" --steps 2 --quiet --dump-grads "$rd.$prec.g" >>"$rl" 2>&1 || r_ok=0
+		full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$rd.$prec.json") || r_ok=0
+		for pc in 95 85 80 78; do
+			budget=$((full * pc / 100)) b="$rd.$prec.$pc"
+			"$DPC" --target cpu --precision $prec --device-mem $budget --stream none --schedule-json "$b.json" \
+				tests/ckpt/$rows.dp -o "$b" >>"$rl" 2>&1 &&
+				"$b" --steps 2 --quiet --dump-grads "$b.g" --summary-json "$b.run.json" >>"$rl" 2>&1 &&
+				cmp "$rd.$prec.g" "$b.g" >>"$rl" 2>&1 &&
+				python3 - "$b.json" "$b.run.json" $budget >"$b.out" 2>>"$rl" <<'PY' || r_ok=0
 import json, sys
 plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
 assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
@@ -378,17 +379,21 @@ assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed
 assert run["recomputed_steps"] == 2 * plan["recomputed_steps"], (run["recomputed_steps"], plan["recomputed_steps"])
 loop = plan["loops"][0]
 again = loop.get("row_recomputed", [])
-print(1 if again else 0, f"{budget}: rows {loop['tape_rows']} keep {len(loop.get('row_kept', []))}, again {len(again)}")
+bits = any(v.startswith("%bits_") for v in loop.get("row_kept", []))
+print(1 if again else 0, 1 if bits else 0, f"{budget}: rows {loop['tape_rows']} keep {len(loop.get('row_kept', []))}, again {len(again)}, masks in bits {bits}")
 PY
-		r_n=$((r_n + 1))
-		[ -s "$b.out" ] && r_less=$((r_less + $(cut -d' ' -f1 "$b.out"))) && cut -d' ' -f2- "$b.out" >>"$rl"
-	done
+			r_n=$((r_n + 1))
+			[ -s "$b.out" ] && r_less=$((r_less + $(cut -d' ' -f1 "$b.out"))) && r_bits=$((r_bits + $(cut -d' ' -f2 "$b.out"))) &&
+				cut -d' ' -f3- "$b.out" >>"$rl"
+		done
 done
-if [ $r_ok = 1 ] && [ $r_less -ge 1 ]; then
-	ok "ckpt/rows: $r_n budgets in f32 and f64, gradients bitwise, rows keeping less at $r_less"
+# relu's masks go into bits at some budget (rows.dp has none to pack)
+if [ $r_ok = 1 ] && [ $r_less -ge 1 ] && { [ $rows = rows ] || [ $r_bits -ge 1 ]; }; then
+	ok "ckpt/$rows: $r_n budgets in f32 and f64, gradients bitwise, rows keeping less at $r_less, masks in bits at $r_bits"
 else
-	notok "ckpt/rows" "$rl"
+	notok "ckpt/$rows" "$rl"
 fi
+done
 # the networks' blocks (skip connections, attention, layernorm) at 85% and 70% of their
 # store-everything peak: rows that keep less and straight-line recomputation, gradients
 # bitwise, peaks and recomputed FLOPs measured as planned

@@ -35,14 +35,15 @@ static Program *taped(const char *path, int64_t budget)
 	ck.rows = true;
 	ck.stream = STREAM_NONE;
 	ck.device_mem = budget;
+	ck.full_rows = true;
 	p = ckpt_pass(ir_dce(ad_transform(p, &ad)), &ck);
 	ir_verify(p, "checkpoint_pass");
 	return p;
 }
 
 /* What a loop's rows keep, against an exhaustive search: every subset of
- * the values its adjoint could compute again, at every snapshot count s and
- * row count k, planned; at budgets from the least plan that recomputes
+ * the values its adjoint could compute again, with and without relu masks
+ * in bits, at every snapshot count s and row count k, planned; at budgets from the least plan that recomputes
  * nothing down to the least plan of all, ckpt_pass must plan within the
  * budget with the fewest recomputed FLOPs any of those shapes has there. */
 static void rows(const char *path)
@@ -59,15 +60,15 @@ static void rows(const char *path)
 	check(n >= 2 && n <= 8 && trip >= 2 && trip <= 64, what);
 	if (n < 2 || n > 8 || trip < 2 || trip > 64)
 		return;
-	int shapes = (1 << n) * trip * trip;
+	int shapes = (2 << n) * trip * trip;
 	int64_t *bytes = malloc(sizeof(int64_t) * (size_t)shapes), *flops = malloc(sizeof(int64_t) * (size_t)shapes);
 	int64_t full = INT64_MAX, least = INT64_MAX;
-	for (int m = 0, j = 0; m < 1 << n; m++) {
+	for (int m = 0, j = 0; m < 2 << n; m++) {
 		int drop[8], k = 0;
 		for (int i = 0; i < n; i++)
 			if (m >> i & 1)
 				drop[k++] = cand[i];
-		CkptRows *r = ckpt_rows_apply(p, drop, k);
+		CkptRows *r = ckpt_rows_apply(p, drop, k, m >> n);
 		ir_verify(p, "ckpt_rows_apply");
 		for (int s = 1; s <= trip; s++)
 			for (int rowsk = 1; rowsk <= trip; rowsk++, j++) {
@@ -83,7 +84,7 @@ static void rows(const char *path)
 	snprintf(what, sizeof what, "%s: recomputing nothing plans %lld bytes at least, the least plan %lld", path,
 	         (long long)full, (long long)least);
 	check(least < full, what);
-	int nb = 0, dropped = 0;
+	int nb = 0, dropped = 0, masked = 0;
 	for (int b = 0; b <= 12; b++) {
 		int64_t budget = full - 1 - (full - 1 - least) * b / 12, best = -1;
 		for (int j = 0; j < shapes; j++)
@@ -96,6 +97,8 @@ static void rows(const char *path)
 			Op *v = q->body.ops[i];
 			if (v->kind == OP_REVOLVE && v->ktape && ckpt_rows_names(NULL, q, v, true, false, &kb))
 				dropped++;
+			for (int j = 0; v->kind == OP_REVOLVE && j < v->body3.len; j++)
+				masked += v->body3.ops[j]->kind == OP_BITS;
 		}
 		snprintf(what, sizeof what, "%s, budget %lld: plan %lld bytes, %lld FLOPs again; the least any shape that fits "
 		         "recomputes: %lld", path, (long long)budget, (long long)planned, (long long)f, (long long)best);
@@ -106,7 +109,7 @@ static void rows(const char *path)
 	check(dropped > 0, what);
 	if (!fail)
 		printf("ok - graph/rows: %s: %d candidates, %d shapes planned; at %d budgets the fit recomputes the least any "
-		       "shape that fits does (rows keeping less at %d)\n", path, n, shapes, nb, dropped);
+		       "shape that fits does (rows keeping less at %d, masks in bits at %d)\n", path, n, shapes, nb, dropped, masked);
 	free(bytes);
 	free(flops);
 }

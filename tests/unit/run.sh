@@ -42,7 +42,7 @@ else
 fi
 # straight-line code's kept set: the fit against every subset
 # and what a loop's rows keep, against every subset and every (snapshots, rows) shape
-if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows tests/ckpt/rows.dp >"$TEST_OUT/graph.log" 2>&1; then
+if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows tests/ckpt/rows.dp --rows tests/ckpt/rows_relu.dp >"$TEST_OUT/graph.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/graph.log"
 	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/graph.log")))
 else
