@@ -24,6 +24,16 @@ for dp in samples/*.dp tests/ops/*.dp; do
 		fi
 	done
 done
+# rows that keep relu masks in bits (bits, unbits) under --checkpoint auto, in each precision
+for prec in f32 f64 bf16; do
+	ptx="$TEST_OUT/rows_relu.$prec.ptx"
+	if "$DPC" --precision $prec --checkpoint auto --emit=ptx tests/ckpt/rows_relu.dp -o "$ptx" 2>"$ptx.log" &&
+		grep -q "shr.u32\|shr.b32" "$ptx" && "$PTXAS" --gpu-name sm_90 "$ptx" -o "$ptx.cubin" >>"$ptx.log" 2>&1; then
+		ok "ptxas/rows_relu.$prec: masks in bits"
+	else
+		notok "ptxas/rows_relu.$prec: masks in bits" "$ptx.log"
+	fi
+done
 # kernel quality, read off the PTX: reductions combine lanes with warp
 # shuffles (and a block's warps through shared memory), elementwise kernels
 # move 16 bytes per access, and index arithmetic divides in 32 bits
