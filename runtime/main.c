@@ -177,14 +177,19 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
                 int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
                 void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int))
+                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool)
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
 	             {CKPT_SAVE, 0, 0, 0}};
 	/* the initial state into slot 0; under the sweep the forward loop saved it, and the other segments' starts */
 	if (!sweep)
 		run_action(&r, r.next);
-	ckpt_schedule(n, s, k ? k : 1, sweep, sweep && k ? ckpt_sweep_tail(n, k) : 0, revolve_action, &r);
+	if (pool) {
+		CkptPool plan = {n, k, 0, (int32_t *)pool};
+		ckpt_pool_schedule(&plan, revolve_action, &r);
+	} else {
+		ckpt_schedule(n, s, k ? k : 1, sweep, sweep && k ? ckpt_sweep_tail(n, k) : 0, revolve_action, &r);
+	}
 	if (r.pending)
 		run_action(&r, r.next);
 }

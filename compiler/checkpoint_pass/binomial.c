@@ -235,3 +235,133 @@ void ckpt_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int
 	*saves = w.saves;
 	*fetches = w.fetches;
 }
+
+/* ---- pooled rows: snapshots beyond slot 0 in the carried tapes' rows ---- */
+
+enum { POOL_TAPE = -1 };
+
+static int32_t *pool_at(int32_t *t, int64_t n, int64_t d, int64_t m) { return &t[d * (n + 1) + m]; }
+
+CkptPool *ckpt_pool_plan(int64_t n, int64_t k)
+{
+	if (n < 1 || k < 1 || (double)n * (double)n * (double)(k + 1) > (double)(1 << 27))
+		return NULL;
+	int64_t D = k + 1, cells = (D + 2) * (n + 1);
+	CkptPool *pl = calloc(1, sizeof *pl);
+	int64_t *R = malloc(sizeof(int64_t) * (size_t)cells), *T = malloc(sizeof(int64_t) * (size_t)cells);
+	int32_t *c = malloc(sizeof(int32_t) * (size_t)(2 * cells));
+	if (!pl || !R || !T || !c) {
+		free(pl), free(R), free(T), free(c);
+		return NULL;
+	}
+	pl->n = n, pl->k = k, pl->choice = c;
+	int32_t *rc = c, *tc = c + cells;
+	const int64_t inf = INT64_MAX / 4;
+	for (int64_t d = D + 1; d >= 1; d--) {
+		int64_t rows = k - (d - 1); /* slots 1 .. d - 1 hold rows k - 1 .. k - d + 1 */
+		R[d * (n + 1)] = T[d * (n + 1)] = 0;
+		for (int64_t m = 1; m <= n; m++) {
+			int64_t best = inf, top = inf;
+			int32_t bc = POOL_TAPE, tcc = POOL_TAPE;
+			if (m <= rows) {
+				best = top = m;
+			} else if (rows >= 0) {
+				for (int64_t j = 1; j < m; j++) {
+					int64_t left = R[d * (n + 1) + j];
+					if (d + 1 <= D) {
+						int64_t a = j + R[(d + 1) * (n + 1) + m - j] + left, b = j + T[(d + 1) * (n + 1) + m - j] + left;
+						if (a < best)
+							best = a, bc = (int32_t)(j << 1);
+						if (b < top)
+							top = b, tcc = (int32_t)(j << 1);
+					}
+					if (m - j <= rows && m + left < best)
+						best = m + left, bc = (int32_t)(j << 1 | 1);
+					if (m - j <= rows && m + left < top)
+						top = m + left, tcc = (int32_t)(j << 1 | 1);
+				}
+			}
+			R[d * (n + 1) + m] = best > inf ? inf : best;
+			T[d * (n + 1) + m] = top > inf ? inf : top;
+			*pool_at(rc, n, d, m) = bc;
+			*pool_at(tc, n, d, m) = tcc;
+		}
+	}
+	pl->cost = T[n + 1 + n] >= inf ? INT64_MAX : T[n + 1 + n] - n;
+	free(R);
+	free(T);
+	return pl;
+}
+
+void ckpt_pool_free(CkptPool *pl)
+{
+	if (pl)
+		free(pl->choice);
+	free(pl);
+}
+
+int64_t ckpt_pool_cells(int64_t n, int64_t k) { return 2 * (k + 3) * (n + 1); }
+
+/* Reverses steps [a, a + m) from the state at a, current and held in slot d - 1 */
+static void pool_reverse(const CkptPool *pl, Gen *g, int64_t a, int64_t m, int64_t d)
+{
+	int32_t *rc = pl->choice;
+	while (m > 0) {
+		int32_t c = *pool_at(rc, pl->n, d, m);
+		if (c == POOL_TAPE) {
+			g->emit(g->ctx, CKPT_TAPED, a, a + m, (int)(d - 1));
+			return;
+		}
+		int64_t j = c >> 1;
+		g->emit(g->ctx, CKPT_ADVANCE, a, a + j, (int)(d - 1));
+		if (c & 1) {
+			g->emit(g->ctx, CKPT_TAPED, a + j, a + m, (int)(d - 1));
+		} else {
+			g->emit(g->ctx, CKPT_SAVE, a + j, a + j, (int)d);
+			pool_reverse(pl, g, a + j, m - j, d + 1);
+		}
+		g->emit(g->ctx, CKPT_RESTORE, a, a, (int)(d - 1));
+		m = j;
+	}
+}
+
+int64_t ckpt_pool_chain(const CkptPool *pl, int64_t *starts, int64_t *len, int64_t *tail)
+{
+	int32_t *tc = pl->choice + (pl->k + 3) * (pl->n + 1);
+	int64_t a = 0, d = 1, c = 0;
+	*tail = 0;
+	while (a < pl->n) {
+		int64_t m = pl->n - a;
+		int32_t x = *pool_at(tc, pl->n, d, m);
+		if (x == POOL_TAPE) {
+			*tail = m;
+			break;
+		}
+		starts[c] = a, len[c] = x >> 1, c++;
+		if (x & 1) {
+			*tail = m - (x >> 1);
+			break;
+		}
+		a += x >> 1, d++;
+	}
+	return c;
+}
+
+void ckpt_pool_schedule(const CkptPool *pl, CkptEmit emit, void *ctx)
+{
+	int64_t *starts = malloc(sizeof(int64_t) * (size_t)(pl->k + 2)), *len = malloc(sizeof(int64_t) * (size_t)(pl->k + 2)), tail;
+	if (!starts || !len) {
+		free(starts), free(len);
+		return;
+	}
+	int64_t c = ckpt_pool_chain(pl, starts, len, &tail);
+	Gen g = {emit, ctx, 0};
+	if (tail > 0)
+		emit(ctx, CKPT_UNTAPE, pl->n - tail, pl->n, -1);
+	for (int64_t i = c - 1; i >= 0; i--) {
+		emit(ctx, CKPT_RESTORE, starts[i], starts[i], (int)i);
+		pool_reverse(pl, &g, starts[i], len[i], i + 1);
+	}
+	free(starts);
+	free(len);
+}

@@ -12,6 +12,7 @@
  * Op.swept). */
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "ckpt.h"
 
@@ -358,12 +359,60 @@ static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
 	return flops;
 }
 
+static int64_t revolve_flops(Program *p, Op *v);
+
+/* the pool's plan in compiler memory */
+static CkptPool *keep_pool(CkptPool *pl)
+{
+	CkptPool *c = ar_alloc(sizeof *c);
+	*c = *pl;
+	size_t bytes = sizeof(int32_t) * (size_t)ckpt_pool_cells(pl->n, pl->k);
+	c->choice = ar_alloc(bytes);
+	memcpy(c->choice, pl->choice, bytes);
+	ckpt_pool_free(pl);
+	return c;
+}
+
+/* The one loop of a program, with a tape and no --snapshots: pooled rows
+ * (one slot, the rest of the budget in rows that also hold the snapshots)
+ * when they fit with fewer recomputed FLOPs than the shape fit_tapes left,
+ * which stays otherwise. */
+static void fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t extra, int64_t k)
+{
+	Op *v = NULL;
+	int nrev = 0;
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_REVOLVE)
+			v = p->body.ops[i], nrev++;
+	if (nrev != 1 || !v->ktape || o->snapshots || plan(p) > budget)
+		return;
+	int64_t sweep = revolve_flops(p, v), n = v->trip;
+	set_shape(p, 0, 1);
+	int64_t base = plan(p), row = row_bytes(p, v), rows = row > 0 && base <= budget ? 1 + (budget - base) / row : 0;
+	rows = rows < n ? rows : n;
+	while (rows > 1 && (set_shape(p, 0, rows), plan(p) > budget))
+		rows -= rows / 64 + 1;
+	set_shape(p, 0, rows > 1 ? rows : 1);
+	CkptPool *pl = rows >= 1 && plan(p) <= budget ? ckpt_pool_plan(n, rows) : NULL;
+	int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
+	if (pl && pl->cost < INT64_MAX && sat_add(sat_mul(pl->cost, per), sat_mul(n, again)) < sweep) {
+		v->pool = keep_pool(pl);
+		int64_t *starts = ar_alloc(sizeof(int64_t) * (size_t)(rows + 2)), *len = ar_alloc(sizeof(int64_t) * (size_t)(rows + 2));
+		ckpt_pool_chain(v->pool, starts, len, &v->ptail);
+		return;
+	}
+	ckpt_pool_free(pl);
+	set_shape(p, extra, k);
+}
+
 /* --checkpoint auto under --device-mem: the snapshots (or the --snapshots
  * count) and tape rows that fit the budget with the fewest recomputed FLOPs.
  * Each candidate row count k gives its snapshots what is left; the plan is
  * linear in both but for alignment, which the final check steps back from. */
 static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
+	for (int i = 0; i < p->body.len; i++)
+		p->body.ops[i]->pool = NULL;
 	int64_t maxn = 0, slot = set_shape(p, 0, 1);
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > maxn)
@@ -404,6 +453,7 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 			best_k = best_k - best_k / 32 - 1 > 1 ? best_k - best_k / 32 - 1 : 1;
 		set_shape(p, best_extra, best_k);
 	}
+	fit_pool(p, o, budget, plan, best_extra, best_k);
 }
 
 /* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values
@@ -567,12 +617,22 @@ int64_t ckpt_revolve_k(const Op *v)
 
 int64_t ckpt_revolve_tail(const Op *v)
 {
+	if (v->pool)
+		return v->ptail;
 	return v->swept && v->ktape ? ckpt_sweep_tail(v->trip, v->ktape) : 0;
 }
 
 int64_t ckpt_revolve_cost(const Op *v)
 {
-	return steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
+	return v->pool ? v->pool->cost : steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
+}
+
+void ckpt_revolve_schedule(const Op *v, CkptEmit emit, void *ctx)
+{
+	if (v->pool)
+		ckpt_pool_schedule(v->pool, emit, ctx);
+	else
+		ckpt_schedule(v->trip, v->nsnap, ckpt_revolve_k(v), v->swept, ckpt_revolve_tail(v), emit, ctx);
 }
 
 /* what v's schedule recomputes in FLOPs: whole steps (advances, and with a
@@ -623,7 +683,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 				v = p->body.ops[j];
 		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? ckpt_binomial_r(n, s) : 0;
 		int64_t cost = v ? ckpt_revolve_cost(v) : 0;
-		const char *kind = !v ? "store-everything" : v->swept ? "sweep" : "binomial";
+		const char *kind = !v ? "store-everything" : v->pool ? "pooled" : v->swept ? "sweep" : "binomial";
 		int64_t per = ir_block_flops(p, &op->body, 0, op->body.len), taped = v ? ir_recomputed_flops(p, &v->body2) : 0;
 		int64_t again = v ? revolve_flops(p, v) : 0;
 		fwd += n;
@@ -638,8 +698,11 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			if (v && v->swept)
 				fprintf(f, "loop at %s: n %lld, sweep with s %lld snapshots saved by the forward loop%s: forward steps %lld, "
 				        "recomputed steps %lld%s", where, (long long)n, (long long)s,
-				        v->ktape ? ar_printf(", taped actions of up to %lld steps, the last %lld taped by the forward loop",
-				                             (long long)v->ktape, (long long)ckpt_revolve_tail(v)) : "", (long long)n,
+				        v->pool ? ar_printf(", pooled: %lld rows hold the taped actions and the snapshots beyond the first, "
+				                            "the last %lld steps taped by the forward loop", (long long)v->ktape,
+				                            (long long)ckpt_revolve_tail(v))
+				        : v->ktape ? ar_printf(", taped actions of up to %lld steps, the last %lld taped by the forward loop",
+				                               (long long)v->ktape, (long long)ckpt_revolve_tail(v)) : "", (long long)n,
 				        (long long)cost, flops);
 			if (v && v->swept && v->ktape) {
 				/* what a row keeps, and what the adjoint step computes again */
@@ -680,7 +743,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
 			fprintf(f, ", \"actions\": [");
-			ckpt_schedule(n, s, ckpt_revolve_k(v), v->swept, ckpt_revolve_tail(v), print_action, &x);
+			ckpt_revolve_schedule(v, print_action, &x);
 			fprintf(f, "]");
 		}
 		fprintf(f, "}");

@@ -128,7 +128,32 @@ void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, CkptEmit
 /* A revolve's schedule, the sweep's (Op.swept) or binomial's: what the
  * runtime drives, the stream pass replays and --schedule-json lists. */
 void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, CkptEmit emit, void *ctx);
-int64_t ckpt_revolve_tail(const Op *revolve); /* the steps its forward loop tapes: with a tape of rows, min(n, ktape) */
+int64_t ckpt_revolve_tail(const Op *revolve); /* the steps its forward loop tapes: with a tape of rows, min(n, ktape), or the pool's */
+void ckpt_revolve_schedule(const Op *revolve, CkptEmit emit, void *ctx); /* the pool's schedule, or ckpt_schedule's */
+
+/* Pooled rows (--checkpoint auto, one loop of up to a few thousand steps):
+ * the snapshots beyond slot 0 live in the rows of the carried values' tapes,
+ * slot i in row k - i, so that rows and snapshots share k rows: with d
+ * slots held a taped action has k - (d - 1) rows. The schedule comes from a
+ * dynamic programme over (steps, slots held): a reversal of m steps tapes
+ * them all when they fit, or advances j and either saves a slot and
+ * recurses on the rest or tapes the rest at once, then restores and
+ * reverses the j; the loss's forward sweep is free and saves the chain of
+ * slots the top level starts from, then tapes its last steps (the tail).
+ * ckpt_pool_plan returns NULL when n^2 (k + 1) passes 2^27; choice holds
+ * ckpt_pool_cells(n, k) entries, what codegen puts in the executable for
+ * the runtime. ckpt_pool_chain writes the top level's segments (start and
+ * length; segment i is reversed from slot i) and the tail. */
+typedef struct CkptPool {
+	int64_t n, k;
+	int64_t cost;   /* the recomputed steps: advances and taped steps but the tail's */
+	int32_t *choice;
+} CkptPool;
+CkptPool *ckpt_pool_plan(int64_t n, int64_t k);
+void ckpt_pool_free(CkptPool *pool);
+int64_t ckpt_pool_cells(int64_t n, int64_t k);
+int64_t ckpt_pool_chain(const CkptPool *pool, int64_t *starts, int64_t *len, int64_t *tail);
+void ckpt_pool_schedule(const CkptPool *pool, CkptEmit emit, void *ctx);
 
 /* The copies between device and host a schedule makes when its lowest
  * nhost slots live in host memory and pass through one staging row on the

@@ -248,22 +248,52 @@ static LLVMValueRef acc_target(Host *h, Op *acc)
 
 static void lower_block(Host *h, Block *b, int from, int to);
 
+/* the tape of v's carried value c, whose rows hold the state */
+static int carried_tape(Op *v, int c)
+{
+	for (int i = 0; i < v->body3.len; i++) {
+		Op *st = v->body3.ops[i];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow && st->in[2] == v->carg[c])
+			return st->in[0];
+	}
+	die("revolve without a tape of its carried value %d", c);
+}
+
+/* Where snapshot `slot` (an i64) of v's carried value c lives: its row of
+ * the snapshots, or with pooled rows beyond those, row ktape - (slot -
+ * nsnap + 1) of the value's tape. */
+static LLVMValueRef slot_addr(Host *h, Op *v, int c, LLVMValueRef slot)
+{
+	Cg *g = h->g;
+	int64_t bytes = ir_bytes(g->p, ir_vtype(g->p, v->carg[c]));
+	LLVMValueRef snap = LLVMBuildAdd(g->b, addr(h, v->snap[c]), LLVMBuildMul(g->b, slot, cg_i64(g, bytes), ""), "");
+	if (!v->pool)
+		return snap;
+	LLVMValueRef row = LLVMBuildSub(g->b, cg_i64(g, v->ktape + v->nsnap - 1), slot, "");
+	LLVMValueRef tape = LLVMBuildAdd(g->b, addr(h, carried_tape(v, c)), LLVMBuildMul(g->b, row, cg_i64(g, bytes), ""), "");
+	LLVMValueRef in_snap = LLVMBuildICmp(g->b, LLVMIntSLT, slot, cg_i64(g, v->nsnap), "");
+	return LLVMBuildSelect(g->b, in_snap, snap, tape, "");
+}
+
 /* The sweep schedule's saves, at the top of iteration t of the forward loop
- * in dp_step: the state at each segment's start into its snapshot row. The
- * starts are a constant table ending in INT64_MAX; *next is the next one. */
+ * in dp_step: the state at each segment's start into its slot. The starts
+ * are a constant table ending in INT64_MAX; *next is the next one. */
 static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 {
 	Cg *g = h->g;
-	Program *p = g->p;
 	Op *v = op->sweep;
-	int64_t *len = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + 1));
-	int64_t k = ckpt_sweep_segments(v->trip - ckpt_revolve_tail(v), v->nsnap, ckpt_revolve_k(v), len);
-	LLVMValueRef *starts = ar_alloc(sizeof(LLVMValueRef) * (size_t)(k + 1));
-	for (int64_t i = 0, at = 0; i <= k; i++) {
-		starts[i] = cg_i64(g, i < k ? at : INT64_MAX);
-		if (i < k)
-			at += len[i];
+	int64_t *len = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + v->ktape + 2)), k, tail;
+	int64_t *first = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + v->ktape + 2));
+	if (v->pool) {
+		k = ckpt_pool_chain(v->pool, first, len, &tail);
+	} else {
+		k = ckpt_sweep_segments(v->trip - ckpt_revolve_tail(v), v->nsnap, ckpt_revolve_k(v), len);
+		for (int64_t i = 0, a = 0; i < k; a += len[i], i++)
+			first[i] = a;
 	}
+	LLVMValueRef *starts = ar_alloc(sizeof(LLVMValueRef) * (size_t)(k + 1));
+	for (int64_t i = 0; i <= k; i++)
+		starts[i] = cg_i64(g, i < k ? first[i] : INT64_MAX);
 	LLVMTypeRef at = LLVMArrayType(g->i64, (unsigned)(k + 1));
 	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_sweep_starts");
 	LLVMSetInitializer(table, LLVMConstArray(g->i64, starts, (unsigned)(k + 1)));
@@ -276,11 +306,8 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "sweep_go");
 	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, t, start, ""), save, go);
 	LLVMPositionBuilderAtEnd(g->b, save);
-	for (int c = 0; c < op->ncarry; c++) {
-		int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[c]));
-		LLVMValueRef row = LLVMBuildAdd(g->b, addr(h, v->snap[c]), LLVMBuildMul(g->b, i, cg_i64(g, bytes), ""), "");
-		copy(h, row, addr(h, op->carg[c]), bytes);
-	}
+	for (int c = 0; c < op->ncarry; c++)
+		copy(h, slot_addr(h, v, c, i), addr(h, op->carg[c]), ir_bytes(g->p, ir_vtype(g->p, op->carg[c])));
 	LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, cg_i64(g, 1), ""), next);
 	LLVMBuildBr(g->b, go);
 	LLVMPositionBuilderAtEnd(g->b, go);
@@ -441,7 +468,7 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMValueRef restore = LLVMBuildICmp(g->b, LLVMIntNE, LLVMGetParam(snap, 2), LLVMConstInt(g->i32, 0, 0), "");
 	for (int k = 0; k < op->ncarry; k++) {
 		int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[k]));
-		LLVMValueRef slot = LLVMBuildAdd(g->b, addr(&s, op->snap[k]), LLVMBuildMul(g->b, LLVMGetParam(snap, 1), cg_i64(g, bytes), ""), "");
+		LLVMValueRef slot = slot_addr(&s, op, k, LLVMGetParam(snap, 1));
 		LLVMValueRef state = addr(&s, op->carg[k]);
 		copy(&s, LLVMBuildSelect(g->b, restore, state, slot, ""), LLVMBuildSelect(g->b, restore, slot, state, ""), bytes);
 	}
@@ -467,13 +494,27 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		copy(h, addr(h, op->carg[k]), addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	LLVMValueRef args[14] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	/* pooled rows: the schedule's choices, as ckpt_pool_plan made them */
+	LLVMValueRef pool = LLVMConstNull(g->i8p);
+	if (op->pool) {
+		unsigned cells = (unsigned)ckpt_pool_cells(op->pool->n, op->pool->k);
+		LLVMValueRef *c = ar_alloc(sizeof *c * cells);
+		for (unsigned i = 0; i < cells; i++)
+			c[i] = LLVMConstInt(g->i32, (unsigned long long)(uint32_t)op->pool->choice[i], 0);
+		LLVMTypeRef at = LLVMArrayType(g->i32, cells);
+		LLVMValueRef table = LLVMAddGlobal(g->mod, at, ar_printf("dp_pool%d", id));
+		LLVMSetInitializer(table, LLVMConstArray(g->i32, c, cells));
+		LLVMSetGlobalConstant(table, 1);
+		LLVMSetLinkage(table, LLVMInternalLinkage);
+		pool = LLVMBuildBitCast(g->b, table, g->i8p, "");
+	}
+	LLVMValueRef args[15] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
 	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, op->ktape),
 	                         cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
 	                         cg_i64(g, ir_recomputed_flops(p, &op->body2)),
 	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""), tape,
-	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
-	call(h, h->t_revolve, h->f_revolve, args, 14);
+	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload, pool};
+	call(h, h->t_revolve, h->f_revolve, args, 15);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -854,8 +895,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 14, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p, g->i8p, g->i8p};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 15, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 

@@ -298,6 +298,9 @@ struct Op {
 	int *cyield3;
 	int64_t ktape;
 	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (ckpt_sweep_schedule) */
+	struct CkptPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
+	                        * (ckpt_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
+	int64_t ptail;    /* with a pool: the steps its forward loop tapes */
 	int *snap, *hsnap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
 	int64_t shift;    /* H2D: the unit fetched is index + shift (a prefetch ahead of the loop) */
@@ -422,6 +425,8 @@ static inline int64_t ir_loop_tail(const Op *loop)
 {
 	if (loop->kind != OP_LOOP || !loop->sweep || !loop->sweep->ktape)
 		return 0;
+	if (loop->sweep->pool)
+		return loop->sweep->ptail;
 	return loop->sweep->ktape < loop->trip ? loop->sweep->ktape : loop->trip;
 }
 static inline bool ir_is_real(DType dt) { return dt <= DT_F64; }

@@ -343,7 +343,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
 		if (op->kind == OP_REVOLVE) {
 			s.rev = op;
-			ckpt_schedule(op->trip, op->nsnap, ckpt_revolve_k(op), op->swept, ckpt_revolve_tail(op), sim_action, &s);
+			ckpt_revolve_schedule(op, sim_action, &s);
 		}
 	}
 	h2d_bytes[1] = s.h2d;

@@ -224,7 +224,8 @@ else
 fi
 # auto's rows and snapshots under a budget: gradients bitwise as store-everything's, the run's
 # count as the plan's and the formula's, inside the budget; no pair of snapshots and rows that
-# fits costs fewer FLOPs, and where auto recomputes taped steps instead, that costs no more
+# fits costs fewer FLOPs (pooled rows, where taken, cost fewer than any), and where auto
+# recomputes taped steps instead, that costs no more
 ar="$o/auto_rows"
 "$DPC" --target cpu -D L=32 samples/resmlp.dp -o "$ar.none" >"$ar.log" 2>&1 && "$ar.none" --steps 2 --quiet --dump-grads "$ar.none.g" >>"$ar.log" 2>&1
 rows_ok=1
@@ -249,13 +250,17 @@ out = []
 for budget, (plan, run) in runs.items():
     (loop,) = plan["loops"]
     s, k = loop["s"], loop["tape_rows"]
-    assert loop["schedule"] == "sweep", loop
+    assert loop["schedule"] in ("sweep", "pooled"), loop
     assert run["recomputed_steps"] == 2 * loop["recomputed_steps"], (loop, run["recomputed_steps"])
     assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (plan, run)
     assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
     fits = [rows(n, a, b) for a in range(1, n + 1) for b in range(1, n + 1) if base + (a - 1) * S + (b - 1) * T <= budget]
     best = min(fits) if fits else None
-    if k:
+    if loop["schedule"] == "pooled":
+        # pooled rows are taken only when they cost fewer steps than any sweep shape that fits
+        assert s == 1 and (best is None or loop["recomputed_steps"] < best), (k, loop["recomputed_steps"], best)
+        out.append(f"{budget}: pooled, {k} rows, {loop['recomputed_steps']} steps (the sweep's best {best})")
+    elif k:
         assert loop["recomputed_steps"] == rows(n, s, k) == best, (s, k, loop["recomputed_steps"], best)
         out.append(f"{budget}: s {s}, {k} rows, {best} steps")
     else:
@@ -423,6 +428,36 @@ PY
 		notok "ckpt/net-$s" "$nl"
 	fi
 done
+# pooled rows: the bench MLP at L = 1024 with small layers, at 15% of its store-everything
+# peak, keeps its snapshots beyond the first in the rows; gradients bitwise in f32 and f64,
+# recomputed steps and FLOPs as planned, peak as planned within the budget
+pl="$o/pool.log" pd="$o/pool" p_ok=1 p_pooled=0
+sizes="-D L=1024 -D H=32 -D B=256 -D D=32"
+for prec in f32 f64; do
+	"$DPC" --target cpu --precision $prec $sizes --schedule-json "$pd.$prec.none.json" bench/resmlp_big.dp -o "$pd.$prec.none" >>"$pl" 2>&1 &&
+		"$pd.$prec.none" --steps 2 --lr 1e-4 --quiet --dump-grads "$pd.$prec.none.g" >>"$pl" 2>&1 || p_ok=0
+	budget=$(($(json "$pd.$prec.none.json" peak_device_bytes total) * 15 / 100))
+	"$DPC" --target cpu --precision $prec $sizes --device-mem $budget --stream none --schedule-json "$pd.$prec.json" \
+		bench/resmlp_big.dp -o "$pd.$prec" >>"$pl" 2>&1 &&
+		"$pd.$prec" --steps 2 --lr 1e-4 --quiet --dump-grads "$pd.$prec.g" --summary-json "$pd.$prec.run.json" >>"$pl" 2>&1 &&
+		cmp "$pd.$prec.none.g" "$pd.$prec.g" >>"$pl" 2>&1 &&
+		python3 - "$pd.$prec.json" "$pd.$prec.run.json" $budget >>"$pl" 2>&1 <<'PY' || p_ok=0
+import json, sys
+plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+loop = plan["loops"][0]
+assert loop["schedule"] == "pooled" and loop["s"] == 1, loop
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+assert run["recomputed_steps"] == 2 * plan["recomputed_steps"], (run["recomputed_steps"], plan["recomputed_steps"])
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+print(f"{budget}: {loop['tape_rows']} pooled rows, {plan['recomputed_steps']} recomputed steps")
+PY
+	[ $p_ok = 1 ] && p_pooled=$((p_pooled + 1))
+done
+if [ $p_ok = 1 ] && [ $p_pooled = 2 ]; then
+	ok "ckpt/pooled-rows: f32 and f64 at 15% of the peak, gradients bitwise, counts as planned ($(grep pooled "$pl" | tr '\n' ';'))"
+else
+	notok "ckpt/pooled-rows" "$pl"
+fi
 # the same with Adam, whose moments the search must leave in the plan: both moments of every
 # parameter counted, trained parameters bitwise as store-everything's
 rl="$o/rows_adam.log" rd="$o/rows_adam"

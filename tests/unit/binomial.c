@@ -185,9 +185,124 @@ static void run_sweep(int64_t n, int s, int64_t k, int64_t tail, bool against_br
 	free(r.held);
 }
 
+/* Pooled rows: the replay keeps the slots as a stack (slot 0 the initial
+ * state's; slots from 1 up in rows k - 1 down) and checks that a taped
+ * action's rows 0..j-1, and the forward loop's tail, stay below the rows
+ * the held slots take; that each save and restore holds the step it
+ * claims; that every adjoint runs once, last first; and that the forward
+ * steps the schedule runs are the plan's cost. */
+typedef struct {
+	int64_t n, k, cur, held, next, steps;
+	int64_t slot[80];
+	bool error;
+} Pool;
+
+static void pool_rows(Pool *x, int64_t a, int64_t b)
+{
+	if (b - a > x->k - (x->held - 1))
+		x->error = true;
+	for (int64_t i = b - 1; i >= a; i--)
+		x->error |= i != x->next--;
+}
+
+static void pool_replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+{
+	Pool *x = ctx;
+	switch (a) {
+	case CKPT_ADVANCE:
+		x->error |= x->cur != step;
+		x->cur = to, x->steps += to - step;
+		break;
+	case CKPT_SAVE:
+		x->error |= x->cur != step || slot != x->held || slot >= 80;
+		if (slot < 80)
+			x->slot[slot] = step;
+		x->held = slot + 1;
+		break;
+	case CKPT_RESTORE:
+		x->error |= slot >= x->held || x->slot[slot] != step;
+		x->held = slot + 1, x->cur = step;
+		break;
+	case CKPT_TAPED:
+		x->error |= x->cur != step;
+		x->steps += to - step;
+		pool_rows(x, step, to);
+		x->cur = -1;
+		break;
+	case CKPT_UNTAPE:
+		x->error |= to != x->n;
+		pool_rows(x, step, to);
+		break;
+	}
+}
+
+/* the least forward steps beyond the first n, by a plain recursion over
+ * (steps, slots held), for the plan to equal */
+static int64_t pool_best(int64_t m, int64_t d, int64_t k, bool top, int64_t memo[2][41][8])
+{
+	int64_t rows = k - (d - 1), *at = &memo[top][m][d];
+	if (m == 0)
+		return 0;
+	if (m <= rows)
+		return m;
+	if (*at >= 0)
+		return *at;
+	int64_t best = INT64_MAX / 4;
+	for (int64_t j = 1; j < m && rows >= 0; j++) {
+		int64_t left = pool_best(j, d, k, false, memo);
+		if (d + 1 <= k + 1) {
+			int64_t c = j + pool_best(m - j, d + 1, k, top, memo) + left;
+			best = c < best ? c : best;
+		}
+		if (m - j <= rows && m + left < best)
+			best = m + left;
+	}
+	return *at = best;
+}
+
+static void run_pool(int64_t n, int64_t k)
+{
+	CkptPool *pl = ckpt_pool_plan(n, k);
+	char what[200];
+	snprintf(what, sizeof what, "pool n %lld k %lld", (long long)n, (long long)k);
+	if (!pl) {
+		check(false, what);
+		return;
+	}
+	int64_t starts[80], len[80], tail;
+	int64_t c = ckpt_pool_chain(pl, starts, len, &tail);
+	Pool x = {n, k, -1, c, n - 1, n, {0}, false};
+	/* the forward loop saved the chain's starts and taped the tail behind the held slots' rows */
+	for (int64_t i = 0; i < c; i++)
+		x.slot[i] = starts[i];
+	x.error |= c > 0 && starts[0] != 0;
+	ckpt_pool_schedule(pl, pool_replay, &x);
+	int64_t memo[2][41][8];
+	for (int t = 0; t < 2; t++)
+		for (int m = 0; m <= 40; m++)
+			for (int d = 0; d < 8; d++)
+				memo[t][m][d] = -1;
+	int64_t best = n <= 40 && k <= 6 ? pool_best(n, 1, k, true, memo) : x.steps;
+	snprintf(what, sizeof what, "pool n %lld k %lld: valid %d, adjoints left %lld, steps %lld, cost %lld, least %lld",
+	         (long long)n, (long long)k, !x.error, (long long)(x.next + 1), (long long)x.steps, (long long)pl->cost,
+	         (long long)best);
+	check(!x.error && x.next == -1 && x.steps - n == pl->cost && x.steps == best, what);
+	ckpt_pool_free(pl);
+}
+
 int main(void)
 {
 	group = "binomial";
+	int pool_before = pass, pool_failed = fail;
+	for (int64_t k = 1; k <= 6; k++)
+		for (int64_t n = 1; n <= 40; n++)
+			run_pool(n, k);
+	run_pool(1024, 24);
+	run_pool(1000, 7);
+	if (fail == pool_failed)
+		printf("ok - binomial: pooled rows: schedules valid (slots as a stack, rows below the held slots' rows), "
+		       "their steps the plan's cost and, for n <= 40, k <= 6, the least a plain recursion finds (%d checks)\n",
+		       pass - pool_before);
 	brute_force();
 	for (int k = 1; k <= KMAX; k++)
 		for (int s = 1; s <= SMAX; s++)
