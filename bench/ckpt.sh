@@ -7,7 +7,10 @@
 # up to 32 steps from a tape of 32 rows, the last 32 steps taped by the
 # forward loop: PyTorch's count and memory) beside them;
 # then binomial with 64, 128 and 256 snapshots, to compare at the device
-# memory PyTorch's checkpointed run took.
+# memory PyTorch's checkpointed run took; last, issue 11's two targets:
+# auto under --device-mem at checkpoint_sequential(32)'s memory and at a
+# quarter of it (pooled rows, relu masks in bits), their overhead over
+# dpc's store-everything step against PyTorch's and against 1.6.
 set -u
 cd "$(dirname "$0")/.."
 B=gpu_build
@@ -50,4 +53,21 @@ for f, s in zip(sys.argv[3:], (33, 64, 128, 256)):
     note = "within" if mib <= peak else "above"
     print(f"dpc binomial s={s}: {j['ms_per_step']:.1f} ms, overhead {j['ms_per_step'] / t0:.2f}x, "
           f"peak {mib:.0f} MiB ({note} PyTorch's checkpointed {peak:.0f} MiB), recomputed {j['recomputed_steps']}")
+PY
+# issue 11's targets: auto under --device-mem at PyTorch's memory and at a quarter of it
+# (pooled rows and relu masks in bits), each against dpc's own store-everything step
+for m in torchmem quarter; do
+	$B/resmlp_1024_$m.cuda --steps $steps --lr 1e-4 --quiet --summary-json /tmp/$m.json >/dev/null || exit 1
+done
+python3 - "$t_none" "$p0" "$p1" /tmp/torchmem.json /tmp/quarter.json <<'PY'
+import json, re, sys
+t0 = float(sys.argv[1])
+q0, q1 = (float(re.search(r": ([0-9.]+) ms/step", s).group(1)) for s in sys.argv[2:4])
+torch = q1 / q0
+for f, what, target in zip(sys.argv[4:], ("at checkpoint_sequential(32)'s memory", "at a quarter of it"), (torch, 1.6)):
+    j = json.load(open(f))
+    r = j["ms_per_step"] / t0
+    print(f"dpc auto {what}: {j['ms_per_step']:.1f} ms, overhead {r:.3f}x (target <= {target:.3f}x: "
+          f"{'met' if r <= target else 'missed'}), peak {j['peak_device_bytes'] / 2**20:.0f} MiB, "
+          f"recomputed {j['recomputed_steps']} steps")
 PY

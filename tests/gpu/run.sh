@@ -27,6 +27,10 @@ build)
 		bin/dpc --target cuda -D L=1024 --checkpoint binomial --snapshots $s bench/resmlp_big.dp -o $B/resmlp_1024_binomial$s.cuda || exit 1
 	done
 	bin/dpc --target cuda -D L=1024 --checkpoint auto --snapshots 32 bench/resmlp_big.dp -o $B/resmlp_1024_auto.cuda || exit 1
+	# issue 11's targets: auto (pooled rows, relu masks in bits) at checkpoint_sequential(32)'s memory
+	# (32 boundaries and 32 layers of 8 MiB beyond parameters, gradients and work) and at a quarter of it
+	bin/dpc --target cuda -D L=1024 --device-mem 9034551552 bench/resmlp_big.dp -o $B/resmlp_1024_torchmem.cuda || exit 1
+	bin/dpc --target cuda -D L=1024 --device-mem 8733610240 bench/resmlp_big.dp -o $B/resmlp_1024_quarter.cuda || exit 1
 	bash bench/tradeoff.sh build || exit 1
 	bash bench/sim.sh build || exit 1
 	for dp in samples/*.dp; do
