@@ -185,7 +185,7 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 	if (!sweep)
 		run_action(&r, r.next);
 	if (pool) {
-		CkptPool plan = {n, k, 0, (int32_t *)pool};
+		CkptPool plan = {.n = n, .k = k, .choice = (int32_t *)pool};
 		ckpt_pool_schedule(&plan, revolve_action, &r);
 	} else {
 		ckpt_schedule(n, s, k ? k : 1, sweep, sweep && k ? ckpt_sweep_tail(n, k) : 0, revolve_action, &r);

@@ -290,6 +290,11 @@ CkptPool *ckpt_pool_plan(int64_t n, int64_t k)
 	pl->cost = T[n + 1 + n] >= inf ? INT64_MAX : T[n + 1 + n] - n;
 	free(R);
 	free(T);
+	int64_t *starts = malloc(sizeof(int64_t) * (size_t)(k + 2)), *len = malloc(sizeof(int64_t) * (size_t)(k + 2));
+	if (starts && len)
+		ckpt_pool_chain(pl, starts, len, &pl->tail);
+	free(starts);
+	free(len);
 	return pl;
 }
 

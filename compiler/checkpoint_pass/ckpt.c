@@ -397,8 +397,7 @@ static void fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
 	if (pl && pl->cost < INT64_MAX && sat_add(sat_mul(pl->cost, per), sat_mul(n, again)) < sweep) {
 		v->pool = keep_pool(pl);
-		int64_t *starts = ar_alloc(sizeof(int64_t) * (size_t)(rows + 2)), *len = ar_alloc(sizeof(int64_t) * (size_t)(rows + 2));
-		ckpt_pool_chain(v->pool, starts, len, &v->ptail);
+		v->ptail = v->pool->tail;
 		return;
 	}
 	ckpt_pool_free(pl);
@@ -618,7 +617,7 @@ int64_t ckpt_revolve_k(const Op *v)
 int64_t ckpt_revolve_tail(const Op *v)
 {
 	if (v->pool)
-		return v->ptail;
+		return v->pool->tail;
 	return v->swept && v->ktape ? ckpt_sweep_tail(v->trip, v->ktape) : 0;
 }
 

@@ -71,11 +71,11 @@ void ckpt_largest_first(Program *p, int *v, int n);
  * every row whose value the adjoint reads only through step, a relu's
  * mask, keeps it in a bit per element: bits before the stores into the
  * row, unbits where the adjoint took the step; exact, as unbits(bits(x))
- * is step(x)), and its undo, which
- * drops every value made since (plan the program once before, so that the
- * optimizer's state is not among them); and
- * per loop the values its row keeps (again false: count, names to f unless
- * NULL, bytes in *total) or the ops its adjoint computes again (FLOPs a step). */
+ * is step(x)); its undo, which drops every value made since (plan the
+ * program once before, so that the optimizer's state is not among them);
+ * and per loop the values its row keeps (again false: count, names to f
+ * unless NULL, bytes in *total) or the ops its adjoint computes again
+ * (FLOPs a step). */
 typedef struct CkptRows CkptRows;
 int ckpt_rows_candidates(Program *p, int *out, int max);
 CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks);
@@ -85,7 +85,6 @@ int ckpt_rows_names(FILE *f, Program *p, Op *revolve, bool again, bool json, int
  * has a tape, min(k, n) rows, on the device: for tests/unit/graph.c's
  * exhaustive search, which plans each shape itself */
 void ckpt_set_shape(Program *p, int64_t s, int64_t k);
-
 
 typedef enum {
 	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */
@@ -147,6 +146,7 @@ void ckpt_revolve_schedule(const Op *revolve, CkptEmit emit, void *ctx); /* the 
 typedef struct CkptPool {
 	int64_t n, k;
 	int64_t cost;   /* the recomputed steps: advances and taped steps but the tail's */
+	int64_t tail;   /* the steps the forward loop tapes */
 	int32_t *choice;
 } CkptPool;
 CkptPool *ckpt_pool_plan(int64_t n, int64_t k);

@@ -109,7 +109,7 @@ static bool computable(CkptRows *r, Op *v, int w)
 int ckpt_rows_candidates(Program *p, int *out, int max)
 {
 	CkptRows *r = init(p, NULL);
-	/* ranked by the value a row keeps, or the one its bits came from (ckpt_rows_narrow):
+	/* ranked by the value a row keeps, or the one its bits came from (narrow()):
 	 * dropping a mask saves little, but spares its op chain's values as dropping them would */
 	int n = 0, *x = ar_alloc(sizeof(int) * (size_t)(r->nv + 1)), *tape = ar_alloc(sizeof(int) * (size_t)(r->nv + 1));
 	for (int t = 0; t < r->nv; t++) {
@@ -214,15 +214,15 @@ static void rewrite(CkptRows *r, Op *v)
 	drop_stores(r, &v->primal->body);
 }
 
-/* b with a bits op before st, packing st's operand k into a new value */
-static void pack_before(CkptRows *r, Block *b, Op *st, int k)
+/* b with a bits op before st, packing st's operand k into a new value, which it returns */
+static int pack_before(CkptRows *r, Block *b, Op *st, int k)
 {
 	Program *p = r->p;
 	int x = st->in[k];
 	Op *pk = ir_new_op(p, OP_BITS, st->loc, 1, &x);
-	Type t = ir_vtype(p, x);
-	t.dt = DT_I32;
-	t.dim[t.rank - 1] = (t.dim[t.rank - 1] + 31) / 32;
+	Type t;
+	if (ir_check_op(p, pk, &t))
+		die("no bits of %s", ir_value_name(p, x));
 	pk->out = ir_new_value(p, VK_SSA, t, ar_printf("bits_%s", ir_value_name(p, x) + 1), st->loc);
 	p->values.data[pk->out].def = pk;
 	Block old = *b;
@@ -233,6 +233,7 @@ static void pack_before(CkptRows *r, Block *b, Op *st, int k)
 		ir_append(b, old.ops[i]);
 	}
 	edit(r, st, k, pk->out);
+	return pk->out;
 }
 
 /* whether v's adjoint reads the row of tape t (slice s) only through step ops */
@@ -275,13 +276,15 @@ static void narrow(CkptRows *r)
 			if (st->kind != OP_STORE_SLICE || st->in[1] != v->irow || carried(v, st->in[2]) ||
 			    !ir_is_real(ir_vtype(p, t).dt) || !only_steps(v, t, &s))
 				continue;
+			/* a tape of the packed rows, as many as the value's tape has */
+			Type row = ir_vtype(p, pack_before(r, &v->body3, st, 2)), tt = row;
 			Value *x = &p->values.data[t];
-			Type tt = x->type;
-			tt.dt = DT_I32;
-			tt.dim[tt.rank - 1] = (tt.dim[tt.rank - 1] + 31) / 32;
+			tt.rank = row.rank + 1;
+			tt.dim[0] = x->type.dim[0];
+			for (int d = 0; d < row.rank; d++)
+				tt.dim[d + 1] = row.dim[d];
 			int bits = r->bits[t] = ir_new_value(p, VK_VAR, tt, ar_printf("bits_%s", x->name), x->loc);
 			p->values.data[bits].vclass = VC_TAPE;
-			pack_before(r, &v->body3, st, 2);
 			edit(r, st, 0, bits);
 			j++; /* past the store, which the pack now precedes */
 			for (int k = 0; k < v->primal->body.len; k++) {
@@ -294,7 +297,7 @@ static void narrow(CkptRows *r)
 			}
 			edit(r, s, 0, bits);
 			vec_push(&r->retypes, ((Retype){s->out, p->values.data[s->out].type}));
-			p->values.data[s->out].type = ir_drop_first(tt);
+			p->values.data[s->out].type = row;
 			for (int k = 0; k < v->body2.len; k++) {
 				Op *op = v->body2.ops[k];
 				if (op->kind == OP_STEP && op->in[0] == s->out) {

@@ -300,7 +300,7 @@ struct Op {
 	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (ckpt_sweep_schedule) */
 	struct CkptPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
 	                        * (ckpt_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
-	int64_t ptail;    /* with a pool: the steps its forward loop tapes */
+	int64_t ptail;    /* with a pool: the steps its forward loop tapes (the pool's tail, for ir_loop_tail) */
 	int *snap, *hsnap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */
 	int64_t shift;    /* H2D: the unit fetched is index + shift (a prefetch ahead of the loop) */

@@ -222,7 +222,7 @@ const char *ops_shape_cast(Program *p, Op *op, Type *out)
 /* bits: a real x [.., n] to i32 [.., ceil(n / 32)]; unbits: back to `to` */
 const char *ops_shape_bits(Program *p, Op *op, Type *out)
 {
-	Type a = ir_vtype(p, op->in[0]), real = op->kind == OP_BITS ? a : op->to, words = op->kind == OP_BITS ? a : op->to;
+	Type a = ir_vtype(p, op->in[0]), real = op->kind == OP_BITS ? a : op->to, words = real;
 	if (real.rank < 1 || !ir_is_real(real.dt))
 		return ar_printf("%s needs a real tensor of rank 1 or more, not %s", ir_ops[op->kind].name, ops_ts(real));
 	words.dt = DT_I32;

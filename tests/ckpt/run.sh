@@ -360,6 +360,16 @@ PY
 		notok "ckpt/$g" "$gl"
 	fi
 done
+# under_budget OUT REF LOG BUDGET DPC-ARGS...: compiles for the CPU under --device-mem BUDGET
+# without streaming (the plan in OUT.json), trains 2 steps (OUT.g, OUT.run.json) and compares
+# the gradients with REF bitwise
+under_budget() {
+	local out=$1 ref=$2 log=$3 budget=$4
+	shift 4
+	"$DPC" --target cpu --device-mem "$budget" --stream none --schedule-json "$out.json" "$@" -o "$out" >>"$log" 2>&1 &&
+		"$out" --steps 2 --quiet --dump-grads "$out.g" --summary-json "$out.run.json" >>"$log" 2>&1 &&
+		cmp "$ref" "$out.g" >>"$log" 2>&1
+}
 # what a loop's rows keep under budgets below store-everything's: gradients bitwise as
 # store-everything's in f32 and f64, peak within the budget and as planned, the FLOPs the
 # adjoint steps compute again measured as planned; at some budget a row keeps less
@@ -372,10 +382,7 @@ for rows in rows rows_relu; do
 		full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$rd.$prec.json") || r_ok=0
 		for pc in 95 85 80 78; do
 			budget=$((full * pc / 100)) b="$rd.$prec.$pc"
-			"$DPC" --target cpu --precision $prec --device-mem $budget --stream none --schedule-json "$b.json" \
-				tests/ckpt/$rows.dp -o "$b" >>"$rl" 2>&1 &&
-				"$b" --steps 2 --quiet --dump-grads "$b.g" --summary-json "$b.run.json" >>"$rl" 2>&1 &&
-				cmp "$rd.$prec.g" "$b.g" >>"$rl" 2>&1 &&
+			under_budget "$b" "$rd.$prec.g" "$rl" $budget --precision $prec tests/ckpt/$rows.dp &&
 				python3 - "$b.json" "$b.run.json" $budget >"$b.out" 2>>"$rl" <<'PY' || r_ok=0
 import json, sys
 plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
@@ -410,9 +417,7 @@ for s in gpt resnet dranet; do
 	for pc in 85 70; do
 		[ $n_ok = 1 ] || break
 		budget=$(($(json "$nd.none.json" peak_device_bytes total) * pc / 100)) b="$nd.$pc"
-		"$DPC" --target cpu --device-mem $budget --stream none --schedule-json "$b.json" samples/$s.dp -o "$b" >>"$nl" 2>&1 &&
-			"$b" --steps 2 --quiet --dump-grads "$b.g" --summary-json "$b.run.json" >>"$nl" 2>&1 &&
-			cmp "$nd.none.g" "$b.g" >>"$nl" 2>&1 &&
+		under_budget "$b" "$nd.none.g" "$nl" $budget samples/$s.dp &&
 			python3 - "$b.json" "$b.run.json" $budget >"$b.out" 2>>"$nl" <<'PY' || n_ok=0
 import json, sys
 plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
@@ -435,12 +440,9 @@ pl="$o/pool.log" pd="$o/pool" p_ok=1 p_pooled=0
 sizes="-D L=1024 -D H=32 -D B=256 -D D=32"
 for prec in f32 f64; do
 	"$DPC" --target cpu --precision $prec $sizes --schedule-json "$pd.$prec.none.json" bench/resmlp_big.dp -o "$pd.$prec.none" >>"$pl" 2>&1 &&
-		"$pd.$prec.none" --steps 2 --lr 1e-4 --quiet --dump-grads "$pd.$prec.none.g" >>"$pl" 2>&1 || p_ok=0
+		"$pd.$prec.none" --steps 2 --quiet --dump-grads "$pd.$prec.none.g" >>"$pl" 2>&1 || p_ok=0
 	budget=$(($(json "$pd.$prec.none.json" peak_device_bytes total) * 15 / 100))
-	"$DPC" --target cpu --precision $prec $sizes --device-mem $budget --stream none --schedule-json "$pd.$prec.json" \
-		bench/resmlp_big.dp -o "$pd.$prec" >>"$pl" 2>&1 &&
-		"$pd.$prec" --steps 2 --lr 1e-4 --quiet --dump-grads "$pd.$prec.g" --summary-json "$pd.$prec.run.json" >>"$pl" 2>&1 &&
-		cmp "$pd.$prec.none.g" "$pd.$prec.g" >>"$pl" 2>&1 &&
+	under_budget "$pd.$prec" "$pd.$prec.none.g" "$pl" $budget --precision $prec $sizes bench/resmlp_big.dp &&
 		python3 - "$pd.$prec.json" "$pd.$prec.run.json" $budget >>"$pl" 2>&1 <<'PY' || p_ok=0
 import json, sys
 plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
