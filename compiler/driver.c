@@ -178,7 +178,7 @@ int driver_run(DriverOptions *o)
 	}
 
 	const char *name = base_name(o->input);
-	CgOptions cg = {o->target, name};
+	CgOptions cg = {o->target, name, !o->no_fuse};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);

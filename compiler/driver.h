@@ -20,6 +20,7 @@ typedef struct {
 	StreamOptions stream;
 	Optimizer optimizer;  /* the update the executable applies; its state is planned */
 	bool verify;          /* run the IR verifier between passes */
+	bool no_fuse;         /* --no-fuse: every loop a launch per op and step */
 	const char *schedule_json;
 } DriverOptions;
 

@@ -59,6 +59,10 @@ static const char usage[] =
 	"                       count tops up there to ceil(sqrt(n)) + 1\n"
 	"  --schedule-json FILE also write the schedule as JSON (with the action list of loops up\n"
 	"                       to 1000 steps)\n"
+	"  --no-fuse            a kernel launch per op and loop step everywhere; by default a loop whose\n"
+	"                       body is small kernels and copies (no GEMM, no value over 4096 elements)\n"
+	"                       runs as one kernel: the forward loop's steps, and each chunk of a\n"
+	"                       binomial schedule's actions (same bits; --emit=llvm notes each choice)\n"
 	"  --no-verify          skip the IR verifier between passes\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -216,6 +220,8 @@ int main(int argc, char **argv)
 			o.schedule_json = v;
 		} else if (!strcmp(a, "--no-verify")) {
 			o.verify = false;
+		} else if (!strcmp(a, "--no-fuse")) {
+			o.no_fuse = true;
 		} else if (a[0] == '-' && a[1]) {
 			usage_error("unknown option '%s'", a);
 		} else if (o.input) {

@@ -105,11 +105,16 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * with a tape, each step taped is a recomputed step too. With pool (pooled
  * rows, ckpt_pool_schedule: the choices of ckpt_pool_plan(n, k)) the
  * schedule is the pool's, and slots from s up live in the carried values'
- * tapes, which snapshot(c, slot, restore) addresses as it does its rows. */
+ * tapes, which snapshot(c, slot, restore) addresses as it does its rows.
+ * With kernel >= 0 (a fused loop, without host slots) the functions are not
+ * called: the actions are gathered as words (the CkptAction << 60, a count
+ * of steps or a slot << 31, a step), and kernel runs each chunk of them on
+ * `threads` threads with arguments (arena base, the words' address, their
+ * count); the words are in host_alloc memory, which the device reads. */
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
                 int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
                 void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool);
+                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads);
 /* A copy on the copy stream between device memory and the host pool at
  * offset host; later snapshot copies wait for it through RtCtx.snap_event. */
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes);

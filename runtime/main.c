@@ -101,7 +101,36 @@ typedef struct {
 	void (*offload)(RtCtx *, int64_t, int);
 	bool pending;
 	Action next; /* the action the schedule gave last, not yet run */
+	/* a fused kernel (>= 0) runs the actions instead, RT_ACTIONS at a launch */
+	int kernel;
+	int64_t threads, count;
+	uint64_t *words;
+	int buf;     /* which of c->actions words is */
 } Revolve;
+
+/* Launches the fused kernel on the actions gathered, then gathers into the
+ * other buffer once the device has read it (fence RT_FENCE_ACTIONS + i). */
+static void flush_actions(Revolve *r)
+{
+	RtCtx *c = r->c;
+	if (!r->count)
+		return;
+	uint64_t args[3] = {c->base, (uint64_t)(uintptr_t)r->words, (uint64_t)r->count};
+	rt_launch(c, r->kernel, r->threads, 3, args);
+	c->dev->fence(RT_FENCE_ACTIONS + r->buf);
+	r->buf ^= 1;
+	r->words = c->actions[r->buf];
+	r->count = 0;
+	c->dev->fence_wait(RT_FENCE_ACTIONS + r->buf);
+}
+
+/* the action word the fused kernel reads (compiler/codegen/host.c, dev_revolve) */
+static void put_action(Revolve *r, CkptAction a, int64_t step, int64_t field)
+{
+	r->words[r->count++] = (uint64_t)a << 60 | (uint64_t)field << 31 | (uint64_t)step;
+	if (r->count == RT_ACTIONS)
+		flush_actions(r);
+}
 
 static void fetch_host(Revolve *r, int slot)
 {
@@ -113,6 +142,16 @@ static void run_action(Revolve *r, Action x)
 {
 	RtCtx *c = r->c;
 	int slot = x.slot;
+	if (r->kernel >= 0) {
+		bool slots = x.a == CKPT_SAVE || x.a == CKPT_RESTORE;
+		put_action(r, x.a, slots ? 0 : x.step, slots ? slot : x.to - x.step);
+		int64_t n = slots ? 0 : x.to - x.step;
+		if (x.a == CKPT_ADVANCE || (x.a == CKPT_TAPED && r->k))
+			c->n.steps[RT_COUNT_RECOMPUTED] += n, c->n.recomputed_flops += n * r->flops;
+		if (x.a == CKPT_TAPED || x.a == CKPT_UNTAPE)
+			c->n.recomputed_flops += n * r->taped_flops;
+		return;
+	}
 	switch (x.a) {
 	case CKPT_ADVANCE:
 		r->advance(c, r->lo + x.step, r->lo + x.to);
@@ -177,10 +216,18 @@ static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, in
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
                 int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
                 void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool)
+                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads)
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
-	             {CKPT_SAVE, 0, 0, 0}};
+	             {CKPT_SAVE, 0, 0, 0}, nhost ? -1 : kernel, threads, 0, NULL, 0};
+	if (r.kernel >= 0) {
+		for (int i = 0; i < 2; i++)
+			if (!c->actions[i] && !(c->actions[i] = c->dev->host_alloc(RT_ACTIONS * (int64_t)sizeof(uint64_t))))
+				rt_fail(1, "cannot allocate %lld bytes of host memory for a fused loop's actions",
+				        (long long)(RT_ACTIONS * sizeof(uint64_t)));
+		c->dev->fence_wait(RT_FENCE_ACTIONS);
+		r.words = c->actions[0];
+	}
 	/* the initial state into slot 0; under the sweep the forward loop saved it, and the other segments' starts */
 	if (!sweep)
 		run_action(&r, r.next);
@@ -192,6 +239,8 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 	}
 	if (r.pending)
 		run_action(&r, r.next);
+	if (r.kernel >= 0)
+		flush_actions(&r);
 }
 
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes)
@@ -1093,6 +1142,9 @@ out:
 			free(host[i]);
 	if (c->pool)
 		c->dev->host_free(c->pool);
+	for (int i = 0; i < 2; i++)
+		if (c->actions[i])
+			c->dev->host_free(c->actions[i]);
 	for (int k = 0; k < m->ninputs; k++) {
 		free(data[k].rows);
 		for (int i = 0; i < RT_FENCES; i++)

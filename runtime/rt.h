@@ -107,7 +107,11 @@ typedef struct {
 	void (*copy_sync)(int64_t event);
 } RtDevice;
 
-#define RT_FENCES 2
+/* fences 0 and 1: the training loop's steps; 2 and 3: a fused revolve's action buffers */
+#define RT_FENCES 4
+#define RT_FENCE_ACTIONS 2
+/* the actions a fused revolve's kernel takes at a launch */
+#define RT_ACTIONS (1 << 16)
 
 extern const RtDevice rt_cpu_device;
 extern const RtDevice rt_cuda_device __attribute__((weak)); /* linked into CUDA executables */
@@ -137,6 +141,7 @@ struct RtCtx {
 	bool eval;            /* --eval: the forward program alone, dropout off */
 	void **capture;       /* when set: rt_update copies each unit's gradient to capture[param] */
 	bool no_update;       /* rt_update leaves the parameters as they are (--gradcheck) */
+	uint64_t *actions[2]; /* a fused revolve's action words (host_alloc), RT_ACTIONS each */
 };
 
 /* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */

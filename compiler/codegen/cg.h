@@ -11,6 +11,7 @@ typedef enum { CG_CPU, CG_CUDA } CgTarget;
 typedef struct {
 	CgTarget target;
 	const char *model_name;
+	bool fuse;         /* a loop whose body qualifies runs as one kernel (host.c, fused loops) */
 } CgOptions;
 
 /* The program must have been through ad_transform and stream_pass (every

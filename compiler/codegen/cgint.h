@@ -35,10 +35,26 @@ typedef struct {
 	int accumulate;    /* a reduction adds its result to the destination (an absorbed acc) */
 	int nsteps;        /* K_FUSED */
 	KStep step[CG_MAXSTEPS];
+	int loop;          /* K_LOOP: its entry in Cg.loops */
+	bool actions;      /* K_LOOP: a revolve's, running the actions of its schedule */
 } KDesc;
 
-/* kinds beyond the IR's: the optimizers, and runs of elementwise ops fused into one kernel */
-enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED };
+/* kinds beyond the IR's: the optimizers, runs of elementwise ops fused into
+ * one kernel, and a loop's whole run as one kernel (host.c, fused loops) */
+enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED, K_LOOP };
+
+/* A loop that runs as one kernel: a forward loop's iterations, or the
+ * actions of a revolve's schedule (rt_revolve gives them in chunks). One
+ * thread block on the GPU, one call on the CPU. */
+typedef struct {
+	Op *op;
+	bool step;         /* lowered in dp_step (a forward loop's tail tapes rows there) */
+} CgLoop;
+
+/* GPU threads of a fused loop's block */
+#define CG_BLOCK 256
+/* the most elements of any value in a fused loop's body */
+#define CG_FUSE_ELEMS 4096
 
 typedef struct {
 	Program *p;
@@ -61,6 +77,10 @@ typedef struct {
 	 * its last copy's event), at slot_at[v] for slot variable v */
 	LLVMValueRef slot_table;
 	int64_t *slot_at, slot_words;
+	bool fuse;        /* loops whose bodies qualify run as one kernel (CgOptions.fuse) */
+	Vec(CgLoop) loops;
+	int nnotes;       /* the fusion choices noted (dp_fusionN) */
+	int *uses;        /* per value: how many operands name it */
 } Cg;
 
 /* the most ops of a block emitted in one host function (host.c, lower_block) */
@@ -74,7 +94,9 @@ LLVMValueRef cg_real(Cg *g, double v);
 void cg_set_real(Cg *g, DType dt);
 /* dp_mix (compiler/ops/rng.h) of an i64, in LLVM */
 LLVMValueRef cg_mix(Cg *g, LLVMBuilderRef b, LLVMValueRef x);
-/* Decides k's vector width and lanes, then finds or adds it; returns its id. */
+/* Decides k's vector width and lanes (cg_kernel_shape), then finds or adds
+ * it; returns its id. */
+void cg_kernel_shape(Cg *g, KDesc *k);
 int cg_kernel_id(Cg *g, KDesc *k);
 /* Work items of its index space: outputs (or vectors of them); each runs on
  * k->lanes GPU threads, so a launch covers size * lanes threads. */
@@ -89,6 +111,15 @@ const char *cg_kernel_label(const KDesc *k);
  * as i64; lane (i64) is the thread's place among k->lanes. Used by every
  * target's wrapper. */
 void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane);
+/* K_LOOP's body (host.c): the loop's ops, each an inline kernel over its
+ * items; lane is the thread in the block on the GPU */
+void cg_loop_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef lane);
+/* The GPU's walk over k's n work items (ptx.c): thread gid of `threads`,
+ * tid its place in the block; used by the kernel wrappers and, inside one
+ * block, by fused loops. */
+void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef gid, LLVMValueRef tid,
+                  LLVMValueRef threads, LLVMValueRef n);
+void cg_barrier(Cg *g);                             /* bar.sync 0: the block's threads meet */
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
 const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
 void cg_optimize(LLVMModuleRef m, unsigned level);  /* the standard module pipeline */

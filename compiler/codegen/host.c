@@ -25,6 +25,10 @@ typedef struct {
 	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
 	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
 	int norow;                 /* a forward loop's row index outside its tail: its stores do not run */
+	/* inside a fused loop's kernel (cg_loop_body): each op's kernel and copy
+	 * inline, over the block's threads (tid, on the GPU) or in one loop */
+	bool device;
+	LLVMValueRef tid;
 } Host;
 
 static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
@@ -68,13 +72,22 @@ static LLVMValueRef addr(Host *h, int v)
 
 static void call(Host *h, LLVMTypeRef t, LLVMValueRef f, LLVMValueRef *args, int n)
 {
+	if (h->device)
+		die("a runtime call inside a fused loop");
 	LLVMBuildCall2(h->g->b, t, f, args, (unsigned)n, "");
 }
+
+static void dev_kernel(Host *h, KDesc *d, LLVMValueRef *words);
+static void dev_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);
 
 static void launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords)
 {
 	Cg *g = h->g;
 	d->nargs = nwords;
+	if (h->device) {
+		dev_kernel(h, d, words);
+		return;
+	}
 	int id = cg_kernel_id(g, d);
 	int64_t n = cg_kernel_size(g, d) * d->lanes;
 	for (int i = 0; i < nwords; i++) {
@@ -96,6 +109,10 @@ static bool coalesced(Program *p, int from, int to, int index)
 
 static void copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
 {
+	if (h->device) {
+		dev_copy(h, dst, src, bytes);
+		return;
+	}
 	LLVMValueRef args[4] = {h->ctx, dst, src, cg_i64(h->g, bytes)};
 	call(h, h->t_copy, h->f_copy, args, 4);
 }
@@ -355,7 +372,7 @@ static void lower_iters(Host *h, Op *op, int64_t from, int64_t to, LLVMValueRef 
 		sweep_saves(h, op, t, save_next);
 	lower_block(h, &op->body, 0, op->body.len);
 	copy_yields(h, op, op->cyield);
-	if (op->counter >= 0) {
+	if (op->counter >= 0 && !h->device) {
 		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, 1)};
 		call(h, h->t_count, h->f_count, args, 3);
 	}
@@ -404,6 +421,10 @@ static LLVMValueRef sub_function(Host *outer, Host *h, const char *name, LLVMTyp
 	begin(h, fn);
 	return fn;
 }
+
+static const char *unfusable(Host *h, Op *op);
+static KDesc loop_desc(Host *h, Op *op);
+static void note_fusion(Host *h, Op *op, const char *why, int kernel);
 
 /* A binomial schedule: the functions the runtime calls as the schedule
  * says (advance from..to, the taped step i, the copy between the state and
@@ -508,13 +529,349 @@ static void lower_revolve(Host *h, Op *op)
 		LLVMSetLinkage(table, LLVMInternalLinkage);
 		pool = LLVMBuildBitCast(g->b, table, g->i8p, "");
 	}
-	LLVMValueRef args[15] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	/* a fused kernel, when the bodies qualify, runs the schedule's actions instead */
+	const char *why = unfusable(h, op);
+	int kernel = -1;
+	int64_t threads = 0;
+	if (!why) {
+		KDesc d = loop_desc(h, op);
+		kernel = cg_kernel_id(g, &d);
+		threads = cg_kernel_size(g, &d) * d.lanes;
+	}
+	note_fusion(h, op, why, kernel);
+	LLVMValueRef args[17] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
 	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, op->ktape),
 	                         cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
 	                         cg_i64(g, ir_recomputed_flops(p, &op->body2)),
 	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""), tape,
-	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload, pool};
-	call(h, h->t_revolve, h->f_revolve, args, 15);
+	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload, pool,
+	                         LLVMConstInt(g->i32, (unsigned long long)(unsigned)kernel, 1), cg_i64(g, threads)};
+	call(h, h->t_revolve, h->f_revolve, args, 17);
+}
+
+/* ---- fused loops: a loop's whole run as one kernel (K_LOOP) ----
+ *
+ * A loop whose body is small kernels and copies (no GEMM, nothing the
+ * runtime must do, no value over CG_FUSE_ELEMS elements) runs as one
+ * kernel: a forward loop's iterations, or a revolve's actions, which
+ * rt_revolve gives it in chunks of its schedule. Inside, each op is its
+ * kernel's body inline, walked by the block's threads with a barrier
+ * after it on the GPU, or by one loop on the CPU; the bodies are the
+ * unfused kernels', so the bits are the same. */
+
+static void string_global(Cg *g, const char *name, const char *text);
+
+/* why op cannot run inside a fused loop, or NULL */
+static const char *op_unfusable(Program *p, Op *op)
+{
+	int64_t m, n;
+	const char *name = ir_ops[op->kind].name;
+	switch (op->kind) {
+	case OP_PARAM:
+	case OP_INPUT:
+	case OP_CONST:
+	case OP_IDX:
+	case OP_SLICE:
+	case OP_RESHAPE:
+	case OP_COPY:
+	case OP_ZERO:
+	case OP_ASSIGN:
+	case OP_STORE_SLICE:
+		break;
+	case OP_DROPOUT:
+	case OP_TRAINING:
+		return ar_printf("%s asks the runtime for the step's key or mode", name);
+	default:
+		if (ir_ops[op->kind].low == LW_HOST)
+			return ar_printf("%s runs from the host (a GEMM, a loop or a transfer)", name);
+		if (ir_ops[op->kind].low == LW_HEADS)
+			return ar_printf("%s works in tiles of its own", name);
+		if (ir_leading_sum(p, op, &m, &n))
+			return ar_printf("%s over leading axes is a GEMM", name);
+	}
+	for (int j = -1; j < op->nin; j++) {
+		int v = j < 0 ? op->out : op->in[j];
+		if (v < 0 || p->values.data[v].kind == VK_INDEX)
+			continue;
+		int64_t e = ir_numel(ir_vtype(p, v));
+		if (e > CG_FUSE_ELEMS)
+			return ar_printf("%s has %lld elements, more than a fused loop's %d", ir_value_name(p, v), (long long)e,
+			                 CG_FUSE_ELEMS);
+	}
+	return NULL;
+}
+
+static const char *block_unfusable(Program *p, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		const char *why = op_unfusable(p, b->ops[i]);
+		if (why)
+			return why;
+	}
+	return NULL;
+}
+
+/* Why loop or revolve op runs a kernel per op and step, or NULL when it is one kernel. */
+static const char *unfusable(Host *h, Op *op)
+{
+	Program *p = h->g->p;
+	if (!h->g->fuse)
+		return "--no-fuse";
+	if (h->scoped->len)
+		return "it is inside another loop";
+	if (op->kind == OP_LOOP) {
+		if (op->sweep && h->step)
+			return "it saves the sweep's snapshots";
+		return block_unfusable(p, &op->body);
+	}
+	if (op->nhost)
+		return "its snapshots pass through host memory";
+	if (op->trip >= (int64_t)1 << 31 || op->nsnap + op->ktape >= (int64_t)1 << 29)
+		return "its steps or slots outgrow an action's fields";
+	const char *why = block_unfusable(p, &op->body);
+	if (!why)
+		why = block_unfusable(p, &op->body2);
+	if (!why && op->ktape)
+		why = block_unfusable(p, &op->body3);
+	return why;
+}
+
+/* The K_LOOP description of op as lowered here (its own kernel for dp_forward and dp_step) */
+static KDesc loop_desc(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	int i = 0;
+	while (i < g->loops.len && !(g->loops.data[i].op == op && g->loops.data[i].step == h->step))
+		i++;
+	if (i == g->loops.len)
+		vec_push(&g->loops, ((CgLoop){op, h->step}));
+	KDesc d;
+	memset(&d, 0, sizeof d);
+	d.kind = (OpKind)K_LOOP;
+	d.loop = i;
+	d.actions = op->kind == OP_REVOLVE;
+	d.out = ir_type(g->p->real, 1, &op->trip);
+	d.nargs = 3;
+	return d;
+}
+
+/* --emit=llvm shows the choice as a string constant per loop */
+static void note_fusion(Host *h, Op *op, const char *why, int kernel)
+{
+	Cg *g = h->g;
+	const char *what = ar_printf("%s %s (%lld steps) in %s", op->kind == OP_LOOP ? "loop" : "revolve",
+	                             ir_value_name(g->p, op->kind == OP_LOOP ? op->ivar : op->ivar2), (long long)op->trip,
+	                             h->step ? "dp_step" : "dp_forward");
+	const char *text = why ? ar_printf("%s: a launch per op and step, as %s", what, why)
+	                       : ar_printf("%s: one kernel, dp_k%d (%s)", what, kernel, cg_kernel_label(&g->kernels.data[kernel]));
+	string_global(g, ar_printf("dp_fusion%d", g->nnotes++), text);
+}
+
+/* A forward loop as one launch; false when it does not qualify. */
+static bool fused_loop(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	const char *why = unfusable(h, op);
+	if (why) {
+		note_fusion(h, op, why, -1);
+		return false;
+	}
+	KDesc d = loop_desc(h, op);
+	LLVMValueRef words[3] = {h->base, cg_i64(g, 0), cg_i64(g, 0)};
+	launch(h, &d, words, 3);
+	note_fusion(h, op, NULL, cg_kernel_id(g, &d));
+	if (op->counter >= 0) {
+		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, op->trip)};
+		call(h, h->t_count, h->f_count, args, 3);
+	}
+	return true;
+}
+
+/* counted loops in a fused kernel: i from `from` while below `to`, by `step` */
+typedef struct {
+	LLVMValueRef i, to;
+	LLVMBasicBlockRef body, exit;
+} DLoop;
+
+static DLoop dloop_begin(Host *h, LLVMValueRef from, LLVMValueRef to)
+{
+	Cg *g = h->g;
+	DLoop l = {.to = to};
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+	l.body = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "dloop");
+	l.exit = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "dloop_end");
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, from, to, ""), l.body, l.exit);
+	LLVMPositionBuilderAtEnd(g->b, l.body);
+	l.i = LLVMBuildPhi(g->b, g->i64, "i");
+	LLVMAddIncoming(l.i, &from, &pre, 1);
+	return l;
+}
+
+static void dloop_end(Host *h, DLoop *l, int64_t step)
+{
+	Cg *g = h->g;
+	LLVMValueRef next = LLVMBuildAdd(g->b, l->i, cg_i64(g, step), "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+	LLVMAddIncoming(l->i, &next, &latch, 1);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, l->to, ""), l->body, l->exit);
+	LLVMPositionBuilderAtEnd(g->b, l->exit);
+}
+
+/* the items a fused loop's thread takes: all of them on the CPU, every CG_BLOCK-th from tid on the GPU */
+static DLoop dloop_items(Host *h, LLVMValueRef n) { return dloop_begin(h, h->tid ? h->tid : cg_i64(h->g, 0), n); }
+static int64_t items_step(Host *h) { return h->tid ? CG_BLOCK : 1; }
+
+static void dev_kernel(Host *h, KDesc *d, LLVMValueRef *words)
+{
+	Cg *g = h->g;
+	cg_kernel_shape(g, d);
+	LLVMValueRef n = cg_i64(g, cg_kernel_size(g, d));
+	if (g->gpu) {
+		cg_gpu_items(g, h->fn, d, words, h->tid, h->tid, cg_i64(g, CG_BLOCK), n);
+		cg_barrier(g);
+		return;
+	}
+	DLoop l = dloop_items(h, n);
+	cg_kernel_body(g, h->fn, d, words, l.i, cg_i64(g, 0));
+	dloop_end(h, &l, 1);
+}
+
+/* a copy, or with src NULL zeros, in the widest words that divide it */
+static void dev_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
+{
+	Cg *g = h->g;
+	int unit = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
+	LLVMTypeRef t = LLVMIntTypeInContext(g->ctx, (unsigned)unit * 8), pt = LLVMPointerType(t, 0);
+	LLVMValueRef d = LLVMBuildIntToPtr(g->b, dst, pt, ""), s = src ? LLVMBuildIntToPtr(g->b, src, pt, "") : NULL;
+	DLoop l = dloop_items(h, cg_i64(g, bytes / unit));
+	LLVMValueRef v = s ? LLVMBuildLoad2(g->b, t, LLVMBuildGEP2(g->b, t, s, &l.i, 1, ""), "") : LLVMConstInt(t, 0, 0);
+	LLVMBuildStore(g->b, v, LLVMBuildGEP2(g->b, t, d, &l.i, 1, ""));
+	dloop_end(h, &l, items_step(h));
+	if (g->gpu)
+		cg_barrier(g);
+}
+
+/* The action word of a revolve's fused kernel (runtime/main.c writes them):
+ * the CkptAction in bits 60..62, a count or slot in 31..59, a step in 0..30. */
+static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef count)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	LLVMBuilderRef b = g->b;
+	LLVMValueRef acts = LLVMBuildIntToPtr(b, actions, g->i64p, ""), shared = NULL;
+	LLVMTypeRef at = LLVMArrayType(g->i64, CG_BLOCK);
+	if (g->gpu) {
+		shared = LLVMGetNamedGlobal(g->mod, "dp_actions");
+		if (!shared) {
+			shared = LLVMAddGlobalInAddressSpace(g->mod, at, "dp_actions", 3);
+			LLVMSetInitializer(shared, LLVMGetUndef(at));
+			LLVMSetLinkage(shared, LLVMInternalLinkage);
+		}
+	}
+	DLoop j = dloop_begin(h, cg_i64(g, 0), count);
+	LLVMValueRef w;
+	if (g->gpu) {
+		/* the block reads the next CG_BLOCK actions at once (they may be in host memory) */
+		LLVMValueRef r = LLVMBuildURem(b, j.i, cg_i64(g, CG_BLOCK), "");
+		LLVMBasicBlockRef fetch = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "fetch");
+		LLVMBasicBlockRef have = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "have");
+		LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "put");
+		LLVMBasicBlockRef fetched = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "fetched");
+		LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, r, cg_i64(g, 0), ""), fetch, have);
+		LLVMPositionBuilderAtEnd(b, fetch);
+		cg_barrier(g);
+		LLVMValueRef from = LLVMBuildAdd(b, j.i, h->tid, "");
+		LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, from, count, ""), put, fetched);
+		LLVMPositionBuilderAtEnd(b, put);
+		LLVMValueRef ix[2] = {cg_i64(g, 0), h->tid};
+		LLVMBuildStore(b, LLVMBuildLoad2(b, g->i64, LLVMBuildGEP2(b, g->i64, acts, &from, 1, ""), ""),
+		               LLVMBuildGEP2(b, at, shared, ix, 2, ""));
+		LLVMBuildBr(b, fetched);
+		LLVMPositionBuilderAtEnd(b, fetched);
+		cg_barrier(g);
+		LLVMBuildBr(b, have);
+		LLVMPositionBuilderAtEnd(b, have);
+		LLVMValueRef rx[2] = {cg_i64(g, 0), r};
+		w = LLVMBuildLoad2(b, g->i64, LLVMBuildGEP2(b, at, shared, rx, 2, ""), "");
+	} else {
+		w = LLVMBuildLoad2(b, g->i64, LLVMBuildGEP2(b, g->i64, acts, &j.i, 1, ""), "");
+	}
+	LLVMValueRef kind = LLVMBuildLShr(b, w, cg_i64(g, 60), "");
+	LLVMValueRef step = LLVMBuildAnd(b, w, cg_i64(g, 0x7fffffff), "");
+	LLVMValueRef n = LLVMBuildAnd(b, LLVMBuildLShr(b, w, cg_i64(g, 31), ""), cg_i64(g, 0x1fffffff), "");
+	LLVMValueRef first = LLVMBuildAdd(b, step, cg_i64(g, op->lo), "");
+	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "action_done");
+	LLVMValueRef sw = LLVMBuildSwitch(b, kind, next, 5);
+	LLVMBasicBlockRef untape = op->ktape ? LLVMAppendBasicBlockInContext(g->ctx, h->fn, "untape") : NULL;
+	for (int a = CKPT_ADVANCE; a <= CKPT_TAPED; a++) {
+		LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "action");
+		LLVMAddCase(sw, cg_i64(g, a), bb);
+		LLVMPositionBuilderAtEnd(b, bb);
+		if (a == CKPT_ADVANCE || (a == CKPT_TAPED && op->ktape)) {
+			/* steps first..first+n: with a tape, each into its row, then their adjoints */
+			DLoop i = dloop_begin(h, first, LLVMBuildAdd(b, first, n, ""));
+			h->index[op->ivar] = i.i;
+			if (a == CKPT_TAPED)
+				h->index[op->irow] = LLVMBuildSub(b, i.i, first, "");
+			Block *body = a == CKPT_TAPED ? &op->body3 : &op->body;
+			lower_block(h, body, 0, body->len);
+			copy_yields(h, op, a == CKPT_TAPED ? op->cyield3 : op->cyield);
+			dloop_end(h, &i, 1);
+			LLVMBuildBr(b, a == CKPT_TAPED ? untape : next);
+			continue;
+		}
+		if (a == CKPT_TAPED) {
+			h->index[op->ivar2] = first;
+			lower_block(h, &op->body2, 0, op->body2.len);
+			LLVMBuildBr(b, next);
+			continue;
+		}
+		for (int c = 0; c < op->ncarry; c++) {
+			LLVMValueRef slot = slot_addr(h, op, c, n), state = addr(h, op->carg[c]);
+			int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[c]));
+			copy(h, a == CKPT_SAVE ? slot : state, a == CKPT_SAVE ? state : slot, bytes);
+		}
+		LLVMBuildBr(b, next);
+	}
+	if (untape) {
+		/* the adjoints of steps first+n-1 down to first, from rows n-1..0 */
+		LLVMAddCase(sw, cg_i64(g, CKPT_UNTAPE), untape);
+		LLVMPositionBuilderAtEnd(b, untape);
+		DLoop t = dloop_begin(h, cg_i64(g, 0), n);
+		LLVMValueRef row = LLVMBuildSub(b, LLVMBuildSub(b, n, cg_i64(g, 1), ""), t.i, "");
+		h->index[op->irow] = row;
+		h->index[op->ivar2] = LLVMBuildAdd(b, first, row, "");
+		lower_block(h, &op->body2, 0, op->body2.len);
+		dloop_end(h, &t, 1);
+		LLVMBuildBr(b, next);
+	}
+	LLVMPositionBuilderAtEnd(b, next);
+	dloop_end(h, &j, 1);
+}
+
+void cg_loop_body(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LLVMValueRef lane)
+{
+	Program *p = g->p;
+	CgLoop *l = &g->loops.data[k->loop];
+	Host h = {0};
+	h.g = g;
+	h.fn = fn;
+	h.device = true;
+	h.tid = g->gpu ? lane : NULL;
+	h.step = l->step;
+	h.uses = g->uses;
+	h.norow = -1;
+	h.base = args[0];
+	h.index = ar_alloc(sizeof(LLVMValueRef) * (size_t)(p->values.len + 1));
+	h.scoped = ar_alloc(sizeof *h.scoped);
+	/* the body may name index constants defined before the loop */
+	for (int v = 0; v < p->values.len; v++)
+		if (p->values.data[v].def && p->values.data[v].def->kind == OP_IDX)
+			h.index[v] = cg_i64(g, p->values.data[v].def->index);
+	if (l->op->kind == OP_LOOP)
+		lower_loop(&h, l->op);
+	else
+		dev_revolve(&h, l->op, args[1], args[2]);
 }
 
 /* ---- streaming: the copies go through the runtime (rt_fetch and company, dprt.h) ---- */
@@ -589,7 +946,8 @@ static void lower_op(Host *h, Op *op)
 		h->index[op->out] = cg_i64(g, op->index);
 		return;
 	case OP_LOOP:
-		lower_loop(h, op);
+		if (!fused_loop(h, op))
+			lower_loop(h, op);
 		return;
 	case OP_REVOLVE:
 		lower_revolve(h, op);
@@ -619,6 +977,10 @@ static void lower_op(Host *h, Op *op)
 		return;
 	}
 	case OP_ZERO: {
+		if (h->device) {
+			dev_copy(h, addr(h, op->in[0]), NULL, ir_bytes(p, ir_vtype(p, op->in[0])));
+			return;
+		}
 		LLVMValueRef args[3] = {h->ctx, addr(h, op->in[0]), cg_i64(g, ir_bytes(p, ir_vtype(p, op->in[0])))};
 		call(h, h->t_zero, h->f_zero, args, 3);
 		return;
@@ -842,7 +1204,7 @@ static void lower_part(Host *h, Block *b, int from, int to)
  * accs do not reach across a part's boundary. */
 static void lower_block(Host *h, Block *b, int from, int to)
 {
-	if (block_weight(b, from, to) <= CG_PART) {
+	if (h->device || block_weight(b, from, to) <= CG_PART) {
 		lower_ops(h, b, from, to);
 		return;
 	}
@@ -879,7 +1241,7 @@ static void host_function(Cg *g, const char *name, int nops)
 	Host h = {0};
 	h.g = g;
 	h.step = !strcmp(name, "dp_step");
-	h.uses = ir_count_uses(g->p);
+	h.uses = g->uses;
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
 	h.f_launch = declare(g, "rt_launch", vd, pl, 5, &h.t_launch);
@@ -895,8 +1257,9 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
-	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p, g->i8p, g->i8p, g->i8p, g->i8p, g->i8p};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 15, &h.t_revolve);
+	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p,
+	                    g->i8p, g->i8p, g->i8p, g->i8p, g->i8p, g->i32, g->i64};
+	h.f_revolve = declare(g, "rt_revolve", vd, pr, 17, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 
@@ -1057,6 +1420,8 @@ static Cg *build(Program *p, const CgOptions *o)
 	cg_set_real(g, p->real);
 	g->i32p = LLVMPointerType(g->i32, 0);
 	g->cuda = o->target == CG_CUDA;
+	g->fuse = o->fuse;
+	g->uses = ir_count_uses(p);
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
 	int sgd[DT_F64 + 1], adam[DT_F64 + 1];

@@ -111,6 +111,8 @@ static int lane_count(Cg *g, const KDesc *d)
 {
 	if (!g->cuda)
 		return 1;
+	if ((int)d->kind == K_LOOP)
+		return CG_BLOCK; /* one item: the block */
 	switch (low_class(d)) {
 	case LW_TOTAL:
 		return 256;
@@ -151,13 +153,18 @@ static int kernel_slot(Cg *g, const KDesc *k)
 	return s;
 }
 
+void cg_kernel_shape(Cg *g, KDesc *k)
+{
+	k->vec = vector_width(g, k);
+	k->lanes = lane_count(g, k);
+}
+
 /* Equal descriptions (byte for byte) share one kernel; a hash table finds
  * them, so a program with tens of thousands of distinct kernels (a long sum
  * of terms with different constants) is not quadratic here. */
 int cg_kernel_id(Cg *g, KDesc *k)
 {
-	k->vec = vector_width(g, k);
-	k->lanes = lane_count(g, k);
+	cg_kernel_shape(g, k);
 	if (2 * (g->kernels.len + 1) > g->kslots) {
 		g->kslots = g->kslots ? 2 * g->kslots : 64;
 		g->kslot = ar_alloc(sizeof(int) * (size_t)g->kslots);
@@ -178,6 +185,7 @@ const char *cg_kernel_label(const KDesc *k)
 	switch ((int)k->kind) {
 	case K_SGD: return "sgd";
 	case K_ADAM: return "adam";
+	case K_LOOP: return ar_printf("%s[%lld]", k->actions ? "revolve" : "loop", (long long)k->out.dim[0]);
 	}
 	Type t = k->out;
 	const char *s = ar_printf("%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name);
@@ -189,6 +197,8 @@ const char *cg_kernel_label(const KDesc *k)
 int64_t cg_kernel_size(Cg *g, const KDesc *k)
 {
 	(void)g;
+	if ((int)k->kind == K_LOOP)
+		return 1;
 	if ((int)k->kind == OP_ACC || (int)k->kind == OP_ACC_SLICE)
 		return ir_numel(k->in[k->nin - 1]) / k->vec;
 	switch (low_class(k)) {
@@ -1733,6 +1743,10 @@ static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLV
 
 void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane)
 {
+	if ((int)d->kind == K_LOOP) {
+		cg_loop_body(g, fn, d, args, lane);
+		return;
+	}
 	cg_set_real(g, kernel_dt(g, d));
 	body(g, fn, d, args, idx, lane);
 	cg_set_real(g, g->p->real);

@@ -60,6 +60,49 @@ static void link_libdevice(Cg *g)
 			LLVMSetLinkage(f, LLVMInternalLinkage);
 }
 
+void cg_barrier(Cg *g)
+{
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), NULL, 0, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(g->mod, "llvm.nvvm.barrier0");
+	if (!f)
+		f = LLVMAddFunction(g->mod, "llvm.nvvm.barrier0", ft);
+	LLVMBuildCall2(g->b, ft, f, NULL, 0, "");
+}
+
+/* d->lanes consecutive threads share each work item. The items are walked
+ * with a stride loop that is uniform within each span of threads that meet
+ * at shuffles (a warp, or the block); a warp of narrower groups takes
+ * 32 / lanes items at a time, and at the tail its spare groups repeat the
+ * last item, storing the same bits. */
+void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef gid, LLVMValueRef tid,
+                  LLVMValueRef threads, LLVMValueRef n)
+{
+	int span = d->lanes >= 32 ? d->lanes : d->lanes > 1 ? 32 : 1, per = span / d->lanes;
+	LLVMValueRef lanes = cg_i64(g, d->lanes);
+	LLVMValueRef lane = LLVMBuildURem(g->b, tid, lanes, "");
+	LLVMValueRef group = LLVMBuildUDiv(g->b, LLVMBuildURem(g->b, tid, cg_i64(g, span), ""), lanes, "");
+	LLVMValueRef first = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, gid, cg_i64(g, span), ""), cg_i64(g, per), "");
+	LLVMValueRef stride = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, threads, cg_i64(g, span), ""), cg_i64(g, per), "");
+	LLVMBasicBlockRef entry = LLVMGetInsertBlock(g->b);
+	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, fn, "items");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "items_done");
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, first, n, ""), loop, done);
+	LLVMPositionBuilderAtEnd(g->b, loop);
+	LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
+	LLVMAddIncoming(i, &first, &entry, 1);
+	LLVMValueRef item = i;
+	if (per > 1) {
+		LLVMValueRef want = LLVMBuildAdd(g->b, i, group, ""), last = LLVMBuildSub(g->b, n, cg_i64(g, 1), "");
+		item = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, want, n, ""), want, last, "");
+	}
+	cg_kernel_body(g, fn, d, args, item, lane);
+	LLVMValueRef next = LLVMBuildAdd(g->b, i, stride, "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+	LLVMAddIncoming(i, &next, &latch, 1);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, n, ""), loop, done);
+	LLVMPositionBuilderAtEnd(g->b, done);
+}
+
 const char *cg_ptx(Cg *g)
 {
 	LLVMInitializeNVPTXTargetInfo();
@@ -89,43 +132,15 @@ const char *cg_ptx(Cg *g)
 		LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)d->nargs + 1, 0);
 		LLVMValueRef fn = LLVMAddFunction(g->mod, ar_printf("dp_k%d", i), ft);
 		mark_kernel(g, fn);
-		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
-		LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
-		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
-		LLVMPositionBuilderAtEnd(g->b, entry);
+		LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
 		LLVMValueRef args[16];
 		for (int j = 0; j < d->nargs; j++)
 			args[j] = LLVMGetParam(fn, (unsigned)j);
-		/* d->lanes consecutive threads share each work item. The items are
-		 * walked with a grid-stride loop that is uniform within each span
-		 * of threads that meet at shuffles (a warp, or the block); a warp of
-		 * narrower groups takes 32 / lanes items at a time, and at the tail
-		 * its spare groups repeat the last item, storing the same bits. */
-		int span = d->lanes >= 32 ? d->lanes : d->lanes > 1 ? 32 : 1, per = span / d->lanes;
-		LLVMValueRef lanes = cg_i64(g, d->lanes);
-		LLVMValueRef n = LLVMBuildUDiv(g->b, LLVMGetParam(fn, (unsigned)d->nargs), lanes, "");
+		LLVMValueRef n = LLVMBuildUDiv(g->b, LLVMGetParam(fn, (unsigned)d->nargs), cg_i64(g, d->lanes), "");
 		LLVMValueRef tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"), ntid = sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x");
 		LLVMValueRef gid = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ntid, ""), tid, "");
-		LLVMValueRef lane = LLVMBuildURem(g->b, tid, lanes, "");
-		LLVMValueRef group = LLVMBuildUDiv(g->b, LLVMBuildURem(g->b, tid, cg_i64(g, span), ""), lanes, "");
-		LLVMValueRef first = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, gid, cg_i64(g, span), ""), cg_i64(g, per), "");
 		LLVMValueRef threads = LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ntid, "");
-		LLVMValueRef stride = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, threads, cg_i64(g, span), ""), cg_i64(g, per), "");
-		LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, first, n, ""), loop, done);
-		LLVMPositionBuilderAtEnd(g->b, loop);
-		LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
-		LLVMAddIncoming(i, &first, &entry, 1);
-		LLVMValueRef item = i;
-		if (per > 1) {
-			LLVMValueRef want = LLVMBuildAdd(g->b, i, group, ""), last = LLVMBuildSub(g->b, n, cg_i64(g, 1), "");
-			item = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, want, n, ""), want, last, "");
-		}
-		cg_kernel_body(g, fn, d, args, item, lane);
-		LLVMValueRef next = LLVMBuildAdd(g->b, i, stride, "");
-		LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
-		LLVMAddIncoming(i, &next, &latch, 1);
-		LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, n, ""), loop, done);
-		LLVMPositionBuilderAtEnd(g->b, done);
+		cg_gpu_items(g, fn, d, args, gid, tid, threads, n);
 		LLVMBuildRetVoid(g->b);
 	}
 	link_libdevice(g);
