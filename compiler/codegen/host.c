@@ -589,9 +589,11 @@ static const char *op_unfusable(Program *p, Op *op)
 		if (ir_leading_sum(p, op, &m, &n))
 			return ar_printf("%s over leading axes is a GEMM", name);
 	}
-	for (int j = -1; j < op->nin; j++) {
+	/* what the op computes over: a row stored or added into a tape, not the tape */
+	bool row = op->kind == OP_STORE_SLICE || op->kind == OP_ACC_SLICE;
+	for (int j = row ? op->nin - 1 : -1; j < op->nin; j++) {
 		int v = j < 0 ? op->out : op->in[j];
-		if (v < 0 || p->values.data[v].kind == VK_INDEX)
+		if (v < 0 || p->values.data[v].kind == VK_INDEX || op->kind == OP_SLICE || op->kind == OP_RESHAPE)
 			continue;
 		int64_t e = ir_numel(ir_vtype(p, v));
 		if (e > CG_FUSE_ELEMS)
@@ -619,11 +621,8 @@ static const char *unfusable(Host *h, Op *op)
 		return "--no-fuse";
 	if (h->scoped->len)
 		return "it is inside another loop";
-	if (op->kind == OP_LOOP) {
-		if (op->sweep && h->step)
-			return "it saves the sweep's snapshots";
+	if (op->kind == OP_LOOP)
 		return block_unfusable(p, &op->body);
-	}
 	if (op->nhost)
 		return "its snapshots pass through host memory";
 	if (op->trip >= (int64_t)1 << 31 || op->nsnap + op->ktape >= (int64_t)1 << 29)
