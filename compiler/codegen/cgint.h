@@ -54,7 +54,7 @@ typedef struct {
 /* GPU threads of a fused loop's block */
 #define CG_BLOCK 256
 /* the most elements of any value in a fused loop's body */
-#define CG_FUSE_ELEMS 4096
+#define CG_FUSE_ELEMS IR_GEMM_SUM
 
 typedef struct {
 	Program *p;

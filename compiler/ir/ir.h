@@ -360,7 +360,11 @@ const char *ir_decl_type_str(Type t, int stacked); /* as declared: "f32[8][128, 
 const char *ir_check_op(Program *p, Op *op, Type *out);
 bool ir_broadcast(Type a, Type b, Type *out);
 /* A sum_to or sum that adds up the leading axes of its operand, keeping the
- * trailing ones whole: [M, N] -> [N] in effect, which is ones[1, M] @ x[M, N]. */
+ * trailing ones whole: [M, N] -> [N] in effect, which is ones[1, M] @ x[M, N],
+ * one GEMM instead of a long serial sum per output. Below IR_GEMM_SUM
+ * elements the kernel's serial sums are cheaper than a GEMM call, and can
+ * run inside a fused loop. */
+#define IR_GEMM_SUM 4096
 bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n);
 /* floating-point operations, counted by the op table's cost column (FlopClass) */
 int64_t ir_op_flops(Program *p, Op *op);

@@ -36,7 +36,7 @@ bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n)
 		return false;
 	*n = ir_numel(out);
 	*m = ir_numel(in) / *n;
-	return *m > 1;
+	return *m > 1 && ir_numel(in) > IR_GEMM_SUM;
 }
 
 int64_t ir_op_flops(Program *p, Op *op)
