@@ -5,9 +5,10 @@
 # (kernel launches, GEMMs and device copies), beside PyTorch eager (a Python
 # loop, torch.utils.checkpoint per segment of sqrt(T) steps;
 # bench/sim_torch.py) and, on the GPU machine, JAX (lax.scan with
-# jax.checkpoint per segment; bench/sim_jax.py). dpc's rows are its current
-# code generation, one call per op and step (issue 12 fuses a loop body into
-# one kernel; its rows will join these).
+# jax.checkpoint per segment; bench/sim_jax.py). dpc's rows: fused (the
+# default: the forward loop and the revolve's schedule each one kernel),
+# unfused (--no-fuse: a launch per op and step), and on the GPU fused with
+# --graph (the step captured once as a CUDA graph and replayed).
 #
 #   bash bench/sim.sh          here: compiles for the CPU and runs; PyTorch on the CPU at
 #                              T = 10^4 only (10^6 takes minutes a step: TORCH_1E6=1)
@@ -31,6 +32,7 @@ if [ "$mode" != run ]; then
 	rm -f "$dir"/*
 	for T in $sizes; do
 		bin/dpc --target $target -D T=$T --checkpoint binomial samples/oscillator.dp -o "$dir/osc_$T" || exit 1
+		bin/dpc --target $target -D T=$T --checkpoint binomial --no-fuse samples/oscillator.dp -o "$dir/osc_${T}_nf" || exit 1
 	done
 	[ "$mode" = build ] && exit 0
 fi
@@ -39,17 +41,27 @@ fi
 echo "oscillator B=32, binomial checkpointing (sqrt(T) + 1 snapshots), $steps steps, on $target ($(date -u +%Y-%m-%d))"
 py=python3
 [ -x /usr/bin/python3 ] && [ "$target" = cpu ] && py=/usr/bin/python3
-for T in $sizes; do
-	"$dir/osc_$T" --steps "$steps" --quiet --summary-json "$dir/osc_$T.json" >/dev/null || { echo "dpc T=$T: failed"; continue; }
-	python3 - "$T" "$dir/osc_$T.json" <<'PY'
+# dpc RUN LABEL EXE ARGS...: one variant's line
+dpc() {
+	local T=$1 label=$2 exe=$3
+	shift 3
+	"$exe" --quiet --summary-json "$exe.json" "$@" >/dev/null || { echo "dpc T=$T $label: failed"; return; }
+	python3 - "$T" "$label" "$exe.json" <<'PY'
 import json, sys
-T, j = int(sys.argv[1]), json.load(open(sys.argv[2]))
+T, label, j = int(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
 n = j["steps"]
 calls = (j["kernel_launches"] + j["gemm_calls"] + j["copy_calls"]) / n
-print(f"dpc T={T}: {j['ms_per_step']:.3f} ms/step, {calls:.0f} device calls a step "
+# ms_per_step leaves out step 1; with one step it is that step
+print(f"dpc T={T} {label}: {j['ms_per_step']:.3f} ms/step, {calls:.0f} device calls a step "
       f"({j['kernel_launches'] / n:.0f} kernels, {j['copy_calls'] / n:.0f} copies), "
       f"{j['recomputed_steps'] / n:.0f} recomputed steps")
 PY
+}
+for T in $sizes; do
+	dpc "$T" fused "$dir/osc_$T" --steps "$steps"
+	[ "$target" = cuda ] && dpc "$T" "fused, --graph" "$dir/osc_$T" --steps "$steps" --graph
+	# unfused at 10^6: one step (millions of launches)
+	dpc "$T" unfused "$dir/osc_${T}_nf" --steps $([ "$T" -ge 1000000 ] && echo 1 || echo "$steps")
 	if [ "$target" = cuda ] || [ "$T" -lt 1000000 ] || [ "${TORCH_1E6:-0}" = 1 ]; then
 		$py bench/sim_torch.py -T "$T" --device $dev --steps 1 2>&1 | tail -1
 	fi

@@ -76,7 +76,11 @@ void rt_count(RtCtx *c, int counter, int64_t n)
 	else
 		c->n.steps[counter & 1] += n;
 }
-uint64_t rt_key(RtCtx *c) { return dp_step_key(c->seed, (uint64_t)c->step); }
+uint64_t rt_key(RtCtx *c)
+{
+	c->no_graph = "dropout draws a new key each step";
+	return dp_step_key(c->seed, (uint64_t)c->step);
+}
 uint64_t rt_training(RtCtx *c) { return !c->eval; }
 
 typedef struct {
@@ -108,8 +112,28 @@ typedef struct {
 	int buf;     /* which of c->actions words is */
 } Revolve;
 
+static uint64_t *action_words(RtCtx *c)
+{
+	uint64_t *w = c->dev->host_alloc(RT_ACTIONS * (int64_t)sizeof(uint64_t));
+	if (!w)
+		rt_fail(1, "cannot allocate %lld bytes of host memory for a fused loop's actions",
+		        (long long)(RT_ACTIONS * sizeof(uint64_t)));
+	return w;
+}
+
+/* a chunk of its own for a graph being captured, which reads it at each replay */
+static uint64_t *kept_words(RtCtx *c)
+{
+	uint64_t **k = realloc(c->kept, sizeof *k * (size_t)(c->nkept + 1));
+	if (!k)
+		rt_fail(1, "out of memory");
+	c->kept = k;
+	return k[c->nkept++] = action_words(c);
+}
+
 /* Launches the fused kernel on the actions gathered, then gathers into the
- * other buffer once the device has read it (fence RT_FENCE_ACTIONS + i). */
+ * other buffer once the device has read it (fence RT_FENCE_ACTIONS + i);
+ * under capture, into a new one. */
 static void flush_actions(Revolve *r)
 {
 	RtCtx *c = r->c;
@@ -117,16 +141,22 @@ static void flush_actions(Revolve *r)
 		return;
 	uint64_t args[3] = {c->base, (uint64_t)(uintptr_t)r->words, (uint64_t)r->count};
 	rt_launch(c, r->kernel, r->threads, 3, args);
+	r->count = 0;
+	if (c->capturing) {
+		r->words = NULL; /* the next action takes a new chunk */
+		return;
+	}
 	c->dev->fence(RT_FENCE_ACTIONS + r->buf);
 	r->buf ^= 1;
 	r->words = c->actions[r->buf];
-	r->count = 0;
 	c->dev->fence_wait(RT_FENCE_ACTIONS + r->buf);
 }
 
 /* the action word the fused kernel reads (compiler/codegen/host.c, dev_revolve) */
 static void put_action(Revolve *r, CkptAction a, int64_t step, int64_t field)
 {
+	if (!r->words)
+		r->words = kept_words(r->c);
 	r->words[r->count++] = (uint64_t)a << 60 | (uint64_t)field << 31 | (uint64_t)step;
 	if (r->count == RT_ACTIONS)
 		flush_actions(r);
@@ -220,11 +250,10 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
 	             {CKPT_SAVE, 0, 0, 0}, nhost ? -1 : kernel, threads, 0, NULL, 0};
-	if (r.kernel >= 0) {
+	if (r.kernel >= 0 && !c->capturing) {
 		for (int i = 0; i < 2; i++)
-			if (!c->actions[i] && !(c->actions[i] = c->dev->host_alloc(RT_ACTIONS * (int64_t)sizeof(uint64_t))))
-				rt_fail(1, "cannot allocate %lld bytes of host memory for a fused loop's actions",
-				        (long long)(RT_ACTIONS * sizeof(uint64_t)));
+			if (!c->actions[i])
+				c->actions[i] = action_words(c);
 		c->dev->fence_wait(RT_FENCE_ACTIONS);
 		r.words = c->actions[0];
 	}
@@ -274,7 +303,7 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
-	bool quiet, gradcheck, lr_set, profile, eval, steps_set;
+	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary;
 	const char *input_name[64], *input_file[64];
@@ -308,6 +337,9 @@ static const char help[] =
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
 	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
 	"                          totals by kernel (CUDA events on the GPU)\n"
+	"  --graph                 GPU: capture the second step's work as a CUDA graph and replay it\n"
+	"                          for each later step (not with dropout, streaming, snapshots in host\n"
+	"                          memory or --profile, which run step by step, as they say)\n"
 	"  --eval                  evaluate instead of training: the loss and reports of each batch of the\n"
 	"                          first input's data (or of --steps batches), dropout off, training() 0,\n"
 	"                          nothing updated (parameters or buffers);\n"
@@ -428,6 +460,8 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			rt_tf32 = true;
 		} else if (!strcmp(a, "--profile")) {
 			o->profile = true;
+		} else if (!strcmp(a, "--graph")) {
+			o->graph = true;
 		} else if (!strcmp(a, "--quiet")) {
 			o->quiet = true;
 		} else if (!strcmp(a, "--gradcheck")) {
@@ -470,7 +504,7 @@ static double rng_normal(void)
 typedef struct {
 	void *rows;        /* N rows in the input's dtype */
 	int64_t n, row;    /* rows; elements per row */
-	void *batch[RT_FENCES]; /* pinned staging, one per step in flight */
+	void *batch[RT_INFLIGHT]; /* pinned staging, one per step in flight */
 } Data;
 
 static int64_t row_elems(const RtTensor *t) { return t->rank ? t->numel / t->dim[0] : 1; }
@@ -787,6 +821,7 @@ typedef struct {
 	double save_s;     /* --save and --dump-grads */
 	int64_t predicted; /* the arena, optimizer state included */
 	bool saved;        /* --save wrote the parameters */
+	long graph_steps;  /* --graph: the steps run as the captured graph, its capture's included */
 } Run;
 
 /* JSON has no NaN or infinity: a diverged loss is written as null */
@@ -842,7 +877,8 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n"
 	                   "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n"
-	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"copy_calls\": %lld,\n  \"reports\": {%s}\n}\n",
+	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"copy_calls\": %lld,\n"
+	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
@@ -852,8 +888,54 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)(r->steps * c->model->forward_flops),
 	                   (long long)n->recomputed_flops,
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
-	                   (long long)n->launches, (long long)n->gemms, (long long)n->copies, reports);
+	                   (long long)n->launches, (long long)n->gemms, (long long)n->copies, r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
+}
+
+/* ---- --graph ---- */
+
+/* to += a - b, for the counters a step moves */
+static void add_counts(RtCounters *to, const RtCounters *a, const RtCounters *b)
+{
+	to->h2d_bytes += (a->h2d_bytes - b->h2d_bytes);
+	to->d2h_bytes += (a->d2h_bytes - b->d2h_bytes);
+	to->stream_h2d += (a->stream_h2d - b->stream_h2d);
+	to->stream_d2h += (a->stream_d2h - b->stream_d2h);
+	for (int i = 0; i < 2; i++)
+		to->steps[i] += (a->steps[i] - b->steps[i]);
+	to->launches += (a->launches - b->launches);
+	to->gemms += (a->gemms - b->gemms);
+	to->copies += (a->copies - b->copies);
+	to->recomputed_flops += (a->recomputed_flops - b->recomputed_flops);
+}
+
+/* dp_step; with --graph, from the second step on (the first shows what
+ * the step calls), the graph captured from it, run again each step, the
+ * counters advancing by what the captured step counted */
+static void run_step(RtCtx *c, const Opts *o, long s, Run *r)
+{
+	static bool ready;
+	static RtCounters before, after;
+	if (o->graph && s == 1 && c->no_graph && !o->quiet)
+		printf("%s: --graph: each step runs call by call, as %s\n", c->model->model, c->no_graph);
+	if (!o->graph || s == 0 || c->profile || c->no_graph || c->capture) {
+		dp_step(c);
+		return;
+	}
+	if (!ready) {
+		before = c->n;
+		c->capturing = true;
+		c->dev->graph_begin();
+		dp_step(c);
+		c->dev->graph_end();
+		c->capturing = false;
+		after = c->n;
+		ready = true;
+	} else {
+		add_counts(&c->n, &after, &before);
+	}
+	c->dev->graph_launch();
+	r->graph_steps++;
 }
 
 /* resident parameters (or their gradients) to the host; streamed ones are there already */
@@ -931,6 +1013,8 @@ int main(int argc, char **argv)
 		c->dev = &rt_cuda_device;
 	}
 	c->model = m;
+	if (o.graph && !c->dev->graph_begin)
+		usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
 
 	/* inputs: files first, so that errors come before any work */
 	Data data[64];
@@ -958,11 +1042,11 @@ int main(int argc, char **argv)
 	/* Steps are queued one ahead of the host: step s's batch and loss go
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
 	for (int k = 0; k < m->ninputs; k++)
-		for (int i = 0; i < RT_FENCES; i++)
+		for (int i = 0; i < RT_INFLIGHT; i++)
 			data[k].batch[i] = pinned(c, m->inputs[k].bytes, m->inputs[k].name);
 	/* per fence slot: the loss, then each report */
 	int nres = 1 + m->nreports;
-	unsigned char *loss_slots = pinned(c, 8 * RT_FENCES * nres, "the loss");
+	unsigned char *loss_slots = pinned(c, 8 * RT_INFLIGHT * nres, "the loss");
 
 	/* the pinned host pool: streamed parameters live there, and the copy stream reads and writes it */
 	if (m->host) {
@@ -1031,12 +1115,12 @@ int main(int argc, char **argv)
 	 * its step s is complete then; on an asynchronous device, once its
 	 * fence has been waited for. */
 	bool sync_dev = c->dev == &rt_cpu_device;
-	double t_done[RT_FENCES] = {0}, t_log = 0;
+	double t_done[RT_INFLIGHT] = {0}, t_log = 0;
 	long log_done = 0;
 	/* Step s is queued before step s - 1's loss is read: the device never
 	 * waits for the host between steps. */
 	for (long s = 0; s <= o.steps; s++) {
-		int slot = (int)(s % RT_FENCES);
+		int slot = (int)(s % RT_INFLIGHT);
 		if (s < o.steps) {
 			c->dev->fence_wait(slot);
 			upload_batch(c, data, s, slot);
@@ -1050,7 +1134,7 @@ int main(int argc, char **argv)
 					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 				c->capture = g;
 			}
-			dp_step(c);
+			run_step(c, &o, s, &r);
 			c->capture = NULL;
 			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
 			c->n.d2h_bytes += rt_elem_bytes(m->loss_dtype);
@@ -1091,7 +1175,7 @@ int main(int argc, char **argv)
 		if (s == 0)
 			continue;
 		/* step s - 1 is done: its loss */
-		int prev = (int)((s - 1) % RT_FENCES);
+		int prev = (int)((s - 1) % RT_INFLIGHT);
 		c->dev->fence_wait(prev);
 		if (!sync_dev)
 			t_done[prev] = now() - t0 - r.save_s;
@@ -1145,9 +1229,12 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (c->actions[i])
 			c->dev->host_free(c->actions[i]);
+	for (int i = 0; i < c->nkept; i++)
+		c->dev->host_free(c->kept[i]);
+	free(c->kept);
 	for (int k = 0; k < m->ninputs; k++) {
 		free(data[k].rows);
-		for (int i = 0; i < RT_FENCES; i++)
+		for (int i = 0; i < RT_INFLIGHT; i++)
 			c->dev->host_free(data[k].batch[i]);
 	}
 	c->dev->host_free(loss_slots);

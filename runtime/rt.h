@@ -105,10 +105,18 @@ typedef struct {
 	int64_t (*copy)(bool to_device, uint64_t dev, void *host, int64_t bytes);
 	void (*copy_wait)(int64_t event);
 	void (*copy_sync)(int64_t event);
+	/* CUDA graphs, NULL where there are none: the work queued between
+	 * graph_begin and graph_end is captured, not run; graph_launch runs
+	 * what was captured, as often as asked */
+	void (*graph_begin)(void);
+	void (*graph_end)(void);
+	void (*graph_launch)(void);
 } RtDevice;
 
-/* fences 0 and 1: the training loop's steps; 2 and 3: a fused revolve's action buffers */
+/* fences 0 and 1: the training loop's steps in flight (RT_INFLIGHT); 2 and 3:
+ * a fused revolve's action buffers */
 #define RT_FENCES 4
+#define RT_INFLIGHT 2
 #define RT_FENCE_ACTIONS 2
 /* the actions a fused revolve's kernel takes at a launch */
 #define RT_ACTIONS (1 << 16)
@@ -142,6 +150,11 @@ struct RtCtx {
 	void **capture;       /* when set: rt_update copies each unit's gradient to capture[param] */
 	bool no_update;       /* rt_update leaves the parameters as they are (--gradcheck) */
 	uint64_t *actions[2]; /* a fused revolve's action words (host_alloc), RT_ACTIONS each */
+	/* --graph: dp_step captured once as a CUDA graph and replayed after */
+	bool capturing;       /* dp_step is being captured: nothing may wait on the host */
+	const char *no_graph; /* why dp_step cannot be a graph, set by the calls that vary by step or wait on the host */
+	uint64_t **kept;      /* the action words a captured revolve reads, each chunk its own (nkept) */
+	int nkept;
 };
 
 /* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */

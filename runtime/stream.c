@@ -8,6 +8,7 @@
 
 void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
 {
+	c->no_graph = "tensor streaming's copies wait on the host";
 	(void)c;
 	memset(table, 0, sizeof *table * (size_t)n);
 }
@@ -62,5 +63,6 @@ void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t 
 
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
+	c->no_graph = "snapshots in host memory wait on the host";
 	c->snap_event = pool_copy(c, to_device, dev, host, bytes);
 }

@@ -295,4 +295,4 @@ static void cpu_host_free(void *p) { free(p); }
 
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
                                 cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
-                                cpu_copy, cpu_copy_sync, cpu_copy_sync};
+                                cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL};

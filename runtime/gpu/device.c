@@ -19,7 +19,8 @@
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
 	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemFree) X(cuMemFreeHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
 	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamWaitEvent) \
-	X(cuMemHostRegister) X(cuMemHostUnregister)
+	X(cuMemHostRegister) X(cuMemHostUnregister) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
+	X(cuGraphLaunch)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -315,6 +316,34 @@ static double gpu_mark_ms(int a, int b)
 	return ms;
 }
 
+/* One graph: dp_step's launches, captured once. Relaxed capture: the
+ * runtime may allocate pinned host memory for a fused revolve's actions
+ * while it captures. cuBLAS gets a workspace of its own first, so that its
+ * GEMMs capture without allocating. */
+static CUgraphExec graph_exec;
+
+static void gpu_graph_begin(void)
+{
+	static uint64_t workspace;
+	enum { WORKSPACE = 32 << 20 };
+	if (!workspace) {
+		if (!(workspace = gpu_alloc(WORKSPACE)))
+			rt_fail(1, "cannot allocate cuBLAS's %d MiB workspace for --graph", WORKSPACE >> 20);
+		CUBLAS(cublasSetWorkspace(blas, (void *)workspace, WORKSPACE));
+	}
+	CU(p_cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+}
+
+static void gpu_graph_end(void)
+{
+	CUgraph g;
+	CU(p_cuStreamEndCapture(stream, &g));
+	CU(p_cuGraphInstantiate(&graph_exec, g, 0));
+}
+
+static void gpu_graph_launch(void) { CU(p_cuGraphLaunch(graph_exec, stream)); }
+
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
-                                 gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync};
+                                 gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
+                                 gpu_graph_begin, gpu_graph_end, gpu_graph_launch};

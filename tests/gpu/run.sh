@@ -86,6 +86,15 @@ build)
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
+	# fused loops: one block's kernel against the unfused build and the CPU
+	mkdir -p $B/fuse
+	for ck in none binomial auto; do
+		bin/dpc --target cuda --checkpoint $ck tests/fuse/cell.dp -o $B/fuse/cell.$ck || exit 1
+		bin/dpc --target cuda --no-fuse --checkpoint $ck tests/fuse/cell.dp -o $B/fuse/cell.$ck.nf || exit 1
+		bin/dpc --target cpu --checkpoint $ck tests/fuse/cell.dp -o $B/fuse/cell.$ck.cpu || exit 1
+	done
+	bin/dpc --target cuda --precision f64 --checkpoint binomial tests/fuse/cell.dp -o $B/fuse/cell64 || exit 1
+	bin/dpc --target cuda --checkpoint binomial -D T=1000000 samples/oscillator.dp -o $B/fuse/osc1e6 || exit 1
 	bin/dpc --target cuda tests/gpu/buffers.dp -o $B/buffers.cuda_buf || exit 1
 	bin/dpc --target cpu tests/gpu/buffers.dp -o $B/buffers.cpu_buf || exit 1
 	cp tests/lib.sh tests/unit/compare.py $B/
@@ -188,6 +197,41 @@ if [ -n "$SAN" ]; then
 	done
 else
 	notok "gpu/compute-sanitizer not found"
+fi
+# fused loops: bitwise as the unfused build, as the CPU within 1e-4, a few launches; and --graph
+# (dp_step captured once, replayed) leaves the parameters after 10 steps bitwise as without it
+for ck in none binomial auto; do
+	x=$B/fuse/cell.$ck
+	$x --steps 1 --dump-grads $TEST_OUT/fc.$ck.g --summary-json $TEST_OUT/fc.$ck.json >$TEST_OUT/fc.$ck.log 2>&1 &&
+		$x.nf --steps 1 --dump-grads $TEST_OUT/fc.$ck.nf.g >>$TEST_OUT/fc.$ck.log 2>&1 &&
+		$x.cpu --steps 1 --dump-grads $TEST_OUT/fc.$ck.cpu.g >>$TEST_OUT/fc.$ck.log 2>&1 || { notok "gpu/fuse $ck: run" $TEST_OUT/fc.$ck.log; continue; }
+	check "gpu/fuse cell $ck: gradients bitwise as unfused" compare_grads $TEST_OUT/fc.$ck.g $TEST_OUT/fc.$ck.nf.g 0
+	check "gpu/fuse cell $ck: gradients as the CPU's" compare_grads $TEST_OUT/fc.$ck.g $TEST_OUT/fc.$ck.cpu.g 1e-4
+	check "gpu/fuse cell $ck: at most 20 launches" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['kernel_launches'] <= 20, j['kernel_launches']" $TEST_OUT/fc.$ck.json
+	$x --steps 10 --quiet --save $TEST_OUT/fg.$ck.p --summary-json $TEST_OUT/fg.$ck.eager.json >$TEST_OUT/fg.$ck.log 2>&1 &&
+		$x --steps 10 --quiet --graph --save $TEST_OUT/fg.$ck.gp --summary-json $TEST_OUT/fg.$ck.graph.json >>$TEST_OUT/fg.$ck.log 2>&1 ||
+		{ notok "gpu/graph $ck: run" $TEST_OUT/fg.$ck.log; continue; }
+	check "gpu/graph cell $ck: parameters after 10 steps bitwise as without" cmp $TEST_OUT/fg.$ck.p $TEST_OUT/fg.$ck.gp
+	check "gpu/graph cell $ck: 9 steps replayed, the same counts" python3 -c "
+import json, sys
+e, g = (json.load(open(a)) for a in sys.argv[1:3])
+assert g['graph_steps'] == 9 and e['graph_steps'] == 0, (g['graph_steps'], e['graph_steps'])
+for k in ('kernel_launches', 'gemm_calls', 'copy_calls', 'recomputed_steps', 'forward_steps', 'loss_last'):
+    assert e[k] == g[k], (k, e[k], g[k])" $TEST_OUT/fg.$ck.eager.json $TEST_OUT/fg.$ck.graph.json
+done
+check "gpu/fuse cell: gradcheck f64 through the fused kernels" $B/fuse/cell64 --gradcheck
+check "gpu/fuse oscillator T=10^6: at most 300 launches a step" bash -c "$B/fuse/osc1e6 --steps 2 --quiet --summary-json $TEST_OUT/osc1e6.json >$TEST_OUT/osc1e6.log 2>&1 && python3 -c \"import json; j = json.load(open('$TEST_OUT/osc1e6.json')); assert j['kernel_launches'] <= 600, j['kernel_launches']\""
+# GEMMs in a captured graph (cuBLAS with its workspace): resmlp, eager and --graph
+if $B/resmlp.cuda --steps 10 --quiet --save $TEST_OUT/gr.p >$TEST_OUT/gr.log 2>&1 &&
+	$B/resmlp.cuda --steps 10 --quiet --graph --save $TEST_OUT/gr.gp >>$TEST_OUT/gr.log 2>&1; then
+	check "gpu/graph resmlp: parameters after 10 steps bitwise as without" cmp $TEST_OUT/gr.p $TEST_OUT/gr.gp
+else
+	notok "gpu/graph resmlp: run" $TEST_OUT/gr.log
+fi
+if [ -n "$SAN" ]; then
+	for tool in memcheck racecheck synccheck; do
+		check "gpu/compute-sanitizer $tool fused cell" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/fuse/cell.auto --steps 2 >$TEST_OUT/san_fuse_$tool.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_fuse_$tool.log || { cat $TEST_OUT/san_fuse_$tool.log; false; }"
+	done
 fi
 # streaming on the GPU: copy stream, events, pinned pool; bitwise equal to resident, bytes as predicted
 for res in $B/stream/res.*; do
