@@ -7,10 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 
 extern char **environ;
+
+void driver_phase(const DriverOptions *o, const char *what)
+{
+	static double last;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	if (o->verbose && last)
+		fprintf(stderr, "dpc: %-34s %10.1f ms\n", what, 1000 * (t - last));
+	last = t;
+}
+
+static const DriverOptions *verbose_opts;
+static void cg_phase(const char *what) { driver_phase(verbose_opts, what); }
 
 #ifndef DPC_CUDA_HOME
 #define DPC_CUDA_HOME "/usr/local/cuda"
@@ -147,7 +162,9 @@ static const char *base_name(const char *input)
 
 int driver_run(DriverOptions *o)
 {
+	driver_phase(o, NULL);
 	FeAst *ast = fe_parse(o->input, o->defs.data, o->defs.len);
+	driver_phase(o, "parse");
 	if (o->emit == EMIT_AST) {
 		FILE *f = open_out(o->output);
 		fe_print_ast(f, ast);
@@ -178,7 +195,8 @@ int driver_run(DriverOptions *o)
 	}
 
 	const char *name = base_name(o->input);
-	CgOptions cg = {o->target, name, !o->no_fuse};
+	verbose_opts = o;
+	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);
@@ -193,5 +211,6 @@ int driver_run(DriverOptions *o)
 	make_temp_obj();
 	cg_emit_object(p, &cg, temp_obj);
 	link_exe(temp_obj, exe, o->target);
+	driver_phase(o, "link");
 	return 0;
 }

@@ -21,10 +21,13 @@ typedef struct {
 	Optimizer optimizer;  /* the update the executable applies; its state is planned */
 	bool verify;          /* run the IR verifier between passes */
 	bool no_fuse;         /* --no-fuse: every loop a launch per op and step */
+	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
 } DriverOptions;
 
 int driver_run(DriverOptions *o);
+/* -v: the time since the last phase ended, under what, on stderr */
+void driver_phase(const DriverOptions *o, const char *what);
 /* The passes from a parsed program to the memory plan, in order (passes.c;
  * no LLVM, so that tests and fuzz harnesses run the same list). Stops after
  * the stage o->emit names when it is one of them; *last says which ran last. */

@@ -64,6 +64,7 @@ static const char usage[] =
 	"                       runs as one kernel: the forward loop's steps, and each chunk of a\n"
 	"                       binomial schedule's actions (same bits; --emit=llvm notes each choice)\n"
 	"  --no-verify          skip the IR verifier between passes\n"
+	"  -v, --verbose        print each phase of the compilation with its time, on stderr\n"
 	"  -h, --help           this text\n"
 	"\n"
 	"The executable's own options: ./MODEL --help\n";
@@ -220,6 +221,8 @@ int main(int argc, char **argv)
 			o.schedule_json = v;
 		} else if (!strcmp(a, "--no-verify")) {
 			o.verify = false;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			o.verbose = true;
 		} else if (!strcmp(a, "--no-fuse")) {
 			o.no_fuse = true;
 		} else if (a[0] == '-' && a[1]) {

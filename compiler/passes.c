@@ -53,25 +53,32 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	Program *p = fe_lower(ast, o->real_bytes);
 	p->optimizer = o->optimizer;
 	verify(o, p, "frontend");
+	driver_phase(o, "lower");
 	if (o->emit == (*last = EMIT_IR))
 		return p;
 	CkptOptions ck = o->ckpt;
 	if (ck.mode == CKPT_AUTO && ck.device_mem && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
 	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || rows_fit(ast, o));
+	if (ck.device_mem && o->ckpt.mode == CKPT_AUTO)
+		driver_phase(o, "auto: store, rows or recompute");
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};
 	p = ad_transform(p, &ad);
 	verify(o, p, "ad_transform");
+	driver_phase(o, "ad_transform");
 	p = ir_dce(p);
 	verify(o, p, "dce");
+	driver_phase(o, "dce");
 	if (o->emit == (*last = EMIT_GRAD))
 		return p;
 	p = ckpt_pass(p, &ck);
 	verify(o, p, "checkpoint_pass");
+	driver_phase(o, "checkpoint_pass");
 	if (o->emit == (*last = EMIT_CKPT))
 		return p;
 	p = stream_pass(p, &o->stream);
 	verify(o, p, "stream_pass");
+	driver_phase(o, "stream_pass (memory plan)");
 	*last = EMIT_STREAM;
 	return p;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../compiler/checkpoint_pass/ckpt.h"
 #include "../compiler/ops/rng.h"
@@ -305,7 +306,7 @@ typedef struct {
 	double lr, gc_threshold;
 	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
 	const char *optimizer; /* as asked for: it must be the one compiled in */
-	const char *data, *labels, *init, *save, *dump_grads, *summary;
+	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
 	const char *input_name[64], *input_file[64];
 	int ninput_files;
 } Opts;
@@ -331,8 +332,13 @@ static const char help[] =
 	"  --dump-grads FILE.safetensors  write the gradients of the first step (parameters only)\n"
 	"  --summary-json FILE     write a JSON summary: losses, reports, time, device bytes, transfers,\n"
 	"                          loop steps\n"
-	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10); the line's ms/step\n"
-	"                          is the time per step of the steps since the previous line\n"
+	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10), when the output\n"
+	"                          is not a terminal (on a terminal the line redraws in place); the line\n"
+	"                          shows the loss, its smoothed value (an exponential average over 10\n"
+	"                          steps), ms/step and steps/s (tokens/s when the first input holds ids)\n"
+	"                          of the steps since the previous line, the elapsed time and the ETA\n"
+	"  --log-json FILE         write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
+	"                          between host and device), and the reports (tools/plot_runs draws them)\n"
 	"  --quiet                 only errors and the final line\n"
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
 	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
@@ -454,6 +460,8 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			o->dump_grads = value(argc, argv, &i);
 		} else if (!strcmp(a, "--summary-json")) {
 			o->summary = value(argc, argv, &i);
+		} else if (!strcmp(a, "--log-json")) {
+			o->log_json = value(argc, argv, &i);
 		} else if (!strcmp(a, "--log-every")) {
 			o->log_every = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
 		} else if (!strcmp(a, "--tf32")) {
@@ -824,6 +832,87 @@ typedef struct {
 	long graph_steps;  /* --graph: the steps run as the captured graph, its capture's included */
 } Run;
 
+/* ---- progress: the line a person reads, the JSON lines a script plots ---- */
+
+typedef struct {
+	bool tty;         /* stdout is a terminal: one line, redrawn in place */
+	double ema, wsum; /* the loss's exponential average over about 10 steps, debiased by wsum */
+	double t_line;    /* when the last line was printed (training time) */
+	long line_done;   /* the steps done at it */
+	double t_step;    /* when the last step completed */
+	int64_t tokens;   /* ids a step reads (the first i32 input's), else 0 */
+	FILE *log;        /* --log-json */
+	RtJson json;
+} Progress;
+
+/* "12.3s", "4m05s", "2h03m" */
+static const char *duration(char *buf, double s)
+{
+	if (!(s >= 0) || s > 1e9)
+		return "?";
+	if (s < 60)
+		snprintf(buf, 16, "%.1fs", s);
+	else if (s < 3600)
+		snprintf(buf, 16, "%dm%02ds", (int)(s / 60), (int)s % 60);
+	else
+		snprintf(buf, 16, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+	return buf;
+}
+
+/* Step `done` completed at t (training seconds) with this loss: its JSON
+ * line, and the progress line when one is due. */
+static void progress(Progress *pg, const Opts *o, const RtModel *m, const Run *r, long done, double t, int64_t moved)
+{
+	pg->ema = 0.9 * pg->ema + 0.1 * r->last;
+	pg->wsum = 0.9 * pg->wsum + 0.1;
+	double smooth = pg->ema / pg->wsum;
+	if (pg->log) {
+		RtJson *j = &pg->json;
+		rt_json_reset(j);
+		rt_json_object(j);
+		rt_json_key(j, "step"), rt_json_int(j, done);
+		rt_json_key(j, "loss"), rt_json_num(j, r->last);
+		rt_json_key(j, "smoothed"), rt_json_num(j, smooth);
+		rt_json_key(j, "lr"), rt_json_num(j, o->lr);
+		rt_json_key(j, "ms"), rt_json_num(j, 1000 * (t - pg->t_step));
+		rt_json_key(j, "bytes"), rt_json_int(j, moved);
+		if (m->nreports) {
+			rt_json_key(j, "reports");
+			rt_json_object(j);
+			for (int i = 0; i < m->nreports; i++)
+				rt_json_key(j, m->reports[i].name), rt_json_num(j, r->report[i]);
+			rt_json_end_object(j);
+		}
+		rt_json_end_object(j);
+		rt_json_raw(j, "\n");
+		if (fwrite(j->buf, 1, j->len, pg->log) != j->len || fflush(pg->log))
+			rt_fail(1, "cannot write %s: %s", o->log_json, strerror(errno));
+	}
+	pg->t_step = t;
+	bool last = done == o->steps;
+	bool due = pg->tty ? last || t - pg->t_line >= 0.1 || done == 1 : last || done % o->log_every == 0;
+	if (o->quiet || !due)
+		return;
+	double dt = t - pg->t_line;
+	long n = done - pg->line_done;
+	char rate[32], el[16], eta[16];
+	double per_s = dt > 0 ? (double)n / dt : 0;
+	if (pg->tokens)
+		snprintf(rate, sizeof rate, "%.4g tokens/s", per_s * (double)pg->tokens);
+	else
+		snprintf(rate, sizeof rate, "%.4g steps/s", per_s);
+	printf("%sstep %7ld/%ld  loss %-12.6g smoothed %-12.6g %8.3f ms/step  %s  elapsed %s  ETA %s", pg->tty ? "\r" : "",
+	       done, o->steps, r->last, smooth, n ? 1000 * dt / (double)n : 0.0, rate, duration(el, t),
+	       duration(eta, t / (double)done * (double)(o->steps - done)));
+	for (int i = 0; i < m->nreports; i++)
+		printf("  %s %.6g", m->reports[i].name, r->report[i]);
+	/* on a terminal the line stays open until the last step */
+	fputs(pg->tty ? (last ? "\033[K\n" : "\033[K") : "\n", stdout);
+	fflush(stdout);
+	pg->t_line = t;
+	pg->line_done = done;
+}
+
 /* JSON has no NaN or infinity: a diverged loss is written as null */
 static const char *json_real(char *buf, double v)
 {
@@ -988,8 +1077,8 @@ int main(int argc, char **argv)
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
-	const char *outputs[3] = {o.save, o.dump_grads, o.summary};
-	for (int i = 0; i < 3; i++)
+	const char *outputs[4] = {o.save, o.dump_grads, o.summary, o.log_json};
+	for (int i = 0; i < 4; i++)
 		if (outputs[i])
 			rt_check_output(outputs[i]);
 	static RtModel model;
@@ -1115,14 +1204,21 @@ int main(int argc, char **argv)
 	 * its step s is complete then; on an asynchronous device, once its
 	 * fence has been waited for. */
 	bool sync_dev = c->dev == &rt_cpu_device;
-	double t_done[RT_INFLIGHT] = {0}, t_log = 0;
-	long log_done = 0;
+	double t_done[RT_INFLIGHT] = {0};
+	int64_t moved[RT_INFLIGHT] = {0}; /* the bytes each step in flight moved between host and device */
+	Progress pg = {.tty = isatty(STDOUT_FILENO)};
+	for (int k = 0; k < m->ninputs && !pg.tokens; k++)
+		if (!strcmp(m->inputs[k].dtype, "i32") && !m->inputs[k].classes)
+			pg.tokens = m->inputs[k].numel;
+	if (o.log_json && !(pg.log = fopen(o.log_json, "w")))
+		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));
 	/* Step s is queued before step s - 1's loss is read: the device never
 	 * waits for the host between steps. */
 	for (long s = 0; s <= o.steps; s++) {
 		int slot = (int)(s % RT_INFLIGHT);
 		if (s < o.steps) {
 			c->dev->fence_wait(slot);
+			int64_t before = c->n.h2d_bytes + c->n.d2h_bytes;
 			upload_batch(c, data, s, slot);
 			c->profile = o.profile && s == o.steps - 1;
 			c->step = s + 1;
@@ -1164,6 +1260,7 @@ int main(int argc, char **argv)
 				c->dev->d2d(c->base + (uint64_t)t->offset, c->base + (uint64_t)m->updates[i].offset, t->bytes);
 			}
 			c->profile = false;
+			moved[slot] = c->n.h2d_bytes + c->n.d2h_bytes - before;
 			c->dev->fence(slot);
 			if (s == 0) {
 				c->dev->sync();
@@ -1192,16 +1289,11 @@ int main(int argc, char **argv)
 				write_summary(c, &o, &r);
 			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", done, r.last);
 		}
-		if (!o.quiet && (done % o.log_every == 0 || done == o.steps)) {
-			printf("step %7ld/%ld  loss %-12.6g %8.3f ms/step", done, o.steps, r.last,
-			       1000 * (t_done[prev] - t_log) / (double)(done - log_done));
-			for (int i = 0; i < m->nreports; i++)
-				printf("  %s %.6g", m->reports[i].name, r.report[i]);
-			putchar('\n');
-			t_log = t_done[prev];
-			log_done = done;
-		}
+		progress(&pg, &o, m, &r, done, t_done[prev], moved[prev]);
 	}
+	if (pg.log && fclose(pg.log))
+		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));
+	rt_json_free(&pg.json);
 	c->dev->sync();
 	double t1 = now();
 	if (o.profile)

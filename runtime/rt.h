@@ -179,6 +179,30 @@ uint64_t rt_device_alloc(RtCtx *c, int64_t bytes);
 void rt_h2d(RtCtx *c, uint64_t dst, const void *src, int64_t bytes);
 void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);
 
+/* JSON text built value by value (runtime/json.c): the writer places the
+ * commas and escapes; buf holds len bytes and a NUL. rt_json_raw appends
+ * text as it is (a newline between JSON lines). */
+#define RT_JSON_DEPTH 16
+typedef struct {
+	char *buf;
+	size_t len, cap;
+	int depth;
+	int count[RT_JSON_DEPTH]; /* values so far in each open container */
+	bool keyed;               /* a key was written: its value comes next */
+} RtJson;
+void rt_json_object(RtJson *j);
+void rt_json_end_object(RtJson *j);
+void rt_json_array(RtJson *j);
+void rt_json_end_array(RtJson *j);
+void rt_json_key(RtJson *j, const char *k);
+void rt_json_str(RtJson *j, const char *s);
+void rt_json_num(RtJson *j, double v);  /* null when not finite */
+void rt_json_int(RtJson *j, int64_t v);
+void rt_json_bool(RtJson *j, bool v);
+void rt_json_raw(RtJson *j, const char *text);
+void rt_json_reset(RtJson *j);           /* empty again, keeping the buffer */
+void rt_json_free(RtJson *j);
+
 /* host tensors in the model's element type */
 double rt_get(const void *buf, const char *dtype, int64_t i);
 void rt_set(void *buf, const char *dtype, int64_t i, double v);

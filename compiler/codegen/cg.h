@@ -12,6 +12,7 @@ typedef struct {
 	CgTarget target;
 	const char *model_name;
 	bool fuse;         /* a loop whose body qualifies runs as one kernel (host.c, fused loops) */
+	void (*phase)(const char *what); /* called as each phase of code generation ends (dpc -v), or NULL */
 } CgOptions;
 
 /* The program must have been through ad_transform and stream_pass (every

@@ -1405,6 +1405,12 @@ static void string_global(Cg *g, const char *name, const char *text)
 	LLVMSetGlobalConstant(v, 1);
 }
 
+static void phase(const CgOptions *o, const char *what)
+{
+	if (o->phase)
+		o->phase(what);
+}
+
 static Cg *build(Program *p, const CgOptions *o)
 {
 	Cg *g = ar_alloc(sizeof *g);
@@ -1459,12 +1465,17 @@ static Cg *build(Program *p, const CgOptions *o)
 	}
 	host_function(g, "dp_forward", p->nforward);
 	host_function(g, "dp_step", p->body.len);
+	phase(o, "codegen: host schedule");
 	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
 	string_global(g, "dp_ptx", o->target == CG_CUDA ? cg_ptx(g) : "");
+	if (o->target == CG_CUDA)
+		phase(o, ar_printf("codegen: %d kernels as PTX", g->kernels.len));
 	string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
 	if (o->target == CG_CUDA)
 		g->kernels.len = 0, g->kslots = 0; /* the table (and its index) empty */
 	cg_cpu_kernels(g);
+	if (o->target == CG_CPU)
+		phase(o, ar_printf("codegen: %d kernels for x86", g->kernels.len));
 
 	char *err = NULL;
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
@@ -1546,9 +1557,11 @@ void cg_emit_object(Program *p, const CgOptions *o, const char *path)
 	Cg *g = build(p, o);
 	LLVMTargetMachineRef tm = host_machine();
 	optimize(g, tm);
+	phase(o, "LLVM optimizer (host module)");
 	char *err = NULL;
 	if (LLVMTargetMachineEmitToFile(tm, g->mod, (char *)path, LLVMObjectFile, &err))
 		fatal("cannot write %s: %s", path, err);
+	phase(o, "object file");
 	LLVMDisposeTargetMachine(tm);
 	dispose(g);
 }
