@@ -68,7 +68,10 @@ enum {
 	RT_COUNT_FLOPS = 2,     /* FLOPs of straight-line ops computed again in the adjoint */
 };
 
+enum { RT_PHASE_FORWARD, RT_PHASE_BACKWARD }; /* rt_phase: where dp_step has got to, for --trace */
+
 uint64_t rt_base(RtCtx *c);
+void rt_phase(RtCtx *c, int phase);
 /* the key of this training step's dropout draws: dp_step_key(seed, step) */
 uint64_t rt_key(RtCtx *c);
 /* 1 while training, 0 in evaluation (--eval): training() is 0 and dropout keeps everything */

@@ -19,18 +19,24 @@ bool rt_tf32;
 
 uint64_t rt_base(RtCtx *c) { return c->base; }
 
+void rt_phase(RtCtx *c, int phase)
+{
+	if (c->record)
+		rt_prof_mark(c, RT_CALL_PHASE, phase == RT_PHASE_FORWARD ? "forward" : "backward");
+}
+
 void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
 {
 	c->n.launches++;
 	if (n <= 0)
 		return;
-	if (c->profile)
-		rt_prof_begin(c, kernel < c->model->nkname ? c->model->kname[kernel] : "kernel");
+	if (c->record)
+		rt_prof_begin(c, RT_CALL_KERNEL, kernel < c->model->nkname ? c->model->kname[kernel] : "kernel");
 	int64_t w = kernel >= 0 && kernel < c->model->nkname ? c->model->kwork[kernel] : 1, work;
 	if (__builtin_mul_overflow(n, w, &work))
 		work = INT64_MAX;
 	c->dev->launch(kernel, n, work, nargs, args);
-	if (c->profile)
+	if (c->record)
 		rt_prof_end(c);
 }
 
@@ -38,14 +44,14 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
              uint64_t b, int64_t ldb, int64_t sb, uint64_t cc, int64_t ldc, int64_t sc, int64_t batch, double beta)
 {
 	c->n.gemms++;
-	if (c->profile) {
+	if (c->record) {
 		char label[64];
 		snprintf(label, sizeof label, "gemm%s%s [%lld x %lld x %lld]%s%s", ta ? " A^T" : "", tb ? " B^T" : "",
 		         (long long)m, (long long)n, (long long)k, batch > 1 ? " batched" : "", beta != 0 ? " +=" : "");
-		rt_prof_begin(c, label);
+		rt_prof_begin(c, RT_CALL_GEMM, label);
 	}
 	c->dev->gemm(elem_bytes, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, cc, ldc, sc, batch, beta);
-	if (c->profile)
+	if (c->record)
 		rt_prof_end(c);
 }
 
@@ -54,19 +60,19 @@ void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
 	if (dst == src)
 		return;
 	c->n.copies++;
-	if (c->profile)
-		rt_prof_begin(c, "copy");
+	if (c->record)
+		rt_prof_begin(c, RT_CALL_COPY_D2D, "copy");
 	c->dev->d2d(dst, src, bytes);
-	if (c->profile)
+	if (c->record)
 		rt_prof_end(c);
 }
 
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 {
-	if (c->profile)
-		rt_prof_begin(c, "zero");
+	if (c->record)
+		rt_prof_begin(c, RT_CALL_ZERO, "zero");
 	c->dev->zero(dst, bytes);
-	if (c->profile)
+	if (c->record)
 		rt_prof_end(c);
 }
 
@@ -173,6 +179,8 @@ static void run_action(Revolve *r, Action x)
 {
 	RtCtx *c = r->c;
 	int slot = x.slot;
+	if (c->record && r->kernel < 0 && (x.a == CKPT_ADVANCE || x.a == CKPT_TAPED || x.a == CKPT_UNTAPE))
+		rt_prof_mark(c, RT_CALL_PHASE, x.a == CKPT_ADVANCE ? "advance" : x.a == CKPT_TAPED ? "taped step" : "adjoint");
 	if (r->kernel >= 0) {
 		bool slots = x.a == CKPT_SAVE || x.a == CKPT_RESTORE;
 		put_action(r, x.a, slots ? 0 : x.step, slots ? slot : x.to - x.step);
@@ -221,6 +229,8 @@ static void run_action(Revolve *r, Action x)
 			r->tape(c, r->lo + i, i - x.step);
 		c->n.steps[RT_COUNT_RECOMPUTED] += x.to - x.step;
 		c->n.recomputed_flops += (x.to - x.step) * r->flops;
+		if (c->record)
+			rt_prof_mark(c, RT_CALL_PHASE, "adjoint");
 		/* then the adjoints from the rows, as for the steps the forward loop taped */
 		/* fall through */
 	case CKPT_UNTAPE:
@@ -251,6 +261,8 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
 	             {CKPT_SAVE, 0, 0, 0}, nhost ? -1 : kernel, threads, 0, NULL, 0};
+	if (c->record && r.kernel >= 0)
+		rt_prof_mark(c, RT_CALL_PHASE, "schedule, fused (advances, taped steps, adjoints)");
 	if (r.kernel >= 0 && !c->capturing) {
 		for (int i = 0; i < 2; i++)
 			if (!c->actions[i])
@@ -271,6 +283,8 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 		run_action(&r, r.next);
 	if (r.kernel >= 0)
 		flush_actions(&r);
+	if (c->record)
+		rt_prof_mark(c, RT_CALL_PHASE, "backward");
 }
 
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes)
@@ -305,6 +319,8 @@ typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
 	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
+	const char *trace;     /* --trace FILE */
+	long trace_from, trace_to; /* --trace-steps a:b; 0: the last step */
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
 	const char *input_name[64], *input_file[64];
@@ -343,6 +359,12 @@ static const char help[] =
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
 	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
 	"                          totals by kernel (CUDA events on the GPU)\n"
+	"  --trace FILE.json       write the traced steps as Chrome trace events, for Perfetto\n"
+	"                          (ui.perfetto.dev) or chrome://tracing: a track of phases (forward,\n"
+	"                          backward, advances, taped steps, adjoints, update), one per stream\n"
+	"                          (compute, copy) with every kernel, GEMM, copy, transfer and wait,\n"
+	"                          labelled as --profile labels them, and a counter of device bytes in use\n"
+	"  --trace-steps A:B       the steps --trace records (default the last step)\n"
 	"  --graph                 GPU: capture the second step's work as a CUDA graph and replay it\n"
 	"                          for each later step (not with dropout, streaming, snapshots in host\n"
 	"                          memory or --profile, which run step by step, as they say)\n"
@@ -470,6 +492,18 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			o->profile = true;
 		} else if (!strcmp(a, "--graph")) {
 			o->graph = true;
+		} else if (!strcmp(a, "--trace")) {
+			o->trace = value(argc, argv, &i);
+		} else if (!strcmp(a, "--trace-steps")) {
+			const char *v = value(argc, argv, &i), *colon = strchr(v, ':');
+			char first[32];
+			if (!colon || colon == v || colon - v >= (long)sizeof first || !colon[1])
+				usage("--trace-steps takes FIRST:LAST, such as 3:5, not '%s'", v);
+			snprintf(first, sizeof first, "%.*s", (int)(colon - v), v);
+			o->trace_from = int_value("--trace-steps", first, 1, MAX_COUNT);
+			o->trace_to = int_value("--trace-steps", colon + 1, 1, MAX_COUNT);
+			if (o->trace_to < o->trace_from)
+				usage("--trace-steps %s: the last step comes before the first", v);
 		} else if (!strcmp(a, "--quiet")) {
 			o->quiet = true;
 		} else if (!strcmp(a, "--gradcheck")) {
@@ -485,6 +519,14 @@ static void parse_opts(Opts *o, int argc, char **argv)
 
 	if (o->log_every < 0)
 		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
+	if (o->trace_from && !o->trace)
+		usage("%s", "--trace-steps needs --trace FILE");
+	if (!o->trace_from)
+		o->trace_from = o->trace_to = o->steps;
+	char steps[32];
+	snprintf(steps, sizeof steps, "%ld", o->steps);
+	if (o->trace && o->trace_to > o->steps)
+		usage("--trace-steps reaches past the last step (--steps %s)", steps);
 }
 
 /* ---- random numbers: splitmix64, Box-Muller ---- */
@@ -647,7 +689,14 @@ static void upload_batch(RtCtx *c, Data *data, long step, int slot)
 			memcpy((char *)d->batch[slot] + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
 		}
 		c->n.h2d_bytes += t->bytes;
+		if (c->record) {
+			char label[160];
+			snprintf(label, sizeof label, "h2d input %s", t->name);
+			rt_prof_begin(c, RT_CALL_TRANSFER, label);
+		}
 		c->dev->h2d_async(c->base + (uint64_t)t->offset, d->batch[slot], t->bytes);
+		if (c->record)
+			rt_prof_end(c);
 	}
 }
 
@@ -1007,7 +1056,7 @@ static void run_step(RtCtx *c, const Opts *o, long s, Run *r)
 	static RtCounters before, after;
 	if (o->graph && s == 1 && c->no_graph && !o->quiet)
 		printf("%s: --graph: each step runs call by call, as %s\n", c->model->model, c->no_graph);
-	if (!o->graph || s == 0 || c->profile || c->no_graph || c->capture) {
+	if (!o->graph || s == 0 || c->record || c->no_graph || c->capture) {
 		dp_step(c);
 		return;
 	}
@@ -1077,8 +1126,8 @@ int main(int argc, char **argv)
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
-	const char *outputs[4] = {o.save, o.dump_grads, o.summary, o.log_json};
-	for (int i = 0; i < 4; i++)
+	const char *outputs[5] = {o.save, o.dump_grads, o.summary, o.log_json, o.trace};
+	for (int i = 0; i < 5; i++)
 		if (outputs[i])
 			rt_check_output(outputs[i]);
 	static RtModel model;
@@ -1219,9 +1268,13 @@ int main(int argc, char **argv)
 		if (s < o.steps) {
 			c->dev->fence_wait(slot);
 			int64_t before = c->n.h2d_bytes + c->n.d2h_bytes;
-			upload_batch(c, data, s, slot);
-			c->profile = o.profile && s == o.steps - 1;
 			c->step = s + 1;
+			c->record = (o.profile && s == o.steps - 1) || (o.trace && c->step >= o.trace_from && c->step <= o.trace_to);
+			if (c->record) {
+				c->dev->copy_timing(true);
+				rt_prof_mark(c, RT_CALL_PHASE, "batch");
+			}
+			upload_batch(c, data, s, slot);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
 			void *g[256] = {0};
 			bool dump = s == 0 && o.dump_grads;
@@ -1232,7 +1285,11 @@ int main(int argc, char **argv)
 			}
 			run_step(c, &o, s, &r);
 			c->capture = NULL;
+			if (c->record)
+				rt_prof_begin(c, RT_CALL_TRANSFER, "d2h loss");
 			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
+			if (c->record)
+				rt_prof_end(c);
 			c->n.d2h_bytes += rt_elem_bytes(m->loss_dtype);
 			for (int i = 0; i < m->nreports; i++) {
 				c->dev->d2h_async(loss_slots + 8 * (nres * slot + 1 + i), c->base + (uint64_t)m->reports[i].offset,
@@ -1247,6 +1304,8 @@ int main(int argc, char **argv)
 					free(g[i]);
 				r.save_s += now() - t;
 			}
+			if (c->record)
+				rt_prof_mark(c, RT_CALL_PHASE, "update");
 			/* the resident parameters' update; dp_step updated the streamed ones unit by unit */
 			for (int i = 0; i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
@@ -1259,7 +1318,11 @@ int main(int argc, char **argv)
 				RtTensor *t = &m->params[m->updates[i].param];
 				c->dev->d2d(c->base + (uint64_t)t->offset, c->base + (uint64_t)m->updates[i].offset, t->bytes);
 			}
-			c->profile = false;
+			if (c->record) {
+				rt_prof_mark(c, RT_CALL_PHASE, "");
+				c->dev->copy_timing(false);
+			}
+			c->record = false;
 			moved[slot] = c->n.h2d_bytes + c->n.d2h_bytes - before;
 			c->dev->fence(slot);
 			if (s == 0) {
@@ -1298,6 +1361,12 @@ int main(int argc, char **argv)
 	double t1 = now();
 	if (o.profile)
 		rt_prof_report(c, o.steps);
+	if (o.trace) {
+		int n = rt_trace_write(c, o.trace, o.trace_from, o.trace_to);
+		if (!o.quiet)
+			printf("%s: trace of step%s %ld%s%.0ld: %d events in %s\n", m->model, o.trace_from < o.trace_to ? "s" : "",
+			       o.trace_from, o.trace_from < o.trace_to ? ".." : "", o.trace_from < o.trace_to ? o.trace_to : 0, n, o.trace);
+	}
 	r.train_s = t1 - t0 - r.save_s;
 	if (o.save) {
 		download_params(c, host, false);

@@ -111,6 +111,12 @@ typedef struct {
 	void (*graph_begin)(void);
 	void (*graph_end)(void);
 	void (*graph_launch)(void);
+	/* --trace: while copy_timing(true) the copies queued are timed;
+	 * copy_span(e, span) gives copy e's start and end (-1 if untimed), and
+	 * mark_at(a) mark a's time, in ms on one clock, once they are done */
+	void (*copy_timing)(bool on);
+	void (*copy_span)(int64_t event, double *span);
+	double (*mark_at)(int a);
 } RtDevice;
 
 /* fences 0 and 1: the training loop's steps in flight (RT_INFLIGHT); 2 and 3:
@@ -139,7 +145,7 @@ struct RtCtx {
 	RtModel *model;
 	uint64_t base;        /* the arena */
 	RtCounters n;
-	bool profile;         /* time each call (--profile) */
+	bool record;          /* record this step's calls (--profile, --trace: profile.c) */
 	/* streaming */
 	unsigned char *pool;  /* the pinned host pool */
 	int64_t snap_event;   /* the last copy of a snapshot between the staging row and the host pool */
@@ -160,11 +166,25 @@ struct RtCtx {
 /* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */
 void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
 
-/* --profile: each device call between rt_prof_begin and rt_prof_end is timed
- * under its label; rt_prof_report prints the totals by label. */
-void rt_prof_begin(RtCtx *c, const char *label);
+/* --profile and --trace (profile.c): while c->record is set, each device
+ * call between rt_prof_begin and rt_prof_end is timed under its label and
+ * kind; rt_prof_copy records a copy on the copy stream (the device times
+ * it), rt_prof_mark an instant (a wait) or the start of a phase of the step.
+ * rt_prof_report prints step's totals by label; rt_trace_write writes steps
+ * from..to as Chrome trace events to path and returns how many. */
+typedef enum {
+	RT_CALL_KERNEL, RT_CALL_GEMM, RT_CALL_COPY_D2D, RT_CALL_ZERO, RT_CALL_TRANSFER, /* on the compute stream, timed */
+	RT_CALL_COPY,  /* on the copy stream */
+	RT_CALL_WAIT,  /* the compute stream waits for a copy */
+	RT_CALL_PHASE, /* a phase of the step begins (label "" ends the step) */
+} RtCall;
+void rt_prof_begin(RtCtx *c, RtCall kind, const char *label);
 void rt_prof_end(RtCtx *c);
+void rt_prof_copy(RtCtx *c, const char *label, int64_t event);
+void rt_prof_mark(RtCtx *c, RtCall kind, const char *label);
 void rt_prof_report(RtCtx *c, long step);
+int rt_trace_write(RtCtx *c, const char *path, long from, long to);
+int rt_trace_bytes(long step, int64_t *out, int max);
 
 /* errors: a message on stderr, then exit with the status; or, while
  * rt_fail_trap is set (a fuzzer, a test), longjmp(*rt_fail_trap, 1) */

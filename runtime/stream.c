@@ -2,6 +2,7 @@
  * ops (dprt.h). The copies go on the device's copy stream; the slot tables
  * say what each device slot holds, so a unit already there is not fetched
  * again. */
+#include <stdio.h>
 #include <string.h>
 
 #include "rt.h"
@@ -9,7 +10,6 @@
 void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
 {
 	c->no_graph = "tensor streaming's copies wait on the host";
-	(void)c;
 	memset(table, 0, sizeof *table * (size_t)n);
 }
 
@@ -23,7 +23,13 @@ static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, i
 		c->n.d2h_bytes += bytes;
 		c->n.stream_d2h += bytes;
 	}
-	return c->dev->copy(to_device, dev, c->pool + host, bytes);
+	int64_t e = c->dev->copy(to_device, dev, c->pool + host, bytes);
+	if (c->record) {
+		char label[64];
+		snprintf(label, sizeof label, "%s %lld bytes", to_device ? "h2d" : "d2h", (long long)bytes);
+		rt_prof_copy(c, label, e);
+	}
+	return e;
 }
 
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
@@ -43,6 +49,11 @@ void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
 	int64_t e = table[2 * (u % k) + 1];
 	if (e)
 		c->dev->copy_wait(e);
+	if (e && c->record) {
+		char label[64];
+		snprintf(label, sizeof label, "wait for copy %lld", (long long)e);
+		rt_prof_mark(c, RT_CALL_WAIT, label);
+	}
 }
 
 void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes)

@@ -80,6 +80,7 @@ typedef struct {
 	bool fuse;        /* loops whose bodies qualify run as one kernel (CgOptions.fuse) */
 	Vec(CgLoop) loops;
 	int nnotes;       /* the fusion choices noted (dp_fusionN) */
+	bool backward_marked; /* dp_step's rt_phase(RT_PHASE_BACKWARD) is emitted */
 	int *uses;        /* per value: how many operands name it */
 } Cg;
 

@@ -21,8 +21,8 @@ typedef struct {
 	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key, t_on;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
-	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy;
-	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy;
+	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy, t_phase;
+	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy, f_phase;
 	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
 	int norow;                 /* a forward loop's row index outside its tail: its stores do not run */
 	/* inside a fused loop's kernel (cg_loop_body): each op's kernel and copy
@@ -1092,12 +1092,24 @@ static int lower_fused(Host *h, Block *b, int from, int to)
 	return n;
 }
 
+/* rt_phase: where dp_step has got to (--trace) */
+static void phase_mark(Host *h, int phase)
+{
+	LLVMValueRef args[2] = {h->ctx, LLVMConstInt(h->g->i32, (unsigned long long)phase, 0)};
+	call(h, h->t_phase, h->f_phase, args, 2);
+}
+
 static void lower_ops(Host *h, Block *b, int from, int to)
 {
 	Vec(Op *) absorbed = {0};
 	bool top = b == &h->g->p->body; /* recomputed ops in loop bodies: rt_revolve counts them */
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
+		/* dp_step's adjoint begins (a fused run may start a little before) */
+		if (top && h->step && i >= h->g->p->nforward && !h->g->backward_marked) {
+			phase_mark(h, RT_PHASE_BACKWARD);
+			h->g->backward_marked = true;
+		}
 		int first = i;
 		bool skip = false;
 		for (int k = 0; k < absorbed.len; k++)
@@ -1256,6 +1268,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_zero = declare(g, "rt_zero", vd, pz, 3, &h.t_zero);
 	LLVMTypeRef pn[] = {g->i8p, g->i32, g->i64};
 	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
+	LLVMTypeRef pp[] = {g->i8p, g->i32};
+	h.f_phase = declare(g, "rt_phase", vd, pp, 2, &h.t_phase);
 	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
 	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
@@ -1294,6 +1308,8 @@ static void host_function(Cg *g, const char *name, int nops)
 		LLVMValueRef at = LLVMBuildAdd(g->b, h.base, cg_i64(g, g->p->ones_offset[dt]), "");
 		launch(&h, &d, &at, 1);
 	}
+	if (h.step)
+		phase_mark(&h, RT_PHASE_FORWARD);
 	lower_block(&h, &g->p->body, 0, nops);
 	LLVMBuildRetVoid(g->b);
 }

@@ -180,6 +180,14 @@ static int cpu_mark(void)
 }
 
 static double cpu_mark_ms(int a, int b) { return marks[b] - marks[a]; }
+static double cpu_mark_at(int a) { return marks[a]; }
+
+static double clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
 
 /* ---- the copy stream: a second thread that works through a queue ----
  * Compute runs on the calling thread as it is queued, so a copy queued now
@@ -200,6 +208,10 @@ static struct {
 	Copy q[QUEUE];
 	int64_t issued, done; /* copies queued and completed: events are these counts */
 	bool running;
+	/* --trace: each timed copy's start and end (ms), by event - 1; -1 untimed */
+	bool timing;
+	double *span;
+	int64_t nspan;
 } cs = {.mu = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
 
 /* Streamed layers are often small and come one per loop step: sleeping on
@@ -239,8 +251,12 @@ static void *copy_thread(void *arg)
 			pthread_cond_wait(&cs.queued, &cs.mu);
 		Copy c = cs.q[cs.done % QUEUE];
 		pthread_mutex_unlock(&cs.mu);
+		double t0 = clock_ms();
 		memcpy(c.dst, c.src, c.bytes);
+		double t1 = clock_ms();
 		pthread_mutex_lock(&cs.mu);
+		if (cs.done < cs.nspan && cs.span[2 * cs.done] == -2)
+			cs.span[2 * cs.done] = t0, cs.span[2 * cs.done + 1] = t1;
 		__atomic_store_n(&cs.done, cs.done + 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&cs.finished);
 	}
@@ -269,6 +285,19 @@ static int64_t cpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 		pthread_cond_wait(&cs.finished, &cs.mu);
 	cs.q[cs.issued % QUEUE] = to_device ? (Copy){P(dev), host, (size_t)bytes} : (Copy){host, P(dev), (size_t)bytes};
 	int64_t event = cs.issued + 1;
+	if (cs.nspan < event) {
+		int64_t n = cs.nspan ? 2 * cs.nspan : 1024;
+		while (n < event)
+			n *= 2;
+		double *s = realloc(cs.span, sizeof *s * 2 * (size_t)n);
+		if (!s)
+			rt_fail(1, "out of memory for --trace");
+		for (int64_t i = 2 * cs.nspan; i < 2 * n; i++)
+			s[i] = -1;
+		cs.span = s;
+		cs.nspan = n;
+	}
+	cs.span[2 * (event - 1)] = cs.timing ? -2 : -1; /* -2: the copy thread times it */
 	__atomic_store_n(&cs.issued, event, __ATOMIC_RELEASE);
 	pthread_cond_signal(&cs.queued);
 	pthread_mutex_unlock(&cs.mu);
@@ -287,6 +316,22 @@ static void cpu_copy_sync(int64_t event)
 	pthread_mutex_unlock(&cs.mu);
 }
 
+static void cpu_copy_timing(bool on)
+{
+	pthread_mutex_lock(&cs.mu);
+	cs.timing = on;
+	pthread_mutex_unlock(&cs.mu);
+}
+
+static void cpu_copy_span(int64_t event, double *span)
+{
+	pthread_mutex_lock(&cs.mu);
+	bool timed = event >= 1 && event <= cs.done && event <= cs.nspan && cs.span[2 * (event - 1)] >= 0;
+	span[0] = timed ? cs.span[2 * (event - 1)] : -1;
+	span[1] = timed ? cs.span[2 * (event - 1) + 1] : -1;
+	pthread_mutex_unlock(&cs.mu);
+}
+
 /* the compute is done as it is queued; the copies may still run */
 static void cpu_sync(void) { cpu_copy_sync(cs_issued()); }
 
@@ -295,4 +340,5 @@ static void cpu_host_free(void *p) { free(p); }
 
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
                                 cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
-                                cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL};
+                                cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL, cpu_copy_timing, cpu_copy_span,
+                                cpu_mark_at};

@@ -215,6 +215,52 @@ static CUstream copy_stream;
 static CUevent ring[RING], queued_work;
 static int64_t copies;
 
+/* --trace: timing events around the copies queued while timing is on, by
+ * event - 1 (NULL pairs untimed), and the clock's origin for mark_at */
+static bool timing;
+static CUevent (*spans)[2];
+static int64_t nspans;
+static CUevent origin;
+
+static CUevent *timed_span(int64_t event)
+{
+	if (!timing)
+		return NULL;
+	if (event > nspans) {
+		int64_t n = nspans ? 2 * nspans : 1024;
+		while (n < event)
+			n *= 2;
+		CUevent(*s)[2] = realloc(spans, sizeof *s * (size_t)n);
+		if (!s)
+			rt_fail(1, "out of memory for --trace");
+		memset(s + nspans, 0, sizeof *s * (size_t)(n - nspans));
+		spans = s;
+		nspans = n;
+	}
+	for (int i = 0; i < 2; i++)
+		if (!spans[event - 1][i])
+			CU(p_cuEventCreate(&spans[event - 1][i], CU_EVENT_DEFAULT));
+	return spans[event - 1];
+}
+
+static void gpu_copy_timing(bool on) { timing = on; }
+
+static double since_origin(CUevent e)
+{
+	float ms = 0;
+	CU(p_cuEventElapsedTime(&ms, origin, e));
+	return ms;
+}
+
+static void gpu_copy_span(int64_t event, double *span)
+{
+	span[0] = span[1] = -1;
+	if (event >= 1 && event <= nspans && spans[event - 1][0] && origin) {
+		span[0] = since_origin(spans[event - 1][0]);
+		span[1] = since_origin(spans[event - 1][1]);
+	}
+}
+
 static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 {
 	if (!copy_stream) {
@@ -228,10 +274,15 @@ static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 		CU(p_cuEventSynchronize(e));
 	CU(p_cuEventRecord(queued_work, stream));
 	CU(p_cuStreamWaitEvent(copy_stream, queued_work, 0));
+	CUevent *span = timed_span(copies + 1);
+	if (span)
+		CU(p_cuEventRecord(span[0], copy_stream));
 	if (to_device)
 		CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dev, host, (size_t)bytes, copy_stream));
 	else
 		CU(p_cuMemcpyDtoHAsync(host, (CUdeviceptr)dev, (size_t)bytes, copy_stream));
+	if (span)
+		CU(p_cuEventRecord(span[1], copy_stream));
 	CU(p_cuEventRecord(e, copy_stream));
 	return ++copies;
 }
@@ -305,9 +356,15 @@ static int gpu_mark(void)
 			CU(p_cuEventCreate(&marks[i], CU_EVENT_DEFAULT));
 		capmarks = n;
 	}
+	if (!origin) {
+		CU(p_cuEventCreate(&origin, CU_EVENT_DEFAULT));
+		CU(p_cuEventRecord(origin, stream));
+	}
 	CU(p_cuEventRecord(marks[nmarks], stream));
 	return nmarks++;
 }
+
+static double gpu_mark_at(int a) { return since_origin(marks[a]); }
 
 static double gpu_mark_ms(int a, int b)
 {
@@ -346,4 +403,4 @@ static void gpu_graph_launch(void) { CU(p_cuGraphLaunch(graph_exec, stream)); }
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
-                                 gpu_graph_begin, gpu_graph_end, gpu_graph_launch};
+                                 gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at};
