@@ -14,7 +14,7 @@ LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFI
 
 B = $(O)build
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
-COMPILER_OBJ = $(COMPILER_SRC:%.c=$(B)/%.o)
+COMPILER_OBJ = $(COMPILER_SRC:%.c=$(B)/%.o) $(B)/compiler/svg.o
 RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
 RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(B)/%.o) $(B)/runtime/binomial.o
 
@@ -44,6 +44,11 @@ $(O)bin/dpc: $(B)/compiler/main.o $(B)/libdpc.a
 
 # the binomial schedule generator: one source, in the compiler and in the runtime
 $(B)/runtime/binomial.o: compiler/checkpoint_pass/binomial.c compiler/checkpoint_pass/ckpt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# the memory picture: one source, in the compiler (--emit=memplot) and in the runtime (--memplot)
+$(B)/compiler/svg.o: runtime/svg.c runtime/svg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 

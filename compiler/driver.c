@@ -187,6 +187,12 @@ int driver_run(DriverOptions *o)
 		ckpt_print_schedule(f, p, true);
 		close_out(f);
 	}
+	if (o->emit == EMIT_MEMPLOT) {
+		FILE *f = open_out(o->output);
+		stream_memplot(f, p, base_name(o->input), o->stream.device_mem);
+		close_out(f);
+		return 0;
+	}
 	if (o->emit == EMIT_SCHEDULE) {
 		FILE *f = open_out(o->output);
 		ckpt_print_schedule(f, p, false);
@@ -196,7 +202,7 @@ int driver_run(DriverOptions *o)
 
 	const char *name = base_name(o->input);
 	verbose_opts = o;
-	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL};
+	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);

@@ -7,7 +7,7 @@
 #include "frontend/fe.h"
 #include "stream_pass/stream.h"
 
-typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_LLVM, EMIT_PTX, EMIT_OBJ } Emit;
+typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_OBJ } Emit;
 
 typedef struct {
 	const char *input;

@@ -17,6 +17,8 @@ static const char usage[] =
 	"  --emit=STAGE         stop after STAGE and print it: ast, ir (forward program),\n"
 	"                       grad (with the adjoint), ckpt, stream (with the memory plan),\n"
 	"                       schedule (each loop's checkpoint schedule and the predicted peak),\n"
+	"                       memplot (SVG: planned device memory over one step by category,\n"
+	"                       with the --device-mem line),\n"
 	"                       llvm (LLVM IR of the host module), ptx (the kernels for NVIDIA GPUs),\n"
 	"                       obj (object file); default: the executable\n"
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
@@ -144,7 +146,7 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--emit"))) {
 			static const struct { const char *name; Emit e; } stages[] = {
 				{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT},
-				{"stream", EMIT_STREAM}, {"schedule", EMIT_SCHEDULE}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
+				{"stream", EMIT_STREAM}, {"schedule", EMIT_SCHEDULE}, {"memplot", EMIT_MEMPLOT}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
 			};
 			size_t k = 0;
 			while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))

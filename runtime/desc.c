@@ -231,6 +231,17 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			else if (!strcmp(k, "slots")) m->plan_slots = v;
 			else if (!strcmp(k, "work")) m->plan_work = v;
 			else bad(line, l);
+		} else if (!strcmp(key, "memplot")) {
+			int64_t n = num(&p, line, l);
+			if (n < 1 || n > 1 << 20 || m->mem_series)
+				bad(line, l);
+			if (!(m->mem_series = malloc(sizeof *m->mem_series * (size_t)n)))
+				rt_fail(1, "out of memory");
+			m->mem_points = (int)n;
+			for (int64_t i = 0; i < n; i++)
+				m->mem_series[i] = num(&p, line, l);
+		} else if (!strcmp(key, "budget")) {
+			m->budget = num(&p, line, l);
 		} else if (!strcmp(key, "steps")) {
 			char k[16];
 			word(&p, k, sizeof k, line, l);

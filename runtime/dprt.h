@@ -47,6 +47,8 @@
  *   plan CATEGORY BYTES               predicted bytes by category (params, grads, optimizer, inputs, tape,
  *                                     snapshots, slots, work)
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
+ *   memplot N B0 .. BN-1              the plan's work region in use over one step, N maxima over runs of ops
+ *   budget BYTES                      --device-mem, when it was given
  *   flops forward F                   floating-point operations of dp_forward, as the op table counts them
  *   end
  *

@@ -12,6 +12,7 @@
 #include "../compiler/checkpoint_pass/ckpt.h"
 #include "../compiler/ops/rng.h"
 #include "rt.h"
+#include "svg.h"
 
 bool rt_tf32;
 
@@ -320,6 +321,7 @@ typedef struct {
 	double lr, gc_threshold;
 	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
 	const char *trace;     /* --trace FILE */
+	const char *memplot;   /* --memplot FILE.svg */
 	long trace_from, trace_to; /* --trace-steps a:b; 0: the last step */
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
@@ -365,6 +367,9 @@ static const char help[] =
 	"                          (compute, copy) with every kernel, GEMM, copy, transfer and wait,\n"
 	"                          labelled as --profile labels them, and a counter of device bytes in use\n"
 	"  --trace-steps A:B       the steps --trace records (default the last step)\n"
+	"  --memplot FILE.svg      draw device memory in the last traced step: the bytes in use at each\n"
+	"                          call, as the allocator counts them, over the plan's stacked categories\n"
+	"                          (what dpc --emit=memplot draws) and the --device-mem line\n"
 	"  --graph                 GPU: capture the second step's work as a CUDA graph and replay it\n"
 	"                          for each later step (not with dropout, streaming, snapshots in host\n"
 	"                          memory or --profile, which run step by step, as they say)\n"
@@ -494,6 +499,8 @@ static void parse_opts(Opts *o, int argc, char **argv)
 			o->graph = true;
 		} else if (!strcmp(a, "--trace")) {
 			o->trace = value(argc, argv, &i);
+		} else if (!strcmp(a, "--memplot")) {
+			o->memplot = value(argc, argv, &i);
 		} else if (!strcmp(a, "--trace-steps")) {
 			const char *v = value(argc, argv, &i), *colon = strchr(v, ':');
 			char first[32];
@@ -519,13 +526,13 @@ static void parse_opts(Opts *o, int argc, char **argv)
 
 	if (o->log_every < 0)
 		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
-	if (o->trace_from && !o->trace)
-		usage("%s", "--trace-steps needs --trace FILE");
+	if (o->trace_from && !o->trace && !o->memplot)
+		usage("%s", "--trace-steps needs --trace FILE or --memplot FILE");
 	if (!o->trace_from)
 		o->trace_from = o->trace_to = o->steps;
 	char steps[32];
 	snprintf(steps, sizeof steps, "%ld", o->steps);
-	if (o->trace && o->trace_to > o->steps)
+	if ((o->trace || o->memplot) && o->trace_to > o->steps)
 		usage("--trace-steps reaches past the last step (--steps %s)", steps);
 }
 
@@ -1030,6 +1037,44 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
+/* --memplot: the plan's categories stacked over one step as dpc --emit=memplot
+ * draws them, the bytes in use the allocator counted at each call of the
+ * last traced step over them */
+static void memplot(RtCtx *c, const Opts *o)
+{
+	const RtModel *m = c->model;
+	if (!m->mem_series)
+		rt_fail(70, "internal error: the model description has no memplot line");
+	int n = m->mem_points, max = 1 << 22;
+	int64_t *fixed[7], *measured = rt_host_alloc((int64_t)sizeof(int64_t) * max, "--memplot");
+	const int64_t sizes[7] = {m->plan_params, m->plan_grads, m->plan_opt, m->plan_inputs, m->plan_tape, m->plan_snap, m->plan_slots};
+	static const char *names[] = {"params", "grads", "optimizer state", "inputs", "tape", "snapshots", "streaming slots", "work"};
+	char title[256];
+	snprintf(title, sizeof title, "%s: device memory in step %ld, measured over the plan", m->model, o->trace_to);
+	SvgPlot s = {title, "the step's ops in program order (the plan) and its device calls in order (measured)", n, 8,
+	             {0}, {0}, 0, measured, "measured (allocator)", m->budget};
+	for (int l = 0; l < 7; l++) {
+		fixed[l] = rt_host_alloc((int64_t)sizeof(int64_t) * n, "--memplot");
+		for (int i = 0; i < n; i++)
+			fixed[l][i] = sizes[l];
+		s.name[l] = names[l];
+		s.y[l] = fixed[l];
+	}
+	s.name[7] = names[7];
+	s.y[7] = m->mem_series;
+	s.nline = rt_trace_bytes(o->trace_to, measured, max);
+	char *svg = svg_memplot(&s);
+	if (!svg)
+		rt_fail(1, "out of memory drawing --memplot");
+	rt_write_atomic(o->memplot, svg, strlen(svg));
+	free(svg);
+	free(measured);
+	for (int l = 0; l < 7; l++)
+		free(fixed[l]);
+	if (!o->quiet)
+		printf("%s: memory of step %ld in %s\n", m->model, o->trace_to, o->memplot);
+}
+
 /* ---- --graph ---- */
 
 /* to += a - b, for the counters a step moves */
@@ -1126,8 +1171,8 @@ int main(int argc, char **argv)
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
-	const char *outputs[5] = {o.save, o.dump_grads, o.summary, o.log_json, o.trace};
-	for (int i = 0; i < 5; i++)
+	const char *outputs[6] = {o.save, o.dump_grads, o.summary, o.log_json, o.trace, o.memplot};
+	for (int i = 0; i < 6; i++)
 		if (outputs[i])
 			rt_check_output(outputs[i]);
 	static RtModel model;
@@ -1269,7 +1314,8 @@ int main(int argc, char **argv)
 			c->dev->fence_wait(slot);
 			int64_t before = c->n.h2d_bytes + c->n.d2h_bytes;
 			c->step = s + 1;
-			c->record = (o.profile && s == o.steps - 1) || (o.trace && c->step >= o.trace_from && c->step <= o.trace_to);
+			c->record = (o.profile && s == o.steps - 1) ||
+			            ((o.trace || o.memplot) && c->step >= o.trace_from && c->step <= o.trace_to);
 			if (c->record) {
 				c->dev->copy_timing(true);
 				rt_prof_mark(c, RT_CALL_PHASE, "batch");
@@ -1361,6 +1407,8 @@ int main(int argc, char **argv)
 	double t1 = now();
 	if (o.profile)
 		rt_prof_report(c, o.steps);
+	if (o.memplot)
+		memplot(c, &o);
 	if (o.trace) {
 		int n = rt_trace_write(c, o.trace, o.trace_from, o.trace_to);
 		if (!o.quiet)

@@ -13,6 +13,7 @@ typedef struct {
 	const char *model_name;
 	bool fuse;         /* a loop whose body qualifies runs as one kernel (host.c, fused loops) */
 	void (*phase)(const char *what); /* called as each phase of code generation ends (dpc -v), or NULL */
+	int64_t budget;    /* --device-mem, for the executable's --memplot; 0: none */
 } CgOptions;
 
 /* The program must have been through ad_transform and stream_pass (every

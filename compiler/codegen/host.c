@@ -1404,6 +1404,14 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	                  "plan snapshots %lld\nplan slots %lld\nplan work %lld\n",
 	                  (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
 	                  (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work));
+	if (p->mem_series) {
+		put(&t, ar_printf("memplot %d", p->mem_points));
+		for (int i = 0; i < p->mem_points; i++)
+			put(&t, ar_printf(" %lld", (long long)p->mem_series[i]));
+		put(&t, "\n");
+	}
+	if (o->budget)
+		put(&t, ar_printf("budget %lld\n", (long long)o->budget));
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);
 	put(&t, ar_printf("steps forward %lld recomputed %lld\n", (long long)counts[RT_COUNT_FORWARD],

@@ -326,6 +326,12 @@ struct Program {
 	/* streaming (stream_pass): the pinned host pool, the device slots, and the
 	 * bytes one call of dp_forward [0] and of dp_step [1] moves each way */
 	int64_t host_bytes, plan_slots;
+	/* stream_pass (--emit=memplot, the model description): the bytes of the
+	 * work region in use over one step, its highest byte among the values
+	 * live, as mem_points maxima over equal runs of the ops in program order
+	 * (loop bodies once); its maximum is plan_work */
+	int mem_points;
+	int64_t *mem_series;
 	int nslots, ahead; /* slots per streamed tensor, prefetch distance; 0 without streaming */
 	int64_t h2d_bytes[2], d2h_bytes[2];
 };

@@ -440,6 +440,56 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	return peak;
 }
 
+typedef struct {
+	int64_t top;
+	int from, to; /* buckets */
+} Extent;
+
+static int by_top(const void *a, const void *b)
+{
+	int64_t x = ((const Extent *)a)->top, y = ((const Extent *)b)->top;
+	return (x < y) - (x > y);
+}
+
+static int next_open(int *up, int b)
+{
+	while (up[b] != b)
+		b = up[b] = up[up[b]];
+	return b;
+}
+
+/* Program.mem_series: each bucket of positions takes the highest top of
+ * the packed values live in it (above the ones, which the work region
+ * starts with: base is where the packing starts), the largest first; a
+ * union-find skips the buckets already set, so the work is the sort. */
+static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t ones)
+{
+	int nb = p->mem_points, n = 0;
+	Extent *e = malloc(sizeof *e * (size_t)(p->values.len + 1));
+	int *up = malloc(sizeof *up * (size_t)(nb + 1));
+	for (int v = 0; v < p->values.len; v++) {
+		Value *x = &p->values.data[v];
+		if (x->res != VR_ARENA || x->offset < base || L->defpos[v] < 0)
+			continue;
+		int64_t last = L->last[v] > L->defpos[v] ? L->last[v] : L->defpos[v];
+		e[n++] = (Extent){ones + x->offset - base + align_up(ir_bytes(p, x->type)), (int)(L->defpos[v] * nb / (npos + 1)),
+		                  (int)(last * nb / (npos + 1))};
+	}
+	qsort(e, (size_t)n, sizeof *e, by_top);
+	p->mem_series = ar_alloc(sizeof(int64_t) * (size_t)nb);
+	for (int b = 0; b <= nb; b++)
+		up[b] = b;
+	for (int b = 0; b < nb; b++)
+		p->mem_series[b] = ones;
+	for (int i = 0; i < n; i++)
+		for (int b = next_open(up, e[i].from); b <= e[i].to; b = next_open(up, b)) {
+			p->mem_series[b] = e[i].top;
+			up[b] = b + 1;
+		}
+	free(e);
+	free(up);
+}
+
 static void leading_sums(Program *p, Block *b)
 {
 	for (int i = 0; i < b->len; i++) {
@@ -494,6 +544,7 @@ int64_t stream_plan(Program *p)
 Program *stream_pass(Program *p, const StreamOptions *o)
 {
 	stream_transfers(p, o);
+	p->mem_points = STREAM_MEM_POINTS;
 	stream_plan(p);
 	if (o->device_mem && p->arena_bytes > o->device_mem)
 		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, optimizer state %s, "
@@ -627,6 +678,8 @@ static void plan(Program *p)
 	int64_t packed = pack(p, &L, at);
 	p->plan_work = ones + packed;
 	p->arena_bytes = at + packed;
+	if (p->mem_points)
+		series(p, &L, npos, at, ones);
 	free(L.defpos);
 	free(L.last);
 	free(L.root);

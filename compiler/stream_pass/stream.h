@@ -7,6 +7,9 @@
 #ifndef DPC_STREAM_H
 #define DPC_STREAM_H
 
+/* the points of Program.mem_series that stream_pass plans */
+#define STREAM_MEM_POINTS 512
+
 #include "../ir/ir.h"
 
 typedef enum {
@@ -36,6 +39,8 @@ int64_t stream_min_plan(Program *p);
 int64_t stream_min_host(Program *p);
 /* --emit=stream: the plan's regions, every tensor's place and every transfer. */
 void stream_print(FILE *f, Program *p);
+/* --emit=memplot: the plan over one step as SVG, with the budget's line (0: none) */
+void stream_memplot(FILE *f, Program *p, const char *model, int64_t budget);
 /* "1.5 MiB" */
 const char *stream_bytes_str(int64_t bytes);
 

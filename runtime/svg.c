@@ -1,0 +1,218 @@
+/* svg: stacked areas of bytes over one step, a measured line and a budget
+ * line over them, axes in KiB / MiB / GiB, a legend. */
+#include "svg.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	char *s;
+	size_t len, cap;
+	bool oom;
+} Buf;
+
+static void add(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(Buf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if (b->s && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? 2 * b->cap : 1 << 16;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->oom = true;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+/* text, with XML's specials escaped */
+static void text(Buf *b, const char *t)
+{
+	for (; t && *t; t++)
+		switch (*t) {
+		case '&': add(b, "&amp;"); break;
+		case '<': add(b, "&lt;"); break;
+		case '>': add(b, "&gt;"); break;
+		case '"': add(b, "&quot;"); break;
+		default: add(b, "%c", *t);
+		}
+}
+
+/* "1.17 MiB": bytes in the largest unit that keeps a number of 1 or more */
+static void bytes(Buf *b, int64_t n)
+{
+	static const char *names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)n;
+	int u = 0;
+	while (u < 4 && v >= 1024)
+		v /= 1024, u++;
+	add(b, "%.4g %s", v, names[u]);
+}
+
+static const char *colors[SVG_LAYERS] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                                         "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"};
+
+enum { W = 880, H = 440, LEFT = 86, RIGHT = 210, TOP = 44, BOTTOM = 56 };
+
+static double px(double f) { return LEFT + f * (W - LEFT - RIGHT); }
+
+/* a tick step of 1, 2 or 5 times a power of two's unit, about five ticks to the top */
+static void ticks(double top, double *step, double *unit, const char **name)
+{
+	static const char *names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+	*unit = 1;
+	while (u < 4 && top / *unit >= 1024)
+		*unit *= 1024, u++;
+	*name = names[u];
+	double raw = top / *unit / 5, mag = 1;
+	while (mag * 10 <= raw)
+		mag *= 10;
+	while (mag > raw && mag > 1e-3)
+		mag /= 10;
+	*step = (raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag) * *unit;
+}
+
+char *svg_memplot(const SvgPlot *p)
+{
+	Buf b = {0};
+	int n = p->n > 0 ? p->n : 1;
+	double top = (double)p->budget;
+	int64_t *sum = calloc((size_t)n, sizeof *sum);
+	if (!sum)
+		return NULL;
+	for (int l = 0; l < p->nlayers; l++)
+		for (int i = 0; i < p->n; i++)
+			sum[i] += p->y[l][i];
+	for (int i = 0; i < p->n; i++)
+		if (sum[i] > top)
+			top = (double)sum[i];
+	for (int i = 0; i < p->nline; i++)
+		if (p->line[i] > top)
+			top = (double)p->line[i];
+	top = top > 0 ? top * 1.08 : 1;
+	double step, unit;
+	const char *uname;
+	ticks(top, &step, &unit, &uname);
+	double ybase = H - BOTTOM, yspan = H - BOTTOM - TOP;
+#define PY(v) (ybase - (double)(v) / top * yspan)
+
+	add(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+	        "font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+	add(&b, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+	add(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\">", LEFT);
+	text(&b, p->title);
+	add(&b, "</text>\n");
+	/* the grid and the y axis's labels */
+	for (double v = 0; v <= top; v += step) {
+		add(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, PY(v), W - RIGHT, PY(v));
+		add(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g %s</text>\n", LEFT - 6, PY(v) + 4, v / unit, uname);
+	}
+	/* the layers, each a polygon from its top back along the layer under it; a point is a run of ops */
+	int64_t *below = calloc((size_t)n, sizeof *below);
+	if (!below) {
+		free(sum);
+		free(b.s);
+		return NULL;
+	}
+	for (int l = 0; l < p->nlayers; l++) {
+		bool any = false;
+		for (int i = 0; i < p->n; i++)
+			any |= p->y[l][i] > 0;
+		if (!any)
+			continue;
+		add(&b, "<polygon class=\"layer\" data-name=\"");
+		text(&b, p->name[l]);
+		add(&b, "\" fill=\"%s\" fill-opacity=\"0.85\" points=\"", colors[l % SVG_LAYERS]);
+		for (int i = 0; i < p->n; i++) {
+			double y = PY(below[i] + p->y[l][i]);
+			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)i / n), y, px((double)(i + 1) / n), y);
+		}
+		for (int i = p->n - 1; i >= 0; i--) {
+			double y = PY(below[i]);
+			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)(i + 1) / n), y, px((double)i / n), y);
+		}
+		add(&b, "\"/>\n");
+		for (int i = 0; i < p->n; i++)
+			below[i] += p->y[l][i];
+	}
+	if (p->nline > 0) {
+		add(&b, "<polyline class=\"measured\" fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\"");
+		for (int i = 0; i < p->nline; i++) {
+			double y = PY(p->line[i]);
+			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)i / p->nline), y, px((double)(i + 1) / p->nline), y);
+		}
+		add(&b, "\"/>\n");
+	}
+	if (p->budget > 0)
+		add(&b, "<line class=\"budget\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=\"2\" "
+		        "stroke-dasharray=\"8 5\"/>\n", LEFT, PY(p->budget), W - RIGHT, PY(p->budget));
+	/* axes */
+	add(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, ybase, W - RIGHT, ybase);
+	add(&b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, TOP, LEFT, ybase);
+	add(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", px(0.5), H - 18);
+	text(&b, p->xlabel);
+	add(&b, "</text>\n");
+	/* the legend, top down as the stack reads */
+	int row = 0;
+	int lx = W - RIGHT + 16;
+	if (p->budget > 0) {
+		add(&b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-width=\"2\" stroke-dasharray=\"8 5\"/>", lx,
+		    TOP + 6, lx + 18, TOP + 6);
+		add(&b, "<text x=\"%d\" y=\"%d\">budget ", lx + 24, TOP + 10);
+		bytes(&b, p->budget);
+		add(&b, "</text>\n");
+		row++;
+	}
+	if (p->nline > 0) {
+		add(&b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\" stroke-width=\"2\"/>", lx, TOP + 6 + 20 * row,
+		    lx + 18, TOP + 6 + 20 * row);
+		add(&b, "<text x=\"%d\" y=\"%d\">", lx + 24, TOP + 10 + 20 * row);
+		text(&b, p->line_name);
+		add(&b, "</text>\n");
+		row++;
+	}
+	for (int l = p->nlayers - 1; l >= 0; l--) {
+		int64_t most = 0;
+		for (int i = 0; i < p->n; i++)
+			most = p->y[l][i] > most ? p->y[l][i] : most;
+		if (!most)
+			continue;
+		add(&b, "<rect x=\"%d\" y=\"%d\" width=\"18\" height=\"12\" fill=\"%s\"/>", lx, TOP + 20 * row, colors[l % SVG_LAYERS]);
+		add(&b, "<text x=\"%d\" y=\"%d\">", lx + 24, TOP + 10 + 20 * row);
+		text(&b, p->name[l]);
+		add(&b, " ");
+		bytes(&b, most);
+		add(&b, "</text>\n");
+		row++;
+	}
+	add(&b, "</svg>\n");
+#undef PY
+	free(sum);
+	free(below);
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
