@@ -1302,7 +1302,7 @@ int main(int argc, char **argv)
 	int64_t moved[RT_INFLIGHT] = {0}; /* the bytes each step in flight moved between host and device */
 	Progress pg = {.tty = isatty(STDOUT_FILENO)};
 	for (int k = 0; k < m->ninputs && !pg.tokens; k++)
-		if (!strcmp(m->inputs[k].dtype, "i32") && !m->inputs[k].classes)
+		if (!strcmp(m->inputs[k].dtype, "i32"))
 			pg.tokens = m->inputs[k].numel;
 	if (o.log_json && !(pg.log = fopen(o.log_json, "w")))
 		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));

@@ -117,8 +117,15 @@ char *svg_memplot(const SvgPlot *p)
 	double ybase = H - BOTTOM, yspan = H - BOTTOM - TOP;
 #define PY(v) (ybase - (double)(v) / top * yspan)
 
+	/* the figures drawn, as attributes: what tests read back (data-peak: the stack's top) */
+	int64_t peak = 0, line_max = 0;
+	for (int i = 0; i < p->n; i++)
+		peak = sum[i] > peak ? sum[i] : peak;
+	for (int i = 0; i < p->nline; i++)
+		line_max = p->line[i] > line_max ? p->line[i] : line_max;
 	add(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-	        "font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+	        "font-family=\"sans-serif\" font-size=\"12\" data-peak=\"%lld\" data-budget=\"%lld\" data-measured=\"%lld\">\n",
+	    W, H, W, H, (long long)peak, (long long)p->budget, (long long)line_max);
 	add(&b, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
 	add(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\">", LEFT);
 	text(&b, p->title);
@@ -141,9 +148,12 @@ char *svg_memplot(const SvgPlot *p)
 			any |= p->y[l][i] > 0;
 		if (!any)
 			continue;
+		int64_t most = 0;
+		for (int i = 0; i < p->n; i++)
+			most = p->y[l][i] > most ? p->y[l][i] : most;
 		add(&b, "<polygon class=\"layer\" data-name=\"");
 		text(&b, p->name[l]);
-		add(&b, "\" fill=\"%s\" fill-opacity=\"0.85\" points=\"", colors[l % SVG_LAYERS]);
+		add(&b, "\" data-max=\"%lld\" fill=\"%s\" fill-opacity=\"0.85\" points=\"", (long long)most, colors[l % SVG_LAYERS]);
 		for (int i = 0; i < p->n; i++) {
 			double y = PY(below[i] + p->y[l][i]);
 			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)i / n), y, px((double)(i + 1) / n), y);
