@@ -93,6 +93,26 @@ static void ticks(double top, double *step, double *unit, const char **name)
 	*step = (raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag) * *unit;
 }
 
+/* a step curve through v[0..n) (bytes at y(v)), forward or backward,
+ * with a point only where the value changes */
+static void step_curve(Buf *b, const int64_t *v, int n, bool back, double top)
+{
+	double ybase = H - BOTTOM, yspan = H - BOTTOM - TOP;
+	for (int k = 0; k < n; k++) {
+		int i = back ? n - 1 - k : k;
+		double y = ybase - (double)v[i] / top * yspan;
+		bool first = k == 0, last = k == n - 1;
+		int j = back ? i - 1 : i + 1; /* the neighbour the curve goes to */
+		double edge = px((double)(back ? i : i + 1) / n);
+		if (first)
+			add(b, "%.1f,%.1f ", px((double)(back ? i + 1 : i) / n), y);
+		if (last)
+			add(b, "%.1f,%.1f ", edge, y);
+		else if (v[j] != v[i])
+			add(b, "%.1f,%.1f %.1f,%.1f ", edge, y, edge, ybase - (double)v[j] / top * yspan);
+	}
+}
+
 char *svg_memplot(const SvgPlot *p)
 {
 	Buf b = {0};
@@ -154,24 +174,22 @@ char *svg_memplot(const SvgPlot *p)
 		add(&b, "<polygon class=\"layer\" data-name=\"");
 		text(&b, p->name[l]);
 		add(&b, "\" data-max=\"%lld\" fill=\"%s\" fill-opacity=\"0.85\" points=\"", (long long)most, colors[l % SVG_LAYERS]);
-		for (int i = 0; i < p->n; i++) {
-			double y = PY(below[i] + p->y[l][i]);
-			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)i / n), y, px((double)(i + 1) / n), y);
+		int64_t *upper = malloc(sizeof *upper * (size_t)n);
+		if (!upper) {
+			b.oom = true;
+			break;
 		}
-		for (int i = p->n - 1; i >= 0; i--) {
-			double y = PY(below[i]);
-			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)(i + 1) / n), y, px((double)i / n), y);
-		}
-		add(&b, "\"/>\n");
 		for (int i = 0; i < p->n; i++)
-			below[i] += p->y[l][i];
+			upper[i] = below[i] + p->y[l][i];
+		step_curve(&b, upper, p->n, false, top);
+		step_curve(&b, below, p->n, true, top);
+		add(&b, "\"/>\n");
+		memcpy(below, upper, sizeof *upper * (size_t)n);
+		free(upper);
 	}
 	if (p->nline > 0) {
 		add(&b, "<polyline class=\"measured\" fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\"");
-		for (int i = 0; i < p->nline; i++) {
-			double y = PY(p->line[i]);
-			add(&b, "%.1f,%.1f %.1f,%.1f ", px((double)i / p->nline), y, px((double)(i + 1) / p->nline), y);
-		}
+		step_curve(&b, p->line, p->nline, false, top);
 		add(&b, "\"/>\n");
 	}
 	if (p->budget > 0)

@@ -180,6 +180,24 @@ else
 	echo "# no script(1): the terminal check is skipped"
 fi
 
+# --- the README's pictures: made again by tools/pictures.sh; the memory pictures are the plan's,
+# so equal byte for byte; the loss curves, whose last digits may vary with the CPU's BLAS, by structure ---
+if bash tools/pictures.sh "$o/img" >"$o/pictures.log" 2>&1 &&
+	cmp docs/img/gpt_plan.svg "$o/img/gpt_plan.svg" >>"$o/pictures.log" 2>&1 &&
+	cmp docs/img/gpt_run.svg "$o/img/gpt_run.svg" >>"$o/pictures.log" 2>&1 &&
+	python3 - docs/img/resmlp_runs.svg "$o/img/resmlp_runs.svg" >>"$o/pictures.log" 2>&1 <<'PY'; then
+import sys, xml.etree.ElementTree as ET
+def runs(p):
+    r = ET.parse(p).getroot()
+    return [(q.get("data-name"), len(q.get("points").split())) for q in r.iter("{http://www.w3.org/2000/svg}polyline")]
+a, b = runs(sys.argv[1]), runs(sys.argv[2])
+assert a == b and len(a) == 4, (a, b)
+PY
+	ok "observe/pictures: the README's pictures are what its commands make"
+else
+	notok "observe/pictures: the README's pictures are what its commands make (bash tools/pictures.sh)" "$o/pictures.log"
+fi
+
 # --- dpc -v: each phase with its time ---
 if "$DPC" -v --target cpu --device-mem 4M samples/gpt.dp -o "$o/gptv" >"$o/v.log" 2>&1; then
 	miss=""
