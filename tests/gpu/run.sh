@@ -97,7 +97,7 @@ build)
 	bin/dpc --target cuda --checkpoint binomial -D T=1000000 samples/oscillator.dp -o $B/fuse/osc1e6 || exit 1
 	bin/dpc --target cuda tests/gpu/buffers.dp -o $B/buffers.cuda_buf || exit 1
 	bin/dpc --target cpu tests/gpu/buffers.dp -o $B/buffers.cpu_buf || exit 1
-	cp tests/lib.sh tests/unit/compare.py $B/
+	cp tests/lib.sh tests/unit/compare.py tests/gpu/trace_check.py $B/
 	# the CPU executables' shared libraries that a bare machine may lack
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
 		cp -L "$lib" $B/lib/
@@ -221,6 +221,9 @@ for k in ('kernel_launches', 'gemm_calls', 'copy_calls', 'recomputed_steps', 'fo
 done
 check "gpu/fuse cell: gradcheck f64 through the fused kernels" $B/fuse/cell64 --gradcheck
 check "gpu/fuse oscillator T=10^6: at most 300 launches a step" bash -c "$B/fuse/osc1e6 --steps 2 --quiet --summary-json $TEST_OUT/osc1e6.json >$TEST_OUT/osc1e6.log 2>&1 && python3 -c \"import json; j = json.load(open('$TEST_OUT/osc1e6.json')); assert j['kernel_launches'] <= 600, j['kernel_launches']\""
+# --trace on the GPU: CUDA events for the compute stream, timing events on the copy stream
+check "gpu/trace resmlp: events add up to the run's counts" bash -c "$B/resmlp.cuda --steps 3 --quiet --trace $TEST_OUT/tr.json --trace-steps 2:3 --summary-json $TEST_OUT/tr.sum.json >$TEST_OUT/tr.log 2>&1 && python3 $B/trace_check.py $TEST_OUT/tr.json $TEST_OUT/tr.sum.json 2 3"
+check "gpu/trace streamed resmlp: copies timed on the copy stream" bash -c "$B/stream/str.sgd.none --steps 2 --quiet --trace $TEST_OUT/trs.json --summary-json $TEST_OUT/trs.sum.json >$TEST_OUT/trs.log 2>&1 && python3 $B/trace_check.py $TEST_OUT/trs.json $TEST_OUT/trs.sum.json 2 2 copies"
 # GEMMs in a captured graph (cuBLAS with its workspace): resmlp, eager and --graph
 if $B/resmlp.cuda --steps 10 --quiet --save $TEST_OUT/gr.p >$TEST_OUT/gr.log 2>&1 &&
 	$B/resmlp.cuda --steps 10 --quiet --graph --save $TEST_OUT/gr.gp >>$TEST_OUT/gr.log 2>&1; then
