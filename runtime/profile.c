@@ -102,7 +102,7 @@ void rt_prof_report(RtCtx *c, long step)
 		double span = c->dev->mark_ms(calls[first].a, calls[last].b);
 		printf("profile of step %ld on the %s device: %.3f ms from its first call to its last, %.3f ms in the %d calls\n",
 		       step, c->dev->name, span, busy, n);
-		printf("%10s %6s %7s  %s\n", "ms", "%", "calls", "kernel, GEMM [m x n x k] or copy");
+		printf("%10s %6s %7s  %s\n", "ms", "%", "calls", "kernel, GEMM [m x n x k], copy or transfer");
 		for (int j = 0; j < nt; j++)
 			printf("%10.3f %6.1f %7ld  %s\n", t[j].ms, span > 0 ? 100 * t[j].ms / span : 0, t[j].n, t[j].label);
 	}

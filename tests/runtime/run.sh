@@ -417,7 +417,9 @@ assert "profile of step 1 on the cpu device" in log, log
 rows = re.findall(r"^ +([0-9.]+) +([0-9.]+) +(\d+)  (.+)$", log, re.M)
 calls = {label: int(n) for _, _, n, label in rows}
 gemms = sum(n for l, n in calls.items() if l.startswith("gemm"))
-kernels = sum(n for l, n in calls.items() if not l.startswith(("gemm", "copy", "zero")))
+kernels = sum(n for l, n in calls.items() if not l.startswith(("gemm", "copy", "zero", "h2d", "d2h")))
+# the step's transfers: its inputs up, its loss down
+assert calls.get("h2d input x") == calls.get("h2d input y") == calls.get("d2h loss") == 1, calls
 assert gemms == s["gemm_calls"] and kernels == s["kernel_launches"], (calls, s)
 assert calls.get("copy", 0) == s["copy_calls"], (calls, s)
 assert not any(l.startswith("acc") for l in calls) and any(l.endswith("+=") for l in calls), calls
