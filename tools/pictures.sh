@@ -19,4 +19,8 @@ mkdir -p "$out"
 "$tmp/resmlp" --steps 300 --lr 0.01 --quiet --log-json "$tmp/lr0.01.jsonl" >/dev/null
 "$tmp/resmlp" --steps 300 --lr 0.002 --quiet --log-json "$tmp/lr0.002.jsonl" >/dev/null
 tools/plot_runs --smoothed "lr 0.01=$tmp/lr0.01.jsonl" "lr 0.002=$tmp/lr0.002.jsonl" -o "$out/resmlp_runs.svg" >/dev/null
-echo "pictures in $out: gpt_plan.svg gpt_run.svg resmlp_runs.svg"
+# a timeline: the residual MLP with its weights streamed from host memory, its third step
+"$dpc" --target cpu --stream params samples/resmlp.dp -o "$tmp/resmlp_streamed"
+"$tmp/resmlp_streamed" --steps 3 --quiet --trace "$tmp/trace.json" >/dev/null
+tools/plot_trace "$tmp/trace.json" -o "$out/resmlp_trace.svg" >/dev/null
+echo "pictures in $out: gpt_plan.svg gpt_run.svg resmlp_runs.svg resmlp_trace.svg"

@@ -157,6 +157,8 @@ else
 fi
 printf '{"step": 1, "loss": 0.5}\nnot json\n' >"$o/bad.jsonl"
 expect "observe/plot_runs: a malformed line" 1 "bad.jsonl:2: not a JSON line" tools/plot_runs "$o/bad.jsonl" -o "$o/bad.svg"
+expect "observe/plot_trace: not a trace" 1 "bad.jsonl: not a trace" tools/plot_trace "$o/bad.jsonl" -o "$o/bad.svg"
+expect "observe/plot_trace: a step not traced" 1 "step 1 was not traced" tools/plot_trace "$o/osc.trace.json" --step 1 -o "$o/t1.svg"
 
 # --- the progress line: plain lines off a terminal, one line redrawn on one ---
 "$DPC" --target cpu samples/gpt.dp -o "$o/gpt" >"$o/gpt.log" 2>&1
@@ -185,13 +187,19 @@ fi
 if bash tools/pictures.sh "$o/img" >"$o/pictures.log" 2>&1 &&
 	cmp docs/img/gpt_plan.svg "$o/img/gpt_plan.svg" >>"$o/pictures.log" 2>&1 &&
 	cmp docs/img/gpt_run.svg "$o/img/gpt_run.svg" >>"$o/pictures.log" 2>&1 &&
-	python3 - docs/img/resmlp_runs.svg "$o/img/resmlp_runs.svg" >>"$o/pictures.log" 2>&1 <<'PY'; then
-import sys, xml.etree.ElementTree as ET
+	python3 - docs/img "$o/img" >>"$o/pictures.log" 2>&1 <<'PY'; then
+import collections, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
 def runs(p):
     r = ET.parse(p).getroot()
-    return [(q.get("data-name"), len(q.get("points").split())) for q in r.iter("{http://www.w3.org/2000/svg}polyline")]
-a, b = runs(sys.argv[1]), runs(sys.argv[2])
+    return [(q.get("data-name"), len(q.get("points").split())) for q in r.iter(ns + "polyline")]
+def events(p):
+    r = ET.parse(p).getroot()
+    return collections.Counter(q.get("data-cat") for q in r.iter() if q.get("class") == "event")
+a, b = runs(sys.argv[1] + "/resmlp_runs.svg"), runs(sys.argv[2] + "/resmlp_runs.svg")
 assert a == b and len(a) == 4, (a, b)
+a, b = events(sys.argv[1] + "/resmlp_trace.svg"), events(sys.argv[2] + "/resmlp_trace.svg")
+assert a == b and a["gemm"] and a["copy stream"] and a["wait"], (a, b)
 PY
 	ok "observe/pictures: the README's pictures are what its commands make"
 else
