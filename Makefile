@@ -100,11 +100,11 @@ test-sanitize:
 FUZZ_CC    ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # every compiler source but code generation and the driver (no LLVM)
-FUZZ_DPC_SRC = $(filter-out compiler/codegen/% compiler/driver.c,$(COMPILER_SRC))
+FUZZ_DPC_SRC = $(filter-out compiler/codegen/% compiler/driver.c,$(COMPILER_SRC)) runtime/svg.c
 FUZZ_FILES_SRC = runtime/files.c runtime/desc.c
 FUZZ_TIME ?= 120
 
-build/fuzz/fuzz_dpc: tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
+build/fuzz/fuzz_dpc: tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def runtime/svg.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) -lm
 

@@ -7,22 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 
 extern char **environ;
-
-void driver_phase(const DriverOptions *o, const char *what)
-{
-	static double last;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-	if (o->verbose && last)
-		fprintf(stderr, "dpc: %-34s %10.1f ms\n", what, 1000 * (t - last));
-	last = t;
-}
 
 static const DriverOptions *verbose_opts;
 static void cg_phase(const char *what) { driver_phase(verbose_opts, what); }

@@ -4,6 +4,19 @@
 
 #include "ad_transform/ad.h"
 
+#include <time.h>
+
+void driver_phase(const DriverOptions *o, const char *what)
+{
+	static double last;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	if (o->verbose && last && what)
+		fprintf(stderr, "dpc: %-34s %10.1f ms\n", what, 1000 * (t - last));
+	last = t;
+}
+
 static void verify(const DriverOptions *o, Program *p, const char *pass)
 {
 	if (o->verify)
