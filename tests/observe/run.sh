@@ -79,6 +79,11 @@ expect "observe/trace-unwritable: reported before training" 1 "cannot write $o/n
 	"$o/osc" --steps 3 --trace "$o/nodir/t.json" --save "$o/nodir-save.safetensors"
 [ ! -e "$o/nodir-save.safetensors" ] && ok "observe/trace-unwritable: nothing trained, nothing half-written" ||
 	notok "observe/trace-unwritable: nothing trained, nothing half-written"
+expect "observe/log-json-unwritable: reported before training" 1 "cannot write $o/nodir/a.jsonl" \
+	"$o/osc" --steps 3 --log-json "$o/nodir/a.jsonl"
+expect "observe/memplot-unwritable: reported before training" 1 "cannot write $o/nodir/m.svg" \
+	"$o/osc" --steps 3 --memplot "$o/nodir/m.svg"
+expect "observe/graph: a GPU option" 2 "--graph needs a GPU" "$o/osc" --steps 3 --graph
 expect "observe/trace-steps: order" 2 "the last step comes before the first" "$o/osc" --steps 3 --trace "$o/t.json" --trace-steps 3:2
 expect "observe/trace-steps: range" 2 "reaches past the last step" "$o/osc" --steps 3 --trace "$o/t.json" --trace-steps 2:5
 expect "observe/trace-steps: form" 2 "takes FIRST:LAST" "$o/osc" --steps 3 --trace "$o/t.json" --trace-steps 2
