@@ -582,7 +582,7 @@ static const char *op_unfusable(Program *p, Op *op)
 	case OP_TRAINING:
 		return ar_printf("%s asks the runtime for the step's key or mode", name);
 	default:
-		if (ir_ops[op->kind].low == LW_HOST)
+		if (ir_ops[op->kind].low == LW_HOST && !ir_small_matmul(p, op))
 			return ar_printf("%s runs from the host (a GEMM, a loop or a transfer)", name);
 		if (ir_ops[op->kind].low == LW_HEADS)
 			return ar_printf("%s works in tiles of its own", name);
@@ -961,7 +961,10 @@ static void lower_op(Host *h, Op *op)
 		lower_transfer(h, op);
 		return;
 	case OP_MATMUL:
-		gemm(h, op, addr(h, op->out), 0);
+		if (ir_small_matmul(p, op))
+			lower_kernel(h, op, NULL);
+		else
+			gemm(h, op, addr(h, op->out), 0);
 		return;
 	case OP_COPY:
 		copy(h, addr(h, op->out), addr(h, op->in[0]), ir_bytes(p, ir_vtype(p, op->out)));
@@ -1121,7 +1124,7 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 		int j = op->kind == OP_MATMUL || reduction ? absorbed_acc(h, b, i, to) : -1;
 		if (j >= 0) {
 			LLVMValueRef dst = acc_target(h, b->ops[j]);
-			if (op->kind == OP_MATMUL)
+			if (op->kind == OP_MATMUL && !ir_small_matmul(h->g->p, op))
 				gemm(h, op, dst, 1);
 			else if (ir_leading_sum(h->g->p, op, &m, &n))
 				lower_leading_sum(h, op, dst, 1);

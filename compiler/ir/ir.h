@@ -372,6 +372,12 @@ bool ir_broadcast(Type a, Type b, Type *out);
  * run inside a fused loop. */
 #define IR_GEMM_SUM 4096
 bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n);
+/* A matmul small enough for a kernel of dot products, one per result
+ * element (at most IR_GEMM_SUM of them, each of at most IR_SMALL_DOT
+ * terms), rather than a GEMM call: cheaper than the call, and it can run
+ * inside a fused loop (an RNN cell with a small state). */
+#define IR_SMALL_DOT 256
+bool ir_small_matmul(Program *p, Op *op);
 /* floating-point operations, counted by the op table's cost column (FlopClass) */
 int64_t ir_op_flops(Program *p, Op *op);
 /* ops [from, to) of b, loops times their trip counts (revolves, the adjoint's, count 0) */

@@ -39,6 +39,15 @@ bool ir_leading_sum(Program *p, Op *op, int64_t *m, int64_t *n)
 	return *m > 1 && ir_numel(in) > IR_GEMM_SUM;
 }
 
+bool ir_small_matmul(Program *p, Op *op)
+{
+	if (op->kind != OP_MATMUL)
+		return false;
+	Type a = ir_vtype(p, op->in[0]), o = ir_vtype(p, op->out);
+	int64_t k = op->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
+	return ir_numel(o) <= IR_GEMM_SUM && k <= IR_SMALL_DOT;
+}
+
 int64_t ir_op_flops(Program *p, Op *op)
 {
 	int64_t big = 0;

@@ -55,6 +55,13 @@ same cell-binomial-f64 20 --checkpoint binomial --precision f64 $cell
 same cell-auto-f64 20 --checkpoint auto --precision f64 $cell
 same cell-binomial-bf16 20 --checkpoint binomial --precision bf16 $cell
 same cell-auto-bf16 20 --checkpoint auto --precision bf16 $cell
+# an RNN cell: small matmuls as dot-product kernels inside the fused loop
+rnn=tests/fuse/rnn.dp
+same rnn-none 20 --checkpoint none $rnn
+same rnn-binomial 20 --checkpoint binomial $rnn
+same rnn-auto 20 --checkpoint auto $rnn
+same rnn-auto-f64 20 --checkpoint auto --precision f64 $rnn
+same rnn-binomial-bf16 20 --checkpoint binomial --precision bf16 $rnn
 # the oscillator's body: elementwise over [32] and scalar parameters
 osc=samples/oscillator.dp
 same osc-none 20 --checkpoint none -D T=2000 $osc
@@ -94,7 +101,22 @@ fi
 # the choice, in --emit=llvm: one kernel, or why not; --profile names the fused kernels
 expect "fuse/emit-llvm: one kernel" 0 'revolve %t.[0-9]* (2000 steps) in dp_step: one kernel' \
 	"$DPC" --target cpu --checkpoint binomial -D T=2000 --emit=llvm $osc
+# a matmul with 300 terms per dot product (more than IR_SMALL_DOT) is a GEMM: the loop stays unfused
+cat >"$o/gemm.dp" <<'DP'
+param A : f32[300, 8] = normal(0.05)
+param C : f32[8, 300] = normal(0.3)
+input x : f32[4, 300]
+loss {
+  let h = x
+  for i in 0..3 {
+    h = tanh(h @ A @ C)
+  }
+  return mean(h * h)
+}
+DP
 expect "fuse/emit-llvm: a GEMM keeps the launches" 0 'a launch per op and step, as matmul runs from the host' \
+	"$DPC" --target cpu --emit=llvm "$o/gemm.dp"
+expect "fuse/emit-llvm: a small matmul fuses" 0 'loop %i.[0-9]* (5 steps) in dp_step: one kernel' \
 	"$DPC" --target cpu --emit=llvm tests/ops/loop.dp
 expect "fuse/emit-llvm: --no-fuse" 0 'a launch per op and step, as --no-fuse' \
 	"$DPC" --target cpu --no-fuse -D T=100 --emit=llvm $osc
@@ -108,15 +130,17 @@ else
 fi
 
 # finite differences through the fused kernels, in f64
-for ck in none binomial auto; do
-	exe="$o/gc-$ck"
-	if "$DPC" --target cpu --precision f64 --checkpoint $ck $cell -o "$exe" >"$exe.log" 2>&1 &&
-		grep -q 'one kernel' <("$DPC" --target cpu --precision f64 --checkpoint $ck --emit=llvm $cell) &&
-		"$exe" --gradcheck --gradcheck-threshold 1e-6 >>"$exe.log" 2>&1; then
-		ok "fuse/gradcheck-cell-$ck"
-	else
-		notok "fuse/gradcheck-cell-$ck" "$exe.log"
-	fi
+for dp in $cell $rnn; do
+	for ck in none binomial auto; do
+		exe="$o/gc-$(basename $dp .dp)-$ck"
+		if "$DPC" --target cpu --precision f64 --checkpoint $ck $dp -o "$exe" >"$exe.log" 2>&1 &&
+			grep -q 'one kernel' <("$DPC" --target cpu --precision f64 --checkpoint $ck --emit=llvm $dp) &&
+			"$exe" --gradcheck --gradcheck-threshold 1e-6 >>"$exe.log" 2>&1; then
+			ok "fuse/gradcheck-$(basename $dp .dp)-$ck"
+		else
+			notok "fuse/gradcheck-$(basename $dp .dp)-$ck" "$exe.log"
+		fi
+	done
 done
 
 # the fused kernels assemble for sm_90: one block's barriers, the actions read into shared memory
@@ -124,14 +148,16 @@ PTXAS=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
 if [ -x "$PTXAS" ]; then
 	for prec in f32 f64 bf16; do
 		for ck in binomial auto; do
-			ptx="$o/cell.$ck.$prec.ptx"
-			if "$DPC" --target cuda --precision $prec --checkpoint $ck --emit=ptx $cell -o "$ptx" >"$ptx.log" 2>&1 &&
-				grep -q 'bar.sync' "$ptx" && grep -q 'dp_actions' "$ptx" &&
-				"$PTXAS" --gpu-name sm_90 "$ptx" -o "$ptx.cubin" >>"$ptx.log" 2>&1; then
-				ok "fuse/ptxas-cell-$ck.$prec"
-			else
-				notok "fuse/ptxas-cell-$ck.$prec" "$ptx.log"
-			fi
+			for dp in $cell $rnn; do
+				s=$(basename $dp .dp) ptx="$o/$s.$ck.$prec.ptx"
+				if "$DPC" --target cuda --precision $prec --checkpoint $ck --emit=ptx $dp -o "$ptx" >"$ptx.log" 2>&1 &&
+					grep -q 'bar.sync' "$ptx" && grep -q 'dp_actions' "$ptx" &&
+					"$PTXAS" --gpu-name sm_90 "$ptx" -o "$ptx.cubin" >>"$ptx.log" 2>&1; then
+					ok "fuse/ptxas-$s-$ck.$prec"
+				else
+					notok "fuse/ptxas-$s-$ck.$prec" "$ptx.log"
+				fi
+			done
 		done
 	done
 else
