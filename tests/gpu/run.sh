@@ -88,10 +88,12 @@ build)
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
-	for ck in none binomial auto; do
-		bin/dpc --target cuda --checkpoint $ck tests/fuse/cell.dp -o $B/fuse/cell.$ck || exit 1
-		bin/dpc --target cuda --no-fuse --checkpoint $ck tests/fuse/cell.dp -o $B/fuse/cell.$ck.nf || exit 1
-		bin/dpc --target cpu --checkpoint $ck tests/fuse/cell.dp -o $B/fuse/cell.$ck.cpu || exit 1
+	for s in cell rnn; do
+		for ck in none binomial auto; do
+			bin/dpc --target cuda --checkpoint $ck tests/fuse/$s.dp -o $B/fuse/$s.$ck || exit 1
+			bin/dpc --target cuda --no-fuse --checkpoint $ck tests/fuse/$s.dp -o $B/fuse/$s.$ck.nf || exit 1
+			bin/dpc --target cpu --checkpoint $ck tests/fuse/$s.dp -o $B/fuse/$s.$ck.cpu || exit 1
+		done
 	done
 	bin/dpc --target cuda --precision f64 --checkpoint binomial tests/fuse/cell.dp -o $B/fuse/cell64 || exit 1
 	bin/dpc --target cuda --checkpoint binomial -D T=1000000 samples/oscillator.dp -o $B/fuse/osc1e6 || exit 1
@@ -200,19 +202,19 @@ else
 fi
 # fused loops: bitwise as the unfused build, as the CPU within 1e-4, a few launches; and --graph
 # (dp_step captured once, replayed) leaves the parameters after 10 steps bitwise as without it
-for ck in none binomial auto; do
-	x=$B/fuse/cell.$ck
+for x in $B/fuse/cell.none $B/fuse/cell.binomial $B/fuse/cell.auto $B/fuse/rnn.none $B/fuse/rnn.binomial $B/fuse/rnn.auto; do
+	ck=$(basename $x)
 	$x --steps 1 --dump-grads $TEST_OUT/fc.$ck.g --summary-json $TEST_OUT/fc.$ck.json >$TEST_OUT/fc.$ck.log 2>&1 &&
 		$x.nf --steps 1 --dump-grads $TEST_OUT/fc.$ck.nf.g >>$TEST_OUT/fc.$ck.log 2>&1 &&
 		$x.cpu --steps 1 --dump-grads $TEST_OUT/fc.$ck.cpu.g >>$TEST_OUT/fc.$ck.log 2>&1 || { notok "gpu/fuse $ck: run" $TEST_OUT/fc.$ck.log; continue; }
-	check "gpu/fuse cell $ck: gradients bitwise as unfused" compare_grads $TEST_OUT/fc.$ck.g $TEST_OUT/fc.$ck.nf.g 0
-	check "gpu/fuse cell $ck: gradients as the CPU's" compare_grads $TEST_OUT/fc.$ck.g $TEST_OUT/fc.$ck.cpu.g 1e-4
-	check "gpu/fuse cell $ck: at most 20 launches" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['kernel_launches'] <= 20, j['kernel_launches']" $TEST_OUT/fc.$ck.json
+	check "gpu/fuse $ck: gradients bitwise as unfused" compare_grads $TEST_OUT/fc.$ck.g $TEST_OUT/fc.$ck.nf.g 0
+	check "gpu/fuse $ck: gradients as the CPU's" compare_grads $TEST_OUT/fc.$ck.g $TEST_OUT/fc.$ck.cpu.g 1e-4
+	check "gpu/fuse $ck: at most 20 launches" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['kernel_launches'] <= 20, j['kernel_launches']" $TEST_OUT/fc.$ck.json
 	$x --steps 10 --quiet --save $TEST_OUT/fg.$ck.p --summary-json $TEST_OUT/fg.$ck.eager.json >$TEST_OUT/fg.$ck.log 2>&1 &&
 		$x --steps 10 --quiet --graph --save $TEST_OUT/fg.$ck.gp --summary-json $TEST_OUT/fg.$ck.graph.json >>$TEST_OUT/fg.$ck.log 2>&1 ||
 		{ notok "gpu/graph $ck: run" $TEST_OUT/fg.$ck.log; continue; }
-	check "gpu/graph cell $ck: parameters after 10 steps bitwise as without" cmp $TEST_OUT/fg.$ck.p $TEST_OUT/fg.$ck.gp
-	check "gpu/graph cell $ck: 9 steps replayed, the same counts" python3 -c "
+	check "gpu/graph $ck: parameters after 10 steps bitwise as without" cmp $TEST_OUT/fg.$ck.p $TEST_OUT/fg.$ck.gp
+	check "gpu/graph $ck: 9 steps replayed, the same counts" python3 -c "
 import json, sys
 e, g = (json.load(open(a)) for a in sys.argv[1:3])
 assert g['graph_steps'] == 9 and e['graph_steps'] == 0, (g['graph_steps'], e['graph_steps'])
