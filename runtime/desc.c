@@ -231,6 +231,15 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			else if (!strcmp(k, "slots")) m->plan_slots = v;
 			else if (!strcmp(k, "work")) m->plan_work = v;
 			else bad(line, l);
+		} else if (!strcmp(key, "ids")) {
+			char name[128];
+			word(&p, name, sizeof name, line, l);
+			int k = 0;
+			while (k < m->ninputs && strcmp(m->inputs[k].name, name))
+				k++;
+			if (k == m->ninputs)
+				bad(line, l);
+			m->inputs[k].ids = true;
 		} else if (!strcmp(key, "memplot")) {
 			int64_t n = num(&p, line, l);
 			if (n < 1 || n > 1 << 20 || m->mem_series)

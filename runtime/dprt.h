@@ -30,6 +30,7 @@
  *                                     INIT zeros|ones|normal|uniform (A, B: std / range)
  *   input NAME DTYPE RANK D0 .. OFFSET CLASSES
  *                                     CLASSES > 0 for cross_entropy labels
+ *   ids NAME                          the input NAME holds ids an embed reads (tokens, for the progress line)
  *   optimizer sgd|adam                the update dp_step's caller applies (chosen at compile time)
  *   state NAME M_OFFSET V_OFFSET      adam: parameter NAME's two moments, planned in the arena
  *   host BYTES                        the pinned host pool of streamed parameters and their state

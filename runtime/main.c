@@ -353,7 +353,7 @@ static const char help[] =
 	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10), when the output\n"
 	"                          is not a terminal (on a terminal the line redraws in place); the line\n"
 	"                          shows the loss, its smoothed value (an exponential average over 10\n"
-	"                          steps), ms/step and steps/s (tokens/s when the first input holds ids)\n"
+	"                          steps), ms/step and steps/s (tokens/s when an embed reads an input's ids)\n"
 	"                          of the steps since the previous line, the elapsed time and the ETA\n"
 	"  --log-json FILE         write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
 	"                          between host and device), and the reports (tools/plot_runs draws them)\n"
@@ -896,7 +896,7 @@ typedef struct {
 	double t_line;    /* when the last line was printed (training time) */
 	long line_done;   /* the steps done at it */
 	double t_step;    /* when the last step completed */
-	int64_t tokens;   /* ids a step reads (the first i32 input's), else 0 */
+	int64_t tokens;   /* ids a step reads (the first input an embed reads), else 0 */
 	FILE *log;        /* --log-json */
 	RtJson json;
 } Progress;
@@ -1302,7 +1302,7 @@ int main(int argc, char **argv)
 	int64_t moved[RT_INFLIGHT] = {0}; /* the bytes each step in flight moved between host and device */
 	Progress pg = {.tty = isatty(STDOUT_FILENO)};
 	for (int k = 0; k < m->ninputs && !pg.tokens; k++)
-		if (!strcmp(m->inputs[k].dtype, "i32"))
+		if (m->inputs[k].ids)
 			pg.tokens = m->inputs[k].numel;
 	if (o.log_json && !(pg.log = fopen(o.log_json, "w")))
 		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));

@@ -25,6 +25,7 @@ typedef struct {
 	int64_t host, host_m, host_v;
 	int stacked, classes;
 	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */
+	bool ids;             /* an embed reads it: its elements are tokens */
 	int ignore;
 	char init[16];
 	double a, b;

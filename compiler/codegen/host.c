@@ -1348,6 +1348,25 @@ static void count_steps(Block *b, int64_t times, int64_t *counts)
 	}
 }
 
+/* does an embed in b read input value v as its ids: v itself, or a part
+ * of it that views, slices or copies make (each an op of one i32 operand)? */
+static bool embeds(Program *p, Block *b, int v)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_EMBED) {
+			int r = op->in[1];
+			for (Op *d; r != v && (d = p->values.data[r].def) && d->nin == 1;)
+				r = d->in[0];
+			if (r == v)
+				return true;
+		}
+		if (embeds(p, &op->body, v) || embeds(p, &op->body2, v) || embeds(p, &op->body3, v))
+			return true;
+	}
+	return false;
+}
+
 static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const int *adam)
 {
 	Program *p = g->p;
@@ -1375,6 +1394,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 		put(&t, ar_printf("input %s %s", in->name, ir_dt_name(in->type.dt)));
 		put_type(&t, in->type);
 		put(&t, ar_printf(" %lld %d %d %d\n", (long long)p->values.data[in->value].offset, in->classes, in->has_ignore, in->ignore));
+		if (embeds(p, &p->body, in->value))
+			put(&t, ar_printf("ids %s\n", in->name));
 	}
 	put(&t, ar_printf("optimizer %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd"));
 	for (int i = 0; i < p->params.len; i++) {

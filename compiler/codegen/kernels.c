@@ -591,6 +591,40 @@ static void unravel(K *k, Type t, LLVMValueRef idx, LLVMValueRef *coord)
 			coord[i] = LLVMBuildZExt(k->b, coord[i], k->g->i64, "");
 }
 
+/* a small matmul's result element idx: the dot product of a row of a and a
+ * column of b (ir_small_matmul), with a's batch strides as the GEMM's */
+static void body_matmul(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type a = d->in[0], b = d->in[1], o = d->out;
+	int64_t m = o.dim[o.rank - 2], n = o.dim[o.rank - 1];
+	int64_t kk = d->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
+	Type bmn = {.rank = 3, .dim = {ir_numel(o) / (m * n), m, n}};
+	LLVMValueRef c[3];
+	unravel(k, bmn, idx, c);
+	LLVMValueRef batch = c[0], i = c[1], j = c[2];
+	LLVMValueRef abase = LLVMBuildMul(B, batch, cg_i64(g, m * kk), "");
+	LLVMValueRef bbase = b.rank == 2 ? cg_i64(g, 0) : LLVMBuildMul(B, batch, cg_i64(g, kk * n), "");
+	/* a[i, t] and b[t, j], t advancing by these strides */
+	LLVMValueRef a0 = LLVMBuildAdd(B, abase, d->attr.mm.ta ? i : LLVMBuildMul(B, i, cg_i64(g, kk), ""), "");
+	LLVMValueRef b0 = LLVMBuildAdd(B, bbase, d->attr.mm.tb ? LLVMBuildMul(B, j, cg_i64(g, kk), "") : j, "");
+	int64_t as = d->attr.mm.ta ? m : 1, bs = d->attr.mm.tb ? 1 : n;
+	LLVMValueRef init = cg_real(g, 0), count = cg_i64(g, kk);
+	Loop l = loop_begin(k, count);
+	Acc sum = acc_begin(k, &l, init);
+	LLVMValueRef x = load(k, ptrs[1], LLVMBuildAdd(B, a0, LLVMBuildMul(B, l.i, cg_i64(g, as), ""), ""));
+	LLVMValueRef y = load(k, ptrs[2], LLVMBuildAdd(B, b0, LLVMBuildMul(B, l.i, cg_i64(g, bs), ""), ""));
+	LLVMValueRef next = LLVMBuildFAdd(B, sum.phi, LLVMBuildFMul(B, x, y, ""), "");
+	acc_next(k, &sum, next);
+	loop_end(k, &l, count);
+	LLVMValueRef total = acc_result(k, &l, init, next);
+	/* an absorbed acc: v + x, in that order, as the acc does */
+	if (d->accumulate)
+		total = LLVMBuildFAdd(B, load(k, ptrs[0], idx), total, "");
+	store(k, ptrs[0], idx, total);
+}
+
 /* Offset into operand type t at the result's coordinates, NumPy-broadcast. */
 static LLVMValueRef bcast_offset(K *k, Type t, Type out, LLVMValueRef *coord)
 {
@@ -674,38 +708,6 @@ static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b, LLVMValu
 	default:
 		die("no elementwise lowering for %s", ir_ops[op].name);
 	}
-}
-
-/* a small matmul's result element idx: the dot product of a row of a and a
- * column of b (ir_small_matmul), with a's batch strides as the GEMM's */
-static void body_matmul(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
-{
-	Cg *g = k->g;
-	LLVMBuilderRef B = k->b;
-	Type a = d->in[0], b = d->in[1], o = d->out;
-	int64_t m = o.dim[o.rank - 2], n = o.dim[o.rank - 1];
-	int64_t kk = d->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
-	LLVMValueRef j = LLVMBuildURem(B, idx, cg_i64(g, n), ""), rest = LLVMBuildUDiv(B, idx, cg_i64(g, n), "");
-	LLVMValueRef i = LLVMBuildURem(B, rest, cg_i64(g, m), ""), batch = LLVMBuildUDiv(B, rest, cg_i64(g, m), "");
-	LLVMValueRef abase = LLVMBuildMul(B, batch, cg_i64(g, m * kk), "");
-	LLVMValueRef bbase = b.rank == 2 ? cg_i64(g, 0) : LLVMBuildMul(B, batch, cg_i64(g, kk * n), "");
-	/* a[i, t] and b[t, j], t advancing by these strides */
-	LLVMValueRef a0 = LLVMBuildAdd(B, abase, d->attr.mm.ta ? i : LLVMBuildMul(B, i, cg_i64(g, kk), ""), "");
-	LLVMValueRef b0 = LLVMBuildAdd(B, bbase, d->attr.mm.tb ? LLVMBuildMul(B, j, cg_i64(g, kk), "") : j, "");
-	int64_t as = d->attr.mm.ta ? m : 1, bs = d->attr.mm.tb ? 1 : n;
-	LLVMValueRef init = cg_real(g, 0), count = cg_i64(g, kk);
-	Loop l = loop_begin(k, count);
-	Acc sum = acc_begin(k, &l, init);
-	LLVMValueRef x = load(k, ptrs[1], LLVMBuildAdd(B, a0, LLVMBuildMul(B, l.i, cg_i64(g, as), ""), ""));
-	LLVMValueRef y = load(k, ptrs[2], LLVMBuildAdd(B, b0, LLVMBuildMul(B, l.i, cg_i64(g, bs), ""), ""));
-	LLVMValueRef next = LLVMBuildFAdd(B, sum.phi, LLVMBuildFMul(B, x, y, ""), "");
-	acc_next(k, &sum, next);
-	loop_end(k, &l, count);
-	LLVMValueRef total = acc_result(k, &l, init, next);
-	/* an absorbed acc: v + x, in that order, as the acc does */
-	if (d->accumulate)
-		total = LLVMBuildFAdd(B, load(k, ptrs[0], idx), total, "");
-	store(k, ptrs[0], idx, total);
 }
 
 /* sum (max, min) over the input axes that the output does not keep; min

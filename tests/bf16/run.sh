@@ -87,18 +87,23 @@ for dp in tests/ops/*.dp; do
 	fi
 done
 
-# samples train in bf16, in about half the device memory of f32
+# samples train in bf16 (the mean loss of the last 10 of 60 steps 5% below the first 10's), in
+# about half the device memory of f32
 for s in resmlp classifier gpt resnet; do
 	b="$o/train_$s"
 	args="--steps 60 --lr 0.01"
 	case $s in classifier) args="--steps 60 --lr 0.5" ;; gpt) args="--steps 60 --lr 0.03 --data docs/language.md" ;; resnet) args="--steps 60 --lr 0.1" ;; esac
 	if "$DPC" --target cpu --precision bf16 "samples/$s.dp" -o "$b" >"$b.log" 2>&1 && "$DPC" --target cpu "samples/$s.dp" -o "$b.f32" >>"$b.log" 2>&1 &&
-		"$b" $args --quiet --summary-json "$b.json" >>"$b.log" 2>&1 && "$b.f32" --steps 1 --quiet --summary-json "$b.f32.json" >>"$b.log" 2>&1; then
-		check "bf16/train-$s" python3 - "$b.json" "$b.f32.json" <<'PY'
+		"$b" $args --quiet --summary-json "$b.json" --log-json "$b.jsonl" >>"$b.log" 2>&1 &&
+		"$b.f32" --steps 1 --quiet --summary-json "$b.f32.json" >>"$b.log" 2>&1; then
+		check "bf16/train-$s" python3 - "$b.json" "$b.f32.json" "$b.jsonl" <<'PY'
 import json, sys
-s, f = (json.load(open(p)) for p in sys.argv[1:])
+s, f = (json.load(open(p)) for p in sys.argv[1:3])
 assert s["precision"] == "bf16", s
-assert s["loss_last"] < 0.9 * s["loss_first"], (s["loss_first"], s["loss_last"])
+# the loss falls: the last 10 steps' mean against the first 10's (one batch's loss is noisy in bf16)
+loss = [json.loads(l)["loss"] for l in open(sys.argv[3])]
+first, last = sum(loss[:10]) / 10, sum(loss[-10:]) / 10
+assert len(loss) == 60 and last < 0.95 * first, (first, last)
 assert s["peak_device_bytes"] == s["predicted_device_bytes"], s
 assert s["peak_device_bytes"] < 0.6 * f["peak_device_bytes"], (s["peak_device_bytes"], f["peak_device_bytes"])
 PY
