@@ -73,6 +73,13 @@ enum {
 
 enum { RT_PHASE_FORWARD, RT_PHASE_BACKWARD }; /* rt_phase: where dp_step has got to, for --trace */
 
+/* A fused revolve's action word: the CkptAction in the top bits, then a
+ * count of steps (or a slot) of RT_ACTION_FIELD bits, then the first step
+ * of RT_ACTION_STEP bits. */
+enum { RT_ACTION_STEP = 31, RT_ACTION_FIELD = 29, RT_ACTION_KIND = RT_ACTION_STEP + RT_ACTION_FIELD };
+#define RT_ACTION_WORD(a, field, step) \
+	((uint64_t)(a) << RT_ACTION_KIND | (uint64_t)(field) << RT_ACTION_STEP | (uint64_t)(step))
+
 uint64_t rt_base(RtCtx *c);
 void rt_phase(RtCtx *c, int phase);
 /* the key of this training step's dropout draws: dp_step_key(seed, step) */
@@ -112,9 +119,8 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * rows, ckpt_pool_schedule: the choices of ckpt_pool_plan(n, k)) the
  * schedule is the pool's, and slots from s up live in the carried values'
  * tapes, which snapshot(c, slot, restore) addresses as it does its rows.
- * With kernel >= 0 (a fused loop, without host slots) the functions are not
- * called: the actions are gathered as words (the CkptAction << 60, a count
- * of steps or a slot << 31, a step), and kernel runs each chunk of them on
+ * With kernel >= 0 (a fused loop, never with host slots) the functions are
+ * NULL: the actions are gathered as words (RT_ACTION_WORD), and kernel runs each chunk of them on
  * `threads` threads with arguments (arena base, the words' address, their
  * count); the words are in host_alloc memory, which the device reads. */
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,

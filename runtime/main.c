@@ -165,7 +165,7 @@ static void put_action(Revolve *r, CkptAction a, int64_t step, int64_t field)
 {
 	if (!r->words)
 		r->words = kept_words(r->c);
-	r->words[r->count++] = (uint64_t)a << 60 | (uint64_t)field << 31 | (uint64_t)step;
+	r->words[r->count++] = RT_ACTION_WORD(a, field, step);
 	if (r->count == RT_ACTIONS)
 		flush_actions(r);
 }
@@ -261,7 +261,9 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
                 void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads)
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
-	             {CKPT_SAVE, 0, 0, 0}, nhost ? -1 : kernel, threads, 0, NULL, 0};
+	             {CKPT_SAVE, 0, 0, 0}, kernel, threads, 0, NULL, 0};
+	if (kernel >= 0 && nhost)
+		rt_fail(70, "internal error: a fused revolve with snapshots in host memory");
 	if (c->record && r.kernel >= 0)
 		rt_prof_mark(c, RT_CALL_PHASE, "schedule, fused (advances, taped steps, adjoints)");
 	if (r.kernel >= 0 && !c->capturing) {
@@ -359,8 +361,8 @@ static const char help[] =
 	"                          between host and device), and the reports (tools/plot_runs draws them)\n"
 	"  --quiet                 only errors and the final line\n"
 	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
-	"  --profile               time every kernel, GEMM and copy of the last step, and print the\n"
-	"                          totals by kernel (CUDA events on the GPU)\n"
+	"  --profile               time every kernel, GEMM, copy and transfer of the last step, and print\n"
+	"                          the totals by label (CUDA events on the GPU)\n"
 	"  --trace FILE.json       write the traced steps as Chrome trace events, for Perfetto\n"
 	"                          (ui.perfetto.dev) or chrome://tracing: a track of phases (forward,\n"
 	"                          backward, advances, taped steps, adjoints, update), one per stream\n"
@@ -530,10 +532,11 @@ static void parse_opts(Opts *o, int argc, char **argv)
 		usage("%s", "--trace-steps needs --trace FILE or --memplot FILE");
 	if (!o->trace_from)
 		o->trace_from = o->trace_to = o->steps;
-	char steps[32];
-	snprintf(steps, sizeof steps, "%ld", o->steps);
-	if ((o->trace || o->memplot) && o->trace_to > o->steps)
+	if ((o->trace || o->memplot) && o->trace_to > o->steps) {
+		char steps[32];
+		snprintf(steps, sizeof steps, "%ld", o->steps);
 		usage("--trace-steps reaches past the last step (--steps %s)", steps);
+	}
 }
 
 /* ---- random numbers: splitmix64, Box-Muller ---- */
@@ -1045,32 +1048,19 @@ static void memplot(RtCtx *c, const Opts *o)
 	const RtModel *m = c->model;
 	if (!m->mem_series)
 		rt_fail(70, "internal error: the model description has no memplot line");
-	int n = m->mem_points, max = 1 << 22;
-	int64_t *fixed[7], *measured = rt_host_alloc((int64_t)sizeof(int64_t) * max, "--memplot");
-	const int64_t sizes[7] = {m->plan_params, m->plan_grads, m->plan_opt, m->plan_inputs, m->plan_tape, m->plan_snap, m->plan_slots};
-	static const char *names[] = {"params", "grads", "optimizer state", "inputs", "tape", "snapshots", "streaming slots", "work"};
+	const int64_t fixed[SVG_FIXED] = {m->plan_params, m->plan_grads, m->plan_opt, m->plan_inputs, m->plan_tape, m->plan_snap,
+	                                  m->plan_slots};
 	char title[256];
 	snprintf(title, sizeof title, "%s: device memory in step %ld, measured over the plan", m->model, o->trace_to);
-	SvgPlot s = {title, "the step's ops in program order (the plan) and its device calls in order (measured)", n, 8,
-	             {0}, {0}, 0, measured, "measured (allocator)", m->budget};
-	for (int l = 0; l < 7; l++) {
-		fixed[l] = rt_host_alloc((int64_t)sizeof(int64_t) * n, "--memplot");
-		for (int i = 0; i < n; i++)
-			fixed[l][i] = sizes[l];
-		s.name[l] = names[l];
-		s.y[l] = fixed[l];
-	}
-	s.name[7] = names[7];
-	s.y[7] = m->mem_series;
-	s.nline = rt_trace_bytes(o->trace_to, measured, max);
-	char *svg = svg_memplot(&s);
+	int nline;
+	int64_t *measured = rt_trace_bytes(o->trace_to, &nline);
+	char *svg = svg_plan(title, "the step's ops in program order (the plan) and its device calls in order (measured)", fixed,
+	                     m->mem_series, m->mem_points, measured, nline, "measured (allocator)", m->budget);
 	if (!svg)
 		rt_fail(1, "out of memory drawing --memplot");
 	rt_write_atomic(o->memplot, svg, strlen(svg));
 	free(svg);
 	free(measured);
-	for (int l = 0; l < 7; l++)
-		free(fixed[l]);
 	if (!o->quiet)
 		printf("%s: memory of step %ld in %s\n", m->model, o->trace_to, o->memplot);
 }
@@ -1080,16 +1070,16 @@ static void memplot(RtCtx *c, const Opts *o)
 /* to += a - b, for the counters a step moves */
 static void add_counts(RtCounters *to, const RtCounters *a, const RtCounters *b)
 {
-	to->h2d_bytes += (a->h2d_bytes - b->h2d_bytes);
-	to->d2h_bytes += (a->d2h_bytes - b->d2h_bytes);
-	to->stream_h2d += (a->stream_h2d - b->stream_h2d);
-	to->stream_d2h += (a->stream_d2h - b->stream_d2h);
+	to->h2d_bytes += a->h2d_bytes - b->h2d_bytes;
+	to->d2h_bytes += a->d2h_bytes - b->d2h_bytes;
+	to->stream_h2d += a->stream_h2d - b->stream_h2d;
+	to->stream_d2h += a->stream_d2h - b->stream_d2h;
 	for (int i = 0; i < 2; i++)
-		to->steps[i] += (a->steps[i] - b->steps[i]);
-	to->launches += (a->launches - b->launches);
-	to->gemms += (a->gemms - b->gemms);
-	to->copies += (a->copies - b->copies);
-	to->recomputed_flops += (a->recomputed_flops - b->recomputed_flops);
+		to->steps[i] += a->steps[i] - b->steps[i];
+	to->launches += a->launches - b->launches;
+	to->gemms += a->gemms - b->gemms;
+	to->copies += a->copies - b->copies;
+	to->recomputed_flops += a->recomputed_flops - b->recomputed_flops;
 }
 
 /* dp_step; with --graph, from the second step on (the first shows what
@@ -1411,9 +1401,13 @@ int main(int argc, char **argv)
 		memplot(c, &o);
 	if (o.trace) {
 		int n = rt_trace_write(c, o.trace, o.trace_from, o.trace_to);
+		char steps[64];
+		if (o.trace_from < o.trace_to)
+			snprintf(steps, sizeof steps, "steps %ld..%ld", o.trace_from, o.trace_to);
+		else
+			snprintf(steps, sizeof steps, "step %ld", o.trace_from);
 		if (!o.quiet)
-			printf("%s: trace of step%s %ld%s%.0ld: %d events in %s\n", m->model, o.trace_from < o.trace_to ? "s" : "",
-			       o.trace_from, o.trace_from < o.trace_to ? ".." : "", o.trace_from < o.trace_to ? o.trace_to : 0, n, o.trace);
+			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o.trace);
 	}
 	r.train_s = t1 - t0 - r.save_s;
 	if (o.save) {

@@ -223,12 +223,14 @@ int rt_trace_write(RtCtx *c, const char *path, long from, long to)
 	return events;
 }
 
-/* the measured device bytes of the recorded calls of `step`, in order (for --memplot) */
-int rt_trace_bytes(long step, int64_t *out, int max)
+int64_t *rt_trace_bytes(long step, int *n)
 {
-	int n = 0;
-	for (int i = 0; i < ncalls && n < max; i++)
+	int64_t *out = malloc(sizeof *out * (size_t)(ncalls + 1));
+	if (!out)
+		rt_fail(1, "out of memory for --memplot");
+	*n = 0;
+	for (int i = 0; i < ncalls; i++)
 		if (calls[i].step == step)
-			out[n++] = calls[i].bytes;
-	return n;
+			out[(*n)++] = calls[i].bytes;
+	return out;
 }

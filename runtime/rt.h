@@ -188,7 +188,8 @@ void rt_prof_copy(RtCtx *c, const char *label, int64_t event);
 void rt_prof_mark(RtCtx *c, RtCall kind, const char *label);
 void rt_prof_report(RtCtx *c, long step);
 int rt_trace_write(RtCtx *c, const char *path, long from, long to);
-int rt_trace_bytes(long step, int64_t *out, int max);
+/* the device bytes the allocator held at each recorded call of step, in order (malloc'd, *n of them) */
+int64_t *rt_trace_bytes(long step, int *n);
 
 /* errors: a message on stderr, then exit with the status; or, while
  * rt_fail_trap is set (a fuzzer, a test), longjmp(*rt_fail_trap, 1) */

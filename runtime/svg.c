@@ -244,3 +244,25 @@ char *svg_memplot(const SvgPlot *p)
 	}
 	return b.s;
 }
+
+char *svg_plan(const char *title, const char *xlabel, const int64_t *fixed, const int64_t *work, int n,
+               const int64_t *line, int nline, const char *line_name, int64_t budget)
+{
+	static const char *names[SVG_FIXED + 1] = {"params", "grads", "optimizer state", "inputs", "tape", "snapshots",
+	                                           "streaming slots", "work"};
+	SvgPlot s = {title, xlabel, n, SVG_FIXED + 1, {0}, {0}, nline, line, line_name, budget};
+	int64_t *constant = malloc(sizeof *constant * (size_t)(n > 0 ? n : 1) * SVG_FIXED);
+	if (!constant)
+		return NULL;
+	for (int l = 0; l < SVG_FIXED; l++) {
+		for (int i = 0; i < n; i++)
+			constant[l * n + i] = fixed[l];
+		s.name[l] = names[l];
+		s.y[l] = constant + l * n;
+	}
+	s.name[SVG_FIXED] = names[SVG_FIXED];
+	s.y[SVG_FIXED] = work;
+	char *svg = svg_memplot(&s);
+	free(constant);
+	return svg;
+}

@@ -430,13 +430,10 @@ static void note_fusion(Host *h, Op *op, const char *why, int kernel);
  * says (advance from..to, the taped step i, the copy between the state and
  * a device row of the snapshots, and with host slots the copy between the
  * staging row and a host slot) and the call that starts it. */
-static void lower_revolve(Host *h, Op *op)
+static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 {
 	Cg *g = h->g;
 	Program *p = g->p;
-	static int seq;
-	int id = seq++;
-	LLVMBasicBlockRef resume = LLVMGetInsertBlock(g->b);
 	Host a, t, s;
 
 	LLVMTypeRef pa[] = {g->i8p, g->i64, g->i64};
@@ -511,6 +508,26 @@ static void lower_revolve(Host *h, Op *op)
 		LLVMBuildRetVoid(g->b);
 		offload = LLVMBuildBitCast(g->b, fn, g->i8p, "");
 	}
+	LLVMValueRef all[5] = {LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""), tape,
+	                       LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload};
+	memcpy(fns, all, sizeof all);
+}
+
+/* A revolve: its schedule's functions, or its fused kernel, and the rt_revolve call */
+static void lower_revolve(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	static int seq;
+	int id = seq++;
+	/* a fused kernel, when the bodies qualify, runs the schedule's actions; else the runtime calls these */
+	const char *why = unfusable(h, op);
+	LLVMValueRef fns[5];
+	for (int i = 0; i < 5; i++)
+		fns[i] = LLVMConstNull(g->i8p);
+	LLVMBasicBlockRef resume = LLVMGetInsertBlock(g->b);
+	if (why)
+		revolve_functions(h, op, id, fns);
 
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
@@ -529,8 +546,6 @@ static void lower_revolve(Host *h, Op *op)
 		LLVMSetLinkage(table, LLVMInternalLinkage);
 		pool = LLVMBuildBitCast(g->b, table, g->i8p, "");
 	}
-	/* a fused kernel, when the bodies qualify, runs the schedule's actions instead */
-	const char *why = unfusable(h, op);
 	int kernel = -1;
 	int64_t threads = 0;
 	if (!why) {
@@ -543,8 +558,7 @@ static void lower_revolve(Host *h, Op *op)
 	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, op->ktape),
 	                         cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
 	                         cg_i64(g, ir_recomputed_flops(p, &op->body2)),
-	                         LLVMBuildBitCast(g->b, adv, g->i8p, ""), LLVMBuildBitCast(g->b, taped, g->i8p, ""), tape,
-	                         LLVMBuildBitCast(g->b, snap, g->i8p, ""), offload, pool,
+	                         fns[0], fns[1], fns[2], fns[3], fns[4], pool,
 	                         LLVMConstInt(g->i32, (unsigned long long)(unsigned)kernel, 1), cg_i64(g, threads)};
 	call(h, h->t_revolve, h->f_revolve, args, 17);
 }
@@ -589,11 +603,13 @@ static const char *op_unfusable(Program *p, Op *op)
 		if (ir_leading_sum(p, op, &m, &n))
 			return ar_printf("%s over leading axes is a GEMM", name);
 	}
+	if (op->kind == OP_SLICE || op->kind == OP_RESHAPE)
+		return NULL; /* views: their ops compute over them */
 	/* what the op computes over: a row stored or added into a tape, not the tape */
 	bool row = op->kind == OP_STORE_SLICE || op->kind == OP_ACC_SLICE;
 	for (int j = row ? op->nin - 1 : -1; j < op->nin; j++) {
 		int v = j < 0 ? op->out : op->in[j];
-		if (v < 0 || p->values.data[v].kind == VK_INDEX || op->kind == OP_SLICE || op->kind == OP_RESHAPE)
+		if (v < 0 || p->values.data[v].kind == VK_INDEX)
 			continue;
 		int64_t e = ir_numel(ir_vtype(p, v));
 		if (e > CG_FUSE_ELEMS)
@@ -628,7 +644,7 @@ static const char *unfusable(Host *h, Op *op)
 	/* pooled rows come with GEMM bodies so far: none that qualifies has been run to test them fused */
 	if (op->pool)
 		return "its snapshots share the tape's rows (pooled)";
-	if (op->trip >= (int64_t)1 << 31 || op->nsnap + op->ktape >= (int64_t)1 << 29)
+	if (op->trip >= (int64_t)1 << RT_ACTION_STEP || op->nsnap + op->ktape >= (int64_t)1 << RT_ACTION_FIELD)
 		return "its steps or slots outgrow an action's fields";
 	const char *why = block_unfusable(p, &op->body);
 	if (!why)
@@ -753,8 +769,8 @@ static void dev_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
 		cg_barrier(g);
 }
 
-/* The action word of a revolve's fused kernel (runtime/main.c writes them):
- * the CkptAction in bits 60..62, a count or slot in 31..59, a step in 0..30. */
+/* A revolve's fused kernel: it decodes each action word (RT_ACTION_WORD,
+ * runtime/main.c writes them) and runs the action. */
 static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef count)
 {
 	Cg *g = h->g;
@@ -798,9 +814,9 @@ static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef coun
 	} else {
 		w = LLVMBuildLoad2(b, g->i64, LLVMBuildGEP2(b, g->i64, acts, &j.i, 1, ""), "");
 	}
-	LLVMValueRef kind = LLVMBuildLShr(b, w, cg_i64(g, 60), "");
-	LLVMValueRef step = LLVMBuildAnd(b, w, cg_i64(g, 0x7fffffff), "");
-	LLVMValueRef n = LLVMBuildAnd(b, LLVMBuildLShr(b, w, cg_i64(g, 31), ""), cg_i64(g, 0x1fffffff), "");
+	LLVMValueRef kind = LLVMBuildLShr(b, w, cg_i64(g, RT_ACTION_KIND), "");
+	LLVMValueRef step = LLVMBuildAnd(b, w, cg_i64(g, ((int64_t)1 << RT_ACTION_STEP) - 1), "");
+	LLVMValueRef n = LLVMBuildAnd(b, LLVMBuildLShr(b, w, cg_i64(g, RT_ACTION_STEP), ""), cg_i64(g, ((int64_t)1 << RT_ACTION_FIELD) - 1), "");
 	LLVMValueRef first = LLVMBuildAdd(b, step, cg_i64(g, op->lo), "");
 	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "action_done");
 	LLVMValueRef sw = LLVMBuildSwitch(b, kind, next, 5);
