@@ -1,4 +1,7 @@
-/* codegen's private header: the LLVM context shared by kernels.c and host.c. */
+/* codegen's private header: the LLVM context, the kernel builder and the
+ * host-code builder that kernels.c, host.c and the op families' files
+ * (leaves.c, movement.c, elementwise.c, linalg.c, reduce.c, nn.c,
+ * control.c: the op table's last column) share. */
 #ifndef DPC_CGINT_H
 #define DPC_CGINT_H
 
@@ -124,5 +127,143 @@ void cg_barrier(Cg *g);                             /* bar.sync 0: the block's t
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
 const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
 void cg_optimize(LLVMModuleRef m, unsigned level);  /* the standard module pipeline */
+
+/* ---- building a kernel body (kernels.c) ----
+ * A body is emitted for one work item. Its reals are loaded and stored in
+ * the storage type (bf16 widened on the way in, rounded on the way out) and
+ * computed in the compute type; elementwise values may be vectors of vec. */
+typedef struct {
+	Cg *g;
+	LLVMValueRef fn;
+	LLVMBuilderRef b;
+	int vec;           /* elementwise values are vectors of this many */
+	int lanes;         /* threads sharing one output (GPU reductions) */
+	LLVMValueRef lane; /* this thread's place among them, i64 */
+} K;
+
+/* A counted loop inside a kernel body: for (i = start; i < n; i += step). */
+typedef struct {
+	LLVMBasicBlockRef pre, head, exit;
+	LLVMValueRef i;
+	int64_t step;
+} Loop;
+
+/* A running value across a loop: phi at the head, updated at the end. */
+typedef struct {
+	LLVMValueRef phi;
+} Acc;
+
+LLVMValueRef cg_ptr(K *k, LLVMValueRef word, LLVMTypeRef pt);     /* an argument word as a pointer */
+LLVMValueRef cg_load(K *k, LLVMValueRef base, LLVMValueRef i);     /* element i, in the compute type */
+void cg_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
+LLVMValueRef cg_kreal(K *k, double v);                             /* a constant of k->vec lanes */
+LLVMValueRef cg_splat(K *k, LLVMValueRef x);
+LLVMValueRef cg_vload(K *k, LLVMValueRef base, LLVMValueRef i);    /* k->vec elements from i, a multiple of it */
+void cg_vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
+LLVMValueRef cg_elem_load(K *k, bool i32, LLVMValueRef w, LLVMValueRef i); /* of an i32 or a real tensor at word w */
+void cg_elem_store(K *k, bool i32, LLVMValueRef w, LLVMValueRef i, LLVMValueRef v);
+/* Operand t of an elementwise kernel at the result's coordinates: a vector
+ * where its elements run along the result's last axis, else one element
+ * broadcast. */
+LLVMValueRef cg_operand(K *k, LLVMValueRef base, Type t, Type out, LLVMValueRef *coord);
+LLVMValueRef cg_word_real(K *k, LLVMValueRef w);                   /* a double passed by bit pattern */
+/* math: the llvm.* intrinsics on the CPU (erf from libm), libdevice on the GPU */
+LLVMValueRef cg_math(K *k, const char *name, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef cg_exp(K *k, LLVMValueRef x);
+LLVMValueRef cg_log(K *k, LLVMValueRef x);
+LLVMValueRef cg_sqrt(K *k, LLVMValueRef x);
+LLVMValueRef cg_max(K *k, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
+/* loops: cg_for counts from 0, cg_for_lanes takes this lane's share */
+Loop cg_for_from(K *k, LLVMValueRef start, int64_t step, LLVMValueRef n);
+Loop cg_for(K *k, LLVMValueRef n);
+Loop cg_for_lanes(K *k, LLVMValueRef n);
+void cg_for_end(K *k, Loop *l, LLVMValueRef n);
+Acc cg_acc(K *k, Loop *l, LLVMValueRef init);
+void cg_acc_next(K *k, Acc *a, LLVMValueRef v);
+/* the value after the loop: init when it ran zero times, else the last update */
+LLVMValueRef cg_acc_result(K *k, Loop *l, LLVMValueRef init, LLVMValueRef last);
+/* code emitted between cg_if and cg_end_if runs when c holds */
+LLVMBasicBlockRef cg_if(K *k, LLVMValueRef c);
+void cg_end_if(K *k, LLVMBasicBlockRef join);
+/* the lanes of a GPU reduction: every lane's partial in, the whole out in
+ * every lane, the same bits from run to run; a result stored by lane 0 */
+LLVMValueRef cg_combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max);
+LLVMValueRef cg_all_reduce(K *k, LLVMValueRef v, bool max);
+void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
+LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at); /* a block's shared array, one per name */
+/* index arithmetic */
+void cg_unravel(K *k, Type t, LLVMValueRef idx, LLVMValueRef *coord);
+LLVMValueRef cg_bcast_offset(K *k, Type t, Type out, LLVMValueRef *coord);
+int64_t cg_rows(Type t); /* rows of the last axis */
+/* which input axes a reduction keeps (and where they are in its result);
+ * returns how many elements fold into each output */
+int64_t cg_reduced_axes(const KDesc *d, bool *kept, int *out_axis);
+
+/* ---- building host code (host.c) ---- */
+typedef Vec(int) IntVec;
+
+typedef struct {
+	Cg *g;
+	LLVMValueRef fn, ctx, base, argbuf;
+	LLVMValueRef *index;       /* per value: host i64 of index values */
+	IntVec *scoped;            /* the loop indices in scope: index values that are not constants */
+	int *uses;                 /* per value: how many operands name it */
+	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key, t_on;
+	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
+	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_reset, t_snap_copy, t_phase;
+	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_reset, f_snap_copy, f_phase;
+	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
+	int norow;                 /* a forward loop's row index outside its tail: its stores do not run */
+	/* inside a fused loop's kernel (cg_loop_body): each op's kernel and copy
+	 * inline, over the block's threads (tid, on the GPU) or in one loop */
+	bool device;
+	LLVMValueRef tid;
+} Host;
+
+LLVMValueRef cg_addr(Host *h, int v);  /* a value's device address: arena base + offset, through views */
+void cg_call(Host *h, LLVMTypeRef t, LLVMValueRef f, LLVMValueRef *args, int n); /* a runtime call */
+/* kernel d with these argument words: a launch, or inline in a fused loop */
+void cg_launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords);
+void cg_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);
+/* An op that becomes one kernel over its result and operands; a reduction
+ * given `into` adds its result there (an absorbed acc). */
+void cg_lower_kernel(Host *h, Op *op, LLVMValueRef into);
+/* a kernel description with op's kind, attributes and `to`, zeroed elsewhere */
+KDesc cg_kdesc(Op *op);
+LLVMValueRef cg_acc_target(Host *h, Op *acc); /* where an acc / acc_slice adds to */
+void cg_lower_block(Host *h, Block *b, int from, int to);
+/* starts function fn(ctx, ...): its entry block, the argument buffer, the arena base */
+void cg_begin(Host *h, LLVMValueRef fn);
+/* the plan computed `from` in the storage of `to`, or of its slice [index] */
+bool cg_coalesced(Program *p, int from, int to, int index);
+void cg_extent(Program *p, int v, int64_t *lo, int64_t *hi); /* the arena bytes v's root spans */
+void cg_string_global(Cg *g, const char *name, const char *text);
+
+/* ---- the op families ----
+ * cg_kernel_F emits the body of kernel d of family F for work item idx
+ * (ptrs: the argument words as pointers, the result's then each operand's);
+ * cg_host_F emits an op's host code where it is more than one kernel over
+ * its result and operands, and returns false to leave it to cg_lower_kernel. */
+#define CG_FAMILY(F) \
+	void cg_kernel_##F(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx); \
+	bool cg_host_##F(Host *h, Op *op);
+CG_FAMILY(leaf) CG_FAMILY(movement) CG_FAMILY(elementwise) CG_FAMILY(linalg) CG_FAMILY(reduce) CG_FAMILY(nn) CG_FAMILY(control)
+#undef CG_FAMILY
+
+/* elementwise.c: a run of elementwise ops of one shape as one kernel
+ * (K_FUSED); returns how many of b[from..to) it took */
+int cg_lower_fused(Host *h, Block *b, int from, int to);
+/* linalg.c: C = A @ B into dst (beta 1 adds to it); a sum over leading axes
+ * as ones @ x, false when op is not one */
+void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
+bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
+/* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
+LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
+/* nn.c: the tile sizes of an attention kernel; false: one row per item */
+bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
+/* control.c: inside a fused loop, a kernel's items and a copy (NULL src: zeros) run inline */
+void cg_dev_kernel(Host *h, KDesc *d, LLVMValueRef *words);
+void cg_dev_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);
 
 #endif

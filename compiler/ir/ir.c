@@ -6,7 +6,7 @@
 #include "../ops/ops.h"
 
 const OpInfo ir_ops[OP__COUNT] = {
-#define X(name, text, arity, flags, shape, adjoint, form, low, attr, cost) \
+#define X(name, text, arity, flags, shape, adjoint, form, low, attr, cost, family) \
 	[OP_##name] = {text, arity, flags, ops_shape_##shape, ops_adjoint_##adjoint, ops_run_##shape, form, low, attr, cost},
 #include "ops.def"
 #undef X

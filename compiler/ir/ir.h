@@ -41,7 +41,7 @@ enum {
 };
 
 typedef enum {
-#define X(name, text, arity, flags, shape, adjoint, form, low, attr, cost) OP_##name,
+#define X(name, text, arity, flags, shape, adjoint, form, low, attr, cost, family) OP_##name,
 #include "ops.def"
 #undef X
 	OP__COUNT

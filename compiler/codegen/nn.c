@@ -1,0 +1,624 @@
+/* cg, nn: embed, attention, layernorm, dropout, the losses, and their
+ * gradients. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cgint.h"
+#include "../ops/rng.h"
+
+/* the row's label as i64, and with an ignored label whether it counts */
+static LLVMValueRef row_label(K *k, const KDesc *d, LLVMValueRef labels, LLVMValueRef row, LLVMValueRef *valid)
+{
+	Cg *g = k->g;
+	LLVMValueRef lab = LLVMBuildLoad2(k->b, g->i32, LLVMBuildGEP2(k->b, g->i32, labels, &row, 1, ""), "");
+	*valid = d->attr.lab.has ? LLVMBuildICmp(k->b, LLVMIntNE, lab, LLVMConstInt(g->i32, (unsigned long long)(int64_t)d->attr.lab.ignore, 1), "")
+	                       : LLVMConstInt(g->i1, 1, 0);
+	lab = LLVMBuildSelect(k->b, *valid, lab, LLVMConstInt(g->i32, 0, 0), "");
+	return LLVMBuildSExt(k->b, lab, g->i64, "");
+}
+
+/* cross_entropy_grad: one row per item, g (softmax(row) - onehot(label)) / rows */
+static void body_xent_grad(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	int64_t C = d->out.dim[d->out.rank - 1];
+	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, n, "");
+	LLVMValueRef out = ptrs[0], x = ptrs[1];
+	/* ptrs: out, logits, labels, seed */
+	LLVMValueRef valid, lab = row_label(k, d, ptrs[2], row, &valid);
+	LLVMValueRef seed = LLVMBuildFDiv(k->b, cg_load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, (double)cg_rows(d->out)), "");
+	seed = LLVMBuildSelect(k->b, valid, seed, cg_real(g, 0), "");
+	LLVMValueRef mx, lse = cg_row_lse(k, x, base, C, true, &mx);
+	Loop l = cg_for_lanes(k, n);
+	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
+	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(k->b, cg_load(k, x, at), lse, ""));
+	LLVMValueRef hot = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, l.i, lab, ""), cg_real(g, 1), cg_real(g, 0), "");
+	cg_store(k, out, at, LLVMBuildFMul(k->b, seed, LLVMBuildFSub(k->b, p, hot, ""), ""));
+	cg_for_end(k, &l, n);
+}
+
+typedef struct {
+	LLVMValueRef x, g, dy, base, mean, r; /* the row's pointers and statistics so far */
+} Norm;
+
+static LLVMValueRef norm_hat(K *k, Norm *s, LLVMValueRef at)
+{
+	return LLVMBuildFMul(k->b, LLVMBuildFSub(k->b, cg_load(k, s->x, at), s->mean, ""), s->r, "");
+}
+
+/* what layernorm's row sums add up: x, (x - mean)^2, dy g, dy g hat */
+static LLVMValueRef norm_term(K *k, Norm *s, LLVMValueRef at, LLVMValueRef i, int which)
+{
+	LLVMValueRef v;
+	switch (which) {
+	case 0: return cg_load(k, s->x, at);
+	case 1:
+		v = LLVMBuildFSub(k->b, cg_load(k, s->x, at), s->mean, "");
+		return LLVMBuildFMul(k->b, v, v, "");
+	default:
+		v = LLVMBuildFMul(k->b, cg_load(k, s->dy, at), cg_load(k, s->g, i), "");
+		return which == 2 ? v : LLVMBuildFMul(k->b, v, norm_hat(k, s, at), "");
+	}
+}
+
+static LLVMValueRef norm_sum(K *k, Norm *s, int64_t C, int which)
+{
+	Cg *g = k->g;
+	LLVMValueRef n = cg_i64(g, C);
+	Loop l = cg_for_lanes(k, n);
+	Acc a = cg_acc(k, &l, cg_real(g, 0));
+	LLVMValueRef next = LLVMBuildFAdd(k->b, a.phi, norm_term(k, s, LLVMBuildAdd(k->b, s->base, l.i, ""), l.i, which), "");
+	cg_acc_next(k, &a, next);
+	cg_for_end(k, &l, n);
+	return cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), next), false);
+}
+
+/* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy): one row
+ * per work item; the mean and variance are two passes over the row */
+static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	int64_t C = d->out.dim[d->out.rank - 1];
+	LLVMValueRef n = cg_i64(g, C), inv = cg_real(g, 1.0 / (double)C);
+	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL};
+	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
+	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
+	s.r = LLVMBuildFDiv(B, cg_real(g, 1), cg_sqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->attr.value), "")), "");
+	LLVMValueRef s1 = NULL, s2 = NULL;
+	if (d->kind == OP_LAYERNORM_GRAD) {
+		s1 = LLVMBuildFMul(B, norm_sum(k, &s, C, 2), inv, "");
+		s2 = LLVMBuildFMul(B, norm_sum(k, &s, C, 3), inv, "");
+	}
+	Loop l = cg_for_lanes(k, n);
+	LLVMValueRef at = LLVMBuildAdd(B, s.base, l.i, ""), hat = norm_hat(k, &s, at), v;
+	if (d->kind == OP_LAYERNORM)
+		v = LLVMBuildFAdd(B, LLVMBuildFMul(B, hat, cg_load(k, ptrs[2], l.i), ""), cg_load(k, ptrs[3], l.i), "");
+	else if (d->kind == OP_LAYERNORM_HAT)
+		v = hat;
+	else /* r (dy g - mean(dy g) - hat mean(dy g hat)) */
+		v = LLVMBuildFMul(B, s.r, LLVMBuildFSub(B, LLVMBuildFSub(B, norm_term(k, &s, at, l.i, 2), s1, ""), LLVMBuildFMul(B, hat, s2, ""), ""), "");
+	cg_store(k, ptrs[0], at, v);
+	cg_for_end(k, &l, n);
+}
+
+/* id n of an embedding's ids, and whether it names a row of a V-row table */
+static LLVMValueRef embed_id(K *k, LLVMValueRef ids, LLVMValueRef n, int64_t V, LLVMValueRef *in_range)
+{
+	LLVMValueRef id = LLVMBuildSExt(k->b, LLVMBuildLoad2(k->b, k->g->i32, LLVMBuildGEP2(k->b, k->g->i32, ids, &n, 1, ""), ""), k->g->i64, "");
+	*in_range = LLVMBuildICmp(k->b, LLVMIntULT, id, cg_i64(k->g, V), "");
+	return id;
+}
+
+/* embed: element idx = (n, d) of the result is table[ids[n], d] (0 for an
+ * id out of range, which the runtime's data checks rule out);
+ * embed_grad: work item d owns column d of the result and adds the rows of
+ * g into it in the order of the ids, so the sums are deterministic */
+static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	bool grad = d->kind == OP_EMBED_GRAD;
+	Type table = grad ? d->out : d->in[0];
+	int64_t V = table.dim[0], D = table.dim[1];
+	LLVMValueRef cols = cg_i64(g, D), ok;
+	if (!grad) {
+		LLVMValueRef n = LLVMBuildUDiv(B, idx, cols, ""), col = LLVMBuildURem(B, idx, cols, "");
+		LLVMValueRef id = embed_id(k, ptrs[2], n, V, &ok);
+		id = LLVMBuildSelect(B, ok, id, cg_i64(g, 0), "");
+		LLVMValueRef v = cg_load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), col, ""));
+		cg_store(k, ptrs[0], idx, LLVMBuildSelect(B, ok, v, cg_real(g, 0), ""));
+		return;
+	}
+	LLVMValueRef nv = cg_i64(g, V);
+	Loop z = cg_for(k, nv);
+	cg_store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, z.i, cols, ""), idx, ""), cg_real(g, 0));
+	cg_for_end(k, &z, nv);
+	LLVMValueRef nn = cg_i64(g, ir_numel(d->in[1]));
+	Loop l = cg_for(k, nn);
+	LLVMValueRef id = embed_id(k, ptrs[2], l.i, V, &ok);
+	LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "add"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
+	LLVMBuildCondBr(B, ok, add, join);
+	LLVMPositionBuilderAtEnd(B, add);
+	LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), idx, "");
+	LLVMValueRef gv = cg_load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, l.i, cols, ""), idx, ""));
+	cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, cg_load(k, ptrs[0], at), gv, ""));
+	LLVMBuildBr(B, join);
+	LLVMPositionBuilderAtEnd(B, join);
+	cg_for_end(k, &l, nn);
+}
+
+/* sum over i < n of x[xb + i] * y[yb + i] */
+static LLVMValueRef dot(K *k, LLVMValueRef x, LLVMValueRef xb, LLVMValueRef y, LLVMValueRef yb, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = cg_for(k, nn);
+	Acc a = cg_acc(k, &l, cg_real(g, 0));
+	LLVMValueRef v = LLVMBuildFAdd(k->b, a.phi, LLVMBuildFMul(k->b, cg_load(k, x, LLVMBuildAdd(k->b, xb, l.i, "")), cg_load(k, y, LLVMBuildAdd(k->b, yb, l.i, "")), ""), "");
+	cg_acc_next(k, &a, v);
+	cg_for_end(k, &l, nn);
+	return cg_acc_result(k, &l, cg_real(g, 0), v);
+}
+
+/* out[ob + i] += s * x[xb + i] for i < n */
+static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMValueRef x, LLVMValueRef xb, int64_t n)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = cg_for(k, nn);
+	LLVMValueRef at = LLVMBuildAdd(k->b, ob, l.i, "");
+	cg_store(k, out, at, LLVMBuildFAdd(k->b, cg_load(k, out, at), LLVMBuildFMul(k->b, s, cg_load(k, x, LLVMBuildAdd(k->b, xb, l.i, "")), ""), ""));
+	cg_for_end(k, &l, nn);
+}
+
+/* ---- attention in tiles ----
+ * A work item is a tile of Tq rows of one head (query rows; key rows for
+ * attn_dk and attn_dv); the other side's rows come in tiles of Tk, copied
+ * once into tile memory (shared memory on the GPU, where the item's 256
+ * lanes each own a row; a stack array on the CPU, where one lane owns
+ * them all) and read there by every row of the item. Each row's sums are
+ * kept in the compute type until its result is stored. The order of every
+ * sum is the per-row kernel's: keys (queries) ascending. */
+
+#define ATTN_SMEM 32768 /* bytes of shared memory per block on the GPU */
+
+bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
+{
+	Type q = d->in[0];
+	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, rb = q.dt == DT_F64 ? 8 : 4;
+	if (!g->cuda) {
+		/* the item's rows and tiles live on the stack: at most 1 MiB of it */
+		*tq = *tk = 8;
+		return (3 * *tq * dh + 2 * *tq + 2 * *tk * dh + 2 * *tk) * rb <= (1 << 20);
+	}
+	*tq = 256;
+	*tk = ATTN_SMEM / rb / (2 * dh + 2);
+	if (*tk > 64)
+		*tk = 64;
+	return *tk >= 8; /* else one row per item, untiled (body_attn) */
+}
+
+/* n reals of the compute type on this item's stack, made once in the entry block */
+static LLVMValueRef scratch(K *k, int64_t n)
+{
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(k->g->ctx);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	if (first)
+		LLVMPositionBuilderBefore(b, first);
+	else
+		LLVMPositionBuilderAtEnd(b, entry);
+	LLVMValueRef a = LLVMBuildArrayAlloca(b, k->g->real, LLVMConstInt(k->g->i32, (unsigned long long)n, 0), "");
+	LLVMSetAlignment(a, 16);
+	LLVMDisposeBuilder(b);
+	return a;
+}
+
+/* the item's tile memory, n reals: the block's shared array on the GPU */
+static LLVMValueRef tile_memory(K *k, int64_t n)
+{
+	Cg *g = k->g;
+	if (k->lanes == 1)
+		return scratch(k, n);
+	bool f64 = g->real == g->f64;
+	LLVMValueRef s = cg_shared_array(g, f64 ? "dp_tile_f64" : "dp_tile_f32", LLVMArrayType(g->real, ATTN_SMEM / (f64 ? 8 : 4)));
+	return LLVMBuildAddrSpaceCast(k->b, LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 3), ""), LLVMPointerType(g->real, 0), "");
+}
+
+static LLVMValueRef at_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
+static LLVMValueRef rd_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildLoad2(k->b, k->g->real, at_c(k, p, i), ""); }
+static void wr_c(K *k, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v) { LLVMBuildStore(k->b, v, at_c(k, p, i)); }
+
+/* sum of x[i] y[i] for i < n, both in the compute type */
+static LLVMValueRef dot_c(K *k, LLVMValueRef x, LLVMValueRef y, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = cg_for(k, nn);
+	Acc a = cg_acc(k, &l, cg_real(g, 0));
+	LLVMValueRef v = LLVMBuildFAdd(k->b, a.phi, LLVMBuildFMul(k->b, rd_c(k, x, l.i), rd_c(k, y, l.i), ""), "");
+	cg_acc_next(k, &a, v);
+	cg_for_end(k, &l, nn);
+	return cg_acc_result(k, &l, cg_real(g, 0), v);
+}
+
+/* acc[i] += s x[i] for i < n */
+static void axpy_c(K *k, LLVMValueRef acc, LLVMValueRef s, LLVMValueRef x, int64_t n)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = cg_for(k, nn);
+	wr_c(k, acc, l.i, LLVMBuildFAdd(k->b, rd_c(k, acc, l.i), LLVMBuildFMul(k->b, s, rd_c(k, x, l.i), ""), ""));
+	cg_for_end(k, &l, nn);
+}
+
+/* the item's lanes wait for each other (GPU); nothing to wait for on the CPU */
+static void barrier(K *k)
+{
+	if (k->lanes > 1)
+		cg_intrinsic(k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(k->g->ctx), NULL, 0);
+}
+static LLVMValueRef imin(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, ""); }
+static LLVMValueRef imax(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, ""); }
+
+static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item, int64_t tq, int64_t tk)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, Dh = C / H;
+	int64_t nslot = tq / k->lanes;
+	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
+	bool fwd = d->kind == OP_ATTENTION, stats = d->kind == OP_ATTN_STATS;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C), nDh = cg_i64(g, Dh);
+	LLVMValueRef nt = cg_i64(g, (T + tq - 1) / tq);
+	LLVMValueRef bh = LLVMBuildUDiv(B, item, nt, ""), row0 = LLVMBuildMul(B, LLVMBuildURem(B, item, nt, ""), cg_i64(g, tq), "");
+	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
+	LLVMValueRef head = LLVMBuildMul(B, h, nDh, "");
+	/* element 0 of row r of this head: (b T + r) C + h Dh; its stats at 2 (bh T + r) */
+#define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
+#define ST(r) LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), (r), ""), cg_i64(g, 2), "")
+#define SLOT(p, s, w) LLVMBuildGEP2(B, g->real, (p), (LLVMValueRef[]){LLVMBuildMul(B, (s), cg_i64(g, (w)), "")}, 1, "")
+	/* the row slot s owns: this lane's s-th */
+#define ROW(s) LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, (s), cg_i64(g, k->lanes), ""), ""), "")
+	/* per owned row (slot): its own row(s) copied, its sum, and two scalars
+	 * (running max and sum, then log-sum-exp; or the row's stats) */
+	LLVMValueRef mine = scratch(k, nslot * Dh), acc = scratch(k, nslot * Dh), st = scratch(k, nslot * 2);
+	bool two = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK;
+	LLVMValueRef mine2 = two ? scratch(k, nslot * Dh) : NULL;
+	LLVMValueRef ta = tile_memory(k, 2 * tk * Dh + 2 * tk);
+	LLVMValueRef tb = at_c(k, ta, cg_i64(g, tk * Dh)), ts = at_c(k, ta, cg_i64(g, 2 * tk * Dh));
+	/* mine: Q (K for key rows); mine2: dO (V) */
+	LLVMValueRef own = keyside ? ptrs[2] : ptrs[1], own2 = d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3];
+	Loop sl = cg_for(k, cg_i64(g, nslot));
+	LLVMValueRef r = ROW(sl.i);
+	LLVMBasicBlockRef join = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, r, nT, ""));
+	LLVMValueRef ms = SLOT(mine, sl.i, Dh), as = SLOT(acc, sl.i, Dh), ss = SLOT(st, sl.i, 2);
+	LLVMValueRef m2 = two ? SLOT(mine2, sl.i, Dh) : NULL;
+	Loop c = cg_for(k, nDh);
+	wr_c(k, ms, c.i, cg_load(k, own, LLVMBuildAdd(B, AT(r), c.i, "")));
+	if (two)
+		wr_c(k, m2, c.i, cg_load(k, own2, LLVMBuildAdd(B, AT(r), c.i, "")));
+	wr_c(k, as, c.i, cg_real(g, 0));
+	cg_for_end(k, &c, nDh);
+	if (d->kind == OP_ATTN_DQ) {
+		wr_c(k, ss, cg_i64(g, 0), cg_load(k, ptrs[5], ST(r)));
+		wr_c(k, ss, cg_i64(g, 1), cg_load(k, ptrs[5], LLVMBuildAdd(B, ST(r), cg_i64(g, 1), "")));
+	} else {
+		wr_c(k, ss, cg_i64(g, 0), cg_real(g, -INFINITY));
+		wr_c(k, ss, cg_i64(g, 1), cg_real(g, 0));
+	}
+	cg_end_if(k, join);
+	cg_for_end(k, &sl, cg_i64(g, nslot));
+
+	/* the other side's rows: keys 0 .. the tile's last row (all when not
+	 * causal) for query rows, queries from the tile's first row for key rows */
+	LLVMValueRef ostart = keyside && causal ? row0 : cg_i64(g, 0);
+	LLVMValueRef oend = !keyside && causal ? imin(k, nT, LLVMBuildAdd(B, row0, cg_i64(g, tq), "")) : nT;
+	for (int pass = 0; pass < (fwd ? 2 : 1); pass++) {
+		bool sums = (fwd && pass == 0) || stats; /* running max and sum of exp */
+		bool load_b = !sums;
+		Loop o = cg_for_from(k, ostart, tk, oend);
+		LLVMValueRef on = imin(k, cg_i64(g, tk), LLVMBuildSub(B, oend, o.i, ""));
+		barrier(k); /* the last tile's readers are done */
+		LLVMValueRef n = LLVMBuildMul(B, on, nDh, "");
+		Loop e = cg_for_lanes(k, n);
+		LLVMValueRef src = LLVMBuildAdd(B, AT(LLVMBuildAdd(B, o.i, LLVMBuildUDiv(B, e.i, nDh, ""), "")), LLVMBuildURem(B, e.i, nDh, ""), "");
+		wr_c(k, ta, e.i, cg_load(k, keyside ? ptrs[1] : ptrs[2], src));
+		if (load_b)
+			wr_c(k, tb, e.i, cg_load(k, keyside ? ptrs[4] : ptrs[3], src));
+		cg_for_end(k, &e, n);
+		if (keyside) {
+			LLVMValueRef n2 = LLVMBuildMul(B, on, cg_i64(g, 2), "");
+			Loop e2 = cg_for_lanes(k, n2);
+			wr_c(k, ts, e2.i, cg_load(k, ptrs[5], LLVMBuildAdd(B, ST(o.i), e2.i, "")));
+			cg_for_end(k, &e2, n2);
+		}
+		barrier(k);
+		Loop s = cg_for(k, cg_i64(g, nslot));
+		LLVMValueRef rr = ROW(s.i);
+		LLVMBasicBlockRef j2 = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, rr, nT, ""));
+		LLVMValueRef ms2 = SLOT(mine, s.i, Dh), as2 = SLOT(acc, s.i, Dh), ss2 = SLOT(st, s.i, 2);
+		LLVMValueRef m22 = two ? SLOT(mine2, s.i, Dh) : NULL;
+		/* causal: a query row sees keys up to itself, a key row queries from itself */
+		LLVMValueRef rel = LLVMBuildSub(B, rr, o.i, "");
+		LLVMValueRef jfrom = keyside && causal ? imax(k, cg_i64(g, 0), rel) : cg_i64(g, 0);
+		LLVMValueRef jto = !keyside && causal ? imin(k, on, LLVMBuildAdd(B, rel, cg_i64(g, 1), "")) : on;
+		Loop j = cg_for_from(k, jfrom, 1, jto);
+		LLVMValueRef aj = at_c(k, ta, LLVMBuildMul(B, j.i, nDh, "")), bj = at_c(k, tb, LLVMBuildMul(B, j.i, nDh, ""));
+		LLVMValueRef sc = LLVMBuildFMul(B, dot_c(k, ms2, aj, Dh), scale, "");
+		if (sums) {
+			LLVMValueRef m0 = rd_c(k, ss2, cg_i64(g, 0)), l0 = rd_c(k, ss2, cg_i64(g, 1));
+			LLVMValueRef nm = cg_max(k, m0, sc);
+			LLVMValueRef nl = LLVMBuildFAdd(B, LLVMBuildFMul(B, l0, cg_exp(k, LLVMBuildFSub(B, m0, nm, "")), ""),
+			                                cg_exp(k, LLVMBuildFSub(B, sc, nm, "")), "");
+			wr_c(k, ss2, cg_i64(g, 0), nm);
+			wr_c(k, ss2, cg_i64(g, 1), nl);
+		} else if (fwd) {
+			/* pass 2: st holds the row's log-sum-exp */
+			axpy_c(k, as2, cg_exp(k, LLVMBuildFSub(B, sc, rd_c(k, ss2, cg_i64(g, 0)), "")), bj, Dh);
+		} else if (!keyside) {
+			/* dq: ds = p (dO . v_j - D) scale, against k_j */
+			LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, sc, rd_c(k, ss2, cg_i64(g, 0)), ""));
+			LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot_c(k, m22, bj, Dh), rd_c(k, ss2, cg_i64(g, 1)), ""), "");
+			axpy_c(k, as2, LLVMBuildFMul(B, ds, scale, ""), aj, Dh);
+		} else {
+			/* key rows: query j's stats from the tile */
+			LLVMValueRef two_j = LLVMBuildMul(B, j.i, cg_i64(g, 2), "");
+			LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, sc, rd_c(k, ts, two_j), ""));
+			if (d->kind == OP_ATTN_DV) {
+				axpy_c(k, as2, p, bj, Dh);
+			} else {
+				LLVMValueRef dd = rd_c(k, ts, LLVMBuildAdd(B, two_j, cg_i64(g, 1), ""));
+				LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot_c(k, bj, m22, Dh), dd, ""), "");
+				axpy_c(k, as2, LLVMBuildFMul(B, ds, scale, ""), aj, Dh);
+			}
+		}
+		cg_for_end(k, &j, jto);
+		cg_end_if(k, j2);
+		cg_for_end(k, &s, cg_i64(g, nslot));
+		cg_for_end(k, &o, oend);
+		if (fwd && pass == 0) {
+			/* each row's log-sum-exp, for the second pass */
+			Loop s3 = cg_for(k, cg_i64(g, nslot));
+			LLVMValueRef ss3 = SLOT(st, s3.i, 2);
+			wr_c(k, ss3, cg_i64(g, 0), LLVMBuildFAdd(B, rd_c(k, ss3, cg_i64(g, 0)), cg_log(k, rd_c(k, ss3, cg_i64(g, 1))), ""));
+			cg_for_end(k, &s3, cg_i64(g, nslot));
+		}
+	}
+
+	/* each owned row's result */
+	Loop f = cg_for(k, cg_i64(g, nslot));
+	LLVMValueRef rf = ROW(f.i);
+	LLVMBasicBlockRef j3 = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, rf, nT, ""));
+	if (stats) {
+		/* ptrs: out, q, k, dO, O */
+		LLVMValueRef ssf = SLOT(st, f.i, 2), at = ST(rf);
+		cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, rd_c(k, ssf, cg_i64(g, 0)), cg_log(k, rd_c(k, ssf, cg_i64(g, 1))), ""));
+		cg_store(k, ptrs[0], LLVMBuildAdd(B, at, cg_i64(g, 1), ""), dot(k, ptrs[3], AT(rf), ptrs[4], AT(rf), Dh));
+	} else {
+		LLVMValueRef asf = SLOT(acc, f.i, Dh);
+		Loop c2 = cg_for(k, nDh);
+		cg_store(k, ptrs[0], LLVMBuildAdd(B, AT(rf), c2.i, ""), rd_c(k, asf, c2.i));
+		cg_for_end(k, &c2, nDh);
+	}
+	cg_end_if(k, j3);
+	cg_for_end(k, &f, cg_i64(g, nslot));
+#undef AT
+#undef ST
+#undef SLOT
+#undef ROW
+}
+
+/* Attention, one row per work item: query row t of head h in batch b (key
+ * row t for attn_dk and attn_dv). Scores are recomputed where needed, so
+ * nothing of size [T, T] is stored. ptrs: out, then the operands. */
+static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, Dh = C / H;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C);
+	LLVMValueRef t = LLVMBuildURem(B, row, nT, ""), bh = LLVMBuildUDiv(B, row, nT, "");
+	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
+	LLVMValueRef head = LLVMBuildMul(B, h, cg_i64(g, Dh), "");
+	/* element 0 of row r of this head: (b T + r) C + h Dh */
+#define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
+	LLVMValueRef mine = AT(t), out = ptrs[0];
+	LLVMValueRef Q = ptrs[1], Kp = ptrs[2], V = ptrs[3];
+	/* the rows on the other side: keys 0..t (all when not causal) for a
+	 * query row, queries t..T-1 for a key row */
+	bool keyrow = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV;
+	LLVMValueRef from = keyrow && d->attr.attn.causal ? t : cg_i64(g, 0);
+	LLVMValueRef to = !keyrow && d->attr.attn.causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : nT;
+	if (d->kind != OP_ATTN_STATS) {
+		/* every other kind adds its row up in out */
+		Loop z = cg_for(k, cg_i64(g, Dh));
+		cg_store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
+		cg_for_end(k, &z, cg_i64(g, Dh));
+	}
+	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
+		/* an online softmax: running max m and sum l of exp(s - m) */
+		Loop l = cg_for_from(k, cg_i64(g, 0), 1, to);
+		Acc m = cg_acc(k, &l, cg_real(g, -INFINITY)), sum = cg_acc(k, &l, cg_real(g, 0));
+		LLVMValueRef s = LLVMBuildFMul(B, dot(k, Q, mine, Kp, AT(l.i), Dh), scale, "");
+		LLVMValueRef nm = cg_max(k, m.phi, s);
+		LLVMValueRef ns = LLVMBuildFAdd(B, LLVMBuildFMul(B, sum.phi, cg_exp(k, LLVMBuildFSub(B, m.phi, nm, "")), ""),
+		                                cg_exp(k, LLVMBuildFSub(B, s, nm, "")), "");
+		cg_acc_next(k, &m, nm);
+		cg_acc_next(k, &sum, ns);
+		cg_for_end(k, &l, to);
+		LLVMValueRef mx = cg_acc_result(k, &l, cg_real(g, -INFINITY), nm), tot = cg_acc_result(k, &l, cg_real(g, 0), ns);
+		if (d->kind == OP_ATTN_STATS) {
+			/* ptrs: out, q, k, dO, O */
+			LLVMValueRef two = LLVMBuildMul(B, row, cg_i64(g, 2), "");
+			cg_store(k, out, two, LLVMBuildFAdd(B, mx, cg_log(k, tot), ""));
+			cg_store(k, out, LLVMBuildAdd(B, two, cg_i64(g, 1), ""), dot(k, ptrs[3], mine, ptrs[4], mine, Dh));
+			return;
+		}
+		Loop l2 = cg_for_from(k, cg_i64(g, 0), 1, to);
+		LLVMValueRef kr = AT(l2.i);
+		LLVMValueRef p = LLVMBuildFDiv(B, cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, mine, Kp, kr, Dh), scale, ""), mx, "")), tot, "");
+		axpy(k, out, mine, p, V, kr, Dh);
+		cg_for_end(k, &l2, to);
+		return;
+	}
+	/* gradients: ptrs out, q, k, v, dO, stats; ds = p (dO_i . v_j - D_i) */
+	LLVMValueRef dO = ptrs[4], st = ptrs[5];
+	Loop l = cg_for_from(k, from, 1, to);
+	LLVMValueRef other = AT(l.i);
+	LLVMValueRef qi = keyrow ? other : mine, kj = keyrow ? mine : other;
+	LLVMValueRef irow = keyrow ? LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), l.i, "") : row;
+	LLVMValueRef two = LLVMBuildMul(B, irow, cg_i64(g, 2), "");
+	LLVMValueRef lse = cg_load(k, st, two), D = cg_load(k, st, LLVMBuildAdd(B, two, cg_i64(g, 1), ""));
+	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, qi, Kp, kj, Dh), scale, ""), lse, ""));
+	if (d->kind == OP_ATTN_DV) {
+		axpy(k, out, mine, p, dO, qi, Dh);
+	} else {
+		LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot(k, dO, qi, V, kj, Dh), D, ""), "");
+		ds = LLVMBuildFMul(B, ds, scale, "");
+		if (d->kind == OP_ATTN_DQ)
+			axpy(k, out, mine, ds, Kp, kj, Dh);
+		else
+			axpy(k, out, mine, ds, Q, qi, Dh);
+	}
+	cg_for_end(k, &l, to);
+#undef AT
+}
+
+/* mean over the rows (those whose label is not ignored) of lse - the
+ * label's logit: the lanes share the rows */
+static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
+{
+	Cg *g = k->g;
+	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = cg_rows(d->in[0]);
+	LLVMValueRef nr = cg_i64(g, R), zero = cg_real(g, 0);
+	Loop l = cg_for_lanes(k, nr);
+	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
+	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), ""), valid;
+	LLVMValueRef lab = row_label(k, d, ptrs[2], l.i, &valid);
+	LLVMValueRef mx, lse = cg_row_lse(k, ptrs[1], base, C, false, &mx);
+	LLVMValueRef pick = cg_load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildSelect(k->b, valid, LLVMBuildFSub(k->b, lse, pick, ""), zero, ""), "");
+	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");
+	cg_acc_next(k, &s, ns);
+	cg_acc_next(k, &c, nc);
+	cg_for_end(k, &l, nr);
+	/* both phis first: all_reduce starts new blocks */
+	LLVMValueRef total = cg_acc_result(k, &l, zero, ns), count = cg_acc_result(k, &l, zero, nc);
+	total = cg_all_reduce(k, total, false);
+	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)R);
+	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
+}
+
+/* how many labels are not the ignored one */
+static void body_count(K *k, const KDesc *d, LLVMValueRef *ptrs)
+{
+	Cg *g = k->g;
+	LLVMValueRef n = cg_i64(g, ir_numel(d->in[0])), zero = cg_real(g, 0), valid;
+	Loop l = cg_for_lanes(k, n);
+	Acc c = cg_acc(k, &l, zero);
+	row_label(k, d, ptrs[1], l.i, &valid);
+	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");
+	cg_acc_next(k, &c, nc);
+	cg_for_end(k, &l, n);
+	cg_store_once(k, ptrs[0], cg_i64(g, 0), cg_all_reduce(k, cg_acc_result(k, &l, zero, nc), false));
+}
+
+void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	/* elementwise kernels: work item idx is the vector of elements from e */
+	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
+	switch ((int)d->kind) {
+	case OP_XENT_GRAD:
+		body_xent_grad(k, d, ptrs, idx);
+		return;
+	case OP_XENT:
+		body_xent(k, d, ptrs);
+		return;
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_HAT:
+	case OP_LAYERNORM_GRAD:
+		body_norm(k, d, ptrs, idx);
+		return;
+	case OP_EMBED:
+	case OP_EMBED_GRAD:
+		body_embed(k, d, ptrs, idx);
+		return;
+	case OP_DROPOUT: {
+		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53;
+		 * in evaluation (word 3 is 0) every element passes unscaled */
+		LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], idx, "")), cg_i64(g, 11), "");
+		LLVMValueRef keep = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->attr.drop.p), 0), "");
+		LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, args[3], cg_i64(g, 0), "");
+		LLVMValueRef x = cg_load(k, ptrs[1], idx), scaled = LLVMBuildFMul(B, x, cg_real(g, 1 / (1 - d->attr.drop.p)), "");
+		LLVMValueRef train = LLVMBuildSelect(B, keep, scaled, cg_real(g, 0), "");
+		cg_store(k, ptrs[0], idx, LLVMBuildSelect(B, on, train, x, ""));
+		return;
+	}
+	case OP_XENT_COUNT:
+		body_count(k, d, ptrs);
+		return;
+	case OP_ATTENTION:
+	case OP_ATTN_STATS:
+	case OP_ATTN_DQ:
+	case OP_ATTN_DK:
+	case OP_ATTN_DV: {
+		int64_t tq, tk;
+		if (cg_attn_tiles(g, d, &tq, &tk))
+			body_attn_tiled(k, d, ptrs, idx, tq, tk);
+		else
+			body_attn(k, d, ptrs, idx);
+		return;
+	}
+	case OP_MSE: {
+		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));
+		Loop l = cg_for_lanes(k, n);
+		Acc s = cg_acc(k, &l, cg_real(g, 0));
+		LLVMValueRef diff = LLVMBuildFSub(B, cg_load(k, ptrs[1], l.i), cg_load(k, ptrs[2], l.i), "");
+		LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildFMul(B, diff, diff, ""), "");
+		cg_acc_next(k, &s, ns);
+		cg_for_end(k, &l, n);
+		LLVMValueRef total = cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), ns), false);
+		cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(B, total, cg_real(g, (double)ir_numel(d->in[0])), ""));
+		return;
+	}
+	case OP_MSE_GRAD: {
+		LLVMValueRef scale = LLVMBuildFMul(B, cg_load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, 2.0 / (double)ir_numel(d->out)), "");
+		LLVMValueRef diff = LLVMBuildFSub(B, cg_vload(k, ptrs[1], e), cg_vload(k, ptrs[2], e), "");
+		cg_vstore(k, ptrs[0], e, LLVMBuildFMul(B, cg_splat(k, scale), diff, ""));
+		return;
+	}
+	default:
+		die("no kernel lowering for %s", ir_ops[d->kind].name);
+	}
+}
+
+bool cg_host_nn(Host *h, Op *op)
+{
+	if (op->kind != OP_DROPOUT)
+		return false;
+	/* the result, x, the key of this op's draws in this iteration (compiler/ops/rng.h),
+	 * and 1 while training (0 in evaluation: keep everything) */
+	Program *p = h->g->p;
+	LLVMBuilderRef b = h->g->b;
+	KDesc d = cg_kdesc(op);
+	d.nin = 1;
+	d.in[0] = ir_vtype(p, op->in[0]);
+	d.out = d.in[0];
+	LLVMValueRef out = cg_addr(h, op->out), x = cg_addr(h, op->in[0]);
+	LLVMValueRef key = LLVMBuildCall2(b, h->t_key, h->f_key, &h->ctx, 1, "");
+	key = cg_mix(h->g, b, LLVMBuildXor(b, key, cg_i64(h->g, op->attr.drop.site), ""));
+	for (int j = 1; j < op->nin; j++)
+		key = cg_mix(h->g, b, LLVMBuildXor(b, key, h->index[op->in[j]], ""));
+	LLVMValueRef words[4];
+	words[0] = out;
+	words[1] = x;
+	words[2] = key;
+	words[3] = LLVMBuildCall2(b, h->t_on, h->f_on, &h->ctx, 1, "");
+	cg_launch(h, &d, words, 4);
+	return true;
+}

@@ -1,0 +1,185 @@
+/* cg, reduce: sum, mean, max, min, sum_to (one output per item, its
+ * elements shared by the lanes of a GPU reduction; over leading axes a
+ * GEMM with ones), argmax, softmax, log_softmax and their gradients. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cgint.h"
+
+
+/* sum (max, min) over the input axes that the output does not keep; min
+ * is max of the negated values, negated */
+static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	Type t = d->in[0], o = d->out;
+	bool kept[IR_MAXRANK];
+	int out_axis[IR_MAXRANK];
+	int64_t count = cg_reduced_axes(d, kept, out_axis);
+	LLVMValueRef oc[IR_MAXRANK];
+	cg_unravel(k, o, idx, oc);
+	/* base offset of the kept coordinates */
+	LLVMValueRef base = cg_i64(g, 0);
+	int64_t stride[IR_MAXRANK], s = 1;
+	for (int a = t.rank - 1; a >= 0; a--)
+		stride[a] = s, s *= t.dim[a];
+	for (int a = 0; a < t.rank; a++)
+		if (kept[a] && t.dim[a] > 1)
+			base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, oc[out_axis[a]], cg_i64(g, stride[a]), ""), "");
+	bool max = d->kind == OP_MAX || d->kind == OP_MIN, neg = d->kind == OP_MIN;
+	LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
+	LLVMValueRef n = cg_i64(g, count);
+	Loop l = cg_for_lanes(k, n);
+	Acc sum = cg_acc(k, &l, init);
+	/* decompose the reduction counter over the reduced axes */
+	Type red = {.rank = 0};
+	int axis[IR_MAXRANK];
+	for (int a = 0; a < t.rank; a++)
+		if (!kept[a])
+			axis[red.rank] = a, red.dim[red.rank++] = t.dim[a];
+	LLVMValueRef rc[IR_MAXRANK], off = base;
+	cg_unravel(k, red, l.i, rc);
+	for (int j = 0; j < red.rank; j++)
+		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[axis[j]]), ""), "");
+	LLVMValueRef x = cg_load(k, in, off);
+	if (neg)
+		x = LLVMBuildFNeg(k->b, x, "");
+	LLVMValueRef next = cg_combine(k, sum.phi, x, max);
+	cg_acc_next(k, &sum, next);
+	cg_for_end(k, &l, n);
+	LLVMValueRef total = cg_all_reduce(k, cg_acc_result(k, &l, init, next), max);
+	if (neg)
+		total = LLVMBuildFNeg(k->b, total, "");
+	if (d->kind == OP_MEAN)
+		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
+	if (d->accumulate) {
+		/* what the absorbed acc did: v + x, in that order; lane 0 alone reads and writes */
+		LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
+		LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""), put, join);
+		LLVMPositionBuilderAtEnd(k->b, put);
+		cg_store(k, out, idx, LLVMBuildFAdd(k->b, cg_load(k, out, idx), total, ""));
+		LLVMBuildBr(k->b, join);
+		LLVMPositionBuilderAtEnd(k->b, join);
+		return;
+	}
+	cg_store_once(k, out, idx, total);
+}
+
+/* Log-sum-exp of the C entries of x from base, and their max. split: the
+ * lanes share the row; else this thread reads all of it. */
+LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out)
+{
+	Cg *g = k->g;
+	LLVMValueRef n = cg_i64(g, C);
+	LLVMValueRef first = cg_load(k, x, base);
+	Loop l = split ? cg_for_lanes(k, n) : cg_for(k, n);
+	Acc m = cg_acc(k, &l, first);
+	LLVMValueRef nm = cg_max(k, m.phi, cg_load(k, x, LLVMBuildAdd(k->b, base, l.i, "")));
+	cg_acc_next(k, &m, nm);
+	cg_for_end(k, &l, n);
+	LLVMValueRef mx = cg_acc_result(k, &l, first, nm);
+	if (split)
+		mx = cg_all_reduce(k, mx, true);
+	Loop l2 = split ? cg_for_lanes(k, n) : cg_for(k, n);
+	Acc s = cg_acc(k, &l2, cg_real(g, 0));
+	LLVMValueRef e = cg_exp(k, LLVMBuildFSub(k->b, cg_load(k, x, LLVMBuildAdd(k->b, base, l2.i, "")), mx, ""));
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, e, "");
+	cg_acc_next(k, &s, ns);
+	cg_for_end(k, &l2, n);
+	LLVMValueRef sum = cg_acc_result(k, &l2, cg_real(g, 0), ns);
+	if (split)
+		sum = cg_all_reduce(k, sum, false);
+	*max_out = mx;
+	return LLVMBuildFAdd(k->b, mx, cg_log(k, sum), "");
+}
+
+/* softmax, log_softmax and their gradients: each work item is one row of C
+ * entries, shared by the lanes */
+static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	int64_t C = d->out.dim[d->out.rank - 1];
+	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, n, "");
+	LLVMValueRef out = ptrs[0], x = ptrs[1];
+	if (d->kind == OP_SOFTMAX || d->kind == OP_LOG_SOFTMAX) {
+		LLVMValueRef mx, lse = cg_row_lse(k, x, base, C, true, &mx);
+		Loop l = cg_for_lanes(k, n);
+		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
+		LLVMValueRef ls = LLVMBuildFSub(k->b, cg_load(k, x, at), lse, "");
+		cg_store(k, out, at, d->kind == OP_SOFTMAX ? cg_exp(k, ls) : ls);
+		cg_for_end(k, &l, n);
+		return;
+	}
+	/* SOFTMAX_GRAD (y, g): y (g - sum g y); LOG_SOFTMAX_GRAD (y, g): g - exp(y) sum g */
+	LLVMValueRef y = ptrs[1], gr = ptrs[2];
+	bool soft = d->kind == OP_SOFTMAX_GRAD;
+	Loop l = cg_for_lanes(k, n);
+	Acc s = cg_acc(k, &l, cg_real(g, 0));
+	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
+	LLVMValueRef term = soft ? LLVMBuildFMul(k->b, cg_load(k, gr, at), cg_load(k, y, at), "") : cg_load(k, gr, at);
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, term, "");
+	cg_acc_next(k, &s, ns);
+	cg_for_end(k, &l, n);
+	LLVMValueRef sum = cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), ns), false);
+	Loop l2 = cg_for_lanes(k, n);
+	LLVMValueRef at2 = LLVMBuildAdd(k->b, base, l2.i, "");
+	LLVMValueRef yv = cg_load(k, y, at2), gv = cg_load(k, gr, at2);
+	LLVMValueRef v = soft ? LLVMBuildFMul(k->b, yv, LLVMBuildFSub(k->b, gv, sum, ""), "")
+	                      : LLVMBuildFSub(k->b, gv, LLVMBuildFMul(k->b, cg_exp(k, yv), sum, ""), "");
+	cg_store(k, out, at2, v);
+	cg_for_end(k, &l2, n);
+}
+
+void cg_kernel_reduce(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	switch ((int)d->kind) {
+	case OP_SUM:
+	case OP_MEAN:
+	case OP_MAX:
+	case OP_MIN:
+	case OP_SUM_TO:
+		body_reduce(k, d, ptrs[0], ptrs[1], idx);
+		return;
+	case OP_SOFTMAX:
+	case OP_LOG_SOFTMAX:
+	case OP_SOFTMAX_GRAD:
+	case OP_LOG_SOFTMAX_GRAD:
+		body_rows(k, d, ptrs, idx);
+		return;
+	case OP_ARGMAX: {
+		/* out element idx: the input's elements from base, stride apart along the axis */
+		Type t = d->in[0];
+		int64_t n = t.dim[d->attr.ax.axis], stride = 1;
+		for (int i = d->attr.ax.axis + 1; i < t.rank; i++)
+			stride *= t.dim[i];
+		LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildUDiv(B, idx, cg_i64(g, stride), ""), cg_i64(g, n * stride), ""),
+		                                 LLVMBuildURem(B, idx, cg_i64(g, stride), ""), "");
+		LLVMValueRef first = cg_load(k, ptrs[1], base), nn = cg_i64(g, n);
+		Loop l = cg_for_from(k, cg_i64(g, 1), 1, nn);
+		Acc best = cg_acc(k, &l, first), at = cg_acc(k, &l, cg_i64(g, 0));
+		LLVMValueRef v = cg_load(k, ptrs[1], LLVMBuildAdd(B, base, LLVMBuildMul(B, l.i, cg_i64(g, stride), ""), ""));
+		LLVMValueRef more = LLVMBuildFCmp(B, LLVMRealOGT, v, best.phi, "");
+		LLVMValueRef nb = LLVMBuildSelect(B, more, v, best.phi, ""), na = LLVMBuildSelect(B, more, l.i, at.phi, "");
+		cg_acc_next(k, &best, nb);
+		cg_acc_next(k, &at, na);
+		cg_for_end(k, &l, nn);
+		LLVMValueRef r = cg_acc_result(k, &l, cg_i64(g, 0), na);
+		cg_elem_store(k, true, args[0], idx, LLVMBuildTrunc(B, r, g->i32, ""));
+		return;
+	}
+	default:
+		die("no kernel lowering for %s", ir_ops[d->kind].name);
+	}
+}
+
+bool cg_host_reduce(Host *h, Op *op)
+{
+	int64_t m, n;
+	if (!ir_leading_sum(h->g->p, op, &m, &n))
+		return false;
+	cg_leading_sum(h, op, cg_addr(h, op->out), 0);
+	return true;
+}
