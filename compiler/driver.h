@@ -21,6 +21,7 @@ typedef struct {
 	Optimizer optimizer;  /* the update the executable applies; its state is planned */
 	bool verify;          /* run the IR verifier between passes */
 	bool no_fuse;         /* --no-fuse: every loop a launch per op and step */
+	bool reference;       /* --reference-kernels: conv2d as unfold + GEMM, attention as dpc's row kernels */
 	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
 } DriverOptions;

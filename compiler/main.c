@@ -66,8 +66,12 @@ static const char usage[] =
 	"                       over 4096 elements)\n"
 	"                       runs as one kernel: the forward loop's steps, and each chunk of a\n"
 	"                       binomial schedule's actions (same bits; --emit=llvm notes each choice)\n"
+	"  --reference-kernels  convolutions as unfold + GEMM and attention as dpc's per-row kernels,\n"
+	"                       instead of cuDNN or oneDNN and the tiled attention: the slower\n"
+	"                       reference that the tests compare against\n"
 	"  --no-verify          skip the IR verifier between passes\n"
-	"  -v, --verbose        print each phase of the compilation with its time, on stderr\n"
+	"  -v, --verbose        print each phase of the compilation with its time, and each\n"
+	"                       convolution or attention that takes the reference kernels, on stderr\n"
 	"  -h, --help           this text\n"
 	"\n"
 	"The executable's own options: ./MODEL --help\n";
@@ -228,6 +232,8 @@ int main(int argc, char **argv)
 			o.verbose = true;
 		} else if (!strcmp(a, "--no-fuse")) {
 			o.no_fuse = true;
+		} else if (!strcmp(a, "--reference-kernels")) {
+			o.reference = true;
 		} else if (a[0] == '-' && a[1]) {
 			usage_error("unknown option '%s'", a);
 		} else if (o.input) {

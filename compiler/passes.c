@@ -23,10 +23,16 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 		ir_verify(p, pass);
 }
 
+static Program *lower(FeAst *ast, const DriverOptions *o, bool verbose)
+{
+	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose};
+	return fe_lower(ast, &fo);
+}
+
 /* a scratch copy through the checkpoint pass in that mode, loops taped in rows or not */
 static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool rows)
 {
-	Program *q = fe_lower(ast, o->real_bytes);
+	Program *q = lower(ast, o, false);
 	q->optimizer = o->optimizer;
 	AdOptions ad = {mode != CKPT_NONE, rows};
 	CkptOptions ck = o->ckpt;
@@ -63,7 +69,7 @@ static bool rows_fit(FeAst *ast, const DriverOptions *o)
 
 Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 {
-	Program *p = fe_lower(ast, o->real_bytes);
+	Program *p = lower(ast, o, true);
 	p->optimizer = o->optimizer;
 	verify(o, p, "frontend");
 	driver_phase(o, "lower");

@@ -95,6 +95,14 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
              uint64_t b, int64_t ldb, int64_t stride_b,
              uint64_t cc, int64_t ldc, int64_t stride_c,
              int64_t batch, double beta);
+/* Convolution over x [N, C, H, W] and w [O, C, kh, kw], y [N, O, Ho, Wo]
+ * (the conv2d ops): kind 0 writes y = conv(x, w); kind 1 x, the gradient
+ * of the input, from y (the output's gradient) and w; kind 2 w, the
+ * gradient of the weight, from x and y. dims: N C H W O Ho Wo kh kw sh sw
+ * ph pw dh dw (a window's elements dh, dw apart, as unfold's). The result
+ * is overwritten. ws: ws_bytes of planned workspace. elem_bytes as rt_gemm's. */
+void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
+             int64_t ws_bytes);
 void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes);
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes);
 void rt_count(RtCtx *c, int counter, int64_t n);

@@ -121,6 +121,10 @@ typedef struct {
 	void (*copy_timing)(bool on);
 	void (*copy_span)(int64_t event, double *span);
 	double (*mark_at)(int a);
+	/* rt_conv (dprt.h): the convolution of that kind over x, w and y, with
+	 * ws_bytes of planned workspace at ws */
+	void (*conv)(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
+	             int64_t ws_bytes);
 } RtDevice;
 
 /* fences 0 and 1: the training loop's steps in flight (RT_INFLIGHT); 2 and 3:
@@ -140,7 +144,7 @@ typedef struct {
 	int64_t h2d_bytes, d2h_bytes;
 	int64_t stream_h2d, stream_d2h; /* of them, the transfers of streamed units */
 	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
-	int64_t launches, gemms, copies;
+	int64_t launches, gemms, copies, convs;
 	int64_t recomputed_flops; /* the advances' steps times their loop's flops per step, and the taped steps' again */
 } RtCounters;
 

@@ -354,6 +354,13 @@ static void tape_intermediates(Ad *a, Op *op, Op *r, IrClone *m, int first, int 
 	for (int v = 0; v < u.n; v++)
 		u.head[v] = -1;
 	collect_uses(&u, &r->body, last);
+	/* a value the adjoint reads through a view (a reshape before a
+	 * layernorm, say) is read: the view is recomputed from its tape */
+	for (int i = last - 1; i >= first; i--) {
+		Op *o = r->body.ops[i];
+		if ((ir_ops[o->kind].flags & OPF_VIEW) && o->out < u.n && u.head[o->out] >= 0)
+			add_site(&u, o->in[0], o, 0);
+	}
 	Vec(Op *) slices = {0};
 	for (int i = 0; i < op->body.len; i++) {
 		Op *o = op->body.ops[i];

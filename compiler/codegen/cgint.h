@@ -6,6 +6,7 @@
 #define DPC_CGINT_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 #include "cg.h"
 
@@ -126,7 +127,8 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LL
 void cg_barrier(Cg *g);                             /* bar.sync 0: the block's threads meet */
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
 const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
-void cg_optimize(LLVMModuleRef m, unsigned level);  /* the standard module pipeline */
+/* the standard module pipeline; with tm, that target's costs */
+void cg_optimize(LLVMModuleRef m, unsigned level, LLVMTargetMachineRef tm);
 
 /* ---- building a kernel body (kernels.c) ----
  * A body is emitted for one work item. Its reals are loaded and stored in
@@ -192,6 +194,16 @@ LLVMValueRef cg_combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max);
 LLVMValueRef cg_all_reduce(K *k, LLVMValueRef v, bool max);
 void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
 LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at); /* a block's shared array, one per name */
+/* rows: a fold (a sum, or the max) of term over n contiguous elements from
+ * base (at: an element's index, i: its place in the row), or fn at each;
+ * vectors on the CPU, lanes on the GPU. cg_row_load and cg_row_store move
+ * k->vec elements at any alignment. */
+typedef LLVMValueRef CgTerm(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i);
+typedef void CgEach(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i);
+LLVMValueRef cg_fold(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx);
+void cg_each(K *k, LLVMValueRef base, int64_t n, CgEach *fn, void *ctx);
+LLVMValueRef cg_row_load(K *k, LLVMValueRef base, LLVMValueRef i);
+void cg_row_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
 /* index arithmetic */
 void cg_unravel(K *k, Type t, LLVMValueRef idx, LLVMValueRef *coord);
 LLVMValueRef cg_bcast_offset(K *k, Type t, Type out, LLVMValueRef *coord);
@@ -239,6 +251,8 @@ void cg_begin(Host *h, LLVMValueRef fn);
 bool cg_coalesced(Program *p, int from, int to, int index);
 void cg_extent(Program *p, int v, int64_t *lo, int64_t *hi); /* the arena bytes v's root spans */
 void cg_string_global(Cg *g, const char *name, const char *text);
+/* the runtime's function `name` (declared once; its pointers nonnull), and its type in *ft */
+LLVMValueRef cg_declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft);
 
 /* ---- the op families ----
  * cg_kernel_F emits the body of kernel d of family F for work item idx

@@ -13,7 +13,7 @@
 #include "cgint.h"
 
 
-static LLVMValueRef declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
+LLVMValueRef cg_declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft)
 {
 	*ft = LLVMFunctionType(ret, params, (unsigned)n, 0);
 	LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
@@ -362,37 +362,37 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.uses = g->uses;
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
-	h.f_launch = declare(g, "rt_launch", vd, pl, 5, &h.t_launch);
+	h.f_launch = cg_declare(g, "rt_launch", vd, pl, 5, &h.t_launch);
 	LLVMTypeRef pg[] = {g->i8p, g->i32, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
 	                    g->i64, g->i64, g->i64, g->i64, g->f64};
-	h.f_gemm = declare(g, "rt_gemm", vd, pg, 18, &h.t_gemm);
+	h.f_gemm = cg_declare(g, "rt_gemm", vd, pg, 18, &h.t_gemm);
 	LLVMTypeRef pc[] = {g->i8p, g->i64, g->i64, g->i64};
-	h.f_copy = declare(g, "rt_copy", vd, pc, 4, &h.t_copy);
+	h.f_copy = cg_declare(g, "rt_copy", vd, pc, 4, &h.t_copy);
 	LLVMTypeRef pz[] = {g->i8p, g->i64, g->i64};
-	h.f_zero = declare(g, "rt_zero", vd, pz, 3, &h.t_zero);
+	h.f_zero = cg_declare(g, "rt_zero", vd, pz, 3, &h.t_zero);
 	LLVMTypeRef pn[] = {g->i8p, g->i32, g->i64};
-	h.f_count = declare(g, "rt_count", vd, pn, 3, &h.t_count);
+	h.f_count = cg_declare(g, "rt_count", vd, pn, 3, &h.t_count);
 	LLVMTypeRef pp[] = {g->i8p, g->i32};
-	h.f_phase = declare(g, "rt_phase", vd, pp, 2, &h.t_phase);
-	h.f_base = declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
-	h.f_key = declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
-	h.f_on = declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
+	h.f_phase = cg_declare(g, "rt_phase", vd, pp, 2, &h.t_phase);
+	h.f_base = cg_declare(g, "rt_base", g->i64, &g->i8p, 1, &h.t_base);
+	h.f_key = cg_declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
+	h.f_on = cg_declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
 	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p,
 	                    g->i8p, g->i8p, g->i8p, g->i8p, g->i8p, g->i32, g->i64};
-	h.f_revolve = declare(g, "rt_revolve", vd, pr, 17, &h.t_revolve);
+	h.f_revolve = cg_declare(g, "rt_revolve", vd, pr, 17, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
-	h.f_snap_copy = declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
+	h.f_snap_copy = cg_declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 
 	LLVMTypeRef pf[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
-	h.f_fetch = declare(g, "rt_fetch", vd, pf, 9, &h.t_fetch);
+	h.f_fetch = cg_declare(g, "rt_fetch", vd, pf, 9, &h.t_fetch);
 	LLVMTypeRef pw[] = {g->i8p, g->i64p, g->i64, g->i64};
-	h.f_wait = declare(g, "rt_wait", vd, pw, 4, &h.t_wait);
+	h.f_wait = cg_declare(g, "rt_wait", vd, pw, 4, &h.t_wait);
 	LLVMTypeRef pb[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
-	h.f_writeback = declare(g, "rt_writeback", vd, pb, 7, &h.t_writeback);
+	h.f_writeback = cg_declare(g, "rt_writeback", vd, pb, 7, &h.t_writeback);
 	LLVMTypeRef pu[] = {g->i8p, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
-	h.f_update = declare(g, "rt_update", vd, pu, 8, &h.t_update);
+	h.f_update = cg_declare(g, "rt_update", vd, pu, 8, &h.t_update);
 	LLVMTypeRef pe[] = {g->i8p, g->i64p, g->i64};
-	h.f_reset = declare(g, "rt_stream_reset", vd, pe, 3, &h.t_reset);
+	h.f_reset = cg_declare(g, "rt_stream_reset", vd, pe, 3, &h.t_reset);
 
 	LLVMTypeRef ft = LLVMFunctionType(vd, &g->i8p, 1, 0);
 	cg_begin(&h, LLVMAddFunction(g->mod, name, ft));
@@ -658,7 +658,7 @@ static void optimize(Cg *g, LLVMTargetMachineRef tm)
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(g->mod, td); /* copies it */
 	LLVMDisposeTargetData(td);
-	cg_optimize(g->mod, 2);
+	cg_optimize(g->mod, 2, tm);
 }
 
 /* Everything build made in LLVM: the builder, the module, the context. */
@@ -669,11 +669,14 @@ static void dispose(Cg *g)
 	LLVMContextDispose(g->ctx);
 }
 
-void cg_optimize(LLVMModuleRef m, unsigned level)
+void cg_optimize(LLVMModuleRef m, unsigned level, LLVMTargetMachineRef tm)
 {
 	LLVMPassManagerBuilderRef pmb = LLVMPassManagerBuilderCreate();
 	LLVMPassManagerBuilderSetOptLevel(pmb, level);
 	LLVMPassManagerRef pm = LLVMCreatePassManager();
+	/* the target's costs, so that the vectorizers know its vector registers */
+	if (tm)
+		LLVMAddAnalysisPasses(tm, pm);
 	LLVMPassManagerBuilderPopulateModulePassManager(pmb, pm);
 	LLVMRunPassManager(pm, m);
 	LLVMDisposePassManager(pm);

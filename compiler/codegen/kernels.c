@@ -339,6 +339,31 @@ void cg_vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), 16);
 }
 
+/* k->vec elements from element i, at any alignment */
+LLVMValueRef cg_row_load(K *k, LLVMValueRef base, LLVMValueRef i)
+{
+	if (k->vec == 1)
+		return cg_load(k, base, i);
+	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
+	LLVMValueRef v = LLVMBuildLoad2(k->b, st, p, "");
+	LLVMSetAlignment(v, 1);
+	return k->g->bf16 ? from_bf16(k, v) : v;
+}
+
+void cg_row_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
+{
+	if (k->vec == 1) {
+		cg_store(k, base, i, v);
+		return;
+	}
+	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
+	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
+	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), 1);
+}
+
 /* A math function of one or two reals: LLVM's intrinsic llvm.NAME on the
  * CPU (erf, which has none, from libm), libdevice's __nv_NAME on the GPU. */
 LLVMValueRef cg_math(K *k, const char *name, LLVMValueRef x, LLVMValueRef y)
@@ -542,6 +567,78 @@ void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 	cg_store(k, base, i, v);
 	LLVMBuildBr(k->b, join);
 	LLVMPositionBuilderAtEnd(k->b, join);
+}
+
+/* ---- folds and maps over a row of contiguous elements ----
+ * On the GPU the lanes share the row (cg_for_lanes), an element at a time,
+ * and a fold's partials meet in cg_all_reduce. On the CPU the row goes
+ * CG_ROW_BYTES at a time as vectors (k->vec elements, unaligned), whose
+ * partials combine in element order after the loop, then the tail an
+ * element at a time: independent partial sums, so that the CPU keeps its
+ * adders busy instead of waiting on one running sum. The terms and maps
+ * see k->vec set to the width they compute at (splat their scalars). */
+#define CG_ROW_BYTES 64
+
+static int row_width(K *k)
+{
+	if (k->g->cuda || k->vec != 1)
+		return 1;
+	return CG_ROW_BYTES / (k->g->real == k->g->f64 ? 8 : 4);
+}
+
+LLVMValueRef cg_fold(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx)
+{
+	Cg *g = k->g;
+	int v = row_width(k);
+	if (v == 1 || n < v) {
+		LLVMValueRef nn = cg_i64(g, n);
+		Loop l = k->g->cuda ? cg_for_lanes(k, nn) : cg_for(k, nn);
+		Acc a = cg_acc(k, &l, init);
+		LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, l.i, ""), l.i), max);
+		cg_acc_next(k, &a, next);
+		cg_for_end(k, &l, nn);
+		LLVMValueRef r = cg_acc_result(k, &l, init, next);
+		return k->g->cuda ? cg_all_reduce(k, r, max) : r;
+	}
+	int64_t chunks = n / v;
+	k->vec = v;
+	LLVMValueRef vinit = cg_splat(k, init), nc = cg_i64(g, chunks);
+	Loop l = cg_for(k, nc);
+	Acc a = cg_acc(k, &l, vinit);
+	LLVMValueRef i = LLVMBuildMul(k->b, l.i, cg_i64(g, v), "");
+	LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, i, ""), i), max);
+	cg_acc_next(k, &a, next);
+	cg_for_end(k, &l, nc);
+	LLVMValueRef part = cg_acc_result(k, &l, vinit, next);
+	k->vec = 1;
+	LLVMValueRef r = LLVMBuildExtractElement(k->b, part, cg_i64(g, 0), "");
+	for (int e = 1; e < v; e++)
+		r = cg_combine(k, r, LLVMBuildExtractElement(k->b, part, cg_i64(g, e), ""), max);
+	for (int64_t t = chunks * v; t < n; t++) {
+		LLVMValueRef it = cg_i64(g, t);
+		r = cg_combine(k, r, term(k, ctx, LLVMBuildAdd(k->b, base, it, ""), it), max);
+	}
+	return r;
+}
+
+void cg_each(K *k, LLVMValueRef base, int64_t n, CgEach *fn, void *ctx)
+{
+	Cg *g = k->g;
+	int v = row_width(k);
+	int64_t chunks = v == 1 ? 0 : n / v;
+	if (chunks) {
+		k->vec = v;
+		LLVMValueRef nc = cg_i64(g, chunks);
+		Loop l = cg_for(k, nc);
+		LLVMValueRef i = LLVMBuildMul(k->b, l.i, cg_i64(g, v), "");
+		fn(k, ctx, LLVMBuildAdd(k->b, base, i, ""), i);
+		cg_for_end(k, &l, nc);
+		k->vec = 1;
+	}
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = k->g->cuda ? cg_for_lanes(k, nn) : cg_for_from(k, cg_i64(g, chunks * v), 1, nn);
+	fn(k, ctx, LLVMBuildAdd(k->b, base, l.i, ""), l.i);
+	cg_for_end(k, &l, nn);
 }
 
 /* ---- index arithmetic ---- */

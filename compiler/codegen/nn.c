@@ -40,38 +40,54 @@ static void body_xent_grad(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRe
 
 typedef struct {
 	LLVMValueRef x, g, dy, base, mean, r; /* the row's pointers and statistics so far */
+	int which;                            /* the sum that norm_term adds up */
+	const KDesc *d;
+	LLVMValueRef out, b, s1, s2;          /* what the result needs besides */
 } Norm;
 
 static LLVMValueRef norm_hat(K *k, Norm *s, LLVMValueRef at)
 {
-	return LLVMBuildFMul(k->b, LLVMBuildFSub(k->b, cg_load(k, s->x, at), s->mean, ""), s->r, "");
+	return LLVMBuildFMul(k->b, LLVMBuildFSub(k->b, cg_row_load(k, s->x, at), cg_splat(k, s->mean), ""), cg_splat(k, s->r), "");
 }
 
 /* what layernorm's row sums add up: x, (x - mean)^2, dy g, dy g hat */
-static LLVMValueRef norm_term(K *k, Norm *s, LLVMValueRef at, LLVMValueRef i, int which)
+static LLVMValueRef norm_term(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 {
+	Norm *s = ctx;
 	LLVMValueRef v;
-	switch (which) {
-	case 0: return cg_load(k, s->x, at);
+	switch (s->which) {
+	case 0: return cg_row_load(k, s->x, at);
 	case 1:
-		v = LLVMBuildFSub(k->b, cg_load(k, s->x, at), s->mean, "");
+		v = LLVMBuildFSub(k->b, cg_row_load(k, s->x, at), cg_splat(k, s->mean), "");
 		return LLVMBuildFMul(k->b, v, v, "");
 	default:
-		v = LLVMBuildFMul(k->b, cg_load(k, s->dy, at), cg_load(k, s->g, i), "");
-		return which == 2 ? v : LLVMBuildFMul(k->b, v, norm_hat(k, s, at), "");
+		v = LLVMBuildFMul(k->b, cg_row_load(k, s->dy, at), cg_row_load(k, s->g, i), "");
+		return s->which == 2 ? v : LLVMBuildFMul(k->b, v, norm_hat(k, s, at), "");
 	}
 }
 
 static LLVMValueRef norm_sum(K *k, Norm *s, int64_t C, int which)
 {
-	Cg *g = k->g;
-	LLVMValueRef n = cg_i64(g, C);
-	Loop l = cg_for_lanes(k, n);
-	Acc a = cg_acc(k, &l, cg_real(g, 0));
-	LLVMValueRef next = LLVMBuildFAdd(k->b, a.phi, norm_term(k, s, LLVMBuildAdd(k->b, s->base, l.i, ""), l.i, which), "");
-	cg_acc_next(k, &a, next);
-	cg_for_end(k, &l, n);
-	return cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), next), false);
+	s->which = which;
+	return cg_fold(k, s->base, C, false, cg_real(k->g, 0), norm_term, s);
+}
+
+/* the result at element at (i in the row) */
+static void norm_out(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	Norm *s = ctx;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef hat = norm_hat(k, s, at), v;
+	if (s->d->kind == OP_LAYERNORM) {
+		v = LLVMBuildFAdd(B, LLVMBuildFMul(B, hat, cg_row_load(k, s->g, i), ""), cg_row_load(k, s->b, i), "");
+	} else if (s->d->kind == OP_LAYERNORM_HAT) {
+		v = hat;
+	} else { /* r (dy g - mean(dy g) - hat mean(dy g hat)) */
+		s->which = 2;
+		v = LLVMBuildFMul(B, cg_splat(k, s->r), LLVMBuildFSub(B, LLVMBuildFSub(B, norm_term(k, s, at, i), cg_splat(k, s->s1), ""),
+		                                                       LLVMBuildFMul(B, hat, cg_splat(k, s->s2), ""), ""), "");
+	}
+	cg_row_store(k, s->out, at, v);
 }
 
 /* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy): one row
@@ -82,25 +98,15 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	LLVMBuilderRef B = k->b;
 	int64_t C = d->out.dim[d->out.rank - 1];
 	LLVMValueRef n = cg_i64(g, C), inv = cg_real(g, 1.0 / (double)C);
-	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL};
+	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL, 0, d, ptrs[0], ptrs[3], NULL, NULL};
 	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
 	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
 	s.r = LLVMBuildFDiv(B, cg_real(g, 1), cg_sqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->attr.value), "")), "");
-	LLVMValueRef s1 = NULL, s2 = NULL;
 	if (d->kind == OP_LAYERNORM_GRAD) {
-		s1 = LLVMBuildFMul(B, norm_sum(k, &s, C, 2), inv, "");
-		s2 = LLVMBuildFMul(B, norm_sum(k, &s, C, 3), inv, "");
+		s.s1 = LLVMBuildFMul(B, norm_sum(k, &s, C, 2), inv, "");
+		s.s2 = LLVMBuildFMul(B, norm_sum(k, &s, C, 3), inv, "");
 	}
-	Loop l = cg_for_lanes(k, n);
-	LLVMValueRef at = LLVMBuildAdd(B, s.base, l.i, ""), hat = norm_hat(k, &s, at), v;
-	if (d->kind == OP_LAYERNORM)
-		v = LLVMBuildFAdd(B, LLVMBuildFMul(B, hat, cg_load(k, ptrs[2], l.i), ""), cg_load(k, ptrs[3], l.i), "");
-	else if (d->kind == OP_LAYERNORM_HAT)
-		v = hat;
-	else /* r (dy g - mean(dy g) - hat mean(dy g hat)) */
-		v = LLVMBuildFMul(B, s.r, LLVMBuildFSub(B, LLVMBuildFSub(B, norm_term(k, &s, at, l.i, 2), s1, ""), LLVMBuildFMul(B, hat, s2, ""), ""), "");
-	cg_store(k, ptrs[0], at, v);
-	cg_for_end(k, &l, n);
+	cg_each(k, s.base, C, norm_out, &s);
 }
 
 /* id n of an embedding's ids, and whether it names a row of a V-row table */
@@ -597,8 +603,50 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 	}
 }
 
+/* conv2d and its gradients: rt_conv, with the shape as a constant table and
+ * the planned workspace */
+static void lower_conv(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	int kind = op->kind == OP_CONV2D ? 0 : op->kind == OP_CONV2D_DX ? 1 : 2;
+	/* x, w, y: the operands and result in the forward's roles */
+	int v[3];
+	if (kind == 0)
+		v[0] = op->in[0], v[1] = op->in[1], v[2] = op->out;
+	else if (kind == 1)
+		v[0] = op->out, v[1] = op->in[1], v[2] = op->in[0];
+	else
+		v[0] = op->in[0], v[1] = op->out, v[2] = op->in[1];
+	Type x = ir_vtype(p, v[0]), w = ir_vtype(p, v[1]), y = ir_vtype(p, v[2]);
+	const Window *win = &op->attr.win;
+	int64_t dims[15] = {x.dim[0], x.dim[1], x.dim[2], x.dim[3], w.dim[0], y.dim[2], y.dim[3], win->kh, win->kw,
+	                    win->sh, win->sw, win->ph, win->pw, win->dh, win->dw};
+	LLVMValueRef c[15];
+	for (int i = 0; i < 15; i++)
+		c[i] = cg_i64(g, dims[i]);
+	LLVMTypeRef at = LLVMArrayType(g->i64, 15);
+	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_conv");
+	LLVMSetInitializer(table, LLVMConstArray(g->i64, c, 15));
+	LLVMSetGlobalConstant(table, 1);
+	LLVMSetLinkage(table, LLVMInternalLinkage);
+	LLVMTypeRef ft, pt[9] = {g->i8p, g->i32, g->i32, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
+	LLVMValueRef f = cg_declare(g, "rt_conv", LLVMVoidTypeInContext(g->ctx), pt, 9, &ft);
+	LLVMValueRef args[9] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)kind, 0),
+	                        LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(x.dt), 0),
+	                        LLVMBuildBitCast(g->b, table, g->i64p, ""), NULL, NULL, NULL,
+	                        LLVMBuildAdd(g->b, h->base, cg_i64(g, p->ws_offset), ""), cg_i64(g, p->ws_bytes)};
+	for (int i = 0; i < 3; i++)
+		args[4 + i] = cg_addr(h, v[i]);
+	cg_call(h, ft, f, args, 9);
+}
+
 bool cg_host_nn(Host *h, Op *op)
 {
+	if (op->kind == OP_CONV2D || op->kind == OP_CONV2D_DX || op->kind == OP_CONV2D_DW) {
+		lower_conv(h, op);
+		return true;
+	}
 	if (op->kind != OP_DROPOUT)
 		return false;
 	/* the result, x, the key of this op's draws in this iteration (compiler/ops/rng.h),

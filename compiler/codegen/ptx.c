@@ -147,7 +147,7 @@ const char *cg_ptx(Cg *g)
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
 		die("generated NVPTX module is invalid: %s", err);
 	LLVMDisposeMessage(err);
-	cg_optimize(g->mod, 3);
+	cg_optimize(g->mod, 3, NULL);
 
 	LLVMMemoryBufferRef out;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, LLVMAssemblyFile, &err, &out))

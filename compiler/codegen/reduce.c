@@ -7,6 +7,19 @@
 
 #include "cgint.h"
 
+/* a contiguous run of a reduction's input, negated for min */
+typedef struct {
+	LLVMValueRef in;
+	bool neg;
+} Run;
+
+static LLVMValueRef run_term(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	(void)i;
+	Run *r = ctx;
+	LLVMValueRef x = cg_row_load(k, r->in, at);
+	return r->neg ? LLVMBuildFNeg(k->b, x, "") : x;
+}
 
 /* sum (max, min) over the input axes that the output does not keep; min
  * is max of the negated values, negated */
@@ -29,26 +42,52 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 			base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, oc[out_axis[a]], cg_i64(g, stride[a]), ""), "");
 	bool max = d->kind == OP_MAX || d->kind == OP_MIN, neg = d->kind == OP_MIN;
 	LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
-	LLVMValueRef n = cg_i64(g, count);
-	Loop l = cg_for_lanes(k, n);
-	Acc sum = cg_acc(k, &l, init);
-	/* decompose the reduction counter over the reduced axes */
+	/* the reduced axes, and on the CPU those at the end, which are one contiguous run */
 	Type red = {.rank = 0};
-	int axis[IR_MAXRANK];
+	int axis[IR_MAXRANK], first = t.rank;
+	int64_t inner = 1;
 	for (int a = 0; a < t.rank; a++)
 		if (!kept[a])
 			axis[red.rank] = a, red.dim[red.rank++] = t.dim[a];
-	LLVMValueRef rc[IR_MAXRANK], off = base;
-	cg_unravel(k, red, l.i, rc);
-	for (int j = 0; j < red.rank; j++)
-		off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[axis[j]]), ""), "");
-	LLVMValueRef x = cg_load(k, in, off);
-	if (neg)
-		x = LLVMBuildFNeg(k->b, x, "");
-	LLVMValueRef next = cg_combine(k, sum.phi, x, max);
-	cg_acc_next(k, &sum, next);
-	cg_for_end(k, &l, n);
-	LLVMValueRef total = cg_all_reduce(k, cg_acc_result(k, &l, init, next), max);
+	while (!g->cuda && first > 0 && (!kept[first - 1] || t.dim[first - 1] == 1))
+		inner *= kept[--first] ? 1 : t.dim[first];
+	LLVMValueRef total;
+	if (inner > 1) {
+		/* the other reduced axes one place at a time, each a fold over the run */
+		Type outer = {.rank = 0};
+		int oaxis[IR_MAXRANK];
+		for (int a = 0; a < first; a++)
+			if (!kept[a])
+				oaxis[outer.rank] = a, outer.dim[outer.rank++] = t.dim[a];
+		LLVMValueRef no = cg_i64(g, count / inner);
+		Loop l = cg_for(k, no);
+		Acc sum = cg_acc(k, &l, init);
+		LLVMValueRef rc[IR_MAXRANK], off = base;
+		cg_unravel(k, outer, l.i, rc);
+		for (int j = 0; j < outer.rank; j++)
+			off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[oaxis[j]]), ""), "");
+		Run r = {in, neg};
+		LLVMValueRef next = cg_combine(k, sum.phi, cg_fold(k, off, inner, max, init, run_term, &r), max);
+		cg_acc_next(k, &sum, next);
+		cg_for_end(k, &l, no);
+		total = cg_acc_result(k, &l, init, next);
+	} else {
+		LLVMValueRef n = cg_i64(g, count);
+		Loop l = cg_for_lanes(k, n);
+		Acc sum = cg_acc(k, &l, init);
+		/* decompose the reduction counter over the reduced axes */
+		LLVMValueRef rc[IR_MAXRANK], off = base;
+		cg_unravel(k, red, l.i, rc);
+		for (int j = 0; j < red.rank; j++)
+			off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[axis[j]]), ""), "");
+		LLVMValueRef x = cg_load(k, in, off);
+		if (neg)
+			x = LLVMBuildFNeg(k->b, x, "");
+		LLVMValueRef next = cg_combine(k, sum.phi, x, max);
+		cg_acc_next(k, &sum, next);
+		cg_for_end(k, &l, n);
+		total = cg_all_reduce(k, cg_acc_result(k, &l, init, next), max);
+	}
 	if (neg)
 		total = LLVMBuildFNeg(k->b, total, "");
 	if (d->kind == OP_MEAN)

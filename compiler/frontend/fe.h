@@ -19,9 +19,16 @@ FeAst *fe_parse(const char *path, const FeDefine *defs, int ndefs);
 /* The same for a program in memory (len bytes, NULs refused); path names it in errors. */
 FeAst *fe_parse_text(const char *path, const char *text, size_t len, const FeDefine *defs, int ndefs);
 void fe_print_ast(FILE *f, FeAst *ast); /* --emit=ast */
-/* Lowers the loss block (functions inlined) to IR. real_bytes: 2, 4 or 8 (--precision).
- * More than fe_max_ops operations (default 2^20) is an error. */
+typedef struct {
+	int real_bytes;  /* 2, 4 or 8: --precision bf16, f32 or f64 */
+	bool reference;  /* --reference-kernels: conv2d as unfold + GEMM, the reference the tests compare with */
+	bool cuda;       /* the target: cuDNN takes tensors of fewer than 2^31 elements */
+	bool verbose;    /* -v: a note for each conv2d that takes the reference path, and why */
+} FeOptions;
+
+/* Lowers the loss block (functions inlined) to IR. More than fe_max_ops
+ * operations (default 2^20) is an error. */
 extern int fe_max_ops;
-Program *fe_lower(FeAst *ast, int real_bytes);
+Program *fe_lower(FeAst *ast, const FeOptions *o);
 
 #endif

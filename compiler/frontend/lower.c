@@ -48,6 +48,7 @@ typedef struct {
 	Scope *loss;    /* the loss block's own scope: reports are made there */
 	int sites;      /* dropout ops so far */
 	Vec(LitArray) literals; /* the tensor literals' arrays so far */
+	const FeOptions *o;
 } Lower;
 
 static const char *ts(Type t) { return ir_type_str(t); }
@@ -585,8 +586,22 @@ static int fill(Lower *L, Loc loc, double v, Type t)
 
 /* ---- builtins that are compositions of ops ---- */
 
+/* Why a convolution of these shapes takes the reference path, or NULL:
+ * cuDNN describes each tensor with 32-bit counts. */
+static const char *conv_refused(Lower *L, Type x, Type w, Type y)
+{
+	if (L->o->reference)
+		return "--reference-kernels";
+	Type t[3] = {x, w, y};
+	for (int i = 0; L->o->cuda && i < 3; i++)
+		if (ir_numel(t[i]) > INT32_MAX)
+			return ar_printf("%s has 2^31 or more elements, more than cuDNN takes", ts(t[i]));
+	return NULL;
+}
+
 /* conv2d(x [N, C, H, W], w [O, C, kh, kw], stride=, pad=, dilation=) ->
- * [N, O, Ho, Wo]: the windows unfolded, one GEMM with w, and back to NCHW */
+ * [N, O, Ho, Wo]: one conv2d op, whose gradients read x and w; or, the
+ * reference path, the windows unfolded, one GEMM with w, and back to NCHW */
 static int conv2d(Lower *L, Scope *s, Node *n)
 {
 	Arg a[] = {{"stride", 1, false, false, 1}, {"pad", 0, false, false, 0}, {"dilation", 1, false, false, 1}};
@@ -603,15 +618,25 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	/* checked before they narrow to int */
 	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
 		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");
-	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
 	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
-	u->attr.win = (Window){(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
+	Window win = {(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
+	int64_t ho, wo;
+	ops_window_out(&win, xt, &ho, &wo);
+	Type yt = ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo});
+	const char *why = ho && wo ? conv_refused(L, xt, wt, yt) : "";
+	if (!why) {
+		Op *c = mk(L, OP_CONV2D, n->loc, 2, (int[]){x, w});
+		c->attr.win = win;
+		return emit(L, c);
+	}
+	if (L->o->verbose && *why)
+		diag_note(n->loc, "conv2d as unfold + GEMM: %s", why);
+	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
+	u->attr.win = win;
 	int cols = emit(L, u);
 	Type ct = ir_vtype(L->p, cols), wm = ir_type(wt.dt, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
 	int y = matmul_bt(L, n->loc, cols, reshape_to(L, n->loc, w, wm));
-	int64_t ho, wo;
-	ops_window_out(&u->attr.win, xt, &ho, &wo);
-	return reshape_to(L, n->loc, swap_last(L, n->loc, y), ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo}));
+	return reshape_to(L, n->loc, swap_last(L, n->loc, y), yt);
 }
 
 /* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel): each
@@ -1407,11 +1432,12 @@ static void check_uncalled(FeAst *ast, bool *called)
 	}
 }
 
-Program *fe_lower(FeAst *ast, int real_bytes)
+Program *fe_lower(FeAst *ast, const FeOptions *o)
 {
 	Lower L = {0};
 	L.ast = ast;
-	L.p = ir_new_program(real_bytes);
+	L.o = o;
+	L.p = ir_new_program(o->real_bytes);
 	L.out = &L.p->body;
 	L.called = ar_alloc(sizeof(bool) * (size_t)(ast->fns.len + 1));
 	Scope global = {0};

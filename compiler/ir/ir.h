@@ -142,6 +142,7 @@ typedef enum {
 	FL_ROW,  /* 5 per element of its largest operand (softmax, layernorm, cross_entropy) */
 	FL_GEMM, /* 2 m n k per product */
 	FL_ATTN, /* per head and visible (query, key) pair, Dh times 4 (attention), 2 (stats), 6 (dq, dk), 4 (dv) */
+	FL_CONV, /* 2 N O Ho Wo C kh kw: the output's elements times a window's, twice */
 } FlopClass;
 
 /* An op kind's entry in the op table (ops.def). */
@@ -323,6 +324,8 @@ struct Program {
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
 	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];
+	/* the workspace the convolutions share, after the ones (ws_bytes 0: none) */
+	int64_t ws_offset, ws_bytes;
 	/* streaming (stream_pass): the pinned host pool, the device slots, and the
 	 * bytes one call of dp_forward [0] and of dp_step [1] moves each way */
 	int64_t host_bytes, plan_slots;

@@ -75,6 +75,12 @@ int64_t ir_op_flops(Program *p, Op *op)
 		int per = op->kind == OP_ATTN_STATS ? 2 : op->kind == OP_ATTN_DQ || op->kind == OP_ATTN_DK ? 6 : 4;
 		return per * heads * pairs * (C / op->attr.attn.heads);
 	}
+	case FL_CONV: {
+		/* the forward's output and weight: the result of conv2d, the first operand of conv2d_dx, the second of conv2d_dw */
+		Type y = op->kind == OP_CONV2D ? ir_vtype(p, op->out) : ir_vtype(p, op->in[op->kind == OP_CONV2D_DX ? 0 : 1]);
+		Type w = op->kind == OP_CONV2D_DW ? ir_vtype(p, op->out) : ir_vtype(p, op->in[1]);
+		return 2 * ir_numel(y) * (ir_numel(w) / w.dim[0]);
+	}
 	}
 	unreachable();
 }

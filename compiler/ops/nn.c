@@ -91,6 +91,61 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 			ad_contrib(a, op->in[i], attn_op(a, op, grads[i], 5, in), op->loc);
 }
 
+/* conv2d (x [N, C, H, W], w [O, C, kh, kw]) -> [N, O, Ho, Wo]; conv2d_dx
+ * (dy, w) -> to, x's type; conv2d_dw (x, dy) -> to, w's type */
+const char *ops_shape_conv(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	for (int k = 0; k < 2; k++)
+		if ((err = ops_need_real(p, op, k)))
+			return err;
+	bool dx = op->kind == OP_CONV2D_DX, dw = op->kind == OP_CONV2D_DW;
+	Type x = dx ? op->to : ir_vtype(p, op->in[0]), w = dw ? op->to : ir_vtype(p, op->in[1]);
+	const Window *win = &op->attr.win;
+	if (x.rank != 4 || w.rank != 4)
+		return ar_printf("conv2d needs an input [N, C, H, W] and a weight [O, C, kh, kw], got %s and %s", ops_ts(x), ops_ts(w));
+	if (w.dim[1] != x.dim[1] || w.dt != x.dt)
+		return ar_printf("conv2d's weight %s does not fit its input %s", ops_ts(w), ops_ts(x));
+	if (w.dim[2] != win->kh || w.dim[3] != win->kw)
+		return ar_printf("conv2d's window %dx%d differs from its weight %s", win->kh, win->kw, ops_ts(w));
+	if (win->sh < 1 || win->sw < 1 || win->dh < 1 || win->dw < 1 || win->ph < 0 || win->pw < 0)
+		return ar_printf("conv2d needs stride and dilation of at least 1 and no negative padding");
+	int64_t ho, wo;
+	ops_window_out(win, x, &ho, &wo);
+	if (!ho || !wo)
+		return ar_printf("a %dx%d window (dilation %d, padding %d) does not fit in %s", win->kh, win->kw, win->dh, win->ph, ops_ts(x));
+	/* the reference path unfolds it (conv2d in lower.c): within unfold's limits */
+	if (ho > IR_MAX_ELEMS / wo || x.dim[1] > IR_MAX_ELEMS / win->kh / win->kw)
+		return ar_printf("a %dx%d window (stride %d, padding %d) over %s unfolds to %lld x %lld positions of "
+		                 "%lld x %d x %d values, more than 2^40 elements", win->kh, win->kw, win->sh, win->ph, ops_ts(x),
+		                 (long long)ho, (long long)wo, (long long)x.dim[1], win->kh, win->kw);
+	Type y = ir_type(x.dt, 4, (int64_t[]){x.dim[0], w.dim[0], ho, wo});
+	Type dy = dx ? ir_vtype(p, op->in[0]) : dw ? ir_vtype(p, op->in[1]) : y;
+	if (!ir_type_eq(dy, y))
+		return ar_printf("%s needs a gradient %s for %s and %s, got %s", ir_ops[op->kind].name, ops_ts(y), ops_ts(x), ops_ts(w), ops_ts(dy));
+	*out = dx ? x : dw ? w : y;
+	return NULL;
+}
+
+static int conv_grad(Ad *a, Op *op, OpKind k, int x, int y, Type to)
+{
+	Op *d = ir_new_op(ad_program(a), k, op->loc, 2, (int[]){x, y});
+	d->attr = op->attr;
+	d->to = to;
+	return ad_emit(a, d);
+}
+
+/* dx from the gradient and w; dw from x and the gradient: no unfolded x is kept */
+void ops_adjoint_conv(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	int x = op->in[0], w = op->in[1];
+	if (ad_active(a, x))
+		ad_contrib(a, x, conv_grad(a, op, OP_CONV2D_DX, g, w, ir_vtype(p, x)), op->loc);
+	if (ad_active(a, w))
+		ad_contrib(a, w, conv_grad(a, op, OP_CONV2D_DW, x, g, ir_vtype(p, w)), op->loc);
+}
+
 /* layernorm (x, g, b): g and b are [D] for x [..., D]; layernorm_hat (x);
  * layernorm_grad (x, g, dy) */
 const char *ops_shape_layernorm(Program *p, Op *op, Type *out)
@@ -307,6 +362,42 @@ void ops_run_attention(Interp *m, Op *op)
 #undef EL
 		}
 	free(P);
+}
+
+/* conv2d and its gradients, one product of a window at a time */
+void ops_run_conv(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	bool dx = op->kind == OP_CONV2D_DX, dw = op->kind == OP_CONV2D_DW;
+	Type x = dx ? op->to : ir_vtype(p, op->in[0]), w = dw ? op->to : ir_vtype(p, op->in[1]);
+	const Window *win = &op->attr.win;
+	int64_t N = x.dim[0], C = x.dim[1], H = x.dim[2], W = x.dim[3], O = w.dim[0], Ho, Wo;
+	ops_window_out(win, x, &Ho, &Wo);
+	double *o = ops_real(m, op->out);
+	/* the operands as x, w and y, whichever the op computes */
+	double *xs = dx ? o : ops_real(m, op->in[0]), *ws = dw ? o : ops_real(m, op->in[1]);
+	double *ys = dx ? ops_real(m, op->in[0]) : dw ? ops_real(m, op->in[1]) : o;
+	memset(o, 0, sizeof(double) * (size_t)ir_numel(ir_vtype(p, op->out)));
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t f = 0; f < O; f++)
+			for (int64_t i = 0; i < Ho; i++)
+				for (int64_t j = 0; j < Wo; j++) {
+					double *y = &ys[((n * O + f) * Ho + i) * Wo + j];
+					for (int64_t c = 0; c < C; c++)
+						for (int a = 0; a < win->kh; a++)
+							for (int b = 0; b < win->kw; b++) {
+								int64_t h = i * win->sh - win->ph + a * win->dh, v = j * win->sw - win->pw + b * win->dw;
+								if (h < 0 || h >= H || v < 0 || v >= W)
+									continue;
+								double *xe = &xs[((n * C + c) * H + h) * W + v], *we = &ws[((f * C + c) * win->kh + a) * win->kw + b];
+								if (dx)
+									*xe += *y * *we;
+								else if (dw)
+									*we += *y * *xe;
+								else
+									*y += *xe * *we;
+							}
+				}
 }
 
 /* layernorm (x, g, b), layernorm_hat (x), layernorm_grad (x, g, dy), row by row */

@@ -5,7 +5,7 @@
  *   elementwise.c  add ... where: arithmetic, functions, comparisons, with broadcasting
  *   linalg.c       matmul
  *   reduce.c       sum, mean, max, min, argmax, softmax, log_softmax and their gradients
- *   nn.c           embed, attention, layernorm, dropout, the losses, and their gradients
+ *   nn.c           embed, attention, conv2d, layernorm, dropout, the losses, and their gradients
  *   control.c      variables, loops, tensor streaming
  *   interp.c       the reference interpreter, which runs each op by its family's rule
  * The op table (ir/ops.def, ir_ops) points at these. Each shape rule fills
@@ -36,6 +36,7 @@ const char *ops_shape_softmax(Program *p, Op *op, Type *out);
 const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out);
 const char *ops_shape_embed(Program *p, Op *op, Type *out);
 const char *ops_shape_attention(Program *p, Op *op, Type *out);
+const char *ops_shape_conv(Program *p, Op *op, Type *out);
 const char *ops_shape_layernorm(Program *p, Op *op, Type *out);
 const char *ops_shape_dropout(Program *p, Op *op, Type *out);
 const char *ops_shape_mse(Program *p, Op *op, Type *out);
@@ -62,6 +63,7 @@ void ops_adjoint_reduce(Ad *a, Op *op, int g);
 void ops_adjoint_softmax(Ad *a, Op *op, int g);
 void ops_adjoint_embed(Ad *a, Op *op, int g);
 void ops_adjoint_attention(Ad *a, Op *op, int g);
+void ops_adjoint_conv(Ad *a, Op *op, int g);
 void ops_adjoint_layernorm(Ad *a, Op *op, int g);
 void ops_adjoint_dropout(Ad *a, Op *op, int g);
 void ops_adjoint_mse(Ad *a, Op *op, int g);
@@ -89,7 +91,7 @@ void ops_run_block(Interp *m, Block *b);
 void ops_reduce_to(Interp *m, int x, Type keep, double *out, OpKind k); /* sum, max or min over the axes keep has at 1 */
 #define RULE(s) void ops_run_##s(Interp *m, Op *op);
 RULE(leaf) RULE(slice) RULE(reshape) RULE(transpose) RULE(broadcast) RULE(copy) RULE(window) RULE(concat) RULE(unfold)
-RULE(cast) RULE(argmax) RULE(bits) RULE(ew) RULE(matmul) RULE(reduce) RULE(softmax) RULE(softmax_grad) RULE(embed) RULE(attention)
+RULE(cast) RULE(argmax) RULE(bits) RULE(ew) RULE(matmul) RULE(reduce) RULE(softmax) RULE(softmax_grad) RULE(embed) RULE(attention) RULE(conv)
 RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE(loop)
 #undef RULE
 

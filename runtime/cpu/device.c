@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../rt.h"
+#include "cpu.h"
 
 static void *P(uint64_t a) { return (void *)(uintptr_t)a; }
 
@@ -29,21 +29,10 @@ static void cpu_d2h(void *dst, uint64_t src, int64_t n) { memcpy(dst, P(src), (s
 static void cpu_d2d(uint64_t dst, uint64_t src, int64_t n) { memmove(P(dst), P(src), (size_t)n); }
 static void cpu_zero(uint64_t dst, int64_t n) { memset(P(dst), 0, (size_t)n); }
 
-typedef struct {
-	RtKernelFn fn;
-	const uint64_t *args;
-	int64_t begin, end;
-} Part;
-
-static void *run_part(void *arg)
-{
-	Part *p = arg;
-	p->fn(p->args, p->begin, p->end);
-	return NULL;
-}
-
 enum { MAX_THREADS = 256, MIN_SPLIT = 1 << 16 };
 static int nthreads = 1;
+
+int rt_cpu_threads(void) { return nthreads; }
 
 /* A thread count from the environment: 1..MAX_THREADS (more is capped), or
  * 0 when unset; garbage is ignored with a warning. */
@@ -77,6 +66,107 @@ static void cpu_init(void)
 	nthreads = n;
 }
 
+/* ---- the threads: started once, they wait for work between launches ----
+ * A job is `parts` calls fn(arg, part); the calling thread takes part 0 and
+ * worker t part t. Launches come thousands of times a step, so each side
+ * spins a little (about 0.1 ms) before it sleeps on the condition. */
+
+enum { SPIN = 4000 };
+
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	int workers;                 /* started */
+	int64_t job;                 /* jobs posted; a worker runs each new one */
+	int left;                    /* workers still running the current job */
+	int parts;
+	void (*fn)(void *arg, int part);
+	void *arg;
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
+static void *worker(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	int64_t seen = 0;
+	for (;;) {
+		for (int i = 0; i < SPIN && __atomic_load_n(&pool.job, __ATOMIC_ACQUIRE) == seen; i++)
+			relax();
+		pthread_mutex_lock(&pool.mu);
+		while (pool.job == seen)
+			pthread_cond_wait(&pool.go, &pool.mu);
+		seen = pool.job;
+		int parts = pool.parts;
+		void (*fn)(void *, int) = pool.fn;
+		void *a = pool.arg;
+		pthread_mutex_unlock(&pool.mu);
+		if (t < parts)
+			fn(a, t);
+		pthread_mutex_lock(&pool.mu);
+		if (__atomic_sub_fetch(&pool.left, 1, __ATOMIC_ACQ_REL) == 0)
+			pthread_cond_signal(&pool.done);
+		pthread_mutex_unlock(&pool.mu);
+	}
+	return NULL;
+}
+
+/* Runs fn(arg, 0..parts-1) on the threads and returns when all are done.
+ * A worker that cannot be started leaves its parts to the caller. */
+static void pool_run(int parts, void (*fn)(void *arg, int part), void *arg)
+{
+	if (parts > nthreads)
+		parts = nthreads;
+	while (pool.workers < parts - 1) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.workers + 1)) != 0)
+			break;
+		pthread_detach(t);
+		pool.workers++;
+	}
+	int with = parts < pool.workers + 1 ? parts : pool.workers + 1;
+	if (with <= 1) {
+		for (int i = 0; i < parts; i++)
+			fn(arg, i);
+		return;
+	}
+	pthread_mutex_lock(&pool.mu);
+	pool.parts = with;
+	pool.fn = fn;
+	pool.arg = arg;
+	__atomic_store_n(&pool.left, pool.workers, __ATOMIC_RELEASE);
+	__atomic_store_n(&pool.job, pool.job + 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&pool.go);
+	pthread_mutex_unlock(&pool.mu);
+	fn(arg, 0);
+	for (int i = with; i < parts; i++)
+		fn(arg, i);
+	for (int i = 0; i < SPIN && __atomic_load_n(&pool.left, __ATOMIC_ACQUIRE) > 0; i++)
+		relax();
+	pthread_mutex_lock(&pool.mu);
+	while (pool.left > 0)
+		pthread_cond_wait(&pool.done, &pool.mu);
+	pthread_mutex_unlock(&pool.mu);
+}
+
+typedef struct {
+	RtKernelFn fn;
+	const uint64_t *args;
+	int64_t n;
+	int parts;
+} Launch;
+
+static void launch_part(void *arg, int part)
+{
+	Launch *l = arg;
+	l->fn(l->args, l->n * part / l->parts, l->n * (part + 1) / l->parts);
+}
+
 /* Large index spaces are split between threads; every element is written by
  * exactly one of them, so results do not depend on the split. */
 static void cpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uint64_t *args)
@@ -94,20 +184,29 @@ static void cpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uin
 		fn(args, 0, n);
 		return;
 	}
-	pthread_t t[MAX_THREADS];
-	bool started[MAX_THREADS] = {false};
-	Part parts[MAX_THREADS];
-	for (int i = 0; i < threads; i++) {
-		parts[i] = (Part){fn, args, n * i / threads, n * (i + 1) / threads};
-		if (i)
-			started[i] = pthread_create(&t[i], NULL, run_part, &parts[i]) == 0;
-		if (i && !started[i])
-			run_part(&parts[i]);
-	}
-	run_part(&parts[0]);
-	for (int i = 1; i < threads; i++)
-		if (started[i])
-			pthread_join(t[i], NULL);
+	Launch l = {fn, args, n, threads};
+	pool_run(threads, launch_part, &l);
+}
+
+typedef struct {
+	void (*fn)(void *arg, int64_t i);
+	void *arg;
+	int64_t n;
+	int parts;
+} Items;
+
+static void items_part(void *arg, int part)
+{
+	Items *it = arg;
+	for (int64_t i = it->n * part / it->parts; i < it->n * (part + 1) / it->parts; i++)
+		it->fn(it->arg, i);
+}
+
+void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
+{
+	int parts = n < nthreads ? (int)n : nthreads;
+	Items it = {fn, arg, n, parts};
+	pool_run(parts, items_part, &it);
 }
 
 /* bf16 has no BLAS: each matrix widened to f32, one sgemm, the result
@@ -216,15 +315,7 @@ static struct {
 
 /* Streamed layers are often small and come one per loop step: sleeping on
  * a condition variable for each costs two context switches, far more than
- * the copy. So both sides spin a little (about 0.1 ms) before they sleep. */
-enum { SPIN = 4000 };
-
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
+ * the copy. So both sides spin a little (SPIN) before they sleep. */
 
 /* spins until *count reaches at least n, or gives up; true when reached */
 static bool spin_until(const int64_t *count, int64_t n)
@@ -341,4 +432,4 @@ static void cpu_host_free(void *p) { free(p); }
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
                                 cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
                                 cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL, cpu_copy_timing, cpu_copy_span,
-                                cpu_mark_at};
+                                cpu_mark_at, rt_cpu_conv};

@@ -4,6 +4,7 @@
  * call is checked and reported with its file, line and error name. */
 #include <cublas_v2.h>
 #include <cuda.h>
+#include <cudnn.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -373,6 +374,138 @@ static double gpu_mark_ms(int a, int b)
 	return ms;
 }
 
+/* ---- convolutions: cuDNN, opened at run time (libcudnn.so.9) ----
+ * Each shape and kind gets its descriptors once and the algorithm cuDNN's
+ * heuristics rank first among the deterministic ones whose workspace fits
+ * the planned one, so that a step recomputed under checkpointing gives the
+ * same bits. */
+#define CUDNN_FNS(X) X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \
+	X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) \
+	X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionMathType) \
+	X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
+	X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) \
+	X(cudnnConvolutionBackwardFilter)
+CUDNN_FNS(DECLARE)
+
+#define CUDNN(call) do { \
+	cudnnStatus_t s_ = (call); \
+	if (s_ != CUDNN_STATUS_SUCCESS) \
+		rt_fail(1, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, p_cudnnGetErrorString(s_)); \
+} while (0)
+
+static cudnnHandle_t dnn;
+
+static void cudnn_open(void)
+{
+	if (dnn)
+		return;
+	void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		rt_fail(1, "this model's convolutions run on cuDNN, but cuDNN 9 (libcudnn.so.9) is not installed: install it "
+		        "(it ships with the CUDA toolkit, or as NVIDIA's cudnn9 package), or compile with --reference-kernels");
+#define CUDNN_LOOKUP(f) if (!(p_##f = (__typeof__(p_##f))dlsym(lib, #f))) rt_fail(1, "libcudnn.so.9 lacks " #f);
+	CUDNN_FNS(CUDNN_LOOKUP)
+	CUDNN(p_cudnnCreate(&dnn));
+	CUDNN(p_cudnnSetStream(dnn, (cudaStream_t)stream));
+}
+
+enum { N_, C_, H_, W_, O_, HO, WO, KH, KW, SH, SW, PH, PW, DH, DW, NDIMS };
+
+typedef struct {
+	int kind, elem_bytes;
+	int64_t dims[NDIMS], ws_bytes;
+	cudnnTensorDescriptor_t x, y;
+	cudnnFilterDescriptor_t w;
+	cudnnConvolutionDescriptor_t conv;
+	int algo;
+	size_t ws;
+} Conv;
+
+static Conv *convs;
+static int nconvs;
+
+static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_bytes)
+{
+	for (int i = 0; i < nconvs; i++)
+		if (convs[i].kind == kind && convs[i].elem_bytes == elem_bytes && convs[i].ws_bytes == ws_bytes &&
+		    !memcmp(convs[i].dims, d, sizeof convs[i].dims))
+			return &convs[i];
+	cudnn_open();
+	Conv *grown = realloc(convs, sizeof *convs * (size_t)(nconvs + 1));
+	if (!grown)
+		rt_fail(1, "out of memory for a convolution");
+	convs = grown;
+	Conv *v = &convs[nconvs++];
+	memset(v, 0, sizeof *v);
+	v->kind = kind;
+	v->elem_bytes = elem_bytes;
+	v->ws_bytes = ws_bytes;
+	memcpy(v->dims, d, sizeof v->dims);
+	cudnnDataType_t dt = elem_bytes == 2 ? CUDNN_DATA_BFLOAT16 : elem_bytes == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+	CUDNN(p_cudnnCreateTensorDescriptor(&v->x));
+	CUDNN(p_cudnnCreateTensorDescriptor(&v->y));
+	CUDNN(p_cudnnCreateFilterDescriptor(&v->w));
+	CUDNN(p_cudnnCreateConvolutionDescriptor(&v->conv));
+	CUDNN(p_cudnnSetTensor4dDescriptor(v->x, CUDNN_TENSOR_NCHW, dt, (int)d[N_], (int)d[C_], (int)d[H_], (int)d[W_]));
+	CUDNN(p_cudnnSetTensor4dDescriptor(v->y, CUDNN_TENSOR_NCHW, dt, (int)d[N_], (int)d[O_], (int)d[HO], (int)d[WO]));
+	CUDNN(p_cudnnSetFilter4dDescriptor(v->w, dt, CUDNN_TENSOR_NCHW, (int)d[O_], (int)d[C_], (int)d[KH], (int)d[KW]));
+	CUDNN(p_cudnnSetConvolution2dDescriptor(v->conv, (int)d[PH], (int)d[PW], (int)d[SH], (int)d[SW], (int)d[DH], (int)d[DW],
+	                                        CUDNN_CROSS_CORRELATION, elem_bytes == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+	/* f32 on tensor cores (TF32) only with --tf32, as cuBLAS */
+	CUDNN(p_cudnnSetConvolutionMathType(v->conv, elem_bytes == 4 && !rt_tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+	enum { MAXALGO = 16 };
+	int n = 0, best = -1;
+	size_t mem[MAXALGO];
+	int algo[MAXALGO];
+	bool ok[MAXALGO];
+	if (kind == 0) {
+		cudnnConvolutionFwdAlgoPerf_t r[MAXALGO];
+		CUDNN(p_cudnnGetConvolutionForwardAlgorithm_v7(dnn, v->x, v->w, v->conv, v->y, MAXALGO, &n, r));
+		for (int i = 0; i < n; i++)
+			algo[i] = r[i].algo, mem[i] = r[i].memory, ok[i] = r[i].status == CUDNN_STATUS_SUCCESS && r[i].determinism == CUDNN_DETERMINISTIC;
+	} else if (kind == 1) {
+		cudnnConvolutionBwdDataAlgoPerf_t r[MAXALGO];
+		CUDNN(p_cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, v->w, v->y, v->conv, v->x, MAXALGO, &n, r));
+		for (int i = 0; i < n; i++)
+			algo[i] = r[i].algo, mem[i] = r[i].memory, ok[i] = r[i].status == CUDNN_STATUS_SUCCESS && r[i].determinism == CUDNN_DETERMINISTIC;
+	} else {
+		cudnnConvolutionBwdFilterAlgoPerf_t r[MAXALGO];
+		CUDNN(p_cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, v->x, v->y, v->conv, v->w, MAXALGO, &n, r));
+		for (int i = 0; i < n; i++)
+			algo[i] = r[i].algo, mem[i] = r[i].memory, ok[i] = r[i].status == CUDNN_STATUS_SUCCESS && r[i].determinism == CUDNN_DETERMINISTIC;
+	}
+	for (int i = 0; i < n && best < 0; i++)
+		if (ok[i] && mem[i] <= (size_t)ws_bytes)
+			best = i;
+	if (best < 0)
+		rt_fail(1, "cuDNN has no deterministic algorithm for a convolution [%lld, %lld, %lld, %lld] * [%lld, %lld, %lld, %lld] "
+		        "within the planned workspace of %lld bytes; compile with --reference-kernels", (long long)d[N_], (long long)d[C_],
+		        (long long)d[H_], (long long)d[W_], (long long)d[O_], (long long)d[C_], (long long)d[KH], (long long)d[KW],
+		        (long long)ws_bytes);
+	v->algo = algo[best];
+	v->ws = mem[best];
+	return v;
+}
+
+static void gpu_conv(int kind, int elem_bytes, const int64_t *d, uint64_t x, uint64_t w, uint64_t y, uint64_t ws, int64_t ws_bytes)
+{
+	Conv *v = conv_for(kind, elem_bytes, d, ws_bytes);
+	double one = 1, zero = 0;
+	float onef = 1, zerof = 0;
+	const void *a = elem_bytes == 8 ? (const void *)&one : (const void *)&onef;
+	const void *b = elem_bytes == 8 ? (const void *)&zero : (const void *)&zerof;
+	void *work = v->ws ? (void *)ws : NULL;
+	if (kind == 0)
+		CUDNN(p_cudnnConvolutionForward(dnn, a, v->x, (void *)x, v->w, (void *)w, v->conv, (cudnnConvolutionFwdAlgo_t)v->algo,
+		                                work, v->ws, b, v->y, (void *)y));
+	else if (kind == 1)
+		CUDNN(p_cudnnConvolutionBackwardData(dnn, a, v->w, (void *)w, v->y, (void *)y, v->conv,
+		                                     (cudnnConvolutionBwdDataAlgo_t)v->algo, work, v->ws, b, v->x, (void *)x));
+	else
+		CUDNN(p_cudnnConvolutionBackwardFilter(dnn, a, v->x, (void *)x, v->y, (void *)y, v->conv,
+		                                       (cudnnConvolutionBwdFilterAlgo_t)v->algo, work, v->ws, b, v->w, (void *)w));
+}
+
 /* One graph: dp_step's launches, captured once. Relaxed capture: the
  * runtime may allocate pinned host memory for a fused revolve's actions
  * while it captures. cuBLAS gets a workspace of its own first, so that its
@@ -403,4 +536,5 @@ static void gpu_graph_launch(void) { CU(p_cuGraphLaunch(graph_exec, stream)); }
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
-                                 gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at};
+                                 gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at,
+                                 gpu_conv};

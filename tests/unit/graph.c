@@ -28,7 +28,8 @@ static Program *differentiated(const char *path)
 /* through the checkpoint pass under auto with tapes of rows; budget 0: none */
 static Program *taped(const char *path, int64_t budget)
 {
-	Program *p = fe_lower(fe_parse(path, NULL, 0), 4);
+	FeOptions fo = {.real_bytes = 4};
+	Program *p = fe_lower(fe_parse(path, NULL, 0), &fo);
 	AdOptions ad = {true, true};
 	CkptOptions ck = {0};
 	ck.mode = CKPT_AUTO;
