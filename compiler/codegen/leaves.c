@@ -1,5 +1,5 @@
-/* cg, leaves: param, input, const and idx (no code: addresses and host
- * integers), and the kernels that make a tensor from nothing: fill, interp,
+/* cg, leaves: param, input, const, idx and scratch (no code: addresses
+ * and host integers), and the kernels that make a tensor from nothing: fill, interp,
  * arange, literal, training. */
 #include <math.h>
 #include <stdint.h>
@@ -80,6 +80,7 @@ bool cg_host_leaf(Host *h, Op *op)
 	case OP_PARAM:
 	case OP_INPUT:
 	case OP_CONST:
+	case OP_SCRATCH:
 		return true;
 	case OP_IDX:
 		h->index[op->out] = cg_i64(h->g, op->index);

@@ -634,10 +634,11 @@ static void lower_conv(Host *h, Op *op)
 	LLVMValueRef f = cg_declare(g, "rt_conv", LLVMVoidTypeInContext(g->ctx), pt, 9, &ft);
 	LLVMValueRef args[9] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)kind, 0),
 	                        LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(x.dt), 0),
-	                        LLVMBuildBitCast(g->b, table, g->i64p, ""), NULL, NULL, NULL,
-	                        LLVMBuildAdd(g->b, h->base, cg_i64(g, p->ws_offset), ""), cg_i64(g, p->ws_bytes)};
+	                        LLVMBuildBitCast(g->b, table, g->i64p, ""), NULL, NULL, NULL, NULL,
+	                        cg_i64(g, ir_bytes(p, ir_vtype(p, op->in[2])))};
 	for (int i = 0; i < 3; i++)
 		args[4 + i] = cg_addr(h, v[i]);
+	args[7] = cg_addr(h, op->in[2]);
 	cg_call(h, ft, f, args, 9);
 }
 

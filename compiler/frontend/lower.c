@@ -625,7 +625,9 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	Type yt = ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo});
 	const char *why = ho && wo ? conv_refused(L, xt, wt, yt) : "";
 	if (!why) {
-		Op *c = mk(L, OP_CONV2D, n->loc, 2, (int[]){x, w});
+		Op *ws = mk(L, OP_SCRATCH, n->loc, 0, NULL);
+		ws->to = ops_conv_scratch(xt, wt, yt);
+		Op *c = mk(L, OP_CONV2D, n->loc, 3, (int[]){x, w, emit(L, ws)});
 		c->attr.win = win;
 		return emit(L, c);
 	}

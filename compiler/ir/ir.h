@@ -324,8 +324,6 @@ struct Program {
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
 	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];
-	/* the workspace the convolutions share, after the ones (ws_bytes 0: none) */
-	int64_t ws_offset, ws_bytes;
 	/* streaming (stream_pass): the pinned host pool, the device slots, and the
 	 * bytes one call of dp_forward [0] and of dp_step [1] moves each way */
 	int64_t host_bytes, plan_slots;

@@ -1,5 +1,6 @@
 /* ops: the leaves. param and input take their declared types; fill makes
- * a tensor of its `to` type; interp, the matrix that resamples bilinearly;
+ * a tensor of its `to` type, scratch the memory of one (its contents
+ * undefined); interp, the matrix that resamples bilinearly;
  * arange, the ids 0..n-1. */
 #include <math.h>
 #include <string.h>
@@ -24,6 +25,7 @@ const char *ops_shape_leaf(Program *p, Op *op, Type *out)
 	case OP_FILL:
 	case OP_TRAINING:
 	case OP_LITERAL:
+	case OP_SCRATCH:
 		*out = op->to;
 		return NULL;
 	case OP_ARANGE:
@@ -52,6 +54,7 @@ void ops_run_leaf(Interp *m, Op *op)
 	case OP_PARAM:
 	case OP_INPUT:
 	case OP_CONST:
+	case OP_SCRATCH:
 		return;
 	case OP_IDX:
 		m->index[op->out] = op->index;

@@ -91,12 +91,22 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 			ad_contrib(a, op->in[i], attn_op(a, op, grads[i], 5, in), op->loc);
 }
 
-/* conv2d (x [N, C, H, W], w [O, C, kh, kw]) -> [N, O, Ho, Wo]; conv2d_dx
- * (dy, w) -> to, x's type; conv2d_dw (x, dy) -> to, w's type */
+/* The workspace of a convolution of x by w into y, in the compute type (f32,
+ * or f64 for f64 values): one image's windows unfolded, [C kh kw, Ho Wo],
+ * what the runtime's own path and cuDNN's implicit-GEMM algorithms need. */
+Type ops_conv_scratch(Type x, Type w, Type y)
+{
+	int64_t n = w.dim[1] * w.dim[2] * w.dim[3] * y.dim[2] * y.dim[3];
+	return ir_type(x.dt == DT_F64 ? DT_F64 : DT_F32, 1, &n);
+}
+
+/* conv2d (x [N, C, H, W], w [O, C, kh, kw], ws) -> [N, O, Ho, Wo]; conv2d_dx
+ * (dy, w, ws) -> to, x's type; conv2d_dw (x, dy, ws) -> to, w's type; ws
+ * their workspace, ops_conv_scratch's */
 const char *ops_shape_conv(Program *p, Op *op, Type *out)
 {
 	const char *err;
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 3; k++)
 		if ((err = ops_need_real(p, op, k)))
 			return err;
 	bool dx = op->kind == OP_CONV2D_DX, dw = op->kind == OP_CONV2D_DW;
@@ -123,13 +133,19 @@ const char *ops_shape_conv(Program *p, Op *op, Type *out)
 	Type dy = dx ? ir_vtype(p, op->in[0]) : dw ? ir_vtype(p, op->in[1]) : y;
 	if (!ir_type_eq(dy, y))
 		return ar_printf("%s needs a gradient %s for %s and %s, got %s", ir_ops[op->kind].name, ops_ts(y), ops_ts(x), ops_ts(w), ops_ts(dy));
+	Type ws = ir_vtype(p, op->in[2]), need = ops_conv_scratch(x, w, y);
+	if (!ir_type_eq(ws, need))
+		return ar_printf("%s needs a workspace %s, got %s", ir_ops[op->kind].name, ops_ts(need), ops_ts(ws));
 	*out = dx ? x : dw ? w : y;
 	return NULL;
 }
 
 static int conv_grad(Ad *a, Op *op, OpKind k, int x, int y, Type to)
 {
-	Op *d = ir_new_op(ad_program(a), k, op->loc, 2, (int[]){x, y});
+	Program *p = ad_program(a);
+	Op *ws = ir_new_op(p, OP_SCRATCH, op->loc, 0, NULL);
+	ws->to = ir_vtype(p, op->in[2]);
+	Op *d = ir_new_op(p, k, op->loc, 3, (int[]){x, y, ad_emit(a, ws)});
 	d->attr = op->attr;
 	d->to = to;
 	return ad_emit(a, d);

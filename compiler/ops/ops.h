@@ -98,6 +98,9 @@ RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE
 /* an elementwise op's meaning at one point (the interpreter, constant folding) */
 double ops_eval_ew(OpKind k, const double *x);
 
+/* the workspace of a convolution of x by w into y (a scratch value's type) */
+Type ops_conv_scratch(Type x, Type w, Type y);
+
 /* the windows of w that fit in img [N, C, H, W]: rows and columns (0 when none) */
 void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo);
 

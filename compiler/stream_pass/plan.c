@@ -459,11 +459,10 @@ static int next_open(int *up, int b)
 }
 
 /* Program.mem_series: each bucket of positions takes the highest top of
- * the packed values live in it (above the ones and the workspace, `fixed`,
- * which the work region starts with: base is where the packing starts), the
- * largest first; a union-find skips the buckets already set, so the work is
- * the sort. */
-static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t fixed)
+ * the packed values live in it (above the ones, which the work region
+ * starts with: base is where the packing starts), the largest first; a
+ * union-find skips the buckets already set, so the work is the sort. */
+static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t ones)
 {
 	int nb = p->mem_points, n = 0;
 	Extent *e = malloc(sizeof *e * (size_t)(p->values.len + 1));
@@ -473,7 +472,7 @@ static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t fixe
 		if (x->res != VR_ARENA || x->offset < base || L->defpos[v] < 0)
 			continue;
 		int64_t last = L->last[v] > L->defpos[v] ? L->last[v] : L->defpos[v];
-		e[n++] = (Extent){fixed + x->offset - base + align_up(ir_bytes(p, x->type)), (int)(L->defpos[v] * nb / (npos + 1)),
+		e[n++] = (Extent){ones + x->offset - base + align_up(ir_bytes(p, x->type)), (int)(L->defpos[v] * nb / (npos + 1)),
 		                  (int)(last * nb / (npos + 1))};
 	}
 	qsort(e, (size_t)n, sizeof *e, by_top);
@@ -481,7 +480,7 @@ static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t fixe
 	for (int b = 0; b <= nb; b++)
 		up[b] = b;
 	for (int b = 0; b < nb; b++)
-		p->mem_series[b] = fixed;
+		p->mem_series[b] = ones;
 	for (int i = 0; i < n; i++)
 		for (int b = next_open(up, e[i].from); b <= e[i].to; b = next_open(up, b)) {
 			p->mem_series[b] = e[i].top;
@@ -506,32 +505,6 @@ static void leading_sums(Program *p, Block *b)
 			leading_sums(p, &b->ops[i]->body3);
 		}
 	}
-}
-
-/* The convolutions' workspace: the windows of one image unfolded, in the
- * compute type ([C kh kw, Ho Wo], what the CPU's own path and cuDNN's
- * implicit-GEMM algorithms need), for the largest convolution. */
-static int64_t workspace(Program *p, Block *b)
-{
-	int64_t most = 0;
-	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i];
-		int64_t need = 0;
-		if (op->kind == OP_CONV2D || op->kind == OP_CONV2D_DX || op->kind == OP_CONV2D_DW) {
-			Type y = op->kind == OP_CONV2D ? ir_vtype(p, op->out) : ir_vtype(p, op->in[op->kind == OP_CONV2D_DX ? 0 : 1]);
-			Type w = op->kind == OP_CONV2D_DW ? ir_vtype(p, op->out) : ir_vtype(p, op->in[1]);
-			need = w.dim[1] * w.dim[2] * w.dim[3] * y.dim[2] * y.dim[3] * (y.dt == DT_F64 ? 8 : 4);
-		}
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
-			Block *inner[3] = {&op->body, &op->body2, &op->body3};
-			for (int k = 0; k < 3; k++) {
-				int64_t n = workspace(p, inner[k]);
-				need = n > need ? n : need;
-			}
-		}
-		most = need > most ? need : most;
-	}
-	return most;
 }
 
 int64_t stream_aligned(Program *p, Type t) { return align_up(ir_bytes(p, t)); }
@@ -667,10 +640,6 @@ static void plan(Program *p)
 		ones += align_up(p->ones_len[dt] * ir_dt_bytes((DType)dt));
 	}
 	at += ones;
-	p->ws_offset = at;
-	p->ws_bytes = workspace(p, &p->body);
-	int64_t fixed = ones + align_up(p->ws_bytes);
-	at += align_up(p->ws_bytes);
 
 	Live L = {0};
 	L.p = p;
@@ -707,10 +676,10 @@ static void plan(Program *p)
 		L.last[L.root[ir_result(p, i)]] = npos;
 
 	int64_t packed = pack(p, &L, at);
-	p->plan_work = fixed + packed;
+	p->plan_work = ones + packed;
 	p->arena_bytes = at + packed;
 	if (p->mem_points)
-		series(p, &L, npos, at, fixed);
+		series(p, &L, npos, at, ones);
 	free(L.defpos);
 	free(L.last);
 	free(L.root);
@@ -739,8 +708,6 @@ void stream_print(FILE *f, Program *p)
 	for (int dt = 0; dt <= DT_F64; dt++)
 		if (dt != (int)p->real && p->ones_len[dt])
 			fprintf(f, "# and %lld %s ones at %lld\n", (long long)p->ones_len[dt], ir_dt_name((DType)dt), (long long)p->ones_offset[dt]);
-	if (p->ws_bytes)
-		fprintf(f, "# and the convolutions' workspace, %lld bytes at %lld\n", (long long)p->ws_bytes, (long long)p->ws_offset);
 	if (p->host_bytes)
 		fprintf(f, "# host pool %lld bytes; %d device slots per streamed tensor, prefetch distance %d; per call "
 		        "host->device / device->host bytes: dp_forward %lld / %lld, dp_step %lld / %lld\n",
