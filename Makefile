@@ -30,7 +30,7 @@ $(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
 
-$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h)
+$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
 

@@ -190,7 +190,8 @@ int driver_run(DriverOptions *o)
 
 	const char *name = base_name(o->input);
 	verbose_opts = o;
-	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem};
+	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem, o->reference, o->verbose,
+	              o->generic_cpu};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);

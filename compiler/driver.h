@@ -22,6 +22,7 @@ typedef struct {
 	bool verify;          /* run the IR verifier between passes */
 	bool no_fuse;         /* --no-fuse: every loop a launch per op and step */
 	bool reference;       /* --reference-kernels: conv2d as unfold + GEMM, attention as dpc's row kernels */
+	bool generic_cpu;     /* --cpu generic */
 	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
 } DriverOptions;

@@ -28,6 +28,9 @@ static const char usage[] =
 	"                       f64: every real is f64, bf16 included (the build for --gradcheck)\n"
 	"  --target cpu|cuda    x86 kernels and OpenBLAS, or PTX kernels and cuBLAS; default %s\n"
 	"                       (the environment variable DPC_TARGET overrides the default)\n"
+	"  --cpu native|generic the CPU the executable's x86 code is for: this one (default; its\n"
+	"                       AVX2 or AVX-512), or any x86-64 (to run it on another machine);\n"
+	"                       the results are the same bits\n"
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
 	"                       per parameter are planned device memory, inside --device-mem\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
@@ -185,6 +188,11 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
 			target = v;
 			target_from = "--target";
+		} else if ((v = opt_value(argc, argv, &i, "--cpu"))) {
+			if (!strcmp(v, "native") || !strcmp(v, "generic"))
+				o.generic_cpu = !strcmp(v, "generic");
+			else
+				usage_error("--cpu takes native or generic, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--optimizer"))) {
 			if (!strcmp(v, "sgd"))
 				o.optimizer = OPT_SGD;

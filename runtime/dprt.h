@@ -103,6 +103,11 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
  * is overwritten. ws: ws_bytes of planned workspace. elem_bytes as rt_gemm's. */
 void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
              int64_t ws_bytes);
+/* Attention in tiles (the attention ops on the CPU): kind 0 attention, 1
+ * attn_stats, 2 attn_dq, 3 attn_dk, 4 attn_dv; in: the op's operands, out
+ * its result. dims: B T C H causal, B the product of the axes before T.
+ * elem_bytes as rt_gemm's. */
+void rt_attention(RtCtx *c, int kind, int elem_bytes, const int64_t *dims, const uint64_t *in, uint64_t out);
 void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes);
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes);
 void rt_count(RtCtx *c, int counter, int64_t n);

@@ -75,6 +75,23 @@ void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *d, uint64_t x, u
 		rt_prof_end(c);
 }
 
+void rt_attention(RtCtx *c, int kind, int elem_bytes, const int64_t *d, const uint64_t *in, uint64_t out)
+{
+	static const char *name[5] = {"attention", "attn_stats", "attn_dq", "attn_dk", "attn_dv"};
+	if (kind < 0 || kind > 4 || !c->dev->attention)
+		rt_fail(70, "internal error: attention kind %d on the %s device", kind, c->dev->name);
+	c->n.attentions++;
+	if (c->record) {
+		char label[128];
+		snprintf(label, sizeof label, "%s [%lld,%lld,%lld] heads %lld%s", name[kind], (long long)d[0], (long long)d[1],
+		         (long long)d[2], (long long)d[3], d[4] ? " causal" : "");
+		rt_prof_begin(c, RT_CALL_GEMM, label);
+	}
+	c->dev->attention(kind, elem_bytes, d, in, out);
+	if (c->record)
+		rt_prof_end(c);
+}
+
 void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
 {
 	if (dst == src)
@@ -1044,7 +1061,8 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   "  \"predicted_stream_h2d_bytes\": %lld,\n  \"predicted_stream_d2h_bytes\": %lld,\n"
 	                   "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n"
 	                   "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n"
-	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"conv_calls\": %lld,\n  \"copy_calls\": %lld,\n"
+	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"conv_calls\": %lld,\n  \"attention_calls\": %lld,\n"
+	                   "  \"copy_calls\": %lld,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
@@ -1055,7 +1073,8 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)(r->steps * c->model->forward_flops),
 	                   (long long)n->recomputed_flops,
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
-	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->copies, r->graph_steps, reports);
+	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
+	                   (long long)n->copies, r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -1098,6 +1117,7 @@ static void add_counts(RtCounters *to, const RtCounters *a, const RtCounters *b)
 	to->launches += a->launches - b->launches;
 	to->gemms += a->gemms - b->gemms;
 	to->convs += a->convs - b->convs;
+	to->attentions += a->attentions - b->attentions;
 	to->copies += a->copies - b->copies;
 	to->recomputed_flops += a->recomputed_flops - b->recomputed_flops;
 }

@@ -125,6 +125,8 @@ typedef struct {
 	 * ws_bytes of planned workspace at ws */
 	void (*conv)(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
 	             int64_t ws_bytes);
+	/* rt_attention (dprt.h); NULL where the attention ops are generated kernels */
+	void (*attention)(int kind, int elem_bytes, const int64_t *dims, const uint64_t *in, uint64_t out);
 } RtDevice;
 
 /* fences 0 and 1: the training loop's steps in flight (RT_INFLIGHT); 2 and 3:
@@ -144,7 +146,7 @@ typedef struct {
 	int64_t h2d_bytes, d2h_bytes;
 	int64_t stream_h2d, stream_d2h; /* of them, the transfers of streamed units */
 	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
-	int64_t launches, gemms, copies, convs;
+	int64_t launches, gemms, copies, convs, attentions;
 	int64_t recomputed_flops; /* the advances' steps times their loop's flops per step, and the taped steps' again */
 } RtCounters;
 

@@ -82,6 +82,8 @@ typedef struct {
 	LLVMValueRef slot_table;
 	int64_t *slot_at, slot_words;
 	bool fuse;        /* loops whose bodies qualify run as one kernel (CgOptions.fuse) */
+	bool reference;   /* CgOptions.reference */
+	bool verbose;     /* CgOptions.verbose */
 	Vec(CgLoop) loops;
 	int nnotes;       /* the fusion choices noted (dp_fusionN) */
 	bool backward_marked; /* dp_step's rt_phase(RT_PHASE_BACKWARD) is emitted */

@@ -578,6 +578,8 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->i32p = LLVMPointerType(g->i32, 0);
 	g->cuda = o->target == CG_CUDA;
 	g->fuse = o->fuse;
+	g->reference = o->reference;
+	g->verbose = o->verbose;
 	g->uses = ir_count_uses(p);
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
@@ -633,7 +635,11 @@ static Cg *build(Program *p, const CgOptions *o)
 	return g;
 }
 
-static LLVMTargetMachineRef host_machine(void)
+/* The CPU the kernels and the host code are compiled for: this one (its
+ * vector width, AVX2 or AVX-512 where it has them), or with generic any
+ * x86-64. The bits of results are the same either way: no operation is
+ * contracted (fused multiply-add) in either. */
+static LLVMTargetMachineRef host_machine(bool generic)
 {
 	LLVMInitializeX86TargetInfo();
 	LLVMInitializeX86Target();
@@ -644,9 +650,12 @@ static LLVMTargetMachineRef host_machine(void)
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple(triple, &target, &err))
 		die("no LLVM target for %s: %s", triple, err);
-	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "x86-64", "", LLVMCodeGenLevelDefault,
-	                                                  LLVMRelocPIC, LLVMCodeModelDefault);
+	char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, generic ? "x86-64" : cpu, generic ? "" : features,
+	                                                  LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
 	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
 	return tm;
 }
 
@@ -707,7 +716,7 @@ void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out)
 void cg_emit_object(Program *p, const CgOptions *o, const char *path)
 {
 	Cg *g = build(p, o);
-	LLVMTargetMachineRef tm = host_machine();
+	LLVMTargetMachineRef tm = host_machine(o->generic_cpu);
 	optimize(g, tm);
 	phase(o, "LLVM optimizer (host module)");
 	char *err = NULL;

@@ -72,7 +72,7 @@ int64_t cg_reduced_axes(const KDesc *d, bool *kept, int *out_axis)
  * whole vectors are) or is broadcast along it. */
 static int vector_width(Cg *g, const KDesc *d)
 {
-	int v = 16 / ir_dt_bytes(kernel_dt(g, d));
+	int v = (g->cuda ? 16 : 32) / ir_dt_bytes(kernel_dt(g, d));
 	switch ((int)d->kind) {
 	case K_FUSED:
 	case OP_BROADCAST:
@@ -314,6 +314,14 @@ LLVMValueRef cg_splat(K *k, LLVMValueRef x)
 	return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vtype(k)), zeros, "");
 }
 
+/* scalar x in every lane of vector type vt */
+static LLVMValueRef cg_splat_to(K *k, LLVMTypeRef vt, LLVMValueRef x)
+{
+	unsigned n = LLVMGetVectorSize(vt);
+	LLVMValueRef v = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), x, cg_i64(k->g, 0), "");
+	return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(k->g->i32, n)), "");
+}
+
 /* k->vec elements from element i, which is a multiple of k->vec */
 LLVMValueRef cg_vload(K *k, LLVMValueRef base, LLVMValueRef i)
 {
@@ -395,7 +403,44 @@ LLVMValueRef cg_math(K *k, const char *name, LLVMValueRef x, LLVMValueRef y)
 	return LLVMBuildCall2(k->b, ft, f, args, (unsigned)n, "");
 }
 
-LLVMValueRef cg_exp(K *k, LLVMValueRef x) { return cg_math(k, "exp", x, NULL); }
+/* exp of f32 values on the CPU without a call, so that it vectorizes:
+ * x = k ln 2 + r with |r| <= ln 2 / 2, exp(r) by its Taylor series to r^7,
+ * times 2^k built in the exponent bits (as 2^h 2^(k - h), each normal for k
+ * in [-126, 128]); within about one ulp; below -87.33 it is 0, above 88.72
+ * inf, NaN stays NaN. runtime/cpu/attention.c's fast_expf is the same. */
+static LLVMValueRef inline_exp(K *k, LLVMValueRef x)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	LLVMTypeRef ft = LLVMTypeOf(x), it = like(x, g->i32);
+#define F(v) (LLVMGetTypeKind(ft) == LLVMVectorTypeKind ? cg_splat_to(k, ft, LLVMConstReal(g->real, (v))) : LLVMConstReal(g->real, (v)))
+	LLVMValueRef lo = F(-87.33), hi = F(88.72);
+	LLVMValueRef c = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
+	c = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, c, hi, ""), hi, c, "");
+	LLVMValueRef magic = F(12582912.0);
+	LLVMValueRef kf = LLVMBuildFSub(B, LLVMBuildFAdd(B, LLVMBuildFMul(B, c, F(1.44269504), ""), magic, ""), magic, "");
+	LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFSub(B, c, LLVMBuildFMul(B, kf, F(0.693145752), ""), ""),
+	                               LLVMBuildFMul(B, kf, F(1.42860677e-06), ""), "");
+	static const double coef[7] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1};
+	LLVMValueRef p = F(1.0 / 5040);
+	for (int i = 0; i < 7; i++)
+		p = LLVMBuildFAdd(B, F(coef[i]), LLVMBuildFMul(B, r, p, ""), "");
+	LLVMValueRef ki = LLVMBuildFPToSI(B, kf, it, ""), h = LLVMBuildAShr(B, ki, int_of(it, 1), "");
+	LLVMValueRef hb = LLVMBuildShl(B, LLVMBuildAdd(B, h, int_of(it, 127), ""), int_of(it, 23), "");
+	LLVMValueRef kb = LLVMBuildShl(B, LLVMBuildAdd(B, LLVMBuildSub(B, ki, h, ""), int_of(it, 127), ""), int_of(it, 23), "");
+	LLVMValueRef y = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildBitCast(B, hb, ft, ""), ""), LLVMBuildBitCast(B, kb, ft, ""), "");
+	y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), F(0), y, "");
+	y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, hi, ""), F(INFINITY), y, "");
+	return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), x, y, "");
+#undef F
+}
+
+LLVMValueRef cg_exp(K *k, LLVMValueRef x)
+{
+	if (!k->g->gpu && k->g->real != k->g->f64)
+		return inline_exp(k, x);
+	return cg_math(k, "exp", x, NULL);
+}
 LLVMValueRef cg_log(K *k, LLVMValueRef x) { return cg_math(k, "log", x, NULL); }
 LLVMValueRef cg_sqrt(K *k, LLVMValueRef x) { return cg_math(k, "sqrt", x, NULL); }
 

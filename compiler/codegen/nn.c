@@ -642,10 +642,48 @@ static void lower_conv(Host *h, Op *op)
 	cg_call(h, ft, f, args, 9);
 }
 
+/* An attention op on the CPU: rt_attention, the runtime's tiles of GEMMs,
+ * with the shape as a constant table and the operands' addresses in the
+ * argument buffer. */
+static void lower_attention(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Type q = ir_vtype(p, op->in[0]);
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
+	int64_t dims[5] = {ir_numel(q) / (T * C), T, C, op->attr.attn.heads, op->attr.attn.causal};
+	LLVMValueRef c[5];
+	for (int i = 0; i < 5; i++)
+		c[i] = cg_i64(g, dims[i]);
+	LLVMTypeRef at = LLVMArrayType(g->i64, 5);
+	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_attention");
+	LLVMSetInitializer(table, LLVMConstArray(g->i64, c, 5));
+	LLVMSetGlobalConstant(table, 1);
+	LLVMSetLinkage(table, LLVMInternalLinkage);
+	for (int i = 0; i < op->nin; i++) {
+		LLVMValueRef at_i = cg_i64(g, i);
+		LLVMBuildStore(g->b, cg_addr(h, op->in[i]), LLVMBuildGEP2(g->b, g->i64, h->argbuf, &at_i, 1, ""));
+	}
+	static const OpKind kinds[5] = {OP_ATTENTION, OP_ATTN_STATS, OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
+	int kind = 0;
+	while (kinds[kind] != op->kind)
+		kind++;
+	LLVMTypeRef ft, pt[6] = {g->i8p, g->i32, g->i32, g->i64p, g->i64p, g->i64};
+	LLVMValueRef f = cg_declare(g, "rt_attention", LLVMVoidTypeInContext(g->ctx), pt, 6, &ft);
+	LLVMValueRef args[6] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)kind, 0),
+	                        LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(q.dt), 0),
+	                        LLVMBuildBitCast(g->b, table, g->i64p, ""), h->argbuf, cg_addr(h, op->out)};
+	cg_call(h, ft, f, args, 6);
+}
+
 bool cg_host_nn(Host *h, Op *op)
 {
 	if (op->kind == OP_CONV2D || op->kind == OP_CONV2D_DX || op->kind == OP_CONV2D_DW) {
 		lower_conv(h, op);
+		return true;
+	}
+	if (ir_ops[op->kind].low == LW_HEADS && !h->g->cuda && !h->g->reference) {
+		lower_attention(h, op);
 		return true;
 	}
 	if (op->kind != OP_DROPOUT)

@@ -158,15 +158,18 @@ static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static int dnnl_state; /* 0 not tried, 1 loaded, -1 missing */
 
-/* Opens oneDNN once. Its OpenMP threads are told the device's count; they
- * sleep between calls rather than spin (OMP_WAIT_POLICY, unless set), as
- * the device's own threads take the cores in between. */
+/* Opens oneDNN once. Its OpenMP threads are told the device's count, and
+ * to spin only briefly before they sleep (GOMP_SPINCOUNT, unless the user
+ * set it or OMP_WAIT_POLICY): the device's own threads want the cores
+ * between convolutions, but waking a sleeping team for each of a
+ * convolution's parallel regions costs more than it computes. */
 static bool dnnl_open(void)
 {
 	if (dnnl_state)
 		return dnnl_state > 0;
 	dnnl_state = -1;
-	setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+	if (!getenv("OMP_WAIT_POLICY"))
+		setenv("GOMP_SPINCOUNT", "10000", 0);
 	/* DPC_ONEDNN names another file to open (the tests name a missing one) */
 	const char *name = getenv("DPC_ONEDNN") ? getenv("DPC_ONEDNN") : "libdnnl.so.2";
 	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);

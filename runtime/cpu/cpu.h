@@ -13,5 +13,6 @@ void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 /* the device's conv hook (conv.c) and attention hook (attention.c): see RtDevice */
 void rt_cpu_conv(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
                  int64_t ws_bytes);
+void rt_cpu_attention(int kind, int elem_bytes, const int64_t *dims, const uint64_t *in, uint64_t out);
 
 #endif

@@ -26,7 +26,7 @@ static uint64_t cpu_alloc(int64_t bytes)
 
 static void cpu_h2d(uint64_t dst, const void *src, int64_t n) { memcpy(P(dst), src, (size_t)n); }
 static void cpu_d2h(void *dst, uint64_t src, int64_t n) { memcpy(dst, P(src), (size_t)n); }
-static void cpu_d2d(uint64_t dst, uint64_t src, int64_t n) { memmove(P(dst), P(src), (size_t)n); }
+
 static void cpu_zero(uint64_t dst, int64_t n) { memset(P(dst), 0, (size_t)n); }
 
 enum { MAX_THREADS = 256, MIN_SPLIT = 1 << 16 };
@@ -207,6 +207,33 @@ void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
 	int parts = n < nthreads ? (int)n : nthreads;
 	Items it = {fn, arg, n, parts};
 	pool_run(parts, items_part, &it);
+}
+
+typedef struct {
+	char *dst;
+	const char *src;
+	int64_t n;
+	int parts;
+} Move;
+
+static void move_part(void *arg, int part)
+{
+	Move *m = arg;
+	int64_t a = m->n * part / m->parts, b = m->n * (part + 1) / m->parts;
+	memcpy(m->dst + a, m->src + a, (size_t)(b - a));
+}
+
+/* a large copy between disjoint buffers is split between the threads */
+static void cpu_d2d(uint64_t dst, uint64_t src, int64_t n)
+{
+	bool apart = dst + (uint64_t)n <= src || src + (uint64_t)n <= dst;
+	int parts = (int)(n / (1 << 20)) < nthreads ? (int)(n / (1 << 20)) : nthreads;
+	if (!apart || parts < 2) {
+		memmove(P(dst), P(src), (size_t)n);
+		return;
+	}
+	Move m = {P(dst), P(src), n, parts};
+	pool_run(parts, move_part, &m);
 }
 
 /* bf16 has no BLAS: each matrix widened to f32, one sgemm, the result
@@ -432,4 +459,4 @@ static void cpu_host_free(void *p) { free(p); }
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
                                 cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
                                 cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL, cpu_copy_timing, cpu_copy_span,
-                                cpu_mark_at, rt_cpu_conv};
+                                cpu_mark_at, rt_cpu_conv, rt_cpu_attention};
