@@ -30,7 +30,7 @@ static const char usage[] =
 	"                       (the environment variable DPC_TARGET overrides the default)\n"
 	"  --cpu native|generic the CPU the executable's x86 code is for: this one (default; its\n"
 	"                       AVX2 or AVX-512), or any x86-64 (to run it on another machine);\n"
-	"                       the results are the same bits\n"
+	"                       the results are the same bits (DPC_CPU sets the default)\n"
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
 	"                       per parameter are planned device memory, inside --device-mem\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
@@ -142,6 +142,7 @@ int main(int argc, char **argv)
 	const char *target_from = "the environment variable DPC_TARGET";
 	if (!target || !*target)
 		target = DEFAULT_TARGET;
+	const char *cpu = getenv("DPC_CPU"), *cpu_from = "the environment variable DPC_CPU";
 	const char *v;
 	bool ckpt_given = false;
 	for (int i = 1; i < argc; i++) {
@@ -189,10 +190,8 @@ int main(int argc, char **argv)
 			target = v;
 			target_from = "--target";
 		} else if ((v = opt_value(argc, argv, &i, "--cpu"))) {
-			if (!strcmp(v, "native") || !strcmp(v, "generic"))
-				o.generic_cpu = !strcmp(v, "generic");
-			else
-				usage_error("--cpu takes native or generic, not '%s'", v);
+			cpu = v;
+			cpu_from = "--cpu";
 		} else if ((v = opt_value(argc, argv, &i, "--optimizer"))) {
 			if (!strcmp(v, "sgd"))
 				o.optimizer = OPT_SGD;
@@ -252,6 +251,9 @@ int main(int argc, char **argv)
 	}
 	if (!o.input)
 		usage_error("%s", "no input file");
+	if (cpu && *cpu && strcmp(cpu, "native") != 0 && strcmp(cpu, "generic") != 0)
+		usage_error("%s", ar_printf("%s takes native or generic, not '%s'", cpu_from, cpu));
+	o.generic_cpu = cpu && !strcmp(cpu, "generic");
 	if (!strcmp(target, "cpu"))
 		o.target = CG_CPU;
 	else if (!strcmp(target, "cuda"))

@@ -186,6 +186,7 @@ static bool dnnl_open(void)
 	void (*threads)(int) = (void (*)(int))dlsym(lib, "omp_set_num_threads");
 	if (threads)
 		threads(rt_cpu_threads());
+	rt_cpu_share_openmp(lib);
 	dnnl_state = 1;
 	return true;
 }

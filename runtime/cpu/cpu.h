@@ -10,6 +10,10 @@ int rt_cpu_threads(void);
  * thread, the share of each thread fixed by n and the thread count */
 void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
 
+/* from now on the device's parallel work runs on the OpenMP team of
+ * libgomp, which lib (oneDNN) has loaded */
+void rt_cpu_share_openmp(void *lib);
+
 /* the device's conv hook (conv.c) and attention hook (attention.c): see RtDevice */
 void rt_cpu_conv(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
                  int64_t ws_bytes);

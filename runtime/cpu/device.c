@@ -2,6 +2,7 @@
  * transfers are memcpy; kernels are the generated x86 functions; GEMM is
  * OpenBLAS. The same interface runs the GPU (runtime/gpu). */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -116,12 +117,47 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Once oneDNN is open, its OpenMP team runs the device's parallel work too
+ * (rt_cpu_share_openmp): two teams of threads on the same cores would take
+ * turns at them, each spinning while the other works. */
+static struct {
+	void (*parallel)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
+	int (*thread)(void);
+} omp;
+
+void rt_cpu_share_openmp(void *lib)
+{
+	omp.parallel = (void (*)(void (*)(void *), void *, unsigned, unsigned))dlsym(lib, "GOMP_parallel");
+	omp.thread = (int (*)(void))dlsym(lib, "omp_get_thread_num");
+	if (!omp.parallel || !omp.thread)
+		omp.parallel = NULL;
+}
+
+typedef struct {
+	int parts;
+	void (*fn)(void *arg, int part);
+	void *arg;
+} OmpJob;
+
+static void omp_part(void *data)
+{
+	OmpJob *j = data;
+	int t = omp.thread();
+	if (t < j->parts)
+		j->fn(j->arg, t);
+}
+
 /* Runs fn(arg, 0..parts-1) on the threads and returns when all are done.
  * A worker that cannot be started leaves its parts to the caller. */
 static void pool_run(int parts, void (*fn)(void *arg, int part), void *arg)
 {
 	if (parts > nthreads)
 		parts = nthreads;
+	if (omp.parallel && parts > 1) {
+		OmpJob j = {parts, fn, arg};
+		omp.parallel(omp_part, &j, (unsigned)parts, 0);
+		return;
+	}
 	while (pool.workers < parts - 1) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.workers + 1)) != 0)

@@ -9,6 +9,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=gpu_build
+# the x86 code of every executable built here runs on the GPU machine's CPU
+export DPC_CPU=generic
 case "${1:-}" in
 build)
 	rm -rf $B && mkdir -p $B/lib
