@@ -623,7 +623,11 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	int64_t ho, wo;
 	ops_window_out(&win, xt, &ho, &wo);
 	Type yt = ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo});
-	const char *why = ho && wo ? conv_refused(L, xt, wt, yt) : "";
+	/* windows that do not fit, or unfold to more than a tensor may hold: the
+	 * composition says so (unfold's shape rule) */
+	bool fits = ho && wo && ho <= IR_MAX_ELEMS / wo && xt.dim[1] <= IR_MAX_ELEMS / wt.dim[2] / wt.dim[3] &&
+	            xt.dim[1] * wt.dim[2] * wt.dim[3] <= IR_MAX_ELEMS / (ho * wo);
+	const char *why = fits ? conv_refused(L, xt, wt, yt) : "";
 	if (!why) {
 		Op *ws = mk(L, OP_SCRATCH, n->loc, 0, NULL);
 		ws->to = ops_conv_scratch(xt, wt, yt);

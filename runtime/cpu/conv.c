@@ -150,7 +150,7 @@ static void own(int kind, int elem_bytes, const int64_t *d, uint64_t x, uint64_t
 	X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_dilated_convolution_backward_data_desc_init) \
 	X(dnnl_dilated_convolution_backward_weights_desc_init) X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md) \
 	X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_memory_create) X(dnnl_memory_set_data_handle) \
-	X(dnnl_memory_desc_equal) X(dnnl_reorder_primitive_desc_create)
+	X(dnnl_memory_desc_equal) X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_desc_destroy)
 #define DNNL_DECLARE(f) static __typeof__(&f) p_##f;
 DNNL_FNS(DNNL_DECLARE)
 
@@ -223,6 +223,7 @@ static dnnl_primitive_t reorder(const dnnl_memory_desc_t *from, const dnnl_memor
 	dnnl_primitive_t r;
 	DNNL(p_dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL));
 	DNNL(p_dnnl_primitive_create(&r, pd));
+	DNNL(p_dnnl_primitive_desc_destroy(pd));
 	return r;
 }
 
@@ -280,6 +281,10 @@ static Conv *conv_for(int kind, const int64_t *d)
 		else
 			v->in[i] = reorder(&um[i], m);
 	}
+	/* the primitive and the memories keep what they need of the descriptors */
+	if (pd != fwd)
+		DNNL(p_dnnl_primitive_desc_destroy(pd));
+	DNNL(p_dnnl_primitive_desc_destroy(fwd));
 	return v;
 }
 
