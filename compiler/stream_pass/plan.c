@@ -166,19 +166,25 @@ static bool mentions(Program *p, Op *op, int r)
 	return false;
 }
 
-/* The elementwise result y is copied into x at position `at` of b (an
- * assign, a yield at the body's end, or with index >= 0 a store_slice into
- * x[index]). If nothing between y's definition and the copy reads or writes
- * x, and nothing after it reads y, y is computed in x's storage: the copy
- * becomes a copy onto itself, which codegen drops. Elementwise ops may write
- * their operand x in place: every element is read and written by the same
- * thread. */
+/* The result y is copied into x at position `at` of b (an assign, a yield
+ * at the body's end, or with index >= 0 a store_slice into x[index]). If
+ * nothing between y's definition and the copy reads or writes x, and nothing
+ * after it reads y, y is computed in x's storage: the copy becomes a copy
+ * onto itself, which codegen drops. Elementwise ops may write their operand
+ * x in place: every element is read and written by the same thread; any
+ * other op that computes its result whole (a kernel, a GEMM, a library
+ * call) may write x's storage when it does not read it. */
 static void coalesce(Program *p, Block *b, int at, int y, int x, int index, const int *uses)
 {
 	Value *Y = &p->values.data[y];
 	Type t = index >= 0 ? ir_drop_first(ir_vtype(p, x)) : ir_vtype(p, x);
-	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || !(ir_ops[Y->def->kind].flags & OPF_EW) || ir_is_result(p, y) ||
-	    !ir_type_eq(Y->type, t))
+	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || ir_is_result(p, y) || !ir_type_eq(Y->type, t))
+		return;
+	Op *def = Y->def;
+	int flags = ir_ops[def->kind].flags;
+	bool whole = !(flags & (OPF_VIEW | OPF_LEAF | OPF_WRITE)) && def->kind != OP_LOOP && def->kind != OP_REVOLVE &&
+	             def->kind != OP_COPY && !mentions(p, def, root(p, x));
+	if (!(flags & OPF_EW) && !whole)
 		return;
 	/* Looked for at most COALESCE_SPAN ops back: a long body whose tape
 	 * stores all come at its end would make this quadratic. */
@@ -194,8 +200,9 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 		/* the slice's index must be known where y is computed */
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE || mentions(p, op, r) || (index >= 0 && op->out == index))
 			return;
-		/* a view of y would go on reading x's storage after the copy */
-		if ((ir_ops[op->kind].flags & OPF_VIEW) && op->in[0] == y)
+		/* a view of y would go on reading x's storage after the copy: a
+		 * variable's may change there, a tape slot's stays as stored */
+		if ((ir_ops[op->kind].flags & OPF_VIEW) && op->in[0] == y && index < 0)
 			return;
 		for (int j = 0; j < op->nin; j++)
 			seen += op->in[j] == y;

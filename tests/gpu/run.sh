@@ -132,6 +132,8 @@ export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
 TEST_OUT=${OUT:-/tmp}/gpu_out
 . $B/lib.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /'
+# the convolutions run on cuDNN, opened at run time as the executables open it (their run path is CUDA's lib64)
+check "gpu/cudnn: libcudnn.so.9 opens" python3 -c "import ctypes, os; ctypes.CDLL(os.path.join('/usr/local/cuda/lib64', 'libcudnn.so.9') if os.path.exists('/usr/local/cuda/lib64/libcudnn.so.9') else 'libcudnn.so.9')"
 compare_losses() { # A.log B.log: per-step losses agree to 1e-4 relative
 	python3 - "$1" "$2" <<'PY'
 import re, sys
