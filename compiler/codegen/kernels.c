@@ -195,11 +195,13 @@ const char *cg_kernel_label(const KDesc *k)
 
 int64_t cg_kernel_size(Cg *g, const KDesc *k)
 {
-	(void)g;
 	if ((int)k->kind == K_LOOP)
 		return 1;
 	if ((int)k->kind == OP_ACC || (int)k->kind == OP_ACC_SLICE)
 		return ir_numel(k->in[k->nin - 1]) / k->vec;
+	/* the CPU's window kernels: a row of unfold's result, a plane of fold's (movement.c) */
+	if (!g->cuda && ((int)k->kind == OP_UNFOLD || (int)k->kind == OP_FOLD))
+		return (int)k->kind == OP_UNFOLD ? cg_rows(k->out) : k->out.dim[0] * k->out.dim[1];
 	switch (low_class(k)) {
 	case LW_TOTAL:
 		return 1;
@@ -223,6 +225,8 @@ int64_t cg_kernel_work(Cg *g, const KDesc *k)
 {
 	if ((int)k->kind == OP_MATMUL) /* a dot product per item */
 		return k->attr.mm.ta ? k->in[0].dim[k->in[0].rank - 2] : k->in[0].dim[k->in[0].rank - 1];
+	if (!g->cuda && ((int)k->kind == OP_UNFOLD || (int)k->kind == OP_FOLD)) /* a row, or a plane's windows */
+		return (int)k->kind == OP_UNFOLD ? k->out.dim[2] : ir_numel(k->in[0]) / (k->out.dim[0] * k->out.dim[1]);
 	switch (low_class(k)) {
 	case LW_ROWS:
 		return k->out.rank ? k->out.dim[k->out.rank - 1] : 1;

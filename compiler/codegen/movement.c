@@ -50,11 +50,74 @@ static LLVMValueRef within(K *k, LLVMValueRef x, int64_t n)
 	return LLVMBuildICmp(k->b, LLVMIntULT, x, cg_i64(k->g, n), "");
 }
 
+/* On the CPU a window kernel's item is a row of unfold's result, (n, p)'s
+ * C kh kw elements written in order, or a plane (n, c) of fold's, whose
+ * windows' elements it adds in, window by window: nested loops, no
+ * division per element. The GPU keeps an element per item. */
+static void cpu_window(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	const Window *w = &d->attr.win;
+	bool fold = d->kind == OP_FOLD;
+	Type img = fold ? d->out : d->in[0];
+	int64_t C = img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo, K2 = (int64_t)w->kh * w->kw;
+	ops_window_out(w, img, &Ho, &Wo);
+	LLVMValueRef zero = cg_real(g, 0), z = cg_i64(g, 0);
+	if (!fold) {
+		LLVMValueRef n = LLVMBuildUDiv(B, idx, cg_i64(g, Ho * Wo), ""), p = LLVMBuildURem(B, idx, cg_i64(g, Ho * Wo), "");
+		LLVMValueRef h0 = LLVMBuildSub(B, LLVMBuildMul(B, LLVMBuildUDiv(B, p, cg_i64(g, Wo), ""), cg_i64(g, w->sh), ""), cg_i64(g, w->ph), "");
+		LLVMValueRef x0 = LLVMBuildSub(B, LLVMBuildMul(B, LLVMBuildURem(B, p, cg_i64(g, Wo), ""), cg_i64(g, w->sw), ""), cg_i64(g, w->pw), "");
+		LLVMValueRef out = LLVMBuildMul(B, idx, cg_i64(g, C * K2), "");
+		Loop lc = cg_for(k, cg_i64(g, C));
+		Loop la = cg_for(k, cg_i64(g, w->kh));
+		LLVMValueRef h = LLVMBuildAdd(B, h0, LLVMBuildMul(B, la.i, cg_i64(g, w->dh), ""), "");
+		LLVMValueRef row = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, n, cg_i64(g, C), ""), lc.i, ""), cg_i64(g, H), ""), h, ""), cg_i64(g, W), "");
+		LLVMValueRef q0 = LLVMBuildAdd(B, out, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, lc.i, cg_i64(g, w->kh), ""), la.i, ""), cg_i64(g, w->kw), ""), "");
+		Loop lb = cg_for(k, cg_i64(g, w->kw));
+		LLVMValueRef x = LLVMBuildAdd(B, x0, LLVMBuildMul(B, lb.i, cg_i64(g, w->dw), ""), "");
+		LLVMValueRef ok = LLVMBuildAnd(B, within(k, h, H), within(k, x, W), "");
+		LLVMValueRef off = LLVMBuildSelect(B, ok, LLVMBuildAdd(B, row, x, ""), z, "");
+		cg_store(k, ptrs[0], LLVMBuildAdd(B, q0, lb.i, ""), LLVMBuildSelect(B, ok, cg_load(k, ptrs[1], off), zero, ""));
+		cg_for_end(k, &lb, cg_i64(g, w->kw));
+		cg_for_end(k, &la, cg_i64(g, w->kh));
+		cg_for_end(k, &lc, cg_i64(g, C));
+		return;
+	}
+	LLVMValueRef n = LLVMBuildUDiv(B, idx, cg_i64(g, C), ""), c = LLVMBuildURem(B, idx, cg_i64(g, C), "");
+	LLVMValueRef plane = LLVMBuildMul(B, idx, cg_i64(g, H * W), "");
+	Loop lz = cg_for(k, cg_i64(g, H * W));
+	cg_store(k, ptrs[0], LLVMBuildAdd(B, plane, lz.i, ""), zero);
+	cg_for_end(k, &lz, cg_i64(g, H * W));
+	Loop lp = cg_for(k, cg_i64(g, Ho * Wo));
+	LLVMValueRef h0 = LLVMBuildSub(B, LLVMBuildMul(B, LLVMBuildUDiv(B, lp.i, cg_i64(g, Wo), ""), cg_i64(g, w->sh), ""), cg_i64(g, w->ph), "");
+	LLVMValueRef x0 = LLVMBuildSub(B, LLVMBuildMul(B, LLVMBuildURem(B, lp.i, cg_i64(g, Wo), ""), cg_i64(g, w->sw), ""), cg_i64(g, w->pw), "");
+	LLVMValueRef cols = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, n, cg_i64(g, Ho * Wo), ""), lp.i, ""), cg_i64(g, C), ""), c, ""), cg_i64(g, K2), "");
+	Loop la = cg_for(k, cg_i64(g, w->kh));
+	LLVMValueRef h = LLVMBuildAdd(B, h0, LLVMBuildMul(B, la.i, cg_i64(g, w->dh), ""), "");
+	LLVMBasicBlockRef in_h = cg_if(k, within(k, h, H));
+	Loop lb = cg_for(k, cg_i64(g, w->kw));
+	LLVMValueRef x = LLVMBuildAdd(B, x0, LLVMBuildMul(B, lb.i, cg_i64(g, w->dw), ""), "");
+	LLVMBasicBlockRef in_x = cg_if(k, within(k, x, W));
+	LLVMValueRef at = LLVMBuildAdd(B, plane, LLVMBuildAdd(B, LLVMBuildMul(B, h, cg_i64(g, W), ""), x, ""), "");
+	LLVMValueRef from = LLVMBuildAdd(B, cols, LLVMBuildAdd(B, LLVMBuildMul(B, la.i, cg_i64(g, w->kw), ""), lb.i, ""), "");
+	cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, cg_load(k, ptrs[0], at), cg_load(k, ptrs[1], from), ""));
+	cg_end_if(k, in_x);
+	cg_for_end(k, &lb, cg_i64(g, w->kw));
+	cg_end_if(k, in_h);
+	cg_for_end(k, &la, cg_i64(g, w->kh));
+	cg_for_end(k, &lp, cg_i64(g, Ho * Wo));
+}
+
 /* unfold: result [N, P, C*kh*kw] at (n, p, q) is x[n, c, h, w] of the
  * window p's element q, zero in the padding. fold: x[n, c, h, w] adds up
  * the result's places that unfold took it to; a gather, so deterministic. */
 static void body_window(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
 {
+	if (!k->g->cuda) {
+		cpu_window(k, d, ptrs, idx);
+		return;
+	}
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
 	const Window *w = &d->attr.win;
