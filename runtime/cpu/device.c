@@ -122,14 +122,15 @@ static void *worker(void *arg)
  * turns at them, each spinning while the other works. */
 static struct {
 	void (*parallel)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
-	int (*thread)(void);
+	int (*thread)(void), (*threads)(void);
 } omp;
 
 void rt_cpu_share_openmp(void *lib)
 {
 	omp.parallel = (void (*)(void (*)(void *), void *, unsigned, unsigned))dlsym(lib, "GOMP_parallel");
 	omp.thread = (int (*)(void))dlsym(lib, "omp_get_thread_num");
-	if (!omp.parallel || !omp.thread)
+	omp.threads = (int (*)(void))dlsym(lib, "omp_get_num_threads");
+	if (!omp.parallel || !omp.thread || !omp.threads)
 		omp.parallel = NULL;
 }
 
@@ -139,11 +140,11 @@ typedef struct {
 	void *arg;
 } OmpJob;
 
+/* the team may be smaller than asked: each thread takes every n-th part */
 static void omp_part(void *data)
 {
 	OmpJob *j = data;
-	int t = omp.thread();
-	if (t < j->parts)
+	for (int t = omp.thread(), n = omp.threads(); t < j->parts; t += n)
 		j->fn(j->arg, t);
 }
 
