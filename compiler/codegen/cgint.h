@@ -276,8 +276,10 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
-/* nn.c: the tile sizes of an attention kernel; false: one row per item */
+/* nn.c: the tile sizes of an attention kernel; false: one row per item.
+ * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
+bool cg_attn_mma(const Cg *g, const KDesc *d);
 /* control.c: inside a fused loop, a kernel's items and a copy (NULL src: zeros) run inline */
 void cg_dev_kernel(Host *h, KDesc *d, LLVMValueRef *words);
 void cg_dev_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);

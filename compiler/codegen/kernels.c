@@ -119,6 +119,8 @@ static int lane_count(Cg *g, const KDesc *d)
 		return lanes_for(d->out.dim[d->out.rank - 1]);
 	case LW_HEADS: {
 		int64_t tq, tk;
+		if (cg_attn_mma(g, d))
+			return CG_BLOCK;
 		return cg_attn_tiles(g, d, &tq, &tk) ? (int)tq : 1;
 	}
 	case LW_REDUCE: {
@@ -514,7 +516,9 @@ LLVMValueRef cg_acc_result(K *k, Loop *l, LLVMValueRef init, LLVMValueRef last)
 
 LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
 {
-	LLVMTypeRef pt[4];
+	LLVMTypeRef pt[16];
+	if (n > 16)
+		die("an intrinsic of %d arguments", n);
 	for (int i = 0; i < n; i++)
 		pt[i] = LLVMTypeOf(args[i]);
 	LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)n, 0);

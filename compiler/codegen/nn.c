@@ -193,6 +193,12 @@ bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 {
 	Type q = d->in[0];
 	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, rb = q.dt == DT_F64 ? 8 : 4;
+	if (cg_attn_mma(g, d)) {
+		/* 16 rows a warp on tensor cores, the other side 64 at a time (body_attn_mma) */
+		*tq = 128;
+		*tk = 64;
+		return true;
+	}
 	if (!g->cuda) {
 		/* the item's rows and tiles live on the stack: at most 1 MiB of it */
 		*tq = *tk = 8;
@@ -493,6 +499,385 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 #undef AT
 }
 
+/* ---- attention on tensor cores: bf16 on the GPU ----
+ * FlashAttention-2's order of work on mma.m16n8k16 (bf16 operands, f32
+ * sums). An item is a tile of 128 rows of one head, 16 for each warp of the
+ * block: query rows for attention, attn_stats and attn_dq, key rows for
+ * attn_dk and attn_dv. The other side's rows come 64 at a time through
+ * shared memory (rows padded by 8 elements against bank conflicts), with
+ * their statistics for the key-side kernels. Fragments follow PTX's layout
+ * for m16n8k16: a thread is (g, t) = (lane / 4, lane % 4) of its warp; A's
+ * four registers hold rows g and g + 8 at columns 2t, 2t + 1 and 2t + 8,
+ * 2t + 9; B's two hold rows (k) 2t, 2t + 1 and 2t + 8, 2t + 9 of column
+ * (n) g; C's four floats rows g and g + 8 at columns 2t, 2t + 1. A tile of
+ * scores in C's layout becomes the A operand of the next product (P V, dS K)
+ * in registers, rounded to bf16 as FlashAttention-2 does. */
+
+enum { MMA_ROWS = 128, MMA_TILE = 64, MMA_PAD = 8 };
+
+bool cg_attn_mma(const Cg *g, const KDesc *d)
+{
+	Type q = d->in[0];
+	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads;
+	return g->cuda && !g->reference && q.dt == DT_BF16 && dh % 16 == 0 && dh <= 128;
+}
+
+typedef struct {
+	K *k;
+	const KDesc *d;
+	LLVMValueRef *ptrs;
+	int64_t T, C, H, dh, stride; /* stride: a shared row's elements */
+	LLVMValueRef b, h, bh, warp, g, t, lane;
+	LLVMValueRef smem;           /* the block's tile memory, as i32 words (generic address space) */
+	LLVMTypeRef mma_t;           /* {float, float, float, float} */
+} Mma;
+
+static LLVMValueRef i64c(Mma *m, int64_t v) { return cg_i64(m->k->g, v); }
+static LLVMValueRef add(Mma *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(m->k->b, a, b, ""); }
+static LLVMValueRef mulc(Mma *m, LLVMValueRef a, int64_t c) { return LLVMBuildMul(m->k->b, a, i64c(m, c), ""); }
+
+/* the word at element e (even) of a bf16 tensor */
+static LLVMValueRef word_at(Mma *m, LLVMValueRef p, LLVMValueRef e)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	LLVMValueRef w = LLVMBuildBitCast(B, p, g->i32p, "");
+	LLVMValueRef i = LLVMBuildLShr(B, e, i64c(m, 1), "");
+	return LLVMBuildLoad2(B, g->i32, LLVMBuildGEP2(B, g->i32, w, &i, 1, ""), "");
+}
+
+/* element 0 of row r (of this head, in batch b) in a [.., T, C] tensor */
+static LLVMValueRef head_row(Mma *m, LLVMValueRef r)
+{
+	return add(m, mulc(m, add(m, mulc(m, m->b, m->T), r), m->C), mulc(m, m->h, m->dh));
+}
+
+/* A fragment of rows r0.. (16) and columns c0.. (16) of tensor p, straight
+ * from global memory: rows at or past T read as zeros */
+static void frag_a(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t c0, LLVMValueRef *a)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	for (int i = 0; i < 4; i++) {
+		LLVMValueRef r = add(m, r0, add(m, m->g, i64c(m, i & 1 ? 8 : 0)));
+		LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+		LLVMValueRef safe = LLVMBuildSelect(B, in, r, i64c(m, 0), "");
+		LLVMValueRef e = add(m, head_row(m, safe), add(m, mulc(m, m->t, 2), i64c(m, c0 + (i & 2 ? 8 : 0))));
+		a[i] = LLVMBuildSelect(B, in, word_at(m, p, e), LLVMConstInt(g->i32, 0, 0), "");
+	}
+}
+
+static LLVMValueRef smem_word(Mma *m, LLVMValueRef w)
+{
+	Cg *g = m->k->g;
+	return LLVMBuildGEP2(m->k->b, g->i32, m->smem, &w, 1, "");
+}
+
+static LLVMValueRef smem_half(Mma *m, LLVMValueRef e)
+{
+	Cg *g = m->k->g;
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
+	LLVMValueRef h = LLVMBuildBitCast(m->k->b, m->smem, LLVMPointerType(i16, 0), "");
+	return LLVMBuildLoad2(m->k->b, i16, LLVMBuildGEP2(m->k->b, i16, h, &e, 1, ""), "");
+}
+
+/* B fragment from a shared tile whose rows are B's columns (n0 + g) and
+ * whose elements along a row are B's k (k0 + 2t ...): one word each */
+static void frag_b_rows(Mma *m, int64_t base, int64_t n0, int64_t k0, LLVMValueRef *b)
+{
+	LLVMBuilderRef B = m->k->b;
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef e = add(m, mulc(m, add(m, m->g, i64c(m, n0)), m->stride), add(m, mulc(m, m->t, 2), i64c(m, k0 + 8 * i)));
+		b[i] = LLVMBuildLoad2(B, m->k->g->i32, smem_word(m, add(m, i64c(m, base / 2), LLVMBuildLShr(B, e, i64c(m, 1), ""))), "");
+	}
+}
+
+/* B fragment from a shared tile whose rows are B's k (k0 + 2t ...) and
+ * whose elements are B's columns (n0 + g): two halves each */
+static void frag_b_cols(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueRef *b)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef h[2];
+		for (int j = 0; j < 2; j++) {
+			LLVMValueRef row = add(m, mulc(m, m->t, 2), i64c(m, k0 + 8 * i + j));
+			h[j] = LLVMBuildZExt(B, smem_half(m, add(m, i64c(m, base), add(m, mulc(m, row, m->stride), add(m, m->g, i64c(m, n0))))), g->i32, "");
+		}
+		b[i] = LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
+	}
+}
+
+/* c += a b, the four floats in place */
+static void mma(Mma *m, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c)
+{
+	LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3]};
+	LLVMValueRef r = cg_intrinsic(m->k, "llvm.nvvm.mma.m16n8k16.row.col.bf16", m->mma_t, args, 10);
+	for (int i = 0; i < 4; i++)
+		c[i] = LLVMBuildExtractValue(m->k->b, r, (unsigned)i, "");
+}
+
+/* two f32 to a word of bf16, rounded to nearest even (the lower first) */
+static LLVMValueRef pack(Mma *m, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	LLVMValueRef h[2] = {lo, hi};
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef w = LLVMBuildBitCast(B, h[i], g->i32, "");
+		LLVMValueRef odd = LLVMBuildAnd(B, LLVMBuildLShr(B, w, LLVMConstInt(g->i32, 16, 0), ""), LLVMConstInt(g->i32, 1, 0), "");
+		w = LLVMBuildAdd(B, w, LLVMBuildAdd(B, odd, LLVMConstInt(g->i32, 0x7fff, 0), ""), "");
+		h[i] = LLVMBuildLShr(B, w, LLVMConstInt(g->i32, 16, 0), "");
+	}
+	return LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
+}
+
+/* the A fragments of a 16 x 64 tile held as C fragments s[8][4] (columns 8j..8j+7 in s[j]) */
+static void as_a(Mma *m, LLVMValueRef s[8][4], int kc, LLVMValueRef *a)
+{
+	a[0] = pack(m, s[2 * kc][0], s[2 * kc][1]);
+	a[1] = pack(m, s[2 * kc][2], s[2 * kc][3]);
+	a[2] = pack(m, s[2 * kc + 1][0], s[2 * kc + 1][1]);
+	a[3] = pack(m, s[2 * kc + 1][2], s[2 * kc + 1][3]);
+}
+
+/* the value of the quad's four threads combined (max or sum), in each */
+static LLVMValueRef quad(Mma *m, LLVMValueRef v, bool max)
+{
+	Cg *g = m->k->g;
+	for (int mask = 1; mask <= 2; mask *= 2) {
+		LLVMValueRef args[4] = {LLVMConstInt(g->i32, 0xffffffffu, 0), v, LLVMConstInt(g->i32, (unsigned)mask, 0), LLVMConstInt(g->i32, 31, 0)};
+		LLVMValueRef o = cg_intrinsic(m->k, "llvm.nvvm.shfl.sync.bfly.f32", g->real, args, 4);
+		v = max ? cg_max(m->k, v, o) : LLVMBuildFAdd(m->k->b, v, o, "");
+	}
+	return v;
+}
+
+static void barrier_all(Mma *m)
+{
+	cg_intrinsic(m->k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(m->k->g->ctx), NULL, 0);
+}
+
+/* rows r0.. (MMA_TILE) of tensor p into the shared tile at element base; past T zeros */
+static void load_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t base)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	Cg *g = k->g;
+	int64_t words = MMA_TILE * m->dh / 2;
+	Loop l = cg_for_from(k, m->lane, CG_BLOCK, i64c(m, words));
+	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, m->dh / 2), ""), col = LLVMBuildURem(B, l.i, i64c(m, m->dh / 2), "");
+	LLVMValueRef r = add(m, r0, row), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+	LLVMValueRef e = add(m, head_row(m, LLVMBuildSelect(B, in, r, i64c(m, 0), "")), mulc(m, col, 2));
+	LLVMValueRef v = LLVMBuildSelect(B, in, word_at(m, p, e), LLVMConstInt(g->i32, 0, 0), "");
+	LLVMBuildStore(B, v, smem_word(m, add(m, i64c(m, base / 2), add(m, mulc(m, row, m->stride / 2), col))));
+	cg_for_end(k, &l, i64c(m, words));
+}
+
+/* a real stored in the tensor's bf16 (the statistics) */
+static LLVMValueRef stat(Mma *m, LLVMValueRef e) { return cg_load(m->k, m->ptrs[m->d->kind == OP_ATTN_STATS ? 0 : 5], e); }
+
+static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	Mma mm;
+	memset(&mm, 0, sizeof mm);
+	Mma *m = &mm;
+	m->k = k, m->d = d, m->ptrs = ptrs;
+	m->T = q.dim[q.rank - 2], m->C = q.dim[q.rank - 1], m->H = d->attr.attn.heads;
+	m->dh = m->C / m->H;
+	m->stride = m->dh + MMA_PAD;
+	LLVMTypeRef f4[4] = {g->real, g->real, g->real, g->real};
+	m->mma_t = LLVMStructTypeInContext(g->ctx, f4, 4, 0);
+	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, kd = m->dh / 16, tile = MMA_TILE * m->stride;
+	m->bh = LLVMBuildUDiv(B, item, i64c(m, nt), "");
+	LLVMValueRef row0 = mulc(m, LLVMBuildURem(B, item, i64c(m, nt), ""), MMA_ROWS);
+	m->h = LLVMBuildURem(B, m->bh, i64c(m, m->H), "");
+	m->b = LLVMBuildUDiv(B, m->bh, i64c(m, m->H), "");
+	m->lane = k->lane;
+	m->warp = LLVMBuildLShr(B, k->lane, i64c(m, 5), "");
+	LLVMValueRef l32 = LLVMBuildAnd(B, k->lane, i64c(m, 31), "");
+	m->g = LLVMBuildLShr(B, l32, i64c(m, 2), "");
+	m->t = LLVMBuildAnd(B, l32, i64c(m, 3), "");
+	/* two tiles of shared rows, then two floats per row of statistics */
+	int64_t words = (2 * tile + 2 * MMA_TILE * 2) / 2;
+	LLVMValueRef s = cg_shared_array(g, "dp_tile_mma", LLVMArrayType(g->i32, (unsigned)words));
+	m->smem = LLVMBuildAddrSpaceCast(B, LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, 3), ""), g->i32p, "");
+	/* the statistics after the two tiles (2 tile halves = tile words) */
+	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, 0), "");
+	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
+	LLVMValueRef mine0 = add(m, row0, mulc(m, m->warp, 16)); /* this warp's first row */
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)m->dh)), ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0);
+	/* the warp's own rows as A fragments: Q (K for key rows); dO (V) for the gradients */
+	LLVMValueRef own[8][4], own2[8][4];
+	for (int c = 0; c < kd; c++) {
+		frag_a(m, keyside ? ptrs[2] : ptrs[1], mine0, 16 * c, own[c]);
+		if (d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK)
+			frag_a(m, d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3], mine0, 16 * c, own2[c]);
+	}
+	/* per thread: the sums of its two rows (g, g + 8) and a 16 x Dh accumulator */
+	LLVMValueRef acc = scratch(k, nd * 4), mrow = scratch(k, 2), lrow = scratch(k, 2), st = scratch(k, 4);
+	for (int i = 0; i < nd * 4; i++)
+		wr_c(k, acc, i64c(m, i), zero);
+	for (int i = 0; i < 2; i++) {
+		wr_c(k, mrow, i64c(m, i), ninf);
+		wr_c(k, lrow, i64c(m, i), zero);
+		if (!keyside && d->kind != OP_ATTENTION && d->kind != OP_ATTN_STATS) {
+			/* dq: the rows' log-sum-exp and dO . O */
+			LLVMValueRef r = add(m, mine0, add(m, m->g, i64c(m, 8 * i)));
+			LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+			LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
+			wr_c(k, st, i64c(m, 2 * i), stat(m, e));
+			wr_c(k, st, i64c(m, 2 * i + 1), stat(m, add(m, e, i64c(m, 1))));
+		}
+	}
+	/* the other side's rows: keys up to the tile's last query row (all when
+	 * not causal), or queries from the tile's first key row */
+	LLVMValueRef ostart = keyside && causal ? row0 : i64c(m, 0);
+	LLVMValueRef oend = !keyside && causal ? LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), ""),
+	                                                         add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), "")
+	                                       : i64c(m, m->T);
+	Loop o = cg_for_from(k, ostart, MMA_TILE, oend);
+	barrier_all(m);
+	/* forward, stats, dq: K then V; dk, dv: Q then dO (and their statistics) */
+	load_tile(m, keyside ? ptrs[1] : ptrs[2], o.i, 0);
+	if (d->kind != OP_ATTN_STATS)
+		load_tile(m, keyside ? (d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV ? ptrs[4] : ptrs[3]) : ptrs[3], o.i, tile);
+	if (keyside) {
+		LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(B, LLVMIntULT, m->lane, i64c(m, MMA_TILE), ""));
+		LLVMValueRef r = add(m, o.i, m->lane), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+		LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
+		wr_c(k, statp, mulc(m, m->lane, 2), stat(m, e));
+		wr_c(k, statp, add(m, mulc(m, m->lane, 2), i64c(m, 1)), stat(m, add(m, e, i64c(m, 1))));
+		cg_end_if(k, j);
+	}
+	barrier_all(m);
+	/* scores of the warp's 16 rows against the tile's 64: S = own x other^T */
+	LLVMValueRef sc[8][4], dp[8][4];
+	for (int j = 0; j < 8; j++) {
+		for (int i = 0; i < 4; i++)
+			sc[j][i] = dp[j][i] = zero;
+		for (int c = 0; c < kd; c++) {
+			LLVMValueRef bf[2];
+			frag_b_rows(m, 0, 8 * j, 16 * c, bf);
+			mma(m, own[c], bf, sc[j]);
+			if (d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK) {
+				/* dP = dO V^T (dq), or V dO^T for key rows (dk) */
+				frag_b_rows(m, tile, 8 * j, 16 * c, bf);
+				mma(m, own2[c], bf, dp[j]);
+			}
+		}
+	}
+	/* scale and mask: rows g, g + 8 of this warp; columns 8j + 2t (+1) of the tile */
+	for (int j = 0; j < 8; j++)
+		for (int i = 0; i < 4; i++) {
+			LLVMValueRef mine = add(m, mine0, add(m, m->g, i64c(m, i & 2 ? 8 : 0)));
+			LLVMValueRef other = add(m, o.i, add(m, mulc(m, m->t, 2), i64c(m, 8 * j + (i & 1))));
+			LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, other, i64c(m, m->T), "");
+			if (causal)
+				ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, keyside ? LLVMIntSGE : LLVMIntSLE, other, mine, ""), "");
+			sc[j][i] = LLVMBuildSelect(B, ok, LLVMBuildFMul(B, sc[j][i], scale, ""), ninf, "");
+		}
+	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
+		/* the online softmax: each row's running max and sum; the output rescaled */
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef mx = rd_c(k, mrow, i64c(m, r));
+			for (int j = 0; j < 8; j++)
+				for (int i = 2 * r; i < 2 * r + 2; i++)
+					mx = cg_max(k, mx, sc[j][i]);
+			mx = quad(m, mx, true);
+			/* a row that has seen only masked keys keeps max -inf: nothing to rescale */
+			LLVMValueRef none = LLVMBuildFCmp(B, LLVMRealOEQ, mx, ninf, "");
+			LLVMValueRef base = LLVMBuildSelect(B, none, zero, mx, "");
+			LLVMValueRef shrink = cg_exp(k, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
+			LLVMValueRef sum = zero;
+			for (int j = 0; j < 8; j++)
+				for (int i = 2 * r; i < 2 * r + 2; i++) {
+					sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], base, ""));
+					sum = LLVMBuildFAdd(B, sum, sc[j][i], "");
+				}
+			wr_c(k, lrow, i64c(m, r), LLVMBuildFAdd(B, LLVMBuildFMul(B, rd_c(k, lrow, i64c(m, r)), shrink, ""), sum, ""));
+			wr_c(k, mrow, i64c(m, r), mx);
+			for (int n = 0; d->kind == OP_ATTENTION && n < nd; n++)
+				for (int i = 2 * r; i < 2 * r + 2; i++)
+					wr_c(k, acc, i64c(m, 4 * n + i), LLVMBuildFMul(B, rd_c(k, acc, i64c(m, 4 * n + i)), shrink, ""));
+		}
+	} else {
+		/* P = exp(S - lse): each query's statistics (this warp's rows, or the tile's columns) */
+		for (int j = 0; j < 8; j++)
+			for (int i = 0; i < 4; i++) {
+				LLVMValueRef lse, dd;
+				if (keyside) {
+					LLVMValueRef col = add(m, mulc(m, m->t, 2), i64c(m, 8 * j + (i & 1)));
+					lse = rd_c(k, statp, mulc(m, col, 2));
+					dd = rd_c(k, statp, add(m, mulc(m, col, 2), i64c(m, 1)));
+				} else {
+					lse = rd_c(k, st, i64c(m, i & 2 ? 2 : 0));
+					dd = rd_c(k, st, i64c(m, i & 2 ? 3 : 1));
+				}
+				sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], lse, ""));
+				if (d->kind != OP_ATTN_DV) /* dS = P (dP - D) / sqrt(Dh) */
+					dp[j][i] = LLVMBuildFMul(B, LLVMBuildFMul(B, sc[j][i], LLVMBuildFSub(B, dp[j][i], dd, ""), ""), scale, "");
+			}
+	}
+	if (d->kind != OP_ATTN_STATS) {
+		/* acc += P V (attention), dS K (dq), P^T dO (dv), dS^T Q (dk): the
+		 * tile's scores as A, the second shared tile (or the first) as B */
+		bool p_side = d->kind == OP_ATTENTION || d->kind == OP_ATTN_DV;
+		int64_t bbase = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK ? 0 : tile;
+		for (int c = 0; c < MMA_TILE / 16; c++) {
+			LLVMValueRef a[4];
+			as_a(m, p_side ? sc : dp, c, a);
+			for (int n = 0; n < nd; n++) {
+				LLVMValueRef bf[2], cc[4];
+				frag_b_cols(m, bbase, 16 * c, 8 * n, bf);
+				for (int i = 0; i < 4; i++)
+					cc[i] = rd_c(k, acc, i64c(m, 4 * n + i));
+				mma(m, a, bf, cc);
+				for (int i = 0; i < 4; i++)
+					wr_c(k, acc, i64c(m, 4 * n + i), cc[i]);
+			}
+		}
+	}
+	cg_for_end(k, &o, oend);
+
+	/* the warp's rows out: rows g and g + 8 below T. The quads' shuffles
+	 * come first, while every thread of the warp takes part. */
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef row = add(m, mine0, add(m, m->g, i64c(m, 8 * r)));
+		LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, row, i64c(m, m->T), "");
+		LLVMValueRef l = quad(m, rd_c(k, lrow, i64c(m, r)), false), dot = zero;
+		LLVMValueRef e = head_row(m, LLVMBuildSelect(B, in, row, i64c(m, 0), ""));
+		if (d->kind == OP_ATTN_STATS) {
+			/* dO . O: each of the quad's threads a quarter of the row */
+			for (int c = 0; c < m->dh / 4; c++) {
+				LLVMValueRef x = add(m, e, add(m, m->t, i64c(m, 4 * c)));
+				dot = LLVMBuildFAdd(B, dot, LLVMBuildFMul(B, cg_load(k, ptrs[3], x), cg_load(k, ptrs[4], x), ""), "");
+			}
+			dot = quad(m, dot, false);
+		}
+		LLVMBasicBlockRef j = cg_if(k, in);
+		if (d->kind == OP_ATTN_STATS) {
+			/* the row's log-sum-exp and dO . O, by the quad's first thread */
+			LLVMBasicBlockRef first = cg_if(k, LLVMBuildICmp(B, LLVMIntEQ, m->t, i64c(m, 0), ""));
+			LLVMValueRef at = mulc(m, add(m, mulc(m, m->bh, m->T), row), 2);
+			cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, rd_c(k, mrow, i64c(m, r)), cg_log(k, l), ""));
+			cg_store(k, ptrs[0], add(m, at, i64c(m, 1)), dot);
+			cg_end_if(k, first);
+		} else {
+			LLVMValueRef inv = d->kind == OP_ATTENTION ? LLVMBuildFDiv(B, cg_real(g, 1), l, "") : cg_real(g, 1);
+			for (int n = 0; n < nd; n++)
+				for (int i = 0; i < 2; i++) {
+					LLVMValueRef v = LLVMBuildFMul(B, rd_c(k, acc, i64c(m, 4 * n + 2 * r + i)), inv, "");
+					cg_store(k, ptrs[0], add(m, e, add(m, mulc(m, m->t, 2), i64c(m, 8 * n + i))), v);
+				}
+		}
+		cg_end_if(k, j);
+	}
+}
+
 /* mean over the rows (those whose label is not ignored) of lse - the
  * label's logit: the lanes share the rows */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
@@ -574,7 +959,9 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 	case OP_ATTN_DK:
 	case OP_ATTN_DV: {
 		int64_t tq, tk;
-		if (cg_attn_tiles(g, d, &tq, &tk))
+		if (cg_attn_mma(g, d))
+			body_attn_mma(k, d, ptrs, idx);
+		else if (cg_attn_tiles(g, d, &tq, &tk))
 			body_attn_tiled(k, d, ptrs, idx, tq, tk);
 		else
 			body_attn(k, d, ptrs, idx);

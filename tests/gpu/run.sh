@@ -84,9 +84,11 @@ build)
 		bin/dpc --target cuda --precision f64 "$dp" -o $B/ops/$s.cuda64 || exit 1
 	done
 	# bf16 on the GPU (GemmEx, tensor cores): a few op programs against the CPU's f32 at the same parameters
-	for s in matmul bmm wide conv2d attention layernorm cross_entropy embed; do
+	for s in matmul bmm wide conv2d attention attention_heads16 layernorm cross_entropy embed; do
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
+	# attention on tensor cores (bf16, heads 32 and 64 wide) against the per-row kernels on the GPU
+	bin/dpc --target cuda --precision bf16 --reference-kernels tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_ref || exit 1
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
@@ -187,6 +189,14 @@ for exe in $B/ops/*.cudabf; do
 		{ notok "gpu/bf16 $s: run" $TEST_OUT/bf_$s.log; continue; }
 	check "gpu/bf16 $s: gradients within 3% of f32's" compare_grads $TEST_OUT/bf_$s.cuda.st $TEST_OUT/bf_$s.cpu.st 0.03
 done
+# the tensor-core attention kernels (mma.m16n8k16, never run before session 14's) against the per-row ones
+if $B/ops/attention_heads16.cudabf_ref --steps 1 --lr 0 --init $TEST_OUT/bf_attention_heads16.p.st \
+	--dump-grads $TEST_OUT/bf_ah_ref.st >$TEST_OUT/bf_ah_ref.log 2>&1; then
+	check "gpu/bf16 attention on tensor cores: within 2% of the per-row kernels" compare_grads $TEST_OUT/bf_attention_heads16.cuda.st \
+		$TEST_OUT/bf_ah_ref.st 0.02
+else
+	notok "gpu/bf16 attention_heads16 reference: run" $TEST_OUT/bf_ah_ref.log
+fi
 # buffers: the updates' copies and the literal's global array, against the CPU
 if $B/buffers.cuda_buf --steps 5 --lr 0.05 --save $TEST_OUT/buf.cuda.st --summary-json $TEST_OUT/buf.cuda.json >$TEST_OUT/buf.log 2>&1 &&
 	$B/buffers.cpu_buf --steps 5 --lr 0.05 --save $TEST_OUT/buf.cpu.st >>$TEST_OUT/buf.log 2>&1; then
@@ -202,8 +212,10 @@ if [ -n "$SAN" ]; then
 	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
 	# the shared-memory and shuffle paths: races and uninitialised reads too
 	for tool in memcheck racecheck synccheck initcheck; do
-		for s in wide attention_tiles; do
-			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/ops/$s.cuda --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
+		for s in wide attention_tiles attention_heads16; do
+			x=$B/ops/$s.cuda
+			[ $s = attention_heads16 ] && x=$B/ops/$s.cudabf
+			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $x --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -q 'ERROR SUMMARY: 0 errors' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
 		done
 	done
 else
