@@ -1073,6 +1073,15 @@ bool cg_host_nn(Host *h, Op *op)
 		lower_attention(h, op);
 		return true;
 	}
+	if (op->kind == OP_ATTENTION && h->step && h->g->cuda && h->g->verbose && !h->g->reference) {
+		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 128 wide) */
+		KDesc d = cg_kdesc(op);
+		d.in[0] = ir_vtype(h->g->p, op->in[0]);
+		if (!cg_attn_mma(h->g, &d))
+			diag_note(op->loc, "attention on dpc's tiled kernels, not tensor cores: those take bf16 heads of 16 to 128 "
+			          "elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
+			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
+	}
 	if (op->kind != OP_DROPOUT)
 		return false;
 	/* the result, x, the key of this op's draws in this iteration (compiler/ops/rng.h),

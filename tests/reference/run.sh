@@ -146,6 +146,18 @@ else
 	notok "reference/refused-conv-ir"
 fi
 
+# on the GPU, -v names an attention that tensor cores do not take (f32 here), and none in bf16 at heads 32 and 64 wide
+expect "reference/attention-note: -v names an attention on the tiled kernels" 0 \
+	"attention.dp:11:11: note: attention on dpc's tiled kernels, not tensor cores: those take bf16 heads of 16 to 128 elements, a multiple of 16; these are f32 of 2" \
+	"$DPC" --target cuda -v --emit=obj tests/ops/attention.dp -o "$o/att.o"
+"$DPC" --target cuda -v --precision bf16 --emit=obj tests/ops/attention_heads16.dp -o "$o/ah.o" >"$o/ah.log" 2>&1
+if ! grep -q "note: attention" "$o/ah.log" && grep -q "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" \
+	<("$DPC" --target cuda --precision bf16 --emit=ptx tests/ops/attention_heads16.dp); then
+	ok "reference/attention-mma: bf16 heads of 32 and 64 on tensor cores (mma.sync m16n8k16 in the PTX), no note"
+else
+	notok "reference/attention-mma" "$o/ah.log"
+fi
+
 # the executables' summary and --profile name the library calls
 "$o/conv2d.lib" --steps 2 --quiet --profile >"$o/profile.log" 2>&1
 "$o/attention.lib" --steps 2 --quiet --profile >>"$o/profile.log" 2>&1
