@@ -75,24 +75,28 @@ uint16_t rt_f32_to_bf16(float f)
 	return (uint16_t)((w + 0x7fff + ((w >> 16) & 1)) >> 16);
 }
 
+/* f32, f64, bf16 or i32 (the names the model description allows), told
+ * apart by their first two letters: these run once per element */
+static bool is_f64(const char *dtype) { return dtype[0] == 'f' && dtype[1] == '6'; }
+
 double rt_get(const void *buf, const char *dtype, int64_t i)
 {
-	if (!strcmp(dtype, "f64"))
+	if (is_f64(dtype))
 		return ((const double *)buf)[i];
-	if (!strcmp(dtype, "i32"))
+	if (dtype[0] == 'i')
 		return ((const int32_t *)buf)[i];
-	if (!strcmp(dtype, "bf16"))
+	if (dtype[0] == 'b')
 		return rt_bf16_to_f32(((const uint16_t *)buf)[i]);
 	return ((const float *)buf)[i];
 }
 
 void rt_set(void *buf, const char *dtype, int64_t i, double v)
 {
-	if (!strcmp(dtype, "f64"))
+	if (is_f64(dtype))
 		((double *)buf)[i] = v;
-	else if (!strcmp(dtype, "i32"))
+	else if (dtype[0] == 'i')
 		((int32_t *)buf)[i] = (int32_t)v;
-	else if (!strcmp(dtype, "bf16"))
+	else if (dtype[0] == 'b')
 		((uint16_t *)buf)[i] = rt_f32_to_bf16((float)v);
 	else
 		((float *)buf)[i] = (float)v;
