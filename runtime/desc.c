@@ -210,13 +210,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			word(&p, label, sizeof label, line, l);
 			if (id != m->nkname)
 				bad(line, l);
-			char **k = realloc(m->kname, sizeof *k * (size_t)(id + 1));
-			int64_t *w = realloc(m->kwork, sizeof *w * (size_t)(id + 1));
-			if (!k || !w || !(k[id] = strdup(label)))
-				rt_fail(1, "out of memory");
-			m->kname = k;
-			m->kwork = w;
-			w[id] = 1;
+			m->kname = rt_host_grow(m->kname, (int64_t)sizeof *m->kname * (id + 1), "the kernel names");
+			m->kwork = rt_host_grow(m->kwork, (int64_t)sizeof *m->kwork * (id + 1), "the kernel names");
+			if (!(m->kname[id] = strdup(label)))
+				rt_fail(1, "out of memory for the kernel names");
+			m->kwork[id] = 1;
 			m->nkname++;
 		} else if (!strcmp(key, "plan")) {
 			char k[16];

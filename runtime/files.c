@@ -42,6 +42,14 @@ void *rt_host_alloc(int64_t bytes, const char *what)
 	return p;
 }
 
+void *rt_host_grow(void *p, int64_t bytes, const char *what)
+{
+	void *q = bytes >= 0 && (uint64_t)bytes <= SIZE_MAX ? realloc(p, (size_t)(bytes ? bytes : 1)) : NULL;
+	if (!q)
+		rt_fail(1, "cannot allocate %lld bytes of host memory for %s", (long long)bytes, what);
+	return q;
+}
+
 const char *rt_shape_str(int rank, const int64_t *dim)
 {
 	static char buf[4][160];

@@ -14,10 +14,7 @@ static void put(RtJson *j, const char *s, size_t n)
 		size_t cap = j->cap ? 2 * j->cap : 4096;
 		while (cap < j->len + n + 1)
 			cap *= 2;
-		char *b = realloc(j->buf, cap);
-		if (!b)
-			rt_fail(1, "out of memory for JSON output");
-		j->buf = b;
+		j->buf = rt_host_grow(j->buf, (int64_t)cap, "JSON output");
 		j->cap = cap;
 	}
 	memcpy(j->buf + j->len, s, n);

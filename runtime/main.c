@@ -168,11 +168,8 @@ static uint64_t *action_words(RtCtx *c)
 /* a chunk of its own for a graph being captured, which reads it at each replay */
 static uint64_t *kept_words(RtCtx *c)
 {
-	uint64_t **k = realloc(c->kept, sizeof *k * (size_t)(c->nkept + 1));
-	if (!k)
-		rt_fail(1, "out of memory");
-	c->kept = k;
-	return k[c->nkept++] = action_words(c);
+	c->kept = rt_host_grow(c->kept, (int64_t)sizeof *c->kept * (c->nkept + 1), "a captured graph");
+	return c->kept[c->nkept++] = action_words(c);
 }
 
 /* Launches the fused kernel on the actions gathered, then gathers into the

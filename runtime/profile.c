@@ -27,9 +27,7 @@ static Call *next_call(RtCtx *c, RtCall kind, const char *label)
 {
 	if (ncalls == cap) {
 		cap = cap ? 2 * cap : 1024;
-		calls = realloc(calls, sizeof *calls * (size_t)cap);
-		if (!calls)
-			rt_fail(1, "out of memory for --profile or --trace");
+		calls = rt_host_grow(calls, (int64_t)sizeof *calls * cap, "--profile or --trace");
 	}
 	Call *k = &calls[ncalls];
 	memset(k, 0, sizeof *k);

@@ -129,6 +129,17 @@ typedef struct {
 	void (*attention)(int kind, int elem_bytes, const int64_t *dims, const uint64_t *in, uint64_t out);
 } RtDevice;
 
+/* rt_conv's dims (the places dprt.h's RT_CONV_* name) by name */
+typedef struct {
+	int64_t n, c, h, w, o, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw;
+} RtConvShape;
+static inline RtConvShape rt_conv_shape(const int64_t *d)
+{
+	return (RtConvShape){d[RT_CONV_N],  d[RT_CONV_C],  d[RT_CONV_H],  d[RT_CONV_W],  d[RT_CONV_O],
+	                     d[RT_CONV_HO], d[RT_CONV_WO], d[RT_CONV_KH], d[RT_CONV_KW], d[RT_CONV_SH],
+	                     d[RT_CONV_SW], d[RT_CONV_PH], d[RT_CONV_PW], d[RT_CONV_DH], d[RT_CONV_DW]};
+}
+
 /* fences 0 and 1: the training loop's steps in flight (RT_INFLIGHT); 2 and 3:
  * a fused revolve's action buffers */
 #define RT_FENCES 4
@@ -206,6 +217,8 @@ extern jmp_buf *rt_fail_trap;
 void rt_parse_desc(RtModel *m, const char *desc);
 /* host memory; a failure is reported with what it was for, never a crash */
 void *rt_host_alloc(int64_t bytes, const char *what);
+/* p (from either) resized to bytes, or the same failure */
+void *rt_host_grow(void *p, int64_t bytes, const char *what);
 uint64_t rt_device_alloc(RtCtx *c, int64_t bytes);
 void rt_h2d(RtCtx *c, uint64_t dst, const void *src, int64_t bytes);
 void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes);

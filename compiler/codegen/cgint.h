@@ -162,6 +162,7 @@ LLVMValueRef cg_load(K *k, LLVMValueRef base, LLVMValueRef i);     /* element i,
 void cg_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
 LLVMValueRef cg_kreal(K *k, double v);                             /* a constant of k->vec lanes */
 LLVMValueRef cg_splat(K *k, LLVMValueRef x);
+LLVMValueRef cg_vec_index(K *k, LLVMValueRef idx);                 /* an elementwise item's first element: idx k->vec */
 LLVMValueRef cg_vload(K *k, LLVMValueRef base, LLVMValueRef i);    /* k->vec elements from i, a multiple of it */
 void cg_vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
 LLVMValueRef cg_elem_load(K *k, bool i32, LLVMValueRef w, LLVMValueRef i); /* of an i32 or a real tensor at word w */
@@ -253,6 +254,8 @@ void cg_begin(Host *h, LLVMValueRef fn);
 bool cg_coalesced(Program *p, int from, int to, int index);
 void cg_extent(Program *p, int v, int64_t *lo, int64_t *hi); /* the arena bytes v's root spans */
 void cg_string_global(Cg *g, const char *name, const char *text);
+/* a constant array of n i64 in the module, internal (a shape for the runtime, a schedule's table) */
+LLVMValueRef cg_i64_table(Cg *g, const char *name, const int64_t *v, int64_t n);
 /* the runtime's function `name` (declared once; its pointers nonnull), and its type in *ft */
 LLVMValueRef cg_declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, LLVMTypeRef *ft);
 

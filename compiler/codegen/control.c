@@ -51,14 +51,9 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 		for (int64_t i = 0, a = 0; i < k; a += len[i], i++)
 			first[i] = a;
 	}
-	LLVMValueRef *starts = ar_alloc(sizeof(LLVMValueRef) * (size_t)(k + 1));
-	for (int64_t i = 0; i <= k; i++)
-		starts[i] = cg_i64(g, i < k ? first[i] : INT64_MAX);
+	first[k] = INT64_MAX;
 	LLVMTypeRef at = LLVMArrayType(g->i64, (unsigned)(k + 1));
-	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_sweep_starts");
-	LLVMSetInitializer(table, LLVMConstArray(g->i64, starts, (unsigned)(k + 1)));
-	LLVMSetGlobalConstant(table, 1);
-	LLVMSetLinkage(table, LLVMInternalLinkage);
+	LLVMValueRef table = cg_i64_table(g, "dp_sweep_starts", first, k + 1);
 	LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, next, "");
 	LLVMValueRef ix[2] = {cg_i64(g, 0), i};
 	LLVMValueRef start = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, at, table, ix, 2, ""), "");
@@ -696,8 +691,7 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	/* elementwise kernels: work item idx is the vector of elements from e */
-	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
+	LLVMValueRef e = cg_vec_index(k, idx);
 	switch ((int)d->kind) {
 	case K_SGD: {
 		LLVMValueRef p = cg_ptr(k, args[0], g->realp), gr = cg_ptr(k, args[1], g->realp);

@@ -82,9 +82,7 @@ static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b, LLVMValu
 void cg_kernel_elementwise(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
 {
 	Cg *g = k->g;
-	LLVMBuilderRef B = k->b;
-	/* elementwise kernels: work item idx is the vector of elements from e */
-	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
+	LLVMValueRef e = cg_vec_index(k, idx);
 	LLVMValueRef coord[IR_MAXRANK];
 	if ((int)d->kind != K_FUSED)
 		die("no kernel lowering for %s", ir_ops[d->kind].name);

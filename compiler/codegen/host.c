@@ -99,6 +99,18 @@ void cg_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
 	cg_call(h, h->t_copy, h->f_copy, args, 4);
 }
 
+LLVMValueRef cg_i64_table(Cg *g, const char *name, const int64_t *v, int64_t n)
+{
+	LLVMValueRef *c = ar_alloc(sizeof *c * (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		c[i] = cg_i64(g, v[i]);
+	LLVMValueRef table = LLVMAddGlobal(g->mod, LLVMArrayType(g->i64, (unsigned)n), name);
+	LLVMSetInitializer(table, LLVMConstArray(g->i64, c, (unsigned)n));
+	LLVMSetGlobalConstant(table, 1);
+	LLVMSetLinkage(table, LLVMInternalLinkage);
+	return table;
+}
+
 KDesc cg_kdesc(Op *op)
 {
 	KDesc d;

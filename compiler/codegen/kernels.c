@@ -320,16 +320,10 @@ LLVMValueRef cg_splat(K *k, LLVMValueRef x)
 	return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vtype(k)), zeros, "");
 }
 
-/* scalar x in every lane of vector type vt */
-static LLVMValueRef cg_splat_to(K *k, LLVMTypeRef vt, LLVMValueRef x)
-{
-	unsigned n = LLVMGetVectorSize(vt);
-	LLVMValueRef v = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), x, cg_i64(k->g, 0), "");
-	return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(k->g->i32, n)), "");
-}
+LLVMValueRef cg_vec_index(K *k, LLVMValueRef idx) { return k->vec > 1 ? LLVMBuildMul(k->b, idx, cg_i64(k->g, k->vec), "") : idx; }
 
-/* k->vec elements from element i, which is a multiple of k->vec */
-LLVMValueRef cg_vload(K *k, LLVMValueRef base, LLVMValueRef i)
+/* k->vec elements from element i: aligned to 16 bytes, or to anything */
+static LLVMValueRef vec_load(K *k, LLVMValueRef base, LLVMValueRef i, unsigned align)
 {
 	if (k->vec == 1)
 		return cg_load(k, base, i);
@@ -337,11 +331,11 @@ LLVMValueRef cg_vload(K *k, LLVMValueRef base, LLVMValueRef i)
 	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
 	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
 	LLVMValueRef v = LLVMBuildLoad2(k->b, st, p, "");
-	LLVMSetAlignment(v, 16);
+	LLVMSetAlignment(v, align);
 	return k->g->bf16 ? from_bf16(k, v) : v;
 }
 
-void cg_vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
+static void vec_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v, unsigned align)
 {
 	if (k->vec == 1) {
 		cg_store(k, base, i, v);
@@ -350,33 +344,14 @@ void cg_vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
 	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
 	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
-	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), 16);
+	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), align);
 }
 
-/* k->vec elements from element i, at any alignment */
-LLVMValueRef cg_row_load(K *k, LLVMValueRef base, LLVMValueRef i)
-{
-	if (k->vec == 1)
-		return cg_load(k, base, i);
-	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
-	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
-	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
-	LLVMValueRef v = LLVMBuildLoad2(k->b, st, p, "");
-	LLVMSetAlignment(v, 1);
-	return k->g->bf16 ? from_bf16(k, v) : v;
-}
-
-void cg_row_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
-{
-	if (k->vec == 1) {
-		cg_store(k, base, i, v);
-		return;
-	}
-	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
-	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
-	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
-	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), 1);
-}
+/* i a multiple of k->vec */
+LLVMValueRef cg_vload(K *k, LLVMValueRef base, LLVMValueRef i) { return vec_load(k, base, i, 16); }
+void cg_vstore(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v) { vec_store(k, base, i, v, 16); }
+LLVMValueRef cg_row_load(K *k, LLVMValueRef base, LLVMValueRef i) { return vec_load(k, base, i, 1); }
+void cg_row_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v) { vec_store(k, base, i, v, 1); }
 
 /* A math function of one or two reals: LLVM's intrinsic llvm.NAME on the
  * CPU (erf, which has none, from libm), libdevice's __nv_NAME on the GPU. */
@@ -409,6 +384,18 @@ LLVMValueRef cg_math(K *k, const char *name, LLVMValueRef x, LLVMValueRef y)
 	return LLVMBuildCall2(k->b, ft, f, args, (unsigned)n, "");
 }
 
+/* the constant v in type t, splat when t is a vector */
+static LLVMValueRef real_like(LLVMTypeRef t, double v)
+{
+	if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+		return LLVMConstReal(t, v);
+	LLVMValueRef e[16];
+	unsigned n = LLVMGetVectorSize(t);
+	for (unsigned i = 0; i < n; i++)
+		e[i] = LLVMConstReal(LLVMGetElementType(t), v);
+	return LLVMConstVector(e, n);
+}
+
 /* exp of f32 values on the CPU without a call, so that it vectorizes:
  * x = k ln 2 + r with |r| <= ln 2 / 2, exp(r) by its Taylor series to r^7,
  * times 2^k built in the exponent bits (as 2^h 2^(k - h), each normal for k
@@ -419,26 +406,24 @@ static LLVMValueRef inline_exp(K *k, LLVMValueRef x)
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
 	LLVMTypeRef ft = LLVMTypeOf(x), it = like(x, g->i32);
-#define F(v) (LLVMGetTypeKind(ft) == LLVMVectorTypeKind ? cg_splat_to(k, ft, LLVMConstReal(g->real, (v))) : LLVMConstReal(g->real, (v)))
-	LLVMValueRef lo = F(-87.33), hi = F(88.72);
+	LLVMValueRef lo = real_like(ft, -87.33), hi = real_like(ft, 88.72);
 	LLVMValueRef c = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
 	c = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, c, hi, ""), hi, c, "");
-	LLVMValueRef magic = F(12582912.0);
-	LLVMValueRef kf = LLVMBuildFSub(B, LLVMBuildFAdd(B, LLVMBuildFMul(B, c, F(1.44269504), ""), magic, ""), magic, "");
-	LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFSub(B, c, LLVMBuildFMul(B, kf, F(0.693145752), ""), ""),
-	                               LLVMBuildFMul(B, kf, F(1.42860677e-06), ""), "");
+	LLVMValueRef magic = real_like(ft, 12582912.0);
+	LLVMValueRef kf = LLVMBuildFSub(B, LLVMBuildFAdd(B, LLVMBuildFMul(B, c, real_like(ft, 1.44269504), ""), magic, ""), magic, "");
+	LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFSub(B, c, LLVMBuildFMul(B, kf, real_like(ft, 0.693145752), ""), ""),
+	                               LLVMBuildFMul(B, kf, real_like(ft, 1.42860677e-06), ""), "");
 	static const double coef[7] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1};
-	LLVMValueRef p = F(1.0 / 5040);
+	LLVMValueRef p = real_like(ft, 1.0 / 5040);
 	for (int i = 0; i < 7; i++)
-		p = LLVMBuildFAdd(B, F(coef[i]), LLVMBuildFMul(B, r, p, ""), "");
+		p = LLVMBuildFAdd(B, real_like(ft, coef[i]), LLVMBuildFMul(B, r, p, ""), "");
 	LLVMValueRef ki = LLVMBuildFPToSI(B, kf, it, ""), h = LLVMBuildAShr(B, ki, int_of(it, 1), "");
 	LLVMValueRef hb = LLVMBuildShl(B, LLVMBuildAdd(B, h, int_of(it, 127), ""), int_of(it, 23), "");
 	LLVMValueRef kb = LLVMBuildShl(B, LLVMBuildAdd(B, LLVMBuildSub(B, ki, h, ""), int_of(it, 127), ""), int_of(it, 23), "");
 	LLVMValueRef y = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildBitCast(B, hb, ft, ""), ""), LLVMBuildBitCast(B, kb, ft, ""), "");
-	y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), F(0), y, "");
-	y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, hi, ""), F(INFINITY), y, "");
+	y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), real_like(ft, 0), y, "");
+	y = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, hi, ""), real_like(ft, INFINITY), y, "");
 	return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), x, y, "");
-#undef F
 }
 
 LLVMValueRef cg_exp(K *k, LLVMValueRef x)

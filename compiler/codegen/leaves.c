@@ -35,8 +35,7 @@ void cg_kernel_leaf(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	/* elementwise kernels: work item idx is the vector of elements from e */
-	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
+	LLVMValueRef e = cg_vec_index(k, idx);
 	switch ((int)d->kind) {
 	case OP_FILL:
 		cg_vstore(k, ptrs[0], e, cg_kreal(k, d->attr.value));

@@ -170,8 +170,7 @@ void cg_kernel_movement(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	/* elementwise kernels: work item idx is the vector of elements from e */
-	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
+	LLVMValueRef e = cg_vec_index(k, idx);
 	LLVMValueRef coord[IR_MAXRANK];
 	switch ((int)d->kind) {
 	case OP_BROADCAST:

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../runtime/dprt.h"
 #include "cgint.h"
 #include "../ops/rng.h"
 
@@ -921,8 +922,7 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	/* elementwise kernels: work item idx is the vector of elements from e */
-	LLVMValueRef e = d->vec > 1 ? LLVMBuildMul(B, idx, cg_i64(g, d->vec), "") : idx;
+	LLVMValueRef e = cg_vec_index(k, idx);
 	switch ((int)d->kind) {
 	case OP_XENT_GRAD:
 		body_xent_grad(k, d, ptrs, idx);
@@ -1007,16 +1007,12 @@ static void lower_conv(Host *h, Op *op)
 		v[0] = op->in[0], v[1] = op->out, v[2] = op->in[1];
 	Type x = ir_vtype(p, v[0]), w = ir_vtype(p, v[1]), y = ir_vtype(p, v[2]);
 	const Window *win = &op->attr.win;
-	int64_t dims[15] = {x.dim[0], x.dim[1], x.dim[2], x.dim[3], w.dim[0], y.dim[2], y.dim[3], win->kh, win->kw,
-	                    win->sh, win->sw, win->ph, win->pw, win->dh, win->dw};
-	LLVMValueRef c[15];
-	for (int i = 0; i < 15; i++)
-		c[i] = cg_i64(g, dims[i]);
-	LLVMTypeRef at = LLVMArrayType(g->i64, 15);
-	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_conv");
-	LLVMSetInitializer(table, LLVMConstArray(g->i64, c, 15));
-	LLVMSetGlobalConstant(table, 1);
-	LLVMSetLinkage(table, LLVMInternalLinkage);
+	int64_t dims[RT_CONV_DIMS] = {[RT_CONV_N] = x.dim[0], [RT_CONV_C] = x.dim[1], [RT_CONV_H] = x.dim[2],
+	                              [RT_CONV_W] = x.dim[3], [RT_CONV_O] = w.dim[0], [RT_CONV_HO] = y.dim[2],
+	                              [RT_CONV_WO] = y.dim[3], [RT_CONV_KH] = win->kh, [RT_CONV_KW] = win->kw,
+	                              [RT_CONV_SH] = win->sh, [RT_CONV_SW] = win->sw, [RT_CONV_PH] = win->ph,
+	                              [RT_CONV_PW] = win->pw, [RT_CONV_DH] = win->dh, [RT_CONV_DW] = win->dw};
+	LLVMValueRef table = cg_i64_table(g, "dp_conv", dims, RT_CONV_DIMS);
 	LLVMTypeRef ft, pt[9] = {g->i8p, g->i32, g->i32, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
 	LLVMValueRef f = cg_declare(g, "rt_conv", LLVMVoidTypeInContext(g->ctx), pt, 9, &ft);
 	LLVMValueRef args[9] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)kind, 0),
@@ -1039,14 +1035,7 @@ static void lower_attention(Host *h, Op *op)
 	Type q = ir_vtype(p, op->in[0]);
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
 	int64_t dims[5] = {ir_numel(q) / (T * C), T, C, op->attr.attn.heads, op->attr.attn.causal};
-	LLVMValueRef c[5];
-	for (int i = 0; i < 5; i++)
-		c[i] = cg_i64(g, dims[i]);
-	LLVMTypeRef at = LLVMArrayType(g->i64, 5);
-	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_attention");
-	LLVMSetInitializer(table, LLVMConstArray(g->i64, c, 5));
-	LLVMSetGlobalConstant(table, 1);
-	LLVMSetLinkage(table, LLVMInternalLinkage);
+	LLVMValueRef table = cg_i64_table(g, "dp_attention", dims, 5);
 	for (int i = 0; i < op->nin; i++) {
 		LLVMValueRef at_i = cg_i64(g, i);
 		LLVMBuildStore(g->b, cg_addr(h, op->in[i]), LLVMBuildGEP2(g->b, g->i64, h->argbuf, &at_i, 1, ""));

@@ -21,6 +21,22 @@ static LLVMValueRef run_term(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 	return r->neg ? LLVMBuildFNeg(k->b, x, "") : x;
 }
 
+/* base plus the offset of reduction counter i, unravelled over the reduced
+ * axes before `end` */
+static LLVMValueRef reduced_offset(K *k, Type t, const bool *kept, int end, const int64_t *stride, LLVMValueRef base, LLVMValueRef i)
+{
+	Type red = {.rank = 0};
+	int axis[IR_MAXRANK];
+	for (int a = 0; a < end; a++)
+		if (!kept[a])
+			axis[red.rank] = a, red.dim[red.rank++] = t.dim[a];
+	LLVMValueRef rc[IR_MAXRANK];
+	cg_unravel(k, red, i, rc);
+	for (int j = 0; j < red.rank; j++)
+		base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, rc[j], cg_i64(k->g, stride[axis[j]]), ""), "");
+	return base;
+}
+
 /* sum (max, min) over the input axes that the output does not keep; min
  * is max of the negated values, negated */
 static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in, LLVMValueRef idx)
@@ -42,30 +58,19 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 			base = LLVMBuildAdd(k->b, base, LLVMBuildMul(k->b, oc[out_axis[a]], cg_i64(g, stride[a]), ""), "");
 	bool max = d->kind == OP_MAX || d->kind == OP_MIN, neg = d->kind == OP_MIN;
 	LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
-	/* the reduced axes, and on the CPU those at the end, which are one contiguous run */
-	Type red = {.rank = 0};
-	int axis[IR_MAXRANK], first = t.rank;
+	/* on the CPU the trailing axes that are reduced (or kept with size 1)
+	 * are one contiguous run of `inner` elements from axis `first` */
+	int first = t.rank;
 	int64_t inner = 1;
-	for (int a = 0; a < t.rank; a++)
-		if (!kept[a])
-			axis[red.rank] = a, red.dim[red.rank++] = t.dim[a];
 	while (!g->cuda && first > 0 && (!kept[first - 1] || t.dim[first - 1] == 1))
-		inner *= kept[--first] ? 1 : t.dim[first];
+		inner *= t.dim[--first];
 	LLVMValueRef total;
 	if (inner > 1) {
 		/* the other reduced axes one place at a time, each a fold over the run */
-		Type outer = {.rank = 0};
-		int oaxis[IR_MAXRANK];
-		for (int a = 0; a < first; a++)
-			if (!kept[a])
-				oaxis[outer.rank] = a, outer.dim[outer.rank++] = t.dim[a];
 		LLVMValueRef no = cg_i64(g, count / inner);
 		Loop l = cg_for(k, no);
 		Acc sum = cg_acc(k, &l, init);
-		LLVMValueRef rc[IR_MAXRANK], off = base;
-		cg_unravel(k, outer, l.i, rc);
-		for (int j = 0; j < outer.rank; j++)
-			off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[oaxis[j]]), ""), "");
+		LLVMValueRef off = reduced_offset(k, t, kept, first, stride, base, l.i);
 		Run r = {in, neg};
 		LLVMValueRef next = cg_combine(k, sum.phi, cg_fold(k, off, inner, max, init, run_term, &r), max);
 		cg_acc_next(k, &sum, next);
@@ -75,12 +80,7 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 		LLVMValueRef n = cg_i64(g, count);
 		Loop l = cg_for_lanes(k, n);
 		Acc sum = cg_acc(k, &l, init);
-		/* decompose the reduction counter over the reduced axes */
-		LLVMValueRef rc[IR_MAXRANK], off = base;
-		cg_unravel(k, red, l.i, rc);
-		for (int j = 0; j < red.rank; j++)
-			off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, rc[j], cg_i64(g, stride[axis[j]]), ""), "");
-		LLVMValueRef x = cg_load(k, in, off);
+		LLVMValueRef x = cg_load(k, in, reduced_offset(k, t, kept, t.rank, stride, base, l.i));
 		if (neg)
 			x = LLVMBuildFNeg(k->b, x, "");
 		LLVMValueRef next = cg_combine(k, sum.phi, x, max);

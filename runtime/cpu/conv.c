@@ -18,8 +18,6 @@
 
 #include "cpu.h"
 
-/* dims: N C H W O Ho Wo kh kw sh sw ph pw dh dw */
-enum { N_, C_, H_, W_, O_, HO, WO, KH, KW, SH, SW, PH, PW, DH, DW, NDIMS };
 
 static void *P(uint64_t a) { return (void *)(uintptr_t)a; }
 
@@ -30,46 +28,46 @@ static int result_of(int kind) { return kind == 0 ? 2 : kind - 1; }
 
 /* x [C, H, W] of one image to cols [C kh kw, Ho Wo]: zero outside x */
 #define UNFOLD(T)                                                                                              \
-	static void unfold_##T(const int64_t *d, const T *x, T *cols)                                            \
+	static void unfold_##T(const RtConvShape *s, const T *x, T *cols)                                            \
 	{                                                                                                        \
-		int64_t P = d[HO] * d[WO];                                                                           \
-		for (int64_t c = 0; c < d[C_]; c++)                                                                  \
-			for (int64_t a = 0; a < d[KH]; a++)                                                              \
-				for (int64_t b = 0; b < d[KW]; b++) {                                                        \
-					T *row = cols + ((c * d[KH] + a) * d[KW] + b) * P;                                       \
-					for (int64_t i = 0; i < d[HO]; i++) {                                                    \
-						int64_t h = i * d[SH] - d[PH] + a * d[DH];                                           \
-						T *r = row + i * d[WO];                                                              \
-						if (h < 0 || h >= d[H_]) {                                                           \
-							memset(r, 0, sizeof(T) * (size_t)d[WO]);                                         \
+		int64_t P = s->ho * s->wo;                                                                           \
+		for (int64_t c = 0; c < s->c; c++)                                                                  \
+			for (int64_t a = 0; a < s->kh; a++)                                                              \
+				for (int64_t b = 0; b < s->kw; b++) {                                                        \
+					T *row = cols + ((c * s->kh + a) * s->kw + b) * P;                                       \
+					for (int64_t i = 0; i < s->ho; i++) {                                                    \
+						int64_t h = i * s->sh - s->ph + a * s->dh;                                           \
+						T *r = row + i * s->wo;                                                              \
+						if (h < 0 || h >= s->h) {                                                           \
+							memset(r, 0, sizeof(T) * (size_t)s->wo);                                         \
 							continue;                                                                        \
 						}                                                                                    \
-						const T *src = x + (c * d[H_] + h) * d[W_];                                          \
-						for (int64_t j = 0; j < d[WO]; j++) {                                                \
-							int64_t v = j * d[SW] - d[PW] + b * d[DW];                                       \
-							r[j] = v >= 0 && v < d[W_] ? src[v] : 0;                                         \
+						const T *src = x + (c * s->h + h) * s->w;                                          \
+						for (int64_t j = 0; j < s->wo; j++) {                                                \
+							int64_t v = j * s->sw - s->pw + b * s->dw;                                       \
+							r[j] = v >= 0 && v < s->w ? src[v] : 0;                                         \
 						}                                                                                    \
 					}                                                                                        \
 				}                                                                                            \
 	}                                                                                                        \
 	/* cols back into x [C, H, W], each window's element added where it came from */                         \
-	static void fold_##T(const int64_t *d, const T *cols, T *x)                                              \
+	static void fold_##T(const RtConvShape *s, const T *cols, T *x)                                              \
 	{                                                                                                        \
-		int64_t P = d[HO] * d[WO];                                                                           \
-		memset(x, 0, sizeof(T) * (size_t)(d[C_] * d[H_] * d[W_]));                                           \
-		for (int64_t c = 0; c < d[C_]; c++)                                                                  \
-			for (int64_t a = 0; a < d[KH]; a++)                                                              \
-				for (int64_t b = 0; b < d[KW]; b++) {                                                        \
-					const T *row = cols + ((c * d[KH] + a) * d[KW] + b) * P;                                 \
-					for (int64_t i = 0; i < d[HO]; i++) {                                                    \
-						int64_t h = i * d[SH] - d[PH] + a * d[DH];                                           \
-						if (h < 0 || h >= d[H_])                                                             \
+		int64_t P = s->ho * s->wo;                                                                           \
+		memset(x, 0, sizeof(T) * (size_t)(s->c * s->h * s->w));                                           \
+		for (int64_t c = 0; c < s->c; c++)                                                                  \
+			for (int64_t a = 0; a < s->kh; a++)                                                              \
+				for (int64_t b = 0; b < s->kw; b++) {                                                        \
+					const T *row = cols + ((c * s->kh + a) * s->kw + b) * P;                                 \
+					for (int64_t i = 0; i < s->ho; i++) {                                                    \
+						int64_t h = i * s->sh - s->ph + a * s->dh;                                           \
+						if (h < 0 || h >= s->h)                                                             \
 							continue;                                                                        \
-						T *dst = x + (c * d[H_] + h) * d[W_];                                                \
-						const T *r = row + i * d[WO];                                                        \
-						for (int64_t j = 0; j < d[WO]; j++) {                                                \
-							int64_t v = j * d[SW] - d[PW] + b * d[DW];                                       \
-							if (v >= 0 && v < d[W_])                                                         \
+						T *dst = x + (c * s->h + h) * s->w;                                                \
+						const T *r = row + i * s->wo;                                                        \
+						for (int64_t j = 0; j < s->wo; j++) {                                                \
+							int64_t v = j * s->sw - s->pw + b * s->dw;                                       \
+							if (v >= 0 && v < s->w)                                                         \
 								dst[v] += r[j];                                                              \
 						}                                                                                    \
 					}                                                                                        \
@@ -80,18 +78,18 @@ UNFOLD(double)
 
 /* One image at a time: unfold, then a GEMM with the weight as [O, C kh kw]. */
 #define OWN(T, GEMM)                                                                                          \
-	static void own_##T(int kind, const int64_t *d, T *x, T *w, T *y, T *cols)                               \
+	static void own_##T(int kind, const RtConvShape *s, T *x, T *w, T *y, T *cols)                               \
 	{                                                                                                        \
-		int64_t P = d[HO] * d[WO], K = d[C_] * d[KH] * d[KW], O = d[O_];                                     \
-		int64_t xs = d[C_] * d[H_] * d[W_], ys = O * P;                                                      \
-		for (int64_t n = 0; n < d[N_]; n++) {                                                                \
+		int64_t P = s->ho * s->wo, K = s->c * s->kh * s->kw, O = s->o;                                     \
+		int64_t xs = s->c * s->h * s->w, ys = O * P;                                                      \
+		for (int64_t n = 0; n < s->n; n++) {                                                                \
 			if (kind == 1) {                                                                                 \
 				GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)O, 1, w, (int)K, y + n * ys, \
 				     (int)P, 0, cols, (int)P);                                                               \
-				fold_##T(d, cols, x + n * xs);                                                               \
+				fold_##T(s, cols, x + n * xs);                                                               \
 				continue;                                                                                    \
 			}                                                                                                \
-			unfold_##T(d, x + n * xs, cols);                                                                 \
+			unfold_##T(s, x + n * xs, cols);                                                                 \
 			if (kind == 0)                                                                                   \
 				GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)P, (int)K, 1, w, (int)K, cols,  \
 				     (int)P, 0, y + n * ys, (int)P);                                                         \
@@ -103,36 +101,35 @@ UNFOLD(double)
 OWN(float, cblas_sgemm)
 OWN(double, cblas_dgemm)
 
-static float *widened(uint64_t a, int64_t n)
+/* an f32 copy of n bf16 values at a, or (for the result) room for them */
+static float *widened(uint64_t a, int64_t n, bool copy)
 {
 	float *f = rt_host_alloc((int64_t)sizeof(float) * (n ? n : 1), "a bf16 convolution");
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i = 0; copy && i < n; i++)
 		f[i] = rt_bf16_to_f32(((const uint16_t *)P(a))[i]);
 	return f;
 }
 
-static void own(int kind, int elem_bytes, const int64_t *d, uint64_t x, uint64_t w, uint64_t y, uint64_t ws, int64_t ws_bytes)
+static void own(int kind, int elem_bytes, const RtConvShape *s, uint64_t x, uint64_t w, uint64_t y, uint64_t ws, int64_t ws_bytes)
 {
 	int64_t cbytes = elem_bytes == 8 ? 8 : 4;
-	if (ws_bytes < d[C_] * d[KH] * d[KW] * d[HO] * d[WO] * cbytes)
+	if (ws_bytes < s->c * s->kh * s->kw * s->ho * s->wo * cbytes)
 		rt_fail(70, "internal error: a convolution's workspace of %lld bytes is too small", (long long)ws_bytes);
 	if (elem_bytes == 8) {
-		own_double(kind, d, P(x), P(w), P(y), P(ws));
+		own_double(kind, s, P(x), P(w), P(y), P(ws));
 		return;
 	}
 	if (elem_bytes == 4) {
-		own_float(kind, d, P(x), P(w), P(y), P(ws));
+		own_float(kind, s, P(x), P(w), P(y), P(ws));
 		return;
 	}
-	int64_t n[3] = {d[N_] * d[C_] * d[H_] * d[W_], d[O_] * d[C_] * d[KH] * d[KW], d[N_] * d[O_] * d[HO] * d[WO]};
+	int64_t n[3] = {s->n * s->c * s->h * s->w, s->o * s->c * s->kh * s->kw, s->n * s->o * s->ho * s->wo};
 	uint64_t at[3] = {x, w, y};
 	int r = result_of(kind);
 	float *f[3];
 	for (int i = 0; i < 3; i++)
-		f[i] = widened(at[i], r == i ? 0 : n[i]);
-	free(f[r]);
-	f[r] = rt_host_alloc((int64_t)sizeof(float) * n[r], "a bf16 convolution");
-	own_float(kind, d, f[0], f[1], f[2], P(ws));
+		f[i] = widened(at[i], n[i], i != r);
+	own_float(kind, s, f[0], f[1], f[2], P(ws));
 	uint16_t *out = P(at[r]);
 	for (int64_t i = 0; i < n[r]; i++)
 		out[i] = rt_f32_to_bf16(f[r][i]);
@@ -202,7 +199,7 @@ static bool dnnl_open(void)
  * the layouts oneDNN chose, and the reorders between them. */
 typedef struct {
 	int kind;
-	int64_t dims[NDIMS];
+	int64_t dims[RT_CONV_DIMS];
 	dnnl_primitive_t prim;
 	dnnl_memory_t user[3], mine[3]; /* x, w, y; mine[i] == user[i] where the layouts agree */
 	dnnl_primitive_t in[3], out;    /* reorders: the operands in, the result out */
@@ -227,29 +224,26 @@ static dnnl_primitive_t reorder(const dnnl_memory_desc_t *from, const dnnl_memor
 	return r;
 }
 
-static Conv *conv_for(int kind, const int64_t *d)
+static Conv *conv_for(int kind, const int64_t *d, const RtConvShape *s)
 {
 	for (int i = 0; i < nconvs; i++)
 		if (convs[i].kind == kind && !memcmp(convs[i].dims, d, sizeof convs[i].dims))
 			return &convs[i];
-	Conv *grown = realloc(convs, sizeof *convs * (size_t)(nconvs + 1));
-	if (!grown)
-		rt_fail(1, "out of memory for a convolution");
-	convs = grown;
+	convs = rt_host_grow(convs, (int64_t)sizeof *convs * (nconvs + 1), "a convolution");
 	Conv *v = &convs[nconvs++];
 	memset(v, 0, sizeof *v);
 	v->kind = kind;
 	memcpy(v->dims, d, sizeof v->dims);
 	dnnl_memory_desc_t um[3], any[3];
-	int64_t shape[3][4] = {{d[N_], d[C_], d[H_], d[W_]}, {d[O_], d[C_], d[KH], d[KW]}, {d[N_], d[O_], d[HO], d[WO]}};
+	int64_t shape[3][4] = {{s->n, s->c, s->h, s->w}, {s->o, s->c, s->kh, s->kw}, {s->n, s->o, s->ho, s->wo}};
 	for (int i = 0; i < 3; i++) {
 		md(&um[i], shape[i][0], shape[i][1], shape[i][2], shape[i][3], i == 1 ? dnnl_oihw : dnnl_nchw);
 		md(&any[i], shape[i][0], shape[i][1], shape[i][2], shape[i][3], dnnl_format_tag_any);
 	}
-	dnnl_dims_t strides = {d[SH], d[SW]}, dil = {d[DH] - 1, d[DW] - 1}, pad = {d[PH], d[PW]};
+	dnnl_dims_t strides = {s->sh, s->sw}, dil = {s->dh - 1, s->dw - 1}, pad = {s->ph, s->pw};
 	/* the right padding that gives Ho, Wo: what of the last window lies beyond x */
-	dnnl_dims_t padr = {(d[HO] - 1) * d[SH] + (d[KH] - 1) * d[DH] + 1 - d[H_] - d[PH],
-	                    (d[WO] - 1) * d[SW] + (d[KW] - 1) * d[DW] + 1 - d[W_] - d[PW]};
+	dnnl_dims_t padr = {(s->ho - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->h - s->ph,
+	                    (s->wo - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->w - s->pw};
 	dnnl_convolution_desc_t fd, cd;
 	dnnl_primitive_desc_t fwd, pd;
 	DNNL(p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &any[0], &any[1],
@@ -296,9 +290,9 @@ static void run(dnnl_primitive_t p, int n, const int *arg, dnnl_memory_t *mem)
 	DNNL(p_dnnl_primitive_execute(p, stream, n, a));
 }
 
-static void dnnl_conv(int kind, const int64_t *d, uint64_t x, uint64_t w, uint64_t y)
+static void dnnl_conv(int kind, const int64_t *d, const RtConvShape *s, uint64_t x, uint64_t w, uint64_t y)
 {
-	Conv *v = conv_for(kind, d);
+	Conv *v = conv_for(kind, d, s);
 	uint64_t at[3] = {x, w, y};
 	for (int i = 0; i < 3; i++)
 		DNNL(p_dnnl_memory_set_data_handle(v->user[i], P(at[i])));
@@ -318,6 +312,7 @@ static void dnnl_conv(int kind, const int64_t *d, uint64_t x, uint64_t w, uint64
 /* DPC_CONV=own: dpc's own path for f32 too (to compare the two) */
 void rt_cpu_conv(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws, int64_t ws_bytes)
 {
+	RtConvShape s = rt_conv_shape(dims);
 #ifdef HAVE_DNNL
 	static int use = -1;
 	if (use < 0) {
@@ -325,9 +320,9 @@ void rt_cpu_conv(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint
 		use = !(e && !strcmp(e, "own"));
 	}
 	if (elem_bytes == 4 && use && dnnl_open()) {
-		dnnl_conv(kind, dims, x, w, y);
+		dnnl_conv(kind, dims, &s, x, w, y);
 		return;
 	}
 #endif
-	own(kind, elem_bytes, dims, x, w, y, ws, ws_bytes);
+	own(kind, elem_bytes, &s, x, w, y, ws, ws_bytes);
 }

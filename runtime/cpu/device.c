@@ -148,25 +148,25 @@ static void omp_part(void *data)
 		j->fn(j->arg, t);
 }
 
-/* Runs fn(arg, 0..parts-1) on the threads and returns when all are done.
- * A worker that cannot be started leaves its parts to the caller. */
+/* Runs fn(arg, 0..parts-1) on at most nthreads threads and returns when all
+ * are done. Parts beyond the threads, or for a worker that cannot be
+ * started, run on the caller. */
 static void pool_run(int parts, void (*fn)(void *arg, int part), void *arg)
 {
-	if (parts > nthreads)
-		parts = nthreads;
-	if (omp.parallel && parts > 1) {
+	int team = parts < nthreads ? parts : nthreads;
+	if (omp.parallel && team > 1) {
 		OmpJob j = {parts, fn, arg};
-		omp.parallel(omp_part, &j, (unsigned)parts, 0);
+		omp.parallel(omp_part, &j, (unsigned)team, 0);
 		return;
 	}
-	while (pool.workers < parts - 1) {
+	while (pool.workers < team - 1) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.workers + 1)) != 0)
 			break;
 		pthread_detach(t);
 		pool.workers++;
 	}
-	int with = parts < pool.workers + 1 ? parts : pool.workers + 1;
+	int with = team < pool.workers + 1 ? team : pool.workers + 1;
 	if (with <= 1) {
 		for (int i = 0; i < parts; i++)
 			fn(arg, i);
@@ -332,9 +332,7 @@ static int cpu_mark(void)
 {
 	if (nmarks == capmarks) {
 		capmarks = capmarks ? 2 * capmarks : 1024;
-		marks = realloc(marks, sizeof *marks * (size_t)capmarks);
-		if (!marks)
-			rt_fail(1, "out of memory for --profile");
+		marks = rt_host_grow(marks, (int64_t)sizeof *marks * capmarks, "--profile");
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -444,9 +442,7 @@ static int64_t cpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 		int64_t n = cs.nspan ? 2 * cs.nspan : 1024;
 		while (n < event)
 			n *= 2;
-		double *s = realloc(cs.span, sizeof *s * 2 * (size_t)n);
-		if (!s)
-			rt_fail(1, "out of memory for --trace");
+		double *s = rt_host_grow(cs.span, (int64_t)sizeof *s * 2 * n, "--trace");
 		for (int64_t i = 2 * cs.nspan; i < 2 * n; i++)
 			s[i] = -1;
 		cs.span = s;

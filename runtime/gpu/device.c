@@ -150,9 +150,7 @@ static CUfunction function(int id)
 {
 	if (id >= nfns) {
 		int n = id + 16;
-		CUfunction *f = realloc(fns, sizeof *f * (size_t)n);
-		if (!f)
-			rt_fail(1, "out of memory");
+		CUfunction *f = rt_host_grow(fns, (int64_t)sizeof *f * n, "the kernels");
 		memset(f + nfns, 0, sizeof *f * (size_t)(n - nfns));
 		fns = f;
 		nfns = n;
@@ -231,9 +229,7 @@ static CUevent *timed_span(int64_t event)
 		int64_t n = nspans ? 2 * nspans : 1024;
 		while (n < event)
 			n *= 2;
-		CUevent(*s)[2] = realloc(spans, sizeof *s * (size_t)n);
-		if (!s)
-			rt_fail(1, "out of memory for --trace");
+		CUevent(*s)[2] = rt_host_grow(spans, (int64_t)sizeof *s * n, "--trace");
 		memset(s + nspans, 0, sizeof *s * (size_t)(n - nspans));
 		spans = s;
 		nspans = n;
@@ -349,9 +345,7 @@ static int gpu_mark(void)
 {
 	if (nmarks == capmarks) {
 		int n = capmarks ? 2 * capmarks : 1024;
-		CUevent *e = realloc(marks, sizeof *e * (size_t)n);
-		if (!e)
-			rt_fail(1, "out of memory for --profile");
+		CUevent *e = rt_host_grow(marks, (int64_t)sizeof *e * n, "--profile");
 		marks = e;
 		for (int i = capmarks; i < n; i++)
 			CU(p_cuEventCreate(&marks[i], CU_EVENT_DEFAULT));
@@ -409,11 +403,10 @@ static void cudnn_open(void)
 	CUDNN(p_cudnnSetStream(dnn, (cudaStream_t)stream));
 }
 
-enum { N_, C_, H_, W_, O_, HO, WO, KH, KW, SH, SW, PH, PW, DH, DW, NDIMS };
 
 typedef struct {
 	int kind, elem_bytes;
-	int64_t dims[NDIMS], ws_bytes;
+	int64_t dims[RT_CONV_DIMS], ws_bytes;
 	cudnnTensorDescriptor_t x, y;
 	cudnnFilterDescriptor_t w;
 	cudnnConvolutionDescriptor_t conv;
@@ -431,25 +424,23 @@ static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_byt
 		    !memcmp(convs[i].dims, d, sizeof convs[i].dims))
 			return &convs[i];
 	cudnn_open();
-	Conv *grown = realloc(convs, sizeof *convs * (size_t)(nconvs + 1));
-	if (!grown)
-		rt_fail(1, "out of memory for a convolution");
-	convs = grown;
+	convs = rt_host_grow(convs, (int64_t)sizeof *convs * (nconvs + 1), "a convolution");
 	Conv *v = &convs[nconvs++];
 	memset(v, 0, sizeof *v);
 	v->kind = kind;
 	v->elem_bytes = elem_bytes;
 	v->ws_bytes = ws_bytes;
 	memcpy(v->dims, d, sizeof v->dims);
+	RtConvShape sh = rt_conv_shape(d), *s = &sh;
 	cudnnDataType_t dt = elem_bytes == 2 ? CUDNN_DATA_BFLOAT16 : elem_bytes == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
 	CUDNN(p_cudnnCreateTensorDescriptor(&v->x));
 	CUDNN(p_cudnnCreateTensorDescriptor(&v->y));
 	CUDNN(p_cudnnCreateFilterDescriptor(&v->w));
 	CUDNN(p_cudnnCreateConvolutionDescriptor(&v->conv));
-	CUDNN(p_cudnnSetTensor4dDescriptor(v->x, CUDNN_TENSOR_NCHW, dt, (int)d[N_], (int)d[C_], (int)d[H_], (int)d[W_]));
-	CUDNN(p_cudnnSetTensor4dDescriptor(v->y, CUDNN_TENSOR_NCHW, dt, (int)d[N_], (int)d[O_], (int)d[HO], (int)d[WO]));
-	CUDNN(p_cudnnSetFilter4dDescriptor(v->w, dt, CUDNN_TENSOR_NCHW, (int)d[O_], (int)d[C_], (int)d[KH], (int)d[KW]));
-	CUDNN(p_cudnnSetConvolution2dDescriptor(v->conv, (int)d[PH], (int)d[PW], (int)d[SH], (int)d[SW], (int)d[DH], (int)d[DW],
+	CUDNN(p_cudnnSetTensor4dDescriptor(v->x, CUDNN_TENSOR_NCHW, dt, (int)s->n, (int)s->c, (int)s->h, (int)s->w));
+	CUDNN(p_cudnnSetTensor4dDescriptor(v->y, CUDNN_TENSOR_NCHW, dt, (int)s->n, (int)s->o, (int)s->ho, (int)s->wo));
+	CUDNN(p_cudnnSetFilter4dDescriptor(v->w, dt, CUDNN_TENSOR_NCHW, (int)s->o, (int)s->c, (int)s->kh, (int)s->kw));
+	CUDNN(p_cudnnSetConvolution2dDescriptor(v->conv, (int)s->ph, (int)s->pw, (int)s->sh, (int)s->sw, (int)s->dh, (int)s->dw,
 	                                        CUDNN_CROSS_CORRELATION, elem_bytes == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
 	/* f32 on tensor cores (TF32) only with --tf32, as cuBLAS */
 	CUDNN(p_cudnnSetConvolutionMathType(v->conv, elem_bytes == 4 && !rt_tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
@@ -479,8 +470,8 @@ static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_byt
 			best = i;
 	if (best < 0)
 		rt_fail(1, "cuDNN has no deterministic algorithm for a convolution [%lld, %lld, %lld, %lld] * [%lld, %lld, %lld, %lld] "
-		        "within the planned workspace of %lld bytes; compile with --reference-kernels", (long long)d[N_], (long long)d[C_],
-		        (long long)d[H_], (long long)d[W_], (long long)d[O_], (long long)d[C_], (long long)d[KH], (long long)d[KW],
+		        "within the planned workspace of %lld bytes; compile with --reference-kernels", (long long)s->n, (long long)s->c,
+		        (long long)s->h, (long long)s->w, (long long)s->o, (long long)s->c, (long long)s->kh, (long long)s->kw,
 		        (long long)ws_bytes);
 	v->algo = algo[best];
 	v->ws = mem[best];
