@@ -74,6 +74,9 @@ $(B)/irgrad: tests/unit/irgrad.c $(B)/libdpc.a
 $(B)/graph: tests/unit/graph.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/graph.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
+$(B)/select: tests/unit/select.c tests/unit/check.h $(B)/libdpc.a
+	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/select.c $(B)/libdpc.a -lm
+
 $(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
@@ -84,7 +87,7 @@ deps:
 		libopenblas-dev libdnnl-dev python3
 
 # The test suite: ends with "N passed, N failed".
-test: all $(B)/irgrad $(B)/binomial $(B)/graph
+test: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
 	@bash tests/run.sh
 
 # The whole suite again with the compiler, the runtime and every executable
@@ -94,7 +97,7 @@ test: all $(B)/irgrad $(B)/binomial $(B)/graph
 # its tracer crashes reading it; static TLS is still scanned.
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 test-sanitize:
-	@$(MAKE) -s O=build/san/ CFLAGS='-O1 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph
+	@$(MAKE) -s O=build/san/ CFLAGS='-O1 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph build/san/build/select
 	@DPC_BUILD=$(CURDIR)/build/san CC='$(CC) $(SAN_FLAGS)' TEST_OUT=$(CURDIR)/tests/out-san \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
 
@@ -123,7 +126,7 @@ fuzz: fuzz-build
 
 # What CI runs: the suite, the fuzzers, the suite under sanitizers; the last
 # line sums all three.
-check: all $(B)/irgrad $(B)/binomial $(B)/graph
+check: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
 	@bash tests/check.sh
 
 # Compile the default sample and train it: shows the plan and the training run.

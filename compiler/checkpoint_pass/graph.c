@@ -9,8 +9,11 @@
  * GRAPH_EXHAUSTIVE largest candidates (the rest stay kept;
  * tests/unit/graph.c compares it with every subset of all of them). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ckpt.h"
+
+#include "../select/select.h"
 
 enum { GRAPH_EXHAUSTIVE = 12, GRAPH_MAX = 4096 };
 
@@ -25,6 +28,7 @@ typedef struct {
 	int *pos;        /* per value: the top-level forward op that defines it, or -1 */
 	bool *read;      /* per value: the adjoint reads it, at top level or in a loop */
 	bool *drop;      /* per value: the adjoint computes it again */
+	bool *keep;      /* per value the adjoint does not read: kept for the recomputations that read it */
 	int *memo;       /* per value: its copy in the current rewrite, or -1 */
 	Block *body;     /* the rewrite's new top level */
 	Vec(Edit) edits; /* operands the rewrite replaced, to undo it */
@@ -75,7 +79,7 @@ static bool needs(Graph *g, int w)
 		return true;
 	if (is_view(d))
 		return needs(g, d->in[0]);
-	return !g->read[w] && ckpt_pure(p, d);
+	return !g->read[w] && !g->keep[w] && ckpt_pure(p, d);
 }
 
 static int materialize(Graph *g, int w)
@@ -151,6 +155,7 @@ static void init(Graph *g, Program *p)
 	g->pos = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->read = ar_alloc((size_t)g->nv + 1);
 	g->drop = ar_alloc((size_t)g->nv + 1);
+	g->keep = ar_alloc((size_t)g->nv + 1);
 	g->memo = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	for (int v = 0; v < g->nv; v++)
 		g->pos[v] = -1;
@@ -159,6 +164,12 @@ static void init(Graph *g, Program *p)
 			g->pos[p->body.ops[i]->out] = i;
 	Block adj = {p->body.ops + p->nforward, p->body.len - p->nforward, 0};
 	mark_block(&adj, g->read);
+	/* what the adjoint reads through a view it reads too: kept unless dropped */
+	for (int i = p->nforward - 1; i >= 0; i--) {
+		Op *op = p->body.ops[i];
+		if (op->out >= 0 && g->read[op->out] && is_view(op))
+			g->read[op->in[0]] = true;
+	}
 }
 
 int ckpt_graph_candidates(Program *p, int *out, int max)
@@ -246,33 +257,247 @@ int ckpt_graph_largest(Program *p, int *out, int most)
 	return n;
 }
 
-int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
+/* Every subset of the `most` largest candidates, each planned: exact by
+ * the planner's own bytes, for programs of a few candidates. */
+static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *), int most)
 {
-	/* each subset is a plan of the whole program: 2^most plans of about 2^25 values at most */
-	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
-	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
-		most--;
+	Program *p = g->p;
 	int cand[GRAPH_EXHAUSTIVE];
 	int n = ckpt_graph_largest(p, cand, most);
-	if (!n || plan(p) <= budget)
-		return 0;
-	Graph g = {0};
-	init(&g, p);
 	unsigned best = 0;
 	Choice top = {INT64_MAX, INT64_MAX, false};
 	for (unsigned mask = 0; mask < 1u << n; mask++) {
 		for (int i = 0; i < n; i++)
-			g.drop[cand[i]] = mask >> i & 1;
+			g->drop[cand[i]] = mask >> i & 1;
 		Choice c;
-		c.bytes = eval(&g, plan, &c.flops);
+		c.bytes = eval(g, plan, &c.flops);
 		c.fits = c.bytes <= budget;
 		if (better(c, top))
 			top = c, best = mask;
 	}
 	for (int i = 0; i < n; i++)
-		g.drop[cand[i]] = best >> i & 1;
-	apply(&g);
-	return g.flops;
+		g->drop[cand[i]] = best >> i & 1;
+	p->graph_search = 1;
+	p->graph_bound = top.flops;
+	p->graph_candidates = n;
+	apply(g);
+	return g->flops;
+}
+
+/* ---- the cost model (select.h) ---- */
+
+typedef struct {
+	SelProblem *P;
+	int *of;   /* per program value: its problem value (views: their root's), or -1 */
+	int *val;  /* per problem value: the program value */
+	int64_t calib; /* the planner's bytes beyond the model's at store-everything: fixed regions, loops' insides, packing */
+} Model;
+
+static void note_use(Model *m, int v, int at, int nforward)
+{
+	int u = m->of[v];
+	if (u < 0)
+		return;
+	SelProblem *P = m->P;
+	if (at < nforward) {
+		P->fwd_last[u] = at > P->fwd_last[u] ? at : P->fwd_last[u];
+	} else {
+		if (P->adj_first[u] < 0 || at < P->adj_first[u])
+			P->adj_first[u] = at;
+		P->adj_last[u] = at > P->adj_last[u] ? at : P->adj_last[u];
+	}
+}
+
+static void note_block(Model *m, Block *b, int at, int nforward)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			note_use(m, op->in[k], at, nforward);
+		for (int k = 0; k < op->ncarry; k++) {
+			note_use(m, op->carg[k], at, nforward);
+			if (op->cyield)
+				note_use(m, op->cyield[k], at, nforward);
+			if (op->body3.len)
+				note_use(m, op->cyield3[k], at, nforward);
+		}
+		note_block(m, &op->body, at, nforward);
+		note_block(m, &op->body2, at, nforward);
+		note_block(m, &op->body3, at, nforward);
+	}
+}
+
+/* The problem of straight-line code: each top-level op is a position; the
+ * forward values are candidates (cand[]), temporaries a recomputation may
+ * need, or fixed; views are their roots; the rest of the top level's
+ * values are the base, each live from its definition to its last use. */
+static Model build(Graph *g, const int *cand, int ncand)
+{
+	Program *p = g->p;
+	int nv = g->nv, len = p->body.len;
+	Model m = {0};
+	m.of = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	m.val = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	bool *is_cand = ar_alloc((size_t)nv + 1);
+	for (int i = 0; i < ncand; i++)
+		is_cand[cand[i]] = true;
+	for (int v = 0; v < nv; v++)
+		m.of[v] = -1;
+	/* problem values in program order: one for whatever the model does not place (a loop's results, read
+	 * where they are: fixed), parameters and inputs (fixed), then the top level's results */
+	int n = 1;
+	m.val[0] = -1;
+	for (int v = 0; v < nv; v++) {
+		Op *d = p->values.data[v].def;
+		if (d && (d->kind == OP_PARAM || d->kind == OP_INPUT))
+			m.val[n] = v, m.of[v] = n++;
+	}
+	int first_op = n;
+	for (int i = 0; i < len; i++) {
+		Op *op = p->body.ops[i];
+		int v = op->out;
+		if (v < 0 || v >= nv || p->values.data[v].kind != VK_SSA || m.of[v] >= 0)
+			continue;
+		if (is_view(op) && m.of[op->in[0]] >= 0) {
+			m.of[v] = m.of[op->in[0]];
+			continue;
+		}
+		m.val[n] = v, m.of[v] = n++;
+	}
+	SelProblem *P = sel_new(n, len);
+	m.P = P;
+	int *adj_def = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	for (int i = p->nforward; i < len; i++)
+		if (p->body.ops[i]->out >= 0 && p->body.ops[i]->out < nv)
+			adj_def[p->body.ops[i]->out] = i;
+	for (int u = 0; u < n; u++) {
+		int v = m.val[u];
+		P->fwd_last[u] = -1;
+		if (v < 0) {
+			P->kind[u] = SEL_FIXED;
+			continue;
+		}
+		Op *d = p->values.data[v].def;
+		P->def[u] = u < first_op ? 0 : g->pos[v] >= 0 ? g->pos[v] : -1;
+		P->bytes[u] = stream_aligned(p, p->values.data[v].type);
+		if (u < first_op) {
+			P->kind[u] = SEL_FIXED;
+			continue;
+		}
+		if (P->def[u] < 0)
+			P->def[u] = adj_def[v];
+		P->kind[u] = is_cand[v] ? SEL_CAND
+		             : g->pos[v] >= 0 && !g->read[v] && ckpt_pure(p, d) && !ir_is_result(p, v) ? SEL_TEMP
+		                                                                                        : SEL_FIXED;
+		if (P->kind[u] != SEL_FIXED) {
+			P->flops[u] = ir_op_flops(p, d);
+			P->nin[u] = d->nin;
+			P->in[u] = ar_alloc(sizeof(int) * (size_t)(d->nin + 1));
+			for (int k = 0; k < d->nin; k++) {
+				int w = m.of[d->in[k]];
+				P->in[u][k] = w < 0 ? 0 : w;
+			}
+		}
+	}
+	for (int i = 0; i < len; i++) {
+		Block one = {p->body.ops + i, 1, 0};
+		note_block(&m, &one, i, p->nforward);
+	}
+	/* the fixed values and the adjoint's are the base, each from its definition to its last use */
+	int64_t *diff = ar_alloc(sizeof(int64_t) * (size_t)(len + 2));
+	for (int u = first_op; u < n; u++) {
+		if (P->kind[u] != SEL_FIXED)
+			continue;
+		int end = P->adj_last[u] > P->fwd_last[u] ? P->adj_last[u] : P->fwd_last[u];
+		end = end > P->def[u] ? end : P->def[u];
+		if (ir_is_result(p, m.val[u]))
+			end = len - 1;
+		diff[P->def[u]] += P->bytes[u];
+		diff[end + 1] -= P->bytes[u];
+	}
+	int64_t run = 0;
+	for (int t = 0; t < len; t++)
+		P->base[t] = run += diff[t];
+	for (int u = first_op; u < n; u++)
+		if (P->kind[u] != SEL_FIXED && P->fwd_last[u] < P->def[u])
+			P->fwd_last[u] = P->def[u];
+	return m;
+}
+
+/* the program's choice: g->drop and g->keep from the problem's */
+static void choose(Graph *g, Model *m, const bool *keep)
+{
+	for (int v = 0; v < g->nv; v++)
+		g->drop[v] = g->keep[v] = false;
+	for (int u = 0; u < m->P->n; u++) {
+		if (m->P->kind[u] == SEL_CAND && !keep[u])
+			g->drop[m->val[u]] = true;
+		if (m->P->kind[u] == SEL_TEMP && keep[u])
+			g->keep[m->val[u]] = true;
+	}
+}
+
+/* Every candidate, by the model: the planner's bytes beyond the model's
+ * (measured keeping everything) are added to the base; a choice the
+ * planner finds over the budget tightens the model's budget by the excess
+ * and searches again, a few times. */
+static int64_t fit_model(Graph *g, const int *cand, int n, int64_t budget, int64_t (*plan)(Program *))
+{
+	Program *p = g->p;
+	Model m = build(g, cand, n);
+	SelProblem *P = m.P;
+	bool *drop = ar_alloc((size_t)P->n + 1);
+	for (int u = 0; u < P->n; u++)
+		drop[u] = P->kind[u] == SEL_CAND;
+	int64_t f, model0 = sel_eval(P, drop, &f, NULL), real0 = plan(p);
+	m.calib = real0 - model0;
+	for (int t = 0; t < P->npos; t++)
+		P->base[t] += m.calib;
+	int64_t want = budget, best_bytes = INT64_MAX;
+	bool *best = ar_alloc((size_t)P->n + 1);
+	SelResult res = {0};
+	for (int round = 0; round < 8; round++) {
+		SelResult r = sel_fit(P, want, SEL_WORK, drop);
+		choose(g, &m, drop);
+		int64_t flops, bytes = eval(g, plan, &flops);
+		if (round == 0)
+			res = r;
+		if (bytes < best_bytes || (bytes <= budget && (best_bytes > budget || flops < res.flops))) {
+			best_bytes = bytes;
+			memcpy(best, drop, (size_t)P->n);
+			res.fits = bytes <= budget, res.flops = flops, res.method = r.method;
+			res.bound = r.bound;
+		}
+		if (bytes <= budget || !r.fits)
+			break;
+		want -= bytes - budget;
+	}
+	choose(g, &m, best);
+	p->graph_search = res.method == SEL_EXACT ? 2 : 3;
+	p->graph_bound = res.bound;
+	p->graph_candidates = n;
+	apply(g);
+	return g->flops;
+}
+
+int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
+{
+	if (plan(p) <= budget)
+		return 0;
+	Graph g = {0};
+	init(&g, p);
+	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
+	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
+	if (!nall)
+		return 0;
+	/* each subset is a plan of the whole program: 2^most plans of about 2^25 values at most */
+	bool asked = most < GRAPH_EXHAUSTIVE;
+	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
+	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
+		most--;
+	if (!asked && nall > most)
+		return fit_model(&g, all, nall, budget, plan);
+	return fit_planned(&g, budget, plan, most);
 }
 
 /* a forward op whose result the adjoint keeps (views and leaves cost nothing) */
@@ -282,6 +507,8 @@ static bool kept(Graph *g, Op *op)
 	return op->out >= 0 && g->read[op->out] && p->values.data[op->out].kind == VK_SSA && !is_view(op) &&
 	       !(ir_ops[op->kind].flags & OPF_LEAF);
 }
+
+static const char *search_name[] = {"none", "every subset planned", "exact", "greedy"};
 
 /* the names of the forward values the adjoint keeps (rec false) or of the
  * ops it computes again, as a list; their count, and bytes or FLOPs */
@@ -317,7 +544,11 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		names(f, &g, false, json, &bytes);
 		fprintf(f, "], \"recomputed\": [");
 		names(f, &g, true, json, &flops);
-		fprintf(f, "]},\n");
+		fprintf(f, "]");
+		if (p->graph_search)
+			fprintf(f, ", \"search\": \"%s\", \"candidates\": %d, \"flops_bound\": %lld", search_name[p->graph_search],
+			        p->graph_candidates, (long long)p->graph_bound);
+		fprintf(f, "},\n");
 		return;
 	}
 	fprintf(f, "straight-line code: the adjoint keeps %d forward values (%lld bytes)%s", nkept, (long long)bytes, nkept ? ": " : "");
@@ -326,5 +557,12 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		fprintf(f, "; it computes %d ops again (%lld FLOPs): ", nrec, (long long)flops);
 		names(f, &g, true, json, &flops);
 	}
+	fputs("\n", f);
+	if (!p->graph_search)
+		return;
+	fprintf(f, "straight-line search: %s over %d candidates", search_name[p->graph_search], p->graph_candidates);
+	if (p->graph_search == 3 && p->graph_bound < INT64_MAX)
+		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
+		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
 	fputs("\n", f);
 }

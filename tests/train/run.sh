@@ -23,6 +23,9 @@ for dp in samples/*.dp; do
 	dranet) # a toy segmentation set: random labels per pixel cannot be learnt at a quarter of the resolution
 		lr=0.1 data="--data $TEST_OUT/seg_x.npy --labels $TEST_OUT/seg_y.npy"
 		python3 tools/seg_data.py "$TEST_OUT/seg_x.npy" "$TEST_OUT/seg_y.npy" ;;
+	unet) # the same kind of set at its size: 8x8 images, 3 classes, in blocks of 2
+		lr=0.1 data="--data $TEST_OUT/unet_x.npy --labels $TEST_OUT/unet_y.npy"
+		python3 tools/seg_data.py "$TEST_OUT/unet_x.npy" "$TEST_OUT/unet_y.npy" 32 8 3 2 ;;
 	*) lr=0.01 ;;
 	esac
 	args="--steps $steps --lr $lr $data"

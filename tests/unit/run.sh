@@ -48,4 +48,11 @@ if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows 
 else
 	notok "graph" "$TEST_OUT/graph.log"
 fi
+# the optimiser of what the adjoint keeps, against brute force on random DAGs
+if "$DPC_BUILD/build/select" >"$TEST_OUT/select.log" 2>&1; then
+	grep '^ok' "$TEST_OUT/select.log"
+	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/select.log")))
+else
+	notok "select" "$TEST_OUT/select.log"
+fi
 finish

@@ -1,0 +1,77 @@
+/* sel: which values the adjoint keeps and which it computes again. A
+ * problem is a DAG of values laid on a line of positions (the ops of a
+ * training step, forward then adjoint), and the memory the rest of the step
+ * holds at each position. The optimiser knows nothing of the IR:
+ * checkpoint_pass/graph.c builds the problem from a program and applies
+ * the choice.
+ *
+ * The cost model. A kept candidate lives from its definition to its last
+ * adjoint use. A dropped one lives from its definition to its last forward
+ * use, and again from where it is computed again to its last use there: the
+ * first adjoint position that reads it, or an earlier recomputation that
+ * needs it. A recomputation at position r reads its operands at r; an
+ * operand that is not kept (a dropped candidate, or a temporary the adjoint
+ * never reads) is computed again too, once, at the earliest r that needs
+ * it, and one that is kept stays live to its last such r. The recomputed FLOPs are the sum over the values computed again; the
+ * peak is the largest sum over a position. */
+#ifndef DPC_SELECT_H
+#define DPC_SELECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+	SEL_FIXED, /* always available to a recomputation (parameters, inputs, what cannot be recomputed): its
+	            * bytes are in base */
+	SEL_CAND,  /* read by the adjoint: kept, or computed again */
+	SEL_TEMP,  /* a forward temporary the adjoint does not read: computed again when a recomputation needs it */
+} SelKind;
+
+typedef struct {
+	int n;         /* values, operands before their users */
+	int npos;      /* positions 0 .. npos - 1 */
+	int64_t *base; /* per position: the bytes of everything outside the problem */
+	/* per value */
+	uint8_t *kind;
+	int64_t *bytes, *flops; /* flops: to compute it once from its operands */
+	int *nin;
+	int **in;
+	int *def, *fwd_last;       /* positions: its definition, its last forward use (>= def) */
+	int *adj_first, *adj_last; /* its adjoint uses (candidates: adj_first > fwd_last) */
+} SelProblem;
+
+typedef enum {
+	SEL_EXACT,  /* every choice searched (with pruning): the fewest FLOPs that fit */
+	SEL_GREEDY, /* too large for the work limit: a greedy choice, with a proven lower bound */
+} SelMethod;
+
+typedef struct {
+	bool fits;       /* the choice's peak is within the budget */
+	int64_t peak;    /* its peak */
+	int64_t flops;   /* its recomputed FLOPs */
+	int64_t bound;   /* no choice that fits recomputes fewer FLOPs (INT64_MAX: none fits) */
+	SelMethod method;
+	int64_t evals;   /* choices evaluated */
+} SelResult;
+
+/* The work limit of the exact search, in value visits; beyond it, greedy. */
+#define SEL_WORK ((int64_t)1 << 26)
+
+SelProblem *sel_new(int n, int npos);
+/* A choice is keep[v] per value (fixed ones ignored): a candidate kept
+ * for the adjoint, or a temporary kept for the recomputations that read it.
+ * Store-everything keeps every candidate and no temporary.
+ * sel_eval: the choice's peak; its recomputed FLOPs in *flops; the memory
+ * at each position in prof unless NULL. */
+int64_t sel_eval(const SelProblem *P, const bool *keep, int64_t *flops, int64_t *prof);
+/* The fewest recomputed FLOPs whose peak fits budget: the choice in
+ * keep[]. Without a fit, the least peak the search found. work: the
+ * exact search's limit (SEL_WORK); 0 forces the greedy search. A
+ * candidate that costs nothing to compute again from fixed values (a
+ * fill) is never kept. */
+SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep);
+/* The least peak the search reaches, at the fewest FLOPs it found for it;
+ * *floor: no choice's peak is below it. */
+SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floor);
+
+#endif
