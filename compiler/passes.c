@@ -78,7 +78,11 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	CkptOptions ck = o->ckpt;
 	if (ck.mode == CKPT_AUTO && ck.device_mem && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
-	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || rows_fit(ast, o));
+	/* rows are of loops: straight-line code needs no scratch copies to choose them */
+	bool loops = false;
+	for (int i = 0; i < p->body.len; i++)
+		loops |= p->body.ops[i]->kind == OP_LOOP;
+	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || !loops || rows_fit(ast, o));
 	if (ck.device_mem && o->ckpt.mode == CKPT_AUTO)
 		driver_phase(o, "auto: store, rows or recompute");
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};

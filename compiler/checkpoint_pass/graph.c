@@ -466,13 +466,14 @@ static int64_t fit_model(Graph *g, const int *cand, int n, int64_t budget, int64
 			best_bytes = bytes;
 			memcpy(best, drop, (size_t)P->n);
 			res.fits = bytes <= budget, res.flops = flops, res.method = r.method;
-			res.bound = r.bound;
 		}
 		if (bytes <= budget || !r.fits)
 			break;
 		want -= bytes - budget;
 	}
 	choose(g, &m, best);
+	/* the bound is the model's at the budget itself (the first round), and no fit found recomputes less */
+	res.bound = res.bound < res.flops ? res.bound : res.flops;
 	p->graph_search = res.method == SEL_EXACT ? 2 : 3;
 	p->graph_bound = res.bound;
 	p->graph_candidates = n;

@@ -215,7 +215,7 @@ static void gaps(const SelProblem *P, const Cands *c, int64_t *at, int sign)
 typedef struct {
 	Work w;
 	Cands c;
-	int64_t budget, limit;
+	int64_t budget, limit, steps; /* steps: positions the pruning walked */
 	bool *keep, *best;
 	int64_t best_flops, best_peak; /* the fit with the fewest FLOPs */
 	bool fits, over;
@@ -240,7 +240,7 @@ static void dfs(Exact *e, int i, int64_t flops)
 	const SelProblem *P = e->w.P;
 	if (e->over || (e->fits && flops >= e->best_flops))
 		return;
-	if (e->w.evals * (int64_t)(P->n + P->npos) > e->limit) {
+	if (e->w.evals * (int64_t)(P->n + P->npos) + e->steps > e->limit) {
 		e->over = true;
 		return;
 	}
@@ -261,6 +261,7 @@ static void dfs(Exact *e, int i, int64_t flops)
 	e->keep[v] = true;
 	/* kept: what it could have freed is no longer available */
 	int from = gap_from(P, v), to = gap_to(P, v);
+	e->steps += 2 * (to - from + 2);
 	bool ok = true;
 	for (int t = from; t <= to; t++) {
 		e->avail[t] -= P->bytes[v];

@@ -54,7 +54,7 @@ typedef struct {
 	int64_t evals;   /* choices evaluated */
 } SelResult;
 
-/* The work limit of the exact search, in value visits; beyond it, greedy. */
+/* The work limit of the exact search, in the values and positions it visits; beyond it, greedy. */
 #define SEL_WORK ((int64_t)1 << 26)
 
 SelProblem *sel_new(int n, int npos);

@@ -436,6 +436,40 @@ PY
 		notok "ckpt/net-$s" "$nl"
 	fi
 done
+# the network graphs of issue 26 (DenseNet, Inception, U-Net) at B=4, 16x16, more than
+# 12 candidates each, so the cost model's search chooses: at 85% of store-everything's peak
+# and near their least budget, gradients bitwise, peaks and recomputed FLOPs measured as
+# planned; DenseNet at half its peak recomputes at most 15% of a forward
+for s in densenet:50 inception:75 unet:72; do
+	low=${s#*:} s=${s%:*}
+	nl="$o/graph_$s.log" nd="$o/graph_$s" n_ok=1 searched=""
+	size=(-D B=4 -D S=16)
+	"$DPC" --target cpu --schedule-json "$nd.none.json" "${size[@]}" samples/$s.dp -o "$nd.none" >"$nl" 2>&1 &&
+		"$nd.none" --steps 2 --quiet --dump-grads "$nd.none.g" >>"$nl" 2>&1 || n_ok=0
+	for pc in 85 $low; do
+		[ $n_ok = 1 ] || break
+		budget=$(($(json "$nd.none.json" peak_device_bytes total) * pc / 100)) b="$nd.$pc"
+		under_budget "$b" "$nd.none.g" "$nl" $budget "${size[@]}" samples/$s.dp &&
+			python3 - "$b.json" "$b.run.json" $budget $s $pc >"$b.out" 2>>"$nl" <<'PY' || n_ok=0
+import json, sys
+plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+line = plan["straight_line"]
+assert line["search"] in ("exact", "greedy") and line["candidates"] > 12, line
+assert line["flops_bound"] <= plan["recomputed_flops"], line
+if sys.argv[4] == "densenet" and sys.argv[5] == "50":
+    assert plan["recomputed_fraction"] <= 0.15, plan["recomputed_fraction"]
+print("%s: %s %.3f" % (sys.argv[5], line["search"], plan["recomputed_fraction"]))
+PY
+		[ -s "$b.out" ] && searched="$searched $(cat "$b.out")"
+	done
+	if [ $n_ok = 1 ]; then
+		ok "ckpt/graph-$s: gradients bitwise, peaks and recomputed FLOPs as planned at (% of peak: search, fraction of a forward recomputed)$searched"
+	else
+		notok "ckpt/graph-$s" "$nl"
+	fi
+done
 # pooled rows: the bench MLP at L = 1024 with small layers, at 15% of its store-everything
 # peak, keeps its snapshots beyond the first in the rows; gradients bitwise in f32 and f64,
 # recomputed steps and FLOPs as planned, peak as planned within the budget

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""graphs.py NET [B] [S] > NET.dp: the networks of Feng & Huang's table
+(CVPR 2021) written in dpc's language, straight-line (every layer its own
+weights, as the graphs they search): resnet152, densenet121, densenet201.
+Batch norm is groupnorm with 32 groups (no batch statistics); the head is
+global average pooling and a linear layer to 1000 classes."""
+import sys
+
+G = 32
+
+
+class Net:
+    def __init__(self):
+        self.params, self.body, self.n = [], [], 0
+
+    def name(self, p):
+        self.n += 1
+        return f"{p}{self.n}"
+
+    def conv(self, x, cin, cout, k, stride=1, pad=0):
+        w = self.name("w")
+        self.params.append(f"param {w} : f32[{cout}, {cin}, {k}, {k}] = normal({(2.0 / (cin * k * k)) ** 0.5:.4f})")
+        y = self.name("c")
+        extra = (f", stride={stride}" if stride != 1 else "") + (f", pad={pad}" if pad else "")
+        self.body.append(f"let {y} = conv2d({x}, {w}{extra})")
+        return y
+
+    def norm(self, x, c, relu=True):
+        g, b, y = self.name("g"), self.name("b"), self.name("n")
+        self.params.append(f"param {g} : f32[{c}] = ones")
+        self.params.append(f"param {b} : f32[{c}] = zeros")
+        e = f"groupnorm({x}, {g}, {b}, groups={G})"
+        self.body.append(f"let {y} = {'relu(' + e + ')' if relu else e}")
+        return y
+
+    def let(self, e):
+        y = self.name("v")
+        self.body.append(f"let {y} = {e}")
+        return y
+
+    def stem(self):
+        h = self.norm(self.conv("x", 3, 64, 7, 2, 3), 64)
+        return self.let(f"max_pool2d(pad(pad({h}, 2, 1, 1), 3, 1, 1), 3, stride=2)")
+
+    def head(self, x, c):
+        self.params.append(f"param fc : f32[{c}, 1000] = normal(0.01)")
+        self.body.append(f"return cross_entropy(mean({x}, [2, 3]) @ fc, y)")
+
+    def text(self, b, s, title):
+        return "\n".join([f"# {title}: batch {b}, {s}x{s} (bench/graphs.py)", f"const B = {b}, S = {s}", ""] + self.params +
+                         ["", "input x : f32[B, 3, S, S]", "input y : i32[B]  # classes 1000", "", "loss {"] +
+                         ["  " + l for l in self.body] + ["}", ""])
+
+
+def resnet(blocks):
+    n = Net()
+    h, c = n.stem(), 64
+    for stage, (count, width) in enumerate(zip(blocks, (64, 128, 256, 512))):
+        for i in range(count):
+            stride = 2 if stage > 0 and i == 0 else 1
+            a = n.norm(n.conv(h, c, width, 1), width)
+            a = n.norm(n.conv(a, width, width, 3, stride, 1), width)
+            a = n.norm(n.conv(a, width, 4 * width, 1), 4 * width, relu=False)
+            sc = n.norm(n.conv(h, c, 4 * width, 1, stride), 4 * width, relu=False) if i == 0 else h
+            h, c = n.let(f"relu({a} + {sc})"), 4 * width
+    n.head(h, c)
+    return n
+
+
+def densenet(blocks, k=32):
+    n = Net()
+    h, c = n.stem(), 64
+    for bi, count in enumerate(blocks):
+        for _ in range(count):
+            a = n.conv(n.norm(h, c), c, 4 * k, 1)
+            f = n.conv(n.norm(a, 4 * k), 4 * k, k, 3, 1, 1)
+            h, c = n.let(f"concat([{h}, {f}], 1)"), c + k
+        if bi < len(blocks) - 1:
+            t = n.conv(n.norm(h, c), c, c // 2, 1)
+            h, c = n.let(f"avg_pool2d({t}, 2)"), c // 2
+    n.head(n.norm(h, c), c)
+    return n
+
+
+NETS = {
+    "resnet152": (lambda: resnet((3, 8, 36, 3)), "ResNet-152"),
+    "densenet121": (lambda: densenet((6, 12, 24, 16)), "DenseNet-121"),
+    "densenet201": (lambda: densenet((6, 12, 48, 32)), "DenseNet-201"),
+}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in NETS:
+        sys.exit("usage: graphs.py " + "|".join(NETS) + " [B] [S]")
+    b = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    s = int(sys.argv[3]) if len(sys.argv) > 3 else 224
+    make, title = NETS[sys.argv[1]]
+    sys.stdout.write(make().text(b, s, title))
