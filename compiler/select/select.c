@@ -451,26 +451,36 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
 	return (Outcome){peak <= budget, peak, f};
 }
 
-/* From every candidate dropped: keep the value (a candidate, or a
- * temporary that recomputations read) that saves the most FLOPs per byte it
- * adds to the peak, while the peak fits. */
+/* From every candidate dropped: while the peak is over the budget, keep
+ * the value that removes the most bytes-times-positions above it (a kept
+ * value ends the chains of recomputation through it, each of which would
+ * otherwise be computed again at once and held); then keep the value that
+ * saves the most FLOPs per byte it adds to the peak, while the peak fits. */
 static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 {
+	const SelProblem *P = w->P;
 	for (int i = 0; i < c->nc; i++)
 		keep[c->c[i]] = false;
-	int64_t f, peak = eval(w, keep, &f);
-	if (peak > budget)
-		return (Outcome){false, peak, f};
+	int64_t f, peak = eval(w, keep, &f), ex = excess(P, w->prof, budget);
 	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
 	for (int i = 0; i < c->nc; i++)
 		score[i] = 1e300, round[i] = -1;
 	int now = 0;
+	bool over = peak > budget, refreshed = false;
 	for (;;) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
 			if (!keep[c->c[i]] && score[i] > 0 && (top < 0 || score[i] > score[top]))
 				top = i;
+		if (top < 0 && over && !refreshed) {
+			/* nothing lowers the excess by the stale scores: refresh them all once */
+			refreshed = true;
+			now++;
+			for (int i = 0; i < c->nc; i++)
+				score[i] = 1e300;
+			continue;
+		}
 		if (top < 0)
 			break;
 		int v = c->c[top];
@@ -478,22 +488,28 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 			keep[v] = true;
 			int64_t f2, p2 = eval(w, keep, &f2);
 			keep[v] = false;
-			/* no gain, or over the budget: out until something else is kept */
-			score[top] = p2 > budget || f2 >= f ? 0 : (double)(f - f2) / (double)((p2 > peak ? p2 - peak : 0) + 1);
+			if (over)
+				score[top] = (double)(ex - excess(P, w->prof, budget));
+			else /* no gain, or over the budget: out until something else is kept */
+				score[top] = p2 > budget || f2 >= f ? 0 : (double)(f - f2) / (double)((p2 > peak ? p2 - peak : 0) + 1);
 			round[top] = now;
 			continue;
 		}
 		keep[v] = true;
 		now++;
+		refreshed = false;
 		peak = eval(w, keep, &f);
-		/* what was out may fit or gain now */
-		for (int i = 0; i < c->nc; i++)
-			if (score[i] == 0)
-				score[i] = 1e-300, round[i] = -1;
+		ex = excess(P, w->prof, budget);
+		bool was = over;
+		over = peak > budget;
+		/* at the change of phase every score is stale; within one, a value out stays out (keeping more
+		 * only raises the peak and leaves fewer values to compute again), or comes back at a refresh */
+		for (int i = 0; i < c->nc && was != over; i++)
+			score[i] = 1e300, round[i] = -1;
 	}
 	free(score);
 	free(round);
-	return (Outcome){true, peak, f};
+	return (Outcome){peak <= budget, peak, f};
 }
 
 /* keep again each value whose keeping saves FLOPs and still fits, the costliest first */
