@@ -6,17 +6,56 @@
 # --checkpoint auto --stream none; prints, per network:
 #   store-everything's peak and its activation bytes (the peak less the
 #   weights, their gradients and optimizer state, as they count them);
-#   the least budget that plans (bisection over compiles, to 0.1% of the
-#   peak), its cut of the activation bytes beside their published cut, and
-#   what it recomputes, as a fraction of one forward's FLOPs;
+#   the least peak (--checkpoint min-memory), its cut of the activation
+#   bytes beside their published cut, and what it recomputes, as a
+#   fraction of one forward's FLOPs;
 #   the trade-off: the fraction recomputed at 90%, 75%, 50% and 25% of the
 #   peak ("-" where that is below the least budget);
-#   the compile time and memory at the least budget.
+#   the time and memory that min-memory's compile takes.
 # NET: resnet152 (batch 16), densenet121 (batch 32), densenet201 (batch 16),
 # each at 224x224; default all three.
+#
+#   bash bench/graphs.sh build   (tests/gpu/run.sh build runs it) here, and
+#   bash bench/graphs.sh gpu     on the GPU machine: samples/densenet.dp,
+#     inception.dp and unet.dp at B=32, 32x32 (unet 64x64), each compiled
+#     for cuda store-everything, under a budget (50% of store-everything's
+#     peak; Inception 85%) and with --checkpoint min-memory; each runs 20 steps beside its PyTorch twin
+#     (bench/graphs_torch.py) in eager mode, with torch.utils.checkpoint
+#     around each layer, module or level, and under torch.compile with
+#     activation_memory_budget 0.5; prints peak memory and ms per step.
 set -eu
 cd "$(dirname "$0")/.."
 DPC=${DPC:-bin/dpc}
+G=gpu_build/graphs
+size() { case $1 in unet) echo 64 ;; *) echo 32 ;; esac; }
+# the budget between store-everything and the least, in % of store-everything's peak (Inception's least is 72%)
+mid() { case $1 in inception) echo 85 ;; *) echo 50 ;; esac; }
+if [ "${1:-}" = build ]; then
+	mkdir -p $G
+	for s in densenet inception unet; do
+		d=(-D B=32 -D S=$(size $s))
+		"$DPC" --target cuda "${d[@]}" --schedule-json $G/$s.none.json samples/$s.dp -o $G/$s.none
+		full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" $G/$s.none.json)
+		"$DPC" --target cuda "${d[@]}" --stream none --device-mem $((full * $(mid $s) / 100)) --schedule-json $G/$s.mid.json \
+			samples/$s.dp -o $G/$s.mid
+		"$DPC" --target cuda "${d[@]}" --checkpoint min-memory --schedule-json $G/$s.least.json samples/$s.dp -o $G/$s.least
+	done
+	exit 0
+fi
+if [ "${1:-}" = gpu ]; then
+	nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
+	for s in densenet inception unet; do
+		for plan in none mid least; do
+			$G/$s.$plan --steps 20 --quiet --summary-json /tmp/graphs_$s.json >/dev/null || exit 1
+			python3 -c "import json,sys; d=json.load(open(sys.argv[1])); j=json.load(open(sys.argv[2])); print('dpc %s B=32 %s: peak %d bytes, %.3f ms/step, %.3f of a forward recomputed' % (sys.argv[3], sys.argv[4], d['peak_device_bytes'], d['ms_per_step'], j['recomputed_fraction']))" \
+				/tmp/graphs_$s.json $G/$s.$plan.json $s $plan
+		done
+		for mode in none checkpoint budget=0.5; do
+			python3 bench/graphs_torch.py $s 32 $(size $s) $mode 20 || echo "torch $s $mode: failed"
+		done
+	done
+	exit 0
+fi
 [ -x "$DPC" ] || make -s bin/dpc
 out=${TMPDIR:-/tmp}/dpc_graphs.$$
 mkdir -p "$out"
@@ -39,15 +78,10 @@ for net in "${nets[@]}"; do
 	"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 	full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 	weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
-	lo=0 hi=$full
-	while [ $((hi - lo)) -gt $((full / 1000)) ]; do
-		mid=$(((lo + hi) / 2))
-		if plan "$f" $mid; then hi=$mid; else lo=$mid; fi
-	done
-	plan "$f" $hi
+	t=$( { /usr/bin/time -f '%e %M' "$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null \
+		--schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
 	least=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 	rec_least=$(frac)
-	t=$( { /usr/bin/time -f '%e %M' "$DPC" --target cpu "$f" --device-mem $hi --stream none --emit=schedule >/dev/null; } 2>&1 | tail -1)
 	curve=()
 	for pc in 90 75 50 25; do
 		if plan "$f" $((full * pc / 100)); then curve+=("$(frac)"); else curve+=(-); fi

@@ -41,7 +41,7 @@ static const char usage[] =
 	"                       device slots: none keeps all on the device; auto (the default with\n"
 	"                       --device-mem) streams the largest ones until the plan fits; params\n"
 	"                       streams every stacked parameter read as W[l] in one loop over its layers\n"
-	"  --checkpoint none|binomial|auto\n"
+	"  --checkpoint none|binomial|auto|min-memory\n"
 	"                       loop schedule (default: auto with --device-mem, else none):\n"
 	"                       none stores everything the adjoint reads, per\n"
 	"                       iteration; binomial keeps a few snapshots of each top-level loop's\n"
@@ -55,7 +55,13 @@ static const char usage[] =
 	"                       snapshots in the rows too (pooled, when that recomputes less);\n"
 	"                       s and k are those that fit --device-mem with the fewest recomputed\n"
 	"                       FLOPs (without it: none advanced, in the least memory); outside\n"
-	"                       loops, values the budget cannot keep are computed again\n"
+	"                       loops, the values the adjoint reads are kept or computed again\n"
+	"                       from other kept values, for the fewest recomputed FLOPs that fit\n"
+	"                       (an exact search on small graphs, else greedy with a proven bound,\n"
+	"                       both shown by --emit=schedule); min-memory is auto at the least\n"
+	"                       peak it reaches, loops in their least memory and straight-line\n"
+	"                       code chosen for it (Feng & Huang's objective); --device-mem, if\n"
+	"                       given, is then only checked\n"
 	"  --snapshots N        binomial and auto: snapshot slots per loop, the initial state's included\n"
 	"                       (default: as many as --device-mem allows, else ceil(sqrt(n)) + 1,\n"
 	"                       auto's as above; at most n). Unless --stream none, binomial's that\n"
@@ -220,8 +226,10 @@ int main(int argc, char **argv)
 				o.ckpt.mode = CKPT_BINOMIAL;
 			else if (!strcmp(v, "auto"))
 				o.ckpt.mode = CKPT_AUTO;
+			else if (!strcmp(v, "min-memory"))
+				o.ckpt.mode = CKPT_AUTO, o.ckpt.least = true;
 			else
-				usage_error("--checkpoint takes none, binomial or auto, not '%s'", v);
+				usage_error("--checkpoint takes none, binomial, auto or min-memory, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
 			char *end;
 			errno = 0;

@@ -76,13 +76,13 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	if (o->emit == (*last = EMIT_IR))
 		return p;
 	CkptOptions ck = o->ckpt;
-	if (ck.mode == CKPT_AUTO && ck.device_mem && tape_fits(ast, o))
+	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
 	/* rows are of loops: straight-line code needs no scratch copies to choose them */
 	bool loops = false;
 	for (int i = 0; i < p->body.len; i++)
 		loops |= p->body.ops[i]->kind == OP_LOOP;
-	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || !loops || rows_fit(ast, o));
+	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || ck.least || !loops || rows_fit(ast, o));
 	if (ck.device_mem && o->ckpt.mode == CKPT_AUTO)
 		driver_phase(o, "auto: store, rows or recompute");
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};

@@ -584,15 +584,17 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 			if (op->kind == OP_LOOP && op->primal)
 				p->body.ops[i] = revolve(p, op, o);
 		}
-		if (o->device_mem)
+		if (o->device_mem && !o->least)
 			place_snapshots(p, o);
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
-		if (o->mode == CKPT_AUTO && o->device_mem && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
+		if (o->mode == CKPT_AUTO && o->device_mem && !o->least && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);
+		if (o->least)
+			ckpt_graph_least(p, budget_plan(p, o));
 		/* without a budget: masks in bits cost nothing, and nothing is dropped */
-		if (o->mode == CKPT_AUTO && !o->device_mem && !o->full_rows)
+		if (o->mode == CKPT_AUTO && (!o->device_mem || o->least) && !o->full_rows)
 			ckpt_rows_apply(p, NULL, 0, true);
-		for (int i = p->nforward; i < p->body.len && !o->device_mem; i++)
+		for (int i = p->nforward; i < p->body.len && (!o->device_mem || o->least); i++)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
 				least_rows(p, p->body.ops[i], o);
 		if (o->mode == CKPT_AUTO)

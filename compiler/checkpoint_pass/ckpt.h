@@ -18,6 +18,8 @@ typedef struct {
 	int64_t host_mem;   /* the pinned host budget, 0: none */
 	bool rows;          /* auto: ad_transform kept what loops without loops inside read (AdOptions.keep): tapes of rows */
 	bool full_rows;     /* auto without a budget: rows keep relu masks as values, not bits (tests/unit/graph.c searches both) */
+	bool least;         /* --checkpoint min-memory: auto, loops in their least memory, and straight-line code at the
+	                     * least peak the search reaches (the budget, if any, only checked) */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
@@ -57,6 +59,8 @@ int ckpt_graph_candidates(Program *p, int *out, int max);
 int ckpt_graph_largest(Program *p, int *out, int most);
 int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Program *), int64_t *flops);
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
+/* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
+int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));
 /* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */
 void ckpt_graph_print(FILE *f, Program *p, bool json);
 /* an op the adjoint may run again: a result from its operands alone */

@@ -214,14 +214,14 @@ typedef struct {
 	bool fits;
 } Choice;
 
-/* better: fits, then fewer FLOPs, then fewer bytes; without a fit, fewer bytes */
+/* better: fits, then fewer FLOPs, then fewer bytes; without a fit, fewer bytes, then fewer FLOPs */
 static bool better(Choice a, Choice b)
 {
 	if (a.fits != b.fits)
 		return a.fits;
 	if (a.fits && a.flops != b.flops)
 		return a.flops < b.flops;
-	return a.bytes < b.bytes;
+	return a.bytes < b.bytes || (!a.fits && a.bytes == b.bytes && a.flops < b.flops);
 }
 
 typedef struct {
@@ -291,6 +291,7 @@ typedef struct {
 	int *of;   /* per program value: its problem value (views: their root's), or -1 */
 	int *val;  /* per problem value: the program value */
 	int64_t calib; /* the planner's bytes beyond the model's at store-everything: fixed regions, loops' insides, packing */
+	int64_t work;  /* the exact search's limit: SEL_WORK, 0 once it ran out on this model */
 } Model;
 
 static void note_use(Model *m, int v, int at, int nforward)
@@ -437,48 +438,139 @@ static void choose(Graph *g, Model *m, const bool *keep)
 	}
 }
 
-/* Every candidate, by the model: the planner's bytes beyond the model's
- * (measured keeping everything) are added to the base; a choice the
- * planner finds over the budget tightens the model's budget by the excess
- * and searches again, a few times. */
-static int64_t fit_model(Graph *g, const int *cand, int n, int64_t budget, int64_t (*plan)(Program *))
+/* the model, its base raised by the planner's bytes beyond the model's at store-everything */
+static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Program *))
 {
-	Program *p = g->p;
 	Model m = build(g, cand, n);
 	SelProblem *P = m.P;
-	bool *drop = ar_alloc((size_t)P->n + 1);
+	bool *keep = ar_alloc((size_t)P->n + 1);
 	for (int u = 0; u < P->n; u++)
-		drop[u] = P->kind[u] == SEL_CAND;
-	int64_t f, model0 = sel_eval(P, drop, &f, NULL), real0 = plan(p);
+		keep[u] = P->kind[u] == SEL_CAND;
+	int64_t f, model0 = sel_eval(P, keep, &f, NULL), real0 = plan(g->p);
 	m.calib = real0 - model0;
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += m.calib;
+	m.work = SEL_WORK;
+	return m;
+}
+
+/* Every candidate, by the model: a choice the planner finds over the
+ * budget tightens the model's budget by the excess and searches again, a
+ * few times; without a fit and with `least`, the least peak the search
+ * reaches, if the planner agrees it is less (for the plan's error). The choice in keep[] (not applied); its
+ * planned bytes; the search and its bound in *out. */
+static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), bool *keep, SelResult *out,
+                         bool least)
+{
+	SelProblem *P = m->P;
+	bool *try = ar_alloc((size_t)P->n + 1);
 	int64_t want = budget, best_bytes = INT64_MAX;
-	bool *best = ar_alloc((size_t)P->n + 1);
 	SelResult res = {0};
 	for (int round = 0; round < 8; round++) {
-		SelResult r = sel_fit(P, want, SEL_WORK, drop);
-		choose(g, &m, drop);
+		SelResult r = sel_fit(P, want, m->work, try);
+		m->work = r.method == SEL_GREEDY ? 0 : m->work;
+		choose(g, m, try);
 		int64_t flops, bytes = eval(g, plan, &flops);
 		if (round == 0)
 			res = r;
 		if (bytes < best_bytes || (bytes <= budget && (best_bytes > budget || flops < res.flops))) {
 			best_bytes = bytes;
-			memcpy(best, drop, (size_t)P->n);
+			memcpy(keep, try, (size_t)P->n);
 			res.fits = bytes <= budget, res.flops = flops, res.method = r.method;
 		}
 		if (bytes <= budget || !r.fits)
 			break;
 		want -= bytes - budget;
 	}
-	choose(g, &m, best);
+	if (!res.fits && least) {
+		int64_t floor, flops;
+		SelResult r = sel_least(P, m->work, try, &floor);
+		choose(g, m, try);
+		int64_t bytes = eval(g, plan, &flops);
+		if (bytes < best_bytes) {
+			best_bytes = bytes;
+			memcpy(keep, try, (size_t)P->n);
+			res.fits = bytes <= budget, res.flops = flops, res.method = r.method;
+		}
+	}
 	/* the bound is the model's at the budget itself (the first round), and no fit found recomputes less */
 	res.bound = res.bound < res.flops ? res.bound : res.flops;
+	*out = res;
+	return best_bytes;
+}
+
+/* applies the model's choice keep[], found by search res */
+static int64_t apply_model(Graph *g, Model *m, const bool *keep, SelResult res, int n)
+{
+	Program *p = g->p;
+	choose(g, m, keep);
 	p->graph_search = res.method == SEL_EXACT ? 2 : 3;
 	p->graph_bound = res.bound;
 	p->graph_candidates = n;
 	apply(g);
 	return g->flops;
+}
+
+int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
+{
+	Graph g = {0};
+	init(&g, p);
+	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
+	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
+	if (!nall)
+		return 0;
+	int most = GRAPH_EXHAUSTIVE;
+	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
+		most--;
+	int64_t flops;
+	if (nall <= most) {
+		/* every subset planned: none fits a budget of 0, so the least plan, at its fewest FLOPs */
+		flops = fit_planned(&g, 0, plan, most);
+	} else {
+		/* the least budget the fit plans within, by bisection over budgets (each fit checked by the
+		 * planner), from the model's floor to store-everything's plan */
+		Model m = calibrated(&g, all, nall, plan);
+		bool *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1);
+		int64_t hi = plan(p);
+		SelResult res, r;
+		int64_t lo = sel_floor(m.P), bytes = fit_model(&g, &m, hi, plan, best, &res, false);
+		hi = bytes;
+		/* a fit is not monotone in the budget: a greedy search may fail at one and succeed below it.
+		 * After the bisection, probes 1/8 .. 1/64 below the least found restart it from any that fits */
+		for (int again = 0; again < 3; again++) {
+			for (int step = 0; step < 10 && lo < hi && hi - lo > hi / 256; step++) {
+				int64_t mid = lo + (hi - lo) / 2;
+				bytes = fit_model(&g, &m, mid, plan, keep, &r, false);
+				if (bytes <= mid) {
+					hi = bytes, res = r;
+					memcpy(best, keep, (size_t)m.P->n);
+				} else {
+					lo = mid + 1;
+				}
+			}
+			bool lower = false;
+			for (int j = 3; j <= 6 && !lower; j++) {
+				int64_t probe = hi - (hi >> j);
+				bytes = fit_model(&g, &m, probe, plan, keep, &r, false);
+				if (bytes <= probe) {
+					hi = bytes, res = r, lower = true;
+					memcpy(best, keep, (size_t)m.P->n);
+				}
+			}
+			if (!lower)
+				break;
+			lo = sel_floor(m.P);
+		}
+		/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
+		bytes = fit_model(&g, &m, hi, plan, keep, &r, false);
+		if (bytes <= hi && r.flops < res.flops) {
+			res = r;
+			memcpy(best, keep, (size_t)m.P->n);
+		}
+		flops = apply_model(&g, &m, best, res, nall);
+	}
+	p->graph_least = true;
+	return flops;
 }
 
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
@@ -496,8 +588,13 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
 	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
 		most--;
-	if (!asked && nall > most)
-		return fit_model(&g, all, nall, budget, plan);
+	if (!asked && nall > most) {
+		Model m = calibrated(&g, all, nall, plan);
+		bool *keep = ar_alloc((size_t)m.P->n + 1);
+		SelResult res;
+		fit_model(&g, &m, budget, plan, keep, &res, true);
+		return apply_model(&g, &m, keep, res, nall);
+	}
 	return fit_planned(&g, budget, plan, most);
 }
 
@@ -547,8 +644,9 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		names(f, &g, true, json, &flops);
 		fprintf(f, "]");
 		if (p->graph_search)
-			fprintf(f, ", \"search\": \"%s\", \"candidates\": %d, \"flops_bound\": %lld", search_name[p->graph_search],
-			        p->graph_candidates, (long long)p->graph_bound);
+			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld",
+			        search_name[p->graph_search], p->graph_least ? "true" : "false", p->graph_candidates,
+			        (long long)p->graph_bound);
 		fprintf(f, "},\n");
 		return;
 	}
@@ -561,7 +659,8 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 	fputs("\n", f);
 	if (!p->graph_search)
 		return;
-	fprintf(f, "straight-line search: %s over %d candidates", search_name[p->graph_search], p->graph_candidates);
+	fprintf(f, "straight-line search%s: %s over %d candidates", p->graph_least ? " for the least peak" : "",
+	        search_name[p->graph_search], p->graph_candidates);
 	if (p->graph_search == 3 && p->graph_bound < INT64_MAX)
 		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);

@@ -325,6 +325,7 @@ struct Program {
 	 * cost model, 3 greedy by it; the fewest FLOPs any fit recomputes (proved), and the candidates searched */
 	int graph_search, graph_candidates;
 	int64_t graph_bound;
+	bool graph_least; /* --checkpoint min-memory: the least peak, not a budget's fewest FLOPs */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
 	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];

@@ -516,18 +516,17 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 static Outcome polish(Work *w, const Cands *c, int64_t budget, bool *keep)
 {
 	int64_t f, peak = eval(w, keep, &f);
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = 0; i < c->nc; i++) {
-			int v = c->c[i];
-			if (keep[v])
-				continue;
-			keep[v] = true;
-			int64_t f2, p2 = eval(w, keep, &f2);
-			if (p2 <= budget && f2 < f)
-				f = f2, peak = p2;
-			else
-				keep[v] = false;
-		}
+	for (int i = 0; i < c->nc; i++) {
+		int v = c->c[i];
+		if (keep[v])
+			continue;
+		keep[v] = true;
+		int64_t f2, p2 = eval(w, keep, &f2);
+		if (p2 <= budget && f2 < f)
+			f = f2, peak = p2;
+		else
+			keep[v] = false;
+	}
 	return (Outcome){peak <= budget, peak, f};
 }
 
@@ -610,32 +609,51 @@ done:
 	return res;
 }
 
-SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floor)
+int64_t sel_floor(const SelProblem *P)
 {
 	Work w;
 	work_init(&w, P);
+	bool *keep = malloc((size_t)P->n + 1);
 	Cands c = candidates(P, keep);
-	int64_t f, hi = eval(&w, keep, &f);
+	int64_t f;
+	eval(&w, keep, &f);
 	/* no position holds less than its memory less every candidate that could be freed there */
 	int64_t *freeable = calloc((size_t)P->npos + 1, sizeof(int64_t));
 	gaps(P, &c, freeable, 1);
 	int64_t lo = 0;
 	for (int t = 0; t < P->npos; t++)
 		lo = w.prof[t] - freeable[t] > lo ? w.prof[t] - freeable[t] : lo;
-	*floor = lo;
+	free(freeable);
+	free(keep);
+	free(c.c);
+	work_free(&w);
+	return lo;
+}
+
+SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floor)
+{
+	Work w;
+	work_init(&w, P);
+	Cands c = candidates(P, keep);
+	int64_t f, hi = eval(&w, keep, &f);
 	for (int i = 0; i < c.nc; i++)
 		keep[c.c[i]] = false;
 	int64_t all = eval(&w, keep, &f);
 	hi = all < hi ? all : hi;
-	free(freeable);
 	free(c.c);
 	work_free(&w);
-	/* the least budget the search fits, by bisection between the floor and the better of keeping and dropping all */
+	int64_t lo = *floor = sel_floor(P);
+	/* the least budget the search fits, by bisection between the floor and the better of keeping and
+	 * dropping all; once the exact search runs out of work, the rest is greedy */
 	bool *try = malloc((size_t)P->n + 1);
 	SelResult best = sel_fit(P, hi, work, keep);
+	if (best.method == SEL_GREEDY)
+		work = 0;
 	while (lo < hi && hi - lo > hi / 4096) {
 		int64_t mid = lo + (hi - lo) / 2;
 		SelResult r = sel_fit(P, mid, work, try);
+		if (r.method == SEL_GREEDY)
+			work = 0;
 		if (r.fits) {
 			hi = r.peak;
 			best = r;

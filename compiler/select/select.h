@@ -73,5 +73,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep)
 /* The least peak the search reaches, at the fewest FLOPs it found for it;
  * *floor: no choice's peak is below it. */
 SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floor);
+/* that floor alone: the most any position holds less every candidate that could be freed there */
+int64_t sel_floor(const SelProblem *P);
 
 #endif

@@ -464,6 +464,19 @@ print("%s: %s %.3f" % (sys.argv[5], line["search"], plan["recomputed_fraction"])
 PY
 		[ -s "$b.out" ] && searched="$searched $(cat "$b.out")"
 	done
+	# --checkpoint min-memory: at or below the lower budget's plan, gradients bitwise, peak as planned
+	b="$nd.least"
+	[ $n_ok = 1 ] && "$DPC" --target cpu --checkpoint min-memory --schedule-json "$b.json" "${size[@]}" samples/$s.dp -o "$b" >>"$nl" 2>&1 &&
+		"$b" --steps 2 --quiet --dump-grads "$b.g" --summary-json "$b.run.json" >>"$nl" 2>&1 && cmp "$nd.none.g" "$b.g" >>"$nl" 2>&1 &&
+		python3 - "$b.json" "$b.run.json" "$nd.$low.json" >"$b.out" 2>>"$nl" <<'PY' || n_ok=0
+import json, sys
+plan, run, low = (json.load(open(f)) for f in sys.argv[1:4])
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= low["peak_device_bytes"]["total"], (run, low["peak_device_bytes"])
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+assert plan["straight_line"]["least_peak"] is True, plan["straight_line"]
+print("least %d bytes (%.3f)" % (run["peak_device_bytes"], plan["recomputed_fraction"]))
+PY
+	[ -s "$b.out" ] && searched="$searched; min-memory: $(cat "$b.out")"
 	if [ $n_ok = 1 ]; then
 		ok "ckpt/graph-$s: gradients bitwise, peaks and recomputed FLOPs as planned at (% of peak: search, fraction of a forward recomputed)$searched"
 	else

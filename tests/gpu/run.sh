@@ -35,6 +35,7 @@ build)
 	bin/dpc --target cuda -D L=1024 --device-mem 8733610240 bench/resmlp_big.dp -o $B/resmlp_1024_quarter.cuda || exit 1
 	bash bench/tradeoff.sh build || exit 1
 	bash bench/sim.sh build || exit 1
+	bash bench/graphs.sh build || exit 1
 	for dp in samples/*.dp; do
 		bin/dpc --target cuda --checkpoint binomial "$dp" -o $B/$(basename "$dp" .dp).cudab || exit 1
 		bin/dpc --target cuda --checkpoint auto "$dp" -o $B/$(basename "$dp" .dp).cudaa || exit 1
