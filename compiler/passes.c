@@ -3,6 +3,7 @@
 #include "driver.h"
 
 #include "ad_transform/ad.h"
+#include "select/select.h"
 
 #include <time.h>
 
@@ -67,6 +68,18 @@ static bool rows_fit(FeAst *ast, const DriverOptions *o)
 	return fits && (!r_fits || ckpt_recomputed_flops(q) <= ckpt_recomputed_flops(r));
 }
 
+/* -v: how the straight-line search chose, and when it fell back to greedy, why */
+static void graph_note(Program *p)
+{
+	static const char *how[] = {"", "every subset planned", "exact", "greedy"};
+	fprintf(stderr, "dpc: straight-line search%s: %s over %d candidates", p->graph_least ? " for the least peak" : "",
+	        how[p->graph_search], p->graph_candidates);
+	if (p->graph_search == 3)
+		fprintf(stderr, " (the exact search passed its work limit of %lld values and positions visited); no fit "
+		        "recomputes fewer than %lld FLOPs", (long long)SEL_WORK, (long long)p->graph_bound);
+	fputc('\n', stderr);
+}
+
 Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 {
 	Program *p = lower(ast, o, true);
@@ -95,6 +108,8 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	if (o->emit == (*last = EMIT_GRAD))
 		return p;
 	p = ckpt_pass(p, &ck);
+	if (o->verbose && p->graph_search)
+		graph_note(p);
 	verify(o, p, "checkpoint_pass");
 	driver_phase(o, "checkpoint_pass");
 	if (o->emit == (*last = EMIT_CKPT))

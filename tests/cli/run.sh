@@ -38,6 +38,9 @@ sgd_total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pea
 expect cli/budget-fits-sgd 0 "optimizer state 0 (sgd)" "$DPC" --emit=schedule --device-mem "$sgd_total" samples/resmlp.dp
 expect cli/budget-refuses-adam 1 "optimizer state 1.0 MiB, .* more than --device-mem .* ($sgd_total bytes)" \
 	"$DPC" --emit=schedule --stream none --optimizer adam --device-mem "$sgd_total" samples/resmlp.dp
+# a graph of more candidates than the exact search's work limit allows: -v says it fell back, and the bound
+expect cli/greedy-search-noted 0 "straight-line search: greedy over [0-9]* candidates (the exact search passed its work limit" \
+	"$DPC" --target cpu -v -D B=8 -D S=32 --device-mem 8M --stream none --emit=schedule samples/densenet.dp
 expect cli/bad-checkpoint 2 "none, binomial, auto or min-memory" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/snapshots-without-checkpoint 2 "--snapshots needs --checkpoint binomial or auto" "$DPC" --snapshots 4 samples/resmlp.dp
