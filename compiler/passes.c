@@ -68,6 +68,55 @@ static bool rows_fit(FeAst *ast, const DriverOptions *o)
 	return fits && (!r_fits || ckpt_recomputed_flops(q) <= ckpt_recomputed_flops(r));
 }
 
+/* a scratch copy through the checkpoint pass with these options */
+static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
+{
+	Program *q = lower(ast, o, false);
+	q->optimizer = o->optimizer;
+	AdOptions ad = {true, ck->rows};
+	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
+}
+
+static bool graph_has_candidates(Program *p)
+{
+	int one;
+	return ckpt_graph_candidates(p, &one, 1) > 0;
+}
+
+/* One objective for the straight line and the loops under --device-mem:
+ * by default the loops take the budget and the straight line drops only
+ * what still does not fit. When the loops then recompute, the straight
+ * line may drop more to give them room: it is fitted first to a share of
+ * the budget (the loops in their least shape), the loops take the rest.
+ * The shares are tried from 90% down while each recomputes less than the
+ * one before; the one with the fewest recomputed FLOPs in all that fits is
+ * kept, 0 meaning the default order. Each is planned on a scratch copy. */
+static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
+{
+	static const double shares[] = {0.9, 0.8, 0.7, 0.6, 0.5};
+	CkptOptions c = *ck;
+	c.line_share = 0;
+	Program *q = scratch_with(ast, o, &c);
+	int64_t budget = ck->device_mem, best = stream_plan(q) <= budget ? ckpt_recomputed_flops(q) : INT64_MAX;
+	/* nothing to gain when the loops recompute nothing, or the straight line has nothing to drop */
+	if (best == INT64_MAX || best == ir_recomputed_flops(q, &q->body) || !graph_has_candidates(q))
+		return 0;
+	/* the shares from the largest down, while each recomputes less than the one before */
+	double pick = 0;
+	int64_t before = INT64_MAX;
+	for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
+		c.line_share = shares[i];
+		Program *r = scratch_with(ast, o, &c);
+		int64_t flops = stream_plan(r) <= budget ? ckpt_recomputed_flops(r) : INT64_MAX;
+		if (flops < best)
+			best = flops, pick = shares[i];
+		if (flops >= before)
+			break;
+		before = flops;
+	}
+	return pick;
+}
+
 /* -v: how the straight-line search chose, and when it fell back to greedy, why */
 static void graph_note(Program *p)
 {
@@ -96,6 +145,8 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	for (int i = 0; i < p->body.len; i++)
 		loops |= p->body.ops[i]->kind == OP_LOOP;
 	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || ck.least || !loops || rows_fit(ast, o));
+	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && loops)
+		ck.line_share = share(ast, o, &ck);
 	if (ck.device_mem && o->ckpt.mode == CKPT_AUTO)
 		driver_phase(o, "auto: store, rows or recompute");
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};

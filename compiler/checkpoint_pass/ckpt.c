@@ -586,6 +586,12 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		}
 		if (o->device_mem && !o->least)
 			place_snapshots(p, o);
+		if (o->mode == CKPT_AUTO && o->device_mem && !o->least && o->line_share > 0 && o->line_share < 1) {
+			/* the straight line first, in its share, the loops in their least shape; then the loops */
+			set_shape(p, 0, 1);
+			ckpt_graph_fit(p, (int64_t)((double)o->device_mem * o->line_share), budget_plan(p, o), 12);
+			place_snapshots(p, o);
+		}
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
 		if (o->mode == CKPT_AUTO && o->device_mem && !o->least && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);

@@ -18,6 +18,9 @@ typedef struct {
 	int64_t host_mem;   /* the pinned host budget, 0: none */
 	bool rows;          /* auto: ad_transform kept what loops without loops inside read (AdOptions.keep): tapes of rows */
 	bool full_rows;     /* auto without a budget: rows keep relu masks as values, not bits (tests/unit/graph.c searches both) */
+	double line_share;  /* auto under a budget, 0 < share < 1: the straight line is first fitted to that share of the
+	                     * budget with the loops in their least shape, then the loops take the rest (the driver tries
+	                     * a few shares on scratch copies: one objective for both) */
 	bool least;         /* --checkpoint min-memory: auto, loops in their least memory, and straight-line code at the
 	                     * least peak the search reaches (the budget, if any, only checked) */
 } CkptOptions;
@@ -59,6 +62,11 @@ int ckpt_graph_candidates(Program *p, int *out, int max);
 int ckpt_graph_largest(Program *p, int *out, int most);
 int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Program *), int64_t *flops);
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
+/* the fit at a budget of the straight line's own (applied; NULL: nothing to do), and its undo, which
+ * drops every value made since (plan the program once before) */
+typedef struct CkptLine CkptLine;
+CkptLine *ckpt_graph_try(Program *p, int64_t budget, int64_t (*plan)(Program *));
+void ckpt_graph_undo(CkptLine *line);
 /* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));
 /* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */

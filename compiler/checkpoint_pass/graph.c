@@ -573,29 +573,62 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 	return flops;
 }
 
-int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
+/* the fit, applied; its state for an undo (NULL: nothing applied) */
+static Graph *fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
 {
 	if (plan(p) <= budget)
-		return 0;
-	Graph g = {0};
-	init(&g, p);
+		return NULL;
+	Graph *g = ar_alloc(sizeof *g);
+	init(g, p);
 	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
 	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
 	if (!nall)
-		return 0;
+		return NULL;
 	/* each subset is a plan of the whole program: 2^most plans of about 2^25 values at most */
 	bool asked = most < GRAPH_EXHAUSTIVE;
 	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
 	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
 		most--;
 	if (!asked && nall > most) {
-		Model m = calibrated(&g, all, nall, plan);
+		Model m = calibrated(g, all, nall, plan);
 		bool *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
-		fit_model(&g, &m, budget, plan, keep, &res, true);
-		return apply_model(&g, &m, keep, res, nall);
+		fit_model(g, &m, budget, plan, keep, &res, true);
+		apply_model(g, &m, keep, res, nall);
+		return g;
 	}
-	return fit_planned(&g, budget, plan, most);
+	fit_planned(g, budget, plan, most);
+	return g;
+}
+
+int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
+{
+	Graph *g = fit(p, budget, plan, most);
+	return g ? g->flops : 0;
+}
+
+struct CkptLine {
+	Graph *g;
+};
+
+CkptLine *ckpt_graph_try(Program *p, int64_t budget, int64_t (*plan)(Program *))
+{
+	Graph *g = fit(p, budget, plan, GRAPH_EXHAUSTIVE);
+	if (!g)
+		return NULL;
+	CkptLine *line = ar_alloc(sizeof *line);
+	line->g = g;
+	return line;
+}
+
+void ckpt_graph_undo(CkptLine *line)
+{
+	if (!line)
+		return;
+	Graph *g = line->g;
+	undo(g);
+	g->p->graph_search = 0;
+	g->p->graph_least = false;
 }
 
 /* a forward op whose result the adjoint keeps (views and leaves cost nothing) */
