@@ -54,19 +54,17 @@ int64_t ckpt_recomputed_flops(Program *p);
  * of the adjoint reads, which it may compute again instead of keeping
  * (writes up to max of them to out); the plan's bytes with those in drop[]
  * recomputed, and the FLOPs that costs; the `most` largest candidates;
- * and the fit: among every subset of the `most` largest (at most 12, fewer
- * in programs of over 8,192 values), the one that fits the budget with the
- * fewest recomputed FLOPs, applied to p, returning its FLOPs. Without a fit the subset with the smallest plan is applied, for
- * the plan's error. */
+ * and the fit, applied to p, returning its FLOPs: the choice that fits the
+ * budget with the fewest recomputed FLOPs. With at most `most` candidates
+ * (at most 12, fewer in programs of over 8,192 values; fewer than 12: the
+ * `most` largest only) every subset is planned; with more, every candidate
+ * and the temporaries recomputations read are chosen on select.h's cost
+ * model, exactly or greedily. Without a fit the least plan found is
+ * applied, for the plan's error. */
 int ckpt_graph_candidates(Program *p, int *out, int max);
 int ckpt_graph_largest(Program *p, int *out, int most);
 int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Program *), int64_t *flops);
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
-/* the fit at a budget of the straight line's own (applied; NULL: nothing to do), and its undo, which
- * drops every value made since (plan the program once before) */
-typedef struct CkptLine CkptLine;
-CkptLine *ckpt_graph_try(Program *p, int64_t budget, int64_t (*plan)(Program *));
-void ckpt_graph_undo(CkptLine *line);
 /* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));
 /* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */

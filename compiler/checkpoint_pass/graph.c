@@ -573,7 +573,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 	return flops;
 }
 
-/* the fit, applied; its state for an undo (NULL: nothing applied) */
+/* the fit, applied; NULL when nothing was */
 static Graph *fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
 {
 	if (plan(p) <= budget)
@@ -605,30 +605,6 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 {
 	Graph *g = fit(p, budget, plan, most);
 	return g ? g->flops : 0;
-}
-
-struct CkptLine {
-	Graph *g;
-};
-
-CkptLine *ckpt_graph_try(Program *p, int64_t budget, int64_t (*plan)(Program *))
-{
-	Graph *g = fit(p, budget, plan, GRAPH_EXHAUSTIVE);
-	if (!g)
-		return NULL;
-	CkptLine *line = ar_alloc(sizeof *line);
-	line->g = g;
-	return line;
-}
-
-void ckpt_graph_undo(CkptLine *line)
-{
-	if (!line)
-		return;
-	Graph *g = line->g;
-	undo(g);
-	g->p->graph_search = 0;
-	g->p->graph_least = false;
 }
 
 /* a forward op whose result the adjoint keeps (views and leaves cost nothing) */
