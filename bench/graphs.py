@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """graphs.py NET [B] [S] > NET.dp: the networks of Feng & Huang's table
 (CVPR 2021) written in dpc's language, straight-line (every layer its own
-weights, as the graphs they search): resnet152, densenet121, densenet201.
+weights, as the graphs they search): resnet152, densenet121, densenet201,
+inception_v3 (at 299x299).
 Batch norm is groupnorm with 32 groups (no batch statistics); the head is
 global average pooling and a linear layer to 1000 classes."""
+import math
 import sys
 
 G = 32
@@ -17,9 +19,14 @@ class Net:
         self.n += 1
         return f"{p}{self.n}"
 
-    def conv(self, x, cin, cout, k, stride=1, pad=0):
+    def conv(self, x, cin, cout, k, stride=1, pad=0, kw=None):
+        """a k x kw conv; pad as PyTorch's, both sides of both axes (kw: an asymmetric kernel, padded to keep the size)"""
         w = self.name("w")
-        self.params.append(f"param {w} : f32[{cout}, {cin}, {k}, {k}] = normal({(2.0 / (cin * k * k)) ** 0.5:.4f})")
+        kw = kw or k
+        if kw != k:
+            # 1x7 and 7x1: zeros on the long axis only, so the size stays
+            x = self.let(f"pad({x}, {2 if k > kw else 3}, {max(k, kw) // 2}, {max(k, kw) // 2})")
+        self.params.append(f"param {w} : f32[{cout}, {cin}, {k}, {kw}] = normal({(2.0 / (cin * k * kw)) ** 0.5:.4f})")
         y = self.name("c")
         extra = (f", stride={stride}" if stride != 1 else "") + (f", pad={pad}" if pad else "")
         self.body.append(f"let {y} = conv2d({x}, {w}{extra})")
@@ -29,7 +36,7 @@ class Net:
         g, b, y = self.name("g"), self.name("b"), self.name("n")
         self.params.append(f"param {g} : f32[{c}] = ones")
         self.params.append(f"param {b} : f32[{c}] = zeros")
-        e = f"groupnorm({x}, {g}, {b}, groups={G})"
+        e = f"groupnorm({x}, {g}, {b}, groups={math.gcd(G, c)})"
         self.body.append(f"let {y} = {'relu(' + e + ')' if relu else e}")
         return y
 
@@ -82,10 +89,74 @@ def densenet(blocks, k=32):
     return n
 
 
+def inception_v3():
+    """torchvision's Inception-v3 (no auxiliary head) at 299x299: each
+    BasicConv2d a conv, groupnorm and relu; the pool branches' 3x3 average
+    pools zero-padded (count_include_pad, PyTorch's default)"""
+    n = Net()
+
+    def bc(x, cin, cout, k, stride=1, pad=0, kw=None):
+        return n.norm(n.conv(x, cin, cout, k, stride, pad, kw), cout)
+
+    def avg3(x):
+        return n.let(f"avg_pool2d(pad(pad({x}, 2, 1, 1), 3, 1, 1), 3, stride=1)")
+
+    def cat(parts):
+        return n.let("concat([" + ", ".join(parts) + "], 1)")
+
+    def a(x, c, pf):
+        b1 = bc(x, c, 64, 1)
+        b5 = bc(bc(x, c, 48, 1), 48, 64, 5, 1, 2)
+        b3 = bc(bc(bc(x, c, 64, 1), 64, 96, 3, 1, 1), 96, 96, 3, 1, 1)
+        return cat([b1, b5, b3, bc(avg3(x), c, pf, 1)]), 224 + pf
+
+    def b(x, c):
+        b3 = bc(x, c, 384, 3, 2)
+        bd = bc(bc(bc(x, c, 64, 1), 64, 96, 3, 1, 1), 96, 96, 3, 2)
+        return cat([b3, bd, n.let(f"max_pool2d({x}, 3, stride=2)")]), 480 + c
+
+    def c_(x, c, c7):
+        b1 = bc(x, c, 192, 1)
+        b7 = bc(bc(bc(x, c, c7, 1), c7, c7, 1, kw=7), c7, 192, 7, kw=1)
+        bd = bc(x, c, c7, 1)
+        for cin, cout, k, kw in ((c7, c7, 7, 1), (c7, c7, 1, 7), (c7, c7, 7, 1), (c7, 192, 1, 7)):
+            bd = bc(bd, cin, cout, k, kw=kw)
+        return cat([b1, b7, bd, bc(avg3(x), c, 192, 1)]), 768
+
+    def d(x, c):
+        b3 = bc(bc(x, c, 192, 1), 192, 320, 3, 2)
+        b7 = bc(bc(bc(bc(x, c, 192, 1), 192, 192, 1, kw=7), 192, 192, 7, kw=1), 192, 192, 3, 2)
+        return cat([b3, b7, n.let(f"max_pool2d({x}, 3, stride=2)")]), 512 + c
+
+    def e(x, c):
+        b1 = bc(x, c, 320, 1)
+        t = bc(x, c, 384, 1)
+        b3 = cat([bc(t, 384, 384, 1, kw=3), bc(t, 384, 384, 3, kw=1)])
+        u = bc(bc(x, c, 448, 1), 448, 384, 3, 1, 1)
+        bd = cat([bc(u, 384, 384, 1, kw=3), bc(u, 384, 384, 3, kw=1)])
+        return cat([b1, b3, bd, bc(avg3(x), c, 192, 1)]), 2048
+
+    h = bc(bc(bc("x", 3, 32, 3, 2), 32, 32, 3), 32, 64, 3, 1, 1)
+    h = n.let(f"max_pool2d({h}, 3, stride=2)")
+    h = bc(bc(h, 64, 80, 1), 80, 192, 3)
+    h, c = n.let(f"max_pool2d({h}, 3, stride=2)"), 192
+    for pf in (32, 64, 64):
+        h, c = a(h, c, pf)
+    h, c = b(h, c)
+    for c7 in (128, 160, 160, 192):
+        h, c = c_(h, c, c7)
+    h, c = d(h, c)
+    for _ in range(2):
+        h, c = e(h, c)
+    n.head(h, c)
+    return n
+
+
 NETS = {
     "resnet152": (lambda: resnet((3, 8, 36, 3)), "ResNet-152"),
     "densenet121": (lambda: densenet((6, 12, 24, 16)), "DenseNet-121"),
     "densenet201": (lambda: densenet((6, 12, 48, 32)), "DenseNet-201"),
+    "inception_v3": (inception_v3, "Inception-v3"),
 }
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 #   peak ("-" where that is below the least budget);
 #   the time and memory that min-memory's compile takes.
 # NET: resnet152 (batch 16), densenet121 (batch 32), densenet201 (batch 16),
-# each at 224x224; default all three.
+# each at 224x224, and inception_v3 (batch 32, 299x299); default all four.
 #
 #   bash bench/graphs.sh build   (tests/gpu/run.sh build runs it) here, and
 #   bash bench/graphs.sh gpu     on the GPU machine: samples/densenet.dp,
@@ -61,20 +61,21 @@ out=${TMPDIR:-/tmp}/dpc_graphs.$$
 mkdir -p "$out"
 trap 'rm -rf "$out"' EXIT
 nets=("$@")
-[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201)
+[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
 
-batch() { case $1 in resnet152) echo 16 ;; densenet121) echo 32 ;; *) echo 16 ;; esac; }
-theirs() { case $1 in resnet152) echo 81 ;; densenet121) echo 78 ;; densenet201) echo 85 ;; *) echo - ;; esac; }
+batch() { case $1 in resnet152) echo 16 ;; densenet121 | inception_v3) echo 32 ;; *) echo 16 ;; esac; }
+side() { case $1 in inception_v3) echo 299 ;; *) echo 224 ;; esac; }
+theirs() { case $1 in resnet152) echo 81 ;; densenet121) echo 78 ;; densenet201) echo 85 ;; inception_v3) echo 71 ;; esac; }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 # plan FILE BUDGET: exit 0 when it plans; the schedule in $out/s.json
 plan() { "$DPC" --target cpu "$1" --device-mem "$2" --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; }
 frac() { field "$out/s.json" "'%.3f' % d['recomputed_fraction']"; }
 
-printf '%-12s %5s %10s %10s %10s %6s %6s %8s %7s %7s %7s %7s %8s %8s\n' network batch peak_MB act_MB least_MB cut theirs rec@least \
-	rec@90 rec@75 rec@50 rec@25 compile_s rss_MB
+printf '%-12s %5s %10s %10s %10s %6s %6s %8s %9s %7s %7s %7s %7s %8s %8s\n' network batch peak_MB act_MB least_MB cut theirs rec@least \
+	rec@theirs rec@90 rec@75 rec@50 rec@25 compile_s rss_MB
 for net in "${nets[@]}"; do
 	f="$out/$net.dp"
-	python3 bench/graphs.py "$net" "$(batch "$net")" 224 >"$f"
+	python3 bench/graphs.py "$net" "$(batch "$net")" "$(side "$net")" >"$f"
 	"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 	full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 	weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
@@ -82,13 +83,16 @@ for net in "${nets[@]}"; do
 		--schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
 	least=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 	rec_least=$(frac)
+	# at their cut: the weights and (1 - their cut) of the activation bytes
+	at_theirs=-
+	if plan "$f" $(python3 -c "print(int($weights + (1 - $(theirs "$net") / 100) * ($full - $weights)))"); then at_theirs=$(frac); fi
 	curve=()
 	for pc in 90 75 50 25; do
 		if plan "$f" $((full * pc / 100)); then curve+=("$(frac)"); else curve+=(-); fi
 	done
 	cut=$(python3 -c "print('%.0f%%' % (100 * (1 - ($least - $weights) / ($full - $weights))))")
-	printf '%-12s %5s %10.1f %10.1f %10.1f %6s %5s%% %8s %7s %7s %7s %7s %8s %8.0f\n' "$net" "$(batch "$net")" \
+	printf '%-12s %5s %10.1f %10.1f %10.1f %6s %5s%% %8s %9s %7s %7s %7s %7s %8s %8.0f\n' "$net" "$(batch "$net")" \
 		"$(python3 -c "print($full / 1e6)")" "$(python3 -c "print(($full - $weights) / 1e6)")" \
-		"$(python3 -c "print($least / 1e6)")" "$cut" "$(theirs "$net")" "$rec_least" "${curve[@]}" "${t% *}" \
+		"$(python3 -c "print($least / 1e6)")" "$cut" "$(theirs "$net")" "$rec_least" "$at_theirs" "${curve[@]}" "${t% *}" \
 		"$(python3 -c "print(${t#* } / 1024)")"
 done
