@@ -6,6 +6,7 @@
 
 #include "../../runtime/dprt.h"
 #include "cgint.h"
+#include "../ops/ops.h"
 #include "../ops/rng.h"
 
 /* the row's label as i64, and with an ignored label whether it counts */
@@ -918,6 +919,87 @@ static void body_count(K *k, const KDesc *d, LLVMValueRef *ptrs)
 	cg_store_once(k, ptrs[0], cg_i64(g, 0), cg_all_reduce(k, cg_acc_result(k, &l, zero, nc), false));
 }
 
+/* a - b for i64 values */
+static LLVMValueRef isub(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
+
+/* The pools, an element per item. Forward: a window's max or mean, its
+ * elements in order. The gradient gathers, for an element of x, from each
+ * window that holds it: an even share (avgpool_dx), or, when it ties for
+ * the window's max, the gradient over the count of the window's elements
+ * that do (maxpool_dx counts them again). Gathers write once: no atomics,
+ * the same bits on every run. */
+static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	const Window *w = &d->attr.win;
+	bool dx = d->kind == OP_MAXPOOL2D_DX || d->kind == OP_AVGPOOL2D_DX;
+	bool max = d->kind == OP_MAXPOOL2D || d->kind == OP_MAXPOOL2D_DX;
+	Type img = dx ? d->out : d->in[0];
+	int64_t H = img.dim[2], W = img.dim[3], Ho, Wo, K2 = (int64_t)w->kh * w->kw;
+	ops_window_out(w, img, &Ho, &Wo);
+	LLVMValueRef zero = cg_real(g, 0), z = cg_i64(g, 0), nk = cg_i64(g, K2), kw = cg_i64(g, w->kw);
+	if (!dx) {
+		LLVMValueRef plane = LLVMBuildUDiv(B, idx, cg_i64(g, Ho * Wo), ""), at = LLVMBuildURem(B, idx, cg_i64(g, Ho * Wo), "");
+		LLVMValueRef h0 = LLVMBuildMul(B, LLVMBuildUDiv(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sh), "");
+		LLVMValueRef x0 = LLVMBuildMul(B, LLVMBuildURem(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sw), "");
+		LLVMValueRef top = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, H), ""), h0, ""), cg_i64(g, W), ""), x0, "");
+		LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
+		Loop l = cg_for(k, nk);
+		Acc s = cg_acc(k, &l, init);
+		LLVMValueRef a = LLVMBuildUDiv(B, l.i, kw, ""), b = LLVMBuildURem(B, l.i, kw, "");
+		LLVMValueRef v = cg_load(k, ptrs[1], LLVMBuildAdd(B, top, LLVMBuildAdd(B, LLVMBuildMul(B, a, cg_i64(g, W), ""), b, ""), ""));
+		LLVMValueRef ns = max ? LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, v, s.phi, ""), v, s.phi, "") : LLVMBuildFAdd(B, s.phi, v, "");
+		cg_acc_next(k, &s, ns);
+		cg_for_end(k, &l, nk);
+		LLVMValueRef r = cg_acc_result(k, &l, init, ns);
+		cg_store(k, ptrs[0], idx, max ? r : LLVMBuildFDiv(B, r, cg_real(g, (double)K2), ""));
+		return;
+	}
+	LLVMValueRef plane = LLVMBuildUDiv(B, idx, cg_i64(g, H * W), ""), at = LLVMBuildURem(B, idx, cg_i64(g, H * W), "");
+	LLVMValueRef h = LLVMBuildUDiv(B, at, cg_i64(g, W), ""), x = LLVMBuildURem(B, at, cg_i64(g, W), "");
+	LLVMValueRef xv = max ? cg_load(k, ptrs[1], idx) : NULL;
+	Loop l = cg_for(k, nk);
+	Acc s = cg_acc(k, &l, zero);
+	/* the window (ho, wo) whose element (a, b) this is, if there is one */
+	LLVMValueRef a = LLVMBuildUDiv(B, l.i, kw, ""), b = LLVMBuildURem(B, l.i, kw, "");
+	LLVMValueRef hh = isub(k, h, a), xx = isub(k, x, b);
+	LLVMValueRef sh = cg_i64(g, w->sh), sw = cg_i64(g, w->sw);
+	LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, hh, z, ""), LLVMBuildICmp(B, LLVMIntSGE, xx, z, ""), "");
+	ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, hh, sh, ""), z, ""), "");
+	ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, xx, sw, ""), z, ""), "");
+	LLVMValueRef ho = LLVMBuildSDiv(B, hh, sh, ""), wo = LLVMBuildSDiv(B, xx, sw, "");
+	ok = LLVMBuildAnd(B, ok, LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLT, ho, cg_i64(g, Ho), ""),
+	                                      LLVMBuildICmp(B, LLVMIntSLT, wo, cg_i64(g, Wo), ""), ""), "");
+	/* outside every window: window (0, 0) is read, and nothing added */
+	ho = LLVMBuildSelect(B, ok, ho, z, "");
+	wo = LLVMBuildSelect(B, ok, wo, z, "");
+	LLVMValueRef win = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, Ho), ""), ho, ""), cg_i64(g, Wo), ""), wo, "");
+	LLVMValueRef gv = cg_load(k, ptrs[max ? 3 : 1], win), part;
+	if (max) {
+		LLVMValueRef yv = cg_load(k, ptrs[2], win);
+		LLVMValueRef top = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, H), ""),
+		                                                                LLVMBuildMul(B, ho, sh, ""), ""), cg_i64(g, W), ""),
+		                                LLVMBuildMul(B, wo, sw, ""), "");
+		Loop t = cg_for(k, nk);
+		Acc c = cg_acc(k, &t, zero);
+		LLVMValueRef ta = LLVMBuildUDiv(B, t.i, kw, ""), tb = LLVMBuildURem(B, t.i, kw, "");
+		LLVMValueRef tv = cg_load(k, ptrs[1], LLVMBuildAdd(B, top, LLVMBuildAdd(B, LLVMBuildMul(B, ta, cg_i64(g, W), ""), tb, ""), ""));
+		LLVMValueRef nc = LLVMBuildFAdd(B, c.phi, LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, tv, yv, ""), cg_real(g, 1), zero, ""), "");
+		cg_acc_next(k, &c, nc);
+		cg_for_end(k, &t, nk);
+		LLVMValueRef ties = cg_acc_result(k, &t, zero, nc);
+		LLVMValueRef mine = LLVMBuildAnd(B, ok, LLVMBuildFCmp(B, LLVMRealOEQ, xv, yv, ""), "");
+		part = LLVMBuildSelect(B, mine, LLVMBuildFDiv(B, gv, ties, ""), zero, "");
+	} else {
+		part = LLVMBuildSelect(B, ok, LLVMBuildFDiv(B, gv, cg_real(g, (double)K2), ""), zero, "");
+	}
+	LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, part, "");
+	cg_acc_next(k, &s, ns);
+	cg_for_end(k, &l, nk);
+	cg_store(k, ptrs[0], idx, cg_acc_result(k, &l, zero, ns));
+}
+
 void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
 {
 	Cg *g = k->g;
@@ -938,6 +1020,12 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 	case OP_EMBED:
 	case OP_EMBED_GRAD:
 		body_embed(k, d, ptrs, idx);
+		return;
+	case OP_MAXPOOL2D:
+	case OP_AVGPOOL2D:
+	case OP_MAXPOOL2D_DX:
+	case OP_AVGPOOL2D_DX:
+		body_pool(k, d, ptrs, idx);
 		return;
 	case OP_DROPOUT: {
 		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53;

@@ -645,8 +645,10 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	return reshape_to(L, n->loc, swap_last(L, n->loc, y), yt);
 }
 
-/* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel): each
- * channel's windows unfolded as rows and reduced */
+/* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel): one op
+ * (maxpool, avgpool); under --reference-kernels, and for a window that does
+ * not fit (whose error the composition's shape rule gives), each channel's
+ * windows unfolded as rows and reduced */
 static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 {
 	Arg a[] = {{"kernel", 0, false, true, 1}, {"stride", 0, false, false, 1}};
@@ -656,14 +658,21 @@ static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 	if (a[0].value > INT32_MAX || a[1].value > INT32_MAX)
 		diag_error(n->loc, "%s's kernel and stride must be below 2^31", n->name);
 	int k = (int)a[0].value, st = a[1].value ? (int)a[1].value : k;
+	Window win = {k, k, st, st, 0, 0, 1, 1};
+	int64_t ho, wo;
+	ops_window_out(&win, xt, &ho, &wo);
+	if (!L->o->reference && ho && wo) {
+		/* one op: no unfolded copy of x, and a max pool's gradient reads x and its result */
+		Op *pool = mk(L, red == OP_MAX ? OP_MAXPOOL2D : OP_AVGPOOL2D, n->loc, 1, &x);
+		pool->attr.win = win;
+		return emit(L, pool);
+	}
 	int planes = reshape_to(L, n->loc, x, ir_type(xt.dt, 4, (int64_t[]){xt.dim[0] * xt.dim[1], 1, xt.dim[2], xt.dim[3]}));
 	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &planes);
-	u->attr.win = (Window){k, k, st, st, 0, 0, 1, 1};
+	u->attr.win = win;
 	int cols = emit(L, u);
 	Op *r = mk(L, red, n->loc, 1, &cols);
 	r->attr.axes = 1u << 2;
-	int64_t ho, wo;
-	ops_window_out(&u->attr.win, xt, &ho, &wo);
 	return reshape_to(L, n->loc, emit(L, r), ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], xt.dim[1], ho, wo}));
 }
 

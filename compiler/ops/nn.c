@@ -162,6 +162,49 @@ void ops_adjoint_conv(Ad *a, Op *op, int g)
 		ad_contrib(a, w, conv_grad(a, op, OP_CONV2D_DW, x, g, ir_vtype(p, w)), op->loc);
 }
 
+/* maxpool / avgpool (x [N, C, H, W]) -> [N, C, Ho, Wo], windows without
+ * padding or dilation; maxpool_dx (x, y, dy) and avgpool_dx (dy) -> to, x's
+ * type */
+const char *ops_shape_pool(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	for (int k = 0; k < op->nin; k++)
+		if ((err = ops_need_real(p, op, k)))
+			return err;
+	bool dx = op->kind == OP_MAXPOOL2D_DX || op->kind == OP_AVGPOOL2D_DX;
+	Type x = op->kind == OP_AVGPOOL2D_DX ? op->to : ir_vtype(p, op->in[0]);
+	const Window *w = &op->attr.win;
+	if (x.rank != 4)
+		return ar_printf("a 2-D pool needs a tensor [N, C, H, W], got %s", ops_ts(x));
+	if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->ph || w->pw || w->dh != 1 || w->dw != 1)
+		return ar_printf("a pool's window needs kernel and stride of at least 1, no padding and no dilation");
+	int64_t ho, wo;
+	ops_window_out(w, x, &ho, &wo);
+	if (!ho || !wo)
+		return ar_printf("a %dx%d pool does not fit in %s", w->kh, w->kw, ops_ts(x));
+	Type y = ir_type(x.dt, 4, (int64_t[]){x.dim[0], x.dim[1], ho, wo});
+	for (int k = op->kind == OP_MAXPOOL2D_DX ? 1 : 0; dx && k < op->nin; k++)
+		if (!ir_type_eq(ir_vtype(p, op->in[k]), y))
+			return ar_printf("%s needs %s for %s, got %s", ir_ops[op->kind].name, ops_ts(y), ops_ts(x),
+			                 ops_ts(ir_vtype(p, op->in[k])));
+	*out = dx ? x : y;
+	return NULL;
+}
+
+/* a max pool's gradient reads x and the result; an average's, the gradient alone */
+void ops_adjoint_pool(Ad *a, Op *op, int g)
+{
+	Program *p = ad_program(a);
+	int x = op->in[0];
+	if (!ad_active(a, x))
+		return;
+	Op *d = op->kind == OP_MAXPOOL2D ? ir_new_op(p, OP_MAXPOOL2D_DX, op->loc, 3, (int[]){x, op->out, g})
+	                                 : ir_new_op(p, OP_AVGPOOL2D_DX, op->loc, 1, &g);
+	d->attr = op->attr;
+	d->to = ir_vtype(p, x);
+	ad_contrib(a, x, ad_emit(a, d), op->loc);
+}
+
 /* layernorm (x, g, b): g and b are [D] for x [..., D]; layernorm_hat (x);
  * layernorm_grad (x, g, dy) */
 const char *ops_shape_layernorm(Program *p, Op *op, Type *out)
@@ -381,6 +424,48 @@ void ops_run_attention(Interp *m, Op *op)
 }
 
 /* conv2d and its gradients, one product of a window at a time */
+/* the pools window by window: a window's max or mean; a gradient scattered
+ * to the elements tied for the max, each an equal share, or evenly */
+void ops_run_pool(Interp *m, Op *op)
+{
+	Program *p = m->p;
+	bool dx = op->kind == OP_MAXPOOL2D_DX || op->kind == OP_AVGPOOL2D_DX;
+	bool max = op->kind == OP_MAXPOOL2D || op->kind == OP_MAXPOOL2D_DX;
+	Type img = dx ? ir_vtype(p, op->out) : ir_vtype(p, op->in[0]);
+	const Window *w = &op->attr.win;
+	int64_t planes = img.dim[0] * img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo, K = (int64_t)w->kh * w->kw;
+	ops_window_out(w, img, &Ho, &Wo);
+	double *o = ops_real(m, op->out), *x = max || !dx ? ops_real(m, op->in[0]) : NULL;
+	double *y = op->kind == OP_MAXPOOL2D_DX ? ops_real(m, op->in[1]) : NULL;
+	double *dy = dx ? ops_real(m, op->in[max ? 2 : 0]) : NULL;
+	if (dx)
+		memset(o, 0, sizeof(double) * (size_t)ir_numel(img));
+	for (int64_t c = 0; c < planes; c++)
+		for (int64_t i = 0; i < Ho; i++)
+			for (int64_t j = 0; j < Wo; j++) {
+				int64_t at = (c * Ho + i) * Wo + j, top = (c * H + i * w->sh) * W + j * w->sw;
+				double r = max ? -INFINITY : 0, ties = 0;
+				for (int a = 0; a < w->kh; a++)
+					for (int b = 0; b < w->kw; b++) {
+						double v = x ? x[top + a * W + b] : 0;
+						if (!dx)
+							r = max ? (v > r ? v : r) : r + v;
+						else if (max)
+							ties += v == y[at];
+					}
+				if (!dx) {
+					o[at] = max ? r : r / (double)K;
+					continue;
+				}
+				for (int a = 0; a < w->kh; a++)
+					for (int b = 0; b < w->kw; b++)
+						if (!max)
+							o[top + a * W + b] += dy[at] / (double)K;
+						else if (x[top + a * W + b] == y[at])
+							o[top + a * W + b] += dy[at] / ties;
+			}
+}
+
 void ops_run_conv(Interp *m, Op *op)
 {
 	Program *p = m->p;

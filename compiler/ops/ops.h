@@ -37,6 +37,7 @@ const char *ops_shape_softmax_grad(Program *p, Op *op, Type *out);
 const char *ops_shape_embed(Program *p, Op *op, Type *out);
 const char *ops_shape_attention(Program *p, Op *op, Type *out);
 const char *ops_shape_conv(Program *p, Op *op, Type *out);
+const char *ops_shape_pool(Program *p, Op *op, Type *out);
 const char *ops_shape_layernorm(Program *p, Op *op, Type *out);
 const char *ops_shape_dropout(Program *p, Op *op, Type *out);
 const char *ops_shape_mse(Program *p, Op *op, Type *out);
@@ -64,6 +65,7 @@ void ops_adjoint_softmax(Ad *a, Op *op, int g);
 void ops_adjoint_embed(Ad *a, Op *op, int g);
 void ops_adjoint_attention(Ad *a, Op *op, int g);
 void ops_adjoint_conv(Ad *a, Op *op, int g);
+void ops_adjoint_pool(Ad *a, Op *op, int g);
 void ops_adjoint_layernorm(Ad *a, Op *op, int g);
 void ops_adjoint_dropout(Ad *a, Op *op, int g);
 void ops_adjoint_mse(Ad *a, Op *op, int g);
@@ -92,6 +94,7 @@ void ops_reduce_to(Interp *m, int x, Type keep, double *out, OpKind k); /* sum, 
 #define RULE(s) void ops_run_##s(Interp *m, Op *op);
 RULE(leaf) RULE(slice) RULE(reshape) RULE(transpose) RULE(broadcast) RULE(copy) RULE(window) RULE(concat) RULE(unfold)
 RULE(cast) RULE(argmax) RULE(bits) RULE(ew) RULE(matmul) RULE(reduce) RULE(softmax) RULE(softmax_grad) RULE(embed) RULE(attention) RULE(conv)
+RULE(pool)
 RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE(loop)
 #undef RULE
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The fast paths against the reference kernels (issue 25). conv2d is one op
+# The fast paths against the reference kernels (issue 25). The pools are one op
+# each (issue 26), the reference an unfold and a max or mean per window. conv2d is one op
 # whose gradients read its input and weight, run by oneDNN (f32) or the
 # runtime's own unfold-per-image + GEMM path; attention on the CPU is tiles
 # of GEMMs with an online softmax. --reference-kernels keeps conv2d as
@@ -32,7 +33,7 @@ pair() {
 }
 
 for p in conv2d:tests/ops/conv2d.dp attention:tests/ops/attention.dp attention_tiles:tests/ops/attention_tiles.dp \
-	resnet:samples/resnet.dp dranet:samples/dranet.dp gpt:samples/gpt.dp; do
+	pool:tests/ops/pool.dp inception:samples/inception.dp resnet:samples/resnet.dp dranet:samples/dranet.dp gpt:samples/gpt.dp; do
 	name=${p%%:*} dp=${p#*:}
 	if pair "$name" "$dp"; then
 		ok "reference/$name: library and tiled paths within $tol of the reference kernels ($(tail -1 "$o/$name.log"))"
