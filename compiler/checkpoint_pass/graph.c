@@ -455,8 +455,8 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 }
 
 /* Every candidate, by the model: a choice the planner finds over the
- * budget tightens the model's budget by the excess and searches again, a
- * few times; without a fit and with `least`, the least peak the search
+ * budget tightens the model's budget below that choice's model peak by the
+ * excess (doubling each round) and searches again, up to 8 times; without a fit and with `least`, the least peak the search
  * reaches, if the planner agrees it is less (for the plan's error). The choice in keep[] (not applied); its
  * planned bytes; the search and its bound in *out. */
 static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), bool *keep, SelResult *out,
@@ -480,7 +480,9 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 		}
 		if (bytes <= budget || !r.fits)
 			break;
-		want -= bytes - budget;
+		/* below the rejected choice's own model peak, by the excess, doubling each round: the model must
+		 * choose differently, and a small excess that packing adds cannot stall the rounds */
+		want = (r.peak < want ? r.peak : want) - ((bytes - budget) << round);
 	}
 	if (!res.fits && least) {
 		int64_t floor, flops;
