@@ -555,11 +555,13 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 	stream_plan(p);
 	if (o->device_mem && p->arena_bytes > o->device_mem)
 		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, optimizer state %s, "
-		      "inputs %s, tape %s, snapshots %s, streaming slots %s, work %s), more than --device-mem %s (%lld bytes)",
+		      "inputs %s, tape %s, snapshots %s, streaming slots %s, work %s), more than --device-mem %s (%lld bytes)%s",
 		      stream_bytes_str(p->arena_bytes), (long long)p->arena_bytes, stream_bytes_str(p->plan_params),
 		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_opt), stream_bytes_str(p->plan_inputs),
 		      stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_slots),
-		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem), (long long)o->device_mem);
+		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem), (long long)o->device_mem,
+		      p->graph_search && !p->graph_least ? "; that is the least plan the checkpoint selection found at this budget "
+		                                           "(--checkpoint min-memory searches for the least)" : "");
 	if (o->host_mem && p->host_bytes > o->host_mem)
 		fatal("the streamed parameters, their optimizer state and the snapshots in host memory need %s (%lld bytes) "
 		      "of pinned host memory, more than --host-mem %s (%lld bytes)", stream_bytes_str(p->host_bytes), (long long)p->host_bytes,

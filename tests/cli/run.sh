@@ -41,6 +41,9 @@ expect cli/budget-refuses-adam 1 "optimizer state 1.0 MiB, .* more than --device
 # a graph of more candidates than the exact search's work limit allows: -v says it fell back, and the bound
 expect cli/greedy-search-noted 0 "straight-line search: greedy over [0-9]* candidates (the exact search passed its work limit" \
 	"$DPC" --target cpu -v -D B=8 -D S=32 --device-mem 8M --stream none --emit=schedule samples/densenet.dp
+# a budget below every plan the selection finds: the error names the least it found, and min-memory
+expect cli/budget-below-least 1 "more than --device-mem 3.0 MiB (3145728 bytes); that is the least plan the checkpoint selection found.*min-memory" \
+	"$DPC" --target cpu -D B=8 -D S=32 --device-mem 3M --stream none -o /dev/null samples/densenet.dp
 expect cli/bad-checkpoint 2 "none, binomial, auto or min-memory" "$DPC" --checkpoint revolve samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/snapshots-without-checkpoint 2 "--snapshots needs --checkpoint binomial or auto" "$DPC" --snapshots 4 samples/resmlp.dp
