@@ -2,7 +2,7 @@
 """graphs.py NET [B] [S] > NET.dp: the networks of Feng & Huang's table
 (CVPR 2021) written in dpc's language, straight-line (every layer its own
 weights, as the graphs they search): resnet152, densenet121, densenet201,
-inception_v3 (at 299x299).
+inception_v3 (at 299x299); resnet50 and resnet101 for bench/graphs.sh scale.
 Batch norm is groupnorm with 32 groups (no batch statistics); the head is
 global average pooling and a linear layer to 1000 classes."""
 import math
@@ -153,6 +153,8 @@ def inception_v3():
 
 
 NETS = {
+    "resnet50": (lambda: resnet((3, 4, 6, 3)), "ResNet-50"),
+    "resnet101": (lambda: resnet((3, 4, 23, 3)), "ResNet-101"),
     "resnet152": (lambda: resnet((3, 8, 36, 3)), "ResNet-152"),
     "densenet121": (lambda: densenet((6, 12, 24, 16)), "DenseNet-121"),
     "densenet201": (lambda: densenet((6, 12, 48, 32)), "DenseNet-201"),

@@ -12,6 +12,9 @@
 #   the trade-off: the fraction recomputed at 90%, 75%, 50% and 25% of the
 #   peak ("-" where that is below the least budget);
 #   the time and memory that min-memory's compile takes.
+#   bash bench/graphs.sh scale: compile time and memory against the size of
+#   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16), each at
+#   half its peak.
 # NET: resnet152 (batch 16), densenet121 (batch 32), densenet201 (batch 16),
 # each at 224x224, and inception_v3 (batch 32, 299x299); default all four.
 #
@@ -70,6 +73,24 @@ field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eva
 # plan FILE BUDGET: exit 0 when it plans; the schedule in $out/s.json
 plan() { "$DPC" --target cpu "$1" --device-mem "$2" --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; }
 frac() { field "$out/s.json" "'%.3f' % d['recomputed_fraction']"; }
+
+if [ "${1:-}" = scale ]; then
+	# compile time and memory against the graph's size: ResNet-50, -101 and -152 at batch 16, 224x224,
+	# each planned at half its store-everything peak
+	printf '%-10s %9s %11s %10s %8s %8s\n' network fwd_ops candidates rec@50 compile_s rss_MB
+	for net in resnet50 resnet101 resnet152 densenet121 densenet201; do
+		f="$out/$net.dp"
+		python3 bench/graphs.py "$net" 16 224 >"$f"
+		"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+		ops=$("$DPC" --target cpu "$f" --emit=ir | grep -c ' = ')
+		t=$( { /usr/bin/time -f '%e %M' "$DPC" --target cpu "$f" --device-mem $((full / 2)) --stream none --emit=schedule \
+			-o /dev/null --schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
+		printf '%-10s %9s %11s %10s %8s %8.0f\n' "$net" "$ops" "$(field "$out/s.json" "d['straight_line']['candidates']")" \
+			"$(frac)" "${t% *}" "$(python3 -c "print(${t#* } / 1024)")"
+	done
+	exit 0
+fi
 
 printf '%-12s %5s %10s %10s %10s %6s %6s %8s %9s %7s %7s %7s %7s %8s %8s\n' network batch peak_MB act_MB least_MB cut theirs rec@least \
 	rec@theirs rec@90 rec@75 rec@50 rec@25 compile_s rss_MB
