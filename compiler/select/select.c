@@ -52,9 +52,12 @@ SelProblem *sel_new(int n, int npos)
 
 typedef struct {
 	const SelProblem *P;
-	int *r, *last;  /* per value: where it is computed again (INT_MAX: not), its last use there */
-	int64_t *diff;  /* per position + 1 */
-	int64_t *prof;  /* per position: the memory, base included */
+	int *live, nlive; /* the values that are not fixed, in order: the only ones an evaluation visits */
+	int *r, *last;    /* per value: where it is computed again (INT_MAX: not), its last use there */
+	int64_t *diff;    /* per position + 1 */
+	int64_t *prof;    /* per position: the memory, base included */
+	int64_t budget;   /* what excess is measured over */
+	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
 	int64_t evals;
 } Work;
 
@@ -65,11 +68,18 @@ static void work_init(Work *w, const SelProblem *P)
 	w->last = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->diff = malloc(sizeof(int64_t) * (size_t)(P->npos + 2));
 	w->prof = malloc(sizeof(int64_t) * (size_t)(P->npos + 1));
+	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
+	w->nlive = 0;
+	for (int v = 0; v < P->n; v++)
+		if (P->kind[v] != SEL_FIXED)
+			w->live[w->nlive++] = v;
+	w->budget = INT64_MAX;
 	w->evals = 0;
 }
 
 static void work_free(Work *w)
 {
+	free(w->live);
 	free(w->r);
 	free(w->last);
 	free(w->diff);
@@ -90,17 +100,19 @@ static int max3(int a, int b, int c)
 	return m > c ? m : c;
 }
 
-/* the peak of keep[]; its FLOPs in *flops; the memory per position in w->prof */
+/* the peak of keep[]; its FLOPs in *flops; the memory per position in
+ * w->prof, and its excess over w->budget in w->excess */
 static int64_t eval(Work *w, const bool *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	int *r = w->r, *last = w->last;
 	w->evals++;
-	for (int v = 0; v < P->n; v++)
-		r[v] = INT_MAX, last[v] = -1;
+	for (int i = 0; i < w->nlive; i++)
+		r[w->live[i]] = INT_MAX, last[w->live[i]] = -1;
 	int64_t f = 0;
-	for (int v = P->n - 1; v >= 0; v--) {
-		if (P->kind[v] == SEL_FIXED || keep[v])
+	for (int i = w->nlive - 1; i >= 0; i--) {
+		int v = w->live[i];
+		if (keep[v])
 			continue;
 		if (P->kind[v] == SEL_CAND) {
 			r[v] = r[v] < P->adj_first[v] ? r[v] : P->adj_first[v];
@@ -119,9 +131,8 @@ static int64_t eval(Work *w, const bool *keep, int64_t *flops)
 		}
 	}
 	memset(w->diff, 0, sizeof(int64_t) * (size_t)(P->npos + 1));
-	for (int v = 0; v < P->n; v++) {
-		if (P->kind[v] == SEL_FIXED)
-			continue;
+	for (int i = 0; i < w->nlive; i++) {
+		int v = w->live[i];
 		if (keep[v]) {
 			add(w->diff, P->def[v], max3(P->fwd_last[v], P->adj_last[v], last[v]), P->bytes[v]);
 			continue;
@@ -130,12 +141,14 @@ static int64_t eval(Work *w, const bool *keep, int64_t *flops)
 		if (r[v] != INT_MAX)
 			add(w->diff, r[v], last[v], P->bytes[v]);
 	}
-	int64_t run = 0, peak = 0;
+	int64_t run = 0, peak = 0, ex = 0, budget = w->budget;
 	for (int t = 0; t < P->npos; t++) {
 		run += w->diff[t];
-		w->prof[t] = P->base[t] + run;
-		peak = w->prof[t] > peak ? w->prof[t] : peak;
+		int64_t m = w->prof[t] = P->base[t] + run;
+		peak = m > peak ? m : peak;
+		ex += m > budget ? m - budget : 0;
 	}
+	w->excess = ex;
 	*flops = f;
 	return peak;
 }
@@ -326,15 +339,6 @@ static int64_t lower_bound(const SelProblem *P, const Cands *c, const int64_t *n
 
 /* ---- greedy search ---- */
 
-static int64_t excess(const SelProblem *P, const int64_t *prof, int64_t budget)
-{
-	int64_t e = 0;
-	for (int t = 0; t < P->npos; t++)
-		if (prof[t] > budget)
-			e += prof[t] - budget;
-	return e;
-}
-
 typedef struct {
 	bool fits;
 	int64_t peak, flops;
@@ -385,7 +389,8 @@ static int frontier(const SelProblem *P, int v, int *out, bool *seen)
 static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
 {
 	const SelProblem *P = w->P;
-	int64_t f, peak = eval(w, keep, &f), ex = excess(P, w->prof, budget);
+	w->budget = budget;
+	int64_t f, peak = eval(w, keep, &f), ex = w->excess;
 	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
 	bool *with = malloc((size_t)c->nc + 1); /* the better move keeps the frontier */
@@ -408,7 +413,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
 			keep[v] = false;
 			int64_t f2;
 			eval(w, keep, &f2);
-			score[top] = (double)(ex - excess(P, w->prof, budget)) / (double)(f2 - f + 1);
+			score[top] = (double)(ex - w->excess) / (double)(f2 - f + 1);
 			with[top] = false;
 			bool *was = malloc((size_t)nf + 1);
 			int added = 0;
@@ -416,7 +421,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
 				was[k] = keep[front[k]], added += !keep[front[k]], keep[front[k]] = true;
 			if (added) {
 				eval(w, keep, &f2);
-				double s2 = (double)(ex - excess(P, w->prof, budget)) / (double)(f2 - f + 1);
+				double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
 				if (s2 > score[top])
 					score[top] = s2, with[top] = true;
 			}
@@ -441,7 +446,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
 			keep[front[k]] = true;
 		now++;
 		peak = eval(w, keep, &f);
-		ex = excess(P, w->prof, budget);
+		ex = w->excess;
 	}
 	free(score);
 	free(round);
@@ -458,10 +463,10 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
  * saves the most FLOPs per byte it adds to the peak, while the peak fits. */
 static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 {
-	const SelProblem *P = w->P;
 	for (int i = 0; i < c->nc; i++)
 		keep[c->c[i]] = false;
-	int64_t f, peak = eval(w, keep, &f), ex = excess(P, w->prof, budget);
+	w->budget = budget;
+	int64_t f, peak = eval(w, keep, &f), ex = w->excess;
 	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
 	for (int i = 0; i < c->nc; i++)
@@ -489,7 +494,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 			int64_t f2, p2 = eval(w, keep, &f2);
 			keep[v] = false;
 			if (over)
-				score[top] = (double)(ex - excess(P, w->prof, budget));
+				score[top] = (double)(ex - w->excess);
 			else /* no gain, or over the budget: out until something else is kept */
 				score[top] = p2 > budget || f2 >= f ? 0 : (double)(f - f2) / (double)((p2 > peak ? p2 - peak : 0) + 1);
 			round[top] = now;
@@ -499,7 +504,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 		now++;
 		refreshed = false;
 		peak = eval(w, keep, &f);
-		ex = excess(P, w->prof, budget);
+		ex = w->excess;
 		bool was = over;
 		over = peak > budget;
 		/* at the change of phase every score is stale; within one, a value out stays out (keeping more
