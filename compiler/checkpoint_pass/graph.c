@@ -2,12 +2,13 @@
  * value the adjoint reads stays live from the forward sweep until its last
  * adjoint use. Under --checkpoint auto, when the budget cannot hold the plan,
  * some of those values are dropped instead: the adjoint computes them again,
- * from the values kept (and parameters and inputs), just before its first
- * op that reads them. The rewrite only touches the top level: values that an
- * adjoint loop's bodies read stay kept. The set dropped is the one that fits
- * the budget with the fewest recomputed FLOPs among every subset of the
- * GRAPH_EXHAUSTIVE largest candidates (the rest stay kept;
- * tests/unit/graph.c compares it with every subset of all of them). */
+ * once, from whatever is kept (a forward temporary may be kept for that),
+ * just before its first op that needs them. The rewrite only touches the
+ * top level: values that an adjoint loop's bodies read stay kept. With up
+ * to GRAPH_EXHAUSTIVE candidates every subset is planned (tests/unit/graph.c
+ * compares it with every subset); with more, the choice is select.h's, on a
+ * cost model built here and calibrated against the planner, each choice
+ * checked by the planner. --checkpoint min-memory asks for the least peak. */
 #include <stdlib.h>
 #include <string.h>
 
