@@ -464,6 +464,15 @@ print("%s: %s %.3f" % (sys.argv[5], line["search"], plan["recomputed_fraction"])
 PY
 		[ -s "$b.out" ] && searched="$searched $(cat "$b.out")"
 	done
+	# f64 at the lower budget (a share of its own store-everything peak): gradients bitwise too
+	if [ $n_ok = 1 ]; then
+		"$DPC" --target cpu --precision f64 --schedule-json "$nd.f64.json" "${size[@]}" samples/$s.dp -o "$nd.f64" >>"$nl" 2>&1 &&
+			"$nd.f64" --steps 2 --quiet --dump-grads "$nd.f64.g" >>"$nl" 2>&1 &&
+			under_budget "$nd.f64.$low" "$nd.f64.g" "$nl" $(($(json "$nd.f64.json" peak_device_bytes total) * low / 100)) \
+				--precision f64 "${size[@]}" samples/$s.dp &&
+			python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['recomputed_flops'] > 0" "$nd.f64.$low.json" 2>>"$nl" &&
+			searched="$searched; f64 at $low%: bitwise" || n_ok=0
+	fi
 	# --checkpoint min-memory: at or below the lower budget's plan, gradients bitwise, peak as planned
 	b="$nd.least"
 	[ $n_ok = 1 ] && "$DPC" --target cpu --checkpoint min-memory --schedule-json "$b.json" "${size[@]}" samples/$s.dp -o "$b" >>"$nl" 2>&1 &&
