@@ -31,15 +31,21 @@ static Program *lower(FeAst *ast, const DriverOptions *o, bool verbose)
 }
 
 /* a scratch copy through the checkpoint pass in that mode, loops taped in rows or not */
-static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool rows)
+/* a scratch copy through the checkpoint pass with these options */
+static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 {
 	Program *q = lower(ast, o, false);
 	q->optimizer = o->optimizer;
-	AdOptions ad = {mode != CKPT_NONE, rows};
+	AdOptions ad = {ck->mode != CKPT_NONE, ck->rows};
+	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
+}
+
+static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool rows)
+{
 	CkptOptions ck = o->ckpt;
 	ck.mode = mode;
 	ck.rows = rows;
-	return ckpt_pass(ir_dce(ad_transform(q, &ad)), &ck);
+	return scratch_with(ast, o, &ck);
 }
 
 /* --checkpoint auto: does the budget hold the store-everything program,
@@ -66,15 +72,6 @@ static bool rows_fit(FeAst *ast, const DriverOptions *o)
 	else if (!fits && m != STREAM_NONE && !r_fits)
 		fits = stream_min_plan(q) <= budget;
 	return fits && (!r_fits || ckpt_recomputed_flops(q) <= ckpt_recomputed_flops(r));
-}
-
-/* a scratch copy through the checkpoint pass with these options */
-static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
-{
-	Program *q = lower(ast, o, false);
-	q->optimizer = o->optimizer;
-	AdOptions ad = {true, ck->rows};
-	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
 }
 
 static bool graph_has_candidates(Program *p)
@@ -120,9 +117,8 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 /* -v: how the straight-line search chose, and when it fell back to greedy, why */
 static void graph_note(Program *p)
 {
-	static const char *how[] = {"", "every subset planned", "exact", "greedy"};
 	fprintf(stderr, "dpc: straight-line search%s: %s over %d candidates", p->graph_least ? " for the least peak" : "",
-	        how[p->graph_search], p->graph_candidates);
+	        ckpt_graph_search(p), p->graph_candidates);
 	if (p->graph_search == 3)
 		fprintf(stderr, " (the exact search passed its work limit of %lld values and positions visited); no fit "
 		        "recomputes fewer than %lld FLOPs", (long long)SEL_WORK, (long long)p->graph_bound);

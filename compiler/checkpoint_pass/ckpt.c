@@ -574,6 +574,8 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 
 Program *ckpt_pass(Program *p, const CkptOptions *o)
 {
+	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
+	bool fitted = o->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
 	switch (o->mode) {
 	case CKPT_NONE:
 		return p;
@@ -584,23 +586,23 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 			if (op->kind == OP_LOOP && op->primal)
 				p->body.ops[i] = revolve(p, op, o);
 		}
-		if (o->device_mem && !o->least)
+		if (fitted)
 			place_snapshots(p, o);
-		if (o->mode == CKPT_AUTO && o->device_mem && !o->least && o->line_share > 0 && o->line_share < 1) {
+		if (autofit && o->line_share > 0 && o->line_share < 1) {
 			/* the straight line first, in its share, the loops in their least shape; then the loops */
 			set_shape(p, 0, 1);
 			ckpt_graph_fit(p, (int64_t)((double)o->device_mem * o->line_share), budget_plan(p, o), 12);
 			place_snapshots(p, o);
 		}
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
-		if (o->mode == CKPT_AUTO && o->device_mem && !o->least && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
+		if (autofit && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);
 		if (o->least)
 			ckpt_graph_least(p, budget_plan(p, o));
-		/* without a budget: masks in bits cost nothing, and nothing is dropped */
-		if (o->mode == CKPT_AUTO && (!o->device_mem || o->least) && !o->full_rows)
+		/* unfitted: masks in bits cost nothing, and rows are least */
+		if (o->mode == CKPT_AUTO && !fitted && !o->full_rows)
 			ckpt_rows_apply(p, NULL, 0, true);
-		for (int i = p->nforward; i < p->body.len && (!o->device_mem || o->least); i++)
+		for (int i = p->nforward; i < p->body.len && !fitted; i++)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
 				least_rows(p, p->body.ops[i], o);
 		if (o->mode == CKPT_AUTO)

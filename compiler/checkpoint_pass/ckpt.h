@@ -67,6 +67,8 @@ int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Prog
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
 /* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));
+/* the search the fit ran (Program.graph_search): "exact", "greedy", ... */
+const char *ckpt_graph_search(const Program *p);
 /* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */
 void ckpt_graph_print(FILE *f, Program *p, bool json);
 /* an op the adjoint may run again: a result from its operands alone */

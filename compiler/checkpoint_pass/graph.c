@@ -258,6 +258,16 @@ int ckpt_graph_largest(Program *p, int *out, int most)
 	return n;
 }
 
+/* at most `most` (and GRAPH_EXHAUSTIVE) candidates planned in every subset: 2^most plans of the whole
+ * program, about 2^25 values in all at most */
+static int exhaustive_most(Program *p, int most)
+{
+	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
+	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
+		most--;
+	return most;
+}
+
 /* Every subset of the `most` largest candidates, each planned: exact by
  * the planner's own bytes, for programs of a few candidates. */
 static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *), int most)
@@ -291,7 +301,6 @@ typedef struct {
 	SelProblem *P;
 	int *of;   /* per program value: its problem value (views: their root's), or -1 */
 	int *val;  /* per problem value: the program value */
-	int64_t calib; /* the planner's bytes beyond the model's at store-everything: fixed regions, loops' insides, packing */
 	int64_t work;  /* the exact search's limit: SEL_WORK, 0 once it ran out on this model */
 } Model;
 
@@ -447,10 +456,10 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	bool *keep = ar_alloc((size_t)P->n + 1);
 	for (int u = 0; u < P->n; u++)
 		keep[u] = P->kind[u] == SEL_CAND;
-	int64_t f, model0 = sel_eval(P, keep, &f, NULL), real0 = plan(g->p);
-	m.calib = real0 - model0;
+	/* the planner's bytes beyond the model's at store-everything: fixed regions, loops' insides, packing */
+	int64_t f, calib = plan(g->p) - sel_eval(P, keep, &f, NULL);
 	for (int t = 0; t < P->npos; t++)
-		P->base[t] += m.calib;
+		P->base[t] += calib;
 	m.work = SEL_WORK;
 	return m;
 }
@@ -522,9 +531,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
 	if (!nall)
 		return 0;
-	int most = GRAPH_EXHAUSTIVE;
-	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
-		most--;
+	int most = exhaustive_most(p, GRAPH_EXHAUSTIVE);
 	int64_t flops;
 	if (nall <= most) {
 		/* every subset planned: none fits a budget of 0, so the least plan, at its fewest FLOPs */
@@ -576,38 +583,26 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 	return flops;
 }
 
-/* the fit, applied; NULL when nothing was */
-static Graph *fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
+int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
 {
 	if (plan(p) <= budget)
-		return NULL;
-	Graph *g = ar_alloc(sizeof *g);
-	init(g, p);
+		return 0;
+	Graph g = {0};
+	init(&g, p);
 	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
 	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
 	if (!nall)
-		return NULL;
-	/* each subset is a plan of the whole program: 2^most plans of about 2^25 values at most */
+		return 0;
 	bool asked = most < GRAPH_EXHAUSTIVE;
-	most = most < GRAPH_EXHAUSTIVE ? most : GRAPH_EXHAUSTIVE;
-	while (most > 1 && ((int64_t)p->values.len << most) > ((int64_t)1 << 25))
-		most--;
+	most = exhaustive_most(p, most);
 	if (!asked && nall > most) {
-		Model m = calibrated(g, all, nall, plan);
+		Model m = calibrated(&g, all, nall, plan);
 		bool *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
-		fit_model(g, &m, budget, plan, keep, &res, true);
-		apply_model(g, &m, keep, res, nall);
-		return g;
+		fit_model(&g, &m, budget, plan, keep, &res, true);
+		return apply_model(&g, &m, keep, res, nall);
 	}
-	fit_planned(g, budget, plan, most);
-	return g;
-}
-
-int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most)
-{
-	Graph *g = fit(p, budget, plan, most);
-	return g ? g->flops : 0;
+	return fit_planned(&g, budget, plan, most);
 }
 
 /* a forward op whose result the adjoint keeps (views and leaves cost nothing) */
@@ -618,7 +613,11 @@ static bool kept(Graph *g, Op *op)
 	       !(ir_ops[op->kind].flags & OPF_LEAF);
 }
 
-static const char *search_name[] = {"none", "every subset planned", "exact", "greedy"};
+const char *ckpt_graph_search(const Program *p)
+{
+	static const char *name[] = {"none", "every subset planned", "exact", "greedy"};
+	return name[p->graph_search];
+}
 
 /* the names of the forward values the adjoint keeps (rec false) or of the
  * ops it computes again, as a list; their count, and bytes or FLOPs */
@@ -657,7 +656,7 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		fprintf(f, "]");
 		if (p->graph_search)
 			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld",
-			        search_name[p->graph_search], p->graph_least ? "true" : "false", p->graph_candidates,
+			        ckpt_graph_search(p), p->graph_least ? "true" : "false", p->graph_candidates,
 			        (long long)p->graph_bound);
 		fprintf(f, "},\n");
 		return;
@@ -672,7 +671,7 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 	if (!p->graph_search)
 		return;
 	fprintf(f, "straight-line search%s: %s over %d candidates", p->graph_least ? " for the least peak" : "",
-	        search_name[p->graph_search], p->graph_candidates);
+	        ckpt_graph_search(p), p->graph_candidates);
 	if (p->graph_search == 3 && p->graph_bound < INT64_MAX)
 		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);

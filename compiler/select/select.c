@@ -191,23 +191,22 @@ static int by_flops(const void *a, const void *b)
 	return fx < fy ? 1 : fx > fy ? -1 : x - y;
 }
 
-static Cands candidates(const SelProblem *P, bool *keep)
-{
-	Cands c = {malloc(sizeof(int) * (size_t)(P->n + 1)), 0};
-	for (int v = 0; v < P->n; v++) {
-		keep[v] = P->kind[v] == SEL_CAND && !is_free(P, v);
-		if ((P->kind[v] == SEL_CAND && keep[v]) || P->kind[v] == SEL_TEMP)
-			c.c[c.nc++] = v;
-	}
-	sort_problem = P;
-	qsort(c.c, (size_t)c.nc, sizeof(int), by_flops);
-	return c;
-}
-
 static void store_everything(const SelProblem *P, bool *keep)
 {
 	for (int v = 0; v < P->n; v++)
 		keep[v] = P->kind[v] == SEL_CAND && !is_free(P, v);
+}
+
+static Cands candidates(const SelProblem *P, bool *keep)
+{
+	Cands c = {malloc(sizeof(int) * (size_t)(P->n + 1)), 0};
+	store_everything(P, keep);
+	for (int v = 0; v < P->n; v++)
+		if ((P->kind[v] == SEL_CAND && keep[v]) || P->kind[v] == SEL_TEMP)
+			c.c[c.nc++] = v;
+	sort_problem = P;
+	qsort(c.c, (size_t)c.nc, sizeof(int), by_flops);
+	return c;
 }
 
 /* positions where dropping candidate v frees its bytes: after its last
@@ -607,7 +606,6 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep)
 			res.method = SEL_GREEDY;
 	}
 done:
-	res.evals = w.evals;
 	free(need);
 	free(c.c);
 	work_free(&w);

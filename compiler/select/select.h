@@ -51,7 +51,6 @@ typedef struct {
 	int64_t flops;   /* its recomputed FLOPs */
 	int64_t bound;   /* no choice that fits recomputes fewer FLOPs (INT64_MAX: none fits) */
 	SelMethod method;
-	int64_t evals;   /* choices evaluated */
 } SelResult;
 
 /* The work limit of the exact search, in the values and positions it visits; beyond it, greedy. */
