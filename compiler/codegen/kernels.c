@@ -542,8 +542,8 @@ LLVMValueRef cg_combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max)
 }
 
 /* A block's shared array of type at, one per name: created by the first
- * kernel that asks. Names carry the compute type, since a module may hold
- * f32 and f64 kernels. */
+ * kernel that asks. Names carry the compute type and, where it varies, the
+ * size, since a module may hold f32 and f64 kernels of several shapes. */
 LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 {
 	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
@@ -552,6 +552,9 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 		LLVMSetInitializer(s, LLVMGetUndef(at));
 		LLVMSetLinkage(s, LLVMInternalLinkage);
 		LLVMSetAlignment(s, 16);
+	} else if (LLVMGlobalGetValueType(s) != at) {
+		/* a second size under one name would read past the first's end */
+		die("shared array %s asked for with two types", name);
 	}
 	return s;
 }

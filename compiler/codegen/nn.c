@@ -1,6 +1,7 @@
 /* cg, nn: embed, attention, layernorm, dropout, the losses, and their
  * gradients. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -705,7 +706,11 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	m->t = LLVMBuildAnd(B, l32, i64c(m, 3), "");
 	/* two tiles of shared rows, then two floats per row of statistics */
 	int64_t words = (2 * tile + 2 * MMA_TILE * 2) / 2;
-	LLVMValueRef s = cg_shared_array(g, "dp_tile_mma", LLVMArrayType(g->i32, (unsigned)words));
+	/* named by its size: a module's kernels share one global per name, and
+	 * heads of another width need another size */
+	char name[48];
+	snprintf(name, sizeof name, "dp_tile_mma_%lld", (long long)words);
+	LLVMValueRef s = cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
 	m->smem = LLVMBuildAddrSpaceCast(B, LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, 3), ""), g->i32p, "");
 	/* the statistics after the two tiles (2 tile halves = tile words) */
 	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, 0), "");
@@ -881,17 +886,33 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 }
 
 /* mean over the rows (those whose label is not ignored) of lse - the
- * label's logit: the lanes share the rows */
+ * label's logit. On the GPU each warp takes a row at a time, its 32 lanes
+ * sharing the row's columns (coalesced reads, shuffles only); the warps'
+ * sums then meet in one block reduction, lane 0 of each warp adding its
+ * warp's. (A row per lane read the logits 50,257 floats apart across a
+ * warp.) Still one block: GPT-2's loss takes 516 ms of its 1.2 s step on
+ * an H100, its eight warps waiting on memory; rows spread over the grid
+ * are the fix (bench/RESULTS.md). */
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
 	Cg *g = k->g;
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = cg_rows(d->in[0]);
 	LLVMValueRef nr = cg_i64(g, R), zero = cg_real(g, 0);
-	Loop l = cg_for_lanes(k, nr);
+	int lanes = k->lanes;
+	LLVMValueRef lane = k->lane;
+	bool warps = g->cuda && lanes >= 64;
+	Loop l;
+	if (warps) {
+		k->lanes = 32;
+		k->lane = LLVMBuildAnd(k->b, lane, cg_i64(g, 31), "");
+		l = cg_for_from(k, LLVMBuildLShr(k->b, lane, cg_i64(g, 5), ""), lanes / 32, nr);
+	} else {
+		l = cg_for_lanes(k, nr);
+	}
 	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
 	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), ""), valid;
 	LLVMValueRef lab = row_label(k, d, ptrs[2], l.i, &valid);
-	LLVMValueRef mx, lse = cg_row_lse(k, ptrs[1], base, C, false, &mx);
+	LLVMValueRef mx, lse = cg_row_lse(k, ptrs[1], base, C, warps, &mx);
 	LLVMValueRef pick = cg_load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildSelect(k->b, valid, LLVMBuildFSub(k->b, lse, pick, ""), zero, ""), "");
 	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");
@@ -900,6 +921,14 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 	cg_for_end(k, &l, nr);
 	/* both phis first: all_reduce starts new blocks */
 	LLVMValueRef total = cg_acc_result(k, &l, zero, ns), count = cg_acc_result(k, &l, zero, nc);
+	if (warps) {
+		/* every lane of a warp holds its warp's sums: lane 0's count */
+		LLVMValueRef first = LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), "");
+		total = LLVMBuildSelect(k->b, first, total, zero, "");
+		count = LLVMBuildSelect(k->b, first, count, zero, "");
+		k->lanes = lanes;
+		k->lane = lane;
+	}
 	total = cg_all_reduce(k, total, false);
 	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)R);
 	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));

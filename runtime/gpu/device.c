@@ -412,10 +412,14 @@ typedef struct {
 	cudnnConvolutionDescriptor_t conv;
 	int algo;
 	size_t ws;
+	bool extra; /* its workspace is conv_extra, not the planned one */
 } Conv;
 
 static Conv *convs;
 static int nconvs;
+/* the largest workspace cuDNN needed beyond a planned one (none: 0) */
+static uint64_t conv_extra;
+static size_t conv_extra_bytes;
 
 static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_bytes)
 {
@@ -468,11 +472,32 @@ static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_byt
 	for (int i = 0; i < n && best < 0; i++)
 		if (ok[i] && mem[i] <= (size_t)ws_bytes)
 			best = i;
-	if (best < 0)
-		rt_fail(1, "cuDNN has no deterministic algorithm for a convolution [%lld, %lld, %lld, %lld] * [%lld, %lld, %lld, %lld] "
-		        "within the planned workspace of %lld bytes; compile with --reference-kernels", (long long)s->n, (long long)s->c,
-		        (long long)s->h, (long long)s->w, (long long)s->o, (long long)s->c, (long long)s->kh, (long long)s->kw,
-		        (long long)ws_bytes);
+	static const char *name[3] = {"conv2d", "conv2d_dx", "conv2d_dw"};
+	if (best < 0) {
+		/* none fits the plan's workspace (one image's windows): the
+		 * deterministic one that needs least, in a workspace of its own */
+		for (int i = 0; i < n; i++)
+			if (ok[i] && (best < 0 || mem[i] < mem[best]))
+				best = i;
+		if (best < 0)
+			rt_fail(1, "cuDNN has no deterministic algorithm for %s [%lld, %lld, %lld, %lld] * [%lld, %lld, %lld, %lld]; "
+			        "compile with --reference-kernels", name[kind], (long long)s->n, (long long)s->c, (long long)s->h,
+			        (long long)s->w, (long long)s->o, (long long)s->c, (long long)s->kh, (long long)s->kw);
+		if (mem[best] > conv_extra_bytes) {
+			fprintf(stderr, "note: cuDNN's deterministic %s [%lld, %lld, %lld, %lld] * [%lld, %lld, %lld, %lld] needs a workspace "
+			        "of %zu bytes, more than the planned %lld: it gets one outside the plan\n", name[kind], (long long)s->n,
+			        (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->o, (long long)s->c, (long long)s->kh,
+			        (long long)s->kw, mem[best], (long long)ws_bytes);
+			if (conv_extra) { /* the smaller one may still be in use */
+				CU(p_cuStreamSynchronize(stream));
+				CU(p_cuMemFree((CUdeviceptr)conv_extra));
+			}
+			if (!(conv_extra = gpu_alloc((int64_t)mem[best])))
+				rt_fail(1, "cannot allocate %zu bytes of workspace for cuDNN's %s", mem[best], name[kind]);
+			conv_extra_bytes = mem[best];
+		}
+		v->extra = true;
+	}
 	v->algo = algo[best];
 	v->ws = mem[best];
 	return v;
@@ -485,7 +510,7 @@ static void gpu_conv(int kind, int elem_bytes, const int64_t *d, uint64_t x, uin
 	float onef = 1, zerof = 0;
 	const void *a = elem_bytes == 8 ? (const void *)&one : (const void *)&onef;
 	const void *b = elem_bytes == 8 ? (const void *)&zero : (const void *)&zerof;
-	void *work = v->ws ? (void *)ws : NULL;
+	void *work = !v->ws ? NULL : v->extra ? (void *)conv_extra : (void *)ws;
 	if (kind == 0)
 		CUDNN(p_cudnnConvolutionForward(dnn, a, v->x, (void *)x, v->w, (void *)w, v->conv, (cudnnConvolutionFwdAlgo_t)v->algo,
 		                                work, v->ws, b, v->y, (void *)y));
