@@ -76,7 +76,10 @@ static bool needs(Graph *g, int w)
 	if (w >= g->nv || g->pos[w] < 0 || ir_is_result(p, w))
 		return false;
 	Op *d = p->body.ops[g->pos[w]];
-	if (g->drop[w])
+	/* a workspace holds nothing: made again for each recomputation (a
+	 * recomputed convolution reading the forward's would hold it from the
+	 * forward sweep to the adjoint) */
+	if (g->drop[w] || d->kind == OP_SCRATCH)
 		return true;
 	if (is_view(d))
 		return needs(g, d->in[0]);
