@@ -1,7 +1,7 @@
-/* rt: main() of every executable dpc builds: options, data, parameters, the
- * training loop around the generated dp_step, gradient check, summary. */
+/* rt: main() of every executable dpc builds: parameters, the training loop
+ * around the generated dp_step, evaluation, gradient check, summary. The
+ * options are opts.c's table, the data data.c's. */
 #include <errno.h>
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,419 +346,22 @@ void rt_d2h(RtCtx *c, void *dst, uint64_t src, int64_t bytes)
 	c->dev->d2h(dst, src, bytes);
 }
 
-/* ---- options ---- */
-
-/* the largest --steps, --log-every and --gradcheck-samples */
-#define MAX_COUNT 1000000000L
-
-typedef struct {
-	long steps, log_every, seed, gc_samples;
-	double lr, gc_threshold;
-	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
-	const char *trace;     /* --trace FILE */
-	const char *memplot;   /* --memplot FILE.svg */
-	long trace_from, trace_to; /* --trace-steps a:b; 0: the last step */
-	const char *optimizer; /* as asked for: it must be the one compiled in */
-	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
-	const char *input_name[64], *input_file[64];
-	int ninput_files;
-} Opts;
-
-static const char help[] =
-	"usage: %s [options]\n"
-	"\n"
-	"Trains the model compiled into this executable by dpc.\n"
-	"\n"
-	"  --steps N               training steps, 1 to 10^9 (default 100)\n"
-	"  --lr X                  learning rate (default 0.01 for sgd, 0.001 for adam)\n"
-	"  --optimizer sgd|adam    must be the optimizer compiled in (dpc --optimizer, default sgd), which\n"
-	"                          this executable applies; adam's two moments per parameter are in the plan\n"
-	"  --seed N                seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)\n"
-	"  --data FILE            the first input's data: a .npy file, or for an i32 input any other file\n"
-	"                          as bytes (text)\n"
-	"  --labels FILE           the second input's data, likewise\n"
-	"  --input NAME=FILE       any input's data, by name, likewise\n"
-	"  --init FILE.safetensors start from these parameters and buffers (every one by name, F32, F64 or\n"
-	"                          BF16)\n"
-	"  --save FILE.safetensors write the trained parameters and the buffers (atomically: a temporary\n"
-	"                          file, then rename)\n"
-	"  --dump-grads FILE.safetensors  write the gradients of the first step (parameters only)\n"
-	"  --summary-json FILE     write a JSON summary: losses, reports, time, device bytes, transfers,\n"
-	"                          loop steps\n"
-	"  --log-every N           progress line interval, 1 to 10^9 (default steps/10), when the output\n"
-	"                          is not a terminal (on a terminal the line redraws in place); the line\n"
-	"                          shows the loss, its smoothed value (an exponential average over 10\n"
-	"                          steps), ms/step and steps/s (tokens/s when an embed reads an input's ids)\n"
-	"                          of the steps since the previous line, the elapsed time and the ETA\n"
-	"  --log-json FILE         write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
-	"                          between host and device), and the reports (tools/plot_runs draws them)\n"
-	"  --quiet                 only errors and the final line\n"
-	"  --tf32                  GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs\n"
-	"  --profile               time every kernel, GEMM, copy and transfer of the last step, and print\n"
-	"                          the totals by label (CUDA events on the GPU)\n"
-	"  --trace FILE.json       write the traced steps as Chrome trace events, for Perfetto\n"
-	"                          (ui.perfetto.dev) or chrome://tracing: a track of phases (forward,\n"
-	"                          backward, advances, taped steps, adjoints, update), one per stream\n"
-	"                          (compute, copy) with every kernel, GEMM, copy, transfer and wait,\n"
-	"                          labelled as --profile labels them, and a counter of device bytes in use\n"
-	"  --trace-steps A:B       the steps --trace records (default the last step)\n"
-	"  --memplot FILE.svg      draw device memory in the last traced step: the bytes in use at each\n"
-	"                          call, as the allocator counts them, over the plan's stacked categories\n"
-	"                          (what dpc --emit=memplot draws) and the --device-mem line\n"
-	"  --graph                 GPU: capture the second step's work as a CUDA graph and replay it\n"
-	"                          for each later step (not with dropout, streaming, snapshots in host\n"
-	"                          memory or --profile, which run step by step, as they say)\n"
-	"  --eval                  evaluate instead of training: the loss and reports of each batch of the\n"
-	"                          first input's data (or of --steps batches), dropout off, training() 0,\n"
-	"                          nothing updated (parameters or buffers);\n"
-	"                          prints their means (and writes them to --summary-json)\n"
-	"  --gradcheck             compare gradients with central finite differences instead of training\n"
-	"  --gradcheck-samples N   entries sampled per parameter, 1 to 10^9 (default 8)\n"
-	"  --gradcheck-threshold X fail above this relative error (default 1e-6)\n"
-	"  -h, --help              this text\n"
-	"\n"
-	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1, batches cycle through\n"
-	"them) or exactly [B, ...]; float32/64 and int32/64 are accepted. For an i32 input, a file not named\n"
-	"*.npy is read as bytes, each an id 0..255, in rows of the input's row length (byte-level text).\n"
-	"Ids of cross_entropy labels and embed tables must lie below their bound. An input without a file\n"
-	"gets a synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1), i32 inputs ids\n"
-	"below their bound (else 0 or 1); when the program has two\n"
-	"or more inputs the last one is a label made by a fixed random teacher from the first input's row x:\n"
-	"tanh(x T) for real labels, argmax over classes of x T for i32 labels.\n"
-	"\n"
-	"Gradient check. On batch 0, for each sampled entry, fd = (L(p+h) - L(p-h)) / 2h with\n"
-	"h = 1e-6 max(1, |p|); error = |ad - fd| / max(|ad|, |fd|), counted as 0 when |ad - fd| is below the\n"
-	"finite-difference noise floor 1e-8 max(1, |L|). Meaningful in a float64 build (dpc --precision f64).\n"
-	"\n"
-	"CPU executables split large kernels between OMP_NUM_THREADS threads (else OPENBLAS_NUM_THREADS,\n"
-	"else one per online core, at most 256); results do not depend on the split.\n"
-	"\n"
-	"Exit status: 0 success, 1 a runtime error or a failed gradient check, 2 a bad command line.\n";
-
-static noreturn void usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "%s: error: ", rt_prog);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(%s --help lists the options)\n", rt_prog);
-	exit(2);
-}
-
-static const char *value(int argc, char **argv, int *i)
-{
-	if (*i + 1 >= argc)
-		usage("%s needs a value", argv[*i]);
-	return argv[++*i];
-}
-
-/* an integer in lo..hi, or exit 2: never clamped, never wrapped */
-static long int_value(const char *opt, const char *s, long lo, long hi)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	bool digits = (*s >= '0' && *s <= '9') || (*s == '-' && s[1] >= '0' && s[1] <= '9');
-	if (!digits || end == s || *end || errno == ERANGE || v < lo || v > hi) {
-		fprintf(stderr, "%s: error: %s needs an integer in %ld..%ld, not '%s'\n", rt_prog, opt, lo, hi, s);
-		exit(2);
-	}
-	return v;
-}
-
-static double real_value(const char *opt, const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !isfinite(v) || v < 0) {
-		fprintf(stderr, "%s: error: %s needs a non-negative number, not '%s'\n", rt_prog, opt, s);
-		exit(2);
-	}
-	return v;
-}
-
-static void parse_opts(Opts *o, int argc, char **argv)
-{
-	memset(o, 0, sizeof *o);
-	o->steps = 100;
-	o->gc_samples = 8;
-	o->gc_threshold = 1e-6;
-	o->log_every = -1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf(help, rt_prog);
-			exit(0);
-		} else if (!strcmp(a, "--eval")) {
-			o->eval = true;
-		} else if (!strcmp(a, "--steps")) {
-			o->steps = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
-			o->steps_set = true;
-		} else if (!strcmp(a, "--lr")) {
-			o->lr = real_value(a, value(argc, argv, &i));
-			o->lr_set = true;
-		} else if (!strcmp(a, "--optimizer")) {
-			const char *v = value(argc, argv, &i);
-			if (strcmp(v, "sgd") && strcmp(v, "adam"))
-				usage("--optimizer takes sgd or adam, not '%s'", v);
-			o->optimizer = v;
-		} else if (!strcmp(a, "--seed")) {
-			o->seed = int_value(a, value(argc, argv, &i), 0, INT64_MAX);
-		} else if (!strcmp(a, "--data")) {
-			o->data = value(argc, argv, &i);
-		} else if (!strcmp(a, "--labels")) {
-			o->labels = value(argc, argv, &i);
-		} else if (!strcmp(a, "--input")) {
-			const char *v = value(argc, argv, &i), *eq = strchr(v, '=');
-			if (!eq || eq == v || !eq[1])
-				usage("--input needs NAME=FILE, not '%s'", v);
-			if (o->ninput_files == 64)
-				usage("%s: too many --input options", v);
-			o->input_name[o->ninput_files] = strndup(v, (size_t)(eq - v));
-			o->input_file[o->ninput_files++] = eq + 1;
-		} else if (!strcmp(a, "--init")) {
-			o->init = value(argc, argv, &i);
-		} else if (!strcmp(a, "--save")) {
-			o->save = value(argc, argv, &i);
-		} else if (!strcmp(a, "--dump-grads")) {
-			o->dump_grads = value(argc, argv, &i);
-		} else if (!strcmp(a, "--summary-json")) {
-			o->summary = value(argc, argv, &i);
-		} else if (!strcmp(a, "--log-json")) {
-			o->log_json = value(argc, argv, &i);
-		} else if (!strcmp(a, "--log-every")) {
-			o->log_every = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
-		} else if (!strcmp(a, "--tf32")) {
-			rt_tf32 = true;
-		} else if (!strcmp(a, "--profile")) {
-			o->profile = true;
-		} else if (!strcmp(a, "--graph")) {
-			o->graph = true;
-		} else if (!strcmp(a, "--trace")) {
-			o->trace = value(argc, argv, &i);
-		} else if (!strcmp(a, "--memplot")) {
-			o->memplot = value(argc, argv, &i);
-		} else if (!strcmp(a, "--trace-steps")) {
-			const char *v = value(argc, argv, &i), *colon = strchr(v, ':');
-			char first[32];
-			if (!colon || colon == v || colon - v >= (long)sizeof first || !colon[1])
-				usage("--trace-steps takes FIRST:LAST, such as 3:5, not '%s'", v);
-			snprintf(first, sizeof first, "%.*s", (int)(colon - v), v);
-			o->trace_from = int_value("--trace-steps", first, 1, MAX_COUNT);
-			o->trace_to = int_value("--trace-steps", colon + 1, 1, MAX_COUNT);
-			if (o->trace_to < o->trace_from)
-				usage("--trace-steps %s: the last step comes before the first", v);
-		} else if (!strcmp(a, "--quiet")) {
-			o->quiet = true;
-		} else if (!strcmp(a, "--gradcheck")) {
-			o->gradcheck = true;
-		} else if (!strcmp(a, "--gradcheck-samples")) {
-			o->gc_samples = int_value(a, value(argc, argv, &i), 1, MAX_COUNT);
-		} else if (!strcmp(a, "--gradcheck-threshold")) {
-			o->gc_threshold = real_value(a, value(argc, argv, &i));
-		} else {
-			usage("unknown option '%s'", a);
-		}
-	}
-
-	if (o->log_every < 0)
-		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
-	if (o->trace_from && !o->trace && !o->memplot)
-		usage("%s", "--trace-steps needs --trace FILE or --memplot FILE");
-	if (!o->trace_from)
-		o->trace_from = o->trace_to = o->steps;
-	if ((o->trace || o->memplot) && o->trace_to > o->steps) {
-		char steps[32];
-		snprintf(steps, sizeof steps, "%ld", o->steps);
-		usage("--trace-steps reaches past the last step (--steps %s)", steps);
-	}
-}
-
-/* ---- random numbers: splitmix64, Box-Muller ---- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double rng_uniform(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
-
-static double rng_normal(void)
-{
-	double u = rng_uniform(), v = rng_uniform();
-	return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(6.283185307179586 * v);
-}
-
-/* ---- data ---- */
-
-typedef struct {
-	void *rows;        /* N rows in the input's dtype */
-	int64_t n, row;    /* rows; elements per row */
-	void *batch[RT_INFLIGHT]; /* pinned staging, one per step in flight */
-} Data;
-
-static int64_t row_elems(const RtTensor *t) { return t->rank ? t->numel / t->dim[0] : 1; }
-static int64_t batch_rows(const RtTensor *t) { return t->rank ? t->dim[0] : 1; }
-
-static bool is_npy(const char *path)
-{
-	size_t n = strlen(path);
-	return n >= 4 && !strcmp(path + n - 4, ".npy");
-}
-
-/* A text file for an i32 input: its bytes are the ids, in rows of the
- * input's row length; the tail that fills no row is dropped. */
-static double *load_text(const char *path, const RtTensor *t, int *rank, int64_t *dim)
-{
-	size_t len;
-	unsigned char *b = rt_load_bytes(path, &len);
-	int64_t row = row_elems(t), n = (int64_t)len / row;
-	if (t->rank == 0 || n < 1)
-		rt_fail(1, "%s: %zu bytes do not fill one row of %lld ids of input '%s' %s", path, len, (long long)row, t->name,
-		        rt_shape_str(t->rank, t->dim));
-	double *v = rt_host_alloc((int64_t)sizeof(double) * n * row, path);
-	for (int64_t i = 0; i < n * row; i++)
-		v[i] = b[i];
-	free(b);
-	*rank = t->rank;
-	dim[0] = n;
-	for (int i = 1; i < t->rank; i++)
-		dim[i] = t->dim[i];
-	return v;
-}
-
-static void load_data(Data *d, const RtTensor *t, const char *path)
-{
-	int rank;
-	int64_t dim[RT_MAXRANK];
-	double *v = !is_npy(path) && !strcmp(t->dtype, "i32") ? load_text(path, t, &rank, dim) : rt_load_npy(path, &rank, dim);
-	int64_t row = row_elems(t);
-	bool rows_ok = t->rank > 0 && rank == t->rank && dim[0] >= 1;
-	for (int i = 1; rows_ok && i < rank; i++)
-		rows_ok = dim[i] == t->dim[i];
-	bool exact = rank == t->rank;
-	for (int i = 0; exact && i < rank; i++)
-		exact = dim[i] == t->dim[i];
-	if (!rows_ok && !exact)
-		rt_fail(1, "%s: shape %s does not fit input '%s' of shape %s (a file holds [N%s%s rows)", path, rt_shape_str(rank, dim),
-		        t->name, rt_shape_str(t->rank, t->dim), t->rank > 1 ? ", " : "", rt_shape_str(t->rank - 1, t->dim + 1) + 1);
-	d->n = t->rank ? (exact ? t->dim[0] : dim[0]) : 1;
-	d->row = row;
-	d->rows = rt_host_alloc(d->n * row * rt_elem_bytes(t->dtype), path);
-	for (int64_t i = 0; i < d->n * row; i++) {
-		double x = v[i];
-		if (!strcmp(t->dtype, "i32")) {
-			if (t->classes > 0 && (x != floor(x) || x < 0 || x >= t->classes) && !(t->has_ignore && x == t->ignore))
-				rt_fail(1, "%s: entry %lld is %g, not an id in 0..%d of input '%s'", path, (long long)i, x,
-				        t->classes - 1, t->name);
-			if (x != floor(x) || x < INT32_MIN || x > INT32_MAX)
-				rt_fail(1, "%s: entry %lld is %g, not an i32 of input '%s'", path, (long long)i, x, t->name);
-		} else if (!isfinite(x)) {
-			rt_fail(1, "%s: entry %lld is not a finite number", path, (long long)i);
-		} else if ((!strcmp(t->dtype, "f32") || !strcmp(t->dtype, "bf16")) && fabs(x) > FLT_MAX) {
-			rt_fail(1, "%s: entry %lld is %g, out of the f32 range of input '%s'", path, (long long)i, x, t->name);
-		}
-		rt_set(d->rows, t->dtype, i, x);
-	}
-	free(v);
-}
-
-/* The synthetic default (see --help). */
-static void synthesize(Data *data, const RtModel *m, uint64_t seed)
-{
-	int label = m->ninputs >= 2 ? m->ninputs - 1 : -1;
-	for (int k = 0; k < m->ninputs; k++) {
-		const RtTensor *t = &m->inputs[k];
-		if (data[k].rows || k == label)
-			continue;
-		rng_state = seed * 7919 + 101 + (uint64_t)k;
-		data[k].n = 16 * batch_rows(t);
-		data[k].row = row_elems(t);
-		data[k].rows = rt_host_alloc(data[k].n * data[k].row * rt_elem_bytes(t->dtype), t->name);
-		for (int64_t i = 0; i < data[k].n * data[k].row; i++)
-			rt_set(data[k].rows, t->dtype, i, !strcmp(t->dtype, "i32") ? (double)(rng_next() % (t->classes > 0 ? (uint64_t)t->classes : 2)) : rng_normal());
-	}
-	if (label < 0 || data[label].rows)
-		return;
-	const RtTensor *t = &m->inputs[label];
-	Data *x = &data[0], *y = &data[label];
-	int64_t Q = x->row, P = row_elems(t), C = t->classes > 0 ? t->classes : 1;
-	int64_t cols = !strcmp(t->dtype, "i32") ? P * C : P;
-	rng_state = seed * 7919 + 977;
-	double *T = rt_host_alloc((int64_t)sizeof(double) * Q * cols, "the synthetic teacher");
-	for (int64_t i = 0; i < Q * cols; i++)
-		T[i] = rng_normal() / sqrt((double)Q);
-	y->n = x->n;
-	y->row = P;
-	y->rows = rt_host_alloc(y->n * P * rt_elem_bytes(t->dtype), t->name);
-	double *z = rt_host_alloc((int64_t)sizeof(double) * cols, "the synthetic teacher");
-	for (int64_t r = 0; r < y->n; r++) {
-		for (int64_t j = 0; j < cols; j++) {
-			z[j] = 0;
-			for (int64_t q = 0; q < Q; q++)
-				z[j] += rt_get(x->rows, m->inputs[0].dtype, r * Q + q) * T[q * cols + j];
-		}
-		for (int64_t p = 0; p < P; p++) {
-			double v;
-			if (!strcmp(t->dtype, "i32")) {
-				int64_t best = 0;
-				for (int64_t c = 1; c < C; c++)
-					if (z[p * C + c] > z[p * C + best])
-						best = c;
-				v = (double)best;
-			} else {
-				v = tanh(z[p]);
-			}
-			rt_set(y->rows, t->dtype, r * P + p, v);
-		}
-	}
-	free(T);
-	free(z);
-}
-
-/* Stages step `step`'s batch in buffer `slot`, which no queued copy still reads. */
-static void upload_batch(RtCtx *c, Data *data, long step, int slot)
-{
-	RtModel *m = c->model;
-	for (int k = 0; k < m->ninputs; k++) {
-		const RtTensor *t = &m->inputs[k];
-		Data *d = &data[k];
-		int64_t B = batch_rows(t), esz = rt_elem_bytes(t->dtype);
-		for (int64_t j = 0; j < B; j++) {
-			int64_t r = ((int64_t)step * B + j) % d->n;
-			memcpy((char *)d->batch[slot] + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
-		}
-		c->n.h2d_bytes += t->bytes;
-		if (c->record) {
-			char label[160];
-			snprintf(label, sizeof label, "h2d input %s", t->name);
-			rt_prof_begin(c, RT_CALL_TRANSFER, label);
-		}
-		c->dev->h2d_async(c->base + (uint64_t)t->offset, d->batch[slot], t->bytes);
-		if (c->record)
-			rt_prof_end(c);
-	}
-}
-
 static double read_loss(RtCtx *c);
 static const char *json_real(char *buf, double v);
 
 /* --eval: the forward program on each batch, dropout off; the means of the
  * loss and of each report */
-static int evaluate(RtCtx *c, const Opts *o, Data *data)
+static int evaluate(RtCtx *c, const RtOpts *o, RtData *data)
 {
 	RtModel *m = c->model;
-	long nb = o->steps_set ? o->steps : m->ninputs ? (long)(data[0].n / batch_rows(&m->inputs[0])) : 1;
+	long nb = o->steps_set ? o->steps : m->ninputs ? (long)(data[0].n / rt_batch_rows(&m->inputs[0])) : 1;
 	if (nb < 1)
 		nb = 1;
 	c->eval = true;
 	double loss = 0, rep[16] = {0};
 	unsigned char buf[8];
 	for (long b = 0; b < nb; b++) {
-		upload_batch(c, data, b, 0);
+		rt_upload_batch(c, data, b, 0);
 		dp_forward(c);
 		c->dev->sync();
 		loss += read_loss(c);
@@ -790,15 +393,15 @@ static void init_params(const RtModel *m, void **host, uint64_t seed)
 {
 	for (int i = 0; i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
-		rng_state = seed * 1000003 + (uint64_t)i * 7 + 1;
+		rt_rng_seed(seed * 1000003 + (uint64_t)i * 7 + 1);
 		for (int64_t e = 0; e < t->numel; e++) {
 			double v = 0;
 			if (!strcmp(t->init, "ones"))
 				v = 1;
 			else if (!strcmp(t->init, "normal"))
-				v = t->a * rng_normal();
+				v = t->a * rt_rng_normal();
 			else if (!strcmp(t->init, "uniform"))
-				v = t->a + (t->b - t->a) * rng_uniform();
+				v = t->a + (t->b - t->a) * rt_rng_uniform();
 			rt_set(host[i], t->dtype, e, v);
 		}
 	}
@@ -836,7 +439,7 @@ static void word_double(uint64_t *w, double d) { memcpy(w, &d, sizeof d); }
 
 /* ---- gradient check ---- */
 
-static int gradcheck(RtCtx *c, const Opts *o, void **host)
+static int gradcheck(RtCtx *c, const RtOpts *o, void **host)
 {
 	RtModel *m = c->model;
 	if (m->real_bytes != 8)
@@ -851,7 +454,7 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 	dp_step(c);
 	c->dev->sync();
 	double loss = read_loss(c), worst = 0, worst_abs = 0;
-	rng_state = (uint64_t)o->seed * 31 + 17;
+	rt_rng_seed((uint64_t)o->seed * 31 + 17);
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		if (t->buffer)
@@ -862,7 +465,7 @@ static int gradcheck(RtCtx *c, const Opts *o, void **host)
 		double pworst = 0, pabs = 0;
 		int64_t at = 0;
 		for (int64_t s = 0; s < count; s++) {
-			int64_t e = t->numel <= o->gc_samples ? s : (int64_t)(rng_next() % (uint64_t)t->numel);
+			int64_t e = t->numel <= o->gc_samples ? s : (int64_t)(rt_rng_next() % (uint64_t)t->numel);
 			double keep = rt_get(host[i], t->dtype, e), h = 1e-6 * (fabs(keep) > 1 ? fabs(keep) : 1);
 			unsigned char elem[8];
 			int esz = rt_elem_bytes(t->dtype);
@@ -953,7 +556,7 @@ static const char *duration(char *buf, double s)
 
 /* Step `done` completed at t (training seconds) with this loss: its JSON
  * line, and the progress line when one is due. */
-static void progress(Progress *pg, const Opts *o, const RtModel *m, const Run *r, long done, double t, int64_t moved)
+static void progress(Progress *pg, const RtOpts *o, const RtModel *m, const Run *r, long done, double t, int64_t moved)
 {
 	pg->ema = 0.9 * pg->ema + 0.1 * r->last;
 	pg->wsum = 0.9 * pg->wsum + 0.1;
@@ -1018,7 +621,7 @@ static const char *json_real(char *buf, double v)
 /* The bytes a training run moves each way, from the plan: the resident
  * parameters up once, each step's inputs, streamed units and loss, and the
  * downloads --dump-grads and --save make. */
-static void predict_transfers(RtCtx *c, const Opts *o, const Run *r, int64_t *h2d, int64_t *d2h)
+static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *h2d, int64_t *d2h)
 {
 	const RtModel *m = c->model;
 	int64_t resident = 0, all = 0, inputs = 0;
@@ -1035,7 +638,7 @@ static void predict_transfers(RtCtx *c, const Opts *o, const Run *r, int64_t *h2
 	*d2h = r->steps * (scalars + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
 }
 
-static void write_summary(RtCtx *c, const Opts *o, const Run *r)
+static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 {
 	int64_t ph, pd;
 	predict_transfers(c, o, r, &ph, &pd);
@@ -1078,7 +681,7 @@ static void write_summary(RtCtx *c, const Opts *o, const Run *r)
 /* --memplot: the plan's categories stacked over one step as dpc --emit=memplot
  * draws them, the bytes in use the allocator counted at each call of the
  * last traced step over them */
-static void memplot(RtCtx *c, const Opts *o)
+static void memplot(RtCtx *c, const RtOpts *o)
 {
 	const RtModel *m = c->model;
 	if (!m->mem_series)
@@ -1122,7 +725,7 @@ static void add_counts(RtCounters *to, const RtCounters *a, const RtCounters *b)
 /* dp_step; with --graph, from the second step on (the first shows what
  * the step calls), the graph captured from it, run again each step, the
  * counters advancing by what the captured step counted */
-static void run_step(RtCtx *c, const Opts *o, long s, Run *r)
+static void run_step(RtCtx *c, const RtOpts *o, long s, Run *r)
 {
 	static bool ready;
 	static RtCounters before, after;
@@ -1193,8 +796,8 @@ int main(int argc, char **argv)
 	double t_start = now();
 	const char *slash = strrchr(argv[0], '/');
 	rt_prog = slash ? slash + 1 : argv[0];
-	Opts o;
-	parse_opts(&o, argc, argv);
+	RtOpts o;
+	rt_parse_opts(&o, argc, argv);
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
@@ -1211,7 +814,7 @@ int main(int argc, char **argv)
 		char why[160];
 		snprintf(why, sizeof why, "this executable was compiled for --optimizer %s; to train with %s, compile it "
 		         "with dpc --optimizer %s", compiled, o.optimizer, o.optimizer);
-		usage("%s", why);
+		rt_usage("%s", why);
 	}
 	if (!o.lr_set)
 		o.lr = m->adam ? 0.001 : 0.01;
@@ -1224,30 +827,30 @@ int main(int argc, char **argv)
 	}
 	c->model = m;
 	if (o.graph && !c->dev->graph_begin)
-		usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
+		rt_usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
 
 	/* inputs: files first, so that errors come before any work */
-	Data data[64];
+	RtData data[64];
 	memset(data, 0, sizeof data);
 	for (int f = 0; f < o.ninput_files; f++) {
 		int k = 0;
 		while (k < m->ninputs && strcmp(m->inputs[k].name, o.input_name[f]))
 			k++;
 		if (k == m->ninputs)
-			usage("--input: the model has no input named '%s'", o.input_name[f]);
-		load_data(&data[k], &m->inputs[k], o.input_file[f]);
+			rt_usage("--input: the model has no input named '%s'", o.input_name[f]);
+		rt_load_data(&data[k], &m->inputs[k], o.input_file[f]);
 	}
 	if (o.data) {
 		if (m->ninputs < 1)
-			usage("--data %s: the model has no inputs", o.data);
-		load_data(&data[0], &m->inputs[0], o.data);
+			rt_usage("--data %s: the model has no inputs", o.data);
+		rt_load_data(&data[0], &m->inputs[0], o.data);
 	}
 	if (o.labels) {
 		if (m->ninputs < 2)
-			usage("--labels %s: the model has fewer than two inputs", o.labels);
-		load_data(&data[1], &m->inputs[1], o.labels);
+			rt_usage("--labels %s: the model has fewer than two inputs", o.labels);
+		rt_load_data(&data[1], &m->inputs[1], o.labels);
 	}
-	synthesize(data, m, (uint64_t)o.seed);
+	rt_synthesize(data, m, (uint64_t)o.seed);
 	c->dev->init();
 	/* Steps are queued one ahead of the host: step s's batch and loss go
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
@@ -1312,7 +915,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (o.gradcheck) {
-		upload_batch(c, data, 0, 0);
+		rt_upload_batch(c, data, 0, 0);
 		status = gradcheck(c, &o, host);
 		goto out;
 	}
@@ -1347,7 +950,7 @@ int main(int argc, char **argv)
 				c->dev->copy_timing(true);
 				rt_prof_mark(c, RT_CALL_PHASE, "batch");
 			}
-			upload_batch(c, data, s, slot);
+			rt_upload_batch(c, data, s, slot);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
 			void *g[256] = {0};
 			bool dump = s == 0 && o.dump_grads;

@@ -280,4 +280,41 @@ void rt_cleanup_on_signals(void);
  * a warning), and fails unless a file can be created where path goes */
 void rt_check_output(const char *path);
 
+/* the executable's options (opts.c: one table parses, checks and prints --help) */
+#define RT_MAX_INPUT_FILES 64
+typedef struct {
+	long steps, log_every, seed, gc_samples;
+	double lr, gc_threshold;
+	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
+	const char *trace;     /* --trace FILE */
+	const char *memplot;   /* --memplot FILE.svg */
+	long trace_from, trace_to; /* --trace-steps a:b; 0: the last step */
+	const char *optimizer; /* as asked for: it must be the one compiled in */
+	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
+	const char *input_name[RT_MAX_INPUT_FILES], *input_file[RT_MAX_INPUT_FILES];
+	int ninput_files;
+} RtOpts;
+void rt_parse_opts(RtOpts *o, int argc, char **argv);
+/* a bad command line: the message, a pointer to --help, exit 2 */
+noreturn void rt_usage(const char *fmt, const char *arg);
+
+/* an input's data (data.c) */
+typedef struct {
+	void *rows;        /* N rows in the input's dtype */
+	int64_t n, row;    /* rows; elements per row */
+	void *batch[RT_INFLIGHT]; /* pinned staging, one per step in flight */
+} RtData;
+/* a file's rows for input t, every entry checked against its type */
+void rt_load_data(RtData *d, const RtTensor *t, const char *path);
+/* the synthetic default (see --help) for the inputs without a file */
+void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed);
+/* stages step `step`'s batch in pinned buffer `slot`, which no queued copy still reads */
+void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot);
+int64_t rt_batch_rows(const RtTensor *t);
+/* splitmix64, and normals by Box-Muller */
+void rt_rng_seed(uint64_t seed);
+uint64_t rt_rng_next(void);
+double rt_rng_uniform(void);
+double rt_rng_normal(void);
+
 #endif

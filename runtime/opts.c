@@ -1,0 +1,258 @@
+/* rt: the executable's command line. One table of options: each option's
+ * name, its value's name, its kind and range, where it goes in RtOpts and
+ * its help. Parsing, the checks of every value and --help all come from
+ * it, so that an option added is an entry here and a field in RtOpts. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* the largest --steps, --log-every and --gradcheck-samples */
+#define MAX_COUNT 1000000000L
+
+typedef enum {
+	O_FLAG,    /* no value: sets a bool */
+	O_INT,     /* an integer in lo..hi */
+	O_REAL,    /* a finite number, at least 0 */
+	O_STR,     /* a string (a file name) */
+	O_SPECIAL, /* parsed by special() */
+} Kind;
+
+typedef struct {
+	const char *name, *alias; /* alias: a short form, or NULL */
+	const char *arg;          /* the value's name in --help; NULL for a flag */
+	Kind kind;
+	long lo, hi;
+	size_t at;                /* offsetof the field in RtOpts (O_SPECIAL: unused) */
+	size_t given;             /* offsetof a bool set when the option is given, or NONE */
+	const char *help;         /* its lines, separated by \n */
+} Opt;
+
+#define NONE ((size_t)-1)
+#define AT(f) offsetof(RtOpts, f)
+
+static const Opt opts[] = {
+	{"--steps", NULL, "N", O_INT, 1, MAX_COUNT, AT(steps), AT(steps_set), "training steps, 1 to 10^9 (default 100)"},
+	{"--lr", NULL, "X", O_REAL, 0, 0, AT(lr), AT(lr_set), "learning rate (default 0.01 for sgd, 0.001 for adam)"},
+	{"--optimizer", NULL, "sgd|adam", O_SPECIAL, 0, 0, 0, NONE,
+	 "must be the optimizer compiled in (dpc --optimizer, default sgd), which\n"
+	 "this executable applies; adam's two moments per parameter are in the plan"},
+	{"--seed", NULL, "N", O_INT, 0, INT64_MAX, AT(seed), NONE,
+	 "seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)"},
+	{"--data", NULL, "FILE", O_STR, 0, 0, AT(data), NONE,
+	 "the first input's data: a .npy file, or for an i32 input any other file\n"
+	 "as bytes (text)"},
+	{"--labels", NULL, "FILE", O_STR, 0, 0, AT(labels), NONE, "the second input's data, likewise"},
+	{"--input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE, "any input's data, by name, likewise"},
+	{"--init", NULL, "FILE.safetensors", O_STR, 0, 0, AT(init), NONE,
+	 "start from these parameters and buffers (every one by name, F32, F64 or\n"
+	 "BF16)"},
+	{"--save", NULL, "FILE.safetensors", O_STR, 0, 0, AT(save), NONE,
+	 "write the trained parameters and the buffers (atomically: a temporary\n"
+	 "file, then rename)"},
+	{"--dump-grads", NULL, "FILE.safetensors", O_STR, 0, 0, AT(dump_grads), NONE,
+	 "write the gradients of the first step (parameters only)"},
+	{"--summary-json", NULL, "FILE", O_STR, 0, 0, AT(summary), NONE,
+	 "write a JSON summary: losses, reports, time, device bytes, transfers,\n"
+	 "loop steps"},
+	{"--log-every", NULL, "N", O_INT, 1, MAX_COUNT, AT(log_every), NONE,
+	 "progress line interval, 1 to 10^9 (default steps/10), when the output\n"
+	 "is not a terminal (on a terminal the line redraws in place); the line\n"
+	 "shows the loss, its smoothed value (an exponential average over 10\n"
+	 "steps), ms/step and steps/s (tokens/s when an embed reads an input's ids)\n"
+	 "of the steps since the previous line, the elapsed time and the ETA"},
+	{"--log-json", NULL, "FILE", O_STR, 0, 0, AT(log_json), NONE,
+	 "write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
+	 "between host and device), and the reports (tools/plot_runs draws them)"},
+	{"--quiet", NULL, NULL, O_FLAG, 0, 0, AT(quiet), NONE, "only errors and the final line"},
+	{"--tf32", NULL, NULL, O_SPECIAL, 0, 0, 0, NONE, "GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs"},
+	{"--profile", NULL, NULL, O_FLAG, 0, 0, AT(profile), NONE,
+	 "time every kernel, GEMM, copy and transfer of the last step, and print\n"
+	 "the totals by label (CUDA events on the GPU)"},
+	{"--trace", NULL, "FILE.json", O_STR, 0, 0, AT(trace), NONE,
+	 "write the traced steps as Chrome trace events, for Perfetto\n"
+	 "(ui.perfetto.dev) or chrome://tracing: a track of phases (forward,\n"
+	 "backward, advances, taped steps, adjoints, update), one per stream\n"
+	 "(compute, copy) with every kernel, GEMM, copy, transfer and wait,\n"
+	 "labelled as --profile labels them, and a counter of device bytes in use"},
+	{"--trace-steps", NULL, "A:B", O_SPECIAL, 0, 0, 0, NONE, "the steps --trace records (default the last step)"},
+	{"--memplot", NULL, "FILE.svg", O_STR, 0, 0, AT(memplot), NONE,
+	 "draw device memory in the last traced step: the bytes in use at each\n"
+	 "call, as the allocator counts them, over the plan's stacked categories\n"
+	 "(what dpc --emit=memplot draws) and the --device-mem line"},
+	{"--graph", NULL, NULL, O_FLAG, 0, 0, AT(graph), NONE,
+	 "GPU: capture the second step's work as a CUDA graph and replay it\n"
+	 "for each later step (not with dropout, streaming, snapshots in host\n"
+	 "memory or --profile, which run step by step, as they say)"},
+	{"--eval", NULL, NULL, O_FLAG, 0, 0, AT(eval), NONE,
+	 "evaluate instead of training: the loss and reports of each batch of the\n"
+	 "first input's data (or of --steps batches), dropout off, training() 0,\n"
+	 "nothing updated (parameters or buffers);\n"
+	 "prints their means (and writes them to --summary-json)"},
+	{"--gradcheck", NULL, NULL, O_FLAG, 0, 0, AT(gradcheck), NONE,
+	 "compare gradients with central finite differences instead of training"},
+	{"--gradcheck-samples", NULL, "N", O_INT, 1, MAX_COUNT, AT(gc_samples), NONE,
+	 "entries sampled per parameter, 1 to 10^9 (default 8)"},
+	{"--gradcheck-threshold", NULL, "X", O_REAL, 0, 0, AT(gc_threshold), NONE,
+	 "fail above this relative error (default 1e-6)"},
+	{"--help", "-h", NULL, O_SPECIAL, 0, 0, 0, NONE, "this text"},
+};
+
+static const char epilogue[] =
+	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1, batches cycle through\n"
+	"them) or exactly [B, ...]; float32/64 and int32/64 are accepted. For an i32 input, a file not named\n"
+	"*.npy is read as bytes, each an id 0..255, in rows of the input's row length (byte-level text).\n"
+	"Ids of cross_entropy labels and embed tables must lie below their bound. An input without a file\n"
+	"gets a synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1), i32 inputs ids\n"
+	"below their bound (else 0 or 1); when the program has two\n"
+	"or more inputs the last one is a label made by a fixed random teacher from the first input's row x:\n"
+	"tanh(x T) for real labels, argmax over classes of x T for i32 labels.\n"
+	"\n"
+	"Gradient check. On batch 0, for each sampled entry, fd = (L(p+h) - L(p-h)) / 2h with\n"
+	"h = 1e-6 max(1, |p|); error = |ad - fd| / max(|ad|, |fd|), counted as 0 when |ad - fd| is below the\n"
+	"finite-difference noise floor 1e-8 max(1, |L|). Meaningful in a float64 build (dpc --precision f64).\n"
+	"\n"
+	"CPU executables split large kernels between OMP_NUM_THREADS threads (else OPENBLAS_NUM_THREADS,\n"
+	"else one per online core, at most 256); results do not depend on the split.\n"
+	"\n"
+	"Exit status: 0 success, 1 a runtime error or a failed gradient check, 2 a bad command line.\n";
+
+/* --help: each option's name and value in a column of 22, its help beside
+ * (below a longer name's line, continued at the same column) */
+static void help(void)
+{
+	printf("usage: %s [options]\n\nTrains the model compiled into this executable by dpc.\n\n", rt_prog);
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		const Opt *o = &opts[i];
+		char head[64];
+		snprintf(head, sizeof head, "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
+		         o->arg ? " " : "", o->arg ? o->arg : "");
+		printf("  %-22s  ", head);
+		for (const char *s = o->help; *s;) {
+			const char *nl = strchr(s, '\n');
+			int n = nl ? (int)(nl - s) : (int)strlen(s);
+			printf("%.*s\n", n, s);
+			if (!nl)
+				break;
+			s = nl + 1;
+			printf("%26s", "");
+		}
+	}
+	printf("\n%s", epilogue);
+}
+
+noreturn void rt_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: error: ", rt_prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(%s --help lists the options)\n", rt_prog);
+	exit(2);
+}
+
+/* an integer in lo..hi, or exit 2: never clamped, never wrapped */
+static long int_value(const char *opt, const char *s, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	bool digits = (*s >= '0' && *s <= '9') || (*s == '-' && s[1] >= '0' && s[1] <= '9');
+	if (!digits || end == s || *end || errno == ERANGE || v < lo || v > hi) {
+		fprintf(stderr, "%s: error: %s needs an integer in %ld..%ld, not '%s'\n", rt_prog, opt, lo, hi, s);
+		exit(2);
+	}
+	return v;
+}
+
+static double real_value(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v) || v < 0) {
+		fprintf(stderr, "%s: error: %s needs a non-negative number, not '%s'\n", rt_prog, opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* the options a field of RtOpts alone cannot hold */
+static void special(RtOpts *o, const char *name, const char *v)
+{
+	if (!strcmp(name, "--help")) {
+		help();
+		exit(0);
+	} else if (!strcmp(name, "--tf32")) {
+		rt_tf32 = true;
+	} else if (!strcmp(name, "--optimizer")) {
+		if (strcmp(v, "sgd") && strcmp(v, "adam"))
+			rt_usage("--optimizer takes sgd or adam, not '%s'", v);
+		o->optimizer = v;
+	} else if (!strcmp(name, "--input")) {
+		const char *eq = strchr(v, '=');
+		if (!eq || eq == v || !eq[1])
+			rt_usage("--input needs NAME=FILE, not '%s'", v);
+		if (o->ninput_files == RT_MAX_INPUT_FILES)
+			rt_usage("%s: too many --input options", v);
+		o->input_name[o->ninput_files] = strndup(v, (size_t)(eq - v));
+		o->input_file[o->ninput_files++] = eq + 1;
+	} else if (!strcmp(name, "--trace-steps")) {
+		const char *colon = strchr(v, ':');
+		char first[32];
+		if (!colon || colon == v || colon - v >= (long)sizeof first || !colon[1])
+			rt_usage("--trace-steps takes FIRST:LAST, such as 3:5, not '%s'", v);
+		snprintf(first, sizeof first, "%.*s", (int)(colon - v), v);
+		o->trace_from = int_value("--trace-steps", first, 1, MAX_COUNT);
+		o->trace_to = int_value("--trace-steps", colon + 1, 1, MAX_COUNT);
+		if (o->trace_to < o->trace_from)
+			rt_usage("--trace-steps %s: the last step comes before the first", v);
+	}
+}
+
+void rt_parse_opts(RtOpts *o, int argc, char **argv)
+{
+	memset(o, 0, sizeof *o);
+	o->steps = 100;
+	o->gc_samples = 8;
+	o->gc_threshold = 1e-6;
+	o->log_every = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const Opt *opt = NULL;
+		for (size_t k = 0; k < sizeof opts / sizeof opts[0] && !opt; k++)
+			if (!strcmp(a, opts[k].name) || (opts[k].alias && !strcmp(a, opts[k].alias)))
+				opt = &opts[k];
+		if (!opt)
+			rt_usage("unknown option '%s'", a);
+		const char *v = NULL;
+		if (opt->arg) {
+			if (i + 1 >= argc)
+				rt_usage("%s needs a value", a);
+			v = argv[++i];
+		}
+		char *field = (char *)o + opt->at;
+		switch (opt->kind) {
+		case O_FLAG: *(bool *)field = true; break;
+		case O_INT: *(long *)field = int_value(a, v, opt->lo, opt->hi); break;
+		case O_REAL: *(double *)field = real_value(a, v); break;
+		case O_STR: *(const char **)field = v; break;
+		case O_SPECIAL: special(o, opt->name, v); break;
+		}
+		if (opt->given != NONE)
+			*(bool *)((char *)o + opt->given) = true;
+	}
+
+	if (o->log_every < 0)
+		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
+	if (o->trace_from && !o->trace && !o->memplot)
+		rt_usage("%s", "--trace-steps needs --trace FILE or --memplot FILE");
+	if (!o->trace_from)
+		o->trace_from = o->trace_to = o->steps;
+	if ((o->trace || o->memplot) && o->trace_to > o->steps) {
+		char steps[32];
+		snprintf(steps, sizeof steps, "%ld", o->steps);
+		rt_usage("--trace-steps reaches past the last step (--steps %s)", steps);
+	}
+}
