@@ -489,10 +489,15 @@ static void jskip(Json *j)
 
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads)
 {
-	size_t cap = 4096 + 512 * (size_t)m->nparams, n = 0;
+	rt_save_tensors(path, m, bufs, grads, grads ? "gradients" : "parameters", "");
+}
+
+void rt_save_tensors(const char *path, const RtModel *m, void *const *bufs, bool grads, const char *content, const char *meta)
+{
+	size_t cap = 4096 + strlen(meta) + 512 * (size_t)m->nparams, n = 0;
 	char *h = rt_host_alloc((int64_t)cap, path);
-	n += (size_t)snprintf(h + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"model\":\"%s\",\"content\":\"%s\"}", m->model,
-	                      grads ? "gradients" : "parameters");
+	n += (size_t)snprintf(h + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"model\":\"%s\",\"content\":\"%s\"%s}",
+	                      m->model, content, meta);
 	int64_t off = 0;
 	for (int i = 0; i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
@@ -525,8 +530,10 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 	free(h);
 }
 
-void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, const RtModel *m, void **bufs)
+void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, const RtModel *m, void **bufs, RtMeta *meta)
 {
+	if (meta)
+		meta->n = 0;
 	if (len < 8)
 		rt_fail(1, "%s: not a safetensors file (too short)", name);
 	uint64_t hlen = 0;
@@ -548,7 +555,30 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 			if (!jlit(&j, ':'))
 				jfail(&j);
 			if (!strcmp(j.key, "__metadata__")) {
-				jskip(&j);
+				/* string values kept for the caller (at most RT_META of them), anything else skipped */
+				if (!meta || !jlit(&j, '{')) {
+					jskip(&j);
+				} else if (!jlit(&j, '}')) {
+					do {
+						j.field = jstring(&j); /* jerror frees it */
+						if (!jlit(&j, ':'))
+							jfail(&j);
+						const char *at = j.p;
+						while (at < j.end && (*at == ' ' || *at == '\n' || *at == '\t' || *at == '\r'))
+							at++;
+						if (at < j.end && *at == '"' && meta->n < RT_META) {
+							char *v = jstring(&j);
+							meta->key[meta->n] = j.field;
+							meta->val[meta->n++] = v;
+						} else {
+							free(j.field);
+							jskip(&j);
+						}
+						j.field = NULL;
+					} while (jlit(&j, ','));
+					if (!jlit(&j, '}'))
+						jfail(&j);
+				}
 				free(j.key);
 				j.key = NULL;
 				continue;
@@ -670,6 +700,6 @@ void rt_load_safetensors(const char *path, const RtModel *m, void **bufs)
 {
 	size_t len;
 	unsigned char *b = slurp(path, &len);
-	rt_safetensors_parse(path, b, len, m, bufs);
+	rt_safetensors_parse(path, b, len, m, bufs, NULL);
 	free(b);
 }

@@ -524,6 +524,8 @@ typedef struct {
 	double save_s;     /* --save and --dump-grads */
 	int64_t predicted; /* the arena, optimizer state included */
 	bool saved;        /* --save wrote the parameters */
+	long start;        /* --resume: the step the run continued from */
+	int64_t extra_h2d, extra_d2h; /* adam's moments to the device on --resume, states to the host */
 	long graph_steps;  /* --graph: the steps run as the captured graph, its capture's included */
 } Run;
 
@@ -568,7 +570,7 @@ static void progress(Progress *pg, const RtOpts *o, const RtModel *m, const Run 
 		rt_json_key(j, "step"), rt_json_int(j, done);
 		rt_json_key(j, "loss"), rt_json_num(j, r->last);
 		rt_json_key(j, "smoothed"), rt_json_num(j, smooth);
-		rt_json_key(j, "lr"), rt_json_num(j, o->lr);
+		rt_json_key(j, "lr"), rt_json_num(j, rt_lr_at(o, done - 1));
 		rt_json_key(j, "ms"), rt_json_num(j, 1000 * (t - pg->t_step));
 		rt_json_key(j, "bytes"), rt_json_int(j, moved);
 		if (m->nreports) {
@@ -631,11 +633,12 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 	}
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
-	*h2d = resident + r->steps * (inputs + m->xfer_h2d[1]);
+	*h2d = resident + r->steps * (inputs + m->xfer_h2d[1]) + r->extra_h2d;
 	int64_t scalars = rt_elem_bytes(m->loss_dtype);
 	for (int i = 0; i < m->nreports; i++)
 		scalars += rt_elem_bytes(m->reports[i].dtype);
-	*d2h = r->steps * (scalars + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0);
+	*d2h = r->steps * (scalars + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0) +
+	       r->extra_d2h;
 }
 
 static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
@@ -761,6 +764,19 @@ static void *pinned(RtCtx *c, int64_t bytes, const char *what)
 	return p;
 }
 
+/* adam's resident moments to the host; the streamed ones are in the pool */
+static void download_moments(RtCtx *c, void **mom)
+{
+	c->dev->sync();
+	for (int i = 0; c->model->adam && i < c->model->nparams; i++) {
+		RtTensor *t = &c->model->params[i];
+		if (!t->streamed && !t->buffer) {
+			rt_d2h(c, mom[2 * i], c->base + (uint64_t)t->opt_m, t->bytes);
+			rt_d2h(c, mom[2 * i + 1], c->base + (uint64_t)t->opt_v, t->bytes);
+		}
+	}
+}
+
 static void download_params(RtCtx *c, void **host, bool grads)
 {
 	c->dev->sync();
@@ -774,7 +790,7 @@ static void download_params(RtCtx *c, void **host, bool grads)
 void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
 {
 	int r = rt_real_index(t->dtype);
-	uint64_t w[10] = {p, g};
+	uint64_t w[11] = {p, g};
 	if (c->model->adam) {
 		w[2] = m;
 		w[3] = v;
@@ -784,7 +800,10 @@ void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64
 		word_double(&w[7], 1e-8);
 		word_double(&w[8], 1 - pow(0.9, (double)c->step));
 		word_double(&w[9], 1 - pow(0.999, (double)c->step));
-		rt_launch(c, c->model->k_adam[r], n, 10, w);
+		/* decoupled decay on what has 2 or more dims a layer (not biases, gains) */
+		bool decays = c->decay > 0 && t->rank - (t->stacked ? 1 : 0) >= 2;
+		word_double(&w[10], decays ? 1 - c->lr * c->decay : 1);
+		rt_launch(c, c->model->k_adam[r], n, 11, w);
 	} else {
 		word_double(&w[2], c->lr);
 		rt_launch(c, c->model->k_sgd[r], n, 3, w);
@@ -801,8 +820,8 @@ int main(int argc, char **argv)
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
-	const char *outputs[6] = {o.save, o.dump_grads, o.summary, o.log_json, o.trace, o.memplot};
-	for (int i = 0; i < 6; i++)
+	const char *outputs[7] = {o.save, o.dump_grads, o.summary, o.log_json, o.trace, o.memplot, o.save_state};
+	for (int i = 0; i < 7; i++)
 		if (outputs[i])
 			rt_check_output(outputs[i]);
 	static RtModel model;
@@ -810,10 +829,12 @@ int main(int argc, char **argv)
 	RtModel *m = &model;
 	/* the optimizer is compiled in: its state is part of the memory plan */
 	const char *compiled = m->adam ? "adam" : "sgd";
-	if (o.optimizer && strcmp(o.optimizer, compiled)) {
-		char why[160];
+	/* adamw is adam's state and kernel with the decay */
+	const char *asked = o.optimizer && !strcmp(o.optimizer, "adamw") ? "adam" : o.optimizer;
+	if (asked && strcmp(asked, compiled)) {
+		char why[200];
 		snprintf(why, sizeof why, "this executable was compiled for --optimizer %s; to train with %s, compile it "
-		         "with dpc --optimizer %s", compiled, o.optimizer, o.optimizer);
+		         "with dpc --optimizer %s", compiled, o.optimizer, asked);
 		rt_usage("%s", why);
 	}
 	if (!o.lr_set)
@@ -873,7 +894,19 @@ int main(int argc, char **argv)
 		host[i] = t->streamed ? c->pool + t->host : rt_host_alloc(t->bytes, t->name);
 		param_bytes += t->bytes;
 	}
-	if (o.init)
+	/* adam's moments on the host, for state files: the pool's for streamed parameters */
+	void *mom[512] = {0};
+	for (int i = 0; m->adam && (o.save_state || o.resume) && i < m->nparams; i++) {
+		RtTensor *t = &m->params[i];
+		if (t->buffer)
+			continue;
+		mom[2 * i] = t->streamed ? c->pool + t->host_m : rt_host_alloc(t->bytes, t->name);
+		mom[2 * i + 1] = t->streamed ? c->pool + t->host_v : rt_host_alloc(t->bytes, t->name);
+	}
+	long start = 0;
+	if (o.resume)
+		start = rt_load_state(o.resume, m, &o, host, mom);
+	else if (o.init)
 		rt_load_safetensors(o.init, m, host);
 	else
 		init_params(m, host, (uint64_t)o.seed);
@@ -884,7 +917,17 @@ int main(int argc, char **argv)
 	for (int i = 0; i < m->nparams; i++)
 		if (!m->params[i].streamed)
 			rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
+	for (int i = 0; start && m->adam && i < m->nparams; i++) {
+		RtTensor *t = &m->params[i];
+		if (!t->streamed && !t->buffer) {
+			rt_h2d(c, c->base + (uint64_t)t->opt_m, mom[2 * i], t->bytes);
+			rt_h2d(c, c->base + (uint64_t)t->opt_v, mom[2 * i + 1], t->bytes);
+			r.extra_h2d += 2 * t->bytes;
+		}
+	}
+	r.start = start;
 	c->lr = o.lr;
+	c->decay = o.weight_decay;
 	c->seed = (uint64_t)o.seed;
 
 	if (!o.quiet) {
@@ -938,12 +981,14 @@ int main(int argc, char **argv)
 		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));
 	/* Step s is queued before step s - 1's loss is read: the device never
 	 * waits for the host between steps. */
-	for (long s = 0; s <= o.steps; s++) {
+	for (long s = start; s <= o.steps; s++) {
 		int slot = (int)(s % RT_INFLIGHT);
 		if (s < o.steps) {
 			c->dev->fence_wait(slot);
 			int64_t before = c->n.h2d_bytes + c->n.d2h_bytes;
 			c->step = s + 1;
+			/* before dp_step: streamed units update inside it */
+			c->lr = rt_lr_at(&o, s);
 			c->record = (o.profile && s == o.steps - 1) ||
 			            ((o.trace || o.memplot) && c->step >= o.trace_from && c->step <= o.trace_to);
 			if (c->record) {
@@ -953,7 +998,7 @@ int main(int argc, char **argv)
 			rt_upload_batch(c, data, s, slot);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
 			void *g[256] = {0};
-			bool dump = s == 0 && o.dump_grads;
+			bool dump = s == start && o.dump_grads;
 			if (dump) {
 				for (int i = 0; i < m->nparams; i++)
 					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
@@ -1001,14 +1046,27 @@ int main(int argc, char **argv)
 			c->record = false;
 			moved[slot] = c->n.h2d_bytes + c->n.d2h_bytes - before;
 			c->dev->fence(slot);
-			if (s == 0) {
+			/* --save-state after step s + 1, before step s + 2 is queued; not a state whose loss is not finite */
+			if (o.save_state && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.steps)) {
+				double t = now();
+				c->dev->sync();
+				if (isfinite(rt_get(loss_slots + 8 * nres * slot, m->loss_dtype, 0))) {
+					int64_t d2h = c->n.d2h_bytes;
+					download_params(c, host, false);
+					download_moments(c, mom);
+					rt_save_state(o.save_state, m, &o, host, mom, s + 1);
+					r.extra_d2h += c->n.d2h_bytes - d2h;
+				}
+				r.save_s += now() - t;
+			}
+			if (s == start) {
 				c->dev->sync();
 				r.first_s = now() - t0 - r.save_s;
 			}
 			if (sync_dev)
 				t_done[slot] = now() - t0 - r.save_s;
 		}
-		if (s == 0)
+		if (s == start)
 			continue;
 		/* step s - 1 is done: its loss */
 		int prev = (int)((s - 1) % RT_INFLIGHT);
@@ -1018,9 +1076,10 @@ int main(int argc, char **argv)
 		r.last = rt_get(loss_slots + 8 * nres * prev, m->loss_dtype, 0);
 		for (int i = 0; i < m->nreports; i++)
 			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->reports[i].dtype, 0);
-		if (s == 1)
+		if (s == start + 1)
 			r.first = r.last;
-		long done = r.steps = s;
+		long done = s;
+		r.steps = s - start;
 		if (!isfinite(r.last)) {
 			c->dev->sync();
 			r.train_s = now() - t0 - r.save_s;
@@ -1058,8 +1117,11 @@ int main(int argc, char **argv)
 	r.save_s += now() - t1;
 	if (o.summary)
 		write_summary(c, &o, &r);
-	printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r.steps, r.first, r.last,
-	       r.train_s, mib(c->n.peak_device_bytes));
+	if (!r.steps && start)
+		printf("%s: resumed at step %ld of %ld: nothing left to train\n", m->model, start, o.steps);
+	else
+		printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r.steps, r.first, r.last,
+		       r.train_s, mib(c->n.peak_device_bytes));
 out:
 	/* everything back, so that a leak checker sees a clean exit */
 	c->dev->sync();

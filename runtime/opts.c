@@ -38,9 +38,21 @@ typedef struct {
 static const Opt opts[] = {
 	{"--steps", NULL, "N", O_INT, 1, MAX_COUNT, AT(steps), AT(steps_set), "training steps, 1 to 10^9 (default 100)"},
 	{"--lr", NULL, "X", O_REAL, 0, 0, AT(lr), AT(lr_set), "learning rate (default 0.01 for sgd, 0.001 for adam)"},
-	{"--optimizer", NULL, "sgd|adam", O_SPECIAL, 0, 0, 0, NONE,
+	{"--optimizer", NULL, "sgd|adam|adamw", O_SPECIAL, 0, 0, 0, NONE,
 	 "must be the optimizer compiled in (dpc --optimizer, default sgd), which\n"
-	 "this executable applies; adam's two moments per parameter are in the plan"},
+	 "this executable applies; adam's two moments per parameter are in the plan.\n"
+	 "adamw: an adam executable with decoupled weight decay (torch.optim.AdamW)"},
+	{"--weight-decay", NULL, "X", O_REAL, 0, 0, AT(weight_decay), AT(weight_decay_set),
+	 "adamw's decay (default 0.01): p <- p - lr X p before each step, on the\n"
+	 "parameters of two or more dimensions (a stacked one's per layer), not\n"
+	 "on biases and norm gains, as nanoGPT"},
+	{"--lr-schedule", NULL, "constant|cosine|linear", O_SPECIAL, 0, 0, 0, NONE,
+	 "the rate after --warmup (default constant): cosine decays from --lr to\n"
+	 "--min-lr over the remaining steps, linear likewise in a straight line"},
+	{"--warmup", NULL, "N", O_INT, 0, MAX_COUNT, AT(warmup), NONE,
+	 "the first N steps rise linearly to --lr: step t (from 0) at lr (t+1)/N\n"
+	 "(default 0; at most --steps)"},
+	{"--min-lr", NULL, "X", O_REAL, 0, 0, AT(min_lr), NONE, "where cosine and linear end (default 0)"},
 	{"--seed", NULL, "N", O_INT, 0, INT64_MAX, AT(seed), NONE,
 	 "seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)"},
 	{"--data", NULL, "FILE", O_STR, 0, 0, AT(data), NONE,
@@ -54,6 +66,17 @@ static const Opt opts[] = {
 	{"--save", NULL, "FILE.safetensors", O_STR, 0, 0, AT(save), NONE,
 	 "write the trained parameters and the buffers (atomically: a temporary\n"
 	 "file, then rename)"},
+	{"--save-state", NULL, "FILE", O_STR, 0, 0, AT(save_state), NONE,
+	 "write the run's state: parameters, buffers, adam's moments, the step,\n"
+	 "and the settings a resumed run must share (safetensors, atomically),\n"
+	 "every --save-every steps and at the end"},
+	{"--save-every", NULL, "N", O_INT, 1, MAX_COUNT, AT(save_every), NONE,
+	 "--save-state's interval in steps, 1 to 10^9 (default: at the end only)"},
+	{"--resume", NULL, "FILE", O_STR, 0, 0, AT(resume), NONE,
+	 "continue a run from its --save-state file to --steps: the parameters\n"
+	 "then are those of the run uninterrupted, bit for bit. A state of\n"
+	 "another model, -D value, precision, optimizer, seed or schedule is\n"
+	 "refused, naming the field"},
 	{"--dump-grads", NULL, "FILE.safetensors", O_STR, 0, 0, AT(dump_grads), NONE,
 	 "write the gradients of the first step (parameters only)"},
 	{"--summary-json", NULL, "FILE", O_STR, 0, 0, AT(summary), NONE,
@@ -187,9 +210,17 @@ static void special(RtOpts *o, const char *name, const char *v)
 	} else if (!strcmp(name, "--tf32")) {
 		rt_tf32 = true;
 	} else if (!strcmp(name, "--optimizer")) {
-		if (strcmp(v, "sgd") && strcmp(v, "adam"))
-			rt_usage("--optimizer takes sgd or adam, not '%s'", v);
+		if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
+			rt_usage("--optimizer takes sgd, adam or adamw, not '%s'", v);
 		o->optimizer = v;
+	} else if (!strcmp(name, "--lr-schedule")) {
+		static const char *names[] = {"constant", "cosine", "linear"};
+		o->schedule = -1;
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(v, names[i]))
+				o->schedule = i;
+		if (o->schedule < 0)
+			rt_usage("--lr-schedule takes constant, cosine or linear, not '%s'", v);
 	} else if (!strcmp(name, "--input")) {
 		const char *eq = strchr(v, '=');
 		if (!eq || eq == v || !eq[1])
@@ -209,6 +240,20 @@ static void special(RtOpts *o, const char *name, const char *v)
 		if (o->trace_to < o->trace_from)
 			rt_usage("--trace-steps %s: the last step comes before the first", v);
 	}
+}
+
+double rt_lr_at(const RtOpts *o, long t)
+{
+	double lr = o->lr, m = o->min_lr;
+	long w = o->warmup, n = o->steps;
+	if (t < w)
+		return lr * (double)(t + 1) / (double)w;
+	if (o->schedule == RT_LR_CONSTANT || n <= w)
+		return lr;
+	double f = (double)(t - w) / (double)(n - w);
+	if (o->schedule == RT_LR_COSINE)
+		return m + 0.5 * (lr - m) * (1 + cos(3.14159265358979323846 * f));
+	return lr - (lr - m) * f;
 }
 
 void rt_parse_opts(RtOpts *o, int argc, char **argv)
@@ -246,6 +291,20 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv)
 
 	if (o->log_every < 0)
 		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
+	if (o->warmup > o->steps) {
+		char steps[96];
+		snprintf(steps, sizeof steps, "%ld warmup steps, more than --steps %ld", o->warmup, o->steps);
+		rt_usage("--warmup: %s", steps);
+	}
+	if (o->weight_decay_set && (!o->optimizer || strcmp(o->optimizer, "adamw")))
+		rt_usage("%s", "--weight-decay is AdamW's decoupled decay: give --optimizer adamw (with an executable compiled "
+		         "with dpc --optimizer adam)");
+	if (o->save_every && !o->save_state)
+		rt_usage("%s", "--save-every needs --save-state FILE");
+	if (o->resume && o->init)
+		rt_usage("%s", "--resume continues a run with its own parameters: it does not take --init");
+	if (o->optimizer && !strcmp(o->optimizer, "adamw") && !o->weight_decay_set)
+		o->weight_decay = 0.01;
 	if (o->trace_from && !o->trace && !o->memplot)
 		rt_usage("%s", "--trace-steps needs --trace FILE or --memplot FILE");
 	if (!o->trace_from)

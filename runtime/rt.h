@@ -170,7 +170,8 @@ struct RtCtx {
 	/* streaming */
 	unsigned char *pool;  /* the pinned host pool */
 	int64_t snap_event;   /* the last copy of a snapshot between the staging row and the host pool */
-	double lr;            /* the optimizer's step that rt_update applies */
+	double lr;            /* the optimizer's step that rt_update applies: the schedule's at this step */
+	double decay;         /* AdamW's decoupled weight decay (0: none), on parameters of 2 or more dims a layer */
 	long step;            /* 1, 2, ...: Adam's bias correction, and dropout's key */
 	uint64_t seed;        /* --seed: dropout's key */
 	bool eval;            /* --eval: the forward program alone, dropout off */
@@ -268,8 +269,16 @@ unsigned char *rt_load_bytes(const char *path, size_t *len); /* a whole file, ma
 /* safetensors: params in the model's precision, written atomically. A file
  * must hold every parameter of m by name and nothing else (__metadata__
  * aside); bufs[i] receives params[i], each value finite and within range. */
-void rt_safetensors_parse(const char *name, const unsigned char *buf, size_t len, const RtModel *m, void **bufs);
+#define RT_META 32
+typedef struct {
+	int n;
+	char *key[RT_META], *val[RT_META]; /* malloc'd */
+} RtMeta;
+/* meta, unless NULL: the string fields of __metadata__ */
+void rt_safetensors_parse(const char *name, const unsigned char *buf, size_t len, const RtModel *m, void **bufs, RtMeta *meta);
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads);
+/* the same with __metadata__'s content field and more fields (meta: ",\"key\":\"value\"..." or "") */
+void rt_save_tensors(const char *path, const RtModel *m, void *const *bufs, bool grads, const char *content, const char *meta);
 void rt_load_safetensors(const char *path, const RtModel *m, void **bufs);
 /* write `data` to path through a temporary file PATH.tmp.PID and rename */
 void rt_write_atomic(const char *path, const void *data, size_t len);
@@ -282,19 +291,32 @@ void rt_check_output(const char *path);
 
 /* the executable's options (opts.c: one table parses, checks and prints --help) */
 #define RT_MAX_INPUT_FILES 64
+enum { RT_LR_CONSTANT, RT_LR_COSINE, RT_LR_LINEAR };
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
 	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
+	int schedule;          /* RT_LR_CONSTANT, _COSINE, _LINEAR */
+	long warmup;           /* --warmup steps */
+	double min_lr, weight_decay;
+	bool weight_decay_set;
 	const char *trace;     /* --trace FILE */
 	const char *memplot;   /* --memplot FILE.svg */
 	long trace_from, trace_to; /* --trace-steps a:b; 0: the last step */
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
+	const char *save_state, *resume; /* --save-state, --resume FILE */
+	long save_every;                 /* --save-every N: 0 only at the end */
 	const char *input_name[RT_MAX_INPUT_FILES], *input_file[RT_MAX_INPUT_FILES];
 	int ninput_files;
 } RtOpts;
 void rt_parse_opts(RtOpts *o, int argc, char **argv);
+/* state files (state.c): parameters, buffers, adam's moments (moments[2 i], [2 i + 1] for params[i]),
+ * the step and the run's settings; rt_load_state checks the settings and returns the step */
+void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step);
+long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **params, void **moments);
+/* the learning rate of 0-based step t: --lr-schedule after --warmup */
+double rt_lr_at(const RtOpts *o, long t);
 /* a bad command line: the message, a pointer to --help, exit 2 */
 noreturn void rt_usage(const char *fmt, const char *arg);
 

@@ -704,6 +704,8 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 		LLVMValueRef m = cg_ptr(k, args[2], g->realp), v = cg_ptr(k, args[3], g->realp);
 		LLVMValueRef lr = cg_word_real(k, args[4]), b1 = cg_word_real(k, args[5]), b2 = cg_word_real(k, args[6]);
 		LLVMValueRef eps = cg_word_real(k, args[7]), bc1 = cg_word_real(k, args[8]), bc2 = cg_word_real(k, args[9]);
+		/* AdamW's decoupled decay: p (1 - lr decay) first; 1 for Adam, which leaves p's bits */
+		LLVMValueRef keep = cg_word_real(k, args[10]);
 		LLVMValueRef gv = cg_load(k, gr, idx), one = cg_real(g, 1);
 		LLVMValueRef mv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b1, cg_load(k, m, idx), ""), LLVMBuildFMul(B, LLVMBuildFSub(B, one, b1, ""), gv, ""), "");
 		LLVMValueRef vv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b2, cg_load(k, v, idx), ""),
@@ -712,7 +714,7 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 		cg_store(k, v, idx, vv);
 		LLVMValueRef den = LLVMBuildFAdd(B, cg_sqrt(k, LLVMBuildFDiv(B, vv, bc2, "")), eps, "");
 		LLVMValueRef step = LLVMBuildFDiv(B, LLVMBuildFMul(B, lr, LLVMBuildFDiv(B, mv, bc1, ""), ""), den, "");
-		cg_store(k, p, idx, LLVMBuildFSub(B, cg_load(k, p, idx), step, ""));
+		cg_store(k, p, idx, LLVMBuildFSub(B, LLVMBuildFMul(B, cg_load(k, p, idx), keep, ""), step, ""));
 		return;
 	}
 	case OP_ACC:

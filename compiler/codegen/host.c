@@ -610,7 +610,7 @@ static Cg *build(Program *p, const CgOptions *o)
 		opt.nargs = 3;
 		sgd[dt] = cg_kernel_id(g, &opt);
 		opt.kind = (OpKind)K_ADAM;
-		opt.nargs = 10;
+		opt.nargs = 11;
 		adam[dt] = cg_kernel_id(g, &opt);
 	}
 

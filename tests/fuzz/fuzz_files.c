@@ -58,8 +58,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	void *bufs[4];
 	for (int i = 0; i < model.nparams; i++)
 		bufs[i] = calloc(1, (size_t)model.params[i].bytes);
+	RtMeta meta = {0};
 	if (setjmp(trap) == 0)
-		rt_safetensors_parse("fuzz.safetensors", data, size, &model, bufs);
+		rt_safetensors_parse("fuzz.safetensors", data, size, &model, bufs, &meta);
+	for (int i = 0; i < meta.n; i++)
+		free(meta.key[i]), free(meta.val[i]);
 	for (int i = 0; i < model.nparams; i++)
 		free(bufs[i]);
 	rt_fail_trap = NULL;

@@ -388,7 +388,7 @@ expect "runtime/gradcheck-detects-mismatch" 1 "gradcheck: max relative error 1 (
 expect "runtime/gradcheck-f32-warning" 0 "not meaningful" "$o/resmlp" --gradcheck --gradcheck-samples 1 --gradcheck-threshold 10
 expect "runtime/non-finite-loss" 1 "loss is not finite" "$o/resmlp" --steps 50 --lr 1e12
 expect "runtime/bad-steps" 2 "--steps needs an integer" "$o/resmlp" --steps -3
-expect "runtime/bad-optimizer" 2 "sgd or adam" "$o/resmlp" --optimizer rmsprop
+expect "runtime/bad-optimizer" 2 "sgd, adam or adamw" "$o/resmlp" --optimizer rmsprop
 expect "runtime/adam-not-compiled" 2 "compile it with dpc --optimizer adam" "$o/resmlp" --steps 5 --optimizer adam
 if "$DPC" --optimizer adam samples/resmlp.dp -o "$o/resmlp_adam" >"$o/adam.log" 2>&1; then
 	expect "runtime/adam" 0 "adam state" "$o/resmlp_adam" --steps 5 --summary-json "$o/adam.json"

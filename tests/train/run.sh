@@ -54,4 +54,70 @@ PY
 		notok "train/$name" "$log.check"
 	fi
 done
+# AdamW, Adam and SGD under each learning-rate schedule (3 warmup steps), 10 steps in f64 against
+# tests/train/optim_ref.py's float64 reference (torch.optim.AdamW's and SGD's rules): within 1e-10
+o="$TEST_OUT/optim"
+mkdir -p "$o"
+if "$DPC" --target cpu --precision f64 --optimizer adam tests/train/optim.dp -o "$o/adam" >"$o/build.log" 2>&1 &&
+	"$DPC" --target cpu --precision f64 tests/train/optim.dp -o "$o/sgd" >>"$o/build.log" 2>&1; then
+	for c in "adam adamw cosine" "adam adamw linear" "adam adamw constant" "adam adam cosine" "sgd sgd linear" "sgd sgd cosine"; do
+		set -- $c
+		if python3 tests/train/optim_ref.py "$o/$1" "$o" $2 $3 >"$o/$2.$3.log" 2>&1; then
+			ok "train/optim $(cat "$o/$2.$3.log")"
+		else
+			notok "train/optim $2 $3 against the float64 reference" "$o/$2.$3.log"
+		fi
+	done
+else
+	notok "train/optim: compile" "$o/build.log"
+fi
+# AdamW on streamed parameters (updated unit by unit in the reverse sweep) as on resident ones, bitwise;
+# and the decay changes the result
+l="$o/stream.log"
+if "$DPC" --target cpu --optimizer adam --stream params samples/resmlp.dp -o "$o/rs_str" >"$l" 2>&1 &&
+	"$DPC" --target cpu --optimizer adam samples/resmlp.dp -o "$o/rs_res" >>"$l" 2>&1 &&
+	"$o/rs_str" --steps 6 --optimizer adamw --weight-decay 0.1 --lr-schedule cosine --warmup 2 --save "$o/str.st" --quiet >>"$l" 2>&1 &&
+	"$o/rs_res" --steps 6 --optimizer adamw --weight-decay 0.1 --lr-schedule cosine --warmup 2 --save "$o/res.st" --quiet >>"$l" 2>&1 &&
+	"$o/rs_res" --steps 6 --optimizer adam --lr-schedule cosine --warmup 2 --save "$o/nodecay.st" --quiet >>"$l" 2>&1 &&
+	cmp "$o/str.st" "$o/res.st" >>"$l" 2>&1 && ! cmp -s "$o/res.st" "$o/nodecay.st"; then
+	ok "train/optim adamw streamed: parameters bitwise as resident"
+else
+	notok "train/optim adamw streamed" "$l"
+fi
+# the options' bad values: exit 2 with the reason
+expect train/optim-warmup-beyond-steps 2 "warmup steps, more than --steps 5" "$o/sgd" --steps 5 --warmup 6
+expect train/optim-negative-decay 2 "--weight-decay needs a non-negative number" "$o/adam" --optimizer adamw --weight-decay -1
+expect train/optim-decay-needs-adamw 2 "--weight-decay is AdamW's decoupled decay" "$o/adam" --weight-decay 0.1
+expect train/optim-adamw-on-sgd 2 "compiled for --optimizer sgd; to train with adamw" "$o/sgd" --optimizer adamw
+expect train/optim-bad-schedule 2 "--lr-schedule takes constant, cosine or linear" "$o/sgd" --lr-schedule step
+# exact resume: each build trained 200 steps (AdamW, cosine after 20 warmup steps) saving its state
+# every step, killed with SIGKILL at 5 random moments and resumed each time; the final parameters
+# byte-identical to the uninterrupted run's (tests/train/kill_resume.sh)
+for v in "none" "binomial --checkpoint binomial" "streamed --stream params" "bf16 --precision bf16"; do
+	set -- $v
+	name=$1
+	shift
+	l="$o/kr_$name.log"
+	if "$DPC" --target cpu --optimizer adam "$@" samples/resmlp.dp -o "$o/kr_$name" >"$l" 2>&1 &&
+		bash tests/train/kill_resume.sh "$o/kr_$name.d" "$o/kr_$name" --steps 200 --optimizer adamw --lr-schedule cosine \
+			--warmup 20 >>"$l" 2>&1; then
+		ok "train/resume $name: killed and resumed, parameters byte-identical ($(tail -1 "$l"))"
+	else
+		notok "train/resume $name: killed and resumed" "$l"
+	fi
+done
+# a state is refused when it is not this run's, naming what differs; nothing is written then
+r="$o/kr_none"
+"$r" --steps 4 --optimizer adamw --save-state "$o/st_adamw.st" --quiet >/dev/null 2>&1
+"$o/sgd" --steps 2 --save-state "$o/st_other.st" --quiet >/dev/null 2>&1
+head -c 100 "$o/st_adamw.st" >"$o/st_cut.st"
+expect train/resume-other-optimizer 1 "saved with optimizer adamw, this run has adam" "$r" --steps 6 --optimizer adam --resume "$o/st_adamw.st" --save "$o/never.st"
+expect train/resume-other-model 1 "saved with precision f64, this run has f32" "$r" --steps 6 --optimizer adamw --resume "$o/st_other.st"
+expect train/resume-other-schedule 1 "saved with lr_schedule constant, this run has cosine" "$r" --steps 6 --optimizer adamw --lr-schedule cosine --resume "$o/st_adamw.st"
+expect train/resume-parameters-only 1 "not a state file (parameters)" "$r" --steps 6 --optimizer adamw --resume "$o/kr_none.d/whole.st"
+expect train/resume-truncated 1 "st_cut.st" "$r" --steps 6 --optimizer adamw --resume "$o/st_cut.st"
+expect train/resume-missing 1 "no_such.st" "$r" --steps 6 --optimizer adamw --resume "$o/no_such.st"
+expect train/resume-past-steps 1 "the state is at step 4, past --steps 3" "$r" --steps 3 --optimizer adamw --resume "$o/st_adamw.st"
+check "train/resume refused: nothing written" test ! -e "$o/never.st"
+expect train/save-every-needs-state 2 "--save-every needs --save-state" "$r" --save-every 2
 finish

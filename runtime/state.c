@@ -1,0 +1,150 @@
+/* rt: a run's state, for --save-state and --resume. A safetensors file:
+ * every parameter and buffer by name, adam's moments as NAME.adam_m and
+ * NAME.adam_v, and in __metadata__ the step reached and everything else
+ * the rest of the run depends on. The data's position, dropout's keys and
+ * the synthetic data are functions of the seed and the step, so the step
+ * and the seed restore them; the schedule's rate is one of the step. A
+ * resumed run therefore computes what the uninterrupted one would have,
+ * bit for bit. A state from another model, -D values, precision,
+ * optimizer, seed or schedule is refused, naming the field. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+static const char *schedules[] = {"constant", "cosine", "linear"};
+
+/* the model and the moments as one list of tensors (the moments after
+ * their parameters), for the safetensors writer and reader */
+static RtModel *state_model(const RtModel *m)
+{
+	static RtModel s;
+	s = *m;
+	s.nparams = 0;
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		int n = m->adam && !t->buffer ? 3 : 1;
+		if (s.nparams + n > (int)(sizeof s.params / sizeof s.params[0]))
+			rt_fail(1, "a state file holds at most %d tensors; this model needs more",
+			        (int)(sizeof s.params / sizeof s.params[0]));
+		s.params[s.nparams++] = *t;
+		for (int k = 1; k < n; k++) {
+			RtTensor *x = &s.params[s.nparams++];
+			*x = *t;
+			snprintf(x->name, sizeof x->name, "%.100s.adam_%c", t->name, k == 1 ? 'm' : 'v');
+		}
+	}
+	return &s;
+}
+
+/* FNV-1a of the model description: the program, its -D values and its plan */
+static uint64_t desc_hash(void)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = dp_model_desc; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+/* the metadata fields, in order: what a resumed run must share with the saved one */
+/* (the description last: it covers the precision and more, so the specific field is named first) */
+enum { F_PRECISION, F_OPTIMIZER, F_SEED, F_SCHEDULE, F_LR, F_WARMUP, F_MIN_LR, F_DECAY, F_STEPS, F_DESC, NFIELDS };
+static const char *field_name[NFIELDS] = {"precision", "optimizer", "seed", "lr_schedule", "lr", "warmup",
+                                          "min_lr", "weight_decay", "steps", "model_description"};
+
+static void fields(const RtModel *m, const RtOpts *o, char v[NFIELDS][64])
+{
+	snprintf(v[F_DESC], 64, "%016llx", (unsigned long long)desc_hash());
+	snprintf(v[F_PRECISION], 64, "%s", rt_real_dtype(m));
+	snprintf(v[F_OPTIMIZER], 64, "%s", !m->adam ? "sgd" : o->optimizer && !strcmp(o->optimizer, "adamw") ? "adamw" : "adam");
+	snprintf(v[F_SEED], 64, "%ld", o->seed);
+	snprintf(v[F_SCHEDULE], 64, "%s", schedules[o->schedule]);
+	snprintf(v[F_LR], 64, "%.17g", o->lr);
+	snprintf(v[F_WARMUP], 64, "%ld", o->warmup);
+	snprintf(v[F_MIN_LR], 64, "%.17g", o->min_lr);
+	snprintf(v[F_DECAY], 64, "%.17g", o->weight_decay);
+	/* the schedule depends on the run's length; a constant rate without warmup does not */
+	snprintf(v[F_STEPS], 64, "%ld", o->schedule == RT_LR_CONSTANT && !o->warmup ? 0 : o->steps);
+}
+
+void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step)
+{
+	RtModel *s = state_model(m);
+	void **bufs = rt_host_alloc((int64_t)sizeof(void *) * (s->nparams + 1), "a state");
+	for (int i = 0, n = 0; i < m->nparams; i++) {
+		bufs[n++] = params[i];
+		if (m->adam && !m->params[i].buffer) {
+			bufs[n++] = moments[2 * i];
+			bufs[n++] = moments[2 * i + 1];
+		}
+	}
+	char v[NFIELDS][64], meta[2048];
+	fields(m, o, v);
+	int len = snprintf(meta, sizeof meta, ",\"step\":\"%ld\"", step);
+	for (int f = 0; f < NFIELDS; f++)
+		len += snprintf(meta + len, sizeof meta - (size_t)len, ",\"%s\":\"%s\"", field_name[f], v[f]);
+	rt_save_tensors(path, s, bufs, false, "state", meta);
+	free(bufs);
+}
+
+static const char *lookup(const RtMeta *meta, const char *key)
+{
+	for (int i = 0; i < meta->n; i++)
+		if (!strcmp(meta->key[i], key))
+			return meta->val[i];
+	return NULL;
+}
+
+long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **params, void **moments)
+{
+	size_t len;
+	unsigned char *b = rt_load_bytes(path, &len);
+	RtMeta meta = {0};
+	RtModel *s = state_model(m);
+	void **bufs = rt_host_alloc((int64_t)sizeof(void *) * (s->nparams + 1), "a state");
+	for (int i = 0, n = 0; i < m->nparams; i++) {
+		bufs[n++] = params[i];
+		if (m->adam && !m->params[i].buffer) {
+			bufs[n++] = moments[2 * i];
+			bufs[n++] = moments[2 * i + 1];
+		}
+	}
+	/* a state of another model fails on its fields, not on its first tensor that does not fit:
+	 * the tensors' error, trapped, stands only once the fields agree */
+	{
+		jmp_buf trap, *outer = rt_fail_trap;
+		rt_fail_trap = &trap;
+		bool failed = setjmp(trap) != 0;
+		if (!failed)
+			rt_safetensors_parse(path, b, len, s, bufs, &meta);
+		rt_fail_trap = outer;
+		const char *content = lookup(&meta, "content");
+		if (!content || strcmp(content, "state"))
+			rt_fail(1, "%s: not a state file (%s); --save-state writes one, --save writes parameters only", path,
+			        content ? content : "no content field");
+		char v[NFIELDS][64];
+		fields(m, o, v);
+		for (int f = 0; f < NFIELDS; f++) {
+			const char *got = lookup(&meta, field_name[f]);
+			if (!got || strcmp(got, v[f]))
+				rt_fail(1, "%s: saved with %s %s, this run has %s%s", path, field_name[f], got ? got : "(none)", v[f],
+				        f == F_DESC ? " (another model, -D value or memory plan)" : "");
+		}
+		if (failed) /* the fields agree, so the tensors' error stands: run it again, untrapped */
+			rt_safetensors_parse(path, b, len, s, bufs, NULL);
+	}
+	const char *st = lookup(&meta, "step");
+	char *end;
+	long step = st ? strtol(st, &end, 10) : -1;
+	if (!st || *end || step < 1)
+		rt_fail(1, "%s: no valid step in the state (%s)", path, st ? st : "none");
+	if (step > o->steps)
+		rt_fail(1, "%s: the state is at step %ld, past --steps %ld", path, step, o->steps);
+	for (int i = 0; i < meta.n; i++)
+		free(meta.key[i]), free(meta.val[i]);
+	free(bufs);
+	free(b);
+	return step;
+}
