@@ -70,7 +70,8 @@ void rt_load_data(RtData *d, const RtTensor *t, const char *path)
 {
 	int rank;
 	int64_t dim[RT_MAXRANK];
-	double *v = !is_npy(path) && !strcmp(t->dtype, "i32") ? load_text(path, t, &rank, dim) : rt_load_npy(path, &rank, dim);
+	bool text = !is_npy(path) && !strcmp(t->dtype, "i32");
+	double *v = text ? load_text(path, t, &rank, dim) : rt_load_npy(path, &rank, dim);
 	int64_t row = row_elems(t);
 	bool rows_ok = t->rank > 0 && rank == t->rank && dim[0] >= 1;
 	for (int i = 1; rows_ok && i < rank; i++)
@@ -83,6 +84,8 @@ void rt_load_data(RtData *d, const RtTensor *t, const char *path)
 		        t->name, rt_shape_str(t->rank, t->dim), t->rank > 1 ? ", " : "", rt_shape_str(t->rank - 1, t->dim + 1) + 1);
 	d->n = t->rank ? (exact ? t->dim[0] : dim[0]) : 1;
 	d->row = row;
+	d->windows = text;
+	d->shuffle = !text && d->n > rt_batch_rows(t);
 	d->rows = rt_host_alloc(d->n * row * rt_elem_bytes(t->dtype), path);
 	for (int64_t i = 0; i < d->n * row; i++) {
 		double x = v[i];
@@ -156,7 +159,39 @@ void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed)
 }
 
 /* Stages step `step`'s batch in buffer `slot`, which no queued copy still reads. */
-void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot)
+/* splitmix64's output for x, without the shared state */
+static uint64_t mix(uint64_t x)
+{
+	uint64_t z = x + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* row i of epoch e in the epoch's order: a Fisher-Yates shuffle of the n
+ * rows drawn from the seed and the epoch, kept while the epoch lasts. The
+ * order is a function of the seed and the step: a resumed run reads what
+ * the uninterrupted one would have. Inputs with as many rows share it. */
+static int64_t shuffled(RtData *d, uint64_t seed, int64_t e, int64_t i)
+{
+	if (!d->perm || d->perm_epoch != e) {
+		if (!d->perm)
+			d->perm = rt_host_alloc((int64_t)sizeof(int64_t) * d->n, "the data's order");
+		uint64_t s = mix(seed * 0x2545f4914f6cdd1dull ^ mix((uint64_t)e + 1));
+		for (int64_t r = 0; r < d->n; r++)
+			d->perm[r] = r;
+		for (int64_t r = d->n - 1; r > 0; r--) {
+			s = mix(s);
+			int64_t q = (int64_t)(s % (uint64_t)(r + 1)), x = d->perm[r];
+			d->perm[r] = d->perm[q];
+			d->perm[q] = x;
+		}
+		d->perm_epoch = e;
+	}
+	return d->perm[i];
+}
+
+void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot, bool train)
 {
 	RtModel *m = c->model;
 	for (int k = 0; k < m->ninputs; k++) {
@@ -164,8 +199,15 @@ void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot)
 		RtData *d = &data[k];
 		int64_t B = rt_batch_rows(t), esz = rt_elem_bytes(t->dtype);
 		for (int64_t j = 0; j < B; j++) {
-			int64_t r = ((int64_t)step * B + j) % d->n;
-			memcpy((char *)d->batch[slot] + j * d->row * esz, (char *)d->rows + r * d->row * esz, (size_t)(d->row * esz));
+			int64_t g = (int64_t)step * B + j, at = g % d->n * d->row;
+			if (train && d->windows) {
+				/* a window of the text at a random element, as nanoGPT samples */
+				uint64_t span = (uint64_t)((d->n - 1) * d->row + 1);
+				at = (int64_t)(mix(c->seed * 0x9e3779b97f4a7c15ull ^ mix((uint64_t)g)) % span);
+			} else if (train && d->shuffle) {
+				at = shuffled(d, c->seed, g / d->n, g % d->n) * d->row;
+			}
+			memcpy((char *)d->batch[slot] + j * d->row * esz, (char *)d->rows + at * esz, (size_t)(d->row * esz));
 		}
 		c->n.h2d_bytes += t->bytes;
 		if (c->record) {

@@ -351,25 +351,44 @@ static const char *json_real(char *buf, double v);
 
 /* --eval: the forward program on each batch, dropout off; the means of the
  * loss and of each report */
-static int evaluate(RtCtx *c, const RtOpts *o, RtData *data)
+/* the batches that hold a data set's rows once (at least one) */
+static long batches(const RtModel *m, const RtData *data)
+{
+	long nb = m->ninputs ? (long)(data[0].n / rt_batch_rows(&m->inputs[0])) : 1;
+	return nb < 1 ? 1 : nb;
+}
+
+/* the forward program on nb batches of data in turn, dropout off, nothing updated: the mean loss,
+ * and the reports' means in rep */
+static double mean_loss(RtCtx *c, RtData *data, long nb, double *rep)
 {
 	RtModel *m = c->model;
-	long nb = o->steps_set ? o->steps : m->ninputs ? (long)(data[0].n / rt_batch_rows(&m->inputs[0])) : 1;
-	if (nb < 1)
-		nb = 1;
 	c->eval = true;
-	double loss = 0, rep[16] = {0};
+	double loss = 0;
 	unsigned char buf[8];
+	for (int i = 0; i < m->nreports; i++)
+		rep[i] = 0;
 	for (long b = 0; b < nb; b++) {
-		rt_upload_batch(c, data, b, 0);
+		rt_upload_batch(c, data, b, 0, false);
 		dp_forward(c);
 		c->dev->sync();
 		loss += read_loss(c);
 		for (int i = 0; i < m->nreports; i++) {
 			rt_d2h(c, buf, c->base + (uint64_t)m->reports[i].offset, rt_elem_bytes(m->reports[i].dtype));
-			rep[i] += rt_get(buf, m->reports[i].dtype, 0);
+			rep[i] += rt_get(buf, m->reports[i].dtype, 0) / (double)nb;
 		}
 	}
+	c->eval = false;
+	return loss / (double)nb;
+}
+
+static int evaluate(RtCtx *c, const RtOpts *o, RtData *data)
+{
+	RtModel *m = c->model;
+	long nb = o->steps_set ? o->steps : batches(m, data);
+	double rep[16], loss = mean_loss(c, data, nb, rep) * (double)nb;
+	for (int i = 0; i < m->nreports; i++)
+		rep[i] *= (double)nb;
 	char line[2048], num[32];
 	int n = snprintf(line, sizeof line, "%s: eval on %ld batches, loss %.6g", m->model, nb, loss / (double)nb);
 	char json[2048];
@@ -521,10 +540,13 @@ typedef struct {
 	double setup_s;    /* options, data, parameters, device arena, upload */
 	double train_s;    /* the training loop */
 	double first_s;    /* step 1 alone: ms_per_step leaves out its one-time costs */
-	double save_s;     /* --save and --dump-grads */
+	double save_s;     /* --save and --dump-grads; validation's time too (val_s apart) */
+	double val_s;      /* the validation loss's evaluations */
 	int64_t predicted; /* the arena, optimizer state included */
 	bool saved;        /* --save wrote the parameters */
 	long start;        /* --resume: the step the run continued from */
+	double val;        /* the last validation loss (NAN: none yet), of step val_step */
+	long val_step;
 	int64_t extra_h2d, extra_d2h; /* adam's moments to the device on --resume, states to the host */
 	long graph_steps;  /* --graph: the steps run as the captured graph, its capture's included */
 } Run;
@@ -573,6 +595,8 @@ static void progress(Progress *pg, const RtOpts *o, const RtModel *m, const Run 
 		rt_json_key(j, "lr"), rt_json_num(j, rt_lr_at(o, done - 1));
 		rt_json_key(j, "ms"), rt_json_num(j, 1000 * (t - pg->t_step));
 		rt_json_key(j, "bytes"), rt_json_int(j, moved);
+		if (r->val_step == done)
+			rt_json_key(j, "val_loss"), rt_json_num(j, r->val);
 		if (m->nreports) {
 			rt_json_key(j, "reports");
 			rt_json_object(j);
@@ -603,6 +627,8 @@ static void progress(Progress *pg, const RtOpts *o, const RtModel *m, const Run 
 	       duration(eta, t / (double)done * (double)(o->steps - done)));
 	for (int i = 0; i < m->nreports; i++)
 		printf("  %s %.6g", m->reports[i].name, r->report[i]);
+	if (r->val_step)
+		printf("  val %.6g", r->val);
 	/* on a terminal the line stays open until the last step */
 	fputs(pg->tty ? (last ? "\033[K\n" : "\033[K") : "\n", stdout);
 	fflush(stdout);
@@ -645,7 +671,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 {
 	int64_t ph, pd;
 	predict_transfers(c, o, r, &ph, &pd);
-	char first[32], last[32];
+	char first[32], last[32], val[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[6144], reports[1536] = "", num[32];
 	for (int i = 0; i < c->model->nreports; i++)
@@ -654,7 +680,8 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	RtCounters *n = &c->n;
 	int len = snprintf(buf, sizeof buf,
 	                   "{\n  \"model\": \"%s\",\n  \"precision\": \"%s\",\n  \"device\": \"%s\",\n  \"optimizer\": \"%s\",\n"
-	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %s,\n  \"loss_last\": %s,\n"
+	                   "  \"lr\": %.9g,\n  \"steps\": %ld,\n  \"loss_first\": %s,\n  \"loss_last\": %s,\n  \"val_loss\": %s,\n"
+	                   "  \"val_s\": %.6f,\n"
 	                   "  \"wall_s\": %.6f,\n  \"ms_per_step\": %.6f,\n  \"setup_s\": %.6f,\n  \"save_s\": %.6f,\n"
 	                   "  \"peak_device_bytes\": %lld,\n"
 	                   "  \"predicted_device_bytes\": %lld,\n  \"h2d_bytes\": %lld,\n  \"d2h_bytes\": %lld,\n"
@@ -668,7 +695,8 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"copy_calls\": %lld,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
-	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), r->train_s, steady, r->setup_s, r->save_s,
+	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), json_real(val, r->val), r->val_s,
+	                   r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)ph, (long long)pd, (long long)c->model->host, c->model->nslots, c->model->ahead,
 	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * c->model->xfer_h2d[1]),
@@ -872,12 +900,29 @@ int main(int argc, char **argv)
 		rt_load_data(&data[1], &m->inputs[1], o.labels);
 	}
 	rt_synthesize(data, m, (uint64_t)o.seed);
+	/* validation: the first input's rows and, for a model of two inputs, the second's */
+	RtData val[2];
+	memset(val, 0, sizeof val);
+	if (o.val_data) {
+		if (m->ninputs < 1 || m->ninputs > 2)
+			rt_usage("--val-data %s: the model needs one or two inputs (the data, and labels)", o.val_data);
+		rt_load_data(&val[0], &m->inputs[0], o.val_data);
+		if (m->ninputs == 2 && !o.val_labels)
+			rt_usage("--val-data %s: the model has two inputs; give --val-labels too", o.val_data);
+		if (m->ninputs == 2)
+			rt_load_data(&val[1], &m->inputs[1], o.val_labels);
+	} else if (o.val_labels) {
+		rt_usage("--val-labels %s needs --val-data", o.val_labels);
+	}
 	c->dev->init();
 	/* Steps are queued one ahead of the host: step s's batch and loss go
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
 	for (int k = 0; k < m->ninputs; k++)
-		for (int i = 0; i < RT_INFLIGHT; i++)
+		for (int i = 0; i < RT_INFLIGHT; i++) {
 			data[k].batch[i] = pinned(c, m->inputs[k].bytes, m->inputs[k].name);
+			if (k < 2)
+				val[k].batch[i] = data[k].batch[i]; /* validation runs between steps, all of them done */
+		}
 	/* per fence slot: the loss, then each report */
 	int nres = 1 + m->nreports;
 	unsigned char *loss_slots = pinned(c, 8 * RT_INFLIGHT * nres, "the loss");
@@ -912,7 +957,7 @@ int main(int argc, char **argv)
 		init_params(m, host, (uint64_t)o.seed);
 
 	/* one device allocation: the planned arena, optimizer state included */
-	Run r = {.first = NAN, .last = NAN, .predicted = m->arena};
+	Run r = {.first = NAN, .last = NAN, .val = NAN, .predicted = m->arena};
 	c->base = rt_device_alloc(c, r.predicted);
 	for (int i = 0; i < m->nparams; i++)
 		if (!m->params[i].streamed)
@@ -958,7 +1003,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (o.gradcheck) {
-		rt_upload_batch(c, data, 0, 0);
+		rt_upload_batch(c, data, 0, 0, false);
 		status = gradcheck(c, &o, host);
 		goto out;
 	}
@@ -995,7 +1040,7 @@ int main(int argc, char **argv)
 				c->dev->copy_timing(true);
 				rt_prof_mark(c, RT_CALL_PHASE, "batch");
 			}
-			rt_upload_batch(c, data, s, slot);
+			rt_upload_batch(c, data, s, slot, true);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
 			void *g[256] = {0};
 			bool dump = s == start && o.dump_grads;
@@ -1046,6 +1091,15 @@ int main(int argc, char **argv)
 			c->record = false;
 			moved[slot] = c->n.h2d_bytes + c->n.d2h_bytes - before;
 			c->dev->fence(slot);
+			/* the validation loss after step s + 1: the training step's input slots are free once it is done */
+			if (o.val_data && (((s + 1) % o.eval_every == 0) || s + 1 == o.steps)) {
+				double t = now(), rep[16];
+				c->dev->sync();
+				r.val = mean_loss(c, val, batches(m, val), rep);
+				r.val_step = s + 1;
+				double dt = now() - t;
+				r.val_s += dt, r.save_s += dt;
+			}
 			/* --save-state after step s + 1, before step s + 2 is queued; not a state whose loss is not finite */
 			if (o.save_state && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.steps)) {
 				double t = now();
@@ -1139,9 +1193,15 @@ out:
 	free(c->kept);
 	for (int k = 0; k < m->ninputs; k++) {
 		free(data[k].rows);
+		free(data[k].perm);
 		for (int i = 0; i < RT_INFLIGHT; i++)
 			c->dev->host_free(data[k].batch[i]);
 	}
+	for (int k = 0; k < 2; k++)
+		free(val[k].rows), free(val[k].perm);
+	for (int i = 0; i < 2 * m->nparams; i++)
+		if (!m->params[i / 2].streamed)
+			free(mom[i]);
 	c->dev->host_free(loss_slots);
 	for (int f = 0; f < o.ninput_files; f++)
 		free((char *)o.input_name[f]);

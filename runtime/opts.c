@@ -60,6 +60,15 @@ static const Opt opts[] = {
 	 "as bytes (text)"},
 	{"--labels", NULL, "FILE", O_STR, 0, 0, AT(labels), NONE, "the second input's data, likewise"},
 	{"--input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE, "any input's data, by name, likewise"},
+	{"--val-data", NULL, "FILE", O_STR, 0, 0, AT(val_data), NONE,
+	 "validation data for the first input, read like --data: every --eval-every\n"
+	 "steps and after the last, the mean loss over its rows in turn (dropout\n"
+	 "off, nothing updated), on the progress line as val and in --log-json\n"
+	 "and --summary-json as val_loss"},
+	{"--val-labels", NULL, "FILE", O_STR, 0, 0, AT(val_labels), NONE,
+	 "validation data for the second input, likewise"},
+	{"--eval-every", NULL, "N", O_INT, 1, MAX_COUNT, AT(eval_every), NONE,
+	 "the validation interval, 1 to 10^9 (default --log-every's)"},
 	{"--init", NULL, "FILE.safetensors", O_STR, 0, 0, AT(init), NONE,
 	 "start from these parameters and buffers (every one by name, F32, F64 or\n"
 	 "BF16)"},
@@ -126,9 +135,12 @@ static const Opt opts[] = {
 };
 
 static const char epilogue[] =
-	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1, batches cycle through\n"
-	"them) or exactly [B, ...]; float32/64 and int32/64 are accepted. For an i32 input, a file not named\n"
-	"*.npy is read as bytes, each an id 0..255, in rows of the input's row length (byte-level text).\n"
+	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1) or exactly [B, ...];\n"
+	"float32/64 and int32/64 are accepted. Training reads N > B rows in an order shuffled for each epoch\n"
+	"from the seed (inputs of as many rows alike). For an i32 input, a file not named *.npy is read as\n"
+	"bytes, each an id 0..255 (byte-level text); training reads windows of the input's row length at\n"
+	"random offsets, as nanoGPT samples. --eval and --gradcheck read rows in turn. The order is a\n"
+	"function of the seed and the step, so --resume continues it.\n"
 	"Ids of cross_entropy labels and embed tables must lie below their bound. An input without a file\n"
 	"gets a synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1), i32 inputs ids\n"
 	"below their bound (else 0 or 1); when the program has two\n"
@@ -291,6 +303,8 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv)
 
 	if (o->log_every < 0)
 		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
+	if (!o->eval_every)
+		o->eval_every = o->log_every;
 	if (o->warmup > o->steps) {
 		char steps[96];
 		snprintf(steps, sizeof steps, "%ld warmup steps, more than --steps %ld", o->warmup, o->steps);

@@ -306,6 +306,8 @@ typedef struct {
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
 	const char *save_state, *resume; /* --save-state, --resume FILE */
+	const char *val_data, *val_labels; /* --val-data, --val-labels FILE */
+	long eval_every;                 /* the validation loss's interval (default --log-every's) */
 	long save_every;                 /* --save-every N: 0 only at the end */
 	const char *input_name[RT_MAX_INPUT_FILES], *input_file[RT_MAX_INPUT_FILES];
 	int ninput_files;
@@ -324,14 +326,18 @@ noreturn void rt_usage(const char *fmt, const char *arg);
 typedef struct {
 	void *rows;        /* N rows in the input's dtype */
 	int64_t n, row;    /* rows; elements per row */
+	bool shuffle;      /* training reads the rows in an order drawn for each epoch (a file of more than a batch) */
+	bool windows;      /* training reads windows at random elements (a text file) */
+	int64_t *perm, perm_epoch;
 	void *batch[RT_INFLIGHT]; /* pinned staging, one per step in flight */
 } RtData;
 /* a file's rows for input t, every entry checked against its type */
 void rt_load_data(RtData *d, const RtTensor *t, const char *path);
 /* the synthetic default (see --help) for the inputs without a file */
 void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed);
-/* stages step `step`'s batch in pinned buffer `slot`, which no queued copy still reads */
-void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot);
+/* stages step `step`'s batch in pinned buffer `slot`, which no queued copy still reads; training
+ * (train) in each input's order (shuffled, windows), else its rows in turn */
+void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot, bool train);
 int64_t rt_batch_rows(const RtTensor *t);
 /* splitmix64, and normals by Box-Muller */
 void rt_rng_seed(uint64_t seed);

@@ -594,14 +594,79 @@ static void dup_check(Parser *P, const char *name, Loc loc)
 	map_put(&P->ast->declared, name, 1);
 }
 
+/* An initialiser's argument: numbers and integer constants with + - * /
+ * and parentheses, in double precision (normal(0.16 / L) scales a deep
+ * net's weights with its depth). */
+static double real_expr(Parser *P, const char *what);
+
+static double real_atom(Parser *P, const char *what)
+{
+	Tok t = P->tok;
+	if (accept(P, "(")) {
+		nest(P, t.loc, "constant expression");
+		double v = real_expr(P, what);
+		expect(P, ")", "to close the parenthesis");
+		unnest(P, 1);
+		return v;
+	}
+	if (accept(P, "-")) {
+		nest(P, t.loc, "constant expression");
+		double v = -real_atom(P, what);
+		unnest(P, 1);
+		return v;
+	}
+	if (t.kind == T_INT || t.kind == T_FLOAT) {
+		next(P);
+		return t.fval;
+	}
+	if (t.kind == T_IDENT && !is_keyword(t)) {
+		const char *name = ident(P, "a constant");
+		Const *c = find_const(P->ast, name);
+		if (!c)
+			diag_error(t.loc, "'%s' is not a constant declared before this point", name);
+		return (double)c->value;
+	}
+	diag_error(t.loc, "expected a number for %s, found %s", what, tok_str(t));
+}
+
+static double real_term(Parser *P, const char *what)
+{
+	double v = real_atom(P, what);
+	for (;;) {
+		Tok t = P->tok;
+		if (accept(P, "*")) {
+			v *= real_atom(P, what);
+		} else if (accept(P, "/")) {
+			double r = real_atom(P, what);
+			if (r == 0)
+				diag_error(t.loc, "division by zero in a constant expression");
+			v /= r;
+		} else {
+			return v;
+		}
+	}
+}
+
+static double real_expr(Parser *P, const char *what)
+{
+	double v = real_term(P, what);
+	for (;;) {
+		if (accept(P, "+"))
+			v += real_term(P, what);
+		else if (accept(P, "-"))
+			v -= real_term(P, what);
+		else
+			return v;
+	}
+}
+
 static double signed_number(Parser *P, const char *what)
 {
-	double s = accept(P, "-") ? -1 : 1;
-	Tok t = P->tok;
-	if (t.kind != T_INT && t.kind != T_FLOAT)
-		diag_error(t.loc, "expected a number for %s, found %s", what, tok_str(t));
-	next(P);
-	return s * t.fval;
+	Loc l = P->tok.loc;
+	double v = real_expr(P, what);
+	if (!isfinite(v))
+		diag_error(l, "%s is not a finite number (%g)", what, v);
+	return v;
 }
 
 /* `param` or, with buffer, `buffer`: the same declaration */

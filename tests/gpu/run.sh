@@ -106,7 +106,7 @@ build)
 	bin/dpc --target cpu tests/gpu/buffers.dp -o $B/buffers.cpu_buf || exit 1
 	# AdamW and the schedules: the adam kernel's decay word, against the float64 reference
 	bin/dpc --target cuda --precision f64 --optimizer adam tests/train/optim.dp -o $B/optim_adam.cuda64 || exit 1
-	cp tests/lib.sh tests/unit/compare.py tests/gpu/trace_check.py tests/train/optim_ref.py $B/
+	cp tests/lib.sh tests/unit/compare.py tests/gpu/trace_check.py tests/train/optim_ref.py tests/train/kill_resume.sh $B/
 	# the CPU executables' shared libraries that a bare machine may lack
 	for lib in $(ldd $B/resmlp.cpu | awk '/=>/ { print $3 }' | grep -E 'blas|gfortran|quadmath|lapack'); do
 		cp -L "$lib" $B/lib/
@@ -210,6 +210,11 @@ else
 fi
 for sched in cosine linear; do
 	check "gpu/optim adamw $sched: within 1e-10 of the float64 reference" python3 $B/optim_ref.py $B/optim_adam.cuda64 $TEST_OUT adamw $sched
+done
+# exact resume on the GPU: killed at 5 random moments, resumed, byte-identical (resident and streamed Adam)
+for x in res str; do
+	check "gpu/resume $x: killed and resumed, parameters byte-identical" bash $B/kill_resume.sh $TEST_OUT/kr_$x \
+		$B/stream/$x.adam.none --steps 200 --optimizer adamw --lr-schedule cosine --warmup 20
 done
 check "gpu/bf16 resmlp: the loss falls" bash -c "$B/resmlp.cudabf --steps 60 --lr 0.01 --summary-json $TEST_OUT/bf_res.json >$TEST_OUT/bf_res.log 2>&1 && python3 -c \"import json; s = json.load(open('$TEST_OUT/bf_res.json')); assert s['loss_last'] < 0.9 * s['loss_first'], s\""
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

@@ -120,4 +120,13 @@ expect train/resume-missing 1 "no_such.st" "$r" --steps 6 --optimizer adamw --re
 expect train/resume-past-steps 1 "the state is at step 4, past --steps 3" "$r" --steps 3 --optimizer adamw --resume "$o/st_adamw.st"
 check "train/resume refused: nothing written" test ! -e "$o/never.st"
 expect train/save-every-needs-state 2 "--save-every needs --save-state" "$r" --save-every 2
+# the order training reads its data in: .npy rows shuffled per epoch by the seed (resumable), text
+# as windows at random offsets, --eval in turn (tests/train/order_check.py)
+l="$o/order.log"
+if "$DPC" --target cpu tests/train/order.dp -o "$o/order" >"$l" 2>&1 && "$DPC" --target cpu tests/train/windows.dp -o "$o/windows" >>"$l" 2>&1 &&
+	python3 tests/train/order_check.py "$o" "$o/order" "$o/windows" >>"$l" 2>&1; then
+	ok "train/data order: .npy shuffled per epoch, text in random windows, eval in turn, resumed alike ($(tail -1 "$l"))"
+else
+	notok "train/data order" "$l"
+fi
 finish
