@@ -652,10 +652,11 @@ static const char *json_real(char *buf, double v)
 static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *h2d, int64_t *d2h)
 {
 	const RtModel *m = c->model;
-	int64_t resident = 0, all = 0, inputs = 0;
+	int64_t resident = 0, all = 0, inputs = 0, grads = 0;
 	for (int i = 0; i < m->nparams; i++) {
 		all += m->params[i].bytes;
 		resident += m->params[i].streamed ? 0 : m->params[i].bytes;
+		grads += m->params[i].buffer ? 0 : m->params[i].bytes;
 	}
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
@@ -663,8 +664,8 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 	int64_t scalars = rt_elem_bytes(m->loss_dtype);
 	for (int i = 0; i < m->nreports; i++)
 		scalars += rt_elem_bytes(m->reports[i].dtype);
-	*d2h = r->steps * (scalars + m->xfer_d2h[1]) + (o->dump_grads && r->steps ? all : 0) + (r->saved ? resident : 0) +
-	       r->extra_d2h;
+	*d2h = r->steps * (scalars + m->xfer_d2h[1] + (o->clip_set ? grads : 0)) + (o->dump_grads && r->steps ? all : 0) +
+	       (r->saved ? resident : 0) + r->extra_d2h;
 }
 
 static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
@@ -792,6 +793,26 @@ static void *pinned(RtCtx *c, int64_t bytes, const char *what)
 	return p;
 }
 
+/* --clip-grad: the gradients to the host (bufs), their global L2 norm in double, and the scale
+ * min(1, clip / (norm + 1e-6)) of torch.nn.utils.clip_grad_norm_ */
+static double clip_scale(RtCtx *c, double clip, void **bufs)
+{
+	c->dev->sync();
+	double sum = 0;
+	for (int i = 0; i < c->model->nparams; i++) {
+		RtTensor *t = &c->model->params[i];
+		if (t->buffer)
+			continue;
+		rt_d2h(c, bufs[i], c->base + (uint64_t)t->grad, t->bytes);
+		for (int64_t e = 0; e < t->numel; e++) {
+			double g = rt_get(bufs[i], t->dtype, e);
+			sum += g * g;
+		}
+	}
+	double scale = clip / (sqrt(sum) + 1e-6);
+	return scale < 1 ? scale : 1;
+}
+
 /* adam's resident moments to the host; the streamed ones are in the pool */
 static void download_moments(RtCtx *c, void **mom)
 {
@@ -818,7 +839,7 @@ static void download_params(RtCtx *c, void **host, bool grads)
 void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
 {
 	int r = rt_real_index(t->dtype);
-	uint64_t w[11] = {p, g};
+	uint64_t w[12] = {p, g};
 	if (c->model->adam) {
 		w[2] = m;
 		w[3] = v;
@@ -831,10 +852,12 @@ void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64
 		/* decoupled decay on what has 2 or more dims a layer (not biases, gains) */
 		bool decays = c->decay > 0 && t->rank - (t->stacked ? 1 : 0) >= 2;
 		word_double(&w[10], decays ? 1 - c->lr * c->decay : 1);
-		rt_launch(c, c->model->k_adam[r], n, 11, w);
+		word_double(&w[11], c->gscale);
+		rt_launch(c, c->model->k_adam[r], n, 12, w);
 	} else {
 		word_double(&w[2], c->lr);
-		rt_launch(c, c->model->k_sgd[r], n, 3, w);
+		word_double(&w[3], c->gscale);
+		rt_launch(c, c->model->k_sgd[r], n, 4, w);
 	}
 }
 
@@ -867,6 +890,11 @@ int main(int argc, char **argv)
 	}
 	if (!o.lr_set)
 		o.lr = m->adam ? 0.001 : 0.01;
+	for (int i = 0; o.clip_set && i < m->nparams; i++)
+		if (m->params[i].streamed)
+			rt_usage("--clip-grad: parameter '%s' streams, and a streamed unit is updated in the reverse sweep, before "
+			         "the global norm is known; clipping streamed parameters is not built yet (compile with --stream none)",
+			         m->params[i].name);
 	RtCtx ctx = {0}, *c = &ctx;
 	c->dev = &rt_cpu_device;
 	if (dp_ptx[0]) {
@@ -948,6 +976,10 @@ int main(int argc, char **argv)
 		mom[2 * i] = t->streamed ? c->pool + t->host_m : rt_host_alloc(t->bytes, t->name);
 		mom[2 * i + 1] = t->streamed ? c->pool + t->host_v : rt_host_alloc(t->bytes, t->name);
 	}
+	void *gbuf[256] = {0}; /* --clip-grad: the gradients on the host */
+	for (int i = 0; o.clip_set && i < m->nparams; i++)
+		if (!m->params[i].buffer)
+			gbuf[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 	long start = 0;
 	if (o.resume)
 		start = rt_load_state(o.resume, m, &o, host, mom);
@@ -973,6 +1005,7 @@ int main(int argc, char **argv)
 	r.start = start;
 	c->lr = o.lr;
 	c->decay = o.weight_decay;
+	c->gscale = 1;
 	c->seed = (uint64_t)o.seed;
 
 	if (!o.quiet) {
@@ -1070,6 +1103,8 @@ int main(int argc, char **argv)
 					free(g[i]);
 				r.save_s += now() - t;
 			}
+			if (o.clip_set)
+				c->gscale = clip_scale(c, o.clip_grad, gbuf);
 			if (c->record)
 				rt_prof_mark(c, RT_CALL_PHASE, "update");
 			/* the resident parameters' update; dp_step updated the streamed ones unit by unit */
@@ -1202,6 +1237,8 @@ out:
 	for (int i = 0; i < 2 * m->nparams; i++)
 		if (!m->params[i / 2].streamed)
 			free(mom[i]);
+	for (int i = 0; i < m->nparams; i++)
+		free(gbuf[i]);
 	c->dev->host_free(loss_slots);
 	for (int f = 0; f < o.ninput_files; f++)
 		free((char *)o.input_name[f]);

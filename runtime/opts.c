@@ -46,6 +46,11 @@ static const Opt opts[] = {
 	 "adamw's decay (default 0.01): p <- p - lr X p before each step, on the\n"
 	 "parameters of two or more dimensions (a stacked one's per layer), not\n"
 	 "on biases and norm gains, as nanoGPT"},
+	{"--clip-grad", NULL, "X", O_REAL, 0, 0, AT(clip_grad), AT(clip_set),
+	 "scale the gradients by min(1, X / (norm + 1e-6)) before the update, norm\n"
+	 "the L2 norm over every parameter's gradient, as clip_grad_norm_; X > 0.\n"
+	 "The gradients come to the host for the norm each step (counted in the\n"
+	 "summary's d2h bytes); not with streamed parameters yet"},
 	{"--lr-schedule", NULL, "constant|cosine|linear", O_SPECIAL, 0, 0, 0, NONE,
 	 "the rate after --warmup (default constant): cosine decays from --lr to\n"
 	 "--min-lr over the remaining steps, linear likewise in a straight line"},
@@ -303,6 +308,8 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv)
 
 	if (o->log_every < 0)
 		o->log_every = o->steps / 10 > 0 ? o->steps / 10 : 1;
+	if (o->clip_set && !(o->clip_grad > 0))
+		rt_usage("%s", "--clip-grad needs a norm above 0");
 	if (!o->eval_every)
 		o->eval_every = o->log_every;
 	if (o->warmup > o->steps) {

@@ -172,6 +172,7 @@ struct RtCtx {
 	int64_t snap_event;   /* the last copy of a snapshot between the staging row and the host pool */
 	double lr;            /* the optimizer's step that rt_update applies: the schedule's at this step */
 	double decay;         /* AdamW's decoupled weight decay (0: none), on parameters of 2 or more dims a layer */
+	double gscale;        /* the gradients' scale in the update: --clip-grad's, else 1 */
 	long step;            /* 1, 2, ...: Adam's bias correction, and dropout's key */
 	uint64_t seed;        /* --seed: dropout's key */
 	bool eval;            /* --eval: the forward program alone, dropout off */
@@ -299,6 +300,8 @@ typedef struct {
 	int schedule;          /* RT_LR_CONSTANT, _COSINE, _LINEAR */
 	long warmup;           /* --warmup steps */
 	double min_lr, weight_decay;
+	double clip_grad;      /* --clip-grad: the largest global gradient norm (0: no clipping) */
+	bool clip_set;
 	bool weight_decay_set;
 	const char *trace;     /* --trace FILE */
 	const char *memplot;   /* --memplot FILE.svg */

@@ -694,8 +694,10 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 	LLVMValueRef e = cg_vec_index(k, idx);
 	switch ((int)d->kind) {
 	case K_SGD: {
+		/* words: p, g, lr, and the gradient's scale (--clip-grad; 1 leaves g's bits) */
 		LLVMValueRef p = cg_ptr(k, args[0], g->realp), gr = cg_ptr(k, args[1], g->realp);
-		LLVMValueRef v = LLVMBuildFSub(B, cg_load(k, p, idx), LLVMBuildFMul(B, cg_word_real(k, args[2]), cg_load(k, gr, idx), ""), "");
+		LLVMValueRef gv = LLVMBuildFMul(B, cg_load(k, gr, idx), cg_word_real(k, args[3]), "");
+		LLVMValueRef v = LLVMBuildFSub(B, cg_load(k, p, idx), LLVMBuildFMul(B, cg_word_real(k, args[2]), gv, ""), "");
 		cg_store(k, p, idx, v);
 		return;
 	}
@@ -706,7 +708,7 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 		LLVMValueRef eps = cg_word_real(k, args[7]), bc1 = cg_word_real(k, args[8]), bc2 = cg_word_real(k, args[9]);
 		/* AdamW's decoupled decay: p (1 - lr decay) first; 1 for Adam, which leaves p's bits */
 		LLVMValueRef keep = cg_word_real(k, args[10]);
-		LLVMValueRef gv = cg_load(k, gr, idx), one = cg_real(g, 1);
+		LLVMValueRef gv = LLVMBuildFMul(B, cg_load(k, gr, idx), cg_word_real(k, args[11]), ""), one = cg_real(g, 1);
 		LLVMValueRef mv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b1, cg_load(k, m, idx), ""), LLVMBuildFMul(B, LLVMBuildFSub(B, one, b1, ""), gv, ""), "");
 		LLVMValueRef vv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b2, cg_load(k, v, idx), ""),
 		                                LLVMBuildFMul(B, LLVMBuildFSub(B, one, b2, ""), LLVMBuildFMul(B, gv, gv, ""), ""), "");

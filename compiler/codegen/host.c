@@ -607,10 +607,10 @@ static Cg *build(Program *p, const CgOptions *o)
 		memset(&opt, 0, sizeof opt);
 		opt.out.dt = (DType)dt;
 		opt.kind = (OpKind)K_SGD;
-		opt.nargs = 3;
+		opt.nargs = 4;
 		sgd[dt] = cg_kernel_id(g, &opt);
 		opt.kind = (OpKind)K_ADAM;
-		opt.nargs = 11;
+		opt.nargs = 12;
 		adam[dt] = cg_kernel_id(g, &opt);
 	}
 

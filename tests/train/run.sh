@@ -60,12 +60,13 @@ o="$TEST_OUT/optim"
 mkdir -p "$o"
 if "$DPC" --target cpu --precision f64 --optimizer adam tests/train/optim.dp -o "$o/adam" >"$o/build.log" 2>&1 &&
 	"$DPC" --target cpu --precision f64 tests/train/optim.dp -o "$o/sgd" >>"$o/build.log" 2>&1; then
-	for c in "adam adamw cosine" "adam adamw linear" "adam adamw constant" "adam adam cosine" "sgd sgd linear" "sgd sgd cosine"; do
+	for c in "adam adamw cosine" "adam adamw linear" "adam adamw constant" "adam adam cosine" "sgd sgd linear" "sgd sgd cosine" \
+		"adam adamw cosine 0.5" "sgd sgd linear 0.5"; do
 		set -- $c
-		if python3 tests/train/optim_ref.py "$o/$1" "$o" $2 $3 >"$o/$2.$3.log" 2>&1; then
-			ok "train/optim $(cat "$o/$2.$3.log")"
+		if python3 tests/train/optim_ref.py "$o/$1" "$o" $2 $3 ${4:-} >"$o/$2.$3.${4:-}.log" 2>&1; then
+			ok "train/optim $(cat "$o/$2.$3.${4:-}.log")"
 		else
-			notok "train/optim $2 $3 against the float64 reference" "$o/$2.$3.log"
+			notok "train/optim $2 $3 ${4:-} against the float64 reference" "$o/$2.$3.${4:-}.log"
 		fi
 	done
 else
@@ -84,6 +85,16 @@ if "$DPC" --target cpu --optimizer adam --stream params samples/resmlp.dp -o "$o
 else
 	notok "train/optim adamw streamed" "$l"
 fi
+# --clip-grad brings the gradients down each step: the bytes counted as predicted
+l="$o/clip.log"
+if "$o/rs_res" --steps 5 --optimizer adamw --clip-grad 0.1 --summary-json "$o/clip.json" >"$l" 2>&1 &&
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['d2h_bytes'] == j['predicted_d2h_bytes'] > 5 * 66000, j" "$o/clip.json" >>"$l" 2>&1; then
+	ok "train/optim clip: the gradients' transfers counted as predicted"
+else
+	notok "train/optim clip: transfers" "$l"
+fi
+expect train/optim-clip-zero 2 "--clip-grad needs a norm above 0" "$o/sgd" --clip-grad 0
+expect train/optim-clip-streamed 2 "clipping streamed parameters is not built yet" "$o/rs_str" --clip-grad 1
 # the options' bad values: exit 2 with the reason
 expect train/optim-warmup-beyond-steps 2 "warmup steps, more than --steps 5" "$o/sgd" --steps 5 --warmup 6
 expect train/optim-negative-decay 2 "--weight-decay needs a non-negative number" "$o/adam" --optimizer adamw --weight-decay -1
