@@ -106,6 +106,10 @@ void rt_copy(RtCtx *c, uint64_t dst, uint64_t src, int64_t bytes)
 
 void rt_zero(RtCtx *c, uint64_t dst, int64_t bytes)
 {
+	/* --accum: the gradients' region keeps what the earlier micro-batches added */
+	uint64_t grads = c->base + (uint64_t)c->model->plan_params;
+	if (c->accumulating && dst >= grads && dst < grads + (uint64_t)c->model->plan_grads)
+		return;
 	if (c->record)
 		rt_prof_begin(c, RT_CALL_ZERO, "zero");
 	c->dev->zero(dst, bytes);
@@ -123,7 +127,7 @@ void rt_count(RtCtx *c, int counter, int64_t n)
 uint64_t rt_key(RtCtx *c)
 {
 	c->no_graph = "dropout draws a new key each step";
-	return dp_step_key(c->seed, (uint64_t)c->step);
+	return dp_step_key(c->seed, c->draw ? c->draw : (uint64_t)c->step);
 }
 uint64_t rt_training(RtCtx *c) { return !c->eval; }
 
@@ -660,11 +664,12 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 	}
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
-	*h2d = resident + r->steps * (inputs + m->xfer_h2d[1]) + r->extra_h2d;
+	*h2d = resident + r->steps * (inputs * o->accum + m->xfer_h2d[1]) + r->extra_h2d;
 	int64_t scalars = rt_elem_bytes(m->loss_dtype);
 	for (int i = 0; i < m->nreports; i++)
 		scalars += rt_elem_bytes(m->reports[i].dtype);
-	*d2h = r->steps * (scalars + m->xfer_d2h[1] + (o->clip_set ? grads : 0)) + (o->dump_grads && r->steps ? all : 0) +
+	*d2h = r->steps * (scalars + m->xfer_d2h[1] + (o->clip_set ? grads : 0) + (o->accum - 1) * rt_elem_bytes(m->loss_dtype)) +
+	       (o->dump_grads && r->steps ? all : 0) +
 	       (r->saved ? resident : 0) + r->extra_d2h;
 }
 
@@ -890,6 +895,13 @@ int main(int argc, char **argv)
 	}
 	if (!o.lr_set)
 		o.lr = m->adam ? 0.001 : 0.01;
+	for (int i = 0; o.accum > 1 && i < m->nparams; i++)
+		if (m->params[i].streamed)
+			rt_usage("--accum: parameter '%s' streams, and a streamed unit is updated in the reverse sweep of each "
+			         "dp_step; accumulating over micro-batches with streamed parameters is not built yet (compile with "
+			         "--stream none)", m->params[i].name);
+	if (o.accum > 1 && o.graph)
+		rt_usage("%s", "--accum with --graph is not built yet: the micro-batches run call by call");
 	for (int i = 0; o.clip_set && i < m->nparams; i++)
 		if (m->params[i].streamed)
 			rt_usage("--clip-grad: parameter '%s' streams, and a streamed unit is updated in the reverse sweep, before "
@@ -1050,6 +1062,7 @@ int main(int argc, char **argv)
 	 * fence has been waited for. */
 	bool sync_dev = c->dev == &rt_cpu_device;
 	double t_done[RT_INFLIGHT] = {0};
+	double micro[RT_INFLIGHT] = {0}; /* --accum: the step's micro-batch losses but its last */
 	int64_t moved[RT_INFLIGHT] = {0}; /* the bytes each step in flight moved between host and device */
 	Progress pg = {.tty = isatty(STDOUT_FILENO)};
 	for (int k = 0; k < m->ninputs && !pg.tokens; k++)
@@ -1073,7 +1086,22 @@ int main(int argc, char **argv)
 				c->dev->copy_timing(true);
 				rt_prof_mark(c, RT_CALL_PHASE, "batch");
 			}
-			rt_upload_batch(c, data, s, slot, true);
+			/* --accum K: K micro-batches, each a batch of its own and a dropout key of its own; the
+			 * gradients summed in place (rt_zero leaves them while accumulating); the losses but
+			 * the last read here, the last as a step's */
+			for (long k = 0; k + 1 < o.accum; k++) {
+				c->accumulating = k > 0;
+				c->draw = (uint64_t)(s * o.accum + k + 1);
+				rt_upload_batch(c, data, s * o.accum + k, slot, true);
+				dp_step(c);
+				unsigned char buf[8];
+				c->dev->sync(); /* the staging buffer again, the loss read */
+				rt_d2h(c, buf, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
+				micro[slot] += rt_get(buf, m->loss_dtype, 0);
+			}
+			c->accumulating = o.accum > 1;
+			c->draw = (uint64_t)((s + 1) * o.accum);
+			rt_upload_batch(c, data, s * o.accum + o.accum - 1, slot, true);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
 			void *g[256] = {0};
 			bool dump = s == start && o.dump_grads;
@@ -1084,6 +1112,7 @@ int main(int argc, char **argv)
 			}
 			run_step(c, &o, s, &r);
 			c->capture = NULL;
+			c->accumulating = false;
 			if (c->record)
 				rt_prof_begin(c, RT_CALL_TRANSFER, "d2h loss");
 			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
@@ -1162,7 +1191,8 @@ int main(int argc, char **argv)
 		c->dev->fence_wait(prev);
 		if (!sync_dev)
 			t_done[prev] = now() - t0 - r.save_s;
-		r.last = rt_get(loss_slots + 8 * nres * prev, m->loss_dtype, 0);
+		r.last = (rt_get(loss_slots + 8 * nres * prev, m->loss_dtype, 0) + micro[prev]) / (double)o.accum;
+		micro[prev] = 0;
 		for (int i = 0; i < m->nreports; i++)
 			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->reports[i].dtype, 0);
 		if (s == start + 1)

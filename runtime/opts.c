@@ -51,6 +51,11 @@ static const Opt opts[] = {
 	 "the L2 norm over every parameter's gradient, as clip_grad_norm_; X > 0.\n"
 	 "The gradients come to the host for the norm each step (counted in the\n"
 	 "summary's d2h bytes); not with streamed parameters yet"},
+	{"--accum", NULL, "K", O_INT, 1, MAX_COUNT, AT(accum), NONE,
+	 "K micro-batches per optimizer step, 1 to 10^9 (default 1): each reads its\n"
+	 "own batch, the gradients summed in place (no memory beyond the plan's),\n"
+	 "then one update; the step's loss the micro-batches' mean. --steps counts\n"
+	 "optimizer steps. Not with streamed parameters or --graph yet"},
 	{"--lr-schedule", NULL, "constant|cosine|linear", O_SPECIAL, 0, 0, 0, NONE,
 	 "the rate after --warmup (default constant): cosine decays from --lr to\n"
 	 "--min-lr over the remaining steps, linear likewise in a straight line"},
@@ -280,6 +285,7 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv)
 	o->gc_samples = 8;
 	o->gc_threshold = 1e-6;
 	o->log_every = -1;
+	o->accum = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const Opt *opt = NULL;

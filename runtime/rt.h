@@ -173,6 +173,8 @@ struct RtCtx {
 	double lr;            /* the optimizer's step that rt_update applies: the schedule's at this step */
 	double decay;         /* AdamW's decoupled weight decay (0: none), on parameters of 2 or more dims a layer */
 	double gscale;        /* the gradients' scale in the update: --clip-grad's, else 1 */
+	bool accumulating;    /* --accum: a micro-batch after the step's first; rt_zero leaves the gradients */
+	uint64_t draw;        /* the micro-batch's number from 1, for dropout's key (0: the step's) */
 	long step;            /* 1, 2, ...: Adam's bias correction, and dropout's key */
 	uint64_t seed;        /* --seed: dropout's key */
 	bool eval;            /* --eval: the forward program alone, dropout off */
@@ -301,6 +303,7 @@ typedef struct {
 	long warmup;           /* --warmup steps */
 	double min_lr, weight_decay;
 	double clip_grad;      /* --clip-grad: the largest global gradient norm (0: no clipping) */
+	long accum;            /* --accum: micro-batches per optimizer step (1) */
 	bool clip_set;
 	bool weight_decay_set;
 	const char *trace;     /* --trace FILE */

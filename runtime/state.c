@@ -50,9 +50,10 @@ static uint64_t desc_hash(void)
 
 /* the metadata fields, in order: what a resumed run must share with the saved one */
 /* (the description last: it covers the precision and more, so the specific field is named first) */
-enum { F_PRECISION, F_OPTIMIZER, F_SEED, F_SCHEDULE, F_LR, F_WARMUP, F_MIN_LR, F_DECAY, F_CLIP, F_STEPS, F_DESC, NFIELDS };
-static const char *field_name[NFIELDS] = {"precision", "optimizer", "seed", "lr_schedule", "lr", "warmup",
-                                          "min_lr", "weight_decay", "clip_grad", "steps", "model_description"};
+enum { F_PRECISION, F_OPTIMIZER, F_SEED, F_SCHEDULE, F_LR, F_WARMUP, F_MIN_LR, F_DECAY, F_CLIP, F_ACCUM, F_STEPS, F_DESC,
+       NFIELDS };
+static const char *field_name[NFIELDS] = {"precision", "optimizer", "seed", "lr_schedule", "lr", "warmup", "min_lr",
+                                          "weight_decay", "clip_grad", "accum", "steps", "model_description"};
 
 static void fields(const RtModel *m, const RtOpts *o, char v[NFIELDS][64])
 {
@@ -66,6 +67,7 @@ static void fields(const RtModel *m, const RtOpts *o, char v[NFIELDS][64])
 	snprintf(v[F_MIN_LR], 64, "%.17g", o->min_lr);
 	snprintf(v[F_DECAY], 64, "%.17g", o->weight_decay);
 	snprintf(v[F_CLIP], 64, "%.17g", o->clip_grad);
+	snprintf(v[F_ACCUM], 64, "%ld", o->accum);
 	/* the schedule depends on the run's length; a constant rate without warmup does not */
 	snprintf(v[F_STEPS], 64, "%ld", o->schedule == RT_LR_CONSTANT && !o->warmup ? 0 : o->steps);
 }

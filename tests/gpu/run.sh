@@ -212,6 +212,7 @@ for sched in cosine linear; do
 	check "gpu/optim adamw $sched: within 1e-10 of the float64 reference" python3 $B/optim_ref.py $B/optim_adam.cuda64 $TEST_OUT adamw $sched
 done
 check "gpu/optim adamw clipped: within 1e-10 of the float64 reference" python3 $B/optim_ref.py $B/optim_adam.cuda64 $TEST_OUT adamw cosine 0.5
+check "gpu/optim adamw accumulated: within 1e-10 of the float64 reference" python3 $B/optim_ref.py $B/optim_adam.cuda64 $TEST_OUT adamw cosine 0 3
 # exact resume on the GPU: killed at 5 random moments, resumed, byte-identical (resident and streamed Adam)
 for x in res str; do
 	check "gpu/resume $x: killed and resumed, parameters byte-identical" bash $B/kill_resume.sh $TEST_OUT/kr_$x \

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""optim_ref.py EXE OUTDIR OPTIMIZER SCHEDULE [CLIP]: trains tests/train/optim.dp
+"""optim_ref.py EXE OUTDIR OPTIMIZER SCHEDULE [CLIP [ACCUM]]: trains tests/train/optim.dp
 (compiled in float64 to EXE) for 10 steps with the given optimizer (sgd,
 adam or adamw) and --lr-schedule (constant, cosine or linear, after 3
 warmup steps), and the same model here in plain float64 Python with
 torch.optim.AdamW's and torch.optim.SGD's update rules and the schedule's
 formula, and with CLIP torch.nn.utils.clip_grad_norm_'s (one L2 norm over
-every gradient, each scaled by min(1, CLIP / (norm + 1e-6))); the saved
+every gradient, each scaled by min(1, CLIP / (norm + 1e-6))), and with
+ACCUM that many micro-batches a step, their gradients summed (the data is
+one batch, so the sum is ACCUM times its gradient; clipping sees the sum);
+the saved
 parameters must agree within 1e-10 (relative to
 max(1, |value|)). AdamW decays W and each layer of the stacked S, not the
 bias b (1-D), as the executable does by default."""
@@ -61,6 +64,7 @@ def lr_at(t, schedule):
 def main():
     exe, out, opt, schedule = sys.argv[1:5]
     clip = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+    accum = int(sys.argv[6]) if len(sys.argv) > 6 else 1
     rng = random.Random(7)
     x = [rng.gauss(0, 1) for _ in range(B * D)]
     y = [rng.gauss(0, 1) for _ in range(B * O)]
@@ -76,6 +80,8 @@ def main():
         args += ["--weight-decay", str(DECAY)]
     if clip:
         args += ["--clip-grad", str(clip)]
+    if accum > 1:
+        args += ["--accum", str(accum)]
     clipped = 0
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     got = read_st(f"{out}/out.st")
@@ -92,6 +98,7 @@ def main():
                 g[r * O + o] = 2 * (h - y[r * O + o]) / (B * O)
         gW = [sum(x[r * D + d] * g[r * O + o] for r in range(B)) for d in range(D) for o in range(O)]
         grads = {"W": gW, "b": [sum(g[r * O + o] for r in range(B)) for o in range(O)], "S": gW + [-a for a in gW]}
+        grads = {k: [accum * a for a in v] for k, v in grads.items()}
         if clip:
             norm = math.sqrt(sum(g * g for k in grads for g in grads[k]))
             coef = min(1.0, clip / (norm + 1e-6))
@@ -113,7 +120,8 @@ def main():
                 p[k][i] -= (lr / bc1) * m[k][i] / denom
     worst = max(abs(a - e) / max(1.0, abs(e)) for k in p for a, e in zip(got[k], p[k]))
     moved = max(abs(a - e) for k in p for a, e in zip(p[k], read_st(f"{out}/init.st")[k]))
-    print(f"{opt} {schedule}{f' clip {clip} ({clipped} of {STEPS} steps clipped)' if clip else ''}: max difference "
+    print(f"{opt} {schedule}{f' clip {clip} ({clipped} of {STEPS} steps clipped)' if clip else ''}"
+          f"{f' accum {accum}' if accum > 1 else ''}: max difference "
           f"{worst:.1e} after {STEPS} steps (parameters moved by up to {moved:.2f})")
     sys.exit(0 if worst <= 1e-10 and moved > 1e-3 and (not clip or clipped >= 3) else 1)
 

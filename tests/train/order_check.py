@@ -48,6 +48,9 @@ assert [l["step"] for l in lines if "val_loss" in l] == [5, 10, 12], lines
 assert all(l["val_loss"] == 7.5 for l in lines if "val_loss" in l), lines
 assert [int(l["loss"]) for l in lines] == rows[:12], (lines, rows[:12])
 assert json.load(open(f"{d}/val_sum.json"))["val_loss"] == 7.5
+# --accum 2: each step reads the next two rows of the order, its loss their mean
+pairs = run(order, "--steps", "24", "--accum", "2", "--data", f"{d}/x.npy")
+assert pairs == [(rows[2 * i] + rows[2 * i + 1]) / 2 for i in range(24)], (pairs, rows)
 starts = [v - 1.5 for v in run(windows, "--steps", "40", "--data", f"{d}/text.bin")]
 assert all(s == int(s) and 0 <= s <= 196 for s in starts), starts
 assert any(int(s) % 4 for s in starts) and len(set(starts)) > 30, starts

@@ -61,12 +61,12 @@ mkdir -p "$o"
 if "$DPC" --target cpu --precision f64 --optimizer adam tests/train/optim.dp -o "$o/adam" >"$o/build.log" 2>&1 &&
 	"$DPC" --target cpu --precision f64 tests/train/optim.dp -o "$o/sgd" >>"$o/build.log" 2>&1; then
 	for c in "adam adamw cosine" "adam adamw linear" "adam adamw constant" "adam adam cosine" "sgd sgd linear" "sgd sgd cosine" \
-		"adam adamw cosine 0.5" "sgd sgd linear 0.5"; do
+		"adam adamw cosine 0.5" "sgd sgd linear 0.5" "adam adamw cosine 0 3" "sgd sgd constant 2 2"; do
 		set -- $c
-		if python3 tests/train/optim_ref.py "$o/$1" "$o" $2 $3 ${4:-} >"$o/$2.$3.${4:-}.log" 2>&1; then
-			ok "train/optim $(cat "$o/$2.$3.${4:-}.log")"
+		if python3 tests/train/optim_ref.py "$o/$1" "$o" $2 $3 ${4:-} ${5:-} >"$o/$2.$3.${4:-}.${5:-}.log" 2>&1; then
+			ok "train/optim $(cat "$o/$2.$3.${4:-}.${5:-}.log")"
 		else
-			notok "train/optim $2 $3 ${4:-} against the float64 reference" "$o/$2.$3.${4:-}.log"
+			notok "train/optim $2 $3 ${4:-} ${5:-} against the float64 reference" "$o/$2.$3.${4:-}.${5:-}.log"
 		fi
 	done
 else
@@ -93,6 +93,19 @@ if "$o/rs_res" --steps 5 --optimizer adamw --clip-grad 0.1 --summary-json "$o/cl
 else
 	notok "train/optim clip: transfers" "$l"
 fi
+# --accum under binomial checkpointing: parameters bitwise as store-everything's; transfers as predicted
+l="$o/accum.log"
+if "$DPC" --target cpu --optimizer adam --checkpoint binomial samples/resmlp.dp -o "$o/rs_bin" >"$l" 2>&1 &&
+	"$o/rs_bin" --steps 5 --accum 3 --save "$o/accum_bin.st" --quiet >>"$l" 2>&1 &&
+	"$o/rs_res" --steps 5 --accum 3 --save "$o/accum_res.st" --summary-json "$o/accum.json" --quiet >>"$l" 2>&1 &&
+	cmp "$o/accum_bin.st" "$o/accum_res.st" >>"$l" 2>&1 &&
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['h2d_bytes'] == j['predicted_h2d_bytes'] and j['d2h_bytes'] == j['predicted_d2h_bytes'], j" "$o/accum.json" >>"$l" 2>&1; then
+	ok "train/optim accum 3: binomial bitwise as store-everything, transfers as predicted"
+else
+	notok "train/optim accum 3 under binomial" "$l"
+fi
+expect train/optim-accum-zero 2 "--accum needs an integer in 1..1000000000, not '0'" "$o/sgd" --accum 0
+expect train/optim-accum-streamed 2 "accumulating over micro-batches with streamed parameters is not built yet" "$o/rs_str" --accum 2
 expect train/optim-clip-zero 2 "--clip-grad needs a norm above 0" "$o/sgd" --clip-grad 0
 expect train/optim-clip-streamed 2 "clipping streamed parameters is not built yet" "$o/rs_str" --clip-grad 1
 # the options' bad values: exit 2 with the reason
