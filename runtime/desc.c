@@ -137,6 +137,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			}
 		} else if (!strcmp(key, "buffer")) {
 			named_param(m, &p, line, l)->buffer = true;
+		} else if (!strcmp(key, "nodecay")) {
+			named_param(m, &p, line, l)->nodecay = true;
 		} else if (!strcmp(key, "update")) {
 			if (m->nupdates >= (int)(sizeof m->updates / sizeof *m->updates))
 				rt_fail(70, "internal error: too many updates in the model description");

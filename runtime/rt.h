@@ -22,6 +22,7 @@ typedef struct {
 	int64_t opt_m, opt_v; /* adam: the moments' arena offsets; -1 otherwise */
 	bool streamed;        /* in the host pool: value at host, adam's moments at host_m, host_v */
 	bool buffer;          /* a `buffer`: saved and loaded like a parameter, never trained (grad -1) */
+	bool nodecay;         /* `nodecay`: AdamW's decay leaves it */
 	int64_t host, host_m, host_v;
 	int stacked, classes;
 	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */

@@ -499,6 +499,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 		                  q->streamed || q->buffer ? -1LL : (long long)p->values.data[q->grad].offset, q->stacked, inits[q->init], q->a, q->b));
 		if (q->buffer)
 			put(&t, ar_printf("buffer %s\n", q->name));
+		if (q->nodecay)
+			put(&t, ar_printf("nodecay %s\n", q->name));
 	}
 	for (int i = 0; i < p->updates.len; i++)
 		put(&t, ar_printf("update %s %lld\n", p->updates.data[i].name, (long long)p->values.data[p->updates.data[i].value].offset));

@@ -713,6 +713,13 @@ static void parse_param(Parser *P, bool buffer)
 	} else {
 		diag_error(t.loc, "unknown initialiser %s: expected normal(STD), uniform(LO, HI), zeros or ones", tok_str(t));
 	}
+	/* `nodecay` after the initialiser: AdamW leaves it (biases and gains it leaves anyway) */
+	Tok nd = P->tok;
+	if (accept(P, "nodecay")) {
+		if (buffer)
+			diag_error(nd.loc, "a buffer is not trained: nodecay does not apply to it");
+		q.nodecay = true;
+	}
 	vec_push(&P->ast->params, q);
 }
 
@@ -1006,7 +1013,7 @@ void fe_print_ast(FILE *f, FeAst *a)
 			fprintf(f, " %g", q->a);
 		if (q->init == INIT_UNIFORM)
 			fprintf(f, " %g %g", q->a, q->b);
-		fputs(")\n", f);
+		fputs(q->nodecay ? " nodecay)\n" : ")\n", f);
 	}
 	for (int i = 0; i < a->inputs.len; i++)
 		fprintf(f, "(input %s %s)\n", a->inputs.data[i].name, ir_type_str(a->inputs.data[i].type));

@@ -222,6 +222,7 @@ typedef struct {
 	Type type;        /* full type, stack axis first when stacked */
 	int stacked;      /* 1 when declared f32[L][...] */
 	bool buffer;      /* `buffer`: kept and saved like a parameter, never trained (no gradient) */
+	bool nodecay;     /* `nodecay`: AdamW's weight decay leaves it, whatever its rank */
 	InitKind init;
 	double a, b;      /* normal: std in a; uniform: [a, b) */
 	Loc loc;

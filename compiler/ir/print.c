@@ -261,7 +261,8 @@ void ir_print(FILE *f, Program *p)
 	fprintf(f, "# precision %s\n", ir_dt_name(p->real));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		fprintf(f, "%s %s : %s = %s\n", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q));
+		fprintf(f, "%s %s : %s = %s%s\n", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q),
+		        q->nodecay ? " nodecay" : "");
 	}
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];

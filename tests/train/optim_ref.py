@@ -10,8 +10,8 @@ ACCUM that many micro-batches a step, their gradients summed (the data is
 one batch, so the sum is ACCUM times its gradient; clipping sees the sum);
 the saved
 parameters must agree within 1e-10 (relative to
-max(1, |value|)). AdamW decays W and each layer of the stacked S, not the
-bias b (1-D), as the executable does by default."""
+max(1, |value|)). AdamW decays W, not the bias b (1-D, as the executable
+does by default) nor S (marked nodecay)."""
 import json, math, os, random, struct, subprocess, sys
 
 B, D, O, STEPS, WARMUP = 8, 4, 3, 10, 3
@@ -112,7 +112,7 @@ def main():
             step = t + 1
             bc1, bc2 = 1 - 0.9 ** step, 1 - 0.999 ** step
             for i, gi in enumerate(grads[k]):
-                if opt == "adamw" and k != "b":
+                if opt == "adamw" and k == "W":
                     p[k][i] *= 1 - lr * DECAY
                 m[k][i] = 0.9 * m[k][i] + (1 - 0.9) * gi
                 v2[k][i] = 0.999 * v2[k][i] + (1 - 0.999) * gi * gi
