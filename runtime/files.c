@@ -572,6 +572,7 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 							meta->val[meta->n++] = v;
 						} else {
 							free(j.field);
+							j.field = NULL; /* before jskip, whose failure frees j.field */
 							jskip(&j);
 						}
 						j.field = NULL;
