@@ -760,10 +760,8 @@ int main(int argc, char **argv)
 				c->draw = (uint64_t)(s * o.accum + k + 1);
 				rt_upload_batch(c, data, s * o.accum + k, slot, true);
 				dp_step(c);
-				unsigned char buf[8];
 				c->dev->sync(); /* the staging buffer again, the loss read */
-				rt_d2h(c, buf, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
-				micro[slot] += rt_get(buf, m->loss_dtype, 0);
+				micro[slot] += read_loss(c);
 			}
 			c->accumulating = o.accum > 1;
 			c->draw = (uint64_t)((s + 1) * o.accum);

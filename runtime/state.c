@@ -17,8 +17,9 @@
 static const char *schedules[] = {"constant", "cosine", "linear"};
 
 /* the model and the moments as one list of tensors (the moments after
- * their parameters), for the safetensors writer and reader */
-static RtModel *state_model(const RtModel *m)
+ * their parameters), for the safetensors writer and reader; in *bufs
+ * (malloc'd) where each one's host copy is */
+static RtModel *state_model(const RtModel *m, void *const *params, void *const *moments, void ***bufs)
 {
 	static RtModel s;
 	s = *m;
@@ -36,6 +37,15 @@ static RtModel *state_model(const RtModel *m)
 			snprintf(x->name, sizeof x->name, "%.100s.adam_%c", t->name, k == 1 ? 'm' : 'v');
 		}
 	}
+	void **b = rt_host_alloc((int64_t)sizeof(void *) * (s.nparams + 1), "a state");
+	for (int i = 0, n = 0; i < m->nparams; i++) {
+		b[n++] = params[i];
+		if (m->adam && !m->params[i].buffer) {
+			b[n++] = moments[2 * i];
+			b[n++] = moments[2 * i + 1];
+		}
+	}
+	*bufs = b;
 	return &s;
 }
 
@@ -74,15 +84,8 @@ static void fields(const RtModel *m, const RtOpts *o, char v[NFIELDS][64])
 
 void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step)
 {
-	RtModel *s = state_model(m);
-	void **bufs = rt_host_alloc((int64_t)sizeof(void *) * (s->nparams + 1), "a state");
-	for (int i = 0, n = 0; i < m->nparams; i++) {
-		bufs[n++] = params[i];
-		if (m->adam && !m->params[i].buffer) {
-			bufs[n++] = moments[2 * i];
-			bufs[n++] = moments[2 * i + 1];
-		}
-	}
+	void **bufs;
+	RtModel *s = state_model(m, params, moments, &bufs);
 	char v[NFIELDS][64], meta[2048];
 	fields(m, o, v);
 	int len = snprintf(meta, sizeof meta, ",\"step\":\"%ld\"", step);
@@ -105,15 +108,8 @@ long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **p
 	size_t len;
 	unsigned char *b = rt_load_bytes(path, &len);
 	RtMeta meta = {0};
-	RtModel *s = state_model(m);
-	void **bufs = rt_host_alloc((int64_t)sizeof(void *) * (s->nparams + 1), "a state");
-	for (int i = 0, n = 0; i < m->nparams; i++) {
-		bufs[n++] = params[i];
-		if (m->adam && !m->params[i].buffer) {
-			bufs[n++] = moments[2 * i];
-			bufs[n++] = moments[2 * i + 1];
-		}
-	}
+	void **bufs;
+	RtModel *s = state_model(m, params, moments, &bufs);
 	/* a state of another model fails on its fields, not on its first tensor that does not fit:
 	 * the tensors' error, trapped, stands only once the fields agree */
 	{
