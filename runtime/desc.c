@@ -166,10 +166,14 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			t->host = num(&p, line, l);
 			t->host_m = num(&p, line, l);
 			t->host_v = num(&p, line, l);
+			t->slots = num(&p, line, l);
+			t->slots_m = num(&p, line, l);
+			t->slots_v = num(&p, line, l);
+			t->grad = num(&p, line, l);
 		} else if (!strcmp(key, "transfers")) {
 			char k[16];
-			for (int f = 0; f < 4; f++) {
-				static const char *want[] = {"slots", "ahead", "forward", "step"};
+			for (int f = 0; f < 6; f++) {
+				static const char *want[] = {"slots", "ahead", "forward", "step", "sweep", "grads"};
 				word(&p, k, sizeof k, line, l);
 				if (strcmp(k, want[f]))
 					bad(line, l);
@@ -177,6 +181,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 					m->nslots = (int)num(&p, line, l);
 				else if (f == 1)
 					m->ahead = (int)num(&p, line, l);
+				else if (f == 5)
+					m->stream_grads = num(&p, line, l);
 				else {
 					m->xfer_h2d[f - 2] = num(&p, line, l);
 					m->xfer_d2h[f - 2] = num(&p, line, l);
@@ -291,6 +297,14 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			if (out)
 				rt_fail(70, "internal error: tensor '%s' lies outside the host pool of %lld bytes", t->name,
 				        (long long)m->host);
+			/* its slots and its gradient's unit in the arena */
+			int64_t unit = t->dim[0] > 0 ? t->bytes / t->dim[0] : 0;
+			out = m->nslots < 1 || !inside(m->arena, t->slots, m->nslots * unit) || !inside(m->arena, t->grad, unit);
+			if (m->adam)
+				out |= !inside(m->arena, t->slots_m, m->nslots * unit) || !inside(m->arena, t->slots_v, m->nslots * unit);
+			if (out)
+				rt_fail(70, "internal error: the slots of tensor '%s' lie outside the arena of %lld bytes", t->name,
+				        (long long)m->arena);
 			continue;
 		}
 		bool trained = i < m->nparams && !t->buffer;

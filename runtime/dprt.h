@@ -153,17 +153,22 @@ void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t b
  * slots at `slots`. `table` holds two words per slot, in the generated code:
  * the unit it holds + 1 (0: none) and the event of its last copy.
  *   rt_stream_reset  empties n words of tables (each dp_step and dp_forward starts so)
- *   rt_fetch         copies unit u in, unless u is outside [lo, hi) or its slot holds it
+ *   rt_fetch         copies unit u in, unless u is outside [lo, hi) or its slot holds it;
+ *                    opt 1: optimizer state, which only the update reads (none when it is deferred)
  *   rt_wait          device work queued later waits for the copy into u's slot
- *   rt_writeback     copies u's slot back to the host
+ *   rt_writeback     copies u's slot back to the host (none when the update is deferred)
  *   rt_update        the optimizer's step of unit u of parameter `param` (p, g, m, v: device
- *                    addresses; m = v = 0 for sgd), n elements */
+ *                    addresses; m = v = 0 for sgd), n elements; when deferred (--clip-grad,
+ *                    --accum), the gradient's copy to the host instead
+ *   rt_grad_in       unit u's gradient of parameter `param` (bytes at g) starts at 0, or, in a
+ *                    micro-batch after the step's first, at what the earlier ones summed */
 void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n);
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
-              int64_t bytes);
+              int64_t bytes, int opt);
 void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u);
 void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes);
 void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
+void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes);
 
 extern const char dp_model_desc[];
 void dp_step(RtCtx *c);

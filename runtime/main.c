@@ -316,9 +316,35 @@ static const char *json_real(char *buf, double v)
 	return buf;
 }
 
+/* The bytes a training step's streamed units and host snapshots move each way,
+ * from the plan. Each micro-batch's dp_step moves what the plan says; with
+ * the streamed units' updates deferred (--clip-grad, --accum), less its
+ * updates' copies, plus each unit's gradient down and, after the first
+ * micro-batch, up again. Unclipped, the last micro-batch's sweep updates (and
+ * keeps its gradients); clipped, a pass after the step fetches the units,
+ * their moments and gradients and writes the units and moments back. */
+static void stream_per_step(const RtModel *m, const RtOpts *o, int64_t *h2d, int64_t *d2h)
+{
+	int64_t k = o->accum, sg = m->stream_grads;
+	*h2d = k * m->xfer_h2d[1];
+	*d2h = k * m->xfer_d2h[1];
+	if (!sg || (!o->clip_set && k == 1))
+		return;
+	*h2d += (k - 1) * sg;
+	*d2h += k * sg;
+	if (o->clip_set) {
+		int64_t pass = sg * (m->adam ? 3 : 1);
+		*h2d += pass + sg - k * m->xfer_h2d[2];
+		*d2h += pass - k * m->xfer_d2h[2];
+	} else {
+		*h2d -= (k - 1) * m->xfer_h2d[2];
+		*d2h -= (k - 1) * m->xfer_d2h[2] + sg;
+	}
+}
+
 /* The bytes a training run moves each way, from the plan: the resident
  * parameters up once, each step's inputs, streamed units and loss, and the
- * downloads --dump-grads and --save make. */
+ * downloads --clip-grad, --dump-grads and --save make. */
 static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *h2d, int64_t *d2h)
 {
 	const RtModel *m = c->model;
@@ -326,23 +352,26 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 	for (int i = 0; i < m->nparams; i++) {
 		all += m->params[i].bytes;
 		resident += m->params[i].streamed ? 0 : m->params[i].bytes;
-		grads += m->params[i].buffer ? 0 : m->params[i].bytes;
+		grads += m->params[i].buffer || m->params[i].streamed ? 0 : m->params[i].bytes;
 	}
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
-	*h2d = resident + r->steps * (inputs * o->accum + m->xfer_h2d[1]) + r->extra_h2d;
+	int64_t step_h2d, step_d2h;
+	stream_per_step(m, o, &step_h2d, &step_d2h);
+	*h2d = resident + r->steps * (inputs * o->accum + step_h2d) + r->extra_h2d;
 	int64_t scalars = rt_elem_bytes(m->loss_dtype);
 	for (int i = 0; i < m->nreports; i++)
 		scalars += rt_elem_bytes(m->reports[i].dtype);
-	*d2h = r->steps * (scalars + m->xfer_d2h[1] + (o->clip_set ? grads : 0) + (o->accum - 1) * rt_elem_bytes(m->loss_dtype)) +
+	*d2h = r->steps * (scalars + step_d2h + (o->clip_set ? grads : 0) + (o->accum - 1) * rt_elem_bytes(m->loss_dtype)) +
 	       (o->dump_grads && r->steps ? all : 0) +
 	       (r->saved ? resident : 0) + r->extra_d2h;
 }
 
 static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 {
-	int64_t ph, pd;
+	int64_t ph, pd, sh, sd;
 	predict_transfers(c, o, r, &ph, &pd);
+	stream_per_step(c->model, o, &sh, &sd);
 	char first[32], last[32], val[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[6144], reports[1536] = "", num[32];
@@ -371,8 +400,8 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
 	                   (long long)n->d2h_bytes, (long long)ph, (long long)pd, (long long)c->model->host, c->model->nslots, c->model->ahead,
-	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * c->model->xfer_h2d[1]),
-	                   (long long)(r->steps * c->model->xfer_d2h[1]), (long long)n->steps[RT_COUNT_FORWARD],
+	                   (long long)n->stream_h2d, (long long)n->stream_d2h, (long long)(r->steps * sh),
+	                   (long long)(r->steps * sd), (long long)n->steps[RT_COUNT_FORWARD],
 	                   (long long)n->steps[RT_COUNT_RECOMPUTED], (long long)(r->steps * c->model->forward_flops),
 	                   (long long)n->recomputed_flops,
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
@@ -427,7 +456,9 @@ static void add_counts(RtCounters *to, const RtCounters *a, const RtCounters *b)
 
 /* dp_step; with --graph, from the second step on (the first shows what
  * the step calls), the graph captured from it, run again each step, the
- * counters advancing by what the captured step counted */
+ * counters advancing by what the captured step counted. With --accum K,
+ * this is the step's last micro-batch, which adds to the gradients the
+ * earlier ones (run call by call, the first zeroing them) left. */
 static void run_step(RtCtx *c, const RtOpts *o, long s, Run *r)
 {
 	static bool ready;
@@ -474,10 +505,13 @@ static double clip_scale(RtCtx *c, double clip, void **bufs)
 		RtTensor *t = &c->model->params[i];
 		if (t->buffer)
 			continue;
-		rt_d2h(c, bufs[i], c->base + (uint64_t)t->grad, t->bytes);
+		/* a streamed parameter's gradient is on the host already, its update deferred */
+		const void *g = t->streamed ? c->grads + c->grads_at[i] : bufs[i];
+		if (!t->streamed)
+			rt_d2h(c, bufs[i], c->base + (uint64_t)t->grad, t->bytes);
 		for (int64_t e = 0; e < t->numel; e++) {
-			double g = rt_get(bufs[i], t->dtype, e);
-			sum += g * g;
+			double x = rt_get(g, t->dtype, e);
+			sum += x * x;
 		}
 	}
 	double scale = clip / (sqrt(sum) + 1e-6);
@@ -561,18 +595,6 @@ int main(int argc, char **argv)
 	}
 	if (!o.lr_set)
 		o.lr = m->adam ? 0.001 : 0.01;
-	for (int i = 0; o.accum > 1 && i < m->nparams; i++)
-		if (m->params[i].streamed)
-			rt_usage("--accum: parameter '%s' streams, and a streamed unit is updated in the reverse sweep of each "
-			         "dp_step; accumulating over micro-batches with streamed parameters is not built yet (compile with "
-			         "--stream none)", m->params[i].name);
-	if (o.accum > 1 && o.graph)
-		rt_usage("%s", "--accum with --graph is not built yet: the micro-batches run call by call");
-	for (int i = 0; o.clip_set && i < m->nparams; i++)
-		if (m->params[i].streamed)
-			rt_usage("--clip-grad: parameter '%s' streams, and a streamed unit is updated in the reverse sweep, before "
-			         "the global norm is known; clipping streamed parameters is not built yet (compile with --stream none)",
-			         m->params[i].name);
 	RtCtx ctx = {0}, *c = &ctx;
 	c->dev = &rt_cpu_device;
 	if (dp_ptx[0]) {
@@ -654,10 +676,23 @@ int main(int argc, char **argv)
 		mom[2 * i] = t->streamed ? c->pool + t->host_m : rt_host_alloc(t->bytes, t->name);
 		mom[2 * i + 1] = t->streamed ? c->pool + t->host_v : rt_host_alloc(t->bytes, t->name);
 	}
-	void *gbuf[256] = {0}; /* --clip-grad: the gradients on the host */
+	void *gbuf[256] = {0}; /* --clip-grad: the resident gradients on the host */
 	for (int i = 0; o.clip_set && i < m->nparams; i++)
-		if (!m->params[i].buffer)
+		if (!m->params[i].buffer && !m->params[i].streamed)
 			gbuf[i] = rt_host_alloc(m->params[i].bytes, "gradients");
+	/* --clip-grad and --accum K > 1 defer the streamed units' updates: their gradients wait in pinned
+	 * host memory until the step's last micro-batch (and, clipped, the norm) is done */
+	bool deferred = m->stream_grads > 0 && (o.clip_set || o.accum > 1);
+	if (deferred) {
+		int64_t at = 0;
+		for (int i = 0; i < m->nparams; i++)
+			if (m->params[i].streamed && !m->params[i].buffer)
+				c->grads_at[i] = at, at += m->params[i].bytes;
+		if (at != m->stream_grads)
+			rt_fail(70, "internal error: the streamed gradients are %lld bytes, the description says %lld", (long long)at,
+			        (long long)m->stream_grads);
+		c->grads = pinned(c, at, "the streamed parameters' gradients (--clip-grad, --accum)");
+	}
 	long start = 0;
 	if (o.resume)
 		start = rt_load_state(o.resume, m, &o, host, mom);
@@ -707,6 +742,14 @@ int main(int argc, char **argv)
 		if (m->host)
 			printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
 			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
+		if (deferred) {
+			int64_t sh, sd;
+			stream_per_step(m, &o, &sh, &sd);
+			printf("%s: %s: the streamed units' updates wait for the step's gradients, held in %s of pinned host "
+			       "memory%s; per step %s host->device, %s device->host\n", m->model,
+			       o.clip_set ? (o.accum > 1 ? "--clip-grad, --accum" : "--clip-grad") : "--accum", mib(m->stream_grads),
+			       o.clip_set ? ", then a pass of their own" : "", mib(sh), mib(sd));
+		}
 	}
 	int status = 0;
 	if (o.eval) {
@@ -757,6 +800,8 @@ int main(int argc, char **argv)
 			 * the last read here, the last as a step's */
 			for (long k = 0; k + 1 < o.accum; k++) {
 				c->accumulating = k > 0;
+				c->defer = deferred;
+				c->grads_in = deferred && k > 0;
 				c->draw = (uint64_t)(s * o.accum + k + 1);
 				rt_upload_batch(c, data, s * o.accum + k, slot, true);
 				dp_step(c);
@@ -764,6 +809,9 @@ int main(int argc, char **argv)
 				micro[slot] += read_loss(c);
 			}
 			c->accumulating = o.accum > 1;
+			/* streamed units: the last micro-batch's sweep updates them, unless the norm must come first */
+			c->defer = deferred && o.clip_set;
+			c->grads_in = deferred && o.accum > 1;
 			c->draw = (uint64_t)((s + 1) * o.accum);
 			rt_upload_batch(c, data, s * o.accum + o.accum - 1, slot, true);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
@@ -776,7 +824,7 @@ int main(int argc, char **argv)
 			}
 			run_step(c, &o, s, &r);
 			c->capture = NULL;
-			c->accumulating = false;
+			c->accumulating = c->defer = c->grads_in = false;
 			if (c->record)
 				rt_prof_begin(c, RT_CALL_TRANSFER, "d2h loss");
 			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
@@ -800,13 +848,16 @@ int main(int argc, char **argv)
 				c->gscale = clip_scale(c, o.clip_grad, gbuf);
 			if (c->record)
 				rt_prof_mark(c, RT_CALL_PHASE, "update");
-			/* the resident parameters' update; dp_step updated the streamed ones unit by unit */
+			/* the resident parameters' update; dp_step updated the streamed ones unit by unit,
+			 * unless clipping deferred them to a pass of their own */
 			for (int i = 0; i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
 				if (!t->streamed && !t->buffer)
 					rt_apply_update(c, t, c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad,
 					                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, t->numel);
 			}
+			if (deferred && o.clip_set)
+				rt_update_streamed(c);
 			/* the buffers' updates, in order on the compute stream: after everything that read them */
 			for (int i = 0; i < m->nupdates; i++) {
 				RtTensor *t = &m->params[m->updates[i].param];
@@ -914,6 +965,8 @@ out:
 			free(host[i]);
 	if (c->pool)
 		c->dev->host_free(c->pool);
+	if (c->grads)
+		c->dev->host_free(c->grads);
 	for (int i = 0; i < 2; i++)
 		if (c->actions[i])
 			c->dev->host_free(c->actions[i]);

@@ -49,13 +49,16 @@ static const Opt opts[] = {
 	{"--clip-grad", NULL, "X", O_REAL, 0, 0, AT(clip_grad), AT(clip_set),
 	 "scale the gradients by min(1, X / (norm + 1e-6)) before the update, norm\n"
 	 "the L2 norm over every parameter's gradient, as clip_grad_norm_; X > 0.\n"
-	 "The gradients come to the host for the norm each step (counted in the\n"
-	 "summary's d2h bytes); not with streamed parameters yet"},
+	 "The resident gradients come to the host for the norm each step (counted\n"
+	 "in the summary's d2h bytes); streamed parameters' gradients wait in pinned\n"
+	 "host memory, and a pass after the step updates them (dpc --emit=schedule\n"
+	 "gives the bytes)"},
 	{"--accum", NULL, "K", O_INT, 1, MAX_COUNT, AT(accum), NONE,
 	 "K micro-batches per optimizer step, 1 to 10^9 (default 1): each reads its\n"
 	 "own batch, the gradients summed in place (no memory beyond the plan's),\n"
 	 "then one update; the step's loss the micro-batches' mean. --steps counts\n"
-	 "optimizer steps. Not with streamed parameters or --graph yet"},
+	 "optimizer steps. Streamed parameters' gradients wait between micro-batches\n"
+	 "in pinned host memory; with --graph, the last micro-batch is captured"},
 	{"--lr-schedule", NULL, "constant|cosine|linear", O_SPECIAL, 0, 0, 0, NONE,
 	 "the rate after --warmup (default constant): cosine decays from --lr to\n"
 	 "--min-lr over the remaining steps, linear likewise in a straight line"},

@@ -24,6 +24,7 @@ typedef struct {
 	bool buffer;          /* a `buffer`: saved and loaded like a parameter, never trained (grad -1) */
 	bool nodecay;         /* `nodecay`: AdamW's decay leaves it */
 	int64_t host, host_m, host_v;
+	int64_t slots, slots_m, slots_v; /* streamed: the device slots' arena offsets (nslots units each); grad is its unit's */
 	int stacked, classes;
 	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */
 	bool ids;             /* an embed reads it: its elements are tokens */
@@ -67,7 +68,10 @@ typedef struct {
 	 * the bytes dp_forward [0] and dp_step [1] move each way (predicted) */
 	int64_t host;
 	int nslots, ahead;
-	int64_t xfer_h2d[2], xfer_d2h[2];
+	/* [2]: of dp_step's, those its updates need (the optimizer state fetched,
+	 * the write-backs), which a deferred update leaves out (--clip-grad, --accum) */
+	int64_t xfer_h2d[3], xfer_d2h[3];
+	int64_t stream_grads; /* the streamed parameters' gradients' bytes, all units */
 } RtModel;
 
 /* A device: memory addressed by 64-bit integers, and work on it. */
@@ -187,7 +191,18 @@ struct RtCtx {
 	const char *no_graph; /* why dp_step cannot be a graph, set by the calls that vary by step or wait on the host */
 	uint64_t **kept;      /* the action words a captured revolve reads, each chunk its own (nkept) */
 	int nkept;
+	/* deferred updates of streamed units (--clip-grad, --accum K > 1; stream.c) */
+	unsigned char *grads; /* pinned: the streamed parameters' gradients, parameter i's at grads_at[i] */
+	int64_t grads_at[256];
+	bool defer;           /* this dp_step's rt_update copies each unit's gradient there instead of updating */
+	bool grads_in;        /* this dp_step's rt_grad_in starts each unit's gradient from there, not from 0 */
+	int64_t grad_event[256]; /* the last copy out of each streamed parameter's gradient unit (0: none) */
 };
+
+/* The update of the streamed units after a deferred sweep: unit by unit,
+ * the value, its moments and its summed gradient up into the slots, the
+ * optimizer's step, and the value and moments back (stream.c). */
+void rt_update_streamed(RtCtx *c);
 
 /* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */
 void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);

@@ -13,8 +13,8 @@ void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
 	memset(table, 0, sizeof *table * (size_t)n);
 }
 
-/* a counted copy between device memory and the host pool at offset host */
-static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes)
+/* a counted copy between device memory and pinned host memory */
+static int64_t host_copy(RtCtx *c, bool to_device, uint64_t dev, unsigned char *host, int64_t bytes)
 {
 	if (to_device) {
 		c->n.h2d_bytes += bytes;
@@ -23,7 +23,7 @@ static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, i
 		c->n.d2h_bytes += bytes;
 		c->n.stream_d2h += bytes;
 	}
-	int64_t e = c->dev->copy(to_device, dev, c->pool + host, bytes);
+	int64_t e = c->dev->copy(to_device, dev, host, bytes);
 	if (c->record) {
 		char label[64];
 		snprintf(label, sizeof label, "%s %lld bytes", to_device ? "h2d" : "d2h", (long long)bytes);
@@ -32,10 +32,16 @@ static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, i
 	return e;
 }
 
-void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
-              int64_t bytes)
+/* the same, at offset host of the host pool */
+static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
-	if (u < lo || u >= hi)
+	return host_copy(c, to_device, dev, c->pool + host, bytes);
+}
+
+void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
+              int64_t bytes, int opt)
+{
+	if (u < lo || u >= hi || (opt && c->defer))
 		return;
 	int64_t s = u % k;
 	if (table[2 * s] == u + 1)
@@ -58,6 +64,9 @@ void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
 
 void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes)
 {
+	/* every write-back follows an update: a deferred one changed nothing */
+	if (c->defer)
+		return;
 	int64_t s = u % k;
 	table[2 * s + 1] = pool_copy(c, false, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
 }
@@ -68,8 +77,61 @@ void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t 
 	int64_t bytes = n * rt_elem_bytes(t->dtype);
 	if (c->capture && c->capture[param])
 		rt_d2h(c, (unsigned char *)c->capture[param] + u * bytes, g, bytes);
-	if (!c->no_update)
-		rt_apply_update(c, t, p, g, m, v, n);
+	if (c->no_update)
+		return;
+	if (c->defer) {
+		/* the unit's gradient (its micro-batches' sum so far) waits on the host */
+		c->grad_event[param] = host_copy(c, false, g, c->grads + c->grads_at[param] + u * bytes, bytes);
+		return;
+	}
+	rt_apply_update(c, t, p, g, m, v, n);
+}
+
+void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes)
+{
+	/* the unit before this one may still be on its way down from g */
+	if (c->grad_event[param]) {
+		c->dev->copy_wait(c->grad_event[param]);
+		c->grad_event[param] = 0;
+	}
+	if (c->grads_in) {
+		c->dev->copy_wait(host_copy(c, true, g, c->grads + c->grads_at[param] + u * bytes, bytes));
+		return;
+	}
+	if (c->record)
+		rt_prof_begin(c, RT_CALL_ZERO, "zero");
+	c->dev->zero(g, bytes);
+	if (c->record)
+		rt_prof_end(c);
+}
+
+void rt_update_streamed(RtCtx *c)
+{
+	const RtModel *m = c->model;
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		if (!t->streamed || t->buffer)
+			continue;
+		int64_t units = t->dim[0], bytes = t->bytes / units, n = t->numel / units;
+		for (int64_t u = 0; u < units; u++) {
+			/* slot u mod k, as the sweep would; the copies run in order on the copy stream, each
+			 * behind the compute queued before it, so a slot is free when its next copy starts */
+			uint64_t at = (uint64_t)((u % m->nslots) * bytes), base = c->base;
+			pool_copy(c, true, base + (uint64_t)t->slots + at, t->host + u * bytes, bytes);
+			if (m->adam) {
+				pool_copy(c, true, base + (uint64_t)t->slots_m + at, t->host_m + u * bytes, bytes);
+				pool_copy(c, true, base + (uint64_t)t->slots_v + at, t->host_v + u * bytes, bytes);
+			}
+			c->dev->copy_wait(host_copy(c, true, base + (uint64_t)t->grad, c->grads + c->grads_at[i] + u * bytes, bytes));
+			rt_apply_update(c, t, base + (uint64_t)t->slots + at, base + (uint64_t)t->grad,
+			                m->adam ? base + (uint64_t)t->slots_m + at : 0, m->adam ? base + (uint64_t)t->slots_v + at : 0, n);
+			pool_copy(c, false, base + (uint64_t)t->slots + at, t->host + u * bytes, bytes);
+			if (m->adam) {
+				pool_copy(c, false, base + (uint64_t)t->slots_m + at, t->host_m + u * bytes, bytes);
+				pool_copy(c, false, base + (uint64_t)t->slots_v + at, t->host_v + u * bytes, bytes);
+			}
+		}
+	}
 }
 
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)

@@ -774,6 +774,13 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		fprintf(f, "],\n  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"device_slots\": %d, "
 		        "\"prefetch_distance\": %d, \"forward_h2d_bytes\": %lld},\n",
 		        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1], p->nslots, p->ahead, (long long)p->h2d_bytes[0]);
+		if (p->stream_grads) {
+			int64_t g = p->stream_grads, pass = g * (p->optimizer == OPT_ADAM ? 3 : 1);
+			fprintf(f, "  \"deferred_updates\": {\"host_grad_bytes\": %lld, \"micro_batch_h2d_bytes\": %lld, "
+			        "\"micro_batch_d2h_bytes\": %lld, \"grads_in_h2d_bytes\": %lld, \"update_pass_h2d_bytes\": %lld, "
+			        "\"update_pass_d2h_bytes\": %lld},\n", (long long)g, (long long)(p->h2d_bytes[1] - p->sweep_h2d),
+			        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
+		}
 		fprintf(f, "  \"peak_host_bytes\": %lld,\n", (long long)p->host_bytes);
 		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
 		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
@@ -795,6 +802,16 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 	}
 	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units and snapshots)\n",
 	        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1]);
+	if (p->stream_grads) {
+		int64_t g = p->stream_grads, pass = g * (p->optimizer == OPT_ADAM ? 3 : 1);
+		fprintf(f, "deferred updates (--clip-grad, --accum K > 1): the streamed gradients held in %lld bytes of pinned "
+		        "host memory beyond the pool, no device memory added; a deferred sweep moves host->device %lld bytes "
+		        "(+%lld after a step's first micro-batch), device->host %lld bytes; unclipped, the last micro-batch's "
+		        "sweep updates as above (+%lld bytes host->device); clipped, an update pass after the norm moves "
+		        "host->device %lld bytes, device->host %lld bytes\n",
+		        (long long)g, (long long)(p->h2d_bytes[1] - p->sweep_h2d), (long long)g,
+		        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
+	}
 	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, optimizer state %lld (%s), inputs %lld, "
 	        "live tape %lld, snapshots %lld, streaming slots %lld, workspace %lld\n",
 	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,

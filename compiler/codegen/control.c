@@ -643,6 +643,15 @@ static void lower_transfer(Host *h, Op *op)
 {
 	Cg *g = h->g;
 	Program *p = g->p;
+	if (op->kind == OP_GRAD_IN) {
+		LLVMValueRef i = h->index[op->in[1]];
+		if (!i)
+			die("index %s has no host value", ir_value_name(p, op->in[1]));
+		LLVMValueRef args[5] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), i, cg_addr(h, op->in[0]),
+		                        cg_i64(g, ir_bytes(p, ir_vtype(p, op->in[0])))};
+		cg_call(h, h->t_grad_in, h->f_grad_in, args, 5);
+		return;
+	}
 	int slots = op->kind == OP_D2H ? op->in[1] : op->in[0], host = op->kind == OP_D2H ? op->in[0] : op->in[1];
 	int index = op->in[op->kind == OP_WAIT ? 1 : 2];
 	Type t = ir_vtype(p, slots);
@@ -652,10 +661,11 @@ static void lower_transfer(Host *h, Op *op)
 		die("index %s has no host value", ir_value_name(p, index));
 	switch (op->kind) {
 	case OP_H2D: {
-		LLVMValueRef args[9] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), LLVMBuildAdd(g->b, i, cg_i64(g, op->shift), ""),
+		LLVMValueRef args[10] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), LLVMBuildAdd(g->b, i, cg_i64(g, op->shift), ""),
 		                        cg_i64(g, op->lo), cg_i64(g, op->lo + op->trip), cg_addr(h, slots),
-		                        cg_i64(g, p->values.data[host].offset), cg_i64(g, unit)};
-		cg_call(h, h->t_fetch, h->f_fetch, args, 9);
+		                        cg_i64(g, p->values.data[host].offset), cg_i64(g, unit),
+		                        LLVMConstInt(g->i32, (unsigned long long)op->index, 0)};
+		cg_call(h, h->t_fetch, h->f_fetch, args, 10);
 		return;
 	}
 	case OP_D2H: {
@@ -747,6 +757,7 @@ bool cg_host_control(Host *h, Op *op)
 	case OP_D2H:
 	case OP_WAIT:
 	case OP_UPDATE:
+	case OP_GRAD_IN:
 		lower_transfer(h, op);
 		return true;
 	case OP_ACC:

@@ -395,14 +395,16 @@ static void host_function(Cg *g, const char *name, int nops)
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = cg_declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 
-	LLVMTypeRef pf[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
-	h.f_fetch = cg_declare(g, "rt_fetch", vd, pf, 9, &h.t_fetch);
+	LLVMTypeRef pf[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i32};
+	h.f_fetch = cg_declare(g, "rt_fetch", vd, pf, 10, &h.t_fetch);
 	LLVMTypeRef pw[] = {g->i8p, g->i64p, g->i64, g->i64};
 	h.f_wait = cg_declare(g, "rt_wait", vd, pw, 4, &h.t_wait);
 	LLVMTypeRef pb[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
 	h.f_writeback = cg_declare(g, "rt_writeback", vd, pb, 7, &h.t_writeback);
 	LLVMTypeRef pu[] = {g->i8p, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
 	h.f_update = cg_declare(g, "rt_update", vd, pu, 8, &h.t_update);
+	LLVMTypeRef pi[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
+	h.f_grad_in = cg_declare(g, "rt_grad_in", vd, pi, 5, &h.t_grad_in);
 	LLVMTypeRef pe[] = {g->i8p, g->i64p, g->i64};
 	h.f_reset = cg_declare(g, "rt_stream_reset", vd, pe, 3, &h.t_reset);
 
@@ -522,14 +524,19 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	put(&t, ar_printf("host %lld\n", (long long)p->host_bytes));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
+		/* in the pool: the value, adam's moments; in the arena: their slots, the gradient's unit */
 		if (q->streamed)
-			put(&t, ar_printf("stream %s %lld %lld %lld\n", q->name, (long long)p->values.data[q->value].offset,
+			put(&t, ar_printf("stream %s %lld %lld %lld %lld %lld %lld %lld\n", q->name, (long long)p->values.data[q->value].offset,
 			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_m].offset : -1LL,
-			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_v].offset : -1LL));
+			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_v].offset : -1LL,
+			                  (long long)p->values.data[q->slot].offset,
+			                  q->opt_m >= 0 ? (long long)p->values.data[q->mslot].offset : -1LL,
+			                  q->opt_m >= 0 ? (long long)p->values.data[q->vslot].offset : -1LL,
+			                  (long long)p->values.data[q->grad].offset));
 	}
-	put(&t, ar_printf("transfers slots %d ahead %d forward %lld %lld step %lld %lld\n", p->nslots, p->ahead,
-	                  (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0], (long long)p->h2d_bytes[1],
-	                  (long long)p->d2h_bytes[1]));
+	put(&t, ar_printf("transfers slots %d ahead %d forward %lld %lld step %lld %lld sweep %lld %lld grads %lld\n", p->nslots,
+	                  p->ahead, (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0], (long long)p->h2d_bytes[1],
+	                  (long long)p->d2h_bytes[1], (long long)p->sweep_h2d, (long long)p->sweep_d2h, (long long)p->stream_grads));
 	for (int dt = 0; dt <= DT_F64; dt++)
 		if (sgd[dt] >= 0)
 			put(&t, ar_printf("kernel sgd %s %d\nkernel adam %s %d\n", ir_dt_name((DType)dt), sgd[dt], ir_dt_name((DType)dt), adam[dt]));

@@ -341,6 +341,11 @@ struct Program {
 	int64_t *mem_series;
 	int nslots, ahead; /* slots per streamed tensor, prefetch distance; 0 without streaming */
 	int64_t h2d_bytes[2], d2h_bytes[2];
+	/* of dp_step's copies, those only the reverse sweep's updates need: the
+	 * optimizer state fetched, and the write-backs (a deferred update skips
+	 * both: --clip-grad, --accum); and the bytes of the streamed parameters'
+	 * gradients, each unit's made once a step */
+	int64_t sweep_h2d, sweep_d2h, stream_grads;
 };
 
 /* construction */

@@ -184,7 +184,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fprintf(f, "h2d %s, %s[%s", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]), ir_value_name(p, op->in[2]));
 		if (op->shift)
 			fprintf(f, " %c %lld", op->shift < 0 ? '-' : '+', (long long)(op->shift < 0 ? -op->shift : op->shift));
-		fprintf(f, "]  # units %lld..%lld\n", (long long)op->lo, (long long)(op->lo + op->trip - 1));
+		fprintf(f, "]  # units %lld..%lld%s\n", (long long)op->lo, (long long)(op->lo + op->trip - 1),
+		        op->index ? ", for the update" : "");
 		return;
 	}
 	if (op->kind == OP_UPDATE) {
@@ -192,6 +193,11 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		for (int k = 3; k < op->nin; k++)
 			fprintf(f, ", %s[%s]", ir_value_name(p, op->in[k]), ir_value_name(p, op->in[2]));
 		fprintf(f, "  # %s %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd", p->params.data[op->index].name);
+		return;
+	}
+	if (op->kind == OP_GRAD_IN) {
+		fprintf(f, "grad_in %s, %s  # %s: 0, or the micro-batches' sum so far\n", ir_value_name(p, op->in[0]),
+		        ir_value_name(p, op->in[1]), p->params.data[op->index].name);
 		return;
 	}
 	if (op->kind == OP_D2H || op->kind == OP_WAIT) {

@@ -32,6 +32,16 @@ const char *ops_shape_var(Program *p, Op *op, Type *out)
 
 const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 {
+	if (op->kind == OP_GRAD_IN) {
+		Value *g = &p->values.data[op->in[0]];
+		if (g->kind != VK_VAR || g->vclass != VC_GRAD)
+			return ar_printf("grad_in: %s is not a gradient variable", ir_value_name(p, op->in[0]));
+		if (ir_vtype(p, op->in[1]).dt != DT_INDEX)
+			return "slice index is not an index";
+		if (op->index < 0 || op->index >= p->params.len || p->params.data[op->index].grad != op->in[0])
+			return "grad_in of no parameter's gradient unit";
+		return NULL;
+	}
 	int slot = op->kind == OP_D2H ? op->in[1] : op->in[0];
 	int host = op->kind == OP_D2H ? op->in[0] : op->in[1];
 	int index = op->kind == OP_WAIT ? op->in[1] : op->in[2];

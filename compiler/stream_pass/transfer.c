@@ -230,13 +230,18 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 			for (int a = 0; a <= d; a++) {
 				vec_push(&front, h2d(p, loc, q->slot, w, l, dir * a, units));
 				if (owns && adam) {
+					/* the moments: only the update reads them (index 1) */
 					vec_push(&front, h2d(p, loc, q->mslot, q->opt_m, l, dir * a, units));
+					front.data[front.len - 1]->index = 1;
 					vec_push(&front, h2d(p, loc, q->vslot, q->opt_v, l, dir * a, units));
+					front.data[front.len - 1]->index = 1;
 				}
 			}
 			vec_push(&front, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->slot, l}));
 			if (owns) {
-				vec_push(&front, ir_new_op(p, OP_ZERO, loc, 1, &gu));
+				Op *in = ir_new_op(p, OP_GRAD_IN, loc, 2, (int[]){gu, l});
+				in->index = qi;
+				vec_push(&front, in);
 				if (adam) {
 					vec_push(&back, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->mslot, l}));
 					vec_push(&back, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->vslot, l}));
@@ -262,6 +267,7 @@ typedef struct {
 	Program *p;
 	int64_t **held;  /* per slot variable: the unit in each slot, + 1 (0: none) */
 	int64_t h2d, d2h;
+	int64_t opt_h2d; /* of h2d, the optimizer state's (fetched for the update only) */
 	Op *rev;         /* the revolve being simulated */
 } Sim;
 
@@ -288,6 +294,8 @@ static void sim_body(Sim *s, Block *b, int64_t i)
 			continue;
 		held[u % t.dim[0]] = u + 1;
 		s->h2d += ir_bytes(p, t) / t.dim[0];
+		if (op->index)
+			s->opt_h2d += ir_bytes(p, t) / t.dim[0];
 	}
 }
 
@@ -320,7 +328,7 @@ static bool has_transfers(Block *b)
  * each from slots that hold nothing: one walk, read at both ends. */
 static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 {
-	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), 0, 0, NULL};
+	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), 0, 0, 0, NULL};
 	for (int v = 0; v < p->values.len; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
 			s.held[v] = ar_alloc(sizeof(int64_t) * (size_t)p->values.data[v].type.dim[0]);
@@ -348,6 +356,9 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 	}
 	h2d_bytes[1] = s.h2d;
 	d2h_bytes[1] = s.d2h;
+	/* every d2h is a write-back after an update */
+	p->sweep_h2d = s.opt_h2d;
+	p->sweep_d2h = s.d2h;
 }
 
 /* ---- the decision ---- */
@@ -439,7 +450,7 @@ void stream_transfers(Program *p, const StreamOptions *o)
 		for (int j = 0; j < nb; j++) {
 			Block *b = bs[j].b;
 			int n = 0;
-			while (n < b->len && (b->ops[n]->kind == OP_H2D || b->ops[n]->kind == OP_WAIT || b->ops[n]->kind == OP_ZERO))
+			while (n < b->len && (b->ops[n]->kind == OP_H2D || b->ops[n]->kind == OP_WAIT || b->ops[n]->kind == OP_GRAD_IN))
 				n++;
 			/* this step's units first, then those one step ahead, ... */
 			Ops first = {0}, rest = {0};
@@ -463,8 +474,12 @@ void stream_transfers(Program *p, const StreamOptions *o)
 void stream_count(Program *p)
 {
 	p->h2d_bytes[0] = p->h2d_bytes[1] = p->d2h_bytes[0] = p->d2h_bytes[1] = 0;
+	p->sweep_h2d = p->sweep_d2h = p->stream_grads = 0;
 	if (p->nslots)
 		simulate(p, p->h2d_bytes, p->d2h_bytes);
+	for (int i = 0; i < p->params.len; i++)
+		if (p->params.data[i].streamed)
+			p->stream_grads += ir_bytes(p, p->params.data[i].type);
 	/* snapshots in host memory: each save goes down and each fetch comes up, whole */
 	for (int t = p->nforward; t < p->body.len; t++) {
 		Op *op = p->body.ops[t];

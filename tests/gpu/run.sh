@@ -289,7 +289,35 @@ for k in ('h2d_bytes', 'd2h_bytes', 'stream_h2d_bytes', 'stream_d2h_bytes'):
 assert j['peak_device_bytes'] == j['predicted_device_bytes']
 print(j['stream_h2d_bytes'], j['stream_d2h_bytes'])" $TEST_OUT/ss.$tag.json
 done
+# --clip-grad and --accum streamed: the units' updates deferred (their gradients through pinned host
+# memory, a pass after the step when clipped), bitwise as resident, bytes as predicted
+for tag in adam.none adam.binomial sgd.hs; do
+	for a in "--clip-grad 0.05" "--accum 3" "--accum 2 --clip-grad 0.05"; do
+		t="$tag.$(echo $a | tr -d ' -')"
+		$B/stream/res.$tag --steps 5 --quiet $a --save $TEST_OUT/dr.$t.p >$TEST_OUT/dr.$t.log 2>&1 &&
+			$B/stream/str.$tag --steps 5 --quiet $a --save $TEST_OUT/ds.$t.p --summary-json $TEST_OUT/ds.$t.json \
+				>>$TEST_OUT/dr.$t.log 2>&1 || { notok "gpu/stream deferred $t: run" $TEST_OUT/dr.$t.log; continue; }
+		check "gpu/stream deferred $t: parameters bitwise as resident" cmp $TEST_OUT/dr.$t.p $TEST_OUT/ds.$t.p
+		check "gpu/stream deferred $t: bytes as predicted" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ('h2d_bytes', 'd2h_bytes', 'stream_h2d_bytes', 'stream_d2h_bytes'):
+    assert j[k] == j['predicted_' + k], (k, j[k], j['predicted_' + k])
+assert j['peak_device_bytes'] == j['predicted_device_bytes']" $TEST_OUT/ds.$t.json
+	done
+done
+# --graph with --accum: the last micro-batch captured and replayed, the others call by call
+if $B/resmlp.cuda --steps 10 --quiet --accum 3 --save $TEST_OUT/ga.p >$TEST_OUT/ga.log 2>&1 &&
+	$B/resmlp.cuda --steps 10 --quiet --accum 3 --graph --save $TEST_OUT/ga.gp --summary-json $TEST_OUT/ga.json >>$TEST_OUT/ga.log 2>&1; then
+	check "gpu/graph resmlp --accum 3: parameters after 10 steps bitwise as without" cmp $TEST_OUT/ga.p $TEST_OUT/ga.gp
+	check "gpu/graph resmlp --accum 3: 9 steps replayed" python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['graph_steps'] == 9" $TEST_OUT/ga.json
+else
+	notok "gpu/graph resmlp --accum 3: run" $TEST_OUT/ga.log
+fi
 if [ -n "$SAN" ]; then
+	for tool in memcheck racecheck synccheck; do
+		check "gpu/compute-sanitizer $tool streamed, deferred (--accum 2 --clip-grad)" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/stream/str.adam.binomial --steps 2 --accum 2 --clip-grad 0.05 >$TEST_OUT/san_def_$tool.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_def_$tool.log || { cat $TEST_OUT/san_def_$tool.log; false; }"
+	done
 	check "gpu/compute-sanitizer streamed resmlp (adam, binomial)" bash -c "'$SAN' --error-exitcode 3 $B/stream/str.adam.binomial --steps 3 >$TEST_OUT/san_stream.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_stream.log || { cat $TEST_OUT/san_stream.log; false; }"
 	check "gpu/compute-sanitizer snapshots in host memory" bash -c "'$SAN' --error-exitcode 3 $B/stream/str.sgd.hs --steps 2 >$TEST_OUT/san_hs.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_hs.log || { cat $TEST_OUT/san_hs.log; false; }"
 	check "gpu/compute-sanitizer synccheck streamed resmlp" bash -c "'$SAN' --tool synccheck --error-exitcode 3 $B/stream/str.sgd.none --steps 2 >$TEST_OUT/san_stream2.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_stream2.log || { cat $TEST_OUT/san_stream2.log; false; }"

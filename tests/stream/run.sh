@@ -209,6 +209,18 @@ for opt in sgd adam; do
 		fi
 	done
 done
+# the same with the streamed units' updates deferred (--accum 2 --clip-grad): snapshots in host
+# memory move in each micro-batch; parameters bitwise as the resident run's, bytes as predicted
+exe="$o/hs.adam.params" ref="$o/hs.adam.ref"
+if [ -x "$exe" ] && "$ref" --steps $steps --accum 2 --clip-grad 0.05 --quiet --save "$ref.acc.p" >"$exe.acc.log" 2>&1 &&
+	"$exe" --steps $steps --accum 2 --clip-grad 0.05 --quiet --save "$exe.acc.p" --summary-json "$exe.acc.json" >>"$exe.acc.log" 2>&1 &&
+	cmp "$ref.acc.p" "$exe.acc.p" >>"$exe.acc.log" 2>&1 && [ "$(host_snaps "$exe.sched")" = 5 ] &&
+	[ "$(json "$exe.acc.json" h2d_bytes)" = "$(json "$exe.acc.json" predicted_h2d_bytes)" ] &&
+	[ "$(json "$exe.acc.json" d2h_bytes)" = "$(json "$exe.acc.json" predicted_d2h_bytes)" ]; then
+	ok "stream/host-snapshots accum 2, clipped: bitwise as resident, $(json "$exe.acc.json" h2d_bytes) bytes up as predicted"
+else
+	notok "stream/host-snapshots accum 2, clipped" "$exe.acc.log"
+fi
 # without --snapshots, streamed parameters top the count up in host memory
 # to ceil(sqrt(n)) + 1: the budget holds 3 rows, 2 slots and the staging row
 exe="$o/hs.topup"

@@ -105,9 +105,27 @@ else
 	notok "train/optim accum 3 under binomial" "$l"
 fi
 expect train/optim-accum-zero 2 "--accum needs an integer in 1..1000000000, not '0'" "$o/sgd" --accum 0
-expect train/optim-accum-streamed 2 "accumulating over micro-batches with streamed parameters is not built yet" "$o/rs_str" --accum 2
 expect train/optim-clip-zero 2 "--clip-grad needs a norm above 0" "$o/sgd" --clip-grad 0
-expect train/optim-clip-streamed 2 "clipping streamed parameters is not built yet" "$o/rs_str" --clip-grad 1
+# --clip-grad and --accum with streamed parameters, whose updates wait for the step's gradients:
+# parameters bitwise as resident ones, transfers as predicted and as --emit=schedule's deferred
+# figures add up (tests/train/deferred.py); SGD and AdamW, store-everything, binomial, and the
+# model 8x its budget (with snapshots in host memory)
+big="-D L=64 -D H=256 -D B=8"
+big_budget=$(( (64 * 256 * 256 + 64 * 256 + 32 * 256 + 256) * 4 * 3 / 8 ))
+for v in "sgd|--stream params|" "adamw|--optimizer adam --stream params|--optimizer adamw --weight-decay 0.1" \
+	"binomial|--optimizer adam --checkpoint binomial --snapshots 3 --stream params -D L=12|--optimizer adamw" \
+	"8x-budget|--optimizer adam $big --device-mem $big_budget|--lr 0.0003"; do
+	IFS='|' read -r name flags args <<<"$v"
+	l="$o/def_$name.log"
+	ref_flags=$(echo "$flags" | sed 's/--stream params//; s/--device-mem [0-9]*//; s/--checkpoint binomial --snapshots 3//')
+	if "$DPC" --target cpu $flags --schedule-json "$o/def_$name.sched" samples/resmlp.dp -o "$o/def_$name" >"$l" 2>&1 &&
+		"$DPC" --target cpu $ref_flags samples/resmlp.dp -o "$o/def_${name}_res" >>"$l" 2>&1 &&
+		python3 tests/train/deferred.py "$o" "$o/def_$name" "$o/def_${name}_res" "$o/def_$name.sched" $args >>"$l" 2>&1; then
+		ok "train/deferred $name: --clip-grad and --accum streamed, bitwise as resident; transfers as predicted ($(tail -1 "$l"))"
+	else
+		notok "train/deferred $name: --clip-grad and --accum streamed" "$l"
+	fi
+done
 # the options' bad values: exit 2 with the reason
 expect train/optim-warmup-beyond-steps 2 "warmup steps, more than --steps 5" "$o/sgd" --steps 5 --warmup 6
 expect train/optim-negative-decay 2 "--weight-decay needs a non-negative number" "$o/adam" --optimizer adamw --weight-decay -1
