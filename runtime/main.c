@@ -628,28 +628,46 @@ int main(int argc, char **argv)
 		rt_load_data(&data[1], &m->inputs[1], o.labels);
 	}
 	rt_synthesize(data, m, (uint64_t)o.seed);
-	/* validation: the first input's rows and, for a model of two inputs, the second's */
-	RtData val[2];
+	/* validation: rows for every input, the first's by --val-data, the second's by --val-labels,
+	 * any by --val-input NAME=FILE */
+	RtData val[64];
 	memset(val, 0, sizeof val);
 	if (o.val_data) {
-		if (m->ninputs < 1 || m->ninputs > 2)
-			rt_usage("--val-data %s: the model needs one or two inputs (the data, and labels)", o.val_data);
+		if (m->ninputs < 1)
+			rt_usage("--val-data %s: the model has no inputs", o.val_data);
 		rt_load_data(&val[0], &m->inputs[0], o.val_data);
-		if (m->ninputs == 2 && !o.val_labels)
+		if (m->ninputs == 2 && !o.val_labels && !o.nval_files)
 			rt_usage("--val-data %s: the model has two inputs; give --val-labels too", o.val_data);
-		if (m->ninputs == 2)
-			rt_load_data(&val[1], &m->inputs[1], o.val_labels);
-	} else if (o.val_labels) {
-		rt_usage("--val-labels %s needs --val-data", o.val_labels);
 	}
+	if (o.val_labels) {
+		if (!o.val_data)
+			rt_usage("--val-labels %s needs --val-data", o.val_labels);
+		if (m->ninputs < 2)
+			rt_usage("--val-labels %s: the model has fewer than two inputs", o.val_labels);
+		rt_load_data(&val[1], &m->inputs[1], o.val_labels);
+	}
+	for (int f = 0; f < o.nval_files; f++) {
+		int k = 0;
+		while (k < m->ninputs && strcmp(m->inputs[k].name, o.val_name[f]))
+			k++;
+		if (k == m->ninputs)
+			rt_usage("--val-input: the model has no input named '%s'", o.val_name[f]);
+		if (val[k].rows)
+			rt_usage("--val-input: input '%s' has validation data already", o.val_name[f]);
+		rt_load_data(&val[k], &m->inputs[k], o.val_file[f]);
+	}
+	bool validate = o.val_data || o.nval_files;
+	for (int k = 0; validate && k < m->ninputs; k++)
+		if (!val[k].rows)
+			rt_usage("validation needs data for every input; input '%s' has none (--val-input NAME=FILE)",
+			         m->inputs[k].name);
 	c->dev->init();
 	/* Steps are queued one ahead of the host: step s's batch and loss go
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
 	for (int k = 0; k < m->ninputs; k++)
 		for (int i = 0; i < RT_INFLIGHT; i++) {
 			data[k].batch[i] = pinned(c, m->inputs[k].bytes, m->inputs[k].name);
-			if (k < 2)
-				val[k].batch[i] = data[k].batch[i]; /* validation runs between steps, all of them done */
+			val[k].batch[i] = data[k].batch[i]; /* validation runs between steps, all of them done */
 		}
 	/* per fence slot: the loss, then each report */
 	int nres = 1 + m->nreports;
@@ -871,7 +889,7 @@ int main(int argc, char **argv)
 			moved[slot] = c->n.h2d_bytes + c->n.d2h_bytes - before;
 			c->dev->fence(slot);
 			/* the validation loss after step s + 1: the training step's input slots are free once it is done */
-			if (o.val_data && (((s + 1) % o.eval_every == 0) || s + 1 == o.steps)) {
+			if (validate && (((s + 1) % o.eval_every == 0) || s + 1 == o.steps)) {
 				double t = now(), rep[16];
 				c->dev->sync();
 				r.val = mean_loss(c, val, batches(m, val), rep);
@@ -979,7 +997,7 @@ out:
 		for (int i = 0; i < RT_INFLIGHT; i++)
 			c->dev->host_free(data[k].batch[i]);
 	}
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < m->ninputs; k++)
 		free(val[k].rows), free(val[k].perm);
 	for (int i = 0; i < 2 * m->nparams; i++)
 		if (!m->params[i / 2].streamed)
@@ -989,5 +1007,7 @@ out:
 	c->dev->host_free(loss_slots);
 	for (int f = 0; f < o.ninput_files; f++)
 		free((char *)o.input_name[f]);
+	for (int f = 0; f < o.nval_files; f++)
+		free((char *)o.val_name[f]);
 	return status;
 }

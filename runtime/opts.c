@@ -80,6 +80,9 @@ static const Opt opts[] = {
 	 "and --summary-json as val_loss"},
 	{"--val-labels", NULL, "FILE", O_STR, 0, 0, AT(val_labels), NONE,
 	 "validation data for the second input, likewise"},
+	{"--val-input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE,
+	 "any input's validation data, by name, likewise; every input needs some\n"
+	 "once one has"},
 	{"--eval-every", NULL, "N", O_INT, 1, MAX_COUNT, AT(eval_every), NONE,
 	 "the validation interval, 1 to 10^9 (default --log-every's)"},
 	{"--init", NULL, "FILE.safetensors", O_STR, 0, 0, AT(init), NONE,
@@ -246,14 +249,16 @@ static void special(RtOpts *o, const char *name, const char *v)
 				o->schedule = i;
 		if (o->schedule < 0)
 			rt_usage("--lr-schedule takes constant, cosine or linear, not '%s'", v);
-	} else if (!strcmp(name, "--input")) {
+	} else if (!strcmp(name, "--input") || !strcmp(name, "--val-input")) {
+		bool val = name[2] == 'v';
 		const char *eq = strchr(v, '=');
+		int *n = val ? &o->nval_files : &o->ninput_files;
 		if (!eq || eq == v || !eq[1])
-			rt_usage("--input needs NAME=FILE, not '%s'", v);
-		if (o->ninput_files == RT_MAX_INPUT_FILES)
-			rt_usage("%s: too many --input options", v);
-		o->input_name[o->ninput_files] = strndup(v, (size_t)(eq - v));
-		o->input_file[o->ninput_files++] = eq + 1;
+			rt_usage(val ? "--val-input needs NAME=FILE, not '%s'" : "--input needs NAME=FILE, not '%s'", v);
+		if (*n == RT_MAX_INPUT_FILES)
+			rt_usage(val ? "%s: too many --val-input options" : "%s: too many --input options", v);
+		(val ? o->val_name : o->input_name)[*n] = strndup(v, (size_t)(eq - v));
+		(val ? o->val_file : o->input_file)[(*n)++] = eq + 1;
 	} else if (!strcmp(name, "--trace-steps")) {
 		const char *colon = strchr(v, ':');
 		char first[32];

@@ -333,6 +333,8 @@ typedef struct {
 	long save_every;                 /* --save-every N: 0 only at the end */
 	const char *input_name[RT_MAX_INPUT_FILES], *input_file[RT_MAX_INPUT_FILES];
 	int ninput_files;
+	const char *val_name[RT_MAX_INPUT_FILES], *val_file[RT_MAX_INPUT_FILES]; /* --val-input NAME=FILE */
+	int nval_files;
 } RtOpts;
 void rt_parse_opts(RtOpts *o, int argc, char **argv);
 /* state files (state.c): parameters, buffers, adam's moments (moments[2 i], [2 i + 1] for params[i]),

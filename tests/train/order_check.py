@@ -9,10 +9,11 @@ its state reads on as the uninterrupted one. A text file is read as windows
 at random offsets (not only at multiples of the row length), within the
 text, again the same with the same seed. --val-data's loss, every
 --eval-every steps and after the last, is the mean over its rows, and leaves
-the training's losses as they were."""
+the training's losses as they were; with three inputs (three.dp), the
+third's rows come from --val-input."""
 import json, struct, subprocess, sys
 
-d, order, windows = sys.argv[1:4]
+d, order, windows, three = sys.argv[1:5]
 header = "{'descr': '<f8', 'fortran_order': False, 'shape': (16, 1, ), }"
 header += " " * (63 - (10 + len(header)) % 64) + "\n"
 open(f"{d}/x.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
@@ -48,6 +49,19 @@ assert [l["step"] for l in lines if "val_loss" in l] == [5, 10, 12], lines
 assert all(l["val_loss"] == 7.5 for l in lines if "val_loss" in l), lines
 assert [int(l["loss"]) for l in lines] == rows[:12], (lines, rows[:12])
 assert json.load(open(f"{d}/val_sum.json"))["val_loss"] == 7.5
+# three inputs: --val-data for the first, --val-input for the others (each 0..15, 15..0, all 2)
+def npy(name, values):
+    h = "{'descr': '<f8', 'fortran_order': False, 'shape': (16, 1, ), }"
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    open(f"{d}/{name}.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() +
+                                       struct.pack("<16d", *values))
+
+
+npy("y", range(15, -1, -1))
+npy("z", [2] * 16)
+subprocess.run([three, "--lr", "0", "--quiet", "--steps", "4", "--val-data", f"{d}/x.npy", "--val-input", f"y={d}/y.npy",
+                "--val-input", f"z={d}/z.npy", "--summary-json", f"{d}/three.json"], check=True, stdout=subprocess.DEVNULL)
+assert json.load(open(f"{d}/three.json"))["val_loss"] == 7.5 + 750 + 20000, json.load(open(f"{d}/three.json"))
 # --accum 2: each step reads the next two rows of the order, its loss their mean
 pairs = run(order, "--steps", "24", "--accum", "2", "--data", f"{d}/x.npy")
 assert pairs == [(rows[2 * i] + rows[2 * i + 1]) / 2 for i in range(24)], (pairs, rows)

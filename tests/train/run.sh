@@ -135,14 +135,17 @@ expect train/optim-bad-schedule 2 "--lr-schedule takes constant, cosine or linea
 # exact resume: each build trained 200 steps (AdamW, cosine after 20 warmup steps) saving its state
 # every step, killed with SIGKILL at 5 random moments and resumed each time; the final parameters
 # byte-identical to the uninterrupted run's (tests/train/kill_resume.sh)
-for v in "none" "binomial --checkpoint binomial" "streamed --stream params" "bf16 --precision bf16"; do
+# (the streamed units' updates deferred too: clipped, accumulated)
+for v in "none" "binomial --checkpoint binomial" "streamed --stream params" "bf16 --precision bf16" \
+	"deferred --stream params|--clip-grad 0.5 --accum 2"; do
+	IFS='|' read -r v extra <<<"$v"
 	set -- $v
 	name=$1
 	shift
 	l="$o/kr_$name.log"
 	if "$DPC" --target cpu --optimizer adam "$@" samples/resmlp.dp -o "$o/kr_$name" >"$l" 2>&1 &&
 		bash tests/train/kill_resume.sh "$o/kr_$name.d" "$o/kr_$name" --steps 200 --optimizer adamw --lr-schedule cosine \
-			--warmup 20 >>"$l" 2>&1; then
+			--warmup 20 $extra >>"$l" 2>&1; then
 		ok "train/resume $name: killed and resumed, parameters byte-identical ($(tail -1 "$l"))"
 	else
 		notok "train/resume $name: killed and resumed" "$l"
@@ -166,9 +169,14 @@ expect train/save-every-needs-state 2 "--save-every needs --save-state" "$r" --s
 # as windows at random offsets, --eval in turn (tests/train/order_check.py)
 l="$o/order.log"
 if "$DPC" --target cpu tests/train/order.dp -o "$o/order" >"$l" 2>&1 && "$DPC" --target cpu tests/train/windows.dp -o "$o/windows" >>"$l" 2>&1 &&
-	python3 tests/train/order_check.py "$o" "$o/order" "$o/windows" >>"$l" 2>&1; then
+	"$DPC" --target cpu tests/train/three.dp -o "$o/three" >>"$l" 2>&1 &&
+	python3 tests/train/order_check.py "$o" "$o/order" "$o/windows" "$o/three" >>"$l" 2>&1; then
 	ok "train/data order: .npy shuffled per epoch, text in random windows, eval in turn, resumed alike ($(tail -1 "$l"))"
 else
 	notok "train/data order" "$l"
 fi
+# validation of a model of three inputs: every input needs its rows
+expect train/val-missing-input 2 "input 'z' has none (--val-input NAME=FILE)" "$o/three" --steps 2 --val-data "$o/x.npy" --val-input "y=$o/x.npy"
+expect train/val-unknown-input 2 "the model has no input named 'q'" "$o/three" --steps 2 --val-input "q=$o/x.npy"
+expect train/val-input-twice 2 "input 'x' has validation data already" "$o/three" --steps 2 --val-data "$o/x.npy" --val-input "x=$o/x.npy"
 finish
