@@ -164,6 +164,14 @@ expect train/resume-truncated 1 "st_cut.st" "$r" --steps 6 --optimizer adamw --r
 expect train/resume-missing 1 "no_such.st" "$r" --steps 6 --optimizer adamw --resume "$o/no_such.st"
 expect train/resume-past-steps 1 "the state is at step 4, past --steps 3" "$r" --steps 3 --optimizer adamw --resume "$o/st_adamw.st"
 check "train/resume refused: nothing written" test ! -e "$o/never.st"
+# a save that fails part-way (a file size limit standing in for a full disk: SIGXFSZ ignored, so
+# the write fails with EFBIG) is an error, and the previous state is left as it was, no temporary file
+"$r" --steps 4 --optimizer adamw --save-state "$o/st_full.st" --quiet >/dev/null 2>&1
+cp "$o/st_full.st" "$o/st_full.before"
+expect train/save-state-disk-full 1 "cannot write $o/st_full.st" bash -c "trap '' XFSZ; ulimit -f 64; exec \"\$@\"" sh \
+	"$r" --steps 6 --optimizer adamw --resume "$o/st_full.st" --save-state "$o/st_full.st" --quiet
+check "train/save-state-disk-full: the previous state intact, no temporary file" bash -c \
+	"cmp '$o/st_full.st' '$o/st_full.before' && ! ls '$o'/st_full.st.tmp.* 2>/dev/null"
 expect train/save-every-needs-state 2 "--save-every needs --save-state" "$r" --save-every 2
 # the order training reads its data in: .npy rows shuffled per epoch by the seed (resumable), text
 # as windows at random offsets, --eval in turn (tests/train/order_check.py)
