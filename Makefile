@@ -16,7 +16,7 @@ B = $(O)build
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
 COMPILER_OBJ = $(COMPILER_SRC:%.c=$(B)/%.o) $(B)/compiler/svg.o
 RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
-RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(B)/%.o) $(B)/runtime/binomial.o
+RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(B)/%.o) $(B)/runtime/revolve.o
 
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda.h && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
@@ -42,8 +42,8 @@ $(O)bin/dpc: $(B)/compiler/main.o $(B)/libdpc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
 
-# the binomial schedule generator: one source, in the compiler and in the runtime
-$(B)/runtime/binomial.o: compiler/checkpoint_pass/binomial.c compiler/checkpoint_pass/ckpt.h
+# the revolve schedule generator: one source, in the compiler and in the runtime
+$(B)/runtime/revolve.o: compiler/revolve/revolve.c compiler/revolve/revolve.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 

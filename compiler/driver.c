@@ -166,7 +166,7 @@ int driver_run(DriverOptions *o)
 		FILE *f = open_out(o->output);
 		ir_print(f, p);
 		if (stop == EMIT_STREAM)
-			stream_print(f, p);
+			mem_print(f, p);
 		close_out(f);
 		return 0;
 	}
@@ -177,7 +177,7 @@ int driver_run(DriverOptions *o)
 	}
 	if (o->emit == EMIT_MEMPLOT) {
 		FILE *f = open_out(o->output);
-		stream_memplot(f, p, base_name(o->input), o->stream.device_mem);
+		mem_memplot(f, p, base_name(o->input), o->stream.device_mem);
 		close_out(f);
 		return 0;
 	}

@@ -275,7 +275,9 @@ int main(int argc, char **argv)
 		usage_error("%s", ckpt_given ? "--snapshots has no meaning with --checkpoint none"
 		                             : "--snapshots needs --checkpoint binomial or auto (or --device-mem, which makes auto "
 		                               "the default)");
-	o.ckpt.stream = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
+	StreamMode sm = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
+	o.ckpt.may_stream = sm != STREAM_NONE;
+	o.ckpt.stream_all = sm == STREAM_PARAMS;
 	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);
 	ar_free_all();

@@ -30,7 +30,16 @@ static Program *lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	return fe_lower(ast, &fo);
 }
 
-/* a scratch copy through the checkpoint pass in that mode, loops taped in rows or not */
+/* the checkpoint pass's options, with the stream pass's prices: the
+ * checkpoint pass knows the memory plan, not the later pass */
+static CkptOptions ckpt_options(const DriverOptions *o)
+{
+	CkptOptions ck = o->ckpt;
+	ck.min_plan = stream_min_plan;
+	ck.min_host = stream_min_host;
+	return ck;
+}
+
 /* a scratch copy through the checkpoint pass with these options */
 static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 {
@@ -40,9 +49,10 @@ static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptio
 	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
 }
 
+/* a scratch copy through the checkpoint pass in that mode, loops taped in rows or not */
 static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool rows)
 {
-	CkptOptions ck = o->ckpt;
+	CkptOptions ck = ckpt_options(o);
 	ck.mode = mode;
 	ck.rows = rows;
 	return scratch_with(ast, o, &ck);
@@ -52,7 +62,7 @@ static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool 
  * planned without streaming? Then nothing needs recomputing. */
 static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
-	return stream_plan(scratch(ast, o, CKPT_NONE, false)) <= o->ckpt.device_mem;
+	return mem_plan(scratch(ast, o, CKPT_NONE, false)) <= o->ckpt.device_mem;
 }
 
 /* --checkpoint auto under --device-mem: tapes of a few rows, or
@@ -65,11 +75,10 @@ static bool rows_fit(FeAst *ast, const DriverOptions *o)
 {
 	int64_t budget = o->ckpt.device_mem;
 	Program *q = scratch(ast, o, CKPT_AUTO, true), *r = scratch(ast, o, CKPT_AUTO, false);
-	StreamMode m = o->ckpt.stream;
-	bool fits = stream_plan(q) <= budget, r_fits = stream_plan(r) <= budget;
-	if (m == STREAM_PARAMS)
+	bool fits = mem_plan(q) <= budget, r_fits = mem_plan(r) <= budget;
+	if (o->ckpt.stream_all)
 		fits = r_fits = stream_min_plan(q) <= budget;
-	else if (!fits && m != STREAM_NONE && !r_fits)
+	else if (!fits && o->ckpt.may_stream && !r_fits)
 		fits = stream_min_plan(q) <= budget;
 	return fits && (!r_fits || ckpt_recomputed_flops(q) <= ckpt_recomputed_flops(r));
 }
@@ -94,7 +103,7 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	CkptOptions c = *ck;
 	c.line_share = 0;
 	Program *q = scratch_with(ast, o, &c);
-	int64_t budget = ck->device_mem, best = stream_plan(q) <= budget ? ckpt_recomputed_flops(q) : INT64_MAX;
+	int64_t budget = ck->device_mem, best = mem_plan(q) <= budget ? ckpt_recomputed_flops(q) : INT64_MAX;
 	/* nothing to gain when the loops recompute nothing, or the straight line has nothing to drop */
 	if (best == INT64_MAX || best == ir_recomputed_flops(q, &q->body) || !graph_has_candidates(q))
 		return 0;
@@ -104,7 +113,7 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
 		c.line_share = shares[i];
 		Program *r = scratch_with(ast, o, &c);
-		int64_t flops = stream_plan(r) <= budget ? ckpt_recomputed_flops(r) : INT64_MAX;
+		int64_t flops = mem_plan(r) <= budget ? ckpt_recomputed_flops(r) : INT64_MAX;
 		if (flops < best)
 			best = flops, pick = shares[i];
 		if (flops >= before)
@@ -133,7 +142,7 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	driver_phase(o, "lower");
 	if (o->emit == (*last = EMIT_IR))
 		return p;
-	CkptOptions ck = o->ckpt;
+	CkptOptions ck = ckpt_options(o);
 	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
 	/* rows are of loops: straight-line code needs no scratch copies to choose them */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/checkpoint_pass/ckpt.h"
+#include "../compiler/revolve/revolve.h"
 #include "../compiler/ops/rng.h"
 #include "rt.h"
 
@@ -124,7 +124,7 @@ uint64_t rt_key(RtCtx *c)
 uint64_t rt_training(RtCtx *c) { return !c->eval; }
 
 typedef struct {
-	CkptAction a;
+	RevAction a;
 	int64_t step, to;
 	int slot;
 } Action;
@@ -133,7 +133,7 @@ typedef struct {
  * and pass through the staging row of the device's snapshots, which holds
  * the host slot last saved or fetched (held). One action of lookahead lets a
  * restore's fetch run on the copy stream while the action before it
- * computes. ckpt_binomial_host counts the same copies at compile time. */
+ * computes. rev_binomial_host counts the same copies at compile time. */
 typedef struct {
 	RtCtx *c;
 	int64_t lo, nhost, stage, held, k;
@@ -190,7 +190,7 @@ static void flush_actions(Revolve *r)
 }
 
 /* the action word the fused kernel reads (compiler/codegen/host.c, dev_revolve) */
-static void put_action(Revolve *r, CkptAction a, int64_t step, int64_t field)
+static void put_action(Revolve *r, RevAction a, int64_t step, int64_t field)
 {
 	if (!r->words)
 		r->words = kept_words(r->c);
@@ -209,25 +209,25 @@ static void run_action(Revolve *r, Action x)
 {
 	RtCtx *c = r->c;
 	int slot = x.slot;
-	if (c->record && r->kernel < 0 && (x.a == CKPT_ADVANCE || x.a == CKPT_TAPED || x.a == CKPT_UNTAPE))
-		rt_prof_mark(c, RT_CALL_PHASE, x.a == CKPT_ADVANCE ? "advance" : x.a == CKPT_TAPED ? "taped step" : "adjoint");
+	if (c->record && r->kernel < 0 && (x.a == REV_ADVANCE || x.a == REV_TAPED || x.a == REV_UNTAPE))
+		rt_prof_mark(c, RT_CALL_PHASE, x.a == REV_ADVANCE ? "advance" : x.a == REV_TAPED ? "taped step" : "adjoint");
 	if (r->kernel >= 0) {
-		bool slots = x.a == CKPT_SAVE || x.a == CKPT_RESTORE;
+		bool slots = x.a == REV_SAVE || x.a == REV_RESTORE;
 		put_action(r, x.a, slots ? 0 : x.step, slots ? slot : x.to - x.step);
 		int64_t n = slots ? 0 : x.to - x.step;
-		if (x.a == CKPT_ADVANCE || (x.a == CKPT_TAPED && r->k))
+		if (x.a == REV_ADVANCE || (x.a == REV_TAPED && r->k))
 			c->n.steps[RT_COUNT_RECOMPUTED] += n, c->n.recomputed_flops += n * r->flops;
-		if (x.a == CKPT_TAPED || x.a == CKPT_UNTAPE)
+		if (x.a == REV_TAPED || x.a == REV_UNTAPE)
 			c->n.recomputed_flops += n * r->taped_flops;
 		return;
 	}
 	switch (x.a) {
-	case CKPT_ADVANCE:
+	case REV_ADVANCE:
 		r->advance(c, r->lo + x.step, r->lo + x.to);
 		c->n.steps[RT_COUNT_RECOMPUTED] += x.to - x.step;
 		c->n.recomputed_flops += (x.to - x.step) * r->flops;
 		break;
-	case CKPT_SAVE:
+	case REV_SAVE:
 		if (slot >= r->nhost) {
 			r->snapshot(c, slot - r->nhost, 0);
 			break;
@@ -239,7 +239,7 @@ static void run_action(Revolve *r, Action x)
 		r->offload(c, slot, 0);
 		r->held = slot;
 		break;
-	case CKPT_RESTORE:
+	case REV_RESTORE:
 		if (slot >= r->nhost) {
 			r->snapshot(c, slot - r->nhost, 1);
 			break;
@@ -249,7 +249,7 @@ static void run_action(Revolve *r, Action x)
 		c->dev->copy_wait(c->snap_event);
 		r->snapshot(c, r->stage, 1);
 		break;
-	case CKPT_TAPED:
+	case REV_TAPED:
 		if (!r->k) {
 			r->taped(c, r->lo + x.step, 0);
 			c->n.recomputed_flops += r->taped_flops;
@@ -263,7 +263,7 @@ static void run_action(Revolve *r, Action x)
 			rt_prof_mark(c, RT_CALL_PHASE, "adjoint");
 		/* then the adjoints from the rows, as for the steps the forward loop taped */
 		/* fall through */
-	case CKPT_UNTAPE:
+	case REV_UNTAPE:
 		c->n.recomputed_flops += (x.to - x.step) * r->taped_flops;
 		for (int64_t i = x.to - 1; i >= x.step; i--)
 			r->taped(c, r->lo + i, i - x.step);
@@ -271,12 +271,12 @@ static void run_action(Revolve *r, Action x)
 	}
 }
 
-static void revolve_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+static void revolve_action(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
 {
 	Revolve *r = ctx;
 	/* fetch ahead, unless the action before is a save into the staging row */
-	if (a == CKPT_RESTORE && slot < r->nhost && r->held != slot && r->pending &&
-	    !(r->next.a == CKPT_SAVE && r->next.slot < r->nhost))
+	if (a == REV_RESTORE && slot < r->nhost && r->held != slot && r->pending &&
+	    !(r->next.a == REV_SAVE && r->next.slot < r->nhost))
 		fetch_host(r, slot);
 	if (r->pending)
 		run_action(r, r->next);
@@ -290,7 +290,7 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
                 void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads)
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
-	             {CKPT_SAVE, 0, 0, 0}, kernel, threads, 0, NULL, 0};
+	             {REV_SAVE, 0, 0, 0}, kernel, threads, 0, NULL, 0};
 	if (kernel >= 0 && nhost)
 		rt_fail(70, "internal error: a fused revolve with snapshots in host memory");
 	if (c->record && r.kernel >= 0)
@@ -306,10 +306,10 @@ void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int s
 	if (!sweep)
 		run_action(&r, r.next);
 	if (pool) {
-		CkptPool plan = {.n = n, .k = k, .choice = (int32_t *)pool};
-		ckpt_pool_schedule(&plan, revolve_action, &r);
+		RevPool plan = {.n = n, .k = k, .choice = (int32_t *)pool};
+		rev_pool_schedule(&plan, revolve_action, &r);
 	} else {
-		ckpt_schedule(n, s, k ? k : 1, sweep, sweep && k ? ckpt_sweep_tail(n, k) : 0, revolve_action, &r);
+		rev_schedule(n, s, k ? k : 1, sweep, sweep && k ? rev_sweep_tail(n, k) : 0, revolve_action, &r);
 	}
 	if (r.pending)
 		run_action(&r, r.next);

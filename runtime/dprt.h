@@ -73,7 +73,7 @@ enum {
 
 enum { RT_PHASE_FORWARD, RT_PHASE_BACKWARD }; /* rt_phase: where dp_step has got to, for --trace */
 
-/* A fused revolve's action word: the CkptAction in the top bits, then a
+/* A fused revolve's action word: the RevAction in the top bits, then a
  * count of steps (or a slot) of RT_ACTION_FIELD bits, then the first step
  * of RT_ACTION_STEP bits. */
 enum { RT_ACTION_STEP = 31, RT_ACTION_FIELD = 29, RT_ACTION_KIND = RT_ACTION_STEP + RT_ACTION_FIELD };
@@ -133,7 +133,7 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * flops (one step's, as dpc counts them) per step as recomputed FLOPs, and
  * each taped step taped_flops (what it computes of its forward step again);
  * with a tape, each step taped is a recomputed step too. With pool (pooled
- * rows, ckpt_pool_schedule: the choices of ckpt_pool_plan(n, k)) the
+ * rows, rev_pool_schedule: the choices of rev_pool_plan(n, k)) the
  * schedule is the pool's, and slots from s up live in the carried values'
  * tapes, which snapshot(c, slot, restore) addresses as it does its rows.
  * With kernel >= 0 (a fused loop, never with host slots) the functions are

@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../compiler/checkpoint_pass/ckpt.h"
 #include "../compiler/ops/rng.h"
 #include "rt.h"
 #include "svg.h"
@@ -566,6 +565,17 @@ void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64
 	}
 }
 
+/* the input an option names, or the option's error */
+static int input_named(const RtModel *m, const char *opt, const char *name)
+{
+	for (int k = 0; k < m->ninputs; k++)
+		if (!strcmp(m->inputs[k].name, name))
+			return k;
+	char fmt[96];
+	snprintf(fmt, sizeof fmt, "%s: the model has no input named '%%s'", opt);
+	rt_usage(fmt, name);
+}
+
 int main(int argc, char **argv)
 {
 	double t_start = now();
@@ -610,11 +620,7 @@ int main(int argc, char **argv)
 	RtData data[64];
 	memset(data, 0, sizeof data);
 	for (int f = 0; f < o.ninput_files; f++) {
-		int k = 0;
-		while (k < m->ninputs && strcmp(m->inputs[k].name, o.input_name[f]))
-			k++;
-		if (k == m->ninputs)
-			rt_usage("--input: the model has no input named '%s'", o.input_name[f]);
+		int k = input_named(m, "--input", o.input_name[f]);
 		rt_load_data(&data[k], &m->inputs[k], o.input_file[f]);
 	}
 	if (o.data) {
@@ -647,11 +653,7 @@ int main(int argc, char **argv)
 		rt_load_data(&val[1], &m->inputs[1], o.val_labels);
 	}
 	for (int f = 0; f < o.nval_files; f++) {
-		int k = 0;
-		while (k < m->ninputs && strcmp(m->inputs[k].name, o.val_name[f]))
-			k++;
-		if (k == m->ninputs)
-			rt_usage("--val-input: the model has no input named '%s'", o.val_name[f]);
+		int k = input_named(m, "--val-input", o.val_name[f]);
 		if (val[k].rows)
 			rt_usage("--val-input: input '%s' has validation data already", o.val_name[f]);
 		rt_load_data(&val[k], &m->inputs[k], o.val_file[f]);

@@ -98,11 +98,8 @@ void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes)
 		c->dev->copy_wait(host_copy(c, true, g, c->grads + c->grads_at[param] + u * bytes, bytes));
 		return;
 	}
-	if (c->record)
-		rt_prof_begin(c, RT_CALL_ZERO, "zero");
-	c->dev->zero(g, bytes);
-	if (c->record)
-		rt_prof_end(c);
+	/* the step's first micro-batch: rt_zero zeroes (it is not accumulating) */
+	rt_zero(c, g, bytes);
 }
 
 void rt_update_streamed(RtCtx *c)

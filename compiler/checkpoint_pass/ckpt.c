@@ -17,7 +17,6 @@
 #include "ckpt.h"
 
 #include "../../runtime/dprt.h"
-#include "../stream_pass/stream.h"
 
 static bool is_tape_store(Op *op, const int *tape, int n)
 {
@@ -288,26 +287,10 @@ static void least_rows(Program *p, Op *v, const CkptOptions *o)
 	set_rows(p, v, best_k);
 }
 
-/* a b and a + b for a, b >= 0, saturating at INT64_MAX */
-static int64_t sat_mul(int64_t a, int64_t b)
-{
-	return a && b > INT64_MAX / a ? INT64_MAX : a * b;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	return b > INT64_MAX - a ? INT64_MAX : a + b;
-}
 
 /* the forward steps a revolve's schedule recomputes with s slots and taped
  * actions of up to k steps: advances, and with a tape each step once more
  * but those the forward loop taped */
-static int64_t steps(const Op *v, int64_t s, int64_t k, bool sweep)
-{
-	int64_t tail = sweep && v->ktape ? ckpt_sweep_tail(v->trip, k) : 0;
-	int64_t adv = sweep ? ckpt_sweep_cost(v->trip, s, k, tail) : ckpt_tape_cost(v->trip, s, k);
-	return sat_add(adv, v->ktape ? v->trip - tail : 0);
-}
 
 /* every revolve's snapshots as set_snapshots sets them, and a tape of
  * min(k, n) rows where it has one; returns one slot of each loop, in bytes */
@@ -354,7 +337,7 @@ static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
 		if (v->ktape)
 			*bytes += (kk - 1) * row_bytes(p, v);
 		int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-		flops = sat_add(flops, sat_add(sat_mul(steps(v, s, kk, true), per), sat_mul(n, again)));
+		flops = rev_sat_add(flops, rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), per), rev_sat_mul(n, again)));
 	}
 	return flops;
 }
@@ -362,14 +345,14 @@ static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
 static int64_t revolve_flops(Program *p, Op *v);
 
 /* the pool's plan in compiler memory */
-static CkptPool *keep_pool(CkptPool *pl)
+static RevPool *keep_pool(RevPool *pl)
 {
-	CkptPool *c = ar_alloc(sizeof *c);
+	RevPool *c = ar_alloc(sizeof *c);
 	*c = *pl;
-	size_t bytes = sizeof(int32_t) * (size_t)ckpt_pool_cells(pl->n, pl->k);
+	size_t bytes = sizeof(int32_t) * (size_t)rev_pool_cells(pl->n, pl->k);
 	c->choice = ar_alloc(bytes);
 	memcpy(c->choice, pl->choice, bytes);
-	ckpt_pool_free(pl);
+	rev_pool_free(pl);
 	return c;
 }
 
@@ -393,14 +376,14 @@ static void fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	while (rows > 1 && (set_shape(p, 0, rows), plan(p) > budget))
 		rows -= rows / 64 + 1;
 	set_shape(p, 0, rows > 1 ? rows : 1);
-	CkptPool *pl = rows >= 1 && plan(p) <= budget ? ckpt_pool_plan(n, rows) : NULL;
+	RevPool *pl = rows >= 1 && plan(p) <= budget ? rev_pool_plan(n, rows) : NULL;
 	int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-	if (pl && pl->cost < INT64_MAX && sat_add(sat_mul(pl->cost, per), sat_mul(n, again)) < sweep) {
+	if (pl && pl->cost < INT64_MAX && rev_sat_add(rev_sat_mul(pl->cost, per), rev_sat_mul(n, again)) < sweep) {
 		v->pool = keep_pool(pl);
 		v->ptail = v->pool->tail;
 		return;
 	}
-	ckpt_pool_free(pl);
+	rev_pool_free(pl);
 	set_shape(p, extra, k);
 }
 
@@ -469,7 +452,7 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	int64_t steps = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
-			steps = sat_add(steps, p->body.ops[i]->trip);
+			steps = rev_sat_add(steps, p->body.ops[i]->trip);
 	while (most > 0 && (((int64_t)p->values.len << most) > ((int64_t)1 << 24) ||
 	                    (steps > ((int64_t)1 << 20) >> most)))
 		most--;
@@ -508,7 +491,7 @@ static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
 	for (int k = 0; k < op->ncarry; k++) {
 		Type t = p->values.data[op->snap[k]].type;
 		t.dim[0] = rows;
-		b += stream_aligned(p, t);
+		b += mem_aligned(p, t);
 	}
 	return b;
 }
@@ -516,8 +499,8 @@ static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
 /* the plan the budget is measured by: streaming when it must or will */
 static int64_t (*budget_plan(Program *p, const CkptOptions *o))(Program *)
 {
-	bool streams = o->stream == STREAM_PARAMS || (o->stream != STREAM_NONE && stream_plan(p) > o->device_mem);
-	return streams ? stream_min_plan : stream_plan;
+	bool streams = o->min_plan && (o->stream_all || (o->may_stream && mem_plan(p) > o->device_mem));
+	return streams ? o->min_plan : mem_plan;
 }
 
 /* The parameters stay resident if they fit with the fewest snapshots (auto);
@@ -536,7 +519,7 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
 	set_snapshots(p, 0);
 	int64_t (*plan)(Program *) = budget_plan(p, o);
-	bool streams = plan == stream_min_plan;
+	bool streams = plan != mem_plan;
 	bool tapes = false;
 	for (int i = 0; i < p->body.len; i++)
 		tapes |= p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape;
@@ -546,8 +529,8 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 		return;
 	}
 	fit_snapshots(p, budget, plan);
-	bool offload = o->stream != STREAM_NONE && (o->snapshots || streams);
-	int64_t host_left = o->host_mem ? o->host_mem - stream_min_host(p) : INT64_MAX;
+	bool offload = o->may_stream && (o->snapshots || streams);
+	int64_t host_left = o->host_mem && o->min_host ? o->host_mem - o->min_host(p) : INT64_MAX;
 	for (int i = 0; i < p->body.len; i++) {
 		Op *op = p->body.ops[i];
 		if (op->kind != OP_REVOLVE)
@@ -619,38 +602,13 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 	unreachable();
 }
 
-int64_t ckpt_revolve_k(const Op *v)
-{
-	return v->ktape ? v->ktape : 1;
-}
-
-int64_t ckpt_revolve_tail(const Op *v)
-{
-	if (v->pool)
-		return v->pool->tail;
-	return v->swept && v->ktape ? ckpt_sweep_tail(v->trip, v->ktape) : 0;
-}
-
-int64_t ckpt_revolve_cost(const Op *v)
-{
-	return v->pool ? v->pool->cost : steps(v, v->nsnap, ckpt_revolve_k(v), v->swept);
-}
-
-void ckpt_revolve_schedule(const Op *v, CkptEmit emit, void *ctx)
-{
-	if (v->pool)
-		ckpt_pool_schedule(v->pool, emit, ctx);
-	else
-		ckpt_schedule(v->trip, v->nsnap, ckpt_revolve_k(v), v->swept, ckpt_revolve_tail(v), emit, ctx);
-}
-
 /* what v's schedule recomputes in FLOPs: whole steps (advances, and with a
  * tape the taped ones), and what each taped step computes again of its
  * forward step to run its adjoint */
 static int64_t revolve_flops(Program *p, Op *v)
 {
 	int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-	return sat_add(sat_mul(ckpt_revolve_cost(v), per), sat_mul(v->trip, again));
+	return rev_sat_add(rev_sat_mul(rev_op_cost(v), per), rev_sat_mul(v->trip, again));
 }
 
 int64_t ckpt_recomputed_flops(Program *p)
@@ -658,8 +616,8 @@ int64_t ckpt_recomputed_flops(Program *p)
 	int64_t flops = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
-			flops = sat_add(flops, revolve_flops(p, p->body.ops[i]));
-	return sat_add(flops, ir_recomputed_flops(p, &p->body));
+			flops = rev_sat_add(flops, revolve_flops(p, p->body.ops[i]));
+	return rev_sat_add(flops, ir_recomputed_flops(p, &p->body));
 }
 
 /* ---- --emit=schedule and --schedule-json ---- */
@@ -669,7 +627,7 @@ typedef struct {
 	int64_t count;
 } Actions;
 
-static void print_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+static void print_action(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
 {
 	static const char *names[] = {"advance", "save", "restore", "taped", "untape"};
 	Actions *x = ctx;
@@ -690,8 +648,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		for (int j = p->nforward; j < p->body.len; j++)
 			if (p->body.ops[j]->kind == OP_REVOLVE && p->body.ops[j]->primal == op)
 				v = p->body.ops[j];
-		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? ckpt_binomial_r(n, s) : 0;
-		int64_t cost = v ? ckpt_revolve_cost(v) : 0;
+		int64_t n = op->trip, s = v ? v->nsnap : n, r = v && !v->swept ? rev_binomial_r(n, s) : 0;
+		int64_t cost = v ? rev_op_cost(v) : 0;
 		const char *kind = !v ? "store-everything" : v->pool ? "pooled" : v->swept ? "sweep" : "binomial";
 		int64_t per = ir_block_flops(p, &op->body, 0, op->body.len), taped = v ? ir_recomputed_flops(p, &v->body2) : 0;
 		int64_t again = v ? revolve_flops(p, v) : 0;
@@ -709,9 +667,9 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 				        "recomputed steps %lld%s", where, (long long)n, (long long)s,
 				        v->pool ? ar_printf(", pooled: %lld rows hold the taped actions and the snapshots beyond the first, "
 				                            "the last %lld steps taped by the forward loop", (long long)v->ktape,
-				                            (long long)ckpt_revolve_tail(v))
+				                            (long long)rev_op_tail(v))
 				        : v->ktape ? ar_printf(", taped actions of up to %lld steps, the last %lld taped by the forward loop",
-				                               (long long)v->ktape, (long long)ckpt_revolve_tail(v)) : "", (long long)n,
+				                               (long long)v->ktape, (long long)rev_op_tail(v)) : "", (long long)n,
 				        (long long)cost, flops);
 			if (v && v->swept && v->ktape) {
 				/* what a row keeps, and what the adjoint step computes again */
@@ -752,14 +710,14 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			/* small loops: the whole action list; large ones are generated as they run */
 			Actions x = {f, 0};
 			fprintf(f, ", \"actions\": [");
-			ckpt_revolve_schedule(v, print_action, &x);
+			rev_op_schedule(v, print_action, &x);
 			fprintf(f, "]");
 		}
 		fprintf(f, "}");
 		nloops++;
 	}
 	int64_t total = p->arena_bytes;
-	rec_flops = sat_add(rec_flops, ir_recomputed_flops(p, &p->body));
+	rec_flops = rev_sat_add(rec_flops, ir_recomputed_flops(p, &p->body));
 	if (json) {
 		fprintf(f, "%s],\n", nloops ? "\n  " : "");
 		ckpt_graph_print(f, p, true);

@@ -5,7 +5,8 @@
 #define DPC_CKPT_H
 
 #include "../ir/ir.h"
-#include "../stream_pass/stream.h"
+#include "../memplan/memplan.h"
+#include "../revolve/revolve.h"
 
 typedef enum { CKPT_NONE, CKPT_BINOMIAL, CKPT_AUTO } CkptMode;
 
@@ -13,8 +14,14 @@ typedef struct {
 	CkptMode mode;
 	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
 	int64_t device_mem; /* binomial: the budget the snapshots fit (without snapshots: as many as it allows) */
-	StreamMode stream;  /* the budget is measured with streaming when it must stream (auto) or will (params);
-	                     * unless none, snapshots beyond the budget go to host memory */
+	/* streaming, which a later pass decides: the budget is measured with it when it must stream
+	 * (may_stream and the resident plan is over the budget) or will (stream_all); with may_stream,
+	 * snapshots beyond the budget go to host memory. Its prices come from the driver, so that the
+	 * passes depend one way: the arena with every parameter that can stream streamed, one unit
+	 * ahead (min_plan), and the host pool that takes (min_host); NULL when it cannot stream. */
+	bool may_stream, stream_all;
+	int64_t (*min_plan)(Program *);
+	int64_t (*min_host)(Program *);
 	int64_t host_mem;   /* the pinned host budget, 0: none */
 	bool rows;          /* auto: ad_transform kept what loops without loops inside read (AdOptions.keep): tapes of rows */
 	bool full_rows;     /* auto without a budget: rows keep relu masks as values, not bits (tests/unit/graph.c searches both) */
@@ -30,23 +37,6 @@ Program *ckpt_pass(Program *p, const CkptOptions *o);
  * and predicted step counts, and the plan's peak by category. Needs the plan. */
 void ckpt_print_schedule(FILE *f, Program *p, bool json);
 
-/* Binomial checkpointing (Griewank & Walther, revolve). For a loop of n steps
- * and s snapshot slots, the initial state's slot included: r is the smallest
- * integer with C(s + r, s) >= n, and reversing the loop takes
- * r n - C(s + r, r - 1) forward steps beyond the taped ones, the fewest any
- * schedule with s slots can take. */
-int64_t ckpt_binomial_r(int64_t n, int64_t s);
-int64_t ckpt_binomial_cost(int64_t n, int64_t s);
-/* The same when a taped action tapes up to k steps at once (a tape of k
- * rows): r is the smallest with k C(s + r, s) >= n, and the advances number
- * r n - k C(s + r, r - 1). Every step is also taped once, a forward step
- * more. k = 1 is binomial. */
-int64_t ckpt_tape_r(int64_t n, int64_t s, int64_t k);
-int64_t ckpt_tape_cost(int64_t n, int64_t s, int64_t k);
-/* the forward steps an OP_REVOLVE recomputes: its schedule's advances, and
- * with a tape of rows (Op.ktape) the taped actions' forward steps */
-int64_t ckpt_revolve_cost(const Op *revolve);
-int64_t ckpt_revolve_k(const Op *revolve); /* the steps its taped actions span at most: ktape, or 1 */
 /* what a training step recomputes of the program's loops, in FLOPs (saturating) */
 int64_t ckpt_recomputed_flops(Program *p);
 
@@ -97,83 +87,5 @@ int ckpt_rows_names(FILE *f, Program *p, Op *revolve, bool again, bool json, int
  * has a tape, min(k, n) rows, on the device: for tests/unit/graph.c's
  * exhaustive search, which plans each shape itself */
 void ckpt_set_shape(Program *p, int64_t s, int64_t k);
-
-typedef enum {
-	CKPT_ADVANCE,  /* step forward from `step` to `to` without taping */
-	CKPT_SAVE,     /* copy the state at `step` into `slot` */
-	CKPT_RESTORE,  /* make the state in `slot` (the state at `step`) current */
-	CKPT_TAPED,    /* tape the steps `step`..`to` - 1 from the current state, then their adjoints, last first */
-	CKPT_UNTAPE,   /* the adjoints of steps `step`..`to` - 1, last first, whose rows the forward loop taped */
-} CkptAction;
-
-typedef void (*CkptEmit)(void *ctx, CkptAction a, int64_t step, int64_t to, int slot);
-
-/* Generates the schedule on the fly: nothing is stored, so n may be in the
- * millions. On entry the state at step 0 is current and held in slot 0.
- * Taped actions span up to k steps. After a taped action the next action
- * is a restore, or there is none. */
-void ckpt_binomial_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx);
-
-/* The sweep schedule (--checkpoint auto): the loss's forward loop saves the
- * state at the start of each of up to s segments, slot i holding segment
- * i's; then the segments are reversed, the rightmost first, each from its
- * slot by the binomial schedule with the s - i slots from its own up. The
- * lengths make every step cost the least more: each segment's cost grows by
- * its r per step, so they are filled in order of r, and the schedule is
- * optimal among those whose first sweep is free (tests/unit/binomial.c
- * checks it against brute force). ckpt_sweep_segments writes the lengths
- * to len[0..s) and returns how many are in use (the first ones). With taped
- * actions of k steps a segment with s_i slots holds up to k C(s_i + t, s_i)
- * steps that cost t advances or fewer.
- * With a tape of rows the forward loop also tapes its last `tail` steps,
- * ckpt_sweep_tail(n, ktape) = min(n, ktape) of them: the schedule starts
- * with their adjoints (CKPT_UNTAPE), and the segments cover the first
- * n - tail steps. Those are the free forward sweep's best: every step but
- * the tail is taped once more, and a longer tail does not fit the rows
- * (tests/unit/binomial.c checks each tail length). */
-int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len);
-int64_t ckpt_sweep_tail(int64_t n, int64_t ktape);
-int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k, int64_t tail); /* the advances: the sum of the segments' costs */
-/* On entry the saves are made and no state is current. */
-void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, CkptEmit emit, void *ctx);
-/* A revolve's schedule, the sweep's (Op.swept) or binomial's: what the
- * runtime drives, the stream pass replays and --schedule-json lists. */
-void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, CkptEmit emit, void *ctx);
-int64_t ckpt_revolve_tail(const Op *revolve); /* the steps its forward loop tapes: with a tape of rows, min(n, ktape), or the pool's */
-void ckpt_revolve_schedule(const Op *revolve, CkptEmit emit, void *ctx); /* the pool's schedule, or ckpt_schedule's */
-
-/* Pooled rows (--checkpoint auto, one loop of up to a few thousand steps):
- * the snapshots beyond slot 0 live in the rows of the carried values' tapes,
- * slot i in row k - i, so that rows and snapshots share k rows: with d
- * slots held a taped action has k - (d - 1) rows. The schedule comes from a
- * dynamic programme over (steps, slots held): a reversal of m steps tapes
- * them all when they fit, or advances j and either saves a slot and
- * recurses on the rest or tapes the rest at once, then restores and
- * reverses the j; the loss's forward sweep is free and saves the chain of
- * slots the top level starts from, then tapes its last steps (the tail).
- * ckpt_pool_plan returns NULL when n^2 (k + 1) passes 2^27; choice holds
- * ckpt_pool_cells(n, k) entries, what codegen puts in the executable for
- * the runtime. ckpt_pool_chain writes the top level's segments (start and
- * length; segment i is reversed from slot i) and the tail. */
-typedef struct CkptPool {
-	int64_t n, k;
-	int64_t cost;   /* the recomputed steps: advances and taped steps but the tail's */
-	int64_t tail;   /* the steps the forward loop tapes */
-	int32_t *choice;
-} CkptPool;
-CkptPool *ckpt_pool_plan(int64_t n, int64_t k);
-void ckpt_pool_free(CkptPool *pool);
-int64_t ckpt_pool_cells(int64_t n, int64_t k);
-int64_t ckpt_pool_chain(const CkptPool *pool, int64_t *starts, int64_t *len, int64_t *tail);
-void ckpt_pool_schedule(const CkptPool *pool, CkptEmit emit, void *ctx);
-
-/* The copies between device and host a schedule makes when its lowest
- * nhost slots live in host memory and pass through one staging row on the
- * device: saves into them (the initial state's, into slot 0, included), and
- * fetches for the restores whose slot the staging row does not hold already
- * (it holds the host slot last saved or fetched). The runtime's driver,
- * rt_revolve, copies exactly these. For taped actions of one step (k = 1),
- * the only kind a revolve with host slots has. */
-void ckpt_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int64_t *fetches);
 
 #endif

@@ -393,7 +393,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 		}
 		Op *d = p->values.data[v].def;
 		P->def[u] = u < first_op ? 0 : g->pos[v] >= 0 ? g->pos[v] : -1;
-		P->bytes[u] = stream_aligned(p, p->values.data[v].type);
+		P->bytes[u] = mem_aligned(p, p->values.data[v].type);
 		if (u < first_op) {
 			P->kind[u] = SEL_FIXED;
 			continue;

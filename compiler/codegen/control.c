@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../../runtime/dprt.h"
-#include "../checkpoint_pass/ckpt.h"
+#include "../revolve/revolve.h"
 #include "cgint.h"
 
 
@@ -45,9 +45,9 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 	int64_t *len = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + v->ktape + 2)), k, tail;
 	int64_t *first = ar_alloc(sizeof(int64_t) * (size_t)(v->nsnap + v->ktape + 2));
 	if (v->pool) {
-		k = ckpt_pool_chain(v->pool, first, len, &tail);
+		k = rev_pool_chain(v->pool, first, len, &tail);
 	} else {
-		k = ckpt_sweep_segments(v->trip - ckpt_revolve_tail(v), v->nsnap, ckpt_revolve_k(v), len);
+		k = rev_sweep_segments(v->trip - rev_op_tail(v), v->nsnap, rev_op_k(v), len);
 		for (int64_t i = 0, a = 0; i < k; a += len[i], i++)
 			first[i] = a;
 	}
@@ -270,10 +270,10 @@ static void lower_revolve(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, resume);
 	for (int k = 0; k < op->ncarry; k++)
 		cg_copy(h, cg_addr(h, op->carg[k]), cg_addr(h, op->in[k]), ir_bytes(p, ir_vtype(p, op->carg[k])));
-	/* pooled rows: the schedule's choices, as ckpt_pool_plan made them */
+	/* pooled rows: the schedule's choices, as rev_pool_plan made them */
 	LLVMValueRef pool = LLVMConstNull(g->i8p);
 	if (op->pool) {
-		unsigned cells = (unsigned)ckpt_pool_cells(op->pool->n, op->pool->k);
+		unsigned cells = (unsigned)rev_pool_cells(op->pool->n, op->pool->k);
 		LLVMValueRef *c = ar_alloc(sizeof *c * cells);
 		for (unsigned i = 0; i < cells; i++)
 			c[i] = LLVMConstInt(g->i32, (unsigned long long)(uint32_t)op->pool->choice[i], 0);
@@ -559,24 +559,24 @@ static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef coun
 	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "action_done");
 	LLVMValueRef sw = LLVMBuildSwitch(b, kind, next, 5);
 	LLVMBasicBlockRef untape = op->ktape ? LLVMAppendBasicBlockInContext(g->ctx, h->fn, "untape") : NULL;
-	for (int a = CKPT_ADVANCE; a <= CKPT_TAPED; a++) {
+	for (int a = REV_ADVANCE; a <= REV_TAPED; a++) {
 		LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "action");
 		LLVMAddCase(sw, cg_i64(g, a), bb);
 		LLVMPositionBuilderAtEnd(b, bb);
-		if (a == CKPT_ADVANCE || (a == CKPT_TAPED && op->ktape)) {
+		if (a == REV_ADVANCE || (a == REV_TAPED && op->ktape)) {
 			/* steps first..first+n: with a tape, each into its row, then their adjoints */
 			DLoop i = dloop_begin(h, first, LLVMBuildAdd(b, first, n, ""));
 			h->index[op->ivar] = i.i;
-			if (a == CKPT_TAPED)
+			if (a == REV_TAPED)
 				h->index[op->irow] = LLVMBuildSub(b, i.i, first, "");
-			Block *body = a == CKPT_TAPED ? &op->body3 : &op->body;
+			Block *body = a == REV_TAPED ? &op->body3 : &op->body;
 			cg_lower_block(h, body, 0, body->len);
-			copy_yields(h, op, a == CKPT_TAPED ? op->cyield3 : op->cyield);
+			copy_yields(h, op, a == REV_TAPED ? op->cyield3 : op->cyield);
 			dloop_end(h, &i, 1);
-			LLVMBuildBr(b, a == CKPT_TAPED ? untape : next);
+			LLVMBuildBr(b, a == REV_TAPED ? untape : next);
 			continue;
 		}
-		if (a == CKPT_TAPED) {
+		if (a == REV_TAPED) {
 			h->index[op->ivar2] = first;
 			cg_lower_block(h, &op->body2, 0, op->body2.len);
 			LLVMBuildBr(b, next);
@@ -585,13 +585,13 @@ static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef coun
 		for (int c = 0; c < op->ncarry; c++) {
 			LLVMValueRef slot = slot_addr(h, op, c, n), state = cg_addr(h, op->carg[c]);
 			int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[c]));
-			cg_copy(h, a == CKPT_SAVE ? slot : state, a == CKPT_SAVE ? state : slot, bytes);
+			cg_copy(h, a == REV_SAVE ? slot : state, a == REV_SAVE ? state : slot, bytes);
 		}
 		LLVMBuildBr(b, next);
 	}
 	if (untape) {
 		/* the adjoints of steps first+n-1 down to first, from rows n-1..0 */
-		LLVMAddCase(sw, cg_i64(g, CKPT_UNTAPE), untape);
+		LLVMAddCase(sw, cg_i64(g, REV_UNTAPE), untape);
 		LLVMPositionBuilderAtEnd(b, untape);
 		DLoop t = dloop_begin(h, cg_i64(g, 0), n);
 		LLVMValueRef row = LLVMBuildSub(b, LLVMBuildSub(b, n, cg_i64(g, 1), ""), t.i, "");

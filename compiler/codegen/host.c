@@ -9,7 +9,7 @@
 #include <llvm-c/Transforms/PassManagerBuilder.h>
 
 #include "../../runtime/dprt.h"
-#include "../checkpoint_pass/ckpt.h"
+#include "../revolve/revolve.h"
 #include "cgint.h"
 
 
@@ -454,7 +454,7 @@ static void count_steps(Block *b, int64_t times, int64_t *counts)
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		if (op->kind == OP_REVOLVE)
-			counts[RT_COUNT_RECOMPUTED] += times * ckpt_revolve_cost(op);
+			counts[RT_COUNT_RECOMPUTED] += times * rev_op_cost(op);
 		if (op->kind != OP_LOOP)
 			continue;
 		if (op->counter >= 0)

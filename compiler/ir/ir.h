@@ -299,9 +299,9 @@ struct Op {
 	int ivar2, nsnap, nhost, irow;
 	int *cyield3;
 	int64_t ktape;
-	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (ckpt_sweep_schedule) */
-	struct CkptPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
-	                        * (ckpt_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
+	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (rev_sweep_schedule) */
+	struct RevPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
+	                        * (rev_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
 	int64_t ptail;    /* with a pool: the steps its forward loop tapes (the pool's tail, for ir_loop_tail) */
 	int *snap, *hsnap;
 	const char *role; /* free text shown by the printer: "forward", "adjoint", "recompute" */

@@ -1,16 +1,12 @@
-/* stream: where every tensor lives and how it moves. Two parts:
- *   transfer.c  residency: which parameters live in the pinned host pool and
- *               stream through device slots, and the copies that move them;
- *   plan.c      the memory plan: liveness, packing, the arena's regions and
- *               the host pool's layout.
- * stream_pass runs the first, then the second. */
+/* stream: where every tensor lives and how it moves. Decides which
+ * parameters live in the pinned host pool and stream through device slots,
+ * inserts the copies that move them (transfer.c), has the memory plan lay
+ * everything out (memplan.h) and counts the bytes each call moves. */
 #ifndef DPC_STREAM_H
 #define DPC_STREAM_H
 
-/* the points of Program.mem_series that stream_pass plans */
-#define STREAM_MEM_POINTS 512
-
 #include "../ir/ir.h"
+#include "../memplan/memplan.h"
 
 typedef enum {
 	STREAM_DEFAULT, /* auto when a device budget is given, else none */
@@ -26,27 +22,17 @@ typedef struct {
 } StreamOptions;
 
 /* Decides residency, inserts the transfers, lays out the arena and the host
- * pool (Value.res/offset/alias_of; Program.arena_bytes, host_bytes, plan_*)
- * and counts the bytes each call moves (Program.h2d_bytes, d2h_bytes). */
+ * pool (mem_plan) and counts the bytes each call moves (Program.h2d_bytes,
+ * d2h_bytes). */
 Program *stream_pass(Program *p, const StreamOptions *o);
-/* The memory plan alone: lays out p as it stands and returns the arena's
- * size, for passes that choose by bytes (the snapshot count). */
-int64_t stream_plan(Program *p);
 /* The smallest arena streaming could reach for p: every parameter that can
- * stream streamed, one unit ahead. */
+ * stream streamed, one unit ahead (the checkpoint pass's price, through the
+ * driver). */
 int64_t stream_min_plan(Program *p);
 /* The host pool that streaming every parameter that can would take. */
 int64_t stream_min_host(Program *p);
-/* --emit=stream: the plan's regions, every tensor's place and every transfer. */
-void stream_print(FILE *f, Program *p);
-/* --emit=memplot: the plan over one step as SVG, with the budget's line (0: none) */
-void stream_memplot(FILE *f, Program *p, const char *model, int64_t budget);
-/* "1.5 MiB" */
-const char *stream_bytes_str(int64_t bytes);
 
-/* within the component: a tensor's bytes in a fixed region (plan.c); the
- * transfer pass (transfer.c), for stream_pass */
-int64_t stream_aligned(Program *p, Type t);
+/* within the component: the transfer pass (transfer.c), for stream_pass */
 void stream_transfers(Program *p, const StreamOptions *o);
 void stream_count(Program *p);
 

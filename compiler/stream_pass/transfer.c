@@ -5,7 +5,7 @@
  * and its write-back. */
 #include "stream.h"
 
-#include "../checkpoint_pass/ckpt.h"
+#include "../revolve/revolve.h"
 #include "../../runtime/dprt.h"
 
 #define MAX_AHEAD 2 /* the deepest prefetch tried: one unit more than d = 1 covers jitter */
@@ -142,8 +142,8 @@ static Type slots_type(Param *q, int k)
  * (and k slots per moment), all fixed regions */
 static int64_t saving(Program *p, Param *q, int k)
 {
-	int64_t whole = stream_aligned(p, q->type), slots = stream_aligned(p, slots_type(q, k));
-	int64_t resident = 2 * whole, streamed = slots + stream_aligned(p, ir_drop_first(q->type));
+	int64_t whole = mem_aligned(p, q->type), slots = mem_aligned(p, slots_type(q, k));
+	int64_t resident = 2 * whole, streamed = slots + mem_aligned(p, ir_drop_first(q->type));
 	if (q->opt_m >= 0) {
 		resident += 2 * whole;
 		streamed += 2 * slots;
@@ -299,19 +299,19 @@ static void sim_body(Sim *s, Block *b, int64_t i)
 	}
 }
 
-static void sim_action(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+static void sim_action(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
 {
 	(void)slot;
 	Sim *s = ctx;
-	if (a == CKPT_ADVANCE)
+	if (a == REV_ADVANCE)
 		for (int64_t i = step; i < to; i++)
 			sim_body(s, &s->rev->body, s->rev->lo + i);
-	if (a == CKPT_TAPED && !s->rev->ktape)
+	if (a == REV_TAPED && !s->rev->ktape)
 		sim_body(s, &s->rev->body2, s->rev->lo + step);
-	if (a == CKPT_TAPED && s->rev->ktape)
+	if (a == REV_TAPED && s->rev->ktape)
 		for (int64_t i = step; i < to; i++)
 			sim_body(s, &s->rev->body3, s->rev->lo + i);
-	if ((a == CKPT_TAPED && s->rev->ktape) || a == CKPT_UNTAPE)
+	if ((a == REV_TAPED && s->rev->ktape) || a == REV_UNTAPE)
 		for (int64_t i = to - 1; i >= step; i--)
 			sim_body(s, &s->rev->body2, s->rev->lo + i);
 }
@@ -341,7 +341,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 		Op *op = p->body.ops[t];
 		if (!has_transfers(&op->body) && !has_transfers(&op->body2) && !has_transfers(&op->body3))
 			continue;
-		runs += op->trip + (op->kind == OP_REVOLVE ? ckpt_revolve_cost(op) : 0);
+		runs += op->trip + (op->kind == OP_REVOLVE ? rev_op_cost(op) : 0);
 		if (runs > SIM_MAX)
 			diag_error(op->loc, "this loop of %lld steps streams its layers; counting a training step's transfers "
 			           "would take more than 2^28 loop steps, the most dpc counts; use fewer layers, or --stream none",
@@ -351,7 +351,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 				sim_body(&s, &op->body, op->reverse ? op->lo + op->trip - 1 - i : op->lo + i);
 		if (op->kind == OP_REVOLVE) {
 			s.rev = op;
-			ckpt_revolve_schedule(op, sim_action, &s);
+			rev_op_schedule(op, sim_action, &s);
 		}
 	}
 	h2d_bytes[1] = s.h2d;
@@ -365,7 +365,7 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 
 int64_t stream_min_plan(Program *p)
 {
-	int64_t arena = stream_plan(p);
+	int64_t arena = mem_plan(p);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		if (!q->streamed && !usage(p, q).why)
@@ -380,12 +380,12 @@ int64_t stream_min_host(Program *p)
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		if (!usage(p, q).why)
-			host += stream_aligned(p, q->type) * (q->opt_m >= 0 ? 3 : 1);
+			host += mem_aligned(p, q->type) * (q->opt_m >= 0 ? 3 : 1);
 	}
 	return host;
 }
 
-static const char *budget_str(int64_t b) { return ar_printf("%s (%lld bytes)", stream_bytes_str(b), (long long)b); }
+static const char *budget_str(int64_t b) { return ar_printf("%s (%lld bytes)", mem_bytes_str(b), (long long)b); }
 
 void stream_transfers(Program *p, const StreamOptions *o)
 {
@@ -396,7 +396,7 @@ void stream_transfers(Program *p, const StreamOptions *o)
 		u[i] = usage(p, &p->params.data[i]);
 		eligible += !u[i].why;
 	}
-	int64_t resident = stream_plan(p), budget = o->device_mem;
+	int64_t resident = mem_plan(p), budget = o->device_mem;
 	StreamMode mode = o->mode;
 	if (mode == STREAM_DEFAULT)
 		mode = budget ? STREAM_AUTO : STREAM_NONE;
@@ -486,7 +486,7 @@ void stream_count(Program *p)
 		if (op->kind != OP_REVOLVE || !op->nhost)
 			continue;
 		int64_t saves, fetches, bytes = 0;
-		ckpt_binomial_host(op->trip, op->nsnap, op->nhost, &saves, &fetches);
+		rev_binomial_host(op->trip, op->nsnap, op->nhost, &saves, &fetches);
 		for (int k = 0; k < op->ncarry; k++)
 			bytes += ir_bytes(p, ir_vtype(p, op->carg[k]));
 		p->h2d_bytes[1] += fetches * bytes;

@@ -24,7 +24,7 @@ static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, 
 	Emit last;
 	Program *p = driver_passes(ast, &o, &last);
 	ir_print(sink, p);
-	stream_print(sink, p);
+	mem_print(sink, p);
 	ckpt_print_schedule(sink, p, false);
 	ckpt_print_schedule(sink, p, true);
 }

@@ -2,12 +2,12 @@
  * brute-force optimum, and every schedule replayed against a model of the
  * state and the slots, so an invalid schedule cannot pass. The replay also
  * counts, for every count of host slots, the copies through the staging row
- * that the runtime makes, against ckpt_binomial_host. Prints ok / not ok. */
+ * that the runtime makes, against rev_binomial_host. Prints ok / not ok. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/checkpoint_pass/ckpt.h"
+#include "../../compiler/revolve/revolve.h"
 #include "check.h"
 
 #define NMAX 80
@@ -65,32 +65,32 @@ typedef struct {
 	int64_t *hsave, *hfetch, *held;
 } Replay;
 
-static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+static void replay(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
 {
 	Replay *r = ctx;
 	if (r->error)
 		return;
-	if (a != CKPT_UNTAPE && (slot < 0 || slot >= r->s)) {
+	if (a != REV_UNTAPE && (slot < 0 || slot >= r->s)) {
 		r->error = "slot out of range";
 		return;
 	}
-	if (a != CKPT_UNTAPE && slot > r->max_slot)
+	if (a != REV_UNTAPE && slot > r->max_slot)
 		r->max_slot = slot;
 	switch (a) {
-	case CKPT_ADVANCE:
+	case REV_ADVANCE:
 		if (r->current != step || to <= step)
 			r->error = "advance from a state that is not current";
 		r->advances += to - step;
 		r->current = to;
 		break;
-	case CKPT_SAVE:
+	case REV_SAVE:
 		if (r->current != step)
 			r->error = "save of a state that is not current";
 		r->slot_state[slot] = step;
 		for (int h = slot + 1; h <= r->s; h++)
 			r->hsave[h]++, r->held[h] = slot;
 		break;
-	case CKPT_RESTORE:
+	case REV_RESTORE:
 		if (r->slot_state[slot] != step)
 			r->error = "restore of a slot that does not hold that state";
 		r->current = step;
@@ -98,13 +98,13 @@ static void replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
 			if (r->held[h] != slot)
 				r->hfetch[h]++, r->held[h] = slot;
 		break;
-	case CKPT_TAPED:
+	case REV_TAPED:
 		if (r->current != step || to - 1 != r->next_taped || to <= step || to - step > r->k)
 			r->error = "taped steps out of order, from the wrong state or more than k";
 		r->next_taped = step - 1;
 		r->current = -1; /* the taped steps run on, and their adjoints leave no state current */
 		break;
-	case CKPT_UNTAPE:
+	case REV_UNTAPE:
 		/* the forward loop's tail: first, at the end, at most k steps */
 		if (r->next_taped != r->n - 1 || to != r->n || to <= step || to - step > r->k || r->advances)
 			r->error = "forward-taped steps not the first action, not the last steps or more than k";
@@ -124,20 +124,20 @@ static void run(int64_t n, int s, int64_t k, bool against_brute)
 	/* the initial state's save into slot 0 */
 	for (int h = 1; h <= s; h++)
 		r.hsave[h] = 1;
-	ckpt_binomial_schedule(n, s, k, replay, &r);
+	rev_binomial_schedule(n, s, k, replay, &r);
 	char what[200];
 	snprintf(what, sizeof what, "n=%lld s=%d k=%lld: %s, %lld advances, formula %lld", (long long)n, s, (long long)k,
-	         r.error ? r.error : "valid", (long long)r.advances, (long long)ckpt_tape_cost(n, s, k));
-	check(!r.error && r.next_taped == -1 && r.advances == ckpt_tape_cost(n, s, k), what);
+	         r.error ? r.error : "valid", (long long)r.advances, (long long)rev_tape_cost(n, s, k));
+	check(!r.error && r.next_taped == -1 && r.advances == rev_tape_cost(n, s, k), what);
 	if (k == 1)
-		check(ckpt_binomial_cost(n, s) == ckpt_tape_cost(n, s, 1), what);
+		check(rev_binomial_cost(n, s) == rev_tape_cost(n, s, 1), what);
 	if (against_brute)
-		check(best[k][n][s] == ckpt_tape_cost(n, s, k), what);
+		check(best[k][n][s] == rev_tape_cost(n, s, k), what);
 	for (int h = 0; h <= s && k == 1; h++) {
 		int64_t saves, fetches;
-		ckpt_binomial_host(n, s, h, &saves, &fetches);
+		rev_binomial_host(n, s, h, &saves, &fetches);
 		snprintf(what, sizeof what, "n=%lld s=%d, %d in host memory: replay %lld saves %lld fetches, "
-		         "ckpt_binomial_host %lld %lld", (long long)n, s, h, (long long)r.hsave[h], (long long)r.hfetch[h],
+		         "rev_binomial_host %lld %lld", (long long)n, s, h, (long long)r.hsave[h], (long long)r.hfetch[h],
 		         (long long)saves, (long long)fetches);
 		check(saves == r.hsave[h] && fetches == r.hfetch[h], what);
 	}
@@ -157,7 +157,7 @@ static void run_sweep(int64_t n, int s, int64_t k, int64_t tail, bool against_br
 {
 	Replay r = {n, s, k, -1, 0, n - 1, calloc((size_t)s, sizeof(int64_t)), 0, NULL, calloc((size_t)s + 1, sizeof(int64_t)),
 	            calloc((size_t)s + 1, sizeof(int64_t)), calloc((size_t)s + 1, sizeof(int64_t))};
-	int64_t *len = calloc((size_t)s, sizeof(int64_t)), used = ckpt_sweep_segments(n - tail, s, k, len), at = 0, total = 0;
+	int64_t *len = calloc((size_t)s, sizeof(int64_t)), used = rev_sweep_segments(n - tail, s, k, len), at = 0, total = 0;
 	for (int i = 0; i < s; i++)
 		r.slot_state[i] = -1;
 	for (int64_t i = 0; i < used; i++) {
@@ -165,8 +165,8 @@ static void run_sweep(int64_t n, int s, int64_t k, int64_t tail, bool against_br
 		at += len[i];
 		total += len[i] >= 1;
 	}
-	ckpt_sweep_schedule(n, s, k, tail, replay, &r);
-	int64_t best = INT64_MAX, cost = ckpt_sweep_cost(n, s, k, tail);
+	rev_sweep_schedule(n, s, k, tail, replay, &r);
+	int64_t best = INT64_MAX, cost = rev_sweep_cost(n, s, k, tail);
 	for (int64_t j = 0; against_brute && j <= (tail ? k : 0) && j <= n; j++) {
 		int64_t c = n - j + (j < n ? best_sweep[k][n - j][s] : 0);
 		best = c < best ? c : best;
@@ -205,31 +205,31 @@ static void pool_rows(Pool *x, int64_t a, int64_t b)
 		x->error |= i != x->next--;
 }
 
-static void pool_replay(void *ctx, CkptAction a, int64_t step, int64_t to, int slot)
+static void pool_replay(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
 {
 	Pool *x = ctx;
 	switch (a) {
-	case CKPT_ADVANCE:
+	case REV_ADVANCE:
 		x->error |= x->cur != step;
 		x->cur = to, x->steps += to - step;
 		break;
-	case CKPT_SAVE:
+	case REV_SAVE:
 		x->error |= x->cur != step || slot != x->held || slot >= 80;
 		if (slot < 80)
 			x->slot[slot] = step;
 		x->held = slot + 1;
 		break;
-	case CKPT_RESTORE:
+	case REV_RESTORE:
 		x->error |= slot >= x->held || x->slot[slot] != step;
 		x->held = slot + 1, x->cur = step;
 		break;
-	case CKPT_TAPED:
+	case REV_TAPED:
 		x->error |= x->cur != step;
 		x->steps += to - step;
 		pool_rows(x, step, to);
 		x->cur = -1;
 		break;
-	case CKPT_UNTAPE:
+	case REV_UNTAPE:
 		x->error |= to != x->n;
 		pool_rows(x, step, to);
 		break;
@@ -262,7 +262,7 @@ static int64_t pool_best(int64_t m, int64_t d, int64_t k, bool top, int64_t memo
 
 static void run_pool(int64_t n, int64_t k)
 {
-	CkptPool *pl = ckpt_pool_plan(n, k);
+	RevPool *pl = rev_pool_plan(n, k);
 	char what[200];
 	snprintf(what, sizeof what, "pool n %lld k %lld", (long long)n, (long long)k);
 	if (!pl) {
@@ -270,13 +270,13 @@ static void run_pool(int64_t n, int64_t k)
 		return;
 	}
 	int64_t starts[80], len[80], tail;
-	int64_t c = ckpt_pool_chain(pl, starts, len, &tail);
+	int64_t c = rev_pool_chain(pl, starts, len, &tail);
 	Pool x = {n, k, -1, c, n - 1, n, {0}, false};
 	/* the forward loop saved the chain's starts and taped the tail behind the held slots' rows */
 	for (int64_t i = 0; i < c; i++)
 		x.slot[i] = starts[i];
 	x.error |= c > 0 && starts[0] != 0;
-	ckpt_pool_schedule(pl, pool_replay, &x);
+	rev_pool_schedule(pl, pool_replay, &x);
 	int64_t memo[2][41][8];
 	for (int t = 0; t < 2; t++)
 		for (int m = 0; m <= 40; m++)
@@ -287,7 +287,7 @@ static void run_pool(int64_t n, int64_t k)
 	         (long long)n, (long long)k, !x.error, (long long)(x.next + 1), (long long)x.steps, (long long)pl->cost,
 	         (long long)best);
 	check(!x.error && x.next == -1 && x.steps - n == pl->cost && x.steps == best, what);
-	ckpt_pool_free(pl);
+	rev_pool_free(pl);
 }
 
 int main(void)
@@ -309,7 +309,7 @@ int main(void)
 			for (int n = 1; n <= NMAX; n++) {
 				run(n, s, k, true);
 				run_sweep(n, s, k, 0, true);
-				run_sweep(n, s, k, ckpt_sweep_tail(n, k), true);
+				run_sweep(n, s, k, rev_sweep_tail(n, k), true);
 			}
 	if (!fail)
 		printf("ok - binomial: schedules (and sweep schedules, with and without a forward-taped tail) valid and optimal with "

@@ -34,7 +34,7 @@ static Program *taped(const char *path, int64_t budget)
 	CkptOptions ck = {0};
 	ck.mode = CKPT_AUTO;
 	ck.rows = true;
-	ck.stream = STREAM_NONE;
+	ck.may_stream = false;
 	ck.device_mem = budget;
 	ck.full_rows = true;
 	p = ckpt_pass(ir_dce(ad_transform(p, &ad)), &ck);
@@ -50,7 +50,7 @@ static Program *taped(const char *path, int64_t budget)
 static void rows(const char *path)
 {
 	Program *p = taped(path, 0);
-	stream_plan(p);
+	mem_plan(p);
 	int cand[8], n = ckpt_rows_candidates(p, cand, 8), trip = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > trip)
@@ -74,7 +74,7 @@ static void rows(const char *path)
 		for (int s = 1; s <= trip; s++)
 			for (int rowsk = 1; rowsk <= trip; rowsk++, j++) {
 				ckpt_set_shape(p, s, rowsk);
-				bytes[j] = stream_plan(p);
+				bytes[j] = mem_plan(p);
 				flops[j] = ckpt_recomputed_flops(p);
 				least = bytes[j] < least ? bytes[j] : least;
 				if (!flops[j] && bytes[j] < full)
@@ -92,7 +92,7 @@ static void rows(const char *path)
 			if (bytes[j] <= budget && (best < 0 || flops[j] < best))
 				best = flops[j];
 		Program *q = taped(path, budget);
-		int64_t planned = stream_plan(q), f = ckpt_recomputed_flops(q);
+		int64_t planned = mem_plan(q), f = ckpt_recomputed_flops(q);
 		for (int i = 0; i < q->body.len; i++) {
 			int64_t kb;
 			Op *v = q->body.ops[i];
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 			for (int i = 0; i < n; i++)
 				if (m >> i & 1)
 					drop[k++] = cand[i];
-			bytes[m] = ckpt_graph_eval(p, drop, k, stream_plan, &flops[m]);
+			bytes[m] = ckpt_graph_eval(p, drop, k, mem_plan, &flops[m]);
 			least = bytes[m] < least ? bytes[m] : least;
 		}
 		int64_t full = bytes[0];
@@ -174,9 +174,9 @@ int main(int argc, char **argv)
 					low = bytes[m] < low ? bytes[m] : low;
 				}
 				Program *q = differentiated(path);
-				int64_t f = ckpt_graph_fit(q, budget, stream_plan, most);
+				int64_t f = ckpt_graph_fit(q, budget, mem_plan, most);
 				ir_verify(q, "ckpt_graph_fit");
-				int64_t planned = stream_plan(q);
+				int64_t planned = mem_plan(q);
 				snprintf(what, sizeof what, "%s, the %d largest, budget %lld: plan %lld bytes, %lld FLOPs again; the best "
 				         "that fits %lld", path, most, (long long)budget, (long long)planned, (long long)f, (long long)best);
 				if (best < 0)

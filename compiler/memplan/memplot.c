@@ -1,19 +1,19 @@
 /* stream: --emit=memplot, the plan's device memory over one step as an SVG
  * picture (runtime/svg.c draws it): the fixed regions as constant layers,
  * the work region as its highest byte in use (Program.mem_series). */
-#include "stream.h"
+#include "memplan.h"
 
 #include <stdlib.h>
 
 #include "../../runtime/svg.h"
 
-void stream_memplot(FILE *f, Program *p, const char *model, int64_t budget)
+void mem_memplot(FILE *f, Program *p, const char *model, int64_t budget)
 {
 	if (!p->mem_series)
 		die("no memory series planned");
 	int64_t fixed[SVG_FIXED] = {p->plan_params, p->plan_grads, p->plan_opt, p->plan_inputs, p->plan_tape, p->plan_snap,
 	                            p->plan_slots};
-	char *svg = svg_plan(ar_printf("%s: planned device memory over one step, peak %s", model, stream_bytes_str(p->arena_bytes)),
+	char *svg = svg_plan(ar_printf("%s: planned device memory over one step, peak %s", model, mem_bytes_str(p->arena_bytes)),
 	                     "the step's ops in program order (a loop's body once)", fixed, p->mem_series, p->mem_points, NULL, 0,
 	                     NULL, budget);
 	if (!svg)

@@ -1,9 +1,9 @@
-/* stream: the static memory plan. Params, gradients, optimizer state, inputs,
+/* mem: the static memory plan. Params, gradients, optimizer state, inputs,
  * tapes, snapshots and streaming slots get fixed regions; every other tensor
  * gets an arena slot for its live range, packed ahead of time, so no allocator
  * runs during training. Streamed parameters and their optimizer state get
  * the pinned host pool instead. */
-#include "stream.h"
+#include "memplan.h"
 
 #include <stdlib.h>
 
@@ -580,7 +580,7 @@ static void leading_sums(Program *p, Block *b)
 	}
 }
 
-int64_t stream_aligned(Program *p, Type t) { return align_up(ir_bytes(p, t)); }
+int64_t mem_aligned(Program *p, Type t) { return align_up(ir_bytes(p, t)); }
 
 static int64_t place(Program *p, int v, int64_t at)
 {
@@ -607,33 +607,11 @@ static void optimizer_state(Program *p)
 	}
 }
 
-int64_t stream_plan(Program *p)
+int64_t mem_plan(Program *p)
 {
 	optimizer_state(p);
 	plan(p);
 	return p->arena_bytes;
-}
-
-Program *stream_pass(Program *p, const StreamOptions *o)
-{
-	stream_transfers(p, o);
-	p->mem_points = STREAM_MEM_POINTS;
-	stream_plan(p);
-	if (o->device_mem && p->arena_bytes > o->device_mem)
-		fatal("the memory plan needs %s (%lld bytes) of device memory (params %s, grads %s, optimizer state %s, "
-		      "inputs %s, tape %s, snapshots %s, streaming slots %s, work %s), more than --device-mem %s (%lld bytes)%s",
-		      stream_bytes_str(p->arena_bytes), (long long)p->arena_bytes, stream_bytes_str(p->plan_params),
-		      stream_bytes_str(p->plan_grads), stream_bytes_str(p->plan_opt), stream_bytes_str(p->plan_inputs),
-		      stream_bytes_str(p->plan_tape), stream_bytes_str(p->plan_snap), stream_bytes_str(p->plan_slots),
-		      stream_bytes_str(p->plan_work), stream_bytes_str(o->device_mem), (long long)o->device_mem,
-		      p->graph_search && !p->graph_least ? "; that is the least plan the checkpoint selection found at this budget "
-		                                           "(--checkpoint min-memory searches for the least)" : "");
-	if (o->host_mem && p->host_bytes > o->host_mem)
-		fatal("the streamed parameters, their optimizer state and the snapshots in host memory need %s (%lld bytes) "
-		      "of pinned host memory, more than --host-mem %s (%lld bytes)", stream_bytes_str(p->host_bytes), (long long)p->host_bytes,
-		      stream_bytes_str(o->host_mem), (long long)o->host_mem);
-	stream_count(p);
-	return p;
 }
 
 /* a streamed tensor's place in the host pool */
@@ -762,7 +740,7 @@ static void plan(Program *p)
 
 }
 
-const char *stream_bytes_str(int64_t n)
+const char *mem_bytes_str(int64_t n)
 {
 	if (n < 1024)
 		return ar_printf("%lld B", (long long)n);
@@ -773,7 +751,7 @@ const char *stream_bytes_str(int64_t n)
 	return ar_printf("%.2f GiB", n / (1024.0 * 1024 * 1024));
 }
 
-void stream_print(FILE *f, Program *p)
+void mem_print(FILE *f, Program *p)
 {
 	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + optimizer %lld + inputs %lld + tape %lld"
 	        " + snapshots %lld + slots %lld + work %lld (of it %lld ones at %lld)\n",

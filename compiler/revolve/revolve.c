@@ -1,4 +1,4 @@
-/* ckpt: the binomial schedule, with taped actions of up to k steps. The
+/* rev: the binomial schedule, with taped actions of up to k steps. The
  * split that keeps every recursion optimal is
  * m = clamp(k C(s + r - 2, s), n - k C(s + r - 1, s - 1), n - 1): the right
  * part never needs more than s - 1 slots can do in r sweeps, and the left
@@ -6,7 +6,7 @@
  * brute-force optimum). With k = 1 it is revolve's. */
 #include <stdlib.h>
 
-#include "ckpt.h"
+#include "revolve.h"
 
 /* C(n, k), saturating at INT64_MAX */
 static int64_t choose(int64_t n, int64_t k)
@@ -49,25 +49,25 @@ static int64_t least(int64_t n, int64_t s, int64_t k, int64_t e)
 	return lo;
 }
 
-int64_t ckpt_tape_r(int64_t n, int64_t s, int64_t k)
+int64_t rev_tape_r(int64_t n, int64_t s, int64_t k)
 {
 	return least(n, s, k, 0);
 }
 
-int64_t ckpt_tape_cost(int64_t n, int64_t s, int64_t k)
+int64_t rev_tape_cost(int64_t n, int64_t s, int64_t k)
 {
-	int64_t r = ckpt_tape_r(n, s, k);
+	int64_t r = rev_tape_r(n, s, k);
 	if (r == 0)
 		return 0;
 	/* r n, saturating: with one slot it is about n^2 / k */
 	return r > INT64_MAX / n ? INT64_MAX : r * n - times(k, choose(s + r, r - 1));
 }
 
-int64_t ckpt_binomial_r(int64_t n, int64_t s) { return ckpt_tape_r(n, s, 1); }
-int64_t ckpt_binomial_cost(int64_t n, int64_t s) { return ckpt_tape_cost(n, s, 1); }
+int64_t rev_binomial_r(int64_t n, int64_t s) { return rev_tape_r(n, s, 1); }
+int64_t rev_binomial_cost(int64_t n, int64_t s) { return rev_tape_cost(n, s, 1); }
 
 typedef struct {
-	CkptEmit emit;
+	RevEmit emit;
 	void *ctx;
 	int64_t k;
 } Gen;
@@ -75,7 +75,7 @@ typedef struct {
 /* Where a reversal of n > k steps with s > 1 slots saves its second slot. */
 static int64_t split(int64_t n, int64_t s, int64_t k)
 {
-	int64_t r = ckpt_tape_r(n, s, k);
+	int64_t r = rev_tape_r(n, s, k);
 	int64_t m = r >= 2 ? times(k, choose(s + r - 2, s)) : 0, lo = n - times(k, choose(s + r - 1, s - 1));
 	if (m < lo)
 		m = lo;
@@ -92,37 +92,37 @@ static void reverse(Gen *g, int64_t a, int64_t b, int64_t s, int slot)
 {
 	int64_t n = b - a;
 	if (n <= g->k) {
-		g->emit(g->ctx, CKPT_TAPED, a, b, slot);
+		g->emit(g->ctx, REV_TAPED, a, b, slot);
 		return;
 	}
 	if (s == 1) {
 		for (int64_t e = b; e > a;) {
 			int64_t i = e - g->k > a ? e - g->k : a;
 			if (e != b)
-				g->emit(g->ctx, CKPT_RESTORE, a, a, slot);
+				g->emit(g->ctx, REV_RESTORE, a, a, slot);
 			if (i > a)
-				g->emit(g->ctx, CKPT_ADVANCE, a, i, slot);
-			g->emit(g->ctx, CKPT_TAPED, i, e, slot);
+				g->emit(g->ctx, REV_ADVANCE, a, i, slot);
+			g->emit(g->ctx, REV_TAPED, i, e, slot);
 			e = i;
 		}
 		return;
 	}
 	int64_t m = split(n, s, g->k);
-	g->emit(g->ctx, CKPT_ADVANCE, a, a + m, slot);
-	g->emit(g->ctx, CKPT_SAVE, a + m, a + m, slot + 1);
+	g->emit(g->ctx, REV_ADVANCE, a, a + m, slot);
+	g->emit(g->ctx, REV_SAVE, a + m, a + m, slot + 1);
 	reverse(g, a + m, b, s - 1, slot + 1);
-	g->emit(g->ctx, CKPT_RESTORE, a, a, slot);
+	g->emit(g->ctx, REV_RESTORE, a, a, slot);
 	reverse(g, a, a + m, s, slot);
 }
 
-void ckpt_binomial_schedule(int64_t n, int64_t s, int64_t k, CkptEmit emit, void *ctx)
+void rev_binomial_schedule(int64_t n, int64_t s, int64_t k, RevEmit emit, void *ctx)
 {
 	Gen g = {emit, ctx, k};
 	if (n > 0 && s > 0 && k > 0)
 		reverse(&g, 0, n, s, 0);
 }
 
-int64_t ckpt_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len)
+int64_t rev_sweep_segments(int64_t n, int64_t s, int64_t k, int64_t *len)
 {
 	/* the least t with sum over segments of k C(s_i + t, s_i) = k (C(s + t + 1, s) - 1) >= n */
 	int64_t t = least(n, s, k, 1);
@@ -154,44 +154,44 @@ static int64_t *segments(int64_t n, int64_t s, int64_t k, int64_t *used)
 		return NULL;
 	int64_t *len = malloc(sizeof(int64_t) * (size_t)(s + 1));
 	if (len)
-		*used = ckpt_sweep_segments(n, s, k, len);
+		*used = rev_sweep_segments(n, s, k, len);
 	return len;
 }
 
-int64_t ckpt_sweep_tail(int64_t n, int64_t ktape) { return ktape < n ? ktape : n; }
+int64_t rev_sweep_tail(int64_t n, int64_t ktape) { return ktape < n ? ktape : n; }
 
-int64_t ckpt_sweep_cost(int64_t n, int64_t s, int64_t k, int64_t tail)
+int64_t rev_sweep_cost(int64_t n, int64_t s, int64_t k, int64_t tail)
 {
 	int64_t used, *len = segments(n - tail, s, k, &used), cost = 0;
 	for (int64_t i = 0; i < used; i++) {
-		int64_t c = ckpt_tape_cost(len[i], s - i, k);
-		cost = c > INT64_MAX - cost ? INT64_MAX : cost + c;
+		int64_t c = rev_tape_cost(len[i], s - i, k);
+		cost = rev_sat_add(cost, c);
 	}
 	free(len);
 	return cost;
 }
 
-void ckpt_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, CkptEmit emit, void *ctx)
+void rev_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, RevEmit emit, void *ctx)
 {
 	if (tail > 0)
-		emit(ctx, CKPT_UNTAPE, n - tail, n, -1);
+		emit(ctx, REV_UNTAPE, n - tail, n, -1);
 	int64_t used, *len = segments(n - tail, s, k, &used);
 	Gen g = {emit, ctx, k};
 	int64_t a = n - tail;
 	for (int64_t i = used - 1; i >= 0; i--) {
 		a -= len[i];
-		emit(ctx, CKPT_RESTORE, a, a, (int)i);
+		emit(ctx, REV_RESTORE, a, a, (int)i);
 		reverse(&g, a, a + len[i], s - i, (int)i);
 	}
 	free(len);
 }
 
-void ckpt_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, CkptEmit emit, void *ctx)
+void rev_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, RevEmit emit, void *ctx)
 {
 	if (sweep)
-		ckpt_sweep_schedule(n, s, k, tail, emit, ctx);
+		rev_sweep_schedule(n, s, k, tail, emit, ctx);
 	else
-		ckpt_binomial_schedule(n, s, k, emit, ctx);
+		rev_binomial_schedule(n, s, k, emit, ctx);
 }
 
 /* reverse() without the steps, following only the slots below nhost and the
@@ -225,7 +225,7 @@ static void host_walk(HostWalk *w, int64_t n, int64_t s, int64_t slot)
 	}
 }
 
-void ckpt_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int64_t *fetches)
+void rev_binomial_host(int64_t n, int64_t s, int64_t nhost, int64_t *saves, int64_t *fetches)
 {
 	HostWalk w = {nhost, -1, 0, 0};
 	if (n > 0 && s > 0 && nhost > 0) {
@@ -242,12 +242,12 @@ enum { POOL_TAPE = -1 };
 
 static int32_t *pool_at(int32_t *t, int64_t n, int64_t d, int64_t m) { return &t[d * (n + 1) + m]; }
 
-CkptPool *ckpt_pool_plan(int64_t n, int64_t k)
+RevPool *rev_pool_plan(int64_t n, int64_t k)
 {
 	if (n < 1 || k < 1 || (double)n * (double)n * (double)(k + 1) > (double)(1 << 27))
 		return NULL;
 	int64_t D = k + 1, cells = (D + 2) * (n + 1);
-	CkptPool *pl = calloc(1, sizeof *pl);
+	RevPool *pl = calloc(1, sizeof *pl);
 	int64_t *R = malloc(sizeof(int64_t) * (size_t)cells), *T = malloc(sizeof(int64_t) * (size_t)cells);
 	int32_t *c = malloc(sizeof(int32_t) * (size_t)(2 * cells));
 	if (!pl || !R || !T || !c) {
@@ -292,45 +292,45 @@ CkptPool *ckpt_pool_plan(int64_t n, int64_t k)
 	free(T);
 	int64_t *starts = malloc(sizeof(int64_t) * (size_t)(k + 2)), *len = malloc(sizeof(int64_t) * (size_t)(k + 2));
 	if (starts && len)
-		ckpt_pool_chain(pl, starts, len, &pl->tail);
+		rev_pool_chain(pl, starts, len, &pl->tail);
 	free(starts);
 	free(len);
 	return pl;
 }
 
-void ckpt_pool_free(CkptPool *pl)
+void rev_pool_free(RevPool *pl)
 {
 	if (pl)
 		free(pl->choice);
 	free(pl);
 }
 
-int64_t ckpt_pool_cells(int64_t n, int64_t k) { return 2 * (k + 3) * (n + 1); }
+int64_t rev_pool_cells(int64_t n, int64_t k) { return 2 * (k + 3) * (n + 1); }
 
 /* Reverses steps [a, a + m) from the state at a, current and held in slot d - 1 */
-static void pool_reverse(const CkptPool *pl, Gen *g, int64_t a, int64_t m, int64_t d)
+static void pool_reverse(const RevPool *pl, Gen *g, int64_t a, int64_t m, int64_t d)
 {
 	int32_t *rc = pl->choice;
 	while (m > 0) {
 		int32_t c = *pool_at(rc, pl->n, d, m);
 		if (c == POOL_TAPE) {
-			g->emit(g->ctx, CKPT_TAPED, a, a + m, (int)(d - 1));
+			g->emit(g->ctx, REV_TAPED, a, a + m, (int)(d - 1));
 			return;
 		}
 		int64_t j = c >> 1;
-		g->emit(g->ctx, CKPT_ADVANCE, a, a + j, (int)(d - 1));
+		g->emit(g->ctx, REV_ADVANCE, a, a + j, (int)(d - 1));
 		if (c & 1) {
-			g->emit(g->ctx, CKPT_TAPED, a + j, a + m, (int)(d - 1));
+			g->emit(g->ctx, REV_TAPED, a + j, a + m, (int)(d - 1));
 		} else {
-			g->emit(g->ctx, CKPT_SAVE, a + j, a + j, (int)d);
+			g->emit(g->ctx, REV_SAVE, a + j, a + j, (int)d);
 			pool_reverse(pl, g, a + j, m - j, d + 1);
 		}
-		g->emit(g->ctx, CKPT_RESTORE, a, a, (int)(d - 1));
+		g->emit(g->ctx, REV_RESTORE, a, a, (int)(d - 1));
 		m = j;
 	}
 }
 
-int64_t ckpt_pool_chain(const CkptPool *pl, int64_t *starts, int64_t *len, int64_t *tail)
+int64_t rev_pool_chain(const RevPool *pl, int64_t *starts, int64_t *len, int64_t *tail)
 {
 	int32_t *tc = pl->choice + (pl->k + 3) * (pl->n + 1);
 	int64_t a = 0, d = 1, c = 0;
@@ -352,19 +352,19 @@ int64_t ckpt_pool_chain(const CkptPool *pl, int64_t *starts, int64_t *len, int64
 	return c;
 }
 
-void ckpt_pool_schedule(const CkptPool *pl, CkptEmit emit, void *ctx)
+void rev_pool_schedule(const RevPool *pl, RevEmit emit, void *ctx)
 {
 	int64_t *starts = malloc(sizeof(int64_t) * (size_t)(pl->k + 2)), *len = malloc(sizeof(int64_t) * (size_t)(pl->k + 2)), tail;
 	if (!starts || !len) {
 		free(starts), free(len);
 		return;
 	}
-	int64_t c = ckpt_pool_chain(pl, starts, len, &tail);
+	int64_t c = rev_pool_chain(pl, starts, len, &tail);
 	Gen g = {emit, ctx, 0};
 	if (tail > 0)
-		emit(ctx, CKPT_UNTAPE, pl->n - tail, pl->n, -1);
+		emit(ctx, REV_UNTAPE, pl->n - tail, pl->n, -1);
 	for (int64_t i = c - 1; i >= 0; i--) {
-		emit(ctx, CKPT_RESTORE, starts[i], starts[i], (int)i);
+		emit(ctx, REV_RESTORE, starts[i], starts[i], (int)i);
 		pool_reverse(pl, &g, starts[i], len[i], i + 1);
 	}
 	free(starts);

@@ -1,0 +1,29 @@
+/* mem: the static memory plan. Every value of a program gets its place:
+ * parameters, gradients, optimizer state, inputs, tapes, snapshots and
+ * streaming slots in fixed regions of the device arena, every other tensor a
+ * slot in the work region for its live range, packed ahead of time; streamed
+ * tensors the pinned host pool. The passes that choose by bytes (the
+ * checkpoint pass) and the one that decides residency (the stream pass) both
+ * ask it; it knows nothing of them. */
+#ifndef DPC_MEMPLAN_H
+#define DPC_MEMPLAN_H
+
+#include "../ir/ir.h"
+
+/* the points of Program.mem_series that a plan draws */
+#define MEM_POINTS 512
+
+/* Lays out p as it stands (Value.res/offset/alias_of; Program.arena_bytes,
+ * host_bytes, plan_*; Adam's moments made first where the optimizer needs
+ * them) and returns the arena's size. */
+int64_t mem_plan(Program *p);
+/* a tensor's bytes in a fixed region, aligned */
+int64_t mem_aligned(Program *p, Type t);
+/* --emit=stream: the plan's regions, every tensor's place */
+void mem_print(FILE *f, Program *p);
+/* --emit=memplot: the plan over one step as SVG, with the budget's line (0: none) */
+void mem_memplot(FILE *f, Program *p, const char *model, int64_t budget);
+/* "1.5 MiB" */
+const char *mem_bytes_str(int64_t bytes);
+
+#endif
