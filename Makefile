@@ -84,7 +84,7 @@ $(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential clang-14 libclang-rt-14-dev llvm-14-dev \
-		libopenblas-dev libdnnl-dev python3
+		libopenblas-dev libdnnl-dev python3 openmpi-bin
 
 # The test suite: ends with "N passed, N failed".
 test: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select

@@ -85,7 +85,8 @@ void rt_load_data(RtData *d, const RtTensor *t, const char *path)
 	d->n = t->rank ? (exact ? t->dim[0] : dim[0]) : 1;
 	d->row = row;
 	d->windows = text;
-	d->shuffle = !text && d->n > rt_batch_rows(t);
+	/* the global batch's rows: each rank's batch times the ranks */
+	d->shuffle = !text && d->n > rt_nranks * rt_batch_rows(t);
 	d->rows = rt_host_alloc(d->n * row * rt_elem_bytes(t->dtype), path);
 	for (int64_t i = 0; i < d->n * row; i++) {
 		double x = v[i];
@@ -114,7 +115,7 @@ void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed)
 		if (data[k].rows || k == label)
 			continue;
 		rng_state = seed * 7919 + 101 + (uint64_t)k;
-		data[k].n = 16 * rt_batch_rows(t);
+		data[k].n = 16 * rt_nranks * rt_batch_rows(t); /* the rows of one process with the global batch */
 		data[k].row = row_elems(t);
 		data[k].rows = rt_host_alloc(data[k].n * data[k].row * rt_elem_bytes(t->dtype), t->name);
 		for (int64_t i = 0; i < data[k].n * data[k].row; i++)
@@ -198,8 +199,10 @@ void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot, bool train)
 		const RtTensor *t = &m->inputs[k];
 		RtData *d = &data[k];
 		int64_t B = rt_batch_rows(t), esz = rt_elem_bytes(t->dtype);
+		/* training across ranks: rank r takes rows r B .. r B + B - 1 of each global batch of ranks B rows */
+		int64_t first = train ? ((int64_t)step * rt_nranks + rt_rank) * B : (int64_t)step * B;
 		for (int64_t j = 0; j < B; j++) {
-			int64_t g = (int64_t)step * B + j, at = g % d->n * d->row;
+			int64_t g = first + j, at = g % d->n * d->row;
 			if (train && d->windows) {
 				/* a window of the text at a random element, as nanoGPT samples */
 				uint64_t span = (uint64_t)((d->n - 1) * d->row + 1);

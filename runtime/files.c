@@ -21,6 +21,8 @@
 const char *rt_prog = "model";
 jmp_buf *rt_fail_trap;
 
+void (*rt_fail_hook)(int status);
+
 noreturn void rt_fail(int status, const char *fmt, ...)
 {
 	va_list ap;
@@ -31,6 +33,8 @@ noreturn void rt_fail(int status, const char *fmt, ...)
 	fputc('\n', stderr);
 	if (rt_fail_trap)
 		longjmp(*rt_fail_trap, 1);
+	if (rt_fail_hook)
+		rt_fail_hook(status);
 	exit(status);
 }
 

@@ -368,9 +368,11 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 
 static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 {
-	int64_t ph, pd, sh, sd;
+	int64_t ph, pd, sh, sd, grads = 0;
 	predict_transfers(c, o, r, &ph, &pd);
 	stream_per_step(c->model, o, &sh, &sd);
+	for (int i = 0; i < c->model->nparams; i++)
+		grads += c->model->params[i].buffer ? 0 : c->model->params[i].bytes;
 	char first[32], last[32], val[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[6144], reports[1536] = "", num[32];
@@ -393,6 +395,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n"
 	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"conv_calls\": %lld,\n  \"attention_calls\": %lld,\n"
 	                   "  \"copy_calls\": %lld,\n"
+	                   "  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), json_real(val, r->val), r->val_s,
@@ -405,7 +408,8 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   (long long)n->recomputed_flops,
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
 	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
-	                   (long long)n->copies, r->graph_steps, reports);
+	                   (long long)n->copies, rt_nranks, (long long)n->allreduce_bytes,
+	                   (long long)(rt_nranks > 1 ? r->steps * grads : 0), r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -513,8 +517,64 @@ static double clip_scale(RtCtx *c, double clip, void **bufs)
 			sum += x * x;
 		}
 	}
-	double scale = clip / (sqrt(sum) + 1e-6);
-	return scale < 1 ? scale : 1;
+	/* across ranks the gradients are sums: the norm of their mean, and the mean in the update */
+	double scale = clip / (sqrt(sum) / rt_nranks + 1e-6);
+	return (scale < 1 ? scale : 1) / rt_nranks;
+}
+
+/* an output under data parallelism: with %r in it, this rank's (the rank in its place); else
+ * rank 0's alone */
+static const char *rank_path(const char *path, char **made)
+{
+	const char *at = path ? strstr(path, "%r") : NULL;
+	if (!at)
+		return rt_rank == 0 ? path : NULL;
+	size_t n = strlen(path) + 16;
+	*made = rt_host_alloc((int64_t)n, "an output's name");
+	snprintf(*made, n, "%.*s%d%s", (int)(at - path), path, rt_rank, at + 2);
+	return *made;
+}
+
+/* FNV-1a over bytes, continuing h */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
+/* data parallelism: each gradient summed across the ranks before the update (the update divides
+ * by the ranks); streamed units' in the reverse sweep (rt_update), or, deferred and clipped, in
+ * the host memory they wait in */
+static void sum_gradients(RtCtx *c, bool deferred_clip)
+{
+	const RtModel *m = c->model;
+	if (deferred_clip)
+		c->dev->sync();
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		if (t->buffer || (t->streamed && !deferred_clip))
+			continue;
+		if (t->streamed)
+			rt_dist_sum(c->grads + c->grads_at[i], t->numel, t->dtype);
+		else
+			c->dev->collective(RT_SUM, c->base + (uint64_t)t->grad, t->numel, t->dtype);
+		c->n.allreduce_bytes += t->bytes;
+	}
+}
+
+static void download_params(RtCtx *c, void **host, bool grads);
+
+/* every rank applied the same updates: their parameters and buffers must be the same bytes */
+static void ranks_identical(RtCtx *c, void **host)
+{
+	download_params(c, host, false);
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < c->model->nparams; i++)
+		h = fnv(h, host[i], (size_t)c->model->params[i].bytes);
+	if (!rt_dist_same(h))
+		rt_fail(1, "the %d ranks' parameters differ after training (rank %d's hash %016llx); data parallelism must "
+		        "keep them identical", rt_nranks, rt_rank, (unsigned long long)h);
 }
 
 /* adam's resident moments to the host; the streamed ones are in the pool */
@@ -565,6 +625,31 @@ void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64
 	}
 }
 
+/* Data parallelism: every rank must run the same executable on the same
+ * settings and data, or the sums mean nothing. Each agreed field is
+ * compared across the ranks; the first that differs is named. */
+static void ranks_agree(const RtModel *m, const RtOpts *o, const RtData *data)
+{
+	const char *names[32];
+	char v[32][64];
+	int n = rt_run_fields(m, o, names, v);
+	snprintf(v[n], 64, "%ld", o->steps), names[n++] = "--steps";
+	for (int k = 0; k < m->ninputs && n < 31; k++) {
+		uint64_t h = fnv(1469598103934665603ull, data[k].rows, (size_t)(data[k].n * data[k].row * rt_elem_bytes(m->inputs[k].dtype)));
+		snprintf(v[n], 64, "%lld rows, hash %016llx", (long long)data[k].n, (unsigned long long)h);
+		names[n++] = m->inputs[k].name;
+	}
+	for (int f = 0; f < n; f++)
+		if (!rt_dist_same(fnv(1469598103934665603ull, v[f], strlen(v[f])))) {
+			/* every rank finds it, and says what it has */
+			fprintf(stderr, "%s: error: the %d ranks disagree on %s%s (rank %d has %s): every rank must run the same "
+			        "executable with the same options and data\n", rt_prog, rt_nranks, f < n - m->ninputs ? "" : "the data of input ",
+			        names[f], rt_rank, v[f]);
+			rt_dist_finish();
+			exit(1);
+		}
+}
+
 /* the input an option names, or the option's error */
 static int input_named(const RtModel *m, const char *opt, const char *name)
 {
@@ -581,8 +666,16 @@ int main(int argc, char **argv)
 	double t_start = now();
 	const char *slash = strrchr(argv[0], '/');
 	rt_prog = slash ? slash + 1 : argv[0];
+	rt_dist_init(&argc, &argv);
 	RtOpts o;
 	rt_parse_opts(&o, argc, argv);
+	/* data parallelism: rank 0 speaks and writes; a path with %r is every rank's own */
+	char *rank_paths[7] = {0};
+	const char **paths[7] = {&o.save, &o.dump_grads, &o.summary, &o.log_json, &o.trace, &o.memplot, &o.save_state};
+	for (int i = 0; i < 7 && rt_nranks > 1; i++)
+		*paths[i] = rank_path(*paths[i], &rank_paths[i]);
+	if (rt_rank > 0)
+		o.quiet = true;
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
@@ -634,6 +727,15 @@ int main(int argc, char **argv)
 		rt_load_data(&data[1], &m->inputs[1], o.labels);
 	}
 	rt_synthesize(data, m, (uint64_t)o.seed);
+	if (rt_nranks > 1) {
+		if (!c->dev->collective)
+			rt_fail(1, "%d ranks: data parallelism on this device (%s) is not built yet; it runs on the CPU", rt_nranks,
+			        c->dev->name);
+		if (o.dump_grads || o.gradcheck)
+			rt_usage("%s", o.gradcheck ? "--gradcheck runs in one process, not under mpirun"
+			                           : "--dump-grads under mpirun is not built yet: it would dump one rank's gradients");
+		ranks_agree(m, &o, data);
+	}
 	/* validation: rows for every input, the first's by --val-data, the second's by --val-labels,
 	 * any by --val-input NAME=FILE */
 	RtData val[64];
@@ -738,7 +840,7 @@ int main(int argc, char **argv)
 	r.start = start;
 	c->lr = o.lr;
 	c->decay = o.weight_decay;
-	c->gscale = 1;
+	c->gscale = 1.0 / rt_nranks; /* the update averages the ranks' summed gradients */
 	c->seed = (uint64_t)o.seed;
 
 	if (!o.quiet) {
@@ -762,6 +864,15 @@ int main(int argc, char **argv)
 		if (m->host)
 			printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
 			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
+		if (rt_nranks > 1) {
+			int64_t g = 0;
+			for (int i = 0; i < m->nparams; i++)
+				g += m->params[i].buffer ? 0 : m->params[i].bytes;
+			printf("%s: %d ranks (mpirun): each trains on its %lld rows of every global batch of %lld, the gradients "
+			       "(%s) summed across the ranks each step\n", m->model, rt_nranks,
+			       (long long)(m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1),
+			       (long long)(rt_nranks * (m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1)), mib(g));
+		}
 		if (deferred) {
 			int64_t sh, sd;
 			stream_per_step(m, &o, &sh, &sd);
@@ -864,6 +975,8 @@ int main(int argc, char **argv)
 					free(g[i]);
 				r.save_s += now() - t;
 			}
+			if (rt_nranks > 1)
+				sum_gradients(c, deferred && o.clip_set);
 			if (o.clip_set)
 				c->gscale = clip_scale(c, o.clip_grad, gbuf);
 			if (c->record)
@@ -878,10 +991,13 @@ int main(int argc, char **argv)
 			}
 			if (deferred && o.clip_set)
 				rt_update_streamed(c);
-			/* the buffers' updates, in order on the compute stream: after everything that read them */
+			/* the buffers' updates, in order on the compute stream: after everything that read them;
+			 * across ranks, rank 0's (batch statistics differ by rank, as under DDP) */
 			for (int i = 0; i < m->nupdates; i++) {
 				RtTensor *t = &m->params[m->updates[i].param];
 				c->dev->d2d(c->base + (uint64_t)t->offset, c->base + (uint64_t)m->updates[i].offset, t->bytes);
+				if (rt_nranks > 1)
+					c->dev->collective(RT_BCAST, c->base + (uint64_t)t->offset, t->numel, t->dtype);
 			}
 			if (c->record) {
 				rt_prof_mark(c, RT_CALL_PHASE, "");
@@ -930,6 +1046,16 @@ int main(int argc, char **argv)
 		micro[prev] = 0;
 		for (int i = 0; i < m->nreports; i++)
 			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->reports[i].dtype, 0);
+		if (rt_nranks > 1) {
+			/* the global batch's loss and reports: the ranks' means */
+			double x[17] = {r.last};
+			for (int i = 0; i < m->nreports; i++)
+				x[1 + i] = r.report[i];
+			rt_dist_sum(x, 1 + m->nreports, "f64");
+			r.last = x[0] / rt_nranks;
+			for (int i = 0; i < m->nreports; i++)
+				r.report[i] = x[1 + i] / rt_nranks;
+		}
 		if (s == start + 1)
 			r.first = r.last;
 		long done = s;
@@ -963,6 +1089,8 @@ int main(int argc, char **argv)
 			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o.trace);
 	}
 	r.train_s = t1 - t0 - r.save_s;
+	if (rt_nranks > 1 && r.steps)
+		ranks_identical(c, host);
 	if (o.save) {
 		download_params(c, host, false);
 		rt_save_safetensors(o.save, m, host, false);
@@ -971,7 +1099,9 @@ int main(int argc, char **argv)
 	r.save_s += now() - t1;
 	if (o.summary)
 		write_summary(c, &o, &r);
-	if (!r.steps && start)
+	if (rt_rank > 0)
+		; /* rank 0 speaks for the ranks */
+	else if (!r.steps && start)
 		printf("%s: resumed at step %ld of %ld: nothing left to train\n", m->model, start, o.steps);
 	else
 		printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r.steps, r.first, r.last,
@@ -1011,5 +1141,8 @@ out:
 		free((char *)o.input_name[f]);
 	for (int f = 0; f < o.nval_files; f++)
 		free((char *)o.val_name[f]);
+	for (int i = 0; i < 7; i++)
+		free(rank_paths[i]);
+	rt_dist_finish();
 	return status;
 }

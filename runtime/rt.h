@@ -132,7 +132,12 @@ typedef struct {
 	             int64_t ws_bytes);
 	/* rt_attention (dprt.h); NULL where the attention ops are generated kernels */
 	void (*attention)(int kind, int elem_bytes, const int64_t *dims, const uint64_t *in, uint64_t out);
+	/* data parallelism (dist.c): the n elements of type dtype at dev summed across the ranks (RT_SUM)
+	 * or rank 0's given to every rank (RT_BCAST), in place, after the work queued so far; NULL
+	 * where the device has no collectives yet */
+	void (*collective)(int op, uint64_t dev, int64_t n, const char *dtype);
 } RtDevice;
+enum { RT_SUM, RT_BCAST };
 
 /* rt_conv's dims (the places dprt.h's RT_CONV_* name) by name */
 typedef struct {
@@ -164,6 +169,7 @@ typedef struct {
 	int64_t steps[2];     /* RT_COUNT_FORWARD, RT_COUNT_RECOMPUTED */
 	int64_t launches, gemms, copies, convs, attentions;
 	int64_t recomputed_flops; /* the advances' steps times their loop's flops per step, and the taped steps' again */
+	int64_t allreduce_bytes;  /* data parallelism: the gradients' bytes summed across the ranks */
 } RtCounters;
 
 struct RtCtx {
@@ -233,6 +239,23 @@ int64_t *rt_trace_bytes(long step, int *n);
 noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *rt_prog;
 extern jmp_buf *rt_fail_trap;
+
+/* called by rt_fail before it exits (not while trapped): data parallelism's abort of the other ranks */
+extern void (*rt_fail_hook)(int status);
+
+/* Data parallelism over MPI (dist.c): under Open MPI's mpirun each process
+ * is rank rt_rank of rt_nranks (0 of 1 alone, with no MPI loaded).
+ * rt_dist_sum sums n elements of buf (f32, f64, bf16) across the ranks in
+ * place; rt_dist_same says whether every rank passed the same h;
+ * rt_dist_bcast gives every rank rank 0's bytes. */
+extern int rt_rank, rt_nranks;
+void rt_dist_init(int *argc, char ***argv);
+void rt_dist_finish(void);
+void rt_dist_sum(void *buf, int64_t n, const char *dtype);
+bool rt_dist_same(uint64_t h);
+void rt_dist_bcast(void *buf, int64_t bytes);
+/* a device's collective through rt_dist_sum and rt_dist_bcast, on memory the host reaches */
+void rt_dist_host_collective(int op, void *buf, int64_t n, const char *dtype);
 
 void rt_parse_desc(RtModel *m, const char *desc);
 /* host memory; a failure is reported with what it was for, never a crash */
@@ -340,6 +363,9 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv);
 /* state files (state.c): parameters, buffers, adam's moments (moments[2 i], [2 i + 1] for params[i]),
  * the step and the run's settings; rt_load_state checks the settings and returns the step */
 void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step);
+/* the settings a state records, which a resumed run and every rank must share: their names and
+ * values (at most 16); returns how many */
+int rt_run_fields(const RtModel *m, const RtOpts *o, const char **names, char (*v)[64]);
 long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **params, void **moments);
 /* the learning rate of 0-based step t: --lr-schedule after --warmup */
 double rt_lr_at(const RtOpts *o, long t);

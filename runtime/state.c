@@ -82,6 +82,14 @@ static void fields(const RtModel *m, const RtOpts *o, char v[NFIELDS][64])
 	snprintf(v[F_STEPS], 64, "%ld", o->schedule == RT_LR_CONSTANT && !o->warmup ? 0 : o->steps);
 }
 
+int rt_run_fields(const RtModel *m, const RtOpts *o, const char **names, char (*v)[64])
+{
+	fields(m, o, v);
+	for (int f = 0; f < NFIELDS; f++)
+		names[f] = field_name[f];
+	return NFIELDS;
+}
+
 void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step)
 {
 	void **bufs;

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Data parallelism over MPI (docs/distributed.md): 2 ranks under Open MPI's
+# mpirun --oversubscribe on this CPU. Each variant trains resmlp (batch B =
+# 64 per rank) for 5 steps on the same .npy set, and one process compiled
+# with batch 2B trains on it too; the checks:
+#   - the ranks' saved parameters are byte-identical to each other;
+#   - they equal the single process's within 1e-12 relative in f64, 1e-5 in
+#     f32 (only the order of the gradients' sums differs);
+#   - the bytes summed across the ranks are those predicted.
+# Then the ranks refuse to run on different settings, naming the field, and
+# a rank killed with SIGKILL brings the other down within seconds.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+o="$TEST_OUT/dist"
+mkdir -p "$o"
+# CI runs as root, which mpirun refuses unless told
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi() { timeout 300 mpirun --oversubscribe -np 2 "$@"; }
+if ! command -v mpirun >/dev/null; then
+	notok "dist: mpirun is missing (make deps installs Open MPI)"
+	finish
+	exit 1
+fi
+python3 tests/dist/data.py "$o" 512
+# the same set but one value's last bit
+python3 -c "import sys; b = bytearray(open(sys.argv[1], 'rb').read()); b[-1] ^= 1; open(sys.argv[2], 'wb').write(b)" "$o/x.npy" "$o/x2.npy"
+data="--data $o/x.npy --labels $o/y.npy"
+for v in "f64|--precision f64||1e-12" "f32|||1e-5" "binomial|--precision f64 --checkpoint binomial --snapshots 3||1e-12" \
+	"adamw|--precision f64 --optimizer adam|--optimizer adamw --weight-decay 0.1 --lr-schedule cosine --warmup 2|1e-12" \
+	"clip-accum|--precision f64 --optimizer adam|--clip-grad 0.5 --accum 2|1e-12" \
+	"streamed|--precision f64 --optimizer adam --stream params|--optimizer adamw --weight-decay 0.1|1e-12" \
+	"streamed-deferred|--precision f64 --optimizer adam --stream params|--clip-grad 0.5 --accum 2|1e-12"; do
+	IFS='|' read -r name flags args tol <<<"$v"
+	l="$o/$name.log"
+	if ! "$DPC" --target cpu $flags samples/resmlp.dp -o "$o/$name" >"$l" 2>&1 ||
+		! "$DPC" --target cpu $flags -D B=128 samples/resmlp.dp -o "$o/$name.2b" >>"$l" 2>&1 ||
+		! mpi "$o/$name" --steps 5 $data $args --save "$o/$name.%r.st" --summary-json "$o/$name.%r.json" >>"$l" 2>&1 ||
+		! "$o/$name.2b" --steps 5 $data $args --save "$o/$name.one.st" --quiet >>"$l" 2>&1; then
+		notok "dist/$name: compile and run" "$l"
+		continue
+	fi
+	check "dist/$name: the 2 ranks' parameters byte-identical" cmp "$o/$name.0.st" "$o/$name.1.st"
+	check "dist/$name: 2 ranks of B as one process of 2B, within $tol (norm by norm)" python3 tests/dist/compare.py "$o/$name.0.st" \
+		"$o/$name.one.st" "$tol"
+	check "dist/$name: the bytes summed across the ranks as predicted" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['ranks'] == 2 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" "$o/$name.0.json"
+done
+# outputs: rank 0 writes a path without %r, alone
+check "dist/outputs: rank 0 alone writes a path without %r" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
+	rm -f '$o/one.st'; mpi '$o/f64' --steps 2 $data --save '$o/one.st' --quiet && test -f '$o/one.st' && ! ls '$o'/one.st.tmp.* 2>/dev/null"
+# a state saved by 2 ranks resumes on 1 and on 2 (the global batch then the new ranks' B)
+check "dist/resume: a state of 2 ranks resumed on 1 and on 2" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
+	mpi '$o/adamw' --steps 3 $data --optimizer adamw --save-state '$o/st.st' --quiet &&
+	'$o/adamw' --steps 5 $data --optimizer adamw --resume '$o/st.st' --quiet --summary-json '$o/r1.json' &&
+	mpi '$o/adamw' --steps 5 $data --optimizer adamw --resume '$o/st.st' --quiet --save '$o/r2.%r.st' --summary-json '$o/r2.json' &&
+	cmp '$o/r2.0.st' '$o/r2.1.st' && python3 -c \"import json; assert json.load(open('$o/r1.json'))['steps'] == 2 == json.load(open('$o/r2.json'))['steps']\""
+# the ranks must agree: another learning rate on rank 1 is refused, naming it
+expect dist/disagree 1 "ranks disagree on lr" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 $data --lr 0.01 : \
+	-np 1 "$o/f64" --steps 2 $data --lr 0.02
+expect dist/disagree-data 1 "ranks disagree on the data of input x" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 \
+	$data : -np 1 "$o/f64" --steps 2 --data "$o/x2.npy" --labels "$o/y.npy"
+# a rank killed with SIGKILL: the other does not hang; mpirun ends the job, non-zero, within 60 s
+l="$o/kill.log"
+start=$(date +%s)
+mpi "$o/f32" --steps 100000000 $data --quiet >"$l" 2>&1 &
+job=$!
+victim=""
+for i in $(seq 1 100); do
+	victim=$(pgrep -f "^$o/f32 --steps 100000000" | tail -1)
+	[ -n "$victim" ] && [ "$(pgrep -f "^$o/f32 --steps 100000000" | wc -l)" -ge 2 ] && break
+	sleep 0.1
+done
+sleep 1
+kill -9 $victim 2>/dev/null
+wait $job
+rc=$?
+took=$(($(date +%s) - start))
+if [ -n "$victim" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 60 ] && ! pgrep -f "^$o/f32 --steps 100000000" >/dev/null; then
+	ok "dist/kill: a rank killed, the job ended in ${took}s with status $rc"
+else
+	notok "dist/kill: victim '$victim', status $rc after ${took}s" "$l"
+	pkill -9 -f "^$o/f32 --steps 100000000"
+fi
+finish
