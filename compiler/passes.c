@@ -3,6 +3,7 @@
 #include "driver.h"
 
 #include "ad_transform/ad.h"
+#include "dist_pass/dist.h"
 #include "select/select.h"
 
 #include <time.h>
@@ -170,6 +171,8 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	driver_phase(o, "checkpoint_pass");
 	if (o->emit == (*last = EMIT_CKPT))
 		return p;
+	p = dist_pass(p);
+	verify(o, p, "dist_pass");
 	p = stream_pass(p, &o->stream);
 	verify(o, p, "stream_pass");
 	driver_phase(o, "stream_pass (memory plan)");

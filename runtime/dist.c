@@ -8,9 +8,11 @@
  * &ompi_mpi_comm_world), and MPI_IN_PLACE is (void *)1. */
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt.h"
 
@@ -19,7 +21,7 @@ int rt_rank, rt_nranks = 1;
 typedef void *Handle;
 static struct {
 	void *lib;
-	int (*init)(int *, char ***);
+	int (*init_thread)(int *, char ***, int, int *);
 	int (*finalize)(void);
 	int (*abort)(Handle, int);
 	int (*allreduce)(const void *, void *, int, Handle, Handle, Handle);
@@ -48,6 +50,88 @@ static void *sym(const char *name)
 	return p;
 }
 
+/* ---- the sums in flight: a queue that one thread works through ---- */
+
+typedef struct {
+	int op;            /* RT_SUM, RT_BCAST */
+	void *buf;
+	int64_t n;         /* elements of dtype, or bytes when dtype is NULL */
+	const char *dtype;
+} Job;
+
+enum { QUEUE = 1024 };
+static struct {
+	bool threaded;     /* the MPI library allows calls from a second thread, one at a time */
+	bool running;
+	pthread_mutex_t mu;
+	pthread_cond_t more, idle;
+	Job q[QUEUE];
+	int64_t issued, done;
+	double waited;     /* seconds the training loop waited for sums in flight */
+} comm = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
+
+static void run_job(const Job *j);
+
+static void *comm_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&comm.mu);
+	for (;;) {
+		while (comm.done == comm.issued)
+			pthread_cond_wait(&comm.more, &comm.mu);
+		Job j = comm.q[comm.done % QUEUE];
+		pthread_mutex_unlock(&comm.mu);
+		run_job(&j);
+		pthread_mutex_lock(&comm.mu);
+		comm.done++;
+		pthread_cond_broadcast(&comm.idle);
+	}
+	return NULL;
+}
+
+void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype)
+{
+	Job j = {op, buf, n, dtype};
+	if (!comm.threaded) {
+		run_job(&j);
+		return;
+	}
+	pthread_mutex_lock(&comm.mu);
+	if (!comm.running) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, comm_thread, NULL) != 0)
+			rt_fail(1, "cannot start the thread that sums the gradients across the ranks");
+		pthread_detach(t);
+		comm.running = true;
+	}
+	while (comm.issued - comm.done == QUEUE)
+		pthread_cond_wait(&comm.idle, &comm.mu);
+	comm.q[comm.issued++ % QUEUE] = j;
+	pthread_cond_signal(&comm.more);
+	pthread_mutex_unlock(&comm.mu);
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rt_dist_drain(void)
+{
+	if (!comm.running)
+		return;
+	double t = seconds();
+	pthread_mutex_lock(&comm.mu);
+	while (comm.done != comm.issued)
+		pthread_cond_wait(&comm.idle, &comm.mu);
+	pthread_mutex_unlock(&comm.mu);
+	comm.waited += seconds() - t;
+}
+
+double rt_dist_waited(void) { return comm.waited; }
+
 /* a rank that fails takes the others down with it at once, rather than
  * leaving them waiting in a collective */
 static void abort_world(int status)
@@ -68,7 +152,7 @@ void rt_dist_init(int *argc, char ***argv)
 	mpi.lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
 	if (!mpi.lib)
 		rt_fail(1, "mpirun started this process, but libmpi.so.40 (Open MPI) cannot be opened: %s", dlerror());
-	*(void **)&mpi.init = sym("MPI_Init");
+	*(void **)&mpi.init_thread = sym("MPI_Init_thread");
 	*(void **)&mpi.finalize = sym("MPI_Finalize");
 	*(void **)&mpi.abort = sym("MPI_Abort");
 	*(void **)&mpi.allreduce = sym("MPI_Allreduce");
@@ -82,7 +166,11 @@ void rt_dist_init(int *argc, char ***argv)
 	mpi.sum = sym("ompi_mpi_op_sum");
 	mpi.min = sym("ompi_mpi_op_min");
 	mpi.max = sym("ompi_mpi_op_max");
-	MPI(mpi.init(argc, argv));
+	/* the sums of a step's gradients run on a thread of their own while the adjoint goes on; the
+	 * other calls wait for it to be idle: MPI_THREAD_SERIALIZED (2 in Open MPI's numbering) */
+	int provided = 0;
+	MPI(mpi.init_thread(argc, argv, 2, &provided));
+	comm.threaded = provided >= 2;
 	MPI(mpi.rank(mpi.world, &rt_rank));
 	MPI(mpi.size(mpi.world, &rt_nranks));
 	rt_fail_hook = abort_world;
@@ -93,6 +181,7 @@ void rt_dist_finish(void)
 {
 	if (!mpi.lib)
 		return;
+	rt_dist_drain();
 	rt_fail_hook = NULL;
 	MPI(mpi.finalize());
 }
@@ -106,10 +195,29 @@ static void allreduce(void *buf, int64_t n, Handle type, int64_t elem, Handle op
 	}
 }
 
+static void sum(void *buf, int64_t n, const char *dtype);
+
+static void run_job(const Job *j)
+{
+	if (j->op == RT_SUM)
+		sum(j->buf, j->n, j->dtype);
+	else
+		for (int64_t at = 0, bytes = j->dtype ? j->n * rt_elem_bytes(j->dtype) : j->n; at < bytes; at += INT_MAX / 2) {
+			int64_t k = bytes - at < INT_MAX / 2 ? bytes - at : INT_MAX / 2;
+			MPI(mpi.bcast((char *)j->buf + at, (int)k, sym("ompi_mpi_byte"), 0, mpi.world));
+		}
+}
+
 void rt_dist_sum(void *buf, int64_t n, const char *dtype)
 {
 	if (rt_nranks == 1)
 		return;
+	rt_dist_drain();
+	sum(buf, n, dtype);
+}
+
+static void sum(void *buf, int64_t n, const char *dtype)
+{
 	if (!strcmp(dtype, "f64")) {
 		allreduce(buf, n, mpi.f64, 8, mpi.sum);
 	} else if (!strcmp(dtype, "f32")) {
@@ -130,6 +238,7 @@ bool rt_dist_same(uint64_t h)
 {
 	if (rt_nranks == 1)
 		return true;
+	rt_dist_drain();
 	uint64_t lo = h, hi = h;
 	MPI(mpi.allreduce(IN_PLACE, &lo, 1, mpi.u64, mpi.min, mpi.world));
 	MPI(mpi.allreduce(IN_PLACE, &hi, 1, mpi.u64, mpi.max, mpi.world));
@@ -140,16 +249,15 @@ void rt_dist_bcast(void *buf, int64_t bytes)
 {
 	if (rt_nranks == 1)
 		return;
-	for (int64_t at = 0; at < bytes; at += INT_MAX / 2) {
-		int64_t k = bytes - at < INT_MAX / 2 ? bytes - at : INT_MAX / 2;
-		MPI(mpi.bcast((char *)buf + at, (int)k, sym("ompi_mpi_byte"), 0, mpi.world));
-	}
+	rt_dist_drain();
+	run_job(&(Job){RT_BCAST, buf, bytes, NULL}); /* bytes */
 }
 
-void rt_dist_host_collective(int op, void *buf, int64_t n, const char *dtype)
+void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)
 {
-	if (op == RT_SUM)
-		rt_dist_sum(buf, n, dtype);
-	else
-		rt_dist_bcast(buf, n * rt_elem_bytes(dtype));
+	if (rt_nranks == 1 || !c->reducing)
+		return;
+	const RtTensor *t = &c->model->params[param];
+	c->n.allreduce_bytes += t->bytes;
+	c->dev->collective(RT_SUM, g, n, t->dtype);
 }

@@ -169,6 +169,10 @@ void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u);
 void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes);
 void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
 void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes);
+/* data parallelism: parameter `param`'s gradient (n elements at g) is complete; under mpirun, in the
+ * step's last micro-batch, its sum across the ranks starts (the training loop waits for it before
+ * the update); in one process, nothing */
+void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n);
 
 extern const char dp_model_desc[];
 void dp_step(RtCtx *c);

@@ -396,6 +396,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"conv_calls\": %lld,\n  \"attention_calls\": %lld,\n"
 	                   "  \"copy_calls\": %lld,\n"
 	                   "  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
+	                   "  \"allreduce_wait_s\": %.6f,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), json_real(val, r->val), r->val_s,
@@ -409,7 +410,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
 	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
 	                   (long long)n->copies, rt_nranks, (long long)n->allreduce_bytes,
-	                   (long long)(rt_nranks > 1 ? r->steps * grads : 0), r->graph_steps, reports);
+	                   (long long)(rt_nranks > 1 ? r->steps * grads : 0), rt_dist_waited(), r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -543,23 +544,23 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-/* data parallelism: each gradient summed across the ranks before the update (the update divides
- * by the ranks); streamed units' in the reverse sweep (rt_update), or, deferred and clipped, in
- * the host memory they wait in */
+/* data parallelism: before the update, every gradient summed across the ranks (the update divides
+ * by the ranks): the resident ones' sums started as each was complete (rt_allreduce), waited for
+ * here; streamed units' are summed in the reverse sweep (rt_update), or, deferred and clipped, here,
+ * in the host memory they wait in */
 static void sum_gradients(RtCtx *c, bool deferred_clip)
 {
 	const RtModel *m = c->model;
-	if (deferred_clip)
-		c->dev->sync();
+	c->dev->collective_wait();
+	if (!deferred_clip)
+		return;
+	c->dev->sync();
 	for (int i = 0; i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
-		if (t->buffer || (t->streamed && !deferred_clip))
-			continue;
-		if (t->streamed)
+		if (t->streamed && !t->buffer) {
 			rt_dist_sum(c->grads + c->grads_at[i], t->numel, t->dtype);
-		else
-			c->dev->collective(RT_SUM, c->base + (uint64_t)t->grad, t->numel, t->dtype);
-		c->n.allreduce_bytes += t->bytes;
+			c->n.allreduce_bytes += t->bytes;
+		}
 	}
 }
 
@@ -953,9 +954,10 @@ int main(int argc, char **argv)
 					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 				c->capture = g;
 			}
+			c->reducing = true; /* the gradients are complete at the end of this micro-batch */
 			run_step(c, &o, s, &r);
 			c->capture = NULL;
-			c->accumulating = c->defer = c->grads_in = false;
+			c->accumulating = c->defer = c->grads_in = c->reducing = false;
 			if (c->record)
 				rt_prof_begin(c, RT_CALL_TRANSFER, "d2h loss");
 			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
@@ -999,6 +1001,8 @@ int main(int argc, char **argv)
 				if (rt_nranks > 1)
 					c->dev->collective(RT_BCAST, c->base + (uint64_t)t->offset, t->numel, t->dtype);
 			}
+			if (rt_nranks > 1 && m->nupdates)
+				c->dev->collective_wait();
 			if (c->record) {
 				rt_prof_mark(c, RT_CALL_PHASE, "");
 				c->dev->copy_timing(false);

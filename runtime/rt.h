@@ -132,10 +132,12 @@ typedef struct {
 	             int64_t ws_bytes);
 	/* rt_attention (dprt.h); NULL where the attention ops are generated kernels */
 	void (*attention)(int kind, int elem_bytes, const int64_t *dims, const uint64_t *in, uint64_t out);
-	/* data parallelism (dist.c): the n elements of type dtype at dev summed across the ranks (RT_SUM)
-	 * or rank 0's given to every rank (RT_BCAST), in place, after the work queued so far; NULL
-	 * where the device has no collectives yet */
+	/* data parallelism (dist.c): collective queues the n elements of type dtype at dev summed across
+	 * the ranks (RT_SUM), or rank 0's given to every rank (RT_BCAST), in place, after the work queued
+	 * so far, to run beside the work queued after it; collective_wait orders the work queued later
+	 * after every collective queued so far. NULL where the device has no collectives yet. */
 	void (*collective)(int op, uint64_t dev, int64_t n, const char *dtype);
+	void (*collective_wait)(void);
 } RtDevice;
 enum { RT_SUM, RT_BCAST };
 
@@ -185,6 +187,7 @@ struct RtCtx {
 	double decay;         /* AdamW's decoupled weight decay (0: none), on parameters of 2 or more dims a layer */
 	double gscale;        /* the gradients' scale in the update: --clip-grad's, else 1 */
 	bool accumulating;    /* --accum: a micro-batch after the step's first; rt_zero leaves the gradients */
+	bool reducing;        /* the step's last micro-batch: rt_allreduce sums the gradients across the ranks */
 	uint64_t draw;        /* the micro-batch's number from 1, for dropout's key (0: the step's) */
 	long step;            /* 1, 2, ...: Adam's bias correction, and dropout's key */
 	uint64_t seed;        /* --seed: dropout's key */
@@ -254,8 +257,12 @@ void rt_dist_finish(void);
 void rt_dist_sum(void *buf, int64_t n, const char *dtype);
 bool rt_dist_same(uint64_t h);
 void rt_dist_bcast(void *buf, int64_t bytes);
-/* a device's collective through rt_dist_sum and rt_dist_bcast, on memory the host reaches */
-void rt_dist_host_collective(int op, void *buf, int64_t n, const char *dtype);
+/* collectives on memory the host reaches, run one after another on a thread of their own while
+ * the caller goes on (rt_dist_queue); rt_dist_drain returns once they are done, and the seconds
+ * it has waited in all are rt_dist_waited's */
+void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype);
+void rt_dist_drain(void);
+double rt_dist_waited(void);
 
 void rt_parse_desc(RtModel *m, const char *desc);
 /* host memory; a failure is reported with what it was for, never a crash */

@@ -87,6 +87,7 @@ void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t 
 	if (rt_nranks > 1) {
 		/* summed across the ranks before its update, which divides by them */
 		c->dev->collective(RT_SUM, g, n, t->dtype);
+		c->dev->collective_wait();
 		c->n.allreduce_bytes += bytes;
 	}
 	rt_apply_update(c, t, p, g, m, v, n);

@@ -226,8 +226,8 @@ typedef struct {
 	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key, t_on;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
-	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_grad_in, t_reset, t_snap_copy, t_phase;
-	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_grad_in, f_reset, f_snap_copy, f_phase;
+	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_grad_in, t_allreduce, t_reset, t_snap_copy, t_phase;
+	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_grad_in, f_allreduce, f_reset, f_snap_copy, f_phase;
 	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
 	int norow;                 /* a forward loop's row index outside its tail: its stores do not run */
 	/* inside a fused loop's kernel (cg_loop_body): each op's kernel and copy

@@ -643,6 +643,12 @@ static void lower_transfer(Host *h, Op *op)
 {
 	Cg *g = h->g;
 	Program *p = g->p;
+	if (op->kind == OP_ALLREDUCE) {
+		LLVMValueRef args[4] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), cg_addr(h, op->in[0]),
+		                        cg_i64(g, ir_numel(ir_vtype(p, op->in[0])))};
+		cg_call(h, h->t_allreduce, h->f_allreduce, args, 4);
+		return;
+	}
 	if (op->kind == OP_GRAD_IN) {
 		LLVMValueRef i = h->index[op->in[1]];
 		if (!i)
@@ -758,6 +764,7 @@ bool cg_host_control(Host *h, Op *op)
 	case OP_WAIT:
 	case OP_UPDATE:
 	case OP_GRAD_IN:
+	case OP_ALLREDUCE:
 		lower_transfer(h, op);
 		return true;
 	case OP_ACC:

@@ -405,6 +405,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_update = cg_declare(g, "rt_update", vd, pu, 8, &h.t_update);
 	LLVMTypeRef pi[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_grad_in = cg_declare(g, "rt_grad_in", vd, pi, 5, &h.t_grad_in);
+	LLVMTypeRef pa[] = {g->i8p, g->i32, g->i64, g->i64};
+	h.f_allreduce = cg_declare(g, "rt_allreduce", vd, pa, 4, &h.t_allreduce);
 	LLVMTypeRef pe[] = {g->i8p, g->i64p, g->i64};
 	h.f_reset = cg_declare(g, "rt_stream_reset", vd, pe, 3, &h.t_reset);
 

@@ -200,6 +200,11 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		        ir_value_name(p, op->in[1]), p->params.data[op->index].name);
 		return;
 	}
+	if (op->kind == OP_ALLREDUCE) {
+		fprintf(f, "allreduce %s  # %s complete: summed across the ranks\n", ir_value_name(p, op->in[0]),
+		        p->params.data[op->index].name);
+		return;
+	}
 	if (op->kind == OP_D2H || op->kind == OP_WAIT) {
 		fprintf(f, "%s %s[%s]", name, ir_value_name(p, op->in[0]), ir_value_name(p, op->in[op->nin - 1]));
 		if (op->kind == OP_D2H)

@@ -32,14 +32,15 @@ const char *ops_shape_var(Program *p, Op *op, Type *out)
 
 const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 {
-	if (op->kind == OP_GRAD_IN) {
+	if (op->kind == OP_GRAD_IN || op->kind == OP_ALLREDUCE) {
+		const char *name = ir_ops[op->kind].name;
 		Value *g = &p->values.data[op->in[0]];
 		if (g->kind != VK_VAR || g->vclass != VC_GRAD)
-			return ar_printf("grad_in: %s is not a gradient variable", ir_value_name(p, op->in[0]));
-		if (ir_vtype(p, op->in[1]).dt != DT_INDEX)
+			return ar_printf("%s: %s is not a gradient variable", name, ir_value_name(p, op->in[0]));
+		if (op->kind == OP_GRAD_IN && ir_vtype(p, op->in[1]).dt != DT_INDEX)
 			return "slice index is not an index";
 		if (op->index < 0 || op->index >= p->params.len || p->params.data[op->index].grad != op->in[0])
-			return "grad_in of no parameter's gradient unit";
+			return ar_printf("%s of no parameter's gradient", name);
 		return NULL;
 	}
 	int slot = op->kind == OP_D2H ? op->in[1] : op->in[0];
@@ -114,6 +115,8 @@ void ops_run_var(Interp *m, Op *op)
 
 void ops_run_transfer(Interp *m, Op *op)
 {
+	if (op->kind == OP_ALLREDUCE)
+		return; /* one process */
 	die("interp: %s: the interpreter runs programs without tensor streaming", ir_ops[op->kind].name);
 }
 

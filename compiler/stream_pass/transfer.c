@@ -82,7 +82,7 @@ static Usage usage(Program *p, Param *q)
 		Body bs[3];
 		int nb = nbodies(op, bs);
 		if (!nb) {
-			if (op->kind == OP_ZERO && op->in[0] == g)
+			if ((op->kind == OP_ZERO || op->kind == OP_ALLREDUCE) && op->in[0] == g)
 				continue;
 			if (names(op, w) || names(op, g))
 				return (Usage){.why = "it is used outside a loop over its layers"};
@@ -195,11 +195,14 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 	p->values.data[gu].vclass = VC_GRAD;
 	q->grad = gu;
 
-	/* the whole gradient is gone: no zeroing at the top */
+	/* the whole gradient is gone: no zeroing at the top, no sum across the ranks at the end (each
+	 * unit's is summed before its update) */
 	int n = 0;
-	for (int i = 0; i < p->body.len; i++)
-		if (!(p->body.ops[i]->kind == OP_ZERO && p->body.ops[i]->in[0] == g))
-			p->body.ops[n++] = p->body.ops[i];
+	for (int i = 0; i < p->body.len; i++) {
+		Op *x = p->body.ops[i];
+		if (!((x->kind == OP_ZERO || x->kind == OP_ALLREDUCE) && x->in[0] == g))
+			p->body.ops[n++] = x;
+	}
 	p->body.len = n;
 
 	Op *tops[2] = {u->fwd, u->adj};

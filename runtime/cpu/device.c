@@ -486,8 +486,9 @@ static void cpu_copy_span(int64_t event, double *span)
 /* the compute is done as it is queued; the copies may still run */
 static void cpu_sync(void) { cpu_copy_sync(cs_issued()); }
 
-/* the arena is host memory, and its work is done when queued */
-static void cpu_collective(int op, uint64_t dev, int64_t n, const char *dtype) { rt_dist_host_collective(op, P(dev), n, dtype); }
+/* the arena is host memory, and its work is done when queued: the collectives run on dist.c's
+ * thread beside the work queued after them */
+static void cpu_collective(int op, uint64_t dev, int64_t n, const char *dtype) { rt_dist_queue(op, P(dev), n, dtype); }
 
 static void cpu_free(uint64_t p) { free(P(p)); }
 static void cpu_host_free(void *p) { free(p); }
@@ -495,4 +496,4 @@ static void cpu_host_free(void *p) { free(p); }
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
                                 cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
                                 cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL, cpu_copy_timing, cpu_copy_span,
-                                cpu_mark_at, rt_cpu_conv, rt_cpu_attention, cpu_collective};
+                                cpu_mark_at, rt_cpu_conv, rt_cpu_attention, cpu_collective, rt_dist_drain};

@@ -553,4 +553,4 @@ const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
                                  gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at,
-                                 gpu_conv, NULL, NULL};
+                                 gpu_conv, NULL, NULL, NULL};
