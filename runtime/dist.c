@@ -17,6 +17,7 @@
 #include "rt.h"
 
 int rt_rank, rt_nranks = 1;
+bool rt_distributed;
 
 typedef void *Handle;
 static struct {
@@ -173,6 +174,7 @@ void rt_dist_init(int *argc, char ***argv)
 	comm.threaded = provided >= 2;
 	MPI(mpi.rank(mpi.world, &rt_rank));
 	MPI(mpi.size(mpi.world, &rt_nranks));
+	rt_distributed = true;
 	rt_fail_hook = abort_world;
 	(void)size;
 }
@@ -210,7 +212,7 @@ static void run_job(const Job *j)
 
 void rt_dist_sum(void *buf, int64_t n, const char *dtype)
 {
-	if (rt_nranks == 1)
+	if (!rt_distributed)
 		return;
 	rt_dist_drain();
 	sum(buf, n, dtype);
@@ -236,7 +238,7 @@ static void sum(void *buf, int64_t n, const char *dtype)
 
 bool rt_dist_same(uint64_t h)
 {
-	if (rt_nranks == 1)
+	if (!rt_distributed)
 		return true;
 	rt_dist_drain();
 	uint64_t lo = h, hi = h;
@@ -247,7 +249,7 @@ bool rt_dist_same(uint64_t h)
 
 void rt_dist_bcast(void *buf, int64_t bytes)
 {
-	if (rt_nranks == 1)
+	if (!rt_distributed)
 		return;
 	rt_dist_drain();
 	run_job(&(Job){RT_BCAST, buf, bytes, NULL}); /* bytes */
@@ -255,8 +257,9 @@ void rt_dist_bcast(void *buf, int64_t bytes)
 
 void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)
 {
-	if (rt_nranks == 1 || !c->reducing)
+	if (!rt_distributed || !c->reducing)
 		return;
+	c->no_graph = "data parallelism's sums run on a stream of their own";
 	const RtTensor *t = &c->model->params[param];
 	c->n.allreduce_bytes += t->bytes;
 	c->dev->collective(RT_SUM, g, n, t->dtype);

@@ -410,7 +410,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
 	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
 	                   (long long)n->copies, rt_nranks, (long long)n->allreduce_bytes,
-	                   (long long)(rt_nranks > 1 ? r->steps * grads : 0), rt_dist_waited(), r->graph_steps, reports);
+	                   (long long)(rt_distributed ? r->steps * grads : 0), rt_dist_waited(), r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -673,7 +673,7 @@ int main(int argc, char **argv)
 	/* data parallelism: rank 0 speaks and writes; a path with %r is every rank's own */
 	char *rank_paths[7] = {0};
 	const char **paths[7] = {&o.save, &o.dump_grads, &o.summary, &o.log_json, &o.trace, &o.memplot, &o.save_state};
-	for (int i = 0; i < 7 && rt_nranks > 1; i++)
+	for (int i = 0; i < 7 && rt_distributed; i++)
 		*paths[i] = rank_path(*paths[i], &rank_paths[i]);
 	if (rt_rank > 0)
 		o.quiet = true;
@@ -728,7 +728,7 @@ int main(int argc, char **argv)
 		rt_load_data(&data[1], &m->inputs[1], o.labels);
 	}
 	rt_synthesize(data, m, (uint64_t)o.seed);
-	if (rt_nranks > 1) {
+	if (rt_distributed) {
 		if (!c->dev->collective)
 			rt_fail(1, "%d ranks: data parallelism on this device (%s) is not built yet; it runs on the CPU", rt_nranks,
 			        c->dev->name);
@@ -865,12 +865,12 @@ int main(int argc, char **argv)
 		if (m->host)
 			printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
 			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
-		if (rt_nranks > 1) {
+		if (rt_distributed) {
 			int64_t g = 0;
 			for (int i = 0; i < m->nparams; i++)
 				g += m->params[i].buffer ? 0 : m->params[i].bytes;
-			printf("%s: %d ranks (mpirun): each trains on its %lld rows of every global batch of %lld, the gradients "
-			       "(%s) summed across the ranks each step\n", m->model, rt_nranks,
+			printf("%s: %d rank%s (mpirun): each trains on its %lld rows of every global batch of %lld, the gradients "
+			       "(%s) summed across the ranks each step\n", m->model, rt_nranks, rt_nranks == 1 ? "" : "s",
 			       (long long)(m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1),
 			       (long long)(rt_nranks * (m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1)), mib(g));
 		}
@@ -977,7 +977,7 @@ int main(int argc, char **argv)
 					free(g[i]);
 				r.save_s += now() - t;
 			}
-			if (rt_nranks > 1)
+			if (rt_distributed)
 				sum_gradients(c, deferred && o.clip_set);
 			if (o.clip_set)
 				c->gscale = clip_scale(c, o.clip_grad, gbuf);
@@ -998,10 +998,10 @@ int main(int argc, char **argv)
 			for (int i = 0; i < m->nupdates; i++) {
 				RtTensor *t = &m->params[m->updates[i].param];
 				c->dev->d2d(c->base + (uint64_t)t->offset, c->base + (uint64_t)m->updates[i].offset, t->bytes);
-				if (rt_nranks > 1)
+				if (rt_distributed)
 					c->dev->collective(RT_BCAST, c->base + (uint64_t)t->offset, t->numel, t->dtype);
 			}
-			if (rt_nranks > 1 && m->nupdates)
+			if (rt_distributed && m->nupdates)
 				c->dev->collective_wait();
 			if (c->record) {
 				rt_prof_mark(c, RT_CALL_PHASE, "");
@@ -1050,7 +1050,7 @@ int main(int argc, char **argv)
 		micro[prev] = 0;
 		for (int i = 0; i < m->nreports; i++)
 			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->reports[i].dtype, 0);
-		if (rt_nranks > 1) {
+		if (rt_distributed) {
 			/* the global batch's loss and reports: the ranks' means */
 			double x[17] = {r.last};
 			for (int i = 0; i < m->nreports; i++)
@@ -1093,7 +1093,7 @@ int main(int argc, char **argv)
 			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o.trace);
 	}
 	r.train_s = t1 - t0 - r.save_s;
-	if (rt_nranks > 1 && r.steps)
+	if (rt_distributed && r.steps)
 		ranks_identical(c, host);
 	if (o.save) {
 		download_params(c, host, false);

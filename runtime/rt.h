@@ -247,11 +247,13 @@ extern jmp_buf *rt_fail_trap;
 extern void (*rt_fail_hook)(int status);
 
 /* Data parallelism over MPI (dist.c): under Open MPI's mpirun each process
- * is rank rt_rank of rt_nranks (0 of 1 alone, with no MPI loaded).
+ * is rank rt_rank of rt_nranks, and rt_distributed is set, even for one rank
+ * (alone: 0 of 1, unset, and no MPI loaded).
  * rt_dist_sum sums n elements of buf (f32, f64, bf16) across the ranks in
  * place; rt_dist_same says whether every rank passed the same h;
  * rt_dist_bcast gives every rank rank 0's bytes. */
 extern int rt_rank, rt_nranks;
+extern bool rt_distributed;
 void rt_dist_init(int *argc, char ***argv);
 void rt_dist_finish(void);
 void rt_dist_sum(void *buf, int64_t n, const char *dtype);

@@ -84,7 +84,7 @@ void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t 
 		c->grad_event[param] = host_copy(c, false, g, c->grads + c->grads_at[param] + u * bytes, bytes);
 		return;
 	}
-	if (rt_nranks > 1) {
+	if (rt_distributed) {
 		/* summed across the ranks before its update, which divides by them */
 		c->dev->collective(RT_SUM, g, n, t->dtype);
 		c->dev->collective_wait();

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cudnn.h>
 #include <dlfcn.h>
+#include <nccl.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -78,8 +79,10 @@ static void gpu_init(void)
 		rt_fail(1, "this executable was compiled for NVIDIA GPUs (dpc --target cuda), but no CUDA GPU is available (%s); "
 		        "compile with --target cpu to run here", n);
 	}
+	/* under mpirun, the ranks of one machine take its GPUs in turn */
+	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
 	CUdevice dev;
-	CU(p_cuDeviceGet(&dev, 0));
+	CU(p_cuDeviceGet(&dev, rt_distributed && local ? atoi(local) % count : 0));
 	CU(p_cuDevicePrimaryCtxRetain(&ctx, dev));
 	CU(p_cuCtxSetCurrent(ctx));
 	CU(p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
@@ -304,11 +307,15 @@ static void gpu_copy_sync(int64_t event)
 		CU(p_cuEventSynchronize(ring[event % RING]));
 }
 
+static CUstream comm_stream;
+
 static void gpu_sync(void)
 {
 	CU(p_cuStreamSynchronize(stream));
 	if (copy_stream)
 		CU(p_cuStreamSynchronize(copy_stream));
+	if (comm_stream)
+		CU(p_cuStreamSynchronize(comm_stream));
 }
 
 /* at exit, after a sync: errors are not worth reporting any more */
@@ -526,6 +533,62 @@ static void gpu_conv(int kind, int elem_bytes, const int64_t *d, uint64_t x, uin
  * runtime may allocate pinned host memory for a fused revolve's actions
  * while it captures. cuBLAS gets a workspace of its own first, so that its
  * GEMMs capture without allocating. */
+/* ---- data parallelism: NCCL, bootstrapped through MPI, on a stream of its own ----
+ * libnccl is opened at the first collective, so that an executable that
+ * never runs under mpirun does not need it. A collective waits for the
+ * compute queued so far (an event) and runs on the comm stream beside what
+ * follows; collective_wait makes the compute stream wait for it. */
+#define NCCL_FNS(X) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) X(ncclBroadcast) X(ncclGetErrorString)
+NCCL_FNS(DECLARE)
+static ncclComm_t nccl;
+static CUevent comm_ready, comm_done;
+
+#define NCCL(call) do { \
+	ncclResult_t r_ = (call); \
+	if (r_ != ncclSuccess) \
+		rt_fail(1, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call, p_ncclGetErrorString(r_)); \
+} while (0)
+
+static void nccl_start(void)
+{
+	void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		rt_fail(1, "data parallelism on GPUs sums through NCCL, and libnccl.so.2 cannot be opened: %s", dlerror());
+#define NCCL_LOOKUP(f) if (!(p_##f = (__typeof__(p_##f))dlsym(lib, #f))) rt_fail(1, "libnccl.so.2 lacks %s", #f);
+	NCCL_FNS(NCCL_LOOKUP)
+	/* rank 0's id reaches the others through MPI */
+	ncclUniqueId id;
+	if (rt_rank == 0)
+		NCCL(p_ncclGetUniqueId(&id));
+	rt_dist_bcast(&id, (int64_t)sizeof id);
+	NCCL(p_ncclCommInitRank(&nccl, rt_nranks, id, rt_rank));
+	CU(p_cuStreamCreate(&comm_stream, CU_STREAM_NON_BLOCKING));
+	CU(p_cuEventCreate(&comm_ready, CU_EVENT_DISABLE_TIMING));
+	CU(p_cuEventCreate(&comm_done, CU_EVENT_DISABLE_TIMING));
+}
+
+static void gpu_collective(int op, uint64_t dev, int64_t n, const char *dtype)
+{
+	if (!nccl)
+		nccl_start();
+	ncclDataType_t t = !strcmp(dtype, "f64") ? ncclFloat64 : !strcmp(dtype, "bf16") ? ncclBfloat16
+	                 : !strcmp(dtype, "i32") ? ncclInt32 : ncclFloat32;
+	CU(p_cuEventRecord(comm_ready, stream));
+	CU(p_cuStreamWaitEvent(comm_stream, comm_ready, 0));
+	if (op == RT_SUM)
+		NCCL(p_ncclAllReduce((void *)dev, (void *)dev, (size_t)n, t, ncclSum, nccl, (cudaStream_t)comm_stream));
+	else
+		NCCL(p_ncclBroadcast((void *)dev, (void *)dev, (size_t)n, t, 0, nccl, (cudaStream_t)comm_stream));
+}
+
+static void gpu_collective_wait(void)
+{
+	if (!nccl)
+		return;
+	CU(p_cuEventRecord(comm_done, comm_stream));
+	CU(p_cuStreamWaitEvent(stream, comm_done, 0));
+}
+
 static CUgraphExec graph_exec;
 
 static void gpu_graph_begin(void)
@@ -553,4 +616,4 @@ const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
                                  gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at,
-                                 gpu_conv, NULL, NULL, NULL};
+                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait};

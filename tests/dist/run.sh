@@ -53,6 +53,14 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j['ranks'] == 2 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" "$o/$name.0.json"
 done
+# one rank under mpirun goes through every sum (a world of one): bitwise as the process alone
+for name in f32 streamed-deferred; do
+	args=""
+	[ $name = streamed-deferred ] && args="--clip-grad 0.5 --accum 2"
+	check "dist/$name: one rank under mpirun bitwise as alone" bash -c "timeout 300 mpirun -np 1 '$o/$name' --steps 5 $data $args \
+		--save '$o/$name.world1.st' --quiet && '$o/$name' --steps 5 $data $args --save '$o/$name.alone.st' --quiet &&
+		cmp '$o/$name.world1.st' '$o/$name.alone.st'"
+done
 # outputs: rank 0 writes a path without %r, alone
 check "dist/outputs: rank 0 alone writes a path without %r" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
 	rm -f '$o/one.st'; mpi '$o/f64' --steps 2 $data --save '$o/one.st' --quiet && test -f '$o/one.st' && ! ls '$o'/one.st.tmp.* 2>/dev/null"

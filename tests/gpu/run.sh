@@ -54,6 +54,8 @@ build)
 			bin/dpc --target cuda --optimizer $opt --checkpoint $ck --stream params samples/resmlp.dp -o $B/stream/str.$opt.$ck || exit 1
 		done
 	done
+	# data parallelism's NCCL path, at world size 1 (bench/dp.sh gpu times it)
+	bin/dpc --target cuda -D H=512 -D L=16 samples/resmlp.dp -o $B/dp.cuda || exit 1
 	# and 5 of 8 binomial snapshots in host memory (the budgets tests/stream/run.sh derives)
 	bin/dpc --target cuda --checkpoint binomial --snapshots 8 samples/resmlp.dp -o $B/stream/res.sgd.hs || exit 1
 	bin/dpc --target cuda --checkpoint binomial --snapshots 8 --stream params --device-mem 601600 samples/resmlp.dp \
@@ -306,6 +308,22 @@ for k in ('h2d_bytes', 'd2h_bytes', 'stream_h2d_bytes', 'stream_d2h_bytes'):
 assert j['peak_device_bytes'] == j['predicted_device_bytes']" $TEST_OUT/ds.$t.json
 	done
 done
+# data parallelism's NCCL path on one GPU: mpirun -np 1 sums through NCCL (a world of one), bitwise as alone
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if command -v mpirun >/dev/null; then
+	if $B/stream/res.adam.none --steps 5 --quiet --save $TEST_OUT/nccl.alone.p >$TEST_OUT/nccl.log 2>&1 &&
+		mpirun -np 1 $B/stream/res.adam.none --steps 5 --quiet --save $TEST_OUT/nccl.one.p --summary-json $TEST_OUT/nccl.json \
+			>>$TEST_OUT/nccl.log 2>&1 &&
+		mpirun -np 1 $B/stream/str.adam.none --steps 5 --quiet --save $TEST_OUT/nccl.str.p >>$TEST_OUT/nccl.log 2>&1; then
+		check "gpu/nccl world of 1: parameters bitwise as alone" cmp $TEST_OUT/nccl.alone.p $TEST_OUT/nccl.one.p
+		check "gpu/nccl world of 1, streamed units summed in the sweep: bitwise as alone" cmp $TEST_OUT/nccl.alone.p $TEST_OUT/nccl.str.p
+		check "gpu/nccl: the bytes summed as predicted" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['ranks'] == 1 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" $TEST_OUT/nccl.json
+	else
+		notok "gpu/nccl world of 1: run" $TEST_OUT/nccl.log
+	fi
+else
+	notok "gpu/nccl: no mpirun on the GPU machine (Open MPI)"
+fi
 # --graph with --accum: the last micro-batch captured and replayed, the others call by call
 if $B/resmlp.cuda --steps 10 --quiet --accum 3 --save $TEST_OUT/ga.p >$TEST_OUT/ga.log 2>&1 &&
 	$B/resmlp.cuda --steps 10 --quiet --accum 3 --graph --save $TEST_OUT/ga.gp --summary-json $TEST_OUT/ga.json >>$TEST_OUT/ga.log 2>&1; then
