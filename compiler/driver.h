@@ -19,6 +19,7 @@ typedef struct {
 	CkptOptions ckpt;
 	StreamOptions stream;
 	Optimizer optimizer;  /* the update the executable applies; its state is planned */
+	int ranks;            /* --ranks N: Adam's state planned as a rank's share of N (ZeRO-1); 1 by default */
 	bool verify;          /* run the IR verifier between passes */
 	bool no_fuse;         /* --no-fuse: every loop a launch per op and step */
 	bool reference;       /* --reference-kernels: conv2d as unfold + GEMM, attention as dpc's row kernels */

@@ -33,6 +33,9 @@ static const char usage[] =
 	"                       the results are the same bits (DPC_CPU sets the default)\n"
 	"  --optimizer sgd|adam the update the executable applies (default sgd); adam's two moments\n"
 	"                       per parameter are planned device memory, inside --device-mem\n"
+	"  --ranks N            plan adam's moments as one rank's share of N ranks (ZeRO stage 1): each\n"
+	"                       resident parameter's ceil(n/N) elements; the executable then runs as N\n"
+	"                       ranks under mpirun with --shard-optimizer (default 1: whole moments)\n"
 	"  --device-mem BYTES   device memory budget, e.g. 512M or 8G; the plan must fit\n"
 	"  --host-mem BYTES     pinned host memory budget: streamed parameters, their optimizer state\n"
 	"                       and the snapshots kept in host memory\n"
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
 	DriverOptions o = {0};
 	o.real_bytes = 4;
 	o.verify = true;
+	o.ranks = 1;
 	const char *target = getenv("DPC_TARGET");
 	const char *target_from = "the environment variable DPC_TARGET";
 	if (!target || !*target)
@@ -205,6 +209,13 @@ int main(int argc, char **argv)
 				o.optimizer = OPT_ADAM;
 			else
 				usage_error("--optimizer takes sgd or adam, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--ranks"))) {
+			char *end;
+			errno = 0;
+			long long n = strtoll(v, &end, 10);
+			if (*end || end == v || n < 1 || errno == ERANGE || n > 1 << 20)
+				usage_error("--ranks needs a count from 1 to 1048576, not '%s'", v);
+			o.ranks = (int)n;
 		} else if ((v = opt_value(argc, argv, &i, "--device-mem"))) {
 			o.stream.device_mem = parse_bytes(v);
 		} else if ((v = opt_value(argc, argv, &i, "--host-mem"))) {

@@ -46,6 +46,7 @@ static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptio
 {
 	Program *q = lower(ast, o, false);
 	q->optimizer = o->optimizer;
+	q->ranks = o->ranks;
 	AdOptions ad = {ck->mode != CKPT_NONE, ck->rows};
 	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
 }
@@ -139,6 +140,7 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 {
 	Program *p = lower(ast, o, true);
 	p->optimizer = o->optimizer;
+	p->ranks = o->ranks;
 	verify(o, p, "frontend");
 	driver_phase(o, "lower");
 	if (o->emit == (*last = EMIT_IR))

@@ -76,6 +76,7 @@ static RtTensor *named_param(RtModel *m, char **p, int line, const char *text)
 void rt_parse_desc(RtModel *m, const char *desc)
 {
 	memset(m, 0, sizeof *m);
+	m->ranks = 1;
 	for (int i = 0; i < 3; i++)
 		m->k_sgd[i] = m->k_adam[i] = -1;
 	char *copy = strdup(desc), *save = NULL;
@@ -154,6 +155,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				bad(line, l);
 			m->adam = !strcmp(s, "adam");
 			m->has_optimizer = true;
+		} else if (!strcmp(key, "ranks")) {
+			int64_t n = num(&p, line, l);
+			if (n < 2 || n > 1 << 20)
+				bad(line, l);
+			m->ranks = (int)n;
 		} else if (!strcmp(key, "state")) {
 			RtTensor *t = named_param(m, &p, line, l);
 			t->opt_m = num(&p, line, l);
@@ -309,9 +315,10 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		}
 		bool trained = i < m->nparams && !t->buffer;
 		out = !inside(m->arena, t->offset, t->bytes) || (trained && !inside(m->arena, t->grad, t->bytes));
-		/* adam's moments, planned for every resident trained parameter */
+		/* adam's moments, planned for every resident trained parameter: whole, or one rank's share */
+		int64_t share = (t->numel + m->ranks - 1) / m->ranks * rt_elem_bytes(t->dtype);
 		if (trained && m->adam)
-			out |= !inside(m->arena, t->opt_m, t->bytes) || !inside(m->arena, t->opt_v, t->bytes);
+			out |= !inside(m->arena, t->opt_m, share) || !inside(m->arena, t->opt_v, share);
 		if (out || t->numel < 0)
 			rt_fail(70, "internal error: tensor '%s' lies outside the arena of %lld bytes", t->name,
 			        (long long)m->arena);

@@ -27,9 +27,10 @@ static struct {
 	int (*abort)(Handle, int);
 	int (*allreduce)(const void *, void *, int, Handle, Handle, Handle);
 	int (*bcast)(void *, int, Handle, int, Handle);
+	int (*allgatherv)(const void *, int, Handle, void *, const int *, const int *, Handle, Handle);
 	int (*rank)(Handle, int *);
 	int (*size)(Handle, int *);
-	Handle world, f32, f64, u64, sum, min, max;
+	Handle world, f32, f64, u64, u16, i32, byte, sum, min, max;
 } mpi;
 
 #define IN_PLACE ((void *)1)
@@ -158,12 +159,16 @@ void rt_dist_init(int *argc, char ***argv)
 	*(void **)&mpi.abort = sym("MPI_Abort");
 	*(void **)&mpi.allreduce = sym("MPI_Allreduce");
 	*(void **)&mpi.bcast = sym("MPI_Bcast");
+	*(void **)&mpi.allgatherv = sym("MPI_Allgatherv");
 	*(void **)&mpi.rank = sym("MPI_Comm_rank");
 	*(void **)&mpi.size = sym("MPI_Comm_size");
 	mpi.world = sym("ompi_mpi_comm_world");
 	mpi.f32 = sym("ompi_mpi_float");
 	mpi.f64 = sym("ompi_mpi_double");
 	mpi.u64 = sym("ompi_mpi_uint64_t");
+	mpi.u16 = sym("ompi_mpi_uint16_t");
+	mpi.i32 = sym("ompi_mpi_int32_t");
+	mpi.byte = sym("ompi_mpi_byte");
 	mpi.sum = sym("ompi_mpi_op_sum");
 	mpi.min = sym("ompi_mpi_op_min");
 	mpi.max = sym("ompi_mpi_op_max");
@@ -199,14 +204,34 @@ static void allreduce(void *buf, int64_t n, Handle type, int64_t elem, Handle op
 
 static void sum(void *buf, int64_t n, const char *dtype);
 
+/* every rank's share of n elements, each rank's in place on every rank */
+static void gather(void *buf, int64_t n, const char *dtype)
+{
+	Handle type = !strcmp(dtype, "f64") ? mpi.f64 : !strcmp(dtype, "bf16") ? mpi.u16 : !strcmp(dtype, "i32") ? mpi.i32 : mpi.f32;
+	int *counts = rt_host_alloc((int64_t)sizeof(int) * 2 * rt_nranks, "the shares' counts");
+	for (int r = 0; r < rt_nranks; r++) {
+		RtTensor t = {.numel = n};
+		int64_t k, lo = rt_share(&t, r, rt_nranks, &k);
+		if (k > INT_MAX || lo > INT_MAX)
+			rt_fail(1, "a tensor of %lld elements is too large to gather its shares across %d ranks in one call",
+			        (long long)n, rt_nranks);
+		counts[r] = (int)k;
+		counts[rt_nranks + r] = (int)lo;
+	}
+	MPI(mpi.allgatherv(IN_PLACE, 0, type, buf, counts, counts + rt_nranks, type, mpi.world));
+	free(counts);
+}
+
 static void run_job(const Job *j)
 {
 	if (j->op == RT_SUM)
 		sum(j->buf, j->n, j->dtype);
+	else if (j->op == RT_GATHER)
+		gather(j->buf, j->n, j->dtype);
 	else
 		for (int64_t at = 0, bytes = j->dtype ? j->n * rt_elem_bytes(j->dtype) : j->n; at < bytes; at += INT_MAX / 2) {
 			int64_t k = bytes - at < INT_MAX / 2 ? bytes - at : INT_MAX / 2;
-			MPI(mpi.bcast((char *)j->buf + at, (int)k, sym("ompi_mpi_byte"), 0, mpi.world));
+			MPI(mpi.bcast((char *)j->buf + at, (int)k, mpi.byte, 0, mpi.world));
 		}
 }
 
@@ -253,6 +278,14 @@ void rt_dist_bcast(void *buf, int64_t bytes)
 		return;
 	rt_dist_drain();
 	run_job(&(Job){RT_BCAST, buf, bytes, NULL}); /* bytes */
+}
+
+void rt_dist_gather(void *buf, int64_t n, const char *dtype)
+{
+	if (!rt_distributed)
+		return;
+	rt_dist_drain();
+	gather(buf, n, dtype);
 }
 
 void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)

@@ -371,8 +371,11 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	int64_t ph, pd, sh, sd, grads = 0;
 	predict_transfers(c, o, r, &ph, &pd);
 	stream_per_step(c->model, o, &sh, &sd);
-	for (int i = 0; i < c->model->nparams; i++)
+	int64_t resident_grads = 0;
+	for (int i = 0; i < c->model->nparams; i++) {
 		grads += c->model->params[i].buffer ? 0 : c->model->params[i].bytes;
+		resident_grads += c->model->params[i].buffer || c->model->params[i].streamed ? 0 : c->model->params[i].bytes;
+	}
 	char first[32], last[32], val[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[6144], reports[1536] = "", num[32];
@@ -396,7 +399,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"conv_calls\": %lld,\n  \"attention_calls\": %lld,\n"
 	                   "  \"copy_calls\": %lld,\n"
 	                   "  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
-	                   "  \"allreduce_wait_s\": %.6f,\n"
+	                   "  \"allreduce_wait_s\": %.6f,\n  \"allgather_bytes\": %lld,\n  \"predicted_allgather_bytes\": %lld,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), json_real(val, r->val), r->val_s,
@@ -410,7 +413,8 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
 	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
 	                   (long long)n->copies, rt_nranks, (long long)n->allreduce_bytes,
-	                   (long long)(rt_distributed ? r->steps * grads : 0), rt_dist_waited(), r->graph_steps, reports);
+	                   (long long)(rt_distributed ? r->steps * grads : 0), rt_dist_waited(), (long long)n->allgather_bytes,
+	                   (long long)(c->model->ranks > 1 ? r->steps * resident_grads : 0), r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -581,14 +585,43 @@ static void ranks_identical(RtCtx *c, void **host)
 /* adam's resident moments to the host; the streamed ones are in the pool */
 static void download_moments(RtCtx *c, void **mom)
 {
+	const RtModel *m = c->model;
 	c->dev->sync();
-	for (int i = 0; c->model->adam && i < c->model->nparams; i++) {
-		RtTensor *t = &c->model->params[i];
-		if (!t->streamed && !t->buffer) {
-			rt_d2h(c, mom[2 * i], c->base + (uint64_t)t->opt_m, t->bytes);
-			rt_d2h(c, mom[2 * i + 1], c->base + (uint64_t)t->opt_v, t->bytes);
+	for (int i = 0; m->adam && i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		if (t->streamed || t->buffer)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			uint64_t dev = c->base + (uint64_t)(k ? t->opt_v : t->opt_m);
+			if (m->ranks == 1) {
+				rt_d2h(c, mom[2 * i + k], dev, t->bytes);
+				continue;
+			}
+			/* each rank's share, then every share on every rank (rank 0 writes the file) */
+			int64_t n, lo = rt_share(t, rt_rank, rt_nranks, &n), esz = rt_elem_bytes(t->dtype);
+			rt_d2h(c, (char *)mom[2 * i + k] + lo * esz, dev, n * esz);
+			rt_dist_gather(mom[2 * i + k], t->numel, t->dtype);
 		}
 	}
+}
+
+/* --shard-optimizer: the share of each resident parameter this rank updates, with its share of
+ * Adam's moments; then every rank's share of the parameter to every rank */
+static void update_shares(RtCtx *c)
+{
+	const RtModel *m = c->model;
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		if (t->streamed || t->buffer)
+			continue;
+		int64_t n, lo = rt_share(t, rt_rank, rt_nranks, &n), at = lo * rt_elem_bytes(t->dtype);
+		if (n > 0)
+			rt_apply_update(c, t, c->base + (uint64_t)(t->offset + at), c->base + (uint64_t)(t->grad + at),
+			                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, n);
+		c->dev->collective(RT_GATHER, c->base + (uint64_t)t->offset, t->numel, t->dtype);
+		c->n.allgather_bytes += t->bytes;
+	}
+	c->dev->collective_wait();
 }
 
 static void download_params(RtCtx *c, void **host, bool grads)
@@ -672,6 +705,8 @@ int main(int argc, char **argv)
 	rt_parse_opts(&o, argc, argv);
 	/* data parallelism: rank 0 speaks and writes; a path with %r is every rank's own */
 	char *rank_paths[7] = {0};
+	/* every rank takes part in a save (sharded moments are gathered), rank 0 writes it */
+	bool saves_state = o.save_state != NULL;
 	const char **paths[7] = {&o.save, &o.dump_grads, &o.summary, &o.log_json, &o.trace, &o.memplot, &o.save_state};
 	for (int i = 0; i < 7 && rt_distributed; i++)
 		*paths[i] = rank_path(*paths[i], &rank_paths[i]);
@@ -699,6 +734,19 @@ int main(int argc, char **argv)
 	}
 	if (!o.lr_set)
 		o.lr = m->adam ? 0.001 : 0.01;
+	/* ZeRO stage 1: the plan holds one rank's share of Adam's state */
+	if (m->ranks > 1 && !o.shard_optimizer)
+		rt_usage("%s", "this executable was compiled with dpc --ranks: its plan holds one rank's share of Adam's "
+		         "state; run it under mpirun with --shard-optimizer");
+	if (o.shard_optimizer && m->ranks == 1)
+		rt_usage("%s", "--shard-optimizer needs an executable whose plan holds a rank's share of Adam's state: "
+		         "compile it with dpc --optimizer adam --ranks N");
+	if (m->ranks > 1 && rt_nranks != m->ranks) {
+		char why[160];
+		snprintf(why, sizeof why, "this executable was compiled with dpc --ranks %d and runs as %d rank%s; run it "
+		         "with mpirun -np %d", m->ranks, rt_nranks, rt_nranks == 1 ? "" : "s", m->ranks);
+		rt_usage("%s", why);
+	}
 	RtCtx ctx = {0}, *c = &ctx;
 	c->dev = &rt_cpu_device;
 	if (dp_ptx[0]) {
@@ -792,7 +840,7 @@ int main(int argc, char **argv)
 	}
 	/* adam's moments on the host, for state files: the pool's for streamed parameters */
 	void *mom[512] = {0};
-	for (int i = 0; m->adam && (o.save_state || o.resume) && i < m->nparams; i++) {
+	for (int i = 0; m->adam && (saves_state || o.resume) && i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		if (t->buffer)
 			continue;
@@ -833,9 +881,11 @@ int main(int argc, char **argv)
 	for (int i = 0; start && m->adam && i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		if (!t->streamed && !t->buffer) {
-			rt_h2d(c, c->base + (uint64_t)t->opt_m, mom[2 * i], t->bytes);
-			rt_h2d(c, c->base + (uint64_t)t->opt_v, mom[2 * i + 1], t->bytes);
-			r.extra_h2d += 2 * t->bytes;
+			/* whole, or this rank's share */
+			int64_t n, lo = rt_share(t, m->ranks == 1 ? 0 : rt_rank, m->ranks, &n), esz = rt_elem_bytes(t->dtype);
+			rt_h2d(c, c->base + (uint64_t)t->opt_m, (char *)mom[2 * i] + lo * esz, n * esz);
+			rt_h2d(c, c->base + (uint64_t)t->opt_v, (char *)mom[2 * i + 1] + lo * esz, n * esz);
+			r.extra_h2d += 2 * n * esz;
 		}
 	}
 	r.start = start;
@@ -983,14 +1033,17 @@ int main(int argc, char **argv)
 				c->gscale = clip_scale(c, o.clip_grad, gbuf);
 			if (c->record)
 				rt_prof_mark(c, RT_CALL_PHASE, "update");
-			/* the resident parameters' update; dp_step updated the streamed ones unit by unit,
-			 * unless clipping deferred them to a pass of their own */
-			for (int i = 0; i < m->nparams; i++) {
+			/* the resident parameters' update (sharded: this rank's shares, then gathered); dp_step
+			 * updated the streamed ones unit by unit, unless clipping deferred them to a pass of
+			 * their own */
+			for (int i = 0; m->ranks == 1 && i < m->nparams; i++) {
 				RtTensor *t = &m->params[i];
 				if (!t->streamed && !t->buffer)
 					rt_apply_update(c, t, c->base + (uint64_t)t->offset, c->base + (uint64_t)t->grad,
 					                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, t->numel);
 			}
+			if (m->ranks > 1)
+				update_shares(c);
 			if (deferred && o.clip_set)
 				rt_update_streamed(c);
 			/* the buffers' updates, in order on the compute stream: after everything that read them;
@@ -1020,14 +1073,19 @@ int main(int argc, char **argv)
 				r.val_s += dt, r.save_s += dt;
 			}
 			/* --save-state after step s + 1, before step s + 2 is queued; not a state whose loss is not finite */
-			if (o.save_state && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.steps)) {
+			if (saves_state && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.steps)) {
 				double t = now();
 				c->dev->sync();
-				if (isfinite(rt_get(loss_slots + 8 * nres * slot, m->loss_dtype, 0))) {
+				/* across ranks, any rank's loss not finite: none saves */
+				double bad = !isfinite(rt_get(loss_slots + 8 * nres * slot, m->loss_dtype, 0));
+				if (rt_distributed)
+					rt_dist_sum(&bad, 1, "f64");
+				if (!bad) {
 					int64_t d2h = c->n.d2h_bytes;
 					download_params(c, host, false);
 					download_moments(c, mom);
-					rt_save_state(o.save_state, m, &o, host, mom, s + 1);
+					if (o.save_state)
+						rt_save_state(o.save_state, m, &o, host, mom, s + 1);
 					r.extra_d2h += c->n.d2h_bytes - d2h;
 				}
 				r.save_s += now() - t;

@@ -136,6 +136,10 @@ static const Opt opts[] = {
 	 "GPU: capture the second step's work as a CUDA graph and replay it\n"
 	 "for each later step (not with dropout, streaming, snapshots in host\n"
 	 "memory or --profile, which run step by step, as they say)"},
+	{"--shard-optimizer", NULL, NULL, O_FLAG, 0, 0, AT(shard_optimizer), NONE,
+	 "under mpirun: each rank keeps and updates one share of Adam's state and\n"
+	 "of every resident parameter, then gathers the parameters (ZeRO stage 1);\n"
+	 "needs an executable of dpc --ranks N run as N ranks"},
 	{"--eval", NULL, NULL, O_FLAG, 0, 0, AT(eval), NONE,
 	 "evaluate instead of training: the loss and reports of each batch of the\n"
 	 "first input's data (or of --steps batches), dropout off, training() 0,\n"

@@ -54,6 +54,7 @@ typedef struct {
 	int nupdates;
 	int k_sgd[3], k_adam[3]; /* by rt_real_index of the parameter's dtype; -1 where none was compiled */
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
+	int ranks;            /* dpc --ranks N: a resident parameter's moments are one rank's share (ranks line; 1) */
 	bool has_optimizer;
 	char **kname;         /* by kernel id; nkname of them */
 	int64_t *kwork;       /* by kernel id: an item's rough work, for splitting it between CPU threads (kwork lines; 1) */
@@ -139,7 +140,16 @@ typedef struct {
 	void (*collective)(int op, uint64_t dev, int64_t n, const char *dtype);
 	void (*collective_wait)(void);
 } RtDevice;
-enum { RT_SUM, RT_BCAST };
+enum { RT_SUM, RT_BCAST, RT_GATHER }; /* RT_GATHER: every rank's share (rt_share) given to every rank */
+
+/* a rank's share of a parameter under dpc --ranks N (ZeRO stage 1): elements
+ * [lo, lo + *n) of t, ceil(numel / N) at most, for rank r of N */
+static inline int64_t rt_share(const RtTensor *t, int r, int nranks, int64_t *n)
+{
+	int64_t each = (t->numel + nranks - 1) / nranks, lo = each * r < t->numel ? each * r : t->numel;
+	*n = t->numel - lo < each ? t->numel - lo : each;
+	return lo;
+}
 
 /* rt_conv's dims (the places dprt.h's RT_CONV_* name) by name */
 typedef struct {
@@ -172,6 +182,7 @@ typedef struct {
 	int64_t launches, gemms, copies, convs, attentions;
 	int64_t recomputed_flops; /* the advances' steps times their loop's flops per step, and the taped steps' again */
 	int64_t allreduce_bytes;  /* data parallelism: the gradients' bytes summed across the ranks */
+	int64_t allgather_bytes;  /* --shard-optimizer: the parameters' bytes gathered from their shares */
 } RtCounters;
 
 struct RtCtx {
@@ -259,6 +270,8 @@ void rt_dist_finish(void);
 void rt_dist_sum(void *buf, int64_t n, const char *dtype);
 bool rt_dist_same(uint64_t h);
 void rt_dist_bcast(void *buf, int64_t bytes);
+/* every rank's share (rt_share) of n elements of dtype at buf, given to every rank, in place */
+void rt_dist_gather(void *buf, int64_t n, const char *dtype);
 /* collectives on memory the host reaches, run one after another on a thread of their own while
  * the caller goes on (rt_dist_queue); rt_dist_drain returns once they are done, and the seconds
  * it has waited in all are rt_dist_waited's */
@@ -347,6 +360,7 @@ typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
 	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
+	bool shard_optimizer;  /* --shard-optimizer: each rank updates its share (an executable of dpc --ranks N) */
 	int schedule;          /* RT_LR_CONSTANT, _COSINE, _LINEAR */
 	long warmup;           /* --warmup steps */
 	double min_lr, weight_decay;

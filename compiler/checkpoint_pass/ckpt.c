@@ -739,6 +739,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			        "\"update_pass_d2h_bytes\": %lld},\n", (long long)g, (long long)(p->h2d_bytes[1] - p->sweep_h2d),
 			        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
 		}
+		fprintf(f, "  \"ranks\": %d,\n", p->ranks > 1 && p->optimizer == OPT_ADAM ? p->ranks : 1);
 		fprintf(f, "  \"peak_host_bytes\": %lld,\n", (long long)p->host_bytes);
 		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
 		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
@@ -776,4 +777,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 	        p->optimizer == OPT_ADAM ? "adam" : "sgd", (long long)p->plan_inputs, (long long)p->plan_tape,
 	        (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work);
 	fprintf(f, "predicted pinned host memory %lld bytes\n", (long long)p->host_bytes);
+	if (p->ranks > 1 && p->optimizer == OPT_ADAM)
+		fprintf(f, "optimizer state sharded over %d ranks (--ranks; run with --shard-optimizer under mpirun -np %d): each "
+		        "rank keeps %lld bytes of it, every resident parameter's ceil(n/%d) moments\n", p->ranks, p->ranks,
+		        (long long)p->plan_opt, p->ranks);
 }

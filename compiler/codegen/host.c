@@ -517,6 +517,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 			put(&t, ar_printf("ids %s\n", in->name));
 	}
 	put(&t, ar_printf("optimizer %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd"));
+	if (p->ranks > 1 && p->optimizer == OPT_ADAM)
+		put(&t, ar_printf("ranks %d\n", p->ranks));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		if (q->opt_m >= 0 && !q->streamed)

@@ -320,6 +320,7 @@ struct Program {
 	bool has_grad;    /* set by ad_transform */
 	DType real;       /* what the source's f32 is stored as (--precision) */
 	Optimizer optimizer;
+	int ranks;         /* --ranks N > 1: a resident parameter's Adam moments are one rank's share, ceil(n / N) elements */
 	/* memory plan (stream_pass) */
 	int64_t arena_bytes;
 	/* the straight-line search (checkpoint_pass/graph.c): 0 none, 1 every subset planned, 2 exact by the

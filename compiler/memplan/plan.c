@@ -594,15 +594,23 @@ static int64_t place(Program *p, int v, int64_t at)
 static void plan(Program *p);
 
 /* Adam's two moments per trained parameter: variables like the gradients,
- * planned with them, so that the budget covers them. */
+ * planned with them, so that the budget covers them. With --ranks N each
+ * rank keeps and updates one share of every parameter's (ZeRO stage 1):
+ * ceil(n / N) elements, flat. The stream pass gives a parameter it streams
+ * whole moments again (they live in host memory). */
 static void optimizer_state(Program *p)
 {
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		if (p->optimizer != OPT_ADAM || q->grad < 0 || q->opt_m >= 0)
 			continue;
-		q->opt_m = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_m_%s", q->name), q->loc);
-		q->opt_v = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_v_%s", q->name), q->loc);
+		Type t = q->type;
+		if (p->ranks > 1) {
+			int64_t n = ir_numel(q->type);
+			t = ir_type(q->type.dt, 1, (int64_t[]){(n + p->ranks - 1) / p->ranks});
+		}
+		q->opt_m = ir_new_value(p, VK_VAR, t, ar_printf("adam_m_%s", q->name), q->loc);
+		q->opt_v = ir_new_value(p, VK_VAR, t, ar_printf("adam_v_%s", q->name), q->loc);
 		p->values.data[q->opt_m].vclass = p->values.data[q->opt_v].vclass = VC_OPT;
 	}
 }

@@ -145,7 +145,7 @@ static int64_t saving(Program *p, Param *q, int k)
 	int64_t whole = mem_aligned(p, q->type), slots = mem_aligned(p, slots_type(q, k));
 	int64_t resident = 2 * whole, streamed = slots + mem_aligned(p, ir_drop_first(q->type));
 	if (q->opt_m >= 0) {
-		resident += 2 * whole;
+		resident += 2 * mem_aligned(p, ir_vtype(p, q->opt_m)); /* whole, or a rank's share */
 		streamed += 2 * slots;
 	}
 	return resident - streamed;
@@ -184,6 +184,12 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 	int w = q->value, g = q->grad;
 	bool adam = q->opt_m >= 0;
 	q->streamed = true;
+	if (adam && !ir_type_eq(ir_vtype(p, q->opt_m), q->type)) {
+		/* a rank's share (--ranks): a streamed parameter's moments are whole, in host memory */
+		q->opt_m = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_m_%s", q->name), loc);
+		q->opt_v = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_v_%s", q->name), loc);
+		p->values.data[q->opt_m].vclass = p->values.data[q->opt_v].vclass = VC_OPT;
+	}
 	q->slot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_%s", q->name), loc);
 	p->values.data[q->slot].vclass = VC_SLOT;
 	if (adam) {

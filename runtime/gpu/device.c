@@ -538,7 +538,8 @@ static void gpu_conv(int kind, int elem_bytes, const int64_t *d, uint64_t x, uin
  * never runs under mpirun does not need it. A collective waits for the
  * compute queued so far (an event) and runs on the comm stream beside what
  * follows; collective_wait makes the compute stream wait for it. */
-#define NCCL_FNS(X) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) X(ncclBroadcast) X(ncclGetErrorString)
+#define NCCL_FNS(X) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) X(ncclBroadcast) X(ncclGetErrorString) \
+	X(ncclGroupStart) X(ncclGroupEnd)
 NCCL_FNS(DECLARE)
 static ncclComm_t nccl;
 static CUevent comm_ready, comm_done;
@@ -575,10 +576,23 @@ static void gpu_collective(int op, uint64_t dev, int64_t n, const char *dtype)
 	                 : !strcmp(dtype, "i32") ? ncclInt32 : ncclFloat32;
 	CU(p_cuEventRecord(comm_ready, stream));
 	CU(p_cuStreamWaitEvent(comm_stream, comm_ready, 0));
-	if (op == RT_SUM)
+	if (op == RT_SUM) {
 		NCCL(p_ncclAllReduce((void *)dev, (void *)dev, (size_t)n, t, ncclSum, nccl, (cudaStream_t)comm_stream));
-	else
+	} else if (op == RT_BCAST) {
 		NCCL(p_ncclBroadcast((void *)dev, (void *)dev, (size_t)n, t, 0, nccl, (cudaStream_t)comm_stream));
+	} else {
+		/* each rank's share from it to all: a broadcast per share, in one group */
+		int64_t esz = rt_elem_bytes(dtype);
+		NCCL(p_ncclGroupStart());
+		for (int r = 0; r < rt_nranks; r++) {
+			RtTensor share = {.numel = n};
+			int64_t k, lo = rt_share(&share, r, rt_nranks, &k);
+			void *at = (void *)(uintptr_t)(dev + (uint64_t)(lo * esz));
+			if (k > 0)
+				NCCL(p_ncclBroadcast(at, at, (size_t)k, t, r, nccl, (cudaStream_t)comm_stream));
+		}
+		NCCL(p_ncclGroupEnd());
+	}
 }
 
 static void gpu_collective_wait(void)

@@ -53,6 +53,36 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j['ranks'] == 2 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" "$o/$name.0.json"
 done
+# ZeRO stage 1: dpc --ranks 2 plans one rank's share of Adam's state; under --shard-optimizer each rank
+# updates its share of every resident parameter and the parameters are gathered. Bitwise as the
+# unsharded 2 ranks (AdamW, clipped), less device memory, the gathered bytes as predicted; a state
+# written and resumed sharded ends as the uninterrupted run
+zargs="--optimizer adamw --weight-decay 0.1 --clip-grad 0.5"
+l="$o/zero.log"
+if "$DPC" --target cpu --precision f64 --optimizer adam --ranks 2 --schedule-json "$o/zero.sched" samples/resmlp.dp \
+	-o "$o/zero" >"$l" 2>&1 && "$DPC" --target cpu --precision f64 --optimizer adam --schedule-json "$o/adamw.sched" \
+	samples/resmlp.dp -o "$o/adamw.x" >>"$l" 2>&1 &&
+	mpi "$o/zero" --shard-optimizer --steps 5 $data $zargs --save "$o/zero.%r.st" --summary-json "$o/zero.json" >>"$l" 2>&1 &&
+	mpi "$o/adamw" --steps 5 $data $zargs --save "$o/zref.%r.st" >>"$l" 2>&1; then
+	check "dist/zero: sharded parameters byte-identical across the ranks and to the unsharded run's" bash -c \
+		"cmp '$o/zero.0.st' '$o/zero.1.st' && cmp '$o/zero.0.st' '$o/zref.0.st'"
+	check "dist/zero: half of Adam's state a rank, the peak as planned, gathered bytes as predicted" python3 -c "
+import json, sys
+z, a, j = (json.load(open(f)) for f in sys.argv[1:4])
+assert z['ranks'] == 2 and 2 * z['peak_device_bytes']['optimizer'] <= a['peak_device_bytes']['optimizer'] + 4 * 256, (z, a)
+assert j['peak_device_bytes'] == j['predicted_device_bytes'] == z['peak_device_bytes']['total'], j
+assert j['allgather_bytes'] == j['predicted_allgather_bytes'] > 0 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'], j
+" "$o/zero.sched" "$o/adamw.sched" "$o/zero.json"
+	check "dist/zero: a state saved sharded at step 3, resumed, ends byte-identical" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
+		mpi '$o/zero' --shard-optimizer --steps 3 $data $zargs --save-state '$o/zero.state' --quiet &&
+		mpi '$o/zero' --shard-optimizer --steps 5 $data $zargs --resume '$o/zero.state' --save '$o/zero.res.st' --quiet &&
+		cmp '$o/zero.res.st' '$o/zero.0.st'"
+else
+	notok "dist/zero: compile and run" "$l"
+fi
+expect dist/zero-needs-flag 2 "run it under mpirun with --shard-optimizer" timeout 300 mpirun --oversubscribe -np 2 "$o/zero" --steps 1 $data
+expect dist/zero-needs-ranks 2 "compile it with dpc --optimizer adam --ranks N" timeout 300 mpirun --oversubscribe -np 2 "$o/adamw" --steps 1 $data --shard-optimizer
+expect dist/zero-other-count 2 "compiled with dpc --ranks 2 and runs as 1 rank" "$o/zero" --steps 1 $data --shard-optimizer
 # one rank under mpirun goes through every sum (a world of one): bitwise as the process alone
 for name in f32 streamed-deferred; do
 	args=""
