@@ -622,6 +622,21 @@ int64_t ckpt_recomputed_flops(Program *p)
 
 /* ---- --emit=schedule and --schedule-json ---- */
 
+/* data parallelism's bytes a step: every trained parameter's gradient summed
+ * across the ranks, and under --ranks the resident ones gathered from their
+ * shares */
+static void collective_bytes(Program *p, int64_t *grads, int64_t *resident)
+{
+	*grads = *resident = 0;
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->buffer || q->grad < 0)
+			continue;
+		*grads += ir_bytes(p, q->type);
+		*resident += q->streamed ? 0 : ir_bytes(p, q->type);
+	}
+}
+
 typedef struct {
 	FILE *f;
 	int64_t count;
@@ -739,7 +754,11 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 			        "\"update_pass_d2h_bytes\": %lld},\n", (long long)g, (long long)(p->h2d_bytes[1] - p->sweep_h2d),
 			        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
 		}
-		fprintf(f, "  \"ranks\": %d,\n", p->ranks > 1 && p->optimizer == OPT_ADAM ? p->ranks : 1);
+		int64_t grads, resident;
+		collective_bytes(p, &grads, &resident);
+		fprintf(f, "  \"ranks\": %d,\n  \"allreduce_bytes_per_step\": %lld,\n  \"allgather_bytes_per_step\": %lld,\n",
+		        p->ranks > 1 && p->optimizer == OPT_ADAM ? p->ranks : 1, (long long)grads,
+		        (long long)(p->ranks > 1 && p->optimizer == OPT_ADAM ? resident : 0));
 		fprintf(f, "  \"peak_host_bytes\": %lld,\n", (long long)p->host_bytes);
 		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
 		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
@@ -777,8 +796,12 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 	        p->optimizer == OPT_ADAM ? "adam" : "sgd", (long long)p->plan_inputs, (long long)p->plan_tape,
 	        (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work);
 	fprintf(f, "predicted pinned host memory %lld bytes\n", (long long)p->host_bytes);
-	if (p->ranks > 1 && p->optimizer == OPT_ADAM)
+	if (p->ranks > 1 && p->optimizer == OPT_ADAM) {
+		int64_t grads, resident;
+		collective_bytes(p, &grads, &resident);
 		fprintf(f, "optimizer state sharded over %d ranks (--ranks; run with --shard-optimizer under mpirun -np %d): each "
-		        "rank keeps %lld bytes of it, every resident parameter's ceil(n/%d) moments\n", p->ranks, p->ranks,
-		        (long long)p->plan_opt, p->ranks);
+		        "rank keeps %lld bytes of it, every resident parameter's ceil(n/%d) moments; per step across the ranks, "
+		        "the gradients summed: %lld bytes, the resident parameters gathered from their shares: %lld bytes\n",
+		        p->ranks, p->ranks, (long long)p->plan_opt, p->ranks, (long long)grads, (long long)resident);
+	}
 }

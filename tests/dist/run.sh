@@ -71,7 +71,8 @@ import json, sys
 z, a, j = (json.load(open(f)) for f in sys.argv[1:4])
 assert z['ranks'] == 2 and 2 * z['peak_device_bytes']['optimizer'] <= a['peak_device_bytes']['optimizer'] + 4 * 256, (z, a)
 assert j['peak_device_bytes'] == j['predicted_device_bytes'] == z['peak_device_bytes']['total'], j
-assert j['allgather_bytes'] == j['predicted_allgather_bytes'] > 0 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'], j
+assert j['allgather_bytes'] == j['predicted_allgather_bytes'] == 5 * z['allgather_bytes_per_step'] > 0, (j, z)
+assert j['allreduce_bytes'] == j['predicted_allreduce_bytes'] == 5 * z['allreduce_bytes_per_step'], (j, z)
 " "$o/zero.sched" "$o/adamw.sched" "$o/zero.json"
 	check "dist/zero: a state saved sharded at step 3, resumed, ends byte-identical" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
 		mpi '$o/zero' --shard-optimizer --steps 3 $data $zargs --save-state '$o/zero.state' --quiet &&
