@@ -294,6 +294,6 @@ void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)
 		return;
 	c->no_graph = "data parallelism's sums run on a stream of their own";
 	const RtTensor *t = &c->model->params[param];
-	c->n.allreduce_bytes += t->bytes;
+	c->n.allreduce_bytes += n * rt_elem_bytes(t->dtype); /* the whole gradient, or one layer of it */
 	c->dev->collective(RT_SUM, g, n, t->dtype);
 }

@@ -252,6 +252,23 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 }
 
 /* A revolve: its schedule's functions, or its fused kernel, and the rt_revolve call */
+/* The gradients a fused loop completes layer by layer (its allreduce ops,
+ * which a kernel cannot run): each summed whole after it. */
+static void fused_allreduce(Host *h, Op *loop)
+{
+	Cg *g = h->g;
+	Block *bs[3] = {&loop->body, &loop->body2, &loop->body3};
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < bs[k]->len; i++) {
+			Op *x = bs[k]->ops[i];
+			if (x->kind != OP_ALLREDUCE)
+				continue;
+			LLVMValueRef args[4] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)x->index, 0), cg_addr(h, x->in[0]),
+			                        cg_i64(g, ir_numel(ir_vtype(g->p, x->in[0])))};
+			cg_call(h, h->t_allreduce, h->f_allreduce, args, 4);
+		}
+}
+
 static void lower_revolve(Host *h, Op *op)
 {
 	Cg *g = h->g;
@@ -299,6 +316,8 @@ static void lower_revolve(Host *h, Op *op)
 	                         fns[0], fns[1], fns[2], fns[3], fns[4], pool,
 	                         LLVMConstInt(g->i32, (unsigned long long)(unsigned)kernel, 1), cg_i64(g, threads)};
 	cg_call(h, h->t_revolve, h->f_revolve, args, 17);
+	if (!why)
+		fused_allreduce(h, op);
 }
 
 /* ---- fused loops: a loop's whole run as one kernel (K_LOOP) ----
@@ -318,6 +337,8 @@ static const char *op_unfusable(Program *p, Op *op)
 {
 	int64_t m, n;
 	const char *name = ir_ops[op->kind].name;
+	if (op->kind == OP_ALLREDUCE)
+		return NULL; /* its whole gradient is summed after the fused kernel (fused_allreduce) */
 	switch (op->kind) {
 	case OP_PARAM:
 	case OP_INPUT:
@@ -440,6 +461,7 @@ bool cg_fused_loop(Host *h, Op *op)
 		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, op->trip)};
 		cg_call(h, h->t_count, h->f_count, args, 3);
 	}
+	fused_allreduce(h, op);
 	return true;
 }
 
@@ -644,8 +666,20 @@ static void lower_transfer(Host *h, Op *op)
 	Cg *g = h->g;
 	Program *p = g->p;
 	if (op->kind == OP_ALLREDUCE) {
-		LLVMValueRef args[4] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), cg_addr(h, op->in[0]),
-		                        cg_i64(g, ir_numel(ir_vtype(p, op->in[0])))};
+		/* inside a fused kernel: the whole gradient is summed after it (fused_allreduce) */
+		if (h->device)
+			return;
+		Type t = ir_vtype(p, op->in[0]);
+		LLVMValueRef at = cg_addr(h, op->in[0]);
+		int64_t n = ir_numel(t);
+		if (op->nin == 2) {
+			LLVMValueRef i = h->index[op->in[1]];
+			if (!i)
+				die("index %s has no host value", ir_value_name(p, op->in[1]));
+			n /= t.dim[0];
+			at = LLVMBuildAdd(g->b, at, LLVMBuildMul(g->b, i, cg_i64(g, ir_bytes(p, t) / t.dim[0]), ""), "");
+		}
+		LLVMValueRef args[4] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), at, cg_i64(g, n)};
 		cg_call(h, h->t_allreduce, h->f_allreduce, args, 4);
 		return;
 	}

@@ -1,4 +1,6 @@
-/* dist: an allreduce after each trained parameter's gradient is complete. */
+/* dist: an allreduce where each trained parameter's gradient is complete:
+ * layer by layer in the reverse sweep when each step completes one layer,
+ * else after the last top-level op that writes it. */
 #include "dist.h"
 
 static bool block_names(Block *b, int v);
@@ -23,16 +25,73 @@ static bool block_names(Block *b, int v)
 	return false;
 }
 
+/* The reverse body in which each step completes one layer of gradient g:
+ * g is zeroed before, and written nowhere else but by one acc_slice g[l]
+ * in the body of one reverse loop, or of a revolve's adjoint steps, l its
+ * index. Then layer l is complete when that acc_slice is done. Returns the
+ * body, the index and the acc_slice's place in it; NULL when g is written
+ * otherwise. */
+static Block *layer_body(Program *p, int g, int *ivar, int *at)
+{
+	Block *found = NULL;
+	for (int t = 0; t < p->body.len; t++) {
+		Op *op = p->body.ops[t];
+		if (!names(op, g) || (op->kind == OP_ZERO && op->in[0] == g))
+			continue;
+		bool loop = op->kind == OP_LOOP && op->reverse, revolve = op->kind == OP_REVOLVE;
+		if (found || !(loop || revolve))
+			return NULL;
+		Block *b = loop ? &op->body : &op->body2;
+		int iv = loop ? op->ivar : op->ivar2, n = 0;
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] == g)
+				return NULL;
+		if (revolve && (block_names(&op->body, g) || block_names(&op->body3, g)))
+			return NULL;
+		for (int i = 0; i < b->len; i++) {
+			Op *x = b->ops[i];
+			if (!names(x, g))
+				continue;
+			if (x->kind != OP_ACC_SLICE || x->in[0] != g || x->in[1] != iv || x->in[2] == g)
+				return NULL;
+			n++;
+			*at = i;
+		}
+		if (n != 1)
+			return NULL;
+		found = b;
+		*ivar = iv;
+	}
+	return found;
+}
+
+static void insert_after(Block *b, int at, Op *op)
+{
+	ir_append(b, op);
+	for (int i = b->len - 1; i > at + 1; i--)
+		b->ops[i] = b->ops[i - 1];
+	b->ops[at + 1] = op;
+}
+
 Program *dist_pass(Program *p)
 {
 	int n = p->body.len;
-	/* after[t]: the gradients complete after top-level op t, in parameter order */
+	/* last[i]: the top-level op after which parameter i's whole gradient is complete, when it is
+	 * not layer by layer */
 	int *last = ar_alloc(sizeof(int) * (size_t)(p->params.len + 1));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		last[i] = -1;
 		if (q->buffer || q->grad < 0)
 			continue;
+		int ivar = -1, at = -1;
+		Block *b = q->stacked ? layer_body(p, q->grad, &ivar, &at) : NULL;
+		if (b) {
+			Op *op = ir_new_op(p, OP_ALLREDUCE, b->ops[at]->loc, 2, (int[]){q->grad, ivar});
+			op->index = i;
+			insert_after(b, at, op);
+			continue;
+		}
 		for (int t = 0; t < n; t++)
 			if (names(p->body.ops[t], q->grad))
 				last[i] = t;

@@ -201,8 +201,12 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		return;
 	}
 	if (op->kind == OP_ALLREDUCE) {
-		fprintf(f, "allreduce %s  # %s complete: summed across the ranks\n", ir_value_name(p, op->in[0]),
-		        p->params.data[op->index].name);
+		if (op->nin == 2)
+			fprintf(f, "allreduce %s[%s]  # this layer of %s complete: summed across the ranks\n",
+			        ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]), p->params.data[op->index].name);
+		else
+			fprintf(f, "allreduce %s  # %s complete: summed across the ranks\n", ir_value_name(p, op->in[0]),
+			        p->params.data[op->index].name);
 		return;
 	}
 	if (op->kind == OP_D2H || op->kind == OP_WAIT) {

@@ -37,8 +37,12 @@ const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 		Value *g = &p->values.data[op->in[0]];
 		if (g->kind != VK_VAR || g->vclass != VC_GRAD)
 			return ar_printf("%s: %s is not a gradient variable", name, ir_value_name(p, op->in[0]));
-		if (op->kind == OP_GRAD_IN && ir_vtype(p, op->in[1]).dt != DT_INDEX)
+		if (op->kind == OP_ALLREDUCE && op->nin != 1 && op->nin != 2)
+			return ar_printf("allreduce takes 1 or 2 operands, got %d", op->nin);
+		if (op->nin == 2 && ir_vtype(p, op->in[1]).dt != DT_INDEX)
 			return "slice index is not an index";
+		if (op->nin == 2 && g->type.rank < 1)
+			return "allreduce of a layer of a gradient without layers";
 		if (op->index < 0 || op->index >= p->params.len || p->params.data[op->index].grad != op->in[0])
 			return ar_printf("%s of no parameter's gradient", name);
 		return NULL;

@@ -98,6 +98,8 @@ static Usage usage(Program *p, Param *q)
 				              named_in(&x->body3, w) || named_in(&x->body3, g);
 				if (nested)
 					return (Usage){.why = "it is used in a nested loop"};
+				if (x->kind == OP_ALLREDUCE)
+					continue; /* the layer's sum across the ranks (dist_pass), which streaming drops */
 				bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == bs[j].ivar;
 				bool acc = x->kind == OP_ACC_SLICE && x->in[0] == g && x->in[1] == bs[j].ivar && x->in[2] != w && x->in[2] != g;
 				if (!read && !acc) {
@@ -219,6 +221,12 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 			Block *b = bs[j].b;
 			int l = bs[j].ivar, dir = bs[j].reverse ? -1 : 1;
 			bool reads = false, owns = b == u->acc_body;
+			/* each unit is summed across the ranks before its update (rt_update), not here */
+			int kept = 0;
+			for (int i = 0; i < b->len; i++)
+				if (!(b->ops[i]->kind == OP_ALLREDUCE && b->ops[i]->in[0] == g))
+					b->ops[kept++] = b->ops[i];
+			b->len = kept;
 			for (int i = 0; i < b->len; i++) {
 				Op *x = b->ops[i];
 				if (x->kind == OP_SLICE && x->in[0] == w) {
