@@ -23,6 +23,13 @@ jmp_buf *rt_fail_trap;
 
 void (*rt_fail_hook)(int status);
 
+uint64_t rt_hash(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
 noreturn void rt_fail(int status, const char *fmt, ...)
 {
 	va_list ap;

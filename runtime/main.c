@@ -213,6 +213,7 @@ typedef struct {
 	double val_s;      /* the validation loss's evaluations */
 	int64_t predicted; /* the arena, optimizer state included */
 	bool saved;        /* --save wrote the parameters */
+	bool checked;      /* under mpirun, the parameters came down to compare the ranks' */
 	long start;        /* --resume: the step the run continued from */
 	double val;        /* the last validation loss (NAN: none yet), of step val_step */
 	long val_step;
@@ -315,6 +316,15 @@ static const char *json_real(char *buf, double v)
 	return buf;
 }
 
+/* the trained parameters' bytes (each one's gradient's): all, or the resident ones' */
+static int64_t grad_bytes(const RtModel *m, bool resident)
+{
+	int64_t b = 0;
+	for (int i = 0; i < m->nparams; i++)
+		b += m->params[i].buffer || (resident && m->params[i].streamed) ? 0 : m->params[i].bytes;
+	return b;
+}
+
 /* The bytes a training step's streamed units and host snapshots move each way,
  * from the plan. Each micro-batch's dp_step moves what the plan says; with
  * the streamed units' updates deferred (--clip-grad, --accum), less its
@@ -343,15 +353,14 @@ static void stream_per_step(const RtModel *m, const RtOpts *o, int64_t *h2d, int
 
 /* The bytes a training run moves each way, from the plan: the resident
  * parameters up once, each step's inputs, streamed units and loss, and the
- * downloads --clip-grad, --dump-grads and --save make. */
+ * downloads --clip-grad, --dump-grads, --save and the ranks' comparison make. */
 static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *h2d, int64_t *d2h)
 {
 	const RtModel *m = c->model;
-	int64_t resident = 0, all = 0, inputs = 0, grads = 0;
+	int64_t resident = 0, all = 0, inputs = 0, grads = grad_bytes(m, true);
 	for (int i = 0; i < m->nparams; i++) {
 		all += m->params[i].bytes;
 		resident += m->params[i].streamed ? 0 : m->params[i].bytes;
-		grads += m->params[i].buffer || m->params[i].streamed ? 0 : m->params[i].bytes;
 	}
 	for (int k = 0; k < m->ninputs; k++)
 		inputs += m->inputs[k].bytes;
@@ -363,19 +372,14 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 		scalars += rt_elem_bytes(m->reports[i].dtype);
 	*d2h = r->steps * (scalars + step_d2h + (o->clip_set ? grads : 0) + (o->accum - 1) * rt_elem_bytes(m->loss_dtype)) +
 	       (o->dump_grads && r->steps ? all : 0) +
-	       (r->saved ? resident : 0) + r->extra_d2h;
+	       (r->saved || r->checked ? resident : 0) + r->extra_d2h;
 }
 
 static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 {
-	int64_t ph, pd, sh, sd, grads = 0;
+	int64_t ph, pd, sh, sd;
 	predict_transfers(c, o, r, &ph, &pd);
 	stream_per_step(c->model, o, &sh, &sd);
-	int64_t resident_grads = 0;
-	for (int i = 0; i < c->model->nparams; i++) {
-		grads += c->model->params[i].buffer ? 0 : c->model->params[i].bytes;
-		resident_grads += c->model->params[i].buffer || c->model->params[i].streamed ? 0 : c->model->params[i].bytes;
-	}
 	char first[32], last[32], val[32];
 	double steady = r->steps > 1 ? 1000 * (r->train_s - r->first_s) / (double)(r->steps - 1) : 1000 * r->train_s;
 	char buf[6144], reports[1536] = "", num[32];
@@ -413,8 +417,9 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
 	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
 	                   (long long)n->copies, rt_nranks, (long long)n->allreduce_bytes,
-	                   (long long)(rt_distributed ? r->steps * grads : 0), rt_dist_waited(), (long long)n->allgather_bytes,
-	                   (long long)(c->model->ranks > 1 ? r->steps * resident_grads : 0), r->graph_steps, reports);
+	                   (long long)(rt_distributed ? r->steps * grad_bytes(c->model, false) : 0), rt_dist_waited(),
+	                   (long long)n->allgather_bytes, (long long)(c->model->ranks > 1 ? r->steps * grad_bytes(c->model, true) : 0),
+	                   r->graph_steps, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 
@@ -540,14 +545,6 @@ static const char *rank_path(const char *path, char **made)
 	return *made;
 }
 
-/* FNV-1a over bytes, continuing h */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-	return h;
-}
-
 /* data parallelism: before the update, every gradient summed across the ranks (the update divides
  * by the ranks): the resident ones' sums started as each was complete (rt_allreduce), waited for
  * here; streamed units' are summed in the reverse sweep (rt_update), or, deferred and clipped, here,
@@ -570,13 +567,13 @@ static void sum_gradients(RtCtx *c, bool deferred_clip)
 
 static void download_params(RtCtx *c, void **host, bool grads);
 
-/* every rank applied the same updates: their parameters and buffers must be the same bytes */
+/* every rank applied the same updates: their parameters and buffers, downloaded to host, must be
+ * the same bytes */
 static void ranks_identical(RtCtx *c, void **host)
 {
-	download_params(c, host, false);
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = RT_HASH_START;
 	for (int i = 0; i < c->model->nparams; i++)
-		h = fnv(h, host[i], (size_t)c->model->params[i].bytes);
+		h = rt_hash(h, host[i], (size_t)c->model->params[i].bytes);
 	if (!rt_dist_same(h))
 		rt_fail(1, "the %d ranks' parameters differ after training (rank %d's hash %016llx); data parallelism must "
 		        "keep them identical", rt_nranks, rt_rank, (unsigned long long)h);
@@ -669,12 +666,12 @@ static void ranks_agree(const RtModel *m, const RtOpts *o, const RtData *data)
 	int n = rt_run_fields(m, o, names, v);
 	snprintf(v[n], 64, "%ld", o->steps), names[n++] = "--steps";
 	for (int k = 0; k < m->ninputs && n < 31; k++) {
-		uint64_t h = fnv(1469598103934665603ull, data[k].rows, (size_t)(data[k].n * data[k].row * rt_elem_bytes(m->inputs[k].dtype)));
+		uint64_t h = rt_hash(RT_HASH_START, data[k].rows, (size_t)(data[k].n * data[k].row * rt_elem_bytes(m->inputs[k].dtype)));
 		snprintf(v[n], 64, "%lld rows, hash %016llx", (long long)data[k].n, (unsigned long long)h);
 		names[n++] = m->inputs[k].name;
 	}
 	for (int f = 0; f < n; f++)
-		if (!rt_dist_same(fnv(1469598103934665603ull, v[f], strlen(v[f])))) {
+		if (!rt_dist_same(rt_hash(RT_HASH_START, v[f], strlen(v[f])))) {
 			/* every rank finds it, and says what it has */
 			fprintf(stderr, "%s: error: the %d ranks disagree on %s%s (rank %d has %s): every rank must run the same "
 			        "executable with the same options and data\n", rt_prog, rt_nranks, f < n - m->ninputs ? "" : "the data of input ",
@@ -916,9 +913,7 @@ int main(int argc, char **argv)
 			printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
 			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
 		if (rt_distributed) {
-			int64_t g = 0;
-			for (int i = 0; i < m->nparams; i++)
-				g += m->params[i].buffer ? 0 : m->params[i].bytes;
+			int64_t g = grad_bytes(m, false);
 			printf("%s: %d rank%s (mpirun): each trains on its %lld rows of every global batch of %lld, the gradients "
 			       "(%s) summed across the ranks each step\n", m->model, rt_nranks, rt_nranks == 1 ? "" : "s",
 			       (long long)(m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1),
@@ -1151,10 +1146,13 @@ int main(int argc, char **argv)
 			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o.trace);
 	}
 	r.train_s = t1 - t0 - r.save_s;
-	if (rt_distributed && r.steps)
+	/* the parameters come down once, for the ranks' comparison and for --save */
+	r.checked = rt_distributed && r.steps;
+	if (r.checked || o.save)
+		download_params(c, host, false);
+	if (r.checked)
 		ranks_identical(c, host);
 	if (o.save) {
-		download_params(c, host, false);
 		rt_save_safetensors(o.save, m, host, false);
 		r.saved = true;
 	}

@@ -279,6 +279,10 @@ void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype);
 void rt_dist_drain(void);
 double rt_dist_waited(void);
 
+/* FNV-1a over n bytes, continuing h (from RT_HASH_START: state files keep this start value) */
+#define RT_HASH_START 1469598103934665603ull
+uint64_t rt_hash(uint64_t h, const void *p, size_t n);
+
 void rt_parse_desc(RtModel *m, const char *desc);
 /* host memory; a failure is reported with what it was for, never a crash */
 void *rt_host_alloc(int64_t bytes, const char *what);

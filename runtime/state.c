@@ -50,13 +50,7 @@ static RtModel *state_model(const RtModel *m, void *const *params, void *const *
 }
 
 /* FNV-1a of the model description: the program, its -D values and its plan */
-static uint64_t desc_hash(void)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (const char *p = dp_model_desc; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return h;
-}
+static uint64_t desc_hash(void) { return rt_hash(RT_HASH_START, dp_model_desc, strlen(dp_model_desc)); }
 
 /* the metadata fields, in order: what a resumed run must share with the saved one */
 /* (the description last: it covers the precision and more, so the specific field is named first) */
