@@ -47,7 +47,7 @@ class Net:
 
     def stem(self):
         h = self.norm(self.conv("x", 3, 64, 7, 2, 3), 64)
-        return self.let(f"max_pool2d(pad(pad({h}, 2, 1, 1), 3, 1, 1), 3, stride=2)")
+        return self.let(f"max_pool2d({h}, 3, stride=2, pad=1)")
 
     def head(self, x, c):
         self.params.append(f"param fc : f32[{c}, 1000] = normal(0.01)")
@@ -99,7 +99,7 @@ def inception_v3():
         return n.norm(n.conv(x, cin, cout, k, stride, pad, kw), cout)
 
     def avg3(x):
-        return n.let(f"avg_pool2d(pad(pad({x}, 2, 1, 1), 3, 1, 1), 3, stride=1)")
+        return n.let(f"avg_pool2d({x}, 3, stride=1, pad=1)")
 
     def cat(parts):
         return n.let("concat([" + ", ".join(parts) + "], 1)")

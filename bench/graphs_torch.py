@@ -83,7 +83,7 @@ class Module(nn.Module):
         self.norm = gn_relu(4 * P)
 
     def forward(self, h):
-        pool = F.max_pool2d(F.pad(h, (1, 1, 1, 1)), 3, stride=1)
+        pool = F.max_pool2d(h, 3, stride=1, padding=1)
         return self.norm(torch.cat([self.a(h), self.b(h), self.c(h), self.d(pool)], 1))
 
 

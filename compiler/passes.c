@@ -131,8 +131,9 @@ static void graph_note(Program *p)
 	fprintf(stderr, "dpc: straight-line search%s: %s over %d candidates", p->graph_least ? " for the least peak" : "",
 	        ckpt_graph_search(p), p->graph_candidates);
 	if (p->graph_search == 3)
-		fprintf(stderr, " (the exact search passed its work limit of %lld values and positions visited); no fit "
-		        "recomputes fewer than %lld FLOPs", (long long)SEL_WORK, (long long)p->graph_bound);
+		fprintf(stderr, " (the exact search passed its work limit of %lld values and positions visited, or has more "
+		        "than %d decisions); no fit recomputes fewer than %lld FLOPs", (long long)SEL_WORK, SEL_EXACT_MOST,
+		        (long long)p->graph_bound);
 	fputc('\n', stderr);
 }
 

@@ -11,6 +11,7 @@
  * iteration; its adjoint is a reverse loop whose body reloads h from the
  * tape, recomputes the body (the taped step) and runs the body's adjoint. */
 #include "ad.h"
+#include <string.h>
 
 #include "../../runtime/dprt.h"
 
@@ -532,6 +533,35 @@ static void reverse_loop(Ad *a, Op *op)
 		ad_contrib(a, accs.data[i].value, ad_op1(a, OP_COPY, loc, accs.data[i].var), loc);
 }
 
+/* A range of a range along the same axis reads the outer one's source
+ * and moves up to just after it: the adjoint of nested concats then slices
+ * the gradient once into its pieces, where each level copied its part
+ * again (the inner copies are left dead, for dce). */
+static void fold_ranges(Program *p, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		fold_ranges(p, &op->body);
+		fold_ranges(p, &op->body2);
+		fold_ranges(p, &op->body3);
+		if (op->kind != OP_RANGE)
+			continue;
+		Op *s = p->values.data[op->in[0]].def;
+		if (!s || s->kind != OP_RANGE || s->attr.ax.axis != op->attr.ax.axis)
+			continue;
+		int j = i - 1;
+		while (j >= 0 && b->ops[j] != s)
+			j--;
+		/* not found in this block, or (at top level) in the forward sweep, where no adjoint op may go */
+		if (j < 0 || (b == &p->body && (j < p->nforward) != (i < p->nforward)))
+			continue;
+		op->in[0] = s->in[0];
+		op->attr.ax.at += s->attr.ax.at;
+		memmove(b->ops + j + 2, b->ops + j + 1, sizeof(Op *) * (size_t)(i - j - 1));
+		b->ops[j + 1] = op;
+	}
+}
+
 Program *ad_transform(Program *p, const AdOptions *o)
 {
 	Ad a = {0};
@@ -564,6 +594,7 @@ Program *ad_transform(Program *p, const AdOptions *o)
 		a.adj.data[p->loss] = s;
 	for (int i = p->nforward - 1; i >= 0; i--)
 		reverse_op(&a, p->body.ops[i]);
+	fold_ranges(p, &p->body);
 	p->has_grad = true;
 	return p;
 }

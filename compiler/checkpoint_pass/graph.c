@@ -1,9 +1,9 @@
 /* ckpt: what straight-line code keeps for its adjoint. By default every
  * value the adjoint reads stays live from the forward sweep until its last
  * adjoint use. Under --checkpoint auto, when the budget cannot hold the plan,
- * some of those values are dropped instead: the adjoint computes them again,
- * once, from whatever is kept (a forward temporary may be kept for that),
- * just before its first op that needs them. The rewrite only touches the
+ * some of those values are dropped instead: the adjoint computes them again
+ * from whatever is kept (a forward temporary may be kept for that), once,
+ * just before its first op that needs them, or for each op that needs them. The rewrite only touches the
  * top level: values that an adjoint loop's bodies read stay kept. With up
  * to GRAPH_EXHAUSTIVE candidates every subset is planned (tests/unit/graph.c
  * compares it with every subset); with more, the choice is select.h's, on a
@@ -16,7 +16,7 @@
 
 #include "../select/select.h"
 
-enum { GRAPH_EXHAUSTIVE = 12, GRAPH_MAX = 4096 };
+enum { GRAPH_EXHAUSTIVE = 12, GRAPH_MAX = 4096, GRAPH_SWEEP = 256, GRAPH_DESCENT = 96 };
 
 typedef struct {
 	Op *op;
@@ -30,10 +30,12 @@ typedef struct {
 	bool *read;      /* per value: the adjoint reads it, at top level or in a loop */
 	bool *drop;      /* per value: the adjoint computes it again */
 	bool *keep;      /* per value the adjoint does not read: kept for the recomputations that read it */
+	bool *each;      /* per value computed again: made again for each adjoint op that needs it, not held between */
 	int *memo;       /* per value: its copy in the current rewrite, or -1 */
 	Block *body;     /* the rewrite's new top level */
 	Vec(Edit) edits; /* operands the rewrite replaced, to undo it */
 	Block saved;
+	Vec(int) fresh;  /* the values made for the current adjoint op that are made again for the next */
 	int64_t flops;
 } Graph;
 
@@ -86,6 +88,15 @@ static bool needs(Graph *g, int w)
 	return !g->read[w] && !g->keep[w] && ckpt_pure(p, d);
 }
 
+/* whether w (or what it views) is made again for each adjoint op: a
+ * workspace always is */
+static bool made_each(Graph *g, int w)
+{
+	while (w < g->nv && g->pos[w] >= 0 && !g->each[w] && is_view(g->p->body.ops[g->pos[w]]))
+		w = g->p->body.ops[g->pos[w]]->in[0];
+	return w < g->nv && (g->each[w] || (g->pos[w] >= 0 && g->p->body.ops[g->pos[w]]->kind == OP_SCRATCH));
+}
+
 static int materialize(Graph *g, int w)
 {
 	Program *p = g->p;
@@ -93,6 +104,8 @@ static int materialize(Graph *g, int w)
 		return w;
 	if (g->memo[w] >= 0)
 		return g->memo[w];
+	if (made_each(g, w))
+		vec_push(&g->fresh, w);
 	Op *d = p->body.ops[g->pos[w]];
 	Op *n = ar_alloc(sizeof *n);
 	*n = *d;
@@ -129,6 +142,9 @@ static void apply(Graph *g)
 			}
 		}
 		ir_append(b, op);
+		for (int k = 0; k < g->fresh.len; k++)
+			g->memo[g->fresh.data[k]] = -1;
+		g->fresh.len = 0;
 	}
 	p->body = *b;
 }
@@ -160,6 +176,7 @@ static void init(Graph *g, Program *p)
 	g->read = ar_alloc((size_t)g->nv + 1);
 	g->drop = ar_alloc((size_t)g->nv + 1);
 	g->keep = ar_alloc((size_t)g->nv + 1);
+	g->each = ar_alloc((size_t)g->nv + 1);
 	g->memo = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	for (int v = 0; v < g->nv; v++)
 		g->pos[v] = -1;
@@ -305,6 +322,7 @@ typedef struct {
 	int *of;   /* per program value: its problem value (views: their root's), or -1 */
 	int *val;  /* per problem value: the program value */
 	int64_t work;  /* the exact search's limit: SEL_WORK, 0 once it ran out on this model */
+	bool small;    /* up to GRAPH_SWEEP candidates: searches that plan many times are affordable */
 } Model;
 
 static void note_use(Model *m, int v, int at, int nforward)
@@ -319,6 +337,16 @@ static void note_use(Model *m, int v, int at, int nforward)
 		if (P->adj_first[u] < 0 || at < P->adj_first[u])
 			P->adj_first[u] = at;
 		P->adj_last[u] = at > P->adj_last[u] ? at : P->adj_last[u];
+		/* positions come in order: each once */
+		if (!P->nadj[u] || P->adj[u][P->nadj[u] - 1] != at) {
+			if (!(P->nadj[u] & (P->nadj[u] - 1))) {
+				int *a = ar_alloc(sizeof(int) * (size_t)(P->nadj[u] ? 2 * P->nadj[u] : 1));
+				if (P->nadj[u])
+					memcpy(a, P->adj[u], sizeof(int) * (size_t)P->nadj[u]);
+				P->adj[u] = a;
+			}
+			P->adj[u][P->nadj[u]++] = at;
+		}
 	}
 }
 
@@ -400,9 +428,11 @@ static Model build(Graph *g, const int *cand, int ncand)
 		}
 		if (P->def[u] < 0)
 			P->def[u] = adj_def[v];
+		/* a forward workspace is a temporary too: a recomputed convolution makes its own (free, each time) */
 		P->kind[u] = is_cand[v] ? SEL_CAND
-		             : g->pos[v] >= 0 && !g->read[v] && ckpt_pure(p, d) && !ir_is_result(p, v) ? SEL_TEMP
-		                                                                                        : SEL_FIXED;
+		             : g->pos[v] >= 0 && !g->read[v] && (ckpt_pure(p, d) || d->kind == OP_SCRATCH) && !ir_is_result(p, v)
+		                 ? SEL_TEMP
+		                 : SEL_FIXED;
 		if (P->kind[u] != SEL_FIXED) {
 			P->flops[u] = ir_op_flops(p, d);
 			P->nin[u] = d->nin;
@@ -438,16 +468,18 @@ static Model build(Graph *g, const int *cand, int ncand)
 	return m;
 }
 
-/* the program's choice: g->drop and g->keep from the problem's */
-static void choose(Graph *g, Model *m, const bool *keep)
+/* the program's choice: g->drop, g->keep and g->each from the problem's */
+static void choose(Graph *g, Model *m, const uint8_t *keep)
 {
 	for (int v = 0; v < g->nv; v++)
-		g->drop[v] = g->keep[v] = false;
+		g->drop[v] = g->keep[v] = g->each[v] = false;
 	for (int u = 0; u < m->P->n; u++) {
-		if (m->P->kind[u] == SEL_CAND && !keep[u])
+		if (m->P->kind[u] == SEL_CAND && keep[u] != SEL_KEEP)
 			g->drop[m->val[u]] = true;
-		if (m->P->kind[u] == SEL_TEMP && keep[u])
+		if (m->P->kind[u] == SEL_TEMP && keep[u] == SEL_KEEP)
 			g->keep[m->val[u]] = true;
+		if (m->P->kind[u] != SEL_FIXED && keep[u] == SEL_EACH)
+			g->each[m->val[u]] = true;
 	}
 }
 
@@ -456,14 +488,15 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 {
 	Model m = build(g, cand, n);
 	SelProblem *P = m.P;
-	bool *keep = ar_alloc((size_t)P->n + 1);
+	uint8_t *keep = ar_alloc((size_t)P->n + 1);
 	for (int u = 0; u < P->n; u++)
-		keep[u] = P->kind[u] == SEL_CAND;
+		keep[u] = P->kind[u] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
 	/* the planner's bytes beyond the model's at store-everything: fixed regions, loops' insides, packing */
 	int64_t f, calib = plan(g->p) - sel_eval(P, keep, &f, NULL);
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += calib;
 	m.work = SEL_WORK;
+	m.small = n <= GRAPH_SWEEP;
 	return m;
 }
 
@@ -472,11 +505,11 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
  * excess (doubling each round) and searches again, up to 8 times; without a fit and with `least`, the least peak the search
  * reaches, if the planner agrees it is less (for the plan's error). The choice in keep[] (not applied); its
  * planned bytes; the search and its bound in *out. */
-static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), bool *keep, SelResult *out,
+static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *out,
                          bool least)
 {
 	SelProblem *P = m->P;
-	bool *try = ar_alloc((size_t)P->n + 1);
+	uint8_t *try = ar_alloc((size_t)P->n + 1);
 	int64_t want = budget, best_bytes = INT64_MAX;
 	SelResult res = {0};
 	for (int round = 0; round < 8; round++) {
@@ -497,6 +530,25 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 		 * choose differently, and a small excess that packing adds cannot stall the rounds */
 		want = (r.peak < want ? r.peak : want) - ((bytes - budget) << round);
 	}
+	/* a budget's fit on a small graph: swaps on the model from it, each result checked by the planner (the
+	 * model's fit is pushed to the budget's edge, where its error shows), the model's budget lowered by the
+	 * excess after a rejection */
+	for (int round = 0; res.fits && least && m->small && round < 4; round++) {
+		memcpy(try, keep, (size_t)P->n);
+		SelResult r = sel_swaps(P, want, SEL_WORK, try);
+		if (!r.fits || r.flops >= res.flops)
+			break;
+		choose(g, m, try);
+		int64_t flops, bytes = eval(g, plan, &flops);
+		if (bytes <= budget) {
+			if (flops < res.flops) {
+				best_bytes = bytes, res.flops = flops;
+				memcpy(keep, try, (size_t)P->n);
+			}
+			break;
+		}
+		want -= bytes - budget;
+	}
 	if (!res.fits && least) {
 		int64_t floor, flops;
 		SelResult r = sel_least(P, m->work, try, &floor);
@@ -515,7 +567,7 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 }
 
 /* applies the model's choice keep[], found by search res */
-static int64_t apply_model(Graph *g, Model *m, const bool *keep, SelResult res, int n)
+static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult res, int n)
 {
 	Program *p = g->p;
 	choose(g, m, keep);
@@ -543,7 +595,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		/* the least budget the fit plans within, by bisection over budgets (each fit checked by the
 		 * planner), from the model's floor to store-everything's plan */
 		Model m = calibrated(&g, all, nall, plan);
-		bool *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1);
+		uint8_t *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1);
 		int64_t hi = plan(p);
 		SelResult res, r;
 		int64_t lo = sel_floor(m.P), bytes = fit_model(&g, &m, hi, plan, best, &res, false);
@@ -554,25 +606,69 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			for (int step = 0; step < 10 && lo < hi && hi - lo > hi / 256; step++) {
 				int64_t mid = lo + (hi - lo) / 2;
 				bytes = fit_model(&g, &m, mid, plan, keep, &r, false);
-				if (bytes <= mid) {
+				/* a choice over mid may still be below the least so far: taken, the bisection goes on above mid */
+				if (bytes < hi) {
 					hi = bytes, res = r;
 					memcpy(best, keep, (size_t)m.P->n);
-				} else {
-					lo = mid + 1;
 				}
+				if (bytes > mid)
+					lo = mid + 1;
 			}
 			bool lower = false;
 			for (int j = 3; j <= 6 && !lower; j++) {
 				int64_t probe = hi - (hi >> j);
 				bytes = fit_model(&g, &m, probe, plan, keep, &r, false);
-				if (bytes <= probe) {
-					hi = bytes, res = r, lower = true;
+				if (bytes < hi) {
+					hi = bytes, res = r, lower = bytes <= probe;
 					memcpy(best, keep, (size_t)m.P->n);
 				}
 			}
 			if (!lower)
 				break;
 			lo = sel_floor(m.P);
+		}
+		/* on graphs of up to GRAPH_SWEEP candidates, a sweep of budgets evenly between the floor and the
+		 * least found: the greedy fits are noisy, and each costs a few milliseconds there */
+		int64_t floor = sel_floor(m.P), top = hi;
+		for (int k = 1; k < 16 && nall <= GRAPH_SWEEP; k++) {
+			int64_t b = floor + (top - floor) * k / 16;
+			bytes = fit_model(&g, &m, b, plan, keep, &r, false);
+			if (bytes < hi) {
+				hi = bytes, res = r;
+				memcpy(best, keep, (size_t)m.P->n);
+			}
+		}
+		/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
+		memcpy(keep, best, (size_t)m.P->n);
+		sel_lower(m.P, 8, keep);
+		choose(&g, &m, keep);
+		bytes = eval(&g, plan, &flops);
+		if (bytes < hi) {
+			hi = bytes, res.flops = flops;
+			memcpy(best, keep, (size_t)m.P->n);
+		}
+		/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
+		 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
+		for (int pass = 0; pass < 2 && nall <= GRAPH_DESCENT; pass++) {
+			bool moved = false;
+			for (int u = 0; u < m.P->n; u++) {
+				if (m.P->kind[u] != SEL_CAND)
+					continue;
+				uint8_t was = best[u], to = was;
+				for (uint8_t st = SEL_ONCE; st <= SEL_EACH; st++) {
+					if (st == was)
+						continue;
+					best[u] = st;
+					choose(&g, &m, best);
+					int64_t f2, b2 = eval(&g, plan, &f2);
+					if (b2 < hi || (b2 == hi && f2 < res.flops))
+						hi = b2, res.flops = f2, to = st;
+				}
+				best[u] = to;
+				moved |= to != was;
+			}
+			if (!moved)
+				break;
 		}
 		/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
 		bytes = fit_model(&g, &m, hi, plan, keep, &r, false);
@@ -600,7 +696,7 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	most = exhaustive_most(p, most);
 	if (!asked && nall > most) {
 		Model m = calibrated(&g, all, nall, plan);
-		bool *keep = ar_alloc((size_t)m.P->n + 1);
+		uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
 		fit_model(&g, &m, budget, plan, keep, &res, true);
 		return apply_model(&g, &m, keep, res, nall);

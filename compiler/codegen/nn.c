@@ -952,11 +952,28 @@ static void body_count(K *k, const KDesc *d, LLVMValueRef *ptrs)
 static LLVMValueRef isub(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
 
 /* The pools, an element per item. Forward: a window's max or mean, its
- * elements in order. The gradient gathers, for an element of x, from each
+ * elements in order (padding: never a max, zeros in a mean). The gradient gathers, for an element of x, from each
  * window that holds it: an even share (avgpool_dx), or, when it ties for
  * the window's max, the gradient over the count of the window's elements
  * that do (maxpool_dx counts them again). Gathers write once: no atomics,
  * the same bits on every run. */
+/* element (r, c) of the plane that starts at base, when it is inside the
+ * image, else `outside` */
+static LLVMValueRef pool_cell(K *k, LLVMValueRef ptr, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c, int64_t H, int64_t W,
+                              LLVMValueRef outside, LLVMValueRef *inside)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef z = cg_i64(g, 0);
+	LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, r, z, ""), LLVMBuildICmp(B, LLVMIntSLT, r, cg_i64(g, H), ""), ""),
+	                               LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, c, z, ""), LLVMBuildICmp(B, LLVMIntSLT, c, cg_i64(g, W), ""), ""), "");
+	/* outside: the plane's first element is read, and not used */
+	LLVMValueRef at = LLVMBuildSelect(B, in, LLVMBuildAdd(B, LLVMBuildMul(B, r, cg_i64(g, W), ""), c, ""), z, "");
+	LLVMValueRef v = cg_load(k, ptr, LLVMBuildAdd(B, base, at, ""));
+	*inside = in;
+	return LLVMBuildSelect(B, in, v, outside, "");
+}
+
 static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
 {
 	Cg *g = k->g;
@@ -970,14 +987,14 @@ static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx
 	LLVMValueRef zero = cg_real(g, 0), z = cg_i64(g, 0), nk = cg_i64(g, K2), kw = cg_i64(g, w->kw);
 	if (!dx) {
 		LLVMValueRef plane = LLVMBuildUDiv(B, idx, cg_i64(g, Ho * Wo), ""), at = LLVMBuildURem(B, idx, cg_i64(g, Ho * Wo), "");
-		LLVMValueRef h0 = LLVMBuildMul(B, LLVMBuildUDiv(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sh), "");
-		LLVMValueRef x0 = LLVMBuildMul(B, LLVMBuildURem(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sw), "");
-		LLVMValueRef top = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, H), ""), h0, ""), cg_i64(g, W), ""), x0, "");
-		LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
+		LLVMValueRef h0 = isub(k, LLVMBuildMul(B, LLVMBuildUDiv(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sh), ""), cg_i64(g, w->ph));
+		LLVMValueRef x0 = isub(k, LLVMBuildMul(B, LLVMBuildURem(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sw), ""), cg_i64(g, w->pw));
+		LLVMValueRef base = LLVMBuildMul(B, plane, cg_i64(g, H * W), "");
+		LLVMValueRef init = cg_real(g, max ? -INFINITY : 0), in;
 		Loop l = cg_for(k, nk);
 		Acc s = cg_acc(k, &l, init);
 		LLVMValueRef a = LLVMBuildUDiv(B, l.i, kw, ""), b = LLVMBuildURem(B, l.i, kw, "");
-		LLVMValueRef v = cg_load(k, ptrs[1], LLVMBuildAdd(B, top, LLVMBuildAdd(B, LLVMBuildMul(B, a, cg_i64(g, W), ""), b, ""), ""));
+		LLVMValueRef v = pool_cell(k, ptrs[1], base, LLVMBuildAdd(B, h0, a, ""), LLVMBuildAdd(B, x0, b, ""), H, W, init, &in);
 		LLVMValueRef ns = max ? LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, v, s.phi, ""), v, s.phi, "") : LLVMBuildFAdd(B, s.phi, v, "");
 		cg_acc_next(k, &s, ns);
 		cg_for_end(k, &l, nk);
@@ -992,7 +1009,7 @@ static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx
 	Acc s = cg_acc(k, &l, zero);
 	/* the window (ho, wo) whose element (a, b) this is, if there is one */
 	LLVMValueRef a = LLVMBuildUDiv(B, l.i, kw, ""), b = LLVMBuildURem(B, l.i, kw, "");
-	LLVMValueRef hh = isub(k, h, a), xx = isub(k, x, b);
+	LLVMValueRef hh = isub(k, LLVMBuildAdd(B, h, cg_i64(g, w->ph), ""), a), xx = isub(k, LLVMBuildAdd(B, x, cg_i64(g, w->pw), ""), b);
 	LLVMValueRef sh = cg_i64(g, w->sh), sw = cg_i64(g, w->sw);
 	LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, hh, z, ""), LLVMBuildICmp(B, LLVMIntSGE, xx, z, ""), "");
 	ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, hh, sh, ""), z, ""), "");
@@ -1006,15 +1023,15 @@ static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx
 	LLVMValueRef win = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, Ho), ""), ho, ""), cg_i64(g, Wo), ""), wo, "");
 	LLVMValueRef gv = cg_load(k, ptrs[max ? 3 : 1], win), part;
 	if (max) {
-		LLVMValueRef yv = cg_load(k, ptrs[2], win);
-		LLVMValueRef top = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, H), ""),
-		                                                                LLVMBuildMul(B, ho, sh, ""), ""), cg_i64(g, W), ""),
-		                                LLVMBuildMul(B, wo, sw, ""), "");
+		LLVMValueRef yv = cg_load(k, ptrs[2], win), in;
+		LLVMValueRef base = LLVMBuildMul(B, plane, cg_i64(g, H * W), "");
+		LLVMValueRef r0 = isub(k, LLVMBuildMul(B, ho, sh, ""), cg_i64(g, w->ph)), c0 = isub(k, LLVMBuildMul(B, wo, sw, ""), cg_i64(g, w->pw));
 		Loop t = cg_for(k, nk);
 		Acc c = cg_acc(k, &t, zero);
 		LLVMValueRef ta = LLVMBuildUDiv(B, t.i, kw, ""), tb = LLVMBuildURem(B, t.i, kw, "");
-		LLVMValueRef tv = cg_load(k, ptrs[1], LLVMBuildAdd(B, top, LLVMBuildAdd(B, LLVMBuildMul(B, ta, cg_i64(g, W), ""), tb, ""), ""));
-		LLVMValueRef nc = LLVMBuildFAdd(B, c.phi, LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, tv, yv, ""), cg_real(g, 1), zero, ""), "");
+		LLVMValueRef tv = pool_cell(k, ptrs[1], base, LLVMBuildAdd(B, r0, ta, ""), LLVMBuildAdd(B, c0, tb, ""), H, W, zero, &in);
+		LLVMValueRef tie = LLVMBuildAnd(B, in, LLVMBuildFCmp(B, LLVMRealOEQ, tv, yv, ""), "");
+		LLVMValueRef nc = LLVMBuildFAdd(B, c.phi, LLVMBuildSelect(B, tie, cg_real(g, 1), zero, ""), "");
 		cg_acc_next(k, &c, nc);
 		cg_for_end(k, &t, nk);
 		LLVMValueRef ties = cg_acc_result(k, &t, zero, nc);

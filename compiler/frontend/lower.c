@@ -630,7 +630,7 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	const char *why = fits ? conv_refused(L, xt, wt, yt) : "";
 	if (!why) {
 		Op *ws = mk(L, OP_SCRATCH, n->loc, 0, NULL);
-		ws->to = ops_conv_scratch(xt, wt, yt);
+		ws->to = ops_conv_scratch(xt, wt, yt, ops_conv_rows(ho, wo, L->o->cuda));
 		Op *c = mk(L, OP_CONV2D, n->loc, 3, (int[]){x, w, emit(L, ws)});
 		c->attr.win = win;
 		return emit(L, c);
@@ -651,17 +651,22 @@ static int conv2d(Lower *L, Scope *s, Node *n)
  * windows unfolded as rows and reduced */
 static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 {
-	Arg a[] = {{"kernel", 0, false, true, 1}, {"stride", 0, false, false, 1}};
-	builtin_args(L, s, n, 1, a, 2);
+	Arg a[] = {{"kernel", 0, false, true, 1}, {"stride", 0, false, false, 1}, {"pad", 0, false, false, 0}};
+	builtin_args(L, s, n, 1, a, 3);
 	int x = need_rank(L, n, tensor_expr(L, s, n->args.data[0]), 4, "input");
 	Type xt = ir_vtype(L->p, x);
 	if (a[0].value > INT32_MAX || a[1].value > INT32_MAX)
 		diag_error(n->loc, "%s's kernel and stride must be below 2^31", n->name);
 	int k = (int)a[0].value, st = a[1].value ? (int)a[1].value : k;
-	Window win = {k, k, st, st, 0, 0, 1, 1};
+	if (a[2].value > k / 2)
+		diag_error(n->loc, "%s's pad=%lld must be at most half its kernel %d", n->name, (long long)a[2].value, k);
+	int pad = (int)a[2].value;
+	Window win = {k, k, st, st, pad, pad, 1, 1};
 	int64_t ho, wo;
 	ops_window_out(&win, xt, &ho, &wo);
-	if (!L->o->reference && ho && wo) {
+	/* a padded max: the op, also under --reference-kernels (an unfolding's padding is zeros, not a max's
+	 * nothing; the interpreter is its reference) */
+	if ((!L->o->reference || (pad && red == OP_MAX)) && ho && wo) {
 		/* one op: no unfolded copy of x, and a max pool's gradient reads x and its result */
 		Op *pool = mk(L, red == OP_MAX ? OP_MAXPOOL2D : OP_AVGPOOL2D, n->loc, 1, &x);
 		pool->attr.win = win;

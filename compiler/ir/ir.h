@@ -173,7 +173,9 @@ typedef enum {
  *            cout[k] (alias of carg[k]) at the same address. The plan
  *            may also compute a value in the storage it is copied to:
  *            alias_of the target, or its slice [alias_index] (an index
- *            value) for a store_slice.
+ *            value) for a store_slice; and an elementwise result in
+ *            the storage of its operand alias_of, which dies there
+ *            (alias_index IR_IN_PLACE).
  *  VR_HOST:  bytes [offset, offset + size) of the pinned host pool: a
  *            streamed parameter and its optimizer state (stream_pass).
  * Index values and CONSTs of rank 0 live nowhere (VR_NONE): codegen
@@ -207,8 +209,11 @@ typedef struct {
 	Residence res;
 	int64_t offset;
 	int alias_of;
-	int alias_index;  /* -1, or the index of the slice of alias_of it lives in */
+	int alias_index;  /* -1, the index of the slice of alias_of it lives in, or IR_IN_PLACE */
 } Value;
+
+/* Value.alias_index of an elementwise result computed in its dying operand's storage */
+#define IR_IN_PLACE (-2)
 
 typedef struct {
 	Op **ops;

@@ -5,6 +5,7 @@
  * the pinned host pool instead. */
 #include "memplan.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #define ALIGN 256 /* cuBLAS and 16-byte vector accesses want aligned buffers */
@@ -245,6 +246,84 @@ static void coalesce_block(Program *p, Block *b, const int *uses, int norow)
 		coalesce_block(p, &op->body2, uses, -1);
 		coalesce_block(p, &op->body3, uses, -1);
 	}
+}
+
+/* ---- elementwise results in place ---- */
+
+/* the last top-level position at which each storage root is named (an op
+ * inside a loop names it at the loop's position); rt: each value's root */
+static void last_named(Block *b, int at, const int *rt, int *last)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		int pos = at >= 0 ? at : i;
+		for (int k = 0; k < op->nin; k++)
+			last[rt[op->in[k]]] = pos;
+		for (int k = 0; k < op->ncarry; k++) {
+			last[rt[op->carg[k]]] = pos;
+			if (op->cyield)
+				last[rt[op->cyield[k]]] = pos;
+			if (op->body3.len)
+				last[rt[op->cyield3[k]]] = pos;
+		}
+		if (op->out >= 0 && last[rt[op->out]] < pos)
+			last[rt[op->out]] = pos;
+		last_named(&op->body, pos, rt, last);
+		last_named(&op->body2, pos, rt, last);
+		last_named(&op->body3, pos, rt, last);
+	}
+}
+
+/* A top-level elementwise op whose operand of its own type dies there
+ * writes its result in that operand's storage (each element is read and
+ * written by the same thread, as coalesce allows): a chain such as a
+ * norm's scale, shift and relu, or a gradient times a mask, holds one
+ * tensor instead of two at each step. Only work-region values, and only an
+ * operand no other operand of the op shares storage with. */
+static void in_place(Program *p)
+{
+	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *rt = malloc(sizeof(int) * (size_t)(nv + 1));
+	/* every value's root, each chain of aliases walked once, not per use */
+	for (int v = 0; v < nv; v++)
+		last[v] = rt[v] = -1;
+	for (int v = 0; v < nv; v++) {
+		int r = v;
+		while (rt[r] < 0 && p->values.data[r].res == VR_ALIAS)
+			r = p->values.data[r].alias_of;
+		r = rt[r] >= 0 ? rt[r] : r;
+		for (int w = v; rt[w] < 0; w = p->values.data[w].alias_of) {
+			rt[w] = r;
+			if (p->values.data[w].res != VR_ALIAS)
+				break;
+		}
+	}
+	last_named(&p->body, -1, rt, last);
+	for (int i = 0; i < ir_nresults(p); i++)
+		last[rt[ir_result(p, i)]] = INT_MAX;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		Value *Y = op->out >= 0 ? &p->values.data[op->out] : NULL;
+		if (!(ir_ops[op->kind].flags & OPF_EW) || !Y || Y->res != VR_NONE || Y->kind != VK_SSA || ir_is_result(p, op->out))
+			continue;
+		for (int k = 0; k < op->nin; k++) {
+			int x = op->in[k], r = rt[x];
+			Value *R = &p->values.data[r];
+			bool alone = true;
+			for (int j = 0; j < op->nin; j++)
+				alone &= j == k || rt[op->in[j]] != r;
+			if (!alone || last[r] != i || R->res != VR_NONE || R->kind != VK_SSA || !R->def ||
+			    R->def->kind == OP_CONST || !ir_type_eq(ir_vtype(p, x), Y->type))
+				continue;
+			Y->res = VR_ALIAS;
+			Y->alias_of = x;
+			Y->alias_index = IR_IN_PLACE;
+			last[r] = last[op->out];
+			rt[op->out] = r;
+			break;
+		}
+	}
+	free(last);
+	free(rt);
 }
 
 /* ---- first-fit packing ----
@@ -678,6 +757,7 @@ static void plan(Program *p)
 	/* tapes and snapshots that something still reads or writes */
 	int *used = ir_count_uses(p);
 	coalesce_block(p, &p->body, used, -1);
+	in_place(p);
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);
@@ -783,8 +863,9 @@ void mem_print(FILE *f, Program *p)
 			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
 			        (long long)ir_bytes(p, x->type));
 		else if (x->res == VR_ALIAS && x->def && (ir_ops[x->def->kind].flags & OPF_EW))
-			fprintf(f, "#   %-24s in %s%s%s%s, which it is copied to\n", ir_value_name(p, v), ir_value_name(p, x->alias_of),
+			fprintf(f, "#   %-24s in %s%s%s%s, %s\n", ir_value_name(p, v), ir_value_name(p, x->alias_of),
 			        x->alias_index >= 0 ? "[" : "", x->alias_index >= 0 ? ir_value_name(p, x->alias_index) : "",
-			        x->alias_index >= 0 ? "]" : "");
+			        x->alias_index >= 0 ? "]" : "",
+			        x->alias_index == IR_IN_PLACE ? "its operand, which dies there" : "which it is copied to");
 	}
 }

@@ -113,12 +113,18 @@ void ops_adjoint_ew(Ad *a, Op *op, int g)
 		if (ad_active(a, y))
 			share(a, y, ad_op1(a, OP_NEG, loc, g), loc);
 		return;
-	case OP_MUL:
-		if (ad_active(a, x))
-			share(a, x, ad_op2(a, OP_MUL, loc, g, y), loc);
-		if (ad_active(a, y))
-			share(a, y, ad_op2(a, OP_MUL, loc, g, x), loc);
+	case OP_MUL: {
+		/* the smaller (broadcast) operand's contribution first: its product is summed down at once,
+		 * so it is not live beside the other's (a norm's gain: g x and g gain are not both held) */
+		Program *p = ad_program(a);
+		bool small_y = ir_numel(ir_vtype(p, y)) < ir_numel(ir_vtype(p, x));
+		for (int i = 0; i < 2; i++) {
+			int u = (i == 0) == small_y ? y : x;
+			if (ad_active(a, u))
+				share(a, u, ad_op2(a, OP_MUL, loc, g, u == x ? y : x), loc);
+		}
 		return;
+	}
 	case OP_DIV:
 		if (ad_active(a, x))
 			share(a, x, ad_op2(a, OP_DIV, loc, g, y), loc);

@@ -92,12 +92,23 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 }
 
 /* The workspace of a convolution of x by w into y, in the compute type (f32,
- * or f64 for f64 values): one image's windows unfolded, [C kh kw, Ho Wo],
- * what the runtime's own path and cuDNN's implicit-GEMM algorithms need. */
-Type ops_conv_scratch(Type x, Type w, Type y)
+ * or f64 for f64 values): `rows` rows of one image's output windows
+ * unfolded, [C kh kw, rows Wo]. cuDNN's implicit-GEMM algorithms need the
+ * whole image (rows Ho); the CPU's own path unfolds a band at a time, as
+ * many rows as the workspace holds. */
+Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows)
 {
-	int64_t n = w.dim[1] * w.dim[2] * w.dim[3] * y.dim[2] * y.dim[3];
+	int64_t n = w.dim[1] * w.dim[2] * w.dim[3] * rows * y.dim[3];
 	return ir_type(x.dt == DT_F64 ? DT_F64 : DT_F32, 1, &n);
+}
+
+/* the rows a target's workspace holds: the whole image for cuDNN, else
+ * the fewest rows that make at least 256 output positions (a GEMM that
+ * wide runs near its best; the workspace is then a fraction of an image's) */
+int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda)
+{
+	int64_t r = (256 + wo - 1) / wo;
+	return cuda || r > ho ? ho : r;
 }
 
 /* conv2d (x [N, C, H, W], w [O, C, kh, kw], ws) -> [N, O, Ho, Wo]; conv2d_dx
@@ -133,9 +144,11 @@ const char *ops_shape_conv(Program *p, Op *op, Type *out)
 	Type dy = dx ? ir_vtype(p, op->in[0]) : dw ? ir_vtype(p, op->in[1]) : y;
 	if (!ir_type_eq(dy, y))
 		return ar_printf("%s needs a gradient %s for %s and %s, got %s", ir_ops[op->kind].name, ops_ts(y), ops_ts(x), ops_ts(w), ops_ts(dy));
-	Type ws = ir_vtype(p, op->in[2]), need = ops_conv_scratch(x, w, y);
-	if (!ir_type_eq(ws, need))
-		return ar_printf("%s needs a workspace %s, got %s", ir_ops[op->kind].name, ops_ts(need), ops_ts(ws));
+	/* a whole number of rows of unfolded windows, at least one, at most the image's */
+	Type ws = ir_vtype(p, op->in[2]), row = ops_conv_scratch(x, w, y, 1), whole = ops_conv_scratch(x, w, y, ho);
+	if (ws.rank != 1 || ws.dt != row.dt || ws.dim[0] % row.dim[0] || ws.dim[0] > whole.dim[0])
+		return ar_printf("%s needs a workspace of 1 to %lld rows of %s, got %s", ir_ops[op->kind].name, (long long)ho,
+		                 ops_ts(row), ops_ts(ws));
 	*out = dx ? x : dw ? w : y;
 	return NULL;
 }
@@ -163,8 +176,9 @@ void ops_adjoint_conv(Ad *a, Op *op, int g)
 }
 
 /* maxpool / avgpool (x [N, C, H, W]) -> [N, C, Ho, Wo], windows without
- * padding or dilation; maxpool_dx (x, y, dy) and avgpool_dx (dy) -> to, x's
- * type */
+ * dilation, padded by at most half the kernel (as PyTorch's: a max's
+ * padding is never the max, an average's counts as zeros);
+ * maxpool_dx (x, y, dy) and avgpool_dx (dy) -> to, x's type */
 const char *ops_shape_pool(Program *p, Op *op, Type *out)
 {
 	const char *err;
@@ -176,8 +190,10 @@ const char *ops_shape_pool(Program *p, Op *op, Type *out)
 	const Window *w = &op->attr.win;
 	if (x.rank != 4)
 		return ar_printf("a 2-D pool needs a tensor [N, C, H, W], got %s", ops_ts(x));
-	if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->ph || w->pw || w->dh != 1 || w->dw != 1)
-		return ar_printf("a pool's window needs kernel and stride of at least 1, no padding and no dilation");
+	if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->dh != 1 || w->dw != 1)
+		return ar_printf("a pool's window needs kernel and stride of at least 1 and no dilation");
+	if (w->ph < 0 || w->pw < 0 || w->ph > w->kh / 2 || w->pw > w->kw / 2)
+		return ar_printf("a %dx%d pool's padding must be at most half its kernel, got %dx%d", w->kh, w->kw, w->ph, w->pw);
 	int64_t ho, wo;
 	ops_window_out(w, x, &ho, &wo);
 	if (!ho || !wo)
@@ -424,8 +440,9 @@ void ops_run_attention(Interp *m, Op *op)
 }
 
 /* conv2d and its gradients, one product of a window at a time */
-/* the pools window by window: a window's max or mean; a gradient scattered
- * to the elements tied for the max, each an equal share, or evenly */
+/* the pools window by window: a window's max or mean (padding: none of a
+ * max's elements, zeros of a mean's); a gradient scattered to the elements
+ * tied for the max, each an equal share, or evenly */
 void ops_run_pool(Interp *m, Op *op)
 {
 	Program *p = m->p;
@@ -443,11 +460,15 @@ void ops_run_pool(Interp *m, Op *op)
 	for (int64_t c = 0; c < planes; c++)
 		for (int64_t i = 0; i < Ho; i++)
 			for (int64_t j = 0; j < Wo; j++) {
-				int64_t at = (c * Ho + i) * Wo + j, top = (c * H + i * w->sh) * W + j * w->sw;
+				int64_t at = (c * Ho + i) * Wo + j, r0 = i * w->sh - w->ph, c0 = j * w->sw - w->pw;
+#define INSIDE(a, b) (r0 + (a) >= 0 && r0 + (a) < H && c0 + (b) >= 0 && c0 + (b) < W)
+#define CELL(a, b) ((c * H + r0 + (a)) * W + c0 + (b))
 				double r = max ? -INFINITY : 0, ties = 0;
 				for (int a = 0; a < w->kh; a++)
 					for (int b = 0; b < w->kw; b++) {
-						double v = x ? x[top + a * W + b] : 0;
+						if (max && !INSIDE(a, b))
+							continue;
+						double v = x && INSIDE(a, b) ? x[CELL(a, b)] : 0;
 						if (!dx)
 							r = max ? (v > r ? v : r) : r + v;
 						else if (max)
@@ -459,10 +480,14 @@ void ops_run_pool(Interp *m, Op *op)
 				}
 				for (int a = 0; a < w->kh; a++)
 					for (int b = 0; b < w->kw; b++)
-						if (!max)
-							o[top + a * W + b] += dy[at] / (double)K;
-						else if (x[top + a * W + b] == y[at])
-							o[top + a * W + b] += dy[at] / ties;
+						if (!INSIDE(a, b))
+							continue;
+						else if (!max)
+							o[CELL(a, b)] += dy[at] / (double)K;
+						else if (x[CELL(a, b)] == y[at])
+							o[CELL(a, b)] += dy[at] / ties;
+#undef INSIDE
+#undef CELL
 			}
 }
 

@@ -102,7 +102,8 @@ RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE
 double ops_eval_ew(OpKind k, const double *x);
 
 /* the workspace of a convolution of x by w into y (a scratch value's type) */
-Type ops_conv_scratch(Type x, Type w, Type y);
+Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows);
+int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda);
 
 /* the windows of w that fit in img [N, C, H, W]: rows and columns (0 when none) */
 void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo);

@@ -1,10 +1,10 @@
 /* sel: the choice of what the adjoint keeps (select.h has the cost model).
  *
- * The decisions: each candidate, dropped or kept; each temporary, kept
- * for the recomputations or not.
+ * The decisions: each candidate, kept or computed again (once, or at each
+ * use); each temporary, kept for the recomputations or computed again.
  *
  * Exact search: a depth-first search over the decisions, the costliest
- * first, each candidate dropped before kept. A branch ends when the FLOPs
+ * first, each candidate dropped (once, then each time) before kept. A branch ends when the FLOPs
  * its dropped candidates cost reach the best fit's (each is computed again
  * at least once), or when the bytes that the candidates not kept could free
  * at some position fall short of what the budget needs there (a dropped
@@ -14,9 +14,11 @@
  *
  * Greedy search, beyond the work limit: two searches, the better kept.
  * One drops, from store-everything, the candidate that removes the most
- * bytes-times-positions above the budget per FLOP it adds, until the peak
- * fits; the other keeps, from nothing kept, the value that saves the most
- * FLOPs per byte it adds to the peak, while the peak fits. Scores are
+ * bytes-times-positions above the budget per FLOP it adds (computed again
+ * once, once with what it starts from kept, or each time), until the peak
+ * fits; the other keeps (or computes each time), from nothing kept, the
+ * value that saves the most FLOPs per byte it adds to the peak, while the
+ * peak fits. Scores are
  * refreshed lazily: a stale score is an estimate, evaluated again when it
  * comes out on top. Each result is polished: a value whose keeping saves
  * FLOPs and still fits is kept. The lower bound is the position argument
@@ -45,6 +47,8 @@ SelProblem *sel_new(int n, int npos)
 	P->fwd_last = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	P->adj_first = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	P->adj_last = ar_alloc(sizeof(int) * (size_t)(n + 1));
+	P->nadj = ar_alloc(sizeof(int) * (size_t)(n + 1));
+	P->adj = ar_alloc(sizeof(int *) * (size_t)(n + 1));
 	for (int v = 0; v < n; v++)
 		P->adj_first[v] = P->adj_last[v] = -1;
 	return P;
@@ -54,7 +58,11 @@ typedef struct {
 	const SelProblem *P;
 	int *live, nlive; /* the values that are not fixed, in order: the only ones an evaluation visits */
 	int *r, *last;    /* per value: where it is computed again (INT_MAX: not), its last use there */
+	int **at, *nat, *cap; /* per value computed each time: the positions that need it */
 	int64_t *diff;    /* per position + 1 */
+	int64_t *made;    /* per position: the bytes of the lasting copies made there so far, in order */
+	int64_t *most;    /* per position: the most the copies made there hold at once, in order */
+	int *touched, ntouched, cap_touched; /* the positions where copies were made (made and most are zero elsewhere) */
 	int64_t *prof;    /* per position: the memory, base included */
 	int64_t budget;   /* what excess is measured over */
 	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
@@ -68,7 +76,14 @@ static void work_init(Work *w, const SelProblem *P)
 	w->last = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->diff = malloc(sizeof(int64_t) * (size_t)(P->npos + 2));
 	w->prof = malloc(sizeof(int64_t) * (size_t)(P->npos + 1));
+	w->made = calloc((size_t)P->npos + 1, sizeof(int64_t));
+	w->most = calloc((size_t)P->npos + 1, sizeof(int64_t));
+	w->touched = NULL;
+	w->ntouched = w->cap_touched = 0;
 	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
+	w->at = calloc((size_t)P->n + 1, sizeof(int *));
+	w->nat = calloc((size_t)P->n + 1, sizeof(int));
+	w->cap = calloc((size_t)P->n + 1, sizeof(int));
 	w->nlive = 0;
 	for (int v = 0; v < P->n; v++)
 		if (P->kind[v] != SEL_FIXED)
@@ -79,10 +94,18 @@ static void work_init(Work *w, const SelProblem *P)
 
 static void work_free(Work *w)
 {
+	for (int v = 0; v < w->P->n; v++)
+		free(w->at[v]);
+	free(w->at);
+	free(w->nat);
+	free(w->cap);
 	free(w->live);
 	free(w->r);
 	free(w->last);
 	free(w->diff);
+	free(w->made);
+	free(w->most);
+	free(w->touched);
 	free(w->prof);
 }
 
@@ -100,60 +123,188 @@ static int max3(int a, int b, int c)
 	return m > c ? m : c;
 }
 
+/* positions where dropping candidate v may free its bytes: after its last
+ * forward use, to its last adjoint use, but for the adjoint uses themselves
+ * (computed each time, it is live only there); none for a temporary */
+static int gap_from(const SelProblem *P, int v) { return P->fwd_last[v] + 1; }
+static int gap_to(const SelProblem *P, int v) { return P->kind[v] == SEL_CAND ? P->adj_last[v] : -1; }
+static bool adj_use(const SelProblem *P, int v, int t)
+{
+	if (!P->nadj[v])
+		return t == P->adj_first[v] || t == P->adj_last[v];
+	int lo = 0, hi = P->nadj[v] - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (P->adj[v][mid] == t)
+			return true;
+		if (P->adj[v][mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return false;
+}
+static bool frees(const SelProblem *P, int v, int t) { return t >= gap_from(P, v) && t <= gap_to(P, v) && !adj_use(P, v, t); }
+
+static void at_push(Work *w, int u, int t)
+{
+	if (w->nat[u] == w->cap[u]) {
+		w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
+		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
+	}
+	w->at[u][w->nat[u]++] = t;
+}
+
+static int by_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* a need of u at position t, from a recomputation or an adjoint op */
+static void need(Work *w, const uint8_t *keep, int u, int t)
+{
+	if (keep[u] == SEL_EACH) {
+		at_push(w, u, t);
+		return;
+	}
+	w->last[u] = w->last[u] > t ? w->last[u] : t;
+	if (keep[u] == SEL_ONCE)
+		w->r[u] = w->r[u] < t ? w->r[u] : t;
+}
+
+/* whether v's copy made at t is transient: read there only by other
+ * recomputations, so freed before the adjoint op at t runs (a chain of
+ * them holds one link and its operands at a time, not all of them) */
+static bool transient(const Work *w, const uint8_t *keep, int v, int t)
+{
+	const SelProblem *P = w->P;
+	if (keep[v] == SEL_ONCE && (w->r[v] != t || w->last[v] != t))
+		return false;
+	return keep[v] != SEL_KEEP && !(P->kind[v] == SEL_CAND && adj_use(P, v, t));
+}
+
+/* v's copy made at t, in value order (operands first, as the rewrite
+ * makes them): a lasting copy adds to what the copies made there hold; a
+ * transient one is held, with its transient operands, beside the lasting
+ * ones made before it */
+static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
+{
+	const SelProblem *P = w->P;
+	int64_t b = P->bytes[v];
+	if (!w->most[t] && !w->made[t]) {
+		if (w->ntouched == w->cap_touched) {
+			w->cap_touched = w->cap_touched ? 2 * w->cap_touched : 64;
+			w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
+		}
+		w->touched[w->ntouched++] = t;
+	}
+	if (lasting) {
+		w->made[t] += b;
+		w->most[t] = w->made[t] > w->most[t] ? w->made[t] : w->most[t];
+		return;
+	}
+	for (int k = 0; k < P->nin[v]; k++) {
+		int u = P->in[v][k];
+		if (P->kind[u] != SEL_FIXED && keep[u] != SEL_KEEP && transient(w, keep, u, t))
+			b += P->bytes[u];
+	}
+	b += w->made[t];
+	w->most[t] = b > w->most[t] ? b : w->most[t];
+}
+
 /* the peak of keep[]; its FLOPs in *flops; the memory per position in
  * w->prof, and its excess over w->budget in w->excess */
-static int64_t eval(Work *w, const bool *keep, int64_t *flops)
+static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	int *r = w->r, *last = w->last;
 	w->evals++;
 	for (int i = 0; i < w->nlive; i++)
-		r[w->live[i]] = INT_MAX, last[w->live[i]] = -1;
+		r[w->live[i]] = INT_MAX, last[w->live[i]] = -1, w->nat[w->live[i]] = 0;
 	int64_t f = 0;
 	for (int i = w->nlive - 1; i >= 0; i--) {
 		int v = w->live[i];
-		if (keep[v])
+		if (keep[v] == SEL_KEEP)
 			continue;
 		if (P->kind[v] == SEL_CAND) {
-			r[v] = r[v] < P->adj_first[v] ? r[v] : P->adj_first[v];
-			last[v] = last[v] > P->adj_last[v] ? last[v] : P->adj_last[v];
+			if (!P->nadj[v]) {
+				need(w, keep, v, P->adj_first[v]);
+				need(w, keep, v, P->adj_last[v]);
+			}
+			for (int k = 0; k < P->nadj[v]; k++)
+				need(w, keep, v, P->adj[v][k]);
 		}
-		if (r[v] == INT_MAX)
+		if (keep[v] == SEL_ONCE) {
+			if (r[v] == INT_MAX)
+				continue;
+			f += P->flops[v];
+			for (int k = 0; k < P->nin[v]; k++)
+				if (P->kind[P->in[v][k]] != SEL_FIXED)
+					need(w, keep, P->in[v][k], r[v]);
 			continue;
-		f += P->flops[v];
+		}
+		/* each time: once per position that needs it */
+		int n = w->nat[v], *at = w->at[v], m = 0;
+		if (!n)
+			continue;
+		qsort(at, (size_t)n, sizeof(int), by_int);
+		for (int k = 0; k < n; k++)
+			if (!m || at[k] != at[m - 1])
+				at[m++] = at[k];
+		w->nat[v] = m;
+		f += P->flops[v] * m;
 		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k];
 			if (P->kind[u] == SEL_FIXED)
 				continue;
-			last[u] = last[u] > r[v] ? last[u] : r[v];
-			if (!keep[u])
-				r[u] = r[u] < r[v] ? r[u] : r[v];
+			if (keep[u] == SEL_EACH) {
+				for (int j = 0; j < m; j++)
+					at_push(w, u, at[j]);
+			} else {
+				need(w, keep, u, at[0]);
+				need(w, keep, u, at[m - 1]);
+			}
 		}
 	}
 	memset(w->diff, 0, sizeof(int64_t) * (size_t)(P->npos + 1));
+
 	for (int i = 0; i < w->nlive; i++) {
 		int v = w->live[i];
-		if (keep[v]) {
+		if (keep[v] == SEL_KEEP) {
 			add(w->diff, P->def[v], max3(P->fwd_last[v], P->adj_last[v], last[v]), P->bytes[v]);
 			continue;
 		}
 		add(w->diff, P->def[v], P->fwd_last[v], P->bytes[v]);
-		if (r[v] != INT_MAX)
-			add(w->diff, r[v], last[v], P->bytes[v]);
+		/* a copy counts at the position it is made through made_at, after it through diff */
+		if (keep[v] == SEL_EACH) {
+			/* lasting where the adjoint op there reads it: the sorted positions walked beside its uses */
+			bool cand = P->kind[v] == SEL_CAND;
+			for (int k = 0, j = 0; k < w->nat[v]; k++) {
+				int t = w->at[v][k];
+				while (cand && j < P->nadj[v] && P->adj[v][j] < t)
+					j++;
+				bool direct = cand && (P->nadj[v] ? j < P->nadj[v] && P->adj[v][j] == t : t == P->adj_first[v] || t == P->adj_last[v]);
+				made_at(w, keep, v, t, direct);
+			}
+		} else if (r[v] != INT_MAX) {
+			made_at(w, keep, v, r[v], !transient(w, keep, v, r[v]));
+			add(w->diff, r[v] + 1, last[v], P->bytes[v]);
+		}
 	}
 	int64_t run = 0, peak = 0, ex = 0, budget = w->budget;
 	for (int t = 0; t < P->npos; t++) {
 		run += w->diff[t];
-		int64_t m = w->prof[t] = P->base[t] + run;
+		int64_t m = w->prof[t] = P->base[t] + run + w->most[t];
 		peak = m > peak ? m : peak;
 		ex += m > budget ? m - budget : 0;
 	}
+	/* only the positions where copies were made hold anything in made and most */
+	for (int k = 0; k < w->ntouched; k++)
+		w->made[w->touched[k]] = w->most[w->touched[k]] = 0;
+	w->ntouched = 0;
 	w->excess = ex;
 	*flops = f;
 	return peak;
 }
 
-int64_t sel_eval(const SelProblem *P, const bool *keep, int64_t *flops, int64_t *prof)
+int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof)
 {
 	Work w;
 	work_init(&w, P);
@@ -191,18 +342,20 @@ static int by_flops(const void *a, const void *b)
 	return fx < fy ? 1 : fx > fy ? -1 : x - y;
 }
 
-static void store_everything(const SelProblem *P, bool *keep)
+/* store-everything: every candidate kept but the free ones; free values made again at each use (that holds
+ * them least) */
+static void store_everything(const SelProblem *P, uint8_t *keep)
 {
 	for (int v = 0; v < P->n; v++)
-		keep[v] = P->kind[v] == SEL_CAND && !is_free(P, v);
+		keep[v] = P->kind[v] == SEL_FIXED ? SEL_ONCE : is_free(P, v) ? SEL_EACH : P->kind[v] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
 }
 
-static Cands candidates(const SelProblem *P, bool *keep)
+static Cands candidates(const SelProblem *P, uint8_t *keep)
 {
 	Cands c = {malloc(sizeof(int) * (size_t)(P->n + 1)), 0};
 	store_everything(P, keep);
 	for (int v = 0; v < P->n; v++)
-		if ((P->kind[v] == SEL_CAND && keep[v]) || P->kind[v] == SEL_TEMP)
+		if ((P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v))
 			c.c[c.nc++] = v;
 	sort_problem = P;
 	qsort(c.c, (size_t)c.nc, sizeof(int), by_flops);
@@ -211,15 +364,14 @@ static Cands candidates(const SelProblem *P, bool *keep)
 
 /* positions where dropping candidate v frees its bytes: after its last
  * forward use, before its first adjoint use (none for a temporary) */
-static int gap_from(const SelProblem *P, int v) { return P->fwd_last[v] + 1; }
-static int gap_to(const SelProblem *P, int v) { return P->kind[v] == SEL_CAND ? P->adj_first[v] - 1 : -1; }
 
 /* the sum over v's gap, for each candidate in c, of sign * its bytes */
 static void gaps(const SelProblem *P, const Cands *c, int64_t *at, int sign)
 {
 	for (int i = 0; i < c->nc; i++)
 		for (int t = gap_from(P, c->c[i]); t <= gap_to(P, c->c[i]); t++)
-			at[t] += sign * P->bytes[c->c[i]];
+			if (!adj_use(P, c->c[i], t))
+				at[t] += sign * P->bytes[c->c[i]];
 }
 
 /* ---- exact search ---- */
@@ -228,7 +380,7 @@ typedef struct {
 	Work w;
 	Cands c;
 	int64_t budget, limit, steps; /* steps: positions the pruning walked */
-	bool *keep, *best;
+	uint8_t *keep, *best;
 	int64_t best_flops, best_peak; /* the fit with the fewest FLOPs */
 	bool fits, over;
 	int64_t *need;  /* per position: the bytes the budget needs freed there */
@@ -246,7 +398,8 @@ static void leaf(Exact *e)
 	}
 }
 
-/* each candidate dropped, then kept; each temporary kept, then not */
+/* each candidate computed again once, each time, then kept; each temporary kept, then computed again once,
+ * then each time */
 static void dfs(Exact *e, int i, int64_t flops)
 {
 	const SelProblem *P = e->w.P;
@@ -262,27 +415,36 @@ static void dfs(Exact *e, int i, int64_t flops)
 	}
 	int v = e->c.c[i];
 	if (P->kind[v] == SEL_TEMP) {
-		e->keep[v] = true;
+		e->keep[v] = SEL_KEEP;
 		dfs(e, i + 1, flops);
-		e->keep[v] = false;
+		e->keep[v] = SEL_ONCE;
 		dfs(e, i + 1, flops);
+		e->keep[v] = SEL_EACH;
+		dfs(e, i + 1, flops);
+		e->keep[v] = SEL_ONCE;
 		return;
 	}
-	e->keep[v] = false;
+	/* computed again at least once either way */
+	e->keep[v] = SEL_ONCE;
 	dfs(e, i + 1, flops + P->flops[v]);
-	e->keep[v] = true;
+	e->keep[v] = SEL_EACH;
+	dfs(e, i + 1, flops + P->flops[v]);
+	e->keep[v] = SEL_KEEP;
 	/* kept: what it could have freed is no longer available */
 	int from = gap_from(P, v), to = gap_to(P, v);
 	e->steps += 2 * (to - from + 2);
 	bool ok = true;
 	for (int t = from; t <= to; t++) {
+		if (adj_use(P, v, t))
+			continue;
 		e->avail[t] -= P->bytes[v];
 		ok &= e->avail[t] >= e->need[t];
 	}
 	if (ok)
 		dfs(e, i + 1, flops);
 	for (int t = from; t <= to; t++)
-		e->avail[t] += P->bytes[v];
+		if (!adj_use(P, v, t))
+			e->avail[t] += P->bytes[v];
 }
 
 /* ---- the lower bound ---- */
@@ -317,7 +479,7 @@ static int64_t lower_bound(const SelProblem *P, const Cands *c, const int64_t *n
 		double left = (double)need[t], cost = 0;
 		for (int i = 0; i < n && left > 0; i++) {
 			int v = order[i];
-			if (t < gap_from(P, v) || t > gap_to(P, v))
+			if (!frees(P, v, t))
 				continue;
 			double b = (double)P->bytes[v];
 			cost += b >= left ? (double)P->flops[v] * left / b : (double)P->flops[v];
@@ -383,51 +545,56 @@ static int frontier(const SelProblem *P, int v, int *out, bool *seen)
 
 /* From store-everything: drop the candidate that removes the most bytes
  * times positions above the budget per FLOP it adds, until the peak fits.
- * A candidate is also tried dropped with the temporaries its recomputation
- * would start from kept (its frontier), and the better of the two taken. */
-static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
+ * A candidate is tried computed again once, once with the temporaries its
+ * recomputation would start from kept (its frontier), and each time it is
+ * needed; the best of the three taken. */
+enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH };
+
+static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
 	const SelProblem *P = w->P;
 	w->budget = budget;
 	int64_t f, peak = eval(w, keep, &f), ex = w->excess;
 	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
-	bool *with = malloc((size_t)c->nc + 1); /* the better move keeps the frontier */
+	uint8_t *move = malloc((size_t)c->nc + 1);
 	int *front = malloc(sizeof(int) * (size_t)(P->n + 1));
 	bool *seen = calloc((size_t)P->n + 1, 1);
+	uint8_t *was = malloc((size_t)P->n + 1);
 	for (int i = 0; i < c->nc; i++)
-		score[i] = 1e300, round[i] = -1, with[i] = false;
+		score[i] = 1e300, round[i] = -1, move[i] = MOVE_ONCE;
 	int now = 0;
 	bool refreshed = false;
 	while (peak > budget) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
-			if (P->kind[c->c[i]] == SEL_CAND && keep[c->c[i]] && (top < 0 || score[i] > score[top]))
+			if (P->kind[c->c[i]] == SEL_CAND && keep[c->c[i]] == SEL_KEEP && (top < 0 || score[i] > score[top]))
 				top = i;
 		if (top < 0)
 			break;
 		int v = c->c[top];
 		int nf = frontier(P, v, front, seen);
 		if (round[top] != now) {
-			keep[v] = false;
 			int64_t f2;
-			eval(w, keep, &f2);
-			score[top] = (double)(ex - w->excess) / (double)(f2 - f + 1);
-			with[top] = false;
-			bool *was = malloc((size_t)nf + 1);
-			int added = 0;
-			for (int k = 0; k < nf; k++)
-				was[k] = keep[front[k]], added += !keep[front[k]], keep[front[k]] = true;
-			if (added) {
-				eval(w, keep, &f2);
-				double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
-				if (s2 > score[top])
-					score[top] = s2, with[top] = true;
+			score[top] = -1e300;
+			for (int m = MOVE_ONCE; m <= MOVE_EACH; m++) {
+				/* read by one adjoint op: each time is once, unless recomputations read it too */
+				if (m == MOVE_EACH && P->adj_first[v] == P->adj_last[v] && w->nlive > 256)
+					continue;
+				int added = 0;
+				keep[v] = m == MOVE_EACH ? SEL_EACH : SEL_ONCE;
+				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
+					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
+				if (m != MOVE_FRONT || added) {
+					eval(w, keep, &f2);
+					double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
+					if (s2 > score[top])
+						score[top] = s2, move[top] = (uint8_t)m;
+				}
+				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
+					keep[front[k]] = was[k];
 			}
-			for (int k = 0; k < nf; k++)
-				keep[front[k]] = was[k];
-			free(was);
-			keep[v] = true;
+			keep[v] = SEL_KEEP;
 			round[top] = now;
 			continue;
 		}
@@ -440,42 +607,45 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool *keep)
 			continue;
 		}
 		refreshed = false;
-		keep[v] = false;
-		for (int k = 0; k < nf && with[top]; k++)
-			keep[front[k]] = true;
+		keep[v] = move[top] == MOVE_EACH ? SEL_EACH : SEL_ONCE;
+		for (int k = 0; k < nf && move[top] == MOVE_FRONT; k++)
+			keep[front[k]] = SEL_KEEP;
 		now++;
 		peak = eval(w, keep, &f);
 		ex = w->excess;
 	}
 	free(score);
 	free(round);
-	free(with);
+	free(move);
 	free(front);
 	free(seen);
+	free(was);
 	return (Outcome){peak <= budget, peak, f};
 }
 
-/* From every candidate dropped: while the peak is over the budget, keep
- * the value that removes the most bytes-times-positions above it (a kept
- * value ends the chains of recomputation through it, each of which would
- * otherwise be computed again at once and held); then keep the value that
- * saves the most FLOPs per byte it adds to the peak, while the peak fits. */
-static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
+/* From every candidate computed again once: while the peak is over the
+ * budget, keep (or compute each time) the value that removes the most
+ * bytes-times-positions above it (a kept value ends the chains of
+ * recomputation through it, each of which would otherwise be computed
+ * again at once and held); then keep the value that saves the most FLOPs
+ * per byte it adds to the peak, while the peak fits. */
+static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
 	for (int i = 0; i < c->nc; i++)
-		keep[c->c[i]] = false;
+		keep[c->c[i]] = SEL_ONCE;
 	w->budget = budget;
 	int64_t f, peak = eval(w, keep, &f), ex = w->excess;
 	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
+	uint8_t *to = malloc((size_t)c->nc + 1);
 	for (int i = 0; i < c->nc; i++)
-		score[i] = 1e300, round[i] = -1;
+		score[i] = 1e300, round[i] = -1, to[i] = SEL_KEEP;
 	int now = 0;
 	bool over = peak > budget, refreshed = false;
 	for (;;) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
-			if (!keep[c->c[i]] && score[i] > 0 && (top < 0 || score[i] > score[top]))
+			if (keep[c->c[i]] != SEL_KEEP && score[i] > 0 && (top < 0 || score[i] > score[top]))
 				top = i;
 		if (top < 0 && over && !refreshed) {
 			/* nothing lowers the excess by the stale scores: refresh them all once */
@@ -489,17 +659,23 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 			break;
 		int v = c->c[top];
 		if (round[top] != now) {
-			keep[v] = true;
-			int64_t f2, p2 = eval(w, keep, &f2);
-			keep[v] = false;
-			if (over)
-				score[top] = (double)(ex - w->excess);
-			else /* no gain, or over the budget: out until something else is kept */
-				score[top] = p2 > budget || f2 >= f ? 0 : (double)(f - f2) / (double)((p2 > peak ? p2 - peak : 0) + 1);
+			uint8_t was = keep[v];
+			score[top] = 0;
+			/* over the budget, computing it each time is a move too */
+			for (uint8_t st = SEL_KEEP; st <= (over && was == SEL_ONCE ? SEL_EACH : SEL_KEEP); st++) {
+				keep[v] = st;
+				int64_t f2, p2 = eval(w, keep, &f2);
+				double sc = over ? (double)(ex - w->excess)
+				                 /* no gain, or over the budget: out until something else is kept */
+				                 : p2 > budget || f2 >= f ? 0 : (double)(f - f2) / (double)((p2 > peak ? p2 - peak : 0) + 1);
+				if (sc > score[top])
+					score[top] = sc, to[top] = st;
+			}
+			keep[v] = was;
 			round[top] = now;
 			continue;
 		}
-		keep[v] = true;
+		keep[v] = to[top];
 		now++;
 		refreshed = false;
 		peak = eval(w, keep, &f);
@@ -513,24 +689,79 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool *keep)
 	}
 	free(score);
 	free(round);
+	free(to);
 	return (Outcome){peak <= budget, peak, f};
 }
 
-/* keep again each value whose keeping saves FLOPs and still fits, the costliest first */
-static Outcome polish(Work *w, const Cands *c, int64_t budget, bool *keep)
+/* keep again each value whose keeping saves FLOPs and still fits, the
+ * costliest first; then compute once each value computed each time where
+ * that saves FLOPs and still fits */
+static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
 	int64_t f, peak = eval(w, keep, &f);
-	for (int i = 0; i < c->nc; i++) {
-		int v = c->c[i];
-		if (keep[v])
-			continue;
-		keep[v] = true;
-		int64_t f2, p2 = eval(w, keep, &f2);
-		if (p2 <= budget && f2 < f)
-			f = f2, peak = p2;
-		else
-			keep[v] = false;
+	for (uint8_t st = SEL_KEEP; st != 0xff; st = st == SEL_KEEP ? SEL_ONCE : 0xff)
+		for (int i = 0; i < c->nc; i++) {
+			int v = c->c[i];
+			uint8_t was = keep[v];
+			if (was == SEL_KEEP || (st == SEL_ONCE && was != SEL_EACH))
+				continue;
+			keep[v] = st;
+			int64_t f2, p2 = eval(w, keep, &f2);
+			if (p2 <= budget && f2 < f)
+				f = f2, peak = p2;
+			else
+				keep[v] = was;
+		}
+	return (Outcome){peak <= budget, peak, f};
+}
+
+/* Swaps within a fit: a value not kept is kept (or computed once instead
+ * of each time) while another changes state so that the peak still fits,
+ * where that saves FLOPs; passes while one helps, within `work` values and
+ * positions visited. */
+static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int64_t work)
+{
+	const SelProblem *P = w->P;
+	int64_t f, peak = eval(w, keep, &f), per = P->n + P->npos;
+	bool moved = true;
+	while (moved && peak <= budget) {
+		moved = false;
+		for (int i = 0; i < c->nc && !moved; i++) {
+			int u = c->c[i];
+			uint8_t was_u = keep[u];
+			if (was_u == SEL_KEEP || !P->flops[u])
+				continue;
+			keep[u] = was_u == SEL_EACH ? SEL_ONCE : SEL_KEEP;
+			int64_t fu;
+			eval(w, keep, &fu);
+			if (fu >= f) {
+				keep[u] = was_u;
+				continue;
+			}
+			for (int j = 0; j < c->nc && !moved; j++) {
+				int v = c->c[j];
+				if (v == u)
+					continue;
+				uint8_t was_v = keep[v];
+				for (uint8_t st = SEL_ONCE; st <= SEL_EACH && !moved; st++) {
+					if (st == was_v || (was_v != SEL_KEEP && st == SEL_KEEP))
+						continue;
+					if (w->evals * per > work)
+						goto out;
+					keep[v] = st;
+					int64_t f2, p2 = eval(w, keep, &f2);
+					if (p2 <= budget && f2 < f)
+						f = f2, peak = p2, moved = true;
+					else
+						keep[v] = was_v;
+				}
+			}
+			if (!moved)
+				keep[u] = was_u;
+		}
 	}
+out:
+	peak = eval(w, keep, &f);
 	return (Outcome){peak <= budget, peak, f};
 }
 
@@ -541,7 +772,7 @@ static bool better(Outcome a, Outcome b)
 	return a.fits ? a.flops < b.flops || (a.flops == b.flops && a.peak < b.peak) : a.peak < b.peak;
 }
 
-SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep)
+SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
 {
 	SelResult res = {0};
 	Work w;
@@ -557,7 +788,8 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep)
 		res.fits = true, res.peak = peak, res.flops = f;
 		goto done;
 	}
-	bool over = work <= 0;
+	/* three states a decision: past SEL_EXACT_MOST of them the exact search would only spend its limit */
+	bool over = work <= 0 || c.nc > SEL_EXACT_MOST;
 	if (!over && res.bound < INT64_MAX) {
 		Exact e = {0};
 		e.w = w;
@@ -568,7 +800,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep)
 		e.best = malloc((size_t)P->n + 1);
 		memcpy(e.keep, keep, (size_t)P->n);
 		for (int i = 0; i < c.nc; i++)
-			e.keep[c.c[i]] = P->kind[c.c[i]] == SEL_CAND;
+			e.keep[c.c[i]] = P->kind[c.c[i]] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
 		e.need = need;
 		e.avail = calloc((size_t)P->npos + 1, sizeof(int64_t));
 		gaps(P, &c, e.avail, 1);
@@ -587,7 +819,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep)
 	}
 	if (over || !res.fits) {
 		/* the greedy searches: dropping from store-everything, keeping from nothing kept; then each polished */
-		bool *other = malloc((size_t)P->n + 1);
+		uint8_t *other = malloc((size_t)P->n + 1);
 		store_everything(P, keep);
 		Outcome a = greedy_drop(&w, &c, budget, keep);
 		if (a.fits)
@@ -616,7 +848,7 @@ int64_t sel_floor(const SelProblem *P)
 {
 	Work w;
 	work_init(&w, P);
-	bool *keep = malloc((size_t)P->n + 1);
+	uint8_t *keep = malloc((size_t)P->n + 1);
 	Cands c = candidates(P, keep);
 	int64_t f;
 	eval(&w, keep, &f);
@@ -633,22 +865,25 @@ int64_t sel_floor(const SelProblem *P)
 	return lo;
 }
 
-SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floor)
+SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor)
 {
 	Work w;
 	work_init(&w, P);
 	Cands c = candidates(P, keep);
 	int64_t f, hi = eval(&w, keep, &f);
-	for (int i = 0; i < c.nc; i++)
-		keep[c.c[i]] = false;
-	int64_t all = eval(&w, keep, &f);
-	hi = all < hi ? all : hi;
+	/* nothing kept, computed once or each time */
+	for (uint8_t st = SEL_ONCE; st != SEL_KEEP; st = st == SEL_ONCE ? SEL_EACH : SEL_KEEP) {
+		for (int i = 0; i < c.nc; i++)
+			keep[c.c[i]] = st;
+		int64_t all = eval(&w, keep, &f);
+		hi = all < hi ? all : hi;
+	}
 	free(c.c);
 	work_free(&w);
 	int64_t lo = *floor = sel_floor(P);
-	/* the least budget the search fits, by bisection between the floor and the better of keeping and
+	/* the least budget the search fits, by bisection between the floor and the best of keeping and
 	 * dropping all; once the exact search runs out of work, the rest is greedy */
-	bool *try = malloc((size_t)P->n + 1);
+	uint8_t *try = malloc((size_t)P->n + 1);
 	SelResult best = sel_fit(P, hi, work, keep);
 	if (best.method == SEL_GREEDY)
 		work = 0;
@@ -667,4 +902,52 @@ SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floo
 	}
 	free(try);
 	return best;
+}
+
+/* First-improvement descent from keep[]: one value's state changed (kept,
+ * computed once, computed each time) where that lowers the peak, or keeps
+ * it and saves FLOPs; passes until none helps or `passes` ran out. */
+SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
+{
+	Work w;
+	work_init(&w, P);
+	uint8_t *all = malloc((size_t)P->n + 1);
+	Cands c = candidates(P, all);
+	free(all);
+	int64_t f, peak = eval(&w, keep, &f);
+	for (int pass = 0; pass < passes; pass++) {
+		bool moved = false;
+		for (int i = 0; i < c.nc; i++) {
+			int v = c.c[i];
+			uint8_t was = keep[v], best = was;
+			for (uint8_t st = SEL_ONCE; st <= SEL_EACH; st++) {
+				if (st == was)
+					continue;
+				keep[v] = st;
+				int64_t f2, p2 = eval(&w, keep, &f2);
+				if (p2 < peak || (p2 == peak && f2 < f))
+					peak = p2, f = f2, best = st;
+			}
+			keep[v] = best;
+			moved |= best != was;
+		}
+		if (!moved)
+			break;
+	}
+	free(c.c);
+	work_free(&w);
+	return (SelResult){true, peak, f, INT64_MAX, SEL_GREEDY};
+}
+
+SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
+{
+	Work w;
+	work_init(&w, P);
+	uint8_t *all = malloc((size_t)P->n + 1);
+	Cands c = candidates(P, all);
+	free(all);
+	Outcome o = swaps(&w, &c, budget, keep, work);
+	free(c.c);
+	work_free(&w);
+	return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY};
 }

@@ -7,13 +7,18 @@
  *
  * The cost model. A kept candidate lives from its definition to its last
  * adjoint use. A dropped one lives from its definition to its last forward
- * use, and again from where it is computed again to its last use there: the
- * first adjoint position that reads it, or an earlier recomputation that
- * needs it. A recomputation at position r reads its operands at r; an
- * operand that is not kept (a dropped candidate, or a temporary the adjoint
- * never reads) is computed again too, once, at the earliest r that needs
- * it, and one that is kept stays live to its last such r. The recomputed FLOPs are the sum over the values computed again; the
- * peak is the largest sum over a position. */
+ * use, and again where it is computed again, in one of two ways:
+ *   once: at the first position that needs it (an adjoint op that reads
+ *     it, or a recomputation that does), held to the last;
+ *   each: at every position that needs it, each copy live there only
+ *     (Checkmate's freedom to compute a value more than once: a module's
+ *     output made again for the next module's recomputation and again for
+ *     its own adjoint, not held in between).
+ * A recomputation at position r reads its operands at r; an operand that is
+ * not kept (a dropped candidate, or a temporary the adjoint never reads) is
+ * computed again too, once or each time, and one that is kept stays live to
+ * its last such r. The recomputed FLOPs are the sum over the copies made;
+ * the peak is the largest sum over a position. */
 #ifndef DPC_SELECT_H
 #define DPC_SELECT_H
 
@@ -38,7 +43,15 @@ typedef struct {
 	int **in;
 	int *def, *fwd_last;       /* positions: its definition, its last forward use (>= def) */
 	int *adj_first, *adj_last; /* its adjoint uses (candidates: adj_first > fwd_last) */
+	int *nadj, **adj;          /* every adjoint use, ascending; nadj 0: adj_first and adj_last only */
 } SelProblem;
+
+/* a value's state in a choice */
+enum {
+	SEL_ONCE = 0, /* not kept: computed again once where first needed */
+	SEL_KEEP = 1, /* kept */
+	SEL_EACH = 2, /* not kept: computed again at each position that needs it */
+};
 
 typedef enum {
 	SEL_EXACT,  /* every choice searched (with pruning): the fewest FLOPs that fit */
@@ -53,25 +66,36 @@ typedef struct {
 	SelMethod method;
 } SelResult;
 
-/* The work limit of the exact search, in the values and positions it visits; beyond it, greedy. */
+/* The work limit of the exact search, in the values and positions it visits, and the most decisions it
+ * takes on (three states each); beyond either, greedy. */
 #define SEL_WORK ((int64_t)1 << 26)
+#define SEL_EXACT_MOST 32
 
 SelProblem *sel_new(int n, int npos);
-/* A choice is keep[v] per value (fixed ones ignored): a candidate kept
- * for the adjoint, or a temporary kept for the recomputations that read it.
+/* A choice is keep[v] per value (fixed ones ignored), SEL_KEEP, SEL_ONCE
+ * or SEL_EACH: a candidate kept for the adjoint, or a temporary kept for the
+ * recomputations that read it, or either computed again.
  * Store-everything keeps every candidate and no temporary.
  * sel_eval: the choice's peak; its recomputed FLOPs in *flops; the memory
  * at each position in prof unless NULL. */
-int64_t sel_eval(const SelProblem *P, const bool *keep, int64_t *flops, int64_t *prof);
+int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof);
 /* The fewest recomputed FLOPs whose peak fits budget: the choice in
  * keep[]. Without a fit, the least peak the search found. work: the
  * exact search's limit (SEL_WORK); 0 forces the greedy search. A
  * candidate that costs nothing to compute again from fixed values (a
  * fill) is never kept. */
-SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool *keep);
+SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep);
 /* The least peak the search reaches, at the fewest FLOPs it found for it;
  * *floor: no choice's peak is below it. */
-SelResult sel_least(const SelProblem *P, int64_t work, bool *keep, int64_t *floor);
+SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor);
+/* a descent from keep[]: one value's state changed at a time while that
+ * lowers the peak (or keeps it at fewer FLOPs), for at most `passes` passes
+ * over them; the choice's peak and FLOPs */
+SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep);
+/* from a choice that fits budget: swaps (a value kept, or computed once,
+ * while another changes state) that save FLOPs and still fit, within
+ * `work` values and positions visited */
+SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep);
 /* that floor alone: the most any position holds less every candidate that could be freed there */
 int64_t sel_floor(const SelProblem *P);
 

@@ -8,7 +8,9 @@
  *
  * Everything else (f64, bf16, or f32 without oneDNN) takes dpc's own path:
  * each image's windows unfolded into the planned workspace as a matrix
- * [C kh kw, Ho Wo], then one GEMM (OpenBLAS). bf16 is widened to f32 first
+ * [C kh kw, rows Wo], a band of output rows at a time (as many as the
+ * workspace holds: the CPU target plans a band of at least 256 output
+ * positions), then one GEMM (OpenBLAS) per band. bf16 is widened to f32 first
  * and the result rounded back, as bf16 GEMMs are. */
 #include <cblas.h>
 #include <dlfcn.h>
@@ -26,17 +28,18 @@ static int result_of(int kind) { return kind == 0 ? 2 : kind - 1; }
 
 /* ---- dpc's own path ---- */
 
-/* x [C, H, W] of one image to cols [C kh kw, Ho Wo]: zero outside x */
+/* output rows i0 .. i0 + nr - 1 of x [C, H, W] (one image) to cols
+ * [C kh kw, nr Wo]: zero outside x */
 #define UNFOLD(T)                                                                                              \
-	static void unfold_##T(const RtConvShape *s, const T *x, T *cols)                                            \
+	static void unfold_##T(const RtConvShape *s, const T *x, T *cols, int64_t i0, int64_t nr)                    \
 	{                                                                                                        \
-		int64_t P = s->ho * s->wo;                                                                           \
+		int64_t P = nr * s->wo;                                                                              \
 		for (int64_t c = 0; c < s->c; c++)                                                                  \
 			for (int64_t a = 0; a < s->kh; a++)                                                              \
 				for (int64_t b = 0; b < s->kw; b++) {                                                        \
 					T *row = cols + ((c * s->kh + a) * s->kw + b) * P;                                       \
-					for (int64_t i = 0; i < s->ho; i++) {                                                    \
-						int64_t h = i * s->sh - s->ph + a * s->dh;                                           \
+					for (int64_t i = 0; i < nr; i++) {                                                       \
+						int64_t h = (i0 + i) * s->sh - s->ph + a * s->dh;                                    \
 						T *r = row + i * s->wo;                                                              \
 						if (h < 0 || h >= s->h) {                                                           \
 							memset(r, 0, sizeof(T) * (size_t)s->wo);                                         \
@@ -50,17 +53,16 @@ static int result_of(int kind) { return kind == 0 ? 2 : kind - 1; }
 					}                                                                                        \
 				}                                                                                            \
 	}                                                                                                        \
-	/* cols back into x [C, H, W], each window's element added where it came from */                         \
-	static void fold_##T(const RtConvShape *s, const T *cols, T *x)                                              \
+	/* those rows' cols added into x [C, H, W] where each element came from */                               \
+	static void fold_##T(const RtConvShape *s, const T *cols, T *x, int64_t i0, int64_t nr)                      \
 	{                                                                                                        \
-		int64_t P = s->ho * s->wo;                                                                           \
-		memset(x, 0, sizeof(T) * (size_t)(s->c * s->h * s->w));                                           \
+		int64_t P = nr * s->wo;                                                                              \
 		for (int64_t c = 0; c < s->c; c++)                                                                  \
 			for (int64_t a = 0; a < s->kh; a++)                                                              \
 				for (int64_t b = 0; b < s->kw; b++) {                                                        \
 					const T *row = cols + ((c * s->kh + a) * s->kw + b) * P;                                 \
-					for (int64_t i = 0; i < s->ho; i++) {                                                    \
-						int64_t h = i * s->sh - s->ph + a * s->dh;                                           \
+					for (int64_t i = 0; i < nr; i++) {                                                       \
+						int64_t h = (i0 + i) * s->sh - s->ph + a * s->dh;                                    \
 						if (h < 0 || h >= s->h)                                                             \
 							continue;                                                                        \
 						T *dst = x + (c * s->h + h) * s->w;                                                \
@@ -76,26 +78,34 @@ static int result_of(int kind) { return kind == 0 ? 2 : kind - 1; }
 UNFOLD(float)
 UNFOLD(double)
 
-/* One image at a time: unfold, then a GEMM with the weight as [O, C kh kw]. */
+/* One image at a time, in bands of `band` output rows (as many as the
+ * planned workspace holds): unfold the band, then a GEMM with the weight as
+ * [O, C kh kw] on the band's columns of y (leading dimension Ho Wo). */
 #define OWN(T, GEMM)                                                                                          \
-	static void own_##T(int kind, const RtConvShape *s, T *x, T *w, T *y, T *cols)                               \
+	static void own_##T(int kind, const RtConvShape *s, T *x, T *w, T *y, T *cols, int64_t band)                 \
 	{                                                                                                        \
 		int64_t P = s->ho * s->wo, K = s->c * s->kh * s->kw, O = s->o;                                     \
 		int64_t xs = s->c * s->h * s->w, ys = O * P;                                                      \
 		for (int64_t n = 0; n < s->n; n++) {                                                                \
-			if (kind == 1) {                                                                                 \
-				GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)O, 1, w, (int)K, y + n * ys, \
-				     (int)P, 0, cols, (int)P);                                                               \
-				fold_##T(s, cols, x + n * xs);                                                               \
-				continue;                                                                                    \
+			if (kind == 1)                                                                                   \
+				memset(x + n * xs, 0, sizeof(T) * (size_t)xs);                                             \
+			for (int64_t i0 = 0; i0 < s->ho; i0 += band) {                                                   \
+				int64_t nr = s->ho - i0 < band ? s->ho - i0 : band, Q = nr * s->wo;                          \
+				T *yb = y + n * ys + i0 * s->wo;                                                             \
+				if (kind == 1) {                                                                             \
+					GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)Q, (int)O, 1, w, (int)K, yb,  \
+					     (int)P, 0, cols, (int)Q);                                                           \
+					fold_##T(s, cols, x + n * xs, i0, nr);                                                   \
+					continue;                                                                                \
+				}                                                                                            \
+				unfold_##T(s, x + n * xs, cols, i0, nr);                                                     \
+				if (kind == 0)                                                                               \
+					GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)Q, (int)K, 1, w, (int)K,    \
+					     cols, (int)Q, 0, yb, (int)P);                                                       \
+				else                                                                                         \
+					GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)K, (int)Q, 1, yb, (int)P,     \
+					     cols, (int)Q, n || i0 ? 1 : 0, w, (int)K);                                          \
 			}                                                                                                \
-			unfold_##T(s, x + n * xs, cols);                                                                 \
-			if (kind == 0)                                                                                   \
-				GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)P, (int)K, 1, w, (int)K, cols,  \
-				     (int)P, 0, y + n * ys, (int)P);                                                         \
-			else                                                                                             \
-				GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)K, (int)P, 1, y + n * ys, (int)P, \
-				     cols, (int)P, n ? 1 : 0, w, (int)K);                                                    \
 		}                                                                                                    \
 	}
 OWN(float, cblas_sgemm)
@@ -112,15 +122,17 @@ static float *widened(uint64_t a, int64_t n, bool copy)
 
 static void own(int kind, int elem_bytes, const RtConvShape *s, uint64_t x, uint64_t w, uint64_t y, uint64_t ws, int64_t ws_bytes)
 {
-	int64_t cbytes = elem_bytes == 8 ? 8 : 4;
-	if (ws_bytes < s->c * s->kh * s->kw * s->ho * s->wo * cbytes)
+	int64_t cbytes = elem_bytes == 8 ? 8 : 4, row = s->c * s->kh * s->kw * s->wo * cbytes;
+	if (ws_bytes < row)
 		rt_fail(70, "internal error: a convolution's workspace of %lld bytes is too small", (long long)ws_bytes);
+	/* the output rows a band unfolds: as many as the workspace holds */
+	int64_t band = ws_bytes / row < s->ho ? ws_bytes / row : s->ho;
 	if (elem_bytes == 8) {
-		own_double(kind, s, P(x), P(w), P(y), P(ws));
+		own_double(kind, s, P(x), P(w), P(y), P(ws), band);
 		return;
 	}
 	if (elem_bytes == 4) {
-		own_float(kind, s, P(x), P(w), P(y), P(ws));
+		own_float(kind, s, P(x), P(w), P(y), P(ws), band);
 		return;
 	}
 	int64_t n[3] = {s->n * s->c * s->h * s->w, s->o * s->c * s->kh * s->kw, s->n * s->o * s->ho * s->wo};
@@ -129,7 +141,7 @@ static void own(int kind, int elem_bytes, const RtConvShape *s, uint64_t x, uint
 	float *f[3];
 	for (int i = 0; i < 3; i++)
 		f[i] = widened(at[i], n[i], i != r);
-	own_float(kind, s, f[0], f[1], f[2], P(ws));
+	own_float(kind, s, f[0], f[1], f[2], P(ws), band);
 	uint16_t *out = P(at[r]);
 	for (int64_t i = 0; i < n[r]; i++)
 		out[i] = rt_f32_to_bf16(f[r][i]);

@@ -1,7 +1,8 @@
 /* select: the optimiser of what the adjoint keeps (compiler/select/),
  * against brute force. On hundreds of random DAGs (random kinds, operands,
- * bytes, FLOPs, uses and base memory) every keep/drop choice of every
- * candidate and temporary is evaluated; then at budgets from the
+ * bytes, FLOPs, uses and base memory) every choice of every candidate and
+ * temporary (kept, computed again once, computed again at each use) is
+ * evaluated; then at budgets from the
  * store-everything peak down to below the least peak:
  *   - the exact search gives the fewest FLOPs of any choice that fits, or
  *     says that none fits;
@@ -56,6 +57,15 @@ static SelProblem *random_problem(int n, int nfixed)
 			continue;
 		P->adj_first[v] = n + rnd(nadj);
 		P->adj_last[v] = P->adj_first[v] + rnd(npos - P->adj_first[v]);
+		/* every use listed (sometimes only the first and last) */
+		if (rnd(4) == 0 || P->adj_last[v] == P->adj_first[v])
+			continue;
+		P->adj[v] = malloc(sizeof(int) * 4);
+		P->adj[v][P->nadj[v]++] = P->adj_first[v];
+		for (int t = P->adj_first[v] + 1; t < P->adj_last[v] && P->nadj[v] < 3; t++)
+			if (rnd(3) == 0)
+				P->adj[v][P->nadj[v]++] = t;
+		P->adj[v][P->nadj[v]++] = P->adj_last[v];
 	}
 	for (int t = 0; t < npos; t++)
 		P->base[t] = rnd(60);
@@ -68,26 +78,29 @@ int main(void)
 	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0;
 	double worst_gap = 0;
 	for (int iter = 0; iter < 300; iter++) {
-		int n = 6 + rnd(11);
+		int n = 6 + rnd(8);
 		SelProblem *P = random_problem(n, 1 + rnd(2));
 		int dec[32], nd = 0;
 		for (int v = 0; v < n; v++)
 			if (P->kind[v] != SEL_FIXED)
 				dec[nd++] = v;
-		if (nd > 14)
+		if (nd > 9)
 			continue;
 		problems++;
-		/* brute force: every choice */
-		int64_t *peak = malloc(sizeof(int64_t) << nd), *flops = malloc(sizeof(int64_t) << nd), least = INT64_MAX, full;
-		bool keep[64] = {0};
-		for (unsigned m = 0; m < 1u << nd; m++) {
-			for (int i = 0; i < nd; i++)
-				keep[dec[i]] = m >> i & 1;
+		/* brute force: every choice, three states a decision */
+		unsigned nm = 1;
+		for (int i = 0; i < nd; i++)
+			nm *= 3;
+		int64_t *peak = malloc(sizeof(int64_t) * nm), *flops = malloc(sizeof(int64_t) * nm), least = INT64_MAX, full;
+		uint8_t keep[64] = {0};
+		for (unsigned m = 0; m < nm; m++) {
+			for (unsigned i = 0, x = m; i < (unsigned)nd; i++, x /= 3)
+				keep[dec[i]] = (uint8_t)(x % 3);
 			peak[m] = sel_eval(P, keep, &flops[m], NULL);
 			least = peak[m] < least ? peak[m] : least;
 		}
 		for (int i = 0; i < nd; i++)
-			keep[dec[i]] = P->kind[dec[i]] == SEL_CAND;
+			keep[dec[i]] = P->kind[dec[i]] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
 		int64_t f0;
 		full = sel_eval(P, keep, &f0, NULL);
 		char what[300];
@@ -96,11 +109,11 @@ int main(void)
 		for (int s = 0; s <= 10; s++) {
 			int64_t budget = s == 10 ? least - 1 : full - (full - least) * s / 9;
 			int64_t best = -1;
-			for (unsigned m = 0; m < 1u << nd; m++)
+			for (unsigned m = 0; m < nm; m++)
 				if (peak[m] <= budget && (best < 0 || flops[m] < best))
 					best = flops[m];
 			budgets++;
-			bool got[64];
+			uint8_t got[64];
 			SelResult r = sel_fit(P, budget, SEL_WORK, got);
 			int64_t f, pk = sel_eval(P, got, &f, NULL);
 			snprintf(what, sizeof what, "problem %d (%d decisions), budget %lld: exact search %s %lld FLOPs at peak %lld "
@@ -130,7 +143,7 @@ int main(void)
 			}
 		}
 		int64_t floor;
-		bool got[64];
+		uint8_t got[64];
 		SelResult l = sel_least(P, SEL_WORK, got, &floor);
 		int64_t f, pk = sel_eval(P, got, &f, NULL);
 		snprintf(what, sizeof what, "problem %d: least peak %lld (evaluated %lld), floor %lld; brute force %lld", iter,
