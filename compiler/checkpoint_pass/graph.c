@@ -323,6 +323,7 @@ typedef struct {
 	int *val;  /* per problem value: the program value */
 	int64_t work;  /* the exact search's limit: SEL_WORK, 0 once it ran out on this model */
 	bool small;    /* up to GRAPH_SWEEP candidates: searches that plan many times are affordable */
+	bool descent;  /* up to GRAPH_DESCENT candidates: a search that plans once per value is affordable */
 } Model;
 
 static void note_use(Model *m, int v, int at, int nforward)
@@ -497,6 +498,7 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 		P->base[t] += calib;
 	m.work = SEL_WORK;
 	m.small = n <= GRAPH_SWEEP;
+	m.descent = n <= GRAPH_DESCENT;
 	return m;
 }
 
@@ -548,6 +550,59 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 			break;
 		}
 		want -= bytes - budget;
+	}
+	/* then, on graphs of up to GRAPH_DESCENT candidates, each value not kept kept (or made once instead of
+	 * each time) where the planner says it still fits: the model errs on the side of too much memory */
+	for (int pass = 0; res.fits && least && m->descent && pass < 2; pass++) {
+		bool moved = false;
+		for (int u = 0; u < P->n; u++) {
+			if (P->kind[u] == SEL_FIXED || keep[u] == SEL_KEEP || !P->flops[u])
+				continue;
+			uint8_t was = keep[u];
+			for (uint8_t st = SEL_KEEP; st != SEL_EACH && st != was; st = st == SEL_KEEP ? SEL_ONCE : SEL_EACH) {
+				keep[u] = st;
+				choose(g, m, keep);
+				int64_t flops, bytes = eval(g, plan, &flops);
+				if (bytes <= budget && flops < res.flops) {
+					best_bytes = bytes, res.flops = flops, moved = true;
+					break;
+				}
+				keep[u] = was;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	/* and swaps checked by the planner: the costliest value computed again kept, another kept value made
+	 * again instead, where that fits and saves FLOPs (the 8 costliest, each against every kept one) */
+	uint8_t *tried = m->descent ? ar_alloc((size_t)P->n + 1) : NULL;
+	for (int tries = 0; res.fits && least && m->descent && tries < 8; tries++) {
+		int u = -1;
+		for (int x = 0; x < P->n; x++)
+			if (P->kind[x] != SEL_FIXED && keep[x] != SEL_KEEP && P->flops[x] && !tried[x] &&
+			    (u < 0 || P->flops[x] > P->flops[u]))
+				u = x;
+		if (u < 0)
+			break;
+		tried[u] = 1;
+		uint8_t was_u = keep[u];
+		keep[u] = SEL_KEEP;
+		bool done = false;
+		for (int v = 0; v < P->n && !done; v++) {
+			if (v == u || P->kind[v] != SEL_CAND || keep[v] != SEL_KEEP)
+				continue;
+			for (uint8_t st = SEL_ONCE; st <= SEL_EACH && !done; st += SEL_EACH - SEL_ONCE) {
+				keep[v] = st;
+				choose(g, m, keep);
+				int64_t flops, bytes = eval(g, plan, &flops);
+				if (bytes <= budget && flops < res.flops)
+					best_bytes = bytes, res.flops = flops, done = true;
+				else
+					keep[v] = SEL_KEEP;
+			}
+		}
+		if (!done)
+			keep[u] = was_u;
 	}
 	if (!res.fits && least) {
 		int64_t floor, flops;

@@ -955,7 +955,8 @@ static LLVMValueRef isub(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuil
  * elements in order (padding: never a max, zeros in a mean). The gradient gathers, for an element of x, from each
  * window that holds it: an even share (avgpool_dx), or, when it ties for
  * the window's max, the gradient over the count of the window's elements
- * that do (maxpool_dx counts them again). Gathers write once: no atomics,
+ * that do (maxpool_dx finds each window's max and counts them again from x,
+ * in one pass: the result is not kept for the gradient). Gathers write once: no atomics,
  * the same bits on every run. */
 /* element (r, c) of the plane that starts at base, when it is inside the
  * image, else `outside` */
@@ -1021,20 +1022,24 @@ static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx
 	ho = LLVMBuildSelect(B, ok, ho, z, "");
 	wo = LLVMBuildSelect(B, ok, wo, z, "");
 	LLVMValueRef win = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, plane, cg_i64(g, Ho), ""), ho, ""), cg_i64(g, Wo), ""), wo, "");
-	LLVMValueRef gv = cg_load(k, ptrs[max ? 3 : 1], win), part;
+	LLVMValueRef gv = cg_load(k, ptrs[max ? 2 : 1], win), part;
 	if (max) {
-		LLVMValueRef yv = cg_load(k, ptrs[2], win), in;
+		/* the window's max and the count tied for it, in one pass: a larger element starts the count again */
+		LLVMValueRef in, ninf = cg_real(g, -INFINITY), one = cg_real(g, 1);
 		LLVMValueRef base = LLVMBuildMul(B, plane, cg_i64(g, H * W), "");
 		LLVMValueRef r0 = isub(k, LLVMBuildMul(B, ho, sh, ""), cg_i64(g, w->ph)), c0 = isub(k, LLVMBuildMul(B, wo, sw, ""), cg_i64(g, w->pw));
 		Loop t = cg_for(k, nk);
-		Acc c = cg_acc(k, &t, zero);
+		Acc mx = cg_acc(k, &t, ninf), c = cg_acc(k, &t, zero);
 		LLVMValueRef ta = LLVMBuildUDiv(B, t.i, kw, ""), tb = LLVMBuildURem(B, t.i, kw, "");
-		LLVMValueRef tv = pool_cell(k, ptrs[1], base, LLVMBuildAdd(B, r0, ta, ""), LLVMBuildAdd(B, c0, tb, ""), H, W, zero, &in);
-		LLVMValueRef tie = LLVMBuildAnd(B, in, LLVMBuildFCmp(B, LLVMRealOEQ, tv, yv, ""), "");
-		LLVMValueRef nc = LLVMBuildFAdd(B, c.phi, LLVMBuildSelect(B, tie, cg_real(g, 1), zero, ""), "");
+		LLVMValueRef tv = pool_cell(k, ptrs[1], base, LLVMBuildAdd(B, r0, ta, ""), LLVMBuildAdd(B, c0, tb, ""), H, W, ninf, &in);
+		LLVMValueRef above = LLVMBuildAnd(B, in, LLVMBuildFCmp(B, LLVMRealOGT, tv, mx.phi, ""), "");
+		LLVMValueRef tie = LLVMBuildAnd(B, in, LLVMBuildFCmp(B, LLVMRealOEQ, tv, mx.phi, ""), "");
+		LLVMValueRef nm = LLVMBuildSelect(B, above, tv, mx.phi, "");
+		LLVMValueRef nc = LLVMBuildSelect(B, above, one, LLVMBuildSelect(B, tie, LLVMBuildFAdd(B, c.phi, one, ""), c.phi, ""), "");
+		cg_acc_next(k, &mx, nm);
 		cg_acc_next(k, &c, nc);
 		cg_for_end(k, &t, nk);
-		LLVMValueRef ties = cg_acc_result(k, &t, zero, nc);
+		LLVMValueRef yv = cg_acc_result(k, &t, ninf, nm), ties = cg_acc_result(k, &t, zero, nc);
 		LLVMValueRef mine = LLVMBuildAnd(B, ok, LLVMBuildFCmp(B, LLVMRealOEQ, xv, yv, ""), "");
 		part = LLVMBuildSelect(B, mine, LLVMBuildFDiv(B, gv, ties, ""), zero, "");
 	} else {

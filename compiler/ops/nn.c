@@ -103,11 +103,13 @@ Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows)
 }
 
 /* the rows a target's workspace holds: the whole image for cuDNN, else
- * the fewest rows that make at least 256 output positions (a GEMM that
- * wide runs near its best; the workspace is then a fraction of an image's) */
+ * the fewest rows that make at least 64 output positions. The CPU's own
+ * path serves f64 and bf16 (f32 goes to oneDNN, whose memory is its own):
+ * GEMMs 64 wide lose little there, and the workspace is a fraction of an
+ * image's. */
 int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda)
 {
-	int64_t r = (256 + wo - 1) / wo;
+	int64_t r = (64 + wo - 1) / wo;
 	return cuda || r > ho ? ho : r;
 }
 
@@ -169,16 +171,17 @@ void ops_adjoint_conv(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	int x = op->in[0], w = op->in[1];
-	if (ad_active(a, x))
-		ad_contrib(a, x, conv_grad(a, op, OP_CONV2D_DX, g, w, ir_vtype(p, x)), op->loc);
+	/* the weight's first: it is the last reader of x, which can then die before dx is made */
 	if (ad_active(a, w))
 		ad_contrib(a, w, conv_grad(a, op, OP_CONV2D_DW, x, g, ir_vtype(p, w)), op->loc);
+	if (ad_active(a, x))
+		ad_contrib(a, x, conv_grad(a, op, OP_CONV2D_DX, g, w, ir_vtype(p, x)), op->loc);
 }
 
 /* maxpool / avgpool (x [N, C, H, W]) -> [N, C, Ho, Wo], windows without
  * dilation, padded by at most half the kernel (as PyTorch's: a max's
  * padding is never the max, an average's counts as zeros);
- * maxpool_dx (x, y, dy) and avgpool_dx (dy) -> to, x's type */
+ * maxpool_dx (x, dy) and avgpool_dx (dy) -> to, x's type */
 const char *ops_shape_pool(Program *p, Op *op, Type *out)
 {
 	const char *err;
@@ -207,14 +210,15 @@ const char *ops_shape_pool(Program *p, Op *op, Type *out)
 	return NULL;
 }
 
-/* a max pool's gradient reads x and the result; an average's, the gradient alone */
+/* a max pool's gradient reads x (each window's max is found again: the
+ * result is not kept for it); an average's, the gradient alone */
 void ops_adjoint_pool(Ad *a, Op *op, int g)
 {
 	Program *p = ad_program(a);
 	int x = op->in[0];
 	if (!ad_active(a, x))
 		return;
-	Op *d = op->kind == OP_MAXPOOL2D ? ir_new_op(p, OP_MAXPOOL2D_DX, op->loc, 3, (int[]){x, op->out, g})
+	Op *d = op->kind == OP_MAXPOOL2D ? ir_new_op(p, OP_MAXPOOL2D_DX, op->loc, 2, (int[]){x, g})
 	                                 : ir_new_op(p, OP_AVGPOOL2D_DX, op->loc, 1, &g);
 	d->attr = op->attr;
 	d->to = ir_vtype(p, x);
@@ -453,8 +457,7 @@ void ops_run_pool(Interp *m, Op *op)
 	int64_t planes = img.dim[0] * img.dim[1], H = img.dim[2], W = img.dim[3], Ho, Wo, K = (int64_t)w->kh * w->kw;
 	ops_window_out(w, img, &Ho, &Wo);
 	double *o = ops_real(m, op->out), *x = max || !dx ? ops_real(m, op->in[0]) : NULL;
-	double *y = op->kind == OP_MAXPOOL2D_DX ? ops_real(m, op->in[1]) : NULL;
-	double *dy = dx ? ops_real(m, op->in[max ? 2 : 0]) : NULL;
+	double *dy = dx ? ops_real(m, op->in[max ? 1 : 0]) : NULL;
 	if (dx)
 		memset(o, 0, sizeof(double) * (size_t)ir_numel(img));
 	for (int64_t c = 0; c < planes; c++)
@@ -469,11 +472,12 @@ void ops_run_pool(Interp *m, Op *op)
 						if (max && !INSIDE(a, b))
 							continue;
 						double v = x && INSIDE(a, b) ? x[CELL(a, b)] : 0;
-						if (!dx)
-							r = max ? (v > r ? v : r) : r + v;
-						else if (max)
-							ties += v == y[at];
+						r = max ? (v > r ? v : r) : r + v;
 					}
+				/* the window's max found, the elements tied for it */
+				for (int a = 0; a < w->kh && dx && max; a++)
+					for (int b = 0; b < w->kw; b++)
+						ties += INSIDE(a, b) && x[CELL(a, b)] == r;
 				if (!dx) {
 					o[at] = max ? r : r / (double)K;
 					continue;
@@ -484,7 +488,7 @@ void ops_run_pool(Interp *m, Op *op)
 							continue;
 						else if (!max)
 							o[CELL(a, b)] += dy[at] / (double)K;
-						else if (x[CELL(a, b)] == y[at])
+						else if (x[CELL(a, b)] == r)
 							o[CELL(a, b)] += dy[at] / ties;
 #undef INSIDE
 #undef CELL

@@ -805,7 +805,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, uint8_t *ke
 		e.avail = calloc((size_t)P->npos + 1, sizeof(int64_t));
 		gaps(P, &c, e.avail, 1);
 		dfs(&e, 0, 0);
-		w.evals = e.w.evals;
+		w = e.w; /* the search's evaluations grew its arrays */
 		over = e.over;
 		if (!over && e.fits) {
 			memcpy(keep, e.best, (size_t)P->n);

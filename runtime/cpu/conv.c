@@ -9,7 +9,7 @@
  * Everything else (f64, bf16, or f32 without oneDNN) takes dpc's own path:
  * each image's windows unfolded into the planned workspace as a matrix
  * [C kh kw, rows Wo], a band of output rows at a time (as many as the
- * workspace holds: the CPU target plans a band of at least 256 output
+ * workspace holds: the CPU target plans a band of at least 64 output
  * positions), then one GEMM (OpenBLAS) per band. bf16 is widened to f32 first
  * and the result rounded back, as bf16 GEMMs are. */
 #include <cblas.h>
