@@ -515,7 +515,7 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	int64_t want = budget, best_bytes = INT64_MAX;
 	SelResult res = {0};
 	for (int round = 0; round < 8; round++) {
-		SelResult r = sel_fit(P, want, m->work, try);
+		SelResult r = sel_fit(P, want, m->work, !least, try);
 		m->work = r.method == SEL_GREEDY ? 0 : m->work;
 		choose(g, m, try);
 		int64_t flops, bytes = eval(g, plan, &flops);

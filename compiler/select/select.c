@@ -772,7 +772,7 @@ static bool better(Outcome a, Outcome b)
 	return a.fits ? a.flops < b.flops || (a.flops == b.flops && a.peak < b.peak) : a.peak < b.peak;
 }
 
-SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
+SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_least, uint8_t *keep)
 {
 	SelResult res = {0};
 	Work w;
@@ -821,7 +821,9 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, uint8_t *ke
 		/* the greedy searches: dropping from store-everything, keeping from nothing kept; then each polished */
 		uint8_t *other = malloc((size_t)P->n + 1);
 		store_everything(P, keep);
-		Outcome a = greedy_drop(&w, &c, budget, keep);
+		Outcome a = {false, INT64_MAX, INT64_MAX};
+		if (!for_least)
+			a = greedy_drop(&w, &c, budget, keep);
 		if (a.fits)
 			a = polish(&w, &c, budget, keep);
 		memcpy(other, keep, (size_t)P->n);
@@ -884,12 +886,12 @@ SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *f
 	/* the least budget the search fits, by bisection between the floor and the best of keeping and
 	 * dropping all; once the exact search runs out of work, the rest is greedy */
 	uint8_t *try = malloc((size_t)P->n + 1);
-	SelResult best = sel_fit(P, hi, work, keep);
+	SelResult best = sel_fit(P, hi, work, true, keep);
 	if (best.method == SEL_GREEDY)
 		work = 0;
 	while (lo < hi && hi - lo > hi / 4096) {
 		int64_t mid = lo + (hi - lo) / 2;
-		SelResult r = sel_fit(P, mid, work, try);
+		SelResult r = sel_fit(P, mid, work, true, try);
 		if (r.method == SEL_GREEDY)
 			work = 0;
 		if (r.fits) {

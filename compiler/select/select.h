@@ -81,10 +81,13 @@ SelProblem *sel_new(int n, int npos);
 int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof);
 /* The fewest recomputed FLOPs whose peak fits budget: the choice in
  * keep[]. Without a fit, the least peak the search found. work: the
- * exact search's limit (SEL_WORK); 0 forces the greedy search. A
- * candidate that costs nothing to compute again from fixed values (a
- * fill) is never kept. */
-SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep);
+ * exact search's limit (SEL_WORK); 0 forces the greedy search. for_least:
+ * the fit serves a search for the least peak, where the greedy search
+ * that drops from store-everything is skipped (it has not fitted lower
+ * than the one that keeps from nothing on any graph measured, and costs
+ * as much). A candidate that costs nothing to compute again from fixed
+ * values (a fill) is never kept. */
+SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_least, uint8_t *keep);
 /* The least peak the search reaches, at the fewest FLOPs it found for it;
  * *floor: no choice's peak is below it. */
 SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor);

@@ -114,7 +114,7 @@ int main(void)
 					best = flops[m];
 			budgets++;
 			uint8_t got[64];
-			SelResult r = sel_fit(P, budget, SEL_WORK, got);
+			SelResult r = sel_fit(P, budget, SEL_WORK, false, got);
 			int64_t f, pk = sel_eval(P, got, &f, NULL);
 			snprintf(what, sizeof what, "problem %d (%d decisions), budget %lld: exact search %s %lld FLOPs at peak %lld "
 			         "(evaluated: %lld FLOPs, peak %lld); brute force: %lld", iter, nd, (long long)budget,
@@ -127,7 +127,7 @@ int main(void)
 				check(r.fits && r.flops == best && f == r.flops && pk == r.peak && pk <= budget && r.bound == best, what);
 			exact_fits += best >= 0;
 			/* greedy */
-			SelResult g = sel_fit(P, budget, 0, got);
+			SelResult g = sel_fit(P, budget, 0, false, got);
 			pk = sel_eval(P, got, &f, NULL);
 			snprintf(what, sizeof what, "problem %d (%d decisions), budget %lld: greedy %s %lld FLOPs at peak %lld, bound %lld "
 			         "(evaluated: %lld FLOPs, peak %lld); brute force: %lld", iter, nd, (long long)budget,
