@@ -3,8 +3,9 @@
  * adjoint use. Under --checkpoint auto, when the budget cannot hold the plan,
  * some of those values are dropped instead: the adjoint computes them again
  * from whatever is kept (a forward temporary may be kept for that), once,
- * just before its first op that needs them, or for each op that needs them. The rewrite only touches the
- * top level: values that an adjoint loop's bodies read stay kept. With up
+ * just before its first op that needs them, or for each op that needs
+ * them. The rewrite only touches the top level: values that an adjoint
+ * loop's bodies read stay kept. With up
  * to GRAPH_EXHAUSTIVE candidates every subset is planned (tests/unit/graph.c
  * compares it with every subset); with more, the choice is select.h's, on a
  * cost model built here and calibrated against the planner, each choice
@@ -339,13 +340,11 @@ static void note_use(Model *m, int v, int at, int nforward)
 			P->adj_first[u] = at;
 		P->adj_last[u] = at > P->adj_last[u] ? at : P->adj_last[u];
 		/* positions come in order: each once */
-		if (!P->nadj[u] || P->adj[u][P->nadj[u] - 1] != at) {
-			if (!(P->nadj[u] & (P->nadj[u] - 1))) {
-				int *a = ar_alloc(sizeof(int) * (size_t)(P->nadj[u] ? 2 * P->nadj[u] : 1));
-				if (P->nadj[u])
-					memcpy(a, P->adj[u], sizeof(int) * (size_t)P->nadj[u]);
-				P->adj[u] = a;
-			}
+		int n = P->nadj[u];
+		if (!n || P->adj[u][n - 1] != at) {
+			/* full at 0, 1, 2, 4, ...: doubled */
+			if (!(n & (n - 1)))
+				P->adj[u] = ar_realloc(P->adj[u], sizeof(int) * (size_t)n, sizeof(int) * (size_t)(n ? 2 * n : 1));
 			P->adj[u][P->nadj[u]++] = at;
 		}
 	}
@@ -502,23 +501,114 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	return m;
 }
 
+/* the planner's bytes of the model's choice keep[], and its FLOPs in *flops */
+static int64_t planned(Graph *g, Model *m, const uint8_t *keep, int64_t (*plan)(Program *), int64_t *flops)
+{
+	choose(g, m, keep);
+	return eval(g, plan, flops);
+}
+
+/* A budget's fit improved where the planner allows, from keep[] (planned
+ * *bytes, res->flops, fitting): on up to GRAPH_SWEEP candidates, swaps on
+ * the model, each result checked by the planner (the model's fit is pushed
+ * to the budget's edge, where its error shows) and the model's budget
+ * `want` lowered by the excess after a rejection; on up to GRAPH_DESCENT,
+ * each value computed again kept (or made once instead of each time)
+ * where the planner says it still fits, since the model errs on the side
+ * of too much memory; then the 8 costliest tried kept, each against every
+ * kept value made again instead. */
+static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_t (*plan)(Program *), uint8_t *keep,
+                        SelResult *res, int64_t *bytes)
+{
+	SelProblem *P = m->P;
+	uint8_t *try = ar_alloc((size_t)P->n + 1);
+	int64_t flops, b;
+	for (int round = 0; m->small && round < 4; round++) {
+		memcpy(try, keep, (size_t)P->n);
+		SelResult r = sel_swaps(P, want, SEL_WORK, try);
+		if (!r.fits || r.flops >= res->flops)
+			break;
+		if ((b = planned(g, m, try, plan, &flops)) <= budget) {
+			if (flops < res->flops) {
+				*bytes = b, res->flops = flops;
+				memcpy(keep, try, (size_t)P->n);
+			}
+			break;
+		}
+		want -= b - budget;
+	}
+	if (!m->descent)
+		return;
+	/* the states that save FLOPs over each: a value made once kept; one made each time kept, or made once */
+	static const uint8_t cheaper[3][2] = {[SEL_ONCE] = {SEL_KEEP}, [SEL_EACH] = {SEL_KEEP, SEL_ONCE}};
+	static const int ncheaper[3] = {[SEL_ONCE] = 1, [SEL_EACH] = 2};
+	for (int pass = 0; pass < 2; pass++) {
+		bool moved = false;
+		for (int u = 0; u < P->n; u++) {
+			if (P->kind[u] == SEL_FIXED || keep[u] == SEL_KEEP || !P->flops[u])
+				continue;
+			uint8_t was = keep[u];
+			for (int k = 0; k < ncheaper[was]; k++) {
+				keep[u] = cheaper[was][k];
+				if ((b = planned(g, m, keep, plan, &flops)) <= budget && flops < res->flops) {
+					*bytes = b, res->flops = flops, moved = true;
+					break;
+				}
+				keep[u] = was;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	uint8_t *tried = ar_alloc((size_t)P->n + 1);
+	for (int tries = 0; tries < 8; tries++) {
+		int u = -1;
+		for (int x = 0; x < P->n; x++)
+			if (P->kind[x] != SEL_FIXED && keep[x] != SEL_KEEP && P->flops[x] && !tried[x] &&
+			    (u < 0 || P->flops[x] > P->flops[u]))
+				u = x;
+		if (u < 0)
+			break;
+		tried[u] = 1;
+		uint8_t was_u = keep[u];
+		keep[u] = SEL_KEEP;
+		bool done = false;
+		static const uint8_t again[2] = {SEL_ONCE, SEL_EACH};
+		for (int v = 0; v < P->n && !done; v++) {
+			if (v == u || P->kind[v] != SEL_CAND || keep[v] != SEL_KEEP)
+				continue;
+			for (int k = 0; k < 2 && !done; k++) {
+				keep[v] = again[k];
+				if ((b = planned(g, m, keep, plan, &flops)) <= budget && flops < res->flops)
+					*bytes = b, res->flops = flops, done = true;
+				else
+					keep[v] = SEL_KEEP;
+			}
+		}
+		if (!done)
+			keep[u] = was_u;
+	}
+}
+
 /* Every candidate, by the model: a choice the planner finds over the
  * budget tightens the model's budget below that choice's model peak by the
- * excess (doubling each round) and searches again, up to 8 times; without a fit and with `least`, the least peak the search
- * reaches, if the planner agrees it is less (for the plan's error). The choice in keep[] (not applied); its
- * planned bytes; the search and its bound in *out. */
+ * excess (doubling each round) and searches again, up to 8 times. A
+ * budget's fit (for_budget) is then improved where the planner allows, and
+ * without a fit the least peak the search reaches is taken if the planner
+ * agrees it is less (for the plan's error); otherwise the fit is a step of
+ * the least search. The choice in keep[] (not applied); its planned bytes;
+ * the search and its bound in *out. */
 static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *out,
-                         bool least)
+                         bool for_budget)
 {
 	SelProblem *P = m->P;
 	uint8_t *try = ar_alloc((size_t)P->n + 1);
 	int64_t want = budget, best_bytes = INT64_MAX;
 	SelResult res = {0};
 	for (int round = 0; round < 8; round++) {
-		SelResult r = sel_fit(P, want, m->work, !least, try);
+		SelResult r = sel_fit(P, want, m->work, !for_budget, try);
 		m->work = r.method == SEL_GREEDY ? 0 : m->work;
-		choose(g, m, try);
-		int64_t flops, bytes = eval(g, plan, &flops);
+		int64_t flops, bytes = planned(g, m, try, plan, &flops);
 		if (round == 0)
 			res = r;
 		if (bytes < best_bytes || (bytes <= budget && (best_bytes > budget || flops < res.flops))) {
@@ -532,83 +622,12 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 		 * choose differently, and a small excess that packing adds cannot stall the rounds */
 		want = (r.peak < want ? r.peak : want) - ((bytes - budget) << round);
 	}
-	/* a budget's fit on a small graph: swaps on the model from it, each result checked by the planner (the
-	 * model's fit is pushed to the budget's edge, where its error shows), the model's budget lowered by the
-	 * excess after a rejection */
-	for (int round = 0; res.fits && least && m->small && round < 4; round++) {
-		memcpy(try, keep, (size_t)P->n);
-		SelResult r = sel_swaps(P, want, SEL_WORK, try);
-		if (!r.fits || r.flops >= res.flops)
-			break;
-		choose(g, m, try);
-		int64_t flops, bytes = eval(g, plan, &flops);
-		if (bytes <= budget) {
-			if (flops < res.flops) {
-				best_bytes = bytes, res.flops = flops;
-				memcpy(keep, try, (size_t)P->n);
-			}
-			break;
-		}
-		want -= bytes - budget;
-	}
-	/* then, on graphs of up to GRAPH_DESCENT candidates, each value not kept kept (or made once instead of
-	 * each time) where the planner says it still fits: the model errs on the side of too much memory */
-	for (int pass = 0; res.fits && least && m->descent && pass < 2; pass++) {
-		bool moved = false;
-		for (int u = 0; u < P->n; u++) {
-			if (P->kind[u] == SEL_FIXED || keep[u] == SEL_KEEP || !P->flops[u])
-				continue;
-			uint8_t was = keep[u];
-			for (uint8_t st = SEL_KEEP; st != SEL_EACH && st != was; st = st == SEL_KEEP ? SEL_ONCE : SEL_EACH) {
-				keep[u] = st;
-				choose(g, m, keep);
-				int64_t flops, bytes = eval(g, plan, &flops);
-				if (bytes <= budget && flops < res.flops) {
-					best_bytes = bytes, res.flops = flops, moved = true;
-					break;
-				}
-				keep[u] = was;
-			}
-		}
-		if (!moved)
-			break;
-	}
-	/* and swaps checked by the planner: the costliest value computed again kept, another kept value made
-	 * again instead, where that fits and saves FLOPs (the 8 costliest, each against every kept one) */
-	uint8_t *tried = m->descent ? ar_alloc((size_t)P->n + 1) : NULL;
-	for (int tries = 0; res.fits && least && m->descent && tries < 8; tries++) {
-		int u = -1;
-		for (int x = 0; x < P->n; x++)
-			if (P->kind[x] != SEL_FIXED && keep[x] != SEL_KEEP && P->flops[x] && !tried[x] &&
-			    (u < 0 || P->flops[x] > P->flops[u]))
-				u = x;
-		if (u < 0)
-			break;
-		tried[u] = 1;
-		uint8_t was_u = keep[u];
-		keep[u] = SEL_KEEP;
-		bool done = false;
-		for (int v = 0; v < P->n && !done; v++) {
-			if (v == u || P->kind[v] != SEL_CAND || keep[v] != SEL_KEEP)
-				continue;
-			for (uint8_t st = SEL_ONCE; st <= SEL_EACH && !done; st += SEL_EACH - SEL_ONCE) {
-				keep[v] = st;
-				choose(g, m, keep);
-				int64_t flops, bytes = eval(g, plan, &flops);
-				if (bytes <= budget && flops < res.flops)
-					best_bytes = bytes, res.flops = flops, done = true;
-				else
-					keep[v] = SEL_KEEP;
-			}
-		}
-		if (!done)
-			keep[u] = was_u;
-	}
-	if (!res.fits && least) {
+	if (res.fits && for_budget)
+		improve_fit(g, m, budget, want, plan, keep, &res, &best_bytes);
+	if (!res.fits && for_budget) {
 		int64_t floor, flops;
 		SelResult r = sel_least(P, m->work, try, &floor);
-		choose(g, m, try);
-		int64_t bytes = eval(g, plan, &flops);
+		int64_t bytes = planned(g, m, try, plan, &flops);
 		if (bytes < best_bytes) {
 			best_bytes = bytes;
 			memcpy(keep, try, (size_t)P->n);
@@ -653,7 +672,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1);
 		int64_t hi = plan(p);
 		SelResult res, r;
-		int64_t lo = sel_floor(m.P), bytes = fit_model(&g, &m, hi, plan, best, &res, false);
+		int64_t floor = sel_floor(m.P), lo = floor, bytes = fit_model(&g, &m, hi, plan, best, &res, false);
 		hi = bytes;
 		/* a fit is not monotone in the budget: a greedy search may fail at one and succeed below it.
 		 * After the bisection, probes 1/8 .. 1/64 below the least found restart it from any that fits */
@@ -680,12 +699,12 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			}
 			if (!lower)
 				break;
-			lo = sel_floor(m.P);
+			lo = floor;
 		}
 		/* on graphs of up to GRAPH_SWEEP candidates, a sweep of budgets evenly between the floor and the
 		 * least found: the greedy fits are noisy, and each costs a few milliseconds there */
-		int64_t floor = sel_floor(m.P), top = hi;
-		for (int k = 1; k < 16 && nall <= GRAPH_SWEEP; k++) {
+		int64_t top = hi;
+		for (int k = 1; k < 16 && m.small; k++) {
 			int64_t b = floor + (top - floor) * k / 16;
 			bytes = fit_model(&g, &m, b, plan, keep, &r, false);
 			if (bytes < hi) {
@@ -696,15 +715,14 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
 		memcpy(keep, best, (size_t)m.P->n);
 		sel_lower(m.P, 8, keep);
-		choose(&g, &m, keep);
-		bytes = eval(&g, plan, &flops);
+		bytes = planned(&g, &m, keep, plan, &flops);
 		if (bytes < hi) {
 			hi = bytes, res.flops = flops;
 			memcpy(best, keep, (size_t)m.P->n);
 		}
 		/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
 		 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
-		for (int pass = 0; pass < 2 && nall <= GRAPH_DESCENT; pass++) {
+		for (int pass = 0; pass < 2 && m.descent; pass++) {
 			bool moved = false;
 			for (int u = 0; u < m.P->n; u++) {
 				if (m.P->kind[u] != SEL_CAND)
@@ -714,8 +732,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 					if (st == was)
 						continue;
 					best[u] = st;
-					choose(&g, &m, best);
-					int64_t f2, b2 = eval(&g, plan, &f2);
+					int64_t f2, b2 = planned(&g, &m, best, plan, &f2);
 					if (b2 < hi || (b2 == hi && f2 < res.flops))
 						hi = b2, res.flops = f2, to = st;
 				}

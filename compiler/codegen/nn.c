@@ -951,15 +951,8 @@ static void body_count(K *k, const KDesc *d, LLVMValueRef *ptrs)
 /* a - b for i64 values */
 static LLVMValueRef isub(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
 
-/* The pools, an element per item. Forward: a window's max or mean, its
- * elements in order (padding: never a max, zeros in a mean). The gradient gathers, for an element of x, from each
- * window that holds it: an even share (avgpool_dx), or, when it ties for
- * the window's max, the gradient over the count of the window's elements
- * that do (maxpool_dx finds each window's max and counts them again from x,
- * in one pass: the result is not kept for the gradient). Gathers write once: no atomics,
- * the same bits on every run. */
 /* element (r, c) of the plane that starts at base, when it is inside the
- * image, else `outside` */
+ * image, else `outside`; whether it is in *inside unless NULL */
 static LLVMValueRef pool_cell(K *k, LLVMValueRef ptr, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c, int64_t H, int64_t W,
                               LLVMValueRef outside, LLVMValueRef *inside)
 {
@@ -971,10 +964,19 @@ static LLVMValueRef pool_cell(K *k, LLVMValueRef ptr, LLVMValueRef base, LLVMVal
 	/* outside: the plane's first element is read, and not used */
 	LLVMValueRef at = LLVMBuildSelect(B, in, LLVMBuildAdd(B, LLVMBuildMul(B, r, cg_i64(g, W), ""), c, ""), z, "");
 	LLVMValueRef v = cg_load(k, ptr, LLVMBuildAdd(B, base, at, ""));
-	*inside = in;
+	if (inside)
+		*inside = in;
 	return LLVMBuildSelect(B, in, v, outside, "");
 }
 
+/* The pools, an element per item. Forward: a window's max or mean, its
+ * elements in order (padding: never a max, zeros in a mean). The gradient
+ * gathers, for an element of x, from each window that holds it: an even
+ * share (avgpool_dx), or, when it ties for the window's max, the gradient
+ * over the count of the window's elements that do (maxpool_dx finds each
+ * window's max and counts them again from x, in one pass: the result is
+ * not kept for the gradient). Gathers write once: no atomics, the same
+ * bits on every run. */
 static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
 {
 	Cg *g = k->g;
@@ -991,11 +993,11 @@ static void body_pool(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx
 		LLVMValueRef h0 = isub(k, LLVMBuildMul(B, LLVMBuildUDiv(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sh), ""), cg_i64(g, w->ph));
 		LLVMValueRef x0 = isub(k, LLVMBuildMul(B, LLVMBuildURem(B, at, cg_i64(g, Wo), ""), cg_i64(g, w->sw), ""), cg_i64(g, w->pw));
 		LLVMValueRef base = LLVMBuildMul(B, plane, cg_i64(g, H * W), "");
-		LLVMValueRef init = cg_real(g, max ? -INFINITY : 0), in;
+		LLVMValueRef init = cg_real(g, max ? -INFINITY : 0);
 		Loop l = cg_for(k, nk);
 		Acc s = cg_acc(k, &l, init);
 		LLVMValueRef a = LLVMBuildUDiv(B, l.i, kw, ""), b = LLVMBuildURem(B, l.i, kw, "");
-		LLVMValueRef v = pool_cell(k, ptrs[1], base, LLVMBuildAdd(B, h0, a, ""), LLVMBuildAdd(B, x0, b, ""), H, W, init, &in);
+		LLVMValueRef v = pool_cell(k, ptrs[1], base, LLVMBuildAdd(B, h0, a, ""), LLVMBuildAdd(B, x0, b, ""), H, W, init, NULL);
 		LLVMValueRef ns = max ? LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, v, s.phi, ""), v, s.phi, "") : LLVMBuildFAdd(B, s.phi, v, "");
 		cg_acc_next(k, &s, ns);
 		cg_for_end(k, &l, nk);

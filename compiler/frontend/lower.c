@@ -645,7 +645,7 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	return reshape_to(L, n->loc, swap_last(L, n->loc, y), yt);
 }
 
-/* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel): one op
+/* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel, pad=0): one op
  * (maxpool, avgpool); under --reference-kernels, and for a window that does
  * not fit (whose error the composition's shape rule gives), each channel's
  * windows unfolded as rows and reduced */
@@ -667,7 +667,7 @@ static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 	/* a padded max: the op, also under --reference-kernels (an unfolding's padding is zeros, not a max's
 	 * nothing; the interpreter is its reference) */
 	if ((!L->o->reference || (pad && red == OP_MAX)) && ho && wo) {
-		/* one op: no unfolded copy of x, and a max pool's gradient reads x and its result */
+		/* one op: no unfolded copy of x, and a max pool's gradient reads x alone */
 		Op *pool = mk(L, red == OP_MAX ? OP_MAXPOOL2D : OP_AVGPOOL2D, n->loc, 1, &x);
 		pool->attr.win = win;
 		return emit(L, pool);

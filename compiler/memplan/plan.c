@@ -248,6 +248,27 @@ static void coalesce_block(Program *p, Block *b, const int *uses, int norow)
 	}
 }
 
+/* every value's storage root in rt[], each chain of aliases walked once
+ * (a long chain of reshapes or in-place results would make root() per use
+ * quadratic) */
+static void alias_roots(Program *p, int *rt)
+{
+	int nv = p->values.len;
+	for (int v = 0; v < nv; v++)
+		rt[v] = -1;
+	for (int v = 0; v < nv; v++) {
+		int r = v;
+		while (rt[r] < 0 && p->values.data[r].res == VR_ALIAS)
+			r = p->values.data[r].alias_of;
+		r = rt[r] >= 0 ? rt[r] : r;
+		for (int w = v; rt[w] < 0; w = p->values.data[w].alias_of) {
+			rt[w] = r;
+			if (p->values.data[w].res != VR_ALIAS)
+				break;
+		}
+	}
+}
+
 /* ---- elementwise results in place ---- */
 
 /* the last top-level position at which each storage root is named (an op
@@ -283,20 +304,9 @@ static void last_named(Block *b, int at, const int *rt, int *last)
 static void in_place(Program *p)
 {
 	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *rt = malloc(sizeof(int) * (size_t)(nv + 1));
-	/* every value's root, each chain of aliases walked once, not per use */
 	for (int v = 0; v < nv; v++)
-		last[v] = rt[v] = -1;
-	for (int v = 0; v < nv; v++) {
-		int r = v;
-		while (rt[r] < 0 && p->values.data[r].res == VR_ALIAS)
-			r = p->values.data[r].alias_of;
-		r = rt[r] >= 0 ? rt[r] : r;
-		for (int w = v; rt[w] < 0; w = p->values.data[w].alias_of) {
-			rt[w] = r;
-			if (p->values.data[w].res != VR_ALIAS)
-				break;
-		}
-	}
+		last[v] = -1;
+	alias_roots(p, rt);
 	last_named(&p->body, -1, rt, last);
 	for (int i = 0; i < ir_nresults(p); i++)
 		last[rt[ir_result(p, i)]] = INT_MAX;
@@ -788,22 +798,8 @@ static void plan(Program *p)
 	L.last = malloc(sizeof(int64_t) * (size_t)nv);
 	for (int v = 0; v < nv; v++)
 		L.defpos[v] = L.last[v] = -1;
-	/* every value's root, each chain of views walked once: a long chain of
-	 * reshapes would make root() per use quadratic */
 	L.root = malloc(sizeof(int) * (size_t)nv);
-	for (int v = 0; v < nv; v++)
-		L.root[v] = -1;
-	for (int v = 0; v < nv; v++) {
-		int r = v;
-		while (L.root[r] < 0 && p->values.data[r].res == VR_ALIAS)
-			r = p->values.data[r].alias_of;
-		r = L.root[r] >= 0 ? L.root[r] : r;
-		for (int w = v; L.root[w] < 0; w = p->values.data[w].alias_of) {
-			L.root[w] = r;
-			if (p->values.data[w].res != VR_ALIAS)
-				break;
-		}
-	}
+	alias_roots(p, L.root);
 	int64_t npos = count_ops(&p->body);
 	L.loops = calloc((size_t)npos + 1, sizeof *L.loops);
 	number(&L, &p->body);

@@ -117,12 +117,12 @@ void ops_adjoint_ew(Ad *a, Op *op, int g)
 		/* the smaller (broadcast) operand's contribution first: its product is summed down at once,
 		 * so it is not live beside the other's (a norm's gain: g x and g gain are not both held) */
 		Program *p = ad_program(a);
-		bool small_y = ir_numel(ir_vtype(p, y)) < ir_numel(ir_vtype(p, x));
-		for (int i = 0; i < 2; i++) {
-			int u = (i == 0) == small_y ? y : x;
-			if (ad_active(a, u))
-				share(a, u, ad_op2(a, OP_MUL, loc, g, u == x ? y : x), loc);
-		}
+		int u[2] = {x, y};
+		if (ir_numel(ir_vtype(p, y)) < ir_numel(ir_vtype(p, x)))
+			u[0] = y, u[1] = x;
+		for (int i = 0; i < 2; i++)
+			if (ad_active(a, u[i]))
+				share(a, u[i], ad_op2(a, OP_MUL, loc, g, u[1 - i]), loc);
 		return;
 	}
 	case OP_DIV:

@@ -123,6 +123,19 @@ static int max3(int a, int b, int c)
 	return m > c ? m : c;
 }
 
+/* candidate v's adjoint uses, ascending, and their count in *n: P->adj's,
+ * or (nadj 0) its first and last, in two[] */
+static const int *adj_uses(const SelProblem *P, int v, int two[2], int *n)
+{
+	if (P->nadj[v]) {
+		*n = P->nadj[v];
+		return P->adj[v];
+	}
+	two[0] = P->adj_first[v], two[1] = P->adj_last[v];
+	*n = two[0] == two[1] ? 1 : 2;
+	return two;
+}
+
 /* positions where dropping candidate v may free its bytes: after its last
  * forward use, to its last adjoint use, but for the adjoint uses themselves
  * (computed each time, it is live only there); none for a temporary */
@@ -130,14 +143,13 @@ static int gap_from(const SelProblem *P, int v) { return P->fwd_last[v] + 1; }
 static int gap_to(const SelProblem *P, int v) { return P->kind[v] == SEL_CAND ? P->adj_last[v] : -1; }
 static bool adj_use(const SelProblem *P, int v, int t)
 {
-	if (!P->nadj[v])
-		return t == P->adj_first[v] || t == P->adj_last[v];
-	int lo = 0, hi = P->nadj[v] - 1;
-	while (lo <= hi) {
+	int two[2], n;
+	const int *u = adj_uses(P, v, two, &n);
+	for (int lo = 0, hi = n - 1; lo <= hi;) {
 		int mid = (lo + hi) / 2;
-		if (P->adj[v][mid] == t)
+		if (u[mid] == t)
 			return true;
-		if (P->adj[v][mid] < t)
+		if (u[mid] < t)
 			lo = mid + 1;
 		else
 			hi = mid - 1;
@@ -224,12 +236,10 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 		if (keep[v] == SEL_KEEP)
 			continue;
 		if (P->kind[v] == SEL_CAND) {
-			if (!P->nadj[v]) {
-				need(w, keep, v, P->adj_first[v]);
-				need(w, keep, v, P->adj_last[v]);
-			}
-			for (int k = 0; k < P->nadj[v]; k++)
-				need(w, keep, v, P->adj[v][k]);
+			int two[2], n;
+			const int *u = adj_uses(P, v, two, &n);
+			for (int k = 0; k < n; k++)
+				need(w, keep, v, u[k]);
 		}
 		if (keep[v] == SEL_ONCE) {
 			if (r[v] == INT_MAX)
@@ -275,13 +285,13 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 		/* a copy counts at the position it is made through made_at, after it through diff */
 		if (keep[v] == SEL_EACH) {
 			/* lasting where the adjoint op there reads it: the sorted positions walked beside its uses */
-			bool cand = P->kind[v] == SEL_CAND;
+			int two[2], n = 0;
+			const int *u = P->kind[v] == SEL_CAND ? adj_uses(P, v, two, &n) : NULL;
 			for (int k = 0, j = 0; k < w->nat[v]; k++) {
 				int t = w->at[v][k];
-				while (cand && j < P->nadj[v] && P->adj[v][j] < t)
+				while (j < n && u[j] < t)
 					j++;
-				bool direct = cand && (P->nadj[v] ? j < P->nadj[v] && P->adj[v][j] == t : t == P->adj_first[v] || t == P->adj_last[v]);
-				made_at(w, keep, v, t, direct);
+				made_at(w, keep, v, t, j < n && u[j] == t);
 			}
 		} else if (r[v] != INT_MAX) {
 			made_at(w, keep, v, r[v], !transient(w, keep, v, r[v]));
@@ -326,10 +336,9 @@ static bool is_free(const SelProblem *P, int v)
 	return true;
 }
 
-/* The choices that matter: candidates that are not free (dropping a free
- * one never costs and never holds more), and temporaries, the costliest
- * first, then in order. keep[] starts as store-everything: every candidate
- * but the free ones. */
+/* The choices that matter: candidates and temporaries that are not free
+ * (a free one made again each time never costs and never holds more), the
+ * costliest first, then in order. keep[] starts as store-everything. */
 typedef struct {
 	int *c, nc;
 } Cands;
@@ -347,7 +356,7 @@ static int by_flops(const void *a, const void *b)
 static void store_everything(const SelProblem *P, uint8_t *keep)
 {
 	for (int v = 0; v < P->n; v++)
-		keep[v] = P->kind[v] == SEL_FIXED ? SEL_ONCE : is_free(P, v) ? SEL_EACH : P->kind[v] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
+		keep[v] = P->kind[v] != SEL_FIXED && is_free(P, v) ? SEL_EACH : P->kind[v] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
 }
 
 static Cands candidates(const SelProblem *P, uint8_t *keep)
@@ -362,22 +371,19 @@ static Cands candidates(const SelProblem *P, uint8_t *keep)
 	return c;
 }
 
-/* positions where dropping candidate v frees its bytes: after its last
- * forward use, before its first adjoint use (none for a temporary) */
-
 /* the sum over v's gap, for each candidate in c, of sign * its bytes */
 static void gaps(const SelProblem *P, const Cands *c, int64_t *at, int sign)
 {
 	for (int i = 0; i < c->nc; i++)
 		for (int t = gap_from(P, c->c[i]); t <= gap_to(P, c->c[i]); t++)
-			if (!adj_use(P, c->c[i], t))
+			if (frees(P, c->c[i], t))
 				at[t] += sign * P->bytes[c->c[i]];
 }
 
 /* ---- exact search ---- */
 
 typedef struct {
-	Work w;
+	Work *w; /* sel_fit's: the search's evaluations grow its arrays */
 	Cands c;
 	int64_t budget, limit, steps; /* steps: positions the pruning walked */
 	uint8_t *keep, *best;
@@ -389,12 +395,12 @@ typedef struct {
 
 static void leaf(Exact *e)
 {
-	int64_t f, peak = eval(&e->w, e->keep, &f);
+	int64_t f, peak = eval(e->w, e->keep, &f);
 	if (peak <= e->budget && (!e->fits || f < e->best_flops || (f == e->best_flops && peak < e->best_peak))) {
 		e->fits = true;
 		e->best_flops = f;
 		e->best_peak = peak;
-		memcpy(e->best, e->keep, (size_t)e->w.P->n);
+		memcpy(e->best, e->keep, (size_t)e->w->P->n);
 	}
 }
 
@@ -402,10 +408,10 @@ static void leaf(Exact *e)
  * then each time */
 static void dfs(Exact *e, int i, int64_t flops)
 {
-	const SelProblem *P = e->w.P;
+	const SelProblem *P = e->w->P;
 	if (e->over || (e->fits && flops >= e->best_flops))
 		return;
-	if (e->w.evals * (int64_t)(P->n + P->npos) + e->steps > e->limit) {
+	if (e->w->evals * (int64_t)(P->n + P->npos) + e->steps > e->limit) {
 		e->over = true;
 		return;
 	}
@@ -435,7 +441,7 @@ static void dfs(Exact *e, int i, int64_t flops)
 	e->steps += 2 * (to - from + 2);
 	bool ok = true;
 	for (int t = from; t <= to; t++) {
-		if (adj_use(P, v, t))
+		if (!frees(P, v, t))
 			continue;
 		e->avail[t] -= P->bytes[v];
 		ok &= e->avail[t] >= e->need[t];
@@ -443,7 +449,7 @@ static void dfs(Exact *e, int i, int64_t flops)
 	if (ok)
 		dfs(e, i + 1, flops);
 	for (int t = from; t <= to; t++)
-		if (!adj_use(P, v, t))
+		if (frees(P, v, t))
 			e->avail[t] += P->bytes[v];
 }
 
@@ -699,13 +705,15 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
 	int64_t f, peak = eval(w, keep, &f);
-	for (uint8_t st = SEL_KEEP; st != 0xff; st = st == SEL_KEEP ? SEL_ONCE : 0xff)
+	/* first every value not kept tried kept, then every value made each time tried made once */
+	static const uint8_t pass_to[2] = {SEL_KEEP, SEL_ONCE};
+	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < c->nc; i++) {
 			int v = c->c[i];
 			uint8_t was = keep[v];
-			if (was == SEL_KEEP || (st == SEL_ONCE && was != SEL_EACH))
+			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH))
 				continue;
-			keep[v] = st;
+			keep[v] = pass_to[pass];
 			int64_t f2, p2 = eval(w, keep, &f2);
 			if (p2 <= budget && f2 < f)
 				f = f2, peak = p2;
@@ -723,10 +731,10 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 {
 	const SelProblem *P = w->P;
 	int64_t f, peak = eval(w, keep, &f), per = P->n + P->npos;
-	bool moved = true;
-	while (moved && peak <= budget) {
+	bool moved = true, spent = false;
+	while (moved && !spent && peak <= budget) {
 		moved = false;
-		for (int i = 0; i < c->nc && !moved; i++) {
+		for (int i = 0; i < c->nc && !moved && !spent; i++) {
 			int u = c->c[i];
 			uint8_t was_u = keep[u];
 			if (was_u == SEL_KEEP || !P->flops[u])
@@ -738,16 +746,17 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 				keep[u] = was_u;
 				continue;
 			}
-			for (int j = 0; j < c->nc && !moved; j++) {
+			for (int j = 0; j < c->nc && !moved && !spent; j++) {
 				int v = c->c[j];
 				if (v == u)
 					continue;
 				uint8_t was_v = keep[v];
+				/* a kept value made again (once or each time), or one made again the other way */
 				for (uint8_t st = SEL_ONCE; st <= SEL_EACH && !moved; st++) {
 					if (st == was_v || (was_v != SEL_KEEP && st == SEL_KEEP))
 						continue;
-					if (w->evals * per > work)
-						goto out;
+					if ((spent = w->evals * per > work))
+						break;
 					keep[v] = st;
 					int64_t f2, p2 = eval(w, keep, &f2);
 					if (p2 <= budget && f2 < f)
@@ -760,7 +769,6 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 				keep[u] = was_u;
 		}
 	}
-out:
 	peak = eval(w, keep, &f);
 	return (Outcome){peak <= budget, peak, f};
 }
@@ -792,7 +800,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 	bool over = work <= 0 || c.nc > SEL_EXACT_MOST;
 	if (!over && res.bound < INT64_MAX) {
 		Exact e = {0};
-		e.w = w;
+		e.w = &w;
 		e.c = c;
 		e.budget = budget;
 		e.limit = work;
@@ -805,7 +813,6 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 		e.avail = calloc((size_t)P->npos + 1, sizeof(int64_t));
 		gaps(P, &c, e.avail, 1);
 		dfs(&e, 0, 0);
-		w = e.w; /* the search's evaluations grew its arrays */
 		over = e.over;
 		if (!over && e.fits) {
 			memcpy(keep, e.best, (size_t)P->n);
