@@ -65,6 +65,12 @@ static const char usage[] =
 	"                       peak it reaches, loops in their least memory and straight-line\n"
 	"                       code chosen for it (Feng & Huang's objective); --device-mem, if\n"
 	"                       given, is then only checked\n"
+	"  --offload-cost N     auto: what moving one byte between the device and the host is worth in\n"
+	"                       recomputed FLOPs (default 943: an H100's measured 51.6 TFLOP/s of f32\n"
+	"                       GEMM over its 54.7 GB/s pinned link). A value outside loops that the\n"
+	"                       adjoint reads may then be offloaded after its last forward use and\n"
+	"                       fetched back where first needed, instead of kept or computed again,\n"
+	"                       where that costs less (priced both ways); 0, or --stream none: never\n"
 	"  --snapshots N        binomial and auto: snapshot slots per loop, the initial state's included\n"
 	"                       (default: as many as --device-mem allows, else ceil(sqrt(n)) + 1,\n"
 	"                       auto's as above; at most n). Unless --stream none, binomial's that\n"
@@ -155,6 +161,8 @@ int main(int argc, char **argv)
 	const char *cpu = getenv("DPC_CPU"), *cpu_from = "the environment variable DPC_CPU";
 	const char *v;
 	bool ckpt_given = false;
+	/* an H100 (DESIGN.md): 51.6 TFLOP/s of f32 GEMM over a 54.7 GB/s pinned link */
+	int64_t offload_cost = 943;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -241,6 +249,15 @@ int main(int argc, char **argv)
 				o.ckpt.mode = CKPT_AUTO, o.ckpt.least = true;
 			else
 				usage_error("--checkpoint takes none, binomial, auto or min-memory, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--offload-cost"))) {
+			char *end;
+			errno = 0;
+			long long n = strtoll(v, &end, 10);
+			if (*end || end == v || n < 0)
+				usage_error("--offload-cost needs a count of FLOPs of at least 0, not '%s'", v);
+			if (errno == ERANGE || n > ((long long)1 << 40))
+				usage_error("--offload-cost %s is out of range (at most 2^40)", v);
+			offload_cost = n;
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
 			char *end;
 			errno = 0;
@@ -288,6 +305,7 @@ int main(int argc, char **argv)
 		                               "the default)");
 	StreamMode sm = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	o.ckpt.may_stream = sm != STREAM_NONE;
+	o.ckpt.offload_cost = sm != STREAM_NONE ? offload_cost : 0;
 	o.ckpt.stream_all = sm == STREAM_PARAMS;
 	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);

@@ -82,7 +82,7 @@ static bool rows_fit(FeAst *ast, const DriverOptions *o)
 		fits = r_fits = stream_min_plan(q) <= budget;
 	else if (!fits && o->ckpt.may_stream && !r_fits)
 		fits = stream_min_plan(q) <= budget;
-	return fits && (!r_fits || ckpt_recomputed_flops(q) <= ckpt_recomputed_flops(r));
+	return fits && (!r_fits || ckpt_cost(q) <= ckpt_cost(r));
 }
 
 static bool graph_has_candidates(Program *p)
@@ -105,9 +105,9 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	CkptOptions c = *ck;
 	c.line_share = 0;
 	Program *q = scratch_with(ast, o, &c);
-	int64_t budget = ck->device_mem, best = mem_plan(q) <= budget ? ckpt_recomputed_flops(q) : INT64_MAX;
+	int64_t budget = ck->device_mem, best = mem_plan(q) <= budget ? ckpt_cost(q) : INT64_MAX;
 	/* nothing to gain when the loops recompute nothing, or the straight line has nothing to drop */
-	if (best == INT64_MAX || best == ir_recomputed_flops(q, &q->body) || !graph_has_candidates(q))
+	if (best == INT64_MAX || ckpt_recomputed_flops(q) == ir_recomputed_flops(q, &q->body) || !graph_has_candidates(q))
 		return 0;
 	/* the shares from the largest down, while each recomputes less than the one before */
 	double pick = 0;
@@ -115,7 +115,7 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
 		c.line_share = shares[i];
 		Program *r = scratch_with(ast, o, &c);
-		int64_t flops = mem_plan(r) <= budget ? ckpt_recomputed_flops(r) : INT64_MAX;
+		int64_t flops = mem_plan(r) <= budget ? ckpt_cost(r) : INT64_MAX;
 		if (flops < best)
 			best = flops, pick = shares[i];
 		if (flops >= before)

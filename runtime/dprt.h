@@ -163,6 +163,14 @@ void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t b
  *   rt_grad_in       unit u's gradient of parameter `param` (bytes at g) starts at 0, or, in a
  *                    micro-batch after the step's first, at what the earlier ones summed */
 void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n);
+/* Offloaded forward values: rt_act_copy starts a copy on the copy stream
+ * between device memory and the host pool at offset host (to_device 0:
+ * down, the offload after the value's definition; 1: up, the fetch for the
+ * adjoint), its event in *event; rt_act_wait makes device work queued later
+ * wait for it (the offloaded value's memory is then free, the fetched one's
+ * ready). */
+void rt_act_copy(RtCtx *c, int64_t *event, int to_device, uint64_t dev, int64_t host, int64_t bytes);
+void rt_act_wait(RtCtx *c, int64_t *event);
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
               int64_t bytes, int opt);
 void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u);

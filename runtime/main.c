@@ -825,7 +825,7 @@ int main(int argc, char **argv)
 
 	/* the pinned host pool: streamed parameters live there, and the copy stream reads and writes it */
 	if (m->host) {
-		c->pool = pinned(c, m->host, "the streamed parameters");
+		c->pool = pinned(c, m->host, "the host pool (streamed parameters, host snapshots, offloaded values)");
 		memset(c->pool, 0, (size_t)m->host);
 	}
 	void *host[256];

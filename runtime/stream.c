@@ -38,6 +38,24 @@ static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, i
 	return host_copy(c, to_device, dev, c->pool + host, bytes);
 }
 
+void rt_act_copy(RtCtx *c, int64_t *event, int to_device, uint64_t dev, int64_t host, int64_t bytes)
+{
+	*event = pool_copy(c, to_device, dev, host, bytes);
+}
+
+void rt_act_wait(RtCtx *c, int64_t *event)
+{
+	if (!*event)
+		return;
+	c->dev->copy_wait(*event);
+	if (c->record) {
+		char label[64];
+		snprintf(label, sizeof label, "wait for copy %lld", (long long)*event);
+		rt_prof_mark(c, RT_CALL_WAIT, label);
+	}
+	*event = 0;
+}
+
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
               int64_t bytes, int opt)
 {

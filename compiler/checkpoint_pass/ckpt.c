@@ -559,6 +559,7 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 {
 	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
 	bool fitted = o->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
+	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
 	switch (o->mode) {
 	case CKPT_NONE:
 		return p;
@@ -618,6 +619,15 @@ int64_t ckpt_recomputed_flops(Program *p)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
 			flops = rev_sat_add(flops, revolve_flops(p, p->body.ops[i]));
 	return rev_sat_add(flops, ir_recomputed_flops(p, &p->body));
+}
+
+int64_t ckpt_cost(Program *p)
+{
+	int64_t cost = ckpt_recomputed_flops(p);
+	for (int i = 0; i < p->nforward; i++)
+		if (p->body.ops[i]->kind == OP_OFFLOAD)
+			cost = rev_sat_add(cost, 2 * p->offload_cost * ir_bytes(p, ir_vtype(p, p->body.ops[i]->in[0])));
+	return cost;
 }
 
 /* ---- --emit=schedule and --schedule-json ---- */
@@ -778,7 +788,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 				fprintf(f, " %s", p->params.data[i].name);
 		fprintf(f, "; %d device slots each, prefetch distance %d\n", p->nslots, p->ahead);
 	}
-	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units and snapshots)\n",
+	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units, snapshots and offloaded values)\n",
 	        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1]);
 	if (p->stream_grads) {
 		int64_t g = p->stream_grads, pass = g * (p->optimizer == OPT_ADAM ? 3 : 1);

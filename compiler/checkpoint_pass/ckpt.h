@@ -28,6 +28,8 @@ typedef struct {
 	double line_share;  /* auto under a budget, 0 < share < 1: the straight line is first fitted to that share of the
 	                     * budget with the loops in their least shape, then the loops take the rest (the driver tries
 	                     * a few shares on scratch copies: one objective for both) */
+	int64_t offload_cost; /* auto: what moving one byte to the host or back is worth in FLOPs (Program.offload_cost);
+	                       * 0: straight-line values are never offloaded */
 	bool least;         /* --checkpoint min-memory: auto, loops in their least memory, and straight-line code at the
 	                     * least peak the search reaches (the budget, if any, only checked) */
 } CkptOptions;
@@ -39,6 +41,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json);
 
 /* what a training step recomputes of the program's loops, in FLOPs (saturating) */
 int64_t ckpt_recomputed_flops(Program *p);
+/* what the schedule costs: its recomputed FLOPs, and its offloads at Program.offload_cost a byte each way */
+int64_t ckpt_cost(Program *p);
 
 /* Straight-line code (graph.c): the forward values that only the top level
  * of the adjoint reads, which it may compute again instead of keeping

@@ -9,7 +9,11 @@
  * to GRAPH_EXHAUSTIVE candidates every subset is planned (tests/unit/graph.c
  * compares it with every subset); with more, the choice is select.h's, on a
  * cost model built here and calibrated against the planner, each choice
- * checked by the planner. --checkpoint min-memory asks for the least peak. */
+ * checked by the planner. --checkpoint min-memory asks for the least peak.
+ * Where offloading is priced (Program.offload_cost), the model may also
+ * offload a candidate: copied to a host variable after its definition
+ * (settled after its last forward use, which frees it) and fetched where
+ * the adjoint first needs it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,13 +36,22 @@ typedef struct {
 	bool *drop;      /* per value: the adjoint computes it again */
 	bool *keep;      /* per value the adjoint does not read: kept for the recomputations that read it */
 	bool *each;      /* per value computed again: made again for each adjoint op that needs it, not held between */
+	bool *host;      /* per value dropped: offloaded and fetched instead of computed again */
+	int *fwd_end;    /* per forward value: the last top-level forward op that reads it or a view of it */
+	int *hvar, *copy; /* per value offloaded: its host variable and its offload's event in the current rewrite */
 	int *memo;       /* per value: its copy in the current rewrite, or -1 */
 	Block *body;     /* the rewrite's new top level */
 	Vec(Edit) edits; /* operands the rewrite replaced, to undo it */
 	Block saved;
 	Vec(int) fresh;  /* the values made for the current adjoint op that are made again for the next */
-	int64_t flops;
+	int64_t flops;   /* the rewrite's recomputed FLOPs */
+	int64_t moved;   /* the bytes it offloads (each down once and up once) */
+	int ncopies;     /* its offloads and fetches: their events */
+	int nforward;    /* the forward ops before it */
 } Graph;
+
+/* what the rewrite costs: its FLOPs, and its offloads at Program.offload_cost a byte each way */
+static int64_t cost(Graph *g) { return g->flops + 2 * g->p->offload_cost * g->moved; }
 
 static bool is_view(Op *op) { return ir_ops[op->kind].flags & OPF_VIEW; }
 
@@ -53,6 +66,21 @@ bool ckpt_pure(Program *p, Op *op)
 			return false;
 	}
 	return true;
+}
+
+/* last[w] = at for every value that b's ops read */
+static void last_reads(Block *b, int at, int *last)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			last[op->in[k]] = at;
+		for (int k = 0; k < op->ncarry && op->cyield; k++)
+			last[op->cyield[k]] = at;
+		last_reads(&op->body, at, last);
+		last_reads(&op->body2, at, last);
+		last_reads(&op->body3, at, last);
+	}
 }
 
 static void mark_block(Block *b, bool *named)
@@ -105,6 +133,19 @@ static int materialize(Graph *g, int w)
 		return w;
 	if (g->memo[w] >= 0)
 		return g->memo[w];
+	Value *x = &p->values.data[w];
+	if (g->host[w]) {
+		/* fetched from its host copy, which the forward's offload wrote, and waited for */
+		Op *f = ir_new_op(p, OP_FETCH, x->loc, 1, (int[]){g->hvar[w]});
+		f->index = g->ncopies++;
+		f->out = ir_new_value(p, x->kind, x->type, x->name, x->loc);
+		p->values.data[f->out].def = f;
+		ir_append(g->body, f);
+		Op *s = ir_new_op(p, OP_SETTLE, x->loc, 1, (int[]){f->out});
+		s->index = f->index;
+		ir_append(g->body, s);
+		return g->memo[w] = f->out;
+	}
 	if (made_each(g, w))
 		vec_push(&g->fresh, w);
 	Op *d = p->body.ops[g->pos[w]];
@@ -113,7 +154,7 @@ static int materialize(Graph *g, int w)
 	n->in = ar_alloc(sizeof(int) * (size_t)(d->nin + 1));
 	for (int k = 0; k < d->nin; k++)
 		n->in[k] = materialize(g, d->in[k]);
-	Value *x = &p->values.data[w];
+	x = &p->values.data[w];
 	n->out = ir_new_value(p, x->kind, x->type, x->name, x->loc);
 	p->values.data[n->out].def = n;
 	n->recomputed = true;
@@ -128,14 +169,31 @@ static void apply(Graph *g)
 	Program *p = g->p;
 	Block *b = ar_alloc(sizeof *b);
 	g->body = b;
-	g->flops = 0;
+	g->flops = g->moved = 0;
+	g->ncopies = 0;
 	g->edits.len = 0;
 	g->saved = p->body;
-	for (int v = 0; v < g->nv; v++)
+	/* the offloaded values' host copies, and the ops after which each is settled */
+	Vec(int) settle = {0};
+	int *after = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
+	for (int v = 0; v < g->nv; v++) {
 		g->memo[v] = -1;
+		if (!g->host[v])
+			continue;
+		Value *x = &p->values.data[v];
+		g->hvar[v] = ir_new_value(p, VK_VAR, x->type, x->name ? ar_printf("host_%s", x->name) : "host", x->loc);
+		p->values.data[g->hvar[v]].vclass = VC_HOST;
+		g->moved += ir_bytes(p, x->type);
+		after[g->fwd_end[v]]++;
+	}
+	g->nforward = p->nforward;
+	int nforward = -1;
 	for (int i = 0; i < p->body.len; i++) {
 		Op *op = p->body.ops[i];
-		for (int k = 0; k < op->nin && i >= p->nforward; k++) {
+		/* the forward part grows by its offloads and settles */
+		if (i == g->nforward)
+			nforward = b->len;
+		for (int k = 0; k < op->nin && i >= g->nforward; k++) {
 			int w = materialize(g, op->in[k]);
 			if (w != op->in[k]) {
 				vec_push(&g->edits, ((Edit){op, k, op->in[k]}));
@@ -143,11 +201,30 @@ static void apply(Graph *g)
 			}
 		}
 		ir_append(b, op);
+		if (i < g->nforward && op->out >= 0 && op->out < g->nv && g->host[op->out]) {
+			/* the copy down starts behind the op that made it */
+			Op *o = ir_new_op(p, OP_OFFLOAD, op->loc, 2, (int[]){g->hvar[op->out], op->out});
+			o->index = g->ncopies++;
+			g->copy[op->out] = o->index;
+			ir_append(b, o);
+			vec_push(&settle, op->out);
+		}
+		/* after its last forward reader an offloaded value's memory is free once its copy is done */
+		for (int k = 0; i < g->nforward && after[i] && k < settle.len; k++) {
+			int v = settle.data[k];
+			if (v >= 0 && g->fwd_end[v] == i) {
+				Op *s = ir_new_op(p, OP_SETTLE, op->loc, 1, (int[]){v});
+				s->index = g->copy[v];
+				ir_append(b, s);
+				settle.data[k] = -1;
+			}
+		}
 		for (int k = 0; k < g->fresh.len; k++)
 			g->memo[g->fresh.data[k]] = -1;
 		g->fresh.len = 0;
 	}
 	p->body = *b;
+	p->nforward = nforward < 0 ? b->len : nforward;
 }
 
 static void undo(Graph *g)
@@ -156,6 +233,7 @@ static void undo(Graph *g)
 	for (int i = 0; i < g->edits.len; i++)
 		g->edits.data[i].op->in[g->edits.data[i].k] = g->edits.data[i].old;
 	p->body = g->saved;
+	p->nforward = g->nforward;
 	p->values.len = g->nv;
 }
 
@@ -164,7 +242,7 @@ static int64_t eval(Graph *g, int64_t (*plan)(Program *), int64_t *flops)
 {
 	apply(g);
 	int64_t bytes = plan(g->p);
-	*flops = g->flops;
+	*flops = cost(g);
 	undo(g);
 	return bytes;
 }
@@ -179,11 +257,23 @@ static void init(Graph *g, Program *p)
 	g->keep = ar_alloc((size_t)g->nv + 1);
 	g->each = ar_alloc((size_t)g->nv + 1);
 	g->memo = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
+	g->host = ar_alloc((size_t)g->nv + 1);
+	g->fwd_end = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
+	g->hvar = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
+	g->copy = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	for (int v = 0; v < g->nv; v++)
 		g->pos[v] = -1;
 	for (int i = 0; i < p->nforward; i++)
 		if (p->body.ops[i]->out >= 0)
-			g->pos[p->body.ops[i]->out] = i;
+			g->pos[p->body.ops[i]->out] = g->fwd_end[p->body.ops[i]->out] = i;
+	/* the last forward reader of each value (a loop's, anywhere inside it), then through views to their roots */
+	for (int i = 0; i < p->nforward; i++)
+		last_reads(&(Block){p->body.ops + i, 1, 0}, i, g->fwd_end);
+	for (int i = p->nforward - 1; i >= 0; i--) {
+		Op *op = p->body.ops[i];
+		if (op->out >= 0 && is_view(op) && g->fwd_end[op->out] > g->fwd_end[op->in[0]])
+			g->fwd_end[op->in[0]] = g->fwd_end[op->out];
+	}
 	Block adj = {p->body.ops + p->nforward, p->body.len - p->nforward, 0};
 	mark_block(&adj, g->read);
 	/* what the adjoint reads through a view it reads too: kept unless dropped */
@@ -313,7 +403,7 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
 	p->graph_bound = top.flops;
 	p->graph_candidates = n;
 	apply(g);
-	return g->flops;
+	return cost(g);
 }
 
 /* ---- the cost model (select.h) ---- */
@@ -433,6 +523,9 @@ static Model build(Graph *g, const int *cand, int ncand)
 		             : g->pos[v] >= 0 && !g->read[v] && (ckpt_pure(p, d) || d->kind == OP_SCRATCH) && !ir_is_result(p, v)
 		                 ? SEL_TEMP
 		                 : SEL_FIXED;
+		/* offloaded where priced: down once and up once */
+		if (P->kind[u] == SEL_CAND)
+			P->host[u] = 2 * p->offload_cost * ir_bytes(p, p->values.data[v].type);
 		if (P->kind[u] != SEL_FIXED) {
 			P->flops[u] = ir_op_flops(p, d);
 			P->nin[u] = d->nin;
@@ -472,10 +565,12 @@ static Model build(Graph *g, const int *cand, int ncand)
 static void choose(Graph *g, Model *m, const uint8_t *keep)
 {
 	for (int v = 0; v < g->nv; v++)
-		g->drop[v] = g->keep[v] = g->each[v] = false;
+		g->drop[v] = g->keep[v] = g->each[v] = g->host[v] = false;
 	for (int u = 0; u < m->P->n; u++) {
 		if (m->P->kind[u] == SEL_CAND && keep[u] != SEL_KEEP)
 			g->drop[m->val[u]] = true;
+		if (m->P->kind[u] == SEL_CAND && keep[u] == SEL_HOST)
+			g->host[m->val[u]] = true;
 		if (m->P->kind[u] == SEL_TEMP && keep[u] == SEL_KEEP)
 			g->keep[m->val[u]] = true;
 		if (m->P->kind[u] != SEL_FIXED && keep[u] == SEL_EACH)
@@ -539,9 +634,10 @@ static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_
 	}
 	if (!m->descent)
 		return;
-	/* the states that save FLOPs over each: a value made once kept; one made each time kept, or made once */
-	static const uint8_t cheaper[3][2] = {[SEL_ONCE] = {SEL_KEEP}, [SEL_EACH] = {SEL_KEEP, SEL_ONCE}};
-	static const int ncheaper[3] = {[SEL_ONCE] = 1, [SEL_EACH] = 2};
+	/* the states that save FLOPs over each: a value made once kept; one made each time kept, or made once; one
+	 * offloaded kept */
+	static const uint8_t cheaper[4][2] = {[SEL_ONCE] = {SEL_KEEP}, [SEL_EACH] = {SEL_KEEP, SEL_ONCE}, [SEL_HOST] = {SEL_KEEP}};
+	static const int ncheaper[4] = {[SEL_ONCE] = 1, [SEL_EACH] = 2, [SEL_HOST] = 1};
 	for (int pass = 0; pass < 2; pass++) {
 		bool moved = false;
 		for (int u = 0; u < P->n; u++) {
@@ -573,11 +669,11 @@ static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_
 		uint8_t was_u = keep[u];
 		keep[u] = SEL_KEEP;
 		bool done = false;
-		static const uint8_t again[2] = {SEL_ONCE, SEL_EACH};
+		static const uint8_t again[3] = {SEL_ONCE, SEL_EACH, SEL_HOST};
 		for (int v = 0; v < P->n && !done; v++) {
 			if (v == u || P->kind[v] != SEL_CAND || keep[v] != SEL_KEEP)
 				continue;
-			for (int k = 0; k < 2 && !done; k++) {
+			for (int k = 0; k < 2 + (P->host[v] > 0) && !done; k++) {
 				keep[v] = again[k];
 				if ((b = planned(g, m, keep, plan, &flops)) <= budget && flops < res->flops)
 					*bytes = b, res->flops = flops, done = true;
@@ -649,7 +745,7 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
 	p->graph_bound = res.bound;
 	p->graph_candidates = n;
 	apply(g);
-	return g->flops;
+	return cost(g);
 }
 
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
@@ -728,8 +824,8 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 				if (m.P->kind[u] != SEL_CAND)
 					continue;
 				uint8_t was = best[u], to = was;
-				for (uint8_t st = SEL_ONCE; st <= SEL_EACH; st++) {
-					if (st == was)
+				for (uint8_t st = SEL_ONCE; st <= SEL_HOST; st++) {
+					if (st == was || (st == SEL_HOST && !m.P->host[u]))
 						continue;
 					best[u] = st;
 					int64_t f2, b2 = planned(&g, &m, best, plan, &f2);
@@ -773,7 +869,19 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		fit_model(&g, &m, budget, plan, keep, &res, true);
 		return apply_model(&g, &m, keep, res, nall);
 	}
-	return fit_planned(&g, budget, plan, most);
+	if (asked || !p->offload_cost)
+		return fit_planned(&g, budget, plan, most);
+	/* offloading priced: every subset recomputed, or the model's choice, which may offload, where that
+	 * fits and costs less */
+	Model m = calibrated(&g, all, nall, plan);
+	uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
+	SelResult res;
+	int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
+	int64_t c = fit_planned(&g, budget, plan, most);
+	if (bytes > budget || (plan(p) <= budget && c <= res.flops))
+		return c;
+	undo(&g);
+	return apply_model(&g, &m, keep, res, nall);
 }
 
 /* a forward op whose result the adjoint keeps (views and leaves cost nothing) */
@@ -810,6 +918,23 @@ static int names(FILE *f, Graph *g, bool rec, bool json, int64_t *total)
 	return n;
 }
 
+/* the names of the forward values offloaded, as a list; their count, and bytes */
+static int offloaded(FILE *f, Program *p, bool json, int64_t *total)
+{
+	int n = 0;
+	*total = 0;
+	for (int i = 0; i < p->nforward; i++) {
+		Op *op = p->body.ops[i];
+		if (op->kind != OP_OFFLOAD)
+			continue;
+		*total += ir_bytes(p, ir_vtype(p, op->in[1]));
+		if (f)
+			fprintf(f, json ? "%s\"%s\"" : "%s%s", n ? ", " : "", ir_value_name(p, op->in[1]));
+		n++;
+	}
+	return n;
+}
+
 /* --emit=schedule's line for straight-line code: what the adjoint keeps of
  * the forward values, and what it computes again */
 void ckpt_graph_print(FILE *f, Program *p, bool json)
@@ -817,13 +942,18 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 	Graph g = {0};
 	init(&g, p);
 	int64_t bytes, flops;
+	int64_t moved;
 	int nkept = names(NULL, &g, false, json, &bytes), nrec = names(NULL, &g, true, json, &flops);
+	int noff = offloaded(NULL, p, json, &moved);
 	if (json) {
 		fprintf(f, "  \"straight_line\": {\"kept_bytes\": %lld, \"recomputed_flops\": %lld, \"kept\": [", (long long)bytes,
 		        (long long)flops);
 		names(f, &g, false, json, &bytes);
 		fprintf(f, "], \"recomputed\": [");
 		names(f, &g, true, json, &flops);
+		fprintf(f, "], \"offloaded_bytes\": %lld, \"offload_cost\": %lld, \"offloaded\": [", (long long)moved,
+		        (long long)p->offload_cost);
+		offloaded(f, p, json, &moved);
 		fprintf(f, "]");
 		if (p->graph_search)
 			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld",
@@ -837,6 +967,11 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 	if (nrec) {
 		fprintf(f, "; it computes %d ops again (%lld FLOPs): ", nrec, (long long)flops);
 		names(f, &g, true, json, &flops);
+	}
+	if (noff) {
+		fprintf(f, "; it offloads %d (%lld bytes, each to the host and back once a step, priced at %lld FLOPs a byte "
+		        "each way): ", noff, (long long)moved, (long long)p->offload_cost);
+		offloaded(f, p, json, &moved);
 	}
 	fputs("\n", f);
 	if (!p->graph_search)

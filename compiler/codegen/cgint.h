@@ -81,6 +81,7 @@ typedef struct {
 	 * its last copy's event), at slot_at[v] for slot variable v */
 	LLVMValueRef slot_table;
 	int64_t *slot_at, slot_words;
+	int64_t copy_at;   /* the events of offloads and fetches: words copy_at + Op.index of slot_table */
 	bool fuse;        /* loops whose bodies qualify run as one kernel (CgOptions.fuse) */
 	bool reference;   /* CgOptions.reference */
 	bool verbose;     /* CgOptions.verbose */
@@ -226,6 +227,8 @@ typedef struct {
 	int *uses;                 /* per value: how many operands name it */
 	LLVMTypeRef t_launch, t_gemm, t_copy, t_zero, t_count, t_base, t_revolve, t_key, t_on;
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
+	LLVMTypeRef t_act_copy, t_act_wait;
+	LLVMValueRef f_act_copy, f_act_wait;
 	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_grad_in, t_allreduce, t_reset, t_snap_copy, t_phase;
 	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_grad_in, f_allreduce, f_reset, f_snap_copy, f_phase;
 	bool step;                 /* in dp_step (and its parts), which the adjoint follows */

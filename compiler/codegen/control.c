@@ -661,6 +661,26 @@ static LLVMValueRef slot_entry(Host *h, int slots)
 	return LLVMBuildGEP2(g->b, g->i64, LLVMBuildBitCast(g->b, g->slot_table, g->i64p, ""), &at, 1, "");
 }
 
+/* offloaded forward values: rt_act_copy starts the copy, recording its
+ * event in the op's word of the slot table; rt_act_wait waits for it */
+static void lower_offload(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	LLVMValueRef at = cg_i64(g, g->copy_at + op->index);
+	LLVMValueRef event = LLVMBuildGEP2(g->b, g->i64, LLVMBuildBitCast(g->b, g->slot_table, g->i64p, ""), &at, 1, "");
+	if (op->kind == OP_SETTLE) {
+		LLVMValueRef args[2] = {h->ctx, event};
+		cg_call(h, h->t_act_wait, h->f_act_wait, args, 2);
+		return;
+	}
+	bool down = op->kind == OP_OFFLOAD;
+	int dev = down ? op->in[1] : op->out, host = op->in[0];
+	LLVMValueRef args[6] = {h->ctx, event, LLVMConstInt(g->i32, down ? 0 : 1, 0), cg_addr(h, dev),
+	                        cg_i64(g, p->values.data[host].offset), cg_i64(g, ir_bytes(p, ir_vtype(p, host)))};
+	cg_call(h, h->t_act_copy, h->f_act_copy, args, 6);
+}
+
 static void lower_transfer(Host *h, Op *op)
 {
 	Cg *g = h->g;
@@ -792,6 +812,11 @@ bool cg_host_control(Host *h, Op *op)
 		return true;
 	case OP_REVOLVE:
 		lower_revolve(h, op);
+		return true;
+	case OP_OFFLOAD:
+	case OP_FETCH:
+	case OP_SETTLE:
+		lower_offload(h, op);
 		return true;
 	case OP_H2D:
 	case OP_D2H:

@@ -227,7 +227,8 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			h->g->backward_marked = true;
 		}
 		int first = i;
-		bool skip = false;
+		/* dp_forward computes the loss only: nothing is offloaded for an adjoint */
+		bool skip = !h->step && (op->kind == OP_OFFLOAD || op->kind == OP_SETTLE);
 		for (int k = 0; k < absorbed.len; k++)
 			skip |= absorbed.data[k] == op;
 		if (skip)
@@ -407,6 +408,10 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_grad_in = cg_declare(g, "rt_grad_in", vd, pi, 5, &h.t_grad_in);
 	LLVMTypeRef pa[] = {g->i8p, g->i32, g->i64, g->i64};
 	h.f_allreduce = cg_declare(g, "rt_allreduce", vd, pa, 4, &h.t_allreduce);
+	LLVMTypeRef pk[] = {g->i8p, g->i64p, g->i32, g->i64, g->i64, g->i64};
+	h.f_act_copy = cg_declare(g, "rt_act_copy", vd, pk, 6, &h.t_act_copy);
+	LLVMTypeRef pq[] = {g->i8p, g->i64p};
+	h.f_act_wait = cg_declare(g, "rt_act_wait", vd, pq, 2, &h.t_act_wait);
 	LLVMTypeRef pe[] = {g->i8p, g->i64p, g->i64};
 	h.f_reset = cg_declare(g, "rt_stream_reset", vd, pe, 3, &h.t_reset);
 
@@ -633,6 +638,13 @@ static Cg *build(Program *p, const CgOptions *o)
 			g->slot_at[v] = g->slot_words;
 			g->slot_words += 2 * p->values.data[v].type.dim[0];
 		}
+	/* one word per offload or fetch: its copy's event */
+	g->copy_at = g->slot_words;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		if ((op->kind == OP_OFFLOAD || op->kind == OP_FETCH) && g->copy_at + op->index + 1 > g->slot_words)
+			g->slot_words = g->copy_at + op->index + 1;
+	}
 	if (g->slot_words) {
 		LLVMTypeRef at = LLVMArrayType(g->i64, (unsigned)g->slot_words);
 		g->slot_table = LLVMAddGlobal(g->mod, at, "dp_slots");

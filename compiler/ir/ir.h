@@ -193,7 +193,9 @@ typedef enum {
  * S[i] of one is slot i mod k. */
 /* VC_STAGE: an `update B[l]`'s staging copy of B, which only the forward
  * program writes: recomputations leave it alone. */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP, VC_STAGE } VarClass;
+/* VC_HOST: a forward value's copy in the host pool, offloaded after its
+ * definition and fetched again for the adjoint (checkpoint_pass/graph.c). */
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP, VC_STAGE, VC_HOST } VarClass;
 
 /* The optimizer is chosen at compile time: its state is planned memory. */
 typedef enum { OPT_SGD, OPT_ADAM } Optimizer;
@@ -333,6 +335,7 @@ struct Program {
 	int graph_search, graph_candidates;
 	int64_t graph_bound;
 	bool graph_least; /* --checkpoint min-memory: the least peak, not a budget's fewest FLOPs */
+	int64_t offload_cost; /* what moving one byte to the host, or back, is worth in FLOPs; 0: nothing is offloaded */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
 	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];

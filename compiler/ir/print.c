@@ -209,6 +209,13 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 			        p->params.data[op->index].name);
 		return;
 	}
+	if (op->kind == OP_OFFLOAD || op->kind == OP_SETTLE) {
+		fprintf(f, "%s %s", name, ir_value_name(p, op->in[0]));
+		if (op->kind == OP_OFFLOAD)
+			fprintf(f, ", %s", ir_value_name(p, op->in[1]));
+		fprintf(f, "  # copy %d%s\n", op->index, op->kind == OP_OFFLOAD ? " to the host" : " done");
+		return;
+	}
 	if (op->kind == OP_D2H || op->kind == OP_WAIT) {
 		fprintf(f, "%s %s[%s]", name, ir_value_name(p, op->in[0]), ir_value_name(p, op->in[op->nin - 1]));
 		if (op->kind == OP_D2H)

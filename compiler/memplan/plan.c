@@ -760,6 +760,10 @@ static void plan(Program *p)
 		for (int k = 0; op->kind == OP_REVOLVE && k < op->ncarry && op->nhost; k++)
 			host += host_place(p, op->hsnap[k], host);
 	}
+	/* forward values offloaded for the adjoint */
+	for (int v = 0; v < nv; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_HOST)
+			host += host_place(p, v, host);
 	p->host_bytes = host;
 	for (int i = 0; i < p->inputs.len; i++)
 		at += place(p, p->inputs.data[i].value, at);

@@ -47,6 +47,17 @@ const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 			return ar_printf("%s of no parameter's gradient", name);
 		return NULL;
 	}
+	if (op->kind == OP_OFFLOAD || op->kind == OP_FETCH) {
+		Value *h = &p->values.data[op->in[0]];
+		if (h->kind != VK_VAR || h->vclass != VC_HOST)
+			return ar_printf("%s: %s is not a host copy", ir_ops[op->kind].name, ir_value_name(p, op->in[0]));
+		if (op->kind == OP_OFFLOAD && !ir_type_eq(h->type, ir_vtype(p, op->in[1])))
+			return ar_printf("offload of %s into %s", ops_ts(ir_vtype(p, op->in[1])), ops_ts(h->type));
+		*out = h->type;
+		return NULL;
+	}
+	if (op->kind == OP_SETTLE)
+		return p->values.data[op->in[0]].kind == VK_SSA ? NULL : "settle of a variable";
 	int slot = op->kind == OP_D2H ? op->in[1] : op->in[0];
 	int host = op->kind == OP_D2H ? op->in[0] : op->in[1];
 	int index = op->kind == OP_WAIT ? op->in[1] : op->in[2];
@@ -119,8 +130,13 @@ void ops_run_var(Interp *m, Op *op)
 
 void ops_run_transfer(Interp *m, Op *op)
 {
-	if (op->kind == OP_ALLREDUCE)
-		return; /* one process */
+	if (op->kind == OP_ALLREDUCE || op->kind == OP_SETTLE)
+		return; /* one process; copies that are done when they return */
+	if (op->kind == OP_OFFLOAD || op->kind == OP_FETCH) {
+		int from = op->kind == OP_OFFLOAD ? op->in[1] : op->in[0], to = op->kind == OP_OFFLOAD ? op->in[0] : op->out;
+		memmove(ops_real(m, to), ops_real(m, from), (size_t)ir_bytes(m->p, ir_vtype(m->p, from)));
+		return;
+	}
 	die("interp: %s: the interpreter runs programs without tensor streaming", ir_ops[op->kind].name);
 }
 

@@ -1,7 +1,9 @@
 /* sel: the choice of what the adjoint keeps (select.h has the cost model).
  *
- * The decisions: each candidate, kept or computed again (once, or at each
- * use); each temporary, kept for the recomputations or computed again.
+ * The decisions: each candidate, kept, computed again (once, or at each
+ * use) or offloaded (where it has a host cost); each temporary, kept for
+ * the recomputations or computed again. A choice's cost is the FLOPs it
+ * computes again plus its offloads' costs.
  *
  * Exact search: a depth-first search over the decisions, the costliest
  * first, each candidate dropped (once, then each time) before kept. A branch ends when the FLOPs
@@ -49,6 +51,7 @@ SelProblem *sel_new(int n, int npos)
 	P->adj_last = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	P->nadj = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	P->adj = ar_alloc(sizeof(int *) * (size_t)(n + 1));
+	P->host = ar_alloc(sizeof(int64_t) * (size_t)(n + 1));
 	for (int v = 0; v < n; v++)
 		P->adj_first[v] = P->adj_last[v] = -1;
 	return P;
@@ -177,7 +180,7 @@ static void need(Work *w, const uint8_t *keep, int u, int t)
 		return;
 	}
 	w->last[u] = w->last[u] > t ? w->last[u] : t;
-	if (keep[u] == SEL_ONCE)
+	if (keep[u] == SEL_ONCE || keep[u] == SEL_HOST)
 		w->r[u] = w->r[u] < t ? w->r[u] : t;
 }
 
@@ -187,7 +190,7 @@ static void need(Work *w, const uint8_t *keep, int u, int t)
 static bool transient(const Work *w, const uint8_t *keep, int v, int t)
 {
 	const SelProblem *P = w->P;
-	if (keep[v] == SEL_ONCE && (w->r[v] != t || w->last[v] != t))
+	if ((keep[v] == SEL_ONCE || keep[v] == SEL_HOST) && (w->r[v] != t || w->last[v] != t))
 		return false;
 	return keep[v] != SEL_KEEP && !(P->kind[v] == SEL_CAND && adj_use(P, v, t));
 }
@@ -212,7 +215,8 @@ static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
 		w->most[t] = w->made[t] > w->most[t] ? w->made[t] : w->most[t];
 		return;
 	}
-	for (int k = 0; k < P->nin[v]; k++) {
+	/* a fetched copy reads no operands */
+	for (int k = 0; k < P->nin[v] && keep[v] != SEL_HOST; k++) {
 		int u = P->in[v][k];
 		if (P->kind[u] != SEL_FIXED && keep[u] != SEL_KEEP && transient(w, keep, u, t))
 			b += P->bytes[u];
@@ -240,6 +244,11 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 			const int *u = adj_uses(P, v, two, &n);
 			for (int k = 0; k < n; k++)
 				need(w, keep, v, u[k]);
+		}
+		if (keep[v] == SEL_HOST) {
+			/* fetched where first needed: no operands */
+			f += r[v] == INT_MAX ? 0 : P->host[v];
+			continue;
 		}
 		if (keep[v] == SEL_ONCE) {
 			if (r[v] == INT_MAX)
@@ -334,6 +343,18 @@ static bool is_free(const SelProblem *P, int v)
 		if (P->kind[P->in[v][k]] != SEL_FIXED)
 			return false;
 	return true;
+}
+
+/* whether v may be in state st: offloaded only where it has a host cost */
+static bool may(const SelProblem *P, int v, uint8_t st)
+{
+	return st != SEL_HOST || (P->kind[v] == SEL_CAND && P->host[v] > 0);
+}
+
+/* the least a candidate not kept costs: computed again once, or offloaded */
+static int64_t least_cost(const SelProblem *P, int v)
+{
+	return may(P, v, SEL_HOST) && P->host[v] < P->flops[v] ? P->host[v] : P->flops[v];
 }
 
 /* The choices that matter: candidates and temporaries that are not free
@@ -435,6 +456,10 @@ static void dfs(Exact *e, int i, int64_t flops)
 	dfs(e, i + 1, flops + P->flops[v]);
 	e->keep[v] = SEL_EACH;
 	dfs(e, i + 1, flops + P->flops[v]);
+	if (may(P, v, SEL_HOST)) {
+		e->keep[v] = SEL_HOST;
+		dfs(e, i + 1, flops + P->host[v]);
+	}
 	e->keep[v] = SEL_KEEP;
 	/* kept: what it could have freed is no longer available */
 	int from = gap_from(P, v), to = gap_to(P, v);
@@ -460,15 +485,15 @@ static int by_ratio(const void *a, const void *b)
 {
 	int x = *(const int *)a, y = *(const int *)b;
 	const SelProblem *P = ratio_problem;
-	/* FLOPs per byte, cheapest first */
-	double rx = (double)P->flops[x] / (double)(P->bytes[x] ? P->bytes[x] : 1);
-	double ry = (double)P->flops[y] / (double)(P->bytes[y] ? P->bytes[y] : 1);
+	/* cost per byte, cheapest first */
+	double rx = (double)least_cost(P, x) / (double)(P->bytes[x] ? P->bytes[x] : 1);
+	double ry = (double)least_cost(P, y) / (double)(P->bytes[y] ? P->bytes[y] : 1);
 	return rx < ry ? -1 : rx > ry ? 1 : x - y;
 }
 
-/* need[t]: what the budget needs freed at t; the fewest FLOPs any fit
- * recomputes (INT64_MAX: none fits). Only dropped candidates free bytes,
- * each its own, in its gap, and each costs at least its own FLOPs. */
+/* need[t]: what the budget needs freed at t; the least cost of any fit
+ * (INT64_MAX: none fits). Only candidates not kept free bytes, each its
+ * own, in its gap, and each costs at least its own FLOPs or its offload. */
 static int64_t lower_bound(const SelProblem *P, const Cands *c, const int64_t *need)
 {
 	int *order = malloc(sizeof(int) * (size_t)(c->nc + 1)), n = 0;
@@ -488,7 +513,8 @@ static int64_t lower_bound(const SelProblem *P, const Cands *c, const int64_t *n
 			if (!frees(P, v, t))
 				continue;
 			double b = (double)P->bytes[v];
-			cost += b >= left ? (double)P->flops[v] * left / b : (double)P->flops[v];
+			double cv = (double)least_cost(P, v);
+			cost += b >= left ? cv * left / b : cv;
 			left -= b;
 		}
 		if (left > 0)
@@ -554,7 +580,9 @@ static int frontier(const SelProblem *P, int v, int *out, bool *seen)
  * A candidate is tried computed again once, once with the temporaries its
  * recomputation would start from kept (its frontier), and each time it is
  * needed; the best of the three taken. */
-enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH };
+enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH, MOVE_HOST };
+static const uint8_t move_state[] = {[MOVE_ONCE] = SEL_ONCE, [MOVE_FRONT] = SEL_ONCE, [MOVE_EACH] = SEL_EACH,
+                                     [MOVE_HOST] = SEL_HOST};
 
 static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
@@ -583,12 +611,12 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 		if (round[top] != now) {
 			int64_t f2;
 			score[top] = -1e300;
-			for (int m = MOVE_ONCE; m <= MOVE_EACH; m++) {
+			for (int m = MOVE_ONCE; m <= MOVE_HOST; m++) {
 				/* read by one adjoint op: each time is once, unless recomputations read it too */
-				if (m == MOVE_EACH && P->adj_first[v] == P->adj_last[v] && w->nlive > 256)
+				if ((m == MOVE_EACH && P->adj_first[v] == P->adj_last[v] && w->nlive > 256) || !may(P, v, move_state[m]))
 					continue;
 				int added = 0;
-				keep[v] = m == MOVE_EACH ? SEL_EACH : SEL_ONCE;
+				keep[v] = move_state[m];
 				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
 					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
 				if (m != MOVE_FRONT || added) {
@@ -613,7 +641,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 			continue;
 		}
 		refreshed = false;
-		keep[v] = move[top] == MOVE_EACH ? SEL_EACH : SEL_ONCE;
+		keep[v] = move_state[move[top]];
 		for (int k = 0; k < nf && move[top] == MOVE_FRONT; k++)
 			keep[front[k]] = SEL_KEEP;
 		now++;
@@ -637,6 +665,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
  * per byte it adds to the peak, while the peak fits. */
 static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
+	const SelProblem *P = w->P;
 	for (int i = 0; i < c->nc; i++)
 		keep[c->c[i]] = SEL_ONCE;
 	w->budget = budget;
@@ -667,8 +696,12 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 		if (round[top] != now) {
 			uint8_t was = keep[v];
 			score[top] = 0;
-			/* over the budget, computing it each time is a move too */
-			for (uint8_t st = SEL_KEEP; st <= (over && was == SEL_ONCE ? SEL_EACH : SEL_KEEP); st++) {
+			/* over the budget, computing it each time is a move too; offloading it always */
+			uint8_t to_try[3] = {SEL_KEEP, SEL_EACH, SEL_HOST};
+			for (int k = 0; k < 3; k++) {
+				uint8_t st = to_try[k];
+				if ((st == SEL_EACH && !(over && was == SEL_ONCE)) || st == was || !may(P, v, st))
+					continue;
 				keep[v] = st;
 				int64_t f2, p2 = eval(w, keep, &f2);
 				double sc = over ? (double)(ex - w->excess)
@@ -701,17 +734,19 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 
 /* keep again each value whose keeping saves FLOPs and still fits, the
  * costliest first; then compute once each value computed each time where
- * that saves FLOPs and still fits */
+ * that saves FLOPs and still fits; then offload each value computed again
+ * where that costs less and still fits */
 static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
 	int64_t f, peak = eval(w, keep, &f);
-	/* first every value not kept tried kept, then every value made each time tried made once */
-	static const uint8_t pass_to[2] = {SEL_KEEP, SEL_ONCE};
-	for (int pass = 0; pass < 2; pass++)
+	/* first every value not kept tried kept, then every value made each time tried made once, then every
+	 * value made again tried offloaded */
+	static const uint8_t pass_to[3] = {SEL_KEEP, SEL_ONCE, SEL_HOST};
+	for (int pass = 0; pass < 3; pass++)
 		for (int i = 0; i < c->nc; i++) {
 			int v = c->c[i];
 			uint8_t was = keep[v];
-			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH))
+			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH) || (pass == 2 && (was == SEL_HOST || !may(w->P, v, SEL_HOST))))
 				continue;
 			keep[v] = pass_to[pass];
 			int64_t f2, p2 = eval(w, keep, &f2);
@@ -751,9 +786,10 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 				if (v == u)
 					continue;
 				uint8_t was_v = keep[v];
-				/* a kept value made again (once or each time), or one made again the other way */
-				for (uint8_t st = SEL_ONCE; st <= SEL_EACH && !moved; st++) {
-					if (st == was_v || (was_v != SEL_KEEP && st == SEL_KEEP))
+				/* a kept value made again (once or each time) or offloaded, or one not kept made so
+				 * another way */
+				for (uint8_t st = SEL_ONCE; st <= SEL_HOST && !moved; st++) {
+					if (st == was_v || st == SEL_KEEP || !may(P, v, st))
 						continue;
 					if ((spent = w->evals * per > work))
 						break;
@@ -929,8 +965,8 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 		for (int i = 0; i < c.nc; i++) {
 			int v = c.c[i];
 			uint8_t was = keep[v], best = was;
-			for (uint8_t st = SEL_ONCE; st <= SEL_EACH; st++) {
-				if (st == was)
+			for (uint8_t st = SEL_ONCE; st <= SEL_HOST; st++) {
+				if (st == was || !may(P, v, st))
 					continue;
 				keep[v] = st;
 				int64_t f2, p2 = eval(&w, keep, &f2);

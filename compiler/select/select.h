@@ -14,6 +14,9 @@
  *     (Checkmate's freedom to compute a value more than once: a module's
  *     output made again for the next module's recomputation and again for
  *     its own adjoint, not held in between).
+ *   host: offloaded to host memory after its definition and fetched again
+ *     where first needed, held to the last, like once, for what moving
+ *     it costs (SelProblem.host, in FLOPs) instead of its recomputation.
  * A recomputation at position r reads its operands at r; an operand that is
  * not kept (a dropped candidate, or a temporary the adjoint never reads) is
  * computed again too, once or each time, and one that is kept stays live to
@@ -44,6 +47,7 @@ typedef struct {
 	int *def, *fwd_last;       /* positions: its definition, its last forward use (>= def) */
 	int *adj_first, *adj_last; /* its adjoint uses (candidates: adj_first > fwd_last) */
 	int *nadj, **adj;          /* every adjoint use, ascending; nadj 0: adj_first and adj_last only */
+	int64_t *host;             /* candidates: what offloading it costs, in FLOPs; 0: it is not offloaded */
 } SelProblem;
 
 /* a value's state in a choice */
@@ -51,6 +55,7 @@ enum {
 	SEL_ONCE = 0, /* not kept: computed again once where first needed */
 	SEL_KEEP = 1, /* kept */
 	SEL_EACH = 2, /* not kept: computed again at each position that needs it */
+	SEL_HOST = 3, /* not kept: offloaded, and fetched where first needed (candidates with a host cost) */
 };
 
 typedef enum {
@@ -61,7 +66,7 @@ typedef enum {
 typedef struct {
 	bool fits;       /* the choice's peak is within the budget */
 	int64_t peak;    /* its peak */
-	int64_t flops;   /* its recomputed FLOPs */
+	int64_t flops;   /* its cost: the FLOPs it recomputes, and what its offloads cost */
 	int64_t bound;   /* no choice that fits recomputes fewer FLOPs (INT64_MAX: none fits) */
 	SelMethod method;
 } SelResult;

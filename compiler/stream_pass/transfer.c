@@ -509,4 +509,10 @@ void stream_count(Program *p)
 		p->h2d_bytes[1] += fetches * bytes;
 		p->d2h_bytes[1] += saves * bytes;
 	}
+	/* offloaded forward values: each down once and up once in dp_step, never in dp_forward */
+	for (int t = 0; t < p->body.len; t++) {
+		Op *op = p->body.ops[t];
+		if (op->kind == OP_OFFLOAD || op->kind == OP_FETCH)
+			(op->kind == OP_OFFLOAD ? p->d2h_bytes : p->h2d_bytes)[1] += ir_bytes(p, ir_vtype(p, op->in[0]));
+	}
 }

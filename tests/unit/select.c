@@ -1,7 +1,8 @@
 /* select: the optimiser of what the adjoint keeps (compiler/select/),
  * against brute force. On hundreds of random DAGs (random kinds, operands,
  * bytes, FLOPs, uses and base memory) every choice of every candidate and
- * temporary (kept, computed again once, computed again at each use) is
+ * temporary (kept, computed again once, computed again at each use, and
+ * for candidates with a host cost, in half the problems, offloaded) is
  * evaluated; then at budgets from the
  * store-everything peak down to below the least peak:
  *   - the exact search gives the fewest FLOPs of any choice that fits, or
@@ -29,7 +30,7 @@ static int rnd(int n)
 
 /* a random problem of n values over positions: forward positions are the
  * values' own, the adjoint's follow */
-static SelProblem *random_problem(int n, int nfixed)
+static SelProblem *random_problem(int n, int nfixed, bool offload)
 {
 	int nadj = 4 + rnd(12), npos = n + nadj;
 	SelProblem *P = sel_new(n, npos);
@@ -69,33 +70,39 @@ static SelProblem *random_problem(int n, int nfixed)
 	}
 	for (int t = 0; t < npos; t++)
 		P->base[t] = rnd(60);
+	/* in half the problems, some candidates may be offloaded, at a cost below or above their FLOPs */
+	for (int v = 0; v < n && offload; v++)
+		if (P->kind[v] == SEL_CAND && rnd(3))
+			P->host[v] = 1 + rnd(80);
 	return P;
 }
 
 int main(void)
 {
 	group = "select";
-	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0;
+	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, offloading = 0;
 	double worst_gap = 0;
 	for (int iter = 0; iter < 300; iter++) {
 		int n = 6 + rnd(8);
-		SelProblem *P = random_problem(n, 1 + rnd(2));
-		int dec[32], nd = 0;
+		bool offload = iter % 2;
+		SelProblem *P = random_problem(n, 1 + rnd(2), offload);
+		int dec[32], radix[32], nd = 0;
 		for (int v = 0; v < n; v++)
 			if (P->kind[v] != SEL_FIXED)
-				dec[nd++] = v;
-		if (nd > 9)
-			continue;
-		problems++;
-		/* brute force: every choice, three states a decision */
+				radix[nd] = P->host[v] ? 4 : 3, dec[nd++] = v;
+		/* brute force: every choice, three states a decision (four where it may be offloaded) */
 		unsigned nm = 1;
 		for (int i = 0; i < nd; i++)
-			nm *= 3;
+			nm *= (unsigned)radix[i];
+		if (nd > 9 || nm > 60000)
+			continue;
+		problems++;
+		offloading += nm % 4 == 0;
 		int64_t *peak = malloc(sizeof(int64_t) * nm), *flops = malloc(sizeof(int64_t) * nm), least = INT64_MAX, full;
 		uint8_t keep[64] = {0};
 		for (unsigned m = 0; m < nm; m++) {
-			for (unsigned i = 0, x = m; i < (unsigned)nd; i++, x /= 3)
-				keep[dec[i]] = (uint8_t)(x % 3);
+			for (unsigned i = 0, x = m; i < (unsigned)nd; x /= (unsigned)radix[i], i++)
+				keep[dec[i]] = (uint8_t)(x % (unsigned)radix[i]);
 			peak[m] = sel_eval(P, keep, &flops[m], NULL);
 			least = peak[m] < least ? peak[m] : least;
 		}
@@ -153,8 +160,8 @@ int main(void)
 		free(flops);
 	}
 	if (!fail) {
-		printf("ok - select: %d random DAGs, %d budgets: the exact search equals brute force over every choice (%d fits)\n",
-		       problems, budgets, exact_fits);
+		printf("ok - select: %d random DAGs (%d with values that may be offloaded), %d budgets: the exact search equals "
+		       "brute force over every choice (%d fits)\n", problems, offloading, budgets, exact_fits);
 		printf("ok - select: the greedy search's fits are real and its bounds hold; optimal at %d of %d fits, worst %.0f%% "
 		       "over the optimum\n", greedy_opt, greedy_fits, 100 * worst_gap);
 		printf("ok - select: sel_least's floor is below every choice's peak on all %d\n", problems);
