@@ -12,6 +12,10 @@
 #   the trade-off: the fraction recomputed at 90%, 75%, 50% and 25% of the
 #   peak ("-" where that is below the least budget);
 #   the time and memory that min-memory's compile takes.
+#   bash bench/graphs.sh offload [NET...]: keep, recompute or offload (issue
+#   26, item 7): the least cut and what it recomputes with offloading priced
+#   at the default --offload-cost (--device-mem 1T, streaming allowed) beside
+#   the least without it, the bytes offloaded, and the same at 25% of the peak.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
 #   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16), each at
 #   half its peak.
@@ -73,6 +77,37 @@ field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eva
 # plan FILE BUDGET: exit 0 when it plans; the schedule in $out/s.json
 plan() { "$DPC" --target cpu "$1" --device-mem "$2" --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; }
 frac() { field "$out/s.json" "'%.3f' % d['recomputed_fraction']"; }
+
+if [ "${1:-}" = offload ]; then
+	shift
+	nets=("$@")
+	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
+	printf '%-12s %6s %9s %6s %9s %10s %9s %9s %10s %9s\n' network cut rec@least cut_off rec@least off_MB rec@25 rec@25_off \
+		off@25_MB compile_s
+	for net in "${nets[@]}"; do
+		f="$out/$net.dp"
+		python3 bench/graphs.py "$net" "$(batch "$net")" "$(side "$net")" >"$f"
+		"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
+		cut() { python3 -c "print('%.0f%%' % (100 * (1 - ($1 - $weights) / ($full - $weights))))"; }
+		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		least=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec=$(frac)
+		t=$( { /usr/bin/time -f '%e' "$DPC" --target cpu "$f" --checkpoint min-memory --device-mem 1T --emit=schedule -o /dev/null \
+			--schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
+		least_off=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec_off=$(frac)
+		moved=$(field "$out/s.json" "'%.1f' % (d['straight_line']['offloaded_bytes'] / 1e6)")
+		at25=- at25_off=- moved25=-
+		if plan "$f" $((full / 4)); then at25=$(frac); fi
+		if "$DPC" --target cpu "$f" --device-mem $((full / 4)) --emit=schedule -o /dev/null --schedule-json "$out/s.json" \
+			>/dev/null 2>&1; then
+			at25_off=$(frac) moved25=$(field "$out/s.json" "'%.1f' % (d['straight_line']['offloaded_bytes'] / 1e6)")
+		fi
+		printf '%-12s %6s %9s %6s %9s %10s %9s %9s %10s %9s\n' "$net" "$(cut $least)" "$rec" "$(cut $least_off)" "$rec_off" \
+			"$moved" "$at25" "$at25_off" "$moved25" "$t"
+	done
+	exit 0
+fi
 
 if [ "${1:-}" = scale ]; then
 	# compile time and memory against the graph's size: ResNet-50, -101 and -152 at batch 16, 224x224,

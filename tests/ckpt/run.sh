@@ -561,4 +561,42 @@ then
 else
 	notok "ckpt/rows-adam" "$rl"
 fi
+# keep, recompute or offload under one budget (issue 26, item 7): the three graphs at B=4,
+# 16x16 under min-memory with offloading priced (--device-mem allows streaming). The least
+# plan offloads and lies below the least without offloading (--offload-cost 0); it trains
+# with gradients and parameters bitwise equal to store-everything's, in f32 and (DenseNet)
+# f64, its peak and the bytes it moves each way measured as predicted, the bytes those of
+# the values it lists, down and up once a step
+for s in densenet:f32 densenet:f64 inception:f32 unet:f32; do
+	prec=${s#*:} s=${s%:*}
+	ol="$o/offload_$s.$prec.log" od="$o/offload_$s.$prec"
+	size=(-D B=4 -D S=16 --precision $prec)
+	if "$DPC" --target cpu "${size[@]}" samples/$s.dp -o "$od.none" >"$ol" 2>&1 &&
+		"$od.none" --steps 2 --quiet --dump-grads "$od.none.g" --save "$od.none.p" >>"$ol" 2>&1 &&
+		"$DPC" --target cpu --checkpoint min-memory --device-mem 1G --offload-cost 0 --schedule-json "$od.kept.json" \
+			"${size[@]}" samples/$s.dp >>"$ol" 2>&1 &&
+		"$DPC" --target cpu --checkpoint min-memory --device-mem 1G --schedule-json "$od.json" "${size[@]}" samples/$s.dp \
+			-o "$od" >>"$ol" 2>&1 &&
+		"$od" --steps 2 --quiet --dump-grads "$od.g" --save "$od.p" --summary-json "$od.run.json" >>"$ol" 2>&1 &&
+		cmp "$od.none.g" "$od.g" >>"$ol" 2>&1 && cmp "$od.none.p" "$od.p" >>"$ol" 2>&1 &&
+		python3 - "$od.json" "$od.run.json" "$od.kept.json" >"$od.out" 2>>"$ol" <<'PY'
+import json, sys
+plan, run, kept = (json.load(open(f)) for f in sys.argv[1:4])
+line = plan["straight_line"]
+moved = line["offloaded_bytes"]
+assert moved > 0 and line["offloaded"] and line["offload_cost"] == 943, line
+assert kept["straight_line"]["offloaded_bytes"] == 0, kept["straight_line"]
+least, without = run["peak_device_bytes"], kept["peak_device_bytes"]["total"]
+assert least == run["predicted_device_bytes"] == plan["peak_device_bytes"]["total"] < without, (run, without)
+for way in ("h2d", "d2h"):
+    assert run["stream_%s_bytes" % way] == run["predicted_stream_%s_bytes" % way] == 2 * moved, (way, run, moved)
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+print("%d values, %d bytes offloaded; least %d bytes against %d without" % (len(line["offloaded"]), moved, least, without))
+PY
+	then
+		ok "ckpt/offload-$s $prec: gradients and parameters bitwise, peak and bytes moved as predicted; $(cat "$od.out")"
+	else
+		notok "ckpt/offload-$s $prec" "$ol"
+	fi
+done
 finish

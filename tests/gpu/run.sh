@@ -46,6 +46,11 @@ build)
 	bin/dpc --target cuda --stream none --device-mem $((full * 80 / 100)) --schedule-json $B/rows_drop.json \
 		tests/ckpt/rows.dp -o $B/rows_drop.gpu || exit 1
 	python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['loops'][0]['row_recomputed']" $B/rows_drop.json || exit 1
+	# straight-line values offloaded to the host pool and fetched back: DenseNet at its least with offloading
+	bin/dpc --target cuda -D B=8 -D S=32 samples/densenet.dp -o $B/offload_none.gpu || exit 1
+	bin/dpc --target cuda -D B=8 -D S=32 --checkpoint min-memory --device-mem 1G --schedule-json $B/offload.json \
+		samples/densenet.dp -o $B/offload.gpu || exit 1
+	python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['straight_line']['offloaded_bytes'] > 0" $B/offload.json || exit 1
 	# streaming: resmlp with every stackable parameter streamed, against resident (tolerance 0)
 	mkdir -p $B/stream
 	for opt in sgd adam; do
@@ -179,6 +184,10 @@ $B/rows_none.gpu --steps 3 --dump-grads $TEST_OUT/rows_none.st >$TEST_OUT/rows.l
 	$B/rows_drop.gpu --steps 3 --dump-grads $TEST_OUT/rows_drop.st --summary-json $TEST_OUT/rows_drop.json >>$TEST_OUT/rows.log 2>&1
 check "gpu/rows: rows that keep less, gradients identical to store-everything" compare_grads $TEST_OUT/rows_drop.st $TEST_OUT/rows_none.st 0
 check "gpu/rows: peak as planned" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['peak_device_bytes'] == j['predicted_device_bytes'], j" $TEST_OUT/rows_drop.json
+$B/offload_none.gpu --steps 3 --dump-grads $TEST_OUT/offload_none.st >$TEST_OUT/offload.log 2>&1 &&
+	$B/offload.gpu --steps 3 --dump-grads $TEST_OUT/offload.st --summary-json $TEST_OUT/offload.json >>$TEST_OUT/offload.log 2>&1
+check "gpu/offload: values offloaded and fetched back, gradients identical to store-everything" compare_grads $TEST_OUT/offload.st $TEST_OUT/offload_none.st 0
+check "gpu/offload: peak and bytes moved as planned" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['peak_device_bytes'] == j['predicted_device_bytes'] and j['stream_h2d_bytes'] == j['predicted_stream_h2d_bytes'] > 0 and j['stream_d2h_bytes'] == j['predicted_stream_d2h_bytes'], j" $TEST_OUT/offload.json
 for exe in $B/ops/*.cuda; do
 	s=$(basename "$exe" .cuda)
 	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda.st >$TEST_OUT/op_$s.cuda.log 2>&1 &&
