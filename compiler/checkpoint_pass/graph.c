@@ -39,6 +39,7 @@ typedef struct {
 	bool *host;      /* per value dropped: offloaded and fetched instead of computed again */
 	int *fwd_end;    /* per forward value: the last top-level forward op that reads it or a view of it */
 	int *hvar, *copy; /* per value offloaded: its host variable and its offload's event in the current rewrite */
+	int *issue;      /* per top-level op: where a fetch for it is issued (issue_points) */
 	int *memo;       /* per value: its copy in the current rewrite, or -1 */
 	Block *body;     /* the rewrite's new top level */
 	Vec(Edit) edits; /* operands the rewrite replaced, to undo it */
@@ -47,6 +48,9 @@ typedef struct {
 	int64_t flops;   /* the rewrite's recomputed FLOPs */
 	int64_t moved;   /* the bytes it offloads (each down once and up once) */
 	int ncopies;     /* its offloads and fetches: their events */
+	int cur;         /* the top-level op whose operands it makes */
+	Vec(Op *) fetches; /* its fetches, in order */
+	Vec(int) fetch_at; /* for each, the top-level op that first needs it */
 	int nforward;    /* the forward ops before it */
 } Graph;
 
@@ -138,6 +142,8 @@ static int materialize(Graph *g, int w)
 		/* fetched from its host copy, which the forward's offload wrote, and waited for */
 		Op *f = ir_new_op(p, OP_FETCH, x->loc, 1, (int[]){g->hvar[w]});
 		f->index = g->ncopies++;
+		vec_push(&g->fetches, f);
+		vec_push(&g->fetch_at, g->cur);
 		f->out = ir_new_value(p, x->kind, x->type, x->name, x->loc);
 		p->values.data[f->out].def = f;
 		ir_append(g->body, f);
@@ -163,6 +169,46 @@ static int materialize(Graph *g, int w)
 	return g->memo[w] = n->out;
 }
 
+/* where a fetch for top-level adjoint op i is issued: at the last adjoint
+ * op before it that computes (FLOPs, or a loop), so that the copy overlaps
+ * it; at i itself when none does */
+static void issue_points(Program *p, int *issue)
+{
+	int last = -1;
+	for (int i = 0; i < p->body.len; i++) {
+		issue[i] = i >= p->nforward && last >= 0 ? last : i;
+		Op *op = p->body.ops[i];
+		if (i >= p->nforward && (ir_op_flops(p, op) > 0 || op->kind == OP_LOOP || op->kind == OP_REVOLVE))
+			last = i;
+	}
+}
+
+/* Each fetch moved ahead to the start of the ops made for the adjoint op
+ * where it is issued (issue_points; start[i]: where op i's begin in b);
+ * its settle stays where it was. */
+static void prefetch(Graph *g, Block *b, const int *start)
+{
+	Op **ops = malloc(sizeof(Op *) * (size_t)(b->len + 1));
+	int n = 0, next = 0, seen = 0, nf = g->fetches.len;
+	/* a fetch for the first adjoint op stays where it is */
+#define MOVED(k) (g->issue[g->fetch_at.data[k]] < g->fetch_at.data[k])
+	for (int j = 0; j < b->len; j++) {
+		for (; next < nf && (!MOVED(next) || start[g->issue[g->fetch_at.data[next]]] <= j); next++)
+			if (MOVED(next))
+				ops[n++] = g->fetches.data[next];
+		if (seen < nf && b->ops[j] == g->fetches.data[seen]) {
+			bool moved = MOVED(seen);
+			seen++;
+			if (moved)
+				continue;
+		}
+		ops[n++] = b->ops[j];
+	}
+#undef MOVED
+	memcpy(b->ops, ops, sizeof(Op *) * (size_t)n);
+	free(ops);
+}
+
 /* The program with g->drop's values computed again in the adjoint. */
 static void apply(Graph *g)
 {
@@ -174,8 +220,10 @@ static void apply(Graph *g)
 	g->edits.len = 0;
 	g->saved = p->body;
 	/* the offloaded values' host copies, and the ops after which each is settled */
-	Vec(int) settle = {0};
-	int *after = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
+	int *settle = malloc(sizeof(int) * (size_t)(g->nv + 1)), nsettle = 0;
+	int *after = calloc((size_t)p->nforward + 1, sizeof(int));
+	int *start = malloc(sizeof(int) * (size_t)(p->body.len + 1));
+	g->fetches.len = g->fetch_at.len = 0;
 	for (int v = 0; v < g->nv; v++) {
 		g->memo[v] = -1;
 		if (!g->host[v])
@@ -193,6 +241,8 @@ static void apply(Graph *g)
 		/* the forward part grows by its offloads and settles */
 		if (i == g->nforward)
 			nforward = b->len;
+		start[i] = b->len;
+		g->cur = i;
 		for (int k = 0; k < op->nin && i >= g->nforward; k++) {
 			int w = materialize(g, op->in[k]);
 			if (w != op->in[k]) {
@@ -207,22 +257,27 @@ static void apply(Graph *g)
 			o->index = g->ncopies++;
 			g->copy[op->out] = o->index;
 			ir_append(b, o);
-			vec_push(&settle, op->out);
+			settle[nsettle++] = op->out;
 		}
 		/* after its last forward reader an offloaded value's memory is free once its copy is done */
-		for (int k = 0; i < g->nforward && after[i] && k < settle.len; k++) {
-			int v = settle.data[k];
+		for (int k = 0; i < g->nforward && after[i] && k < nsettle; k++) {
+			int v = settle[k];
 			if (v >= 0 && g->fwd_end[v] == i) {
 				Op *s = ir_new_op(p, OP_SETTLE, op->loc, 1, (int[]){v});
 				s->index = g->copy[v];
 				ir_append(b, s);
-				settle.data[k] = -1;
+				settle[k] = -1;
 			}
 		}
 		for (int k = 0; k < g->fresh.len; k++)
 			g->memo[g->fresh.data[k]] = -1;
 		g->fresh.len = 0;
 	}
+	if (g->fetches.len)
+		prefetch(g, b, start);
+	free(settle);
+	free(after);
+	free(start);
 	p->body = *b;
 	p->nforward = nforward < 0 ? b->len : nforward;
 }
@@ -258,6 +313,8 @@ static void init(Graph *g, Program *p)
 	g->each = ar_alloc((size_t)g->nv + 1);
 	g->memo = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->host = ar_alloc((size_t)g->nv + 1);
+	g->issue = ar_alloc(sizeof(int) * (size_t)(p->body.len + 1));
+	issue_points(p, g->issue);
 	g->fwd_end = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->hvar = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->copy = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
@@ -388,6 +445,9 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
 	int n = ckpt_graph_largest(p, cand, most);
 	unsigned best = 0;
 	Choice top = {INT64_MAX, INT64_MAX, false};
+	/* nothing else computed again or offloaded: a model's choice may have been tried before */
+	for (int v = 0; v < g->nv; v++)
+		g->drop[v] = g->keep[v] = g->each[v] = g->host[v] = false;
 	for (unsigned mask = 0; mask < 1u << n; mask++) {
 		for (int i = 0; i < n; i++)
 			g->drop[cand[i]] = mask >> i & 1;
@@ -498,6 +558,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 	}
 	SelProblem *P = sel_new(n, len);
 	m.P = P;
+	memcpy(P->issue, g->issue, sizeof(int) * (size_t)len);
 	int *adj_def = ar_alloc(sizeof(int) * (size_t)(nv + 1));
 	for (int i = p->nforward; i < len; i++)
 		if (p->body.ops[i]->out >= 0 && p->body.ops[i]->out < nv)
@@ -757,11 +818,16 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 	if (!nall)
 		return 0;
 	int most = exhaustive_most(p, GRAPH_EXHAUSTIVE);
-	int64_t flops;
+	int64_t flops, planned_least = INT64_MAX;
 	if (nall <= most) {
 		/* every subset planned: none fits a budget of 0, so the least plan, at its fewest FLOPs */
 		flops = fit_planned(&g, 0, plan, most);
-	} else {
+		planned_least = plan(p);
+		/* offloading priced: the model's least below, taken where it is lower */
+		if (p->offload_cost)
+			undo(&g);
+	}
+	if (nall > most || p->offload_cost) {
 		/* the least budget the fit plans within, by bisection over budgets (each fit checked by the
 		 * planner), from the model's floor to store-everything's plan */
 		Model m = calibrated(&g, all, nall, plan);
@@ -844,7 +910,10 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			res = r;
 			memcpy(best, keep, (size_t)m.P->n);
 		}
-		flops = apply_model(&g, &m, best, res, nall);
+		if (hi < planned_least)
+			flops = apply_model(&g, &m, best, res, nall);
+		else
+			flops = fit_planned(&g, 0, plan, most);
 	}
 	p->graph_least = true;
 	return flops;

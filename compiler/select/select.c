@@ -40,6 +40,9 @@ SelProblem *sel_new(int n, int npos)
 	P->n = n;
 	P->npos = npos;
 	P->base = ar_alloc(sizeof(int64_t) * (size_t)(npos + 1));
+	P->issue = ar_alloc(sizeof(int) * (size_t)(npos + 1));
+	for (int t = 0; t < npos; t++)
+		P->issue[t] = t;
 	P->kind = ar_alloc((size_t)n + 1);
 	P->bytes = ar_alloc(sizeof(int64_t) * (size_t)(n + 1));
 	P->flops = ar_alloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -190,7 +193,8 @@ static void need(Work *w, const uint8_t *keep, int u, int t)
 static bool transient(const Work *w, const uint8_t *keep, int v, int t)
 {
 	const SelProblem *P = w->P;
-	if ((keep[v] == SEL_ONCE || keep[v] == SEL_HOST) && (w->r[v] != t || w->last[v] != t))
+	/* a fetched copy is held from where its fetch is issued */
+	if (keep[v] == SEL_HOST || (keep[v] == SEL_ONCE && (w->r[v] != t || w->last[v] != t)))
 		return false;
 	return keep[v] != SEL_KEEP && !(P->kind[v] == SEL_CAND && adj_use(P, v, t));
 }
@@ -215,10 +219,12 @@ static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
 		w->most[t] = w->made[t] > w->most[t] ? w->made[t] : w->most[t];
 		return;
 	}
-	/* a fetched copy reads no operands */
-	for (int k = 0; k < P->nin[v] && keep[v] != SEL_HOST; k++) {
-		int u = P->in[v][k];
-		if (P->kind[u] != SEL_FIXED && keep[u] != SEL_KEEP && transient(w, keep, u, t))
+	for (int k = 0; k < P->nin[v]; k++) {
+		int u = P->in[v][k], seen = 0;
+		/* an operand read twice (x * x) is held once */
+		for (int j = 0; j < k; j++)
+			seen |= P->in[v][j] == u;
+		if (!seen && P->kind[u] != SEL_FIXED && keep[u] != SEL_KEEP && transient(w, keep, u, t))
 			b += P->bytes[u];
 	}
 	b += w->made[t];
@@ -302,6 +308,9 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 					j++;
 				made_at(w, keep, v, t, j < n && u[j] == t);
 			}
+		} else if (keep[v] == SEL_HOST && r[v] != INT_MAX) {
+			/* fetched ahead, held from where the fetch is issued */
+			add(w->diff, P->issue[r[v]], last[v], P->bytes[v]);
 		} else if (r[v] != INT_MAX) {
 			made_at(w, keep, v, r[v], !transient(w, keep, v, r[v]));
 			add(w->diff, r[v] + 1, last[v], P->bytes[v]);

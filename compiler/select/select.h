@@ -15,8 +15,10 @@
  *     output made again for the next module's recomputation and again for
  *     its own adjoint, not held in between).
  *   host: offloaded to host memory after its definition and fetched again
- *     where first needed, held to the last, like once, for what moving
- *     it costs (SelProblem.host, in FLOPs) instead of its recomputation.
+ *     for the first position that needs it, the fetch issued at that
+ *     position's `issue` (a prefetch), held to the last, like once, for
+ *     what moving it costs (SelProblem.host, in FLOPs) instead of its
+ *     recomputation.
  * A recomputation at position r reads its operands at r; an operand that is
  * not kept (a dropped candidate, or a temporary the adjoint never reads) is
  * computed again too, once or each time, and one that is kept stays live to
@@ -39,6 +41,7 @@ typedef struct {
 	int n;         /* values, operands before their users */
 	int npos;      /* positions 0 .. npos - 1 */
 	int64_t *base; /* per position: the bytes of everything outside the problem */
+	int *issue;    /* per position: where a fetch for it is issued (<= it) */
 	/* per value */
 	uint8_t *kind;
 	int64_t *bytes, *flops; /* flops: to compute it once from its operands */

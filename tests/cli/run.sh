@@ -45,6 +45,9 @@ expect cli/greedy-search-noted 0 "straight-line search: greedy over [0-9]* candi
 expect cli/budget-below-least 1 "more than --device-mem 3.0 MiB (3145728 bytes); that is the least plan the checkpoint selection found.*min-memory" \
 	"$DPC" --target cpu -D B=8 -D S=32 --device-mem 3M --stream none -o /dev/null samples/densenet.dp
 expect cli/bad-checkpoint 2 "none, binomial, auto or min-memory" "$DPC" --checkpoint revolve samples/resmlp.dp
+expect cli/bad-offload-cost 2 "--offload-cost needs a count of FLOPs of at least 0, not '-1'" \
+	"$DPC" --offload-cost -1 samples/resmlp.dp
+expect cli/offload-cost-overflow 2 "out of range" "$DPC" --offload-cost 99999999999999999999 samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/snapshots-without-checkpoint 2 "--snapshots needs --checkpoint binomial or auto" "$DPC" --snapshots 4 samples/resmlp.dp
 expect cli/snapshots-with-none 2 "--snapshots has no meaning with --checkpoint none" \

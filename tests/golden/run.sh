@@ -4,6 +4,18 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
+# golden NAME WANT GOT: GOT against WANT (rewritten first under UPDATE=1)
+golden() {
+	local name=$1 want=$2 got=$3
+	[ "${UPDATE:-0}" = 1 ] && cp "$got" "$want"
+	if [ ! -f "$want" ]; then
+		notok "golden/$name: $want is missing (run UPDATE=1 bash tests/golden/run.sh)"
+	elif diff -u "$want" "$got" >"$got.diff"; then
+		ok "golden/$name"
+	else
+		notok "golden/$name differs" "$got.diff"
+	fi
+}
 for dp in samples/*.dp; do
 	s=$(basename "$dp" .dp)
 	for stage in ast ir grad ckpt stream streamed; do
@@ -17,16 +29,7 @@ for dp in samples/*.dp; do
 			notok "golden/$s.$stage: dpc failed" "$got.err"
 			continue
 		fi
-		if [ "${UPDATE:-0}" = 1 ]; then
-			cp "$got" "$want"
-		fi
-		if [ ! -f "$want" ]; then
-			notok "golden/$s.$stage: $want is missing (run UPDATE=1 bash tests/golden/run.sh)"
-		elif diff -u "$want" "$got" >"$got.diff"; then
-			ok "golden/$s.$stage"
-		else
-			notok "golden/$s.$stage differs" "$got.diff"
-		fi
+		golden $s.$stage "$want" "$got"
 	done
 done
 # the language's buffers, updates, training() and tensor literals, as parsed and lowered
@@ -37,13 +40,18 @@ for stage in ast grad; do
 		notok "golden/batchnorm.$stage: dpc failed" "$got.err"
 		continue
 	fi
-	[ "${UPDATE:-0}" = 1 ] && cp "$got" "$want"
-	if diff -u "$want" "$got" >"$got.diff"; then
-		ok "golden/batchnorm.$stage"
-	else
-		notok "golden/batchnorm.$stage differs" "$got.diff"
-	fi
+	golden batchnorm.$stage "$want" "$got"
 done
+
+# values offloaded to the host and fetched back: the U-Net at its least with offloading priced
+# (B=4, 16x16): the offloads after their definitions, the settles after their last forward
+# readers, the fetches issued ahead and waited for before their first readers
+want=tests/golden/unet.offload got="$TEST_OUT/golden.unet.offload"
+if ! "$DPC" --emit=ckpt -D B=4 -D S=16 --checkpoint min-memory --device-mem 1G samples/unet.dp -o "$got" 2>"$got.err"; then
+	notok "golden/unet.offload: dpc failed" "$got.err"
+else
+	golden unet.offload "$want" "$got"
+fi
 
 # equal tensor literals share one constant array (and so one kernel)
 lit="$TEST_OUT/golden.literals"

@@ -70,6 +70,11 @@ static SelProblem *random_problem(int n, int nfixed, bool offload)
 	}
 	for (int t = 0; t < npos; t++)
 		P->base[t] = rnd(60);
+	/* a fetch for an adjoint position issued there or up to two positions before, not before the adjoint */
+	for (int t = n + 1; t < npos; t++) {
+		int back = rnd(3);
+		P->issue[t] = t - back < n ? n : t - back;
+	}
 	/* in half the problems, some candidates may be offloaded, at a cost below or above their FLOPs */
 	for (int v = 0; v < n && offload; v++)
 		if (P->kind[v] == SEL_CAND && rnd(3))
