@@ -95,15 +95,16 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
              uint64_t b, int64_t ldb, int64_t stride_b,
              uint64_t cc, int64_t ldc, int64_t stride_c,
              int64_t batch, double beta);
-/* Convolution over x [N, C, H, W] and w [O, C, kh, kw], y [N, O, Ho, Wo]
- * (the conv2d ops): kind 0 writes y = conv(x, w); kind 1 x, the gradient
- * of the input, from y (the output's gradient) and w; kind 2 w, the
- * gradient of the weight, from x and y. dims: RT_CONV_DIMS numbers in this
- * order (a window's elements dh, dw apart, as unfold's). The result is
+/* Convolution over x [N, C, H, W] and w [O, C/G, kh, kw], y [N, O, Ho, Wo]
+ * in G groups (output channel o reads the C/G input channels from
+ * (o / (O/G)) C/G; the conv2d ops): kind 0 writes y = conv(x, w); kind 1 x,
+ * the gradient of the input, from y (the output's gradient) and w; kind 2
+ * w, the gradient of the weight, from x and y. dims: RT_CONV_DIMS numbers
+ * in this order (a window's elements dh, dw apart, as unfold's). The result is
  * overwritten. ws: ws_bytes of planned workspace. elem_bytes as rt_gemm's. */
 enum {
 	RT_CONV_N, RT_CONV_C, RT_CONV_H, RT_CONV_W, RT_CONV_O, RT_CONV_HO, RT_CONV_WO, RT_CONV_KH, RT_CONV_KW,
-	RT_CONV_SH, RT_CONV_SW, RT_CONV_PH, RT_CONV_PW, RT_CONV_DH, RT_CONV_DW, RT_CONV_DIMS
+	RT_CONV_SH, RT_CONV_SW, RT_CONV_PH, RT_CONV_PW, RT_CONV_DH, RT_CONV_DW, RT_CONV_G, RT_CONV_DIMS
 };
 void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
              int64_t ws_bytes);

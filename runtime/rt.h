@@ -153,13 +153,13 @@ static inline int64_t rt_share(const RtTensor *t, int r, int nranks, int64_t *n)
 
 /* rt_conv's dims (the places dprt.h's RT_CONV_* name) by name */
 typedef struct {
-	int64_t n, c, h, w, o, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw;
+	int64_t n, c, h, w, o, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw, g;
 } RtConvShape;
 static inline RtConvShape rt_conv_shape(const int64_t *d)
 {
 	return (RtConvShape){d[RT_CONV_N],  d[RT_CONV_C],  d[RT_CONV_H],  d[RT_CONV_W],  d[RT_CONV_O],
 	                     d[RT_CONV_HO], d[RT_CONV_WO], d[RT_CONV_KH], d[RT_CONV_KW], d[RT_CONV_SH],
-	                     d[RT_CONV_SW], d[RT_CONV_PH], d[RT_CONV_PW], d[RT_CONV_DH], d[RT_CONV_DW]};
+	                     d[RT_CONV_SW], d[RT_CONV_PH], d[RT_CONV_PW], d[RT_CONV_DH], d[RT_CONV_DW], d[RT_CONV_G]};
 }
 
 /* fences 0 and 1: the training loop's steps in flight (RT_INFLIGHT); 2 and 3:

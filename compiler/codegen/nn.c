@@ -1152,7 +1152,8 @@ static void lower_conv(Host *h, Op *op)
 	                              [RT_CONV_W] = x.dim[3], [RT_CONV_O] = w.dim[0], [RT_CONV_HO] = y.dim[2],
 	                              [RT_CONV_WO] = y.dim[3], [RT_CONV_KH] = win->kh, [RT_CONV_KW] = win->kw,
 	                              [RT_CONV_SH] = win->sh, [RT_CONV_SW] = win->sw, [RT_CONV_PH] = win->ph,
-	                              [RT_CONV_PW] = win->pw, [RT_CONV_DH] = win->dh, [RT_CONV_DW] = win->dw};
+	                              [RT_CONV_PW] = win->pw, [RT_CONV_DH] = win->dh, [RT_CONV_DW] = win->dw,
+	                              [RT_CONV_G] = ir_groups(win)};
 	LLVMValueRef table = cg_i64_table(g, "dp_conv", dims, RT_CONV_DIMS);
 	LLVMTypeRef ft, pt[9] = {g->i8p, g->i32, g->i32, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
 	LLVMValueRef f = cg_declare(g, "rt_conv", LLVMVoidTypeInContext(g->ctx), pt, 9, &ft);

@@ -599,34 +599,55 @@ static const char *conv_refused(Lower *L, Type x, Type w, Type y)
 	return NULL;
 }
 
-/* conv2d(x [N, C, H, W], w [O, C, kh, kw], stride=, pad=, dilation=) ->
- * [N, O, Ho, Wo]: one conv2d op, whose gradients read x and w; or, the
- * reference path, the windows unfolded, one GEMM with w, and back to NCHW */
+/* the reference path of one group: the windows unfolded, one GEMM with w, and back to NCHW */
+static int conv_unfolded(Lower *L, Loc loc, int x, int w, Window win, Type yt)
+{
+	Op *u = mk(L, OP_UNFOLD, loc, 1, &x);
+	u->attr.win = win;
+	u->attr.win.g = 0;
+	int cols = emit(L, u);
+	Type wt = ir_vtype(L->p, w), ct = ir_vtype(L->p, cols), wm = ir_type(wt.dt, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
+	int y = matmul_bt(L, loc, cols, reshape_to(L, loc, w, wm));
+	return reshape_to(L, loc, swap_last(L, loc, y), yt);
+}
+
+/* conv2d(x [N, C, H, W], w [O, C/groups, kh, kw], stride=, pad=, dilation=,
+ * groups=) -> [N, O, Ho, Wo]: one conv2d op, whose gradients read x and w;
+ * or, the reference path, each group's windows unfolded and one GEMM with
+ * its weights, the groups' results concatenated */
 static int conv2d(Lower *L, Scope *s, Node *n)
 {
-	Arg a[] = {{"stride", 1, false, false, 1}, {"pad", 0, false, false, 0}, {"dilation", 1, false, false, 1}};
-	builtin_args(L, s, n, 2, a, 3);
+	Arg a[] = {{"stride", 1, false, false, 1}, {"pad", 0, false, false, 0}, {"dilation", 1, false, false, 1},
+	           {"groups", 1, false, false, 1}};
+	builtin_args(L, s, n, 2, a, 4);
 	int x = need_rank(L, n, tensor_expr(L, s, n->args.data[0]), 4, "input");
 	int w = need_rank(L, n, tensor_expr(L, s, n->args.data[1]), 4, "weight");
 	Type xt = ir_vtype(L->p, x), wt = ir_vtype(L->p, w);
-	if (wt.dim[1] != xt.dim[1])
-		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s, not %lld", ops_vs(L->p, w),
-		           (long long)xt.dim[1], ops_vs(L->p, x), (long long)wt.dim[1]);
+	int64_t g = a[3].value;
+	if (g < 1 || xt.dim[1] % g || wt.dim[0] % g)
+		diag_error(n->loc, "conv2d's groups=%lld must be at least 1 and divide both the input's %lld channels and the "
+		           "weight's %lld output channels", (long long)g, (long long)xt.dim[1], (long long)wt.dim[0]);
+	if (wt.dim[1] != xt.dim[1] / g)
+		diag_error(n->loc, "conv2d's weight %s needs %lld input channels to match the input %s%s, not %lld", ops_vs(L->p, w),
+		           (long long)(xt.dim[1] / g), ops_vs(L->p, x), g > 1 ? ar_printf(" in %lld groups", (long long)g) : "",
+		           (long long)wt.dim[1]);
 	if (wt.dt != xt.dt)
 		diag_error(n->loc, "conv2d's input %s and weight %s have different element types; convert one with cast(x, %s)",
 		           ops_vs(L->p, x), ops_vs(L->p, w), ir_dt_name(xt.dt));
 	/* checked before they narrow to int */
-	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX || a[2].value > INT32_MAX)
-		diag_error(n->loc, "conv2d's kernel, stride, padding and dilation must each be below 2^31");
+	if (wt.dim[2] > INT32_MAX || wt.dim[3] > INT32_MAX || a[0].value > INT32_MAX || a[1].value > INT32_MAX ||
+	    a[2].value > INT32_MAX || g > INT32_MAX)
+		diag_error(n->loc, "conv2d's kernel, stride, padding, dilation and groups must each be below 2^31");
 	int st = (int)a[0].value, pd = (int)a[1].value, dl = (int)a[2].value;
-	Window win = {(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl};
+	Window win = {(int)wt.dim[2], (int)wt.dim[3], st, st, pd, pd, dl, dl, (int)g};
 	int64_t ho, wo;
 	ops_window_out(&win, xt, &ho, &wo);
 	Type yt = ir_type(xt.dt, 4, (int64_t[]){xt.dim[0], wt.dim[0], ho, wo});
 	/* windows that do not fit, or unfold to more than a tensor may hold: the
 	 * composition says so (unfold's shape rule) */
-	bool fits = ho && wo && ho <= IR_MAX_ELEMS / wo && xt.dim[1] <= IR_MAX_ELEMS / wt.dim[2] / wt.dim[3] &&
-	            xt.dim[1] * wt.dim[2] * wt.dim[3] <= IR_MAX_ELEMS / (ho * wo);
+	int64_t cg = xt.dim[1] / g;
+	bool fits = ho && wo && ho <= IR_MAX_ELEMS / wo && cg <= IR_MAX_ELEMS / wt.dim[2] / wt.dim[3] &&
+	            cg * wt.dim[2] * wt.dim[3] <= IR_MAX_ELEMS / (ho * wo);
 	const char *why = fits ? conv_refused(L, xt, wt, yt) : "";
 	if (!why) {
 		Op *ws = mk(L, OP_SCRATCH, n->loc, 0, NULL);
@@ -637,12 +658,25 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	}
 	if (L->o->verbose && *why)
 		diag_note(n->loc, "conv2d as unfold + GEMM: %s", why);
-	Op *u = mk(L, OP_UNFOLD, n->loc, 1, &x);
-	u->attr.win = win;
-	int cols = emit(L, u);
-	Type ct = ir_vtype(L->p, cols), wm = ir_type(wt.dt, 2, (int64_t[]){wt.dim[0], ct.dim[2]});
-	int y = matmul_bt(L, n->loc, cols, reshape_to(L, n->loc, w, wm));
-	return reshape_to(L, n->loc, swap_last(L, n->loc, y), yt);
+	if (g == 1)
+		return conv_unfolded(L, n->loc, x, w, win, yt);
+	int64_t og = wt.dim[0] / g;
+	Type part = yt;
+	part.dim[1] = og;
+	int y = -1;
+	for (int64_t i = 0; i < g; i++) {
+		int xi = take(L, n->loc, x, 1, i * cg, (i + 1) * cg), wi = take(L, n->loc, w, 0, i * og, (i + 1) * og);
+		int yi = conv_unfolded(L, n->loc, xi, wi, win, part);
+		if (y < 0) {
+			y = yi;
+			continue;
+		}
+		Op *op = mk(L, OP_CONCAT, n->loc, 2, (int[]){y, yi});
+		op->attr.ax.axis = 1;
+		op->attr.ax.at = ir_vtype(L->p, y).dim[1];
+		y = emit(L, op);
+	}
+	return y;
 }
 
 /* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel, pad=0): one op
@@ -661,7 +695,7 @@ static int pool2d(Lower *L, Scope *s, Node *n, OpKind red)
 	if (a[2].value > k / 2)
 		diag_error(n->loc, "%s's pad=%lld must be at most half its kernel %d", n->name, (long long)a[2].value, k);
 	int pad = (int)a[2].value;
-	Window win = {k, k, st, st, pad, pad, 1, 1};
+	Window win = {k, k, st, st, pad, pad, 1, 1, 0};
 	int64_t ho, wo;
 	ops_window_out(&win, xt, &ho, &wo);
 	/* a padded max: the op, also under --reference-kernels (an unfolding's padding is zeros, not a max's

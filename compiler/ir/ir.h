@@ -76,10 +76,15 @@ typedef enum {
 } LowClass;
 
 /* A 2-D sliding window over the last two axes (unfold, fold): kernel,
- * stride, zero padding and dilation, each as (rows, columns). */
+ * stride, zero padding and dilation, each as (rows, columns); g: a
+ * convolution's groups (0 elsewhere), each of C/g input channels making
+ * O/g output channels. */
 typedef struct {
-	int kh, kw, sh, sw, ph, pw, dh, dw;
+	int kh, kw, sh, sw, ph, pw, dh, dw, g;
 } Window;
+
+/* a convolution's groups: 1 unless set */
+static inline int ir_groups(const Window *w) { return w->g > 1 ? w->g : 1; }
 
 /* Which of an op's attributes it has: its kind's attr column in ops.def. */
 typedef enum {

@@ -119,6 +119,8 @@ static void print_attr(FILE *f, Program *p, Op *op)
 	case AT_WINDOW:
 		fprintf(f, " kernel=%dx%d stride=%dx%d pad=%dx%d dilation=%dx%d", a->win.kh, a->win.kw, a->win.sh, a->win.sw,
 		        a->win.ph, a->win.pw, a->win.dh, a->win.dw);
+		if (a->win.g > 1)
+			fprintf(f, " groups=%d", a->win.g);
 		break;
 	case AT_LABELS:
 		if (a->lab.has)

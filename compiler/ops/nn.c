@@ -93,7 +93,8 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 
 /* The workspace of a convolution of x by w into y, in the compute type (f32,
  * or f64 for f64 values): `rows` rows of one image's output windows
- * unfolded, [C kh kw, rows Wo]. cuDNN's implicit-GEMM algorithms need the
+ * unfolded, [C kh kw, rows Wo], of one group's C channels (w's second
+ * axis). cuDNN's implicit-GEMM algorithms need the
  * whole image (rows Ho); the CPU's own path unfolds a band at a time, as
  * many rows as the workspace holds. */
 Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows)
@@ -113,7 +114,7 @@ int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda)
 	return cuda || r > ho ? ho : r;
 }
 
-/* conv2d (x [N, C, H, W], w [O, C, kh, kw], ws) -> [N, O, Ho, Wo]; conv2d_dx
+/* conv2d (x [N, C, H, W], w [O, C/g, kh, kw], ws) -> [N, O, Ho, Wo]; conv2d_dx
  * (dy, w, ws) -> to, x's type; conv2d_dw (x, dy, ws) -> to, w's type; ws
  * their workspace, ops_conv_scratch's */
 const char *ops_shape_conv(Program *p, Op *op, Type *out)
@@ -125,10 +126,11 @@ const char *ops_shape_conv(Program *p, Op *op, Type *out)
 	bool dx = op->kind == OP_CONV2D_DX, dw = op->kind == OP_CONV2D_DW;
 	Type x = dx ? op->to : ir_vtype(p, op->in[0]), w = dw ? op->to : ir_vtype(p, op->in[1]);
 	const Window *win = &op->attr.win;
+	int g = ir_groups(win);
 	if (x.rank != 4 || w.rank != 4)
-		return ar_printf("conv2d needs an input [N, C, H, W] and a weight [O, C, kh, kw], got %s and %s", ops_ts(x), ops_ts(w));
-	if (w.dim[1] != x.dim[1] || w.dt != x.dt)
-		return ar_printf("conv2d's weight %s does not fit its input %s", ops_ts(w), ops_ts(x));
+		return ar_printf("conv2d needs an input [N, C, H, W] and a weight [O, C/groups, kh, kw], got %s and %s", ops_ts(x), ops_ts(w));
+	if (w.dim[1] * g != x.dim[1] || w.dim[0] % g || w.dt != x.dt)
+		return ar_printf("conv2d's weight %s does not fit its input %s in %d groups", ops_ts(w), ops_ts(x), g);
 	if (w.dim[2] != win->kh || w.dim[3] != win->kw)
 		return ar_printf("conv2d's window %dx%d differs from its weight %s", win->kh, win->kw, ops_ts(w));
 	if (win->sh < 1 || win->sw < 1 || win->dh < 1 || win->dw < 1 || win->ph < 0 || win->pw < 0)
@@ -502,6 +504,8 @@ void ops_run_conv(Interp *m, Op *op)
 	Type x = dx ? op->to : ir_vtype(p, op->in[0]), w = dw ? op->to : ir_vtype(p, op->in[1]);
 	const Window *win = &op->attr.win;
 	int64_t N = x.dim[0], C = x.dim[1], H = x.dim[2], W = x.dim[3], O = w.dim[0], Ho, Wo;
+	/* output channel f reads the Cg input channels of its group, from channel (f / Og) Cg */
+	int64_t Cg = C / ir_groups(win), Og = O / ir_groups(win);
 	ops_window_out(win, x, &Ho, &Wo);
 	double *o = ops_real(m, op->out);
 	/* the operands as x, w and y, whichever the op computes */
@@ -513,13 +517,14 @@ void ops_run_conv(Interp *m, Op *op)
 			for (int64_t i = 0; i < Ho; i++)
 				for (int64_t j = 0; j < Wo; j++) {
 					double *y = &ys[((n * O + f) * Ho + i) * Wo + j];
-					for (int64_t c = 0; c < C; c++)
+					for (int64_t c = 0; c < Cg; c++)
 						for (int a = 0; a < win->kh; a++)
 							for (int b = 0; b < win->kw; b++) {
 								int64_t h = i * win->sh - win->ph + a * win->dh, v = j * win->sw - win->pw + b * win->dw;
 								if (h < 0 || h >= H || v < 0 || v >= W)
 									continue;
-								double *xe = &xs[((n * C + c) * H + h) * W + v], *we = &ws[((f * C + c) * win->kh + a) * win->kw + b];
+								int64_t ch = f / Og * Cg + c;
+								double *xe = &xs[((n * C + ch) * H + h) * W + v], *we = &ws[((f * Cg + c) * win->kh + a) * win->kw + b];
 								if (dx)
 									*xe += *y * *we;
 								else if (dw)

@@ -6,7 +6,8 @@
  * that each call makes. oneDNN keeps its primitives, the reordered
  * tensors and its scratchpad in memory of its own, apart from the arena.
  *
- * Everything else (f64, bf16, or f32 without oneDNN) takes dpc's own path:
+ * Everything else (f64, bf16, grouped convolutions, or f32 without oneDNN)
+ * takes dpc's own path:
  * each image's windows unfolded into the planned workspace as a matrix
  * [C kh kw, rows Wo], a band of output rows at a time (as many as the
  * workspace holds: the CPU target plans a band of at least 64 output
@@ -28,13 +29,13 @@ static int result_of(int kind) { return kind == 0 ? 2 : kind - 1; }
 
 /* ---- dpc's own path ---- */
 
-/* output rows i0 .. i0 + nr - 1 of x [C, H, W] (one image) to cols
- * [C kh kw, nr Wo]: zero outside x */
+/* output rows i0 .. i0 + nr - 1 of nc channels of x [C, H, W] (one image,
+ * from the group's first channel) to cols [nc kh kw, nr Wo]: zero outside x */
 #define UNFOLD(T)                                                                                              \
-	static void unfold_##T(const RtConvShape *s, const T *x, T *cols, int64_t i0, int64_t nr)                    \
+	static void unfold_##T(const RtConvShape *s, int64_t nc, const T *x, T *cols, int64_t i0, int64_t nr)        \
 	{                                                                                                        \
 		int64_t P = nr * s->wo;                                                                              \
-		for (int64_t c = 0; c < s->c; c++)                                                                  \
+		for (int64_t c = 0; c < nc; c++)                                                                     \
 			for (int64_t a = 0; a < s->kh; a++)                                                              \
 				for (int64_t b = 0; b < s->kw; b++) {                                                        \
 					T *row = cols + ((c * s->kh + a) * s->kw + b) * P;                                       \
@@ -53,11 +54,11 @@ static int result_of(int kind) { return kind == 0 ? 2 : kind - 1; }
 					}                                                                                        \
 				}                                                                                            \
 	}                                                                                                        \
-	/* those rows' cols added into x [C, H, W] where each element came from */                               \
-	static void fold_##T(const RtConvShape *s, const T *cols, T *x, int64_t i0, int64_t nr)                      \
+	/* those rows' cols added into x where each element came from */                                         \
+	static void fold_##T(const RtConvShape *s, int64_t nc, const T *cols, T *x, int64_t i0, int64_t nr)          \
 	{                                                                                                        \
 		int64_t P = nr * s->wo;                                                                              \
-		for (int64_t c = 0; c < s->c; c++)                                                                  \
+		for (int64_t c = 0; c < nc; c++)                                                                     \
 			for (int64_t a = 0; a < s->kh; a++)                                                              \
 				for (int64_t b = 0; b < s->kw; b++) {                                                        \
 					const T *row = cols + ((c * s->kh + a) * s->kw + b) * P;                                 \
@@ -79,33 +80,37 @@ UNFOLD(float)
 UNFOLD(double)
 
 /* One image at a time, in bands of `band` output rows (as many as the
- * planned workspace holds): unfold the band, then a GEMM with the weight as
- * [O, C kh kw] on the band's columns of y (leading dimension Ho Wo). */
+ * planned workspace holds), one group at a time: unfold the group's
+ * channels of the band, then a GEMM with the group's weights as
+ * [O/G, C/G kh kw] on the band's columns of the group's rows of y (leading
+ * dimension Ho Wo). */
 #define OWN(T, GEMM)                                                                                          \
 	static void own_##T(int kind, const RtConvShape *s, T *x, T *w, T *y, T *cols, int64_t band)                 \
 	{                                                                                                        \
-		int64_t P = s->ho * s->wo, K = s->c * s->kh * s->kw, O = s->o;                                     \
-		int64_t xs = s->c * s->h * s->w, ys = O * P;                                                      \
+		int64_t G = s->g, P = s->ho * s->wo, nc = s->c / G, K = nc * s->kh * s->kw, O = s->o / G;           \
+		int64_t xs = s->c * s->h * s->w, ys = s->o * P;                                                   \
 		for (int64_t n = 0; n < s->n; n++) {                                                                \
 			if (kind == 1)                                                                                   \
 				memset(x + n * xs, 0, sizeof(T) * (size_t)xs);                                             \
-			for (int64_t i0 = 0; i0 < s->ho; i0 += band) {                                                   \
-				int64_t nr = s->ho - i0 < band ? s->ho - i0 : band, Q = nr * s->wo;                          \
-				T *yb = y + n * ys + i0 * s->wo;                                                             \
-				if (kind == 1) {                                                                             \
-					GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)Q, (int)O, 1, w, (int)K, yb,  \
-					     (int)P, 0, cols, (int)Q);                                                           \
-					fold_##T(s, cols, x + n * xs, i0, nr);                                                   \
-					continue;                                                                                \
+			for (int64_t i0 = 0; i0 < s->ho; i0 += band)                                                     \
+				for (int64_t gi = 0; gi < G; gi++) {                                                         \
+					int64_t nr = s->ho - i0 < band ? s->ho - i0 : band, Q = nr * s->wo;                      \
+					T *yb = y + n * ys + gi * O * P + i0 * s->wo, *wg = w + gi * O * K;                      \
+					T *xg = x + n * xs + gi * nc * s->h * s->w;                                              \
+					if (kind == 1) {                                                                         \
+						GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)Q, (int)O, 1, wg, (int)K, \
+						     yb, (int)P, 0, cols, (int)Q);                                                   \
+						fold_##T(s, nc, cols, xg, i0, nr);                                                   \
+						continue;                                                                            \
+					}                                                                                        \
+					unfold_##T(s, nc, xg, cols, i0, nr);                                                     \
+					if (kind == 0)                                                                           \
+						GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)Q, (int)K, 1, wg,       \
+						     (int)K, cols, (int)Q, 0, yb, (int)P);                                           \
+					else                                                                                     \
+						GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)K, (int)Q, 1, yb, (int)P, \
+						     cols, (int)Q, n || i0 ? 1 : 0, wg, (int)K);                                     \
 				}                                                                                            \
-				unfold_##T(s, x + n * xs, cols, i0, nr);                                                     \
-				if (kind == 0)                                                                               \
-					GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)Q, (int)K, 1, w, (int)K,    \
-					     cols, (int)Q, 0, yb, (int)P);                                                       \
-				else                                                                                         \
-					GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)K, (int)Q, 1, yb, (int)P,     \
-					     cols, (int)Q, n || i0 ? 1 : 0, w, (int)K);                                          \
-			}                                                                                                \
 		}                                                                                                    \
 	}
 OWN(float, cblas_sgemm)
@@ -122,7 +127,7 @@ static float *widened(uint64_t a, int64_t n, bool copy)
 
 static void own(int kind, int elem_bytes, const RtConvShape *s, uint64_t x, uint64_t w, uint64_t y, uint64_t ws, int64_t ws_bytes)
 {
-	int64_t cbytes = elem_bytes == 8 ? 8 : 4, row = s->c * s->kh * s->kw * s->wo * cbytes;
+	int64_t cbytes = elem_bytes == 8 ? 8 : 4, row = s->c / s->g * s->kh * s->kw * s->wo * cbytes;
 	if (ws_bytes < row)
 		rt_fail(70, "internal error: a convolution's workspace of %lld bytes is too small", (long long)ws_bytes);
 	/* the output rows a band unfolds: as many as the workspace holds */
@@ -135,7 +140,7 @@ static void own(int kind, int elem_bytes, const RtConvShape *s, uint64_t x, uint
 		own_float(kind, s, P(x), P(w), P(y), P(ws), band);
 		return;
 	}
-	int64_t n[3] = {s->n * s->c * s->h * s->w, s->o * s->c * s->kh * s->kw, s->n * s->o * s->ho * s->wo};
+	int64_t n[3] = {s->n * s->c * s->h * s->w, s->o * s->c / s->g * s->kh * s->kw, s->n * s->o * s->ho * s->wo};
 	uint64_t at[3] = {x, w, y};
 	int r = result_of(kind);
 	float *f[3];
@@ -331,7 +336,8 @@ void rt_cpu_conv(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint
 		const char *e = getenv("DPC_CONV");
 		use = !(e && !strcmp(e, "own"));
 	}
-	if (elem_bytes == 4 && use && dnnl_open()) {
+	/* grouped convolutions take dpc's own path */
+	if (elem_bytes == 4 && use && s.g == 1 && dnnl_open()) {
 		dnnl_conv(kind, dims, &s, x, w, y);
 		return;
 	}

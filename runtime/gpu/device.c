@@ -385,7 +385,7 @@ static double gpu_mark_ms(int a, int b)
 	X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionMathType) \
 	X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
 	X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) \
-	X(cudnnConvolutionBackwardFilter)
+	X(cudnnConvolutionBackwardFilter) X(cudnnSetConvolutionGroupCount)
 CUDNN_FNS(DECLARE)
 
 #define CUDNN(call) do { \
@@ -450,9 +450,10 @@ static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_byt
 	CUDNN(p_cudnnCreateConvolutionDescriptor(&v->conv));
 	CUDNN(p_cudnnSetTensor4dDescriptor(v->x, CUDNN_TENSOR_NCHW, dt, (int)s->n, (int)s->c, (int)s->h, (int)s->w));
 	CUDNN(p_cudnnSetTensor4dDescriptor(v->y, CUDNN_TENSOR_NCHW, dt, (int)s->n, (int)s->o, (int)s->ho, (int)s->wo));
-	CUDNN(p_cudnnSetFilter4dDescriptor(v->w, dt, CUDNN_TENSOR_NCHW, (int)s->o, (int)s->c, (int)s->kh, (int)s->kw));
+	CUDNN(p_cudnnSetFilter4dDescriptor(v->w, dt, CUDNN_TENSOR_NCHW, (int)s->o, (int)(s->c / s->g), (int)s->kh, (int)s->kw));
 	CUDNN(p_cudnnSetConvolution2dDescriptor(v->conv, (int)s->ph, (int)s->pw, (int)s->sh, (int)s->sw, (int)s->dh, (int)s->dw,
 	                                        CUDNN_CROSS_CORRELATION, elem_bytes == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+	CUDNN(p_cudnnSetConvolutionGroupCount(v->conv, (int)s->g));
 	/* f32 on tensor cores (TF32) only with --tf32, as cuBLAS */
 	CUDNN(p_cudnnSetConvolutionMathType(v->conv, elem_bytes == 4 && !rt_tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
 	enum { MAXALGO = 16 };

@@ -32,7 +32,7 @@ pair() {
 			"$(json "$o/$name.ref.json" loss_first)" >>"$log" 2>&1
 }
 
-for p in conv2d:tests/ops/conv2d.dp attention:tests/ops/attention.dp attention_tiles:tests/ops/attention_tiles.dp \
+for p in conv2d:tests/ops/conv2d.dp conv2d_groups:tests/ops/conv2d_groups.dp attention:tests/ops/attention.dp attention_tiles:tests/ops/attention_tiles.dp \
 	pool:tests/ops/pool.dp inception:samples/inception.dp resnet:samples/resnet.dp dranet:samples/dranet.dp gpt:samples/gpt.dp; do
 	name=${p%%:*} dp=${p#*:}
 	if pair "$name" "$dp"; then
@@ -49,7 +49,7 @@ else
 	notok "reference/gpt_tiles" "$o/gpt_tiles.log"
 fi
 tol=1e-10 floor=1e-6
-for p in conv2d:tests/ops/conv2d.dp attention_tiles:tests/ops/attention_tiles.dp gpt_tiles:samples/gpt.dp; do
+for p in conv2d:tests/ops/conv2d.dp conv2d_groups:tests/ops/conv2d_groups.dp attention_tiles:tests/ops/attention_tiles.dp gpt_tiles:samples/gpt.dp; do
 	name=${p%%:*} dp=${p#*:} size=()
 	[ $name = gpt_tiles ] && size=(-D T=100 -D D=64 -D H=2 -D L=1)
 	if pair "$name.f64" "$dp" --precision f64 "${size[@]}"; then
