@@ -2,7 +2,8 @@
 """graphs.py NET [B] [S] > NET.dp: the networks of Feng & Huang's table
 (CVPR 2021) written in dpc's language, straight-line (every layer its own
 weights, as the graphs they search): resnet152, densenet121, densenet201,
-inception_v3 (at 299x299); resnet50 and resnet101 for bench/graphs.sh scale.
+inception_v3 (at 299x299), darts (DARTS-V2's ImageNet network, 14 cells of
+48 channels); resnet50 and resnet101 for bench/graphs.sh scale.
 Batch norm is groupnorm with 32 groups (no batch statistics); the head is
 global average pooling and a linear layer to 1000 classes."""
 import math
@@ -19,16 +20,18 @@ class Net:
         self.n += 1
         return f"{p}{self.n}"
 
-    def conv(self, x, cin, cout, k, stride=1, pad=0, kw=None):
+    def conv(self, x, cin, cout, k, stride=1, pad=0, kw=None, groups=1, dilation=1):
         """a k x kw conv; pad as PyTorch's, both sides of both axes (kw: an asymmetric kernel, padded to keep the size)"""
         w = self.name("w")
         kw = kw or k
         if kw != k:
             # 1x7 and 7x1: zeros on the long axis only, so the size stays
             x = self.let(f"pad({x}, {2 if k > kw else 3}, {max(k, kw) // 2}, {max(k, kw) // 2})")
-        self.params.append(f"param {w} : f32[{cout}, {cin}, {k}, {kw}] = normal({(2.0 / (cin * k * kw)) ** 0.5:.4f})")
+        fan = cin // groups * k * kw
+        self.params.append(f"param {w} : f32[{cout}, {cin // groups}, {k}, {kw}] = normal({(2.0 / fan) ** 0.5:.4f})")
         y = self.name("c")
-        extra = (f", stride={stride}" if stride != 1 else "") + (f", pad={pad}" if pad else "")
+        extra = (f", stride={stride}" if stride != 1 else "") + (f", pad={pad}" if pad else "") + \
+            (f", dilation={dilation}" if dilation != 1 else "") + (f", groups={groups}" if groups != 1 else "")
         self.body.append(f"let {y} = conv2d({x}, {w}{extra})")
         return y
 
@@ -152,13 +155,83 @@ def inception_v3():
     return n
 
 
+def darts(side, C=48, layers=14):
+    """DARTS-V2's genotype in the ImageNet network of Liu et al. (ICLR 2019):
+    the two strided stems, 14 cells (reductions at 4 and 9, channels
+    doubling), each node the sum of two ops on earlier states, a cell's
+    output its four nodes concatenated. Separable convolutions are a
+    depthwise and a pointwise convolution, twice; each BatchNorm a groupnorm"""
+    n = Net()
+
+    def relu(x):
+        return n.let(f"relu({x})")
+
+    def rcb(x, cin, cout):
+        return n.norm(n.conv(relu(x), cin, cout, 1), cout, relu=False)
+
+    def fact_reduce(x, cin, cout, size):
+        r = relu(x)
+        a = n.conv(r, cin, cout // 2, 1, 2)
+        b = n.conv(n.let(f"{r}[:, :, 1:{size}, 1:{size}]"), cin, cout // 2, 1, 2)
+        return n.norm(n.let(f"concat([{a}, {b}], 1)"), cout, relu=False)
+
+    def sep(x, c, stride):
+        for s in (stride, 1):
+            x = n.conv(n.conv(relu(x), c, c, 3, s, 1, groups=c), c, c, 1)
+            x = n.norm(x, c, relu=False)
+        return x
+
+    def dil(x, c, stride):
+        return n.norm(n.conv(n.conv(relu(x), c, c, 3, stride, 2, groups=c, dilation=2), c, c, 1), c, relu=False)
+
+    def op(name, x, c, stride, size):
+        if name == "sep_conv_3x3":
+            return sep(x, c, stride)
+        if name == "dil_conv_3x3":
+            return dil(x, c, stride)
+        if name == "max_pool_3x3":
+            return n.let(f"max_pool2d({x}, 3, stride={stride}, pad=1)")
+        return x if stride == 1 else fact_reduce(x, c, c, size)
+
+    normal = [("sep_conv_3x3", 0), ("sep_conv_3x3", 1), ("sep_conv_3x3", 0), ("sep_conv_3x3", 1),
+              ("sep_conv_3x3", 1), ("skip_connect", 0), ("skip_connect", 0), ("dil_conv_3x3", 2)]
+    reduce = [("max_pool_3x3", 0), ("max_pool_3x3", 1), ("skip_connect", 2), ("max_pool_3x3", 1),
+              ("max_pool_3x3", 0), ("skip_connect", 2), ("skip_connect", 2), ("max_pool_3x3", 1)]
+
+    s0 = n.norm(n.conv("x", 3, C // 2, 3, 2, 1), C // 2)
+    s0 = n.norm(n.conv(s0, C // 2, C, 3, 2, 1), C, relu=False)
+    s1 = n.norm(n.conv(relu(s0), C, C, 3, 2, 1), C, relu=False)
+    # the stems leave side / 4 and side / 8
+    size0, size1 = side // 4, side // 8
+    cpp, cp, cur, red_prev = C, C, C, True
+    for i in range(layers):
+        red = i in (layers // 3, 2 * layers // 3)
+        if red:
+            cur *= 2
+        p0 = fact_reduce(s0, cpp, cur, size0) if red_prev else rcb(s0, cpp, cur)
+        p1 = rcb(s1, cp, cur)
+        states, size = [p0, p1], size1
+        for j in range(4):
+            parts = []
+            for name, k in (red and reduce or normal)[2 * j:2 * j + 2]:
+                stride = 2 if red and k < 2 else 1
+                parts.append(op(name, states[k], cur, stride, size))
+            states.append(n.let(f"{parts[0]} + {parts[1]}"))
+        out = n.let("concat([" + ", ".join(states[2:]) + "], 1)")
+        s0, s1, size0, size1 = s1, out, size1, size1 // 2 if red else size1
+        cpp, cp, red_prev = cp, 4 * cur, red
+    n.head(relu(s1), cp)
+    return n
+
+
 NETS = {
-    "resnet50": (lambda: resnet((3, 4, 6, 3)), "ResNet-50"),
-    "resnet101": (lambda: resnet((3, 4, 23, 3)), "ResNet-101"),
-    "resnet152": (lambda: resnet((3, 8, 36, 3)), "ResNet-152"),
-    "densenet121": (lambda: densenet((6, 12, 24, 16)), "DenseNet-121"),
-    "densenet201": (lambda: densenet((6, 12, 48, 32)), "DenseNet-201"),
-    "inception_v3": (inception_v3, "Inception-v3"),
+    "resnet50": (lambda s: resnet((3, 4, 6, 3)), "ResNet-50"),
+    "resnet101": (lambda s: resnet((3, 4, 23, 3)), "ResNet-101"),
+    "resnet152": (lambda s: resnet((3, 8, 36, 3)), "ResNet-152"),
+    "densenet121": (lambda s: densenet((6, 12, 24, 16)), "DenseNet-121"),
+    "densenet201": (lambda s: densenet((6, 12, 48, 32)), "DenseNet-201"),
+    "inception_v3": (lambda s: inception_v3(), "Inception-v3"),
+    "darts": (darts, "DARTS-V2 (ImageNet)"),
 }
 
 if __name__ == "__main__":
@@ -167,4 +240,4 @@ if __name__ == "__main__":
     b = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     s = int(sys.argv[3]) if len(sys.argv) > 3 else 224
     make, title = NETS[sys.argv[1]]
-    sys.stdout.write(make().text(b, s, title))
+    sys.stdout.write(make(s).text(b, s, title))

@@ -114,7 +114,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				bad(line, l);
 		} else if (!strcmp(key, "param") || !strcmp(key, "input")) {
 			bool param = key[0] == 'p';
-			if ((param && m->nparams == 256) || (!param && m->ninputs == 64))
+			if ((param && m->nparams == RT_MAX_PARAMS) || (!param && m->ninputs == RT_MAX_INPUTS))
 				rt_fail(70, "internal error: too many tensors in the model description");
 			RtTensor *t = param ? &m->params[m->nparams++] : &m->inputs[m->ninputs++];
 			word(&p, t->name, sizeof t->name, line, l);

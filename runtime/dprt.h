@@ -106,6 +106,9 @@ enum {
 	RT_CONV_N, RT_CONV_C, RT_CONV_H, RT_CONV_W, RT_CONV_O, RT_CONV_HO, RT_CONV_WO, RT_CONV_KH, RT_CONV_KW,
 	RT_CONV_SH, RT_CONV_SW, RT_CONV_PH, RT_CONV_PW, RT_CONV_DH, RT_CONV_DW, RT_CONV_G, RT_CONV_DIMS
 };
+/* the most parameters (and buffers) and inputs a model has: codegen refuses more */
+#define RT_MAX_PARAMS 4096
+#define RT_MAX_INPUTS 64
 void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
              int64_t ws_bytes);
 /* Attention in tiles (the attention ops on the CPU): kind 0 attention, 1

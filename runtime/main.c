@@ -134,7 +134,7 @@ static int gradcheck(RtCtx *c, const RtOpts *o, void **host)
 		fprintf(stderr, "%s: warning: --gradcheck in a %s build is not meaningful; compile with dpc --precision f64\n", rt_prog,
 		        m->real_bytes == 2 ? "bfloat16" : "float32");
 	/* streamed parameters: each unit's gradient is captured as dp_step makes it, and nothing is updated */
-	void *g[256];
+	void *g[RT_MAX_PARAMS];
 	for (int i = 0; i < m->nparams; i++)
 		g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 	c->capture = g;
@@ -756,7 +756,7 @@ int main(int argc, char **argv)
 		rt_usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
 
 	/* inputs: files first, so that errors come before any work */
-	RtData data[64];
+	RtData data[RT_MAX_INPUTS];
 	memset(data, 0, sizeof data);
 	for (int f = 0; f < o.ninput_files; f++) {
 		int k = input_named(m, "--input", o.input_name[f]);
@@ -784,7 +784,7 @@ int main(int argc, char **argv)
 	}
 	/* validation: rows for every input, the first's by --val-data, the second's by --val-labels,
 	 * any by --val-input NAME=FILE */
-	RtData val[64];
+	RtData val[RT_MAX_INPUTS];
 	memset(val, 0, sizeof val);
 	if (o.val_data) {
 		if (m->ninputs < 1)
@@ -828,7 +828,7 @@ int main(int argc, char **argv)
 		c->pool = pinned(c, m->host, "the host pool (streamed parameters, host snapshots, offloaded values)");
 		memset(c->pool, 0, (size_t)m->host);
 	}
-	void *host[256];
+	void *host[RT_MAX_PARAMS];
 	int64_t param_bytes = 0;
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
@@ -836,7 +836,7 @@ int main(int argc, char **argv)
 		param_bytes += t->bytes;
 	}
 	/* adam's moments on the host, for state files: the pool's for streamed parameters */
-	void *mom[512] = {0};
+	void *mom[2 * RT_MAX_PARAMS] = {0};
 	for (int i = 0; m->adam && (saves_state || o.resume) && i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		if (t->buffer)
@@ -844,7 +844,7 @@ int main(int argc, char **argv)
 		mom[2 * i] = t->streamed ? c->pool + t->host_m : rt_host_alloc(t->bytes, t->name);
 		mom[2 * i + 1] = t->streamed ? c->pool + t->host_v : rt_host_alloc(t->bytes, t->name);
 	}
-	void *gbuf[256] = {0}; /* --clip-grad: the resident gradients on the host */
+	void *gbuf[RT_MAX_PARAMS] = {0}; /* --clip-grad: the resident gradients on the host */
 	for (int i = 0; o.clip_set && i < m->nparams; i++)
 		if (!m->params[i].buffer && !m->params[i].streamed)
 			gbuf[i] = rt_host_alloc(m->params[i].bytes, "gradients");
@@ -992,7 +992,7 @@ int main(int argc, char **argv)
 			c->draw = (uint64_t)((s + 1) * o.accum);
 			rt_upload_batch(c, data, s * o.accum + o.accum - 1, slot, true);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
-			void *g[256] = {0};
+			void *g[RT_MAX_PARAMS] = {0};
 			bool dump = s == start && o.dump_grads;
 			if (dump) {
 				for (int i = 0; i < m->nparams; i++)

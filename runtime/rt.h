@@ -39,7 +39,7 @@ typedef struct {
 	int real_bytes;       /* the precision line's: what the source's f32 is stored as */
 	int64_t arena, loss;
 	char loss_dtype[8];
-	RtTensor params[256], inputs[64];
+	RtTensor params[RT_MAX_PARAMS], inputs[RT_MAX_INPUTS];
 	int nparams, ninputs;
 	struct {
 		char name[64];
@@ -213,10 +213,10 @@ struct RtCtx {
 	int nkept;
 	/* deferred updates of streamed units (--clip-grad, --accum K > 1; stream.c) */
 	unsigned char *grads; /* pinned: the streamed parameters' gradients, parameter i's at grads_at[i] */
-	int64_t grads_at[256];
+	int64_t grads_at[RT_MAX_PARAMS];
 	bool defer;           /* this dp_step's rt_update copies each unit's gradient there instead of updating */
 	bool grads_in;        /* this dp_step's rt_grad_in starts each unit's gradient from there, not from 0 */
-	int64_t grad_event[256]; /* the last copy out of each streamed parameter's gradient unit (0: none) */
+	int64_t grad_event[RT_MAX_PARAMS]; /* the last copy out of each streamed parameter's gradient unit (0: none) */
 };
 
 /* The update of the streamed units after a deferred sweep: unit by unit,

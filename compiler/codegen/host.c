@@ -493,6 +493,12 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 {
 	Program *p = g->p;
 	Text t = {0};
+	if (p->params.len > RT_MAX_PARAMS)
+		diag_error(p->params.data[RT_MAX_PARAMS].loc, "a model may have at most %d parameters and buffers (the runtime's "
+		           "table); this is the %dth", RT_MAX_PARAMS, RT_MAX_PARAMS + 1);
+	if (p->inputs.len > RT_MAX_INPUTS)
+		diag_error(p->inputs.data[RT_MAX_INPUTS].loc, "a model may have at most %d inputs; this is the %dth", RT_MAX_INPUTS,
+		           RT_MAX_INPUTS + 1);
 	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld %s\n", o->model_name, ir_dt_name(p->real),
 	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset, ir_dt_name(ir_vtype(p, p->loss).dt)));
 	for (int i = 0; i < p->reports.len; i++) {

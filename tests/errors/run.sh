@@ -44,6 +44,12 @@ w("lets", "loss {\n  let h0 = x * W\n" + "".join("  let h%d = reshape(h%d, [%s])
 w("body", "loss {\n  let h = x\n  for i in 0..10 {\n" + "    h = tanh(h) * W\n" * 20000 + "  }\n  return mean(h)\n}\n")
 w("chain", "loss {\n  let h0 = x * W\n" + "".join("  let h%d = tanh(h%d) * W\n" % (i, i - 1) for i in range(1, 50000)) +
   "  return mean(h49999)\n}\n")
+# more parameters than the runtime's table holds (4096), and many more than it once held (256)
+def params(name, n):
+    open(d + "/" + name + ".dp", "w").write("".join("param p%d : f32[2] = normal(0.1)\n" % i for i in range(n)) +
+        "input x : f32[2]\nloss {\n  return sum(x * (" + " + ".join("p%d" % i for i in range(n)) + "))\n}\n")
+params("params4097", 4097)
+params("params600", 600)
 PY
 expect errors/gen-parens-20000 1 "parens.dp:3:275: error: expression nested too deeply" "$DPC" --emit=ir "$g/parens.dp"
 expect errors/gen-neg-50000 1 "neg.dp:3:275: error: expression nested too deeply" "$DPC" --emit=ir "$g/neg.dp"
@@ -62,6 +68,9 @@ expect errors/gen-tape-binomial-fits 0 "revolve" "$DPC" --emit=ckpt --checkpoint
 for t in lets body chain; do
 	check "errors/gen-long-$t-compiles" timeout 120 "$DPC" --emit=stream -o "$g/$t.stream" "$g/$t.dp"
 done
+expect errors/gen-params-4097 1 "params4097.dp:4097:7: error: a model may have at most 4096 parameters and buffers" \
+	"$DPC" --target cpu "$g/params4097.dp" -o "$g/params4097"
+check errors/gen-params-600-trains sh -c '"$1" --target cpu "$2.dp" -o "$2" && "$2" --steps 2 --quiet --save "$2.st"' _ "$DPC" "$g/params600"
 expect errors/source-limit 1 "dpc: error: /dev/zero: the source is larger than 64 MiB" timeout 60 "$DPC" --emit=ir /dev/zero
 expect errors/directory 1 "cannot read tests/errors" "$DPC" --emit=ir tests/errors
 finish
