@@ -31,8 +31,10 @@
 #     for cuda store-everything, under a budget (50% of store-everything's
 #     peak; Inception 85%) and with --checkpoint min-memory; each runs 20 steps beside its PyTorch twin
 #     (bench/graphs_torch.py) in eager mode, with torch.utils.checkpoint
-#     around each layer, module or level, and under torch.compile with
-#     activation_memory_budget 0.5; prints peak memory and ms per step.
+#     around each layer, module or level, under torch.compile with
+#     activation_memory_budget 0.5, and with every saved tensor on the host
+#     (save_on_cpu) beside dpc's least with offloading (--checkpoint
+#     min-memory --device-mem 1G); prints peak memory and ms per step.
 set -eu
 cd "$(dirname "$0")/.."
 DPC=${DPC:-bin/dpc}
@@ -49,18 +51,20 @@ if [ "${1:-}" = build ]; then
 		"$DPC" --target cuda "${d[@]}" --stream none --device-mem $((full * $(mid $s) / 100)) --schedule-json $G/$s.mid.json \
 			samples/$s.dp -o $G/$s.mid
 		"$DPC" --target cuda "${d[@]}" --checkpoint min-memory --schedule-json $G/$s.least.json samples/$s.dp -o $G/$s.least
+		"$DPC" --target cuda "${d[@]}" --checkpoint min-memory --device-mem 1G --schedule-json $G/$s.offload.json \
+			samples/$s.dp -o $G/$s.offload
 	done
 	exit 0
 fi
 if [ "${1:-}" = gpu ]; then
 	nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
 	for s in densenet inception unet; do
-		for plan in none mid least; do
+		for plan in none mid least offload; do
 			$G/$s.$plan --steps 20 --quiet --summary-json /tmp/graphs_$s.json >/dev/null || exit 1
 			python3 -c "import json,sys; d=json.load(open(sys.argv[1])); j=json.load(open(sys.argv[2])); print('dpc %s B=32 %s: peak %d bytes, %.3f ms/step, %.3f of a forward recomputed' % (sys.argv[3], sys.argv[4], d['peak_device_bytes'], d['ms_per_step'], j['recomputed_fraction']))" \
 				/tmp/graphs_$s.json $G/$s.$plan.json $s $plan
 		done
-		for mode in none checkpoint budget=0.5; do
+		for mode in none checkpoint budget=0.5 offload; do
 			python3 bench/graphs_torch.py $s 32 $(size $s) $mode 20 || echo "torch $s $mode: failed"
 		done
 	done

@@ -5,9 +5,10 @@ and samples/unet.dp, trained with SGD on random data, for bench/graphs.sh gpu.
   graphs_torch.py MODEL B S MODE [STEPS]
 
 MODE: none (store everything), checkpoint (torch.utils.checkpoint around
-each dense layer, Inception module or U-Net level, non-reentrant), or
+each dense layer, Inception module or U-Net level, non-reentrant),
 budget=X (torch.compile with torch._functorch.config.activation_memory_budget
-= X, PyTorch 2.4 and later). Prints one line: the model, the mode, the peak
+= X, PyTorch 2.4 and later), or offload (every saved tensor in pinned host
+memory, torch.autograd.graph.save_on_cpu). Prints one line: the model, the mode, the peak
 CUDA memory the step allocated (torch.cuda.max_memory_allocated, bytes) and
 ms per step over STEPS steps after 3 warm-up steps. On a machine without a
 GPU it runs on the CPU and prints 0 for the peak."""
@@ -138,8 +139,11 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=False)
-        out = net(x)
-        loss = F.cross_entropy(out, y)
+        if mode == "offload":
+            with torch.autograd.graph.save_on_cpu(pin_memory=dev == "cuda"):
+                loss = F.cross_entropy(net(x), y)
+        else:
+            loss = F.cross_entropy(net(x), y)
         loss.backward()
         opt.step()
 
