@@ -599,4 +599,29 @@ PY
 		notok "ckpt/offload-$s $prec" "$ol"
 	fi
 done
+# the same with Adam, two micro-batches a step and clipping: the offloads of every micro-batch
+# counted, the trained parameters bitwise as store-everything's
+ol="$o/offload_adam.log" od="$o/offload_adam"
+size=(-D B=4 -D S=16 --optimizer adam)
+run=(--steps 2 --quiet --accum 2 --clip-grad 0.5)
+if "$DPC" --target cpu "${size[@]}" samples/densenet.dp -o "$od.none" >"$ol" 2>&1 &&
+	"$od.none" "${run[@]}" --save "$od.none.p" >>"$ol" 2>&1 &&
+	"$DPC" --target cpu --checkpoint min-memory --device-mem 1G --schedule-json "$od.json" "${size[@]}" samples/densenet.dp \
+		-o "$od" >>"$ol" 2>&1 &&
+	"$od" "${run[@]}" --save "$od.p" --summary-json "$od.run.json" >>"$ol" 2>&1 && cmp "$od.none.p" "$od.p" >>"$ol" 2>&1 &&
+	python3 - "$od.json" "$od.run.json" >>"$ol" 2>&1 <<'PY'
+import json, sys
+plan, run = (json.load(open(f)) for f in sys.argv[1:3])
+moved = plan["straight_line"]["offloaded_bytes"]
+assert moved > 0, plan["straight_line"]
+assert run["peak_device_bytes"] == run["predicted_device_bytes"], run
+for way in ("h2d", "d2h"):
+    assert run["%s_bytes" % way] == run["predicted_%s_bytes" % way], (way, run)
+    assert run["stream_%s_bytes" % way] == run["predicted_stream_%s_bytes" % way] == 4 * moved, (way, run, moved)
+PY
+then
+	ok "ckpt/offload-adam: DenseNet with Adam, --accum 2 and --clip-grad, values offloaded each micro-batch, parameters bitwise"
+else
+	notok "ckpt/offload-adam" "$ol"
+fi
 finish
