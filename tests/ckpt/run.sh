@@ -573,8 +573,8 @@ for s in densenet:f32 densenet:f64 inception:f32 unet:f32; do
 	size=(-D B=4 -D S=16 --precision $prec)
 	if "$DPC" --target cpu "${size[@]}" samples/$s.dp -o "$od.none" >"$ol" 2>&1 &&
 		"$od.none" --steps 2 --quiet --dump-grads "$od.none.g" --save "$od.none.p" >>"$ol" 2>&1 &&
-		"$DPC" --target cpu --checkpoint min-memory --device-mem 1G --offload-cost 0 --schedule-json "$od.kept.json" \
-			"${size[@]}" samples/$s.dp >>"$ol" 2>&1 &&
+		"$DPC" --target cpu --checkpoint min-memory --device-mem 1G --offload-cost 0 --emit=schedule -o /dev/null \
+			--schedule-json "$od.kept.json" "${size[@]}" samples/$s.dp >>"$ol" 2>&1 &&
 		"$DPC" --target cpu --checkpoint min-memory --device-mem 1G --schedule-json "$od.json" "${size[@]}" samples/$s.dp \
 			-o "$od" >>"$ol" 2>&1 &&
 		"$od" --steps 2 --quiet --dump-grads "$od.g" --save "$od.p" --summary-json "$od.run.json" >>"$ol" 2>&1 &&
