@@ -255,8 +255,9 @@ int main(int argc, char **argv)
 			long long n = strtoll(v, &end, 10);
 			if (*end || end == v || n < 0)
 				usage_error("--offload-cost needs a count of FLOPs of at least 0, not '%s'", v);
-			if (errno == ERANGE || n > ((long long)1 << 40))
-				usage_error("--offload-cost %s is out of range (at most 2^40)", v);
+			/* priced bytes times this stay far from int64's end */
+			if (errno == ERANGE || n > ((long long)1 << 20))
+				usage_error("--offload-cost %s is out of range (at most 2^20 FLOPs a byte)", v);
 			offload_cost = n;
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
 			char *end;

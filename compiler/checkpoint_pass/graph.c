@@ -147,7 +147,7 @@ static int materialize(Graph *g, int w)
 		f->out = ir_new_value(p, x->kind, x->type, x->name, x->loc);
 		p->values.data[f->out].def = f;
 		ir_append(g->body, f);
-		Op *s = ir_new_op(p, OP_SETTLE, x->loc, 1, (int[]){f->out});
+		Op *s = ir_new_op(p, OP_SETTLE, f->loc, 1, (int[]){f->out});
 		s->index = f->index;
 		ir_append(g->body, s);
 		return g->memo[w] = f->out;
@@ -228,10 +228,10 @@ static void apply(Graph *g)
 		g->memo[v] = -1;
 		if (!g->host[v])
 			continue;
-		Value *x = &p->values.data[v];
-		g->hvar[v] = ir_new_value(p, VK_VAR, x->type, x->name ? ar_printf("host_%s", x->name) : "host", x->loc);
+		Value x = p->values.data[v]; /* a copy: the new value may move the table */
+		g->hvar[v] = ir_new_value(p, VK_VAR, x.type, x.name ? ar_printf("host_%s", x.name) : "host", x.loc);
 		p->values.data[g->hvar[v]].vclass = VC_HOST;
-		g->moved += ir_bytes(p, x->type);
+		g->moved += ir_bytes(p, x.type);
 		after[g->fwd_end[v]]++;
 	}
 	g->nforward = p->nforward;
