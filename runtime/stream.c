@@ -38,6 +38,19 @@ static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, i
 	return host_copy(c, to_device, dev, c->pool + host, bytes);
 }
 
+/* device work queued later waits for copy e (0: none), marked in --trace */
+static void wait_copy(RtCtx *c, int64_t e)
+{
+	if (!e)
+		return;
+	c->dev->copy_wait(e);
+	if (c->record) {
+		char label[64];
+		snprintf(label, sizeof label, "wait for copy %lld", (long long)e);
+		rt_prof_mark(c, RT_CALL_WAIT, label);
+	}
+}
+
 void rt_act_copy(RtCtx *c, int64_t *event, int to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
 	*event = pool_copy(c, to_device, dev, host, bytes);
@@ -45,14 +58,7 @@ void rt_act_copy(RtCtx *c, int64_t *event, int to_device, uint64_t dev, int64_t 
 
 void rt_act_wait(RtCtx *c, int64_t *event)
 {
-	if (!*event)
-		return;
-	c->dev->copy_wait(*event);
-	if (c->record) {
-		char label[64];
-		snprintf(label, sizeof label, "wait for copy %lld", (long long)*event);
-		rt_prof_mark(c, RT_CALL_WAIT, label);
-	}
+	wait_copy(c, *event);
 	*event = 0;
 }
 
@@ -70,14 +76,7 @@ void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_
 
 void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
 {
-	int64_t e = table[2 * (u % k) + 1];
-	if (e)
-		c->dev->copy_wait(e);
-	if (e && c->record) {
-		char label[64];
-		snprintf(label, sizeof label, "wait for copy %lld", (long long)e);
-		rt_prof_mark(c, RT_CALL_WAIT, label);
-	}
+	wait_copy(c, table[2 * (u % k) + 1]);
 }
 
 void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes)
