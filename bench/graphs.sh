@@ -84,6 +84,17 @@ field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eva
 # plan FILE BUDGET: exit 0 when it plans; the schedule in $out/s.json
 plan() { "$DPC" --target cpu "$1" --device-mem "$2" --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; }
 frac() { field "$out/s.json" "'%.3f' % d['recomputed_fraction']"; }
+# network NET: $f, its program; $full, store-everything's peak; $weights, the bytes of weights,
+# gradients and optimizer state in it
+network() {
+	f="$out/$1.dp"
+	python3 bench/graphs.py "$1" "$(batch "$1")" "$(side "$1")" >"$f"
+	"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+	full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+	weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
+}
+# cut PEAK: the share of store-everything's activation bytes that a plan of PEAK bytes cuts
+cut() { python3 -c "print('%.0f%%' % (100 * (1 - ($1 - $weights) / ($full - $weights))))"; }
 
 if [ "${1:-}" = offload ]; then
 	shift
@@ -92,12 +103,7 @@ if [ "${1:-}" = offload ]; then
 	printf '%-12s %6s %9s %6s %9s %10s %9s %9s %10s %9s\n' network cut rec@least cut_off rec@least off_MB rec@25 rec@25_off \
 		off@25_MB compile_s
 	for net in "${nets[@]}"; do
-		f="$out/$net.dp"
-		python3 bench/graphs.py "$net" "$(batch "$net")" "$(side "$net")" >"$f"
-		"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
-		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
-		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
-		cut() { python3 -c "print('%.0f%%' % (100 * (1 - ($1 - $weights) / ($full - $weights))))"; }
+		network "$net"
 		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		least=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec=$(frac)
 		t=$( { /usr/bin/time -f '%e' "$DPC" --target cpu "$f" --checkpoint min-memory --device-mem 1T --emit=schedule -o /dev/null \
@@ -137,11 +143,7 @@ fi
 printf '%-12s %5s %10s %10s %10s %6s %6s %8s %9s %7s %7s %7s %7s %8s %8s\n' network batch peak_MB act_MB least_MB cut theirs rec@least \
 	rec@theirs rec@90 rec@75 rec@50 rec@25 compile_s rss_MB
 for net in "${nets[@]}"; do
-	f="$out/$net.dp"
-	python3 bench/graphs.py "$net" "$(batch "$net")" "$(side "$net")" >"$f"
-	"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
-	full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
-	weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
+	network "$net"
 	t=$( { /usr/bin/time -f '%e %M' "$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null \
 		--schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
 	least=$(field "$out/s.json" "d['peak_device_bytes']['total']")
@@ -153,7 +155,7 @@ for net in "${nets[@]}"; do
 	for pc in 90 75 50 25; do
 		if plan "$f" $((full * pc / 100)); then curve+=("$(frac)"); else curve+=(-); fi
 	done
-	cut=$(python3 -c "print('%.0f%%' % (100 * (1 - ($least - $weights) / ($full - $weights))))")
+	cut=$(cut $least)
 	printf '%-12s %5s %10.1f %10.1f %10.1f %6s %5s%% %8s %9s %7s %7s %7s %7s %8s %8.0f\n' "$net" "$(batch "$net")" \
 		"$(python3 -c "print($full / 1e6)")" "$(python3 -c "print(($full - $weights) / 1e6)")" \
 		"$(python3 -c "print($least / 1e6)")" "$cut" "$(theirs "$net")" "$rec_least" "$at_theirs" "${curve[@]}" "${t% *}" \

@@ -112,6 +112,19 @@ static void usage_error(const char *fmt, const char *arg)
 }
 
 /* "512M" -> bytes; K, M, G, T are powers of 1024. */
+/* option opt's value v, a whole number from lo to hi: what a message calls it, and hi in words */
+static long long parse_count(const char *opt, const char *v, const char *what, long long lo, long long hi, const char *most)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (*end || end == v || n < lo)
+		usage_error("%s", ar_printf("%s needs %s of at least %lld, not '%s'", opt, what, lo, v));
+	if (errno == ERANGE || n > hi)
+		usage_error("%s", ar_printf("%s %s is out of range (at most %s)", opt, v, most));
+	return n;
+}
+
 static int64_t parse_bytes(const char *s)
 {
 	char *end;
@@ -250,24 +263,10 @@ int main(int argc, char **argv)
 			else
 				usage_error("--checkpoint takes none, binomial, auto or min-memory, not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--offload-cost"))) {
-			char *end;
-			errno = 0;
-			long long n = strtoll(v, &end, 10);
-			if (*end || end == v || n < 0)
-				usage_error("--offload-cost needs a count of FLOPs of at least 0, not '%s'", v);
 			/* priced bytes times this stay far from int64's end */
-			if (errno == ERANGE || n > ((long long)1 << 20))
-				usage_error("--offload-cost %s is out of range (at most 2^20 FLOPs a byte)", v);
-			offload_cost = n;
+			offload_cost = parse_count("--offload-cost", v, "a count of FLOPs", 0, (long long)1 << 20, "2^20 FLOPs a byte");
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
-			char *end;
-			errno = 0;
-			long long n = strtoll(v, &end, 10);
-			if (*end || end == v || n < 1)
-				usage_error("--snapshots needs a count of at least 1, not '%s'", v);
-			if (errno == ERANGE || n > INT_MAX)
-				usage_error("--snapshots %s is out of range (at most 2^31 - 1)", v);
-			o.ckpt.snapshots = n;
+			o.ckpt.snapshots = parse_count("--snapshots", v, "a count", 1, INT_MAX, "2^31 - 1");
 		} else if ((v = opt_value(argc, argv, &i, "--schedule-json"))) {
 			o.schedule_json = v;
 		} else if (!strcmp(a, "--no-verify")) {

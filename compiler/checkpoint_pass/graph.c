@@ -72,36 +72,33 @@ bool ckpt_pure(Program *p, Op *op)
 	return true;
 }
 
-/* last[w] = at for every value that b's ops read */
-static void last_reads(Block *b, int at, int *last)
+/* see(ctx, w) for every value that b's ops read, in their bodies too */
+static void each_read(Block *b, void (*see)(void *, int), void *ctx)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		for (int k = 0; k < op->nin; k++)
-			last[op->in[k]] = at;
+			see(ctx, op->in[k]);
 		for (int k = 0; k < op->ncarry && op->cyield; k++)
-			last[op->cyield[k]] = at;
-		last_reads(&op->body, at, last);
-		last_reads(&op->body2, at, last);
-		last_reads(&op->body3, at, last);
+			see(ctx, op->cyield[k]);
+		for (int k = 0; k < op->ncarry && op->body3.len; k++)
+			see(ctx, op->cyield3[k]);
+		each_read(&op->body, see, ctx);
+		each_read(&op->body2, see, ctx);
+		each_read(&op->body3, see, ctx);
 	}
 }
 
-static void mark_block(Block *b, bool *named)
-{
-	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i];
-		for (int k = 0; k < op->nin; k++)
-			named[op->in[k]] = true;
-		for (int k = 0; k < op->ncarry && op->cyield; k++)
-			named[op->cyield[k]] = true;
-		for (int k = 0; k < op->ncarry && op->body3.len; k++)
-			named[op->cyield3[k]] = true;
-		mark_block(&op->body, named);
-		mark_block(&op->body2, named);
-		mark_block(&op->body3, named);
-	}
-}
+static void mark(void *named, int w) { ((bool *)named)[w] = true; }
+
+/* named[w] for every value that b's ops read */
+static void mark_block(Block *b, bool *named) { each_read(b, mark, named); }
+
+typedef struct {
+	int *last, at;
+} LastRead;
+
+static void note_last(void *ctx, int w) { ((LastRead *)ctx)->last[w] = ((LastRead *)ctx)->at; }
 
 /* whether the rewrite computes w again: a forward value dropped, one that
  * only a recomputation reads, or a view of either */
@@ -325,7 +322,7 @@ static void init(Graph *g, Program *p)
 			g->pos[p->body.ops[i]->out] = g->fwd_end[p->body.ops[i]->out] = i;
 	/* the last forward reader of each value (a loop's, anywhere inside it), then through views to their roots */
 	for (int i = 0; i < p->nforward; i++)
-		last_reads(&(Block){p->body.ops + i, 1, 0}, i, g->fwd_end);
+		each_read(&(Block){p->body.ops + i, 1, 0}, note_last, &(LastRead){g->fwd_end, i});
 	for (int i = p->nforward - 1; i >= 0; i--) {
 		Op *op = p->body.ops[i];
 		if (op->out >= 0 && is_view(op) && g->fwd_end[op->out] > g->fwd_end[op->in[0]])

@@ -6,9 +6,9 @@
  * computes again plus its offloads' costs.
  *
  * Exact search: a depth-first search over the decisions, the costliest
- * first, each candidate dropped (once, then each time) before kept. A branch ends when the FLOPs
- * its dropped candidates cost reach the best fit's (each is computed again
- * at least once), or when the bytes that the candidates not kept could free
+ * first, each candidate dropped (once, then each time, then offloaded) before kept. A branch ends
+ * when what its dropped candidates cost reaches the best fit's (each is
+ * computed again at least once, or offloaded), or when the bytes that the candidates not kept could free
  * at some position fall short of what the budget needs there (a dropped
  * candidate frees at most its bytes, and only between its last forward use
  * and its first adjoint use; keeping a temporary frees nothing). Every leaf
@@ -841,7 +841,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 		res.fits = true, res.peak = peak, res.flops = f;
 		goto done;
 	}
-	/* three states a decision: past SEL_EXACT_MOST of them the exact search would only spend its limit */
+	/* three or four states a decision: past SEL_EXACT_MOST of them the exact search would only spend its limit */
 	bool over = work <= 0 || c.nc > SEL_EXACT_MOST;
 	if (!over && res.bound < INT64_MAX) {
 		Exact e = {0};

@@ -75,7 +75,7 @@ typedef struct {
 } SelResult;
 
 /* The work limit of the exact search, in the values and positions it visits, and the most decisions it
- * takes on (three states each); beyond either, greedy. */
+ * takes on (three or four states each); beyond either, greedy. */
 #define SEL_WORK ((int64_t)1 << 26)
 #define SEL_EXACT_MOST 32
 
