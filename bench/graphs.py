@@ -2,7 +2,9 @@
 """graphs.py NET [B] [S] > NET.dp: the networks of Feng & Huang's table
 (CVPR 2021) written in dpc's language, straight-line (every layer its own
 weights, as the graphs they search): resnet152, densenet121, densenet201,
-inception_v3 (at 299x299), darts (DARTS-V2's ImageNet network, 14 cells of
+inception_v3 (at 299x299); darts and nasnet, the CIFAR-10 networks of 20
+cells of 36 channels with DARTS-V2's and NASNet-A's cells that Feng & Huang
+measure (at 32x32); darts_imagenet (DARTS-V2's ImageNet network, 14 cells of
 48 channels); resnet50 and resnet101 for bench/graphs.sh scale.
 Batch norm is groupnorm with 32 groups (no batch statistics); the head is
 global average pooling and a linear layer to 1000 classes."""
@@ -52,13 +54,14 @@ class Net:
         h = self.norm(self.conv("x", 3, 64, 7, 2, 3), 64)
         return self.let(f"max_pool2d({h}, 3, stride=2, pad=1)")
 
-    def head(self, x, c):
-        self.params.append(f"param fc : f32[{c}, 1000] = normal(0.01)")
+    def head(self, x, c, classes=1000):
+        self.classes = classes
+        self.params.append(f"param fc : f32[{c}, {classes}] = normal(0.01)")
         self.body.append(f"return cross_entropy(mean({x}, [2, 3]) @ fc, y)")
 
     def text(self, b, s, title):
         return "\n".join([f"# {title}: batch {b}, {s}x{s} (bench/graphs.py)", f"const B = {b}, S = {s}", ""] + self.params +
-                         ["", "input x : f32[B, 3, S, S]", "input y : i32[B]  # classes 1000", "", "loss {"] +
+                         ["", "input x : f32[B, 3, S, S]", f"input y : i32[B]  # classes {self.classes}", "", "loss {"] +
                          ["  " + l for l in self.body] + ["}", ""])
 
 
@@ -155,12 +158,33 @@ def inception_v3():
     return n
 
 
-def darts(side, C=48, layers=14):
-    """DARTS-V2's genotype in the ImageNet network of Liu et al. (ICLR 2019):
-    the two strided stems, 14 cells (reductions at 4 and 9, channels
-    doubling), each node the sum of two ops on earlier states, a cell's
-    output its four nodes concatenated. Separable convolutions are a
-    depthwise and a pointwise convolution, twice; each BatchNorm a groupnorm"""
+# genotypes as DARTS's code writes them: per node two (op, input) pairs, input 0 the cell before the
+# previous one, 1 the previous cell, 2 onwards the cell's own nodes; and which states the output concatenates
+DARTS_V2 = ([("sep_conv_3x3", 0), ("sep_conv_3x3", 1), ("sep_conv_3x3", 0), ("sep_conv_3x3", 1),
+             ("sep_conv_3x3", 1), ("skip_connect", 0), ("skip_connect", 0), ("dil_conv_3x3", 2)], (2, 3, 4, 5),
+            [("max_pool_3x3", 0), ("max_pool_3x3", 1), ("skip_connect", 2), ("max_pool_3x3", 1),
+             ("max_pool_3x3", 0), ("skip_connect", 2), ("skip_connect", 2), ("max_pool_3x3", 1)], (2, 3, 4, 5))
+# NASNet-A's cells (Zoph et al., CVPR 2018) as DARTS's code and Feng & Huang's write them: the normal cell
+# concatenates its five nodes, the reduction cell its last three
+NASNET = ([("sep_conv_5x5", 1), ("sep_conv_3x3", 0), ("sep_conv_5x5", 0), ("sep_conv_3x3", 0),
+           ("avg_pool_3x3", 1), ("skip_connect", 0), ("avg_pool_3x3", 0), ("avg_pool_3x3", 0),
+           ("sep_conv_3x3", 1), ("skip_connect", 1)], (2, 3, 4, 5, 6),
+          [("sep_conv_5x5", 1), ("sep_conv_7x7", 0), ("max_pool_3x3", 1), ("sep_conv_7x7", 0),
+           ("avg_pool_3x3", 1), ("sep_conv_5x5", 0), ("skip_connect", 3), ("avg_pool_3x3", 2),
+           ("sep_conv_3x3", 2), ("max_pool_3x3", 1)], (4, 5, 6))
+
+
+def cells(side, genotype, C, layers, imagenet, classes):
+    """A cell network as DARTS's code builds it (Liu et al., ICLR 2019):
+    NetworkImageNet (two strided stems, side / 8 after them) or
+    NetworkCIFAR (one 3x3 stem of 3C channels at full size); `layers`
+    cells, reductions at a third and two thirds (channels doubling), each
+    node the sum of two ops on earlier states, a cell's output some of its
+    states concatenated; no auxiliary head. Separable convolutions are a
+    depthwise and a pointwise convolution, twice; each BatchNorm a
+    groupnorm; average pools count their padding as zeros (DARTS's
+    exclude it: the same shapes and nearly the same FLOPs)"""
+    normal, normal_cat, reduce, reduce_cat = genotype
     n = Net()
 
     def relu(x):
@@ -175,9 +199,9 @@ def darts(side, C=48, layers=14):
         b = n.conv(n.let(f"{r}[:, :, 1:{size}, 1:{size}]"), cin, cout // 2, 1, 2)
         return n.norm(n.let(f"concat([{a}, {b}], 1)"), cout, relu=False)
 
-    def sep(x, c, stride):
+    def sep(x, c, k, stride):
         for s in (stride, 1):
-            x = n.conv(n.conv(relu(x), c, c, 3, s, 1, groups=c), c, c, 1)
+            x = n.conv(n.conv(relu(x), c, c, k, s, k // 2, groups=c), c, c, 1)
             x = n.norm(x, c, relu=False)
         return x
 
@@ -185,42 +209,45 @@ def darts(side, C=48, layers=14):
         return n.norm(n.conv(n.conv(relu(x), c, c, 3, stride, 2, groups=c, dilation=2), c, c, 1), c, relu=False)
 
     def op(name, x, c, stride, size):
-        if name == "sep_conv_3x3":
-            return sep(x, c, stride)
+        if name.startswith("sep_conv_"):
+            return sep(x, c, int(name[-1]), stride)
         if name == "dil_conv_3x3":
             return dil(x, c, stride)
         if name == "max_pool_3x3":
             return n.let(f"max_pool2d({x}, 3, stride={stride}, pad=1)")
+        if name == "avg_pool_3x3":
+            return n.let(f"avg_pool2d({x}, 3, stride={stride}, pad=1)")
         return x if stride == 1 else fact_reduce(x, c, c, size)
 
-    normal = [("sep_conv_3x3", 0), ("sep_conv_3x3", 1), ("sep_conv_3x3", 0), ("sep_conv_3x3", 1),
-              ("sep_conv_3x3", 1), ("skip_connect", 0), ("skip_connect", 0), ("dil_conv_3x3", 2)]
-    reduce = [("max_pool_3x3", 0), ("max_pool_3x3", 1), ("skip_connect", 2), ("max_pool_3x3", 1),
-              ("max_pool_3x3", 0), ("skip_connect", 2), ("skip_connect", 2), ("max_pool_3x3", 1)]
-
-    s0 = n.norm(n.conv("x", 3, C // 2, 3, 2, 1), C // 2)
-    s0 = n.norm(n.conv(s0, C // 2, C, 3, 2, 1), C, relu=False)
-    s1 = n.norm(n.conv(relu(s0), C, C, 3, 2, 1), C, relu=False)
-    # the stems leave side / 4 and side / 8
-    size0, size1 = side // 4, side // 8
-    cpp, cp, cur, red_prev = C, C, C, True
+    if imagenet:
+        s0 = n.norm(n.conv("x", 3, C // 2, 3, 2, 1), C // 2)
+        s0 = n.norm(n.conv(s0, C // 2, C, 3, 2, 1), C, relu=False)
+        s1 = n.norm(n.conv(relu(s0), C, C, 3, 2, 1), C, relu=False)
+        # the stems leave side / 4 and side / 8
+        size0, size1, cpp, cp, red_prev = side // 4, side // 8, C, C, True
+    else:
+        s0 = s1 = n.norm(n.conv("x", 3, 3 * C, 3, 1, 1), 3 * C, relu=False)
+        size0 = size1 = side
+        cpp, cp, red_prev = 3 * C, 3 * C, False
+    cur = C
     for i in range(layers):
         red = i in (layers // 3, 2 * layers // 3)
         if red:
             cur *= 2
+        ops, cat = (reduce, reduce_cat) if red else (normal, normal_cat)
         p0 = fact_reduce(s0, cpp, cur, size0) if red_prev else rcb(s0, cpp, cur)
         p1 = rcb(s1, cp, cur)
         states, size = [p0, p1], size1
-        for j in range(4):
+        for j in range(len(ops) // 2):
             parts = []
-            for name, k in (red and reduce or normal)[2 * j:2 * j + 2]:
+            for name, k in ops[2 * j:2 * j + 2]:
                 stride = 2 if red and k < 2 else 1
                 parts.append(op(name, states[k], cur, stride, size))
             states.append(n.let(f"{parts[0]} + {parts[1]}"))
-        out = n.let("concat([" + ", ".join(states[2:]) + "], 1)")
+        out = n.let("concat([" + ", ".join(states[k] for k in cat) + "], 1)")
         s0, s1, size0, size1 = s1, out, size1, size1 // 2 if red else size1
-        cpp, cp, red_prev = cp, 4 * cur, red
-    n.head(relu(s1), cp)
+        cpp, cp, red_prev = cp, len(cat) * cur, red
+    n.head(relu(s1) if imagenet else s1, cp, classes)
     return n
 
 
@@ -231,7 +258,9 @@ NETS = {
     "densenet121": (lambda s: densenet((6, 12, 24, 16)), "DenseNet-121"),
     "densenet201": (lambda s: densenet((6, 12, 48, 32)), "DenseNet-201"),
     "inception_v3": (lambda s: inception_v3(), "Inception-v3"),
-    "darts": (darts, "DARTS-V2 (ImageNet)"),
+    "darts": (lambda s: cells(s, DARTS_V2, 36, 20, False, 10), "DARTS-V2 (CIFAR-10)"),
+    "nasnet": (lambda s: cells(s, NASNET, 36, 20, False, 10), "NASNet-A (CIFAR-10)"),
+    "darts_imagenet": (lambda s: cells(s, DARTS_V2, 48, 14, True, 1000), "DARTS-V2 (ImageNet)"),
 }
 
 if __name__ == "__main__":

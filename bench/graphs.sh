@@ -19,11 +19,13 @@
 #   bash bench/graphs.sh scale: compile time and memory against the size of
 #   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16), each at
 #   half its peak.
-# NET: resnet152 (batch 16), densenet121 (batch 32), densenet201 (batch 16),
-# each at 224x224, inception_v3 (batch 32, 299x299), and darts (DARTS-V2's
-# ImageNet network, batch 32, 224x224: their batch is not at hand here; the
-# cut of the activation bytes hardly depends on it); default all five.
-# NASNet is not written (its cells are not in bench/graphs.py yet).
+# NET: at the sizes of Feng & Huang's code (their repository's
+# net/model_factory.py and README): resnet152 (batch 16), densenet121 (batch
+# 32), densenet201 (batch 16), each at 224x224, inception_v3 (batch 32,
+# 299x299: theirs is 300), nasnet and darts (the CIFAR-10 networks of 20
+# cells of 36 channels with NASNet-A's and DARTS-V2's cells, batch 64,
+# 32x32); default all six. darts_imagenet (DARTS-V2's ImageNet network,
+# batch 32, 224x224) is not in their table.
 #
 #   bash bench/graphs.sh build   (tests/gpu/run.sh build runs it) here, and
 #   bash bench/graphs.sh gpu     on the GPU machine: samples/densenet.dp,
@@ -75,11 +77,12 @@ out=${TMPDIR:-/tmp}/dpc_graphs.$$
 mkdir -p "$out"
 trap 'rm -rf "$out"' EXIT
 nets=("$@")
-[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3 darts)
+[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3 nasnet darts)
 
-batch() { case $1 in resnet152) echo 16 ;; densenet121 | inception_v3 | darts) echo 32 ;; *) echo 16 ;; esac; }
-side() { case $1 in inception_v3) echo 299 ;; *) echo 224 ;; esac; }
-theirs() { case $1 in resnet152) echo 81 ;; densenet121) echo 78 ;; densenet201) echo 85 ;; inception_v3) echo 71 ;; darts) echo 80 ;; esac; }
+batch() { case $1 in nasnet | darts) echo 64 ;; densenet121 | inception_v3 | darts_imagenet) echo 32 ;; *) echo 16 ;; esac; }
+side() { case $1 in inception_v3) echo 299 ;; nasnet | darts) echo 32 ;; *) echo 224 ;; esac; }
+theirs() { case $1 in resnet152) echo 81 ;; densenet121) echo 78 ;; densenet201) echo 85 ;; inception_v3) echo 71 ;; nasnet) echo 81 ;;
+	darts | darts_imagenet) echo 80 ;; esac; }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 # plan FILE BUDGET: exit 0 when it plans; the schedule in $out/s.json
 plan() { "$DPC" --target cpu "$1" --device-mem "$2" --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; }
@@ -99,7 +102,7 @@ cut() { python3 -c "print('%.0f%%' % (100 * (1 - ($1 - $weights) / ($full - $wei
 if [ "${1:-}" = offload ]; then
 	shift
 	nets=("$@")
-	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3 darts)
+	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3 nasnet darts)
 	printf '%-12s %6s %9s %6s %9s %10s %9s %9s %10s %9s\n' network cut rec@least cut_off rec@least off_MB rec@25 rec@25_off \
 		off@25_MB compile_s
 	for net in "${nets[@]}"; do

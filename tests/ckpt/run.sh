@@ -492,6 +492,43 @@ PY
 		notok "ckpt/graph-$s" "$nl"
 	fi
 done
+# the cell networks of bench/graphs.py (NASNet-A's and DARTS-V2's cells, the CIFAR-10
+# network's wiring) at 4 channels, 5 cells (two reductions), B=2, 8x8: separable 3x3, 5x5 and
+# 7x7 convolutions, dilated ones, both pools, factorized reductions. At half the peak and
+# at the least: gradients bitwise as store-everything's, peaks and recomputed FLOPs as planned
+for cell in NASNET DARTS_V2; do
+	cl="$o/cells_$cell.log" cd="$o/cells_$cell" c_ok=1 c_said=""
+	python3 -c "import sys; sys.path.insert(0, 'bench'); import graphs
+sys.stdout.write(graphs.cells(8, graphs.$cell, 4, 5, False, 10).text(2, 8, 'tests/ckpt'))" >"$cd.dp" 2>"$cl" &&
+		"$DPC" --target cpu --schedule-json "$cd.none.json" "$cd.dp" -o "$cd.none" >>"$cl" 2>&1 &&
+		"$cd.none" --steps 2 --quiet --dump-grads "$cd.none.g" >>"$cl" 2>&1 || c_ok=0
+	for plan in half least; do
+		[ $c_ok = 1 ] || break
+		b="$cd.$plan"
+		if [ $plan = half ]; then
+			under_budget "$b" "$cd.none.g" "$cl" $(($(json "$cd.none.json" peak_device_bytes total) / 2)) "$cd.dp" || c_ok=0
+		else
+			"$DPC" --target cpu --checkpoint min-memory --stream none --schedule-json "$b.json" "$cd.dp" -o "$b" >>"$cl" 2>&1 &&
+				"$b" --steps 2 --quiet --dump-grads "$b.g" --summary-json "$b.run.json" >>"$cl" 2>&1 &&
+				cmp "$cd.none.g" "$b.g" >>"$cl" 2>&1 || c_ok=0
+		fi
+		[ $c_ok = 1 ] && python3 - "$b.json" "$b.run.json" "$cd.none.json" $plan >"$b.out" 2>>"$cl" <<'PY' || c_ok=0
+import json, sys
+plan, run, full = (json.load(open(f)) for f in sys.argv[1:4])
+top = full["peak_device_bytes"]["total"]
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= (top // 2 if sys.argv[4] == "half" else top), run
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"] > 0, (run["recomputed_flops"], plan["recomputed_flops"])
+assert plan["straight_line"]["candidates"] > 100, plan["straight_line"]
+print("%s %d of %d bytes" % (sys.argv[4], run["peak_device_bytes"], top))
+PY
+		[ -s "$b.out" ] && c_said="$c_said${c_said:+, }$(cat "$b.out")"
+	done
+	if [ $c_ok = 1 ]; then
+		ok "ckpt/cells-$cell: $c_said; gradients bitwise, peaks and recomputed FLOPs as planned"
+	else
+		notok "ckpt/cells-$cell" "$cl"
+	fi
+done
 # one objective for loops and straight line: ResNet (B=32, 32x32, C=16, N=3) at 60% of its
 # peak, where fitting the loops first and the straight line after recomputes 29% of a
 # forward (session 15); the straight line given less so that the loops get rows: under 5%,
