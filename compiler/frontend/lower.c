@@ -663,20 +663,25 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	int64_t og = wt.dim[0] / g;
 	Type part = yt;
 	part.dim[1] = og;
-	int y = -1;
+	int *y = ar_alloc(sizeof(int) * (size_t)g);
 	for (int64_t i = 0; i < g; i++) {
 		int xi = take(L, n->loc, x, 1, i * cg, (i + 1) * cg), wi = take(L, n->loc, w, 0, i * og, (i + 1) * og);
-		int yi = conv_unfolded(L, n->loc, xi, wi, win, part);
-		if (y < 0) {
-			y = yi;
-			continue;
-		}
-		Op *op = mk(L, OP_CONCAT, n->loc, 2, (int[]){y, yi});
-		op->attr.ax.axis = 1;
-		op->attr.ax.at = ir_vtype(L->p, y).dim[1];
-		y = emit(L, op);
+		y[i] = conv_unfolded(L, n->loc, xi, wi, win, part);
 	}
-	return y;
+	/* the groups' results concatenated in pairs, level by level: each element is copied log2(g) times, not
+	 * up to g (a depthwise convolution has a group per channel) */
+	for (int64_t m = g; m > 1; m = (m + 1) / 2)
+		for (int64_t i = 0; i < m; i += 2) {
+			if (i + 1 == m) {
+				y[i / 2] = y[i];
+				continue;
+			}
+			Op *op = mk(L, OP_CONCAT, n->loc, 2, (int[]){y[i], y[i + 1]});
+			op->attr.ax.axis = 1;
+			op->attr.ax.at = ir_vtype(L->p, y[i]).dim[1];
+			y[i / 2] = emit(L, op);
+		}
+	return y[0];
 }
 
 /* max_pool2d / avg_pool2d (x [N, C, H, W], kernel, stride=kernel, pad=0): one op
