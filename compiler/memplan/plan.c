@@ -493,7 +493,6 @@ typedef struct {
 	int64_t start, end, size, off;
 } Placed;
 
-enum { PACK_BY_SIZE = 4096 };
 
 static int by_size(const void *a, const void *b)
 {
@@ -509,6 +508,141 @@ static int by_offset(const void *a, const void *b)
 {
 	const Placed *x = a, *y = b;
 	return (x->off > y->off) - (x->off < y->off);
+}
+
+/* The values placed so far, by lifetime: a segment tree over positions
+ * whose nodes list the values that cover the node's range (a value is in
+ * the nodes that make up its lifetime) and the values that start in it (a
+ * value is in each node above its start), so that the values overlapping
+ * a lifetime are found in about its log-many nodes, not among all. */
+typedef struct {
+	int *d, len, cap;
+} Ints;
+
+typedef struct {
+	int size; /* leaves: a power of two */
+	Ints *cover, *starts;
+} Lifetimes;
+
+static void ints_push(Ints *l, int x)
+{
+	if (l->len == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4;
+		l->d = realloc(l->d, sizeof(int) * (size_t)l->cap);
+	}
+	l->d[l->len++] = x;
+}
+
+static void lifetimes_add(Lifetimes *t, int i, int64_t start, int64_t end)
+{
+	for (int64_t lo = start + t->size, hi = end + t->size + 1; lo < hi; lo /= 2, hi /= 2) {
+		if (lo & 1)
+			ints_push(&t->cover[lo++], i);
+		if (hi & 1)
+			ints_push(&t->cover[--hi], i);
+	}
+	for (int64_t x = start + t->size; x >= 1; x /= 2)
+		ints_push(&t->starts[x], i);
+}
+
+/* the values placed whose lifetimes overlap [start, end], into out; their count */
+static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *out)
+{
+	int m = 0;
+	/* those that started by `start` and are still live there */
+	for (int64_t x = start + t->size; x >= 1; x /= 2)
+		for (int k = 0; k < t->cover[x].len; k++)
+			out[m++] = t->cover[x].d[k];
+	/* those that start after it, within the lifetime */
+	for (int64_t lo = start + 1 + t->size, hi = end + t->size + 1; lo < hi; lo /= 2, hi /= 2) {
+		if (lo & 1) {
+			for (int k = 0; k < t->starts[lo].len; k++)
+				out[m++] = t->starts[lo].d[k];
+			lo++;
+		}
+		if (hi & 1) {
+			hi--;
+			for (int k = 0; k < t->starts[hi].len; k++)
+				out[m++] = t->starts[hi].d[k];
+		}
+	}
+	return m;
+}
+
+/* q[] packed largest first, each at the lowest offset clear of the values
+ * placed before it whose lifetimes overlap its own; kept where that is at
+ * least 1/64 below peak. The peak. */
+static int64_t pack_by_size(Program *p, Placed *q, int n, int64_t npos, int64_t base, int64_t peak)
+{
+	qsort(q, (size_t)n, sizeof *q, by_size);
+	Lifetimes t = {1, NULL, NULL};
+	while (t.size < npos)
+		t.size *= 2;
+	t.cover = calloc((size_t)(2 * t.size), sizeof(Ints));
+	t.starts = calloc((size_t)(2 * t.size), sizeof(Ints));
+	Placed *near = malloc(sizeof *near * (size_t)n);
+	int *idx = malloc(sizeof(int) * (size_t)n);
+	int64_t top = 0;
+	for (int i = 0; i < n && top < peak; i++) {
+		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
+		for (int k = 0; k < m; k++)
+			near[k] = q[idx[k]];
+		qsort(near, (size_t)m, sizeof *near, by_offset);
+		int64_t off = 0;
+		for (int j = 0; j < m && near[j].off < off + q[i].size; j++)
+			if (near[j].off + near[j].size > off)
+				off = near[j].off + near[j].size;
+		q[i].off = off;
+		top = off + q[i].size > top ? off + q[i].size : top;
+		lifetimes_add(&t, i, q[i].start, q[i].end);
+	}
+	if (top < peak - peak / 64) {
+		for (int i = 0; i < n; i++) {
+			extend(p, q[i].v, base + q[i].off, q[i].size);
+			p->values.data[q[i].v].offset = base + q[i].off;
+		}
+		peak = top;
+	}
+	for (int x = 0; x < 2 * t.size; x++)
+		free(t.cover[x].d), free(t.starts[x].d);
+	free(t.cover);
+	free(t.starts);
+	free(near);
+	free(idx);
+	return peak;
+}
+
+/* mem_verify's check of a packing: values sorted by start, each compared
+ * with those still live where it starts */
+static bool checking;
+
+static int by_start_placed(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	return x->start != y->start ? (x->start > y->start) - (x->start < y->start) : x->v - y->v;
+}
+
+static void check_packing(Program *p, Placed *q, int n)
+{
+	qsort(q, (size_t)n, sizeof *q, by_start_placed);
+	int *live = malloc(sizeof(int) * (size_t)(n + 1)), nlive = 0;
+	for (int i = 0; i < n; i++) {
+		int m = 0;
+		for (int k = 0; k < nlive; k++) {
+			const Placed *a = &q[live[k]];
+			if (a->end < q[i].start)
+				continue;
+			live[m++] = live[k];
+			if (a->off < q[i].off + q[i].size && q[i].off < a->off + a->size)
+				die("the memory plan puts %s (positions %lld to %lld, bytes %lld to %lld) and %s (%lld to %lld, "
+				    "%lld to %lld) in the same bytes while both are live", ir_value_name(p, a->v), (long long)a->start,
+				    (long long)a->end, (long long)a->off, (long long)(a->off + a->size), ir_value_name(p, q[i].v),
+				    (long long)q[i].start, (long long)q[i].end, (long long)q[i].off, (long long)(q[i].off + q[i].size));
+		}
+		nlive = m;
+		live[nlive++] = i;
+	}
+	free(live);
 }
 
 /* Packing of live ranges, first-fit in order of start, and largest first
@@ -564,39 +698,32 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	 * (series) no longer shows when the memory is used, which is not
 	 * worth a few bytes. Every plan packs alike, the searches' and the
 	 * final one, so that a budget a search fitted is the final plan's.
-	 * Quadratic, so only for up to PACK_BY_SIZE values. */
-	if (n > 1 && n <= PACK_BY_SIZE) {
-		Placed *q = malloc(sizeof *q * (size_t)n), *near = malloc(sizeof *near * (size_t)n);
+	 * No packing is below the most bytes live at once: where first-fit is
+	 * within 1/64 of that, the second packing cannot be kept and is not
+	 * tried. */
+	if (n > 1) {
+		Placed *q = malloc(sizeof *q * (size_t)n);
+		int64_t npos = 1;
 		for (int i = 0; i < n; i++) {
 			int v = items[i].v;
 			q[i] = (Placed){v, items[i].start, L->last[v] >= items[i].start ? L->last[v] : items[i].start,
 			                align_up(ir_bytes(p, p->values.data[v].type)), 0};
+			npos = q[i].end + 1 > npos ? q[i].end + 1 : npos;
 		}
-		qsort(q, (size_t)n, sizeof *q, by_size);
-		int64_t top = 0;
-		for (int i = 0; i < n && top < peak; i++) {
-			int m = 0;
-			for (int j = 0; j < i; j++)
-				if (q[j].start <= q[i].end && q[i].start <= q[j].end)
-					near[m++] = q[j];
-			qsort(near, (size_t)m, sizeof *near, by_offset);
-			int64_t off = 0;
-			for (int j = 0; j < m && near[j].off < off + q[i].size; j++)
-				if (near[j].off + near[j].size > off)
-					off = near[j].off + near[j].size;
-			q[i].off = off;
-			if (off + q[i].size > top)
-				top = off + q[i].size;
-		}
-		if (top < peak - peak / 64) {
-			for (int i = 0; i < n; i++) {
-				extend(p, q[i].v, base + q[i].off, q[i].size);
-				p->values.data[q[i].v].offset = base + q[i].off;
-			}
-			peak = top;
+		int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, live_most = 0;
+		for (int i = 0; i < n; i++)
+			d[q[i].start] += q[i].size, d[q[i].end + 1] -= q[i].size;
+		for (int64_t t = 0; t < npos; t++)
+			live_most = (run += d[t]) > live_most ? run : live_most;
+		free(d);
+		if (live_most < peak - peak / 64)
+			peak = pack_by_size(p, q, n, npos, base, peak);
+		if (checking) {
+			for (int i = 0; i < n; i++)
+				q[i].off = p->values.data[q[i].v].offset - base;
+			check_packing(p, q, n);
 		}
 		free(q);
-		free(near);
 	}
 	free(items);
 	return peak;
@@ -826,6 +953,13 @@ static void plan(Program *p)
 	free(L.root);
 	free(L.loops);
 
+}
+
+void mem_verify(Program *p)
+{
+	checking = true;
+	mem_plan(p);
+	checking = false;
 }
 
 const char *mem_bytes_str(int64_t n)
