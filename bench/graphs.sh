@@ -17,8 +17,8 @@
 #   at the default --offload-cost (--device-mem 1T, streaming allowed) beside
 #   the least without it, the bytes offloaded, and the same at 25% of the peak.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
-#   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16), each at
-#   half its peak.
+#   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224;
+#   NASNet and DARTS at their sizes), each at half its peak.
 # NET: at the sizes of Feng & Huang's code (their repository's
 # net/model_factory.py and README): resnet152 (batch 16), densenet121 (batch
 # 32), densenet201 (batch 16), each at 224x224, inception_v3 (batch 32,
@@ -126,12 +126,15 @@ if [ "${1:-}" = offload ]; then
 fi
 
 if [ "${1:-}" = scale ]; then
-	# compile time and memory against the graph's size: ResNet-50, -101 and -152 at batch 16, 224x224,
-	# each planned at half its store-everything peak
+	# compile time and memory against the graph's size: ResNet-50, -101, -152, DenseNet-121 and -201
+	# at batch 16, 224x224, NASNet and DARTS at their sizes, each planned at half its store-everything peak
 	printf '%-10s %9s %11s %10s %8s %8s\n' network fwd_ops candidates rec@50 compile_s rss_MB
-	for net in resnet50 resnet101 resnet152 densenet121 densenet201; do
+	for net in resnet50 resnet101 resnet152 densenet121 densenet201 nasnet darts; do
 		f="$out/$net.dp"
-		python3 bench/graphs.py "$net" 16 224 >"$f"
+		case $net in
+		nasnet | darts) python3 bench/graphs.py "$net" "$(batch $net)" "$(side $net)" >"$f" ;;
+		*) python3 bench/graphs.py "$net" 16 224 >"$f" ;;
+		esac
 		"$DPC" --target cpu "$f" --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 		ops=$("$DPC" --target cpu "$f" --emit=ir | grep -c ' = ')
