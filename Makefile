@@ -28,7 +28,7 @@ all: $(O)bin/dpc $(O)runtime/libdprt.a $(CUDA_LIB)
 
 $(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
 
 $(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc)
 	@mkdir -p $(dir $@)
@@ -40,7 +40,7 @@ $(B)/libdpc.a: $(COMPILER_OBJ)
 
 $(O)bin/dpc: $(B)/compiler/main.o $(B)/libdpc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LLVM_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $^ $(LLVM_LIBS) -lm
 
 # the revolve schedule generator: one source, in the compiler and in the runtime
 $(B)/runtime/revolve.o: compiler/revolve/revolve.c compiler/revolve/revolve.h
@@ -69,16 +69,16 @@ $(O)runtime/libdprt_cuda.a: $(B)/runtime/gpu/device.o
 
 # Unit tests link the same objects as dpc.
 $(B)/irgrad: tests/unit/irgrad.c $(B)/libdpc.a
-	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/irgrad.c $(B)/libdpc.a $(LLVM_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/irgrad.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
 $(B)/graph: tests/unit/graph.c tests/unit/check.h $(B)/libdpc.a
-	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/graph.c $(B)/libdpc.a $(LLVM_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/graph.c $(B)/libdpc.a $(LLVM_LIBS) -lm
 
 $(B)/select: tests/unit/select.c tests/unit/check.h $(B)/libdpc.a
-	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/select.c $(B)/libdpc.a -lm
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/select.c $(B)/libdpc.a -lm
 
 $(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
-	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
 # Debian packages dpc needs to build and test (run as root).
 deps:

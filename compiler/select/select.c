@@ -29,6 +29,7 @@
 #include "select.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -818,6 +819,29 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 	return (Outcome){peak <= budget, peak, f};
 }
 
+/* the greedy search that drops from store-everything, polished, on a Work
+ * of its own: sel_fit runs it on a thread beside the one that keeps from
+ * nothing, as the two share only the problem, which neither writes */
+typedef struct {
+	const SelProblem *P;
+	const Cands *c;
+	int64_t budget;
+	uint8_t *keep;
+	Outcome out;
+} Drop;
+
+static void *drop_side(void *arg)
+{
+	Drop *d = arg;
+	Work w;
+	work_init(&w, d->P);
+	d->out = greedy_drop(&w, d->c, d->budget, d->keep);
+	if (d->out.fits)
+		d->out = polish(&w, d->c, d->budget, d->keep);
+	work_free(&w);
+	return NULL;
+}
+
 static bool better(Outcome a, Outcome b)
 {
 	if (a.fits != b.fits)
@@ -870,18 +894,22 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 			res.bound = INT64_MAX;
 	}
 	if (over || !res.fits) {
-		/* the greedy searches: dropping from store-everything, keeping from nothing kept; then each polished */
+		/* the greedy searches, each polished: dropping from store-everything (on a thread, where one
+		 * starts), and keeping from nothing kept */
 		uint8_t *other = malloc((size_t)P->n + 1);
 		store_everything(P, keep);
-		Outcome a = {false, INT64_MAX, INT64_MAX};
-		if (!for_least)
-			a = greedy_drop(&w, &c, budget, keep);
-		if (a.fits)
-			a = polish(&w, &c, budget, keep);
 		memcpy(other, keep, (size_t)P->n);
+		Drop d = {P, &c, budget, keep, {false, INT64_MAX, INT64_MAX}};
+		pthread_t side;
+		bool apart = !for_least && pthread_create(&side, NULL, drop_side, &d) == 0;
 		Outcome b = greedy_keep(&w, &c, budget, other);
 		if (b.fits)
 			b = polish(&w, &c, budget, other);
+		if (apart)
+			pthread_join(side, NULL);
+		else if (!for_least)
+			drop_side(&d);
+		Outcome a = d.out;
 		if (better(b, a)) {
 			a = b;
 			memcpy(keep, other, (size_t)P->n);
