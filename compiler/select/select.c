@@ -667,79 +667,146 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 	return (Outcome){peak <= budget, peak, f};
 }
 
+/* what greedy_keep scores a move against: the choice's state */
+typedef struct {
+	const Cands *c;
+	bool over;
+	int64_t f, peak, ex, budget;
+	double *score;
+	uint8_t *to;
+} KeepScores;
+
+/* candidate i's score: the best of keeping it, computing it each time (over
+ * the budget) and offloading it; keep[] as it was */
+static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
+{
+	const SelProblem *P = w->P;
+	int v = k->c->c[i];
+	uint8_t was = keep[v];
+	k->score[i] = 0;
+	/* over the budget, computing it each time is a move too; offloading it always */
+	static const uint8_t to_try[3] = {SEL_KEEP, SEL_EACH, SEL_HOST};
+	for (int j = 0; j < 3; j++) {
+		uint8_t st = to_try[j];
+		if ((st == SEL_EACH && !(k->over && was == SEL_ONCE)) || st == was || !may(P, v, st))
+			continue;
+		keep[v] = st;
+		int64_t f2, p2 = eval(w, keep, &f2);
+		double sc = k->over ? (double)(k->ex - w->excess)
+		                    /* no gain, or over the budget: out until something else is kept */
+		                    : p2 > k->budget || f2 >= k->f ? 0 : (double)(k->f - f2) / (double)((p2 > k->peak ? p2 - k->peak : 0) + 1);
+		if (sc > k->score[i])
+			k->score[i] = sc, k->to[i] = st;
+	}
+	keep[v] = was;
+}
+
+typedef struct {
+	Work w;
+	const KeepScores *k;
+	uint8_t *keep;
+	const int *todo;
+	int n;
+} Half;
+
+static void *score_half(void *arg)
+{
+	Half *h = arg;
+	for (int j = 1; j < h->n; j += 2)
+		score_keep(&h->w, h->k, h->keep, h->todo[j]);
+	return NULL;
+}
+
+/* every candidate not kept scored afresh, as the lazy loop would before
+ * taking any move when every score is stale: with `pair`, every other one
+ * on a second thread (its own Work and copy of the choice), so the scores
+ * are the same */
+static void score_all(Work *w, const KeepScores *k, uint8_t *keep, int *round, int now, bool pair)
+{
+	const SelProblem *P = w->P;
+	int *todo = malloc(sizeof(int) * (size_t)(k->c->nc + 1)), n = 0;
+	for (int i = 0; i < k->c->nc; i++)
+		if (keep[k->c->c[i]] != SEL_KEEP)
+			todo[n++] = i, round[i] = now;
+	Half h = {.k = k, .todo = todo, .n = n};
+	pthread_t side;
+	bool apart = false;
+	if (pair && n > 1) {
+		work_init(&h.w, P);
+		h.w.budget = w->budget;
+		h.keep = malloc((size_t)P->n + 1);
+		memcpy(h.keep, keep, (size_t)P->n);
+		apart = pthread_create(&side, NULL, score_half, &h) == 0;
+	}
+	for (int j = 0; j < n; j += apart ? 2 : 1)
+		score_keep(w, k, keep, todo[j]);
+	if (apart)
+		pthread_join(side, NULL);
+	if (pair && n > 1) {
+		w->evals += h.w.evals;
+		work_free(&h.w);
+		free(h.keep);
+	}
+	free(todo);
+}
+
 /* From every candidate computed again once: while the peak is over the
  * budget, keep (or compute each time) the value that removes the most
  * bytes-times-positions above it (a kept value ends the chains of
  * recomputation through it, each of which would otherwise be computed
  * again at once and held); then keep the value that saves the most FLOPs
- * per byte it adds to the peak, while the peak fits. */
-static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
+ * per byte it adds to the peak, while the peak fits. Where every score is
+ * stale, all are scored at once (score_all; with `pair`, on two threads). */
+static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, uint8_t *keep)
 {
-	const SelProblem *P = w->P;
 	for (int i = 0; i < c->nc; i++)
 		keep[c->c[i]] = SEL_ONCE;
 	w->budget = budget;
-	int64_t f, peak = eval(w, keep, &f), ex = w->excess;
-	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
+	KeepScores k = {c, false, 0, 0, 0, budget, malloc(sizeof(double) * (size_t)(c->nc + 1)), malloc((size_t)c->nc + 1)};
+	k.peak = eval(w, keep, &k.f), k.ex = w->excess;
+	double *score = k.score;
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
-	uint8_t *to = malloc((size_t)c->nc + 1);
 	for (int i = 0; i < c->nc; i++)
-		score[i] = 1e300, round[i] = -1, to[i] = SEL_KEEP;
+		score[i] = 1e300, round[i] = -1, k.to[i] = SEL_KEEP;
 	int now = 0;
-	bool over = peak > budget, refreshed = false;
+	bool refreshed = false;
+	k.over = k.peak > budget;
+	score_all(w, &k, keep, round, now, pair);
 	for (;;) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
 			if (keep[c->c[i]] != SEL_KEEP && score[i] > 0 && (top < 0 || score[i] > score[top]))
 				top = i;
-		if (top < 0 && over && !refreshed) {
+		if (top < 0 && k.over && !refreshed) {
 			/* nothing lowers the excess by the stale scores: refresh them all once */
 			refreshed = true;
 			now++;
-			for (int i = 0; i < c->nc; i++)
-				score[i] = 1e300;
+			score_all(w, &k, keep, round, now, pair);
 			continue;
 		}
 		if (top < 0)
 			break;
-		int v = c->c[top];
 		if (round[top] != now) {
-			uint8_t was = keep[v];
-			score[top] = 0;
-			/* over the budget, computing it each time is a move too; offloading it always */
-			uint8_t to_try[3] = {SEL_KEEP, SEL_EACH, SEL_HOST};
-			for (int k = 0; k < 3; k++) {
-				uint8_t st = to_try[k];
-				if ((st == SEL_EACH && !(over && was == SEL_ONCE)) || st == was || !may(P, v, st))
-					continue;
-				keep[v] = st;
-				int64_t f2, p2 = eval(w, keep, &f2);
-				double sc = over ? (double)(ex - w->excess)
-				                 /* no gain, or over the budget: out until something else is kept */
-				                 : p2 > budget || f2 >= f ? 0 : (double)(f - f2) / (double)((p2 > peak ? p2 - peak : 0) + 1);
-				if (sc > score[top])
-					score[top] = sc, to[top] = st;
-			}
-			keep[v] = was;
+			score_keep(w, &k, keep, top);
 			round[top] = now;
 			continue;
 		}
-		keep[v] = to[top];
+		keep[c->c[top]] = k.to[top];
 		now++;
 		refreshed = false;
-		peak = eval(w, keep, &f);
-		ex = w->excess;
-		bool was = over;
-		over = peak > budget;
+		k.peak = eval(w, keep, &k.f);
+		k.ex = w->excess;
+		bool was = k.over;
+		k.over = k.peak > budget;
 		/* at the change of phase every score is stale; within one, a value out stays out (keeping more
 		 * only raises the peak and leaves fewer values to compute again), or comes back at a refresh */
-		for (int i = 0; i < c->nc && was != over; i++)
-			score[i] = 1e300, round[i] = -1;
+		if (was != k.over)
+			score_all(w, &k, keep, round, now, pair);
 	}
 	free(score);
 	free(round);
-	free(to);
-	return (Outcome){peak <= budget, peak, f};
+	free(k.to);
+	return (Outcome){k.peak <= budget, k.peak, k.f};
 }
 
 /* keep again each value whose keeping saves FLOPs and still fits, the
@@ -902,7 +969,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 		Drop d = {P, &c, budget, keep, {false, INT64_MAX, INT64_MAX}};
 		pthread_t side;
 		bool apart = !for_least && pthread_create(&side, NULL, drop_side, &d) == 0;
-		Outcome b = greedy_keep(&w, &c, budget, other);
+		Outcome b = greedy_keep(&w, &c, budget, for_least, other);
 		if (b.fits)
 			b = polish(&w, &c, budget, other);
 		if (apart)
