@@ -71,6 +71,8 @@ static const char usage[] =
 	"                       adjoint reads may then be offloaded after its last forward use and\n"
 	"                       fetched back where first needed, instead of kept or computed again,\n"
 	"                       where that costs less (priced both ways); 0, or --stream none: never\n"
+	"  --threads N          threads the search for what straight-line code keeps may use (default 2;\n"
+	"                       it uses at most 2); the plan is the same for any N\n"
 	"  --snapshots N        binomial and auto: snapshot slots per loop, the initial state's included\n"
 	"                       (default: as many as --device-mem allows, else ceil(sqrt(n)) + 1,\n"
 	"                       auto's as above; at most n). Unless --stream none, binomial's that\n"
@@ -265,6 +267,8 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--offload-cost"))) {
 			/* priced bytes times this stay far from int64's end */
 			offload_cost = parse_count("--offload-cost", v, "a count of FLOPs", 0, (long long)1 << 20, "2^20 FLOPs a byte");
+		} else if ((v = opt_value(argc, argv, &i, "--threads"))) {
+			o.ckpt.threads = (int)parse_count("--threads", v, "a count", 1, 1024, "1024");
 		} else if ((v = opt_value(argc, argv, &i, "--snapshots"))) {
 			o.ckpt.snapshots = parse_count("--snapshots", v, "a count", 1, INT_MAX, "2^31 - 1");
 		} else if ((v = opt_value(argc, argv, &i, "--schedule-json"))) {
@@ -306,6 +310,8 @@ int main(int argc, char **argv)
 	StreamMode sm = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	o.ckpt.may_stream = sm != STREAM_NONE;
 	o.ckpt.offload_cost = sm != STREAM_NONE ? offload_cost : 0;
+	if (!o.ckpt.threads)
+		o.ckpt.threads = 2;
 	o.ckpt.stream_all = sm == STREAM_PARAMS;
 	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);

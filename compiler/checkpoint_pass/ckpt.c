@@ -560,6 +560,7 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
 	bool fitted = o->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
 	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
+	p->search_threads = o->threads > 1 ? 2 : 1;
 	switch (o->mode) {
 	case CKPT_NONE:
 		return p;

@@ -32,6 +32,7 @@ typedef struct {
 	                       * 0: straight-line values are never offloaded */
 	bool least;         /* --checkpoint min-memory: auto, loops in their least memory, and straight-line code at the
 	                     * least peak the search reaches (the budget, if any, only checked) */
+	int threads;        /* --threads: the straight-line search's threads, 1 or 2 (Program.search_threads) */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);

@@ -554,6 +554,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 		m.val[n] = v, m.of[v] = n++;
 	}
 	SelProblem *P = sel_new(n, len);
+	P->threads = p->search_threads > 1 ? 2 : 1;
 	m.P = P;
 	memcpy(P->issue, g->issue, sizeof(int) * (size_t)len);
 	int *adj_def = ar_alloc(sizeof(int) * (size_t)(nv + 1));

@@ -56,6 +56,7 @@ SelProblem *sel_new(int n, int npos)
 	P->nadj = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	P->adj = ar_alloc(sizeof(int *) * (size_t)(n + 1));
 	P->host = ar_alloc(sizeof(int64_t) * (size_t)(n + 1));
+	P->threads = 2;
 	for (int v = 0; v < n; v++)
 		P->adj_first[v] = P->adj_last[v] = -1;
 	return P;
@@ -968,8 +969,8 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 		memcpy(other, keep, (size_t)P->n);
 		Drop d = {P, &c, budget, keep, {false, INT64_MAX, INT64_MAX}};
 		pthread_t side;
-		bool apart = !for_least && pthread_create(&side, NULL, drop_side, &d) == 0;
-		Outcome b = greedy_keep(&w, &c, budget, for_least, other);
+		bool apart = !for_least && P->threads > 1 && pthread_create(&side, NULL, drop_side, &d) == 0;
+		Outcome b = greedy_keep(&w, &c, budget, for_least && P->threads > 1, other);
 		if (b.fits)
 			b = polish(&w, &c, budget, other);
 		if (apart)

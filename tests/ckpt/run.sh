@@ -523,8 +523,16 @@ print("%s %d of %d bytes" % (sys.argv[4], run["peak_device_bytes"], top))
 PY
 		[ -s "$b.out" ] && c_said="$c_said${c_said:+, }$(cat "$b.out")"
 	done
+	# the search on one thread and on two: the same plan, byte for byte
+	for plan in least half; do
+		[ $c_ok = 1 ] || break
+		if [ $plan = half ]; then m=(--device-mem $(($(json "$cd.none.json" peak_device_bytes total) * 6 / 10))); else m=(--checkpoint min-memory); fi
+		"$DPC" --target cpu "${m[@]}" --stream none --threads 1 --emit=stream "$cd.dp" -o "$cd.$plan.t1" >>"$cl" 2>&1 &&
+			"$DPC" --target cpu "${m[@]}" --stream none --emit=stream "$cd.dp" -o "$cd.$plan.t2" >>"$cl" 2>&1 &&
+			[ -s "$cd.$plan.t1" ] && cmp "$cd.$plan.t1" "$cd.$plan.t2" >>"$cl" 2>&1 || c_ok=0
+	done
 	if [ $c_ok = 1 ]; then
-		ok "ckpt/cells-$cell: $c_said; gradients bitwise, peaks and recomputed FLOPs as planned"
+		ok "ckpt/cells-$cell: $c_said; gradients bitwise, peaks and recomputed FLOPs as planned; the same plans on one thread and two"
 	else
 		notok "ckpt/cells-$cell" "$cl"
 	fi

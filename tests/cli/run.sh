@@ -48,6 +48,8 @@ expect cli/bad-checkpoint 2 "none, binomial, auto or min-memory" "$DPC" --checkp
 expect cli/bad-offload-cost 2 "--offload-cost needs a count of FLOPs of at least 0, not '-1'" \
 	"$DPC" --offload-cost -1 samples/resmlp.dp
 expect cli/offload-cost-overflow 2 "out of range" "$DPC" --offload-cost 99999999999999999999 samples/resmlp.dp
+expect cli/bad-threads 2 "--threads needs a count of at least 1, not '0'" "$DPC" --threads 0 samples/resmlp.dp
+expect cli/threads-overflow 2 "--threads 2000 is out of range (at most 1024)" "$DPC" --threads 2000 samples/resmlp.dp
 expect cli/bad-snapshots 2 "at least 1" "$DPC" --checkpoint binomial --snapshots 0 samples/resmlp.dp
 expect cli/snapshots-without-checkpoint 2 "--snapshots needs --checkpoint binomial or auto" "$DPC" --snapshots 4 samples/resmlp.dp
 expect cli/snapshots-with-none 2 "--snapshots has no meaning with --checkpoint none" \
