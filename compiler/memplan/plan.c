@@ -493,7 +493,6 @@ typedef struct {
 	int64_t start, end, size, off;
 } Placed;
 
-
 static int by_size(const void *a, const void *b)
 {
 	const Placed *x = a, *y = b;
