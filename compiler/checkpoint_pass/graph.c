@@ -908,6 +908,23 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			res = r;
 			memcpy(best, keep, (size_t)m.P->n);
 		}
+		/* from the least found, what saves FLOPs at its own model peak, the model's budget lowered by the
+		 * planner's excess until the planner agrees */
+		int64_t want = sel_eval(m.P, best, &flops, NULL);
+		for (int round = 0; round < 4; round++) {
+			memcpy(keep, best, (size_t)m.P->n);
+			SelResult r2 = sel_improve(m.P, want, keep);
+			if (!r2.fits)
+				break;
+			if ((bytes = planned(&g, &m, keep, plan, &flops)) <= hi) {
+				if (flops < res.flops) {
+					res.flops = flops;
+					memcpy(best, keep, (size_t)m.P->n);
+				}
+				break;
+			}
+			want -= bytes - hi;
+		}
 		if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else

@@ -758,9 +758,9 @@ static void score_all(Work *w, const KeepScores *k, uint8_t *keep, int *round, i
  * again at once and held); then keep the value that saves the most FLOPs
  * per byte it adds to the peak, while the peak fits. Where every score is
  * stale, all are scored at once (score_all; with `pair`, on two threads). */
-static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, uint8_t *keep)
+static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, bool from_nothing, uint8_t *keep)
 {
-	for (int i = 0; i < c->nc; i++)
+	for (int i = 0; i < c->nc && from_nothing; i++)
 		keep[c->c[i]] = SEL_ONCE;
 	w->budget = budget;
 	KeepScores k = {c, false, 0, 0, 0, budget, malloc(sizeof(double) * (size_t)(c->nc + 1)), malloc((size_t)c->nc + 1)};
@@ -970,7 +970,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 		Drop d = {P, &c, budget, keep, {false, INT64_MAX, INT64_MAX}};
 		pthread_t side;
 		bool apart = !for_least && P->threads > 1 && pthread_create(&side, NULL, drop_side, &d) == 0;
-		Outcome b = greedy_keep(&w, &c, budget, for_least && P->threads > 1, other);
+		Outcome b = greedy_keep(&w, &c, budget, for_least && P->threads > 1, true, other);
 		if (b.fits)
 			b = polish(&w, &c, budget, other);
 		if (apart)
@@ -1087,6 +1087,21 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 	free(c.c);
 	work_free(&w);
 	return (SelResult){true, peak, f, INT64_MAX, SEL_GREEDY};
+}
+
+SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
+{
+	Work w;
+	work_init(&w, P);
+	uint8_t *all = malloc((size_t)P->n + 1);
+	Cands c = candidates(P, all);
+	free(all);
+	Outcome o = greedy_keep(&w, &c, budget, P->threads > 1, false, keep);
+	if (o.fits)
+		o = polish(&w, &c, budget, keep);
+	free(c.c);
+	work_free(&w);
+	return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY};
 }
 
 SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)

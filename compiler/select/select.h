@@ -104,6 +104,10 @@ SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *f
  * lowers the peak (or keeps it at fewer FLOPs), for at most `passes` passes
  * over them; the choice's peak and FLOPs */
 SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep);
+/* from a choice keep[] (that fits budget, or not): the greedy search that
+ * keeps, started there, then polished, as a fit from nothing kept ends; the
+ * choice's peak and FLOPs */
+SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep);
 /* from a choice that fits budget: swaps (a value kept, or computed once,
  * while another changes state) that save FLOPs and still fit, within
  * `work` values and positions visited */

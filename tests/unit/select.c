@@ -161,6 +161,15 @@ int main(void)
 		snprintf(what, sizeof what, "problem %d: least peak %lld (evaluated %lld), floor %lld; brute force %lld", iter,
 		         (long long)l.peak, (long long)pk, (long long)floor, (long long)least);
 		check(l.fits && pk == l.peak && floor <= least && l.peak >= least, what);
+		/* improved at its own peak: no higher, no more FLOPs, and as evaluated */
+		uint8_t imp[64];
+		memcpy(imp, got, sizeof imp);
+		SelResult m = sel_improve(P, l.peak, imp);
+		int64_t mf, mp = sel_eval(P, imp, &mf, NULL);
+		snprintf(what, sizeof what, "problem %d: the least improved to %lld bytes, %lld FLOPs (evaluated %lld, %lld), "
+		         "from %lld, %lld", iter, (long long)m.peak, (long long)m.flops, (long long)mp, (long long)mf,
+		         (long long)l.peak, (long long)f);
+		check(m.fits && mp == m.peak && mf == m.flops && mp <= l.peak && mf <= f, what);
 		free(peak);
 		free(flops);
 	}
@@ -169,7 +178,8 @@ int main(void)
 		       "brute force over every choice (%d fits)\n", problems, offloading, budgets, exact_fits);
 		printf("ok - select: the greedy search's fits are real and its bounds hold; optimal at %d of %d fits, worst %.0f%% "
 		       "over the optimum\n", greedy_opt, greedy_fits, 100 * worst_gap);
-		printf("ok - select: sel_least's floor is below every choice's peak on all %d\n", problems);
+		printf("ok - select: sel_least's floor is below every choice's peak on all %d, and sel_improve from its least "
+		       "keeps the peak and recomputes no more\n", problems);
 	}
 	printf("%d checks, %d failed\n", pass + fail, fail);
 	return fail != 0;
