@@ -113,7 +113,6 @@ static void usage_error(const char *fmt, const char *arg)
 	exit(2);
 }
 
-/* "512M" -> bytes; K, M, G, T are powers of 1024. */
 /* option opt's value v, a whole number from lo to hi: what a message calls it, and hi in words */
 static long long parse_count(const char *opt, const char *v, const char *what, long long lo, long long hi, const char *most)
 {
@@ -127,6 +126,7 @@ static long long parse_count(const char *opt, const char *v, const char *what, l
 	return n;
 }
 
+/* "512M" -> bytes; K, M, G, T are powers of 1024. */
 static int64_t parse_bytes(const char *s)
 {
 	char *end;
@@ -168,6 +168,7 @@ int main(int argc, char **argv)
 	DriverOptions o = {0};
 	o.real_bytes = 4;
 	o.verify = true;
+	o.ckpt.threads = 2;
 	o.ranks = 1;
 	const char *target = getenv("DPC_TARGET");
 	const char *target_from = "the environment variable DPC_TARGET";
@@ -310,8 +311,6 @@ int main(int argc, char **argv)
 	StreamMode sm = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	o.ckpt.may_stream = sm != STREAM_NONE;
 	o.ckpt.offload_cost = sm != STREAM_NONE ? offload_cost : 0;
-	if (!o.ckpt.threads)
-		o.ckpt.threads = 2;
 	o.ckpt.stream_all = sm == STREAM_PARAMS;
 	o.ckpt.host_mem = o.stream.host_mem;
 	int rc = driver_run(&o);

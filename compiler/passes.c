@@ -178,13 +178,8 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	verify(o, p, "dist_pass");
 	p = stream_pass(p, &o->stream);
 	verify(o, p, "stream_pass");
-	if (o->verify) {
-		/* the final plan made again must be the same, and pack no two live tensors into one byte */
-		int64_t arena = p->arena_bytes;
+	if (o->verify)
 		mem_verify(p);
-		if (p->arena_bytes != arena)
-			die("the memory plan made again has %lld bytes, not %lld", (long long)p->arena_bytes, (long long)arena);
-	}
 	driver_phase(o, "stream_pass (memory plan)");
 	*last = EMIT_STREAM;
 	return p;

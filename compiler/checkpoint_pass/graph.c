@@ -554,7 +554,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 		m.val[n] = v, m.of[v] = n++;
 	}
 	SelProblem *P = sel_new(n, len);
-	P->threads = p->search_threads > 1 ? 2 : 1;
+	P->threads = p->search_threads;
 	m.P = P;
 	memcpy(P->issue, g->issue, sizeof(int) * (size_t)len);
 	int *adj_def = ar_alloc(sizeof(int) * (size_t)(nv + 1));
@@ -671,26 +671,43 @@ static int64_t planned(Graph *g, Model *m, const uint8_t *keep, int64_t (*plan)(
  * where the planner says it still fits, since the model errs on the side
  * of too much memory; then the 8 costliest tried kept, each against every
  * kept value made again instead. */
-static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_t (*plan)(Program *), uint8_t *keep,
-                        SelResult *res, int64_t *bytes)
+static SelResult swaps_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_swaps(P, want, SEL_WORK, keep); }
+
+/* Up to 4 rounds of a move on the model from keep[] at the model's budget
+ * `want`, each result checked by the planner: the first the planner fits
+ * within budget is taken where it recomputes less than *flops (keep[],
+ * *flops and *bytes become its); a rejection lowers want by the excess. A
+ * move that does not fit, or saves nothing by the model, ends them. */
+static void planner_rounds(Graph *g, Model *m, int64_t budget, int64_t want, int64_t (*plan)(Program *),
+                           SelResult (*move)(const SelProblem *, int64_t, uint8_t *), uint8_t *keep, int64_t *flops,
+                           int64_t *bytes)
 {
 	SelProblem *P = m->P;
 	uint8_t *try = ar_alloc((size_t)P->n + 1);
-	int64_t flops, b;
-	for (int round = 0; m->small && round < 4; round++) {
+	for (int round = 0; round < 4; round++) {
 		memcpy(try, keep, (size_t)P->n);
-		SelResult r = sel_swaps(P, want, SEL_WORK, try);
-		if (!r.fits || r.flops >= res->flops)
+		SelResult r = move(P, want, try);
+		if (!r.fits || r.flops >= *flops)
 			break;
-		if ((b = planned(g, m, try, plan, &flops)) <= budget) {
-			if (flops < res->flops) {
-				*bytes = b, res->flops = flops;
+		int64_t f, b = planned(g, m, try, plan, &f);
+		if (b <= budget) {
+			if (f < *flops) {
+				*bytes = b, *flops = f;
 				memcpy(keep, try, (size_t)P->n);
 			}
 			break;
 		}
 		want -= b - budget;
 	}
+}
+
+static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_t (*plan)(Program *), uint8_t *keep,
+                        SelResult *res, int64_t *bytes)
+{
+	SelProblem *P = m->P;
+	int64_t flops, b;
+	if (m->small)
+		planner_rounds(g, m, budget, want, plan, swaps_move, keep, &res->flops, bytes);
 	if (!m->descent)
 		return;
 	/* the states that save FLOPs over each: a value made once kept; one made each time kept, or made once; one
@@ -908,23 +925,8 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			res = r;
 			memcpy(best, keep, (size_t)m.P->n);
 		}
-		/* from the least found, what saves FLOPs at its own model peak, the model's budget lowered by the
-		 * planner's excess until the planner agrees */
-		int64_t want = sel_eval(m.P, best, &flops, NULL);
-		for (int round = 0; round < 4; round++) {
-			memcpy(keep, best, (size_t)m.P->n);
-			SelResult r2 = sel_improve(m.P, want, keep);
-			if (!r2.fits)
-				break;
-			if ((bytes = planned(&g, &m, keep, plan, &flops)) <= hi) {
-				if (flops < res.flops) {
-					res.flops = flops;
-					memcpy(best, keep, (size_t)m.P->n);
-				}
-				break;
-			}
-			want -= bytes - hi;
-		}
+		/* from the least found, what saves FLOPs at its own model peak, checked by the planner */
+		planner_rounds(&g, &m, hi, sel_eval(m.P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
 		if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else

@@ -17,9 +17,10 @@
  * host_bytes, plan_*; Adam's moments made first where the optimizer needs
  * them) and returns the arena's size. */
 int64_t mem_plan(Program *p);
-/* The plan of p made again, checked: a compiler bug (die) where two
- * tensors of the work region that are live at once share a byte. The
- * driver's verifier runs it on the final plan. */
+/* The plan of p made again, checked: a compiler bug (die) where it differs
+ * in size from the plan p had, or where two tensors of the work region that
+ * are live at once share a byte. The driver's verifier runs it on the final
+ * plan. */
 void mem_verify(Program *p);
 /* a tensor's bytes in a fixed region, aligned */
 int64_t mem_aligned(Program *p, Type t);

@@ -956,9 +956,12 @@ static void plan(Program *p)
 
 void mem_verify(Program *p)
 {
+	int64_t arena = p->arena_bytes;
 	checking = true;
 	mem_plan(p);
 	checking = false;
+	if (p->arena_bytes != arena)
+		die("the memory plan made again has %lld bytes, not %lld", (long long)p->arena_bytes, (long long)arena);
 }
 
 const char *mem_bytes_str(int64_t n)

@@ -1054,6 +1054,17 @@ SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *f
 	return best;
 }
 
+/* the candidates alone: candidates() without a choice to start */
+static Cands candidates_of(const SelProblem *P)
+{
+	uint8_t *all = malloc((size_t)P->n + 1);
+	Cands c = candidates(P, all);
+	free(all);
+	return c;
+}
+
+static SelResult greedy_result(Outcome o) { return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY}; }
+
 /* First-improvement descent from keep[]: one value's state changed (kept,
  * computed once, computed each time) where that lowers the peak, or keeps
  * it and saves FLOPs; passes until none helps or `passes` ran out. */
@@ -1061,9 +1072,7 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 {
 	Work w;
 	work_init(&w, P);
-	uint8_t *all = malloc((size_t)P->n + 1);
-	Cands c = candidates(P, all);
-	free(all);
+	Cands c = candidates_of(P);
 	int64_t f, peak = eval(&w, keep, &f);
 	for (int pass = 0; pass < passes; pass++) {
 		bool moved = false;
@@ -1086,33 +1095,29 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 	}
 	free(c.c);
 	work_free(&w);
-	return (SelResult){true, peak, f, INT64_MAX, SEL_GREEDY};
+	return greedy_result((Outcome){true, peak, f});
 }
 
 SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
 {
 	Work w;
 	work_init(&w, P);
-	uint8_t *all = malloc((size_t)P->n + 1);
-	Cands c = candidates(P, all);
-	free(all);
+	Cands c = candidates_of(P);
 	Outcome o = greedy_keep(&w, &c, budget, P->threads > 1, false, keep);
 	if (o.fits)
 		o = polish(&w, &c, budget, keep);
 	free(c.c);
 	work_free(&w);
-	return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY};
+	return greedy_result(o);
 }
 
 SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
 {
 	Work w;
 	work_init(&w, P);
-	uint8_t *all = malloc((size_t)P->n + 1);
-	Cands c = candidates(P, all);
-	free(all);
+	Cands c = candidates_of(P);
 	Outcome o = swaps(&w, &c, budget, keep, work);
 	free(c.c);
 	work_free(&w);
-	return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY};
+	return greedy_result(o);
 }

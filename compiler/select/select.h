@@ -51,7 +51,7 @@ typedef struct {
 	int *adj_first, *adj_last; /* its adjoint uses (candidates: adj_first > fwd_last) */
 	int *nadj, **adj;          /* every adjoint use, ascending; nadj 0: adj_first and adj_last only */
 	int64_t *host;             /* candidates: what offloading it costs, in FLOPs; 0: it is not offloaded */
-	int threads;               /* the greedy searches' threads: 1, or 2 (sel_new's default); the choice is the same */
+	int threads;               /* the greedy searches' threads: more than 1 (sel_new's 2) runs two; the choice is the same */
 } SelProblem;
 
 /* a value's state in a choice */
