@@ -35,6 +35,9 @@
 
 #include "../util.h"
 
+/* sel_check_tries: each try checked against eval() */
+static bool checking;
+
 SelProblem *sel_new(int n, int npos)
 {
 	SelProblem *P = ar_alloc(sizeof *P);
@@ -62,6 +65,32 @@ SelProblem *sel_new(int n, int npos)
 	return P;
 }
 
+/* eval_try's committed choice (below) */
+typedef struct {
+	int pos;
+	int64_t delta;
+} Event;
+
+typedef struct Base {
+	uint8_t *cur;                     /* the committed states */
+	int64_t peak, flops, excess, budget;
+	int *r, *last, *at_from, *at, cap_at; /* eval's r, last and at of each value there (at: by value, from at_from) */
+	int *cp_from, *cp, cap_cp;        /* per position: the values whose copies are made there, in value order */
+	int64_t *prof, *most;             /* per position: the memory, and what the copies made there hold */
+	int64_t *sorted, *sum, *shift;    /* per block: prof sorted (less the shift), its running sums; the shift */
+	int *users_from, *users;          /* per value: its distinct users that are not fixed */
+	/* a try's scratch */
+	bool dirty;                       /* an eval() since the commit: w's r, last and at are not its */
+	/* a try's scratch */
+	int *stamp, *queued, gen;         /* values changed in this try; values queued in it */
+	int *heap, *seed, *changed, nchanged;
+	Event *ev;                        /* the changed spans' ends */
+	int cap_ev, nev;
+	int *pts, npts, cap_pts;          /* positions where copies are made, before or after */
+	int64_t *again;                   /* what the copies made at each of pts hold */
+	int *list, cap_list, *scratch, cap_scratch;
+} Base;
+
 typedef struct {
 	const SelProblem *P;
 	int *live, nlive; /* the values that are not fixed, in order: the only ones an evaluation visits */
@@ -75,6 +104,7 @@ typedef struct {
 	int64_t budget;   /* what excess is measured over */
 	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
 	int64_t evals;
+	Base *base;        /* a committed choice that eval_try measures changes from; NULL: none */
 } Work;
 
 static void work_init(Work *w, const SelProblem *P)
@@ -98,7 +128,10 @@ static void work_init(Work *w, const SelProblem *P)
 			w->live[w->nlive++] = v;
 	w->budget = INT64_MAX;
 	w->evals = 0;
+	w->base = NULL;
 }
+
+static void base_free(Base *b);
 
 static void work_free(Work *w)
 {
@@ -115,6 +148,7 @@ static void work_free(Work *w)
 	free(w->most);
 	free(w->touched);
 	free(w->prof);
+	base_free(w->base);
 }
 
 static void add(int64_t *diff, int from, int to, int64_t bytes)
@@ -201,6 +235,15 @@ static bool transient(const Work *w, const uint8_t *keep, int v, int t)
 	return keep[v] != SEL_KEEP && !(P->kind[v] == SEL_CAND && adj_use(P, v, t));
 }
 
+/* whether v's copy made at t lasts past the op there: made each time, where
+ * the adjoint op there reads it; made once, where it is not transient */
+static bool lasting(const Work *w, const uint8_t *keep, int v, int t)
+{
+	if (keep[v] == SEL_EACH)
+		return w->P->kind[v] == SEL_CAND && adj_use(w->P, v, t);
+	return !transient(w, keep, v, t);
+}
+
 /* v's copy made at t, in value order (operands first, as the rewrite
  * makes them): a lasting copy adds to what the copies made there hold; a
  * transient one is held, with its transient operands, beside the lasting
@@ -233,90 +276,135 @@ static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
 	w->most[t] = b > w->most[t] ? b : w->most[t];
 }
 
+/* the needs value v, computed again, puts on its operands (on operand
+ * `only` alone where it is >= 0): where it is made once, or the first and
+ * last positions where it is made each time (every one, to an operand made
+ * each time) */
+static void emit(Work *w, const uint8_t *keep, int v, int only)
+{
+	const SelProblem *P = w->P;
+	if (keep[v] == SEL_ONCE && w->r[v] != INT_MAX) {
+		for (int k = 0; k < P->nin[v]; k++)
+			if (P->kind[P->in[v][k]] != SEL_FIXED && (only < 0 || P->in[v][k] == only))
+				need(w, keep, P->in[v][k], w->r[v]);
+		return;
+	}
+	int m = w->nat[v], *at = w->at[v];
+	if (keep[v] != SEL_EACH || !m)
+		return;
+	for (int k = 0; k < P->nin[v]; k++) {
+		int u = P->in[v][k];
+		if (P->kind[u] == SEL_FIXED || (only >= 0 && u != only))
+			continue;
+		if (keep[u] == SEL_EACH) {
+			for (int j = 0; j < m; j++)
+				at_push(w, u, at[j]);
+		} else {
+			need(w, keep, u, at[0]);
+			need(w, keep, u, at[m - 1]);
+		}
+	}
+}
+
+/* a value not kept: needed by its adjoint ops, as a candidate; made each
+ * time, its positions sorted, each once */
+static void own_needs(Work *w, const uint8_t *keep, int v)
+{
+	const SelProblem *P = w->P;
+	if (P->kind[v] == SEL_CAND) {
+		int two[2], n;
+		const int *u = adj_uses(P, v, two, &n);
+		for (int k = 0; k < n; k++)
+			need(w, keep, v, u[k]);
+	}
+	int n = w->nat[v], *at = w->at[v], m = 0;
+	if (keep[v] != SEL_EACH || !n)
+		return;
+	qsort(at, (size_t)n, sizeof(int), by_int);
+	for (int k = 0; k < n; k++)
+		if (!m || at[k] != at[m - 1])
+			at[m++] = at[k];
+	w->nat[v] = m;
+}
+
+/* what v costs in its state, its needs known: FLOPs per copy made, or its fetch */
+static int64_t cost_of(const Work *w, const uint8_t *keep, int v)
+{
+	const SelProblem *P = w->P;
+	switch (keep[v]) {
+	case SEL_HOST:
+		return w->r[v] == INT_MAX ? 0 : P->host[v];
+	case SEL_ONCE:
+		return w->r[v] == INT_MAX ? 0 : P->flops[v];
+	case SEL_EACH:
+		return P->flops[v] * w->nat[v];
+	default:
+		return 0;
+	}
+}
+
+/* the ranges of positions where v is held, its copies' own positions
+ * aside (made_at counts those): kept, from its definition to its last use;
+ * otherwise to its last forward use, and, computed again once, from after
+ * it is made (or, fetched, from where the fetch is issued) to its last
+ * need. Their count; span[i] = {from, to}. */
+static int spans(const Work *w, const uint8_t *keep, int v, int span[2][2])
+{
+	const SelProblem *P = w->P;
+	if (keep[v] == SEL_KEEP) {
+		span[0][0] = P->def[v], span[0][1] = max3(P->fwd_last[v], P->adj_last[v], w->last[v]);
+		return 1;
+	}
+	span[0][0] = P->def[v], span[0][1] = P->fwd_last[v];
+	if (keep[v] == SEL_EACH || w->r[v] == INT_MAX)
+		return 1;
+	span[1][0] = keep[v] == SEL_HOST ? P->issue[w->r[v]] : w->r[v] + 1, span[1][1] = w->last[v];
+	return 2;
+}
+
+/* the positions where v's copies are made (made_at): once, where first
+ * needed; each time, at each; *n of them */
+static const int *copies(const Work *w, const uint8_t *keep, int v, int *one, int *n)
+{
+	*n = 0;
+	if (keep[v] == SEL_EACH) {
+		*n = w->nat[v];
+		return w->at[v];
+	}
+	if (keep[v] == SEL_ONCE && w->r[v] != INT_MAX)
+		*one = w->r[v], *n = 1;
+	return one;
+}
+
 /* the peak of keep[]; its FLOPs in *flops; the memory per position in
  * w->prof, and its excess over w->budget in w->excess */
 static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
-	int *r = w->r, *last = w->last;
 	w->evals++;
+	if (w->base)
+		w->base->dirty = true;
 	for (int i = 0; i < w->nlive; i++)
-		r[w->live[i]] = INT_MAX, last[w->live[i]] = -1, w->nat[w->live[i]] = 0;
+		w->r[w->live[i]] = INT_MAX, w->last[w->live[i]] = -1, w->nat[w->live[i]] = 0;
 	int64_t f = 0;
+	/* users before their operands: a value's needs are all known when it is reached */
 	for (int i = w->nlive - 1; i >= 0; i--) {
 		int v = w->live[i];
 		if (keep[v] == SEL_KEEP)
 			continue;
-		if (P->kind[v] == SEL_CAND) {
-			int two[2], n;
-			const int *u = adj_uses(P, v, two, &n);
-			for (int k = 0; k < n; k++)
-				need(w, keep, v, u[k]);
-		}
-		if (keep[v] == SEL_HOST) {
-			/* fetched where first needed: no operands */
-			f += r[v] == INT_MAX ? 0 : P->host[v];
-			continue;
-		}
-		if (keep[v] == SEL_ONCE) {
-			if (r[v] == INT_MAX)
-				continue;
-			f += P->flops[v];
-			for (int k = 0; k < P->nin[v]; k++)
-				if (P->kind[P->in[v][k]] != SEL_FIXED)
-					need(w, keep, P->in[v][k], r[v]);
-			continue;
-		}
-		/* each time: once per position that needs it */
-		int n = w->nat[v], *at = w->at[v], m = 0;
-		if (!n)
-			continue;
-		qsort(at, (size_t)n, sizeof(int), by_int);
-		for (int k = 0; k < n; k++)
-			if (!m || at[k] != at[m - 1])
-				at[m++] = at[k];
-		w->nat[v] = m;
-		f += P->flops[v] * m;
-		for (int k = 0; k < P->nin[v]; k++) {
-			int u = P->in[v][k];
-			if (P->kind[u] == SEL_FIXED)
-				continue;
-			if (keep[u] == SEL_EACH) {
-				for (int j = 0; j < m; j++)
-					at_push(w, u, at[j]);
-			} else {
-				need(w, keep, u, at[0]);
-				need(w, keep, u, at[m - 1]);
-			}
-		}
+		own_needs(w, keep, v);
+		f += cost_of(w, keep, v);
+		emit(w, keep, v, -1);
 	}
 	memset(w->diff, 0, sizeof(int64_t) * (size_t)(P->npos + 1));
-
 	for (int i = 0; i < w->nlive; i++) {
-		int v = w->live[i];
-		if (keep[v] == SEL_KEEP) {
-			add(w->diff, P->def[v], max3(P->fwd_last[v], P->adj_last[v], last[v]), P->bytes[v]);
-			continue;
-		}
-		add(w->diff, P->def[v], P->fwd_last[v], P->bytes[v]);
+		int v = w->live[i], span[2][2], one, n;
+		for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
+			add(w->diff, span[k][0], span[k][1], P->bytes[v]);
 		/* a copy counts at the position it is made through made_at, after it through diff */
-		if (keep[v] == SEL_EACH) {
-			/* lasting where the adjoint op there reads it: the sorted positions walked beside its uses */
-			int two[2], n = 0;
-			const int *u = P->kind[v] == SEL_CAND ? adj_uses(P, v, two, &n) : NULL;
-			for (int k = 0, j = 0; k < w->nat[v]; k++) {
-				int t = w->at[v][k];
-				while (j < n && u[j] < t)
-					j++;
-				made_at(w, keep, v, t, j < n && u[j] == t);
-			}
-		} else if (keep[v] == SEL_HOST && r[v] != INT_MAX) {
-			/* fetched ahead, held from where the fetch is issued */
-			add(w->diff, P->issue[r[v]], last[v], P->bytes[v]);
-		} else if (r[v] != INT_MAX) {
-			made_at(w, keep, v, r[v], !transient(w, keep, v, r[v]));
-			add(w->diff, r[v] + 1, last[v], P->bytes[v]);
-		}
+		const int *at = copies(w, keep, v, &one, &n);
+		for (int k = 0; k < n; k++)
+			made_at(w, keep, v, at[k], lasting(w, keep, v, at[k]));
 	}
 	int64_t run = 0, peak = 0, ex = 0, budget = w->budget;
 	for (int t = 0; t < P->npos; t++) {
@@ -333,6 +421,455 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 	*flops = f;
 	return peak;
 }
+
+/* ---- evaluations of a few changes from a committed choice ----
+ *
+ * A greedy search scores many moves from one choice, each a value or a few
+ * changing state. commit() evaluates the choice and keeps what eval found;
+ * eval_try() then evaluates a choice that differs from it in a few values
+ * exactly as eval() would, visiting only what the changes reach: the
+ * changed values and, operands after users, each operand whose needs
+ * change with them; the ranges their spans cover, as shifts of the
+ * committed profile; and the positions where their copies are made, where
+ * the copies there are laid out again. The committed profile is held in
+ * blocks of positions, each sorted with its sums, and a shift per block,
+ * so a range's most and its bytes above a budget take a search per block. */
+
+enum {
+	BLOCK = 128,    /* positions per block of the committed profile */
+	TRY_MOST = 64,  /* changes beyond which eval_try evaluates the whole choice */
+};
+
+
+static void base_free(Base *b)
+{
+	if (!b)
+		return;
+	free(b->cur), free(b->r), free(b->last), free(b->at_from), free(b->at), free(b->cp_from), free(b->cp);
+	free(b->prof), free(b->most), free(b->sorted), free(b->sum), free(b->shift), free(b->users_from), free(b->users);
+	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
+	free(b->pts), free(b->again), free(b->list), free(b->scratch);
+	free(b);
+}
+
+static void *grow(void *a, int *cap, int want, size_t size)
+{
+	if (want <= *cap)
+		return a;
+	while (*cap < want)
+		*cap = *cap ? 2 * *cap : 64;
+	return realloc(a, size * (size_t)*cap);
+}
+
+static int by_int64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* block k of the committed profile sorted again, its shift folded in */
+static void sort_block(Base *b, int k, int npos)
+{
+	int from = k * BLOCK, to = from + BLOCK < npos ? from + BLOCK : npos;
+	memcpy(b->sorted + from, b->prof + from, sizeof(int64_t) * (size_t)(to - from));
+	qsort(b->sorted + from, (size_t)(to - from), sizeof(int64_t), by_int64);
+	for (int t = from, run = 0; t < to; t++)
+		b->sum[t] = (run ? b->sum[t - 1] : 0) + b->sorted[t], run = 1;
+	b->shift[k] = 0;
+}
+
+static Base *base_new(const SelProblem *P)
+{
+	Base *b = calloc(1, sizeof *b);
+	int n = P->n, npos = P->npos, nblocks = (npos + BLOCK - 1) / BLOCK;
+	b->cur = malloc((size_t)n + 1);
+	b->r = malloc(sizeof(int) * (size_t)(n + 1));
+	b->last = malloc(sizeof(int) * (size_t)(n + 1));
+	b->at_from = malloc(sizeof(int) * (size_t)(n + 2));
+	b->cp_from = malloc(sizeof(int) * (size_t)(npos + 2));
+	b->prof = malloc(sizeof(int64_t) * (size_t)(npos + 1));
+	b->most = malloc(sizeof(int64_t) * (size_t)(npos + 1));
+	b->sorted = malloc(sizeof(int64_t) * (size_t)(npos + 1));
+	b->sum = malloc(sizeof(int64_t) * (size_t)(npos + 1));
+	b->shift = calloc((size_t)nblocks + 1, sizeof(int64_t));
+	b->stamp = calloc((size_t)n + 1, sizeof(int));
+	b->queued = calloc((size_t)n + 1, sizeof(int));
+	b->heap = malloc(sizeof(int) * (size_t)(n + 1));
+	b->seed = malloc(sizeof(int) * (size_t)(TRY_MOST + 1));
+	b->changed = malloc(sizeof(int) * (size_t)(n + 1));
+	/* users, each once */
+	b->users_from = calloc((size_t)n + 2, sizeof(int));
+	int *last_user = malloc(sizeof(int) * (size_t)(n + 1));
+	for (int pass = 0; pass < 2; pass++) {
+		for (int v = 0; v < n; v++)
+			last_user[v] = -1;
+		for (int y = 0; y < n; y++) {
+			if (P->kind[y] == SEL_FIXED)
+				continue;
+			for (int k = 0; k < P->nin[y]; k++) {
+				int u = P->in[y][k];
+				if (P->kind[u] == SEL_FIXED || last_user[u] == y)
+					continue;
+				last_user[u] = y;
+				if (pass)
+					b->users[b->users_from[u + 1]++] = y;
+				else
+					b->users_from[u + 2]++;
+			}
+		}
+		if (!pass) {
+			for (int v = 0; v < n; v++)
+				b->users_from[v + 2] += b->users_from[v + 1];
+			b->users = malloc(sizeof(int) * (size_t)(b->users_from[n + 1] + 1));
+		}
+	}
+	free(last_user);
+	return b;
+}
+
+/* keep[] evaluated and made the choice eval_try measures from */
+static int64_t commit(Work *w, const uint8_t *keep, int64_t *flops)
+{
+	const SelProblem *P = w->P;
+	int64_t peak = eval(w, keep, flops);
+	if (!w->base)
+		w->base = base_new(P);
+	Base *b = w->base;
+	int npos = P->npos, nblocks = (npos + BLOCK - 1) / BLOCK;
+	b->peak = peak, b->flops = *flops, b->excess = w->excess, b->budget = w->budget;
+	memcpy(b->cur, keep, (size_t)P->n);
+	int nat = 0;
+	for (int i = 0; i < w->nlive; i++)
+		nat += w->nat[w->live[i]];
+	b->at = grow(b->at, &b->cap_at, nat + 1, sizeof(int));
+	b->at_from[0] = 0;
+	for (int v = 0, k = 0; v < P->n; v++) {
+		b->r[v] = w->r[v], b->last[v] = w->last[v];
+		if (P->kind[v] != SEL_FIXED && w->nat[v])
+			memcpy(b->at + k, w->at[v], sizeof(int) * (size_t)w->nat[v]), k += w->nat[v];
+		b->at_from[v + 1] = k;
+	}
+	/* the copies per position, in value order */
+	memset(b->cp_from, 0, sizeof(int) * (size_t)(npos + 2));
+	int total = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < w->nlive; i++) {
+			int v = w->live[i], one, n;
+			const int *at = copies(w, keep, v, &one, &n);
+			for (int k = 0; k < n; k++) {
+				if (pass)
+					b->cp[b->cp_from[at[k] + 1]++] = v;
+				else
+					b->cp_from[at[k] + 2]++, total++;
+			}
+		}
+		if (!pass) {
+			for (int t = 0; t < npos; t++)
+				b->cp_from[t + 2] += b->cp_from[t + 1];
+			b->cp = grow(b->cp, &b->cap_cp, total + 1, sizeof(int));
+		}
+	}
+	/* the profile: blocks that only moved keep their order and take a shift */
+	int64_t run = 0;
+	for (int t = 0; t < npos; t++) {
+		run += w->diff[t];
+		b->most[t] = w->prof[t] - P->base[t] - run;
+	}
+	bool first = !b->gen;
+	for (int k = 0; k < nblocks; k++) {
+		int from = k * BLOCK, to = from + BLOCK < npos ? from + BLOCK : npos;
+		int64_t d = first ? 0 : w->prof[from] - b->prof[from];
+		bool moved = !first;
+		for (int t = from; t < to && moved; t++)
+			moved = w->prof[t] - b->prof[t] == d;
+		memcpy(b->prof + from, w->prof + from, sizeof(int64_t) * (size_t)(to - from));
+		if (moved)
+			b->shift[k] += d;
+		else
+			sort_block(b, k, npos);
+	}
+	b->gen++;
+	b->dirty = false;
+	return peak;
+}
+
+/* over positions [from, to] of the committed profile, each raised by d: the
+ * most, and the bytes above `over` summed in *above (over INT64_MAX: 0) */
+static int64_t range(const Base *b, int from, int to, int64_t d, int64_t over, int64_t *above)
+{
+	int64_t most = INT64_MIN, sum = 0;
+	for (int t = from; t <= to;) {
+		int k = t / BLOCK, end = (k + 1) * BLOCK - 1;
+		if (t % BLOCK || end > to) {
+			/* part of a block: each position */
+			int stop = end < to ? end : to;
+			for (; t <= stop; t++) {
+				int64_t m = b->prof[t] + d;
+				most = m > most ? m : most;
+				sum += over != INT64_MAX && m > over ? m - over : 0;
+			}
+			continue;
+		}
+		/* a whole block: its largest, and a search for the first above */
+		int64_t s = b->shift[k] + d, *x = b->sorted + t;
+		most = x[BLOCK - 1] + s > most ? x[BLOCK - 1] + s : most;
+		if (over != INT64_MAX && x[BLOCK - 1] + s > over) {
+			int lo = 0, hi = BLOCK - 1;
+			while (lo < hi) {
+				int mid = (lo + hi) / 2;
+				if (x[mid] + s > over)
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			int64_t tail = b->sum[t + BLOCK - 1] - (lo ? b->sum[t + lo - 1] : 0);
+			sum += tail + (int64_t)(BLOCK - lo) * (s - over);
+		}
+		t = end + 1;
+	}
+	*above = sum;
+	return most;
+}
+
+static void heap_push(Base *b, int *n, int v)
+{
+	int i = (*n)++;
+	for (; i && b->heap[(i - 1) / 2] < v; i = (i - 1) / 2)
+		b->heap[i] = b->heap[(i - 1) / 2];
+	b->heap[i] = v;
+}
+
+static int heap_pop(Base *b, int *n)
+{
+	int top = b->heap[0], v = b->heap[--*n], i = 0;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && b->heap[c + 1] > b->heap[c])
+			c++;
+		if (b->heap[c] <= v)
+			break;
+		b->heap[i] = b->heap[c];
+		i = c;
+	}
+	if (*n)
+		b->heap[i] = v;
+	return top;
+}
+
+static int by_event(const void *a, const void *b) { return by_int(&((const Event *)a)->pos, &((const Event *)b)->pos); }
+
+/* v's spans under keep[], each added with sign, and its copies' positions noted */
+static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
+{
+	Base *b = w->base;
+	int span[2][2], one, n;
+	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
+		if (span[k][0] <= span[k][1] && w->P->bytes[v]) {
+			b->ev = grow(b->ev, &b->cap_ev, b->nev + 2, sizeof(Event));
+			b->ev[b->nev++] = (Event){span[k][0], sign * w->P->bytes[v]};
+			b->ev[b->nev++] = (Event){span[k][1] + 1, -sign * w->P->bytes[v]};
+		}
+	const int *at = copies(w, keep, v, &one, &n);
+	b->pts = grow(b->pts, &b->cap_pts, b->npts + n, sizeof(int));
+	for (int k = 0; k < n; k++)
+		b->pts[b->npts++] = at[k];
+}
+
+/* v's r, last and at as committed */
+static void restore(Work *w, int v)
+{
+	Base *b = w->base;
+	int n = b->at_from[v + 1] - b->at_from[v];
+	w->r[v] = b->r[v], w->last[v] = b->last[v], w->nat[v] = 0;
+	for (int k = 0; k < n; k++)
+		at_push(w, v, b->at[b->at_from[v] + k]);
+}
+
+/* what the copies made at t hold at once under keep[]: eval's made_at over
+ * the committed copies there, the changed values' own in place of theirs */
+static int64_t most_at(Work *w, const uint8_t *keep, int t)
+{
+	Base *b = w->base;
+	/* the changed values made at t, in value order */
+	int n = 0;
+	for (int i = 0; i < b->nchanged; i++) {
+		int v = b->changed[i], one, m;
+		const int *at = copies(w, keep, v, &one, &m);
+		for (int k = 0; k < m; k++)
+			if (at[k] == t) {
+				b->list = grow(b->list, &b->cap_list, n + 1, sizeof(int));
+				int j = n++;
+				for (; j > 0 && b->list[j - 1] > v; j--)
+					b->list[j] = b->list[j - 1];
+				b->list[j] = v;
+				break;
+			}
+	}
+	/* merged with the committed ones there that did not change */
+	for (int k = b->cp_from[t], j = 0; k < b->cp_from[t + 1] || j < n;) {
+		int v;
+		if (k < b->cp_from[t + 1] && (j == n || b->cp[k] < b->list[j])) {
+			if (b->stamp[v = b->cp[k++]] == b->gen)
+				continue;
+		} else {
+			v = b->list[j++];
+		}
+		made_at(w, keep, v, t, lasting(w, keep, v, t));
+	}
+	int64_t most = w->most[t];
+	w->made[t] = w->most[t] = 0;
+	w->ntouched = 0;
+	return most;
+}
+
+/* The values whose needs change from the committed choice to keep[], from
+ * the seeds, operands after their users (b->changed, stamped; w's r, last
+ * and at theirs under keep[]), with their spans' changes as events and
+ * their copies' positions, before and after; the change in FLOPs. False
+ * where they pass `most`. */
+static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *df)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	int nheap = 0;
+	for (int i = 0; i < nseeds; i++)
+		b->queued[b->seed[i]] = b->gen, heap_push(b, &nheap, b->seed[i]);
+	*df = 0;
+	while (nheap) {
+		int v = heap_pop(b, &nheap);
+		w->r[v] = INT_MAX, w->last[v] = -1, w->nat[v] = 0;
+		for (int k = b->users_from[v]; k < b->users_from[v + 1]; k++)
+			emit(w, keep, b->users[k], v);
+		if (keep[v] != SEL_KEEP)
+			own_needs(w, keep, v);
+		int from = b->at_from[v], n = b->at_from[v + 1] - from;
+		if (keep[v] == b->cur[v] && w->r[v] == b->r[v] && w->last[v] == b->last[v] && w->nat[v] == n &&
+		    !memcmp(w->at[v], b->at + from, sizeof(int) * (size_t)n))
+			continue;
+		if (b->nchanged == most) {
+			restore(w, v);
+			return false;
+		}
+		b->changed[b->nchanged++] = v;
+		b->stamp[v] = b->gen;
+		/* what it is, then (restored a moment) what it was */
+		*df += cost_of(w, keep, v);
+		spans_of(w, keep, v, 1);
+		int r = w->r[v], last = w->last[v], nat = w->nat[v];
+		b->scratch = grow(b->scratch, &b->cap_scratch, nat + 1, sizeof(int));
+		memcpy(b->scratch, w->at[v], sizeof(int) * (size_t)nat);
+		restore(w, v);
+		*df -= cost_of(w, b->cur, v);
+		spans_of(w, b->cur, v, -1);
+		w->r[v] = r, w->last[v] = last, w->nat[v] = 0;
+		for (int k = 0; k < nat; k++)
+			at_push(w, v, b->scratch[k]);
+		for (int k = 0; k < P->nin[v]; k++) {
+			int u = P->in[v][k];
+			if (P->kind[u] != SEL_FIXED && b->queued[u] != b->gen)
+				b->queued[u] = b->gen, heap_push(b, &nheap, u);
+		}
+	}
+	return true;
+}
+
+/* keep[]'s peak, FLOPs (*flops) and excess (w->excess) exactly as eval()
+ * finds them, from the committed choice, where keep[] differs from it in at
+ * most TRY_MOST values and the changes reach at most an eighth of them;
+ * otherwise by eval() */
+static int64_t eval_try(Work *w, const uint8_t *keep, int64_t *flops)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	if (!b || b->budget != w->budget)
+		return eval(w, keep, flops);
+	int nseeds = 0;
+	for (int v = 0; v < P->n; v += 256) {
+		/* 256 states at a time: most are as committed */
+		int m = P->n - v < 256 ? P->n - v : 256;
+		if (!memcmp(keep + v, b->cur + v, (size_t)m))
+			continue;
+		for (int u = v; u < v + m; u++)
+			if (keep[u] != b->cur[u]) {
+				if (nseeds == TRY_MOST)
+					return eval(w, keep, flops);
+				b->seed[nseeds++] = u;
+			}
+	}
+	if (!nseeds) {
+		w->evals++;
+		*flops = b->flops, w->excess = b->excess;
+		return b->peak;
+	}
+	if (b->dirty) {
+		/* a whole evaluation since the commit wrote over w's r, last and at */
+		for (int i = 0; i < w->nlive; i++)
+			restore(w, w->live[i]);
+		b->dirty = false;
+	}
+	b->gen++;
+	b->nev = b->npts = b->nchanged = 0;
+	int64_t df;
+	bool ok = reach(w, keep, nseeds, w->nlive / 8 > TRY_MOST ? w->nlive / 8 : TRY_MOST, &df);
+	int64_t peak = 0, ex = 0, budget = w->budget;
+	if (ok) {
+		w->evals++;
+		/* the positions where copies are made, before or after, laid out again */
+		qsort(b->pts, (size_t)b->npts, sizeof(int), by_int);
+		int npts = 0;
+		for (int k = 0; k < b->npts; k++)
+			if (!npts || b->pts[k] != b->pts[npts - 1])
+				b->pts[npts++] = b->pts[k];
+		b->again = realloc(b->again, sizeof(int64_t) * (size_t)(npts + 1));
+		for (int k = 0; k < npts; k++)
+			b->again[k] = most_at(w, keep, b->pts[k]);
+		/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
+		qsort(b->ev, (size_t)b->nev, sizeof(Event), by_event);
+		int64_t d = 0, dex = 0;
+		for (int t = 0, e = 0, q = 0; t < P->npos;) {
+			while (e < b->nev && b->ev[e].pos <= t)
+				d += b->ev[e++].delta;
+			if (q < npts && b->pts[q] == t) {
+				int64_t was = b->prof[t], m = was + d - b->most[t] + b->again[q++];
+				peak = m > peak ? m : peak;
+				if (budget != INT64_MAX)
+					dex += (m > budget ? m - budget : 0) - (was > budget ? was - budget : 0);
+				t++;
+				continue;
+			}
+			int next = e < b->nev && b->ev[e].pos < P->npos ? b->ev[e].pos : P->npos;
+			next = q < npts && b->pts[q] < next ? b->pts[q] : next;
+			int64_t above, before;
+			int64_t m = range(b, t, next - 1, d, budget, &above);
+			peak = m > peak ? m : peak;
+			if (d && budget != INT64_MAX) {
+				range(b, t, next - 1, 0, budget, &before);
+				dex += above - before;
+			}
+			t = next;
+		}
+		ex = b->excess + dex;
+	}
+	for (int i = 0; i < b->nchanged; i++)
+		restore(w, b->changed[i]);
+	if (!ok)
+		return eval(w, keep, flops);
+	*flops = b->flops + df;
+	w->excess = ex;
+	if (checking) {
+		int64_t f2, p2 = eval(w, keep, &f2);
+		w->evals--;
+		if (p2 != peak || f2 != *flops || w->excess != ex)
+			die("select: a try's peak %lld, FLOPs %lld, excess %lld; evaluated whole, %lld, %lld, %lld",
+			    (long long)peak, (long long)*flops, (long long)ex, (long long)p2, (long long)f2,
+			    (long long)w->excess);
+	}
+	return peak;
+}
+
+void sel_check_tries(bool on) { checking = on; }
 
 int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof)
 {
@@ -599,7 +1136,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 {
 	const SelProblem *P = w->P;
 	w->budget = budget;
-	int64_t f, peak = eval(w, keep, &f), ex = w->excess;
+	int64_t f, peak = commit(w, keep, &f), ex = w->excess;
 	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
 	uint8_t *move = malloc((size_t)c->nc + 1);
@@ -631,7 +1168,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
 					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
 				if (m != MOVE_FRONT || added) {
-					eval(w, keep, &f2);
+					eval_try(w, keep, &f2);
 					double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
 					if (s2 > score[top])
 						score[top] = s2, move[top] = (uint8_t)m;
@@ -656,7 +1193,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 		for (int k = 0; k < nf && move[top] == MOVE_FRONT; k++)
 			keep[front[k]] = SEL_KEEP;
 		now++;
-		peak = eval(w, keep, &f);
+		peak = commit(w, keep, &f);
 		ex = w->excess;
 	}
 	free(score);
@@ -692,7 +1229,7 @@ static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
 		if ((st == SEL_EACH && !(k->over && was == SEL_ONCE)) || st == was || !may(P, v, st))
 			continue;
 		keep[v] = st;
-		int64_t f2, p2 = eval(w, keep, &f2);
+		int64_t f2, p2 = eval_try(w, keep, &f2);
 		double sc = k->over ? (double)(k->ex - w->excess)
 		                    /* no gain, or over the budget: out until something else is kept */
 		                    : p2 > k->budget || f2 >= k->f ? 0 : (double)(k->f - f2) / (double)((p2 > k->peak ? p2 - k->peak : 0) + 1);
@@ -713,6 +1250,8 @@ typedef struct {
 static void *score_half(void *arg)
 {
 	Half *h = arg;
+	int64_t f;
+	commit(&h->w, h->keep, &f);
 	for (int j = 1; j < h->n; j += 2)
 		score_keep(&h->w, h->k, h->keep, h->todo[j]);
 	return NULL;
@@ -764,7 +1303,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		keep[c->c[i]] = SEL_ONCE;
 	w->budget = budget;
 	KeepScores k = {c, false, 0, 0, 0, budget, malloc(sizeof(double) * (size_t)(c->nc + 1)), malloc((size_t)c->nc + 1)};
-	k.peak = eval(w, keep, &k.f), k.ex = w->excess;
+	k.peak = commit(w, keep, &k.f), k.ex = w->excess;
 	double *score = k.score;
 	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
 	for (int i = 0; i < c->nc; i++)
@@ -795,7 +1334,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		keep[c->c[top]] = k.to[top];
 		now++;
 		refreshed = false;
-		k.peak = eval(w, keep, &k.f);
+		k.peak = commit(w, keep, &k.f);
 		k.ex = w->excess;
 		bool was = k.over;
 		k.over = k.peak > budget;
@@ -816,7 +1355,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
  * where that costs less and still fits */
 static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 {
-	int64_t f, peak = eval(w, keep, &f);
+	int64_t f, peak = commit(w, keep, &f);
 	/* first every value not kept tried kept, then every value made each time tried made once, then every
 	 * value made again tried offloaded */
 	static const uint8_t pass_to[3] = {SEL_KEEP, SEL_ONCE, SEL_HOST};
@@ -827,9 +1366,9 @@ static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH) || (pass == 2 && (was == SEL_HOST || !may(w->P, v, SEL_HOST))))
 				continue;
 			keep[v] = pass_to[pass];
-			int64_t f2, p2 = eval(w, keep, &f2);
+			int64_t f2, p2 = eval_try(w, keep, &f2);
 			if (p2 <= budget && f2 < f)
-				f = f2, peak = p2;
+				f = f2, peak = p2, commit(w, keep, &f2);
 			else
 				keep[v] = was;
 		}

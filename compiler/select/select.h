@@ -112,6 +112,10 @@ SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep);
  * while another changes state) that save FLOPs and still fit, within
  * `work` values and positions visited */
 SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep);
+/* a test's check: every evaluation of a few changes from a committed
+ * choice (the greedy searches' scores) is evaluated whole too, and a
+ * difference is a compiler bug (die) */
+void sel_check_tries(bool on);
 /* that floor alone: the most any position holds less every candidate that could be freed there */
 int64_t sel_floor(const SelProblem *P);
 
