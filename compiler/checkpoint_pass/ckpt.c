@@ -12,6 +12,7 @@
  * Op.swept). */
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt.h"
@@ -310,6 +311,38 @@ void ckpt_set_shape(Program *p, int64_t s, int64_t k)
 	set_shape(p, s - 1, k);
 }
 
+/* loop v's recomputed FLOPs with s snapshots and a tape of k rows (sweep
+ * schedule; per and again: its step's FLOPs, and what a taped step
+ * computes again), and in *bytes those snapshots' and rows' beyond one
+ * each; -1 when a snapshot or tape tensor would pass 2^40 elements */
+static int64_t loop_cost(Program *p, Op *v, int64_t s, int64_t k, int64_t per, int64_t again, int64_t *bytes)
+{
+	int64_t n = v->trip, kk = v->ktape ? (k < n ? k : n) : 1;
+	s = s < n ? s : n;
+	*bytes = 0;
+	for (int c = 0; c < v->ncarry; c++) {
+		Type t = ir_vtype(p, v->carg[c]);
+		if (ir_numel(t) > IR_MAX_ELEMS / s)
+			return -1;
+		*bytes += (s - 1) * ir_bytes(p, t);
+	}
+	for (int j = 0; j < v->body3.len; j++) {
+		Op *st = v->body3.ops[j];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow &&
+		    ir_numel(ir_drop_first(ir_vtype(p, st->in[0]))) > IR_MAX_ELEMS / kk)
+			return -1;
+	}
+	if (v->ktape)
+		*bytes += (kk - 1) * row_bytes(p, v);
+	return rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), per), rev_sat_mul(n, again));
+}
+
+static void step_flops(Program *p, Op *v, int64_t *per, int64_t *again)
+{
+	*per = ir_block_flops(p, &v->body, 0, v->body.len);
+	*again = ir_recomputed_flops(p, &v->body2);
+}
+
 /* The recomputed FLOPs of a training step under that shape (sweep schedules),
  * and the bytes of its snapshots and tape rows beyond one each; -1 when a
  * snapshot or tape tensor would pass 2^40 elements. */
@@ -321,23 +354,109 @@ static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE)
 			continue;
-		int64_t n = v->trip, s = 1 + extra < n ? 1 + extra : n, kk = v->ktape ? (k < n ? k : n) : 1;
-		for (int c = 0; c < v->ncarry; c++) {
-			Type t = ir_vtype(p, v->carg[c]);
-			if (ir_numel(t) > IR_MAX_ELEMS / s)
-				return -1;
-			*bytes += (s - 1) * ir_bytes(p, t);
+		int64_t per, again, b, c;
+		step_flops(p, v, &per, &again);
+		if ((c = loop_cost(p, v, 1 + extra, k, per, again, &b)) < 0)
+			return -1;
+		*bytes += b;
+		flops = rev_sat_add(flops, c);
+	}
+	return flops;
+}
+
+/* a loop's shape, or the shapes of the loops up to it: the bytes beyond one
+ * snapshot and one row each, the FLOPs recomputed; this loop's snapshots
+ * and rows, and where the loops before it are in their merged frontier */
+typedef struct {
+	int64_t bytes, flops, s, k;
+	int prev;
+} Shape;
+
+static int by_bytes(const void *a, const void *b)
+{
+	const Shape *x = a, *y = b;
+	return x->bytes != y->bytes ? (x->bytes > y->bytes) - (x->bytes < y->bytes) : (x->flops > y->flops) - (x->flops < y->flops);
+}
+
+/* the shapes no other beats in both bytes and FLOPs, by bytes; their count */
+static int frontier(Shape *x, int n)
+{
+	qsort(x, (size_t)n, sizeof *x, by_bytes);
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (!m || x[i].flops < x[m - 1].flops)
+			x[m++] = x[i];
+	return m;
+}
+
+enum { MERGE_MOST = 1 << 22 }; /* the most shapes a merge of two frontiers may list */
+
+/* Several loops under one budget: each loop's shapes (snapshot and row
+ * counts, on fit_tapes's grid) within `room` bytes beyond one snapshot and
+ * one row each, reduced to its frontier of bytes against FLOPs, and the
+ * frontiers merged one loop at a time (a knapsack with a choice per loop,
+ * exact on the grid); the shapes of fewest FLOPs within room are set.
+ * Their FLOPs, or -1 where none fits or a merge would pass MERGE_MOST. */
+static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
+{
+	int nloops = 0;
+	for (int i = 0; i < p->body.len; i++)
+		nloops += p->body.ops[i]->kind == OP_REVOLVE;
+	Shape **stage = ar_alloc(sizeof(Shape *) * (size_t)(nloops + 1));
+	Op **loop = ar_alloc(sizeof(Op *) * (size_t)(nloops + 1));
+	int *nstage = ar_alloc(sizeof(int) * (size_t)(nloops + 1)), cap = 0, nopt = 0;
+	Shape none = {0, 0, 1, 1, -1}, *prev = &none, *opt = NULL;
+	int nprev = 1, l = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE)
+			continue;
+		int64_t n = v->trip, per, again, b, c;
+		step_flops(p, v, &per, &again);
+		nopt = 0;
+		for (int64_t k = 1; k <= (v->ktape ? n : 1); k += k < 256 ? 1 : k / 32) {
+			int64_t s = o->snapshots ? o->snapshots : 1;
+			for (; s <= n || s == o->snapshots; s += s < 256 ? 1 : s / 32) {
+				if ((c = loop_cost(p, v, s, k, per, again, &b)) < 0 || b > room)
+					break;
+				if (nopt == cap) {
+					cap = cap ? 2 * cap : 256;
+					opt = realloc(opt, sizeof(Shape) * (size_t)cap);
+				}
+				opt[nopt++] = (Shape){b, c, s < n ? s : n, k < n ? k : n, -1};
+				if (o->snapshots)
+					break;
+			}
+			if (loop_cost(p, v, o->snapshots ? o->snapshots : 1, k, per, again, &b) < 0 || b > room)
+				break;
 		}
-		for (int j = 0; j < v->body3.len; j++) {
-			Op *st = v->body3.ops[j];
-			if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow &&
-			    ir_numel(ir_drop_first(ir_vtype(p, st->in[0]))) > IR_MAX_ELEMS / kk)
-				return -1;
+		nopt = frontier(opt, nopt);
+		if (!nopt || (int64_t)nprev * nopt > MERGE_MOST) {
+			free(opt);
+			return -1;
 		}
-		if (v->ktape)
-			*bytes += (kk - 1) * row_bytes(p, v);
-		int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-		flops = rev_sat_add(flops, rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), per), rev_sat_mul(n, again)));
+		Shape *next = ar_alloc(sizeof(Shape) * (size_t)nprev * (size_t)nopt);
+		int n2 = 0;
+		for (int a = 0; a < nprev; a++)
+			for (int j = 0; j < nopt && prev[a].bytes + opt[j].bytes <= room; j++)
+				next[n2++] = (Shape){prev[a].bytes + opt[j].bytes, rev_sat_add(prev[a].flops, opt[j].flops), opt[j].s,
+				                     opt[j].k, a};
+		loop[l] = v;
+		nstage[l] = frontier(next, n2);
+		prev = stage[l++] = next, nprev = nstage[l - 1];
+	}
+	free(opt);
+	if (!nprev)
+		return -1;
+	/* by bytes, FLOPs falling: the last is the fewest */
+	int at = nprev - 1;
+	int64_t flops = prev[at].flops;
+	for (l = nloops - 1; l >= 0; l--) {
+		Shape *x = &stage[l][at];
+		set_slots(p, loop[l], x->s, 0);
+		if (loop[l]->ktape)
+			set_rows(p, loop[l], x->k);
+		at = x->prev;
 	}
 	return flops;
 }
@@ -391,7 +510,7 @@ static void fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (
  * count) and tape rows that fit the budget with the fewest recomputed FLOPs.
  * Each candidate row count k gives its snapshots what is left; the plan is
  * linear in both but for alignment, which the final check steps back from. */
-static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
+static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), bool each)
 {
 	for (int i = 0; i < p->body.len; i++)
 		p->body.ops[i]->pool = NULL;
@@ -435,6 +554,24 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 			best_k = best_k - best_k / 32 - 1 > 1 ? best_k - best_k / 32 - 1 : 1;
 		set_shape(p, best_extra, best_k);
 	}
+	/* several loops: each its own shape, chosen together, where that recomputes less and the plan fits (the
+	 * room it is given lowered by the plan's excess, for alignment) */
+	int nloops = 0;
+	for (int i = 0; i < p->body.len; i++)
+		nloops += p->body.ops[i]->kind == OP_REVOLVE;
+	if (nloops > 1 && each) {
+		int64_t uniform = shape_cost(p, best_extra, best_k, &bytes), room = budget - base;
+		for (int tries = 0; tries < 4 && room >= 0; tries++) {
+			int64_t flops = fit_loops(p, o, room), planned;
+			if (flops < 0 || flops >= uniform)
+				break;
+			if ((planned = plan(p)) <= budget)
+				return;
+			room -= planned - budget;
+		}
+		set_shape(p, best_extra, best_k);
+		return;
+	}
 	fit_pool(p, o, budget, plan, best_extra, best_k);
 }
 
@@ -445,6 +582,20 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
  * long loops: a plan costs about the program's size, and a fit about the
  * loops' steps (fit_tapes tries row counts up to the longest trip). */
 enum { ROWS_EXHAUSTIVE = 8 };
+
+/* the fewest FLOPs a step can recompute with the rows as they keep now:
+ * the straight line's, and each loop taped whole, so that only what its
+ * taped steps compute again of their forward step is */
+static int64_t rows_floor(Program *p)
+{
+	int64_t f = ir_recomputed_flops(p, &p->body);
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind == OP_REVOLVE)
+			f = rev_sat_add(f, rev_sat_mul(v->trip, ir_recomputed_flops(p, &v->body2)));
+	}
+	return f;
+}
 
 static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
@@ -470,8 +621,15 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 				if (m >> i & 1)
 					drop[k++] = cand[i];
 			CkptRows *r = ckpt_rows_apply(p, drop, k, masks);
-			fit_tapes(p, o, budget, plan);
-			int64_t bytes = plan(p), flops = bytes <= budget ? ckpt_recomputed_flops(p) : INT64_MAX;
+			/* a choice that cannot recompute fewer FLOPs than the best fit, however shaped, is not fitted,
+			 * nor one fitted that recomputes more planned */
+			if (best_flops < INT64_MAX && rows_floor(p) > best_flops) {
+				ckpt_rows_undo(r);
+				continue;
+			}
+			fit_tapes(p, o, budget, plan, true);
+			int64_t flops = ckpt_recomputed_flops(p), bytes = flops > best_flops ? INT64_MAX : plan(p);
+			flops = bytes <= budget ? flops : INT64_MAX;
 			ckpt_rows_undo(r);
 			if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
 				best = m, best_masks = masks, best_flops = flops, best_bytes = bytes;
@@ -481,7 +639,7 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 		if (best >> i & 1)
 			drop[k++] = cand[i];
 	ckpt_rows_apply(p, drop, k, best_masks);
-	fit_tapes(p, o, budget, plan);
+	fit_tapes(p, o, budget, plan, true);
 }
 
 /* `rows` host slots of op's state, aligned as the host pool aligns them */

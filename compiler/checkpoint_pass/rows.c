@@ -8,6 +8,8 @@
  * and keeps the one with the fewest recomputed FLOPs that fits. */
 #include "ckpt.h"
 
+#include <stdlib.h>
+
 typedef struct {
 	Op *op;
 	int k, old;
@@ -65,13 +67,14 @@ static CkptRows *init(Program *p, CkptRows *r)
 	}
 	int nv = r->nv = p->values.len;
 	r->p = p;
-	r->def = ar_alloc(sizeof(Op *) * (size_t)(nv + 1));
-	r->owner = ar_alloc(sizeof(Op *) * (size_t)(nv + 1));
-	r->stored = ar_alloc(sizeof(int) * (size_t)(nv + 1));
-	r->src = ar_alloc(sizeof(int) * (size_t)(nv + 1));
-	r->drop = ar_alloc((size_t)nv + 1);
-	r->memo = ar_alloc(sizeof(int) * (size_t)(nv + 1));
-	r->repl = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	/* the maps live while the rows are rewritten (release()): a fit applies and undoes thousands of choices */
+	r->def = calloc((size_t)nv + 1, sizeof(Op *));
+	r->owner = calloc((size_t)nv + 1, sizeof(Op *));
+	r->stored = malloc(sizeof(int) * (size_t)(nv + 1));
+	r->src = malloc(sizeof(int) * (size_t)(nv + 1));
+	r->drop = calloc((size_t)nv + 1, 1);
+	r->memo = malloc(sizeof(int) * (size_t)(nv + 1));
+	r->repl = malloc(sizeof(int) * (size_t)(nv + 1));
 	for (int w = 0; w < nv; w++)
 		r->stored[w] = r->src[w] = r->memo[w] = r->repl[w] = -1;
 	for (int i = p->nforward; i < p->body.len; i++) {
@@ -90,6 +93,16 @@ static CkptRows *init(Program *p, CkptRows *r)
 		}
 	}
 	return r;
+}
+
+/* the maps init() and narrow() made, which the undo does not need */
+static void release(CkptRows *r)
+{
+	free(r->def), free(r->owner), free(r->stored), free(r->src), free(r->drop), free(r->memo), free(r->repl);
+	free(r->bits);
+	r->def = r->owner = NULL;
+	r->stored = r->src = r->memo = r->repl = r->bits = NULL;
+	r->drop = NULL;
 }
 
 /* whether v's adjoint can compute w from its row, given r->drop */
@@ -111,7 +124,7 @@ int ckpt_rows_candidates(Program *p, int *out, int max)
 	CkptRows *r = init(p, NULL);
 	/* ranked by the value a row keeps, or the one its bits came from (narrow()):
 	 * dropping a mask saves little, but spares its op chain's values as dropping them would */
-	int n = 0, *x = ar_alloc(sizeof(int) * (size_t)(r->nv + 1)), *tape = ar_alloc(sizeof(int) * (size_t)(r->nv + 1));
+	int n = 0, *x = malloc(sizeof(int) * (size_t)(r->nv + 1)), *tape = malloc(sizeof(int) * (size_t)(r->nv + 1));
 	for (int t = 0; t < r->nv; t++) {
 		if (r->src[t] < 0 || carried(r->owner[t], r->src[t]) || !r->def[r->src[t]])
 			continue;
@@ -127,6 +140,9 @@ int ckpt_rows_candidates(Program *p, int *out, int max)
 	n = n < max ? n : max;
 	for (int i = 0; i < n; i++)
 		out[i] = tape[x[i]];
+	free(x);
+	free(tape);
+	release(r);
 	return n;
 }
 
@@ -263,7 +279,7 @@ static bool only_steps(Op *v, int t, Op **s)
 static void narrow(CkptRows *r)
 {
 	Program *p = r->p;
-	r->bits = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	r->bits = malloc(sizeof(int) * (size_t)(p->values.len + 1));
 	for (int w = 0; w < p->values.len; w++)
 		r->bits[w] = -1;
 	for (int i = p->nforward; i < p->body.len; i++) {
@@ -329,6 +345,7 @@ CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks)
 		if (any)
 			rewrite(r, v);
 	}
+	release(r);
 	return r;
 }
 

@@ -657,9 +657,13 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 			items[n++] = (Item){v, L->defpos[v]};
 	}
 	qsort(items, (size_t)n, sizeof *items, by_start);
-	Gaps t = {{0}, 1};
+	/* sized so that vec_push never grows them (each value inserts at most two gaps, and is live once), and
+	 * freed below: a search plans thousands of times */
+	Gap *gaps = malloc(sizeof(Gap) * (size_t)(2 * n + 8));
+	Slot *slots = malloc(sizeof(Slot) * (size_t)(n + 8));
+	Gaps t = {{gaps, 0, 2 * n + 8}, 1};
 	int root = gap_insert(&t, -1, 0, PLAN_MAX);
-	Heap live = {0};
+	Heap live = {slots, 0, n + 8};
 	int64_t peak = 0;
 	for (int i = 0; i < n; i++) {
 		Value *x = &p->values.data[items[i].v];
@@ -725,6 +729,8 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		free(q);
 	}
 	free(items);
+	free(gaps);
+	free(slots);
 	return peak;
 }
 
