@@ -97,8 +97,9 @@ static bool graph_has_candidates(Program *p)
  * line may drop more to give them room: it is fitted first to a share of
  * the budget (the loops in their least shape), the loops take the rest.
  * The shares are tried from 90% down while each recomputes less than the
- * one before; the one with the fewest recomputed FLOPs in all that fits is
- * kept, 0 meaning the default order. Each is planned on a scratch copy. */
+ * one before, then the half steps (5%) either side of the best; the one
+ * with the fewest recomputed FLOPs in all that fits is kept, 0 meaning the
+ * default order. Each is planned on a scratch copy. */
 static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 {
 	static const double shares[] = {0.9, 0.8, 0.7, 0.6, 0.5};
@@ -121,6 +122,14 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 		if (flops >= before)
 			break;
 		before = flops;
+	}
+	/* then the half steps beside the pick */
+	for (int side = -1; side <= 1 && pick > 0; side += 2) {
+		c.line_share = pick + side * 0.05;
+		Program *r = scratch_with(ast, o, &c);
+		int64_t flops = mem_plan(r) <= budget ? ckpt_cost(r) : INT64_MAX;
+		if (flops < best)
+			best = flops, pick = c.line_share;
 	}
 	return pick;
 }

@@ -478,16 +478,18 @@ static RevPool *keep_pool(RevPool *pl)
 /* The one loop of a program, with a tape and no --snapshots: pooled rows
  * (one slot, the rest of the budget in rows that also hold the snapshots)
  * when they fit with fewer recomputed FLOPs than the shape fit_tapes left,
- * which stays otherwise. */
-static void fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t extra, int64_t k)
+ * which stays otherwise; the planned bytes of what it leaves (planned: of
+ * that shape's). */
+static int64_t fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t extra,
+                        int64_t k, int64_t planned)
 {
 	Op *v = NULL;
 	int nrev = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
 			v = p->body.ops[i], nrev++;
-	if (nrev != 1 || !v->ktape || o->snapshots || plan(p) > budget)
-		return;
+	if (nrev != 1 || !v->ktape || o->snapshots || planned > budget)
+		return planned;
 	int64_t sweep = revolve_flops(p, v), n = v->trip;
 	set_shape(p, 0, 1);
 	int64_t base = plan(p), row = row_bytes(p, v), rows = row > 0 && base <= budget ? 1 + (budget - base) / row : 0;
@@ -500,17 +502,18 @@ static void fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	if (pl && pl->cost < INT64_MAX && rev_sat_add(rev_sat_mul(pl->cost, per), rev_sat_mul(n, again)) < sweep) {
 		v->pool = keep_pool(pl);
 		v->ptail = v->pool->tail;
-		return;
+		return plan(p);
 	}
 	rev_pool_free(pl);
 	set_shape(p, extra, k);
+	return planned;
 }
 
 /* --checkpoint auto under --device-mem: the snapshots (or the --snapshots
  * count) and tape rows that fit the budget with the fewest recomputed FLOPs.
  * Each candidate row count k gives its snapshots what is left; the plan is
  * linear in both but for alignment, which the final check steps back from. */
-static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), bool each)
+static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
 	for (int i = 0; i < p->body.len; i++)
 		p->body.ops[i]->pool = NULL;
@@ -544,35 +547,31 @@ static void fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t 
 		if (cost < best || (cost == best && bytes < best_bytes))
 			best = cost, best_extra = extra, best_k = k, best_bytes = bytes;
 	}
+	/* several loops: each its own shape, chosen together, where that recomputes no more and the plan fits (the
+	 * room it is given lowered by the plan's excess, for alignment) */
+	int nloops = 0;
+	for (int i = 0; i < p->body.len; i++)
+		nloops += p->body.ops[i]->kind == OP_REVOLVE;
+	for (int64_t tries = 0, room = budget - base; nloops > 1 && tries < 4 && room >= 0; tries++) {
+		int64_t flops = fit_loops(p, o, room), planned;
+		if (flops < 0 || flops > best)
+			break;
+		if ((planned = plan(p)) <= budget)
+			return planned;
+		room -= planned - budget;
+	}
 	set_shape(p, best_extra, best_k);
 	/* alignment can cost a few bytes per tensor: step back until it fits */
 	/* (the --snapshots count stays: if even one row is too many, the plan's error names the bytes) */
-	while (plan(p) > budget && ((best_extra > 0 && !o->snapshots) || best_k > 1)) {
+	int64_t planned;
+	while ((planned = plan(p)) > budget && ((best_extra > 0 && !o->snapshots) || best_k > 1)) {
 		if (best_extra > 0 && !o->snapshots)
 			best_extra -= best_extra / 64 + 1;
 		else
 			best_k = best_k - best_k / 32 - 1 > 1 ? best_k - best_k / 32 - 1 : 1;
 		set_shape(p, best_extra, best_k);
 	}
-	/* several loops: each its own shape, chosen together, where that recomputes less and the plan fits (the
-	 * room it is given lowered by the plan's excess, for alignment) */
-	int nloops = 0;
-	for (int i = 0; i < p->body.len; i++)
-		nloops += p->body.ops[i]->kind == OP_REVOLVE;
-	if (nloops > 1 && each) {
-		int64_t uniform = shape_cost(p, best_extra, best_k, &bytes), room = budget - base;
-		for (int tries = 0; tries < 4 && room >= 0; tries++) {
-			int64_t flops = fit_loops(p, o, room), planned;
-			if (flops < 0 || flops >= uniform)
-				break;
-			if ((planned = plan(p)) <= budget)
-				return;
-			room -= planned - budget;
-		}
-		set_shape(p, best_extra, best_k);
-		return;
-	}
-	fit_pool(p, o, budget, plan, best_extra, best_k);
+	return nloops > 1 ? planned : fit_pool(p, o, budget, plan, best_extra, best_k, planned);
 }
 
 /* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values
@@ -627,8 +626,8 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 				ckpt_rows_undo(r);
 				continue;
 			}
-			fit_tapes(p, o, budget, plan, true);
-			int64_t flops = ckpt_recomputed_flops(p), bytes = flops > best_flops ? INT64_MAX : plan(p);
+			int64_t planned = fit_tapes(p, o, budget, plan);
+			int64_t flops = ckpt_recomputed_flops(p), bytes = flops > best_flops ? INT64_MAX : planned;
 			flops = bytes <= budget ? flops : INT64_MAX;
 			ckpt_rows_undo(r);
 			if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
@@ -639,7 +638,7 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 		if (best >> i & 1)
 			drop[k++] = cand[i];
 	ckpt_rows_apply(p, drop, k, best_masks);
-	fit_tapes(p, o, budget, plan, true);
+	fit_tapes(p, o, budget, plan);
 }
 
 /* `rows` host slots of op's state, aligned as the host pool aligns them */
