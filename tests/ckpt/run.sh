@@ -539,14 +539,18 @@ PY
 done
 # one objective for loops and straight line: ResNet (B=32, 32x32, C=16, N=3) at 60% of its
 # peak, where fitting the loops first and the straight line after recomputes 29% of a
-# forward (session 15); the straight line given less so that the loops get rows: under 5%,
-# gradients bitwise, peak and FLOPs as planned
-nl="$o/joint.log" nd="$o/joint" size=(-D B=32 -D S=32 -D C=16 -D N=3)
-if "$DPC" --target cpu --schedule-json "$nd.none.json" "${size[@]}" samples/resnet.dp -o "$nd.none" >"$nl" 2>&1 &&
-	"$nd.none" --steps 2 --quiet --dump-grads "$nd.none.g" >>"$nl" 2>&1 &&
-	budget=$(($(json "$nd.none.json" peak_device_bytes total) * 60 / 100)) &&
-	under_budget "$nd.60" "$nd.none.g" "$nl" $budget "${size[@]}" samples/resnet.dp &&
-	python3 - "$nd.60.json" "$nd.60.run.json" $budget >"$nd.out" 2>>"$nl" <<'PY'; then
+# forward (session 15); the straight line given less so that the loops get rows: under 5%.
+# At 50%, where one shape for the three loops (their states 4:2:1 in bytes) recomputed 43%
+# (session 20), each loop its own: under 5%. Gradients bitwise, peaks and FLOPs as planned.
+nl="$o/joint.log" nd="$o/joint" size=(-D B=32 -D S=32 -D C=16 -D N=3) j_said=
+j_ok=1
+"$DPC" --target cpu --schedule-json "$nd.none.json" "${size[@]}" samples/resnet.dp -o "$nd.none" >"$nl" 2>&1 &&
+	"$nd.none" --steps 2 --quiet --dump-grads "$nd.none.g" >>"$nl" 2>&1 || j_ok=0
+for pc in 60 50; do
+	[ $j_ok = 1 ] || break
+	budget=$(($(json "$nd.none.json" peak_device_bytes total) * pc / 100))
+	under_budget "$nd.$pc" "$nd.none.g" "$nl" $budget "${size[@]}" samples/resnet.dp &&
+		python3 - "$nd.$pc.json" "$nd.$pc.run.json" $budget >"$nd.out" 2>>"$nl" <<'PY' || j_ok=0
 import json, sys
 plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
 assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
@@ -554,7 +558,10 @@ assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed
 assert plan["recomputed_fraction"] < 0.05, plan["recomputed_fraction"]
 print("%.4f" % plan["recomputed_fraction"])
 PY
-	ok "ckpt/joint-resnet: at 60% of the peak, $(cat "$nd.out") of a forward recomputed (loops first: 0.29), gradients bitwise"
+	[ $j_ok = 1 ] && j_said="$j_said${j_said:+, }at $pc% of the peak $(cat "$nd.out")"
+done
+if [ $j_ok = 1 ]; then
+	ok "ckpt/joint-resnet: $j_said of a forward recomputed (loops first at 60%: 0.29; one shape for the loops at 50%: 0.43), gradients bitwise"
 else
 	notok "ckpt/joint-resnet" "$nl"
 fi
