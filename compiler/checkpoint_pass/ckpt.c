@@ -381,7 +381,8 @@ static int by_bytes(const void *a, const void *b)
 /* the shapes no other beats in both bytes and FLOPs, by bytes; their count */
 static int frontier(Shape *x, int n)
 {
-	qsort(x, (size_t)n, sizeof *x, by_bytes);
+	if (n > 1)
+		qsort(x, (size_t)n, sizeof *x, by_bytes);
 	int m = 0;
 	for (int i = 0; i < n; i++)
 		if (!m || x[i].flops < x[m - 1].flops)

@@ -65,7 +65,7 @@ SelProblem *sel_new(int n, int npos)
 	return P;
 }
 
-/* eval_try's committed choice (below) */
+/* eval_try's committed choice (the section "evaluations of a few changes" below) */
 typedef struct {
 	int pos;
 	int64_t delta;
@@ -79,7 +79,6 @@ typedef struct Base {
 	int64_t *prof, *most;             /* per position: the memory, and what the copies made there hold */
 	int64_t *sorted, *sum, *shift;    /* per block: prof sorted (less the shift), its running sums; the shift */
 	int *users_from, *users;          /* per value: its distinct users that are not fixed */
-	/* a try's scratch */
 	bool dirty;                       /* an eval() since the commit: w's r, last and at are not its */
 	/* a try's scratch */
 	int *stamp, *queued, gen;         /* values changed in this try; values queued in it */
@@ -746,7 +745,7 @@ static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *d
 			own_needs(w, keep, v);
 		int from = b->at_from[v], n = b->at_from[v + 1] - from;
 		if (keep[v] == b->cur[v] && w->r[v] == b->r[v] && w->last[v] == b->last[v] && w->nat[v] == n &&
-		    !memcmp(w->at[v], b->at + from, sizeof(int) * (size_t)n))
+		    (!n || !memcmp(w->at[v], b->at + from, sizeof(int) * (size_t)n)))
 			continue;
 		if (b->nchanged == most) {
 			restore(w, v);
@@ -759,7 +758,8 @@ static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *d
 		spans_of(w, keep, v, 1);
 		int r = w->r[v], last = w->last[v], nat = w->nat[v];
 		b->scratch = grow(b->scratch, &b->cap_scratch, nat + 1, sizeof(int));
-		memcpy(b->scratch, w->at[v], sizeof(int) * (size_t)nat);
+		if (nat)
+			memcpy(b->scratch, w->at[v], sizeof(int) * (size_t)nat);
 		restore(w, v);
 		*df -= cost_of(w, b->cur, v);
 		spans_of(w, b->cur, v, -1);
@@ -817,7 +817,8 @@ static int64_t eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 	if (ok) {
 		w->evals++;
 		/* the positions where copies are made, before or after, laid out again */
-		qsort(b->pts, (size_t)b->npts, sizeof(int), by_int);
+		if (b->npts)
+			qsort(b->pts, (size_t)b->npts, sizeof(int), by_int);
 		int npts = 0;
 		for (int k = 0; k < b->npts; k++)
 			if (!npts || b->pts[k] != b->pts[npts - 1])
@@ -826,7 +827,8 @@ static int64_t eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 		for (int k = 0; k < npts; k++)
 			b->again[k] = most_at(w, keep, b->pts[k]);
 		/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
-		qsort(b->ev, (size_t)b->nev, sizeof(Event), by_event);
+		if (b->nev)
+			qsort(b->ev, (size_t)b->nev, sizeof(Event), by_event);
 		int64_t d = 0, dex = 0;
 		for (int t = 0, e = 0, q = 0; t < P->npos;) {
 			while (e < b->nev && b->ev[e].pos <= t)
