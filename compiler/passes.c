@@ -100,6 +100,19 @@ static bool graph_has_candidates(Program *p)
  * one before, then the half steps (5%) either side of the best; the one
  * with the fewest recomputed FLOPs in all that fits is kept, 0 meaning the
  * default order. Each is planned on a scratch copy. */
+/* the cost of a scratch copy planned with the straight line in `share` of
+ * the budget (INT64_MAX where it does not fit), taken into *best and *pick
+ * where it is less */
+static int64_t share_cost(FeAst *ast, const DriverOptions *o, CkptOptions *c, double share, int64_t *best, double *pick)
+{
+	c->line_share = share;
+	Program *r = scratch_with(ast, o, c);
+	int64_t flops = mem_plan(r) <= c->device_mem ? ckpt_cost(r) : INT64_MAX;
+	if (flops < *best)
+		*best = flops, *pick = share;
+	return flops;
+}
+
 static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 {
 	static const double shares[] = {0.9, 0.8, 0.7, 0.6, 0.5};
@@ -114,23 +127,14 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	double pick = 0;
 	int64_t before = INT64_MAX;
 	for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
-		c.line_share = shares[i];
-		Program *r = scratch_with(ast, o, &c);
-		int64_t flops = mem_plan(r) <= budget ? ckpt_cost(r) : INT64_MAX;
-		if (flops < best)
-			best = flops, pick = shares[i];
+		int64_t flops = share_cost(ast, o, &c, shares[i], &best, &pick);
 		if (flops >= before)
 			break;
 		before = flops;
 	}
 	/* then the half steps beside the pick */
-	for (int side = -1; side <= 1 && pick > 0; side += 2) {
-		c.line_share = pick + side * 0.05;
-		Program *r = scratch_with(ast, o, &c);
-		int64_t flops = mem_plan(r) <= budget ? ckpt_cost(r) : INT64_MAX;
-		if (flops < best)
-			best = flops, pick = c.line_share;
-	}
+	for (int side = -1; side <= 1 && pick > 0; side += 2)
+		share_cost(ast, o, &c, pick + side * 0.05, &best, &pick);
 	return pick;
 }
 

@@ -403,11 +403,13 @@ static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
 	int nloops = 0;
 	for (int i = 0; i < p->body.len; i++)
 		nloops += p->body.ops[i]->kind == OP_REVOLVE;
-	Shape **stage = ar_alloc(sizeof(Shape *) * (size_t)(nloops + 1));
-	Op **loop = ar_alloc(sizeof(Op *) * (size_t)(nloops + 1));
-	int *nstage = ar_alloc(sizeof(int) * (size_t)(nloops + 1)), cap = 0, nopt = 0;
+	/* malloc'd and freed: fit_rows fits thousands of choices of rows */
+	Shape **stage = calloc((size_t)nloops + 1, sizeof(Shape *));
+	Op **loop = malloc(sizeof(Op *) * (size_t)(nloops + 1));
+	int cap = 0, nopt = 0;
 	Shape none = {0, 0, 1, 1, -1}, *prev = &none, *opt = NULL;
 	int nprev = 1, l = 0;
+	int64_t flops = -1;
 	for (int i = 0; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE)
@@ -415,9 +417,10 @@ static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
 		int64_t n = v->trip, per, again, b, c;
 		step_flops(p, v, &per, &again);
 		nopt = 0;
-		for (int64_t k = 1; k <= (v->ktape ? n : 1); k += k < 256 ? 1 : k / 32) {
-			int64_t s = o->snapshots ? o->snapshots : 1;
-			for (; s <= n || s == o->snapshots; s += s < 256 ? 1 : s / 32) {
+		/* the bytes grow with s and with k: a k whose fewest snapshots pass the room ends the grid */
+		for (int64_t k = 1, had = -1; k <= (v->ktape ? n : 1) && nopt > had; k += k < 256 ? 1 : k / 32) {
+			had = nopt;
+			for (int64_t s = o->snapshots ? o->snapshots : 1; s <= n || s == o->snapshots; s += s < 256 ? 1 : s / 32) {
 				if ((c = loop_cost(p, v, s, k, per, again, &b)) < 0 || b > room)
 					break;
 				if (nopt == cap) {
@@ -428,37 +431,38 @@ static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
 				if (o->snapshots)
 					break;
 			}
-			if (loop_cost(p, v, o->snapshots ? o->snapshots : 1, k, per, again, &b) < 0 || b > room)
-				break;
 		}
 		nopt = frontier(opt, nopt);
-		if (!nopt || (int64_t)nprev * nopt > MERGE_MOST) {
-			free(opt);
-			return -1;
-		}
-		Shape *next = ar_alloc(sizeof(Shape) * (size_t)nprev * (size_t)nopt);
+		if (!nopt || (int64_t)nprev * nopt > MERGE_MOST)
+			goto done;
+		Shape *next = malloc(sizeof(Shape) * (size_t)nprev * (size_t)nopt);
 		int n2 = 0;
 		for (int a = 0; a < nprev; a++)
 			for (int j = 0; j < nopt && prev[a].bytes + opt[j].bytes <= room; j++)
 				next[n2++] = (Shape){prev[a].bytes + opt[j].bytes, rev_sat_add(prev[a].flops, opt[j].flops), opt[j].s,
 				                     opt[j].k, a};
 		loop[l] = v;
-		nstage[l] = frontier(next, n2);
-		prev = stage[l++] = next, nprev = nstage[l - 1];
+		nprev = frontier(next, n2);
+		prev = stage[l++] = next;
 	}
+	if (nprev) {
+		/* by bytes, FLOPs falling: the last is the fewest */
+		int at = nprev - 1;
+		flops = prev[at].flops;
+		for (l = nloops - 1; l >= 0; l--) {
+			Shape *x = &stage[l][at];
+			set_slots(p, loop[l], x->s, 0);
+			if (loop[l]->ktape)
+				set_rows(p, loop[l], x->k);
+			at = x->prev;
+		}
+	}
+done:
+	for (int i = 0; i < nloops; i++)
+		free(stage[i]);
+	free(stage);
+	free(loop);
 	free(opt);
-	if (!nprev)
-		return -1;
-	/* by bytes, FLOPs falling: the last is the fewest */
-	int at = nprev - 1;
-	int64_t flops = prev[at].flops;
-	for (l = nloops - 1; l >= 0; l--) {
-		Shape *x = &stage[l][at];
-		set_slots(p, loop[l], x->s, 0);
-		if (loop[l]->ktape)
-			set_rows(p, loop[l], x->k);
-		at = x->prev;
-	}
 	return flops;
 }
 
@@ -572,7 +576,7 @@ static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64
 			best_k = best_k - best_k / 32 - 1 > 1 ? best_k - best_k / 32 - 1 : 1;
 		set_shape(p, best_extra, best_k);
 	}
-	return nloops > 1 ? planned : fit_pool(p, o, budget, plan, best_extra, best_k, planned);
+	return fit_pool(p, o, budget, plan, best_extra, best_k, planned);
 }
 
 /* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values

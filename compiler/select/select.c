@@ -1384,7 +1384,7 @@ static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int64_t work)
 {
 	const SelProblem *P = w->P;
-	int64_t f, peak = eval(w, keep, &f), per = P->n + P->npos;
+	int64_t f, peak = commit(w, keep, &f), per = P->n + P->npos;
 	bool moved = true, spent = false;
 	while (moved && !spent && peak <= budget) {
 		moved = false;
@@ -1395,7 +1395,7 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 				continue;
 			keep[u] = was_u == SEL_EACH ? SEL_ONCE : SEL_KEEP;
 			int64_t fu;
-			eval(w, keep, &fu);
+			eval_try(w, keep, &fu);
 			if (fu >= f) {
 				keep[u] = was_u;
 				continue;
@@ -1413,9 +1413,9 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 					if ((spent = w->evals * per > work))
 						break;
 					keep[v] = st;
-					int64_t f2, p2 = eval(w, keep, &f2);
+					int64_t f2, p2 = eval_try(w, keep, &f2);
 					if (p2 <= budget && f2 < f)
-						f = f2, peak = p2, moved = true;
+						f = f2, peak = p2, moved = true, commit(w, keep, &f2);
 					else
 						keep[v] = was_v;
 				}
@@ -1614,7 +1614,7 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 	Work w;
 	work_init(&w, P);
 	Cands c = candidates_of(P);
-	int64_t f, peak = eval(&w, keep, &f);
+	int64_t f, peak = commit(&w, keep, &f);
 	for (int pass = 0; pass < passes; pass++) {
 		bool moved = false;
 		for (int i = 0; i < c.nc; i++) {
@@ -1624,11 +1624,13 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 				if (st == was || !may(P, v, st))
 					continue;
 				keep[v] = st;
-				int64_t f2, p2 = eval(&w, keep, &f2);
+				int64_t f2, p2 = eval_try(&w, keep, &f2);
 				if (p2 < peak || (p2 == peak && f2 < f))
 					peak = p2, f = f2, best = st;
 			}
 			keep[v] = best;
+			if (best != was)
+				commit(&w, keep, &f);
 			moved |= best != was;
 		}
 		if (!moved)
