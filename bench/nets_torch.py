@@ -109,7 +109,7 @@ def main():
     opt = torch.optim.SGD(params, lr=a.lr)
     nparams = sum(p.numel() for p in params)
     modes = [("eager", loss)]
-    if hasattr(torch, "compile") and dev == "cuda":
+    if hasattr(torch, "compile"):
         modes.append(("torch.compile", torch.compile(loss)))
     for name, fn in modes:
         def step():

@@ -402,7 +402,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n"
 	                   "  \"kernel_launches\": %lld,\n  \"gemm_calls\": %lld,\n  \"conv_calls\": %lld,\n  \"attention_calls\": %lld,\n"
 	                   "  \"copy_calls\": %lld,\n"
-	                   "  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
+	                   "  \"threads\": %d,\n  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
 	                   "  \"allreduce_wait_s\": %.6f,\n  \"allgather_bytes\": %lld,\n  \"predicted_allgather_bytes\": %lld,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
@@ -416,7 +416,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   (long long)n->recomputed_flops,
 	                   r->steps && c->model->forward_flops ? (double)n->recomputed_flops / (double)(r->steps * c->model->forward_flops) : 0.0,
 	                   (long long)n->launches, (long long)n->gemms, (long long)n->convs, (long long)n->attentions,
-	                   (long long)n->copies, rt_nranks, (long long)n->allreduce_bytes,
+	                   (long long)n->copies, rt_threads, rt_nranks, (long long)n->allreduce_bytes,
 	                   (long long)(rt_distributed ? r->steps * grad_bytes(c->model, false) : 0), rt_dist_waited(),
 	                   (long long)n->allgather_bytes, (long long)(c->model->ranks > 1 ? r->steps * grad_bytes(c->model, true) : 0),
 	                   r->graph_steps, reports);
@@ -811,6 +811,13 @@ int main(int argc, char **argv)
 		if (!val[k].rows)
 			rt_usage("validation needs data for every input; input '%s' has none (--val-input NAME=FILE)",
 			         m->inputs[k].name);
+	rt_choose_threads(o.threads);
+	if (o.verbose) {
+		char rank[32] = "";
+		if (rt_distributed)
+			snprintf(rank, sizeof rank, " rank %d", rt_rank);
+		fprintf(stderr, "%s%s: %d thread%s (%s)\n", m->model, rank, rt_threads, rt_threads == 1 ? "" : "s", rt_threads_why);
+	}
 	c->dev->init();
 	/* Steps are queued one ahead of the host: step s's batch and loss go
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */

@@ -117,6 +117,13 @@ static const Opt opts[] = {
 	 "write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
 	 "between host and device), and the reports (tools/plot_runs draws them)"},
 	{"--quiet", NULL, NULL, O_FLAG, 0, 0, AT(quiet), NONE, "only errors and the final line"},
+	{"--verbose", "-v", NULL, O_FLAG, 0, 0, AT(verbose), NONE, "also say how many threads run and why"},
+	{"--threads", NULL, "N", O_INT, 1, RT_MAX_THREADS, AT(threads), NONE,
+	 "CPU: the threads that run kernels, GEMMs, convolutions and attention, 1\n"
+	 "to 256 (default OMP_NUM_THREADS, else the cores this process may run on,\n"
+	 "as its affinity mask says: mpirun's binding, taskset, cgroups); more than\n"
+	 "those cores is cut to them, with a warning. The results are the same\n"
+	 "bits at any count"},
 	{"--tf32", NULL, NULL, O_SPECIAL, 0, 0, 0, NONE, "GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs"},
 	{"--profile", NULL, NULL, O_FLAG, 0, 0, AT(profile), NONE,
 	 "time every kernel, GEMM, copy and transfer of the last step, and print\n"
@@ -171,8 +178,10 @@ static const char epilogue[] =
 	"h = 1e-6 max(1, |p|); error = |ad - fd| / max(|ad|, |fd|), counted as 0 when |ad - fd| is below the\n"
 	"finite-difference noise floor 1e-8 max(1, |L|). Meaningful in a float64 build (dpc --precision f64).\n"
 	"\n"
-	"CPU executables split large kernels between OMP_NUM_THREADS threads (else OPENBLAS_NUM_THREADS,\n"
-	"else one per online core, at most 256); results do not depend on the split.\n"
+	"CPU executables split work between --threads threads (else OMP_NUM_THREADS, else one per core\n"
+	"this process may run on): into pieces cut by the shapes alone, each summed in one order, so\n"
+	"the results are the same bits at any thread count. OpenBLAS and oneDNN run single-threaded\n"
+	"inside those pieces; OPENBLAS_NUM_THREADS is not read.\n"
 	"\n"
 	"Exit status: 0 success, 1 a runtime error or a failed gradient check, 2 a bad command line.\n";
 

@@ -174,6 +174,14 @@ extern const RtDevice rt_cpu_device;
 extern const RtDevice rt_cuda_device __attribute__((weak)); /* linked into CUDA executables */
 extern bool rt_tf32;        /* cuBLAS tensor-op (TF32) math */
 
+/* The host threads the CPU device runs, chosen once before its init
+ * (rt_choose_threads: --threads, else OMP_NUM_THREADS, else the cores this
+ * process may run on), and why, for -v */
+#define RT_MAX_THREADS 256
+extern int rt_threads;
+extern char rt_threads_why[160];
+void rt_choose_threads(long asked);
+
 typedef struct {
 	int64_t device_bytes, peak_device_bytes;
 	int64_t h2d_bytes, d2h_bytes;
@@ -363,7 +371,8 @@ enum { RT_LR_CONSTANT, RT_LR_COSINE, RT_LR_LINEAR };
 typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
-	bool quiet, gradcheck, lr_set, profile, eval, steps_set, graph;
+	bool quiet, verbose, gradcheck, lr_set, profile, eval, steps_set, graph;
+	long threads;          /* --threads N: 0 not given */
 	bool shard_optimizer;  /* --shard-optimizer: each rank updates its share (an executable of dpc --ranks N) */
 	int schedule;          /* RT_LR_CONSTANT, _COSINE, _LINEAR */
 	long warmup;           /* --warmup steps */

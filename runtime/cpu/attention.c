@@ -5,9 +5,11 @@
  * (OpenBLAS), with the softmax between them kept online (a running max and
  * sum per row). Nothing [T, T] is made beyond one 64 x 64 tile. The items
  * are split between the device's threads; OpenBLAS runs single-threaded
- * inside them. bf16 is widened to f32 and the result rounded back. */
-/* the loops over a tile's elements vectorize, in AVX2 where the CPU has it */
-#pragma GCC optimize("tree-vectorize", "no-trapping-math")
+ * inside them, as it always does (rt_choose_threads). bf16 is widened to f32 and the result rounded back. */
+/* the loops over a tile's elements vectorize, in AVX-512 or AVX2 where the
+ * CPU has it; never a fused multiply-add, which only some of those
+ * instruction sets have, so that every CPU computes the same bits */
+#pragma GCC optimize("tree-vectorize", "no-trapping-math", "fp-contract=off")
 #include <cblas.h>
 #include <math.h>
 #include <stdint.h>
@@ -103,8 +105,6 @@ void rt_cpu_attention(int kind, int elem_bytes, const int64_t *d, const uint64_t
 	for (int i = 0; i < nin; i++)
 		j.in[i] = (const void *)(uintptr_t)in[i];
 	int64_t items = d[0] * d[3] * j.ntiles;
-	int blas = openblas_get_num_threads();
-	openblas_set_num_threads(1);
 	if (elem_bytes == 8) {
 		rt_cpu_parallel(items, item_f64, &j);
 	} else if (elem_bytes == 4) {
@@ -127,5 +127,4 @@ void rt_cpu_attention(int kind, int elem_bytes, const int64_t *d, const uint64_t
 		for (int i = 0; i < 6; i++)
 			free(f[i]);
 	}
-	openblas_set_num_threads(blas);
 }

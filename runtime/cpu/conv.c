@@ -11,15 +11,15 @@
  * each image's windows unfolded into the planned workspace as a matrix
  * [C kh kw, rows Wo], a band of output rows at a time (as many as the
  * workspace holds: the CPU target plans a band of at least 64 output
- * positions), then one GEMM (OpenBLAS) per band. bf16 is widened to f32 first
+ * positions), then one GEMM per band (rt_cpu_gemm: OpenBLAS on tiles
+ * the device's threads share). bf16 is widened to f32 first
  * and the result rounded back, as bf16 GEMMs are. */
-#include <cblas.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu.h"
+#include "onednn.h"
 
 
 static void *P(uint64_t a) { return (void *)(uintptr_t)a; }
@@ -84,7 +84,7 @@ UNFOLD(double)
  * channels of the band, then a GEMM with the group's weights as
  * [O/G, C/G kh kw] on the band's columns of the group's rows of y (leading
  * dimension Ho Wo). */
-#define OWN(T, GEMM)                                                                                          \
+#define OWN(T, ELEM)                                                                                          \
 	static void own_##T(int kind, const RtConvShape *s, T *x, T *w, T *y, T *cols, int64_t band)                 \
 	{                                                                                                        \
 		int64_t G = s->g, P = s->ho * s->wo, nc = s->c / G, K = nc * s->kh * s->kw, O = s->o / G;           \
@@ -98,23 +98,20 @@ UNFOLD(double)
 					T *yb = y + n * ys + gi * O * P + i0 * s->wo, *wg = w + gi * O * K;                      \
 					T *xg = x + n * xs + gi * nc * s->h * s->w;                                              \
 					if (kind == 1) {                                                                         \
-						GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)Q, (int)O, 1, wg, (int)K, \
-						     yb, (int)P, 0, cols, (int)Q);                                                   \
+						rt_cpu_gemm(ELEM, true, false, K, Q, O, wg, K, 0, yb, P, 0, cols, Q, 0, 1, 0);           \
 						fold_##T(s, nc, cols, xg, i0, nr);                                                   \
 						continue;                                                                            \
 					}                                                                                        \
 					unfold_##T(s, nc, xg, cols, i0, nr);                                                     \
 					if (kind == 0)                                                                           \
-						GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)Q, (int)K, 1, wg,       \
-						     (int)K, cols, (int)Q, 0, yb, (int)P);                                           \
+						rt_cpu_gemm(ELEM, false, false, O, Q, K, wg, K, 0, cols, Q, 0, yb, P, 0, 1, 0);          \
 					else                                                                                     \
-						GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)K, (int)Q, 1, yb, (int)P, \
-						     cols, (int)Q, n || i0 ? 1 : 0, wg, (int)K);                                     \
+						rt_cpu_gemm(ELEM, false, true, O, K, Q, yb, P, 0, cols, Q, 0, wg, K, 0, 1, n || i0);     \
 				}                                                                                            \
 		}                                                                                                    \
 	}
-OWN(float, cblas_sgemm)
-OWN(double, cblas_dgemm)
+OWN(float, 4)
+OWN(double, 8)
 
 /* an f32 copy of n bf16 values at a, or (for the result) room for them */
 static float *widened(uint64_t a, int64_t n, bool copy)
@@ -156,70 +153,33 @@ static void own(int kind, int elem_bytes, const RtConvShape *s, uint64_t x, uint
 
 /* ---- oneDNN ---- */
 
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#include <oneapi/dnnl/dnnl.h>
-#define HAVE_DNNL 1
+#ifdef HAVE_DNNL
 
-#define DNNL_FNS(X) X(dnnl_engine_create) X(dnnl_stream_create) X(dnnl_stream_wait) X(dnnl_memory_desc_init_by_tag) \
-	X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_dilated_convolution_backward_data_desc_init) \
-	X(dnnl_dilated_convolution_backward_weights_desc_init) X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md) \
-	X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_memory_create) X(dnnl_memory_set_data_handle) \
-	X(dnnl_memory_desc_equal) X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_desc_destroy)
-#define DNNL_DECLARE(f) static __typeof__(&f) p_##f;
-DNNL_FNS(DNNL_DECLARE)
+/* A convolution's work comes in pieces of `per` images, about CONV_GRAIN
+ * FLOPs each: per is the largest divisor of the batch within that, so
+ * that one primitive serves every piece. The pieces come from the shape
+ * alone; each runs on one thread. */
+enum { CONV_GRAIN = 1 << 23 };
 
-static dnnl_engine_t engine;
-static dnnl_stream_t stream;
-static int dnnl_state; /* 0 not tried, 1 loaded, -1 missing */
+/* one piece's memories: x and y, as the caller has them (user: NCHW, the
+ * piece's images) and as oneDNN wants them (mine; == user where they
+ * agree); for the weights' gradient, the piece's own (w) */
+typedef struct {
+	dnnl_memory_t user[3], mine[3];
+} Piece;
 
-/* Opens oneDNN once. Its OpenMP threads are told the device's count, and
- * to spin only briefly before they sleep (GOMP_SPINCOUNT, unless the user
- * set it or OMP_WAIT_POLICY): the device's own threads want the cores
- * between convolutions, but waking a sleeping team for each of a
- * convolution's parallel regions costs more than it computes. */
-static bool dnnl_open(void)
-{
-	if (dnnl_state)
-		return dnnl_state > 0;
-	dnnl_state = -1;
-	if (!getenv("OMP_WAIT_POLICY"))
-		setenv("GOMP_SPINCOUNT", "10000", 0);
-	/* DPC_ONEDNN names another file to open (the tests name a missing one) */
-	const char *name = getenv("DPC_ONEDNN") ? getenv("DPC_ONEDNN") : "libdnnl.so.2";
-	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	const char *why = lib ? NULL : "oneDNN (libdnnl.so.2, Debian's libdnnl2) cannot be opened";
-#define DNNL_LOOKUP(f) if (!why && !(p_##f = (__typeof__(p_##f))dlsym(lib, #f))) why = "libdnnl.so.2 lacks " #f;
-	DNNL_FNS(DNNL_LOOKUP)
-	if (!why && (p_dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success ||
-	             p_dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success))
-		why = "oneDNN could not start on this CPU";
-	if (why) {
-		fprintf(stderr, "%s: warning: %s; convolutions run on dpc's own, slower path\n", rt_prog, why);
-		return false;
-	}
-	void (*threads)(int) = (void (*)(int))dlsym(lib, "omp_set_num_threads");
-	if (threads)
-		threads(rt_cpu_threads());
-	rt_cpu_share_openmp(lib);
-	dnnl_state = 1;
-	return true;
-}
-
-#define DNNL(call) do { \
-	dnnl_status_t s_ = (call); \
-	if (s_ != dnnl_success) \
-		rt_fail(1, "%s:%d: %s failed: oneDNN status %d", __FILE__, __LINE__, #call, (int)s_); \
-} while (0)
-
-/* One convolution's primitive for one kind, with the memories of the
- * caller's tensors (NCHW, OIHW: their addresses set at each call) and of
- * the layouts oneDNN chose, and the reorders between them. */
+/* One convolution's primitive for one kind, the reorders to and from the
+ * layouts oneDNN chose, and its pieces' memories; the weights (shared by
+ * the pieces of kinds 0 and 1) as the caller has them and reordered. */
 typedef struct {
 	int kind;
 	int64_t dims[RT_CONV_DIMS];
+	int64_t per, pieces;
 	dnnl_primitive_t prim;
-	dnnl_memory_t user[3], mine[3]; /* x, w, y; mine[i] == user[i] where the layouts agree */
-	dnnl_primitive_t in[3], out;    /* reorders: the operands in, the result out */
+	dnnl_primitive_t in[3], out; /* reorders: the operands in, the result out */
+	dnnl_memory_t wuser, wmine;  /* the weights (kinds 0 and 1), or the gradient the pieces sum into (kind 2) */
+	size_t wbytes;               /* of wmine */
+	Piece *piece;
 } Conv;
 
 static Conv *convs;
@@ -235,24 +195,28 @@ static dnnl_primitive_t reorder(const dnnl_memory_desc_t *from, const dnnl_memor
 {
 	dnnl_primitive_desc_t pd;
 	dnnl_primitive_t r;
-	DNNL(p_dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL));
+	DNNL(p_dnnl_reorder_primitive_desc_create(&pd, from, rt_dnnl_engine, to, rt_dnnl_engine, NULL));
 	DNNL(p_dnnl_primitive_create(&r, pd));
 	DNNL(p_dnnl_primitive_desc_destroy(pd));
 	return r;
 }
 
-static Conv *conv_for(int kind, const int64_t *d, const RtConvShape *s)
+/* the images of a piece: the largest divisor of n with at most CONV_GRAIN FLOPs (at least 1) */
+static int64_t images_per_piece(const RtConvShape *s)
 {
-	for (int i = 0; i < nconvs; i++)
-		if (convs[i].kind == kind && !memcmp(convs[i].dims, d, sizeof convs[i].dims))
-			return &convs[i];
-	convs = rt_host_grow(convs, (int64_t)sizeof *convs * (nconvs + 1), "a convolution");
-	Conv *v = &convs[nconvs++];
-	memset(v, 0, sizeof *v);
-	v->kind = kind;
-	memcpy(v->dims, d, sizeof v->dims);
-	dnnl_memory_desc_t um[3], any[3];
-	int64_t shape[3][4] = {{s->n, s->c, s->h, s->w}, {s->o, s->c, s->kh, s->kw}, {s->n, s->o, s->ho, s->wo}};
+	double image = 2.0 * (double)(s->o * s->ho * s->wo) * (double)(s->c / s->g * s->kh * s->kw);
+	int64_t per = 1;
+	for (int64_t d = 2; d <= s->n; d++)
+		if (s->n % d == 0 && image * (double)d <= CONV_GRAIN)
+			per = d;
+	return per;
+}
+
+/* the primitive descriptor of one kind, for a piece of `per` images */
+static dnnl_primitive_desc_t conv_desc(int kind, const RtConvShape *s, int64_t per, dnnl_memory_desc_t *um)
+{
+	dnnl_memory_desc_t any[3];
+	int64_t shape[3][4] = {{per, s->c, s->h, s->w}, {s->o, s->c, s->kh, s->kw}, {per, s->o, s->ho, s->wo}};
 	for (int i = 0; i < 3; i++) {
 		md(&um[i], shape[i][0], shape[i][1], shape[i][2], shape[i][3], i == 1 ? dnnl_oihw : dnnl_nchw);
 		md(&any[i], shape[i][0], shape[i][1], shape[i][2], shape[i][3], dnnl_format_tag_any);
@@ -265,37 +229,70 @@ static Conv *conv_for(int kind, const int64_t *d, const RtConvShape *s)
 	dnnl_primitive_desc_t fwd, pd;
 	DNNL(p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &any[0], &any[1],
 	                                                   NULL, &any[2], strides, dil, pad, padr));
-	DNNL(p_dnnl_primitive_desc_create(&fwd, &fd, NULL, engine, NULL));
-	pd = fwd;
-	if (kind == 1) {
+	DNNL(p_dnnl_primitive_desc_create(&fwd, &fd, NULL, rt_dnnl_engine, NULL));
+	if (kind == 0)
+		return fwd;
+	if (kind == 1)
 		DNNL(p_dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &any[0], &any[1], &any[2], strides,
 		                                                         dil, pad, padr));
-		DNNL(p_dnnl_primitive_desc_create(&pd, &cd, NULL, engine, fwd));
-	} else if (kind == 2) {
+	else
 		DNNL(p_dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &any[0], &any[1], NULL, &any[2],
 		                                                            strides, dil, pad, padr));
-		DNNL(p_dnnl_primitive_desc_create(&pd, &cd, NULL, engine, fwd));
-	}
+	DNNL(p_dnnl_primitive_desc_create(&pd, &cd, NULL, rt_dnnl_engine, fwd));
+	DNNL(p_dnnl_primitive_desc_destroy(fwd));
+	return pd;
+}
+
+/* a memory of oneDNN's own for layout m, or NULL where the caller's um agrees (and always for a gradient of w) */
+static dnnl_memory_t own_memory(const dnnl_memory_desc_t *m, const dnnl_memory_desc_t *um, bool always)
+{
+	dnnl_memory_t mem = NULL;
+	if (always || !p_dnnl_memory_desc_equal(m, um))
+		DNNL(p_dnnl_memory_create(&mem, m, rt_dnnl_engine, DNNL_MEMORY_ALLOCATE));
+	return mem;
+}
+
+static Conv *conv_for(int kind, const int64_t *d, const RtConvShape *s)
+{
+	for (int i = 0; i < nconvs; i++)
+		if (convs[i].kind == kind && !memcmp(convs[i].dims, d, sizeof convs[i].dims))
+			return &convs[i];
+	rt_dnnl_stream(); /* this thread's oneDNN on one thread before the primitive is made */
+	convs = rt_host_grow(convs, (int64_t)sizeof *convs * (nconvs + 1), "a convolution");
+	Conv *v = &convs[nconvs++];
+	memset(v, 0, sizeof *v);
+	v->kind = kind;
+	memcpy(v->dims, d, sizeof v->dims);
+	v->per = images_per_piece(s);
+	v->pieces = s->n / v->per;
+	dnnl_memory_desc_t um[3];
+	dnnl_primitive_desc_t pd = conv_desc(kind, s, v->per, um);
 	DNNL(p_dnnl_primitive_create(&v->prim, pd));
 	static const dnnl_query_t q[3][3] = {{dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md},
 	                                     {dnnl_query_diff_src_md, dnnl_query_weights_md, dnnl_query_diff_dst_md},
 	                                     {dnnl_query_src_md, dnnl_query_diff_weights_md, dnnl_query_diff_dst_md}};
-	for (int i = 0; i < 3; i++) {
-		const dnnl_memory_desc_t *m = p_dnnl_primitive_desc_query_md(pd, q[kind][i], 0);
-		DNNL(p_dnnl_memory_create(&v->user[i], &um[i], engine, DNNL_MEMORY_NONE));
-		v->mine[i] = v->user[i];
-		if (p_dnnl_memory_desc_equal(m, &um[i]))
-			continue;
-		DNNL(p_dnnl_memory_create(&v->mine[i], m, engine, DNNL_MEMORY_ALLOCATE));
-		if (i == result_of(kind))
-			v->out = reorder(m, &um[i]);
-		else
-			v->in[i] = reorder(&um[i], m);
+	const dnnl_memory_desc_t *m[3];
+	for (int i = 0; i < 3; i++)
+		m[i] = p_dnnl_primitive_desc_query_md(pd, q[kind][i], 0);
+	int r = result_of(kind);
+	for (int i = 0; i < 3; i++)
+		if (!p_dnnl_memory_desc_equal(m[i], &um[i]))
+			*(i == r ? &v->out : &v->in[i]) = i == r ? reorder(m[i], &um[i]) : reorder(&um[i], m[i]);
+	/* the weights: shared by the pieces, or (kind 2) the sum of theirs */
+	DNNL(p_dnnl_memory_create(&v->wuser, &um[1], rt_dnnl_engine, DNNL_MEMORY_NONE));
+	v->wmine = own_memory(m[1], &um[1], kind == 2);
+	v->wbytes = p_dnnl_memory_desc_get_size(m[1]);
+	v->piece = rt_host_alloc((int64_t)sizeof *v->piece * v->pieces, "a convolution's pieces");
+	for (int64_t p = 0; p < v->pieces; p++) {
+		Piece *c = &v->piece[p];
+		for (int i = 0; i < 3; i += 2) {
+			DNNL(p_dnnl_memory_create(&c->user[i], &um[i], rt_dnnl_engine, DNNL_MEMORY_NONE));
+			c->mine[i] = own_memory(m[i], &um[i], false);
+		}
+		c->user[1] = NULL;
+		c->mine[1] = kind == 2 ? own_memory(m[1], &um[1], true) : NULL;
 	}
-	/* the primitive and the memories keep what they need of the descriptors */
-	if (pd != fwd)
-		DNNL(p_dnnl_primitive_desc_destroy(pd));
-	DNNL(p_dnnl_primitive_desc_destroy(fwd));
+	DNNL(p_dnnl_primitive_desc_destroy(pd));
 	return v;
 }
 
@@ -304,25 +301,77 @@ static void run(dnnl_primitive_t p, int n, const int *arg, dnnl_memory_t *mem)
 	dnnl_exec_arg_t a[3];
 	for (int i = 0; i < n; i++)
 		a[i] = (dnnl_exec_arg_t){arg[i], mem[i]};
+	dnnl_stream_t stream = rt_dnnl_stream();
 	DNNL(p_dnnl_primitive_execute(p, stream, n, a));
+	DNNL(p_dnnl_stream_wait(stream));
+}
+
+static void move(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to)
+{
+	run(r, 2, (int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, (dnnl_memory_t[]){from, to});
+}
+
+typedef struct {
+	Conv *v;
+	const RtConvShape *s;
+	float *x, *y;
+} Call;
+
+/* one piece: its images of x and y in, the convolution, its result out */
+static void conv_piece(void *arg, int64_t p)
+{
+	const Call *k = arg;
+	Conv *v = k->v;
+	Piece *c = &v->piece[p];
+	int kind = v->kind, r = result_of(kind);
+	float *at[3] = {k->x + p * v->per * k->s->c * k->s->h * k->s->w, NULL, k->y + p * v->per * k->s->o * k->s->ho * k->s->wo};
+	dnnl_memory_t use[3];
+	for (int i = 0; i < 3; i += 2) {
+		DNNL(p_dnnl_memory_set_data_handle(c->user[i], at[i]));
+		use[i] = c->mine[i] ? c->mine[i] : c->user[i];
+		if (i != r && c->mine[i])
+			move(v->in[i], c->user[i], c->mine[i]);
+	}
+	use[1] = kind == 2 ? c->mine[1] : v->wmine ? v->wmine : v->wuser;
+	static const int args[3][3] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+	                               {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST},
+	                               {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST}};
+	run(v->prim, 3, args[kind], use);
+	if (r != 1 && c->mine[r])
+		move(v->out, c->mine[r], c->user[r]);
+}
+
+/* the weights' gradient: the pieces' own, summed in their order into wmine */
+static float *sum_pieces(Conv *v)
+{
+	float *sum, *part;
+	DNNL(p_dnnl_memory_get_data_handle(v->wmine, (void **)&sum));
+	int64_t n = (int64_t)(v->wbytes / sizeof(float));
+	DNNL(p_dnnl_memory_get_data_handle(v->piece[0].mine[1], (void **)&part));
+	memcpy(sum, part, v->wbytes);
+	for (int64_t p = 1; p < v->pieces; p++) {
+		DNNL(p_dnnl_memory_get_data_handle(v->piece[p].mine[1], (void **)&part));
+		for (int64_t i = 0; i < n; i++)
+			sum[i] += part[i];
+	}
+	return sum;
 }
 
 static void dnnl_conv(int kind, const int64_t *d, const RtConvShape *s, uint64_t x, uint64_t w, uint64_t y)
 {
 	Conv *v = conv_for(kind, d, s);
-	uint64_t at[3] = {x, w, y};
-	for (int i = 0; i < 3; i++)
-		DNNL(p_dnnl_memory_set_data_handle(v->user[i], P(at[i])));
-	for (int i = 0; i < 3; i++)
-		if (v->in[i])
-			run(v->in[i], 2, (int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, (dnnl_memory_t[]){v->user[i], v->mine[i]});
-	static const int args[3][3] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
-	                               {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST},
-	                               {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST}};
-	run(v->prim, 3, args[kind], v->mine);
+	DNNL(p_dnnl_memory_set_data_handle(v->wuser, P(w)));
+	if (kind != 2 && v->wmine)
+		move(v->in[1], v->wuser, v->wmine);
+	Call k = {v, s, P(x), P(y)};
+	rt_cpu_parallel(v->pieces, conv_piece, &k);
+	if (kind != 2)
+		return;
+	float *sum = sum_pieces(v);
 	if (v->out)
-		run(v->out, 2, (int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, (dnnl_memory_t[]){v->mine[result_of(kind)], v->user[result_of(kind)]});
-	DNNL(p_dnnl_stream_wait(stream));
+		move(v->out, v->wmine, v->wuser);
+	else
+		memcpy(P(w), sum, v->wbytes);
 }
 #endif
 
@@ -337,7 +386,7 @@ void rt_cpu_conv(int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint
 		use = !(e && !strcmp(e, "own"));
 	}
 	/* grouped convolutions take dpc's own path */
-	if (elem_bytes == 4 && use && s.g == 1 && dnnl_open()) {
+	if (elem_bytes == 4 && use && s.g == 1 && rt_dnnl_open()) {
 		dnnl_conv(kind, dims, &s, x, w, y);
 		return;
 	}

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +31,16 @@ static void cpu_d2h(void *dst, uint64_t src, int64_t n) { memcpy(dst, P(src), (s
 
 static void cpu_zero(uint64_t dst, int64_t n) { memset(P(dst), 0, (size_t)n); }
 
-enum { MAX_THREADS = 256, MIN_SPLIT = 1 << 16 };
+enum { MAX_THREADS = RT_MAX_THREADS, MIN_SPLIT = 1 << 16 };
 static int nthreads = 1;
+
+int rt_threads = 1;
+char rt_threads_why[160] = "the default";
 
 int rt_cpu_threads(void) { return nthreads; }
 
-/* A thread count from the environment: 1..MAX_THREADS (more is capped), or
- * 0 when unset; garbage is ignored with a warning. */
+/* OMP_NUM_THREADS: 1..MAX_THREADS (more is capped), or 0 when unset;
+ * garbage is ignored with a warning. */
 static int env_threads(const char *var)
 {
 	const char *s = getenv(var);
@@ -53,18 +57,48 @@ static int env_threads(const char *var)
 	return v > MAX_THREADS ? MAX_THREADS : (int)v;
 }
 
-/* Kernel threads: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the
- * online cores. */
+/* the cores this process may run on: its affinity mask, which mpirun's
+ * binding, taskset and cgroup cpusets set; else the online cores */
+static int allowed_cores(void)
+{
+	cpu_set_t set;
+	long c = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+	return c < 1 ? 1 : c > MAX_THREADS ? MAX_THREADS : (int)c;
+}
+
+/* One count for every thread the CPU device runs: --threads (at most the
+ * cores allowed), else OMP_NUM_THREADS (as given, as OpenMP takes it),
+ * else the cores allowed. OpenBLAS and oneDNN then run single-threaded
+ * inside the pieces the device's own threads hand out. */
+void rt_choose_threads(long asked)
+{
+	int cores = allowed_cores(), env = env_threads("OMP_NUM_THREADS");
+	const char *of = cores == 1 ? "core" : "cores";
+	if (asked > cores) {
+		fprintf(stderr, "%s: warning: --threads %ld: this process may run on %d %s; using %d\n", rt_prog, asked, cores,
+		        of, cores);
+		rt_threads = cores;
+		snprintf(rt_threads_why, sizeof rt_threads_why, "--threads %ld, cut to the %d %s this process may run on", asked,
+		         cores, of);
+	} else if (asked > 0) {
+		rt_threads = (int)asked;
+		snprintf(rt_threads_why, sizeof rt_threads_why, "--threads; this process may run on %d %s", cores, of);
+	} else if (env) {
+		rt_threads = env;
+		snprintf(rt_threads_why, sizeof rt_threads_why, "OMP_NUM_THREADS; this process may run on %d %s", cores, of);
+	} else {
+		rt_threads = cores;
+		snprintf(rt_threads_why, sizeof rt_threads_why, "the %d %s this process may run on", cores, of);
+	}
+}
+
+/* OpenBLAS is called from the device's threads, on pieces of a size fixed
+ * by the shapes: its own threads would split a piece by their count (and
+ * change its bits), and take turns at the cores with the device's. */
 static void cpu_init(void)
 {
-	int n = env_threads("OMP_NUM_THREADS");
-	if (!n)
-		n = env_threads("OPENBLAS_NUM_THREADS");
-	if (!n) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		n = c < 1 ? 1 : c > MAX_THREADS ? MAX_THREADS : (int)c;
-	}
-	nthreads = n;
+	nthreads = rt_threads < 1 ? 1 : rt_threads;
+	openblas_set_num_threads(1);
 }
 
 /* ---- the threads: started once, they wait for work between launches ----
@@ -117,48 +151,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Once oneDNN is open, its OpenMP team runs the device's parallel work too
- * (rt_cpu_share_openmp): two teams of threads on the same cores would take
- * turns at them, each spinning while the other works. */
-static struct {
-	void (*parallel)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
-	int (*thread)(void), (*threads)(void);
-} omp;
-
-void rt_cpu_share_openmp(void *lib)
-{
-	omp.parallel = (void (*)(void (*)(void *), void *, unsigned, unsigned))dlsym(lib, "GOMP_parallel");
-	omp.thread = (int (*)(void))dlsym(lib, "omp_get_thread_num");
-	omp.threads = (int (*)(void))dlsym(lib, "omp_get_num_threads");
-	if (!omp.parallel || !omp.thread || !omp.threads)
-		omp.parallel = NULL;
-}
-
-typedef struct {
-	int parts;
-	void (*fn)(void *arg, int part);
-	void *arg;
-} OmpJob;
-
-/* the team may be smaller than asked: each thread takes every n-th part */
-static void omp_part(void *data)
-{
-	OmpJob *j = data;
-	for (int t = omp.thread(), n = omp.threads(); t < j->parts; t += n)
-		j->fn(j->arg, t);
-}
-
 /* Runs fn(arg, 0..parts-1) on at most nthreads threads and returns when all
  * are done. Parts beyond the threads, or for a worker that cannot be
  * started, run on the caller. */
 static void pool_run(int parts, void (*fn)(void *arg, int part), void *arg)
 {
 	int team = parts < nthreads ? parts : nthreads;
-	if (omp.parallel && team > 1) {
-		OmpJob j = {parts, fn, arg};
-		omp.parallel(omp_part, &j, (unsigned)team, 0);
-		return;
-	}
 	while (pool.workers < team - 1) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.workers + 1)) != 0)
@@ -225,25 +223,32 @@ static void cpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uin
 	pool_run(threads, launch_part, &l);
 }
 
+/* Items are taken in turn from a shared counter, so a thread slowed by
+ * another process takes fewer; which thread runs an item changes nothing
+ * it computes. */
 typedef struct {
 	void (*fn)(void *arg, int64_t i);
 	void *arg;
-	int64_t n;
-	int parts;
+	int64_t n, next;
 } Items;
 
 static void items_part(void *arg, int part)
 {
+	(void)part;
 	Items *it = arg;
-	for (int64_t i = it->n * part / it->parts; i < it->n * (part + 1) / it->parts; i++)
+	for (int64_t i; (i = __atomic_fetch_add(&it->next, 1, __ATOMIC_RELAXED)) < it->n;)
 		it->fn(it->arg, i);
 }
 
 void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
 {
-	int parts = n < nthreads ? (int)n : nthreads;
-	Items it = {fn, arg, n, parts};
-	pool_run(parts, items_part, &it);
+	if (n <= 1 || nthreads == 1) {
+		for (int64_t i = 0; i < n; i++)
+			fn(arg, i);
+		return;
+	}
+	Items it = {fn, arg, n, 0};
+	pool_run(n < nthreads ? (int)n : nthreads, items_part, &it);
 }
 
 typedef struct {
@@ -273,6 +278,75 @@ static void cpu_d2d(uint64_t dst, uint64_t src, int64_t n)
 	pool_run(parts, move_part, &m);
 }
 
+/* ---- GEMMs: tiles fixed by the shape ----
+ * C is cut into tiles from m, n and k alone (about GEMM_GRAIN FLOPs each,
+ * at most GEMM_TILES a matrix, sides of GEMM_SIDE or more cut at multiples
+ * of GEMM_ALIGN), and each tile is one single-threaded BLAS call over the
+ * whole of k. So an element's sum runs in the same order whatever the
+ * number of threads, and whichever thread computes its tile. A GEMM of
+ * GEMM_GRAIN FLOPs or more runs on oneDNN where it is installed (10-20%
+ * faster than OpenBLAS on one core here); a smaller one on OpenBLAS, which
+ * starts at once (oneDNN's first GEMM loads it and generates its code). */
+enum { GEMM_GRAIN = 1 << 24, GEMM_TILES = 64, GEMM_SIDE = 64, GEMM_ALIGN = 16 };
+
+typedef struct {
+	int elem; /* 4 (sgemm) or 8 (dgemm) */
+	bool ta, tb;
+	int64_t m, n, k, lda, sa, ldb, sb, ldc, sc;
+	const char *a, *b;
+	char *c;
+	double beta;
+	int tm, tn; /* tiles along m and n */
+	bool dnnl;  /* f32 on oneDNN: a GEMM of GEMM_GRAIN FLOPs or more */
+} Gemm;
+
+/* the tiles along m and n: halve the longer side while a tile keeps
+ * GEMM_GRAIN FLOPs and sides of GEMM_SIDE */
+static void gemm_tiles(int64_t m, int64_t n, int64_t k, int *tm, int *tn)
+{
+	double flops = 2.0 * (double)m * (double)n * (double)k;
+	*tm = *tn = 1;
+	while (*tm * *tn * 2 <= GEMM_TILES && flops / (*tm * *tn * 2) >= GEMM_GRAIN) {
+		bool cm = m / (2 * *tm) >= GEMM_SIDE, cn = n / (2 * *tn) >= GEMM_SIDE;
+		if (cm && (!cn || m / *tm >= n / *tn))
+			*tm *= 2;
+		else if (cn)
+			*tn *= 2;
+		else
+			break;
+	}
+}
+
+/* where piece i of t of len starts (len at i == t) */
+static int64_t cut(int64_t len, int t, int i) { return i >= t ? len : len * i / t / GEMM_ALIGN * GEMM_ALIGN; }
+
+static void gemm_tile(void *arg, int64_t item)
+{
+	const Gemm *g = arg;
+	int64_t per = (int64_t)g->tm * g->tn, bi = item / per;
+	int i = (int)(item % per / g->tn), j = (int)(item % per % g->tn);
+	int64_t r0 = cut(g->m, g->tm, i), r1 = cut(g->m, g->tm, i + 1), c0 = cut(g->n, g->tn, j), c1 = cut(g->n, g->tn, j + 1);
+	int64_t ao = bi * g->sa + (g->ta ? r0 : r0 * g->lda), bo = bi * g->sb + (g->tb ? c0 * g->ldb : c0);
+	int64_t co = bi * g->sc + r0 * g->ldc + c0;
+	enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
+	if (g->elem == 8)
+		cblas_dgemm(CblasRowMajor, TA, TB, (int)(r1 - r0), (int)(c1 - c0), (int)g->k, 1.0, (const double *)g->a + ao,
+		            (int)g->lda, (const double *)g->b + bo, (int)g->ldb, g->beta, (double *)g->c + co, (int)g->ldc);
+	else if (!g->dnnl || !rt_cpu_dnnl_sgemm(g->ta, g->tb, r1 - r0, c1 - c0, g->k, (const float *)g->a + ao, g->lda,
+	                            (const float *)g->b + bo, g->ldb, (float)g->beta, (float *)g->c + co, g->ldc))
+		cblas_sgemm(CblasRowMajor, TA, TB, (int)(r1 - r0), (int)(c1 - c0), (int)g->k, 1.0f, (const float *)g->a + ao,
+		            (int)g->lda, (const float *)g->b + bo, (int)g->ldb, (float)g->beta, (float *)g->c + co, (int)g->ldc);
+}
+
+void rt_cpu_gemm(int elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int64_t sa,
+                 const void *b, int64_t ldb, int64_t sb, void *c, int64_t ldc, int64_t sc, int64_t batch, double beta)
+{
+	Gemm g = {elem, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, a, b, c, beta, 1, 1,
+	          2.0 * (double)m * (double)n * (double)k >= GEMM_GRAIN};
+	gemm_tiles(m, n, k, &g.tm, &g.tn);
+	rt_cpu_parallel(batch * g.tm * g.tn, gemm_tile, &g);
+}
+
 /* bf16 has no BLAS: each matrix widened to f32, one sgemm, the result
  * rounded back (the accumulation is f32, as on the GPU) */
 static void widen(float *f, uint64_t x, int64_t n)
@@ -281,18 +355,17 @@ static void widen(float *f, uint64_t x, int64_t n)
 		f[i] = rt_bf16_to_f32(((const uint16_t *)P(x))[i]);
 }
 
-static void bf16_gemm(enum CBLAS_TRANSPOSE TA, enum CBLAS_TRANSPOSE TB, int64_t m, int64_t n, int64_t k, uint64_t a,
-                      int64_t lda, int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
-                      int64_t batch, double beta)
+static void bf16_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa, uint64_t b,
+                      int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc, int64_t batch, double beta)
 {
-	int64_t na = (TA == CblasTrans ? k : m) * lda, nb = (TB == CblasTrans ? n : k) * ldb, nc = m * ldc;
+	int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
 	float *A = rt_host_alloc((int64_t)sizeof(float) * (na + nb + nc), "a bf16 GEMM"), *Bm = A + na, *C = Bm + nb;
 	for (int64_t i = 0; i < batch; i++) {
 		widen(A, a + (uint64_t)(2 * i * sa), na);
 		widen(Bm, b + (uint64_t)(2 * i * sb), nb);
 		if (beta != 0)
 			widen(C, c + (uint64_t)(2 * i * sc), nc);
-		cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, A, (int)lda, Bm, (int)ldb, (float)beta, C, (int)ldc);
+		rt_cpu_gemm(4, ta, tb, m, n, k, A, lda, 0, Bm, ldb, 0, C, ldc, 0, 1, beta);
 		uint16_t *out = (uint16_t *)P(c + (uint64_t)(2 * i * sc));
 		for (int64_t r = 0; r < m; r++)
 			for (int64_t j = 0; j < n; j++)
@@ -305,19 +378,10 @@ static void cpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64
                      int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
                      int64_t batch, double beta)
 {
-	enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-	if (elem_bytes == 2) {
-		bf16_gemm(TA, TB, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, beta);
-		return;
-	}
-	for (int64_t i = 0; i < batch; i++) {
-		if (elem_bytes == 8)
-			cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, (double *)P(a) + i * sa, (int)lda,
-			            (double *)P(b) + i * sb, (int)ldb, beta, (double *)P(c) + i * sc, (int)ldc);
-		else
-			cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, (float *)P(a) + i * sa, (int)lda,
-			            (float *)P(b) + i * sb, (int)ldb, (float)beta, (float *)P(c) + i * sc, (int)ldc);
-	}
+	if (elem_bytes == 2)
+		bf16_gemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, beta);
+	else
+		rt_cpu_gemm(elem_bytes, ta, tb, m, n, k, P(a), lda, sa, P(b), ldb, sb, P(c), ldc, sc, batch, beta);
 }
 
 static void *cpu_host_alloc(int64_t bytes) { return malloc((size_t)bytes); }

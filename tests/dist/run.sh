@@ -84,14 +84,23 @@ fi
 expect dist/zero-needs-flag 2 "run it under mpirun with --shard-optimizer" timeout 300 mpirun --oversubscribe -np 2 "$o/zero" --steps 1 $data
 expect dist/zero-needs-ranks 2 "compile it with dpc --optimizer adam --ranks N" timeout 300 mpirun --oversubscribe -np 2 "$o/adamw" --steps 1 $data --shard-optimizer
 expect dist/zero-other-count 2 "compiled with dpc --ranks 2 and runs as 1 rank" "$o/zero" --steps 1 $data --shard-optimizer
-# one rank under mpirun goes through every sum (a world of one): bitwise as the process alone
+# one rank under mpirun goes through every sum (a world of one): bitwise as the process alone, whether
+# mpirun binds the rank to one core (its default for 2 ranks or fewer: one thread) or not (as many as the
+# process alone); docs/threads.md
 for name in f32 streamed-deferred; do
 	args=""
 	[ $name = streamed-deferred ] && args="--clip-grad 0.5 --accum 2"
-	check "dist/$name: one rank under mpirun bitwise as alone" bash -c "timeout 300 mpirun -np 1 '$o/$name' --steps 5 $data $args \
-		--save '$o/$name.world1.st' --quiet && '$o/$name' --steps 5 $data $args --save '$o/$name.alone.st' --quiet &&
-		cmp '$o/$name.world1.st' '$o/$name.alone.st'"
+	"$o/$name" --steps 5 $data $args --save "$o/$name.alone.st" --quiet >/dev/null
+	for bind in core none; do
+		check "dist/$name: one rank under mpirun --bind-to $bind bitwise as alone" bash -c "timeout 300 mpirun --bind-to $bind \
+			-np 1 '$o/$name' --steps 5 $data $args --save '$o/$name.world1.$bind.st' --quiet &&
+			cmp '$o/$name.world1.$bind.st' '$o/$name.alone.st'"
+	done
 done
+check "dist/f32: a rank bound to a core runs one thread, an unbound one all the process may use" bash -c "
+	timeout 300 mpirun --bind-to core -np 1 '$o/f32' --steps 1 $data --summary-json '$o/bound.json' --quiet &&
+	timeout 300 mpirun --bind-to none -np 1 '$o/f32' --steps 1 $data --summary-json '$o/unbound.json' --quiet &&
+	python3 -c \"import json; assert json.load(open('$o/bound.json'))['threads'] == 1 and json.load(open('$o/unbound.json'))['threads'] == $(nproc)\""
 # outputs: rank 0 writes a path without %r, alone
 check "dist/outputs: rank 0 alone writes a path without %r" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
 	rm -f '$o/one.st'; mpi '$o/f64' --steps 2 $data --save '$o/one.st' --quiet && test -f '$o/one.st' && ! ls '$o'/one.st.tmp.* 2>/dev/null"

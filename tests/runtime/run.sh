@@ -232,12 +232,15 @@ wait "$sigpid"
 sigrc=$?
 check "runtime/fake-sigterm-during-save" test "$sigrc" -eq 143 -a ! -e "$f.sig.st.tmp.$sigpid" -a ! -e "$f.sig.st"
 
-# kernel threads: OMP_NUM_THREADS, then OPENBLAS_NUM_THREADS, else the cores; garbage is ignored
+# kernel threads: --threads, then OMP_NUM_THREADS, else the cores this process may run on (OPENBLAS_NUM_THREADS
+# is not read); garbage is ignored (tests/threads: the count's report and bad counts)
 expect "runtime/fake-threads-omp" 0 "split into 3 parts" env OMP_NUM_THREADS=3 OPENBLAS_NUM_THREADS=5 "$f.parts" --steps 1
-expect "runtime/fake-threads-openblas" 0 "split into 5 parts" env -u OMP_NUM_THREADS OPENBLAS_NUM_THREADS=5 "$f.parts" --steps 1
-cores=$(getconf _NPROCESSORS_ONLN)
+expect "runtime/fake-threads-flag" 0 "split into 1 parts" env OMP_NUM_THREADS=3 "$f.parts" --steps 1 --threads 1
+cores=$(nproc)
 [ "$cores" -gt 64 ] && cores=64 # 2^20 elements: parts of at least 16K
+expect "runtime/fake-threads-openblas-unread" 0 "split into $cores parts" env -u OMP_NUM_THREADS OPENBLAS_NUM_THREADS=5 "$f.parts" --steps 1
 expect "runtime/fake-threads-cores" 0 "split into $cores parts" env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS "$f.parts" --steps 1
+expect "runtime/fake-threads-affinity" 0 "split into 1 parts" env -u OMP_NUM_THREADS taskset -c 0 "$f.parts" --steps 1
 expect "runtime/fake-threads-garbage" 0 "ignoring OMP_NUM_THREADS=lots" env OMP_NUM_THREADS=lots "$f.parts" --steps 1
 expect "runtime/fake-threads-capped" 0 "split into 64 parts" env OMP_NUM_THREADS=100000 "$f.parts" --steps 1
 
@@ -259,10 +262,10 @@ EOF
 if command -v clang >/dev/null && echo 'int main(void){return 0;}' | clang -x c -fsanitize=address,undefined - -o "$f.asan-probe" 2>/dev/null; then
 	if clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -pthread -Iruntime runtime/*.c runtime/cpu/*.c \
 		compiler/revolve/revolve.c tests/runtime/fake_model.c -DADAM -o "$f.asan" -lopenblas -lm >"$f.asan.log" 2>&1; then
-		check "runtime/fake-asan-no-leaks" bash -c "ASAN_OPTIONS=detect_leaks=1 '$f.asan' --steps 5 --optimizer adam --profile \
+		check "runtime/fake-asan-no-leaks" bash -c "ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --steps 5 --optimizer adam --profile \
 			--input x='$f.x13.npy' --save '$f.asan.st' --dump-grads '$f.asan.g.st' --summary-json '$f.asan.json' 2>&1 &&
-			ASAN_OPTIONS=detect_leaks=1 '$f.asan' --steps 2 --init '$f.asan.st' --quiet 2>&1 &&
-			ASAN_OPTIONS=detect_leaks=1 '$f.asan' --gradcheck --gradcheck-threshold 10 2>&1"
+			ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --steps 2 --init '$f.asan.st' --quiet 2>&1 &&
+			ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --gradcheck --gradcheck-threshold 10 2>&1"
 	else
 		notok "runtime/fake-asan-no-leaks: build" "$f.asan.log"
 	fi
