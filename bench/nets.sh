@@ -4,12 +4,17 @@
 #   bash bench/nets.sh cpu [ROUNDS]
 #     here, on the CPU: samples/gpt.dp (L=4, D=128, 4 heads, T=128, V=256,
 #     B=8) and samples/resnet.dp (B=32, 32x32 images, C=16, N=3) against
-#     their twins in bench/nets_torch.py (PyTorch eager, fp32, SGD), each at 1
-#     and 2 threads. Each round runs dpc and PyTorch back to back per model and
-#     thread count; the ratio printed is the median over ROUNDS (default 3) of
-#     the rounds' dpc / PyTorch, since a shared machine's speed drifts
-#     between runs. PyTorch comes from $PYTHON (default: the first python3
-#     that imports torch; Debian's is python3-torch).
+#     their twins in bench/nets_torch.py (fp32, SGD): PyTorch eager and
+#     torch.compile from $TORCH_PYTHON (current PyTorch, installed for the
+#     benchmark only: python3 -m venv V && V/bin/pip install torch), and
+#     Debian's PyTorch 1.13 eager from $OLD_PYTHON (default /usr/bin/python3
+#     with python3-torch), each at 1 and 2 threads (dpc --threads N,
+#     OMP_NUM_THREADS=N for PyTorch). A reference that is missing is left
+#     out. Each round runs every program back to back per model and thread
+#     count; a cell is the median over ROUNDS (default 5) of the rounds'
+#     ms/step, a ratio the median of the rounds' ratios, since a shared
+#     machine's speed drifts between runs. Then dpc's speed-up from 1 to 2
+#     threads.
 #
 #   bash bench/nets.sh [gpu]
 #     on the GPU machine, after `bash tests/gpu/run.sh build` here: samples/gpt.dp
@@ -20,41 +25,59 @@
 set -u
 cd "$(dirname "$0")/.."
 if [ "${1:-gpu}" = cpu ]; then
-	rounds=${2:-3}
-	py=${PYTHON:-}
-	if [ -z "$py" ]; then
-		for p in python3 /usr/bin/python3; do
-			"$p" -c "import torch" 2>/dev/null && { py=$p; break; }
-		done
-	fi
-	[ -n "$py" ] || { echo "bench/nets.sh cpu needs PyTorch: apt-get install python3-torch, or set PYTHON"; exit 1; }
+	rounds=${2:-5}
+	new=${TORCH_PYTHON:-}
+	old=${OLD_PYTHON:-/usr/bin/python3}
+	[ -n "$new" ] && ! "$new" -c "import torch" 2>/dev/null && { echo "TORCH_PYTHON=$new does not import torch"; exit 1; }
+	"$old" -c "import torch" 2>/dev/null || old=""
+	[ -n "$new$old" ] || { echo "bench/nets.sh cpu needs PyTorch: TORCH_PYTHON=V/bin/python (pip install torch), or Debian's python3-torch"; exit 1; }
 	dir=$(mktemp -d)
 	trap 'rm -rf "$dir"' EXIT
 	gpt="-D L=4 -D D=128 -D H=4 -D T=128 -D V=256 -D B=8" resnet="-D B=32 -D S=32 -D C=16 -D N=3"
 	bin/dpc --target cpu $gpt samples/gpt.dp -o "$dir/gpt" || exit 1
 	bin/dpc --target cpu $resnet samples/resnet.dp -o "$dir/resnet" || exit 1
-	echo "$(date -u +%F), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; dpc $(git rev-parse --short HEAD 2>/dev/null); $("$py" -c 'import torch; print("PyTorch", torch.__version__)')"
+	ver() { "$1" -c 'import torch; print(torch.__version__)'; }
+	echo "$(date -u +%F), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; dpc $(git rev-parse --short HEAD 2>/dev/null)${new:+; PyTorch $(ver "$new")}${old:+; Debian PyTorch $(ver "$old")}"
 	steps=${STEPS:-20}
 	for r in $(seq "$rounds"); do
 		for t in 1 2; do
 			for m in gpt resnet; do
-				OMP_NUM_THREADS=$t "$dir/$m" --steps $steps --quiet --summary-json "$dir/$m.$t.$r.json" >/dev/null || exit 1
 				if [ $m = gpt ]; then args="gpt -L 4 -D 128 -H 4 -T 128 -V 256 -B 8"; else args="resnet -B 32 -S 32 -C 16 -N 3"; fi
-				OMP_NUM_THREADS=$t "$py" bench/nets_torch.py $args --steps $steps --device cpu >"$dir/$m.$t.$r.torch" || exit 1
+				"$dir/$m" --threads $t --steps $steps --quiet --summary-json "$dir/$m.$t.$r.json" >/dev/null || exit 1
+				[ -n "$new" ] && { OMP_NUM_THREADS=$t "$new" bench/nets_torch.py $args --steps $steps --device cpu 2>/dev/null >"$dir/$m.$t.$r.new" || exit 1; }
+				[ -n "$old" ] && { OMP_NUM_THREADS=$t "$old" bench/nets_torch.py $args --steps $steps --device cpu 2>/dev/null >"$dir/$m.$t.$r.old" || exit 1; }
 			done
 		done
 	done
 	python3 - "$dir" "$rounds" <<'PY'
-import json, re, statistics, sys
+import json, os, re, statistics, sys
 d, rounds = sys.argv[1], int(sys.argv[2])
-print("| model | threads | dpc ms/step | PyTorch ms/step | dpc / PyTorch (median of %d rounds) |" % rounds)
-print("| --- | --- | --- | --- | --- |")
+R = range(1, rounds + 1)
+def torch(m, t, r, which, mode):
+    f = f"{d}/{m}.{t}.{r}.{which}"
+    if not os.path.exists(f):
+        return None
+    x = re.search(rf"{mode} .*: ([0-9.]+) ms/step", open(f).read())
+    return float(x.group(1)) if x else None
+refs = [("old", "eager", "PyTorch 1.13 eager"), ("new", "eager", "PyTorch eager"), ("new", "torch.compile", "torch.compile")]
+refs = [x for x in refs if torch("gpt", 1, 1, x[0], x[1]) is not None]
+print("| model | threads | dpc ms/step | " + " | ".join(x[2] for x in refs) + " | " + " | ".join("dpc / " + x[2] for x in refs) + " |")
+print("| --- " * (3 + 2 * len(refs)) + "|")
+med = statistics.median
+ours = {}
 for m in ("gpt", "resnet"):
     for t in (1, 2):
-        ours = [json.load(open(f"{d}/{m}.{t}.{r}.json"))["ms_per_step"] for r in range(1, rounds + 1)]
-        theirs = [float(re.search(r": ([0-9.]+) ms/step", open(f"{d}/{m}.{t}.{r}.torch").read()).group(1)) for r in range(1, rounds + 1)]
-        ratio = statistics.median(o / p for o, p in zip(ours, theirs))
-        print(f"| {m} | {t} | {' '.join(f'{x:.1f}' for x in ours)} | {' '.join(f'{x:.1f}' for x in theirs)} | {ratio:.2f} |")
+        o = [json.load(open(f"{d}/{m}.{t}.{r}.json"))["ms_per_step"] for r in R]
+        ours[m, t] = o
+        cells = [f"{med(o):.1f}"]
+        ratios = []
+        for which, mode, _ in refs:
+            p = [torch(m, t, r, which, mode) for r in R]
+            cells.append(f"{med(p):.1f}")
+            ratios.append(f"{med(a / b for a, b in zip(o, p)):.2f}")
+        print(f"| {m} | {t} | " + " | ".join(cells + ratios) + " |")
+for m in ("gpt", "resnet"):
+    print(f"dpc {m}: 2 threads {med(a / b for a, b in zip(ours[m, 1], ours[m, 2])):.2f}x as fast as 1 (median of the rounds' ratios)")
 PY
 	exit 0
 fi

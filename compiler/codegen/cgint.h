@@ -110,8 +110,10 @@ int cg_kernel_id(Cg *g, KDesc *k);
  * k->lanes GPU threads, so a launch covers size * lanes threads. */
 int64_t cg_kernel_size(Cg *g, const KDesc *k);
 /* Rough work of one item in elements touched, for splitting a launch
- * between CPU threads: 1 for an element, a row's length for a row, a
- * tile's rows times the other side's rows times the width for attention. */
+ * between CPU threads: a vector's elements for an elementwise item (1
+ * unvectorized), times the elements each result folds for a reduction, a
+ * row's length for a row, a tile's rows times the other side's rows times
+ * the width for attention. */
 int64_t cg_kernel_work(Cg *g, const KDesc *k);
 /* "fused[1024,1024]": kind and result shape, for names and profiles */
 const char *cg_kernel_label(const KDesc *k);

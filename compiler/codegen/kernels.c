@@ -237,8 +237,12 @@ int64_t cg_kernel_work(Cg *g, const KDesc *k)
 		int64_t T = q.dim[q.rank - 2], dh = q.dim[q.rank - 1] / k->attr.attn.heads, tq, tk;
 		return (cg_attn_tiles(g, k, &tq, &tk) ? tq : 1) * T * dh;
 	}
-	default:
-		return 1;
+	case LW_REDUCE: { /* a vector of results, each folding its share of the operand */
+		int64_t out = ir_numel(k->out), in = k->nin ? ir_numel(k->in[0]) : out;
+		return k->vec * (out > 0 && in > out ? in / out : 1);
+	}
+	default: /* a vector of results */
+		return k->vec;
 	}
 }
 /* ---- small builders ---- */

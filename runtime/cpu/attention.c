@@ -1,11 +1,12 @@
 /* rt: attention on the CPU (the attention ops, rt_attention), in
  * FlashAttention-2's order of work: a work item is a tile of 64 query rows
  * of one head (64 key rows for the gradients of k and v); the other side's
- * rows come 64 at a time, and each tile's scores and products are GEMMs
- * (OpenBLAS), with the softmax between them kept online (a running max and
- * sum per row). Nothing [T, T] is made beyond one 64 x 64 tile. The items
- * are split between the device's threads; OpenBLAS runs single-threaded
- * inside them, as it always does (rt_choose_threads). bf16 is widened to f32 and the result rounded back. */
+ * rows come up to 512 at a time, and each chunk's scores and products are
+ * GEMMs (OpenBLAS), with the softmax between chunks kept online (a running
+ * max and sum per row). Nothing [T, T] is made beyond one 64 x 512 block a
+ * thread. The items are shared by the device's threads, each computed whole
+ * by one; OpenBLAS runs single-threaded inside them, as it always does
+ * (docs/threads.md). bf16 is widened to f32 and the result rounded back. */
 /* the loops over a tile's elements vectorize, in AVX-512 or AVX2 where the
  * CPU has it; never a fused multiply-add, which only some of those
  * instruction sets have, so that every CPU computes the same bits */
@@ -18,7 +19,9 @@
 
 #include "cpu.h"
 
-enum { TILE = 64 };
+/* an item's own rows; the other side's come CHUNK at a time, so that a
+ * T of up to CHUNK is one GEMM for the scores and one for the product */
+enum { TILE = 64, CHUNK = 512 };
 
 typedef struct {
 	int kind;            /* 0 attention, 1 stats, 2 dq, 3 dk, 4 dv */
@@ -53,12 +56,12 @@ static inline float fast_expf(float x)
 	return x != x ? x : y;
 }
 
-/* this thread's tiles: two T x T tiles, a tile of rows of the head, two scalars per row */
+/* this thread's blocks: two TILE x CHUNK blocks, a tile of rows of the head, two scalars per row */
 static void *scratch(const Job *j, size_t real)
 {
 	static __thread void *buf;
 	static __thread size_t cap;
-	size_t need = real * (size_t)(2 * TILE * TILE + TILE * j->dh + 2 * TILE);
+	size_t need = real * (size_t)(2 * TILE * CHUNK + TILE * j->dh + 2 * TILE);
 	if (need > cap) {
 		free(buf);
 		buf = rt_host_alloc((int64_t)need, "attention's tiles");
