@@ -105,13 +105,33 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	cg_store_once(k, out, idx, total);
 }
 
+typedef struct {
+	LLVMValueRef x, mx;
+} Lse;
+
+static LLVMValueRef lse_x(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i) { return cg_row_load(k, ((Lse *)ctx)->x, at); }
+
+static LLVMValueRef lse_exp(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	Lse *s = ctx;
+	return cg_exp(k, LLVMBuildFSub(k->b, cg_row_load(k, s->x, at), cg_splat(k, s->mx), ""));
+}
+
 /* Log-sum-exp of the C entries of x from base, and their max. split: the
- * lanes share the row; else this thread reads all of it. */
+ * lanes share the row; else this thread reads all of it. On the CPU, in
+ * vectors (cg_fold): a scalar running sum waited on its adder for each of
+ * GPT's 256 classes. */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out)
 {
 	Cg *g = k->g;
 	LLVMValueRef n = cg_i64(g, C);
 	LLVMValueRef first = cg_load(k, x, base);
+	if (!g->cuda) {
+		Lse s = {x, NULL};
+		s.mx = cg_fold(k, base, C, true, first, lse_x, &s);
+		*max_out = s.mx;
+		return LLVMBuildFAdd(k->b, s.mx, cg_log(k, cg_fold(k, base, C, false, cg_real(g, 0), lse_exp, &s)), "");
+	}
 	Loop l = split ? cg_for_lanes(k, n) : cg_for(k, n);
 	Acc m = cg_acc(k, &l, first);
 	LLVMValueRef nm = cg_max(k, m.phi, cg_load(k, x, LLVMBuildAdd(k->b, base, l.i, "")));

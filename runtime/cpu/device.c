@@ -33,6 +33,14 @@ static void cpu_zero(uint64_t dst, int64_t n) { memset(P(dst), 0, (size_t)n); }
 
 enum { MAX_THREADS = RT_MAX_THREADS, MIN_SPLIT = 1 << 16 };
 static int nthreads = 1;
+/* A worker waits for the next job spinning for up to idle_ns before it
+ * sleeps: a step's launches come microseconds apart, often with a kernel
+ * between them that runs on the caller alone, and waking a sleeping thread
+ * takes tens of microseconds (more in a virtual machine), longer than many
+ * kernels. With more threads than the cores allowed, a spinning worker
+ * would keep a core from a thread with work: then it spins briefly. */
+static int64_t idle_ns = 2000000;
+
 
 int rt_threads = 1;
 char rt_threads_why[160] = "the default";
@@ -98,6 +106,8 @@ void rt_choose_threads(long asked)
 static void cpu_init(void)
 {
 	nthreads = rt_threads < 1 ? 1 : rt_threads;
+	if (nthreads > allowed_cores())
+		idle_ns = 50000;
 	openblas_set_num_threads(1);
 }
 
@@ -126,13 +136,30 @@ static struct {
 	void *arg;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
+static int64_t clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* spins while *word is seen, for up to ns */
+static void spin_while(const int64_t *word, int64_t seen, int64_t ns)
+{
+	int64_t end = clock_ns() + ns;
+	for (int i = 1; __atomic_load_n(word, __ATOMIC_ACQUIRE) == seen; i++) {
+		relax();
+		if (i % 64 == 0 && clock_ns() > end)
+			return;
+	}
+}
+
 static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
 	int64_t seen = 0;
 	for (;;) {
-		for (int i = 0; i < SPIN && __atomic_load_n(&pool.job, __ATOMIC_ACQUIRE) == seen; i++)
-			relax();
+		spin_while(&pool.job, seen, idle_ns);
 		pthread_mutex_lock(&pool.mu);
 		while (pool.job == seen)
 			pthread_cond_wait(&pool.go, &pool.mu);
