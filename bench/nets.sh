@@ -14,7 +14,9 @@
 #     count; a cell is the median over ROUNDS (default 5) of the rounds'
 #     ms/step, a ratio the median of the rounds' ratios, since a shared
 #     machine's speed drifts between runs. Then dpc's speed-up from 1 to 2
-#     threads.
+#     threads. The GPT twin applies samples/gpt.dp's residual dropout of 0.1
+#     (TWIN_DROPOUT=0: none, the twin before 2026-11-26, which did less
+#     work than dpc).
 #
 #   bash bench/nets.sh [gpu]
 #     on the GPU machine, after `bash tests/gpu/run.sh build` here: samples/gpt.dp
@@ -36,13 +38,13 @@ if [ "${1:-gpu}" = cpu ]; then
 	gpt="-D L=4 -D D=128 -D H=4 -D T=128 -D V=256 -D B=8" resnet="-D B=32 -D S=32 -D C=16 -D N=3"
 	bin/dpc --target cpu $gpt samples/gpt.dp -o "$dir/gpt" || exit 1
 	bin/dpc --target cpu $resnet samples/resnet.dp -o "$dir/resnet" || exit 1
-	ver() { "$1" -c 'import torch; print(torch.__version__)'; }
-	echo "$(date -u +%F), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; dpc $(git rev-parse --short HEAD 2>/dev/null)${new:+; PyTorch $(ver "$new")}${old:+; Debian PyTorch $(ver "$old")}"
+	ver() { "$1" -c 'import torch; print(torch.__version__)' 2>/dev/null; }
+	echo "$(date -u +%F), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; GPT twin's dropout ${TWIN_DROPOUT:-0.1}; dpc $(git rev-parse --short HEAD 2>/dev/null)${new:+; PyTorch $(ver "$new")}${old:+; Debian PyTorch $(ver "$old")}"
 	steps=${STEPS:-20}
 	for r in $(seq "$rounds"); do
 		for t in 1 2; do
 			for m in gpt resnet; do
-				if [ $m = gpt ]; then args="gpt -L 4 -D 128 -H 4 -T 128 -V 256 -B 8"; else args="resnet -B 32 -S 32 -C 16 -N 3"; fi
+				if [ $m = gpt ]; then args="gpt -L 4 -D 128 -H 4 -T 128 -V 256 -B 8 --dropout ${TWIN_DROPOUT:-0.1}"; else args="resnet -B 32 -S 32 -C 16 -N 3"; fi
 				"$dir/$m" --threads $t --steps $steps --quiet --summary-json "$dir/$m.$t.$r.json" >/dev/null || exit 1
 				[ -n "$new" ] && { OMP_NUM_THREADS=$t "$new" bench/nets_torch.py $args --steps $steps --device cpu 2>/dev/null >"$dir/$m.$t.$r.new" || exit 1; }
 				[ -n "$old" ] && { OMP_NUM_THREADS=$t "$old" bench/nets_torch.py $args --steps $steps --device cpu 2>/dev/null >"$dir/$m.$t.$r.old" || exit 1; }

@@ -1,5 +1,6 @@
 """PyTorch references for samples/gpt.dp and samples/resnet.dp: the same
-networks, the same shapes, fp32 (or bf16 with --bf16), plain SGD, random data. Prints one line per
+networks (GPT with its residual dropout of 0.1 since 2026-11-26; before, the
+twin had none), the same shapes, fp32 (or bf16 with --bf16), plain SGD, random data. Prints one line per
 mode (eager, and torch.compile where this PyTorch has it): ms/step (CUDA
 events after warm-up; the clock on the CPU), throughput and peak memory.
 
@@ -37,9 +38,10 @@ def gpt(a, dev, g):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True) if hasattr(F, "scaled_dot_product_attention") \
                 else torch.softmax((q @ k.transpose(-1, -2) / math.sqrt(D // H)).masked_fill(
                     torch.ones(T, T, dtype=torch.bool, device=dev).triu(1), float("-inf")), -1) @ v
-            h = h + y.transpose(1, 2).reshape(B, T, D) @ p["w_o"] + p["b_o"]
+            # GPT-2's residual dropout, as samples/gpt.dp has it (--dropout 0 leaves it out)
+            h = h + F.dropout(y.transpose(1, 2).reshape(B, T, D) @ p["w_o"] + p["b_o"], a.dropout)
             m = F.layer_norm(h, (D,), p["ln2_g"], p["ln2_b"])
-            h = h + F.gelu(m @ p["w_fc"] + p["b_fc"], approximate="tanh") @ p["w_proj"] + p["b_proj"]
+            h = h + F.dropout(F.gelu(m @ p["w_fc"] + p["b_fc"], approximate="tanh") @ p["w_proj"] + p["b_proj"], a.dropout)
         logits = F.layer_norm(h, (D,), P["lnf_g"], P["lnf_b"]) @ P["wte"].t()
         return F.cross_entropy(logits.reshape(B * T, V), text[:, 1:].reshape(B * T))
 
@@ -99,6 +101,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--dropout", type=float, default=0.1, help="gpt: the residual dropout (samples/gpt.dp's 0.1)")
     ap.add_argument("--bf16", action="store_true", help="parameters, data and activations in bfloat16 (as dpc --precision bf16)")
     a = ap.parse_args()
     if a.bf16:

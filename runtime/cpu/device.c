@@ -1,8 +1,9 @@
 /* rt: the CPU device. "Device memory" is one arena apart from host memory;
- * transfers are memcpy; kernels are the generated x86 functions; GEMM is
- * OpenBLAS. The same interface runs the GPU (runtime/gpu). */
+ * transfers are memcpy; kernels are the generated x86 functions; GEMMs are
+ * oneDNN's or OpenBLAS's, on tiles. One team of threads runs them all, on
+ * pieces of work fixed by the shapes (docs/threads.md). The same interface
+ * runs the GPU (runtime/gpu). */
 #include <cblas.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -40,7 +41,6 @@ static int nthreads = 1;
  * kernels. With more threads than the cores allowed, a spinning worker
  * would keep a core from a thread with work: then it spins briefly. */
 static int64_t idle_ns = 2000000;
-
 
 int rt_threads = 1;
 char rt_threads_why[160] = "the default";

@@ -2,9 +2,9 @@
 # The same bits at any thread count (docs/threads.md): every sample, at sizes
 # where its GEMMs are cut into several tiles and its convolutions into
 # several pieces of images, trains 3 steps at 1, 2 and 3 threads in f32, f64
-# and bf16; the saved parameters must be byte-identical. --threads gives 1
-# and 2; 3 comes from OMP_NUM_THREADS, which is taken as given even beyond
-# the cores this process may run on (--threads is cut to them). Then the
+# and bf16; the saved parameters must be byte-identical. --threads gives a
+# count up to the cores this process may run on, OMP_NUM_THREADS one beyond
+# (--threads is cut to the cores, OMP_NUM_THREADS taken as given). Then the
 # thread count's sources, its report (-v, the summary's "threads") and bad
 # counts.
 set -u
@@ -12,6 +12,7 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 o="$TEST_OUT/threads"
 mkdir -p "$o"
+cores=$(nproc)
 
 # sizes: GEMMs of 2^24 FLOPs or more, convolutions of several pieces
 declare -A size=(
@@ -42,7 +43,7 @@ for dp in samples/*.dp; do
 		fi
 		good=1
 		for t in 1 2 3; do
-			if [ $t = 3 ]; then run=(env OMP_NUM_THREADS=3 "$exe"); else run=("$exe" --threads $t); fi
+			if [ $t -le "$cores" ]; then run=("$exe" --threads $t); else run=(env OMP_NUM_THREADS=$t "$exe"); fi
 			# shellcheck disable=SC2086
 			"${run[@]}" --steps 3 $data --quiet --save "$exe.$t.st" --summary-json "$exe.$t.json" >>"$log" 2>&1 || good=0
 			[ "$(json "$exe.$t.json" threads 2>/dev/null)" = $t ] || { echo "$t threads: the summary says otherwise" >>"$log"; good=0; }
@@ -57,7 +58,6 @@ done
 
 # the count: --threads, else OMP_NUM_THREADS, else the cores this process may run on (its affinity)
 exe="$o/resmlp.f32"
-cores=$(nproc)
 expect threads/verbose-default 0 "resmlp: $cores threads\? (the $cores cores\? this process may run on)" env -u OMP_NUM_THREADS "$exe" --steps 1 -v
 expect threads/verbose-omp 0 "resmlp: 3 threads (OMP_NUM_THREADS; this process may run on $cores core" env OMP_NUM_THREADS=3 "$exe" --steps 1 -v
 expect threads/verbose-flag 0 "resmlp: 1 thread (--threads; this process may run on" env OMP_NUM_THREADS=3 "$exe" --steps 1 --threads 1 -v
