@@ -9,7 +9,9 @@
  * (docs/threads.md). bf16 is widened to f32 and the result rounded back. */
 /* the loops over a tile's elements vectorize, in AVX-512 or AVX2 where the
  * CPU has it; never a fused multiply-add, which only some of those
- * instruction sets have, so that every CPU computes the same bits */
+ * instruction sets have, so that the three clones compute the same bits
+ * (the GEMMs between those loops are the BLAS's, whose kernels may differ
+ * from CPU to CPU) */
 #pragma GCC optimize("tree-vectorize", "no-trapping-math", "fp-contract=off")
 #include <cblas.h>
 #include <math.h>

@@ -4,8 +4,6 @@
 
 #include "../rt.h"
 
-/* the threads the CPU device splits work between (rt_choose_threads) */
-int rt_cpu_threads(void);
 /* runs fn(arg, i) for i in [0, n) on the device's threads, each i on one
  * thread, taken in turn */
 void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg);

@@ -33,7 +33,6 @@ static void cpu_d2h(void *dst, uint64_t src, int64_t n) { memcpy(dst, P(src), (s
 static void cpu_zero(uint64_t dst, int64_t n) { memset(P(dst), 0, (size_t)n); }
 
 enum { MAX_THREADS = RT_MAX_THREADS, MIN_SPLIT = 1 << 16 };
-static int nthreads = 1;
 /* A worker waits for the next job spinning for up to idle_ns before it
  * sleeps: a step's launches come microseconds apart, often with a kernel
  * between them that runs on the caller alone, and waking a sleeping thread
@@ -44,8 +43,7 @@ static int64_t idle_ns = 2000000;
 
 int rt_threads = 1;
 char rt_threads_why[160] = "the default";
-
-int rt_cpu_threads(void) { return nthreads; }
+static int cores = 1; /* this process may run on (allowed_cores), when rt_threads was chosen */
 
 /* OMP_NUM_THREADS: 1..MAX_THREADS (more is capped), or 0 when unset;
  * garbage is ignored with a warning. */
@@ -80,7 +78,8 @@ static int allowed_cores(void)
  * inside the pieces the device's own threads hand out. */
 void rt_choose_threads(long asked)
 {
-	int cores = allowed_cores(), env = env_threads("OMP_NUM_THREADS");
+	int env = env_threads("OMP_NUM_THREADS");
+	cores = allowed_cores();
 	const char *of = cores == 1 ? "core" : "cores";
 	if (asked > cores) {
 		fprintf(stderr, "%s: warning: --threads %ld: this process may run on %d %s; using %d\n", rt_prog, asked, cores,
@@ -105,8 +104,7 @@ void rt_choose_threads(long asked)
  * change its bits), and take turns at the cores with the device's. */
 static void cpu_init(void)
 {
-	nthreads = rt_threads < 1 ? 1 : rt_threads;
-	if (nthreads > allowed_cores())
+	if (rt_threads > cores)
 		idle_ns = 50000;
 	openblas_set_num_threads(1);
 }
@@ -178,12 +176,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Runs fn(arg, 0..parts-1) on at most nthreads threads and returns when all
+/* Runs fn(arg, 0..parts-1) on at most rt_threads threads and returns when all
  * are done. Parts beyond the threads, or for a worker that cannot be
  * started, run on the caller. */
 static void pool_run(int parts, void (*fn)(void *arg, int part), void *arg)
 {
-	int team = parts < nthreads ? parts : nthreads;
+	int team = parts < rt_threads ? parts : rt_threads;
 	while (pool.workers < team - 1) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.workers + 1)) != 0)
@@ -237,7 +235,7 @@ static void cpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uin
 	if (kernel < 0 || kernel >= dp_cpu_nkernels)
 		rt_fail(70, "internal error: kernel %d of %d", kernel, dp_cpu_nkernels);
 	RtKernelFn fn = dp_cpu_kernels[kernel];
-	int threads = nthreads;
+	int threads = rt_threads;
 	if (threads > work / (MIN_SPLIT / 4))
 		threads = (int)(work / (MIN_SPLIT / 4)); /* at least 16K elements' work each */
 	if (threads > n)
@@ -269,13 +267,13 @@ static void items_part(void *arg, int part)
 
 void rt_cpu_parallel(int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
 {
-	if (n <= 1 || nthreads == 1) {
+	if (n <= 1 || rt_threads == 1) {
 		for (int64_t i = 0; i < n; i++)
 			fn(arg, i);
 		return;
 	}
 	Items it = {fn, arg, n, 0};
-	pool_run(n < nthreads ? (int)n : nthreads, items_part, &it);
+	pool_run(n < rt_threads ? (int)n : rt_threads, items_part, &it);
 }
 
 typedef struct {
@@ -296,7 +294,7 @@ static void move_part(void *arg, int part)
 static void cpu_d2d(uint64_t dst, uint64_t src, int64_t n)
 {
 	bool apart = dst + (uint64_t)n <= src || src + (uint64_t)n <= dst;
-	int parts = (int)(n / (1 << 20)) < nthreads ? (int)(n / (1 << 20)) : nthreads;
+	int parts = (int)(n / (1 << 20)) < rt_threads ? (int)(n / (1 << 20)) : rt_threads;
 	if (!apart || parts < 2) {
 		memmove(P(dst), P(src), (size_t)n);
 		return;
