@@ -1,7 +1,7 @@
 /* codegen's private header: the LLVM context, the kernel builder and the
  * host-code builder that kernels.c, host.c and the op families' files
  * (leaves.c, movement.c, elementwise.c, linalg.c, reduce.c, nn.c,
- * control.c: the op table's last column) share. */
+ * attention.c, control.c: the op table's last column) share. */
 #ifndef DPC_CGINT_H
 #define DPC_CGINT_H
 
@@ -272,7 +272,8 @@ LLVMValueRef cg_declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *p
 #define CG_FAMILY(F) \
 	void cg_kernel_##F(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx); \
 	bool cg_host_##F(Host *h, Op *op);
-CG_FAMILY(leaf) CG_FAMILY(movement) CG_FAMILY(elementwise) CG_FAMILY(linalg) CG_FAMILY(reduce) CG_FAMILY(nn) CG_FAMILY(control)
+CG_FAMILY(leaf) CG_FAMILY(movement) CG_FAMILY(elementwise) CG_FAMILY(linalg) CG_FAMILY(reduce) CG_FAMILY(nn) CG_FAMILY(attention)
+CG_FAMILY(control)
 #undef CG_FAMILY
 
 /* elementwise.c: a run of elementwise ops of one shape as one kernel
@@ -284,7 +285,7 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
-/* nn.c: the tile sizes of an attention kernel; false: one row per item.
+/* attention.c: the tile sizes of an attention kernel; false: one row per item.
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);

@@ -1,0 +1,798 @@
+/* cg, attention: the kernels of attention and its gradients (attn_stats,
+ * attn_dq, attn_dk, attn_dv) on the GPU and the reference path, and the
+ * host's call into the CPU runtime's tiles of GEMMs (runtime/cpu/attention.c).
+ * Three lowerings, chosen by shape and target: tensor cores (bf16 on
+ * CUDA), tiles through shared memory or the stack, and one row per item. */
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../runtime/dprt.h"
+#include "cgint.h"
+#include "../ops/ops.h"
+
+/* sum over i < n of x[xb + i] * y[yb + i] */
+static LLVMValueRef dot(K *k, LLVMValueRef x, LLVMValueRef xb, LLVMValueRef y, LLVMValueRef yb, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = cg_for(k, nn);
+	Acc a = cg_acc(k, &l, cg_real(g, 0));
+	LLVMValueRef v = LLVMBuildFAdd(k->b, a.phi, LLVMBuildFMul(k->b, cg_load(k, x, LLVMBuildAdd(k->b, xb, l.i, "")), cg_load(k, y, LLVMBuildAdd(k->b, yb, l.i, "")), ""), "");
+	cg_acc_next(k, &a, v);
+	cg_for_end(k, &l, nn);
+	return cg_acc_result(k, &l, cg_real(g, 0), v);
+}
+
+/* out[ob + i] += s * x[xb + i] for i < n */
+static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMValueRef x, LLVMValueRef xb, int64_t n)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = cg_for(k, nn);
+	LLVMValueRef at = LLVMBuildAdd(k->b, ob, l.i, "");
+	cg_store(k, out, at, LLVMBuildFAdd(k->b, cg_load(k, out, at), LLVMBuildFMul(k->b, s, cg_load(k, x, LLVMBuildAdd(k->b, xb, l.i, "")), ""), ""));
+	cg_for_end(k, &l, nn);
+}
+
+/* ---- attention in tiles ----
+ * A work item is a tile of Tq rows of one head (query rows; key rows for
+ * attn_dk and attn_dv); the other side's rows come in tiles of Tk, copied
+ * once into tile memory (shared memory on the GPU, where the item's 256
+ * lanes each own a row; a stack array on the CPU, where one lane owns
+ * them all) and read there by every row of the item. Each row's sums are
+ * kept in the compute type until its result is stored. The order of every
+ * sum is the per-row kernel's: keys (queries) ascending. */
+
+#define ATTN_SMEM 32768 /* bytes of shared memory per block on the GPU */
+
+bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
+{
+	Type q = d->in[0];
+	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, rb = q.dt == DT_F64 ? 8 : 4;
+	if (cg_attn_mma(g, d)) {
+		/* 16 rows a warp on tensor cores, the other side 64 at a time (body_attn_mma) */
+		*tq = 128;
+		*tk = 64;
+		return true;
+	}
+	if (!g->cuda) {
+		/* the item's rows and tiles live on the stack: at most 1 MiB of it */
+		*tq = *tk = 8;
+		return (3 * *tq * dh + 2 * *tq + 2 * *tk * dh + 2 * *tk) * rb <= (1 << 20);
+	}
+	*tq = 256;
+	*tk = ATTN_SMEM / rb / (2 * dh + 2);
+	if (*tk > 64)
+		*tk = 64;
+	return *tk >= 8; /* else one row per item, untiled (body_attn) */
+}
+
+/* n reals of the compute type on this item's stack, made once in the entry block */
+static LLVMValueRef scratch(K *k, int64_t n)
+{
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(k->g->ctx);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	if (first)
+		LLVMPositionBuilderBefore(b, first);
+	else
+		LLVMPositionBuilderAtEnd(b, entry);
+	LLVMValueRef a = LLVMBuildArrayAlloca(b, k->g->real, LLVMConstInt(k->g->i32, (unsigned long long)n, 0), "");
+	LLVMSetAlignment(a, 16);
+	LLVMDisposeBuilder(b);
+	return a;
+}
+
+/* the item's tile memory, n reals: the block's shared array on the GPU */
+static LLVMValueRef tile_memory(K *k, int64_t n)
+{
+	Cg *g = k->g;
+	if (k->lanes == 1)
+		return scratch(k, n);
+	bool f64 = g->real == g->f64;
+	LLVMValueRef s = cg_shared_array(g, f64 ? "dp_tile_f64" : "dp_tile_f32", LLVMArrayType(g->real, ATTN_SMEM / (f64 ? 8 : 4)));
+	return LLVMBuildAddrSpaceCast(k->b, LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 3), ""), LLVMPointerType(g->real, 0), "");
+}
+
+static LLVMValueRef at_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
+static LLVMValueRef rd_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildLoad2(k->b, k->g->real, at_c(k, p, i), ""); }
+static void wr_c(K *k, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v) { LLVMBuildStore(k->b, v, at_c(k, p, i)); }
+
+/* sum of x[i] y[i] for i < n, both in the compute type */
+static LLVMValueRef dot_c(K *k, LLVMValueRef x, LLVMValueRef y, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMValueRef nn = cg_i64(g, n);
+	Loop l = cg_for(k, nn);
+	Acc a = cg_acc(k, &l, cg_real(g, 0));
+	LLVMValueRef v = LLVMBuildFAdd(k->b, a.phi, LLVMBuildFMul(k->b, rd_c(k, x, l.i), rd_c(k, y, l.i), ""), "");
+	cg_acc_next(k, &a, v);
+	cg_for_end(k, &l, nn);
+	return cg_acc_result(k, &l, cg_real(g, 0), v);
+}
+
+/* acc[i] += s x[i] for i < n */
+static void axpy_c(K *k, LLVMValueRef acc, LLVMValueRef s, LLVMValueRef x, int64_t n)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = cg_for(k, nn);
+	wr_c(k, acc, l.i, LLVMBuildFAdd(k->b, rd_c(k, acc, l.i), LLVMBuildFMul(k->b, s, rd_c(k, x, l.i), ""), ""));
+	cg_for_end(k, &l, nn);
+}
+
+/* the item's lanes wait for each other (GPU); nothing to wait for on the CPU */
+static void barrier(K *k)
+{
+	if (k->lanes > 1)
+		cg_intrinsic(k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(k->g->ctx), NULL, 0);
+}
+static LLVMValueRef imin(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, ""); }
+static LLVMValueRef imax(K *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, ""); }
+
+static void body_attn_tiled(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item, int64_t tq, int64_t tk)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, Dh = C / H;
+	int64_t nslot = tq / k->lanes;
+	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
+	bool fwd = d->kind == OP_ATTENTION, stats = d->kind == OP_ATTN_STATS;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C), nDh = cg_i64(g, Dh);
+	LLVMValueRef nt = cg_i64(g, (T + tq - 1) / tq);
+	LLVMValueRef bh = LLVMBuildUDiv(B, item, nt, ""), row0 = LLVMBuildMul(B, LLVMBuildURem(B, item, nt, ""), cg_i64(g, tq), "");
+	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
+	LLVMValueRef head = LLVMBuildMul(B, h, nDh, "");
+	/* element 0 of row r of this head: (b T + r) C + h Dh; its stats at 2 (bh T + r) */
+#define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
+#define ST(r) LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), (r), ""), cg_i64(g, 2), "")
+#define SLOT(p, s, w) LLVMBuildGEP2(B, g->real, (p), (LLVMValueRef[]){LLVMBuildMul(B, (s), cg_i64(g, (w)), "")}, 1, "")
+	/* the row slot s owns: this lane's s-th */
+#define ROW(s) LLVMBuildAdd(B, row0, LLVMBuildAdd(B, k->lane, LLVMBuildMul(B, (s), cg_i64(g, k->lanes), ""), ""), "")
+	/* per owned row (slot): its own row(s) copied, its sum, and two scalars
+	 * (running max and sum, then log-sum-exp; or the row's stats) */
+	LLVMValueRef mine = scratch(k, nslot * Dh), acc = scratch(k, nslot * Dh), st = scratch(k, nslot * 2);
+	bool two = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK;
+	LLVMValueRef mine2 = two ? scratch(k, nslot * Dh) : NULL;
+	LLVMValueRef ta = tile_memory(k, 2 * tk * Dh + 2 * tk);
+	LLVMValueRef tb = at_c(k, ta, cg_i64(g, tk * Dh)), ts = at_c(k, ta, cg_i64(g, 2 * tk * Dh));
+	/* mine: Q (K for key rows); mine2: dO (V) */
+	LLVMValueRef own = keyside ? ptrs[2] : ptrs[1], own2 = d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3];
+	Loop sl = cg_for(k, cg_i64(g, nslot));
+	LLVMValueRef r = ROW(sl.i);
+	LLVMBasicBlockRef join = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, r, nT, ""));
+	LLVMValueRef ms = SLOT(mine, sl.i, Dh), as = SLOT(acc, sl.i, Dh), ss = SLOT(st, sl.i, 2);
+	LLVMValueRef m2 = two ? SLOT(mine2, sl.i, Dh) : NULL;
+	Loop c = cg_for(k, nDh);
+	wr_c(k, ms, c.i, cg_load(k, own, LLVMBuildAdd(B, AT(r), c.i, "")));
+	if (two)
+		wr_c(k, m2, c.i, cg_load(k, own2, LLVMBuildAdd(B, AT(r), c.i, "")));
+	wr_c(k, as, c.i, cg_real(g, 0));
+	cg_for_end(k, &c, nDh);
+	if (d->kind == OP_ATTN_DQ) {
+		wr_c(k, ss, cg_i64(g, 0), cg_load(k, ptrs[5], ST(r)));
+		wr_c(k, ss, cg_i64(g, 1), cg_load(k, ptrs[5], LLVMBuildAdd(B, ST(r), cg_i64(g, 1), "")));
+	} else {
+		wr_c(k, ss, cg_i64(g, 0), cg_real(g, -INFINITY));
+		wr_c(k, ss, cg_i64(g, 1), cg_real(g, 0));
+	}
+	cg_end_if(k, join);
+	cg_for_end(k, &sl, cg_i64(g, nslot));
+
+	/* the other side's rows: keys 0 .. the tile's last row (all when not
+	 * causal) for query rows, queries from the tile's first row for key rows */
+	LLVMValueRef ostart = keyside && causal ? row0 : cg_i64(g, 0);
+	LLVMValueRef oend = !keyside && causal ? imin(k, nT, LLVMBuildAdd(B, row0, cg_i64(g, tq), "")) : nT;
+	for (int pass = 0; pass < (fwd ? 2 : 1); pass++) {
+		bool sums = (fwd && pass == 0) || stats; /* running max and sum of exp */
+		bool load_b = !sums;
+		Loop o = cg_for_from(k, ostart, tk, oend);
+		LLVMValueRef on = imin(k, cg_i64(g, tk), LLVMBuildSub(B, oend, o.i, ""));
+		barrier(k); /* the last tile's readers are done */
+		LLVMValueRef n = LLVMBuildMul(B, on, nDh, "");
+		Loop e = cg_for_lanes(k, n);
+		LLVMValueRef src = LLVMBuildAdd(B, AT(LLVMBuildAdd(B, o.i, LLVMBuildUDiv(B, e.i, nDh, ""), "")), LLVMBuildURem(B, e.i, nDh, ""), "");
+		wr_c(k, ta, e.i, cg_load(k, keyside ? ptrs[1] : ptrs[2], src));
+		if (load_b)
+			wr_c(k, tb, e.i, cg_load(k, keyside ? ptrs[4] : ptrs[3], src));
+		cg_for_end(k, &e, n);
+		if (keyside) {
+			LLVMValueRef n2 = LLVMBuildMul(B, on, cg_i64(g, 2), "");
+			Loop e2 = cg_for_lanes(k, n2);
+			wr_c(k, ts, e2.i, cg_load(k, ptrs[5], LLVMBuildAdd(B, ST(o.i), e2.i, "")));
+			cg_for_end(k, &e2, n2);
+		}
+		barrier(k);
+		Loop s = cg_for(k, cg_i64(g, nslot));
+		LLVMValueRef rr = ROW(s.i);
+		LLVMBasicBlockRef j2 = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, rr, nT, ""));
+		LLVMValueRef ms2 = SLOT(mine, s.i, Dh), as2 = SLOT(acc, s.i, Dh), ss2 = SLOT(st, s.i, 2);
+		LLVMValueRef m22 = two ? SLOT(mine2, s.i, Dh) : NULL;
+		/* causal: a query row sees keys up to itself, a key row queries from itself */
+		LLVMValueRef rel = LLVMBuildSub(B, rr, o.i, "");
+		LLVMValueRef jfrom = keyside && causal ? imax(k, cg_i64(g, 0), rel) : cg_i64(g, 0);
+		LLVMValueRef jto = !keyside && causal ? imin(k, on, LLVMBuildAdd(B, rel, cg_i64(g, 1), "")) : on;
+		Loop j = cg_for_from(k, jfrom, 1, jto);
+		LLVMValueRef aj = at_c(k, ta, LLVMBuildMul(B, j.i, nDh, "")), bj = at_c(k, tb, LLVMBuildMul(B, j.i, nDh, ""));
+		LLVMValueRef sc = LLVMBuildFMul(B, dot_c(k, ms2, aj, Dh), scale, "");
+		if (sums) {
+			LLVMValueRef m0 = rd_c(k, ss2, cg_i64(g, 0)), l0 = rd_c(k, ss2, cg_i64(g, 1));
+			LLVMValueRef nm = cg_max(k, m0, sc);
+			LLVMValueRef nl = LLVMBuildFAdd(B, LLVMBuildFMul(B, l0, cg_exp(k, LLVMBuildFSub(B, m0, nm, "")), ""),
+			                                cg_exp(k, LLVMBuildFSub(B, sc, nm, "")), "");
+			wr_c(k, ss2, cg_i64(g, 0), nm);
+			wr_c(k, ss2, cg_i64(g, 1), nl);
+		} else if (fwd) {
+			/* pass 2: st holds the row's log-sum-exp */
+			axpy_c(k, as2, cg_exp(k, LLVMBuildFSub(B, sc, rd_c(k, ss2, cg_i64(g, 0)), "")), bj, Dh);
+		} else if (!keyside) {
+			/* dq: ds = p (dO . v_j - D) scale, against k_j */
+			LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, sc, rd_c(k, ss2, cg_i64(g, 0)), ""));
+			LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot_c(k, m22, bj, Dh), rd_c(k, ss2, cg_i64(g, 1)), ""), "");
+			axpy_c(k, as2, LLVMBuildFMul(B, ds, scale, ""), aj, Dh);
+		} else {
+			/* key rows: query j's stats from the tile */
+			LLVMValueRef two_j = LLVMBuildMul(B, j.i, cg_i64(g, 2), "");
+			LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, sc, rd_c(k, ts, two_j), ""));
+			if (d->kind == OP_ATTN_DV) {
+				axpy_c(k, as2, p, bj, Dh);
+			} else {
+				LLVMValueRef dd = rd_c(k, ts, LLVMBuildAdd(B, two_j, cg_i64(g, 1), ""));
+				LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot_c(k, bj, m22, Dh), dd, ""), "");
+				axpy_c(k, as2, LLVMBuildFMul(B, ds, scale, ""), aj, Dh);
+			}
+		}
+		cg_for_end(k, &j, jto);
+		cg_end_if(k, j2);
+		cg_for_end(k, &s, cg_i64(g, nslot));
+		cg_for_end(k, &o, oend);
+		if (fwd && pass == 0) {
+			/* each row's log-sum-exp, for the second pass */
+			Loop s3 = cg_for(k, cg_i64(g, nslot));
+			LLVMValueRef ss3 = SLOT(st, s3.i, 2);
+			wr_c(k, ss3, cg_i64(g, 0), LLVMBuildFAdd(B, rd_c(k, ss3, cg_i64(g, 0)), cg_log(k, rd_c(k, ss3, cg_i64(g, 1))), ""));
+			cg_for_end(k, &s3, cg_i64(g, nslot));
+		}
+	}
+
+	/* each owned row's result */
+	Loop f = cg_for(k, cg_i64(g, nslot));
+	LLVMValueRef rf = ROW(f.i);
+	LLVMBasicBlockRef j3 = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, rf, nT, ""));
+	if (stats) {
+		/* ptrs: out, q, k, dO, O */
+		LLVMValueRef ssf = SLOT(st, f.i, 2), at = ST(rf);
+		cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, rd_c(k, ssf, cg_i64(g, 0)), cg_log(k, rd_c(k, ssf, cg_i64(g, 1))), ""));
+		cg_store(k, ptrs[0], LLVMBuildAdd(B, at, cg_i64(g, 1), ""), dot(k, ptrs[3], AT(rf), ptrs[4], AT(rf), Dh));
+	} else {
+		LLVMValueRef asf = SLOT(acc, f.i, Dh);
+		Loop c2 = cg_for(k, nDh);
+		cg_store(k, ptrs[0], LLVMBuildAdd(B, AT(rf), c2.i, ""), rd_c(k, asf, c2.i));
+		cg_for_end(k, &c2, nDh);
+	}
+	cg_end_if(k, j3);
+	cg_for_end(k, &f, cg_i64(g, nslot));
+#undef AT
+#undef ST
+#undef SLOT
+#undef ROW
+}
+
+/* Attention, one row per work item: query row t of head h in batch b (key
+ * row t for attn_dk and attn_dv). Scores are recomputed where needed, so
+ * nothing of size [T, T] is stored. ptrs: out, then the operands. */
+static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, Dh = C / H;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)Dh)), nT = cg_i64(g, T), nC = cg_i64(g, C);
+	LLVMValueRef t = LLVMBuildURem(B, row, nT, ""), bh = LLVMBuildUDiv(B, row, nT, "");
+	LLVMValueRef h = LLVMBuildURem(B, bh, cg_i64(g, H), ""), b = LLVMBuildUDiv(B, bh, cg_i64(g, H), "");
+	LLVMValueRef head = LLVMBuildMul(B, h, cg_i64(g, Dh), "");
+	/* element 0 of row r of this head: (b T + r) C + h Dh */
+#define AT(r) LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, b, nT, ""), (r), ""), nC, ""), head, "")
+	LLVMValueRef mine = AT(t), out = ptrs[0];
+	LLVMValueRef Q = ptrs[1], Kp = ptrs[2], V = ptrs[3];
+	/* the rows on the other side: keys 0..t (all when not causal) for a
+	 * query row, queries t..T-1 for a key row */
+	bool keyrow = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV;
+	LLVMValueRef from = keyrow && d->attr.attn.causal ? t : cg_i64(g, 0);
+	LLVMValueRef to = !keyrow && d->attr.attn.causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : nT;
+	if (d->kind != OP_ATTN_STATS) {
+		/* every other kind adds its row up in out */
+		Loop z = cg_for(k, cg_i64(g, Dh));
+		cg_store(k, out, LLVMBuildAdd(B, mine, z.i, ""), cg_real(g, 0));
+		cg_for_end(k, &z, cg_i64(g, Dh));
+	}
+	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
+		/* an online softmax: running max m and sum l of exp(s - m) */
+		Loop l = cg_for_from(k, cg_i64(g, 0), 1, to);
+		Acc m = cg_acc(k, &l, cg_real(g, -INFINITY)), sum = cg_acc(k, &l, cg_real(g, 0));
+		LLVMValueRef s = LLVMBuildFMul(B, dot(k, Q, mine, Kp, AT(l.i), Dh), scale, "");
+		LLVMValueRef nm = cg_max(k, m.phi, s);
+		LLVMValueRef ns = LLVMBuildFAdd(B, LLVMBuildFMul(B, sum.phi, cg_exp(k, LLVMBuildFSub(B, m.phi, nm, "")), ""),
+		                                cg_exp(k, LLVMBuildFSub(B, s, nm, "")), "");
+		cg_acc_next(k, &m, nm);
+		cg_acc_next(k, &sum, ns);
+		cg_for_end(k, &l, to);
+		LLVMValueRef mx = cg_acc_result(k, &l, cg_real(g, -INFINITY), nm), tot = cg_acc_result(k, &l, cg_real(g, 0), ns);
+		if (d->kind == OP_ATTN_STATS) {
+			/* ptrs: out, q, k, dO, O */
+			LLVMValueRef two = LLVMBuildMul(B, row, cg_i64(g, 2), "");
+			cg_store(k, out, two, LLVMBuildFAdd(B, mx, cg_log(k, tot), ""));
+			cg_store(k, out, LLVMBuildAdd(B, two, cg_i64(g, 1), ""), dot(k, ptrs[3], mine, ptrs[4], mine, Dh));
+			return;
+		}
+		Loop l2 = cg_for_from(k, cg_i64(g, 0), 1, to);
+		LLVMValueRef kr = AT(l2.i);
+		LLVMValueRef p = LLVMBuildFDiv(B, cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, mine, Kp, kr, Dh), scale, ""), mx, "")), tot, "");
+		axpy(k, out, mine, p, V, kr, Dh);
+		cg_for_end(k, &l2, to);
+		return;
+	}
+	/* gradients: ptrs out, q, k, v, dO, stats; ds = p (dO_i . v_j - D_i) */
+	LLVMValueRef dO = ptrs[4], st = ptrs[5];
+	Loop l = cg_for_from(k, from, 1, to);
+	LLVMValueRef other = AT(l.i);
+	LLVMValueRef qi = keyrow ? other : mine, kj = keyrow ? mine : other;
+	LLVMValueRef irow = keyrow ? LLVMBuildAdd(B, LLVMBuildMul(B, bh, nT, ""), l.i, "") : row;
+	LLVMValueRef two = LLVMBuildMul(B, irow, cg_i64(g, 2), "");
+	LLVMValueRef lse = cg_load(k, st, two), D = cg_load(k, st, LLVMBuildAdd(B, two, cg_i64(g, 1), ""));
+	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, dot(k, Q, qi, Kp, kj, Dh), scale, ""), lse, ""));
+	if (d->kind == OP_ATTN_DV) {
+		axpy(k, out, mine, p, dO, qi, Dh);
+	} else {
+		LLVMValueRef ds = LLVMBuildFMul(B, p, LLVMBuildFSub(B, dot(k, dO, qi, V, kj, Dh), D, ""), "");
+		ds = LLVMBuildFMul(B, ds, scale, "");
+		if (d->kind == OP_ATTN_DQ)
+			axpy(k, out, mine, ds, Kp, kj, Dh);
+		else
+			axpy(k, out, mine, ds, Q, qi, Dh);
+	}
+	cg_for_end(k, &l, to);
+#undef AT
+}
+
+/* ---- attention on tensor cores: bf16 on the GPU ----
+ * FlashAttention-2's order of work on mma.m16n8k16 (bf16 operands, f32
+ * sums). An item is a tile of 128 rows of one head, 16 for each warp of the
+ * block: query rows for attention, attn_stats and attn_dq, key rows for
+ * attn_dk and attn_dv. The other side's rows come 64 at a time through
+ * shared memory (rows padded by 8 elements against bank conflicts), with
+ * their statistics for the key-side kernels. Fragments follow PTX's layout
+ * for m16n8k16: a thread is (g, t) = (lane / 4, lane % 4) of its warp; A's
+ * four registers hold rows g and g + 8 at columns 2t, 2t + 1 and 2t + 8,
+ * 2t + 9; B's two hold rows (k) 2t, 2t + 1 and 2t + 8, 2t + 9 of column
+ * (n) g; C's four floats rows g and g + 8 at columns 2t, 2t + 1. A tile of
+ * scores in C's layout becomes the A operand of the next product (P V, dS K)
+ * in registers, rounded to bf16 as FlashAttention-2 does. */
+
+enum { MMA_ROWS = 128, MMA_TILE = 64, MMA_PAD = 8 };
+
+bool cg_attn_mma(const Cg *g, const KDesc *d)
+{
+	Type q = d->in[0];
+	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads;
+	return g->cuda && !g->reference && q.dt == DT_BF16 && dh % 16 == 0 && dh <= 128;
+}
+
+typedef struct {
+	K *k;
+	const KDesc *d;
+	LLVMValueRef *ptrs;
+	int64_t T, C, H, dh, stride; /* stride: a shared row's elements */
+	LLVMValueRef b, h, bh, warp, g, t, lane;
+	LLVMValueRef smem;           /* the block's tile memory, as i32 words (generic address space) */
+	LLVMTypeRef mma_t;           /* {float, float, float, float} */
+} Mma;
+
+static LLVMValueRef i64c(Mma *m, int64_t v) { return cg_i64(m->k->g, v); }
+static LLVMValueRef add(Mma *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(m->k->b, a, b, ""); }
+static LLVMValueRef mulc(Mma *m, LLVMValueRef a, int64_t c) { return LLVMBuildMul(m->k->b, a, i64c(m, c), ""); }
+
+/* the word at element e (even) of a bf16 tensor */
+static LLVMValueRef word_at(Mma *m, LLVMValueRef p, LLVMValueRef e)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	LLVMValueRef w = LLVMBuildBitCast(B, p, g->i32p, "");
+	LLVMValueRef i = LLVMBuildLShr(B, e, i64c(m, 1), "");
+	return LLVMBuildLoad2(B, g->i32, LLVMBuildGEP2(B, g->i32, w, &i, 1, ""), "");
+}
+
+/* element 0 of row r (of this head, in batch b) in a [.., T, C] tensor */
+static LLVMValueRef head_row(Mma *m, LLVMValueRef r)
+{
+	return add(m, mulc(m, add(m, mulc(m, m->b, m->T), r), m->C), mulc(m, m->h, m->dh));
+}
+
+/* A fragment of rows r0.. (16) and columns c0.. (16) of tensor p, straight
+ * from global memory: rows at or past T read as zeros */
+static void frag_a(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t c0, LLVMValueRef *a)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	for (int i = 0; i < 4; i++) {
+		LLVMValueRef r = add(m, r0, add(m, m->g, i64c(m, i & 1 ? 8 : 0)));
+		LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+		LLVMValueRef safe = LLVMBuildSelect(B, in, r, i64c(m, 0), "");
+		LLVMValueRef e = add(m, head_row(m, safe), add(m, mulc(m, m->t, 2), i64c(m, c0 + (i & 2 ? 8 : 0))));
+		a[i] = LLVMBuildSelect(B, in, word_at(m, p, e), LLVMConstInt(g->i32, 0, 0), "");
+	}
+}
+
+static LLVMValueRef smem_word(Mma *m, LLVMValueRef w)
+{
+	Cg *g = m->k->g;
+	return LLVMBuildGEP2(m->k->b, g->i32, m->smem, &w, 1, "");
+}
+
+static LLVMValueRef smem_half(Mma *m, LLVMValueRef e)
+{
+	Cg *g = m->k->g;
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
+	LLVMValueRef h = LLVMBuildBitCast(m->k->b, m->smem, LLVMPointerType(i16, 0), "");
+	return LLVMBuildLoad2(m->k->b, i16, LLVMBuildGEP2(m->k->b, i16, h, &e, 1, ""), "");
+}
+
+/* B fragment from a shared tile whose rows are B's columns (n0 + g) and
+ * whose elements along a row are B's k (k0 + 2t ...): one word each */
+static void frag_b_rows(Mma *m, int64_t base, int64_t n0, int64_t k0, LLVMValueRef *b)
+{
+	LLVMBuilderRef B = m->k->b;
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef e = add(m, mulc(m, add(m, m->g, i64c(m, n0)), m->stride), add(m, mulc(m, m->t, 2), i64c(m, k0 + 8 * i)));
+		b[i] = LLVMBuildLoad2(B, m->k->g->i32, smem_word(m, add(m, i64c(m, base / 2), LLVMBuildLShr(B, e, i64c(m, 1), ""))), "");
+	}
+}
+
+/* B fragment from a shared tile whose rows are B's k (k0 + 2t ...) and
+ * whose elements are B's columns (n0 + g): two halves each */
+static void frag_b_cols(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueRef *b)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef h[2];
+		for (int j = 0; j < 2; j++) {
+			LLVMValueRef row = add(m, mulc(m, m->t, 2), i64c(m, k0 + 8 * i + j));
+			h[j] = LLVMBuildZExt(B, smem_half(m, add(m, i64c(m, base), add(m, mulc(m, row, m->stride), add(m, m->g, i64c(m, n0))))), g->i32, "");
+		}
+		b[i] = LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
+	}
+}
+
+/* c += a b, the four floats in place */
+static void mma(Mma *m, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c)
+{
+	LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3]};
+	LLVMValueRef r = cg_intrinsic(m->k, "llvm.nvvm.mma.m16n8k16.row.col.bf16", m->mma_t, args, 10);
+	for (int i = 0; i < 4; i++)
+		c[i] = LLVMBuildExtractValue(m->k->b, r, (unsigned)i, "");
+}
+
+/* two f32 to a word of bf16, rounded to nearest even (the lower first) */
+static LLVMValueRef pack(Mma *m, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	LLVMValueRef h[2] = {lo, hi};
+	for (int i = 0; i < 2; i++) {
+		LLVMValueRef w = LLVMBuildBitCast(B, h[i], g->i32, "");
+		LLVMValueRef odd = LLVMBuildAnd(B, LLVMBuildLShr(B, w, LLVMConstInt(g->i32, 16, 0), ""), LLVMConstInt(g->i32, 1, 0), "");
+		w = LLVMBuildAdd(B, w, LLVMBuildAdd(B, odd, LLVMConstInt(g->i32, 0x7fff, 0), ""), "");
+		h[i] = LLVMBuildLShr(B, w, LLVMConstInt(g->i32, 16, 0), "");
+	}
+	return LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
+}
+
+/* the A fragments of a 16 x 64 tile held as C fragments s[8][4] (columns 8j..8j+7 in s[j]) */
+static void as_a(Mma *m, LLVMValueRef s[8][4], int kc, LLVMValueRef *a)
+{
+	a[0] = pack(m, s[2 * kc][0], s[2 * kc][1]);
+	a[1] = pack(m, s[2 * kc][2], s[2 * kc][3]);
+	a[2] = pack(m, s[2 * kc + 1][0], s[2 * kc + 1][1]);
+	a[3] = pack(m, s[2 * kc + 1][2], s[2 * kc + 1][3]);
+}
+
+/* the value of the quad's four threads combined (max or sum), in each */
+static LLVMValueRef quad(Mma *m, LLVMValueRef v, bool max)
+{
+	Cg *g = m->k->g;
+	for (int mask = 1; mask <= 2; mask *= 2) {
+		LLVMValueRef args[4] = {LLVMConstInt(g->i32, 0xffffffffu, 0), v, LLVMConstInt(g->i32, (unsigned)mask, 0), LLVMConstInt(g->i32, 31, 0)};
+		LLVMValueRef o = cg_intrinsic(m->k, "llvm.nvvm.shfl.sync.bfly.f32", g->real, args, 4);
+		v = max ? cg_max(m->k, v, o) : LLVMBuildFAdd(m->k->b, v, o, "");
+	}
+	return v;
+}
+
+static void barrier_all(Mma *m)
+{
+	cg_intrinsic(m->k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(m->k->g->ctx), NULL, 0);
+}
+
+/* rows r0.. (MMA_TILE) of tensor p into the shared tile at element base; past T zeros */
+static void load_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t base)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	Cg *g = k->g;
+	int64_t words = MMA_TILE * m->dh / 2;
+	Loop l = cg_for_from(k, m->lane, CG_BLOCK, i64c(m, words));
+	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, m->dh / 2), ""), col = LLVMBuildURem(B, l.i, i64c(m, m->dh / 2), "");
+	LLVMValueRef r = add(m, r0, row), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+	LLVMValueRef e = add(m, head_row(m, LLVMBuildSelect(B, in, r, i64c(m, 0), "")), mulc(m, col, 2));
+	LLVMValueRef v = LLVMBuildSelect(B, in, word_at(m, p, e), LLVMConstInt(g->i32, 0, 0), "");
+	LLVMBuildStore(B, v, smem_word(m, add(m, i64c(m, base / 2), add(m, mulc(m, row, m->stride / 2), col))));
+	cg_for_end(k, &l, i64c(m, words));
+}
+
+/* a real stored in the tensor's bf16 (the statistics) */
+static LLVMValueRef stat(Mma *m, LLVMValueRef e) { return cg_load(m->k, m->ptrs[m->d->kind == OP_ATTN_STATS ? 0 : 5], e); }
+
+static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Type q = d->in[0];
+	Mma mm;
+	memset(&mm, 0, sizeof mm);
+	Mma *m = &mm;
+	m->k = k, m->d = d, m->ptrs = ptrs;
+	m->T = q.dim[q.rank - 2], m->C = q.dim[q.rank - 1], m->H = d->attr.attn.heads;
+	m->dh = m->C / m->H;
+	m->stride = m->dh + MMA_PAD;
+	LLVMTypeRef f4[4] = {g->real, g->real, g->real, g->real};
+	m->mma_t = LLVMStructTypeInContext(g->ctx, f4, 4, 0);
+	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, kd = m->dh / 16, tile = MMA_TILE * m->stride;
+	m->bh = LLVMBuildUDiv(B, item, i64c(m, nt), "");
+	LLVMValueRef row0 = mulc(m, LLVMBuildURem(B, item, i64c(m, nt), ""), MMA_ROWS);
+	m->h = LLVMBuildURem(B, m->bh, i64c(m, m->H), "");
+	m->b = LLVMBuildUDiv(B, m->bh, i64c(m, m->H), "");
+	m->lane = k->lane;
+	m->warp = LLVMBuildLShr(B, k->lane, i64c(m, 5), "");
+	LLVMValueRef l32 = LLVMBuildAnd(B, k->lane, i64c(m, 31), "");
+	m->g = LLVMBuildLShr(B, l32, i64c(m, 2), "");
+	m->t = LLVMBuildAnd(B, l32, i64c(m, 3), "");
+	/* two tiles of shared rows, then two floats per row of statistics */
+	int64_t words = (2 * tile + 2 * MMA_TILE * 2) / 2;
+	/* named by its size: a module's kernels share one global per name, and
+	 * heads of another width need another size */
+	char name[48];
+	snprintf(name, sizeof name, "dp_tile_mma_%lld", (long long)words);
+	LLVMValueRef s = cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
+	m->smem = LLVMBuildAddrSpaceCast(B, LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, 3), ""), g->i32p, "");
+	/* the statistics after the two tiles (2 tile halves = tile words) */
+	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, 0), "");
+	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
+	LLVMValueRef mine0 = add(m, row0, mulc(m, m->warp, 16)); /* this warp's first row */
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)m->dh)), ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0);
+	/* the warp's own rows as A fragments: Q (K for key rows); dO (V) for the gradients */
+	LLVMValueRef own[8][4], own2[8][4];
+	for (int c = 0; c < kd; c++) {
+		frag_a(m, keyside ? ptrs[2] : ptrs[1], mine0, 16 * c, own[c]);
+		if (d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK)
+			frag_a(m, d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3], mine0, 16 * c, own2[c]);
+	}
+	/* per thread: the sums of its two rows (g, g + 8) and a 16 x Dh accumulator */
+	LLVMValueRef acc = scratch(k, nd * 4), mrow = scratch(k, 2), lrow = scratch(k, 2), st = scratch(k, 4);
+	for (int i = 0; i < nd * 4; i++)
+		wr_c(k, acc, i64c(m, i), zero);
+	for (int i = 0; i < 2; i++) {
+		wr_c(k, mrow, i64c(m, i), ninf);
+		wr_c(k, lrow, i64c(m, i), zero);
+		if (!keyside && d->kind != OP_ATTENTION && d->kind != OP_ATTN_STATS) {
+			/* dq: the rows' log-sum-exp and dO . O */
+			LLVMValueRef r = add(m, mine0, add(m, m->g, i64c(m, 8 * i)));
+			LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+			LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
+			wr_c(k, st, i64c(m, 2 * i), stat(m, e));
+			wr_c(k, st, i64c(m, 2 * i + 1), stat(m, add(m, e, i64c(m, 1))));
+		}
+	}
+	/* the other side's rows: keys up to the tile's last query row (all when
+	 * not causal), or queries from the tile's first key row */
+	LLVMValueRef ostart = keyside && causal ? row0 : i64c(m, 0);
+	LLVMValueRef oend = !keyside && causal ? LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), ""),
+	                                                         add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), "")
+	                                       : i64c(m, m->T);
+	Loop o = cg_for_from(k, ostart, MMA_TILE, oend);
+	barrier_all(m);
+	/* forward, stats, dq: K then V; dk, dv: Q then dO (and their statistics) */
+	load_tile(m, keyside ? ptrs[1] : ptrs[2], o.i, 0);
+	if (d->kind != OP_ATTN_STATS)
+		load_tile(m, keyside ? (d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV ? ptrs[4] : ptrs[3]) : ptrs[3], o.i, tile);
+	if (keyside) {
+		LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(B, LLVMIntULT, m->lane, i64c(m, MMA_TILE), ""));
+		LLVMValueRef r = add(m, o.i, m->lane), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+		LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
+		wr_c(k, statp, mulc(m, m->lane, 2), stat(m, e));
+		wr_c(k, statp, add(m, mulc(m, m->lane, 2), i64c(m, 1)), stat(m, add(m, e, i64c(m, 1))));
+		cg_end_if(k, j);
+	}
+	barrier_all(m);
+	/* scores of the warp's 16 rows against the tile's 64: S = own x other^T */
+	LLVMValueRef sc[8][4], dp[8][4];
+	for (int j = 0; j < 8; j++) {
+		for (int i = 0; i < 4; i++)
+			sc[j][i] = dp[j][i] = zero;
+		for (int c = 0; c < kd; c++) {
+			LLVMValueRef bf[2];
+			frag_b_rows(m, 0, 8 * j, 16 * c, bf);
+			mma(m, own[c], bf, sc[j]);
+			if (d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK) {
+				/* dP = dO V^T (dq), or V dO^T for key rows (dk) */
+				frag_b_rows(m, tile, 8 * j, 16 * c, bf);
+				mma(m, own2[c], bf, dp[j]);
+			}
+		}
+	}
+	/* scale and mask: rows g, g + 8 of this warp; columns 8j + 2t (+1) of the tile */
+	for (int j = 0; j < 8; j++)
+		for (int i = 0; i < 4; i++) {
+			LLVMValueRef mine = add(m, mine0, add(m, m->g, i64c(m, i & 2 ? 8 : 0)));
+			LLVMValueRef other = add(m, o.i, add(m, mulc(m, m->t, 2), i64c(m, 8 * j + (i & 1))));
+			LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, other, i64c(m, m->T), "");
+			if (causal)
+				ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, keyside ? LLVMIntSGE : LLVMIntSLE, other, mine, ""), "");
+			sc[j][i] = LLVMBuildSelect(B, ok, LLVMBuildFMul(B, sc[j][i], scale, ""), ninf, "");
+		}
+	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
+		/* the online softmax: each row's running max and sum; the output rescaled */
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef mx = rd_c(k, mrow, i64c(m, r));
+			for (int j = 0; j < 8; j++)
+				for (int i = 2 * r; i < 2 * r + 2; i++)
+					mx = cg_max(k, mx, sc[j][i]);
+			mx = quad(m, mx, true);
+			/* a row that has seen only masked keys keeps max -inf: nothing to rescale */
+			LLVMValueRef none = LLVMBuildFCmp(B, LLVMRealOEQ, mx, ninf, "");
+			LLVMValueRef base = LLVMBuildSelect(B, none, zero, mx, "");
+			LLVMValueRef shrink = cg_exp(k, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
+			LLVMValueRef sum = zero;
+			for (int j = 0; j < 8; j++)
+				for (int i = 2 * r; i < 2 * r + 2; i++) {
+					sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], base, ""));
+					sum = LLVMBuildFAdd(B, sum, sc[j][i], "");
+				}
+			wr_c(k, lrow, i64c(m, r), LLVMBuildFAdd(B, LLVMBuildFMul(B, rd_c(k, lrow, i64c(m, r)), shrink, ""), sum, ""));
+			wr_c(k, mrow, i64c(m, r), mx);
+			for (int n = 0; d->kind == OP_ATTENTION && n < nd; n++)
+				for (int i = 2 * r; i < 2 * r + 2; i++)
+					wr_c(k, acc, i64c(m, 4 * n + i), LLVMBuildFMul(B, rd_c(k, acc, i64c(m, 4 * n + i)), shrink, ""));
+		}
+	} else {
+		/* P = exp(S - lse): each query's statistics (this warp's rows, or the tile's columns) */
+		for (int j = 0; j < 8; j++)
+			for (int i = 0; i < 4; i++) {
+				LLVMValueRef lse, dd;
+				if (keyside) {
+					LLVMValueRef col = add(m, mulc(m, m->t, 2), i64c(m, 8 * j + (i & 1)));
+					lse = rd_c(k, statp, mulc(m, col, 2));
+					dd = rd_c(k, statp, add(m, mulc(m, col, 2), i64c(m, 1)));
+				} else {
+					lse = rd_c(k, st, i64c(m, i & 2 ? 2 : 0));
+					dd = rd_c(k, st, i64c(m, i & 2 ? 3 : 1));
+				}
+				sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], lse, ""));
+				if (d->kind != OP_ATTN_DV) /* dS = P (dP - D) / sqrt(Dh) */
+					dp[j][i] = LLVMBuildFMul(B, LLVMBuildFMul(B, sc[j][i], LLVMBuildFSub(B, dp[j][i], dd, ""), ""), scale, "");
+			}
+	}
+	if (d->kind != OP_ATTN_STATS) {
+		/* acc += P V (attention), dS K (dq), P^T dO (dv), dS^T Q (dk): the
+		 * tile's scores as A, the second shared tile (or the first) as B */
+		bool p_side = d->kind == OP_ATTENTION || d->kind == OP_ATTN_DV;
+		int64_t bbase = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK ? 0 : tile;
+		for (int c = 0; c < MMA_TILE / 16; c++) {
+			LLVMValueRef a[4];
+			as_a(m, p_side ? sc : dp, c, a);
+			for (int n = 0; n < nd; n++) {
+				LLVMValueRef bf[2], cc[4];
+				frag_b_cols(m, bbase, 16 * c, 8 * n, bf);
+				for (int i = 0; i < 4; i++)
+					cc[i] = rd_c(k, acc, i64c(m, 4 * n + i));
+				mma(m, a, bf, cc);
+				for (int i = 0; i < 4; i++)
+					wr_c(k, acc, i64c(m, 4 * n + i), cc[i]);
+			}
+		}
+	}
+	cg_for_end(k, &o, oend);
+
+	/* the warp's rows out: rows g and g + 8 below T. The quads' shuffles
+	 * come first, while every thread of the warp takes part. */
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef row = add(m, mine0, add(m, m->g, i64c(m, 8 * r)));
+		LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, row, i64c(m, m->T), "");
+		LLVMValueRef l = quad(m, rd_c(k, lrow, i64c(m, r)), false), dot = zero;
+		LLVMValueRef e = head_row(m, LLVMBuildSelect(B, in, row, i64c(m, 0), ""));
+		if (d->kind == OP_ATTN_STATS) {
+			/* dO . O: each of the quad's threads a quarter of the row */
+			for (int c = 0; c < m->dh / 4; c++) {
+				LLVMValueRef x = add(m, e, add(m, m->t, i64c(m, 4 * c)));
+				dot = LLVMBuildFAdd(B, dot, LLVMBuildFMul(B, cg_load(k, ptrs[3], x), cg_load(k, ptrs[4], x), ""), "");
+			}
+			dot = quad(m, dot, false);
+		}
+		LLVMBasicBlockRef j = cg_if(k, in);
+		if (d->kind == OP_ATTN_STATS) {
+			/* the row's log-sum-exp and dO . O, by the quad's first thread */
+			LLVMBasicBlockRef first = cg_if(k, LLVMBuildICmp(B, LLVMIntEQ, m->t, i64c(m, 0), ""));
+			LLVMValueRef at = mulc(m, add(m, mulc(m, m->bh, m->T), row), 2);
+			cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, rd_c(k, mrow, i64c(m, r)), cg_log(k, l), ""));
+			cg_store(k, ptrs[0], add(m, at, i64c(m, 1)), dot);
+			cg_end_if(k, first);
+		} else {
+			LLVMValueRef inv = d->kind == OP_ATTENTION ? LLVMBuildFDiv(B, cg_real(g, 1), l, "") : cg_real(g, 1);
+			for (int n = 0; n < nd; n++)
+				for (int i = 0; i < 2; i++) {
+					LLVMValueRef v = LLVMBuildFMul(B, rd_c(k, acc, i64c(m, 4 * n + 2 * r + i)), inv, "");
+					cg_store(k, ptrs[0], add(m, e, add(m, mulc(m, m->t, 2), i64c(m, 8 * n + i))), v);
+				}
+		}
+		cg_end_if(k, j);
+	}
+}
+
+/* A kernel item of an attention op: the lowering its shape and target take */
+void cg_kernel_attention(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
+{
+	(void)args;
+	int64_t tq, tk;
+	if (cg_attn_mma(k->g, d))
+		body_attn_mma(k, d, ptrs, idx);
+	else if (cg_attn_tiles(k->g, d, &tq, &tk))
+		body_attn_tiled(k, d, ptrs, idx, tq, tk);
+	else
+		body_attn(k, d, ptrs, idx);
+}
+
+/* An attention op on the CPU: rt_attention, the runtime's tiles of GEMMs,
+ * with the shape as a constant table and the operands' addresses in the
+ * argument buffer. */
+static void lower_attention(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Type q = ir_vtype(p, op->in[0]);
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
+	int64_t dims[5] = {ir_numel(q) / (T * C), T, C, op->attr.attn.heads, op->attr.attn.causal};
+	LLVMValueRef table = cg_i64_table(g, "dp_attention", dims, 5);
+	for (int i = 0; i < op->nin; i++) {
+		LLVMValueRef at_i = cg_i64(g, i);
+		LLVMBuildStore(g->b, cg_addr(h, op->in[i]), LLVMBuildGEP2(g->b, g->i64, h->argbuf, &at_i, 1, ""));
+	}
+	static const OpKind kinds[5] = {OP_ATTENTION, OP_ATTN_STATS, OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
+	int kind = 0;
+	while (kinds[kind] != op->kind)
+		kind++;
+	LLVMTypeRef ft, pt[6] = {g->i8p, g->i32, g->i32, g->i64p, g->i64p, g->i64};
+	LLVMValueRef f = cg_declare(g, "rt_attention", LLVMVoidTypeInContext(g->ctx), pt, 6, &ft);
+	LLVMValueRef args[6] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)kind, 0),
+	                        LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(q.dt), 0),
+	                        LLVMBuildBitCast(g->b, table, g->i64p, ""), h->argbuf, cg_addr(h, op->out)};
+	cg_call(h, ft, f, args, 6);
+}
+
+bool cg_host_attention(Host *h, Op *op)
+{
+	if (ir_ops[op->kind].low == LW_HEADS && !h->g->cuda && !h->g->reference) {
+		lower_attention(h, op);
+		return true;
+	}
+	if (op->kind == OP_ATTENTION && h->step && h->g->cuda && h->g->verbose && !h->g->reference) {
+		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 128 wide) */
+		KDesc d = cg_kdesc(op);
+		d.in[0] = ir_vtype(h->g->p, op->in[0]);
+		if (!cg_attn_mma(h->g, &d))
+			diag_note(op->loc, "attention on dpc's tiled kernels, not tensor cores: those take bf16 heads of 16 to 128 "
+			          "elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
+			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
+	}
+	return false;
+}
