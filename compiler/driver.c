@@ -170,10 +170,31 @@ int driver_run(DriverOptions *o)
 		close_out(f);
 		return 0;
 	}
+	const char *name = base_name(o->input);
+	verbose_opts = o;
+	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem, o->reference, o->verbose,
+	                o->generic_cpu, o->gpu, false};
 	if (o->schedule_json) {
+		/* the CUDA target's launches and their predicted times, as members of the object */
+		char *kernels = NULL;
+		size_t len = 0;
+		if (o->target == CG_CUDA) {
+			FILE *m = open_memstream(&kernels, &len);
+			if (!m)
+				fatal("out of memory");
+			cg_emit_kernels(p, &cg, m, true);
+			fclose(m);
+		}
 		FILE *f = open_out(o->schedule_json);
-		ckpt_print_schedule(f, p, true);
+		ckpt_print_schedule(f, p, true, kernels);
 		close_out(f);
+		free(kernels);
+	}
+	if (o->emit == EMIT_KERNELS) {
+		FILE *f = open_out(o->output);
+		cg_emit_kernels(p, &cg, f, false);
+		close_out(f);
+		return 0;
 	}
 	if (o->emit == EMIT_MEMPLOT) {
 		FILE *f = open_out(o->output);
@@ -183,15 +204,11 @@ int driver_run(DriverOptions *o)
 	}
 	if (o->emit == EMIT_SCHEDULE) {
 		FILE *f = open_out(o->output);
-		ckpt_print_schedule(f, p, false);
+		ckpt_print_schedule(f, p, false, NULL);
 		close_out(f);
 		return 0;
 	}
 
-	const char *name = base_name(o->input);
-	verbose_opts = o;
-	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem, o->reference, o->verbose,
-	              o->generic_cpu};
 	if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);

@@ -7,7 +7,7 @@
 #include "frontend/fe.h"
 #include "stream_pass/stream.h"
 
-typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_OBJ } Emit;
+typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_KERNELS, EMIT_OBJ } Emit;
 
 typedef struct {
 	const char *input;
@@ -26,6 +26,7 @@ typedef struct {
 	bool generic_cpu;     /* --cpu generic */
 	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
+	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
 } DriverOptions;
 
 int driver_run(DriverOptions *o);

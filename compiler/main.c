@@ -20,7 +20,12 @@ static const char usage[] =
 	"                       memplot (SVG: planned device memory over one step by category,\n"
 	"                       with the --device-mem line),\n"
 	"                       llvm (LLVM IR of the host module), ptx (the kernels for NVIDIA GPUs),\n"
+	"                       kernels (every launch of one training step on the CUDA target: grid,\n"
+	"                       bytes, FLOPs, registers, stack and shared memory from ptxas -v, and\n"
+	"                       the time the cost model predicts on --gpu; docs/kernels.md),\n"
 	"                       obj (object file); default: the executable\n"
+	"  --gpu h100|h200|a100 the GPU --emit=kernels and --schedule-json price launches on\n"
+	"                       (default h100)\n"
 	"  -D NAME=VALUE        override `const NAME` in the program\n"
 	"  --precision f32|f64|bf16\n"
 	"                       what the source's f32 is stored as (default f32). bf16: 2 bytes, computed\n"
@@ -80,7 +85,8 @@ static const char usage[] =
 	"                       live in host memory, and when the parameters stream the default\n"
 	"                       count tops up there to ceil(sqrt(n)) + 1\n"
 	"  --schedule-json FILE also write the schedule as JSON (with the action list of loops up\n"
-	"                       to 1000 steps)\n"
+	"                       to 1000 steps; for the CUDA target also \"kernels\", each launch of\n"
+	"                       a step as --emit=kernels prints it, and \"predicted_step_ms\")\n"
 	"  --no-fuse            a kernel launch per op and loop step everywhere; by default a loop whose\n"
 	"                       body is small kernels and copies (small matmuls, but no GEMM; no value\n"
 	"                       over 4096 elements)\n"
@@ -189,7 +195,7 @@ int main(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--emit"))) {
 			static const struct { const char *name; Emit e; } stages[] = {
 				{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT},
-				{"stream", EMIT_STREAM}, {"schedule", EMIT_SCHEDULE}, {"memplot", EMIT_MEMPLOT}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
+				{"stream", EMIT_STREAM}, {"schedule", EMIT_SCHEDULE}, {"memplot", EMIT_MEMPLOT}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"kernels", EMIT_KERNELS}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
 			};
 			size_t k = 0;
 			while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))
@@ -274,6 +280,10 @@ int main(int argc, char **argv)
 			o.ckpt.snapshots = parse_count("--snapshots", v, "a count", 1, INT_MAX, "2^31 - 1");
 		} else if ((v = opt_value(argc, argv, &i, "--schedule-json"))) {
 			o.schedule_json = v;
+		} else if ((v = opt_value(argc, argv, &i, "--gpu"))) {
+			if (!cg_gpu(v))
+				usage_error("%s", ar_printf("unknown GPU '%s' for --gpu; known: %s", v, cg_gpu_names()));
+			o.gpu = v;
 		} else if (!strcmp(a, "--no-verify")) {
 			o.verify = false;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {

@@ -822,7 +822,7 @@ static void print_action(void *ctx, RevAction a, int64_t step, int64_t to, int s
 	fprintf(x->f, "%s[\"%s\", %lld, %lld, %d]", x->count++ ? ", " : "", names[a], (long long)step, (long long)to, slot);
 }
 
-void ckpt_print_schedule(FILE *f, Program *p, bool json)
+void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 {
 	int64_t fwd = 0, rec = 0, rec_flops = 0, fwd_flops = ir_block_flops(p, &p->body, 0, p->nforward);
 	int nloops = 0;
@@ -934,10 +934,10 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json)
 		        (long long)(p->ranks > 1 && p->optimizer == OPT_ADAM ? resident : 0));
 		fprintf(f, "  \"peak_host_bytes\": %lld,\n", (long long)p->host_bytes);
 		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
-		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}\n}\n",
+		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}%s%s\n}\n",
 		        (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
 		        (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work,
-		        (long long)total);
+		        (long long)total, extra ? ",\n  " : "", extra ? extra : "");
 		return;
 	}
 	ckpt_graph_print(f, p, false);

@@ -37,8 +37,9 @@ typedef struct {
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);
 /* --emit=schedule (text) or --schedule-json: each top-level loop's n, s, r
- * and predicted step counts, and the plan's peak by category. Needs the plan. */
-void ckpt_print_schedule(FILE *f, Program *p, bool json);
+ * and predicted step counts, and the plan's peak by category. Needs the plan.
+ * extra: more members of the JSON object (the kernels' costs), or NULL. */
+void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra);
 
 /* what a training step recomputes of the program's loops, in FLOPs (saturating) */
 int64_t ckpt_recomputed_flops(Program *p);

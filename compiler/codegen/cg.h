@@ -17,12 +17,30 @@ typedef struct {
 	bool reference;    /* --reference-kernels: attention as the per-row kernels everywhere */
 	bool verbose;      /* -v: a note for each attention that takes the per-row kernels, and why */
 	bool generic_cpu;  /* --cpu generic: x86 code for any x86-64, not this CPU's */
+	const char *gpu;   /* --gpu: the GPU the cost model prices launches on (cost.c) */
+	bool cost;         /* record dp_step's launches (cg_emit_kernels sets it) */
 } CgOptions;
+
+/* A GPU the cost model knows: its SMs, memory bandwidth (bytes/s), dense
+ * peaks (FLOP/s: FP32, TF32 and bf16 on tensor cores), the host link's
+ * bandwidth and shared memory per SM */
+typedef struct {
+	const char *name, *desc, *arch;
+	int sms;
+	double bw, fp32, tf32, bf16, link;
+	int smem_sm;
+} CgGpu;
+const CgGpu *cg_gpu(const char *name); /* NULL: unknown */
+const char *cg_gpu_names(void);        /* "h100, h200, a100" */
 
 /* The program must have been through ad_transform and stream_pass (every
  * value planned). */
 void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out);       /* --emit=llvm */
 void cg_emit_object(Program *p, const CgOptions *o, const char *path);
 void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out);        /* --emit=ptx */
+/* --emit=kernels: every launch of one training step on the CUDA target,
+ * with its predicted time on o->gpu; json: as members of --schedule-json's
+ * object ("gpu", "kernels", "predicted_step_ms") */
+void cg_emit_kernels(Program *p, const CgOptions *o, FILE *out, bool json);
 
 #endif

@@ -55,6 +55,23 @@ typedef struct {
 	bool step;         /* lowered in dp_step (a forward loop's tail tapes rows there) */
 } CgLoop;
 
+/* One launch of dp_step for the cost model (cost.c): a kernel of the
+ * table, or a library call or copy the runtime makes; per launch, and
+ * how many times one step makes it. */
+typedef enum { CL_KERNEL, CL_GEMM, CL_CONV, CL_COPY } CgLaunchKind;
+typedef struct {
+	CgLaunchKind kind;
+	int kernel;        /* its id in Cg.kernels, or -1 */
+	const char *name;
+	int64_t count, threads, blocks; /* blocks of 256 threads; -1: a library call's own */
+	int64_t bytes, flops;
+	DType dt;
+	int attention;     /* 1: attention in tiles, 2: on tensor cores */
+	int access;        /* bytes a thread loads at a time: the element's times the vector's */
+	bool dw;           /* conv2d_dw */
+	struct Op *op;     /* the op it lowers, where one does */
+} CgLaunch;
+
 /* GPU threads of a fused loop's block */
 #define CG_BLOCK 256
 /* the most elements of any value in a fused loop's body */
@@ -89,6 +106,8 @@ typedef struct {
 	int nnotes;       /* the fusion choices noted (dp_fusionN) */
 	bool backward_marked; /* dp_step's rt_phase(RT_PHASE_BACKWARD) is emitted */
 	int *uses;        /* per value: how many operands name it */
+	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
+	Vec(CgLaunch) launches;
 } Cg;
 
 /* the most ops of a block emitted in one host function (host.c, lower_block) */
@@ -239,6 +258,8 @@ typedef struct {
 	 * inline, over the block's threads (tid, on the GPU) or in one loop */
 	bool device;
 	LLVMValueRef tid;
+	int64_t times;             /* how often this code runs in one dp_step (cost.c); 0 outside it */
+	Op *op;                    /* the op being lowered */
 } Host;
 
 LLVMValueRef cg_addr(Host *h, int v);  /* a value's device address: arena base + offset, through views */
@@ -289,6 +310,23 @@ LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);
+/* cost.c: the launches of dp_step as they are emitted (a kernel, a GEMM
+ * of elem-byte reals, a convolution moving bytes, a copy or with zero a
+ * memset); cg_cost_revolve: how often a binomial schedule runs its
+ * advance, taped-step, tape and snapshot functions in one step */
+void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block);
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch);
+void cg_cost_conv(Host *h, Op *op, int64_t bytes);
+void cg_cost_copy(Host *h, int64_t bytes, bool zero);
+void cg_cost_revolve(Host *h, Op *op, int64_t times[4]);
+/* what ptxas -v says of a kernel */
+typedef struct {
+	bool known;
+	int regs, stack, smem;
+} CgRes;
+/* prices the recorded launches on gpu (ptx: the kernels, for ptxas; NULL: none) */
+void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool verbose, FILE *f);
+
 /* control.c: inside a fused loop, a kernel's items and a copy (NULL src: zeros) run inline */
 void cg_dev_kernel(Host *h, KDesc *d, LLVMValueRef *words);
 void cg_dev_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes);

@@ -108,8 +108,11 @@ static void lower_iters(Host *h, Op *op, int64_t from, int64_t to, LLVMValueRef 
 	}
 	if (save_next)
 		sweep_saves(h, op, t, save_next);
+	int64_t times = h->times;
+	h->times *= to - from;
 	cg_lower_block(h, &op->body, 0, op->body.len);
 	copy_yields(h, op, op->cyield);
+	h->times = times;
 	if (op->counter >= 0 && !h->device) {
 		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, 1)};
 		cg_call(h, h->t_count, h->f_count, args, 3);
@@ -175,7 +178,10 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 	Host a, t, s;
 
 	LLVMTypeRef pa[] = {g->i8p, g->i64, g->i64};
+	int64_t times[4];
+	cg_cost_revolve(h, op, times);
 	LLVMValueRef adv = sub_function(h, &a, ar_printf("dp_advance%d", id), pa, 3);
+	a.times = times[0];
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b), body = LLVMAppendBasicBlockInContext(g->ctx, adv, "step");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, adv, "done");
 	LLVMBuildBr(g->b, body);
@@ -195,6 +201,7 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 
 	LLVMTypeRef pt[] = {g->i8p, g->i64, g->i64};
 	LLVMValueRef taped = sub_function(h, &t, ar_printf("dp_taped%d", id), pt, 3);
+	t.times = times[1];
 	t.index[op->ivar2] = LLVMGetParam(taped, 1);
 	vec_push(t.scoped, op->ivar2);
 	if (op->ktape) {
@@ -209,6 +216,7 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 	if (op->ktape) {
 		Host w;
 		LLVMValueRef fn = sub_function(h, &w, ar_printf("dp_tape%d", id), pt, 3);
+		w.times = times[2];
 		w.index[op->ivar] = LLVMGetParam(fn, 1);
 		w.index[op->irow] = LLVMGetParam(fn, 2);
 		vec_push(w.scoped, op->ivar);
@@ -221,6 +229,7 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 
 	LLVMTypeRef ps[] = {g->i8p, g->i64, g->i32};
 	LLVMValueRef snap = sub_function(h, &s, ar_printf("dp_snapshot%d", id), ps, 3);
+	s.times = times[3];
 	LLVMValueRef restore = LLVMBuildICmp(g->b, LLVMIntNE, LLVMGetParam(snap, 2), LLVMConstInt(g->i32, 0, 0), "");
 	for (int k = 0; k < op->ncarry; k++) {
 		int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[k]));
@@ -234,6 +243,7 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 	if (op->nhost) {
 		Host o;
 		LLVMValueRef fn = sub_function(h, &o, ar_printf("dp_offload%d", id), ps, 3);
+		o.times = 0; /* host copies: the link's time, counted from the plan's bytes */
 		int64_t stage = op->nsnap - op->nhost;
 		for (int k = 0; k < op->ncarry; k++) {
 			int64_t bytes = ir_bytes(p, ir_vtype(p, op->carg[k]));
@@ -307,6 +317,7 @@ static void lower_revolve(Host *h, Op *op)
 		KDesc d = loop_desc(h, op);
 		kernel = cg_kernel_id(g, &d);
 		threads = cg_kernel_size(g, &d) * d.lanes;
+		cg_cost_kernel(h, kernel, threads, true);
 	}
 	note_fusion(h, op, why, kernel);
 	LLVMValueRef args[17] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
@@ -859,6 +870,7 @@ bool cg_host_control(Host *h, Op *op)
 		}
 		LLVMValueRef args[3] = {h->ctx, cg_addr(h, op->in[0]), cg_i64(g, ir_bytes(p, ir_vtype(p, op->in[0])))};
 		cg_call(h, h->t_zero, h->f_zero, args, 3);
+		cg_cost_copy(h, ir_bytes(p, ir_vtype(p, op->in[0])), true);
 		return true;
 	}
 	default:

@@ -72,6 +72,7 @@ void cg_launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords)
 	}
 	int id = cg_kernel_id(g, d);
 	int64_t n = cg_kernel_size(g, d) * d->lanes;
+	cg_cost_kernel(h, id, n, (int)d->kind == K_LOOP);
 	for (int i = 0; i < nwords; i++) {
 		LLVMValueRef at = cg_i64(g, i);
 		LLVMBuildStore(g->b, words[i], LLVMBuildGEP2(g->b, g->i64, h->argbuf, &at, 1, ""));
@@ -97,6 +98,7 @@ void cg_copy(Host *h, LLVMValueRef dst, LLVMValueRef src, int64_t bytes)
 	}
 	LLVMValueRef args[4] = {h->ctx, dst, src, cg_i64(h->g, bytes)};
 	cg_call(h, h->t_copy, h->f_copy, args, 4);
+	cg_cost_copy(h, bytes, false);
 }
 
 LLVMValueRef cg_i64_table(Cg *g, const char *name, const int64_t *v, int64_t n)
@@ -221,6 +223,7 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 	bool top = b == &h->g->p->body; /* recomputed ops in loop bodies: rt_revolve counts them */
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
+		h->op = op;
 		/* dp_step's adjoint begins (a fused run may start a little before) */
 		if (top && h->step && i >= h->g->p->nforward && !h->g->backward_marked) {
 			phase_mark(h, RT_PHASE_BACKWARD);
@@ -372,6 +375,7 @@ static void host_function(Cg *g, const char *name, int nops)
 	Host h = {0};
 	h.g = g;
 	h.step = !strcmp(name, "dp_step");
+	h.times = h.step;
 	h.uses = g->uses;
 	LLVMTypeRef vd = LLVMVoidTypeInContext(g->ctx);
 	LLVMTypeRef pl[] = {g->i8p, g->i32, g->i64, g->i32, g->i64p};
@@ -617,6 +621,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->reference = o->reference;
 	g->verbose = o->verbose;
 	g->uses = ir_count_uses(p);
+	g->cost = o->cost;
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
 	int sgd[DT_F64 + 1], adam[DT_F64 + 1];
@@ -744,6 +749,22 @@ void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out)
 	size_t n;
 	const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
 	fwrite(s, 1, strlen(s) < n ? strlen(s) : n, out); /* without the terminating NUL */
+	dispose(g);
+}
+
+void cg_emit_kernels(Program *p, const CgOptions *o, FILE *out, bool json)
+{
+	CgOptions cuda = *o;
+	cuda.target = CG_CUDA;
+	cuda.cost = true;
+	Cg *g = build(p, &cuda);
+	LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
+	size_t n;
+	const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
+	const CgGpu *gpu = cg_gpu(o->gpu ? o->gpu : "h100");
+	if (!gpu)
+		die("unknown GPU %s", o->gpu);
+	cg_cost_report(g, gpu, ar_strndup(s, n), json, o->verbose, out);
 	dispose(g);
 }
 

@@ -424,6 +424,7 @@ static void lower_conv(Host *h, Op *op)
 		args[4 + i] = cg_addr(h, v[i]);
 	args[7] = cg_addr(h, op->in[2]);
 	cg_call(h, ft, f, args, 9);
+	cg_cost_conv(h, op, ir_bytes(p, x) + ir_bytes(p, w) + ir_bytes(p, y));
 }
 
 bool cg_host_nn(Host *h, Op *op)

@@ -1,0 +1,439 @@
+/* cg, cost: the kernel cost model. Every launch one training step makes on
+ * the GPU (dp_step's kernels, its GEMMs and convolutions, its device
+ * copies, the optimizer's pass), with its grid, the bytes it moves and the
+ * FLOPs it does, priced on a named GPU: a roofline whose bandwidth and
+ * arithmetic are scaled by the warps the grid keeps in flight, and library
+ * calls at the fraction of peak they were measured at. Registers, stack
+ * and shared memory come from ptxas -v where it is at hand.
+ *
+ * codegen records the launches as it emits dp_step (cg_cost_*), with how
+ * many times the code around them runs in one step (Host.times: loops'
+ * trips, a binomial schedule's actions); cg_cost_report prices them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgint.h"
+#include "../revolve/revolve.h"
+
+#ifndef DPC_CUDA_HOME
+#define DPC_CUDA_HOME "/usr/local/cuda"
+#endif
+
+extern char **environ;
+
+/* The GPUs: their data sheets' dense peaks (boost clock), and the link's
+ * pinned host-to-device bandwidth: measured on the H100 (54.1 GB/s,
+ * bench/RESULTS.md, 2026-11-25), PCIe 5.0's for the H200 and 4.0's for
+ * the A100 until one is measured. */
+static const CgGpu gpus[] = {
+	{"h100", "NVIDIA H100 SXM5 80 GB", "sm_90", 132, 3.35e12, 66.9e12, 494.7e12, 989.4e12, 54.1e9, 228 << 10},
+	{"h200", "NVIDIA H200 SXM 141 GB", "sm_90", 132, 4.8e12, 66.9e12, 494.7e12, 989.4e12, 54.1e9, 228 << 10},
+	{"a100", "NVIDIA A100 SXM4 80 GB", "sm_80", 108, 2.039e12, 19.5e12, 156e12, 312e12, 25e9, 164 << 10},
+};
+
+/* Calibration, from the H100 profile of 2026-11-25 (bench/RESULTS.md):
+ * - a grid needs about 32 warps an SM in flight, each loading 4 bytes a
+ *   thread, to reach the memory's bandwidth (wider loads need fewer):
+ *   cross_entropy's one block of 8 warps moved GPT-2's f32 logits twice
+ *   (3.3 GB) in 516 ms, 6.4 GB/s, 1/528 of 3.35 TB/s = 8 warps of 132 x
+ *   32; in bf16 (2-byte loads) at B = 32 it took 2,039 ms for 6.6 GB,
+ *   half the rate, as loads in flight times their width predicts;
+ * - FP32 arithmetic needs 8 warps an SM (two per scheduler);
+ * - cuBLAS's FP32 GEMMs ran at 0.79 of peak (the vocabulary projection,
+ *   632 GFLOP in about 12 ms at B = 8); bf16 GEMMs at 0.6 of the tensor
+ *   cores' peak is assumed, not yet measured;
+ * - cuDNN's conv2d_dw took 44% of ResNet-56's 31.7 ms step at batch 128
+ *   (about 34 GFLOP in 14 ms: 0.035 of FP32 peak, the least-memory
+ *   deterministic algorithm); its forward and conv2d_dx are taken at 0.25
+ *   until measured apart;
+ * - attention in tiles (a thread per row, serial dot products from shared
+ *   memory) took 547 ms of GPT-2's fp32 step over its five kernels: each
+ *   multiply-add also reads shared memory, ATTN_TILED_EFF of FP32 peak;
+ *   on tensor cores (bf16) 133 ms at B = 32: ATTN_MMA_EFF of bf16 peak
+ *   (loads without cp.async, one block an SM by its registers);
+ * - a launch costs about LAUNCH_US of the GPU's time between kernels. */
+#define MEM_WARPS 32.0
+#define FLOP_WARPS 8.0
+#define GEMM_F32_EFF 0.79
+#define GEMM_BF16_EFF 0.6
+#define CONV_EFF 0.25
+#define CONV_DW_EFF 0.035
+#define ATTN_TILED_EFF 0.0233
+#define ATTN_MMA_EFF 0.0259
+#define LAUNCH_US 2.0
+
+const CgGpu *cg_gpu(const char *name)
+{
+	for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++)
+		if (!strcmp(gpus[i].name, name))
+			return &gpus[i];
+	return NULL;
+}
+
+const char *cg_gpu_names(void)
+{
+	const char *s = "";
+	for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++)
+		s = ar_printf("%s%s%s", s, i ? ", " : "", gpus[i].name);
+	return s;
+}
+
+/* ---- recording, as dp_step is emitted ---- */
+
+static void record(Host *h, CgLaunch l)
+{
+	Cg *g = h->g;
+	if (!g->cost || !h->step || h->times <= 0)
+		return;
+	l.count = h->times;
+	l.op = h->op;
+	/* the same launch again (a loop's body emitted twice, parts of a block): one row */
+	for (int i = 0; i < g->launches.len; i++) {
+		CgLaunch *o = &g->launches.data[i];
+		if (o->kind == l.kind && o->kernel == l.kernel && o->threads == l.threads && o->bytes == l.bytes &&
+		    o->flops == l.flops && !strcmp(o->name, l.name)) {
+			o->count += l.count;
+			return;
+		}
+	}
+	vec_push(&g->launches, l);
+}
+
+static int64_t type_bytes(Type t) { return ir_numel(t) * ir_dt_bytes(t.dt); }
+
+/* the bytes a kernel reads and writes: its operands and result once (the
+ * fused kernel's operands as its steps read them), attention's other side
+ * once per tile of rows */
+static int64_t kernel_bytes(Cg *g, const KDesc *d)
+{
+	int64_t b = type_bytes(d->out);
+	if ((int)d->kind == K_FUSED) {
+		for (int s = 0; s < d->nsteps; s++)
+			for (int j = 0; j < d->step[s].nin; j++)
+				b += d->step[s].src[j] >= 0 && !d->step[s].is_const[j] ? type_bytes(d->step[s].in[j]) : 0;
+		return b;
+	}
+	for (int j = 0; j < d->nin && j < 5; j++)
+		b += type_bytes(d->in[j]);
+	if ((int)d->kind == OP_XENT) /* one block walks the logits twice: the max, then the sum */
+		b += type_bytes(d->in[0]);
+	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS) {
+		int64_t tq, tk, T = d->in[0].dim[d->in[0].rank - 2];
+		if (!cg_attn_tiles(g, d, &tq, &tk))
+			tq = 1;
+		b += (T / tq) * (type_bytes(d->in[1]) + type_bytes(d->in[2])) / 2; /* causal or not: about half */
+	}
+	return b;
+}
+
+static int64_t kernel_flops(Host *h, const KDesc *d)
+{
+	if ((int)d->kind == K_LOOP) { /* a loop's run, or a schedule's steps (about: each step once, forward and back) */
+		Op *op = h->g->loops.data[d->loop].op;
+		int64_t per = ir_block_flops(h->g->p, &op->body, 0, op->body.len);
+		return per * op->trip * (d->actions ? 3 : 1);
+	}
+	if ((int)d->kind == K_FUSED)
+		return (int64_t)d->nsteps * ir_numel(d->out);
+	if ((int)d->kind < OP__COUNT && h->op && h->op->kind == d->kind)
+		return ir_op_flops(h->g->p, h->op);
+	return ir_numel(d->out);
+}
+
+void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
+{
+	Cg *g = h->g;
+	if (!g->cost || !h->step)
+		return;
+	const KDesc *d = &g->kernels.data[id];
+	CgLaunch l = {.kind = CL_KERNEL, .kernel = id, .name = cg_kernel_label(d), .threads = threads,
+	              .blocks = one_block ? 1 : (threads + 255) / 256, .bytes = kernel_bytes(g, d),
+	              .flops = kernel_flops(h, d), .dt = d->out.dt, .access = ir_dt_bytes(d->out.dt) * (d->vec > 1 ? d->vec : 1)};
+	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS)
+		l.attention = cg_attn_mma(g, d) ? 2 : 1;
+	record(h, l);
+}
+
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+	CgLaunch l = {.kind = CL_GEMM, .kernel = -1, .name = ar_printf("gemm[%lld,%lld,%lld]x%lld", (long long)m,
+	              (long long)n, (long long)k, (long long)batch), .blocks = -1,
+	              .bytes = (m * k + k * n + 2 * m * n) * batch * elem, .flops = 2 * m * n * k * batch,
+	              .dt = elem == 2 ? DT_BF16 : elem == 8 ? DT_F64 : DT_F32};
+	record(h, l);
+}
+
+void cg_cost_conv(Host *h, Op *op, int64_t bytes)
+{
+	CgLaunch l = {.kind = CL_CONV, .kernel = -1, .name = cg_kernel_label(&(KDesc){.kind = op->kind,
+	              .out = ir_vtype(h->g->p, op->out)}), .blocks = -1, .bytes = bytes, .flops = ir_op_flops(h->g->p, op),
+	              .dt = ir_vtype(h->g->p, op->out).dt, .dw = op->kind == OP_CONV2D_DW};
+	record(h, l);
+}
+
+void cg_cost_copy(Host *h, int64_t bytes, bool zero)
+{
+	CgLaunch l = {.kind = CL_COPY, .kernel = -1, .name = zero ? "memset" : "memcpy", .blocks = -1,
+	              .bytes = zero ? bytes : 2 * bytes};
+	record(h, l);
+}
+
+/* how many times each of a binomial schedule's functions runs in one step */
+typedef struct {
+	int64_t advance, taped, tape, copies;
+	bool rows;
+} Calls;
+
+static void count_call(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
+{
+	(void)slot;
+	Calls *c = ctx;
+	if (a == REV_ADVANCE)
+		c->advance += to - step;
+	else if (a == REV_SAVE || a == REV_RESTORE)
+		c->copies++;
+	else if (a == REV_TAPED && !c->rows)
+		c->taped++;
+	else
+		c->taped += to - step, c->tape += a == REV_TAPED ? to - step : 0;
+}
+
+void cg_cost_revolve(Host *h, Op *op, int64_t times[4])
+{
+	Calls c = {.rows = op->ktape > 0};
+	if (h->g->cost && h->step && h->times > 0)
+		rev_op_schedule(op, count_call, &c);
+	times[0] = h->times * c.advance;
+	times[1] = h->times * c.taped;
+	times[2] = h->times * c.tape;
+	times[3] = h->times * c.copies;
+}
+
+/* ---- ptxas -v: registers, stack and shared memory per kernel ---- */
+
+/* DPC_PTXAS names it (empty: none), else the toolkit's, else PATH's */
+static const char *ptxas_path(void)
+{
+	const char *env = getenv("DPC_PTXAS");
+	if (env)
+		return *env && access(env, X_OK) == 0 ? env : NULL;
+	const char *p = DPC_CUDA_HOME "/bin/ptxas";
+	if (access(p, X_OK) == 0)
+		return p;
+	const char *path = getenv("PATH");
+	for (char *d = strtok(ar_strdup(path ? path : ""), ":"); d; d = strtok(NULL, ":")) {
+		const char *c = ar_printf("%s/ptxas", d);
+		if (access(c, X_OK) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* runs ptxas -v on the PTX; the resources of kernel dp_kN into res[N]; NULL
+ * when it ran, else why not */
+static const char *run_ptxas(const char *ptx, const CgGpu *gpu, CgRes *res, int nk)
+{
+	const char *exe = ptxas_path();
+	if (!exe)
+		return getenv("DPC_PTXAS") ? "DPC_PTXAS names no executable" : "ptxas was not found (in " DPC_CUDA_HOME "/bin or on PATH)";
+	const char *dir = getenv("TMPDIR");
+	char in[4096], out[4200];
+	snprintf(in, sizeof in, "%s/dpc-XXXXXX.ptx", dir && *dir ? dir : "/tmp");
+	int fd = mkstemps(in, 4);
+	if (fd < 0)
+		return ar_printf("cannot create a temporary file: %s", strerror(errno));
+	size_t len = strlen(ptx);
+	bool ok = write(fd, ptx, len) == (ssize_t)len;
+	close(fd);
+	snprintf(out, sizeof out, "%s.log", in);
+	const char *why = NULL;
+	if (!ok) {
+		why = "cannot write the PTX for ptxas";
+	} else {
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 2, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+		char *argv[] = {(char *)exe, "-v", "--gpu-name", (char *)gpu->arch, in, "-o", "/dev/null", NULL};
+		pid_t pid;
+		int st = 0, rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		if (rc != 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			why = ar_printf("%s -v failed on the PTX", exe);
+	}
+	FILE *f = why ? NULL : fopen(out, "r");
+	char line[512];
+	int k = -1;
+	while (f && fgets(line, sizeof line, f)) {
+		int n, a;
+		const char *s;
+		if (sscanf(line, "ptxas info : Function properties for dp_k%d", &n) == 1 ||
+		    sscanf(line, "ptxas info    : Function properties for dp_k%d", &n) == 1)
+			k = n >= 0 && n < nk ? n : -1;
+		else if (k >= 0 && sscanf(line, " %d bytes stack frame", &a) == 1)
+			res[k].stack = a;
+		else if (k >= 0 && (s = strstr(line, "Used ")) && sscanf(s, "Used %d registers", &a) == 1) {
+			res[k].known = true;
+			res[k].regs = a;
+			if ((s = strstr(line, "bytes smem")))
+				while (s > line && s[-1] == ' ')
+					s--;
+			res[k].smem = 0;
+			if (s && strstr(line, "bytes smem")) {
+				while (s > line && s[-1] >= '0' && s[-1] <= '9')
+					s--;
+				res[k].smem = atoi(s);
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	unlink(in);
+	unlink(out);
+	return why;
+}
+
+/* ---- the prediction ---- */
+
+/* blocks of 256 threads an SM holds at once, by its registers and shared memory */
+static int blocks_per_sm(const CgGpu *gpu, const CgRes *r)
+{
+	int b = 8; /* 2048 threads */
+	if (r && r->known && r->regs > 0) {
+		int by_regs = 65536 / (((r->regs + 7) / 8 * 8) * 256);
+		b = by_regs < b ? by_regs : b;
+	}
+	if (r && r->smem > 0) {
+		int by_smem = gpu->smem_sm / r->smem;
+		b = by_smem < b ? by_smem : b;
+	}
+	return b > 0 ? b : 1;
+}
+
+static double peak_flops(const CgGpu *gpu, DType dt, bool tensor)
+{
+	if (dt == DT_F64)
+		return gpu->fp32 / 2;
+	if (tensor)
+		return dt == DT_BF16 ? gpu->bf16 : gpu->tf32;
+	return gpu->fp32;
+}
+
+static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
+{
+	double launch = LAUNCH_US * 1e-6;
+	switch (l->kind) {
+	case CL_GEMM:
+		return launch + (double)l->flops / (peak_flops(gpu, l->dt, l->dt == DT_BF16) *
+		                                     (l->dt == DT_BF16 ? GEMM_BF16_EFF : GEMM_F32_EFF));
+	case CL_CONV:
+		return launch + (double)l->flops / (gpu->fp32 * (l->dw ? CONV_DW_EFF : CONV_EFF));
+	case CL_COPY:
+		return launch + (double)l->bytes / gpu->bw;
+	default:
+		break;
+	}
+	int64_t resident = (int64_t)gpu->sms * blocks_per_sm(gpu, r);
+	double warps = (double)(l->blocks < resident ? l->blocks : resident) * 8;
+	double width = l->access > 0 ? l->access / 4.0 : 1;
+	double mem = fmin(1, warps * width / (gpu->sms * MEM_WARPS)), alu = fmin(1, warps / (gpu->sms * FLOP_WARPS));
+	double eff = l->attention == 1 ? ATTN_TILED_EFF : l->attention == 2 ? ATTN_MMA_EFF : 1;
+	double peak = peak_flops(gpu, l->dt, l->attention == 2);
+	return launch + fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));
+}
+
+static bool starved(const CgGpu *gpu, const CgLaunch *l)
+{
+	return l->blocks >= 0 && l->blocks < gpu->sms && (l->bytes > (16 << 20) || l->flops > 1000000000);
+}
+
+/* the optimizer's pass over each trained parameter after the step */
+static void optimizer_launches(Cg *g)
+{
+	Program *p = g->p;
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->buffer || q->grad < 0)
+			continue;
+		int64_t n = ir_numel(q->type), e = ir_dt_bytes(q->type.dt);
+		bool adam = p->optimizer == OPT_ADAM;
+		CgLaunch l = {.kind = CL_KERNEL, .kernel = -1, .name = ar_printf("%s[%s]", adam ? "adam" : "sgd", q->name),
+		              .count = 1, .threads = n, .blocks = (n + 255) / 256,
+		              .bytes = n * (adam ? e * 3 + 4 * 4 : e * 3), .flops = n * (adam ? 12 : 2), .dt = q->type.dt};
+		vec_push(&g->launches, l);
+	}
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++)
+		fprintf(f, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	fputc('"', f);
+}
+
+void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool verbose, FILE *f)
+{
+	Program *p = g->p;
+	optimizer_launches(g);
+	int nk = 0;
+	for (int i = 0; i < g->launches.len; i++)
+		nk = g->launches.data[i].kernel >= nk ? g->launches.data[i].kernel + 1 : nk;
+	CgRes *res = ar_alloc(sizeof *res * (size_t)(nk + 1));
+	memset(res, 0, sizeof *res * (size_t)(nk + 1));
+	const char *why = ptx ? run_ptxas(ptx, gpu, res, nk) : "the target is not cuda";
+	if (why && verbose)
+		fprintf(stderr, "dpc: note: --emit=kernels without registers, stack and shared memory: %s\n", why);
+	double total = 0, by[4] = {0};
+	int64_t launches = 0;
+	if (json)
+		fprintf(f, "\"gpu\": \"%s\",\n  \"kernels\": [", gpu->name);
+	else
+		fprintf(f, "# %s (%s): %d SMs, %.0f GB/s, FP32 %.1f TFLOP/s, TF32 %.0f, bf16 %.0f, link %.1f GB/s%s\n"
+		        "# %-8s %-40s %9s %7s %14s %14s %5s %6s %6s %12s %12s\n", gpu->name, gpu->desc, gpu->sms, gpu->bw / 1e9,
+		        gpu->fp32 / 1e12, gpu->tf32 / 1e12, gpu->bf16 / 1e12, gpu->link / 1e9,
+		        why ? ar_printf("; no ptxas figures: %s", why) : "", "count", "launch", "blocks", "threads", "bytes",
+		        "flops", "regs", "stack", "smem", "us each", "us in step");
+	for (int i = 0; i < g->launches.len; i++) {
+		CgLaunch *l = &g->launches.data[i];
+		const CgRes *r = l->kernel >= 0 ? &res[l->kernel] : NULL;
+		double t = predict(gpu, l, r);
+		total += t * (double)l->count;
+		by[l->kind] += t * (double)l->count;
+		launches += l->count;
+		const char *regs = r && r->known ? ar_printf("%d", r->regs) : "-";
+		const char *stack = r && r->known ? ar_printf("%d", r->stack) : "-";
+		const char *smem = r && r->known ? ar_printf("%d", r->smem) : "-";
+		if (!json) {
+			fprintf(f, "%-10lld %-40s %9lld %7d %14lld %14lld %5s %6s %6s %12.1f %12.1f%s\n", (long long)l->count, l->name,
+			        (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes, (long long)l->flops, regs, stack,
+			        smem, t * 1e6, t * 1e6 * (double)l->count, starved(gpu, l) ? "  STARVED" : "");
+			continue;
+		}
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, l->name);
+		fprintf(f, ", \"kind\": \"%s\", \"kernel\": %d, \"count\": %lld, \"blocks\": %lld, \"threads\": %d, \"bytes\": %lld, "
+		        "\"flops\": %lld, \"registers\": %s, \"stack_bytes\": %s, \"shared_bytes\": %s, \"predicted_us\": %.3f, "
+		        "\"starved\": %s}", (const char *[]){"kernel", "gemm", "conv", "copy"}[l->kind], l->kernel,
+		        (long long)l->count, (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes,
+		        (long long)l->flops, r && r->known ? regs : "null", r && r->known ? stack : "null",
+		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false");
+	}
+	double link = (double)(p->h2d_bytes[1] > p->d2h_bytes[1] ? p->h2d_bytes[1] : p->d2h_bytes[1]) / gpu->link;
+	double step = fmax(total, link);
+	if (json) {
+		fprintf(f, "%s],\n  \"predicted_launches\": %lld,\n  \"predicted_link_ms\": %.3f,\n  \"predicted_step_ms\": %.3f",
+		        g->launches.len ? "\n  " : "", (long long)launches, link * 1e3, step * 1e3);
+		return;
+	}
+	fprintf(f, "predicted step on %s: %.3f ms (%lld launches: kernels %.3f ms, GEMMs %.3f ms, convolutions %.3f ms, "
+	        "copies %.3f ms; the link %.3f ms, overlapped)\n", gpu->name, step * 1e3, (long long)launches, by[CL_KERNEL] * 1e3,
+	        by[CL_GEMM] * 1e3, by[CL_CONV] * 1e3, by[CL_COPY] * 1e3, link * 1e3);
+}
