@@ -41,6 +41,8 @@ typedef struct {
 	KStep step[CG_MAXSTEPS];
 	int loop;          /* K_LOOP: its entry in Cg.loops */
 	bool actions;      /* K_LOOP: a revolve's, running the actions of its schedule */
+	int stage;         /* a reduction over the grid in two launches: 1, each block's share into a
+	                    * module array; 2, their total (cross_entropy on the GPU); 0: one kernel */
 } KDesc;
 
 /* kinds beyond the IR's: the optimizers, runs of elementwise ops fused into
@@ -219,6 +221,9 @@ LLVMValueRef cg_combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max);
 LLVMValueRef cg_all_reduce(K *k, LLVMValueRef v, bool max);
 void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
 LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at); /* a block's shared array, one per name */
+/* n reals of the compute type in the GPU module's global memory, zeroed, one
+ * array per name: its first element's generic address */
+LLVMValueRef cg_global_array(K *k, const char *name, int64_t n);
 /* rows: a fold (a sum, or the max) of term over n contiguous elements from
  * base (at: an element's index, i: its place in the row), or fn at each;
  * vectors on the CPU, lanes on the GPU. cg_row_load and cg_row_store move
@@ -306,6 +311,10 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
+/* nn.c: the blocks of cross_entropy's first stage on the GPU (KDesc.stage);
+ * the parts of embed_grad's table rows (a work item per part and column) */
+int64_t cg_xent_blocks(const KDesc *d);
+int64_t cg_embed_parts(const Cg *g, const KDesc *d);
 /* attention.c: the tile sizes of an attention kernel; false: one row per item.
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);

@@ -189,7 +189,8 @@ const char *cg_kernel_label(const KDesc *k)
 	case K_LOOP: return ar_printf("%s[%lld]", k->actions ? "revolve" : "loop", (long long)k->out.dim[0]);
 	}
 	Type t = k->out;
-	const char *s = ar_printf("%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name);
+	const char *s = ar_printf("%s%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name,
+	                          k->stage ? ar_printf(".%d", k->stage) : "");
 	for (int i = 0; i < t.rank; i++)
 		s = ar_printf("%s%s%lld", s, i ? "," : "", (long long)t.dim[i]);
 	return ar_printf("%s]", s);
@@ -206,11 +207,11 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 		return (int)k->kind == OP_UNFOLD ? cg_rows(k->out) : k->out.dim[0] * k->out.dim[1];
 	switch (low_class(k)) {
 	case LW_TOTAL:
-		return 1;
+		return k->stage == 1 ? cg_xent_blocks(k) : 1;
 	case LW_ROWS:
 		return cg_rows(k->out);
 	case LW_COLS:
-		return k->out.dim[1];
+		return k->out.dim[1] * ((int)k->kind == OP_EMBED_GRAD ? cg_embed_parts(g, k) : 1);
 	case LW_HEADS: { /* a tile of query (key) rows of one head each, or one row */
 		Type q = k->in[0];
 		int64_t T = q.dim[q.rank - 2], rows = ir_numel(q) / (q.dim[q.rank - 1] / k->attr.attn.heads), tq, tk;
@@ -229,6 +230,8 @@ int64_t cg_kernel_work(Cg *g, const KDesc *k)
 		return k->attr.mm.ta ? k->in[0].dim[k->in[0].rank - 2] : k->in[0].dim[k->in[0].rank - 1];
 	if (!g->cuda && ((int)k->kind == OP_UNFOLD || (int)k->kind == OP_FOLD)) /* a row, or a plane's windows */
 		return (int)k->kind == OP_UNFOLD ? k->out.dim[2] : ir_numel(k->in[0]) / (k->out.dim[0] * k->out.dim[1]);
+	if ((int)k->kind == OP_EMBED_GRAD) /* its part's rows zeroed, and every id read */
+		return k->out.dim[0] / cg_embed_parts(g, k) + ir_numel(k->in[1]);
 	switch (low_class(k)) {
 	case LW_ROWS:
 		return k->out.rank ? k->out.dim[k->out.rank - 1] : 1;
@@ -561,6 +564,23 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 		die("shared array %s asked for with two types", name);
 	}
 	return s;
+}
+
+LLVMValueRef cg_global_array(K *k, const char *name, int64_t n)
+{
+	Cg *g = k->g;
+	LLVMTypeRef at = LLVMArrayType(g->real, (unsigned)n);
+	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
+	if (!s) {
+		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 1);
+		LLVMSetInitializer(s, LLVMConstNull(at));
+		LLVMSetLinkage(s, LLVMInternalLinkage);
+		LLVMSetAlignment(s, 16);
+	} else if (LLVMGlobalGetValueType(s) != at) {
+		die("global array %s asked for with two types", name);
+	}
+	LLVMValueRef first = LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 1), "");
+	return LLVMBuildAddrSpaceCast(k->b, first, LLVMPointerType(g->real, 0), "");
 }
 
 /* Every lane's partial value in, the whole reduction out, the same bits in

@@ -122,8 +122,21 @@ static LLVMValueRef embed_id(K *k, LLVMValueRef ids, LLVMValueRef n, int64_t V, 
 
 /* embed: element idx = (n, d) of the result is table[ids[n], d] (0 for an
  * id out of range, which the runtime's data checks rule out);
- * embed_grad: work item d owns column d of the result and adds the rows of
- * g into it in the order of the ids, so the sums are deterministic */
+ * embed_grad: work item (part, d) owns column d of one part of the
+ * table's rows (cg_embed_parts), zeroes it, and walks all the ids, adding
+ * the rows of g whose id falls in its part in the order of the ids: each
+ * result is the same sum in the same order however many parts there are,
+ * so the bits do not depend on them. On the GPU the parts make the grid:
+ * a thread per column alone was 3 blocks for GPT-2, each thread zeroing
+ * 50,257 rows. */
+int64_t cg_embed_parts(const Cg *g, const KDesc *d)
+{
+	int64_t V = d->out.dim[0], D = d->out.dim[1], N = ir_numel(d->in[1]);
+	/* the CPU: one part, but small tables in up to 4, so that the CPU's tests check the split */
+	int64_t p = g->cuda ? (65536 + D - 1) / D : N * V * D <= (1 << 20) ? 4 : 1;
+	return p < V ? p : V;
+}
+
 static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
 {
 	Cg *g = k->g;
@@ -140,18 +153,25 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
 		cg_store(k, ptrs[0], idx, LLVMBuildSelect(B, ok, v, cg_real(g, 0), ""));
 		return;
 	}
-	LLVMValueRef nv = cg_i64(g, V);
-	Loop z = cg_for(k, nv);
-	cg_store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, z.i, cols, ""), idx, ""), cg_real(g, 0));
-	cg_for_end(k, &z, nv);
+	int64_t per = (V + cg_embed_parts(g, d) - 1) / cg_embed_parts(g, d);
+	LLVMValueRef col = LLVMBuildURem(B, idx, cols, ""), part = LLVMBuildUDiv(B, idx, cols, "");
+	LLVMValueRef lo = LLVMBuildMul(B, part, cg_i64(g, per), "");
+	LLVMValueRef hi = LLVMBuildAdd(B, lo, cg_i64(g, per), "");
+	hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, hi, cg_i64(g, V), ""), hi, cg_i64(g, V), "");
+	LLVMValueRef rows = LLVMBuildSub(B, hi, lo, "");
+	Loop z = cg_for(k, rows);
+	cg_store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, lo, z.i, ""), cols, ""), col, ""), cg_real(g, 0));
+	cg_for_end(k, &z, rows);
 	LLVMValueRef nn = cg_i64(g, ir_numel(d->in[1]));
 	Loop l = cg_for(k, nn);
 	LLVMValueRef id = embed_id(k, ptrs[2], l.i, V, &ok);
+	/* in this part (and so in the table): id - lo below its rows, unsigned */
+	ok = LLVMBuildICmp(B, LLVMIntULT, LLVMBuildSub(B, id, lo, ""), rows, "");
 	LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "add"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
 	LLVMBuildCondBr(B, ok, add, join);
 	LLVMPositionBuilderAtEnd(B, add);
-	LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), idx, "");
-	LLVMValueRef gv = cg_load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, l.i, cols, ""), idx, ""));
+	LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), col, "");
+	LLVMValueRef gv = cg_load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, l.i, cols, ""), col, ""));
 	cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, cg_load(k, ptrs[0], at), gv, ""));
 	LLVMBuildBr(B, join);
 	LLVMPositionBuilderAtEnd(B, join);
@@ -163,12 +183,52 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
  * sharing the row's columns (coalesced reads, shuffles only); the warps'
  * sums then meet in one block reduction, lane 0 of each warp adding its
  * warp's. (A row per lane read the logits 50,257 floats apart across a
- * warp.) Still one block: GPT-2's loss takes 516 ms of its 1.2 s step on
- * an H100, its eight warps waiting on memory; rows spread over the grid
- * are the fix (bench/RESULTS.md). */
-static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
+ * warp.) In dp_step's kernels on the GPU that is two launches
+ * (cg_host_nn): stage 1, a grid of blocks (cg_xent_blocks), block b's
+ * warps taking rows 8b + w, then every 8 x blocks-th, each block's sums
+ * into a module array; stage 2, one block adding those in a fixed order.
+ * No atomics: the bits do not depend on which block ends first. (One
+ * block for all rows took 516 ms of GPT-2's 1.2 s step on an H100,
+ * bench/RESULTS.md.) Elsewhere (the CPU, a fused loop) one kernel. */
+#define XENT_BLOCKS 1024
+
+int64_t cg_xent_blocks(const KDesc *d)
+{
+	int64_t b = (cg_rows(d->in[0]) + 7) / 8;
+	return b < XENT_BLOCKS ? b : XENT_BLOCKS;
+}
+
+/* the two stages' module array: the blocks' sums, then their counts */
+static LLVMValueRef xent_partials(K *k) { return cg_global_array(k, k->g->real == k->g->f64 ? "dp_xent_f64" : "dp_xent_f32", 2 * XENT_BLOCKS); }
+
+static LLVMValueRef part_at(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
+
+/* stage 2: the blocks' sums, each lane adding every 256th in order, then the block's fixed tree */
+static void xent_total(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
 	Cg *g = k->g;
+	int64_t G = cg_xent_blocks(d);
+	LLVMValueRef p = xent_partials(k), n = cg_i64(g, G), zero = cg_real(g, 0);
+	Loop l = cg_for_lanes(k, n);
+	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildLoad2(k->b, g->real, part_at(k, p, l.i), ""), "");
+	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildLoad2(k->b, g->real, part_at(k, p, LLVMBuildAdd(k->b, l.i, n, "")), ""), "");
+	cg_acc_next(k, &s, ns);
+	cg_acc_next(k, &c, nc);
+	cg_for_end(k, &l, n);
+	LLVMValueRef total = cg_acc_result(k, &l, zero, ns), count = cg_acc_result(k, &l, zero, nc);
+	total = cg_all_reduce(k, total, false);
+	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)cg_rows(d->in[0]));
+	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
+}
+
+static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item)
+{
+	Cg *g = k->g;
+	if (d->stage == 2) {
+		xent_total(k, d, ptrs);
+		return;
+	}
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = cg_rows(d->in[0]);
 	LLVMValueRef nr = cg_i64(g, R), zero = cg_real(g, 0);
 	int lanes = k->lanes;
@@ -176,9 +236,13 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 	bool warps = g->cuda && lanes >= 64;
 	Loop l;
 	if (warps) {
+		int64_t stride = lanes / 32 * (d->stage == 1 ? cg_xent_blocks(d) : 1);
+		LLVMValueRef first = LLVMBuildLShr(k->b, lane, cg_i64(g, 5), "");
+		if (d->stage == 1)
+			first = LLVMBuildAdd(k->b, first, LLVMBuildMul(k->b, item, cg_i64(g, lanes / 32), ""), "");
 		k->lanes = 32;
 		k->lane = LLVMBuildAnd(k->b, lane, cg_i64(g, 31), "");
-		l = cg_for_from(k, LLVMBuildLShr(k->b, lane, cg_i64(g, 5), ""), lanes / 32, nr);
+		l = cg_for_from(k, first, stride, nr);
 	} else {
 		l = cg_for_lanes(k, nr);
 	}
@@ -203,6 +267,18 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs)
 		k->lane = lane;
 	}
 	total = cg_all_reduce(k, total, false);
+	if (d->stage == 1) {
+		/* this block's sums, by its lane 0 */
+		LLVMValueRef p = xent_partials(k);
+		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
+		LLVMBuildStore(k->b, total, part_at(k, p, item));
+		if (d->attr.lab.has) {
+			count = cg_all_reduce(k, count, false);
+			LLVMBuildStore(k->b, count, part_at(k, p, LLVMBuildAdd(k->b, item, cg_i64(g, cg_xent_blocks(d)), "")));
+		}
+		cg_end_if(k, put);
+		return;
+	}
 	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)R);
 	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
 }
@@ -336,7 +412,7 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 		body_xent_grad(k, d, ptrs, idx);
 		return;
 	case OP_XENT:
-		body_xent(k, d, ptrs);
+		body_xent(k, d, ptrs, idx);
 		return;
 	case OP_LAYERNORM:
 	case OP_LAYERNORM_HAT:
@@ -431,6 +507,19 @@ bool cg_host_nn(Host *h, Op *op)
 {
 	if (op->kind == OP_CONV2D || op->kind == OP_CONV2D_DX || op->kind == OP_CONV2D_DW) {
 		lower_conv(h, op);
+		return true;
+	}
+	if (op->kind == OP_XENT && h->g->cuda && !h->device) {
+		/* over the whole grid in two launches (body_xent) */
+		Program *p = h->g->p;
+		KDesc d = cg_kdesc(op);
+		d.nin = 2;
+		d.out = ir_vtype(p, op->out);
+		d.in[0] = ir_vtype(p, op->in[0]);
+		d.in[1] = ir_vtype(p, op->in[1]);
+		LLVMValueRef words[3] = {cg_addr(h, op->out), cg_addr(h, op->in[0]), cg_addr(h, op->in[1])};
+		for (d.stage = 1; d.stage <= 2; d.stage++)
+			cg_launch(h, &d, words, 3);
 		return true;
 	}
 	if (op->kind != OP_DROPOUT)

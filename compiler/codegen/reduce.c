@@ -117,40 +117,57 @@ static LLVMValueRef lse_exp(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 	return cg_exp(k, LLVMBuildFSub(k->b, cg_row_load(k, s->x, at), cg_splat(k, s->mx), ""));
 }
 
+/* The GPU's log-sum-exp in one pass: each lane keeps the largest entry m
+ * it has seen and s, the sum of exp(x - m) over its entries, scaled down
+ * when m grows (one exp an entry: exp(-|x - m|) serves both cases); then
+ * the lanes' maxima meet, and their sums scaled to the row's max. The
+ * logits are read once, not twice: GPT-2's rows are 50,257 wide, too many
+ * in flight for the second read to come from L2. -inf entries add
+ * nothing; a NaN makes the result NaN. */
+static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef n = cg_i64(g, C), ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0), one = cg_real(g, 1);
+	Loop l = split ? cg_for_lanes(k, n) : cg_for(k, n);
+	Acc m = cg_acc(k, &l, ninf), s = cg_acc(k, &l, zero);
+	LLVMValueRef v = cg_load(k, x, LLVMBuildAdd(B, base, l.i, ""));
+	LLVMValueRef d = LLVMBuildFSub(B, v, m.phi, ""), up = LLVMBuildFCmp(B, LLVMRealOGT, d, zero, "");
+	LLVMValueRef e = cg_exp(k, LLVMBuildSelect(B, up, LLVMBuildFNeg(B, d, ""), d, ""));
+	e = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, v, ninf, ""), zero, e, "");
+	LLVMValueRef ns = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, LLVMBuildFMul(B, s.phi, e, ""), one, ""),
+	                                  LLVMBuildFAdd(B, s.phi, e, ""), "");
+	LLVMValueRef nm = LLVMBuildSelect(B, up, v, m.phi, "");
+	cg_acc_next(k, &m, nm);
+	cg_acc_next(k, &s, ns);
+	cg_for_end(k, &l, n);
+	LLVMValueRef mx = cg_acc_result(k, &l, ninf, nm), sum = cg_acc_result(k, &l, zero, ns);
+	if (split) {
+		LLVMValueRef all = cg_all_reduce(k, mx, true);
+		LLVMValueRef scale = cg_exp(k, LLVMBuildFSub(B, mx, all, ""));
+		scale = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, mx, ninf, ""), zero, scale, "");
+		sum = cg_all_reduce(k, LLVMBuildFMul(B, sum, scale, ""), false);
+		mx = all;
+	}
+	*max_out = mx;
+	return LLVMBuildFAdd(B, mx, cg_log(k, sum), "");
+}
+
 /* Log-sum-exp of the C entries of x from base, and their max. split: the
  * lanes share the row; else this thread reads all of it. On the CPU, in
  * vectors (cg_fold): a scalar running sum waited on its adder for each of
- * GPT's 256 classes. */
+ * GPT's 256 classes. On the GPU in one pass over the row (row_lse_online). */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out)
 {
 	Cg *g = k->g;
-	LLVMValueRef n = cg_i64(g, C);
-	LLVMValueRef first = cg_load(k, x, base);
 	if (!g->cuda) {
+		LLVMValueRef first = cg_load(k, x, base);
 		Lse s = {x, NULL};
 		s.mx = cg_fold(k, base, C, true, first, lse_x, &s);
 		*max_out = s.mx;
 		return LLVMBuildFAdd(k->b, s.mx, cg_log(k, cg_fold(k, base, C, false, cg_real(g, 0), lse_exp, &s)), "");
 	}
-	Loop l = split ? cg_for_lanes(k, n) : cg_for(k, n);
-	Acc m = cg_acc(k, &l, first);
-	LLVMValueRef nm = cg_max(k, m.phi, cg_load(k, x, LLVMBuildAdd(k->b, base, l.i, "")));
-	cg_acc_next(k, &m, nm);
-	cg_for_end(k, &l, n);
-	LLVMValueRef mx = cg_acc_result(k, &l, first, nm);
-	if (split)
-		mx = cg_all_reduce(k, mx, true);
-	Loop l2 = split ? cg_for_lanes(k, n) : cg_for(k, n);
-	Acc s = cg_acc(k, &l2, cg_real(g, 0));
-	LLVMValueRef e = cg_exp(k, LLVMBuildFSub(k->b, cg_load(k, x, LLVMBuildAdd(k->b, base, l2.i, "")), mx, ""));
-	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, e, "");
-	cg_acc_next(k, &s, ns);
-	cg_for_end(k, &l2, n);
-	LLVMValueRef sum = cg_acc_result(k, &l2, cg_real(g, 0), ns);
-	if (split)
-		sum = cg_all_reduce(k, sum, false);
-	*max_out = mx;
-	return LLVMBuildFAdd(k->b, mx, cg_log(k, sum), "");
+	return row_lse_online(k, x, base, C, split, max_out);
 }
 
 /* softmax, log_softmax and their gradients: each work item is one row of C
