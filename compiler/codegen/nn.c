@@ -134,7 +134,8 @@ int64_t cg_embed_parts(const Cg *g, const KDesc *d)
 	int64_t V = d->out.dim[0], D = d->out.dim[1], N = ir_numel(d->in[1]);
 	/* the CPU: one part, but small tables in up to 4, so that the CPU's tests check the split */
 	int64_t p = g->cuda ? (65536 + D - 1) / D : N * V * D <= (1 << 20) ? 4 : 1;
-	return p < V ? p : V;
+	int64_t per = (V + p - 1) / p;
+	return (V + per - 1) / per; /* none empty: 4 parts of 5 rows are 3 of 2 */
 }
 
 static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
@@ -266,20 +267,18 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 		k->lanes = lanes;
 		k->lane = lane;
 	}
+	/* every lane through the block's reductions, then lane 0 alone */
 	total = cg_all_reduce(k, total, false);
+	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)R);
 	if (d->stage == 1) {
-		/* this block's sums, by its lane 0 */
+		/* this block's sums */
 		LLVMValueRef p = xent_partials(k);
 		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
 		LLVMBuildStore(k->b, total, part_at(k, p, item));
-		if (d->attr.lab.has) {
-			count = cg_all_reduce(k, count, false);
-			LLVMBuildStore(k->b, count, part_at(k, p, LLVMBuildAdd(k->b, item, cg_i64(g, cg_xent_blocks(d)), "")));
-		}
+		LLVMBuildStore(k->b, count, part_at(k, p, LLVMBuildAdd(k->b, item, cg_i64(g, cg_xent_blocks(d)), "")));
 		cg_end_if(k, put);
 		return;
 	}
-	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)R);
 	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
 }
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The kernel cost model (docs/kernels.md): the launch check on GPT-2 124M
+# (fp32 at B = 8, bf16 at B = 32) and ResNet-56 (B = 128) plans, launches
+# counted through loops and binomial schedules as the schedule counts its
+# steps, --emit=kernels' table and --gpu, and its bad input.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+o="$TEST_OUT/kernels"
+mkdir -p "$o"
+gpt2="-D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257"
+
+# plan NAME ARGS...: the CUDA target's schedule JSON, with its kernels
+plan() {
+	local name=$1
+	shift
+	"$DPC" --target cuda "$@" --emit=schedule --schedule-json "$o/$name.json" >"$o/$name.txt" 2>&1
+}
+
+plan gpt2 $gpt2 -D B=8 samples/gpt.dp
+check "kernels/gpt2 fp32: no starved launch, no stack in attention or cross-entropy; 12 attentions, 1 loss" \
+	python3 tests/kernels/check.py "$o/gpt2.json" "attention[=12" "cross_entropy.1[=1" "cross_entropy.2[=1" "embed_grad[=1"
+plan gpt2bf $gpt2 -D B=32 --precision bf16 samples/gpt.dp
+check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/gpt2bf.json" "attention[=12" "attn_dk[=12"
+plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
+# 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights
+check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" \
+	python3 tests/kernels/check.py "$o/resnet56.json" "conv2d_dw[=61"
+
+# a binomial schedule: each step's attention runs in the forward sweep, in
+# each recomputed step and again in its taped step, as the schedule counts them
+plan gpt2ck $gpt2 -D B=8 --checkpoint binomial --snapshots 3 samples/gpt.dp
+want=$(python3 -c "import json; d = json.load(open('$o/gpt2ck.json')); print(2 * d['forward_steps'] + d['recomputed_steps'])")
+check "kernels/binomial: attention launches = forward steps + recomputed steps + taped steps ($want)" \
+	python3 tests/kernels/check.py "$o/gpt2ck.json" "attention[=$want" "attn_dv[=12"
+
+# the check fails where it should: mse's one block over 8M elements
+cat >"$o/starved.dp" <<'DP'
+param w: f32[2048, 4096] = zeros
+input y: f32[2048, 4096]
+loss { return mse(w, y) }
+DP
+plan starved "$o/starved.dp"
+expect "kernels/starved: a one-block loss over 32 MiB fails the check" 1 "starved: mse" \
+	python3 tests/kernels/check.py "$o/starved.json"
+
+# --emit=kernels: the table, on the GPU named
+"$DPC" --target cuda --emit=kernels $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_h100.txt" 2>&1
+"$DPC" --target cuda --emit=kernels --gpu a100 $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_a100.txt" 2>&1
+ms() { sed -n 's/^predicted step on [a-z0-9]*: \([0-9.]*\) ms.*/\1/p' "$1"; }
+check "kernels/--emit=kernels: a row per launch and the step's total" \
+	grep -q "^1 *cross_entropy.1\[\] *1024 *256 " "$o/gpt2_h100.txt"
+check "kernels/--gpu a100: slower than the h100 ($(ms "$o/gpt2_a100.txt") ms against $(ms "$o/gpt2_h100.txt"))" \
+	python3 -c "import sys; sys.exit(not float('$(ms "$o/gpt2_a100.txt")') > float('$(ms "$o/gpt2_h100.txt")') > 0)"
+
+# bad input, and ptxas missing
+expect "kernels/--gpu unknown: the names it knows" 2 "unknown GPU 'v100' for --gpu; known: h100, h200, a100" \
+	"$DPC" --emit=kernels --gpu v100 samples/gpt.dp
+DPC_PTXAS= "$DPC" --target cuda -v --emit=kernels samples/gpt.dp >"$o/noptxas.txt" 2>"$o/noptxas.err"
+check "kernels/without ptxas: the model's figures, no registers, and why under -v" \
+	grep -q "without registers, stack and shared memory: DPC_PTXAS names no executable" "$o/noptxas.err"
+check "kernels/without ptxas: registers shown as -" grep -q "^1 *cross_entropy.1\[\] .* - *- *- " "$o/noptxas.txt"
+"$DPC" --target cpu --emit=schedule --schedule-json "$o/cpu.json" samples/gpt.dp >/dev/null 2>&1
+check "kernels/--target cpu: the schedule JSON has no kernels" \
+	python3 -c "import json, sys; sys.exit('kernels' in json.load(open('$o/cpu.json')))"
+finish
