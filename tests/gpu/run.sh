@@ -82,6 +82,19 @@ build)
 	bin/dpc --target cuda -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp -o $B/resnet56.cuda || exit 1
 	bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp -o $B/gpt2bf.cuda || exit 1
 	bin/dpc --target cuda -D N=41666 --checkpoint binomial samples/resnet.dp -o $B/resnet250k.cuda || exit 1
+	# bench/gpu_quick.sh: each of those three plans' launches priced by the cost model on the H100 and the H200
+	mkdir -p $B/kernels
+	for gpu in h100 h200; do
+		bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
+			--emit=schedule --schedule-json $B/kernels/gpt2.$gpu.json >/dev/null || exit 1
+		bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
+			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
+		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
+			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
+		bin/dpc --target cuda --gpu $gpu -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
+			bench/resmlp_big.dp --emit=schedule --schedule-json $B/kernels/stream_8x.$gpu.json >/dev/null || exit 1
+	done
+	cp bench/kernels_vs.py $B/
 	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
 	# by one thread, a warp or a block) against the CPU and finite differences
 	mkdir -p $B/ops

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The short GPU script (issue 39): on the GPU machine, from the gpu_build/
+# that `bash tests/gpu/run.sh build` made here (carry gpu_build/), most
+# important first, within 8 minutes on one H100 or H200:
+#  1. GPT-2 124M fp32 (B = 8): dpc, PyTorch eager and torch.compile;
+#  2. GPT-2 124M bf16 (B = 32): the same;
+#  3. ResNet-56 (B = 128): the same;
+#  4. the streamed resmlp (1 GiB of weights in 128 MiB) against
+#     max(resident, bytes / link);
+#  5. predicted against measured, per kernel, for 1 to 3 (dpc --profile
+#     beside the cost model's plan, bench/kernels_vs.py).
+# Every figure goes to one markdown file, $OUT/gpu_quick.md (else
+# /tmp/gpu_quick.md), that bench/RESULTS.md can take as it is. Each part has
+# a time limit, so that a slow one leaves time for the rest.
+#   QUICK_STEPS (default 10): timed steps of each run
+set -u
+cd "$(dirname "$0")/.."
+B=gpu_build
+steps=${QUICK_STEPS:-10}
+out=${OUT:-/tmp}/gpu_quick.md
+log=${OUT:-/tmp}/gpu_quick.log
+: >"$out"
+: >"$log"
+say() { echo "$*" | tee -a "$out"; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$gpu" in *H200*) kind=h200 ;; *) kind=h100 ;; esac
+say "## bench/gpu_quick.sh — $(date -u +%Y-%m-%d), one ${gpu:-unknown GPU} (driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1))"
+say ""
+say "PyTorch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo missing); $steps timed steps each; the cost model's predictions for the $kind."
+say ""
+
+field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+
+# net NAME EXE LIMIT TORCH-ARGS...: dpc's ms/step (60 s at most), then PyTorch's eager and
+# compile (LIMIT seconds in all, torch.compile's compilation included), and the ratios
+net() {
+	local name=$1 exe=$2 limit=$3
+	shift 3
+	say "### $name"
+	say ""
+	if timeout 60 "$B/$exe" --steps "$steps" --lr 1e-4 --quiet --summary-json "/tmp/q_$name.json" >>"$log" 2>&1; then
+		local ms peak
+		ms=$(field "/tmp/q_$name.json" ms_per_step)
+		peak=$(field "/tmp/q_$name.json" peak_device_bytes)
+		say "- dpc: $(printf %.2f "$ms") ms/step, peak $(python3 -c "print(f'{$peak / 2**30:.2f}')") GiB; predicted $(printf %.2f "$(field "$B/kernels/$name.$kind.json" predicted_step_ms)") ms/step"
+		echo "$ms" >"/tmp/q_$name.ms"
+	else
+		say "- dpc: failed or over 60 s (status $?; the log: gpu_quick.log)"
+		rm -f "/tmp/q_$name.ms"
+	fi
+	timeout "$limit" python3 bench/nets_torch.py "$@" --steps "$steps" 2>>"$log" | while read -r line; do
+		say "- $line"
+		local tms
+		tms=$(echo "$line" | sed -n 's/.*: \([0-9.]*\) ms\/step.*/\1/p')
+		[ -n "$tms" ] && [ -f "/tmp/q_$name.ms" ] &&
+			say "  - dpc / this: $(python3 -c "print(f'{$(cat /tmp/q_$name.ms) / $tms:.2f}')")"
+	done
+	say ""
+}
+gpt2="-L 12 -D 768 -H 12 -T 1024 -V 50257"
+net gpt2 gpt2.cuda 150 gpt $gpt2 -B 8
+net gpt2bf gpt2bf.cuda 120 gpt $gpt2 -B 32 --bf16
+net resnet56 resnet56.cuda 80 resnet -B 128 -S 32 -C 16 -N 9
+
+say "### streaming"
+say ""
+# its first two parts; the model larger than the GPU does not fit this script's time
+timeout 60 bash bench/stream.sh 2>>"$log" | while read -r line; do say "- $line"; done
+say ""
+
+say "### the cost model: predicted against measured, one step's milliseconds by launch"
+say ""
+for name in gpt2 gpt2bf resnet56; do
+	exe=$B/$name.cuda
+	if timeout 30 "$exe" --steps 2 --lr 1e-4 --quiet --profile >"/tmp/q_$name.prof" 2>>"$log"; then
+		say "$name ($kind plan):"
+		say ""
+		python3 bench/kernels_vs.py "/tmp/q_$name.prof" "$B/kernels/$name.$kind.json" \
+			$(cat "/tmp/q_$name.ms" 2>/dev/null) | tee -a "$out"
+		say ""
+	else
+		say "$name: --profile failed or timed out"
+	fi
+done
+echo "written to $out"
