@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.."
 B=gpu_build
 # the x86 code of every executable built here runs on the GPU machine's CPU
 export DPC_CPU=generic
+# bench/gpu_scale.sh's GPT: 48 layers 2560 wide (3.8 billion parameters), one sequence of 1024
+GPT_SCALE="-D L=48 -D D=2560 -D H=20 -D T=1024 -D V=50257 -D B=1"
 case "${1:-}" in
 build)
 	rm -rf $B && mkdir -p $B/lib
@@ -95,6 +97,9 @@ build)
 			bench/resmlp_big.dp --emit=schedule --schedule-json $B/kernels/stream_8x.$gpu.json >/dev/null || exit 1
 	done
 	cp bench/kernels_vs.py $B/
+	# bench/gpu_scale.sh: a GPT whose weights and Adam state (45.3 GB) are 8x --device-mem, streamed
+	bin/dpc --target cuda $GPT_SCALE --optimizer adam --stream params --device-mem 5400M samples/gpt.dp \
+		-o $B/gpt_scale.cuda --schedule-json $B/kernels/gpt_scale.json || exit 1
 	# every op program: each kernel variant (scalar or 16-byte accesses; reductions
 	# by one thread, a warp or a block) against the CPU and finite differences
 	mkdir -p $B/ops
