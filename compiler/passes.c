@@ -6,6 +6,7 @@
 #include "dist_pass/dist.h"
 #include "select/select.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 void driver_phase(const DriverOptions *o, const char *what)
@@ -27,7 +28,8 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 
 static Program *lower(FeAst *ast, const DriverOptions *o, bool verbose)
 {
-	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose};
+	const char *ag = getenv("DPC_ATTN_GEMM");
+	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose, ag && *ag ? atoll(ag) : 0};
 	return fe_lower(ast, &fo);
 }
 

@@ -739,10 +739,15 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	}
 }
 
+static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef r);
+
 /* A kernel item of an attention op: the lowering its shape and target take */
 void cg_kernel_attention(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
 {
-	(void)args;
+	if ((int)d->kind == K_ATTN_ROWS) {
+		body_attn_rows(k, d, args, idx);
+		return;
+	}
 	int64_t tq, tk;
 	if (cg_attn_mma(k->g, d))
 		body_attn_mma(k, d, ptrs, idx);
@@ -779,8 +784,196 @@ static void lower_attention(Host *h, Op *op)
 	cg_call(h, ft, f, args, 6);
 }
 
+enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P }; /* what K_ATTN_ROWS computes */
+
+/* K_ATTN_ROWS: row r of a block's scores S [H, nq, nk] (ag_rows: words S,
+ * dP, stats, dO, O), query t = q0 + r % nq of head r / nq, keys [0, n)
+ * (n = t + 1 when causal, else nk), scaled by 1 / sqrt(Dh). Softmax: P in
+ * place of S; stats: the row's log-sum-exp and dO . O; dS: P (dP - D) /
+ * sqrt(Dh) in place of S; P: P in place of S. Masked keys get 0. */
+static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef r)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	int64_t H = d->out.dim[0], nq = d->out.dim[1], nk = d->out.dim[2], q0 = d->blk[0], T = d->blk[1];
+	int64_t C = d->in[0].dim[d->in[0].rank - 1], dh = C / H;
+	double scale = 1 / sqrt((double)dh);
+	LLVMValueRef S = cg_ptr(k, args[0], g->realp), dP = cg_ptr(k, args[1], g->realp), st = cg_ptr(k, args[2], g->realp);
+	LLVMValueRef head = LLVMBuildUDiv(B, r, cg_i64(g, nq), ""), t = LLVMBuildAdd(B, LLVMBuildURem(B, r, cg_i64(g, nq), ""), cg_i64(g, q0), "");
+	LLVMValueRef base = LLVMBuildMul(B, r, cg_i64(g, nk), "");
+	LLVMValueRef n = d->attr.attn.causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : cg_i64(g, nk);
+	LLVMValueRef srow = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, head, cg_i64(g, T), ""), t, ""), cg_i64(g, 2), "");
+	if (d->mode == AR_STATS) {
+		LLVMValueRef mx, lse = cg_lse_online(k, S, base, n, scale, &mx);
+		LLVMValueRef dO = cg_ptr(k, args[3], g->realp), O = cg_ptr(k, args[4], g->realp);
+		LLVMValueRef at0 = LLVMBuildAdd(B, LLVMBuildMul(B, t, cg_i64(g, C), ""), LLVMBuildMul(B, head, cg_i64(g, dh), ""), "");
+		Loop l = cg_for_lanes(k, cg_i64(g, dh));
+		Acc s = cg_acc(k, &l, cg_real(g, 0));
+		LLVMValueRef at = LLVMBuildAdd(B, at0, l.i, "");
+		LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildFMul(B, cg_load(k, dO, at), cg_load(k, O, at), ""), "");
+		cg_acc_next(k, &s, ns);
+		cg_for_end(k, &l, cg_i64(g, dh));
+		LLVMValueRef dd = cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), ns), false);
+		cg_store_once(k, st, srow, lse);
+		cg_store_once(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), dd);
+		return;
+	}
+	LLVMValueRef mx, lse = d->mode == AR_SOFTMAX ? cg_lse_online(k, S, base, n, scale, &mx) : cg_load(k, st, srow);
+	LLVMValueRef D = d->mode == AR_DS ? cg_load(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), "")) : NULL;
+	LLVMValueRef nn = cg_i64(g, nk);
+	Loop l = cg_for_lanes(k, nn);
+	LLVMValueRef at = LLVMBuildAdd(B, base, l.i, "");
+	LLVMValueRef x = LLVMBuildFMul(B, cg_load(k, S, at), cg_real(g, scale), "");
+	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, x, lse, ""));
+	if (d->mode == AR_DS)
+		p = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildFSub(B, cg_load(k, dP, at), D, ""), ""), cg_real(g, scale), "");
+	p = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, l.i, n, ""), p, cg_real(g, 0), "");
+	cg_store(k, S, at, p);
+	cg_for_end(k, &l, nn);
+}
+
+/* ---- attention on GEMMs (the GPU's f32 and f64) ----
+ * Per batch item and block of query rows [q0, q0 + nq) (as many as the
+ * op's workspace holds), against keys [0, nk) (nk = q0 + nq when causal,
+ * else T), every head at once as a strided-batched GEMM over the heads:
+ *   S = Q K^T  (the workspace's first half, [H, nq, nk])
+ * then a row kernel (K_ATTN_ROWS, a row of S per item) and another GEMM:
+ *   attention:  P = softmax(S / sqrt(Dh)), causal rows masked; O = P V
+ *   attn_stats: each row's log-sum-exp and dO . O into the stats
+ *   attn_dq:    dP = dO V^T (the second half); dS = P (dP - D) / sqrt(Dh); dQ = dS K
+ *   attn_dk:    the same dS; dK += dS^T Q over the query blocks
+ *   attn_dv:    P; dV += P^T dO over the query blocks
+ * dK and dV are zeroed first, then summed block by block in order: the
+ * bits do not depend on timing. The rows' sums are the row kernel's, in
+ * one order for a given shape. */
+typedef struct {
+	Host *h;
+	Op *op;
+	int64_t T, C, H, dh, elt, rows; /* rows: the query rows of a block */
+	LLVMValueRef S, dP;              /* the workspace's halves */
+	LLVMValueRef at[6];              /* this batch item's operands (stats: its heads' rows), then the result */
+} Ag;
+
+static LLVMValueRef off(Ag *a, LLVMValueRef base, int64_t elems)
+{
+	return LLVMBuildAdd(a->h->g->b, base, cg_i64(a->h->g, elems * a->elt), "");
+}
+
+/* C[h] = A[h] B[h] (ta, tb: transposed) for every head h, a strided-batched GEMM */
+static void ag_gemm(Ag *a, int ta, int tb, int64_t m, int64_t n, int64_t k, LLVMValueRef A, int64_t lda, int64_t sa,
+                    LLVMValueRef Bm, int64_t ldb, int64_t sb, LLVMValueRef Cm, int64_t ldc, int64_t sc, double beta)
+{
+	Host *h = a->h;
+	Cg *g = h->g;
+	LLVMValueRef args[18] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)a->elt, 0), LLVMConstInt(g->i32, (unsigned)ta, 0),
+	                         LLVMConstInt(g->i32, (unsigned)tb, 0), cg_i64(g, m), cg_i64(g, n), cg_i64(g, k), A,
+	                         cg_i64(g, lda), cg_i64(g, sa), Bm, cg_i64(g, ldb), cg_i64(g, sb), Cm, cg_i64(g, ldc),
+	                         cg_i64(g, sc), cg_i64(g, a->H), LLVMConstReal(g->f64, beta)};
+	cg_call(h, h->t_gemm, h->f_gemm, args, 18);
+	cg_cost_gemm(h, (int)a->elt, m, n, k, a->H);
+}
+
+/* the row kernel over S [H, nq, nk]: words S, dP, stats, dO, O */
+static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
+{
+	KDesc d;
+	memset(&d, 0, sizeof d);
+	d.kind = (OpKind)K_ATTN_ROWS;
+	d.attr = a->op->attr;
+	d.out = ir_type(ir_vtype(a->h->g->p, a->op->in[0]).dt, 3, (int64_t[]){a->H, nq, nk});
+	d.in[0] = ir_vtype(a->h->g->p, a->op->in[0]);
+	d.mode = mode;
+	d.blk[0] = q0;
+	d.blk[1] = a->T;
+	LLVMValueRef z = cg_i64(a->h->g, 0), words[5] = {a->S, a->dP, z, z, z};
+	if (a->op->kind == OP_ATTN_STATS) /* (q, k, dO, O) -> stats */
+		words[2] = a->at[5], words[3] = a->at[2], words[4] = a->at[3];
+	else if (a->op->kind != OP_ATTENTION) /* (q, k, v, dO, stats) */
+		words[2] = a->at[4], words[3] = a->at[3];
+	cg_launch(a->h, &d, words, 5);
+}
+
+/* one block of query rows of one batch item */
+static void ag_block(Ag *a, int64_t q0, int64_t nq)
+{
+	int64_t T = a->T, C = a->C, dh = a->dh, nk = a->op->attr.attn.causal ? q0 + nq : T;
+	LLVMValueRef q = a->at[0], k = a->at[1], v = a->at[2], dO = a->at[3], out = a->at[5];
+	OpKind kind = a->op->kind;
+	/* S = Q[q0:q0+nq] K[0:nk]^T, head by head (a head's columns: dh of them, dh apart) */
+	ag_gemm(a, 0, 1, nq, nk, dh, off(a, q, q0 * C), C, dh, k, C, dh, a->S, nk, nq * nk, 0);
+	switch ((int)kind) {
+	case OP_ATTENTION:
+		ag_rows(a, AR_SOFTMAX, q0, nq, nk);
+		ag_gemm(a, 0, 0, nq, dh, nk, a->S, nk, nq * nk, v, C, dh, off(a, out, q0 * C), C, dh, 0);
+		return;
+	case OP_ATTN_STATS:
+		ag_rows(a, AR_STATS, q0, nq, nk);
+		return;
+	case OP_ATTN_DV:
+		ag_rows(a, AR_P, q0, nq, nk);
+		ag_gemm(a, 1, 0, nk, dh, nq, a->S, nk, nq * nk, off(a, dO, q0 * C), C, dh, out, C, dh, 1);
+		return;
+	}
+	/* dP = dO[q0:q0+nq] V[0:nk]^T, then dS in place of S */
+	ag_gemm(a, 0, 1, nq, nk, dh, off(a, dO, q0 * C), C, dh, v, C, dh, a->dP, nk, nq * nk, 0);
+	ag_rows(a, AR_DS, q0, nq, nk);
+	if (kind == OP_ATTN_DQ)
+		ag_gemm(a, 0, 0, nq, dh, nk, a->S, nk, nq * nk, k, C, dh, off(a, out, q0 * C), C, dh, 0);
+	else
+		ag_gemm(a, 1, 0, nk, dh, nq, a->S, nk, nq * nk, off(a, q, q0 * C), C, dh, out, C, dh, 1);
+}
+
+static void lower_attention_gemm(Host *h, Op *op)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Type q = ir_vtype(p, op->in[0]);
+	int base = ops_attn_operands(op->kind);
+	Ag a = {h, op, q.dim[q.rank - 2], q.dim[q.rank - 1], op->attr.attn.heads, 0, ir_dt_bytes(q.dt), 0, NULL, NULL, {0}};
+	a.dh = a.C / a.H;
+	a.rows = ir_numel(ir_vtype(p, op->in[base])) / (2 * a.H * a.T);
+	LLVMValueRef ws = cg_addr(h, op->in[base]);
+	a.S = ws;
+	a.dP = off(&a, ws, a.H * a.rows * a.T);
+	int64_t items = ir_numel(q) / (a.T * a.C), out_bytes = ir_bytes(p, ir_vtype(p, op->out));
+	if (op->kind == OP_ATTN_DK || op->kind == OP_ATTN_DV) {
+		/* summed over the query blocks from zero */
+		LLVMValueRef args[3] = {h->ctx, cg_addr(h, op->out), cg_i64(g, out_bytes)};
+		cg_call(h, h->t_zero, h->f_zero, args, 3);
+		cg_cost_copy(h, out_bytes, true);
+	}
+	/* for each batch item b: a loop in the host code */
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "attn_item");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "attn_done");
+	LLVMBuildBr(g->b, body);
+	LLVMPositionBuilderAtEnd(g->b, body);
+	LLVMValueRef b = LLVMBuildPhi(g->b, g->i64, "b"), zero = cg_i64(g, 0);
+	LLVMAddIncoming(b, &zero, &pre, 1);
+	LLVMValueRef item = LLVMBuildMul(g->b, b, cg_i64(g, a.T * a.C * a.elt), "");
+	/* the item's operands: q-shaped ones T C apart, the stats H T 2 */
+	LLVMValueRef stats = LLVMBuildMul(g->b, b, cg_i64(g, a.H * a.T * 2 * a.elt), "");
+	for (int i = 0; i < base; i++)
+		a.at[i] = LLVMBuildAdd(g->b, cg_addr(h, op->in[i]), i == 4 ? stats : item, "");
+	a.at[5] = LLVMBuildAdd(g->b, cg_addr(h, op->out), op->kind == OP_ATTN_STATS ? stats : item, "");
+	int64_t times = h->times;
+	h->times *= items;
+	for (int64_t q0 = 0; q0 < a.T; q0 += a.rows)
+		ag_block(&a, q0, a.T - q0 < a.rows ? a.T - q0 : a.rows);
+	h->times = times;
+	LLVMValueRef next = LLVMBuildAdd(g->b, b, cg_i64(g, 1), "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+	LLVMAddIncoming(b, &next, &latch, 1);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, items), ""), body, done);
+	LLVMPositionBuilderAtEnd(g->b, done);
+}
+
 bool cg_host_attention(Host *h, Op *op)
 {
+	if (op->nin > ops_attn_operands(op->kind)) {
+		lower_attention_gemm(h, op);
+		return true;
+	}
 	if (ir_ops[op->kind].low == LW_HEADS && !h->g->cuda && !h->g->reference) {
 		lower_attention(h, op);
 		return true;
@@ -790,8 +983,8 @@ bool cg_host_attention(Host *h, Op *op)
 		KDesc d = cg_kdesc(op);
 		d.in[0] = ir_vtype(h->g->p, op->in[0]);
 		if (!cg_attn_mma(h->g, &d))
-			diag_note(op->loc, "attention on dpc's tiled kernels, not tensor cores: those take bf16 heads of 16 to 128 "
-			          "elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
+			diag_note(op->loc, "attention on dpc's tiled kernels, not tensor cores or GEMMs: tensor cores take bf16 heads "
+			          "of 16 to 128 elements, a multiple of 16, GEMMs f32 and f64; these are %s of %lld", ir_dt_name(d.in[0].dt),
 			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
 	}
 	return false;

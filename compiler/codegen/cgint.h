@@ -41,13 +41,15 @@ typedef struct {
 	KStep step[CG_MAXSTEPS];
 	int loop;          /* K_LOOP: its entry in Cg.loops */
 	bool actions;      /* K_LOOP: a revolve's, running the actions of its schedule */
+	int mode;          /* K_ATTN_ROWS: what it computes (attention.c) */
+	int64_t blk[2];    /* K_ATTN_ROWS: the block's first query row, and T */
 	int stage;         /* a reduction over the grid in two launches: 1, each block's share into a
 	                    * module array; 2, their total (cross_entropy on the GPU); 0: one kernel */
 } KDesc;
 
 /* kinds beyond the IR's: the optimizers, runs of elementwise ops fused into
  * one kernel, and a loop's whole run as one kernel (host.c, fused loops) */
-enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED, K_LOOP };
+enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED, K_LOOP, K_ATTN_ROWS };
 
 /* A loop that runs as one kernel: a forward loop's iterations, or the
  * actions of a revolve's schedule (rt_revolve gives them in chunks). One
@@ -311,6 +313,8 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
+/* the same in one pass over n entries (a value), each times scale, this kernel's lanes sharing them */
+LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *max_out);
 /* nn.c: the blocks of cross_entropy's first stage on the GPU (KDesc.stage);
  * the parts of embed_grad's table rows (a work item per part and column) */
 int64_t cg_xent_blocks(const KDesc *d);

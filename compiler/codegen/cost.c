@@ -114,6 +114,8 @@ static int64_t type_bytes(Type t) { return ir_numel(t) * ir_dt_bytes(t.dt); }
 static int64_t kernel_bytes(Cg *g, const KDesc *d)
 {
 	int64_t b = type_bytes(d->out);
+	if ((int)d->kind == K_ATTN_ROWS) /* the scores read and written, and dP read */
+		return b * (d->mode == 2 ? 3 : 2);
 	if ((int)d->kind == K_FUSED) {
 		for (int s = 0; s < d->nsteps; s++)
 			for (int j = 0; j < d->step[s].nin; j++)

@@ -112,6 +112,8 @@ static int lane_count(Cg *g, const KDesc *d)
 		return 1;
 	if ((int)d->kind == K_LOOP)
 		return CG_BLOCK; /* one item: the block */
+	if ((int)d->kind == K_ATTN_ROWS)
+		return lanes_for(d->out.dim[2]);
 	switch (low_class(d)) {
 	case LW_TOTAL:
 		return 256;
@@ -187,6 +189,9 @@ const char *cg_kernel_label(const KDesc *k)
 	case K_SGD: return "sgd";
 	case K_ADAM: return "adam";
 	case K_LOOP: return ar_printf("%s[%lld]", k->actions ? "revolve" : "loop", (long long)k->out.dim[0]);
+	case K_ATTN_ROWS:
+		return ar_printf("attn_%s[%lld,%lld,%lld]", (const char *[]){"softmax", "stats", "ds", "p"}[k->mode],
+		                 (long long)k->out.dim[0], (long long)k->out.dim[1], (long long)k->out.dim[2]);
 	}
 	Type t = k->out;
 	const char *s = ar_printf("%s%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name,
@@ -200,6 +205,8 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 {
 	if ((int)k->kind == K_LOOP)
 		return 1;
+	if ((int)k->kind == K_ATTN_ROWS) /* a row of the scores per item */
+		return k->out.dim[0] * k->out.dim[1];
 	if ((int)k->kind == OP_ACC || (int)k->kind == OP_ACC_SLICE)
 		return ir_numel(k->in[k->nin - 1]) / k->vec;
 	/* the CPU's window kernels: a row of unfold's result, a plane of fold's (movement.c) */
@@ -230,6 +237,8 @@ int64_t cg_kernel_work(Cg *g, const KDesc *k)
 		return k->attr.mm.ta ? k->in[0].dim[k->in[0].rank - 2] : k->in[0].dim[k->in[0].rank - 1];
 	if (!g->cuda && ((int)k->kind == OP_UNFOLD || (int)k->kind == OP_FOLD)) /* a row, or a plane's windows */
 		return (int)k->kind == OP_UNFOLD ? k->out.dim[2] : ir_numel(k->in[0]) / (k->out.dim[0] * k->out.dim[1]);
+	if ((int)k->kind == K_ATTN_ROWS)
+		return k->out.dim[2];
 	if ((int)k->kind == OP_EMBED_GRAD) /* its part's rows zeroed, and every id read */
 		return k->out.dim[0] / cg_embed_parts(g, k) + ir_numel(k->in[1]);
 	switch (low_class(k)) {
@@ -818,6 +827,9 @@ static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLV
 		return;
 	case K_FUSED:
 		cg_kernel_elementwise(k, d, ptrs, args, idx);
+		return;
+	case K_ATTN_ROWS:
+		cg_kernel_attention(k, d, ptrs, args, idx);
 		return;
 	}
 	family_kernel[d->kind](k, d, ptrs, args, idx);

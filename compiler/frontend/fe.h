@@ -24,6 +24,10 @@ typedef struct {
 	bool reference;  /* --reference-kernels: conv2d as unfold + GEMM, the reference the tests compare with */
 	bool cuda;       /* the target: cuDNN takes tensors of fewer than 2^31 elements */
 	bool verbose;    /* -v: a note for each conv2d that takes the reference path, and why */
+	/* attention on GEMMs, with a workspace operand (ops_attn_scratch): by
+	 * default on the CUDA target in f32 and f64; DPC_ATTN_GEMM=N (the
+	 * driver) asks for it on any target, blocks of at most N query rows */
+	int64_t attn_gemm;
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

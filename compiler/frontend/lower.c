@@ -436,6 +436,27 @@ static void arity(Node *n, int lo, int hi)
 	}
 }
 
+/* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k and v fit */
+static void attention_workspace(Lower *L, Op *op)
+{
+	Program *p = L->p;
+	Type q = ir_vtype(p, op->in[0]);
+	bool gemm = L->o->attn_gemm > 0 || (L->o->cuda && !L->o->reference && (q.dt == DT_F32 || q.dt == DT_F64));
+	if (!gemm || q.rank < 2 || !ir_is_real(q.dt) || q.dt == DT_BF16 || !op->attr.attn.heads ||
+	    q.dim[q.rank - 1] % op->attr.attn.heads)
+		return;
+	for (int i = 1; i < 3; i++)
+		if (!ir_type_eq(ir_vtype(p, op->in[i]), q))
+			return; /* the shape rule says why */
+	Op *ws = mk(L, OP_SCRATCH, op->loc, 0, NULL);
+	ws->to = ops_attn_scratch(q, op->attr.attn.heads, L->o->attn_gemm);
+	int *in = ar_alloc(sizeof(int) * 4);
+	memcpy(in, op->in, sizeof(int) * 3);
+	in[3] = emit(L, ws);
+	op->in = in;
+	op->nin = 4;
+}
+
 static int reduce(Lower *L, Scope *s, Node *n, OpKind k)
 {
 	arity(n, 1, 2);
@@ -995,6 +1016,7 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		if (!op->attr.attn.heads)
 			diag_error(n->loc, "attention needs heads=");
+		attention_workspace(L, op);
 		return emit(L, op);
 	}
 	case FE_EMBED: {

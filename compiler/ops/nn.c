@@ -39,12 +39,36 @@ void ops_adjoint_embed(Ad *a, Op *op, int g)
 	ad_contrib(a, table, ad_emit(a, d), op->loc);
 }
 
+/* an attention op's operands before its workspace: q, k, v; q, k, dO, O; q, k, v, dO, stats */
+int ops_attn_operands(OpKind k) { return k == OP_ATTENTION ? 3 : k == OP_ATTN_STATS ? 4 : 5; }
+
+/* The query rows an attention on GEMMs takes at once: the scores of all
+ * heads for them, and their gradient (the gradient ops'), within 64 MiB,
+ * in multiples of 16; at most `most` when that is given (testing the
+ * blocks on small programs) */
+static int64_t attn_rows(Type q, int heads, int64_t most)
+{
+	int64_t T = q.dim[q.rank - 2], row = 2 * heads * T * ir_dt_bytes(q.dt);
+	int64_t r = ((int64_t)64 << 20) / row / 16 * 16;
+	r = r < 16 ? 16 : r;
+	r = most > 0 && r > most ? most : r;
+	return r < T ? r : T;
+}
+
+Type ops_attn_scratch(Type q, int heads, int64_t most)
+{
+	int64_t n = 2 * heads * attn_rows(q, heads, most) * q.dim[q.rank - 2];
+	return ir_type(q.dt, 1, &n);
+}
+
 const char *ops_shape_attention(Program *p, Op *op, Type *out)
 {
 	const char *err;
 	static const char *what[] = {"q", "k", "v", "dO", "O"};
 	Type q = ir_vtype(p, op->in[0]);
-	int same = op->nin == 3 ? 3 : 4; /* operands shaped like q: all but the gradient ops' stats */
+	int base = ops_attn_operands(op->kind), same = base == 3 ? 3 : 4; /* shaped like q: all but the stats */
+	if (op->nin != base && op->nin != base + 1)
+		return ar_printf("%s takes %d operands (and a workspace), got %d", ir_ops[op->kind].name, base, op->nin);
 	for (int i = 0; i < op->nin; i++)
 		if ((err = ops_need_real(p, op, i)))
 			return err;
@@ -66,8 +90,16 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 	st.dim[q.rank] = 2;
 	if (st.rank > IR_MAXRANK)
 		return ar_printf("attention's q %s has too many axes", ops_ts(q));
-	if (op->nin == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st))
+	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st))
 		return ar_printf("%s needs stats %s, got %s", ir_ops[op->kind].name, ops_ts(st), ops_ts(ir_vtype(p, op->in[4])));
+	if (op->nin > base) {
+		/* a whole number of query rows' scores and their gradient, at most T */
+		Type ws = ir_vtype(p, op->in[base]);
+		int64_t per = 2 * op->attr.attn.heads * T;
+		if (ws.rank != 1 || ws.dt != q.dt || ws.dim[0] % per || ws.dim[0] / per < 1 || ws.dim[0] > per * T)
+			return ar_printf("%s needs a workspace of 1 to %lld query rows of %lld %s, got %s", ir_ops[op->kind].name,
+			                 (long long)T, (long long)per, ir_dt_name(q.dt), ops_ts(ws));
+	}
 	*out = op->kind == OP_ATTN_STATS ? st : q;
 	return NULL;
 }
@@ -79,16 +111,30 @@ static int attn_op(Ad *a, Op *op, OpKind k, int nin, const int *in)
 	return ad_emit(a, d);
 }
 
+/* a workspace like the forward's, for a gradient op (none when it has none) */
+static int attn_scratch(Ad *a, Op *op)
+{
+	if (op->nin == 3)
+		return -1;
+	Program *p = ad_program(a);
+	Op *ws = ir_new_op(p, OP_SCRATCH, op->loc, 0, NULL);
+	ws->to = ir_vtype(p, op->in[3]);
+	return ad_emit(a, ws);
+}
+
 /* the rows' statistics once, then each operand's gradient */
 void ops_adjoint_attention(Ad *a, Op *op, int g)
 {
-	int q = op->in[0], k = op->in[1], v = op->in[2];
-	int stats = attn_op(a, op, OP_ATTN_STATS, 4, (int[]){q, k, g, op->out});
-	int in[5] = {q, k, v, g, stats};
+	int q = op->in[0], k = op->in[1], v = op->in[2], n = op->nin == 3 ? 0 : 1;
+	int st[5] = {q, k, g, op->out, n ? attn_scratch(a, op) : -1};
+	int stats = attn_op(a, op, OP_ATTN_STATS, 4 + n, st);
+	int in[6] = {q, k, v, g, stats, -1};
 	static const OpKind grads[3] = {OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
 	for (int i = 0; i < 3; i++)
-		if (ad_active(a, op->in[i]))
-			ad_contrib(a, op->in[i], attn_op(a, op, grads[i], 5, in), op->loc);
+		if (ad_active(a, op->in[i])) {
+			in[5] = n ? attn_scratch(a, op) : -1;
+			ad_contrib(a, op->in[i], attn_op(a, op, grads[i], 5 + n, in), op->loc);
+		}
 }
 
 /* The workspace of a convolution of x by w into y, in the compute type (f32,
@@ -391,7 +437,8 @@ void ops_run_attention(Interp *m, Op *op)
 	for (int64_t b = 0; b < NB; b++)
 		for (int64_t h = 0; h < H; h++) {
 #define EL(X, r, d) (X)[(b * T + (r)) * C + h * Dh + (d)]
-			double *st = op->nin == 5 ? ops_real(m, op->in[4]) + (b * H + h) * T * 2 : NULL;
+			bool grad = ops_attn_operands(op->kind) == 5;
+			double *st = grad ? ops_real(m, op->in[4]) + (b * H + h) * T * 2 : NULL;
 			for (int64_t i = 0; i < T; i++) {
 				double mx = -INFINITY, sum = 0;
 				for (int64_t j = 0; j < T; j++) {
@@ -416,7 +463,7 @@ void ops_run_attention(Interp *m, Op *op)
 			}
 			if (op->kind == OP_ATTN_STATS)
 				continue;
-			double *V = ops_real(m, op->in[2]), *dO = op->nin == 5 ? ops_real(m, op->in[3]) : NULL;
+			double *V = ops_real(m, op->in[2]), *dO = grad ? ops_real(m, op->in[3]) : NULL;
 			for (int64_t i = 0; i < T; i++)
 				for (int64_t j = 0; j < T; j++) {
 					double pij = P[i * T + j], ds = 0;

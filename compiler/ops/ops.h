@@ -101,6 +101,12 @@ RULE(layernorm) RULE(dropout) RULE(mse) RULE(xent) RULE(var) RULE(transfer) RULE
 /* an elementwise op's meaning at one point (the interpreter, constant folding) */
 double ops_eval_ew(OpKind k, const double *x);
 
+/* attention on GEMMs: the operands before the workspace (ops_attn_operands),
+ * and the workspace's type (a scratch value): the scores of a block of
+ * query rows, and their gradient; most > 0 caps the block's rows */
+int ops_attn_operands(OpKind k);
+Type ops_attn_scratch(Type q, int heads, int64_t most);
+
 /* the workspace of a convolution of x by w into y (a scratch value's type) */
 Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows);
 int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda);

@@ -4,7 +4,9 @@ CUDA target and fails on any launch that moves more than 16 MiB or does more
 than 1 GFLOP on fewer blocks than the GPU has SMs, and on an attention or
 cross-entropy kernel with a stack frame. Also checks that the predicted step
 is the sum of its launches, and optional counts: NAME=N (launches per step
-whose name starts with NAME)."""
+whose name starts with NAME), NAME/rows=N (the same launches' query rows:
+the count times the second of the shape's three numbers, for attention's
+row kernels on GEMMs, whose blocks of rows depend on the workspace)."""
 import json
 import sys
 
@@ -31,7 +33,10 @@ def main():
         bad.append("predicted_step_ms %g is not the launches' sum %g" % (d["predicted_step_ms"], total))
     for w in wants:
         name, n = w.rsplit("=", 1)
-        got = sum(k["count"] for k in ks if k["name"].startswith(name))
+        rows = name.endswith("/rows")
+        name = name[:-5] if rows else name
+        got = sum(k["count"] * (int(k["name"].split("[")[1].split(",")[1]) if rows else 1)
+                  for k in ks if k["name"].startswith(name))
         if got != int(n):
             bad.append("%s: %d launches a step, expected %s" % (name, got, n))
     for b in bad:

@@ -4,11 +4,17 @@
 # the compiled float64 executable, given the interpreter's parameters and
 # inputs, must reproduce its loss and gradients (codegen, fusion, plan and
 # runtime against the IR's meaning).
+# Attention's programs again on GEMMs (DPC_ATTN_GEMM=5: the GPU's lowering,
+# here in blocks of 5 query rows, so that every block path runs).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
-for dp in tests/ops/*.dp samples/*.dp; do
-	name=$(basename "$dp" .dp)
+# unit PREFIX DP...: each program through irgrad and the compiled executable
+unit() {
+local prefix=$1
+shift
+for dp in "$@"; do
+	name=$prefix$(basename "$dp" .dp)
 	d="$TEST_OUT/irgrad_$name"
 	mkdir -p "$d"
 	log="$d/log"
@@ -33,6 +39,9 @@ for dp in tests/ops/*.dp samples/*.dp; do
 		notok "compiled-vs-interpreter/$name" "$log"
 	fi
 done
+}
+unit "" tests/ops/*.dp samples/*.dp
+DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
 # the binomial checkpoint schedule: valid, optimal, and equal to the closed form
 if "$DPC_BUILD/build/binomial" >"$TEST_OUT/binomial.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/binomial.log" | sed 's/^ok - /ok - /'
