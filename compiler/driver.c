@@ -173,7 +173,7 @@ int driver_run(DriverOptions *o)
 	const char *name = base_name(o->input);
 	verbose_opts = o;
 	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem, o->reference, o->verbose,
-	                o->generic_cpu, o->gpu, false};
+	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS")};
 	if (o->schedule_json) {
 		/* the CUDA target's launches and their predicted times, as members of the object */
 		char *kernels = NULL;

@@ -19,6 +19,7 @@ typedef struct {
 	bool generic_cpu;  /* --cpu generic: x86 code for any x86-64, not this CPU's */
 	const char *gpu;   /* --gpu: the GPU the cost model prices launches on (cost.c) */
 	bool cost;         /* record dp_step's launches (cg_emit_kernels sets it) */
+	bool cpu_splits;   /* DPC_CPU_SPLITS: the GPU's reductions in two launches on the CPU too (testing) */
 } CgOptions;
 
 /* A GPU the cost model knows: its SMs, memory bandwidth (bytes/s), dense

@@ -111,6 +111,7 @@ typedef struct {
 	bool backward_marked; /* dp_step's rt_phase(RT_PHASE_BACKWARD) is emitted */
 	int *uses;        /* per value: how many operands name it */
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
+	bool cpu_splits;  /* CgOptions.cpu_splits */
 	Vec(CgLaunch) launches;
 } Cg;
 
@@ -315,6 +316,9 @@ bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
 /* the same in one pass over n entries (a value), each times scale, this kernel's lanes sharing them */
 LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *max_out);
+/* kernels.c: the parts of a GPU reduction in two launches (KDesc.stage), 1 for one launch */
+#define CG_REDUCE_PARTIALS 65536
+int64_t cg_reduce_parts(const Cg *g, const KDesc *d);
 /* nn.c: the blocks of cross_entropy's first stage on the GPU (KDesc.stage);
  * the parts of embed_grad's table rows (a work item per part and column) */
 int64_t cg_xent_blocks(const KDesc *d);

@@ -126,6 +126,8 @@ static int64_t kernel_bytes(Cg *g, const KDesc *d)
 		b += type_bytes(d->in[j]);
 	if ((int)d->kind == OP_XENT && d->stage == 2) /* the blocks' sums */
 		return 2 * cg_xent_blocks(d) * ir_dt_bytes(d->out.dt) + type_bytes(d->out);
+	if (d->stage == 2) /* a reduction's parts */
+		return (cg_reduce_parts(g, d) + 1) * type_bytes(d->out);
 	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS) {
 		int64_t tq, tk, T = d->in[0].dim[d->in[0].rank - 2];
 		if (!cg_attn_tiles(g, d, &tq, &tk))
@@ -145,7 +147,7 @@ static int64_t kernel_flops(Host *h, const KDesc *d)
 	if ((int)d->kind == K_FUSED)
 		return (int64_t)d->nsteps * ir_numel(d->out);
 	if (d->stage == 2)
-		return 2 * cg_xent_blocks(d);
+		return (int)d->kind == OP_XENT ? 2 * cg_xent_blocks(d) : cg_reduce_parts(h->g, d) * ir_numel(d->out);
 	if ((int)d->kind < OP__COUNT && h->op && h->op->kind == d->kind)
 		return ir_op_flops(h->g->p, h->op);
 	return ir_numel(d->out);

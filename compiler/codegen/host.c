@@ -140,6 +140,12 @@ void cg_lower_kernel(Host *h, Op *op, LLVMValueRef into)
 		d.in[j] = ir_vtype(p, op->in[j]);
 		words[nw++] = cg_addr(h, op->in[j]);
 	}
+	if (!h->device && cg_reduce_parts(h->g, &d) > 1) {
+		/* the parts, then their totals (reduce.c, body_reduce) */
+		for (d.stage = 1; d.stage <= 2; d.stage++)
+			cg_launch(h, &d, words, nw);
+		return;
+	}
 	cg_launch(h, &d, words, nw);
 }
 
@@ -622,6 +628,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->verbose = o->verbose;
 	g->uses = ir_count_uses(p);
 	g->cost = o->cost;
+	g->cpu_splits = o->cpu_splits;
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
 	int sgd[DT_F64 + 1], adam[DT_F64 + 1];

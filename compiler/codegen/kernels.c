@@ -106,6 +106,31 @@ static int lanes_for(int64_t n)
  * contiguous along the lanes; partial results combine through warp shuffles. */
 static LowClass low_class(const KDesc *d) { return (int)d->kind < OP__COUNT ? ir_ops[d->kind].low : LW_EACH; }
 
+/* A GPU reduction that leaves the GPU short of threads (fewer than 2^16
+ * for all its outputs) while each output folds 4,096 elements or more runs
+ * in two launches (KDesc.stage, body_reduce): each output's elements in
+ * parts of at least 256, enough parts for 2^16 threads, their partial
+ * results through a module array of CG_REDUCE_PARTIALS. ResNet's sums over
+ * the batch and the pixels were 16 to 64 blocks of 131,072 elements each. */
+int64_t cg_reduce_parts(const Cg *g, const KDesc *d)
+{
+	if ((!g->cuda && !g->cpu_splits) || (int)d->kind >= OP__COUNT || ir_ops[d->kind].low != LW_REDUCE || d->in[0].rank == 0)
+		return 1;
+	bool kept[IR_MAXRANK];
+	int out_axis[IR_MAXRANK];
+	int64_t count = cg_reduced_axes(d, kept, out_axis), outputs = ir_numel(d->out);
+	if (!g->cuda) /* DPC_CPU_SPLITS: every reduction of more than one element, in up to 7 parts */
+		return count > 1 && outputs <= CG_REDUCE_PARTIALS / 7 ? (count < 7 ? count : 7) : 1;
+	int64_t lanes = kept[d->in[0].rank - 1] ? 1 : lanes_for(count);
+	if (count < 4096 || outputs * lanes >= 65536)
+		return 1;
+	/* items of a warp or more: 2,048 of them; of a thread: 65,536 */
+	int64_t p = ((lanes > 1 ? 2048 : 65536) + outputs - 1) / outputs;
+	p = p < count / 256 ? p : count / 256;
+	p = p < CG_REDUCE_PARTIALS / outputs ? p : CG_REDUCE_PARTIALS / outputs;
+	return p >= 2 ? p : 1;
+}
+
 static int lane_count(Cg *g, const KDesc *d)
 {
 	if (!g->cuda)
@@ -128,10 +153,10 @@ static int lane_count(Cg *g, const KDesc *d)
 	case LW_REDUCE: {
 		bool kept[IR_MAXRANK];
 		int out_axis[IR_MAXRANK];
-		int64_t count = cg_reduced_axes(d, kept, out_axis);
-		if (d->in[0].rank == 0 || kept[d->in[0].rank - 1])
+		int64_t count = cg_reduced_axes(d, kept, out_axis), parts = cg_reduce_parts(g, d);
+		if (d->in[0].rank == 0 || kept[d->in[0].rank - 1] || d->stage == 2)
 			return 1;
-		return lanes_for(count);
+		return lanes_for(d->stage == 1 ? (count + parts - 1) / parts : count);
 	}
 	default:
 		return 1;
@@ -212,6 +237,8 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	/* the CPU's window kernels: a row of unfold's result, a plane of fold's (movement.c) */
 	if (!g->cuda && ((int)k->kind == OP_UNFOLD || (int)k->kind == OP_FOLD))
 		return (int)k->kind == OP_UNFOLD ? cg_rows(k->out) : k->out.dim[0] * k->out.dim[1];
+	if (low_class(k) == LW_REDUCE && k->stage) /* a part of each output, then each output */
+		return ir_numel(k->out) * (k->stage == 1 ? cg_reduce_parts(g, k) : 1);
 	switch (low_class(k)) {
 	case LW_TOTAL:
 		return k->stage == 1 ? cg_xent_blocks(k) : 1;
@@ -251,6 +278,8 @@ int64_t cg_kernel_work(Cg *g, const KDesc *k)
 	}
 	case LW_REDUCE: { /* a vector of results, each folding its share of the operand */
 		int64_t out = ir_numel(k->out), in = k->nin ? ir_numel(k->in[0]) : out;
+		if (k->stage)
+			return k->stage == 2 ? cg_reduce_parts(g, k) : in / out / cg_reduce_parts(g, k);
 		return k->vec * (out > 0 && in > out ? in / out : 1);
 	}
 	default: /* a vector of results */
@@ -580,16 +609,17 @@ LLVMValueRef cg_global_array(K *k, const char *name, int64_t n)
 	Cg *g = k->g;
 	LLVMTypeRef at = LLVMArrayType(g->real, (unsigned)n);
 	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
+	unsigned space = g->gpu ? 1 : 0;
 	if (!s) {
-		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 1);
+		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, space);
 		LLVMSetInitializer(s, LLVMConstNull(at));
 		LLVMSetLinkage(s, LLVMInternalLinkage);
 		LLVMSetAlignment(s, 16);
 	} else if (LLVMGlobalGetValueType(s) != at) {
 		die("global array %s asked for with two types", name);
 	}
-	LLVMValueRef first = LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 1), "");
-	return LLVMBuildAddrSpaceCast(k->b, first, LLVMPointerType(g->real, 0), "");
+	LLVMValueRef first = LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, space), "");
+	return space ? LLVMBuildAddrSpaceCast(k->b, first, LLVMPointerType(g->real, 0), "") : first;
 }
 
 /* Every lane's partial value in, the whole reduction out, the same bits in

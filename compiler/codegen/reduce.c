@@ -46,6 +46,14 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	bool kept[IR_MAXRANK];
 	int out_axis[IR_MAXRANK];
 	int64_t count = cg_reduced_axes(d, kept, out_axis);
+	/* in two launches (cg_reduce_parts): stage 1's item part x outputs + o
+	 * folds part `part` of output o's elements into the module array */
+	int64_t parts = d->stage ? cg_reduce_parts(g, d) : 1, outputs = ir_numel(o), per = (count + parts - 1) / parts;
+	LLVMValueRef item = idx, part = NULL;
+	if (d->stage == 1) {
+		part = LLVMBuildUDiv(k->b, idx, cg_i64(g, outputs), "");
+		idx = LLVMBuildURem(k->b, idx, cg_i64(g, outputs), "");
+	}
 	LLVMValueRef oc[IR_MAXRANK];
 	cg_unravel(k, o, idx, oc);
 	/* base offset of the kept coordinates */
@@ -65,7 +73,37 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	while (!g->cuda && first > 0 && (!kept[first - 1] || t.dim[first - 1] == 1))
 		inner *= t.dim[--first];
 	LLVMValueRef total;
-	if (inner > 1) {
+	if (d->stage == 2) {
+		/* the parts in order, by one thread */
+		LLVMValueRef parr = cg_global_array(k, g->real == g->f64 ? "dp_reduce_f64" : "dp_reduce_f32", CG_REDUCE_PARTIALS);
+		total = init;
+		LLVMValueRef np = cg_i64(g, parts);
+		Loop l = cg_for(k, np);
+		Acc sum = cg_acc(k, &l, init);
+		LLVMValueRef at = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, l.i, cg_i64(g, outputs), ""), idx, "");
+		LLVMValueRef next = cg_combine(k, sum.phi, LLVMBuildLoad2(k->b, g->real, LLVMBuildGEP2(k->b, g->real, parr, &at, 1, ""), ""), max);
+		cg_acc_next(k, &sum, next);
+		cg_for_end(k, &l, np);
+		total = cg_acc_result(k, &l, init, next);
+	} else if (d->stage == 1) {
+		LLVMValueRef lo = LLVMBuildMul(k->b, part, cg_i64(g, per), "");
+		LLVMValueRef hi = LLVMBuildAdd(k->b, lo, cg_i64(g, per), "");
+		hi = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, hi, cg_i64(g, count), ""), hi, cg_i64(g, count), "");
+		Loop l = cg_for_from(k, LLVMBuildAdd(k->b, lo, k->lane, ""), k->lanes, hi);
+		Acc sum = cg_acc(k, &l, init);
+		LLVMValueRef x = cg_load(k, in, reduced_offset(k, t, kept, t.rank, stride, base, l.i));
+		if (neg)
+			x = LLVMBuildFNeg(k->b, x, "");
+		LLVMValueRef next = cg_combine(k, sum.phi, x, max);
+		cg_acc_next(k, &sum, next);
+		cg_for_end(k, &l, hi);
+		total = cg_all_reduce(k, cg_acc_result(k, &l, init, next), max);
+		LLVMValueRef parr = cg_global_array(k, g->real == g->f64 ? "dp_reduce_f64" : "dp_reduce_f32", CG_REDUCE_PARTIALS);
+		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
+		LLVMBuildStore(k->b, total, LLVMBuildGEP2(k->b, g->real, parr, &item, 1, ""));
+		cg_end_if(k, put);
+		return;
+	} else if (inner > 1) {
 		/* the other reduced axes one place at a time, each a fold over the run */
 		LLVMValueRef no = cg_i64(g, count / inner);
 		Loop l = cg_for(k, no);

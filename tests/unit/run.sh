@@ -5,7 +5,9 @@
 # inputs, must reproduce its loss and gradients (codegen, fusion, plan and
 # runtime against the IR's meaning).
 # Attention's programs again on GEMMs (DPC_ATTN_GEMM=5: the GPU's lowering,
-# here in blocks of 5 query rows, so that every block path runs).
+# here in blocks of 5 query rows, so that every block path runs), and every
+# program with its reductions in parts (DPC_CPU_SPLITS=1: the GPU's two
+# launches for reductions that would leave it short of threads).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
@@ -42,6 +44,8 @@ done
 }
 unit "" tests/ops/*.dp samples/*.dp
 DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
+# every reduction in two launches, as the GPU's that leave it short of threads (DPC_CPU_SPLITS)
+DPC_CPU_SPLITS=1 unit split- tests/ops/*.dp samples/*.dp
 # the binomial checkpoint schedule: valid, optimal, and equal to the closed form
 if "$DPC_BUILD/build/binomial" >"$TEST_OUT/binomial.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/binomial.log" | sed 's/^ok - /ok - /'
