@@ -29,7 +29,8 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 static Program *lower(FeAst *ast, const DriverOptions *o, bool verbose)
 {
 	const char *ag = getenv("DPC_ATTN_GEMM");
-	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose, ag && *ag ? atoll(ag) : 0};
+	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose, ag && *ag ? atoll(ag) : 0,
+	              o->stream.device_mem};
 	return fe_lower(ast, &fo);
 }
 

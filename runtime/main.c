@@ -13,7 +13,7 @@
 #include "rt.h"
 #include "svg.h"
 
-bool rt_tf32;
+bool rt_tf32, rt_conv_fp32, rt_verbose;
 
 static double read_loss(RtCtx *c);
 static const char *json_real(char *buf, double v);
@@ -812,6 +812,7 @@ int main(int argc, char **argv)
 			rt_usage("validation needs data for every input; input '%s' has none (--val-input NAME=FILE)",
 			         m->inputs[k].name);
 	rt_choose_threads(o.threads);
+	rt_verbose = o.verbose;
 	if (o.verbose) {
 		char rank[32] = "";
 		if (rt_distributed)

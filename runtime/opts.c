@@ -125,6 +125,9 @@ static const Opt opts[] = {
 	 "those cores is cut to them, with a warning. The results are the same\n"
 	 "bits at any count"},
 	{"--tf32", NULL, NULL, O_SPECIAL, 0, 0, 0, NONE, "GPU: let cuBLAS use TF32 tensor cores for f32 GEMMs"},
+	{"--conv-fp32", NULL, NULL, O_SPECIAL, 0, 0, 0, NONE,
+	 "GPU: f32 convolutions in exact FP32; by default cuDNN may use TF32\n"
+	 "tensor cores for them, as PyTorch's cuDNN does (its allow_tf32)"},
 	{"--profile", NULL, NULL, O_FLAG, 0, 0, AT(profile), NONE,
 	 "time every kernel, GEMM, copy and transfer of the last step, and print\n"
 	 "the totals by label (CUDA events on the GPU)"},
@@ -250,6 +253,8 @@ static void special(RtOpts *o, const char *name, const char *v)
 		exit(0);
 	} else if (!strcmp(name, "--tf32")) {
 		rt_tf32 = true;
+	} else if (!strcmp(name, "--conv-fp32")) {
+		rt_conv_fp32 = true;
 	} else if (!strcmp(name, "--optimizer")) {
 		if (strcmp(v, "sgd") && strcmp(v, "adam") && strcmp(v, "adamw"))
 			rt_usage("--optimizer takes sgd, adam or adamw, not '%s'", v);

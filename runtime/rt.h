@@ -173,6 +173,8 @@ static inline RtConvShape rt_conv_shape(const int64_t *d)
 extern const RtDevice rt_cpu_device;
 extern const RtDevice rt_cuda_device __attribute__((weak)); /* linked into CUDA executables */
 extern bool rt_tf32;        /* cuBLAS tensor-op (TF32) math */
+extern bool rt_conv_fp32;   /* --conv-fp32: cuDNN's f32 convolutions without TF32 */
+extern bool rt_verbose;     /* -v */
 
 /* The host threads the CPU device runs, chosen once before its init
  * (rt_choose_threads: --threads, else OMP_NUM_THREADS, else the cores this

@@ -142,8 +142,12 @@ static int lane_count(Cg *g, const KDesc *d)
 	switch (low_class(d)) {
 	case LW_TOTAL:
 		return 256;
-	case LW_ROWS:
-		return lanes_for(d->out.dim[d->out.rank - 1]);
+	case LW_ROWS: {
+		/* few long rows: a block each, not a warp (ResNet's last groupnorm: 256 rows of 2,048) */
+		int64_t n = d->out.dim[d->out.rank - 1];
+		int l = lanes_for(n);
+		return l == 32 && n >= 1024 && cg_rows(d->out) * 32 < 65536 ? 256 : l;
+	}
 	case LW_HEADS: {
 		int64_t tq, tk;
 		if (cg_attn_mma(g, d))

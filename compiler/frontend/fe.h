@@ -28,6 +28,7 @@ typedef struct {
 	 * default on the CUDA target in f32 and f64; DPC_ATTN_GEMM=N (the
 	 * driver) asks for it on any target, blocks of at most N query rows */
 	int64_t attn_gemm;
+	int64_t budget;  /* --device-mem, or 0: a convolution's workspace takes at most a sixteenth of it */
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

@@ -672,7 +672,7 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	const char *why = fits ? conv_refused(L, xt, wt, yt) : "";
 	if (!why) {
 		Op *ws = mk(L, OP_SCRATCH, n->loc, 0, NULL);
-		ws->to = ops_conv_scratch(xt, wt, yt, ops_conv_rows(ho, wo, L->o->cuda));
+		ws->to = ops_conv_scratch(xt, wt, yt, ops_conv_rows(xt, wt, yt, L->o->cuda, L->o->budget));
 		Op *c = mk(L, OP_CONV2D, n->loc, 3, (int[]){x, w, emit(L, ws)});
 		c->attr.win = win;
 		return emit(L, c);

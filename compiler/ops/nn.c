@@ -149,15 +149,24 @@ Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows)
 	return ir_type(x.dt == DT_F64 ? DT_F64 : DT_F32, 1, &n);
 }
 
-/* the rows a target's workspace holds: the whole image for cuDNN, else
- * the fewest rows that make at least 64 output positions. The CPU's own
- * path serves f64 and bf16 (f32 goes to oneDNN, whose memory is its own):
- * GEMMs 64 wide lose little there, and the workspace is a fraction of an
- * image's. */
-int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda)
+/* the rows a target's workspace holds: on the CPU the fewest rows that
+ * make at least 64 output positions. The CPU's own path serves f64 and
+ * bf16 (f32 goes to oneDNN, whose memory is its own): GEMMs 64 wide lose
+ * little there, and the workspace is a fraction of an image's. For cuDNN
+ * whole images, as many of the batch as 64 MiB holds (a sixteenth of
+ * budget when that is less), at least one: its fastest deterministic
+ * algorithms need more than one image's windows (conv2d_dw at batch 128,
+ * 30 to 90 times), and the runtime takes the fastest that fits. */
+int64_t ops_conv_rows(Type x, Type w, Type y, bool cuda, int64_t budget)
 {
-	int64_t r = (64 + wo - 1) / wo;
-	return cuda || r > ho ? ho : r;
+	int64_t ho = y.dim[2], wo = y.dim[3], r = (64 + wo - 1) / wo;
+	if (!cuda)
+		return r > ho ? ho : r;
+	int64_t cap = (int64_t)64 << 20, image = ir_numel(ops_conv_scratch(x, w, y, ho)) * (x.dt == DT_F64 ? 8 : 4);
+	cap = budget > 0 && budget / 16 < cap ? budget / 16 : cap;
+	int64_t k = cap / image;
+	k = k < 1 ? 1 : k > x.dim[0] ? x.dim[0] : k;
+	return k * ho;
 }
 
 /* conv2d (x [N, C, H, W], w [O, C/g, kh, kw], ws) -> [N, O, Ho, Wo]; conv2d_dx
@@ -194,11 +203,11 @@ const char *ops_shape_conv(Program *p, Op *op, Type *out)
 	Type dy = dx ? ir_vtype(p, op->in[0]) : dw ? ir_vtype(p, op->in[1]) : y;
 	if (!ir_type_eq(dy, y))
 		return ar_printf("%s needs a gradient %s for %s and %s, got %s", ir_ops[op->kind].name, ops_ts(y), ops_ts(x), ops_ts(w), ops_ts(dy));
-	/* a whole number of rows of unfolded windows, at least one, at most the image's */
-	Type ws = ir_vtype(p, op->in[2]), row = ops_conv_scratch(x, w, y, 1), whole = ops_conv_scratch(x, w, y, ho);
+	/* a whole number of rows of unfolded windows, at least one, at most the batch's images' */
+	Type ws = ir_vtype(p, op->in[2]), row = ops_conv_scratch(x, w, y, 1), whole = ops_conv_scratch(x, w, y, ho * x.dim[0]);
 	if (ws.rank != 1 || ws.dt != row.dt || ws.dim[0] % row.dim[0] || ws.dim[0] > whole.dim[0])
-		return ar_printf("%s needs a workspace of 1 to %lld rows of %s, got %s", ir_ops[op->kind].name, (long long)ho,
-		                 ops_ts(row), ops_ts(ws));
+		return ar_printf("%s needs a workspace of 1 to %lld rows of %s, got %s", ir_ops[op->kind].name,
+		                 (long long)(ho * x.dim[0]), ops_ts(row), ops_ts(ws));
 	*out = dx ? x : dw ? w : y;
 	return NULL;
 }

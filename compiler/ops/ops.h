@@ -109,7 +109,7 @@ Type ops_attn_scratch(Type q, int heads, int64_t most);
 
 /* the workspace of a convolution of x by w into y (a scratch value's type) */
 Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows);
-int64_t ops_conv_rows(int64_t ho, int64_t wo, bool cuda);
+int64_t ops_conv_rows(Type x, Type w, Type y, bool cuda, int64_t budget);
 
 /* the windows of w that fit in img [N, C, H, W]: rows and columns (0 when none) */
 void ops_window_out(const Window *w, Type img, int64_t *ho, int64_t *wo);

@@ -454,8 +454,8 @@ static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_byt
 	CUDNN(p_cudnnSetConvolution2dDescriptor(v->conv, (int)s->ph, (int)s->pw, (int)s->sh, (int)s->sw, (int)s->dh, (int)s->dw,
 	                                        CUDNN_CROSS_CORRELATION, elem_bytes == 8 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
 	CUDNN(p_cudnnSetConvolutionGroupCount(v->conv, (int)s->g));
-	/* f32 on tensor cores (TF32) only with --tf32, as cuBLAS */
-	CUDNN(p_cudnnSetConvolutionMathType(v->conv, elem_bytes == 4 && !rt_tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+	/* f32 may run on tensor cores (TF32), as PyTorch's cuDNN convolutions do, unless --conv-fp32 */
+	CUDNN(p_cudnnSetConvolutionMathType(v->conv, elem_bytes == 4 && rt_conv_fp32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
 	enum { MAXALGO = 16 };
 	int n = 0, best = -1;
 	size_t mem[MAXALGO];
@@ -477,10 +477,19 @@ static Conv *conv_for(int kind, int elem_bytes, const int64_t *d, int64_t ws_byt
 		for (int i = 0; i < n; i++)
 			algo[i] = r[i].algo, mem[i] = r[i].memory, ok[i] = r[i].status == CUDNN_STATUS_SUCCESS && r[i].determinism == CUDNN_DETERMINISTIC;
 	}
-	for (int i = 0; i < n && best < 0; i++)
-		if (ok[i] && mem[i] <= (size_t)ws_bytes)
+	/* cuDNN ranks them fastest first: the first deterministic one that fits the planned workspace */
+	int fastest = -1;
+	for (int i = 0; i < n; i++) {
+		fastest = fastest < 0 && ok[i] ? i : fastest;
+		if (best < 0 && ok[i] && mem[i] <= (size_t)ws_bytes)
 			best = i;
+	}
 	static const char *name[3] = {"conv2d", "conv2d_dx", "conv2d_dw"};
+	if (rt_verbose && best > fastest && fastest >= 0)
+		fprintf(stderr, "note: cuDNN's fastest deterministic %s [%lld, %lld, %lld, %lld] * [%lld, %lld, %lld, %lld] needs "
+		        "%zu bytes of workspace, more than the planned %lld: a slower one runs (dpc plans up to 64 MiB, or a "
+		        "sixteenth of --device-mem)\n", name[kind], (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w,
+		        (long long)s->o, (long long)s->c, (long long)s->kh, (long long)s->kw, mem[fastest], (long long)ws_bytes);
 	if (best < 0) {
 		/* none fits the plan's workspace (one image's windows): the
 		 * deterministic one that needs least, in a workspace of its own */

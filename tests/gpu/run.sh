@@ -186,7 +186,7 @@ for exe in $B/*.cuda; do
 	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | resnet56.cuda | resnet250k.cuda) continue ;; esac # benchmarks: bench/
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
-	args="--steps 20 --log-every 1 --lr $lr"
+	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
 	$exe $args --dump-grads $TEST_OUT/$s.cuda.st --summary-json $TEST_OUT/$s.cuda.json >$TEST_OUT/$s.cuda.log 2>&1 &&
 		$B/$s.cpu $args --dump-grads $TEST_OUT/$s.cpu.st >$TEST_OUT/$s.cpu.log 2>&1 ||
 		{ notok "gpu/$s: run" $TEST_OUT/$s.cuda.log; continue; }
@@ -208,7 +208,7 @@ check "gpu/offload: values offloaded and fetched back, gradients identical to st
 check "gpu/offload: peak and bytes moved as planned" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['peak_device_bytes'] == j['predicted_device_bytes'] and j['stream_h2d_bytes'] == j['predicted_stream_h2d_bytes'] > 0 and j['stream_d2h_bytes'] == j['predicted_stream_d2h_bytes'], j" $TEST_OUT/offload.json
 for exe in $B/ops/*.cuda; do
 	s=$(basename "$exe" .cuda)
-	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda.st >$TEST_OUT/op_$s.cuda.log 2>&1 &&
+	$exe --steps 1 --conv-fp32 --dump-grads $TEST_OUT/op_$s.cuda.st >$TEST_OUT/op_$s.cuda.log 2>&1 &&
 		$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu.st >$TEST_OUT/op_$s.cpu.log 2>&1 ||
 		{ notok "gpu/op $s: run" $TEST_OUT/op_$s.cuda.log; continue; }
 	check "gpu/op $s: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda.st $TEST_OUT/op_$s.cpu.st 1e-4
