@@ -147,10 +147,17 @@ else
 	notok "reference/refused-conv-ir"
 fi
 
-# on the GPU, -v names an attention that tensor cores do not take (f32 here), and none in bf16 at heads 32 and 64 wide
+# on the GPU, -v names an attention that neither tensor cores nor GEMMs take (bf16 heads of 2 here), none in
+# f32 (GEMMs), and none in bf16 at heads 32 and 64 wide
 expect "reference/attention-note: -v names an attention on the tiled kernels" 0 \
-	"attention.dp:11:11: note: attention on dpc's tiled kernels, not tensor cores: those take bf16 heads of 16 to 128 elements, a multiple of 16; these are f32 of 2" \
-	"$DPC" --target cuda -v --emit=obj tests/ops/attention.dp -o "$o/att.o"
+	"attention.dp:11:11: note: attention on dpc's tiled kernels, not tensor cores or GEMMs: tensor cores take bf16 heads of 16 to 128 elements, a multiple of 16, GEMMs f32 and f64; these are bf16 of 2" \
+	"$DPC" --target cuda -v --precision bf16 --emit=obj tests/ops/attention.dp -o "$o/att.o"
+"$DPC" --target cuda -v --emit=obj tests/ops/attention.dp -o "$o/att32.o" >"$o/att32.log" 2>&1
+if ! grep -q "note: attention" "$o/att32.log" && grep -q "rt_gemm" <("$DPC" --target cuda --emit=llvm tests/ops/attention.dp); then
+	ok "reference/attention-gemm: f32 attention on the GPU on GEMMs, no note"
+else
+	notok "reference/attention-gemm" "$o/att32.log"
+fi
 "$DPC" --target cuda -v --precision bf16 --emit=obj tests/ops/attention_heads16.dp -o "$o/ah.o" >"$o/ah.log" 2>&1
 if ! grep -q "note: attention" "$o/ah.log" && grep -q "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" \
 	<("$DPC" --target cuda --precision bf16 --emit=ptx tests/ops/attention_heads16.dp); then
