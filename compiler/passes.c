@@ -7,6 +7,7 @@
 #include "select/select.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 void driver_phase(const DriverOptions *o, const char *what)
@@ -29,7 +30,8 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 static Program *lower(FeAst *ast, const DriverOptions *o, bool verbose)
 {
 	const char *ag = getenv("DPC_ATTN_GEMM");
-	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose, ag && *ag ? atoll(ag) : 0,
+	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
+	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : atoll(ag),
 	              o->stream.device_mem};
 	return fe_lower(ast, &fo);
 }

@@ -89,7 +89,9 @@ uint64_t rt_training(RtCtx *c);
 void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args);
 /* C[b] = A[b] @ B[b] (+ C[b] when beta = 1), row-major, b in [0, batch).
  * elem_bytes: 2 (bf16, f32 accumulation), 4 (f32) or 8 (f64), all three
- * matrices. ta/tb: use the transpose of A / B. Strides are in elements. */
+ * matrices; or RT_GEMM_BF16_F32: A and B bf16, C f32 (attention's scores).
+ * ta/tb: use the transpose of A / B. Strides are in elements. */
+#define RT_GEMM_BF16_F32 3
 void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k,
              uint64_t a, int64_t lda, int64_t stride_a,
              uint64_t b, int64_t ldb, int64_t stride_b,

@@ -798,13 +798,16 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	int64_t H = d->out.dim[0], nq = d->out.dim[1], nk = d->out.dim[2], q0 = d->blk[0], T = d->blk[1];
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], dh = C / H;
 	double scale = 1 / sqrt((double)dh);
-	LLVMValueRef S = cg_ptr(k, args[0], g->realp), dP = cg_ptr(k, args[1], g->realp), st = cg_ptr(k, args[2], g->realp);
+	/* S and dP hold the compute type (f32 for bf16); P, the stats, dO and O the tensor's */
+	LLVMTypeRef wp = LLVMPointerType(g->real, 0);
+	LLVMValueRef S = cg_ptr(k, args[0], wp), dP = cg_ptr(k, args[1], wp), st = cg_ptr(k, args[2], g->realp);
+	LLVMValueRef P = cg_ptr(k, args[5], g->realp);
 	LLVMValueRef head = LLVMBuildUDiv(B, r, cg_i64(g, nq), ""), t = LLVMBuildAdd(B, LLVMBuildURem(B, r, cg_i64(g, nq), ""), cg_i64(g, q0), "");
 	LLVMValueRef base = LLVMBuildMul(B, r, cg_i64(g, nk), "");
 	LLVMValueRef n = d->attr.attn.causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : cg_i64(g, nk);
 	LLVMValueRef srow = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, head, cg_i64(g, T), ""), t, ""), cg_i64(g, 2), "");
 	if (d->mode == AR_STATS) {
-		LLVMValueRef mx, lse = cg_lse_online(k, S, base, n, scale, &mx);
+		LLVMValueRef mx, lse = cg_lse_online(k, S, true, base, n, scale, &mx);
 		LLVMValueRef dO = cg_ptr(k, args[3], g->realp), O = cg_ptr(k, args[4], g->realp);
 		LLVMValueRef at0 = LLVMBuildAdd(B, LLVMBuildMul(B, t, cg_i64(g, C), ""), LLVMBuildMul(B, head, cg_i64(g, dh), ""), "");
 		Loop l = cg_for_lanes(k, cg_i64(g, dh));
@@ -818,25 +821,26 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 		cg_store_once(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), dd);
 		return;
 	}
-	LLVMValueRef mx, lse = d->mode == AR_SOFTMAX ? cg_lse_online(k, S, base, n, scale, &mx) : cg_load(k, st, srow);
+	LLVMValueRef mx, lse = d->mode == AR_SOFTMAX ? cg_lse_online(k, S, true, base, n, scale, &mx) : cg_load(k, st, srow);
 	LLVMValueRef D = d->mode == AR_DS ? cg_load(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), "")) : NULL;
 	LLVMValueRef nn = cg_i64(g, nk);
 	Loop l = cg_for_lanes(k, nn);
 	LLVMValueRef at = LLVMBuildAdd(B, base, l.i, "");
-	LLVMValueRef x = LLVMBuildFMul(B, cg_load(k, S, at), cg_real(g, scale), "");
+	LLVMValueRef x = LLVMBuildFMul(B, LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, S, &at, 1, ""), ""), cg_real(g, scale), "");
 	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, x, lse, ""));
 	if (d->mode == AR_DS)
-		p = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildFSub(B, cg_load(k, dP, at), D, ""), ""), cg_real(g, scale), "");
+		p = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildFSub(B, LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, dP, &at, 1, ""), ""), D, ""), ""),
+		                  cg_real(g, scale), "");
 	p = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, l.i, n, ""), p, cg_real(g, 0), "");
-	cg_store(k, S, at, p);
+	cg_store(k, P, at, p);
 	cg_for_end(k, &l, nn);
 }
 
-/* ---- attention on GEMMs (the GPU's f32 and f64) ----
+/* ---- attention on GEMMs (the GPU's) ----
  * Per batch item and block of query rows [q0, q0 + nq) (as many as the
  * op's workspace holds), against keys [0, nk) (nk = q0 + nq when causal,
  * else T), every head at once as a strided-batched GEMM over the heads:
- *   S = Q K^T  (the workspace's first half, [H, nq, nk])
+ *   S = Q K^T  (the workspace's first part, [H, nq, nk])
  * then a row kernel (K_ATTN_ROWS, a row of S per item) and another GEMM:
  *   attention:  P = softmax(S / sqrt(Dh)), causal rows masked; O = P V
  *   attn_stats: each row's log-sum-exp and dO . O into the stats
@@ -845,12 +849,16 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
  *   attn_dv:    P; dV += P^T dO over the query blocks
  * dK and dV are zeroed first, then summed block by block in order: the
  * bits do not depend on timing. The rows' sums are the row kernel's, in
- * one order for a given shape. */
+ * one order for a given shape. In bf16, S and dP are f32 (the GEMM's sums
+ * kept: RT_GEMM_BF16_F32), and the row kernel writes P or dS rounded to
+ * bf16 into the workspace's third part, the next GEMM's operand; in f32
+ * and f64 it writes them in place of S. */
 typedef struct {
 	Host *h;
 	Op *op;
-	int64_t T, C, H, dh, elt, rows; /* rows: the query rows of a block */
-	LLVMValueRef S, dP;              /* the workspace's halves */
+	int64_t T, C, H, dh, elt, rows; /* elt: q's element bytes; rows: the query rows of a block */
+	bool bf16;
+	LLVMValueRef S, dP, P;           /* the workspace's parts (P: S's unless bf16) */
 	LLVMValueRef at[6];              /* this batch item's operands (stats: its heads' rows), then the result */
 } Ag;
 
@@ -859,13 +867,15 @@ static LLVMValueRef off(Ag *a, LLVMValueRef base, int64_t elems)
 	return LLVMBuildAdd(a->h->g->b, base, cg_i64(a->h->g, elems * a->elt), "");
 }
 
-/* C[h] = A[h] B[h] (ta, tb: transposed) for every head h, a strided-batched GEMM */
-static void ag_gemm(Ag *a, int ta, int tb, int64_t m, int64_t n, int64_t k, LLVMValueRef A, int64_t lda, int64_t sa,
-                    LLVMValueRef Bm, int64_t ldb, int64_t sb, LLVMValueRef Cm, int64_t ldc, int64_t sc, double beta)
+/* C[h] = A[h] B[h] (ta, tb: transposed) for every head h, a strided-batched
+ * GEMM; scores: C in the workspace's type (f32 for bf16 operands) */
+static void ag_gemm(Ag *a, bool scores, int ta, int tb, int64_t m, int64_t n, int64_t k, LLVMValueRef A, int64_t lda,
+                    int64_t sa, LLVMValueRef Bm, int64_t ldb, int64_t sb, LLVMValueRef Cm, int64_t ldc, int64_t sc, double beta)
 {
 	Host *h = a->h;
 	Cg *g = h->g;
-	LLVMValueRef args[18] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)a->elt, 0), LLVMConstInt(g->i32, (unsigned)ta, 0),
+	int type = scores && a->bf16 ? RT_GEMM_BF16_F32 : (int)a->elt;
+	LLVMValueRef args[18] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)type, 0), LLVMConstInt(g->i32, (unsigned)ta, 0),
 	                         LLVMConstInt(g->i32, (unsigned)tb, 0), cg_i64(g, m), cg_i64(g, n), cg_i64(g, k), A,
 	                         cg_i64(g, lda), cg_i64(g, sa), Bm, cg_i64(g, ldb), cg_i64(g, sb), Cm, cg_i64(g, ldc),
 	                         cg_i64(g, sc), cg_i64(g, a->H), LLVMConstReal(g->f64, beta)};
@@ -873,7 +883,7 @@ static void ag_gemm(Ag *a, int ta, int tb, int64_t m, int64_t n, int64_t k, LLVM
 	cg_cost_gemm(h, (int)a->elt, m, n, k, a->H);
 }
 
-/* the row kernel over S [H, nq, nk]: words S, dP, stats, dO, O */
+/* the row kernel over S [H, nq, nk]: words S, dP, stats, dO, O, P */
 static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 {
 	KDesc d;
@@ -885,12 +895,12 @@ static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 	d.mode = mode;
 	d.blk[0] = q0;
 	d.blk[1] = a->T;
-	LLVMValueRef z = cg_i64(a->h->g, 0), words[5] = {a->S, a->dP, z, z, z};
+	LLVMValueRef z = cg_i64(a->h->g, 0), words[6] = {a->S, a->dP, z, z, z, a->P};
 	if (a->op->kind == OP_ATTN_STATS) /* (q, k, dO, O) -> stats */
 		words[2] = a->at[5], words[3] = a->at[2], words[4] = a->at[3];
 	else if (a->op->kind != OP_ATTENTION) /* (q, k, v, dO, stats) */
 		words[2] = a->at[4], words[3] = a->at[3];
-	cg_launch(a->h, &d, words, 5);
+	cg_launch(a->h, &d, words, 6);
 }
 
 /* one block of query rows of one batch item */
@@ -900,27 +910,27 @@ static void ag_block(Ag *a, int64_t q0, int64_t nq)
 	LLVMValueRef q = a->at[0], k = a->at[1], v = a->at[2], dO = a->at[3], out = a->at[5];
 	OpKind kind = a->op->kind;
 	/* S = Q[q0:q0+nq] K[0:nk]^T, head by head (a head's columns: dh of them, dh apart) */
-	ag_gemm(a, 0, 1, nq, nk, dh, off(a, q, q0 * C), C, dh, k, C, dh, a->S, nk, nq * nk, 0);
+	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, q, q0 * C), C, dh, k, C, dh, a->S, nk, nq * nk, 0);
 	switch ((int)kind) {
 	case OP_ATTENTION:
 		ag_rows(a, AR_SOFTMAX, q0, nq, nk);
-		ag_gemm(a, 0, 0, nq, dh, nk, a->S, nk, nq * nk, v, C, dh, off(a, out, q0 * C), C, dh, 0);
+		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, nq * nk, v, C, dh, off(a, out, q0 * C), C, dh, 0);
 		return;
 	case OP_ATTN_STATS:
 		ag_rows(a, AR_STATS, q0, nq, nk);
 		return;
 	case OP_ATTN_DV:
 		ag_rows(a, AR_P, q0, nq, nk);
-		ag_gemm(a, 1, 0, nk, dh, nq, a->S, nk, nq * nk, off(a, dO, q0 * C), C, dh, out, C, dh, 1);
+		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, nq * nk, off(a, dO, q0 * C), C, dh, out, C, dh, 1);
 		return;
 	}
-	/* dP = dO[q0:q0+nq] V[0:nk]^T, then dS in place of S */
-	ag_gemm(a, 0, 1, nq, nk, dh, off(a, dO, q0 * C), C, dh, v, C, dh, a->dP, nk, nq * nk, 0);
+	/* dP = dO[q0:q0+nq] V[0:nk]^T, then dS (in P's place) */
+	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, dO, q0 * C), C, dh, v, C, dh, a->dP, nk, nq * nk, 0);
 	ag_rows(a, AR_DS, q0, nq, nk);
 	if (kind == OP_ATTN_DQ)
-		ag_gemm(a, 0, 0, nq, dh, nk, a->S, nk, nq * nk, k, C, dh, off(a, out, q0 * C), C, dh, 0);
+		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, nq * nk, k, C, dh, off(a, out, q0 * C), C, dh, 0);
 	else
-		ag_gemm(a, 1, 0, nk, dh, nq, a->S, nk, nq * nk, off(a, q, q0 * C), C, dh, out, C, dh, 1);
+		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, nq * nk, off(a, q, q0 * C), C, dh, out, C, dh, 1);
 }
 
 static void lower_attention_gemm(Host *h, Op *op)
@@ -929,12 +939,16 @@ static void lower_attention_gemm(Host *h, Op *op)
 	Program *p = g->p;
 	Type q = ir_vtype(p, op->in[0]);
 	int base = ops_attn_operands(op->kind);
-	Ag a = {h, op, q.dim[q.rank - 2], q.dim[q.rank - 1], op->attr.attn.heads, 0, ir_dt_bytes(q.dt), 0, NULL, NULL, {0}};
+	Ag a = {h, op, q.dim[q.rank - 2], q.dim[q.rank - 1], op->attr.attn.heads, 0, ir_dt_bytes(q.dt), 0, q.dt == DT_BF16,
+	        NULL, NULL, NULL, {0}};
 	a.dh = a.C / a.H;
-	a.rows = ir_numel(ir_vtype(p, op->in[base])) / (2 * a.H * a.T);
+	Type wt = ir_vtype(p, op->in[base]);
+	int64_t part = ir_numel(wt) / (a.bf16 ? 3 : 2), wb = ir_dt_bytes(wt.dt);
+	a.rows = part / (a.H * a.T);
 	LLVMValueRef ws = cg_addr(h, op->in[base]);
 	a.S = ws;
-	a.dP = off(&a, ws, a.H * a.rows * a.T);
+	a.dP = LLVMBuildAdd(g->b, ws, cg_i64(g, part * wb), "");
+	a.P = a.bf16 ? LLVMBuildAdd(g->b, ws, cg_i64(g, 2 * part * wb), "") : ws;
 	int64_t items = ir_numel(q) / (a.T * a.C), out_bytes = ir_bytes(p, ir_vtype(p, op->out));
 	if (op->kind == OP_ATTN_DK || op->kind == OP_ATTN_DV) {
 		/* summed over the query blocks from zero */

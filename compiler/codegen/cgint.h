@@ -314,8 +314,9 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
-/* the same in one pass over n entries (a value), each times scale, this kernel's lanes sharing them */
-LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *max_out);
+/* the same in one pass over n entries (a value), each times scale, this
+ * kernel's lanes sharing them; raw: x holds the compute type */
+LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *max_out);
 /* kernels.c: the parts of a GPU reduction in two launches (KDesc.stage), 1 for one launch */
 #define CG_REDUCE_PARTIALS 65536
 int64_t cg_reduce_parts(const Cg *g, const KDesc *d);

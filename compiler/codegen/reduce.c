@@ -161,24 +161,26 @@ static LLVMValueRef lse_exp(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
  * the lanes' maxima meet, and their sums scaled to the row's max. The
  * logits are read once, not twice: GPT-2's rows are 50,257 wide, too many
  * in flight for the second read to come from L2. -inf entries add
- * nothing; a NaN makes the result NaN. The entries may be scaled first. */
-static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, bool split,
-                                   LLVMValueRef *max_out);
+ * nothing; a NaN makes the result NaN. The entries may be scaled first,
+ * and raw: held in the compute type, not the kernel's storage type. */
+static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LLVMValueRef n, double scale,
+                                   bool split, LLVMValueRef *max_out);
 
-LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *max_out)
+LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *max_out)
 {
-	return row_lse_online(k, x, base, n, scale, k->lanes > 1, max_out);
+	return row_lse_online(k, x, raw, base, n, scale, k->lanes > 1, max_out);
 }
 
-static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, bool split,
-                                   LLVMValueRef *max_out)
+static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LLVMValueRef n, double scale,
+                                   bool split, LLVMValueRef *max_out)
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
 	LLVMValueRef ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0), one = cg_real(g, 1);
 	Loop l = split ? cg_for_lanes(k, n) : cg_for(k, n);
 	Acc m = cg_acc(k, &l, ninf), s = cg_acc(k, &l, zero);
-	LLVMValueRef v = cg_load(k, x, LLVMBuildAdd(B, base, l.i, ""));
+	LLVMValueRef at = LLVMBuildAdd(B, base, l.i, "");
+	LLVMValueRef v = raw ? LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, x, &at, 1, ""), "") : cg_load(k, x, at);
 	if (scale != 1)
 		v = LLVMBuildFMul(B, v, cg_real(g, scale), "");
 	LLVMValueRef d = LLVMBuildFSub(B, v, m.phi, ""), up = LLVMBuildFCmp(B, LLVMRealOGT, d, zero, "");
@@ -216,7 +218,7 @@ LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool
 		*max_out = s.mx;
 		return LLVMBuildFAdd(k->b, s.mx, cg_log(k, cg_fold(k, base, C, false, cg_real(g, 0), lse_exp, &s)), "");
 	}
-	return row_lse_online(k, x, base, cg_i64(g, C), 1, split, max_out);
+	return row_lse_online(k, x, false, base, cg_i64(g, C), 1, split, max_out);
 }
 
 /* softmax, log_softmax and their gradients: each work item is one row of C

@@ -25,8 +25,9 @@ typedef struct {
 	bool cuda;       /* the target: cuDNN takes tensors of fewer than 2^31 elements */
 	bool verbose;    /* -v: a note for each conv2d that takes the reference path, and why */
 	/* attention on GEMMs, with a workspace operand (ops_attn_scratch): by
-	 * default on the CUDA target in f32 and f64; DPC_ATTN_GEMM=N (the
-	 * driver) asks for it on any target, blocks of at most N query rows */
+	 * default (0) on the CUDA target; DPC_ATTN_GEMM=N (the driver) asks for
+	 * it on any target, blocks of at most N query rows; DPC_ATTN_GEMM=off
+	 * (-1) for none (dpc's attention kernels) */
 	int64_t attn_gemm;
 	int64_t budget;  /* --device-mem, or 0: a convolution's workspace takes at most a sixteenth of it */
 } FeOptions;

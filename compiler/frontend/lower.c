@@ -441,15 +441,15 @@ static void attention_workspace(Lower *L, Op *op)
 {
 	Program *p = L->p;
 	Type q = ir_vtype(p, op->in[0]);
-	bool gemm = L->o->attn_gemm > 0 || (L->o->cuda && !L->o->reference && (q.dt == DT_F32 || q.dt == DT_F64));
-	if (!gemm || q.rank < 2 || !ir_is_real(q.dt) || q.dt == DT_BF16 || !op->attr.attn.heads ||
+	bool gemm = L->o->attn_gemm > 0 || (L->o->cuda && !L->o->reference && L->o->attn_gemm == 0);
+	if (!gemm || q.rank < 2 || !ir_is_real(q.dt) || !op->attr.attn.heads ||
 	    q.dim[q.rank - 1] % op->attr.attn.heads)
 		return;
 	for (int i = 1; i < 3; i++)
 		if (!ir_type_eq(ir_vtype(p, op->in[i]), q))
 			return; /* the shape rule says why */
 	Op *ws = mk(L, OP_SCRATCH, op->loc, 0, NULL);
-	ws->to = ops_attn_scratch(q, op->attr.attn.heads, L->o->attn_gemm);
+	ws->to = ops_attn_scratch(q, op->attr.attn.heads, op->attr.attn.causal, L->o->attn_gemm, L->o->budget);
 	int *in = ar_alloc(sizeof(int) * 4);
 	memcpy(in, op->in, sizeof(int) * 3);
 	in[3] = emit(L, ws);

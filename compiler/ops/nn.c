@@ -42,23 +42,36 @@ void ops_adjoint_embed(Ad *a, Op *op, int g)
 /* an attention op's operands before its workspace: q, k, v; q, k, dO, O; q, k, v, dO, stats */
 int ops_attn_operands(OpKind k) { return k == OP_ATTENTION ? 3 : k == OP_ATTN_STATS ? 4 : 5; }
 
-/* The query rows an attention on GEMMs takes at once: the scores of all
- * heads for them, and their gradient (the gradient ops'), within 64 MiB,
- * in multiples of 16; at most `most` when that is given (testing the
- * blocks on small programs) */
-static int64_t attn_rows(Type q, int heads, int64_t most)
+/* An attention on GEMMs works in f32 for bf16 (its scores and their
+ * gradient; then P or dS rounded to bf16 for the next GEMM, a third part),
+ * else in q's type: parts of heads x T reals per query row */
+static DType attn_ws_dt(Type q) { return q.dt == DT_BF16 ? DT_F32 : q.dt; }
+static int64_t attn_parts(Type q) { return q.dt == DT_BF16 ? 3 : 2; }
+
+/* The query rows it takes at once: as many as 256 MiB holds (a sixteenth
+ * of the budget when less), in multiples of 16; when causal in f32 or f64
+ * at most a quarter of T (from 512): a block's keys end at its last row,
+ * so four blocks compute 5/8 of the scores one would (in bf16, on tensor
+ * cores, the GEMMs are short enough that the extra launches cost more);
+ * at most `most` when that is given (testing the blocks on small
+ * programs) */
+static int64_t attn_rows(Type q, int heads, bool causal, int64_t most, int64_t budget)
 {
-	int64_t T = q.dim[q.rank - 2], row = 2 * heads * T * ir_dt_bytes(q.dt);
-	int64_t r = ((int64_t)64 << 20) / row / 16 * 16;
+	int64_t T = q.dim[q.rank - 2], row = attn_parts(q) * heads * T * ir_dt_bytes(attn_ws_dt(q));
+	int64_t cap = (int64_t)256 << 20;
+	cap = budget > 0 && budget / 16 < cap ? budget / 16 : cap;
+	int64_t r = cap / row / 16 * 16;
+	if (causal && q.dt != DT_BF16 && T >= 512 && r > T / 4 / 16 * 16)
+		r = T / 4 / 16 * 16;
 	r = r < 16 ? 16 : r;
 	r = most > 0 && r > most ? most : r;
 	return r < T ? r : T;
 }
 
-Type ops_attn_scratch(Type q, int heads, int64_t most)
+Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budget)
 {
-	int64_t n = 2 * heads * attn_rows(q, heads, most) * q.dim[q.rank - 2];
-	return ir_type(q.dt, 1, &n);
+	int64_t n = attn_parts(q) * heads * attn_rows(q, heads, causal, most, budget) * q.dim[q.rank - 2];
+	return ir_type(attn_ws_dt(q), 1, &n);
 }
 
 const char *ops_shape_attention(Program *p, Op *op, Type *out)
@@ -95,10 +108,10 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 	if (op->nin > base) {
 		/* a whole number of query rows' scores and their gradient, at most T */
 		Type ws = ir_vtype(p, op->in[base]);
-		int64_t per = 2 * op->attr.attn.heads * T;
-		if (ws.rank != 1 || ws.dt != q.dt || ws.dim[0] % per || ws.dim[0] / per < 1 || ws.dim[0] > per * T)
+		int64_t per = attn_parts(q) * op->attr.attn.heads * T;
+		if (ws.rank != 1 || ws.dt != attn_ws_dt(q) || ws.dim[0] % per || ws.dim[0] / per < 1 || ws.dim[0] > per * T)
 			return ar_printf("%s needs a workspace of 1 to %lld query rows of %lld %s, got %s", ir_ops[op->kind].name,
-			                 (long long)T, (long long)per, ir_dt_name(q.dt), ops_ts(ws));
+			                 (long long)T, (long long)per, ir_dt_name(attn_ws_dt(q)), ops_ts(ws));
 	}
 	*out = op->kind == OP_ATTN_STATS ? st : q;
 	return NULL;

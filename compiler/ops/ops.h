@@ -103,9 +103,10 @@ double ops_eval_ew(OpKind k, const double *x);
 
 /* attention on GEMMs: the operands before the workspace (ops_attn_operands),
  * and the workspace's type (a scratch value): the scores of a block of
- * query rows, and their gradient; most > 0 caps the block's rows */
+ * query rows, and their gradient (and in bf16 P or dS rounded); most > 0
+ * caps the block's rows, budget (--device-mem) its bytes */
 int ops_attn_operands(OpKind k);
-Type ops_attn_scratch(Type q, int heads, int64_t most);
+Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budget);
 
 /* the workspace of a convolution of x by w into y (a scratch value's type) */
 Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows);

@@ -373,7 +373,8 @@ void rt_cpu_gemm(int elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
 }
 
 /* bf16 has no BLAS: each matrix widened to f32, one sgemm, the result
- * rounded back (the accumulation is f32, as on the GPU) */
+ * rounded back (the accumulation is f32, as on the GPU), or with out32
+ * kept in f32 (RT_GEMM_BF16_F32: C is f32) */
 static void widen(float *f, uint64_t x, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -381,13 +382,17 @@ static void widen(float *f, uint64_t x, int64_t n)
 }
 
 static void bf16_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa, uint64_t b,
-                      int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc, int64_t batch, double beta)
+                      int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc, int64_t batch, double beta, bool out32)
 {
 	int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
 	float *A = rt_host_alloc((int64_t)sizeof(float) * (na + nb + nc), "a bf16 GEMM"), *Bm = A + na, *C = Bm + nb;
 	for (int64_t i = 0; i < batch; i++) {
 		widen(A, a + (uint64_t)(2 * i * sa), na);
 		widen(Bm, b + (uint64_t)(2 * i * sb), nb);
+		if (out32) {
+			rt_cpu_gemm(4, ta, tb, m, n, k, A, lda, 0, Bm, ldb, 0, P(c + (uint64_t)(4 * i * sc)), ldc, 0, 1, beta);
+			continue;
+		}
 		if (beta != 0)
 			widen(C, c + (uint64_t)(2 * i * sc), nc);
 		rt_cpu_gemm(4, ta, tb, m, n, k, A, lda, 0, Bm, ldb, 0, C, ldc, 0, 1, beta);
@@ -403,8 +408,8 @@ static void cpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64
                      int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
                      int64_t batch, double beta)
 {
-	if (elem_bytes == 2)
-		bf16_gemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, beta);
+	if (elem_bytes == 2 || elem_bytes == RT_GEMM_BF16_F32)
+		bf16_gemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, beta, elem_bytes == RT_GEMM_BF16_F32);
 	else
 		rt_cpu_gemm(elem_bytes, ta, tb, m, n, k, P(a), lda, sa, P(b), ldb, sb, P(c), ldc, sc, batch, beta);
 }

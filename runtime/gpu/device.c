@@ -189,11 +189,12 @@ static void gpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64
                      int64_t batch, double beta)
 {
 	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (elem_bytes == 2) {
-		/* bf16 storage, f32 accumulation: tensor cores */
+	if (elem_bytes == 2 || elem_bytes == RT_GEMM_BF16_F32) {
+		/* bf16 storage, f32 accumulation: tensor cores; the result in bf16, or in f32 */
 		float one = 1, fb = (float)beta;
+		cudaDataType_t ct = elem_bytes == 2 ? CUDA_R_16BF : CUDA_R_32F;
 		CUBLAS(cublasGemmStridedBatchedEx(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const void *)b, CUDA_R_16BF, (int)ldb, sb,
-		                                  (const void *)a, CUDA_R_16BF, (int)lda, sa, &fb, (void *)c, CUDA_R_16BF, (int)ldc, sc,
+		                                  (const void *)a, CUDA_R_16BF, (int)lda, sa, &fb, (void *)c, ct, (int)ldc, sc,
 		                                  (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	} else if (elem_bytes == 8) {
 		double one = 1;

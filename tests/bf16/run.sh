@@ -73,11 +73,14 @@ else
 	notok "bf16/kernel-rounding" "$o/kround.log"
 fi
 
-# every op program: bf16 gradients against f32's at the bf16 run's parameters
-for dp in tests/ops/*.dp; do
-	n=$(basename "$dp" .dp)
+# every op program: bf16 gradients against f32's at the bf16 run's parameters; then attention's again
+# on GEMMs (DPC_ATTN_GEMM=5, the GPU's lowering: scores in f32, P and dS rounded to bf16), in blocks of 5 rows
+for dp in tests/ops/*.dp attn-gemm:tests/ops/attention.dp attn-gemm:tests/ops/attention_heads16.dp attn-gemm:tests/ops/attention_tiles.dp; do
+	gemm=
+	case $dp in attn-gemm:*) gemm=5 dp=${dp#attn-gemm:} ;; esac
+	n=$(basename "$dp" .dp)${gemm:+-gemm}
 	b="$o/b_$n" f="$o/f_$n"
-	if "$DPC" --target cpu --precision bf16 "$dp" -o "$b" >"$b.log" 2>&1 && "$DPC" --target cpu "$dp" -o "$f" >>"$b.log" 2>&1 &&
+	if DPC_ATTN_GEMM=$gemm "$DPC" --target cpu --precision bf16 "$dp" -o "$b" >"$b.log" 2>&1 && "$DPC" --target cpu "$dp" -o "$f" >>"$b.log" 2>&1 &&
 		"$b" --steps 1 --lr 0 --quiet --save "$b.p.st" --dump-grads "$b.g.st" >>"$b.log" 2>&1 &&
 		"$f" --steps 1 --lr 0 --quiet --init "$b.p.st" --dump-grads "$f.g.st" >>"$b.log" 2>&1 &&
 		python3 tests/unit/compare.py "$b.g.st" "$f.g.st" 0.03 >>"$b.log" 2>&1; then

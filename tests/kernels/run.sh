@@ -23,7 +23,12 @@ check "kernels/gpt2 fp32: no starved launch, no stack in attention or cross-entr
 	python3 tests/kernels/check.py "$o/gpt2.json" "attn_softmax[/rows=$((12 * 8 * 1024))" "attn_stats[/rows=$((12 * 8 * 1024))" \
 	"cross_entropy.1[=1" "cross_entropy.2[=1" "embed_grad[=1"
 plan gpt2bf $gpt2 -D B=32 --precision bf16 samples/gpt.dp
-check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/gpt2bf.json" "attention[=12" "attn_dk[=12"
+check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/gpt2bf.json" \
+	"attn_softmax[/rows=$((12 * 32 * 1024))" "attn_ds[/rows=$((2 * 12 * 32 * 1024))"
+# dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16, no stack
+DPC_ATTN_GEMM=off plan gpt2mma $gpt2 -D B=32 --precision bf16 samples/gpt.dp
+check "kernels/gpt2 bf16 on dpc's tensor-core kernels: the launch check" python3 tests/kernels/check.py "$o/gpt2mma.json" \
+	"attention[=12" "attn_dk[=12"
 plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
 # 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights
 check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" \
@@ -31,7 +36,7 @@ check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" 
 
 # a binomial schedule: each step's attention runs in the forward sweep, in
 # each recomputed step and again in its taped step, as the schedule counts them
-plan gpt2ck $gpt2 -D B=32 --precision bf16 --checkpoint binomial --snapshots 3 samples/gpt.dp
+DPC_ATTN_GEMM=off plan gpt2ck $gpt2 -D B=32 --precision bf16 --checkpoint binomial --snapshots 3 samples/gpt.dp
 want=$(python3 -c "import json; d = json.load(open('$o/gpt2ck.json')); print(2 * d['forward_steps'] + d['recomputed_steps'])")
 check "kernels/binomial: attention launches = forward steps + recomputed steps + taped steps ($want)" \
 	python3 tests/kernels/check.py "$o/gpt2ck.json" "attention[=$want" "attn_dv[=12"
