@@ -29,7 +29,8 @@ def main():
     prof, plan = open(sys.argv[1]).read().splitlines(), json.load(open(sys.argv[2]))
     measured, predicted = {}, {}
     for line in prof:
-        m = re.match(r"^\s*([0-9.]+)\s+[0-9.]+\s+(\d+)\s+(.*)$", line)
+        # ms, %, calls, on the GPU the kernel's predicted ms (or -), then the label
+        m = re.match(r"^\s*([0-9.]+)\s+[0-9.]+\s+(\d+)\s+(?:(?:[0-9.]+|-)\s+)?([a-z].*)$", line)
         if m:
             g = group(m.group(3).strip())
             measured[g] = measured.get(g, 0) + float(m.group(1))

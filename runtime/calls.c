@@ -23,8 +23,10 @@ void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
 	c->n.launches++;
 	if (n <= 0)
 		return;
-	if (c->record)
+	if (c->record) {
 		rt_prof_begin(c, RT_CALL_KERNEL, kernel < c->model->nkname ? c->model->kname[kernel] : "kernel");
+		rt_prof_predicted(kernel >= 0 && kernel < c->model->nkname ? c->model->kpred[kernel] : 0);
+	}
 	int64_t w = kernel >= 0 && kernel < c->model->nkname ? c->model->kwork[kernel] : 1, work;
 	if (__builtin_mul_overflow(n, w, &work))
 		work = INT64_MAX;

@@ -213,6 +213,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			if (strcmp(k, "forward"))
 				bad(line, l);
 			m->forward_flops = num(&p, line, l);
+		} else if (!strcmp(key, "kpred")) {
+			int64_t id = num(&p, line, l), ns = num(&p, line, l);
+			if (id < 0 || id >= m->nkname || ns < 0)
+				bad(line, l);
+			m->kpred[id] = (double)ns / 1000;
 		} else if (!strcmp(key, "kwork")) {
 			int64_t id = num(&p, line, l), w = num(&p, line, l);
 			if (id < 0 || id >= m->nkname || w < 1)
@@ -226,6 +231,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				bad(line, l);
 			m->kname = rt_host_grow(m->kname, (int64_t)sizeof *m->kname * (id + 1), "the kernel names");
 			m->kwork = rt_host_grow(m->kwork, (int64_t)sizeof *m->kwork * (id + 1), "the kernel names");
+			m->kpred = rt_host_grow(m->kpred, (int64_t)sizeof *m->kpred * (id + 1), "the kernel names");
+			m->kpred[id] = 0;
 			if (!(m->kname[id] = strdup(label)))
 				rt_fail(1, "out of memory for the kernel names");
 			m->kwork[id] = 1;

@@ -43,6 +43,8 @@
  *   kernel sgd DTYPE ID               args: p, g, lr; over each element; one per element type of trained params
  *   kernel adam DTYPE ID              args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
  *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles
+ *   kpred ID NS                       CUDA: a launch's time in nanoseconds as dpc's cost model predicts
+ *                                     it (--profile prints it beside the measured)
  *   kwork ID N                        an item's rough work in elements where it is more than 1 (rows,
  *                                     attention tiles): the CPU splits a launch between threads by it
  *   plan CATEGORY BYTES               predicted bytes by category (params, grads, optimizer, inputs, tape,

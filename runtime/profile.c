@@ -18,6 +18,7 @@ typedef struct {
 	int64_t event;     /* RT_CALL_COPY: the copy stream's event */
 	long step;
 	int64_t bytes;     /* device bytes in use when it was queued, as the allocator counts them */
+	double pred_us;    /* a kernel's predicted time (dpc's cost model), 0 when none */
 } Call;
 
 static Call *calls;
@@ -41,6 +42,8 @@ static Call *next_call(RtCtx *c, RtCall kind, const char *label)
 
 void rt_prof_begin(RtCtx *c, RtCall kind, const char *label) { next_call(c, kind, label)->a = c->dev->mark(); }
 
+void rt_prof_predicted(double us) { calls[ncalls].pred_us = us; }
+
 void rt_prof_end(RtCtx *c) { calls[ncalls++].b = c->dev->mark(); }
 
 void rt_prof_copy(RtCtx *c, const char *label, int64_t event)
@@ -60,7 +63,7 @@ void rt_prof_mark(RtCtx *c, RtCall kind, const char *label)
 typedef struct {
 	const char *label;
 	long n;
-	double ms;
+	double ms, pred; /* pred: the predicted ms of the calls that have a prediction */
 } Total;
 
 static int by_time(const void *x, const void *y)
@@ -78,7 +81,7 @@ void rt_prof_report(RtCtx *c, long step)
 	if (!t)
 		rt_fail(1, "out of memory for --profile");
 	int nt = 0, first = -1, last = -1, n = 0;
-	double busy = 0;
+	double busy = 0, pred = 0;
 	for (int i = 0; i < ncalls; i++) {
 		if (calls[i].step != step || !timed(&calls[i]))
 			continue;
@@ -94,15 +97,28 @@ void rt_prof_report(RtCtx *c, long step)
 			t[nt++].label = calls[i].label;
 		t[j].n++;
 		t[j].ms += ms;
+		t[j].pred += calls[i].pred_us / 1000;
+		pred += calls[i].pred_us / 1000;
 	}
 	if (first >= 0) {
 		qsort(t, (size_t)nt, sizeof *t, by_time);
 		double span = c->dev->mark_ms(calls[first].a, calls[last].b);
 		printf("profile of step %ld on the %s device: %.3f ms from its first call to its last, %.3f ms in the %d calls\n",
 		       step, c->dev->name, span, busy, n);
-		printf("%10s %6s %7s  %s\n", "ms", "%", "calls", "kernel, GEMM [m x n x k], copy or transfer");
-		for (int j = 0; j < nt; j++)
-			printf("%10.3f %6.1f %7ld  %s\n", t[j].ms, span > 0 ? 100 * t[j].ms / span : 0, t[j].n, t[j].label);
+		if (pred > 0) {
+			/* the kernels' predicted times (dpc --emit=kernels' model), beside the measured */
+			printf("%10s %6s %7s %10s  %s\n", "ms", "%", "calls", "predicted", "kernel, GEMM [m x n x k], copy or transfer");
+			for (int j = 0; j < nt; j++) {
+				char p[32] = "-";
+				if (t[j].pred > 0)
+					snprintf(p, sizeof p, "%.3f", t[j].pred);
+				printf("%10.3f %6.1f %7ld %10s  %s\n", t[j].ms, span > 0 ? 100 * t[j].ms / span : 0, t[j].n, p, t[j].label);
+			}
+		} else {
+			printf("%10s %6s %7s  %s\n", "ms", "%", "calls", "kernel, GEMM [m x n x k], copy or transfer");
+			for (int j = 0; j < nt; j++)
+				printf("%10.3f %6.1f %7ld  %s\n", t[j].ms, span > 0 ? 100 * t[j].ms / span : 0, t[j].n, t[j].label);
+		}
 	}
 	free(t);
 }

@@ -58,6 +58,7 @@ typedef struct {
 	bool has_optimizer;
 	char **kname;         /* by kernel id; nkname of them */
 	int64_t *kwork;       /* by kernel id: an item's rough work, for splitting it between CPU threads (kwork lines; 1) */
+	double *kpred;        /* by kernel id: a launch's time in microseconds as dpc's cost model predicts it (kpred lines; 0) */
 	int nkname;
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_slots, plan_work;
 	int64_t *mem_series;  /* memplot line: the work region in use over a step, mem_points values */
@@ -250,6 +251,7 @@ typedef enum {
 	RT_CALL_PHASE, /* a phase of the step begins (label "" ends the step) */
 } RtCall;
 void rt_prof_begin(RtCtx *c, RtCall kind, const char *label);
+void rt_prof_predicted(double us); /* the call under way: its predicted time */
 void rt_prof_end(RtCtx *c);
 void rt_prof_copy(RtCtx *c, const char *label, int64_t event);
 void rt_prof_mark(RtCtx *c, RtCall kind, const char *label);

@@ -111,6 +111,7 @@ typedef struct {
 	bool backward_marked; /* dp_step's rt_phase(RT_PHASE_BACKWARD) is emitted */
 	int *uses;        /* per value: how many operands name it */
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
+	int *lslot, lslots; /* the launches' hash table (cost.c) */
 	bool cpu_splits;  /* CgOptions.cpu_splits */
 	Vec(CgLaunch) launches;
 } Cg;
@@ -342,6 +343,8 @@ typedef struct {
 	bool known;
 	int regs, stack, smem;
 } CgRes;
+/* kernel id's predicted time in ns on the GPU named (NULL: the H100), 0 when it has none */
+int64_t cg_cost_kernel_ns(Cg *g, const char *gpu, int id);
 /* prices the recorded launches on gpu (ptx: the kernels, for ptxas; NULL: none) */
 void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool verbose, FILE *f);
 

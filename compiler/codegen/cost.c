@@ -87,6 +87,25 @@ const char *cg_gpu_names(void)
 
 /* ---- recording, as dp_step is emitted ---- */
 
+static uint64_t launch_hash(const CgLaunch *l)
+{
+	uint64_t h = 14695981039346656037ull; /* FNV-1a over the fields that make a row */
+	int64_t f[5] = {l->kind, l->kernel, l->threads, l->bytes, l->flops};
+	for (size_t i = 0; i < sizeof f; i++)
+		h = (h ^ ((const unsigned char *)f)[i]) * 1099511628211ull;
+	for (const char *s = l->name; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static bool same_launch(const CgLaunch *a, const CgLaunch *b)
+{
+	return a->kind == b->kind && a->kernel == b->kernel && a->threads == b->threads && a->bytes == b->bytes &&
+	       a->flops == b->flops && !strcmp(a->name, b->name);
+}
+
+/* the same launch again (a loop's body emitted twice, a batch item's blocks) adds to its row:
+ * an open-addressing table of row indices by launch_hash, -1 empty */
 static void record(Host *h, CgLaunch l)
 {
 	Cg *g = h->g;
@@ -94,16 +113,26 @@ static void record(Host *h, CgLaunch l)
 		return;
 	l.count = h->times;
 	l.op = h->op;
-	/* the same launch again (a loop's body emitted twice, parts of a block): one row */
-	for (int i = 0; i < g->launches.len; i++) {
-		CgLaunch *o = &g->launches.data[i];
-		if (o->kind == l.kind && o->kernel == l.kernel && o->threads == l.threads && o->bytes == l.bytes &&
-		    o->flops == l.flops && !strcmp(o->name, l.name)) {
-			o->count += l.count;
-			return;
+	if (2 * (g->launches.len + 1) > g->lslots) {
+		g->lslots = g->lslots ? 2 * g->lslots : 256;
+		g->lslot = ar_alloc(sizeof(int) * (size_t)g->lslots);
+		memset(g->lslot, 0xff, sizeof(int) * (size_t)g->lslots);
+		for (int i = 0; i < g->launches.len; i++) {
+			int s = (int)(launch_hash(&g->launches.data[i]) & (uint64_t)(g->lslots - 1));
+			while (g->lslot[s] >= 0)
+				s = (s + 1) & (g->lslots - 1);
+			g->lslot[s] = i;
 		}
 	}
+	int s = (int)(launch_hash(&l) & (uint64_t)(g->lslots - 1));
+	while (g->lslot[s] >= 0 && !same_launch(&g->launches.data[g->lslot[s]], &l))
+		s = (s + 1) & (g->lslots - 1);
+	if (g->lslot[s] >= 0) {
+		g->launches.data[g->lslot[s]].count += l.count;
+		return;
+	}
 	vec_push(&g->launches, l);
+	g->lslot[s] = g->launches.len - 1;
 }
 
 static int64_t type_bytes(Type t) { return ir_numel(t) * ir_dt_bytes(t.dt); }
@@ -375,6 +404,17 @@ static void optimizer_launches(Cg *g)
 		              .bytes = n * (adam ? e * 3 + 4 * 4 : e * 3), .flops = n * (adam ? 12 : 2), .dt = q->type.dt};
 		vec_push(&g->launches, l);
 	}
+}
+
+/* kernel id's predicted time on the executable's GPU (--gpu, else the
+ * H100), without ptxas's figures: the kpred lines of the model description */
+int64_t cg_cost_kernel_ns(Cg *g, const char *gpu_name, int id)
+{
+	const CgGpu *gpu = cg_gpu(gpu_name ? gpu_name : "h100");
+	for (int i = 0; gpu && i < g->launches.len; i++)
+		if (g->launches.data[i].kind == CL_KERNEL && g->launches.data[i].kernel == id)
+			return (int64_t)(predict(gpu, &g->launches.data[i], NULL) * 1e9);
+	return 0;
 }
 
 static void json_str(FILE *f, const char *s)

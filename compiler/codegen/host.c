@@ -567,6 +567,9 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 			put(&t, ar_printf("kernel sgd %s %d\nkernel adam %s %d\n", ir_dt_name((DType)dt), sgd[dt], ir_dt_name((DType)dt), adam[dt]));
 	for (int i = 0; i < g->kernels.len; i++) {
 		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
+		int64_t ns = g->cuda ? cg_cost_kernel_ns(g, o->gpu, i) : 0;
+		if (ns > 0)
+			put(&t, ar_printf("kpred %d %lld\n", i, (long long)ns));
 		int64_t w = cg_kernel_work(g, &g->kernels.data[i]);
 		if (w > 1)
 			put(&t, ar_printf("kwork %d %lld\n", i, (long long)w));
@@ -627,7 +630,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->reference = o->reference;
 	g->verbose = o->verbose;
 	g->uses = ir_count_uses(p);
-	g->cost = o->cost;
+	g->cost = o->cost || o->target == CG_CUDA; /* the executable's --profile prints the predictions */
 	g->cpu_splits = o->cpu_splits;
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
