@@ -44,8 +44,8 @@ bw, plan = float(sys.argv[1]) * 1e9, json.load(open(sys.argv[2]))
 s = json.load(open("/tmp/gscale.json"))
 up = s["stream_h2d_bytes"] / s["steps"]
 down = s["stream_d2h_bytes"] / s["steps"]
-# one copy stream today: both directions share it (issue 39 gives device->host a stream of its own)
-link = (up + down) / bw * 1000 if bw else float("nan")
+# a stream each way: the link carries both at once
+link = max(up, down) / bw * 1000 if bw else float("nan")
 compute = sum(k["count"] * k["predicted_us"] for k in plan["kernels"]) / 1000
 bound = max(compute, link)
 print(f"- {s['ms_per_step']:.0f} ms/step, peak {s['peak_device_bytes'] / 2**30:.2f} GiB of --device-mem 5.27 GiB; "

@@ -207,16 +207,43 @@ static void gpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64
 	}
 }
 
-/* ---- the copy stream ----
- * A second stream, ordered against the compute stream by events: each copy
- * waits for the compute queued before it, and records its own event in a
- * ring. A ring entry is reused only once the copy it recorded is done, so
- * an older event than the ring holds is always complete. */
+/* ---- the copy streams ----
+ * Host-to-device copies on one stream, device-to-host on another, so that
+ * the link carries both directions at once; both ordered against the
+ * compute stream by events: each copy waits for the compute queued before
+ * it, and records its own event in a ring. A ring entry is reused only
+ * once the copy it recorded is done, so an older event than the ring holds
+ * is always complete. A copy also waits for the latest copy the other way
+ * that touches the same device or host bytes (a fetch into a slot after
+ * its write-back, a unit read back after it was written down): what one
+ * stream's order gave before, for the copies whose order matters. */
 
 enum { RING = 256 };
-static CUstream copy_stream;
+static CUstream copy_stream, down_stream;
 static CUevent ring[RING], queued_work;
 static int64_t copies;
+/* what each copy in the ring moved */
+static struct {
+	bool up;
+	uint64_t dev;
+	uintptr_t host;
+	int64_t bytes;
+} moved[RING];
+
+static bool overlap(uint64_t a, int64_t an, uint64_t b, int64_t bn) { return a < b + (uint64_t)bn && b < a + (uint64_t)an; }
+
+/* the latest copy still in the ring that went the other way over the same bytes: s waits for it */
+static void after_other_way(CUstream s, bool up, uint64_t dev, uintptr_t host, int64_t bytes)
+{
+	for (int64_t i = copies; i >= 1 && i > copies - RING; i--) {
+		int r = (int)(i % RING);
+		if (moved[r].up != up && (overlap(moved[r].dev, moved[r].bytes, dev, bytes) ||
+		                          overlap(moved[r].host, moved[r].bytes, host, bytes))) {
+			CU(p_cuStreamWaitEvent(s, ring[r], 0));
+			return;
+		}
+	}
+}
 
 /* --trace: timing events around the copies queued while timing is on, by
  * event - 1 (NULL pairs untimed), and the clock's origin for mark_at */
@@ -266,6 +293,7 @@ static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 {
 	if (!copy_stream) {
 		CU(p_cuStreamCreate(&copy_stream, CU_STREAM_NON_BLOCKING));
+		CU(p_cuStreamCreate(&down_stream, CU_STREAM_NON_BLOCKING));
 		CU(p_cuEventCreate(&queued_work, CU_EVENT_DISABLE_TIMING));
 		for (int i = 0; i < RING; i++)
 			CU(p_cuEventCreate(&ring[i], CU_EVENT_DISABLE_TIMING));
@@ -273,19 +301,26 @@ static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 	CUevent e = ring[(copies + 1) % RING];
 	if (copies + 1 > RING)
 		CU(p_cuEventSynchronize(e));
+	CUstream s = to_device ? copy_stream : down_stream;
 	CU(p_cuEventRecord(queued_work, stream));
-	CU(p_cuStreamWaitEvent(copy_stream, queued_work, 0));
+	CU(p_cuStreamWaitEvent(s, queued_work, 0));
+	after_other_way(s, to_device, dev, (uintptr_t)host, bytes);
 	CUevent *span = timed_span(copies + 1);
 	if (span)
-		CU(p_cuEventRecord(span[0], copy_stream));
+		CU(p_cuEventRecord(span[0], s));
 	if (to_device)
-		CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dev, host, (size_t)bytes, copy_stream));
+		CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dev, host, (size_t)bytes, s));
 	else
-		CU(p_cuMemcpyDtoHAsync(host, (CUdeviceptr)dev, (size_t)bytes, copy_stream));
+		CU(p_cuMemcpyDtoHAsync(host, (CUdeviceptr)dev, (size_t)bytes, s));
 	if (span)
-		CU(p_cuEventRecord(span[1], copy_stream));
-	CU(p_cuEventRecord(e, copy_stream));
-	return ++copies;
+		CU(p_cuEventRecord(span[1], s));
+	CU(p_cuEventRecord(e, s));
+	copies++;
+	moved[copies % RING].up = to_device;
+	moved[copies % RING].dev = dev;
+	moved[copies % RING].host = (uintptr_t)host;
+	moved[copies % RING].bytes = bytes;
+	return copies;
 }
 
 static void check_event(int64_t event)
@@ -313,8 +348,10 @@ static CUstream comm_stream;
 static void gpu_sync(void)
 {
 	CU(p_cuStreamSynchronize(stream));
-	if (copy_stream)
+	if (copy_stream) {
 		CU(p_cuStreamSynchronize(copy_stream));
+		CU(p_cuStreamSynchronize(down_stream));
+	}
 	if (comm_stream)
 		CU(p_cuStreamSynchronize(comm_stream));
 }
