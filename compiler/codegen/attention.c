@@ -997,8 +997,8 @@ bool cg_host_attention(Host *h, Op *op)
 		KDesc d = cg_kdesc(op);
 		d.in[0] = ir_vtype(h->g->p, op->in[0]);
 		if (!cg_attn_mma(h->g, &d))
-			diag_note(op->loc, "attention on dpc's tiled kernels, not tensor cores or GEMMs: tensor cores take bf16 heads "
-			          "of 16 to 128 elements, a multiple of 16, GEMMs f32 and f64; these are %s of %lld", ir_dt_name(d.in[0].dt),
+			diag_note(op->loc, "attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 "
+			          "heads of 16 to 128 elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
 			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
 	}
 	return false;

@@ -113,8 +113,9 @@ build)
 	for s in matmul bmm wide conv2d attention attention_heads16 layernorm cross_entropy embed; do
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
-	# attention on tensor cores (bf16, heads 32 and 64 wide) against the per-row kernels on the GPU
+	# bf16 attention on GEMMs (the default) and on dpc's tensor-core kernels (heads 32 and 64 wide) against the per-row kernels
 	bin/dpc --target cuda --precision bf16 --reference-kernels tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_ref || exit 1
+	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_mma || exit 1
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
@@ -224,8 +225,12 @@ done
 # the tensor-core attention kernels (mma.m16n8k16, never run before session 14's) against the per-row ones
 if $B/ops/attention_heads16.cudabf_ref --steps 1 --lr 0 --init $TEST_OUT/bf_attention_heads16.p.st \
 	--dump-grads $TEST_OUT/bf_ah_ref.st >$TEST_OUT/bf_ah_ref.log 2>&1; then
-	check "gpu/bf16 attention on tensor cores: within 2% of the per-row kernels" compare_grads $TEST_OUT/bf_attention_heads16.cuda.st \
+	check "gpu/bf16 attention on GEMMs: within 2% of the per-row kernels" compare_grads $TEST_OUT/bf_attention_heads16.cuda.st \
 		$TEST_OUT/bf_ah_ref.st 0.02
+	$B/ops/attention_heads16.cudabf_mma --steps 1 --lr 0 --init $TEST_OUT/bf_attention_heads16.p.st \
+		--dump-grads $TEST_OUT/bf_ah_mma.st >>$TEST_OUT/bf_ah_ref.log 2>&1 &&
+		check "gpu/bf16 attention on tensor cores: within 2% of the per-row kernels" compare_grads $TEST_OUT/bf_ah_mma.st \
+			$TEST_OUT/bf_ah_ref.st 0.02
 else
 	notok "gpu/bf16 attention_heads16 reference: run" $TEST_OUT/bf_ah_ref.log
 fi
