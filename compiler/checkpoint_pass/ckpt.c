@@ -933,6 +933,9 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 		        p->ranks > 1 && p->optimizer == OPT_ADAM ? p->ranks : 1, (long long)grads,
 		        (long long)(p->ranks > 1 && p->optimizer == OPT_ADAM ? resident : 0));
 		fprintf(f, "  \"peak_host_bytes\": %lld,\n", (long long)p->host_bytes);
+		int64_t bound = mem_peak_bound(p);
+		fprintf(f, "  \"peak_lower_bound\": %lld,\n  \"peak_gap\": %.9g,\n", (long long)bound,
+		        total ? (double)(total - bound) / (double)total : 0.0);
 		fprintf(f, "  \"peak_device_bytes\": {\"params\": %lld, \"grads\": %lld, \"optimizer\": %lld, \"inputs\": %lld, "
 		        "\"tape\": %lld, \"snapshots\": %lld, \"slots\": %lld, \"work\": %lld, \"total\": %lld}%s%s\n}\n",
 		        (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt, (long long)p->plan_inputs,
@@ -968,6 +971,10 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
 	        p->optimizer == OPT_ADAM ? "adam" : "sgd", (long long)p->plan_inputs, (long long)p->plan_tape,
 	        (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work);
+	int64_t bound = mem_peak_bound(p);
+	fprintf(f, "no plan goes below %lld bytes of device memory (the parameters, gradients, optimizer state and inputs, and "
+	        "one op's operands and result at most): this one is %.4g of its peak above that\n", (long long)bound,
+	        total ? (double)(total - bound) / (double)total : 0.0);
 	fprintf(f, "predicted pinned host memory %lld bytes\n", (long long)p->host_bytes);
 	if (p->ranks > 1 && p->optimizer == OPT_ADAM) {
 		int64_t grads, resident;

@@ -22,6 +22,13 @@ int64_t mem_plan(Program *p);
  * are live at once share a byte. The driver's verifier runs it on the final
  * plan. */
 void mem_verify(Program *p);
+/* A lower bound on the device peak that no plan of this model under any
+ * keep / recompute / offload choice goes below, computed from p's plan:
+ * the parameters, gradients, optimizer state and inputs the device holds
+ * for the whole step, plus the largest working set of one forward or
+ * adjoint op (its operands and result, each root of storage counted once,
+ * at its largest member's bytes). */
+int64_t mem_peak_bound(Program *p);
 /* a tensor's bytes in a fixed region, aligned */
 int64_t mem_aligned(Program *p, Type t);
 /* --emit=stream: the plan's regions, every tensor's place */

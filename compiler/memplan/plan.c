@@ -960,6 +960,96 @@ static void plan(Program *p)
 
 }
 
+static bool scheduled(const Value *x)
+{
+	VarClass c = x->vclass;
+	return x->kind == VK_VAR && (c == VC_TAPE || c == VC_SNAP || c == VC_SLOT || c == VC_HSNAP || c == VC_STAGE || c == VC_HOST);
+}
+
+/* the value whose storage v is (VR_ALIAS chains followed) */
+static int storage_root(Program *p, int v)
+{
+	while (p->values.data[v].res == VR_ALIAS)
+		v = p->values.data[v].alias_of;
+	return v;
+}
+
+/* The bytes one op needs live at once, outside the fixed regions: each root
+ * of storage among its operands and result counted once, at its largest
+ * member's bytes (two slices of one tape may be one row). fixed[v]: v's
+ * storage is a fixed region, or is not on the device. Variables that a
+ * schedule makes (tapes, snapshots, slots, staging and host copies) count
+ * only through the rows an op reads or writes of them, since another
+ * schedule has none. */
+static int64_t op_working_set(Program *p, Op *op, const bool *fixed)
+{
+	int n = op->nin + 1, root[64];
+	int64_t most[64], total = 0;
+	int nr = 0;
+	for (int j = 0; j < n && nr < 64; j++) {
+		int v = j < op->nin ? op->in[j] : op->out;
+		if (v < 0 || p->values.data[v].kind == VK_INDEX)
+			continue;
+		int r = storage_root(p, v);
+		if (fixed[r] || p->values.data[r].res != VR_ARENA || scheduled(&p->values.data[v]))
+			continue;
+		int64_t b = ir_bytes(p, p->values.data[v].type);
+		int k = 0;
+		while (k < nr && root[k] != r)
+			k++;
+		if (k == nr)
+			root[nr] = r, most[nr++] = 0;
+		most[k] = b > most[k] ? b : most[k];
+	}
+	for (int k = 0; k < nr; k++)
+		total += most[k];
+	return total;
+}
+
+/* the largest working set of the ops of b that every choice runs: not the
+ * straight line's recomputed copies, whose need depends on the choice */
+static int64_t largest_working_set(Program *p, Block *b, const bool *fixed)
+{
+	int64_t most = 0;
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		int64_t w = op->recomputed ? 0 : op_working_set(p, op, fixed);
+		Block *inner[3] = {&op->body, &op->body2, &op->body3};
+		for (int k = 0; k < 3 && (op->kind == OP_LOOP || op->kind == OP_REVOLVE); k++) {
+			int64_t x = largest_working_set(p, inner[k], fixed);
+			w = x > w ? x : w;
+		}
+		most = w > most ? w : most;
+	}
+	return most;
+}
+
+int64_t mem_peak_bound(Program *p)
+{
+	int nv = p->values.len;
+	bool *fixed = calloc((size_t)nv + 1, sizeof *fixed);
+	if (!fixed)
+		die("out of memory");
+	int64_t base = 0;
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		int vs[4] = {q->value, q->grad, q->opt_m, q->opt_v};
+		for (int k = 0; k < 4; k++) {
+			if (vs[k] < 0)
+				continue;
+			fixed[vs[k]] = true;
+			base += q->streamed ? 0 : ir_bytes(p, p->values.data[vs[k]].type);
+		}
+	}
+	for (int i = 0; i < p->inputs.len; i++) {
+		fixed[p->inputs.data[i].value] = true;
+		base += ir_bytes(p, p->values.data[p->inputs.data[i].value].type);
+	}
+	int64_t w = largest_working_set(p, &p->body, fixed);
+	free(fixed);
+	return base + w;
+}
+
 void mem_verify(Program *p)
 {
 	int64_t arena = p->arena_bytes;

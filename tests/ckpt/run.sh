@@ -676,4 +676,52 @@ then
 else
 	notok "ckpt/offload-adam" "$ol"
 fi
+
+# The peak's lower bound (issue 40): no plan of a model goes below it, under any schedule, budget or
+# offloading, and every plan of one model with its parameters resident states the same bound; on a
+# program whose peak is one op's operands and result beside its inputs, the bound is the peak (to alignment)
+bound_check() { # NAME DP ARGS...
+	local name=$1 dp=$2
+	shift 2
+	"$DPC" --target cpu "$@" "$dp" --emit=schedule --schedule-json "$o/bound.$name.json" >"$o/bound.$name.log" 2>&1
+}
+for s in classifier resmlp gpt resnet densenet inception unet dranet oscillator; do
+	bound_check "$s-none" samples/$s.dp --checkpoint none
+	bound_check "$s-binomial" samples/$s.dp --checkpoint binomial
+	bound_check "$s-least" samples/$s.dp --checkpoint min-memory --stream none
+	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$o/bound.$s-none.json" 2>/dev/null)
+	[ -n "$full" ] && bound_check "$s-auto" samples/$s.dp --checkpoint auto --stream none --device-mem $((full * 3 / 4))
+	[ -n "$full" ] && bound_check "$s-offload" samples/$s.dp --checkpoint min-memory --device-mem $((full * 4))
+	[ -n "$full" ] && bound_check "$s-streamed" samples/$s.dp --checkpoint auto --device-mem $((full / 2))
+	check "ckpt/peak bound $s: every plan at or above it, one bound for all" python3 - "$o" "$s" <<'PY'
+import json, os, sys
+o, s = sys.argv[1], sys.argv[2]
+plans = {}
+for m in ("none", "binomial", "least", "auto", "offload", "streamed"):
+    f = f"{o}/bound.{s}-{m}.json"
+    if os.path.exists(f) and os.path.getsize(f):
+        d = json.load(open(f))
+        plans[m] = (d["peak_device_bytes"]["total"], d["peak_lower_bound"], d["peak_gap"], d["streamed"])
+assert len(plans) >= 3, plans
+bounds = {b for _, b, _, streamed in plans.values() if not streamed}
+assert len(bounds) == 1, plans
+plans = {m: x[:3] for m, x in plans.items()}
+for m, (peak, b, gap) in plans.items():
+    assert b > 0 and peak >= b, (m, peak, b)
+    assert abs(gap - (peak - b) / peak) < 1e-6, (m, gap)
+print(f"bound {b}; " + ", ".join(f"{m} {peak} ({gap:.3f} above)" for m, (peak, _, gap) in plans.items()))
+PY
+done
+cat >"$o/one_op.dp" <<'DP'
+input x : f32[1024, 256]
+param w : f32[1] = ones
+loss { return sum(sum(x * w, 1)) }
+DP
+bound_check one_op "$o/one_op.dp"
+check "ckpt/peak bound: tight where one op's working set is the peak" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+peak, b = d['peak_device_bytes']['total'], d['peak_lower_bound']
+assert b <= peak <= b + 4096, (peak, b)
+print(peak, b)" "$o/bound.one_op.json"
 finish
