@@ -824,6 +824,32 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
 	return cost(g);
 }
 
+/* A descent checked by the planner: each candidate's state changed where that lowers the planned
+ * peak (*hi), or keeps it at fewer FLOPs (*flops), for up to two passes; keep[] becomes its end */
+static void planner_descent(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *keep, int64_t *hi, int64_t *flops)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		bool moved = false;
+		for (int u = 0; u < m->P->n; u++) {
+			if (m->P->kind[u] != SEL_CAND)
+				continue;
+			uint8_t was = keep[u], to = was;
+			for (uint8_t st = SEL_ONCE; st <= SEL_HOST; st++) {
+				if (st == was || (st == SEL_HOST && !m->P->host[u]))
+					continue;
+				keep[u] = st;
+				int64_t f2, b2 = planned(g, m, keep, plan, &f2);
+				if (b2 < *hi || (b2 == *hi && f2 < *flops))
+					*hi = b2, *flops = f2, to = st;
+			}
+			keep[u] = to;
+			moved |= to != was;
+		}
+		if (!moved)
+			break;
+	}
+}
+
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 {
 	Graph g = {0};
@@ -899,26 +925,8 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		}
 		/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
 		 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
-		for (int pass = 0; pass < 2 && m.descent; pass++) {
-			bool moved = false;
-			for (int u = 0; u < m.P->n; u++) {
-				if (m.P->kind[u] != SEL_CAND)
-					continue;
-				uint8_t was = best[u], to = was;
-				for (uint8_t st = SEL_ONCE; st <= SEL_HOST; st++) {
-					if (st == was || (st == SEL_HOST && !m.P->host[u]))
-						continue;
-					best[u] = st;
-					int64_t f2, b2 = planned(&g, &m, best, plan, &f2);
-					if (b2 < hi || (b2 == hi && f2 < res.flops))
-						hi = b2, res.flops = f2, to = st;
-				}
-				best[u] = to;
-				moved |= to != was;
-			}
-			if (!moved)
-				break;
-		}
+		if (m.descent)
+			planner_descent(&g, &m, plan, best, &hi, &res.flops);
 		/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
 		bytes = fit_model(&g, &m, hi, plan, keep, &r, false);
 		if (bytes <= hi && r.flops < res.flops) {
