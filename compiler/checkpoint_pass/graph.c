@@ -872,7 +872,8 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		/* the least budget the fit plans within, by bisection over budgets (each fit checked by the
 		 * planner), from the model's floor to store-everything's plan */
 		Model m = calibrated(&g, all, nall, plan);
-		uint8_t *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1);
+		uint8_t *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1), *tried = ar_alloc((size_t)m.P->n + 1);
+		memset(tried, 0, (size_t)m.P->n + 1);
 		int64_t hi = plan(p);
 		SelResult res, r;
 		int64_t floor = sel_floor(m.P), lo = floor, bytes = fit_model(&g, &m, hi, plan, best, &res, false);
@@ -913,6 +914,30 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			if (bytes < hi) {
 				hi = bytes, res = r;
 				memcpy(best, keep, (size_t)m.P->n);
+			}
+		}
+		/* on up to GRAPH_SWEEP candidates, 16 more starts, each keeping one of the largest values and
+		 * computing every other again where needed, then descended on the model: the region of a
+		 * U-Net's least (its largest concat kept, the chains recomputed from it), which the searches
+		 * that keep from nothing do not reach (issue 40) */
+		if (m.small) {
+			for (int tries = 0; tries < 16; tries++) {
+				int c = -1;
+				for (int u = 0; u < m.P->n; u++)
+					if (m.P->kind[u] == SEL_CAND && !tried[u] && (c < 0 || m.P->bytes[u] > m.P->bytes[c]))
+						c = u;
+				if (c < 0)
+					break;
+				tried[c] = 1;
+				for (int u = 0; u < m.P->n; u++)
+					keep[u] = m.P->kind[u] == SEL_CAND ? SEL_EACH : SEL_ONCE;
+				keep[c] = SEL_KEEP;
+				sel_lower(m.P, 8, keep);
+				int64_t b = planned(&g, &m, keep, plan, &flops);
+				if (b < hi || (b == hi && flops < res.flops)) {
+					hi = b, res.flops = flops;
+					memcpy(best, keep, (size_t)m.P->n);
+				}
 			}
 		}
 		/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
