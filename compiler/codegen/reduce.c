@@ -37,6 +37,31 @@ static LLVMValueRef reduced_offset(K *k, Type t, const bool *kept, int end, cons
 	return base;
 }
 
+/* a reduction's elements [lo, hi) of the counter over its reduced axes,
+ * the lanes taking every lanes-th from lo + lane (lo NULL: 0), then combined */
+typedef struct {
+	LLVMValueRef in;
+	Type t;
+	const bool *kept;
+	const int64_t *stride;
+	LLVMValueRef base;
+	bool neg, max;
+	LLVMValueRef init;
+} Fold;
+
+static LLVMValueRef fold_lanes(K *k, const Fold *f, LLVMValueRef lo, LLVMValueRef hi)
+{
+	Loop l = cg_for_from(k, lo ? LLVMBuildAdd(k->b, lo, k->lane, "") : k->lane, k->lanes, hi);
+	Acc sum = cg_acc(k, &l, f->init);
+	LLVMValueRef x = cg_load(k, f->in, reduced_offset(k, f->t, f->kept, f->t.rank, f->stride, f->base, l.i));
+	if (f->neg)
+		x = LLVMBuildFNeg(k->b, x, "");
+	LLVMValueRef next = cg_combine(k, sum.phi, x, f->max);
+	cg_acc_next(k, &sum, next);
+	cg_for_end(k, &l, hi);
+	return cg_all_reduce(k, cg_acc_result(k, &l, f->init, next), f->max);
+}
+
 /* sum (max, min) over the input axes that the output does not keep; min
  * is max of the negated values, negated */
 static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in, LLVMValueRef idx)
@@ -89,15 +114,8 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 		LLVMValueRef lo = LLVMBuildMul(k->b, part, cg_i64(g, per), "");
 		LLVMValueRef hi = LLVMBuildAdd(k->b, lo, cg_i64(g, per), "");
 		hi = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, hi, cg_i64(g, count), ""), hi, cg_i64(g, count), "");
-		Loop l = cg_for_from(k, LLVMBuildAdd(k->b, lo, k->lane, ""), k->lanes, hi);
-		Acc sum = cg_acc(k, &l, init);
-		LLVMValueRef x = cg_load(k, in, reduced_offset(k, t, kept, t.rank, stride, base, l.i));
-		if (neg)
-			x = LLVMBuildFNeg(k->b, x, "");
-		LLVMValueRef next = cg_combine(k, sum.phi, x, max);
-		cg_acc_next(k, &sum, next);
-		cg_for_end(k, &l, hi);
-		total = cg_all_reduce(k, cg_acc_result(k, &l, init, next), max);
+		Fold f = {in, t, kept, stride, base, neg, max, init};
+		total = fold_lanes(k, &f, lo, hi);
 		LLVMValueRef parr = cg_global_array(k, g->real == g->f64 ? "dp_reduce_f64" : "dp_reduce_f32", CG_REDUCE_PARTIALS);
 		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
 		LLVMBuildStore(k->b, total, LLVMBuildGEP2(k->b, g->real, parr, &item, 1, ""));
@@ -115,16 +133,8 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 		cg_for_end(k, &l, no);
 		total = cg_acc_result(k, &l, init, next);
 	} else {
-		LLVMValueRef n = cg_i64(g, count);
-		Loop l = cg_for_lanes(k, n);
-		Acc sum = cg_acc(k, &l, init);
-		LLVMValueRef x = cg_load(k, in, reduced_offset(k, t, kept, t.rank, stride, base, l.i));
-		if (neg)
-			x = LLVMBuildFNeg(k->b, x, "");
-		LLVMValueRef next = cg_combine(k, sum.phi, x, max);
-		cg_acc_next(k, &sum, next);
-		cg_for_end(k, &l, n);
-		total = cg_all_reduce(k, cg_acc_result(k, &l, init, next), max);
+		Fold f = {in, t, kept, stride, base, neg, max, init};
+		total = fold_lanes(k, &f, NULL, cg_i64(g, count));
 	}
 	if (neg)
 		total = LLVMBuildFNeg(k->b, total, "");
