@@ -73,7 +73,6 @@ typedef struct {
 	int attention;     /* 1: attention in tiles, 2: on tensor cores */
 	int access;        /* bytes a thread loads at a time: the element's times the vector's */
 	bool dw;           /* conv2d_dw */
-	struct Op *op;     /* the op it lowers, where one does */
 } CgLaunch;
 
 /* GPU threads of a fused loop's block */
@@ -343,8 +342,8 @@ typedef struct {
 	bool known;
 	int regs, stack, smem;
 } CgRes;
-/* kernel id's predicted time in ns on the GPU named (NULL: the H100), 0 when it has none */
-int64_t cg_cost_kernel_ns(Cg *g, const char *gpu, int id);
+/* each kernel's predicted time in ns on the GPU named (NULL: the H100), 0 when it has none */
+void cg_cost_kernels_ns(Cg *g, const char *gpu, int64_t *ns);
 /* prices the recorded launches on gpu (ptx: the kernels, for ptxas; NULL: none) */
 void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool verbose, FILE *f);
 

@@ -112,7 +112,6 @@ static void record(Host *h, CgLaunch l)
 	if (!g->cost || !h->step || h->times <= 0)
 		return;
 	l.count = h->times;
-	l.op = h->op;
 	if (2 * (g->launches.len + 1) > g->lslots) {
 		g->lslots = g->lslots ? 2 * g->lslots : 256;
 		g->lslot = ar_alloc(sizeof(int) * (size_t)g->lslots);
@@ -135,33 +134,31 @@ static void record(Host *h, CgLaunch l)
 	g->lslot[s] = g->launches.len - 1;
 }
 
-static int64_t type_bytes(Type t) { return ir_numel(t) * ir_dt_bytes(t.dt); }
-
 /* the bytes a kernel reads and writes: its operands and result once (the
  * fused kernel's operands as its steps read them), attention's other side
  * once per tile of rows */
 static int64_t kernel_bytes(Cg *g, const KDesc *d)
 {
-	int64_t b = type_bytes(d->out);
+	int64_t b = ir_bytes(g->p, d->out);
 	if ((int)d->kind == K_ATTN_ROWS) /* the scores read and written, and dP read */
 		return b * (d->mode == 2 ? 3 : 2);
 	if ((int)d->kind == K_FUSED) {
 		for (int s = 0; s < d->nsteps; s++)
 			for (int j = 0; j < d->step[s].nin; j++)
-				b += d->step[s].src[j] >= 0 && !d->step[s].is_const[j] ? type_bytes(d->step[s].in[j]) : 0;
+				b += d->step[s].src[j] >= 0 && !d->step[s].is_const[j] ? ir_bytes(g->p, d->step[s].in[j]) : 0;
 		return b;
 	}
 	for (int j = 0; j < d->nin && j < 5; j++)
-		b += type_bytes(d->in[j]);
+		b += ir_bytes(g->p, d->in[j]);
 	if ((int)d->kind == OP_XENT && d->stage == 2) /* the blocks' sums */
-		return 2 * cg_xent_blocks(d) * ir_dt_bytes(d->out.dt) + type_bytes(d->out);
+		return 2 * cg_xent_blocks(d) * ir_dt_bytes(d->out.dt) + ir_bytes(g->p, d->out);
 	if (d->stage == 2) /* a reduction's parts */
-		return (cg_reduce_parts(g, d) + 1) * type_bytes(d->out);
+		return (cg_reduce_parts(g, d) + 1) * ir_bytes(g->p, d->out);
 	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS) {
 		int64_t tq, tk, T = d->in[0].dim[d->in[0].rank - 2];
 		if (!cg_attn_tiles(g, d, &tq, &tk))
 			tq = 1;
-		b += (T / tq) * (type_bytes(d->in[1]) + type_bytes(d->in[2])) / 2; /* causal or not: about half */
+		b += (T / tq) * (ir_bytes(g->p, d->in[1]) + ir_bytes(g->p, d->in[2])) / 2; /* causal or not: about half */
 	}
 	return b;
 }
@@ -309,22 +306,21 @@ static const char *run_ptxas(const char *ptx, const CgGpu *gpu, CgRes *res, int 
 	while (f && fgets(line, sizeof line, f)) {
 		int n, a;
 		const char *s;
-		if (sscanf(line, "ptxas info : Function properties for dp_k%d", &n) == 1 ||
-		    sscanf(line, "ptxas info    : Function properties for dp_k%d", &n) == 1)
+		/* a space in the format takes any run of them */
+		if (sscanf(line, "ptxas info : Function properties for dp_k%d", &n) == 1)
 			k = n >= 0 && n < nk ? n : -1;
 		else if (k >= 0 && sscanf(line, " %d bytes stack frame", &a) == 1)
 			res[k].stack = a;
 		else if (k >= 0 && (s = strstr(line, "Used ")) && sscanf(s, "Used %d registers", &a) == 1) {
 			res[k].known = true;
 			res[k].regs = a;
-			if ((s = strstr(line, "bytes smem")))
-				while (s > line && s[-1] == ' ')
-					s--;
+			/* "..., N bytes smem, ...": N is the number after the comma before it */
+			const char *sm = strstr(line, " bytes smem");
 			res[k].smem = 0;
-			if (s && strstr(line, "bytes smem")) {
-				while (s > line && s[-1] >= '0' && s[-1] <= '9')
-					s--;
-				res[k].smem = atoi(s);
+			if (sm) {
+				while (sm > line && sm[-1] != ',')
+					sm--;
+				res[k].smem = atoi(sm);
 			}
 		}
 	}
@@ -406,15 +402,18 @@ static void optimizer_launches(Cg *g)
 	}
 }
 
-/* kernel id's predicted time on the executable's GPU (--gpu, else the
- * H100), without ptxas's figures: the kpred lines of the model description */
-int64_t cg_cost_kernel_ns(Cg *g, const char *gpu_name, int id)
+/* each kernel's predicted time on the executable's GPU (--gpu, else the
+ * H100), without ptxas's figures, from its first launch in the step (0: none):
+ * the kpred lines of the model description; ns has g->kernels.len entries */
+void cg_cost_kernels_ns(Cg *g, const char *gpu_name, int64_t *ns)
 {
 	const CgGpu *gpu = cg_gpu(gpu_name ? gpu_name : "h100");
-	for (int i = 0; gpu && i < g->launches.len; i++)
-		if (g->launches.data[i].kind == CL_KERNEL && g->launches.data[i].kernel == id)
-			return (int64_t)(predict(gpu, &g->launches.data[i], NULL) * 1e9);
-	return 0;
+	memset(ns, 0, sizeof *ns * (size_t)g->kernels.len);
+	for (int i = g->launches.len - 1; gpu && i >= 0; i--) {
+		const CgLaunch *l = &g->launches.data[i];
+		if (l->kind == CL_KERNEL && l->kernel >= 0 && l->kernel < g->kernels.len)
+			ns[l->kernel] = (int64_t)(predict(gpu, l, NULL) * 1e9);
+	}
 }
 
 static void json_str(FILE *f, const char *s)

@@ -565,11 +565,14 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	for (int dt = 0; dt <= DT_F64; dt++)
 		if (sgd[dt] >= 0)
 			put(&t, ar_printf("kernel sgd %s %d\nkernel adam %s %d\n", ir_dt_name((DType)dt), sgd[dt], ir_dt_name((DType)dt), adam[dt]));
+	int64_t *ns = ar_alloc(sizeof *ns * (size_t)(g->kernels.len + 1));
+	memset(ns, 0, sizeof *ns * (size_t)(g->kernels.len + 1));
+	if (g->cuda)
+		cg_cost_kernels_ns(g, o->gpu, ns);
 	for (int i = 0; i < g->kernels.len; i++) {
 		put(&t, ar_printf("kname %d %s\n", i, cg_kernel_label(&g->kernels.data[i])));
-		int64_t ns = g->cuda ? cg_cost_kernel_ns(g, o->gpu, i) : 0;
-		if (ns > 0)
-			put(&t, ar_printf("kpred %d %lld\n", i, (long long)ns));
+		if (ns[i] > 0)
+			put(&t, ar_printf("kpred %d %lld\n", i, (long long)ns[i]));
 		int64_t w = cg_kernel_work(g, &g->kernels.data[i]);
 		if (w > 1)
 			put(&t, ar_printf("kwork %d %lld\n", i, (long long)w));
