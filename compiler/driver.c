@@ -148,6 +148,27 @@ static const char *base_name(const char *input)
 }
 
 
+/* --schedule-json: the schedule, and the kernels' members written into `kernels` (a memory stream) */
+typedef struct {
+	const DriverOptions *o;
+	Program *p;
+	FILE *kernels;
+	char *text;
+	size_t len;
+} Schedule;
+
+static void write_schedule(Schedule *s)
+{
+	if (!s->o->schedule_json)
+		return;
+	if (s->kernels)
+		fclose(s->kernels);
+	FILE *f = open_out(s->o->schedule_json);
+	ckpt_print_schedule(f, s->p, true, s->text);
+	close_out(f);
+	free(s->text);
+}
+
 int driver_run(DriverOptions *o)
 {
 	driver_phase(o, NULL);
@@ -173,23 +194,22 @@ int driver_run(DriverOptions *o)
 	const char *name = base_name(o->input);
 	verbose_opts = o;
 	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem, o->reference, o->verbose,
-	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS")};
-	if (o->schedule_json) {
-		/* the CUDA target's launches and their predicted times, as members of the object */
-		char *kernels = NULL;
-		size_t len = 0;
-		if (o->target == CG_CUDA) {
-			FILE *m = open_memstream(&kernels, &len);
-			if (!m)
-				fatal("out of memory");
-			cg_emit_kernels(p, &cg, m, true);
-			fclose(m);
-		}
-		FILE *f = open_out(o->schedule_json);
-		ckpt_print_schedule(f, p, true, kernels);
-		close_out(f);
-		free(kernels);
+	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS"), NULL};
+	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
+	 * object: from the code generation that makes the output, or one of their own for the stages
+	 * that end before it */
+	bool codegen = o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->emit == EMIT_OBJ || o->emit == EMIT_EXE;
+	Schedule sj = {o, p, NULL, NULL, 0};
+	if (o->schedule_json && o->target == CG_CUDA) {
+		if (!(sj.kernels = open_memstream(&sj.text, &sj.len)))
+			fatal("out of memory");
+		if (codegen)
+			cg.kernels_json = sj.kernels;
+		else
+			cg_emit_kernels(p, &cg, sj.kernels, true);
 	}
+	if (!codegen)
+		write_schedule(&sj);
 	if (o->emit == EMIT_KERNELS) {
 		FILE *f = open_out(o->output);
 		cg_emit_kernels(p, &cg, f, false);
@@ -213,15 +233,18 @@ int driver_run(DriverOptions *o)
 		FILE *f = open_out(o->output);
 		(o->emit == EMIT_LLVM ? cg_emit_llvm : cg_emit_ptx)(p, &cg, f);
 		close_out(f);
+		write_schedule(&sj);
 		return 0;
 	}
 	if (o->emit == EMIT_OBJ) {
 		cg_emit_object(p, &cg, o->output ? o->output : ar_printf("%s.o", name));
+		write_schedule(&sj);
 		return 0;
 	}
 	const char *exe = o->output ? o->output : name;
 	make_temp_obj();
 	cg_emit_object(p, &cg, temp_obj);
+	write_schedule(&sj);
 	link_exe(temp_obj, exe, o->target);
 	driver_phase(o, "link");
 	return 0;

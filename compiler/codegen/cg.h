@@ -20,6 +20,7 @@ typedef struct {
 	const char *gpu;   /* --gpu: the GPU the cost model prices launches on (cost.c) */
 	bool cost;         /* record dp_step's launches (cg_emit_kernels sets it) */
 	bool cpu_splits;   /* DPC_CPU_SPLITS: the GPU's reductions in two launches on the CPU too (testing) */
+	FILE *kernels_json; /* the CUDA target: the build also writes its launches there as --schedule-json's members */
 } CgOptions;
 
 /* A GPU the cost model knows: its SMs, memory bandwidth (bytes/s), dense

@@ -612,6 +612,15 @@ static void phase(const CgOptions *o, const char *what)
 		o->phase(what);
 }
 
+/* the cost model's prices of g's launches on o->gpu (--emit=kernels, --schedule-json) */
+static void report(Cg *g, const CgOptions *o, const char *ptx, bool json, FILE *out)
+{
+	const CgGpu *gpu = cg_gpu(o->gpu ? o->gpu : "h100");
+	if (!gpu)
+		die("unknown GPU %s", o->gpu);
+	cg_cost_report(g, gpu, ptx, json, o->verbose, out);
+}
+
 static Cg *build(Program *p, const CgOptions *o)
 {
 	Cg *g = ar_alloc(sizeof *g);
@@ -679,10 +688,13 @@ static Cg *build(Program *p, const CgOptions *o)
 	host_function(g, "dp_step", p->body.len);
 	phase(o, "codegen: host schedule");
 	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
-	cg_string_global(g, "dp_ptx", o->target == CG_CUDA ? cg_ptx(g) : "");
+	const char *ptx = o->target == CG_CUDA ? cg_ptx(g) : "";
+	cg_string_global(g, "dp_ptx", ptx);
 	if (o->target == CG_CUDA)
 		phase(o, ar_printf("codegen: %d kernels as PTX", g->kernels.len));
 	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
+	if (o->kernels_json && o->target == CG_CUDA)
+		report(g, o, ptx, true, o->kernels_json);
 	if (o->target == CG_CUDA)
 		g->kernels.len = 0, g->kslots = 0; /* the table (and its index) empty */
 	cg_cpu_kernels(g);
@@ -770,14 +782,14 @@ void cg_emit_kernels(Program *p, const CgOptions *o, FILE *out, bool json)
 	CgOptions cuda = *o;
 	cuda.target = CG_CUDA;
 	cuda.cost = true;
+	cuda.kernels_json = json ? out : NULL;
 	Cg *g = build(p, &cuda);
-	LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
-	size_t n;
-	const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
-	const CgGpu *gpu = cg_gpu(o->gpu ? o->gpu : "h100");
-	if (!gpu)
-		die("unknown GPU %s", o->gpu);
-	cg_cost_report(g, gpu, ar_strndup(s, n), json, o->verbose, out);
+	if (!json) {
+		LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
+		size_t n;
+		const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
+		report(g, o, ar_strndup(s, n), false, out);
+	}
 	dispose(g);
 }
 
