@@ -13,34 +13,34 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 # unit PREFIX DP...: each program through irgrad and the compiled executable
 unit() {
-local prefix=$1
-shift
-for dp in "$@"; do
-	name=$prefix$(basename "$dp" .dp)
-	d="$TEST_OUT/irgrad_$name"
-	mkdir -p "$d"
-	log="$d/log"
-	if "$DPC_BUILD/build/irgrad" "$dp" --dump "$d" >"$log" 2>&1; then
-		ok "irgrad/$name: $(sed -n 's/.*\(max relative error .*\)/\1/p' "$log")"
-	else
-		notok "irgrad/$name" "$log"
-		continue
-	fi
-	inputs=()
-	for npy in "$d"/*.npy; do
-		[ -f "$npy" ] && inputs+=(--input "$(basename "$npy" .npy)=$npy")
+	local prefix=$1 name d log dp npy inputs
+	shift
+	for dp in "$@"; do
+		name=$prefix$(basename "$dp" .dp)
+		d="$TEST_OUT/irgrad_$name"
+		mkdir -p "$d"
+		log="$d/log"
+		if "$DPC_BUILD/build/irgrad" "$dp" --dump "$d" >"$log" 2>&1; then
+			ok "irgrad/$name: $(sed -n 's/.*\(max relative error .*\)/\1/p' "$log")"
+		else
+			notok "irgrad/$name" "$log"
+			continue
+		fi
+		inputs=()
+		for npy in "$d"/*.npy; do
+			[ -f "$npy" ] && inputs+=(--input "$(basename "$npy" .npy)=$npy")
+		done
+		if "$DPC" --precision f64 "$dp" -o "$d/exe" >"$log" 2>&1 &&
+			"$d/exe" --steps 1 --lr 0 --quiet --init "$d/params.safetensors" "${inputs[@]}" \
+				--dump-grads "$d/g.safetensors" --summary-json "$d/s.json" >>"$log" 2>&1 &&
+			python3 tests/unit/compare.py "$d/g.safetensors" "$d/grads.safetensors" 1e-10 \
+				"$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['loss_first'])" "$d/s.json")" \
+				"$(cat "$d/loss")" >>"$log" 2>&1; then
+			ok "compiled-vs-interpreter/$name: $(tail -1 "$log")"
+		else
+			notok "compiled-vs-interpreter/$name" "$log"
+		fi
 	done
-	if "$DPC" --precision f64 "$dp" -o "$d/exe" >"$log" 2>&1 &&
-		"$d/exe" --steps 1 --lr 0 --quiet --init "$d/params.safetensors" "${inputs[@]}" \
-			--dump-grads "$d/g.safetensors" --summary-json "$d/s.json" >>"$log" 2>&1 &&
-		python3 tests/unit/compare.py "$d/g.safetensors" "$d/grads.safetensors" 1e-10 \
-			"$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['loss_first'])" "$d/s.json")" \
-			"$(cat "$d/loss")" >>"$log" 2>&1; then
-		ok "compiled-vs-interpreter/$name: $(tail -1 "$log")"
-	else
-		notok "compiled-vs-interpreter/$name" "$log"
-	fi
-done
 }
 unit "" tests/ops/*.dp samples/*.dp
 DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
