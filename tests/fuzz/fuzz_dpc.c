@@ -25,8 +25,8 @@ static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, 
 	Program *p = driver_passes(ast, &o, &last);
 	ir_print(sink, p);
 	mem_print(sink, p);
-	ckpt_print_schedule(sink, p, false);
-	ckpt_print_schedule(sink, p, true);
+	ckpt_print_schedule(sink, p, false, NULL);
+	ckpt_print_schedule(sink, p, true, NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
