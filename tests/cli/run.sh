@@ -109,4 +109,13 @@ if "$DPC" samples/resmlp.dp -o "$out.resmlp" >"$out.log" 2>&1; then
 else
 	notok "cli/compile resmlp" "$out.log"
 fi
+# the fuzz harnesses are built only by make fuzz (clang's libFuzzer): check
+# here that they still compile against the compiler's and runtime's headers
+for f in tests/fuzz/fuzz_dpc.c tests/fuzz/fuzz_files.c; do
+	if ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Werror -Iruntime -fsyntax-only "$f" >"$out.fuzzcc" 2>&1; then
+		ok "cli/fuzz-harness-compiles: $f"
+	else
+		notok "cli/fuzz-harness-compiles: $f" "$out.fuzzcc"
+	fi
+done
 finish
