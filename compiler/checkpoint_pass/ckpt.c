@@ -973,7 +973,7 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 	        (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work);
 	int64_t bound = mem_peak_bound(p);
 	fprintf(f, "no plan goes below %lld bytes of device memory (the parameters, gradients, optimizer state and inputs, and "
-	        "one op's operands and result at most): this one is %.4g of its peak above that\n", (long long)bound,
+	        "at one op its operands and result and what every plan holds across it): this one is %.4g of its peak above that\n", (long long)bound,
 	        total ? (double)(total - bound) / (double)total : 0.0);
 	fprintf(f, "predicted pinned host memory %lld bytes\n", (long long)p->host_bytes);
 	if (p->ranks > 1 && p->optimizer == OPT_ADAM) {

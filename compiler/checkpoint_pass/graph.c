@@ -659,7 +659,12 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 static int64_t planned(Graph *g, Model *m, const uint8_t *keep, int64_t (*plan)(Program *), int64_t *flops)
 {
 	choose(g, m, keep);
-	return eval(g, plan, flops);
+	int64_t r = eval(g, plan, flops);
+	if (getenv("DPC_SLACK")) {
+		int64_t f;
+		fprintf(stderr, "slack model %lld plan %lld\n", (long long)sel_eval(m->P, keep, &f, NULL), (long long)r);
+	}
+	return r;
 }
 
 /* A budget's fit improved where the planner allows, from keep[] (planned

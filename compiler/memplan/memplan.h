@@ -25,9 +25,10 @@ void mem_verify(Program *p);
 /* A lower bound on the device peak that no plan of this model under any
  * keep / recompute / offload choice goes below, computed from p's plan:
  * the parameters, gradients, optimizer state and inputs the device holds
- * for the whole step, plus the largest working set of one forward or
- * adjoint op (its operands and result, each root of storage counted once,
- * at its largest member's bytes). */
+ * for the whole step, plus, at the op where it is most, the working set of
+ * one forward or adjoint op (its operands and result, each storage counted
+ * once) and what every plan holds across it (the forward's values up to
+ * their last forward reader, the adjoint's up to their last reader). */
 int64_t mem_peak_bound(Program *p);
 /* a tensor's bytes in a fixed region, aligned */
 int64_t mem_aligned(Program *p, Type t);

@@ -974,24 +974,40 @@ static int storage_root(Program *p, int v)
 	return v;
 }
 
-/* The bytes one op needs live at once, outside the fixed regions: each root
- * of storage among its operands and result counted once, at its largest
- * member's bytes (two slices of one tape may be one row). fixed[v]: v's
- * storage is a fixed region, or is not on the device. Variables that a
- * schedule makes (tapes, snapshots, slots, staging and host copies) count
- * only through the rows an op reads or writes of them, since another
- * schedule has none. */
+/* the storage of v that does not depend on the choice: views and a loop's
+ * coalesced state followed, not an elementwise result in its dying operand */
+static int group_of(Program *p, int v)
+{
+	while (p->values.data[v].res == VR_ALIAS && p->values.data[v].alias_index != IR_IN_PLACE)
+		v = p->values.data[v].alias_of;
+	return v;
+}
+
+/* The bytes one op needs live at once, outside the fixed regions: each
+ * group of storage among its operands and result counted once, at its
+ * largest member's bytes (two slices of one tape may be one row), and an
+ * elementwise result not at all where an operand of its type could give it
+ * its storage (in_place does where that operand dies there, which depends
+ * on the choice). fixed[v]: v's storage is a fixed region, or is not on the
+ * device. Variables that a schedule makes (tapes, snapshots, slots, staging
+ * and host copies) count only through the rows an op reads or writes of
+ * them, since another schedule has none. */
 static int64_t op_working_set(Program *p, Op *op, const bool *fixed)
 {
 	int n = op->nin + 1, root[64];
 	int64_t most[64], total = 0;
 	int nr = 0;
+	bool shared = false;
 	for (int j = 0; j < n && nr < 64; j++) {
 		int v = j < op->nin ? op->in[j] : op->out;
 		if (v < 0 || p->values.data[v].kind == VK_INDEX)
 			continue;
-		int r = storage_root(p, v);
-		if (fixed[r] || p->values.data[r].res != VR_ARENA || scheduled(&p->values.data[v]))
+		int s = storage_root(p, v), r = group_of(p, v);
+		if (fixed[s] || p->values.data[s].res != VR_ARENA || scheduled(&p->values.data[v]))
+			continue;
+		if (j < op->nin && (ir_ops[op->kind].flags & OPF_EW) && ir_type_eq(ir_vtype(p, v), ir_vtype(p, op->out)))
+			shared = true;
+		if (j == op->nin && shared)
 			continue;
 		int64_t b = ir_bytes(p, p->values.data[v].type);
 		int k = 0;
@@ -1024,6 +1040,136 @@ static int64_t largest_working_set(Program *p, Block *b, const bool *fixed)
 	return most;
 }
 
+/* ---- what every plan holds across a top-level op ----
+ * The ops every choice runs, in the same order, are the forward's and the
+ * adjoint's own (not the recomputed copies, nor an offload's copies).
+ * A value one of them makes and a later one of the same part reads is
+ * live between the two in every plan: the forward's values up to their
+ * last forward reader (a dropped one is freed there), the adjoint's to
+ * their last reader. Values are grouped by the storage that does not
+ * depend on the choice (views, a loop's coalesced state; not an
+ * elementwise result in its dying operand, which two values held across
+ * an op never are). */
+
+typedef struct {
+	Program *p;
+	const bool *fixed;
+	int *group;       /* per value: its group (the value whose storage it is, in-place aside), or -1 */
+	int *def, *last;  /* per group: the top-level positions of its first definition and last same-part read */
+	int at;           /* the top-level position of the op visited */
+	bool forward;     /* whether it is in the forward part */
+} Across;
+
+static bool every_plan_runs(Op *op) { return !op->recomputed && op->kind != OP_OFFLOAD && op->kind != OP_FETCH && op->kind != OP_SETTLE; }
+
+static void across_read(Across *A, int v)
+{
+	if (v < 0 || A->group[v] < 0)
+		return;
+	int g = A->group[v];
+	/* made by an op of the other part (a forward value the adjoint reads): its life there is the choice's */
+	if (A->def[g] < 0 || A->def[g] >= A->at || (A->def[g] < A->p->nforward) != A->forward)
+		return;
+	A->last[g] = A->at > A->last[g] ? A->at : A->last[g];
+}
+
+static void across_reads(Across *A, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			across_read(A, op->in[k]);
+		for (int k = 0; k < op->ncarry; k++) {
+			across_read(A, op->carg[k]);
+			if (op->cyield)
+				across_read(A, op->cyield[k]);
+			if (op->body3.len)
+				across_read(A, op->cyield3[k]);
+		}
+		across_reads(A, &op->body);
+		across_reads(A, &op->body2);
+		across_reads(A, &op->body3);
+	}
+}
+
+/* the bytes of the groups op names (operands, result) that are held across
+ * position i: its own working set counts them */
+static int64_t named_across(Across *A, Op *op, int i)
+{
+	int seen[65], n = 0;
+	int64_t b = 0;
+	for (int k = 0; k <= op->nin && n < 65; k++) {
+		int v = k < op->nin ? op->in[k] : op->out;
+		int g = v >= 0 ? A->group[v] : -1;
+		if (g < 0 || A->def[g] < 0 || A->def[g] >= i || A->last[g] <= i)
+			continue;
+		int j = 0;
+		while (j < n && seen[j] != g)
+			j++;
+		if (j == n) {
+			seen[n++] = g;
+			b += mem_aligned(A->p, A->p->values.data[g].type);
+		}
+	}
+	return b;
+}
+
+/* the most bytes of the top level's groups held across one of its ops that
+ * every plan runs, beside that op's own working set */
+static int64_t largest_across(Program *p, const bool *fixed)
+{
+	int nv = p->values.len, len = p->body.len;
+	Across A = {p, fixed, malloc(sizeof(int) * (size_t)(nv + 1)), malloc(sizeof(int) * (size_t)(nv + 1)),
+	            malloc(sizeof(int) * (size_t)(nv + 1)), 0, true};
+	if (!A.group || !A.def || !A.last)
+		die("out of memory");
+	for (int v = 0; v < nv; v++) {
+		Value *x = &p->values.data[v];
+		int g = group_of(p, v);
+		bool counted = x->kind == VK_SSA && !fixed[storage_root(p, v)] && p->values.data[storage_root(p, v)].res == VR_ARENA;
+		A.group[v] = counted ? g : -1;
+		A.def[v] = A.last[v] = -1;
+	}
+	for (int i = 0; i < len; i++) {
+		Op *op = p->body.ops[i];
+		if (!every_plan_runs(op))
+			continue;
+		A.at = i, A.forward = i < p->nforward;
+		across_reads(&A, &(Block){p->body.ops + i, 1, 0});
+		int outs[1 + 64], n = 0;
+		outs[n++] = op->out;
+		for (int k = 0; k < op->ncarry && op->cout && n < 65; k++)
+			outs[n++] = op->cout[k];
+		for (int k = 0; k < n; k++)
+			if (outs[k] >= 0 && A.group[outs[k]] >= 0 && A.def[A.group[outs[k]]] < 0)
+				A.def[A.group[outs[k]]] = i;
+	}
+	int64_t *diff = calloc((size_t)len + 2, sizeof *diff);
+	if (!diff)
+		die("out of memory");
+	for (int g = 0; g < nv; g++)
+		if (A.def[g] >= 0 && A.last[g] > A.def[g] + 1) {
+			int64_t b = mem_aligned(p, p->values.data[g].type);
+			diff[A.def[g] + 1] += b;
+			diff[A.last[g]] -= b;
+		}
+	int64_t run = 0, most = 0;
+	for (int i = 0; i < len; i++) {
+		run += diff[i];
+		Op *op = p->body.ops[i];
+		if (!every_plan_runs(op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
+			continue;
+		/* the op's own operands and result are its working set, not held across it */
+		int64_t w = run - named_across(&A, op, i) + op_working_set(p, op, fixed);
+		most = w > most ? w : most;
+	}
+	free(diff);
+	free(A.group);
+	free(A.def);
+	free(A.last);
+	return most;
+}
+
 int64_t mem_peak_bound(Program *p)
 {
 	int nv = p->values.len;
@@ -1045,9 +1191,9 @@ int64_t mem_peak_bound(Program *p)
 		fixed[p->inputs.data[i].value] = true;
 		base += ir_bytes(p, p->values.data[p->inputs.data[i].value].type);
 	}
-	int64_t w = largest_working_set(p, &p->body, fixed);
+	int64_t w = largest_working_set(p, &p->body, fixed), held = largest_across(p, fixed);
 	free(fixed);
-	return base + w;
+	return base + (held > w ? held : w);
 }
 
 void mem_verify(Program *p)
