@@ -465,6 +465,9 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
 
 /* ---- the cost model (select.h) ---- */
 
+/* the least search's rounds of iterated descent on the model */
+#define GRAPH_KICKS 200
+
 typedef struct {
 	SelProblem *P;
 	int *of;   /* per program value: its problem value (views: their root's), or -1 */
@@ -513,6 +516,72 @@ static void note_block(Model *m, Block *b, int at, int nforward)
 		note_block(m, &op->body, at, nforward);
 		note_block(m, &op->body2, at, nforward);
 		note_block(m, &op->body3, at, nforward);
+	}
+}
+
+/* where u's storage is last named in a plan that keeps what the adjoint reads: its last use, the step's end for a
+ * result */
+static int fixed_end(Model *m, Program *p, int u)
+{
+	SelProblem *P = m->P;
+	int end = P->adj_last[u] > P->fwd_last[u] ? P->adj_last[u] : P->fwd_last[u];
+	end = end > P->def[u] ? end : P->def[u];
+	return ir_is_result(p, m->val[u]) ? p->body.len - 1 : end;
+}
+
+/* operand k of op may give op's result its storage, as memplan's in_place
+ * lets it where it dies there: an elementwise op, an operand of the
+ * result's type that no other operand shares storage with, not a constant,
+ * a parameter or an input; its problem value, or -1 */
+static int lender(Model *m, Program *p, Op *op, int k, int first_op)
+{
+	int x = op->in[k], u = m->of[x];
+	if (!(ir_ops[op->kind].flags & OPF_EW) || op->out < 0 || ir_is_result(p, op->out) || u < first_op)
+		return -1;
+	Op *d = p->values.data[m->val[u]].def;
+	if (!d || d->kind == OP_CONST || !ir_type_eq(ir_vtype(p, x), ir_vtype(p, op->out)))
+		return -1;
+	for (int j = 0; j < op->nin; j++)
+		if (j != k && m->of[op->in[j]] == u)
+			return -1;
+	return u;
+}
+
+/* The memory plan's elementwise results in their dying operands' storage
+ * (select.h): each value's operands that may give it theirs (a copy's,
+ * where the operand's copy is transient); at each position the op's own
+ * result, and the first operand that may give it storage: a fixed value
+ * that dies there is taken from the base at once; a value the choice
+ * decides is P->lend. */
+static void in_place(Model *m, Program *p, int nv, int first_op)
+{
+	SelProblem *P = m->P;
+	for (int u = first_op; u < P->n; u++) {
+		Op *d = p->values.data[m->val[u]].def;
+		for (int k = 0; P->kind[u] != SEL_FIXED && d && k < d->nin && k < 32; k++)
+			if (lender(m, p, d, k, first_op) >= 0)
+				P->share[u] |= 1u << k;
+	}
+	for (int t = 0; t < P->npos; t++) {
+		Op *op = p->body.ops[t];
+		int y = op->out >= 0 && op->out < nv ? m->of[op->out] : -1;
+		if (y < 0 || m->val[y] != op->out)
+			continue;
+		P->own[t] = P->bytes[y];
+		for (int k = 0; k < op->nin; k++) {
+			int u = lender(m, p, op, k, first_op);
+			if (u < 0)
+				continue;
+			if (P->kind[u] != SEL_FIXED) {
+				P->lend[t] = u, P->lend_bytes[t] = P->bytes[y];
+				break;
+			}
+			if (fixed_end(m, p, u) == t) {
+				P->base[t] -= P->bytes[y];
+				P->own[t] -= P->bytes[y];
+				break;
+			}
+		}
 	}
 }
 
@@ -617,6 +686,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 	for (int u = first_op; u < n; u++)
 		if (P->kind[u] != SEL_FIXED && P->fwd_last[u] < P->def[u])
 			P->fwd_last[u] = P->def[u];
+	in_place(&m, p, nv, first_op);
 	return m;
 }
 
@@ -645,8 +715,10 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	uint8_t *keep = ar_alloc((size_t)P->n + 1);
 	for (int u = 0; u < P->n; u++)
 		keep[u] = P->kind[u] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
-	/* the planner's bytes beyond the model's at store-everything: fixed regions, loops' insides, packing */
-	int64_t f, calib = plan(g->p) - sel_eval(P, keep, &f, NULL);
+	/* the fixed regions, and the bytes the plan's tensors hold at store-everything beyond the model's (loops'
+	 * insides) where there are any; not the packing's gaps, which differ from choice to choice */
+	int64_t f, total = plan(g->p), fixed = total - g->p->plan_work, live = g->p->plan_live;
+	int64_t model = sel_eval(P, keep, &f, NULL), calib = fixed + (live > model ? live - model : 0);
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += calib;
 	m.work = SEL_WORK;
@@ -655,16 +727,29 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	return m;
 }
 
+/* the model's peak of a choice beside the plan's: the tensors' bytes live at
+ * once, and the packed plan (Program.model_*) */
+static void note_model(Program *p, int64_t model, int64_t packed)
+{
+	int64_t live = packed - p->plan_work + p->plan_live;
+	double over_live = (double)(model - live) / (double)live, over_plan = (double)(model - packed) / (double)packed;
+	if (!p->model_choices++) {
+		p->model_live[0] = p->model_live[1] = over_live;
+		p->model_plan[0] = p->model_plan[1] = over_plan;
+	}
+	p->model_live[0] = over_live < p->model_live[0] ? over_live : p->model_live[0];
+	p->model_live[1] = over_live > p->model_live[1] ? over_live : p->model_live[1];
+	p->model_plan[0] = over_plan < p->model_plan[0] ? over_plan : p->model_plan[0];
+	p->model_plan[1] = over_plan > p->model_plan[1] ? over_plan : p->model_plan[1];
+}
+
 /* the planner's bytes of the model's choice keep[], and its FLOPs in *flops */
 static int64_t planned(Graph *g, Model *m, const uint8_t *keep, int64_t (*plan)(Program *), int64_t *flops)
 {
 	choose(g, m, keep);
-	int64_t r = eval(g, plan, flops);
-	if (getenv("DPC_SLACK")) {
-		int64_t f;
-		fprintf(stderr, "slack model %lld plan %lld\n", (long long)sel_eval(m->P, keep, &f, NULL), (long long)r);
-	}
-	return r;
+	int64_t bytes = eval(g, plan, flops), f;
+	note_model(g->p, sel_eval(m->P, keep, &f, NULL), bytes);
+	return bytes;
 }
 
 /* A budget's fit improved where the planner allows, from keep[] (planned
@@ -855,6 +940,51 @@ static void planner_descent(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	}
 }
 
+/* Iterated descents on the model from start[] (best[], planned *hi bytes,
+ * *flops): each round changes a few values' states at random (a fixed
+ * seed: the same plan on every run) and descends; its end is taken where
+ * the model's peak is lower, or the same at fewer FLOPs (on a plateau walk,
+ * the same at any FLOPs), and each choice lower by the model is planned,
+ * the planner's least kept in best[]. A descent alone stops where lowering
+ * the peak needs several values to change at once. */
+static void iterated_descent(Graph *g, Model *m, int64_t (*plan)(Program *), const uint8_t *start, bool plateau,
+                             uint8_t *best, int64_t *hi, int64_t *flops)
+{
+	SelProblem *P = m->P;
+	int *dec = ar_alloc(sizeof(int) * (size_t)(P->n + 1)), nd = 0;
+	for (int u = 0; u < P->n; u++)
+		if (P->kind[u] != SEL_FIXED && P->flops[u])
+			dec[nd++] = u;
+	if (!nd)
+		return;
+	uint8_t *cur = ar_alloc((size_t)P->n + 1), *try = ar_alloc((size_t)P->n + 1);
+	memcpy(cur, start, (size_t)P->n);
+	int64_t f, peak = sel_eval(P, cur, &f, NULL);
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+	for (int round = 0; round < GRAPH_KICKS; round++) {
+		memcpy(try, cur, (size_t)P->n);
+		for (int k = 0, n = 2 + (int)(seed % 4); k < n; k++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			int u = dec[seed % (uint64_t)nd];
+			int states = P->kind[u] == SEL_CAND && P->host[u] ? 4 : 3;
+			try[u] = (uint8_t)((seed >> 32) % (uint64_t)states);
+		}
+		SelResult r = sel_lower(P, 4, try);
+		if (r.peak > peak || (!plateau && r.peak == peak && r.flops >= f))
+			continue;
+		bool lower = r.peak < peak || r.flops < f;
+		peak = r.peak, f = r.flops;
+		memcpy(cur, try, (size_t)P->n);
+		if (!lower)
+			continue;
+		int64_t f2, b = planned(g, m, cur, plan, &f2);
+		if (b < *hi || (b == *hi && f2 < *flops)) {
+			*hi = b, *flops = f2;
+			memcpy(best, cur, (size_t)P->n);
+		}
+	}
+}
+
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 {
 	Graph g = {0};
@@ -955,6 +1085,10 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			hi = bytes, res.flops = flops;
 			memcpy(best, keep, (size_t)m.P->n);
 		}
+		/* two walks from the least found: one that only descends, one that also crosses plateaus */
+		memcpy(keep, best, (size_t)m.P->n);
+		iterated_descent(&g, &m, plan, keep, false, best, &hi, &res.flops);
+		iterated_descent(&g, &m, plan, keep, true, best, &hi, &res.flops);
 		/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
 		 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
 		if (m.descent)
@@ -1085,6 +1219,9 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld",
 			        ckpt_graph_search(p), p->graph_least ? "true" : "false", p->graph_candidates,
 			        (long long)p->graph_bound);
+		if (p->model_choices)
+			fprintf(f, ", \"model_checked\": {\"choices\": %d, \"over_live\": [%.6f, %.6f], \"over_plan\": [%.6f, %.6f]}",
+			        p->model_choices, p->model_live[0], p->model_live[1], p->model_plan[0], p->model_plan[1]);
 		fprintf(f, "},\n");
 		return;
 	}
@@ -1108,4 +1245,8 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
 	fputs("\n", f);
+	if (p->model_choices)
+		fprintf(f, "its cost model against the memory plan, over the %d choices it planned: the model's peak %+.2f%% to "
+		        "%+.2f%% of the tensors' bytes live at once, %+.2f%% to %+.2f%% of the packed plan's\n", p->model_choices,
+		        100 * p->model_live[0], 100 * p->model_live[1], 100 * p->model_plan[0], 100 * p->model_plan[1]);
 }

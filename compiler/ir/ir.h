@@ -340,9 +340,14 @@ struct Program {
 	int graph_search, graph_candidates;
 	int64_t graph_bound;
 	bool graph_least; /* --checkpoint min-memory: the least peak, not a budget's fewest FLOPs */
+	/* the straight-line search's model against the planner: the choices both priced, and the least and most of
+	 * (model - plan) / plan, the plan's tensors' bytes live at once [live] and its packed peak [plan] */
+	int model_choices;
+	double model_live[2], model_plan[2];
 	int64_t offload_cost; /* what moving one byte to the host, or back, is worth in FLOPs; 0: nothing is offloaded */
 	int search_threads;   /* the straight-line search's threads (1 or 2); the plan is the same for either */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
+	int64_t plan_live; /* the most bytes the work region's tensors hold at once (plan_work less its packing's gaps) */
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
 	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];
 	/* streaming (stream_pass): the pinned host pool, the device slots, and the

@@ -719,6 +719,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		for (int64_t t = 0; t < npos; t++)
 			live_most = (run += d[t]) > live_most ? run : live_most;
 		free(d);
+		p->plan_live = live_most;
 		if (live_most < peak - peak / 64)
 			peak = pack_by_size(p, q, n, npos, base, peak);
 		if (checking) {
@@ -948,8 +949,10 @@ static void plan(Program *p)
 	for (int i = 0; i < ir_nresults(p); i++)
 		L.last[L.root[ir_result(p, i)]] = npos;
 
+	p->plan_live = -1;
 	int64_t packed = pack(p, &L, at);
 	p->plan_work = ones + packed;
+	p->plan_live = ones + (p->plan_live < 0 ? packed : p->plan_live);
 	p->arena_bytes = at + packed;
 	if (p->mem_points)
 		series(p, &L, npos, at, ones);

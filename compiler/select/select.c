@@ -59,6 +59,12 @@ SelProblem *sel_new(int n, int npos)
 	P->nadj = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	P->adj = ar_alloc(sizeof(int *) * (size_t)(n + 1));
 	P->host = ar_alloc(sizeof(int64_t) * (size_t)(n + 1));
+	P->share = ar_alloc(sizeof(uint32_t) * (size_t)(n + 1));
+	P->own = ar_alloc(sizeof(int64_t) * (size_t)(npos + 1));
+	P->lend = ar_alloc(sizeof(int) * (size_t)(npos + 1));
+	P->lend_bytes = ar_alloc(sizeof(int64_t) * (size_t)(npos + 1));
+	for (int t = 0; t < npos; t++)
+		P->lend[t] = -1;
 	P->threads = 2;
 	for (int v = 0; v < n; v++)
 		P->adj_first[v] = P->adj_last[v] = -1;
@@ -103,6 +109,7 @@ typedef struct {
 	int64_t budget;   /* what excess is measured over */
 	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
 	int64_t evals;
+	int *lend_from, *lend_at; /* per value: the positions whose op may take its storage (P->lend) */
 	Base *base;        /* a committed choice that eval_try measures changes from; NULL: none */
 } Work;
 
@@ -128,6 +135,16 @@ static void work_init(Work *w, const SelProblem *P)
 	w->budget = INT64_MAX;
 	w->evals = 0;
 	w->base = NULL;
+	w->lend_from = calloc((size_t)P->n + 2, sizeof(int));
+	w->lend_at = malloc(sizeof(int) * (size_t)(P->npos + 1));
+	for (int t = 0; t < P->npos; t++)
+		if (P->lend[t] >= 0)
+			w->lend_from[P->lend[t] + 2]++;
+	for (int v = 0; v < P->n; v++)
+		w->lend_from[v + 2] += w->lend_from[v + 1];
+	for (int t = 0; t < P->npos; t++)
+		if (P->lend[t] >= 0)
+			w->lend_at[w->lend_from[P->lend[t] + 1]++] = t;
 }
 
 static void base_free(Base *b);
@@ -147,6 +164,8 @@ static void work_free(Work *w)
 	free(w->most);
 	free(w->touched);
 	free(w->prof);
+	free(w->lend_from);
+	free(w->lend_at);
 	base_free(w->base);
 }
 
@@ -243,10 +262,36 @@ static bool lasting(const Work *w, const uint8_t *keep, int v, int t)
 	return !transient(w, keep, v, t);
 }
 
+/* whether u's storage dies at position t under keep[] (its needs known):
+ * kept and last read there; at its last forward use where it is not kept
+ * (an offloaded value is read again by its copy's settle); its copy last
+ * read there */
+static bool dies(const Work *w, const uint8_t *keep, int u, int t)
+{
+	const SelProblem *P = w->P;
+	switch (keep[u]) {
+	case SEL_KEEP:
+		return max3(P->fwd_last[u], P->adj_last[u], w->last[u]) == t;
+	case SEL_EACH:
+		if (P->fwd_last[u] == t)
+			return true;
+		for (int k = 0; k < w->nat[u]; k++)
+			if (w->at[u][k] == t)
+				return true;
+		return false;
+	case SEL_ONCE:
+		if (P->fwd_last[u] == t)
+			return true;
+		/* fall through */
+	default:
+		return w->r[u] != INT_MAX && w->last[u] == t;
+	}
+}
+
 /* v's copy made at t, in value order (operands first, as the rewrite
- * makes them): a lasting copy adds to what the copies made there hold; a
- * transient one is held, with its transient operands, beside the lasting
- * ones made before it */
+ * makes them): held, with its operands that are transient there (but the
+ * one whose storage it takes), beside the lasting copies made before it; a
+ * lasting copy then adds to those */
 static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
 {
 	const SelProblem *P = w->P;
@@ -258,21 +303,44 @@ static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
 		}
 		w->touched[w->ntouched++] = t;
 	}
-	if (lasting) {
-		w->made[t] += b;
-		w->most[t] = w->made[t] > w->most[t] ? w->made[t] : w->most[t];
-		return;
-	}
+	bool lent = false;
+	int64_t own = P->bytes[v];
 	for (int k = 0; k < P->nin[v]; k++) {
-		int u = P->in[v][k], seen = 0;
-		/* an operand read twice (x * x) is held once */
-		for (int j = 0; j < k; j++)
-			seen |= P->in[v][j] == u;
-		if (!seen && P->kind[u] != SEL_FIXED && keep[u] != SEL_KEEP && transient(w, keep, u, t))
-			b += P->bytes[u];
+		int u = P->in[v][k], seen = 0, twice = 0;
+		/* an operand read twice (x * x) is held once, and gives its storage to neither */
+		for (int j = 0; j < P->nin[v]; j++)
+			seen |= j < k && P->in[v][j] == u, twice |= j != k && P->in[v][j] == u;
+		bool may = !lent && !twice && k < 32 && (P->share[v] >> k & 1);
+		if (seen || P->kind[u] == SEL_FIXED)
+			continue;
+		if (keep[u] == SEL_KEEP || !transient(w, keep, u, t)) {
+			/* a value held here and last read here gives its storage, which its span holds to here */
+			if (may && dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t)))
+				lent = true, own = 0;
+			continue;
+		}
+		if (may) {
+			lent = true;
+			continue;
+		}
+		b += P->bytes[u];
 	}
-	b += w->made[t];
+	b += w->made[t] - P->bytes[v] + own;
 	w->most[t] = b > w->most[t] ? b : w->most[t];
+	if (lasting)
+		w->made[t] += own;
+}
+
+/* what position t holds beyond its base and the spans over it: the most of
+ * its two moments (select.h), the copies made there in w->most and
+ * w->made */
+static int64_t extra(const Work *w, const uint8_t *keep, int t)
+{
+	const SelProblem *P = w->P;
+	int u = P->lend[t];
+	int64_t saved = u >= 0 && P->kind[u] != SEL_FIXED && dies(w, keep, u, t) ? P->lend_bytes[t] : 0;
+	int64_t before = w->most[t] - P->own[t], during = w->made[t] - saved;
+	return before > during ? before : during;
 }
 
 /* the needs value v, computed again, puts on its operands (on operand
@@ -408,7 +476,7 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 	int64_t run = 0, peak = 0, ex = 0, budget = w->budget;
 	for (int t = 0; t < P->npos; t++) {
 		run += w->diff[t];
-		int64_t m = w->prof[t] = P->base[t] + run + w->most[t];
+		int64_t m = w->prof[t] = P->base[t] + run + extra(w, keep, t);
 		peak = m > peak ? m : peak;
 		ex += m > budget ? m - budget : 0;
 	}
@@ -671,9 +739,19 @@ static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
 			b->ev[b->nev++] = (Event){span[k][1] + 1, -sign * w->P->bytes[v]};
 		}
 	const int *at = copies(w, keep, v, &one, &n);
-	b->pts = grow(b->pts, &b->cap_pts, b->npts + n, sizeof(int));
+	int nl = w->lend_from[v + 1] - w->lend_from[v];
+	b->pts = grow(b->pts, &b->cap_pts, b->npts + n + nl + 1, sizeof(int));
 	for (int k = 0; k < n; k++)
 		b->pts[b->npts++] = at[k];
+	/* a value gives a copy its storage where a span of it ends */
+	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
+		if (span[k][1] >= 0 && span[k][1] < w->P->npos) {
+			b->pts = grow(b->pts, &b->cap_pts, b->npts + 1, sizeof(int));
+			b->pts[b->npts++] = span[k][1];
+		}
+	/* where an op may take its storage, what it saves there depends on its state */
+	for (int k = 0; k < nl; k++)
+		b->pts[b->npts++] = w->lend_at[w->lend_from[v] + k];
 }
 
 /* v's r, last and at as committed */
@@ -717,7 +795,7 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 		}
 		made_at(w, keep, v, t, lasting(w, keep, v, t));
 	}
-	int64_t most = w->most[t];
+	int64_t most = extra(w, keep, t);
 	w->made[t] = w->most[t] = 0;
 	w->ntouched = 0;
 	return most;
@@ -942,13 +1020,21 @@ static Cands candidates(const SelProblem *P, uint8_t *keep)
 	return c;
 }
 
-/* the sum over v's gap, for each candidate in c, of sign * its bytes */
+/* what an op's result taking candidate v's storage may save at t beyond
+ * store-everything: where v is not kept, it may die there */
+static int64_t lent(const SelProblem *P, int v, int t) { return P->lend[t] == v && P->kind[v] == SEL_CAND ? P->lend_bytes[t] : 0; }
+
+/* the sum over v's gap, for each candidate in c, of sign * its bytes, and
+ * over the positions where an op may take its storage, of what that saves */
 static void gaps(const SelProblem *P, const Cands *c, int64_t *at, int sign)
 {
 	for (int i = 0; i < c->nc; i++)
 		for (int t = gap_from(P, c->c[i]); t <= gap_to(P, c->c[i]); t++)
 			if (frees(P, c->c[i], t))
 				at[t] += sign * P->bytes[c->c[i]];
+	for (int t = 0; t < P->npos; t++)
+		if (P->lend[t] >= 0)
+			at[t] += sign * lent(P, P->lend[t], t);
 }
 
 /* ---- exact search ---- */
@@ -1021,11 +1107,19 @@ static void dfs(Exact *e, int i, int64_t flops)
 		e->avail[t] -= P->bytes[v];
 		ok &= e->avail[t] >= e->need[t];
 	}
+	const Work *w = e->w;
+	for (int k = w->lend_from[v]; k < w->lend_from[v + 1]; k++) {
+		int t = w->lend_at[k];
+		e->avail[t] -= lent(P, v, t);
+		ok &= e->avail[t] >= e->need[t];
+	}
 	if (ok)
 		dfs(e, i + 1, flops);
 	for (int t = from; t <= to; t++)
 		if (frees(P, v, t))
 			e->avail[t] += P->bytes[v];
+	for (int k = w->lend_from[v]; k < w->lend_from[v + 1]; k++)
+		e->avail[w->lend_at[k]] += lent(P, v, w->lend_at[k]);
 }
 
 /* ---- the lower bound ---- */
@@ -1057,7 +1151,8 @@ static int64_t lower_bound(const SelProblem *P, const Cands *c, const int64_t *n
 	for (int t = 0; t < P->npos && !none; t++) {
 		if (need[t] <= 0)
 			continue;
-		double left = (double)need[t], cost = 0;
+		/* what an op taking a candidate's storage saves there, counted as free: a bound still */
+		double left = (double)(need[t] - (P->lend[t] >= 0 ? lent(P, P->lend[t], t) : 0)), cost = 0;
 		for (int i = 0; i < n && left > 0; i++) {
 			int v = order[i];
 			if (!frees(P, v, t))

@@ -23,7 +23,16 @@
  * not kept (a dropped candidate, or a temporary the adjoint never reads) is
  * computed again too, once or each time, and one that is kept stays live to
  * its last such r. The recomputed FLOPs are the sum over the copies made;
- * the peak is the largest sum over a position. */
+ * the peak is the largest sum over a position.
+ *
+ * A position has two moments, as the memory plan sees them: while the
+ * copies made there are computed (the op's own result, `own`, not yet
+ * made), and while the op runs (the lasting copies made, the transient ones
+ * freed). Elementwise results take a dying operand's storage, as the
+ * plan's in_place does: a copy an operand of its own type (`share`) that
+ * is transient there, and an op the value `lend` names where that value's
+ * storage dies there (kept and last read there, or a copy made there and
+ * read no later, or at its last forward use where it is not kept). */
 #ifndef DPC_SELECT_H
 #define DPC_SELECT_H
 
@@ -51,6 +60,11 @@ typedef struct {
 	int *adj_first, *adj_last; /* its adjoint uses (candidates: adj_first > fwd_last) */
 	int *nadj, **adj;          /* every adjoint use, ascending; nadj 0: adj_first and adj_last only */
 	int64_t *host;             /* candidates: what offloading it costs, in FLOPs; 0: it is not offloaded */
+	uint32_t *share;           /* bit k: operand k of an elementwise value may give it its storage */
+	/* per position */
+	int64_t *own;              /* the bytes of the op's result there (in base, or a value's) */
+	int *lend;                 /* the value whose storage the op's result takes where it dies there, or -1 */
+	int64_t *lend_bytes;       /* what that saves there (at most own) */
 	int threads;               /* the greedy searches' threads: more than 1 (sel_new's 2) runs two; the choice is the same */
 } SelProblem;
 

@@ -80,6 +80,26 @@ static SelProblem *random_problem(int n, int nfixed, bool offload, int nadj)
 	for (int v = 0; v < n && offload; v++)
 		if (P->kind[v] == SEL_CAND && rnd(3))
 			P->host[v] = 1 + rnd(80);
+	/* elementwise values that may take an operand's storage; ops' own results; ops that may take a dying
+	 * operand's storage: at a forward position (a value's definition) one of its operands, at an adjoint
+	 * one a candidate it reads */
+	for (int v = nfixed; v < n; v++)
+		P->share[v] = rnd(3) ? 0 : (uint32_t)rnd(8);
+	for (int t = 0; t < npos; t++) {
+		P->own[t] = t < n ? (rnd(2) ? P->bytes[t] : 0) : rnd(40);
+		if (rnd(3))
+			continue;
+		if (t < n && t >= nfixed) {
+			int u = P->in[t][rnd(P->nin[t])];
+			if (P->kind[u] != SEL_FIXED)
+				P->lend[t] = u;
+		} else if (t >= n) {
+			for (int v = 0; v < n; v++)
+				if (P->kind[v] == SEL_CAND && P->adj_first[v] <= t && t <= P->adj_last[v] && rnd(2))
+					P->lend[t] = v;
+		}
+		P->lend_bytes[t] = P->lend[t] >= 0 ? rnd((int)P->own[t] + 1) : 0;
+	}
 	return P;
 }
 
