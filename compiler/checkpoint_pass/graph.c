@@ -539,7 +539,9 @@ static int lender(Model *m, Program *p, Op *op, int k, int first_op)
 	if (!(ir_ops[op->kind].flags & OPF_EW) || op->out < 0 || ir_is_result(p, op->out) || u < first_op)
 		return -1;
 	Op *d = p->values.data[m->val[u]].def;
-	if (!d || d->kind == OP_CONST || !ir_type_eq(ir_vtype(p, x), ir_vtype(p, op->out)))
+	/* a loop's result may share its state's storage (memplan's coalesce): not counted on */
+	if (!d || d->kind == OP_CONST || d->kind == OP_LOOP || d->kind == OP_REVOLVE ||
+	    !ir_type_eq(ir_vtype(p, x), ir_vtype(p, op->out)))
 		return -1;
 	for (int j = 0; j < op->nin; j++)
 		if (j != k && m->of[op->in[j]] == u)
@@ -614,6 +616,12 @@ static Model build(Graph *g, const int *cand, int ncand)
 	for (int i = 0; i < len; i++) {
 		Op *op = p->body.ops[i];
 		int v = op->out;
+		/* a loop's results: fixed, from the loop on */
+		for (int k = 0; (op->kind == OP_LOOP || op->kind == OP_REVOLVE) && op->cout && k < op->ncarry; k++) {
+			int c = op->cout[k];
+			if (c >= 0 && c < nv && p->values.data[c].kind == VK_SSA && m.of[c] < 0)
+				m.val[n] = c, m.of[c] = n++;
+		}
 		if (v < 0 || v >= nv || p->values.data[v].kind != VK_SSA || m.of[v] >= 0)
 			continue;
 		if (is_view(op) && m.of[op->in[0]] >= 0) {
@@ -627,9 +635,14 @@ static Model build(Graph *g, const int *cand, int ncand)
 	m.P = P;
 	memcpy(P->issue, g->issue, sizeof(int) * (size_t)len);
 	int *adj_def = ar_alloc(sizeof(int) * (size_t)(nv + 1));
-	for (int i = p->nforward; i < len; i++)
-		if (p->body.ops[i]->out >= 0 && p->body.ops[i]->out < nv)
-			adj_def[p->body.ops[i]->out] = i;
+	for (int i = 0; i < len; i++) {
+		Op *op = p->body.ops[i];
+		if (i >= p->nforward && op->out >= 0 && op->out < nv)
+			adj_def[op->out] = i;
+		for (int k = 0; (op->kind == OP_LOOP || op->kind == OP_REVOLVE) && op->cout && k < op->ncarry; k++)
+			if (op->cout[k] >= 0 && op->cout[k] < nv)
+				adj_def[op->cout[k]] = i;
+	}
 	for (int u = 0; u < n; u++) {
 		int v = m.val[u];
 		P->fwd_last[u] = -1;
@@ -717,7 +730,13 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 		keep[u] = P->kind[u] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
 	/* the fixed regions, and the bytes the plan's tensors hold at store-everything beyond the model's (loops'
 	 * insides) where there are any; not the packing's gaps, which differ from choice to choice */
-	int64_t f, total = plan(g->p), fixed = total - g->p->plan_work, live = g->p->plan_live;
+	/* a loop's insides at its position: the model places its results, not the values of its body */
+	Program *p = g->p;
+	p->inner_live = ar_alloc(sizeof(int64_t) * (size_t)(p->body.len + 1));
+	int64_t f, total = plan(p), fixed = total - p->plan_work, live = p->plan_live;
+	for (int t = 0; t < P->npos; t++)
+		P->base[t] += p->inner_live[t];
+	p->inner_live = NULL;
 	int64_t model = sel_eval(P, keep, &f, NULL), calib = fixed + (live > model ? live - model : 0);
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += calib;

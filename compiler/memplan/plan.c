@@ -785,6 +785,46 @@ static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t ones
 	free(up);
 }
 
+/* Program.inner_live: per top-level op, the most bytes of the work region
+ * that the tensors made inside it (a loop's body values, not its results)
+ * hold at once while it runs */
+static void inner_live(Program *p, Live *L, int64_t npos, int64_t base)
+{
+	int *owner = malloc(sizeof(int) * (size_t)(npos + 1));
+	int64_t *start = malloc(sizeof(int64_t) * (size_t)(p->body.len + 1)), *d = calloc((size_t)npos + 2, sizeof *d);
+	int64_t pos = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		Block one = {p->body.ops + i, 1, 0};
+		start[i] = pos;
+		for (int64_t n = count_ops(&one); n > 0; n--)
+			owner[pos++] = i;
+		p->inner_live[i] = 0;
+	}
+	for (int v = 0; v < p->values.len; v++) {
+		Value *x = &p->values.data[v];
+		int64_t def = L->defpos[v];
+		if (x->res != VR_ARENA || x->offset < base || def < 0 || def >= npos)
+			continue;
+		int i = owner[def];
+		Op *op = p->body.ops[i];
+		int64_t end = start[i] + count_ops(&(Block){p->body.ops + i, 1, 0}) - 1;
+		if (!(op->kind == OP_LOOP || op->kind == OP_REVOLVE) || def <= start[i] || def >= end)
+			continue;
+		int64_t last = L->last[v] < def ? def : L->last[v] > end ? end : L->last[v];
+		d[def] += align_up(ir_bytes(p, x->type));
+		d[last + 1] -= align_up(ir_bytes(p, x->type));
+	}
+	int64_t run = 0;
+	for (int64_t t = 0; t < npos; t++) {
+		run += d[t];
+		int i = owner[t];
+		p->inner_live[i] = run > p->inner_live[i] ? run : p->inner_live[i];
+	}
+	free(owner);
+	free(start);
+	free(d);
+}
+
 static void leading_sums(Program *p, Block *b)
 {
 	for (int i = 0; i < b->len; i++) {
@@ -956,6 +996,8 @@ static void plan(Program *p)
 	p->arena_bytes = at + packed;
 	if (p->mem_points)
 		series(p, &L, npos, at, ones);
+	if (p->inner_live)
+		inner_live(p, &L, npos, at);
 	free(L.defpos);
 	free(L.last);
 	free(L.root);

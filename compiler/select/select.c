@@ -216,7 +216,11 @@ static bool adj_use(const SelProblem *P, int v, int t)
 	}
 	return false;
 }
-static bool frees(const SelProblem *P, int v, int t) { return t >= gap_from(P, v) && t <= gap_to(P, v) && !adj_use(P, v, t); }
+/* (a value that may take an operand's storage may be made there for nothing: at its adjoint uses too) */
+static bool frees(const SelProblem *P, int v, int t)
+{
+	return t >= gap_from(P, v) && t <= gap_to(P, v) && (P->share[v] || !adj_use(P, v, t));
+}
 
 static void at_push(Work *w, int u, int t)
 {
@@ -313,15 +317,17 @@ static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
 		bool may = !lent && !twice && k < 32 && (P->share[v] >> k & 1);
 		if (seen || P->kind[u] == SEL_FIXED)
 			continue;
+		/* the storage taken is the smaller's (the plan's are of one type: the same) */
+		int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
 		if (keep[u] == SEL_KEEP || !transient(w, keep, u, t)) {
 			/* a value held here and last read here gives its storage, which its span holds to here */
 			if (may && dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t)))
-				lent = true, own = 0;
+				lent = true, own -= same;
 			continue;
 		}
 		if (may) {
 			lent = true;
-			continue;
+			b -= same;
 		}
 		b += P->bytes[u];
 	}
@@ -339,6 +345,7 @@ static int64_t extra(const Work *w, const uint8_t *keep, int t)
 	const SelProblem *P = w->P;
 	int u = P->lend[t];
 	int64_t saved = u >= 0 && P->kind[u] != SEL_FIXED && dies(w, keep, u, t) ? P->lend_bytes[t] : 0;
+	saved = u >= 0 && P->bytes[u] < saved ? P->bytes[u] : saved;
 	int64_t before = w->most[t] - P->own[t], during = w->made[t] - saved;
 	return before > during ? before : during;
 }

@@ -716,6 +716,24 @@ for m, (peak, b, gap) in plans.items():
     assert abs(gap - (peak - b) / peak) < 1e-6, (m, gap)
 print(f"bound {b}; " + ", ".join(f"{m} {peak} ({gap:.3f} above)" for m, (peak, _, gap) in plans.items()))
 PY
+	# the straight-line search's cost model (issue 40): over every choice it planned, its peak at or above the
+	# bytes the plan's tensors hold at once, and at most 10% above them
+	check "ckpt/model against plan $s: the model's peak from the live bytes to 10% above, on every choice planned" \
+		python3 - "$o" "$s" <<'PY'
+import json, os, sys
+o, s = sys.argv[1], sys.argv[2]
+seen = 0
+for m in ("least", "auto", "third", "half"):
+    f = f"{o}/bound.{s}-{m}.json"
+    if not (os.path.exists(f) and os.path.getsize(f)):
+        continue
+    c = json.load(open(f)).get("straight_line", {}).get("model_checked")
+    if c:
+        seen += c["choices"]
+        lo, hi = c["over_live"]
+        assert lo >= 0 and hi <= 0.10, (m, c)
+print(f"{seen} choices")
+PY
 }
 for s in classifier resmlp gpt resnet densenet inception unet dranet oscillator; do
 	bound_all "$s" samples/$s.dp
