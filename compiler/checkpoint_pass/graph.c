@@ -473,6 +473,8 @@ typedef struct {
 	int *of;   /* per program value: its problem value (views: their root's), or -1 */
 	int *val;  /* per problem value: the program value */
 	int64_t work;  /* the exact search's limit: SEL_WORK, 0 once it ran out on this model */
+	int first_op;  /* the first problem value an op makes (those before: parameters, inputs, the loops' stand-in) */
+	int64_t fixed; /* the plan's fixed regions (parameters, gradients, optimizer state, inputs) */
 	bool small;    /* up to GRAPH_SWEEP candidates: searches that plan many times are affordable */
 	bool descent;  /* up to GRAPH_DESCENT candidates: a search that plans once per value is affordable */
 } Model;
@@ -633,6 +635,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 	SelProblem *P = sel_new(n, len);
 	P->threads = p->search_threads;
 	m.P = P;
+	m.first_op = first_op;
 	memcpy(P->issue, g->issue, sizeof(int) * (size_t)len);
 	int *adj_def = ar_alloc(sizeof(int) * (size_t)(nv + 1));
 	for (int i = 0; i < len; i++) {
@@ -728,8 +731,6 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	uint8_t *keep = ar_alloc((size_t)P->n + 1);
 	for (int u = 0; u < P->n; u++)
 		keep[u] = P->kind[u] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
-	/* the fixed regions, and the bytes the plan's tensors hold at store-everything beyond the model's (loops'
-	 * insides) where there are any; not the packing's gaps, which differ from choice to choice */
 	/* a loop's insides at its position: the model places its results, not the values of its body */
 	Program *p = g->p;
 	p->inner_live = ar_alloc(sizeof(int64_t) * (size_t)(p->body.len + 1));
@@ -737,7 +738,10 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += p->inner_live[t];
 	p->inner_live = NULL;
+	/* the fixed regions, and the bytes the plan's tensors hold at store-everything beyond the model's where
+	 * there are any; not the packing's gaps, which differ from choice to choice */
 	int64_t model = sel_eval(P, keep, &f, NULL), calib = fixed + (live > model ? live - model : 0);
+	m.fixed = fixed;
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += calib;
 	m.work = SEL_WORK;
@@ -959,6 +963,104 @@ static void planner_descent(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	}
 }
 
+/* ---- the problem for bench/milp.py ----
+ * Under DPC_SELECT_DUMP=FILE the least search writes its problem as JSON:
+ * each value the choice decides (its bytes, FLOPs, operands among them,
+ * definition, last forward use, adjoint uses), and per position what no
+ * choice changes: the fixed values held across its op (not its operands
+ * or result), that op's working set (each operand and its result once, an
+ * elementwise result not where an operand could give it storage), the
+ * fixed values held into the position (made before it, read there or
+ * later: there while its copies are made), and the values its op names. bench/milp.py states the relaxation on it. */
+
+static int named(Model *m, Program *p, Op *op, int *out)
+{
+	int n = 0, cand[66], nc = 0;
+	for (int k = 0; k < op->nin && nc < 64; k++)
+		cand[nc++] = op->in[k];
+	cand[nc++] = op->out;
+	for (int k = 0; k < nc; k++) {
+		int u = cand[k] >= 0 && cand[k] < p->values.len && m->of[cand[k]] >= 0 ? m->of[cand[k]] : -1;
+		if (u < m->first_op)
+			continue;
+		int j = 0;
+		while (j < n && out[j] != u)
+			j++;
+		if (j == n)
+			out[n++] = u;
+	}
+	return n;
+}
+
+static void dump_problem(Graph *g, Model *m, const char *path)
+{
+	Program *p = g->p;
+	SelProblem *P = m->P;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fatal("cannot write %s (DPC_SELECT_DUMP)", path);
+	bool loops = false;
+	for (int t = 0; t < P->npos; t++)
+		loops |= p->body.ops[t]->kind == OP_LOOP || p->body.ops[t]->kind == OP_REVOLVE;
+	fprintf(f, "{\"npos\": %d, \"nforward\": %d, \"fixed\": %lld, \"loops\": %s,\n\"positions\": [\n", P->npos,
+	        p->nforward, (long long)m->fixed, loops ? "true" : "false");
+	/* held: across the op (made before it, read after it); into: from before the position to its op */
+	int64_t *held = ar_alloc(sizeof(int64_t) * (size_t)(P->npos + 2)), *into = ar_alloc(sizeof(int64_t) * (size_t)(P->npos + 2));
+	for (int u = m->first_op; u < P->n; u++)
+		if (P->kind[u] == SEL_FIXED && P->bytes[u]) {
+			int e = fixed_end(m, p, u);
+			if (e > P->def[u] + 1)
+				held[P->def[u] + 1] += P->bytes[u], held[e] -= P->bytes[u];
+			if (e > P->def[u])
+				into[P->def[u] + 1] += P->bytes[u], into[e + 1] -= P->bytes[u];
+		}
+	int64_t run = 0, run_into = 0;
+	int ids[66];
+	for (int t = 0; t < P->npos; t++) {
+		Op *op = p->body.ops[t];
+		run += held[t];
+		run_into += into[t];
+		int n = named(m, p, op, ids), y = op->out >= 0 && op->out < g->nv ? m->of[op->out] : -1;
+		int64_t h = run, ws = 0;
+		bool shared = false;
+		for (int k = 0; k < op->nin && (ir_ops[op->kind].flags & OPF_EW) && op->out >= 0; k++)
+			shared |= m->of[op->in[k]] >= m->first_op && ir_type_eq(ir_vtype(p, op->in[k]), ir_vtype(p, op->out));
+		fprintf(f, "{\"op\": \"%s\", \"named\": [", ir_ops[op->kind].name);
+		for (int k = 0; k < n; k++) {
+			int u = ids[k];
+			bool across = P->kind[u] == SEL_FIXED && P->def[u] < t && fixed_end(m, p, u) > t;
+			h -= across ? P->bytes[u] : 0;
+			ws += u == y && shared && m->val[u] == op->out ? 0 : P->bytes[u];
+			fprintf(f, "%s%d", k ? ", " : "", u);
+		}
+		fprintf(f, "], \"held\": %lld, \"ws\": %lld, \"into\": %lld}%s\n", (long long)h, (long long)ws, (long long)run_into,
+		        t + 1 < P->npos ? "," : "");
+	}
+	fprintf(f, "],\n\"values\": [\n");
+	bool first = true;
+	for (int u = 0; u < P->n; u++) {
+		if (P->kind[u] == SEL_FIXED)
+			continue;
+		fprintf(f, "%s{\"id\": %d, \"name\": \"%s\", \"kind\": \"%s\", \"bytes\": %lld, \"flops\": %lld, \"def\": %d, "
+		        "\"fwd_last\": %d, \"in\": [", first ? "" : ",\n", u, ir_value_name(p, m->val[u]),
+		        P->kind[u] == SEL_CAND ? "cand" : "temp", (long long)P->bytes[u], (long long)P->flops[u], P->def[u],
+		        P->fwd_last[u]);
+		first = false;
+		for (int k = 0, c = 0; k < P->nin[u]; k++)
+			if (P->kind[P->in[u][k]] != SEL_FIXED)
+				fprintf(f, "%s%d", c++ ? ", " : "", P->in[u][k]);
+		fprintf(f, "], \"adj\": [");
+		int two[2] = {P->adj_first[u], P->adj_last[u]}, na = P->nadj[u] ? P->nadj[u] : P->adj_first[u] < 0 ? 0 : two[0] == two[1] ? 1 : 2;
+		const int *a = P->nadj[u] ? P->adj[u] : two;
+		for (int k = 0; k < na; k++)
+			fprintf(f, "%s%d", k ? ", " : "", a[k]);
+		fprintf(f, "]}");
+	}
+	fprintf(f, "\n]}\n");
+	if (fclose(f))
+		fatal("cannot write %s (DPC_SELECT_DUMP)", path);
+}
+
 /* Iterated descents on the model from start[] (best[], planned *hi bytes,
  * *flops): each round changes a few values' states at random (a fixed
  * seed: the same plan on every run) and descends; its end is taken where
@@ -1026,6 +1128,8 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		/* the least budget the fit plans within, by bisection over budgets (each fit checked by the
 		 * planner), from the model's floor to store-everything's plan */
 		Model m = calibrated(&g, all, nall, plan);
+		if (getenv("DPC_SELECT_DUMP"))
+			dump_problem(&g, &m, getenv("DPC_SELECT_DUMP"));
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1), *tried = ar_alloc((size_t)m.P->n + 1);
 		memset(tried, 0, (size_t)m.P->n + 1);
 		int64_t hi = plan(p);

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""The least device peak of a straight-line program, and the fewest FLOPs
+under a budget, as a mixed-integer program over dpc's own selection problem
+(issue 40), solved with HiGHS.
+
+  DPC_SELECT_DUMP=p.json dpc model.dp --checkpoint min-memory --stream none --emit=schedule --schedule-json s.json
+  python3 bench/milp.py p.json [--schedule s.json] [--budget-fraction 0.3 ...] [--time 60]
+
+The problem (written by compiler/checkpoint_pass/graph.c) lists each value
+the choice decides (bytes, FLOPs, operands among them, definition, last
+forward use, adjoint uses) and, per position (a top-level op of the
+training step, forward then adjoint), the bytes no choice changes: the
+fixed values held across its op and the op's own working set.
+
+The program is Checkmate's (Jain et al., MLSys 2020) on dpc's fixed
+order of ops: for each value v and position t,
+  A[t,v]  v is in device memory at t (binary),
+  R[t,v]  v is computed again at t, before the op there (binary; only in
+          the adjoint part),
+  Y[t,v]  v is held across the op at t (continuous, driven to 0 or 1),
+with
+  A[t,v] = 1 from v's definition to its last forward use and at each of its
+          adjoint uses (the forward runs once; an adjoint op reads it),
+  A[t,v] <= A[t-1,v] + R[t,v]       (held from before, or made at t),
+  R[t,v] <= A[t,u] for each operand u that is decided (the others are always there),
+  Y[t,v] >= A[t,v] + A[t+1,v] - R[t+1,v] - 1,
+  M >= fixed + held[t] + ws[t] + sum over v not named by op t of bytes[v] Y[t,v],
+and, while the copies at t are made,
+  K[t,w]  w is held into t from before and stays past the copies (the op
+          there reads it, or it lasts past t),
+  W[t]   >= bytes[v] R[t,v] + sum over operands u of bytes[u] (R[t,v] - K[t,u]),
+  M >= fixed + into[t] + sum of bytes[w] K[t,w] + W[t].
+Every plan dpc can make without offloading is a point of it whose M is at
+most the plan's peak: a value held across an op is live during it, and the
+op's working set and the fixed values are there whatever the choice.
+A copy is counted with its operands while it is made, beside what is held
+through the position; the other copies made there count nothing (a
+chain's links may be freed as it goes). So the optimum's M, and HiGHS's dual bound on it when the time
+limit stops the search, is a proven lower bound on every plan's peak, and
+the fewest FLOPs under a budget a lower bound on what any plan within that
+budget recomputes.
+
+Prints the bound, dpc's least peak and bound beside it (from --schedule),
+and with --budget-fraction the fewest FLOPs under each budget (a fraction
+of store-everything's peak, read from --full or given in bytes with
+--budget).
+"""
+import argparse
+import json
+import sys
+import time
+
+try:
+    import highspy
+except ImportError:
+    sys.exit("milp.py: highspy is missing (pip install -r bench/requirements-milp.txt)")
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"milp.py: {path}: {e}")
+    for key in ("npos", "nforward", "fixed", "positions", "values"):
+        if key not in d:
+            sys.exit(f"milp.py: {path}: no \"{key}\" (not a problem DPC_SELECT_DUMP wrote)")
+    if d.get("loops"):
+        sys.exit(f"milp.py: {path}: the program has loops at its top level; their insides are not in this program")
+    return d
+
+
+class Model:
+    """the variables and rows of the program on problem d"""
+
+    def __init__(self, d):
+        self.d = d
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.inf = highspy.kHighsInf
+        self.ncol = 0
+        self.lower, self.upper, self.integer = [], [], []
+        self.rows = []  # (lower, upper, {col: coef})
+        vals = {v["id"]: v for v in d["values"]}
+        self.vals = vals
+        npos, nfwd = d["npos"], d["nforward"]
+        users = {v: [] for v in vals}
+        for v in vals.values():
+            for u in v["in"]:
+                if u in users:
+                    users[u].append(v["id"])
+        # the last position where v may be needed: its own last use, or a user's
+        last = {}
+        for vid in sorted(vals, reverse=True):
+            v = vals[vid]
+            own = max([v["fwd_last"], v["def"]] + v["adj"])
+            last[vid] = max([own] + [last[w] for w in users[vid]])
+        self.last = last
+        self.A, self.R, self.Y = {}, {}, {}
+        for vid, v in vals.items():
+            d0, fl = v["def"], max(v["fwd_last"], v["def"])
+            uses = set(v["adj"])
+            for t in range(fl + 1, last[vid] + 1):
+                need = t in uses
+                self.A[t, vid] = self.col(1 if need else 0, 1, True)
+                if t >= nfwd:
+                    self.R[t, vid] = self.col(0, 1, True)
+            for t in range(d0, last[vid]):
+                self.Y[t, vid] = self.col(0, 1, False)
+        # held from before, or made at t
+        for (t, vid), a in self.A.items():
+            prev = self.A.get((t - 1, vid))
+            row = {a: 1.0}
+            if prev is not None:
+                row[prev] = -1.0
+            r = self.R.get((t, vid))
+            if r is not None:
+                row[r] = row.get(r, 0) - 1.0
+            # A[t] - A[t-1] - R[t] <= 0 (A[t-1] is 1 where it is no variable: its forward life)
+            self.rows.append((-self.inf, 0.0 if prev is not None or t - 1 > vals[vid]["fwd_last"] else 1.0, row))
+        # a recomputation reads its operands at t
+        for (t, vid), r in self.R.items():
+            for u in vals[vid]["in"]:
+                if u not in vals:
+                    continue
+                a = self.A.get((t, u))
+                if a is None:
+                    if t <= max(vals[u]["fwd_last"], vals[u]["def"]):
+                        continue  # in memory through its forward life
+                    self.rows.append((-self.inf, 0.0, {r: 1.0}))  # past u's last need: never
+                    continue
+                self.rows.append((-self.inf, 0.0, {r: 1.0, a: -1.0}))
+        # held across op t
+        for (t, vid), y in self.Y.items():
+            a0 = self.A.get((t, vid))
+            a1 = self.A.get((t + 1, vid))
+            r1 = self.R.get((t + 1, vid))
+            fl = max(vals[vid]["fwd_last"], vals[vid]["def"])
+            const = (1 if a0 is None and t <= fl else 0) + (1 if a1 is None and t + 1 <= fl else 0) - 1
+            row = {y: 1.0}
+            if a0 is not None:
+                row[a0] = -1.0
+            if a1 is not None:
+                row[a1] = row.get(a1, 0) - 1.0
+            if r1 is not None:
+                row[r1] = row.get(r1, 0) + 1.0
+            # Y - A[t] - A[t+1] + R[t+1] >= const
+            self.rows.append((float(const), self.inf, row))
+        # the peak
+        self.M = self.col(0, self.inf, False)
+        self.moments(d)
+        self.mem_rows = []
+        pos = d["positions"]
+        for t in range(npos):
+            named = set(pos[t]["named"])
+            row = {self.M: 1.0}
+            for vid in vals:
+                y = self.Y.get((t, vid))
+                if y is not None and vid not in named:
+                    row[y] = -float(vals[vid]["bytes"])
+            floor = float(d["fixed"] + pos[t]["held"] + pos[t]["ws"])
+            self.mem_rows.append(len(self.rows))
+            self.rows.append((floor, self.inf, row))
+
+    def a(self, t, vid):
+        """A[t,v]: a column, or the constant 1 (its forward life) or 0 (before it, after its last need)"""
+        c = self.A.get((t, vid))
+        if c is not None:
+            return c
+        v = self.vals[vid]
+        return 1 if v["def"] <= t <= max(v["fwd_last"], v["def"]) else 0
+
+    def moments(self, d):
+        """While the copies at t are made: the fixed values held into t, each value held into t that the op
+        there reads or that lasts past t (K), and the copy being made with its operands that K does not
+        count (W[t] >= bytes[v] R[t,v] + sum of bytes[u] (R[t,v] - K[t,u]))."""
+        vals, pos = self.vals, d["positions"]
+        bytes_ = {vid: float(v["bytes"]) for vid, v in vals.items()}
+        made = {}
+        for (t, vid), r in self.R.items():
+            made.setdefault(t, []).append(vid)
+        for t, vids in made.items():
+            K = {}
+            for wid, w in vals.items():
+                if not (w["def"] < t <= self.last[wid]):
+                    continue
+                terms = [self.a(t - 1, wid)]
+                reads = t in w["adj"]
+                if not reads:
+                    terms.append(self.a(t + 1, wid))
+                r_t, r_n = self.R.get((t, wid)), (None if reads else self.R.get((t + 1, wid)))
+                if any(x == 0 for x in terms):
+                    continue
+                k = self.col(0, 1, False)
+                K[wid] = k
+                # K >= sum(terms) - R[t] - R[t+1] - (len(terms) - 1); K <= each term, <= 1 - R
+                row, const = {k: 1.0}, -(len(terms) - 1)
+                for x in terms:
+                    if x == 1:
+                        const += 1
+                    else:
+                        row[x] = row.get(x, 0) - 1.0
+                        self.rows.append((-self.inf, 0.0, {k: 1.0, x: -1.0}))
+                for r in (r_t, r_n):
+                    if r is not None:
+                        row[r] = row.get(r, 0) + 1.0
+                        self.rows.append((-self.inf, 1.0, {k: 1.0, r: 1.0}))
+                self.rows.append((float(const), self.inf, row))
+            W = self.col(0, self.inf, False)
+            for vid in vids:
+                r = self.R[t, vid]
+                row = {W: 1.0, r: -bytes_[vid]}
+                for u in set(vals[vid]["in"]):
+                    if u not in vals:
+                        continue
+                    row[r] -= bytes_[u]
+                    if u in K:
+                        row[K[u]] = row.get(K[u], 0) + bytes_[u]
+                self.rows.append((0.0, self.inf, row))
+            row = {self.M: 1.0, W: -1.0}
+            for wid, k in K.items():
+                row[k] = row.get(k, 0) - bytes_[wid]
+            self.rows.append((float(d["fixed"] + pos[t]["into"]), self.inf, row))
+
+    def col(self, lo, hi, integer):
+        self.lower.append(float(lo))
+        self.upper.append(float(hi))
+        self.integer.append(integer)
+        self.ncol += 1
+        return self.ncol - 1
+
+    def build(self, cost):
+        h = self.h
+        h.clearModel()
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.ncol
+        lp.num_row_ = len(self.rows)
+        lp.col_cost_ = [float(cost.get(j, 0.0)) for j in range(self.ncol)]
+        lp.col_lower_ = self.lower
+        lp.col_upper_ = self.upper
+        lp.row_lower_ = [r[0] for r in self.rows]
+        lp.row_upper_ = [r[1] for r in self.rows]
+        starts, index, value = [], [], []
+        cols = [[] for _ in range(self.ncol)]
+        for i, (_, _, row) in enumerate(self.rows):
+            for j, c in row.items():
+                cols[j].append((i, c))
+        for j in range(self.ncol):
+            starts.append(len(index))
+            for i, c in cols[j]:
+                index.append(i)
+                value.append(c)
+        starts.append(len(index))
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = starts
+        lp.a_matrix_.index_ = index
+        lp.a_matrix_.value_ = value
+        lp.integrality_ = [highspy.HighsVarType.kInteger if x else highspy.HighsVarType.kContinuous
+                           for x in self.integer]
+        h.passModel(lp)
+
+    def solve(self, limit):
+        h = self.h
+        h.setOptionValue("time_limit", float(limit))
+        h.setOptionValue("mip_rel_gap", 1e-4)
+        t0 = time.time()
+        h.run()
+        info = h.getInfo()
+        status = h.modelStatusToString(h.getModelStatus())
+        return {
+            "status": status,
+            "objective": info.objective_function_value,
+            "bound": info.mip_dual_bound,
+            "gap": info.mip_gap,
+            "seconds": round(time.time() - t0, 1),
+        }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("problem", help="the JSON that DPC_SELECT_DUMP wrote")
+    ap.add_argument("--schedule", help="dpc's --schedule-json of the same compile: its least peak and bound beside")
+    ap.add_argument("--full", type=int, help="store-everything's peak in bytes (for --budget-fraction)")
+    ap.add_argument("--budget-fraction", type=float, action="append", default=[],
+                    help="the fewest FLOPs within this fraction of --full (repeatable)")
+    ap.add_argument("--time", type=float, default=60, help="HiGHS's time limit per solve, seconds (default 60)")
+    ap.add_argument("--json", help="write the results here too")
+    a = ap.parse_args()
+    d = load(a.problem)
+    m = Model(d)
+    out = {"values": len(m.vals), "positions": d["npos"], "binaries": sum(m.integer), "columns": m.ncol,
+           "rows": len(m.rows)}
+    print(f"{a.problem}: {out['values']} values over {out['positions']} positions; {out['binaries']} binaries, "
+          f"{out['columns']} columns, {out['rows']} rows")
+    m.build({m.M: 1.0})
+    least = m.solve(a.time)
+    out["least"] = least
+    print(f"least peak: {least['status']} after {least['seconds']} s; best found {least['objective']:.0f} bytes, "
+          f"no plan below {least['bound']:.0f} bytes (gap {100 * least['gap']:.2f}%)")
+    if a.schedule:
+        s = json.load(open(a.schedule))
+        dpc, bound = s["peak_device_bytes"]["total"], s["peak_lower_bound"]
+        out["dpc"] = {"least": dpc, "peak_lower_bound": bound}
+        print(f"dpc: least {dpc} bytes ({100 * (dpc / least['bound'] - 1):+.2f}% of the program's bound), "
+              f"its own bound {bound} ({100 * (bound / least['bound'] - 1):+.2f}%)")
+    for frac in a.budget_fraction:
+        if not a.full:
+            sys.exit("milp.py: --budget-fraction needs --full (store-everything's peak)")
+        budget = int(a.full * frac)
+        cost = {r: float(m.vals[vid]["flops"]) for (t, vid), r in m.R.items()}
+        m.upper[m.M] = float(budget)
+        m.build(cost)
+        r = m.solve(a.time)
+        m.upper[m.M] = m.inf
+        out.setdefault("budgets", []).append({"fraction": frac, "budget": budget, **r})
+        if r["status"] == "Infeasible":
+            print(f"within {frac:g} of store-everything ({budget} bytes): no plan")
+        else:
+            print(f"within {frac:g} of store-everything ({budget} bytes): {r['status']} after {r['seconds']} s; "
+                  f"best found {r['objective']:.0f} FLOPs recomputed, no plan fewer than {r['bound']:.0f}")
+    if a.json:
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+        import os
+        os.replace(a.json + ".tmp", a.json)
+
+
+if __name__ == "__main__":
+    main()
