@@ -473,6 +473,7 @@ typedef struct {
 	int *of;   /* per program value: its problem value (views: their root's), or -1 */
 	int *val;  /* per problem value: the program value */
 	int64_t work;  /* the exact search's limit: SEL_WORK, 0 once it ran out on this model */
+	int ncand;     /* the candidates */
 	int first_op;  /* the first problem value an op makes (those before: parameters, inputs, the loops' stand-in) */
 	int64_t fixed; /* the plan's fixed regions (parameters, gradients, optimizer state, inputs) */
 	bool small;    /* up to GRAPH_SWEEP candidates: searches that plan many times are affordable */
@@ -745,6 +746,7 @@ static Model calibrated(Graph *g, const int *cand, int n, int64_t (*plan)(Progra
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] += calib;
 	m.work = SEL_WORK;
+	m.ncand = n;
 	m.small = n <= GRAPH_SWEEP;
 	m.descent = n <= GRAPH_DESCENT;
 	return m;
@@ -1106,6 +1108,138 @@ static void iterated_descent(Graph *g, Model *m, int64_t (*plan)(Program *), con
 	}
 }
 
+/* The least peak the model's searches reach, each choice checked by the
+ * planner: bisection over budgets, probes, a sweep, starts from the largest
+ * values, iterated descents, a descent checked by the planner, then the
+ * fewest FLOPs found at that peak. The choice in best[], its planned bytes
+ * returned, its search in *out. */
+static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *out)
+{
+	Program *p = g->p;
+	int64_t flops;
+	uint8_t *keep = ar_alloc((size_t)m->P->n + 1), *tried = ar_alloc((size_t)m->P->n + 1);
+	memset(tried, 0, (size_t)m->P->n + 1);
+	int64_t hi = plan(p);
+	SelResult res, r;
+	int64_t floor = sel_floor(m->P), lo = floor, bytes = fit_model(g, m, hi, plan, best, &res, false);
+	hi = bytes;
+	/* a fit is not monotone in the budget: a greedy search may fail at one and succeed below it.
+	 * After the bisection, probes 1/8 .. 1/64 below the least found restart it from any that fits */
+	for (int again = 0; again < 3; again++) {
+		for (int step = 0; step < 10 && lo < hi && hi - lo > hi / 256; step++) {
+			int64_t mid = lo + (hi - lo) / 2;
+			bytes = fit_model(g, m, mid, plan, keep, &r, false);
+			/* a choice over mid may still be below the least so far: taken, the bisection goes on above mid */
+			if (bytes < hi) {
+				hi = bytes, res = r;
+				memcpy(best, keep, (size_t)m->P->n);
+			}
+			if (bytes > mid)
+				lo = mid + 1;
+		}
+		bool lower = false;
+		for (int j = 3; j <= 6 && !lower; j++) {
+			int64_t probe = hi - (hi >> j);
+			bytes = fit_model(g, m, probe, plan, keep, &r, false);
+			if (bytes < hi) {
+				hi = bytes, res = r, lower = bytes <= probe;
+				memcpy(best, keep, (size_t)m->P->n);
+			}
+		}
+		if (!lower)
+			break;
+		lo = floor;
+	}
+	/* on graphs of up to GRAPH_SWEEP candidates, a sweep of budgets evenly between the floor and the
+	 * least found: the greedy fits are noisy, and each costs a few milliseconds there */
+	int64_t top = hi;
+	for (int k = 1; k < 16 && m->small; k++) {
+		int64_t b = floor + (top - floor) * k / 16;
+		bytes = fit_model(g, m, b, plan, keep, &r, false);
+		if (bytes < hi) {
+			hi = bytes, res = r;
+			memcpy(best, keep, (size_t)m->P->n);
+		}
+	}
+	/* more starts, each keeping one of the largest values and computing every other again where
+	 * needed, then descended on the model: the region of a U-Net's least (its largest concat kept,
+	 * the chains recomputed from it), which the searches that keep from nothing do not reach
+	 * (issue 40). 16 on up to GRAPH_SWEEP candidates, 4 on up to twice that (Inception-v3: 453
+	 * candidates, 1.7% lower and 29% fewer FLOPs), none beyond: each costs a descent */
+	{
+		int starts = m->small ? 16 : m->ncand <= 2 * GRAPH_SWEEP ? 4 : 0;
+		for (int tries = 0; tries < starts; tries++) {
+			int c = -1;
+			for (int u = 0; u < m->P->n; u++)
+				if (m->P->kind[u] == SEL_CAND && !tried[u] && (c < 0 || m->P->bytes[u] > m->P->bytes[c]))
+					c = u;
+			if (c < 0)
+				break;
+			tried[c] = 1;
+			for (int u = 0; u < m->P->n; u++)
+				keep[u] = m->P->kind[u] == SEL_CAND ? SEL_EACH : SEL_ONCE;
+			keep[c] = SEL_KEEP;
+			sel_lower(m->P, 8, keep);
+			int64_t b = planned(g, m, keep, plan, &flops);
+			if (b < hi || (b == hi && flops < res.flops)) {
+				hi = b, res.flops = flops;
+				memcpy(best, keep, (size_t)m->P->n);
+			}
+		}
+	}
+	/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
+	memcpy(keep, best, (size_t)m->P->n);
+	sel_lower(m->P, 8, keep);
+	bytes = planned(g, m, keep, plan, &flops);
+	if (bytes < hi) {
+		hi = bytes, res.flops = flops;
+		memcpy(best, keep, (size_t)m->P->n);
+	}
+	/* two walks from the least found, on up to GRAPH_SWEEP candidates (each round is a descent): one that
+	 * only descends, one that also crosses plateaus */
+	memcpy(keep, best, (size_t)m->P->n);
+	if (m->small) {
+		iterated_descent(g, m, plan, keep, false, best, &hi, &res.flops);
+		iterated_descent(g, m, plan, keep, true, best, &hi, &res.flops);
+	}
+	/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
+	 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
+	if (m->descent)
+		planner_descent(g, m, plan, best, &hi, &res.flops);
+	/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
+	bytes = fit_model(g, m, hi, plan, keep, &r, false);
+	if (bytes <= hi && r.flops < res.flops) {
+		res = r;
+		memcpy(best, keep, (size_t)m->P->n);
+	}
+	/* from the least found, what saves FLOPs at its own model peak, checked by the planner */
+	planner_rounds(g, m, hi, sel_eval(m->P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
+	*out = res;
+	return hi;
+}
+
+/* A budget the fit's searches found no choice within: the least search's
+ * least (lower than theirs: a budget that min-memory's plan fits must
+ * compile), and where that fits, what saves FLOPs from it within the budget.
+ * keep[], *res and *bytes become its where it is lower. */
+static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *res,
+                         int64_t *bytes)
+{
+	uint8_t *best = ar_alloc((size_t)m->P->n + 1);
+	SelResult least;
+	int64_t hi = least_search(g, m, plan, best, &least);
+	if (hi >= *bytes)
+		return;
+	int64_t bound = res->bound, f;
+	memcpy(keep, best, (size_t)m->P->n);
+	*res = least, *bytes = hi;
+	res->fits = hi <= budget;
+	if (res->fits)
+		improve_fit(g, m, budget, sel_eval(m->P, keep, &f, NULL) + (budget - hi), plan, keep, res, bytes);
+	/* the fit's bound is the budget's: the least's own is at a lower peak */
+	res->bound = bound < res->flops ? bound : res->flops;
+}
+
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 {
 	Graph g = {0};
@@ -1130,100 +1264,9 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		Model m = calibrated(&g, all, nall, plan);
 		if (getenv("DPC_SELECT_DUMP"))
 			dump_problem(&g, &m, getenv("DPC_SELECT_DUMP"));
-		uint8_t *keep = ar_alloc((size_t)m.P->n + 1), *best = ar_alloc((size_t)m.P->n + 1), *tried = ar_alloc((size_t)m.P->n + 1);
-		memset(tried, 0, (size_t)m.P->n + 1);
-		int64_t hi = plan(p);
-		SelResult res, r;
-		int64_t floor = sel_floor(m.P), lo = floor, bytes = fit_model(&g, &m, hi, plan, best, &res, false);
-		hi = bytes;
-		/* a fit is not monotone in the budget: a greedy search may fail at one and succeed below it.
-		 * After the bisection, probes 1/8 .. 1/64 below the least found restart it from any that fits */
-		for (int again = 0; again < 3; again++) {
-			for (int step = 0; step < 10 && lo < hi && hi - lo > hi / 256; step++) {
-				int64_t mid = lo + (hi - lo) / 2;
-				bytes = fit_model(&g, &m, mid, plan, keep, &r, false);
-				/* a choice over mid may still be below the least so far: taken, the bisection goes on above mid */
-				if (bytes < hi) {
-					hi = bytes, res = r;
-					memcpy(best, keep, (size_t)m.P->n);
-				}
-				if (bytes > mid)
-					lo = mid + 1;
-			}
-			bool lower = false;
-			for (int j = 3; j <= 6 && !lower; j++) {
-				int64_t probe = hi - (hi >> j);
-				bytes = fit_model(&g, &m, probe, plan, keep, &r, false);
-				if (bytes < hi) {
-					hi = bytes, res = r, lower = bytes <= probe;
-					memcpy(best, keep, (size_t)m.P->n);
-				}
-			}
-			if (!lower)
-				break;
-			lo = floor;
-		}
-		/* on graphs of up to GRAPH_SWEEP candidates, a sweep of budgets evenly between the floor and the
-		 * least found: the greedy fits are noisy, and each costs a few milliseconds there */
-		int64_t top = hi;
-		for (int k = 1; k < 16 && m.small; k++) {
-			int64_t b = floor + (top - floor) * k / 16;
-			bytes = fit_model(&g, &m, b, plan, keep, &r, false);
-			if (bytes < hi) {
-				hi = bytes, res = r;
-				memcpy(best, keep, (size_t)m.P->n);
-			}
-		}
-		/* more starts, each keeping one of the largest values and computing every other again where
-		 * needed, then descended on the model: the region of a U-Net's least (its largest concat kept,
-		 * the chains recomputed from it), which the searches that keep from nothing do not reach
-		 * (issue 40). 16 on up to GRAPH_SWEEP candidates, 4 on up to twice that (Inception-v3: 453
-		 * candidates, 1.7% lower and 29% fewer FLOPs), none beyond: each costs a descent */
-		{
-			int starts = m.small ? 16 : nall <= 2 * GRAPH_SWEEP ? 4 : 0;
-			for (int tries = 0; tries < starts; tries++) {
-				int c = -1;
-				for (int u = 0; u < m.P->n; u++)
-					if (m.P->kind[u] == SEL_CAND && !tried[u] && (c < 0 || m.P->bytes[u] > m.P->bytes[c]))
-						c = u;
-				if (c < 0)
-					break;
-				tried[c] = 1;
-				for (int u = 0; u < m.P->n; u++)
-					keep[u] = m.P->kind[u] == SEL_CAND ? SEL_EACH : SEL_ONCE;
-				keep[c] = SEL_KEEP;
-				sel_lower(m.P, 8, keep);
-				int64_t b = planned(&g, &m, keep, plan, &flops);
-				if (b < hi || (b == hi && flops < res.flops)) {
-					hi = b, res.flops = flops;
-					memcpy(best, keep, (size_t)m.P->n);
-				}
-			}
-		}
-		/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
-		memcpy(keep, best, (size_t)m.P->n);
-		sel_lower(m.P, 8, keep);
-		bytes = planned(&g, &m, keep, plan, &flops);
-		if (bytes < hi) {
-			hi = bytes, res.flops = flops;
-			memcpy(best, keep, (size_t)m.P->n);
-		}
-		/* two walks from the least found: one that only descends, one that also crosses plateaus */
-		memcpy(keep, best, (size_t)m.P->n);
-		iterated_descent(&g, &m, plan, keep, false, best, &hi, &res.flops);
-		iterated_descent(&g, &m, plan, keep, true, best, &hi, &res.flops);
-		/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
-		 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
-		if (m.descent)
-			planner_descent(&g, &m, plan, best, &hi, &res.flops);
-		/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
-		bytes = fit_model(&g, &m, hi, plan, keep, &r, false);
-		if (bytes <= hi && r.flops < res.flops) {
-			res = r;
-			memcpy(best, keep, (size_t)m.P->n);
-		}
-		/* from the least found, what saves FLOPs at its own model peak, checked by the planner */
-		planner_rounds(&g, &m, hi, sel_eval(m.P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
+		uint8_t *best = ar_alloc((size_t)m.P->n + 1);
+		SelResult res;
+		int64_t hi = least_search(&g, &m, plan, best, &res);
 		if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else
@@ -1249,7 +1292,9 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		Model m = calibrated(&g, all, nall, plan);
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
-		fit_model(&g, &m, budget, plan, keep, &res, true);
+		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
+		if (bytes > budget)
+			least_within(&g, &m, budget, plan, keep, &res, &bytes);
 		return apply_model(&g, &m, keep, res, nall);
 	}
 	if (asked || !p->offload_cost)

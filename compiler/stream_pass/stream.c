@@ -16,8 +16,8 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 		      mem_bytes_str(p->plan_grads), mem_bytes_str(p->plan_opt), mem_bytes_str(p->plan_inputs),
 		      mem_bytes_str(p->plan_tape), mem_bytes_str(p->plan_snap), mem_bytes_str(p->plan_slots),
 		      mem_bytes_str(p->plan_work), mem_bytes_str(o->device_mem), (long long)o->device_mem,
-		      p->graph_search && !p->graph_least ? "; that is the least plan the checkpoint selection found at this budget "
-		                                           "(--checkpoint min-memory searches for the least)" : "",
+		      p->graph_search && !p->graph_least ? "; that is the least plan the checkpoint selection found, "
+		                                           "as --checkpoint min-memory would" : "",
 		      (long long)mem_peak_bound(p));
 	if (o->host_mem && p->host_bytes > o->host_mem)
 		fatal("the streamed parameters, their optimizer state and the snapshots in host memory need %s (%lld bytes) "
