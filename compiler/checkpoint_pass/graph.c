@@ -45,6 +45,8 @@ typedef struct {
 	Vec(Edit) edits; /* operands the rewrite replaced, to undo it */
 	Block saved;
 	Vec(int) fresh;  /* the values made for the current adjoint op that are made again for the next */
+	Vec(int) order;  /* the values to make for the current adjoint op */
+	int *mark, gen;  /* per value: the generation (one per adjoint op) that put it in order */
 	int64_t flops;   /* the rewrite's recomputed FLOPs */
 	int64_t moved;   /* the bytes it offloads (each down once and up once) */
 	int ncopies;     /* its offloads and fetches: their events */
@@ -166,6 +168,42 @@ static int materialize(Graph *g, int w)
 	return g->memo[w] = n->out;
 }
 
+/* the values w's copy needs made first, and w, into g->order (each once an adjoint op) */
+static void collect(Graph *g, int w)
+{
+	if (!needs(g, w) || g->memo[w] >= 0 || g->mark[w] == g->gen)
+		return;
+	g->mark[w] = g->gen;
+	if (!g->host[w]) {
+		Op *d = g->p->body.ops[g->pos[w]];
+		for (int k = 0; k < d->nin; k++)
+			collect(g, d->in[k]);
+	}
+	vec_push(&g->order, w);
+}
+
+static const Graph *order_graph;
+static int by_position(const void *a, const void *b)
+{
+	int x = order_graph->pos[*(const int *)a], y = order_graph->pos[*(const int *)b];
+	return (x > y) - (x < y);
+}
+
+/* The copies top-level adjoint op `op` needs, made in the forward's order:
+ * the order the selection's model counts them in (select.h), whatever the
+ * order of the op's operands */
+static void make_in_order(Graph *g, Op *op)
+{
+	g->gen++;
+	g->order.len = 0;
+	for (int k = 0; k < op->nin; k++)
+		collect(g, op->in[k]);
+	order_graph = g;
+	qsort(g->order.data, (size_t)g->order.len, sizeof(int), by_position);
+	for (int k = 0; k < g->order.len; k++)
+		materialize(g, g->order.data[k]);
+}
+
 /* where a fetch for top-level adjoint op i is issued: at the last adjoint
  * op before it that computes (FLOPs, or a loop), so that the copy overlaps
  * it; at i itself when none does */
@@ -240,6 +278,8 @@ static void apply(Graph *g)
 			nforward = b->len;
 		start[i] = b->len;
 		g->cur = i;
+		if (i >= g->nforward)
+			make_in_order(g, op);
 		for (int k = 0; k < op->nin && i >= g->nforward; k++) {
 			int w = materialize(g, op->in[k]);
 			if (w != op->in[k]) {
@@ -309,6 +349,7 @@ static void init(Graph *g, Program *p)
 	g->keep = ar_alloc((size_t)g->nv + 1);
 	g->each = ar_alloc((size_t)g->nv + 1);
 	g->memo = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
+	g->mark = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->host = ar_alloc((size_t)g->nv + 1);
 	g->issue = ar_alloc(sizeof(int) * (size_t)(p->body.len + 1));
 	issue_points(p, g->issue);

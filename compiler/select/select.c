@@ -94,6 +94,7 @@ typedef struct Base {
 	int *pts, npts, cap_pts;          /* positions where copies are made, before or after */
 	int64_t *again;                   /* what the copies made at each of pts hold */
 	int *list, cap_list, *scratch, cap_scratch;
+	int *merged, cap_merged;          /* most_at's copies at a position, in value order */
 } Base;
 
 typedef struct {
@@ -105,6 +106,8 @@ typedef struct {
 	int64_t *made;    /* per position: the bytes of the lasting copies made there so far, in order */
 	int64_t *most;    /* per position: the most the copies made there hold at once, in order */
 	int *touched, ntouched, cap_touched; /* the positions where copies were made (made and most are zero elsewhere) */
+	int *here, cap_here;  /* made_here's scratch */
+	int *cp, *cp_t, ncp, cap_cp; /* eval's copies: values and positions, sorted by position then value */
 	int64_t *prof;    /* per position: the memory, base included */
 	int64_t budget;   /* what excess is measured over */
 	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
@@ -124,6 +127,8 @@ static void work_init(Work *w, const SelProblem *P)
 	w->most = calloc((size_t)P->npos + 1, sizeof(int64_t));
 	w->touched = NULL;
 	w->ntouched = w->cap_touched = 0;
+	w->here = NULL, w->cap_here = 0;
+	w->cp = w->cp_t = NULL, w->ncp = w->cap_cp = 0;
 	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->at = calloc((size_t)P->n + 1, sizeof(int *));
 	w->nat = calloc((size_t)P->n + 1, sizeof(int));
@@ -163,6 +168,9 @@ static void work_free(Work *w)
 	free(w->made);
 	free(w->most);
 	free(w->touched);
+	free(w->here);
+	free(w->cp);
+	free(w->cp_t);
 	free(w->prof);
 	free(w->lend_from);
 	free(w->lend_at);
@@ -292,49 +300,98 @@ static bool dies(const Work *w, const uint8_t *keep, int u, int t)
 	}
 }
 
-/* v's copy made at t, in value order (operands first, as the rewrite
- * makes them): held, with its operands that are transient there (but the
- * one whose storage it takes), beside the lasting copies made before it; a
- * lasting copy then adds to those */
-static void made_at(Work *w, const uint8_t *keep, int v, int t, bool lasting)
+/* u's index in list[0..n), sorted, or -1 */
+static int find(const int *list, int n, int u)
+{
+	for (int lo = 0, hi = n - 1; lo <= hi;) {
+		int mid = (lo + hi) / 2;
+		if (list[mid] == u)
+			return mid;
+		if (list[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+/* The copies made at t, list[0..n) in value order (operands first, as the
+ * rewrite makes them): each held with what the copies made before it there
+ * hold, the lasting ones and the transient ones a later copy there still
+ * reads (a transient copy is freed after its last reader there; a chain
+ * holds one link and its operands at a time). An operand of its type that
+ * dies at a copy gives it its storage. The most they hold at once in
+ * w->most[t], the lasting ones' bytes in w->made[t]. */
+static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int n)
 {
 	const SelProblem *P = w->P;
-	int64_t b = P->bytes[v];
-	if (!w->most[t] && !w->made[t]) {
-		if (w->ntouched == w->cap_touched) {
-			w->cap_touched = w->cap_touched ? 2 * w->cap_touched : 64;
-			w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
-		}
-		w->touched[w->ntouched++] = t;
+	if (!n)
+		return;
+	if (w->ntouched == w->cap_touched) {
+		w->cap_touched = w->cap_touched ? 2 * w->cap_touched : 64;
+		w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
 	}
-	bool lent = false;
-	int64_t own = P->bytes[v];
-	for (int k = 0; k < P->nin[v]; k++) {
-		int u = P->in[v][k], seen = 0, twice = 0;
-		/* an operand read twice (x * x) is held once, and gives its storage to neither */
-		for (int j = 0; j < P->nin[v]; j++)
-			seen |= j < k && P->in[v][j] == u, twice |= j != k && P->in[v][j] == u;
-		bool may = !lent && !twice && k < 32 && (P->share[v] >> k & 1);
-		if (seen || P->kind[u] == SEL_FIXED)
-			continue;
-		/* the storage taken is the smaller's (the plan's are of one type: the same) */
-		int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
-		if (keep[u] == SEL_KEEP || !transient(w, keep, u, t)) {
-			/* a value held here and last read here gives its storage, which its span holds to here */
-			if (may && dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t)))
-				lent = true, own -= same;
-			continue;
-		}
-		if (may) {
-			lent = true;
-			b -= same;
-		}
-		b += P->bytes[u];
+	w->touched[w->ntouched++] = t;
+	if (n > w->cap_here) {
+		w->cap_here = 2 * n;
+		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
-	b += w->made[t] - P->bytes[v] + own;
-	w->most[t] = b > w->most[t] ? b : w->most[t];
-	if (lasting)
-		w->made[t] += own;
+	int *readers = w->here;
+	/* how many copies here read each transient one */
+	for (int i = 0; i < n; i++)
+		readers[i] = 0;
+	for (int i = 0; i < n; i++) {
+		int v = list[i];
+		for (int k = 0; k < P->nin[v]; k++) {
+			int u = P->in[v][k], j = find(list, i, u);
+			bool seen = false;
+			for (int q = 0; q < k; q++)
+				seen |= P->in[v][q] == u;
+			if (j >= 0 && !seen && transient(w, keep, u, t))
+				readers[j]++;
+		}
+	}
+	int64_t made = 0, waiting = 0, most = 0;
+	for (int i = 0; i < n; i++) {
+		int v = list[i];
+		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
+		 * waiting ones), or one a span holds to here */
+		int64_t take = 0;
+		bool from_copy = false;
+		for (int k = 0; k < P->nin[v] && k < 32 && !take; k++) {
+			int u = P->in[v][k], twice = 0;
+			for (int q = 0; q < P->nin[v]; q++)
+				twice |= q != k && P->in[v][q] == u;
+			if (P->kind[u] == SEL_FIXED || twice || !(P->share[v] >> k & 1))
+				continue;
+			int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
+			int j = find(list, i, u);
+			if (keep[u] != SEL_KEEP && transient(w, keep, u, t)) {
+				if (j >= 0 && readers[j] == 1)
+					take = same, from_copy = true;
+			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
+				take = same;
+			}
+		}
+		int64_t b = made + waiting + P->bytes[v] - take;
+		most = b > most ? b : most;
+		/* its transient operands read for the last time here are freed */
+		for (int k = 0; k < P->nin[v]; k++) {
+			int u = P->in[v][k], j = find(list, i, u);
+			bool seen = false;
+			for (int q = 0; q < k; q++)
+				seen |= P->in[v][q] == u;
+			if (j >= 0 && !seen && transient(w, keep, u, t) && --readers[j] == 0)
+				waiting -= P->bytes[u];
+		}
+		int64_t held = P->bytes[v] - (from_copy ? 0 : take);
+		if (lasting(w, keep, v, t))
+			made += held;
+		else if (readers[i] > 0)
+			waiting += held;
+	}
+	w->made[t] = made;
+	w->most[t] = most;
 }
 
 /* what position t holds beyond its base and the spans over it: the most of
@@ -418,7 +475,7 @@ static int64_t cost_of(const Work *w, const uint8_t *keep, int v)
 }
 
 /* the ranges of positions where v is held, its copies' own positions
- * aside (made_at counts those): kept, from its definition to its last use;
+ * aside (made_here counts those): kept, from its definition to its last use;
  * otherwise to its last forward use, and, computed again once, from after
  * it is made (or, fetched, from where the fetch is issued) to its last
  * need. Their count; span[i] = {from, to}. */
@@ -436,7 +493,7 @@ static int spans(const Work *w, const uint8_t *keep, int v, int span[2][2])
 	return 2;
 }
 
-/* the positions where v's copies are made (made_at): once, where first
+/* the positions where v's copies are made (made_here): once, where first
  * needed; each time, at each; *n of them */
 static const int *copies(const Work *w, const uint8_t *keep, int v, int *one, int *n)
 {
@@ -448,6 +505,30 @@ static const int *copies(const Work *w, const uint8_t *keep, int v, int *one, in
 	if (keep[v] == SEL_ONCE && w->r[v] != INT_MAX)
 		*one = w->r[v], *n = 1;
 	return one;
+}
+
+/* eval's copies (w->cp, made in value order) grouped by position, each
+ * group in value order (a stable counting sort), and each made_here */
+static void copies_by_position(Work *w, const uint8_t *keep)
+{
+	int n = w->ncp, npos = w->P->npos;
+	if (!n)
+		return;
+	int *count = calloc((size_t)npos + 1, sizeof(int)), *v = malloc(sizeof(int) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		count[w->cp_t[i] + 1]++;
+	for (int t = 0; t < npos; t++)
+		count[t + 1] += count[t];
+	int *from = malloc(sizeof(int) * (size_t)(npos + 1));
+	memcpy(from, count, sizeof(int) * (size_t)(npos + 1));
+	for (int i = 0; i < n; i++)
+		v[count[w->cp_t[i]]++] = w->cp[i];
+	for (int t = 0; t < npos; t++)
+		if (from[t + 1] > from[t])
+			made_here(w, keep, t, v + from[t], from[t + 1] - from[t]);
+	free(count);
+	free(v);
+	free(from);
 }
 
 /* the peak of keep[]; its FLOPs in *flops; the memory per position in
@@ -471,15 +552,23 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 		emit(w, keep, v, -1);
 	}
 	memset(w->diff, 0, sizeof(int64_t) * (size_t)(P->npos + 1));
+	w->ncp = 0;
 	for (int i = 0; i < w->nlive; i++) {
 		int v = w->live[i], span[2][2], one, n;
 		for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
 			add(w->diff, span[k][0], span[k][1], P->bytes[v]);
-		/* a copy counts at the position it is made through made_at, after it through diff */
+		/* a copy counts at the position it is made through made_here, after it through diff */
 		const int *at = copies(w, keep, v, &one, &n);
-		for (int k = 0; k < n; k++)
-			made_at(w, keep, v, at[k], lasting(w, keep, v, at[k]));
+		for (int k = 0; k < n; k++) {
+			if (w->ncp == w->cap_cp) {
+				w->cap_cp = w->cap_cp ? 2 * w->cap_cp : 64;
+				w->cp = realloc(w->cp, sizeof(int) * (size_t)w->cap_cp);
+				w->cp_t = realloc(w->cp_t, sizeof(int) * (size_t)w->cap_cp);
+			}
+			w->cp[w->ncp] = v, w->cp_t[w->ncp++] = at[k];
+		}
 	}
+	copies_by_position(w, keep);
 	int64_t run = 0, peak = 0, ex = 0, budget = w->budget;
 	for (int t = 0; t < P->npos; t++) {
 		run += w->diff[t];
@@ -522,7 +611,7 @@ static void base_free(Base *b)
 	free(b->cur), free(b->r), free(b->last), free(b->at_from), free(b->at), free(b->cp_from), free(b->cp);
 	free(b->prof), free(b->most), free(b->sorted), free(b->sum), free(b->shift), free(b->users_from), free(b->users);
 	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
-	free(b->pts), free(b->again), free(b->list), free(b->scratch);
+	free(b->pts), free(b->again), free(b->list), free(b->scratch), free(b->merged);
 	free(b);
 }
 
@@ -771,7 +860,7 @@ static void restore(Work *w, int v)
 		at_push(w, v, b->at[b->at_from[v] + k]);
 }
 
-/* what the copies made at t hold at once under keep[]: eval's made_at over
+/* what the copies made at t hold at once under keep[]: eval's made_here over
  * the committed copies there, the changed values' own in place of theirs */
 static int64_t most_at(Work *w, const uint8_t *keep, int t)
 {
@@ -792,6 +881,7 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 			}
 	}
 	/* merged with the committed ones there that did not change */
+	int m = 0;
 	for (int k = b->cp_from[t], j = 0; k < b->cp_from[t + 1] || j < n;) {
 		int v;
 		if (k < b->cp_from[t + 1] && (j == n || b->cp[k] < b->list[j])) {
@@ -800,8 +890,10 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 		} else {
 			v = b->list[j++];
 		}
-		made_at(w, keep, v, t, lasting(w, keep, v, t));
+		b->merged = grow(b->merged, &b->cap_merged, m + 1, sizeof(int));
+		b->merged[m++] = v;
 	}
+	made_here(w, keep, t, b->merged, m);
 	int64_t most = extra(w, keep, t);
 	w->made[t] = w->most[t] = 0;
 	w->ntouched = 0;
