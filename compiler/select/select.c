@@ -107,6 +107,7 @@ typedef struct {
 	int64_t *most;    /* per position: the most the copies made there hold at once, in order */
 	int *touched, ntouched, cap_touched; /* the positions where copies were made (made and most are zero elsewhere) */
 	int *here, cap_here;  /* made_here's scratch */
+	int *seen, seen_gen;  /* made_here's: per value, the last call that counted it */
 	int *cp, *cp_t, ncp, cap_cp; /* eval's copies: values and positions, sorted by position then value */
 	int64_t *prof;    /* per position: the memory, base included */
 	int64_t budget;   /* what excess is measured over */
@@ -128,6 +129,7 @@ static void work_init(Work *w, const SelProblem *P)
 	w->touched = NULL;
 	w->ntouched = w->cap_touched = 0;
 	w->here = NULL, w->cap_here = 0;
+	w->seen = calloc((size_t)P->n + 1, sizeof(int)), w->seen_gen = 0;
 	w->cp = w->cp_t = NULL, w->ncp = w->cap_cp = 0;
 	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->at = calloc((size_t)P->n + 1, sizeof(int *));
@@ -169,6 +171,7 @@ static void work_free(Work *w)
 	free(w->most);
 	free(w->touched);
 	free(w->here);
+	free(w->seen);
 	free(w->cp);
 	free(w->cp_t);
 	free(w->prof);
@@ -351,7 +354,11 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 				readers[j]++;
 		}
 	}
-	int64_t made = 0, waiting = 0, most = 0;
+	/* made: the lasting copies while the others are made (an operand whose storage one took still counted by
+	 * its span); at_op: the lasting copies while the op runs, less the values held to here that only copies
+	 * here read (their spans end here, but they are freed before the op) */
+	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0;
+	w->seen_gen++;
 	for (int i = 0; i < n; i++) {
 		int v = list[i];
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
@@ -375,22 +382,30 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		}
 		int64_t b = made + waiting + P->bytes[v] - take;
 		most = b > most ? b : most;
-		/* its transient operands read for the last time here are freed */
 		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k], j = find(list, i, u);
 			bool seen = false;
 			for (int q = 0; q < k; q++)
 				seen |= P->in[v][q] == u;
-			if (j >= 0 && !seen && transient(w, keep, u, t) && --readers[j] == 0)
-				waiting -= P->bytes[u];
+			if (seen || P->kind[u] == SEL_FIXED)
+				continue;
+			/* its transient operands read for the last time here are freed */
+			if (j >= 0 && transient(w, keep, u, t)) {
+				if (--readers[j] == 0)
+					waiting -= P->bytes[u];
+			} else if (w->seen[u] != w->seen_gen && !(keep[u] != SEL_KEEP && transient(w, keep, u, t)) &&
+			           dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
+				w->seen[u] = w->seen_gen;
+				gone += P->bytes[u];
+			}
 		}
 		int64_t held = P->bytes[v] - (from_copy ? 0 : take);
 		if (lasting(w, keep, v, t))
-			made += held;
+			made += held, at_op += P->bytes[v];
 		else if (readers[i] > 0)
 			waiting += held;
 	}
-	w->made[t] = made;
+	w->made[t] = at_op - gone;
 	w->most[t] = most;
 }
 
