@@ -108,7 +108,9 @@ typedef struct {
 	int *touched, ntouched, cap_touched; /* the positions where copies were made (made and most are zero elsewhere) */
 	int *here, cap_here;  /* made_here's scratch */
 	int *seen, seen_gen;  /* made_here's: per value, the last call that counted it */
+	int *index, *index_gen; /* made_here's: per value, its index in the list of copies, in call seen_gen */
 	int *cp, *cp_t, ncp, cap_cp; /* eval's copies: values and positions, sorted by position then value */
+	int *sorted, cap_sorted, *count; /* copies_by_position's: the copies by position, a count per position */
 	int64_t *prof;    /* per position: the memory, base included */
 	int64_t budget;   /* what excess is measured over */
 	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
@@ -130,7 +132,10 @@ static void work_init(Work *w, const SelProblem *P)
 	w->ntouched = w->cap_touched = 0;
 	w->here = NULL, w->cap_here = 0;
 	w->seen = calloc((size_t)P->n + 1, sizeof(int)), w->seen_gen = 0;
+	w->index = calloc((size_t)P->n + 1, sizeof(int)), w->index_gen = calloc((size_t)P->n + 1, sizeof(int));
 	w->cp = w->cp_t = NULL, w->ncp = w->cap_cp = 0;
+	w->sorted = NULL, w->cap_sorted = 0;
+	w->count = malloc(sizeof(int) * (size_t)(P->npos + 2));
 	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->at = calloc((size_t)P->n + 1, sizeof(int *));
 	w->nat = calloc((size_t)P->n + 1, sizeof(int));
@@ -172,8 +177,12 @@ static void work_free(Work *w)
 	free(w->touched);
 	free(w->here);
 	free(w->seen);
+	free(w->index);
+	free(w->index_gen);
 	free(w->cp);
 	free(w->cp_t);
+	free(w->sorted);
+	free(w->count);
 	free(w->prof);
 	free(w->lend_from);
 	free(w->lend_at);
@@ -277,32 +286,6 @@ static bool lasting(const Work *w, const uint8_t *keep, int v, int t)
 	return !transient(w, keep, v, t);
 }
 
-/* whether u's storage dies at position t under keep[] (its needs known):
- * kept and last read there; at its last forward use where it is not kept
- * (an offloaded value is read again by its copy's settle); its copy last
- * read there */
-static bool dies(const Work *w, const uint8_t *keep, int u, int t)
-{
-	const SelProblem *P = w->P;
-	switch (keep[u]) {
-	case SEL_KEEP:
-		return max3(P->fwd_last[u], P->adj_last[u], w->last[u]) == t;
-	case SEL_EACH:
-		if (P->fwd_last[u] == t)
-			return true;
-		for (int k = 0; k < w->nat[u]; k++)
-			if (w->at[u][k] == t)
-				return true;
-		return false;
-	case SEL_ONCE:
-		if (P->fwd_last[u] == t)
-			return true;
-		/* fall through */
-	default:
-		return w->r[u] != INT_MAX && w->last[u] == t;
-	}
-}
-
 /* u's index in list[0..n), sorted, or -1 */
 static int find(const int *list, int n, int u)
 {
@@ -316,6 +299,35 @@ static int find(const int *list, int n, int u)
 			hi = mid - 1;
 	}
 	return -1;
+}
+
+/* whether u's storage dies at position t under keep[] (its needs known):
+ * kept and last read there; at its last forward use where it is not kept
+ * (an offloaded value is read again by its copy's settle); its copy last
+ * read there */
+static bool dies(const Work *w, const uint8_t *keep, int u, int t)
+{
+	const SelProblem *P = w->P;
+	switch (keep[u]) {
+	case SEL_KEEP:
+		return max3(P->fwd_last[u], P->adj_last[u], w->last[u]) == t;
+	case SEL_EACH:
+		/* its positions are sorted (own_needs) */
+		return P->fwd_last[u] == t || find(w->at[u], w->nat[u], t) >= 0;
+	case SEL_ONCE:
+		if (P->fwd_last[u] == t)
+			return true;
+		/* fall through */
+	default:
+		return w->r[u] != INT_MAX && w->last[u] == t;
+	}
+}
+
+
+/* u's index among made_here's copies if it is made there before the i-th, or -1 */
+static int before(const Work *w, int i, int u)
+{
+	return w->index_gen[u] == w->seen_gen && w->index[u] < i ? w->index[u] : -1;
 }
 
 /* The copies made at t, list[0..n) in value order (operands first, as the
@@ -335,22 +347,26 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
 	}
 	w->touched[w->ntouched++] = t;
-	if (n > w->cap_here) {
-		w->cap_here = 2 * n;
+	if (2 * n > w->cap_here) {
+		w->cap_here = 4 * n;
 		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
-	int *readers = w->here;
-	/* how many copies here read each transient one */
+	int *readers = w->here, *tr = w->here + n;
+	w->seen_gen++;
 	for (int i = 0; i < n; i++)
-		readers[i] = 0;
+		w->index[list[i]] = i, w->index_gen[list[i]] = w->seen_gen;
+	/* an operand made here is transient or lasting; one not made here is neither (select.h) */
+	for (int i = 0; i < n; i++)
+		readers[i] = 0, tr[i] = keep[list[i]] != SEL_KEEP && transient(w, keep, list[i], t);
+	/* how many copies here read each transient one */
 	for (int i = 0; i < n; i++) {
 		int v = list[i];
 		for (int k = 0; k < P->nin[v]; k++) {
-			int u = P->in[v][k], j = find(list, i, u);
+			int u = P->in[v][k], j = before(w, i, u);
 			bool seen = false;
-			for (int q = 0; q < k; q++)
+			for (int q = 0; q < k && j >= 0; q++)
 				seen |= P->in[v][q] == u;
-			if (j >= 0 && !seen && transient(w, keep, u, t))
+			if (j >= 0 && !seen && tr[j])
 				readers[j]++;
 		}
 	}
@@ -358,7 +374,6 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	 * its span); at_op: the lasting copies while the op runs, less the values held to here that only copies
 	 * here read (their spans end here, but they are freed before the op) */
 	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0;
-	w->seen_gen++;
 	for (int i = 0; i < n; i++) {
 		int v = list[i];
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
@@ -372,9 +387,9 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (P->kind[u] == SEL_FIXED || twice || !(P->share[v] >> k & 1))
 				continue;
 			int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
-			int j = find(list, i, u);
-			if (keep[u] != SEL_KEEP && transient(w, keep, u, t)) {
-				if (j >= 0 && readers[j] == 1)
+			int j = before(w, i, u);
+			if (j >= 0 && tr[j]) {
+				if (readers[j] == 1)
 					take = same, from_copy = true;
 			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
 				take = same;
@@ -383,18 +398,18 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		int64_t b = made + waiting + P->bytes[v] - take;
 		most = b > most ? b : most;
 		for (int k = 0; k < P->nin[v]; k++) {
-			int u = P->in[v][k], j = find(list, i, u);
+			int u = P->in[v][k], j = before(w, i, u);
 			bool seen = false;
 			for (int q = 0; q < k; q++)
 				seen |= P->in[v][q] == u;
 			if (seen || P->kind[u] == SEL_FIXED)
 				continue;
 			/* its transient operands read for the last time here are freed */
-			if (j >= 0 && transient(w, keep, u, t)) {
+			if (j >= 0 && tr[j]) {
 				if (--readers[j] == 0)
 					waiting -= P->bytes[u];
-			} else if (w->seen[u] != w->seen_gen && !(keep[u] != SEL_KEEP && transient(w, keep, u, t)) &&
-			           dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
+			} else if (w->seen[u] != w->seen_gen && dies(w, keep, u, t) &&
+			           !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
 				w->seen[u] = w->seen_gen;
 				gone += P->bytes[u];
 			}
@@ -522,28 +537,35 @@ static const int *copies(const Work *w, const uint8_t *keep, int v, int *one, in
 	return one;
 }
 
-/* eval's copies (w->cp, made in value order) grouped by position, each
- * group in value order (a stable counting sort), and each made_here */
+static int by_int64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* eval's copies (w->cp, in value order) grouped by position, each group in
+ * value order (a stable counting sort), and each made_here */
 static void copies_by_position(Work *w, const uint8_t *keep)
 {
 	int n = w->ncp, npos = w->P->npos;
 	if (!n)
 		return;
-	int *count = calloc((size_t)npos + 1, sizeof(int)), *v = malloc(sizeof(int) * (size_t)n);
+	if (n > w->cap_sorted) {
+		w->cap_sorted = 2 * n;
+		w->sorted = realloc(w->sorted, sizeof(int) * (size_t)w->cap_sorted);
+	}
+	int *count = w->count;
+	memset(count, 0, sizeof(int) * (size_t)(npos + 2));
 	for (int i = 0; i < n; i++)
 		count[w->cp_t[i] + 1]++;
 	for (int t = 0; t < npos; t++)
 		count[t + 1] += count[t];
-	int *from = malloc(sizeof(int) * (size_t)(npos + 1));
-	memcpy(from, count, sizeof(int) * (size_t)(npos + 1));
 	for (int i = 0; i < n; i++)
-		v[count[w->cp_t[i]]++] = w->cp[i];
-	for (int t = 0; t < npos; t++)
-		if (from[t + 1] > from[t])
-			made_here(w, keep, t, v + from[t], from[t + 1] - from[t]);
-	free(count);
-	free(v);
-	free(from);
+		w->sorted[count[w->cp_t[i]]++] = w->cp[i];
+	/* count[t] is now where position t's copies end */
+	for (int t = 0, from = 0; t < npos; from = count[t++])
+		if (count[t] > from)
+			made_here(w, keep, t, w->sorted + from, count[t] - from);
 }
 
 /* the peak of keep[]; its FLOPs in *flops; the memory per position in
@@ -639,11 +661,6 @@ static void *grow(void *a, int *cap, int want, size_t size)
 	return realloc(a, size * (size_t)*cap);
 }
 
-static int by_int64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
 
 /* block k of the committed profile sorted again, its shift folded in */
 static void sort_block(Base *b, int k, int npos)
