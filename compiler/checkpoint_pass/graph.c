@@ -199,7 +199,8 @@ static void make_in_order(Graph *g, Op *op)
 	for (int k = 0; k < op->nin; k++)
 		collect(g, op->in[k]);
 	order_graph = g;
-	qsort(g->order.data, (size_t)g->order.len, sizeof(int), by_position);
+	if (g->order.len > 1)
+		qsort(g->order.data, (size_t)g->order.len, sizeof(int), by_position);
 	for (int k = 0; k < g->order.len; k++)
 		materialize(g, g->order.data[k]);
 }

@@ -868,15 +868,14 @@ static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
 		}
 	const int *at = copies(w, keep, v, &one, &n);
 	int nl = w->lend_from[v + 1] - w->lend_from[v];
-	b->pts = grow(b->pts, &b->cap_pts, b->npts + n + nl + 1, sizeof(int));
+	/* its copies, the ends of its (at most two) spans, its lending positions */
+	b->pts = grow(b->pts, &b->cap_pts, b->npts + n + 2 + nl, sizeof(int));
 	for (int k = 0; k < n; k++)
 		b->pts[b->npts++] = at[k];
 	/* a value gives a copy its storage where a span of it ends */
 	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
-		if (span[k][1] >= 0 && span[k][1] < w->P->npos) {
-			b->pts = grow(b->pts, &b->cap_pts, b->npts + 1, sizeof(int));
+		if (span[k][1] >= 0 && span[k][1] < w->P->npos)
 			b->pts[b->npts++] = span[k][1];
-		}
 	/* where an op may take its storage, what it saves there depends on its state */
 	for (int k = 0; k < nl; k++)
 		b->pts[b->npts++] = w->lend_at[w->lend_from[v] + k];
