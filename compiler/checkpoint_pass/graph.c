@@ -732,10 +732,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 	for (int u = first_op; u < n; u++) {
 		if (P->kind[u] != SEL_FIXED)
 			continue;
-		int end = P->adj_last[u] > P->fwd_last[u] ? P->adj_last[u] : P->fwd_last[u];
-		end = end > P->def[u] ? end : P->def[u];
-		if (ir_is_result(p, m.val[u]))
-			end = len - 1;
+		int end = fixed_end(&m, p, u);
 		diff[P->def[u]] += P->bytes[u];
 		diff[end + 1] -= P->bytes[u];
 	}

@@ -1098,7 +1098,6 @@ static int64_t largest_working_set(Program *p, Block *b, const bool *fixed)
 
 typedef struct {
 	Program *p;
-	const bool *fixed;
 	int *group;       /* per value: its group (the value whose storage it is, in-place aside), or -1 */
 	int *def, *last;  /* per group: the top-level positions of its first definition and last same-part read */
 	int at;           /* the top-level position of the op visited */
@@ -1164,7 +1163,7 @@ static int64_t named_across(Across *A, Op *op, int i)
 static int64_t largest_across(Program *p, const bool *fixed)
 {
 	int nv = p->values.len, len = p->body.len;
-	Across A = {p, fixed, malloc(sizeof(int) * (size_t)(nv + 1)), malloc(sizeof(int) * (size_t)(nv + 1)),
+	Across A = {p, malloc(sizeof(int) * (size_t)(nv + 1)), malloc(sizeof(int) * (size_t)(nv + 1)),
 	            malloc(sizeof(int) * (size_t)(nv + 1)), 0, true};
 	if (!A.group || !A.def || !A.last)
 		die("out of memory");

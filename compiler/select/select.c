@@ -221,20 +221,26 @@ static const int *adj_uses(const SelProblem *P, int v, int two[2], int *n)
  * (computed each time, it is live only there); none for a temporary */
 static int gap_from(const SelProblem *P, int v) { return P->fwd_last[v] + 1; }
 static int gap_to(const SelProblem *P, int v) { return P->kind[v] == SEL_CAND ? P->adj_last[v] : -1; }
-static bool adj_use(const SelProblem *P, int v, int t)
+/* u's index in list[0..n), sorted, or -1 */
+static int find(const int *list, int n, int u)
 {
-	int two[2], n;
-	const int *u = adj_uses(P, v, two, &n);
 	for (int lo = 0, hi = n - 1; lo <= hi;) {
 		int mid = (lo + hi) / 2;
-		if (u[mid] == t)
-			return true;
-		if (u[mid] < t)
+		if (list[mid] == u)
+			return mid;
+		if (list[mid] < u)
 			lo = mid + 1;
 		else
 			hi = mid - 1;
 	}
-	return false;
+	return -1;
+}
+
+static bool adj_use(const SelProblem *P, int v, int t)
+{
+	int two[2], n;
+	const int *u = adj_uses(P, v, two, &n);
+	return find(u, n, t) >= 0;
 }
 /* (a value that may take an operand's storage may be made there for nothing: at its adjoint uses too) */
 static bool frees(const SelProblem *P, int v, int t)
@@ -286,20 +292,6 @@ static bool lasting(const Work *w, const uint8_t *keep, int v, int t)
 	return !transient(w, keep, v, t);
 }
 
-/* u's index in list[0..n), sorted, or -1 */
-static int find(const int *list, int n, int u)
-{
-	for (int lo = 0, hi = n - 1; lo <= hi;) {
-		int mid = (lo + hi) / 2;
-		if (list[mid] == u)
-			return mid;
-		if (list[mid] < u)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return -1;
-}
 
 /* whether u's storage dies at position t under keep[] (its needs known):
  * kept and last read there; at its last forward use where it is not kept
