@@ -1858,6 +1858,46 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 	return greedy_result((Outcome){true, peak, f});
 }
 
+/* Threshold accepting (Dueck and Scheuer, 1990) on the model's peak: a
+ * value at random changes state, taken where the peak rises less than a
+ * threshold that falls from `start` bytes to nothing over `moves` moves
+ * (integers and a fixed seed: the same choice on every machine). The least
+ * peak seen, at its fewest FLOPs, ends in keep[]. */
+SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t start, uint8_t *keep)
+{
+	Work w;
+	work_init(&w, P);
+	Cands c = candidates_of(P);
+	uint8_t *best = malloc((size_t)P->n + 1);
+	memcpy(best, keep, (size_t)P->n);
+	int64_t f, peak = commit(&w, keep, &f), best_peak = peak, best_f = f;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	for (int64_t k = 0; k < moves && c.nc; k++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		int v = c.c[seed % (uint64_t)c.nc];
+		uint8_t was = keep[v], st = (uint8_t)((was + 1 + (seed >> 40) % 3) % 4);
+		if (!may(P, v, st))
+			continue;
+		int64_t th = start - (int64_t)((double)start * (double)k / (double)moves);
+		keep[v] = st;
+		int64_t f2, p2 = eval_try(&w, keep, &f2);
+		if (p2 - peak > th || (p2 == peak && th == 0 && f2 > f)) {
+			keep[v] = was;
+			continue;
+		}
+		peak = commit(&w, keep, &f);
+		if (peak < best_peak || (peak == best_peak && f < best_f)) {
+			best_peak = peak, best_f = f;
+			memcpy(best, keep, (size_t)P->n);
+		}
+	}
+	memcpy(keep, best, (size_t)P->n);
+	free(best);
+	free(c.c);
+	work_free(&w);
+	return greedy_result((Outcome){true, best_peak, best_f});
+}
+
 SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
 {
 	Work w;
