@@ -1,41 +1,15 @@
-/* sel: the choice of what the adjoint keeps (select.h has the cost model).
- *
- * The decisions: each candidate, kept, computed again (once, or at each
- * use) or offloaded (where it has a host cost); each temporary, kept for
- * the recomputations or computed again. A choice's cost is the FLOPs it
- * computes again plus its offloads' costs.
- *
- * Exact search: a depth-first search over the decisions, the costliest
- * first, each candidate dropped (once, then each time, then offloaded) before kept. A branch ends
- * when what its dropped candidates cost reaches the best fit's (each is
- * computed again at least once, or offloaded), or when the bytes that the candidates not kept could free
- * at some position fall short of what the budget needs there (a dropped
- * candidate frees at most its bytes, and only between its last forward use
- * and its first adjoint use; keeping a temporary frees nothing). Every leaf
- * is evaluated, so the result is the optimum of the model.
- *
- * Greedy search, beyond the work limit: two searches, the better kept.
- * One drops, from store-everything, the candidate that removes the most
- * bytes-times-positions above the budget per FLOP it adds (computed again
- * once, once with what it starts from kept, or each time), until the peak
- * fits; the other keeps (or computes each time), from nothing kept, the
- * value that saves the most FLOPs per byte it adds to the peak, while the
- * peak fits. Scores are
- * refreshed lazily: a stale score is an estimate, evaluated again when it
- * comes out on top. Each result is polished: a value whose keeping saves
- * FLOPs and still fits is kept. The lower bound is the position argument
- * made fractional: at each position, the cheapest FLOPs (a fractional
- * knapsack) whose candidates could free what the budget needs there. */
-#include "select.h"
+/* sel's cost model (select.h describes it), evaluated: a choice whole
+ * (sel_evaluate), and a choice that differs from a committed one in a few
+ * values (sel_eval_try), which the searches score their moves with. */
+#include "model.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../util.h"
 
-/* sel_check_tries: each try checked against eval() */
+/* sel_check_tries: each try checked against sel_evaluate() */
 static bool checking;
 
 SelProblem *sel_new(int n, int npos)
@@ -71,7 +45,7 @@ SelProblem *sel_new(int n, int npos)
 	return P;
 }
 
-/* eval_try's committed choice (the section "evaluations of a few changes" below) */
+/* sel_eval_try's committed choice (the section "evaluations of a few changes" below) */
 typedef struct {
 	int pos;
 	int64_t delta;
@@ -85,7 +59,7 @@ typedef struct Base {
 	int64_t *prof, *most;             /* per position: the memory, and what the copies made there hold */
 	int64_t *sorted, *sum, *shift;    /* per block: prof sorted (less the shift), its running sums; the shift */
 	int *users_from, *users;          /* per value: its distinct users that are not fixed */
-	bool dirty;                       /* an eval() since the commit: w's r, last and at are not its */
+	bool dirty;                       /* an sel_evaluate() since the commit: w's r, last and at are not its */
 	/* a try's scratch */
 	int *stamp, *queued, gen;         /* values changed in this try; values queued in it */
 	int *heap, *seed, *changed, nchanged;
@@ -97,29 +71,8 @@ typedef struct Base {
 	int *merged, cap_merged;          /* most_at's copies at a position, in value order */
 } Base;
 
-typedef struct {
-	const SelProblem *P;
-	int *live, nlive; /* the values that are not fixed, in order: the only ones an evaluation visits */
-	int *r, *last;    /* per value: where it is computed again (INT_MAX: not), its last use there */
-	int **at, *nat, *cap; /* per value computed each time: the positions that need it */
-	int64_t *diff;    /* per position + 1 */
-	int64_t *made;    /* per position: the bytes of the lasting copies made there so far, in order */
-	int64_t *most;    /* per position: the most the copies made there hold at once, in order */
-	int *touched, ntouched, cap_touched; /* the positions where copies were made (made and most are zero elsewhere) */
-	int *here, cap_here;  /* made_here's scratch */
-	int *seen, seen_gen;  /* made_here's: per value, the last call that counted it */
-	int *index, *index_gen; /* made_here's: per value, its index in the list of copies, in call seen_gen */
-	int *cp, *cp_t, ncp, cap_cp; /* eval's copies: values and positions, sorted by position then value */
-	int *sorted, cap_sorted, *count; /* copies_by_position's: the copies by position, a count per position */
-	int64_t *prof;    /* per position: the memory, base included */
-	int64_t budget;   /* what excess is measured over */
-	int64_t excess;   /* the last evaluation's bytes times positions above the budget */
-	int64_t evals;
-	int *lend_from, *lend_at; /* per value: the positions whose op may take its storage (P->lend) */
-	Base *base;        /* a committed choice that eval_try measures changes from; NULL: none */
-} Work;
 
-static void work_init(Work *w, const SelProblem *P)
+void sel_work_init(Work *w, const SelProblem *P)
 {
 	w->P = P;
 	w->r = malloc(sizeof(int) * (size_t)(P->n + 1));
@@ -161,7 +114,7 @@ static void work_init(Work *w, const SelProblem *P)
 
 static void base_free(Base *b);
 
-static void work_free(Work *w)
+void sel_work_free(Work *w)
 {
 	for (int v = 0; v < w->P->n; v++)
 		free(w->at[v]);
@@ -219,8 +172,8 @@ static const int *adj_uses(const SelProblem *P, int v, int two[2], int *n)
 /* positions where dropping candidate v may free its bytes: after its last
  * forward use, to its last adjoint use, but for the adjoint uses themselves
  * (computed each time, it is live only there); none for a temporary */
-static int gap_from(const SelProblem *P, int v) { return P->fwd_last[v] + 1; }
-static int gap_to(const SelProblem *P, int v) { return P->kind[v] == SEL_CAND ? P->adj_last[v] : -1; }
+int sel_gap_from(const SelProblem *P, int v) { return P->fwd_last[v] + 1; }
+int sel_gap_to(const SelProblem *P, int v) { return P->kind[v] == SEL_CAND ? P->adj_last[v] : -1; }
 /* u's index in list[0..n), sorted, or -1 */
 static int find(const int *list, int n, int u)
 {
@@ -243,9 +196,9 @@ static bool adj_use(const SelProblem *P, int v, int t)
 	return find(u, n, t) >= 0;
 }
 /* (a value that may take an operand's storage may be made there for nothing: at its adjoint uses too) */
-static bool frees(const SelProblem *P, int v, int t)
+bool sel_frees(const SelProblem *P, int v, int t)
 {
-	return t >= gap_from(P, v) && t <= gap_to(P, v) && (P->share[v] || !adj_use(P, v, t));
+	return t >= sel_gap_from(P, v) && t <= sel_gap_to(P, v) && (P->share[v] || !adj_use(P, v, t));
 }
 
 static void at_push(Work *w, int u, int t)
@@ -562,7 +515,7 @@ static void copies_by_position(Work *w, const uint8_t *keep)
 
 /* the peak of keep[]; its FLOPs in *flops; the memory per position in
  * w->prof, and its excess over w->budget in w->excess */
-static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
+int64_t sel_evaluate(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	w->evals++;
@@ -617,9 +570,9 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 /* ---- evaluations of a few changes from a committed choice ----
  *
  * A greedy search scores many moves from one choice, each a value or a few
- * changing state. commit() evaluates the choice and keeps what eval found;
- * eval_try() then evaluates a choice that differs from it in a few values
- * exactly as eval() would, visiting only what the changes reach: the
+ * changing state. sel_commit() evaluates the choice and keeps what eval found;
+ * sel_eval_try() then evaluates a choice that differs from it in a few values
+ * exactly as sel_evaluate() would, visiting only what the changes reach: the
  * changed values and, operands after users, each operand whose needs
  * change with them; the ranges their spans cover, as shifts of the
  * committed profile; and the positions where their copies are made, where
@@ -629,7 +582,7 @@ static int64_t eval(Work *w, const uint8_t *keep, int64_t *flops)
 
 enum {
 	BLOCK = 128,    /* positions per block of the committed profile */
-	TRY_MOST = 64,  /* changes beyond which eval_try evaluates the whole choice */
+	TRY_MOST = 64,  /* changes beyond which sel_eval_try evaluates the whole choice */
 };
 
 
@@ -714,11 +667,11 @@ static Base *base_new(const SelProblem *P)
 	return b;
 }
 
-/* keep[] evaluated and made the choice eval_try measures from */
-static int64_t commit(Work *w, const uint8_t *keep, int64_t *flops)
+/* keep[] evaluated and made the choice sel_eval_try measures from */
+int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
-	int64_t peak = eval(w, keep, flops);
+	int64_t peak = sel_evaluate(w, keep, flops);
 	if (!w->base)
 		w->base = base_new(P);
 	Base *b = w->base;
@@ -975,16 +928,16 @@ static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *d
 	return true;
 }
 
-/* keep[]'s peak, FLOPs (*flops) and excess (w->excess) exactly as eval()
+/* keep[]'s peak, FLOPs (*flops) and excess (w->excess) exactly as sel_evaluate()
  * finds them, from the committed choice, where keep[] differs from it in at
  * most TRY_MOST values and the changes reach at most an eighth of them;
- * otherwise by eval() */
-static int64_t eval_try(Work *w, const uint8_t *keep, int64_t *flops)
+ * otherwise by sel_evaluate() */
+int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
 	if (!b || b->budget != w->budget)
-		return eval(w, keep, flops);
+		return sel_evaluate(w, keep, flops);
 	int nseeds = 0;
 	for (int v = 0; v < P->n; v += 256) {
 		/* 256 states at a time: most are as committed */
@@ -994,7 +947,7 @@ static int64_t eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 		for (int u = v; u < v + m; u++)
 			if (keep[u] != b->cur[u]) {
 				if (nseeds == TRY_MOST)
-					return eval(w, keep, flops);
+					return sel_evaluate(w, keep, flops);
 				b->seed[nseeds++] = u;
 			}
 	}
@@ -1057,11 +1010,11 @@ static int64_t eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 	for (int i = 0; i < b->nchanged; i++)
 		restore(w, b->changed[i]);
 	if (!ok)
-		return eval(w, keep, flops);
+		return sel_evaluate(w, keep, flops);
 	*flops = b->flops + df;
 	w->excess = ex;
 	if (checking) {
-		int64_t f2, p2 = eval(w, keep, &f2);
+		int64_t f2, p2 = sel_evaluate(w, keep, &f2);
 		w->evals--;
 		if (p2 != peak || f2 != *flops || w->excess != ex)
 			die("select: a try's peak %lld, FLOPs %lld, excess %lld; evaluated whole, %lld, %lld, %lld",
@@ -1076,848 +1029,10 @@ void sel_check_tries(bool on) { checking = on; }
 int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof)
 {
 	Work w;
-	work_init(&w, P);
-	int64_t peak = eval(&w, keep, flops);
+	sel_work_init(&w, P);
+	int64_t peak = sel_evaluate(&w, keep, flops);
 	if (prof)
 		memcpy(prof, w.prof, sizeof(int64_t) * (size_t)P->npos);
-	work_free(&w);
+	sel_work_free(&w);
 	return peak;
-}
-
-/* free to compute again from what is always there: a fill */
-static bool is_free(const SelProblem *P, int v)
-{
-	if (P->flops[v])
-		return false;
-	for (int k = 0; k < P->nin[v]; k++)
-		if (P->kind[P->in[v][k]] != SEL_FIXED)
-			return false;
-	return true;
-}
-
-/* whether v may be in state st: offloaded only where it has a host cost */
-static bool may(const SelProblem *P, int v, uint8_t st)
-{
-	return st != SEL_HOST || (P->kind[v] == SEL_CAND && P->host[v] > 0);
-}
-
-/* the least a candidate not kept costs: computed again once, or offloaded */
-static int64_t least_cost(const SelProblem *P, int v)
-{
-	return may(P, v, SEL_HOST) && P->host[v] < P->flops[v] ? P->host[v] : P->flops[v];
-}
-
-/* The choices that matter: candidates and temporaries that are not free
- * (a free one made again each time never costs and never holds more), the
- * costliest first, then in order. keep[] starts as store-everything. */
-typedef struct {
-	int *c, nc;
-} Cands;
-
-static const SelProblem *sort_problem;
-static int by_flops(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	int64_t fx = sort_problem->flops[x], fy = sort_problem->flops[y];
-	return fx < fy ? 1 : fx > fy ? -1 : x - y;
-}
-
-/* store-everything: every candidate kept but the free ones; free values made again at each use (that holds
- * them least) */
-static void store_everything(const SelProblem *P, uint8_t *keep)
-{
-	for (int v = 0; v < P->n; v++)
-		keep[v] = P->kind[v] != SEL_FIXED && is_free(P, v) ? SEL_EACH : P->kind[v] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
-}
-
-static Cands candidates(const SelProblem *P, uint8_t *keep)
-{
-	Cands c = {malloc(sizeof(int) * (size_t)(P->n + 1)), 0};
-	store_everything(P, keep);
-	for (int v = 0; v < P->n; v++)
-		if ((P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v))
-			c.c[c.nc++] = v;
-	sort_problem = P;
-	qsort(c.c, (size_t)c.nc, sizeof(int), by_flops);
-	return c;
-}
-
-/* what an op's result taking candidate v's storage may save at t beyond
- * store-everything: where v is not kept, it may die there */
-static int64_t lent(const SelProblem *P, int v, int t) { return P->lend[t] == v && P->kind[v] == SEL_CAND ? P->lend_bytes[t] : 0; }
-
-/* the sum over v's gap, for each candidate in c, of sign * its bytes, and
- * over the positions where an op may take its storage, of what that saves */
-static void gaps(const SelProblem *P, const Cands *c, int64_t *at, int sign)
-{
-	for (int i = 0; i < c->nc; i++)
-		for (int t = gap_from(P, c->c[i]); t <= gap_to(P, c->c[i]); t++)
-			if (frees(P, c->c[i], t))
-				at[t] += sign * P->bytes[c->c[i]];
-	for (int t = 0; t < P->npos; t++)
-		if (P->lend[t] >= 0)
-			at[t] += sign * lent(P, P->lend[t], t);
-}
-
-/* ---- exact search ---- */
-
-typedef struct {
-	Work *w; /* sel_fit's: the search's evaluations grow its arrays */
-	Cands c;
-	int64_t budget, limit, steps; /* steps: positions the pruning walked */
-	uint8_t *keep, *best;
-	int64_t best_flops, best_peak; /* the fit with the fewest FLOPs */
-	bool fits, over;
-	int64_t *need;  /* per position: the bytes the budget needs freed there */
-	int64_t *avail; /* per position: the bytes the candidates not kept could free there */
-} Exact;
-
-static void leaf(Exact *e)
-{
-	int64_t f, peak = eval(e->w, e->keep, &f);
-	if (peak <= e->budget && (!e->fits || f < e->best_flops || (f == e->best_flops && peak < e->best_peak))) {
-		e->fits = true;
-		e->best_flops = f;
-		e->best_peak = peak;
-		memcpy(e->best, e->keep, (size_t)e->w->P->n);
-	}
-}
-
-/* each candidate computed again once, each time, then kept; each temporary kept, then computed again once,
- * then each time */
-static void dfs(Exact *e, int i, int64_t flops)
-{
-	const SelProblem *P = e->w->P;
-	if (e->over || (e->fits && flops >= e->best_flops))
-		return;
-	if (e->w->evals * (int64_t)(P->n + P->npos) + e->steps > e->limit) {
-		e->over = true;
-		return;
-	}
-	if (i == e->c.nc) {
-		leaf(e);
-		return;
-	}
-	int v = e->c.c[i];
-	if (P->kind[v] == SEL_TEMP) {
-		e->keep[v] = SEL_KEEP;
-		dfs(e, i + 1, flops);
-		e->keep[v] = SEL_ONCE;
-		dfs(e, i + 1, flops);
-		e->keep[v] = SEL_EACH;
-		dfs(e, i + 1, flops);
-		e->keep[v] = SEL_ONCE;
-		return;
-	}
-	/* computed again at least once either way */
-	e->keep[v] = SEL_ONCE;
-	dfs(e, i + 1, flops + P->flops[v]);
-	e->keep[v] = SEL_EACH;
-	dfs(e, i + 1, flops + P->flops[v]);
-	if (may(P, v, SEL_HOST)) {
-		e->keep[v] = SEL_HOST;
-		dfs(e, i + 1, flops + P->host[v]);
-	}
-	e->keep[v] = SEL_KEEP;
-	/* kept: what it could have freed is no longer available */
-	int from = gap_from(P, v), to = gap_to(P, v);
-	e->steps += 2 * (to - from + 2);
-	bool ok = true;
-	for (int t = from; t <= to; t++) {
-		if (!frees(P, v, t))
-			continue;
-		e->avail[t] -= P->bytes[v];
-		ok &= e->avail[t] >= e->need[t];
-	}
-	const Work *w = e->w;
-	for (int k = w->lend_from[v]; k < w->lend_from[v + 1]; k++) {
-		int t = w->lend_at[k];
-		e->avail[t] -= lent(P, v, t);
-		ok &= e->avail[t] >= e->need[t];
-	}
-	if (ok)
-		dfs(e, i + 1, flops);
-	for (int t = from; t <= to; t++)
-		if (frees(P, v, t))
-			e->avail[t] += P->bytes[v];
-	for (int k = w->lend_from[v]; k < w->lend_from[v + 1]; k++)
-		e->avail[w->lend_at[k]] += lent(P, v, w->lend_at[k]);
-}
-
-/* ---- the lower bound ---- */
-
-static const SelProblem *ratio_problem;
-static int by_ratio(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	const SelProblem *P = ratio_problem;
-	/* cost per byte, cheapest first */
-	double rx = (double)least_cost(P, x) / (double)(P->bytes[x] ? P->bytes[x] : 1);
-	double ry = (double)least_cost(P, y) / (double)(P->bytes[y] ? P->bytes[y] : 1);
-	return rx < ry ? -1 : rx > ry ? 1 : x - y;
-}
-
-/* need[t]: what the budget needs freed at t; the least cost of any fit
- * (INT64_MAX: none fits). Only candidates not kept free bytes, each its
- * own, in its gap, and each costs at least its own FLOPs or its offload. */
-static int64_t lower_bound(const SelProblem *P, const Cands *c, const int64_t *need)
-{
-	int *order = malloc(sizeof(int) * (size_t)(c->nc + 1)), n = 0;
-	for (int i = 0; i < c->nc; i++)
-		if (P->kind[c->c[i]] == SEL_CAND)
-			order[n++] = c->c[i];
-	ratio_problem = P;
-	qsort(order, (size_t)n, sizeof(int), by_ratio);
-	double bound = 0;
-	bool none = false;
-	for (int t = 0; t < P->npos && !none; t++) {
-		if (need[t] <= 0)
-			continue;
-		/* what an op taking a candidate's storage saves there, counted as free: a bound still */
-		double left = (double)(need[t] - (P->lend[t] >= 0 ? lent(P, P->lend[t], t) : 0)), cost = 0;
-		for (int i = 0; i < n && left > 0; i++) {
-			int v = order[i];
-			if (!frees(P, v, t))
-				continue;
-			double b = (double)P->bytes[v];
-			double cv = (double)least_cost(P, v);
-			cost += b >= left ? cv * left / b : cv;
-			left -= b;
-		}
-		if (left > 0)
-			none = true;
-		else if (cost > bound)
-			bound = cost;
-	}
-	free(order);
-	if (none)
-		return INT64_MAX;
-	/* the sums are of integers: round the fractional bound down, a little below for rounding */
-	int64_t b = (int64_t)(bound * (1 - 1e-12));
-	return b > 0 ? b : 0;
-}
-
-/* ---- greedy search ---- */
-
-typedef struct {
-	bool fits;
-	int64_t peak, flops;
-} Outcome;
-
-/* the temporaries with FLOPs that v's recomputation reads first, through
- * temporaries of none (a concat of convolutions: the convolutions), into
- * out; their count */
-static int frontier(const SelProblem *P, int v, int *out, bool *seen)
-{
-	int n = 0, *stack = malloc(sizeof(int) * (size_t)(P->n + 1)), top = 0;
-	stack[top++] = v;
-	while (top) {
-		int x = stack[--top];
-		for (int k = 0; k < P->nin[x]; k++) {
-			int u = P->in[x][k];
-			if (P->kind[u] != SEL_TEMP || seen[u])
-				continue;
-			seen[u] = true;
-			if (P->flops[u])
-				out[n++] = u;
-			else
-				stack[top++] = u;
-		}
-	}
-	for (int k = 0; k < n; k++)
-		seen[out[k]] = false;
-	/* the zero-FLOP temporaries walked through */
-	stack[top++] = v;
-	while (top) {
-		int x = stack[--top];
-		for (int k = 0; k < P->nin[x]; k++) {
-			int u = P->in[x][k];
-			if (P->kind[u] == SEL_TEMP && seen[u] && !P->flops[u]) {
-				seen[u] = false;
-				stack[top++] = u;
-			}
-		}
-	}
-	free(stack);
-	return n;
-}
-
-/* From store-everything: drop the candidate that removes the most bytes
- * times positions above the budget per FLOP it adds, until the peak fits.
- * A candidate is tried computed again once, once with the temporaries its
- * recomputation would start from kept (its frontier), and each time it is
- * needed; the best of the three taken. */
-enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH, MOVE_HOST };
-static const uint8_t move_state[] = {[MOVE_ONCE] = SEL_ONCE, [MOVE_FRONT] = SEL_ONCE, [MOVE_EACH] = SEL_EACH,
-                                     [MOVE_HOST] = SEL_HOST};
-
-static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
-{
-	const SelProblem *P = w->P;
-	w->budget = budget;
-	int64_t f, peak = commit(w, keep, &f), ex = w->excess;
-	double *score = malloc(sizeof(double) * (size_t)(c->nc + 1));
-	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
-	uint8_t *move = malloc((size_t)c->nc + 1);
-	int *front = malloc(sizeof(int) * (size_t)(P->n + 1));
-	bool *seen = calloc((size_t)P->n + 1, 1);
-	uint8_t *was = malloc((size_t)P->n + 1);
-	for (int i = 0; i < c->nc; i++)
-		score[i] = 1e300, round[i] = -1, move[i] = MOVE_ONCE;
-	int now = 0;
-	bool refreshed = false;
-	while (peak > budget) {
-		int top = -1;
-		for (int i = 0; i < c->nc; i++)
-			if (P->kind[c->c[i]] == SEL_CAND && keep[c->c[i]] == SEL_KEEP && (top < 0 || score[i] > score[top]))
-				top = i;
-		if (top < 0)
-			break;
-		int v = c->c[top];
-		int nf = frontier(P, v, front, seen);
-		if (round[top] != now) {
-			int64_t f2;
-			score[top] = -1e300;
-			for (int m = MOVE_ONCE; m <= MOVE_HOST; m++) {
-				/* read by one adjoint op: each time is once, unless recomputations read it too */
-				if ((m == MOVE_EACH && P->adj_first[v] == P->adj_last[v] && w->nlive > 256) || !may(P, v, move_state[m]))
-					continue;
-				int added = 0;
-				keep[v] = move_state[m];
-				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
-					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
-				if (m != MOVE_FRONT || added) {
-					eval_try(w, keep, &f2);
-					double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
-					if (s2 > score[top])
-						score[top] = s2, move[top] = (uint8_t)m;
-				}
-				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
-					keep[front[k]] = was[k];
-			}
-			keep[v] = SEL_KEEP;
-			round[top] = now;
-			continue;
-		}
-		if (score[top] <= 0) {
-			/* nothing helps by the stale scores: refresh them all once */
-			if (refreshed)
-				break;
-			refreshed = true;
-			now++;
-			continue;
-		}
-		refreshed = false;
-		keep[v] = move_state[move[top]];
-		for (int k = 0; k < nf && move[top] == MOVE_FRONT; k++)
-			keep[front[k]] = SEL_KEEP;
-		now++;
-		peak = commit(w, keep, &f);
-		ex = w->excess;
-	}
-	free(score);
-	free(round);
-	free(move);
-	free(front);
-	free(seen);
-	free(was);
-	return (Outcome){peak <= budget, peak, f};
-}
-
-/* what greedy_keep scores a move against: the choice's state */
-typedef struct {
-	const Cands *c;
-	bool over;
-	int64_t f, peak, ex, budget;
-	double *score;
-	uint8_t *to;
-} KeepScores;
-
-/* candidate i's score: the best of keeping it, computing it each time (over
- * the budget) and offloading it; keep[] as it was */
-static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
-{
-	const SelProblem *P = w->P;
-	int v = k->c->c[i];
-	uint8_t was = keep[v];
-	k->score[i] = 0;
-	/* over the budget, computing it each time is a move too; offloading it always */
-	static const uint8_t to_try[3] = {SEL_KEEP, SEL_EACH, SEL_HOST};
-	for (int j = 0; j < 3; j++) {
-		uint8_t st = to_try[j];
-		if ((st == SEL_EACH && !(k->over && was == SEL_ONCE)) || st == was || !may(P, v, st))
-			continue;
-		keep[v] = st;
-		int64_t f2, p2 = eval_try(w, keep, &f2);
-		double sc = k->over ? (double)(k->ex - w->excess)
-		                    /* no gain, or over the budget: out until something else is kept */
-		                    : p2 > k->budget || f2 >= k->f ? 0 : (double)(k->f - f2) / (double)((p2 > k->peak ? p2 - k->peak : 0) + 1);
-		if (sc > k->score[i])
-			k->score[i] = sc, k->to[i] = st;
-	}
-	keep[v] = was;
-}
-
-typedef struct {
-	Work w;
-	const KeepScores *k;
-	uint8_t *keep;
-	const int *todo;
-	int n;
-} Half;
-
-static void *score_half(void *arg)
-{
-	Half *h = arg;
-	int64_t f;
-	commit(&h->w, h->keep, &f);
-	for (int j = 1; j < h->n; j += 2)
-		score_keep(&h->w, h->k, h->keep, h->todo[j]);
-	return NULL;
-}
-
-/* every candidate not kept scored afresh, as the lazy loop would before
- * taking any move when every score is stale: with `pair`, every other one
- * on a second thread (its own Work and copy of the choice), so the scores
- * are the same */
-static void score_all(Work *w, const KeepScores *k, uint8_t *keep, int *round, int now, bool pair)
-{
-	const SelProblem *P = w->P;
-	int *todo = malloc(sizeof(int) * (size_t)(k->c->nc + 1)), n = 0;
-	for (int i = 0; i < k->c->nc; i++)
-		if (keep[k->c->c[i]] != SEL_KEEP)
-			todo[n++] = i, round[i] = now;
-	Half h = {.k = k, .todo = todo, .n = n};
-	pthread_t side;
-	bool apart = false;
-	if (pair && n > 1) {
-		work_init(&h.w, P);
-		h.w.budget = w->budget;
-		h.keep = malloc((size_t)P->n + 1);
-		memcpy(h.keep, keep, (size_t)P->n);
-		apart = pthread_create(&side, NULL, score_half, &h) == 0;
-	}
-	for (int j = 0; j < n; j += apart ? 2 : 1)
-		score_keep(w, k, keep, todo[j]);
-	if (apart)
-		pthread_join(side, NULL);
-	if (pair && n > 1) {
-		w->evals += h.w.evals;
-		work_free(&h.w);
-		free(h.keep);
-	}
-	free(todo);
-}
-
-/* From every candidate computed again once: while the peak is over the
- * budget, keep (or compute each time) the value that removes the most
- * bytes-times-positions above it (a kept value ends the chains of
- * recomputation through it, each of which would otherwise be computed
- * again at once and held); then keep the value that saves the most FLOPs
- * per byte it adds to the peak, while the peak fits. Where every score is
- * stale, all are scored at once (score_all; with `pair`, on two threads). */
-static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, bool from_nothing, uint8_t *keep)
-{
-	for (int i = 0; i < c->nc && from_nothing; i++)
-		keep[c->c[i]] = SEL_ONCE;
-	w->budget = budget;
-	KeepScores k = {c, false, 0, 0, 0, budget, malloc(sizeof(double) * (size_t)(c->nc + 1)), malloc((size_t)c->nc + 1)};
-	k.peak = commit(w, keep, &k.f), k.ex = w->excess;
-	double *score = k.score;
-	int *round = malloc(sizeof(int) * (size_t)(c->nc + 1));
-	for (int i = 0; i < c->nc; i++)
-		score[i] = 1e300, round[i] = -1, k.to[i] = SEL_KEEP;
-	int now = 0;
-	bool refreshed = false;
-	k.over = k.peak > budget;
-	score_all(w, &k, keep, round, now, pair);
-	for (;;) {
-		int top = -1;
-		for (int i = 0; i < c->nc; i++)
-			if (keep[c->c[i]] != SEL_KEEP && score[i] > 0 && (top < 0 || score[i] > score[top]))
-				top = i;
-		if (top < 0 && k.over && !refreshed) {
-			/* nothing lowers the excess by the stale scores: refresh them all once */
-			refreshed = true;
-			now++;
-			score_all(w, &k, keep, round, now, pair);
-			continue;
-		}
-		if (top < 0)
-			break;
-		if (round[top] != now) {
-			score_keep(w, &k, keep, top);
-			round[top] = now;
-			continue;
-		}
-		keep[c->c[top]] = k.to[top];
-		now++;
-		refreshed = false;
-		k.peak = commit(w, keep, &k.f);
-		k.ex = w->excess;
-		bool was = k.over;
-		k.over = k.peak > budget;
-		/* at the change of phase every score is stale; within one, a value out stays out (keeping more
-		 * only raises the peak and leaves fewer values to compute again), or comes back at a refresh */
-		if (was != k.over)
-			score_all(w, &k, keep, round, now, pair);
-	}
-	free(score);
-	free(round);
-	free(k.to);
-	return (Outcome){k.peak <= budget, k.peak, k.f};
-}
-
-/* keep again each value whose keeping saves FLOPs and still fits, the
- * costliest first; then compute once each value computed each time where
- * that saves FLOPs and still fits; then offload each value computed again
- * where that costs less and still fits */
-static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
-{
-	int64_t f, peak = commit(w, keep, &f);
-	/* first every value not kept tried kept, then every value made each time tried made once, then every
-	 * value made again tried offloaded */
-	static const uint8_t pass_to[3] = {SEL_KEEP, SEL_ONCE, SEL_HOST};
-	for (int pass = 0; pass < 3; pass++)
-		for (int i = 0; i < c->nc; i++) {
-			int v = c->c[i];
-			uint8_t was = keep[v];
-			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH) || (pass == 2 && (was == SEL_HOST || !may(w->P, v, SEL_HOST))))
-				continue;
-			keep[v] = pass_to[pass];
-			int64_t f2, p2 = eval_try(w, keep, &f2);
-			if (p2 <= budget && f2 < f)
-				f = f2, peak = p2, commit(w, keep, &f2);
-			else
-				keep[v] = was;
-		}
-	return (Outcome){peak <= budget, peak, f};
-}
-
-/* Swaps within a fit: a value not kept is kept (or computed once instead
- * of each time) while another changes state so that the peak still fits,
- * where that saves FLOPs; passes while one helps, within `work` values and
- * positions visited. */
-static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int64_t work)
-{
-	const SelProblem *P = w->P;
-	int64_t f, peak = commit(w, keep, &f), per = P->n + P->npos;
-	bool moved = true, spent = false;
-	while (moved && !spent && peak <= budget) {
-		moved = false;
-		for (int i = 0; i < c->nc && !moved && !spent; i++) {
-			int u = c->c[i];
-			uint8_t was_u = keep[u];
-			if (was_u == SEL_KEEP || !P->flops[u])
-				continue;
-			keep[u] = was_u == SEL_EACH ? SEL_ONCE : SEL_KEEP;
-			int64_t fu;
-			eval_try(w, keep, &fu);
-			if (fu >= f) {
-				keep[u] = was_u;
-				continue;
-			}
-			for (int j = 0; j < c->nc && !moved && !spent; j++) {
-				int v = c->c[j];
-				if (v == u)
-					continue;
-				uint8_t was_v = keep[v];
-				/* a kept value made again (once or each time) or offloaded, or one not kept made so
-				 * another way */
-				for (uint8_t st = SEL_ONCE; st <= SEL_HOST && !moved; st++) {
-					if (st == was_v || st == SEL_KEEP || !may(P, v, st))
-						continue;
-					if ((spent = w->evals * per > work))
-						break;
-					keep[v] = st;
-					int64_t f2, p2 = eval_try(w, keep, &f2);
-					if (p2 <= budget && f2 < f)
-						f = f2, peak = p2, moved = true, commit(w, keep, &f2);
-					else
-						keep[v] = was_v;
-				}
-			}
-			if (!moved)
-				keep[u] = was_u;
-		}
-	}
-	peak = eval(w, keep, &f);
-	return (Outcome){peak <= budget, peak, f};
-}
-
-/* the greedy search that drops from store-everything, polished, on a Work
- * of its own: sel_fit runs it on a thread beside the one that keeps from
- * nothing, as the two share only the problem, which neither writes */
-typedef struct {
-	const SelProblem *P;
-	const Cands *c;
-	int64_t budget;
-	uint8_t *keep;
-	Outcome out;
-} Drop;
-
-static void *drop_side(void *arg)
-{
-	Drop *d = arg;
-	Work w;
-	work_init(&w, d->P);
-	d->out = greedy_drop(&w, d->c, d->budget, d->keep);
-	if (d->out.fits)
-		d->out = polish(&w, d->c, d->budget, d->keep);
-	work_free(&w);
-	return NULL;
-}
-
-static bool better(Outcome a, Outcome b)
-{
-	if (a.fits != b.fits)
-		return a.fits;
-	return a.fits ? a.flops < b.flops || (a.flops == b.flops && a.peak < b.peak) : a.peak < b.peak;
-}
-
-SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_least, uint8_t *keep)
-{
-	SelResult res = {0};
-	Work w;
-	work_init(&w, P);
-	Cands c = candidates(P, keep);
-	int64_t f, peak = eval(&w, keep, &f);
-	int64_t *need = malloc(sizeof(int64_t) * (size_t)(P->npos + 1));
-	for (int t = 0; t < P->npos; t++)
-		need[t] = w.prof[t] - budget;
-	res.bound = peak <= budget ? f : lower_bound(P, &c, need);
-	res.method = SEL_EXACT;
-	if (peak <= budget) {
-		res.fits = true, res.peak = peak, res.flops = f;
-		goto done;
-	}
-	/* three or four states a decision: past SEL_EXACT_MOST of them the exact search would only spend its limit */
-	bool over = work <= 0 || c.nc > SEL_EXACT_MOST;
-	if (!over && res.bound < INT64_MAX) {
-		Exact e = {0};
-		e.w = &w;
-		e.c = c;
-		e.budget = budget;
-		e.limit = work;
-		e.keep = malloc((size_t)P->n + 1);
-		e.best = malloc((size_t)P->n + 1);
-		memcpy(e.keep, keep, (size_t)P->n);
-		for (int i = 0; i < c.nc; i++)
-			e.keep[c.c[i]] = P->kind[c.c[i]] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
-		e.need = need;
-		e.avail = calloc((size_t)P->npos + 1, sizeof(int64_t));
-		gaps(P, &c, e.avail, 1);
-		dfs(&e, 0, 0);
-		over = e.over;
-		if (!over && e.fits) {
-			memcpy(keep, e.best, (size_t)P->n);
-			res.fits = true, res.peak = e.best_peak, res.flops = res.bound = e.best_flops;
-		}
-		free(e.keep);
-		free(e.best);
-		free(e.avail);
-		if (!over && !e.fits)
-			res.bound = INT64_MAX;
-	}
-	if (over || !res.fits) {
-		/* the greedy searches, each polished: dropping from store-everything (on a thread, where one
-		 * starts), and keeping from nothing kept */
-		uint8_t *other = malloc((size_t)P->n + 1);
-		store_everything(P, keep);
-		memcpy(other, keep, (size_t)P->n);
-		Drop d = {P, &c, budget, keep, {false, INT64_MAX, INT64_MAX}};
-		pthread_t side;
-		bool apart = !for_least && P->threads > 1 && pthread_create(&side, NULL, drop_side, &d) == 0;
-		Outcome b = greedy_keep(&w, &c, budget, for_least && P->threads > 1, true, other);
-		if (b.fits)
-			b = polish(&w, &c, budget, other);
-		if (apart)
-			pthread_join(side, NULL);
-		else if (!for_least)
-			drop_side(&d);
-		Outcome a = d.out;
-		if (better(b, a)) {
-			a = b;
-			memcpy(keep, other, (size_t)P->n);
-		}
-		free(other);
-		res.fits = a.fits, res.peak = a.peak, res.flops = a.flops;
-		if (over)
-			res.method = SEL_GREEDY;
-	}
-done:
-	free(need);
-	free(c.c);
-	work_free(&w);
-	return res;
-}
-
-int64_t sel_floor(const SelProblem *P)
-{
-	Work w;
-	work_init(&w, P);
-	uint8_t *keep = malloc((size_t)P->n + 1);
-	Cands c = candidates(P, keep);
-	int64_t f;
-	eval(&w, keep, &f);
-	/* no position holds less than its memory less every candidate that could be freed there */
-	int64_t *freeable = calloc((size_t)P->npos + 1, sizeof(int64_t));
-	gaps(P, &c, freeable, 1);
-	int64_t lo = 0;
-	for (int t = 0; t < P->npos; t++)
-		lo = w.prof[t] - freeable[t] > lo ? w.prof[t] - freeable[t] : lo;
-	free(freeable);
-	free(keep);
-	free(c.c);
-	work_free(&w);
-	return lo;
-}
-
-SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor)
-{
-	Work w;
-	work_init(&w, P);
-	Cands c = candidates(P, keep);
-	int64_t f, hi = eval(&w, keep, &f);
-	/* nothing kept, computed once or each time */
-	for (uint8_t st = SEL_ONCE; st != SEL_KEEP; st = st == SEL_ONCE ? SEL_EACH : SEL_KEEP) {
-		for (int i = 0; i < c.nc; i++)
-			keep[c.c[i]] = st;
-		int64_t all = eval(&w, keep, &f);
-		hi = all < hi ? all : hi;
-	}
-	free(c.c);
-	work_free(&w);
-	int64_t lo = *floor = sel_floor(P);
-	/* the least budget the search fits, by bisection between the floor and the best of keeping and
-	 * dropping all; once the exact search runs out of work, the rest is greedy */
-	uint8_t *try = malloc((size_t)P->n + 1);
-	SelResult best = sel_fit(P, hi, work, true, keep);
-	if (best.method == SEL_GREEDY)
-		work = 0;
-	while (lo < hi && hi - lo > hi / 4096) {
-		int64_t mid = lo + (hi - lo) / 2;
-		SelResult r = sel_fit(P, mid, work, true, try);
-		if (r.method == SEL_GREEDY)
-			work = 0;
-		if (r.fits) {
-			hi = r.peak;
-			best = r;
-			memcpy(keep, try, (size_t)P->n);
-		} else {
-			lo = mid + 1;
-		}
-	}
-	free(try);
-	return best;
-}
-
-/* the candidates alone: candidates() without a choice to start */
-static Cands candidates_of(const SelProblem *P)
-{
-	uint8_t *all = malloc((size_t)P->n + 1);
-	Cands c = candidates(P, all);
-	free(all);
-	return c;
-}
-
-static SelResult greedy_result(Outcome o) { return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY}; }
-
-/* First-improvement descent from keep[]: one value's state changed (kept,
- * computed once, computed each time) where that lowers the peak, or keeps
- * it and saves FLOPs; passes until none helps or `passes` ran out. */
-SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
-{
-	Work w;
-	work_init(&w, P);
-	Cands c = candidates_of(P);
-	int64_t f, peak = commit(&w, keep, &f);
-	for (int pass = 0; pass < passes; pass++) {
-		bool moved = false;
-		for (int i = 0; i < c.nc; i++) {
-			int v = c.c[i];
-			uint8_t was = keep[v], best = was;
-			for (uint8_t st = SEL_ONCE; st <= SEL_HOST; st++) {
-				if (st == was || !may(P, v, st))
-					continue;
-				keep[v] = st;
-				int64_t f2, p2 = eval_try(&w, keep, &f2);
-				if (p2 < peak || (p2 == peak && f2 < f))
-					peak = p2, f = f2, best = st;
-			}
-			keep[v] = best;
-			if (best != was)
-				commit(&w, keep, &f);
-			moved |= best != was;
-		}
-		if (!moved)
-			break;
-	}
-	free(c.c);
-	work_free(&w);
-	return greedy_result((Outcome){true, peak, f});
-}
-
-/* Threshold accepting (Dueck and Scheuer, 1990) on the model's peak: a
- * value at random changes state, taken where the peak rises less than a
- * threshold that falls from `start` bytes to nothing over `moves` moves
- * (integers and a fixed seed: the same choice on every machine). The least
- * peak seen, at its fewest FLOPs, ends in keep[]. */
-SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t start, uint8_t *keep)
-{
-	Work w;
-	work_init(&w, P);
-	Cands c = candidates_of(P);
-	uint8_t *best = malloc((size_t)P->n + 1);
-	memcpy(best, keep, (size_t)P->n);
-	int64_t f, peak = commit(&w, keep, &f), best_peak = peak, best_f = f;
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
-	for (int64_t k = 0; k < moves && c.nc; k++) {
-		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-		int v = c.c[seed % (uint64_t)c.nc];
-		uint8_t was = keep[v], st = (uint8_t)((was + 1 + (seed >> 40) % 3) % 4);
-		if (!may(P, v, st))
-			continue;
-		int64_t th = start - (int64_t)((double)start * (double)k / (double)moves);
-		keep[v] = st;
-		int64_t f2, p2 = eval_try(&w, keep, &f2);
-		if (p2 - peak > th || (p2 == peak && th == 0 && f2 > f)) {
-			keep[v] = was;
-			continue;
-		}
-		peak = commit(&w, keep, &f);
-		if (peak < best_peak || (peak == best_peak && f < best_f)) {
-			best_peak = peak, best_f = f;
-			memcpy(best, keep, (size_t)P->n);
-		}
-	}
-	memcpy(keep, best, (size_t)P->n);
-	free(best);
-	free(c.c);
-	work_free(&w);
-	return greedy_result((Outcome){true, best_peak, best_f});
-}
-
-SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
-{
-	Work w;
-	work_init(&w, P);
-	Cands c = candidates_of(P);
-	Outcome o = greedy_keep(&w, &c, budget, P->threads > 1, false, keep);
-	if (o.fits)
-		o = polish(&w, &c, budget, keep);
-	free(c.c);
-	work_free(&w);
-	return greedy_result(o);
-}
-
-SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
-{
-	Work w;
-	work_init(&w, P);
-	Cands c = candidates_of(P);
-	Outcome o = swaps(&w, &c, budget, keep, work);
-	free(c.c);
-	work_free(&w);
-	return greedy_result(o);
 }
