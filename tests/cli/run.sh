@@ -8,6 +8,12 @@ out="$TEST_OUT/cli"
 
 
 expect cli/help 0 "--emit=STAGE" "$DPC" --help
+# docs/cli.md is both programs' --help, each printed from its options table (issue 41)
+if DPC="$DPC" bash tools/cli-doc.sh "$out.cli.md" >"$out.cli.log" 2>&1 && diff docs/cli.md "$out.cli.md" >>"$out.cli.log" 2>&1; then
+	ok "cli/docs-match-help: docs/cli.md is dpc --help and the executable's --help"
+else
+	notok "cli/docs-match-help: docs/cli.md differs from --help (bash tools/cli-doc.sh writes it)" "$out.cli.log"
+fi
 expect cli/no-input 2 "no input file" "$DPC"
 expect cli/unknown-option 2 "unknown option '--frobnicate'" "$DPC" --frobnicate samples/resmlp.dp
 expect cli/bad-stage 2 "unknown stage 'bogus'" "$DPC" --emit=bogus samples/resmlp.dp
