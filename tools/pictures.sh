@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's pictures, made by the commands it shows (tests/observe makes
+# docs/observing.md's pictures, made by the commands it shows (tests/observe makes
 # them again and compares, so they stay true):
 #   bash tools/pictures.sh [DIR]     (default docs/img; needs bin/dpc, or $DPC; runs on the CPU)
 set -eu

@@ -8,6 +8,16 @@ out="$TEST_OUT/cli"
 
 
 expect cli/help 0 "--emit=STAGE" "$DPC" --help
+# README is a front page (issue 41): under 8 KB, its two set-up commands there, and every link in it and in
+# docs/ names a file of the repository and a heading of it
+check "cli/readme-front-page: README.md under 8 KB, with make deps && make run and make deps && make test" \
+	python3 -c "
+import sys
+s = open('README.md').read()
+assert len(s.encode()) < 8192, len(s.encode())
+assert 'make deps && make run' in s and 'make deps && make test' in s
+print(len(s.encode()), 'bytes')"
+check "cli/doc-links: the links of README.md and docs/ lead inside the repository" python3 tools/check-links.py
 # docs/cli.md is both programs' --help, each printed from its options table (issue 41)
 if DPC="$DPC" bash tools/cli-doc.sh "$out.cli.md" >"$out.cli.log" 2>&1 && diff docs/cli.md "$out.cli.md" >>"$out.cli.log" 2>&1; then
 	ok "cli/docs-match-help: docs/cli.md is dpc --help and the executable's --help"

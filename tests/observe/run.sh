@@ -187,7 +187,7 @@ else
 	echo "# no script(1): the terminal check is skipped"
 fi
 
-# --- the README's pictures: made again by tools/pictures.sh; the memory pictures are the plan's,
+# --- docs/observing.md's pictures: made again by tools/pictures.sh; the memory pictures are the plan's,
 # so equal byte for byte; the loss curves, whose last digits may vary with the CPU's BLAS, by structure ---
 if bash tools/pictures.sh "$o/img" >"$o/pictures.log" 2>&1 &&
 	cmp docs/img/gpt_plan.svg "$o/img/gpt_plan.svg" >>"$o/pictures.log" 2>&1 &&
@@ -206,9 +206,9 @@ assert a == b and len(a) == 4, (a, b)
 a, b = events(sys.argv[1] + "/resmlp_trace.svg"), events(sys.argv[2] + "/resmlp_trace.svg")
 assert a == b and a["gemm"] and a["copy stream"] and a["wait"], (a, b)
 PY
-	ok "observe/pictures: the README's pictures are what its commands make"
+	ok "observe/pictures: docs/observing.md's pictures are what its commands make"
 else
-	notok "observe/pictures: the README's pictures are what its commands make (bash tools/pictures.sh)" "$o/pictures.log"
+	notok "observe/pictures: docs/observing.md's pictures are what its commands make (bash tools/pictures.sh)" "$o/pictures.log"
 fi
 
 # --- dpc -v: each phase with its time ---
