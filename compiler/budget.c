@@ -1,0 +1,131 @@
+/* driver: the budget search. Under --checkpoint auto and --device-mem,
+ * the checkpoint pass's options are chosen by planning scratch copies of
+ * the program (lowered again, through AD, DCE and the checkpoint pass):
+ * whether store-everything fits, whether loops keep tapes of rows or
+ * recompute each taped step, and what share of the budget the straight
+ * line takes. driver_passes calls it once, between lowering and AD. */
+#include "driver.h"
+
+#include "ad_transform/ad.h"
+
+/* the checkpoint pass's options, with the stream pass's prices: the
+ * checkpoint pass knows the memory plan, not the later pass */
+static CkptOptions ckpt_options(const DriverOptions *o)
+{
+	CkptOptions ck = o->ckpt;
+	ck.min_plan = stream_min_plan;
+	ck.min_host = stream_min_host;
+	return ck;
+}
+
+/* a scratch copy through the checkpoint pass with these options */
+static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
+{
+	Program *q = driver_lower(ast, o, false);
+	q->optimizer = o->optimizer;
+	q->ranks = o->ranks;
+	AdOptions ad = {ck->mode != CKPT_NONE, ck->rows};
+	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
+}
+
+/* a scratch copy through the checkpoint pass in that mode, loops taped in rows or not */
+static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool rows)
+{
+	CkptOptions ck = ckpt_options(o);
+	ck.mode = mode;
+	ck.rows = rows;
+	return scratch_with(ast, o, &ck);
+}
+
+/* --checkpoint auto: does the budget hold the store-everything program,
+ * planned without streaming? Then nothing needs recomputing. */
+static bool tape_fits(FeAst *ast, const DriverOptions *o)
+{
+	return mem_plan(scratch(ast, o, CKPT_NONE, false)) <= o->ckpt.device_mem;
+}
+
+/* --checkpoint auto under --device-mem: tapes of a few rows, or
+ * recomputation of each taped step? Both are planned on scratch copies.
+ * Rows hold one step's intermediates, which recomputation keeps only while a
+ * step runs, and keep every snapshot on the device: the rows win when they
+ * fit (without streaming, if recomputation fits without) and recompute no
+ * more FLOPs. */
+static bool rows_fit(FeAst *ast, const DriverOptions *o)
+{
+	int64_t budget = o->ckpt.device_mem;
+	Program *q = scratch(ast, o, CKPT_AUTO, true), *r = scratch(ast, o, CKPT_AUTO, false);
+	bool fits = mem_plan(q) <= budget, r_fits = mem_plan(r) <= budget;
+	if (o->ckpt.stream_all)
+		fits = r_fits = stream_min_plan(q) <= budget;
+	else if (!fits && o->ckpt.may_stream && !r_fits)
+		fits = stream_min_plan(q) <= budget;
+	return fits && (!r_fits || ckpt_cost(q) <= ckpt_cost(r));
+}
+
+static bool graph_has_candidates(Program *p)
+{
+	int one;
+	return ckpt_graph_candidates(p, &one, 1) > 0;
+}
+
+/* One objective for the straight line and the loops under --device-mem:
+ * by default the loops take the budget and the straight line drops only
+ * what still does not fit. When the loops then recompute, the straight
+ * line may drop more to give them room: it is fitted first to a share of
+ * the budget (the loops in their least shape), the loops take the rest.
+ * The shares are tried from 90% down while each recomputes less than the
+ * one before, then the half steps (5%) either side of the best; the one
+ * with the fewest recomputed FLOPs in all that fits is kept, 0 meaning the
+ * default order. Each is planned on a scratch copy. */
+/* the cost of a scratch copy planned with the straight line in `share` of
+ * the budget (INT64_MAX where it does not fit), taken into *best and *pick
+ * where it is less */
+static int64_t share_cost(FeAst *ast, const DriverOptions *o, CkptOptions *c, double share, int64_t *best, double *pick)
+{
+	c->line_share = share;
+	Program *r = scratch_with(ast, o, c);
+	int64_t flops = mem_plan(r) <= c->device_mem ? ckpt_cost(r) : INT64_MAX;
+	if (flops < *best)
+		*best = flops, *pick = share;
+	return flops;
+}
+
+static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
+{
+	static const double shares[] = {0.9, 0.8, 0.7, 0.6, 0.5};
+	CkptOptions c = *ck;
+	c.line_share = 0;
+	Program *q = scratch_with(ast, o, &c);
+	int64_t budget = ck->device_mem, best = mem_plan(q) <= budget ? ckpt_cost(q) : INT64_MAX;
+	/* nothing to gain when the loops recompute nothing, or the straight line has nothing to drop */
+	if (best == INT64_MAX || ckpt_recomputed_flops(q) == ir_recomputed_flops(q, &q->body) || !graph_has_candidates(q))
+		return 0;
+	/* the shares from the largest down, while each recomputes less than the one before */
+	double pick = 0;
+	int64_t before = INT64_MAX;
+	for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
+		int64_t flops = share_cost(ast, o, &c, shares[i], &best, &pick);
+		if (flops >= before)
+			break;
+		before = flops;
+	}
+	/* then the half steps beside the pick */
+	for (int side = -1; side <= 1 && pick > 0; side += 2)
+		share_cost(ast, o, &c, pick + side * 0.05, &best, &pick);
+	return pick;
+}
+
+CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p)
+{
+	CkptOptions ck = ckpt_options(o);
+	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && tape_fits(ast, o))
+		ck.mode = CKPT_NONE;
+	/* rows are of loops: straight-line code needs no scratch copies to choose them */
+	bool loops = false;
+	for (int i = 0; i < p->body.len; i++)
+		loops |= p->body.ops[i]->kind == OP_LOOP;
+	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || ck.least || !loops || rows_fit(ast, o));
+	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && loops)
+		ck.line_share = share(ast, o, &ck);
+	return ck;
+}
