@@ -41,7 +41,7 @@ static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool 
  * planned without streaming? Then nothing needs recomputing. */
 static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
-	return mem_plan(scratch(ast, o, CKPT_NONE, false)) <= o->ckpt.device_mem;
+	return mem_plan(scratch(ast, o, CKPT_NONE, false)) <= o->device_mem;
 }
 
 /* --checkpoint auto under --device-mem: tapes of a few rows, or
@@ -52,7 +52,7 @@ static bool tape_fits(FeAst *ast, const DriverOptions *o)
  * more FLOPs. */
 static bool rows_fit(FeAst *ast, const DriverOptions *o)
 {
-	int64_t budget = o->ckpt.device_mem;
+	int64_t budget = o->device_mem;
 	Program *q = scratch(ast, o, CKPT_AUTO, true), *r = scratch(ast, o, CKPT_AUTO, false);
 	bool fits = mem_plan(q) <= budget, r_fits = mem_plan(r) <= budget;
 	if (o->ckpt.stream_all)
@@ -84,7 +84,7 @@ static int64_t share_cost(FeAst *ast, const DriverOptions *o, CkptOptions *c, do
 {
 	c->line_share = share;
 	Program *r = scratch_with(ast, o, c);
-	int64_t flops = mem_plan(r) <= c->device_mem ? ckpt_cost(r) : INT64_MAX;
+	int64_t flops = mem_plan(r) <= o->device_mem ? ckpt_cost(r) : INT64_MAX;
 	if (flops < *best)
 		*best = flops, *pick = share;
 	return flops;
@@ -96,7 +96,7 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	CkptOptions c = *ck;
 	c.line_share = 0;
 	Program *q = scratch_with(ast, o, &c);
-	int64_t budget = ck->device_mem, best = mem_plan(q) <= budget ? ckpt_cost(q) : INT64_MAX;
+	int64_t budget = o->device_mem, best = mem_plan(q) <= budget ? ckpt_cost(q) : INT64_MAX;
 	/* nothing to gain when the loops recompute nothing, or the straight line has nothing to drop */
 	if (best == INT64_MAX || ckpt_recomputed_flops(q) == ir_recomputed_flops(q, &q->body) || !graph_has_candidates(q))
 		return 0;
@@ -118,14 +118,14 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p)
 {
 	CkptOptions ck = ckpt_options(o);
-	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && tape_fits(ast, o))
+	if (ck.mode == CKPT_AUTO && o->device_mem && !ck.least && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
 	/* rows are of loops: straight-line code needs no scratch copies to choose them */
 	bool loops = false;
 	for (int i = 0; i < p->body.len; i++)
 		loops |= p->body.ops[i]->kind == OP_LOOP;
-	ck.rows = ck.mode == CKPT_AUTO && (!ck.device_mem || ck.least || !loops || rows_fit(ast, o));
-	if (ck.mode == CKPT_AUTO && ck.device_mem && !ck.least && loops)
+	ck.rows = ck.mode == CKPT_AUTO && (!o->device_mem || ck.least || !loops || rows_fit(ast, o));
+	if (ck.mode == CKPT_AUTO && o->device_mem && !ck.least && loops)
 		ck.line_share = share(ast, o, &ck);
 	return ck;
 }

@@ -193,7 +193,7 @@ int driver_run(DriverOptions *o)
 	}
 	const char *name = base_name(o->input);
 	verbose_opts = o;
-	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->stream.device_mem, o->reference, o->verbose,
+	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->reference, o->verbose,
 	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS"), NULL};
 	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
 	 * object: from the code generation that makes the output, or one of their own for the stages
@@ -218,7 +218,7 @@ int driver_run(DriverOptions *o)
 	}
 	if (o->emit == EMIT_MEMPLOT) {
 		FILE *f = open_out(o->output);
-		mem_memplot(f, p, base_name(o->input), o->stream.device_mem);
+		mem_memplot(f, p, base_name(o->input));
 		close_out(f);
 		return 0;
 	}

@@ -16,6 +16,7 @@ typedef struct {
 	int real_bytes;       /* 2, 4 or 8: --precision bf16, f32 or f64 */
 	CgTarget target;
 	Vec(FeDefine) defs;
+	int64_t device_mem;   /* --device-mem: the device budget in bytes, 0: none (the program keeps it) */
 	CkptOptions ckpt;
 	StreamOptions stream;
 	Optimizer optimizer;  /* the update the executable applies; its state is planned */

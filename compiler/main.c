@@ -311,7 +311,7 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 		o->ranks = (int)r;
 		break;
 	}
-	case O_DEVICE_MEM: o->stream.device_mem = parse_bytes(v); break;
+	case O_DEVICE_MEM: o->device_mem = parse_bytes(v); break;
 	case O_HOST_MEM: o->stream.host_mem = parse_bytes(v); break;
 	case O_STREAM: o->stream.mode = streams[k]; break;
 	case O_CHECKPOINT: g->ckpt_given = true, o->ckpt.mode = ckpts[k], o->ckpt.least = k == 3; break;
@@ -401,14 +401,13 @@ int main(int argc, char **argv)
 		o.target = CG_CUDA;
 	else
 		usage_error("%s", ar_printf("%s takes cpu or cuda, not '%s'", g.target_from, g.target));
-	o.ckpt.device_mem = o.stream.device_mem;
 	if (!g.ckpt_given)
-		o.ckpt.mode = o.ckpt.device_mem ? CKPT_AUTO : CKPT_NONE;
+		o.ckpt.mode = o.device_mem ? CKPT_AUTO : CKPT_NONE;
 	if (o.ckpt.snapshots && o.ckpt.mode == CKPT_NONE)
 		usage_error("%s", g.ckpt_given ? "--snapshots has no meaning with --checkpoint none"
 		                               : "--snapshots needs --checkpoint binomial or auto (or --device-mem, which makes auto "
 		                                 "the default)");
-	StreamMode sm = o.stream.mode == STREAM_DEFAULT ? (o.stream.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
+	StreamMode sm = o.stream.mode == STREAM_DEFAULT ? (o.device_mem ? STREAM_AUTO : STREAM_NONE) : o.stream.mode;
 	o.ckpt.may_stream = sm != STREAM_NONE;
 	o.ckpt.offload_cost = sm != STREAM_NONE ? g.offload_cost : 0;
 	o.ckpt.stream_all = sm == STREAM_PARAMS;

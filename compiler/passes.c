@@ -32,7 +32,7 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	const char *ag = getenv("DPC_ATTN_GEMM");
 	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : atoll(ag),
-	              o->stream.device_mem};
+	              o->device_mem};
 	return fe_lower(ast, &fo);
 }
 
@@ -58,7 +58,7 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	if (o->emit == (*last = EMIT_IR))
 		return p;
 	CkptOptions ck = driver_budget(ast, o, p);
-	if (ck.device_mem && o->ckpt.mode == CKPT_AUTO)
+	if (o->device_mem && o->ckpt.mode == CKPT_AUTO)
 		driver_phase(o, "auto: store, rows or recompute");
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};
 	p = ad_transform(p, &ad);

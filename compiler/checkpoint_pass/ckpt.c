@@ -661,7 +661,7 @@ static int64_t host_rows_bytes(Program *p, Op *op, int64_t rows)
 /* the plan the budget is measured by: streaming when it must or will */
 static int64_t (*budget_plan(Program *p, const CkptOptions *o))(Program *)
 {
-	bool streams = o->min_plan && (o->stream_all || (o->may_stream && mem_plan(p) > o->device_mem));
+	bool streams = o->min_plan && (o->stream_all || (o->may_stream && mem_plan(p) > p->device_mem));
 	return streams ? o->min_plan : mem_plan;
 }
 
@@ -675,7 +675,7 @@ static int64_t (*budget_plan(Program *p, const CkptOptions *o))(Program *)
  * would take too long. */
 static void place_snapshots(Program *p, const CkptOptions *o)
 {
-	int64_t budget = o->device_mem;
+	int64_t budget = p->device_mem;
 	int64_t *want = ar_alloc(sizeof(int64_t) * (size_t)(p->body.len + 1));
 	for (int i = 0; i < p->body.len; i++)
 		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
@@ -720,7 +720,7 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 Program *ckpt_pass(Program *p, const CkptOptions *o)
 {
 	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
-	bool fitted = o->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
+	bool fitted = p->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
 	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
 	p->search_threads = o->threads > 1 ? 2 : 1;
 	switch (o->mode) {
@@ -738,11 +738,11 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		if (autofit && o->line_share > 0 && o->line_share < 1) {
 			/* the straight line first, in its share, the loops in their least shape; then the loops */
 			set_shape(p, 0, 1);
-			ckpt_graph_fit(p, (int64_t)((double)o->device_mem * o->line_share), budget_plan(p, o), 12);
+			ckpt_graph_fit(p, (int64_t)((double)p->device_mem * o->line_share), budget_plan(p, o), 12);
 			place_snapshots(p, o);
 		}
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
-		if (autofit && ckpt_graph_fit(p, o->device_mem, budget_plan(p, o), 12))
+		if (autofit && ckpt_graph_fit(p, p->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);
 		if (o->least)
 			ckpt_graph_least(p, budget_plan(p, o));

@@ -13,7 +13,6 @@ typedef enum { CKPT_NONE, CKPT_BINOMIAL, CKPT_AUTO } CkptMode;
 typedef struct {
 	CkptMode mode;
 	int64_t snapshots; /* binomial: slots per loop, the initial state's included; 0: ceil(sqrt(n)) + 1 */
-	int64_t device_mem; /* binomial: the budget the snapshots fit (without snapshots: as many as it allows) */
 	/* streaming, which a later pass decides: the budget is measured with it when it must stream
 	 * (may_stream and the resident plan is over the budget) or will (stream_all); with may_stream,
 	 * snapshots beyond the budget go to host memory. Its prices come from the driver, so that the

@@ -13,7 +13,6 @@ typedef struct {
 	const char *model_name;
 	bool fuse;         /* a loop whose body qualifies runs as one kernel (host.c, fused loops) */
 	void (*phase)(const char *what); /* called as each phase of code generation ends (dpc -v), or NULL */
-	int64_t budget;    /* --device-mem, for the executable's --memplot; 0: none */
 	bool reference;    /* --reference-kernels: attention as the per-row kernels everywhere */
 	bool verbose;      /* -v: a note for each attention that takes the per-row kernels, and why */
 	bool generic_cpu;  /* --cpu generic: x86 code for any x86-64, not this CPU's */

@@ -587,8 +587,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 			put(&t, ar_printf(" %lld", (long long)p->mem_series[i]));
 		put(&t, "\n");
 	}
-	if (o->budget)
-		put(&t, ar_printf("budget %lld\n", (long long)o->budget));
+	if (p->device_mem)
+		put(&t, ar_printf("budget %lld\n", (long long)p->device_mem));
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);
 	put(&t, ar_printf("steps forward %lld recomputed %lld\n", (long long)counts[RT_COUNT_FORWARD],

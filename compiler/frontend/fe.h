@@ -29,7 +29,8 @@ typedef struct {
 	 * it on any target, blocks of at most N query rows; DPC_ATTN_GEMM=off
 	 * (-1) for none (dpc's attention kernels) */
 	int64_t attn_gemm;
-	int64_t budget;  /* --device-mem, or 0: a convolution's workspace takes at most a sixteenth of it */
+	int64_t device_mem; /* --device-mem, or 0: the program keeps it (Program.device_mem); a convolution's
+	                     * workspace takes at most a sixteenth of it */
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

@@ -449,7 +449,7 @@ static void attention_workspace(Lower *L, Op *op)
 		if (!ir_type_eq(ir_vtype(p, op->in[i]), q))
 			return; /* the shape rule says why */
 	Op *ws = mk(L, OP_SCRATCH, op->loc, 0, NULL);
-	ws->to = ops_attn_scratch(q, op->attr.attn.heads, op->attr.attn.causal, L->o->attn_gemm, L->o->budget);
+	ws->to = ops_attn_scratch(q, op->attr.attn.heads, op->attr.attn.causal, L->o->attn_gemm, L->p->device_mem);
 	int *in = ar_alloc(sizeof(int) * 4);
 	memcpy(in, op->in, sizeof(int) * 3);
 	in[3] = emit(L, ws);
@@ -672,7 +672,7 @@ static int conv2d(Lower *L, Scope *s, Node *n)
 	const char *why = fits ? conv_refused(L, xt, wt, yt) : "";
 	if (!why) {
 		Op *ws = mk(L, OP_SCRATCH, n->loc, 0, NULL);
-		ws->to = ops_conv_scratch(xt, wt, yt, ops_conv_rows(xt, wt, yt, L->o->cuda, L->o->budget));
+		ws->to = ops_conv_scratch(xt, wt, yt, ops_conv_rows(xt, wt, yt, L->o->cuda, L->p->device_mem));
 		Op *c = mk(L, OP_CONV2D, n->loc, 3, (int[]){x, w, emit(L, ws)});
 		c->attr.win = win;
 		return emit(L, c);
@@ -1519,6 +1519,7 @@ Program *fe_lower(FeAst *ast, const FeOptions *o)
 	L.ast = ast;
 	L.o = o;
 	L.p = ir_new_program(o->real_bytes);
+	L.p->device_mem = o->device_mem;
 	L.out = &L.p->body;
 	L.called = ar_alloc(sizeof(bool) * (size_t)(ast->fns.len + 1));
 	Scope global = {0};

@@ -334,6 +334,8 @@ struct Program {
 	Optimizer optimizer;
 	int ranks;         /* --ranks N > 1: a resident parameter's Adam moments are one rank's share, ceil(n / N) elements */
 	/* memory plan (stream_pass) */
+	int64_t device_mem; /* the device budget (--device-mem) in bytes, 0: none: set by fe_lower, read by every
+	                     * pass and the code generator that needs it */
 	int64_t arena_bytes;
 	/* the straight-line search (checkpoint_pass/graph.c): 0 none, 1 every subset planned, 2 exact by the
 	 * cost model, 3 greedy by it; the fewest FLOPs any fit recomputes (proved), and the candidates searched */

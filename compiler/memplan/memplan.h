@@ -35,7 +35,7 @@ int64_t mem_aligned(Program *p, Type t);
 /* --emit=stream: the plan's regions, every tensor's place */
 void mem_print(FILE *f, Program *p);
 /* --emit=memplot: the plan over one step as SVG, with the budget's line (0: none) */
-void mem_memplot(FILE *f, Program *p, const char *model, int64_t budget);
+void mem_memplot(FILE *f, Program *p, const char *model);
 /* "1.5 MiB" */
 const char *mem_bytes_str(int64_t bytes);
 

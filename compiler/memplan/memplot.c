@@ -7,7 +7,7 @@
 
 #include "../../runtime/svg.h"
 
-void mem_memplot(FILE *f, Program *p, const char *model, int64_t budget)
+void mem_memplot(FILE *f, Program *p, const char *model)
 {
 	if (!p->mem_series)
 		die("no memory series planned");
@@ -15,7 +15,7 @@ void mem_memplot(FILE *f, Program *p, const char *model, int64_t budget)
 	                            p->plan_slots};
 	char *svg = svg_plan(ar_printf("%s: planned device memory over one step, peak %s", model, mem_bytes_str(p->arena_bytes)),
 	                     "the step's ops in program order (a loop's body once)", fixed, p->mem_series, p->mem_points, NULL, 0,
-	                     NULL, budget);
+	                     NULL, p->device_mem);
 	if (!svg)
 		fatal("out of memory drawing the memory plot");
 	fputs(svg, f);

@@ -16,7 +16,6 @@ typedef enum {
 } StreamMode;
 
 typedef struct {
-	int64_t device_mem; /* budget in bytes, 0: none */
 	int64_t host_mem;   /* pinned host pool budget, 0: none */
 	StreamMode mode;
 } StreamOptions;

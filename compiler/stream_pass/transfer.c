@@ -413,7 +413,7 @@ void stream_transfers(Program *p, const StreamOptions *o)
 		u[i] = usage(p, &p->params.data[i]);
 		eligible += !u[i].why;
 	}
-	int64_t resident = mem_plan(p), budget = o->device_mem;
+	int64_t resident = mem_plan(p), budget = p->device_mem;
 	StreamMode mode = o->mode;
 	if (mode == STREAM_DEFAULT)
 		mode = budget ? STREAM_AUTO : STREAM_NONE;

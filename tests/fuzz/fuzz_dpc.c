@@ -17,8 +17,8 @@ static void pipeline(FeAst *ast, int real_bytes, CkptMode mode, int64_t budget, 
 	o.emit = EMIT_EXE;
 	o.real_bytes = real_bytes;
 	o.optimizer = opt;
-	o.ckpt = (CkptOptions){.mode = mode, .device_mem = budget, .may_stream = stream != STREAM_NONE, .stream_all = stream == STREAM_PARAMS};
-	o.stream.device_mem = budget;
+	o.ckpt = (CkptOptions){.mode = mode, .may_stream = stream != STREAM_NONE, .stream_all = stream == STREAM_PARAMS};
+	o.device_mem = budget;
 	o.stream.mode = stream;
 	o.verify = true;
 	Emit last;

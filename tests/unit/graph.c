@@ -35,7 +35,7 @@ static Program *taped(const char *path, int64_t budget)
 	ck.mode = CKPT_AUTO;
 	ck.rows = true;
 	ck.may_stream = false;
-	ck.device_mem = budget;
+	p->device_mem = budget;
 	ck.full_rows = true;
 	p = ckpt_pass(ir_dce(ad_transform(p, &ad)), &ck);
 	ir_verify(p, "checkpoint_pass");
