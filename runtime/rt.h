@@ -232,8 +232,12 @@ struct RtCtx {
 
 /* The update of the streamed units after a deferred sweep: unit by unit,
  * the value, its moments and its summed gradient up into the slots, the
- * optimizer's step, and the value and moments back (stream.c). */
+ * optimizer's step, and the value and moments back (update.c). */
 void rt_update_streamed(RtCtx *c);
+/* stream.c's counted copies on the copy stream between device memory and pinned host memory (host),
+ * or offset host of the host pool (pool); the copy's event */
+int64_t rt_host_copy(RtCtx *c, bool to_device, uint64_t dev, unsigned char *host, int64_t bytes);
+int64_t rt_pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes);
 
 /* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */
 void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
@@ -400,6 +404,10 @@ typedef struct {
 	int nval_files;
 } RtOpts;
 void rt_parse_opts(RtOpts *o, int argc, char **argv);
+/* after dp_step (update.c): the gradients summed across ranks, clipped (--clip-grad, with gbuf the
+ * resident gradients' host buffers), the parameters updated, the streamed ones too where deferred
+ * (deferred: their gradients wait in pinned host memory), the buffers given their new values */
+void rt_optimizer_step(RtCtx *c, const RtOpts *o, bool deferred, void **gbuf);
 /* state files (state.c): parameters, buffers, adam's moments (moments[2 i], [2 i + 1] for params[i]),
  * the step and the run's settings; rt_load_state checks the settings and returns the step */
 void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step);

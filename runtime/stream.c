@@ -14,7 +14,7 @@ void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
 }
 
 /* a counted copy between device memory and pinned host memory */
-static int64_t host_copy(RtCtx *c, bool to_device, uint64_t dev, unsigned char *host, int64_t bytes)
+int64_t rt_host_copy(RtCtx *c, bool to_device, uint64_t dev, unsigned char *host, int64_t bytes)
 {
 	if (to_device) {
 		c->n.h2d_bytes += bytes;
@@ -33,9 +33,9 @@ static int64_t host_copy(RtCtx *c, bool to_device, uint64_t dev, unsigned char *
 }
 
 /* the same, at offset host of the host pool */
-static int64_t pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes)
+int64_t rt_pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
-	return host_copy(c, to_device, dev, c->pool + host, bytes);
+	return rt_host_copy(c, to_device, dev, c->pool + host, bytes);
 }
 
 /* device work queued later waits for copy e (0: none), marked in --trace */
@@ -53,7 +53,7 @@ static void wait_copy(RtCtx *c, int64_t e)
 
 void rt_act_copy(RtCtx *c, int64_t *event, int to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
-	*event = pool_copy(c, to_device, dev, host, bytes);
+	*event = rt_pool_copy(c, to_device, dev, host, bytes);
 }
 
 void rt_act_wait(RtCtx *c, int64_t *event)
@@ -71,7 +71,7 @@ void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_
 	if (table[2 * s] == u + 1)
 		return;
 	table[2 * s] = u + 1;
-	table[2 * s + 1] = pool_copy(c, true, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
+	table[2 * s + 1] = rt_pool_copy(c, true, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
 }
 
 void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
@@ -85,29 +85,7 @@ void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots
 	if (c->defer)
 		return;
 	int64_t s = u % k;
-	table[2 * s + 1] = pool_copy(c, false, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
-}
-
-void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n)
-{
-	const RtTensor *t = &c->model->params[param];
-	int64_t bytes = n * rt_elem_bytes(t->dtype);
-	if (c->capture && c->capture[param])
-		rt_d2h(c, (unsigned char *)c->capture[param] + u * bytes, g, bytes);
-	if (c->no_update)
-		return;
-	if (c->defer) {
-		/* the unit's gradient (its micro-batches' sum so far) waits on the host */
-		c->grad_event[param] = host_copy(c, false, g, c->grads + c->grads_at[param] + u * bytes, bytes);
-		return;
-	}
-	if (rt_distributed) {
-		/* summed across the ranks before its update, which divides by them */
-		c->dev->collective(RT_SUM, g, n, t->dtype);
-		c->dev->collective_wait();
-		c->n.allreduce_bytes += bytes;
-	}
-	rt_apply_update(c, t, p, g, m, v, n);
+	table[2 * s + 1] = rt_pool_copy(c, false, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
 }
 
 void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes)
@@ -118,44 +96,15 @@ void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes)
 		c->grad_event[param] = 0;
 	}
 	if (c->grads_in) {
-		c->dev->copy_wait(host_copy(c, true, g, c->grads + c->grads_at[param] + u * bytes, bytes));
+		c->dev->copy_wait(rt_host_copy(c, true, g, c->grads + c->grads_at[param] + u * bytes, bytes));
 		return;
 	}
 	/* the step's first micro-batch: rt_zero zeroes (it is not accumulating) */
 	rt_zero(c, g, bytes);
 }
 
-void rt_update_streamed(RtCtx *c)
-{
-	const RtModel *m = c->model;
-	for (int i = 0; i < m->nparams; i++) {
-		const RtTensor *t = &m->params[i];
-		if (!t->streamed || t->buffer)
-			continue;
-		int64_t units = t->dim[0], bytes = t->bytes / units, n = t->numel / units;
-		for (int64_t u = 0; u < units; u++) {
-			/* slot u mod k, as the sweep would; the copies run in order on the copy stream, each
-			 * behind the compute queued before it, so a slot is free when its next copy starts */
-			uint64_t at = (uint64_t)((u % m->nslots) * bytes), base = c->base;
-			pool_copy(c, true, base + (uint64_t)t->slots + at, t->host + u * bytes, bytes);
-			if (m->adam) {
-				pool_copy(c, true, base + (uint64_t)t->slots_m + at, t->host_m + u * bytes, bytes);
-				pool_copy(c, true, base + (uint64_t)t->slots_v + at, t->host_v + u * bytes, bytes);
-			}
-			c->dev->copy_wait(host_copy(c, true, base + (uint64_t)t->grad, c->grads + c->grads_at[i] + u * bytes, bytes));
-			rt_apply_update(c, t, base + (uint64_t)t->slots + at, base + (uint64_t)t->grad,
-			                m->adam ? base + (uint64_t)t->slots_m + at : 0, m->adam ? base + (uint64_t)t->slots_v + at : 0, n);
-			pool_copy(c, false, base + (uint64_t)t->slots + at, t->host + u * bytes, bytes);
-			if (m->adam) {
-				pool_copy(c, false, base + (uint64_t)t->slots_m + at, t->host_m + u * bytes, bytes);
-				pool_copy(c, false, base + (uint64_t)t->slots_v + at, t->host_v + u * bytes, bytes);
-			}
-		}
-	}
-}
-
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)
 {
 	c->no_graph = "snapshots in host memory wait on the host";
-	c->snap_event = pool_copy(c, to_device, dev, host, bytes);
+	c->snap_event = rt_pool_copy(c, to_device, dev, host, bytes);
 }
