@@ -26,11 +26,11 @@ CUDA_DEF := $(if $(HAVE_CUDA),-DDPC_HAVE_CUDA)
 
 all: $(O)bin/dpc $(O)runtime/libdprt.a $(CUDA_LIB)
 
-$(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def)
+$(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
 
-$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc)
+$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
 

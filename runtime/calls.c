@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../compiler/revolve/revolve.h"
-#include "../compiler/ops/rng.h"
+#include "../common/rng.h"
 #include "rt.h"
 
 uint64_t rt_base(RtCtx *c) { return c->base; }

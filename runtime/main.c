@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../compiler/ops/rng.h"
+#include "../common/rng.h"
 #include "rt.h"
 #include "svg.h"
 

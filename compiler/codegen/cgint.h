@@ -124,7 +124,7 @@ LLVMValueRef cg_i64(Cg *g, int64_t v);
 LLVMValueRef cg_real(Cg *g, double v);
 /* makes real, rstore, realp and bf16 those of element type dt */
 void cg_set_real(Cg *g, DType dt);
-/* dp_mix (compiler/ops/rng.h) of an i64, in LLVM */
+/* dp_mix (common/rng.h) of an i64, in LLVM */
 LLVMValueRef cg_mix(Cg *g, LLVMBuilderRef b, LLVMValueRef x);
 /* Decides k's vector width and lanes (cg_kernel_shape), then finds or adds
  * it; returns its id. */

@@ -8,7 +8,7 @@
 #include "../../runtime/dprt.h"
 #include "cgint.h"
 #include "../ops/ops.h"
-#include "../ops/rng.h"
+#include "../../common/rng.h"
 
 /* the row's label as i64, and with an ignored label whether it counts */
 static LLVMValueRef row_label(K *k, const KDesc *d, LLVMValueRef labels, LLVMValueRef row, LLVMValueRef *valid)
@@ -523,7 +523,7 @@ bool cg_host_nn(Host *h, Op *op)
 	}
 	if (op->kind != OP_DROPOUT)
 		return false;
-	/* the result, x, the key of this op's draws in this iteration (compiler/ops/rng.h),
+	/* the result, x, the key of this op's draws in this iteration (common/rng.h),
 	 * and 1 while training (0 in evaluation: keep everything) */
 	Program *p = h->g->p;
 	LLVMBuilderRef b = h->g->b;

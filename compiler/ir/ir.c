@@ -3,15 +3,6 @@
 
 #include <string.h>
 
-#include "../ops/ops.h"
-
-const OpInfo ir_ops[OP__COUNT] = {
-#define X(name, text, arity, flags, shape, adjoint, form, low, attr, cost, family) \
-	[OP_##name] = {text, arity, flags, ops_shape_##shape, ops_adjoint_##adjoint, ops_run_##shape, form, low, attr, cost},
-#include "ops.def"
-#undef X
-};
-
 Program *ir_new_program(int real_bytes)
 {
 	Program *p = ar_alloc(sizeof *p);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../util.h"
+#include "../util/util.h"
 
 #define IR_MAXRANK 6
 

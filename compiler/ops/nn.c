@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ops.h"
-#include "rng.h"
+#include "../../common/rng.h"
 
 /* embed (table[V, D], ids i32[...]) -> [..., D]; embed_grad (g[..., D], ids) -> to */
 const char *ops_shape_embed(Program *p, Op *op, Type *out)

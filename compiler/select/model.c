@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util.h"
+#include "../util/util.h"
 
 /* sel_check_tries: each try checked against sel_evaluate() */
 static bool checking;

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util.h"
+#include "../util/util.h"
 
 /* free to compute again from what is always there: a fill */
 static bool is_free(const SelProblem *P, int v)

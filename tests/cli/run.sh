@@ -18,6 +18,8 @@ assert len(s.encode()) < 8192, len(s.encode())
 assert 'make deps && make run' in s and 'make deps && make test' in s
 print(len(s.encode()), 'bytes')"
 check "cli/doc-links: the links of README.md and docs/ lead inside the repository" python3 tools/check-links.py
+# no two folders of compiler/, runtime/ and common/ include each other, directly or in a loop (issue 41)
+check "cli/include-arrows: the folders' includes run one way" python3 tools/check-includes.py
 # docs/cli.md is both programs' --help, each printed from its options table (issue 41)
 if DPC="$DPC" bash tools/cli-doc.sh "$out.cli.md" >"$out.cli.log" 2>&1 && diff docs/cli.md "$out.cli.md" >>"$out.cli.log" 2>&1; then
 	ok "cli/docs-match-help: docs/cli.md is dpc --help and the executable's --help"
