@@ -14,9 +14,13 @@ LLVM_LIBS   = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFI
 
 B = $(O)build
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
-COMPILER_OBJ = $(COMPILER_SRC:%.c=$(B)/%.o) $(B)/compiler/svg.o
+# common/: what both sides use (the revolve schedules, the SVG writer, the ABI's constants, dropout's
+# random numbers), built into both libraries
+COMMON_SRC   = $(wildcard common/*.c)
+COMMON_OBJ   = $(COMMON_SRC:%.c=$(B)/%.o)
+COMPILER_OBJ = $(COMPILER_SRC:%.c=$(B)/%.o) $(COMMON_OBJ)
 RUNTIME_SRC  = $(wildcard runtime/*.c runtime/cpu/*.c)
-RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(B)/%.o) $(B)/runtime/revolve.o
+RUNTIME_OBJ  = $(RUNTIME_SRC:%.c=$(B)/%.o) $(COMMON_OBJ)
 
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(shell test -f $(CUDA_HOME)/include/cuda.h && test -f $(CUDA_HOME)/include/cublas_v2.h && echo 1)
@@ -42,13 +46,8 @@ $(O)bin/dpc: $(B)/compiler/main.o $(B)/libdpc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $^ $(LLVM_LIBS) -lm
 
-# the revolve schedule generator: one source, in the compiler and in the runtime
-$(B)/runtime/revolve.o: compiler/revolve/revolve.c compiler/revolve/revolve.h
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
-
-# the memory picture: one source, in the compiler (--emit=memplot) and in the runtime (--memplot)
-$(B)/compiler/svg.o: runtime/svg.c runtime/svg.h
+# common/: one source each, in the compiler and in the runtime
+$(B)/common/%.o: common/%.c $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -106,11 +105,11 @@ test-sanitize:
 FUZZ_CC    ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # every compiler source but code generation and the driver (no LLVM)
-FUZZ_DPC_SRC = $(filter-out compiler/codegen/% compiler/driver.c,$(COMPILER_SRC)) runtime/svg.c
+FUZZ_DPC_SRC = $(filter-out compiler/codegen/% compiler/driver.c,$(COMPILER_SRC)) $(COMMON_SRC)
 FUZZ_FILES_SRC = runtime/files.c runtime/desc.c
 FUZZ_TIME ?= 120
 
-build/fuzz/fuzz_dpc: tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def runtime/svg.h)
+build/fuzz/fuzz_dpc: tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def common/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_dpc.c $(FUZZ_DPC_SRC) -lm
 

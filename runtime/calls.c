@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/revolve/revolve.h"
+#include "../common/revolve.h"
 #include "../common/rng.h"
 #include "rt.h"
 

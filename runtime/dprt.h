@@ -64,23 +64,10 @@
 
 #include <stdint.h>
 
+#include "../common/abi.h"
+
 typedef struct RtCtx RtCtx;
 typedef void (*RtKernelFn)(const uint64_t *args, int64_t begin, int64_t end);
-
-enum {
-	RT_COUNT_FORWARD = 0,   /* a loop body computed in a forward sweep */
-	RT_COUNT_RECOMPUTED = 1,/* a loop body computed again to rebuild state */
-	RT_COUNT_FLOPS = 2,     /* FLOPs of straight-line ops computed again in the adjoint */
-};
-
-enum { RT_PHASE_FORWARD, RT_PHASE_BACKWARD }; /* rt_phase: where dp_step has got to, for --trace */
-
-/* A fused revolve's action word: the RevAction in the top bits, then a
- * count of steps (or a slot) of RT_ACTION_FIELD bits, then the first step
- * of RT_ACTION_STEP bits. */
-enum { RT_ACTION_STEP = 31, RT_ACTION_FIELD = 29, RT_ACTION_KIND = RT_ACTION_STEP + RT_ACTION_FIELD };
-#define RT_ACTION_WORD(a, field, step) \
-	((uint64_t)(a) << RT_ACTION_KIND | (uint64_t)(field) << RT_ACTION_STEP | (uint64_t)(step))
 
 uint64_t rt_base(RtCtx *c);
 void rt_phase(RtCtx *c, int phase);
@@ -93,7 +80,6 @@ void rt_launch(RtCtx *c, int kernel, int64_t n, int nargs, const uint64_t *args)
  * elem_bytes: 2 (bf16, f32 accumulation), 4 (f32) or 8 (f64), all three
  * matrices; or RT_GEMM_BF16_F32: A and B bf16, C f32 (attention's scores).
  * ta/tb: use the transpose of A / B. Strides are in elements. */
-#define RT_GEMM_BF16_F32 3
 void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k,
              uint64_t a, int64_t lda, int64_t stride_a,
              uint64_t b, int64_t ldb, int64_t stride_b,
@@ -106,13 +92,6 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
  * w, the gradient of the weight, from x and y. dims: RT_CONV_DIMS numbers
  * in this order (a window's elements dh, dw apart, as unfold's). The result is
  * overwritten. ws: ws_bytes of planned workspace. elem_bytes as rt_gemm's. */
-enum {
-	RT_CONV_N, RT_CONV_C, RT_CONV_H, RT_CONV_W, RT_CONV_O, RT_CONV_HO, RT_CONV_WO, RT_CONV_KH, RT_CONV_KW,
-	RT_CONV_SH, RT_CONV_SW, RT_CONV_PH, RT_CONV_PW, RT_CONV_DH, RT_CONV_DW, RT_CONV_G, RT_CONV_DIMS
-};
-/* the most parameters (and buffers) and inputs a model has: codegen refuses more */
-#define RT_MAX_PARAMS 4096
-#define RT_MAX_INPUTS 64
 void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *dims, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
              int64_t ws_bytes);
 /* Attention in tiles (the attention ops on the CPU): kind 0 attention, 1

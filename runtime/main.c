@@ -12,7 +12,7 @@
 
 #include "../common/rng.h"
 #include "rt.h"
-#include "svg.h"
+#include "../common/svg.h"
 
 bool rt_tf32, rt_conv_fp32, rt_verbose;
 

@@ -13,7 +13,7 @@
 #include "ad.h"
 #include <string.h>
 
-#include "../../runtime/dprt.h"
+#include "../../common/abi.h"
 
 typedef struct {
 	Op *loop;  /* a forward loop, or a clone of one */

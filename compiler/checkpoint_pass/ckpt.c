@@ -17,7 +17,7 @@
 
 #include "ckpt.h"
 
-#include "../../runtime/dprt.h"
+#include "../../common/abi.h"
 
 static bool is_tape_store(Op *op, const int *tape, int n)
 {

@@ -6,7 +6,7 @@
 
 #include "../ir/ir.h"
 #include "../memplan/memplan.h"
-#include "../revolve/revolve.h"
+#include "../../common/revolve.h"
 
 typedef enum { CKPT_NONE, CKPT_BINOMIAL, CKPT_AUTO } CkptMode;
 

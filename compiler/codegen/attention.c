@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runtime/dprt.h"
+#include "../../common/abi.h"
 #include "cgint.h"
 #include "../ops/ops.h"
 

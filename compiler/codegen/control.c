@@ -3,8 +3,8 @@
  * kernels (K_SGD, K_ADAM). */
 #include <string.h>
 
-#include "../../runtime/dprt.h"
-#include "../revolve/revolve.h"
+#include "../../common/abi.h"
+#include "../../common/revolve.h"
 #include "cgint.h"
 
 

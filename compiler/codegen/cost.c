@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "cgint.h"
-#include "../revolve/revolve.h"
+#include "../../common/revolve.h"
 
 #ifndef DPC_CUDA_HOME
 #define DPC_CUDA_HOME "/usr/local/cuda"

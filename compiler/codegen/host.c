@@ -8,8 +8,8 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassManagerBuilder.h>
 
-#include "../../runtime/dprt.h"
-#include "../revolve/revolve.h"
+#include "../../common/abi.h"
+#include "../../common/revolve.h"
 #include "cgint.h"
 
 

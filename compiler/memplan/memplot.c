@@ -1,11 +1,11 @@
 /* stream: --emit=memplot, the plan's device memory over one step as an SVG
- * picture (runtime/svg.c draws it): the fixed regions as constant layers,
+ * picture (common/svg.c draws it): the fixed regions as constant layers,
  * the work region as its highest byte in use (Program.mem_series). */
 #include "memplan.h"
 
 #include <stdlib.h>
 
-#include "../../runtime/svg.h"
+#include "../../common/svg.h"
 
 void mem_memplot(FILE *f, Program *p, const char *model)
 {

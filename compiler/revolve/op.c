@@ -1,6 +1,6 @@
 /* rev: an OP_REVOLVE's schedule and its costs, read off the op: its trip
  * count, snapshot slots, tape of rows, sweep and pool. */
-#include "revolve.h"
+#include "../../common/revolve.h"
 
 #include "../ir/ir.h"
 

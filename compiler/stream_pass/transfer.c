@@ -5,8 +5,8 @@
  * and its write-back. */
 #include "stream.h"
 
-#include "../revolve/revolve.h"
-#include "../../runtime/dprt.h"
+#include "../../common/revolve.h"
+#include "../../common/abi.h"
 
 #define MAX_AHEAD 2 /* the deepest prefetch tried: one unit more than d = 1 covers jitter */
 

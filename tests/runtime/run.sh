@@ -261,7 +261,7 @@ EOF
 # a normal run gives back every buffer: a LeakSanitizer build of the runtime and the fake model is clean
 if command -v clang >/dev/null && echo 'int main(void){return 0;}' | clang -x c -fsanitize=address,undefined - -o "$f.asan-probe" 2>/dev/null; then
 	if clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -pthread -Iruntime runtime/*.c runtime/cpu/*.c \
-		compiler/revolve/revolve.c tests/runtime/fake_model.c -DADAM -o "$f.asan" -lopenblas -lm >"$f.asan.log" 2>&1; then
+		common/*.c tests/runtime/fake_model.c -DADAM -o "$f.asan" -lopenblas -lm >"$f.asan.log" 2>&1; then
 		check "runtime/fake-asan-no-leaks" bash -c "ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --steps 5 --optimizer adam --profile \
 			--input x='$f.x13.npy' --save '$f.asan.st' --dump-grads '$f.asan.g.st' --summary-json '$f.asan.json' 2>&1 &&
 			ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --steps 2 --init '$f.asan.st' --quiet 2>&1 &&

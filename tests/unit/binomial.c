@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/revolve/revolve.h"
+#include "../../common/revolve.h"
 #include "check.h"
 
 #define NMAX 80
