@@ -604,6 +604,140 @@ static int input_named(const RtModel *m, const char *opt, const char *name)
 	rt_usage(fmt, name);
 }
 
+/* what the executable was compiled for against what the command line asks: the optimizer (its state
+ * is part of the memory plan) and the ranks a sharded plan was made for; lr's default by optimizer */
+static void check_compiled(const RtModel *m, RtOpts *o)
+{
+	/* the optimizer is compiled in: its state is part of the memory plan */
+	const char *compiled = m->adam ? "adam" : "sgd";
+	/* adamw is adam's state and kernel with the decay */
+	const char *asked = o->optimizer && !strcmp(o->optimizer, "adamw") ? "adam" : o->optimizer;
+	if (asked && strcmp(asked, compiled)) {
+		char why[200];
+		snprintf(why, sizeof why, "this executable was compiled for --optimizer %s; to train with %s, compile it "
+		         "with dpc --optimizer %s", compiled, o->optimizer, asked);
+		rt_usage("%s", why);
+	}
+	if (!o->lr_set)
+		o->lr = m->adam ? 0.001 : 0.01;
+	/* ZeRO stage 1: the plan holds one rank's share of Adam's state */
+	if (m->ranks > 1 && !o->shard_optimizer)
+		rt_usage("%s", "this executable was compiled with dpc --ranks: its plan holds one rank's share of Adam's "
+		         "state; run it under mpirun with --shard-optimizer");
+	if (o->shard_optimizer && m->ranks == 1)
+		rt_usage("%s", "--shard-optimizer needs an executable whose plan holds a rank's share of Adam's state: "
+		         "compile it with dpc --optimizer adam --ranks N");
+	if (m->ranks > 1 && rt_nranks != m->ranks) {
+		char why[160];
+		snprintf(why, sizeof why, "this executable was compiled with dpc --ranks %d and runs as %d rank%s; run it "
+		         "with mpirun -np %d", m->ranks, rt_nranks, rt_nranks == 1 ? "" : "s", m->ranks);
+		rt_usage("%s", why);
+	}
+}
+
+/* the training data (files, else synthetic) and the validation data, every file read and checked before
+ * any work; under mpirun, the ranks' agreement on them. Whether there is validation data. */
+static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val)
+{
+	const RtModel *m = c->model;
+	/* inputs: files first, so that errors come before any work */
+	memset(data, 0, sizeof(RtData) * RT_MAX_INPUTS);
+	for (int f = 0; f < o->ninput_files; f++) {
+		int k = input_named(m, "--input", o->input_name[f]);
+		rt_load_data(&data[k], &m->inputs[k], o->input_file[f]);
+	}
+	if (o->data) {
+		if (m->ninputs < 1)
+			rt_usage("--data %s: the model has no inputs", o->data);
+		rt_load_data(&data[0], &m->inputs[0], o->data);
+	}
+	if (o->labels) {
+		if (m->ninputs < 2)
+			rt_usage("--labels %s: the model has fewer than two inputs", o->labels);
+		rt_load_data(&data[1], &m->inputs[1], o->labels);
+	}
+	rt_synthesize(data, m, (uint64_t)o->seed);
+	if (rt_distributed) {
+		if (!c->dev->collective)
+			rt_fail(1, "%d ranks: data parallelism on this device (%s) is not built yet; it runs on the CPU", rt_nranks,
+			        c->dev->name);
+		if (o->dump_grads || o->gradcheck)
+			rt_usage("%s", o->gradcheck ? "--gradcheck runs in one process, not under mpirun"
+			                           : "--dump-grads under mpirun is not built yet: it would dump one rank's gradients");
+		ranks_agree(m, o, data);
+	}
+	/* validation: rows for every input, the first's by --val-data, the second's by --val-labels,
+	 * any by --val-input NAME=FILE */
+	memset(val, 0, sizeof(RtData) * RT_MAX_INPUTS);
+	if (o->val_data) {
+		if (m->ninputs < 1)
+			rt_usage("--val-data %s: the model has no inputs", o->val_data);
+		rt_load_data(&val[0], &m->inputs[0], o->val_data);
+		if (m->ninputs == 2 && !o->val_labels && !o->nval_files)
+			rt_usage("--val-data %s: the model has two inputs; give --val-labels too", o->val_data);
+	}
+	if (o->val_labels) {
+		if (!o->val_data)
+			rt_usage("--val-labels %s needs --val-data", o->val_labels);
+		if (m->ninputs < 2)
+			rt_usage("--val-labels %s: the model has fewer than two inputs", o->val_labels);
+		rt_load_data(&val[1], &m->inputs[1], o->val_labels);
+	}
+	for (int f = 0; f < o->nval_files; f++) {
+		int k = input_named(m, "--val-input", o->val_name[f]);
+		if (val[k].rows)
+			rt_usage("--val-input: input '%s' has validation data already", o->val_name[f]);
+		rt_load_data(&val[k], &m->inputs[k], o->val_file[f]);
+	}
+	bool validate = o->val_data || o->nval_files;
+	for (int k = 0; validate && k < m->ninputs; k++)
+		if (!val[k].rows)
+			rt_usage("validation needs data for every input; input '%s' has none (--val-input NAME=FILE)",
+			         m->inputs[k].name);
+	return validate;
+}
+
+/* the run's first lines: the parameters, the arena by category, streaming, the ranks, deferred updates */
+static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_bytes, bool deferred)
+{
+	const RtModel *m = c->model;
+	int64_t count = 0;
+	int nbuf = 0;
+	for (int i = 0; i < m->nparams; i++)
+		count += m->params[i].numel, nbuf += m->params[i].buffer;
+	char bufs[48] = "";
+	if (nbuf)
+		snprintf(bufs, sizeof bufs, " and %d buffer%s", nbuf, nbuf == 1 ? "" : "s");
+	printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
+	       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
+	       mib(r->predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
+	       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
+	       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
+	       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work));
+	char slots[96] = "";
+	if (m->nslots)
+		snprintf(slots, sizeof slots, ", %d device slots per tensor (%s), %d ahead", m->nslots, mib(m->plan_slots),
+		         m->ahead);
+	if (m->host)
+		printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
+		       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
+	if (rt_distributed) {
+		int64_t g = grad_bytes(m, false);
+		printf("%s: %d rank%s (mpirun): each trains on its %lld rows of every global batch of %lld, the gradients "
+		       "(%s) summed across the ranks each step\n", m->model, rt_nranks, rt_nranks == 1 ? "" : "s",
+		       (long long)(m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1),
+		       (long long)(rt_nranks * (m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1)), mib(g));
+	}
+	if (deferred) {
+		int64_t sh, sd;
+		stream_per_step(m, o, &sh, &sd);
+		printf("%s: %s: the streamed units' updates wait for the step's gradients, held in %s of pinned host "
+		       "memory%s; per step %s host->device, %s device->host\n", m->model,
+		       o->clip_set ? (o->accum > 1 ? "--clip-grad, --accum" : "--clip-grad") : "--accum", mib(m->stream_grads),
+		       o->clip_set ? ", then a pass of their own" : "", mib(sh), mib(sd));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	double t_start = now();
@@ -631,31 +765,7 @@ int main(int argc, char **argv)
 	static RtModel model;
 	rt_parse_desc(&model, dp_model_desc);
 	RtModel *m = &model;
-	/* the optimizer is compiled in: its state is part of the memory plan */
-	const char *compiled = m->adam ? "adam" : "sgd";
-	/* adamw is adam's state and kernel with the decay */
-	const char *asked = o.optimizer && !strcmp(o.optimizer, "adamw") ? "adam" : o.optimizer;
-	if (asked && strcmp(asked, compiled)) {
-		char why[200];
-		snprintf(why, sizeof why, "this executable was compiled for --optimizer %s; to train with %s, compile it "
-		         "with dpc --optimizer %s", compiled, o.optimizer, asked);
-		rt_usage("%s", why);
-	}
-	if (!o.lr_set)
-		o.lr = m->adam ? 0.001 : 0.01;
-	/* ZeRO stage 1: the plan holds one rank's share of Adam's state */
-	if (m->ranks > 1 && !o.shard_optimizer)
-		rt_usage("%s", "this executable was compiled with dpc --ranks: its plan holds one rank's share of Adam's "
-		         "state; run it under mpirun with --shard-optimizer");
-	if (o.shard_optimizer && m->ranks == 1)
-		rt_usage("%s", "--shard-optimizer needs an executable whose plan holds a rank's share of Adam's state: "
-		         "compile it with dpc --optimizer adam --ranks N");
-	if (m->ranks > 1 && rt_nranks != m->ranks) {
-		char why[160];
-		snprintf(why, sizeof why, "this executable was compiled with dpc --ranks %d and runs as %d rank%s; run it "
-		         "with mpirun -np %d", m->ranks, rt_nranks, rt_nranks == 1 ? "" : "s", m->ranks);
-		rt_usage("%s", why);
-	}
+	check_compiled(m, &o);
 	RtCtx ctx = {0}, *c = &ctx;
 	c->dev = &rt_cpu_device;
 	if (dp_ptx[0]) {
@@ -667,62 +777,8 @@ int main(int argc, char **argv)
 	if (o.graph && !c->dev->graph_begin)
 		rt_usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
 
-	/* inputs: files first, so that errors come before any work */
-	RtData data[RT_MAX_INPUTS];
-	memset(data, 0, sizeof data);
-	for (int f = 0; f < o.ninput_files; f++) {
-		int k = input_named(m, "--input", o.input_name[f]);
-		rt_load_data(&data[k], &m->inputs[k], o.input_file[f]);
-	}
-	if (o.data) {
-		if (m->ninputs < 1)
-			rt_usage("--data %s: the model has no inputs", o.data);
-		rt_load_data(&data[0], &m->inputs[0], o.data);
-	}
-	if (o.labels) {
-		if (m->ninputs < 2)
-			rt_usage("--labels %s: the model has fewer than two inputs", o.labels);
-		rt_load_data(&data[1], &m->inputs[1], o.labels);
-	}
-	rt_synthesize(data, m, (uint64_t)o.seed);
-	if (rt_distributed) {
-		if (!c->dev->collective)
-			rt_fail(1, "%d ranks: data parallelism on this device (%s) is not built yet; it runs on the CPU", rt_nranks,
-			        c->dev->name);
-		if (o.dump_grads || o.gradcheck)
-			rt_usage("%s", o.gradcheck ? "--gradcheck runs in one process, not under mpirun"
-			                           : "--dump-grads under mpirun is not built yet: it would dump one rank's gradients");
-		ranks_agree(m, &o, data);
-	}
-	/* validation: rows for every input, the first's by --val-data, the second's by --val-labels,
-	 * any by --val-input NAME=FILE */
-	RtData val[RT_MAX_INPUTS];
-	memset(val, 0, sizeof val);
-	if (o.val_data) {
-		if (m->ninputs < 1)
-			rt_usage("--val-data %s: the model has no inputs", o.val_data);
-		rt_load_data(&val[0], &m->inputs[0], o.val_data);
-		if (m->ninputs == 2 && !o.val_labels && !o.nval_files)
-			rt_usage("--val-data %s: the model has two inputs; give --val-labels too", o.val_data);
-	}
-	if (o.val_labels) {
-		if (!o.val_data)
-			rt_usage("--val-labels %s needs --val-data", o.val_labels);
-		if (m->ninputs < 2)
-			rt_usage("--val-labels %s: the model has fewer than two inputs", o.val_labels);
-		rt_load_data(&val[1], &m->inputs[1], o.val_labels);
-	}
-	for (int f = 0; f < o.nval_files; f++) {
-		int k = input_named(m, "--val-input", o.val_name[f]);
-		if (val[k].rows)
-			rt_usage("--val-input: input '%s' has validation data already", o.val_name[f]);
-		rt_load_data(&val[k], &m->inputs[k], o.val_file[f]);
-	}
-	bool validate = o.val_data || o.nval_files;
-	for (int k = 0; validate && k < m->ninputs; k++)
-		if (!val[k].rows)
-			rt_usage("validation needs data for every input; input '%s' has none (--val-input NAME=FILE)",
-			         m->inputs[k].name);
+	RtData data[RT_MAX_INPUTS], val[RT_MAX_INPUTS];
+	bool validate = load_inputs(c, &o, data, val);
 	rt_choose_threads(o.threads);
 	rt_verbose = o.verbose;
 	if (o.verbose) {
@@ -811,43 +867,8 @@ int main(int argc, char **argv)
 	c->gscale = 1.0 / rt_nranks; /* the update averages the ranks' summed gradients */
 	c->seed = (uint64_t)o.seed;
 
-	if (!o.quiet) {
-		int64_t count = 0;
-		int nbuf = 0;
-		for (int i = 0; i < m->nparams; i++)
-			count += m->params[i].numel, nbuf += m->params[i].buffer;
-		char bufs[48] = "";
-		if (nbuf)
-			snprintf(bufs, sizeof bufs, " and %d buffer%s", nbuf, nbuf == 1 ? "" : "s");
-		printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
-		       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
-		       mib(r.predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
-		       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
-		       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
-		       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work));
-		char slots[96] = "";
-		if (m->nslots)
-			snprintf(slots, sizeof slots, ", %d device slots per tensor (%s), %d ahead", m->nslots, mib(m->plan_slots),
-			         m->ahead);
-		if (m->host)
-			printf("%s: streaming: host pool %s%s; per step %s host->device, %s device->host\n", m->model, mib(m->host),
-			       slots, mib(m->xfer_h2d[1]), mib(m->xfer_d2h[1]));
-		if (rt_distributed) {
-			int64_t g = grad_bytes(m, false);
-			printf("%s: %d rank%s (mpirun): each trains on its %lld rows of every global batch of %lld, the gradients "
-			       "(%s) summed across the ranks each step\n", m->model, rt_nranks, rt_nranks == 1 ? "" : "s",
-			       (long long)(m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1),
-			       (long long)(rt_nranks * (m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1)), mib(g));
-		}
-		if (deferred) {
-			int64_t sh, sd;
-			stream_per_step(m, &o, &sh, &sd);
-			printf("%s: %s: the streamed units' updates wait for the step's gradients, held in %s of pinned host "
-			       "memory%s; per step %s host->device, %s device->host\n", m->model,
-			       o.clip_set ? (o.accum > 1 ? "--clip-grad, --accum" : "--clip-grad") : "--accum", mib(m->stream_grads),
-			       o.clip_set ? ", then a pass of their own" : "", mib(sh), mib(sd));
-		}
-	}
+	if (!o.quiet)
+		announce(c, &o, &r, param_bytes, deferred);
 	int status = 0;
 	if (o.eval) {
 		status = evaluate(c, &o, data);
