@@ -738,35 +738,60 @@ static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_byte
 	}
 }
 
-int main(int argc, char **argv)
-{
-	double t_start = now();
-	const char *slash = strrchr(argv[0], '/');
-	rt_prog = slash ? slash + 1 : argv[0];
-	rt_dist_init(&argc, &argv);
+/* what the phases of main() share */
+typedef struct {
 	RtOpts o;
-	rt_parse_opts(&o, argc, argv);
-	/* data parallelism: rank 0 speaks and writes; a path with %r is every rank's own */
-	char *rank_paths[7] = {0};
+	RtModel model;
+	RtCtx ctx;
+	RtData data[RT_MAX_INPUTS], val[RT_MAX_INPUTS]; /* the training and validation data */
+	bool validate, saves_state;
+	bool deferred;                /* the streamed units' updates wait for the step's gradients */
+	void *host[RT_MAX_PARAMS];    /* the parameters on the host (the pool's, for streamed ones) */
+	void *mom[2 * RT_MAX_PARAMS]; /* adam's moments on the host, for state files */
+	void *gbuf[RT_MAX_PARAMS];    /* --clip-grad: the resident gradients on the host */
+	unsigned char *loss_slots;    /* pinned, per fence slot: the loss, then each report */
+	int nres;                     /* 1 + the reports */
+	long start;                   /* the step the run starts at (resumed: the state's) */
+	Run r;
+	char *rank_paths[7];          /* under mpirun, the outputs' paths made for this rank */
+	int64_t param_bytes;
+	double t_start;
+} Session;
+
+/* the command line, each output checked writable now; under mpirun, each rank's paths */
+static void options(Session *S, int argc, char **argv)
+{
+	RtOpts *o = &S->o;
+	rt_parse_opts(o, argc, argv);
 	/* every rank takes part in a save (sharded moments are gathered), rank 0 writes it */
-	bool saves_state = o.save_state != NULL;
-	const char **paths[7] = {&o.save, &o.dump_grads, &o.summary, &o.log_json, &o.trace, &o.memplot, &o.save_state};
+	S->saves_state = o->save_state != NULL;
+	/* data parallelism: rank 0 speaks and writes; a path with %r is every rank's own */
+	const char **paths[7] = {&o->save, &o->dump_grads, &o->summary, &o->log_json, &o->trace, &o->memplot, &o->save_state};
 	for (int i = 0; i < 7 && rt_distributed; i++)
-		*paths[i] = rank_path(*paths[i], &rank_paths[i]);
+		*paths[i] = rank_path(*paths[i], &S->rank_paths[i]);
 	if (rt_rank > 0)
-		o.quiet = true;
+		o->quiet = true;
 	/* outputs: writable now, not only after the training; a signal during a
 	 * write removes its temporary file */
 	rt_cleanup_on_signals();
-	const char *outputs[7] = {o.save, o.dump_grads, o.summary, o.log_json, o.trace, o.memplot, o.save_state};
+	const char *outputs[7] = {o->save, o->dump_grads, o->summary, o->log_json, o->trace, o->memplot, o->save_state};
 	for (int i = 0; i < 7; i++)
 		if (outputs[i])
 			rt_check_output(outputs[i]);
-	static RtModel model;
-	rt_parse_desc(&model, dp_model_desc);
-	RtModel *m = &model;
-	check_compiled(m, &o);
-	RtCtx ctx = {0}, *c = &ctx;
+}
+
+/* the model, the device, the data, and every buffer: pinned slots, the host pool, the parameters
+ * (initialised, loaded or resumed) and the one device allocation, the planned arena */
+static void setup(Session *S)
+{
+	RtOpts *o = &S->o;
+	RtModel *m = &S->model;
+	RtCtx *c = &S->ctx;
+	Run *r = &S->r;
+	RtData *data = S->data, *val = S->val;
+	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
+	rt_parse_desc(m, dp_model_desc);
+	check_compiled(m, o);
 	c->dev = &rt_cpu_device;
 	if (dp_ptx[0]) {
 		if (!&rt_cuda_device)
@@ -774,14 +799,13 @@ int main(int argc, char **argv)
 		c->dev = &rt_cuda_device;
 	}
 	c->model = m;
-	if (o.graph && !c->dev->graph_begin)
+	if (o->graph && !c->dev->graph_begin)
 		rt_usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
 
-	RtData data[RT_MAX_INPUTS], val[RT_MAX_INPUTS];
-	bool validate = load_inputs(c, &o, data, val);
-	rt_choose_threads(o.threads);
-	rt_verbose = o.verbose;
-	if (o.verbose) {
+	S->validate = load_inputs(c, o, data, val);
+	rt_choose_threads(o->threads);
+	rt_verbose = o->verbose;
+	if (o->verbose) {
 		char rank[32] = "";
 		if (rt_distributed)
 			snprintf(rank, sizeof rank, " rank %d", rt_rank);
@@ -796,38 +820,35 @@ int main(int argc, char **argv)
 			val[k].batch[i] = data[k].batch[i]; /* validation runs between steps, all of them done */
 		}
 	/* per fence slot: the loss, then each report */
-	int nres = 1 + m->nreports;
-	unsigned char *loss_slots = pinned(c, 8 * RT_INFLIGHT * nres, "the loss");
+	S->nres = 1 + m->nreports;
+	S->loss_slots = pinned(c, 8 * RT_INFLIGHT * S->nres, "the loss");
 
 	/* the pinned host pool: streamed parameters live there, and the copy stream reads and writes it */
 	if (m->host) {
 		c->pool = pinned(c, m->host, "the host pool (streamed parameters, host snapshots, offloaded values)");
 		memset(c->pool, 0, (size_t)m->host);
 	}
-	void *host[RT_MAX_PARAMS];
-	int64_t param_bytes = 0;
+	S->param_bytes = 0;
 	for (int i = 0; i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		host[i] = t->streamed ? c->pool + t->host : rt_host_alloc(t->bytes, t->name);
-		param_bytes += t->bytes;
+		S->param_bytes += t->bytes;
 	}
 	/* adam's moments on the host, for state files: the pool's for streamed parameters */
-	void *mom[2 * RT_MAX_PARAMS] = {0};
-	for (int i = 0; m->adam && (saves_state || o.resume) && i < m->nparams; i++) {
+	for (int i = 0; m->adam && (S->saves_state || o->resume) && i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		if (t->buffer)
 			continue;
 		mom[2 * i] = t->streamed ? c->pool + t->host_m : rt_host_alloc(t->bytes, t->name);
 		mom[2 * i + 1] = t->streamed ? c->pool + t->host_v : rt_host_alloc(t->bytes, t->name);
 	}
-	void *gbuf[RT_MAX_PARAMS] = {0}; /* --clip-grad: the resident gradients on the host */
-	for (int i = 0; o.clip_set && i < m->nparams; i++)
+	for (int i = 0; o->clip_set && i < m->nparams; i++)
 		if (!m->params[i].buffer && !m->params[i].streamed)
 			gbuf[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 	/* --clip-grad and --accum K > 1 defer the streamed units' updates: their gradients wait in pinned
 	 * host memory until the step's last micro-batch (and, clipped, the norm) is done */
-	bool deferred = m->stream_grads > 0 && (o.clip_set || o.accum > 1);
-	if (deferred) {
+	S->deferred = m->stream_grads > 0 && (o->clip_set || o->accum > 1);
+	if (S->deferred) {
 		int64_t at = 0;
 		for (int i = 0; i < m->nparams; i++)
 			if (m->params[i].streamed && !m->params[i].buffer)
@@ -837,51 +858,51 @@ int main(int argc, char **argv)
 			        (long long)m->stream_grads);
 		c->grads = pinned(c, at, "the streamed parameters' gradients (--clip-grad, --accum)");
 	}
-	long start = 0;
-	if (o.resume)
-		start = rt_load_state(o.resume, m, &o, host, mom);
-	else if (o.init)
-		rt_load_safetensors(o.init, m, host);
+	S->start = 0;
+	if (o->resume)
+		S->start = rt_load_state(o->resume, m, o, host, mom);
+	else if (o->init)
+		rt_load_safetensors(o->init, m, host);
 	else
-		init_params(m, host, (uint64_t)o.seed);
+		init_params(m, host, (uint64_t)o->seed);
 
 	/* one device allocation: the planned arena, optimizer state included */
-	Run r = {.first = NAN, .last = NAN, .val = NAN, .predicted = m->arena};
-	c->base = rt_device_alloc(c, r.predicted);
+	*r = (Run){.first = NAN, .last = NAN, .val = NAN, .predicted = m->arena};
+	c->base = rt_device_alloc(c, r->predicted);
 	for (int i = 0; i < m->nparams; i++)
 		if (!m->params[i].streamed)
 			rt_h2d(c, c->base + (uint64_t)m->params[i].offset, host[i], m->params[i].bytes);
-	for (int i = 0; start && m->adam && i < m->nparams; i++) {
+	for (int i = 0; S->start && m->adam && i < m->nparams; i++) {
 		RtTensor *t = &m->params[i];
 		if (!t->streamed && !t->buffer) {
 			/* whole, or this rank's share */
 			int64_t n, lo = rt_share(t, m->ranks == 1 ? 0 : rt_rank, m->ranks, &n), esz = rt_elem_bytes(t->dtype);
 			rt_h2d(c, c->base + (uint64_t)t->opt_m, (char *)mom[2 * i] + lo * esz, n * esz);
 			rt_h2d(c, c->base + (uint64_t)t->opt_v, (char *)mom[2 * i + 1] + lo * esz, n * esz);
-			r.extra_h2d += 2 * n * esz;
+			r->extra_h2d += 2 * n * esz;
 		}
 	}
-	r.start = start;
-	c->lr = o.lr;
-	c->decay = o.weight_decay;
+	r->start = S->start;
+	c->lr = o->lr;
+	c->decay = o->weight_decay;
 	c->gscale = 1.0 / rt_nranks; /* the update averages the ranks' summed gradients */
-	c->seed = (uint64_t)o.seed;
+	c->seed = (uint64_t)o->seed;
 
-	if (!o.quiet)
-		announce(c, &o, &r, param_bytes, deferred);
-	int status = 0;
-	if (o.eval) {
-		status = evaluate(c, &o, data);
-		goto out;
-	}
-	if (o.gradcheck) {
-		rt_upload_batch(c, data, 0, 0, false);
-		status = gradcheck(c, &o, host);
-		goto out;
-	}
+	if (!o->quiet)
+		announce(c, o, r, S->param_bytes, S->deferred);
+}
 
+/* the training loop, then its reports and saves; the exit status */
+static int train(Session *S)
+{
+	RtOpts *o = &S->o;
+	RtModel *m = &S->model;
+	RtCtx *c = &S->ctx;
+	Run *r = &S->r;
+	RtData *data = S->data, *val = S->val;
+	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
 	double t0 = now();
-	r.setup_s = t0 - t_start;
+	r->setup_s = t0 - S->t_start;
 	/* The progress line's ms/step: the training time (saves left out)
 	 * between the completion of the last step it reports and that of the
 	 * previous line's. The CPU device runs each step as it is queued, so
@@ -895,20 +916,20 @@ int main(int argc, char **argv)
 	for (int k = 0; k < m->ninputs && !pg.tokens; k++)
 		if (m->inputs[k].ids)
 			pg.tokens = m->inputs[k].numel;
-	if (o.log_json && !(pg.log = fopen(o.log_json, "w")))
-		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));
+	if (o->log_json && !(pg.log = fopen(o->log_json, "w")))
+		rt_fail(1, "cannot write %s: %s", o->log_json, strerror(errno));
 	/* Step s is queued before step s - 1's loss is read: the device never
 	 * waits for the host between steps. */
-	for (long s = start; s <= o.steps; s++) {
+	for (long s = S->start; s <= o->steps; s++) {
 		int slot = (int)(s % RT_INFLIGHT);
-		if (s < o.steps) {
+		if (s < o->steps) {
 			c->dev->fence_wait(slot);
 			int64_t before = c->n.h2d_bytes + c->n.d2h_bytes;
 			c->step = s + 1;
 			/* before dp_step: streamed units update inside it */
-			c->lr = rt_lr_at(&o, s);
-			c->record = (o.profile && s == o.steps - 1) ||
-			            ((o.trace || o.memplot) && c->step >= o.trace_from && c->step <= o.trace_to);
+			c->lr = rt_lr_at(o, s);
+			c->record = (o->profile && s == o->steps - 1) ||
+			            ((o->trace || o->memplot) && c->step >= o->trace_from && c->step <= o->trace_to);
 			if (c->record) {
 				c->dev->copy_timing(true);
 				rt_prof_mark(c, RT_CALL_PHASE, "batch");
@@ -916,54 +937,54 @@ int main(int argc, char **argv)
 			/* --accum K: K micro-batches, each a batch of its own and a dropout key of its own; the
 			 * gradients summed in place (rt_zero leaves them while accumulating); the losses but
 			 * the last read here, the last as a step's */
-			for (long k = 0; k + 1 < o.accum; k++) {
+			for (long k = 0; k + 1 < o->accum; k++) {
 				c->accumulating = k > 0;
-				c->defer = deferred;
-				c->grads_in = deferred && k > 0;
-				c->draw = (uint64_t)(s * o.accum + k + 1);
-				rt_upload_batch(c, data, s * o.accum + k, slot, true);
+				c->defer = S->deferred;
+				c->grads_in = S->deferred && k > 0;
+				c->draw = (uint64_t)(s * o->accum + k + 1);
+				rt_upload_batch(c, data, s * o->accum + k, slot, true);
 				dp_step(c);
 				c->dev->sync(); /* the staging buffer again, the loss read */
 				micro[slot] += read_loss(c);
 			}
-			c->accumulating = o.accum > 1;
+			c->accumulating = o->accum > 1;
 			/* streamed units: the last micro-batch's sweep updates them, unless the norm must come first */
-			c->defer = deferred && o.clip_set;
-			c->grads_in = deferred && o.accum > 1;
-			c->draw = (uint64_t)((s + 1) * o.accum);
-			rt_upload_batch(c, data, s * o.accum + o.accum - 1, slot, true);
+			c->defer = S->deferred && o->clip_set;
+			c->grads_in = S->deferred && o->accum > 1;
+			c->draw = (uint64_t)((s + 1) * o->accum);
+			rt_upload_batch(c, data, s * o->accum + o->accum - 1, slot, true);
 			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
 			void *g[RT_MAX_PARAMS] = {0};
-			bool dump = s == start && o.dump_grads;
+			bool dump = s == S->start && o->dump_grads;
 			if (dump) {
 				for (int i = 0; i < m->nparams; i++)
 					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 				c->capture = g;
 			}
 			c->reducing = true; /* the gradients are complete at the end of this micro-batch */
-			run_step(c, &o, s, &r);
+			run_step(c, o, s, r);
 			c->capture = NULL;
 			c->accumulating = c->defer = c->grads_in = c->reducing = false;
 			if (c->record)
 				rt_prof_begin(c, RT_CALL_TRANSFER, "d2h loss");
-			c->dev->d2h_async(loss_slots + 8 * nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
+			c->dev->d2h_async(S->loss_slots + 8 * S->nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
 			if (c->record)
 				rt_prof_end(c);
 			c->n.d2h_bytes += rt_elem_bytes(m->loss_dtype);
 			for (int i = 0; i < m->nreports; i++) {
-				c->dev->d2h_async(loss_slots + 8 * (nres * slot + 1 + i), c->base + (uint64_t)m->reports[i].offset,
+				c->dev->d2h_async(S->loss_slots + 8 * (S->nres * slot + 1 + i), c->base + (uint64_t)m->reports[i].offset,
 				                  rt_elem_bytes(m->reports[i].dtype));
 				c->n.d2h_bytes += rt_elem_bytes(m->reports[i].dtype);
 			}
 			if (dump) {
 				double t = now();
 				download_params(c, g, true);
-				rt_save_safetensors(o.dump_grads, m, g, true);
+				rt_save_safetensors(o->dump_grads, m, g, true);
 				for (int i = 0; i < m->nparams; i++)
 					free(g[i]);
-				r.save_s += now() - t;
+				r->save_s += now() - t;
 			}
-			rt_optimizer_step(c, &o, deferred, gbuf);
+			rt_optimizer_step(c, o, S->deferred, gbuf);
 			if (c->record) {
 				rt_prof_mark(c, RT_CALL_PHASE, "");
 				c->dev->copy_timing(false);
@@ -972,115 +993,124 @@ int main(int argc, char **argv)
 			moved[slot] = c->n.h2d_bytes + c->n.d2h_bytes - before;
 			c->dev->fence(slot);
 			/* the validation loss after step s + 1: the training step's input slots are free once it is done */
-			if (validate && (((s + 1) % o.eval_every == 0) || s + 1 == o.steps)) {
+			if (S->validate && (((s + 1) % o->eval_every == 0) || s + 1 == o->steps)) {
 				double t = now(), rep[16];
 				c->dev->sync();
-				r.val = mean_loss(c, val, batches(m, val), rep);
-				r.val_step = s + 1;
+				r->val = mean_loss(c, val, batches(m, val), rep);
+				r->val_step = s + 1;
 				double dt = now() - t;
-				r.val_s += dt, r.save_s += dt;
+				r->val_s += dt, r->save_s += dt;
 			}
 			/* --save-state after step s + 1, before step s + 2 is queued; not a state whose loss is not finite */
-			if (saves_state && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.steps)) {
+			if (S->saves_state && ((o->save_every && (s + 1) % o->save_every == 0) || s + 1 == o->steps)) {
 				double t = now();
 				c->dev->sync();
 				/* across ranks, any rank's loss not finite: none saves */
-				double bad = !isfinite(rt_get(loss_slots + 8 * nres * slot, m->loss_dtype, 0));
+				double bad = !isfinite(rt_get(S->loss_slots + 8 * S->nres * slot, m->loss_dtype, 0));
 				if (rt_distributed)
 					rt_dist_sum(&bad, 1, "f64");
 				if (!bad) {
 					int64_t d2h = c->n.d2h_bytes;
 					download_params(c, host, false);
 					download_moments(c, mom);
-					if (o.save_state)
-						rt_save_state(o.save_state, m, &o, host, mom, s + 1);
-					r.extra_d2h += c->n.d2h_bytes - d2h;
+					if (o->save_state)
+						rt_save_state(o->save_state, m, o, host, mom, s + 1);
+					r->extra_d2h += c->n.d2h_bytes - d2h;
 				}
-				r.save_s += now() - t;
+				r->save_s += now() - t;
 			}
-			if (s == start) {
+			if (s == S->start) {
 				c->dev->sync();
-				r.first_s = now() - t0 - r.save_s;
+				r->first_s = now() - t0 - r->save_s;
 			}
 			if (sync_dev)
-				t_done[slot] = now() - t0 - r.save_s;
+				t_done[slot] = now() - t0 - r->save_s;
 		}
-		if (s == start)
+		if (s == S->start)
 			continue;
 		/* step s - 1 is done: its loss */
 		int prev = (int)((s - 1) % RT_INFLIGHT);
 		c->dev->fence_wait(prev);
 		if (!sync_dev)
-			t_done[prev] = now() - t0 - r.save_s;
-		r.last = (rt_get(loss_slots + 8 * nres * prev, m->loss_dtype, 0) + micro[prev]) / (double)o.accum;
+			t_done[prev] = now() - t0 - r->save_s;
+		r->last = (rt_get(S->loss_slots + 8 * S->nres * prev, m->loss_dtype, 0) + micro[prev]) / (double)o->accum;
 		micro[prev] = 0;
 		for (int i = 0; i < m->nreports; i++)
-			r.report[i] = rt_get(loss_slots + 8 * (nres * prev + 1 + i), m->reports[i].dtype, 0);
+			r->report[i] = rt_get(S->loss_slots + 8 * (S->nres * prev + 1 + i), m->reports[i].dtype, 0);
 		if (rt_distributed) {
 			/* the global batch's loss and reports: the ranks' means */
-			double x[17] = {r.last};
+			double x[17] = {r->last};
 			for (int i = 0; i < m->nreports; i++)
-				x[1 + i] = r.report[i];
+				x[1 + i] = r->report[i];
 			rt_dist_sum(x, 1 + m->nreports, "f64");
-			r.last = x[0] / rt_nranks;
+			r->last = x[0] / rt_nranks;
 			for (int i = 0; i < m->nreports; i++)
-				r.report[i] = x[1 + i] / rt_nranks;
+				r->report[i] = x[1 + i] / rt_nranks;
 		}
-		if (s == start + 1)
-			r.first = r.last;
+		if (s == S->start + 1)
+			r->first = r->last;
 		long done = s;
-		r.steps = s - start;
-		if (!isfinite(r.last)) {
+		r->steps = s - S->start;
+		if (!isfinite(r->last)) {
 			c->dev->sync();
-			r.train_s = now() - t0 - r.save_s;
-			if (o.summary)
-				write_summary(c, &o, &r);
-			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", done, r.last);
+			r->train_s = now() - t0 - r->save_s;
+			if (o->summary)
+				write_summary(c, o, r);
+			rt_fail(1, "the loss is not finite at step %ld (%g); try a smaller --lr", done, r->last);
 		}
-		progress(&pg, &o, m, &r, done, t_done[prev], moved[prev]);
+		progress(&pg, o, m, r, done, t_done[prev], moved[prev]);
 	}
 	if (pg.log && fclose(pg.log))
-		rt_fail(1, "cannot write %s: %s", o.log_json, strerror(errno));
+		rt_fail(1, "cannot write %s: %s", o->log_json, strerror(errno));
 	rt_json_free(&pg.json);
 	c->dev->sync();
 	double t1 = now();
-	if (o.profile)
-		rt_prof_report(c, o.steps);
-	if (o.memplot)
-		memplot(c, &o);
-	if (o.trace) {
-		int n = rt_trace_write(c, o.trace, o.trace_from, o.trace_to);
+	if (o->profile)
+		rt_prof_report(c, o->steps);
+	if (o->memplot)
+		memplot(c, o);
+	if (o->trace) {
+		int n = rt_trace_write(c, o->trace, o->trace_from, o->trace_to);
 		char steps[64];
-		if (o.trace_from < o.trace_to)
-			snprintf(steps, sizeof steps, "steps %ld..%ld", o.trace_from, o.trace_to);
+		if (o->trace_from < o->trace_to)
+			snprintf(steps, sizeof steps, "steps %ld..%ld", o->trace_from, o->trace_to);
 		else
-			snprintf(steps, sizeof steps, "step %ld", o.trace_from);
-		if (!o.quiet)
-			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o.trace);
+			snprintf(steps, sizeof steps, "step %ld", o->trace_from);
+		if (!o->quiet)
+			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o->trace);
 	}
-	r.train_s = t1 - t0 - r.save_s;
+	r->train_s = t1 - t0 - r->save_s;
 	/* the parameters come down once, for the ranks' comparison and for --save */
-	r.checked = rt_distributed && r.steps;
-	if (r.checked || o.save)
+	r->checked = rt_distributed && r->steps;
+	if (r->checked || o->save)
 		download_params(c, host, false);
-	if (r.checked)
+	if (r->checked)
 		ranks_identical(c, host);
-	if (o.save) {
-		rt_save_safetensors(o.save, m, host, false);
-		r.saved = true;
+	if (o->save) {
+		rt_save_safetensors(o->save, m, host, false);
+		r->saved = true;
 	}
-	r.save_s += now() - t1;
-	if (o.summary)
-		write_summary(c, &o, &r);
+	r->save_s += now() - t1;
+	if (o->summary)
+		write_summary(c, o, r);
 	if (rt_rank > 0)
 		; /* rank 0 speaks for the ranks */
-	else if (!r.steps && start)
-		printf("%s: resumed at step %ld of %ld: nothing left to train\n", m->model, start, o.steps);
+	else if (!r->steps && S->start)
+		printf("%s: resumed at step %ld of %ld: nothing left to train\n", m->model, S->start, o->steps);
 	else
-		printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r.steps, r.first, r.last,
-		       r.train_s, mib(c->n.peak_device_bytes));
-out:
-	/* everything back, so that a leak checker sees a clean exit */
+		printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r->steps, r->first, r->last,
+		       r->train_s, mib(c->n.peak_device_bytes));
+	return 0;
+}
+
+/* everything back, so that a leak checker sees a clean exit */
+static void release(Session *S)
+{
+	RtOpts *o = &S->o;
+	RtModel *m = &S->model;
+	RtCtx *c = &S->ctx;
+	RtData *data = S->data, *val = S->val;
+	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
 	c->dev->sync();
 	c->dev->free(c->base);
 	for (int i = 0; i < m->nparams; i++)
@@ -1109,13 +1139,34 @@ out:
 			free(mom[i]);
 	for (int i = 0; i < m->nparams; i++)
 		free(gbuf[i]);
-	c->dev->host_free(loss_slots);
-	for (int f = 0; f < o.ninput_files; f++)
-		free((char *)o.input_name[f]);
-	for (int f = 0; f < o.nval_files; f++)
-		free((char *)o.val_name[f]);
+	c->dev->host_free(S->loss_slots);
+	for (int f = 0; f < o->ninput_files; f++)
+		free((char *)o->input_name[f]);
+	for (int f = 0; f < o->nval_files; f++)
+		free((char *)o->val_name[f]);
 	for (int i = 0; i < 7; i++)
-		free(rank_paths[i]);
+		free(S->rank_paths[i]);
+}
+
+int main(int argc, char **argv)
+{
+	static Session S;
+	S.t_start = now();
+	const char *slash = strrchr(argv[0], '/');
+	rt_prog = slash ? slash + 1 : argv[0];
+	rt_dist_init(&argc, &argv);
+	options(&S, argc, argv);
+	setup(&S);
+	int status;
+	if (S.o.eval) {
+		status = evaluate(&S.ctx, &S.o, S.data);
+	} else if (S.o.gradcheck) {
+		rt_upload_batch(&S.ctx, S.data, 0, 0, false);
+		status = gradcheck(&S.ctx, &S.o, S.host);
+	} else {
+		status = train(&S);
+	}
+	release(&S);
 	rt_dist_finish();
 	return status;
 }
