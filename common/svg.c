@@ -117,7 +117,7 @@ char *svg_memplot(const SvgPlot *p)
 {
 	Buf b = {0};
 	int n = p->n > 0 ? p->n : 1;
-	double top = (double)p->budget;
+	double top = (double)p->device_mem;
 	int64_t *sum = calloc((size_t)n, sizeof *sum);
 	if (!sum)
 		return NULL;
@@ -145,7 +145,7 @@ char *svg_memplot(const SvgPlot *p)
 		line_max = p->line[i] > line_max ? p->line[i] : line_max;
 	add(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 	        "font-family=\"sans-serif\" font-size=\"12\" data-peak=\"%lld\" data-budget=\"%lld\" data-measured=\"%lld\">\n",
-	    W, H, W, H, (long long)peak, (long long)p->budget, (long long)line_max);
+	    W, H, W, H, (long long)peak, (long long)p->device_mem, (long long)line_max);
 	add(&b, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
 	add(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\">", LEFT);
 	text(&b, p->title);
@@ -192,9 +192,9 @@ char *svg_memplot(const SvgPlot *p)
 		step_curve(&b, p->line, p->nline, false, top);
 		add(&b, "\"/>\n");
 	}
-	if (p->budget > 0)
+	if (p->device_mem > 0)
 		add(&b, "<line class=\"budget\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=\"2\" "
-		        "stroke-dasharray=\"8 5\"/>\n", LEFT, PY(p->budget), W - RIGHT, PY(p->budget));
+		        "stroke-dasharray=\"8 5\"/>\n", LEFT, PY(p->device_mem), W - RIGHT, PY(p->device_mem));
 	/* axes */
 	add(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, ybase, W - RIGHT, ybase);
 	add(&b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, TOP, LEFT, ybase);
@@ -204,11 +204,11 @@ char *svg_memplot(const SvgPlot *p)
 	/* the legend, top down as the stack reads */
 	int row = 0;
 	int lx = W - RIGHT + 16;
-	if (p->budget > 0) {
+	if (p->device_mem > 0) {
 		add(&b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-width=\"2\" stroke-dasharray=\"8 5\"/>", lx,
 		    TOP + 6, lx + 18, TOP + 6);
 		add(&b, "<text x=\"%d\" y=\"%d\">budget ", lx + 24, TOP + 10);
-		bytes(&b, p->budget);
+		bytes(&b, p->device_mem);
 		add(&b, "</text>\n");
 		row++;
 	}
@@ -246,11 +246,11 @@ char *svg_memplot(const SvgPlot *p)
 }
 
 char *svg_plan(const char *title, const char *xlabel, const int64_t *fixed, const int64_t *work, int n,
-               const int64_t *line, int nline, const char *line_name, int64_t budget)
+               const int64_t *line, int nline, const char *line_name, int64_t device_mem)
 {
 	static const char *names[SVG_FIXED + 1] = {"params", "grads", "optimizer state", "inputs", "tape", "snapshots",
 	                                           "streaming slots", "work"};
-	SvgPlot s = {title, xlabel, n, SVG_FIXED + 1, {0}, {0}, nline, line, line_name, budget};
+	SvgPlot s = {title, xlabel, n, SVG_FIXED + 1, {0}, {0}, nline, line, line_name, device_mem};
 	int64_t *constant = malloc(sizeof *constant * (size_t)(n > 0 ? n : 1) * SVG_FIXED);
 	if (!constant)
 		return NULL;

@@ -20,7 +20,7 @@ typedef struct {
 	int nline;                     /* points of a measured line over the stack (0: none), spread evenly */
 	const int64_t *line;
 	const char *line_name;
-	int64_t budget;                /* a dashed line (--device-mem), 0: none */
+	int64_t device_mem;            /* a dashed line at the budget (--device-mem), 0: none */
 } SvgPlot;
 
 /* the picture as SVG text, malloc'd; NULL when out of memory */
@@ -32,6 +32,6 @@ char *svg_memplot(const SvgPlot *p);
  * over n points on top, and a measured line of nline points (0: none). */
 #define SVG_FIXED 7
 char *svg_plan(const char *title, const char *xlabel, const int64_t *fixed, const int64_t *work, int n,
-               const int64_t *line, int nline, const char *line_name, int64_t budget);
+               const int64_t *line, int nline, const char *line_name, int64_t device_mem);
 
 #endif

@@ -269,7 +269,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			for (int64_t i = 0; i < n; i++)
 				m->mem_series[i] = num(&p, line, l);
 		} else if (!strcmp(key, "budget")) {
-			m->budget = num(&p, line, l);
+			m->device_mem = num(&p, line, l);
 		} else if (!strcmp(key, "steps")) {
 			char k[16];
 			word(&p, k, sizeof k, line, l);

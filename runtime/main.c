@@ -438,7 +438,7 @@ static void memplot(RtCtx *c, const RtOpts *o)
 	int nline;
 	int64_t *measured = rt_trace_bytes(o->trace_to, &nline);
 	char *svg = svg_plan(title, "the step's ops in program order (the plan) and its device calls in order (measured)", fixed,
-	                     m->mem_series, m->mem_points, measured, nline, "measured (allocator)", m->budget);
+	                     m->mem_series, m->mem_points, measured, nline, "measured (allocator)", m->device_mem);
 	if (!svg)
 		rt_fail(1, "out of memory drawing --memplot");
 	rt_write_atomic(o->memplot, svg, strlen(svg));

@@ -63,7 +63,7 @@ typedef struct {
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_slots, plan_work;
 	int64_t *mem_series;  /* memplot line: the work region in use over a step, mem_points values */
 	int mem_points;
-	int64_t budget;       /* budget line: --device-mem; 0 none */
+	int64_t device_mem;   /* --device-mem, the plan's budget (the description's "budget"); 0: none */
 	int64_t steps_forward, steps_recomputed;
 	int64_t forward_flops; /* of the forward program, once, as dpc counts them (flops line) */
 	/* streaming: the pinned host pool's size, slots and prefetch distance, and
