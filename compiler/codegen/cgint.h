@@ -109,6 +109,10 @@ typedef struct {
 	int nnotes;       /* the fusion choices noted (dp_fusionN) */
 	bool backward_marked; /* dp_step's rt_phase(RT_PHASE_BACKWARD) is emitted */
 	int *uses;        /* per value: how many operands name it */
+	int *root;        /* per value: its storage root (VR_ALIAS followed), -1 not yet known: a long chain of
+	                   * in-place results is walked once, not at each of its values */
+	int *addr_from;   /* per value: where cg_addr starts, the first up its chain that is in the arena or is
+	                   * a slice (itself included); -1 not yet known */
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
 	int *lslot, lslots; /* the launches' hash table (cost.c) */
 	bool cpu_splits;  /* CgOptions.cpu_splits */
@@ -286,7 +290,7 @@ void cg_lower_block(Host *h, Block *b, int from, int to);
 void cg_begin(Host *h, LLVMValueRef fn);
 /* the plan computed `from` in the storage of `to`, or of its slice [index] */
 bool cg_coalesced(Program *p, int from, int to, int index);
-void cg_extent(Program *p, int v, int64_t *lo, int64_t *hi); /* the arena bytes v's root spans */
+void cg_extent(Cg *g, int v, int64_t *lo, int64_t *hi); /* the arena bytes v's root spans */
 void cg_string_global(Cg *g, const char *name, const char *text);
 /* a constant array of n i64 in the module, internal (a shape for the runtime, a schedule's table) */
 LLVMValueRef cg_i64_table(Cg *g, const char *name, const int64_t *v, int64_t n);

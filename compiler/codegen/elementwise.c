@@ -131,13 +131,14 @@ static int word_of(Host *h, LLVMValueRef *words, int *vals, int *nw, int v)
  * writes: such an op starts a new kernel, unless the value read is exactly
  * the result's storage at the result's shape, so that each element is read
  * and written by one thread. */
-static bool clobbers(Program *p, Op *op, const int *vals, int nw)
+static bool clobbers(Cg *g, Op *op, const int *vals, int nw)
 {
+	Program *p = g->p;
 	int64_t lo, hi, a, b;
-	cg_extent(p, op->out, &lo, &hi);
+	cg_extent(g, op->out, &lo, &hi);
 	Type shape = ir_vtype(p, op->out);
 	for (int i = 0; i < nw; i++) {
-		cg_extent(p, vals[i], &a, &b);
+		cg_extent(g, vals[i], &a, &b);
 		bool same = a == lo && b == hi && ir_type_eq(ir_vtype(p, vals[i]), shape) &&
 		            (p->values.data[vals[i]].res != VR_ALIAS || !p->values.data[vals[i]].def ||
 		             p->values.data[vals[i]].def->kind != OP_SLICE);
@@ -162,7 +163,7 @@ int cg_lower_fused(Host *h, Block *b, int from, int to)
 	int n = 0;
 	while (from + n < to && n < CG_MAXSTEPS && elementwise(b->ops[from + n]) &&
 	       ir_type_eq(ir_vtype(p, b->ops[from + n]->out), shape) && nw + 4 <= 16 &&
-	       (n == 0 || !clobbers(p, b->ops[from + n], vals, nw))) {
+	       (n == 0 || !clobbers(h->g, b->ops[from + n], vals, nw))) {
 		Op *op = b->ops[from + n];
 		KStep *st = &d.step[n];
 		st->kind = op->kind;

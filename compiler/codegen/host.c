@@ -29,10 +29,35 @@ LLVMValueRef cg_declare(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *p
 	return f;
 }
 
+/* The first value up v's VR_ALIAS chain (v included) where stop() holds,
+ * every value walked remembered in memo: each chain is walked once. */
+static int chain_end(Program *p, int *memo, int v, bool (*stop)(Program *, int))
+{
+	int r = v;
+	while (memo[r] < 0 && !stop(p, r))
+		r = p->values.data[r].alias_of;
+	int end = memo[r] >= 0 ? memo[r] : r;
+	for (int x = v; x != r; x = p->values.data[x].alias_of)
+		memo[x] = end;
+	memo[r] = end;
+	return end;
+}
+
+static bool not_alias(Program *p, int v) { return p->values.data[v].res != VR_ALIAS; }
+
+/* where an address is built from: in the arena, or a slice of another value (a plain alias, such as
+ * an elementwise result in its operand, is at its operand's address) */
+static bool addressed(Program *p, int v)
+{
+	Value *x = &p->values.data[v];
+	return x->res != VR_ALIAS || x->alias_index >= 0 || (x->def && x->def->kind == OP_SLICE);
+}
+
 /* Device address of a value: arena base + offset, through views. */
 LLVMValueRef cg_addr(Host *h, int v)
 {
 	Program *p = h->g->p;
+	v = chain_end(p, h->g->addr_from, v, addressed);
 	Value *x = &p->values.data[v];
 	if (x->res == VR_ARENA)
 		return LLVMBuildAdd(h->g->b, h->base, cg_i64(h->g, x->offset), "");
@@ -166,7 +191,7 @@ static int absorbed_acc(Host *h, Block *b, int i, int to)
 	if (j == to || (b->ops[j]->kind == OP_ACC_SLICE && !h->index[b->ops[j]->in[1]]))
 		return -1;
 	int64_t lo, hi, a, z;
-	cg_extent(p, b->ops[j]->in[0], &lo, &hi);
+	cg_extent(h->g, b->ops[j]->in[0], &lo, &hi);
 	for (int k = i + 1; k < j; k++) {
 		Op *x = b->ops[k];
 		if (x->kind == OP_LOOP || x->kind == OP_REVOLVE)
@@ -175,7 +200,7 @@ static int absorbed_acc(Host *h, Block *b, int i, int to)
 			Value *v = &p->values.data[x->in[q]];
 			if (v->res != VR_ARENA && v->res != VR_ALIAS)
 				continue;
-			cg_extent(p, x->in[q], &a, &z);
+			cg_extent(h->g, x->in[q], &a, &z);
 			if (a < hi && lo < z)
 				return -1;
 		}
@@ -207,11 +232,12 @@ static void lower_op(Host *h, Op *op)
 		cg_lower_kernel(h, op, NULL);
 }
 
+
 /* The arena bytes a value's storage may touch: its root's whole extent. */
-void cg_extent(Program *p, int v, int64_t *lo, int64_t *hi)
+void cg_extent(Cg *g, int v, int64_t *lo, int64_t *hi)
 {
-	while (p->values.data[v].res == VR_ALIAS)
-		v = p->values.data[v].alias_of;
+	Program *p = g->p;
+	v = chain_end(p, g->root, v, not_alias);
 	*lo = p->values.data[v].offset;
 	*hi = *lo + ir_bytes(p, p->values.data[v].type);
 }
@@ -642,6 +668,10 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->reference = o->reference;
 	g->verbose = o->verbose;
 	g->uses = ir_count_uses(p);
+	g->root = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	g->addr_from = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	for (int v = 0; v < p->values.len; v++)
+		g->root[v] = g->addr_from[v] = -1;
 	g->cost = o->cost || o->target == CG_CUDA; /* the executable's --profile prints the predictions */
 	g->cpu_splits = o->cpu_splits;
 
