@@ -755,7 +755,7 @@ typedef struct {
 	Run r;
 	char *rank_paths[7];          /* under mpirun, the outputs' paths made for this rank */
 	int64_t param_bytes;
-	double t_start;
+	double t_start, t0;           /* the run's start, and the training's */
 } Session;
 
 /* the command line, each output checked writable now; under mpirun, each rank's paths */
@@ -780,16 +780,12 @@ static void options(Session *S, int argc, char **argv)
 			rt_check_output(outputs[i]);
 }
 
-/* the model, the device, the data, and every buffer: pinned slots, the host pool, the parameters
- * (initialised, loaded or resumed) and the one device allocation, the planned arena */
-static void setup(Session *S)
+/* the model compiled in, checked against the command line, and its device */
+static void open_model(Session *S)
 {
 	RtOpts *o = &S->o;
 	RtModel *m = &S->model;
 	RtCtx *c = &S->ctx;
-	Run *r = &S->r;
-	RtData *data = S->data, *val = S->val;
-	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
 	rt_parse_desc(m, dp_model_desc);
 	check_compiled(m, o);
 	c->dev = &rt_cpu_device;
@@ -801,7 +797,15 @@ static void setup(Session *S)
 	c->model = m;
 	if (o->graph && !c->dev->graph_begin)
 		rt_usage("%s", "--graph needs a GPU, and this executable was compiled for the CPU (dpc --target cuda)");
+}
 
+/* the training and validation data, and the threads that run the step */
+static void read_data(Session *S)
+{
+	RtOpts *o = &S->o;
+	RtModel *m = &S->model;
+	RtCtx *c = &S->ctx;
+	RtData *data = S->data, *val = S->val;
 	S->validate = load_inputs(c, o, data, val);
 	rt_choose_threads(o->threads);
 	rt_verbose = o->verbose;
@@ -811,6 +815,18 @@ static void setup(Session *S)
 			snprintf(rank, sizeof rank, " rank %d", rt_rank);
 		fprintf(stderr, "%s%s: %d thread%s (%s)\n", m->model, rank, rt_threads, rt_threads == 1 ? "" : "s", rt_threads_why);
 	}
+}
+
+/* every buffer: the pinned batch and loss slots, the host pool, the parameters (initialised, loaded
+ * or resumed) and the one device allocation, the planned arena; then the run's first lines */
+static void allocate(Session *S)
+{
+	RtOpts *o = &S->o;
+	RtModel *m = &S->model;
+	RtCtx *c = &S->ctx;
+	Run *r = &S->r;
+	RtData *data = S->data, *val = S->val;
+	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
 	c->dev->init();
 	/* Steps are queued one ahead of the host: step s's batch and loss go
 	 * through pinned slot s % 2, free again once fence s % 2 is passed. */
@@ -892,6 +908,54 @@ static void setup(Session *S)
 		announce(c, o, r, S->param_bytes, S->deferred);
 }
 
+/* after the last step: the profile, the memory picture, the trace, the parameters saved, the summary
+ * and the last line */
+static void finish(Session *S)
+{
+	RtOpts *o = &S->o;
+	RtModel *m = &S->model;
+	RtCtx *c = &S->ctx;
+	Run *r = &S->r;
+	void **host = S->host;
+	c->dev->sync();
+	double t1 = now();
+	if (o->profile)
+		rt_prof_report(c, o->steps);
+	if (o->memplot)
+		memplot(c, o);
+	if (o->trace) {
+		int n = rt_trace_write(c, o->trace, o->trace_from, o->trace_to);
+		char steps[64];
+		if (o->trace_from < o->trace_to)
+			snprintf(steps, sizeof steps, "steps %ld..%ld", o->trace_from, o->trace_to);
+		else
+			snprintf(steps, sizeof steps, "step %ld", o->trace_from);
+		if (!o->quiet)
+			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o->trace);
+	}
+	r->train_s = t1 - S->t0 - r->save_s;
+	/* the parameters come down once, for the ranks' comparison and for --save */
+	r->checked = rt_distributed && r->steps;
+	if (r->checked || o->save)
+		download_params(c, host, false);
+	if (r->checked)
+		ranks_identical(c, host);
+	if (o->save) {
+		rt_save_safetensors(o->save, m, host, false);
+		r->saved = true;
+	}
+	r->save_s += now() - t1;
+	if (o->summary)
+		write_summary(c, o, r);
+	if (rt_rank > 0)
+		; /* rank 0 speaks for the ranks */
+	else if (!r->steps && S->start)
+		printf("%s: resumed at step %ld of %ld: nothing left to train\n", m->model, S->start, o->steps);
+	else
+		printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r->steps, r->first, r->last,
+		       r->train_s, mib(c->n.peak_device_bytes));
+}
+
 /* the training loop, then its reports and saves; the exit status */
 static int train(Session *S)
 {
@@ -901,7 +965,7 @@ static int train(Session *S)
 	Run *r = &S->r;
 	RtData *data = S->data, *val = S->val;
 	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
-	double t0 = now();
+	double t0 = S->t0 = now();
 	r->setup_s = t0 - S->t_start;
 	/* The progress line's ms/step: the training time (saves left out)
 	 * between the completion of the last step it reports and that of the
@@ -1063,43 +1127,7 @@ static int train(Session *S)
 	if (pg.log && fclose(pg.log))
 		rt_fail(1, "cannot write %s: %s", o->log_json, strerror(errno));
 	rt_json_free(&pg.json);
-	c->dev->sync();
-	double t1 = now();
-	if (o->profile)
-		rt_prof_report(c, o->steps);
-	if (o->memplot)
-		memplot(c, o);
-	if (o->trace) {
-		int n = rt_trace_write(c, o->trace, o->trace_from, o->trace_to);
-		char steps[64];
-		if (o->trace_from < o->trace_to)
-			snprintf(steps, sizeof steps, "steps %ld..%ld", o->trace_from, o->trace_to);
-		else
-			snprintf(steps, sizeof steps, "step %ld", o->trace_from);
-		if (!o->quiet)
-			printf("%s: trace of %s: %d events in %s\n", m->model, steps, n, o->trace);
-	}
-	r->train_s = t1 - t0 - r->save_s;
-	/* the parameters come down once, for the ranks' comparison and for --save */
-	r->checked = rt_distributed && r->steps;
-	if (r->checked || o->save)
-		download_params(c, host, false);
-	if (r->checked)
-		ranks_identical(c, host);
-	if (o->save) {
-		rt_save_safetensors(o->save, m, host, false);
-		r->saved = true;
-	}
-	r->save_s += now() - t1;
-	if (o->summary)
-		write_summary(c, o, r);
-	if (rt_rank > 0)
-		; /* rank 0 speaks for the ranks */
-	else if (!r->steps && S->start)
-		printf("%s: resumed at step %ld of %ld: nothing left to train\n", m->model, S->start, o->steps);
-	else
-		printf("%s: %ld steps, loss %.6g -> %.6g, %.3f s, peak device memory %s\n", m->model, r->steps, r->first, r->last,
-		       r->train_s, mib(c->n.peak_device_bytes));
+	finish(S);
 	return 0;
 }
 
@@ -1156,7 +1184,9 @@ int main(int argc, char **argv)
 	rt_prog = slash ? slash + 1 : argv[0];
 	rt_dist_init(&argc, &argv);
 	options(&S, argc, argv);
-	setup(&S);
+	open_model(&S);
+	read_data(&S);
+	allocate(&S);
 	int status;
 	if (S.o.eval) {
 		status = evaluate(&S.ctx, &S.o, S.data);
