@@ -282,7 +282,7 @@ static void emit_stage(DriverOptions *o, const char *v)
 	o->emit = stages[k].e;
 }
 
-/* option op given with value v (NULL for a flag); k: a choice's index; n: a count */
+/* option op given with value v (NULL for a flag); k: a choice's index; n: a count or a byte count */
 static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k, long long n)
 {
 	static const int real_bytes[] = {4, 8, 2};
@@ -311,8 +311,8 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 		o->ranks = (int)r;
 		break;
 	}
-	case O_DEVICE_MEM: o->device_mem = parse_bytes(v); break;
-	case O_HOST_MEM: o->stream.host_mem = parse_bytes(v); break;
+	case O_DEVICE_MEM: o->device_mem = n; break;
+	case O_HOST_MEM: o->stream.host_mem = n; break;
 	case O_STREAM: o->stream.mode = streams[k]; break;
 	case O_CHECKPOINT: g->ckpt_given = true, o->ckpt.mode = ckpts[k], o->ckpt.least = k == 3; break;
 	/* priced bytes times this stay far from int64's end */
@@ -388,6 +388,8 @@ int main(int argc, char **argv)
 			usage_error("%s", ar_printf("%s takes %s, not '%s'", op->name, choices(op->arg), v));
 		if (op->kind == K_COUNT)
 			n = parse_count(op->name, v, op->what, op->lo, op->hi, op->most);
+		if (op->kind == K_BYTES)
+			n = parse_bytes(v);
 		set(&o, &g, op, v, k, n);
 	}
 	if (!o.input)

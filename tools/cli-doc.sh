@@ -25,5 +25,5 @@ awk -v dpc="$tmp/dpc.txt" -v exe="$tmp/exe.txt" '
 	{ print }
 	/^<!-- dpc --help:/ { block(dpc) }
 	/^<!-- \.\/MODEL --help:/ { block(exe) }
-' docs/cli.md >"$tmp/cli.md"
-mv "$tmp/cli.md" "$out"
+' docs/cli.md >"$out.tmp"
+mv "$out.tmp" "$out"

@@ -1259,9 +1259,8 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * 2,096,384 bytes, 0.2 points of store-everything above the bound). On graphs of up to GRAPH_SWEEP
 	 * candidates (on bench/graphs.sh's, of 453 to 1,329, 25,000 moves lowered nothing) */
 	if (m->small) {
-		int64_t f0;
 		memcpy(keep, best, (size_t)m->P->n);
-		sel_anneal(m->P, GRAPH_ANNEAL, sel_eval(m->P, keep, &f0, NULL) / 10, keep);
+		sel_anneal(m->P, GRAPH_ANNEAL, 10, keep);
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}

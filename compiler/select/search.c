@@ -713,17 +713,17 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 
 /* Threshold accepting (Dueck and Scheuer, 1990) on the model's peak: a
  * value at random changes state, taken where the peak rises less than a
- * threshold that falls from `start` bytes to nothing over `moves` moves
- * (integers and a fixed seed: the same choice on every machine). The least
- * peak seen, at its fewest FLOPs, ends in keep[]. */
-SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t start, uint8_t *keep)
+ * threshold that falls from keep[]'s peak / part to nothing over `moves`
+ * moves (integers and a fixed seed: the same choice on every machine). The
+ * least peak seen, at its fewest FLOPs, ends in keep[]. */
+SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *keep)
 {
 	Work w;
 	sel_work_init(&w, P);
 	Cands c = candidates_of(P);
 	uint8_t *best = malloc((size_t)P->n + 1);
 	memcpy(best, keep, (size_t)P->n);
-	int64_t f, peak = sel_commit(&w, keep, &f), best_peak = peak, best_f = f;
+	int64_t f, peak = sel_commit(&w, keep, &f), best_peak = peak, best_f = f, start = peak / part;
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (int64_t k = 0; k < moves && c.nc; k++) {
 		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
@@ -731,7 +731,8 @@ SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t start, uint8_t 
 		uint8_t was = keep[v], st = (uint8_t)((was + 1 + (seed >> 40) % 3) % 4);
 		if (!may(P, v, st))
 			continue;
-		int64_t th = start - (int64_t)((double)start * (double)k / (double)moves);
+		/* start - floor(start k / moves), without the product's overflow */
+		int64_t th = start - (start / moves * k + start % moves * k / moves);
 		keep[v] = st;
 		int64_t f2, p2 = sel_eval_try(&w, keep, &f2);
 		if (p2 - peak > th || (p2 == peak && th == 0 && f2 > f)) {

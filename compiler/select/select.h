@@ -121,8 +121,8 @@ SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *f
 SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep);
 /* threshold accepting from keep[]: `moves` values at random changed state,
  * each taken where the peak rises by less than a threshold that falls from
- * `start` bytes to nothing; the least peak seen, at its fewest FLOPs */
-SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t start, uint8_t *keep);
+ * keep[]'s peak / part to nothing; the least peak seen, at its fewest FLOPs */
+SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *keep);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */
