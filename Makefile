@@ -79,11 +79,13 @@ $(B)/select: tests/unit/select.c tests/unit/check.h $(B)/libdpc.a
 $(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
-# Debian packages dpc needs to build and test (run as root).
+# Debian packages dpc needs to build and test (run as root), and the ONNX
+# converter's Python packages (pinned).
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential clang-14 libclang-rt-14-dev llvm-14-dev \
-		libopenblas-dev libdnnl-dev python3 openmpi-bin
+		libopenblas-dev libdnnl-dev python3 python3-pip openmpi-bin
+	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q -r compiler/frontend/onnx/requirements.txt
 
 # The test suite: ends with "N passed, N failed".
 test: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select

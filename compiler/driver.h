@@ -7,7 +7,7 @@
 #include "frontend/fe.h"
 #include "stream_pass/stream.h"
 
-typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_KERNELS, EMIT_OBJ } Emit;
+typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_KERNELS, EMIT_OBJ, EMIT_DP } Emit;
 
 typedef struct {
 	const char *input;
@@ -28,9 +28,20 @@ typedef struct {
 	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
 	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
+	struct {              /* an ONNX model's conversion (import.c): the converter's options, NULL: its default */
+		const char *loss, *loss_on, *batchnorm;
+		Vec(const char *) shapes, freeze;
+		const char *given;    /* the first of them given, for the error when the input is not ONNX */
+	} import;
 } DriverOptions;
 
 int driver_run(DriverOptions *o);
+/* an ONNX model (its name ends in .onnx) */
+bool driver_is_onnx(const char *path);
+/* Converts o->input, an ONNX model, to a .dp program and its weights file
+ * (import.c) and returns the program's path to compile; NULL when
+ * --emit=dp printed it and nothing is left to do. */
+const char *driver_import(DriverOptions *o);
 /* -v: the time since the last phase ended, under what, on stderr */
 void driver_phase(const DriverOptions *o, const char *what);
 /* the parsed program lowered to the forward IR (passes.c); verbose: -v's notes */

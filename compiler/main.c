@@ -23,7 +23,7 @@
 typedef enum {
 	O_OUTPUT, O_EMIT, O_GPU, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
 	O_HOST_MEM, O_STREAM, O_CHECKPOINT, O_OFFLOAD_COST, O_THREADS, O_SNAPSHOTS, O_SCHEDULE_JSON, O_NO_FUSE,
-	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP,
+	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_SHAPE, O_FREEZE, O_BATCHNORM,
 } OptId;
 
 typedef enum {
@@ -59,7 +59,8 @@ static const Opt opts[] = {
 	 "kernels (every launch of one training step on the CUDA target: grid,\n"
 	 "bytes, FLOPs, registers, stack and shared memory from ptxas -v, and\n"
 	 "the time the cost model predicts on --gpu; docs/kernels.md),\n"
-	 "obj (object file); default: the executable"},
+	 "obj (object file), dp (an ONNX model's converted program, with its\n"
+	 "weights file beside -o's FILE.dp); default: the executable"},
 	{O_GPU, "--gpu", NULL, "h100|h200|a100", K_SPECIAL, 0, 0, NULL, NULL,
 	 "the GPU --emit=kernels and --schedule-json price launches on\n"
 	 "(default h100)"},
@@ -153,13 +154,29 @@ static const Opt opts[] = {
 	 "convolution or attention that takes the reference kernels, on stderr"},
 	{O_HELP, "--help", "-h", NULL, K_FLAG, 0, 0, NULL, NULL,
 	 "this text"},
+	/* an ONNX model's conversion (docs/import.md) */
+	{O_LOSS, "--loss", NULL, "cross_entropy|mse|none", K_CHOICE, 0, 0, NULL, NULL,
+	 "ONNX: the loss on the model's output (default cross_entropy, with an\n"
+	 "i32 labels input; mse takes a target input of the output's shape;\n"
+	 "none: the output is the loss)"},
+	{O_LOSS_ON, "--loss-on", NULL, "NAME", K_STR, 0, 0, NULL, NULL,
+	 "ONNX: the output the loss reads (default: the first)"},
+	{O_SHAPE, "--shape", NULL, "NAME=D0,D1,...", K_SPECIAL, 0, 0, NULL, NULL,
+	 "ONNX: fix an input's dimensions (needed for a dynamic one)"},
+	{O_FREEZE, "--freeze", NULL, "NAME", K_SPECIAL, 0, 0, NULL, NULL,
+	 "ONNX: keep the initializer NAME fixed (a buffer, not trained)"},
+	{O_BATCHNORM, "--batchnorm", NULL, "train|frozen", K_CHOICE, 0, 0, NULL, NULL,
+	 "ONNX: BatchNormalization with the batch's statistics, updating the\n"
+	 "running ones, as PyTorch's train mode (train, the default), or with\n"
+	 "the running ones, fixed (frozen)"},
 };
 
 #define NOPTS (sizeof opts / sizeof *opts)
 
 static void usage(void)
 {
-	printf("usage: dpc [options] MODEL.dp\n\nCompiles a differentiable program into a standalone training executable.\n"
+	printf("usage: dpc [options] MODEL.dp|MODEL.onnx\n\nCompiles a differentiable program, or an ONNX model, into a standalone\n"
+	       "training executable.\n"
 	       "\noptions:\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		const Opt *op = &opts[i];
@@ -272,7 +289,7 @@ static void emit_stage(DriverOptions *o, const char *v)
 	static const struct { const char *name; Emit e; } stages[] = {
 		{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT}, {"stream", EMIT_STREAM},
 		{"schedule", EMIT_SCHEDULE}, {"memplot", EMIT_MEMPLOT}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
-		{"kernels", EMIT_KERNELS}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE},
+		{"kernels", EMIT_KERNELS}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE}, {"dp", EMIT_DP},
 	};
 	size_t k = 0;
 	while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))
@@ -325,7 +342,14 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 	case O_NO_VERIFY: o->verify = false; break;
 	case O_VERBOSE: o->verbose = true; break;
 	case O_HELP: usage(); exit(0);
+	case O_LOSS: o->import.loss = v; break;
+	case O_LOSS_ON: o->import.loss_on = v; break;
+	case O_SHAPE: vec_push(&o->import.shapes, v); break;
+	case O_FREEZE: vec_push(&o->import.freeze, v); break;
+	case O_BATCHNORM: o->import.batchnorm = v; break;
 	}
+	if (op->id >= O_LOSS && !o->import.given)
+		o->import.given = op->name;
 }
 
 /* the option argv[*i] names, with its value (from "--name=V" or the next argument) in *v; NULL: none */
@@ -394,6 +418,10 @@ int main(int argc, char **argv)
 	}
 	if (!o.input)
 		usage_error("%s", "no input file");
+	if (!driver_is_onnx(o.input) && o.import.given)
+		usage_error("%s", ar_printf("%s applies to an ONNX model (MODEL.onnx), not to '%s'", o.import.given, o.input));
+	if (!driver_is_onnx(o.input) && o.emit == EMIT_DP)
+		usage_error("%s", ar_printf("--emit=dp prints an ONNX model's converted program; '%s' is not one", o.input));
 	if (g.cpu && *g.cpu && strcmp(g.cpu, "native") != 0 && strcmp(g.cpu, "generic") != 0)
 		usage_error("%s", ar_printf("%s takes native or generic, not '%s'", g.cpu_from, g.cpu));
 	o.generic_cpu = g.cpu && !strcmp(g.cpu, "generic");
@@ -414,6 +442,8 @@ int main(int argc, char **argv)
 	o.ckpt.offload_cost = sm != STREAM_NONE ? g.offload_cost : 0;
 	o.ckpt.stream_all = sm == STREAM_PARAMS;
 	o.ckpt.host_mem = o.stream.host_mem;
+	if (driver_is_onnx(o.input) && !(o.input = driver_import(&o)))
+		return 0;
 	int rc = driver_run(&o);
 	ar_free_all();
 	return rc;

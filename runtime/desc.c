@@ -127,7 +127,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				t->stacked = (int)num(&p, line, l);
 				word(&p, t->init, sizeof t->init, line, l);
 				if (strcmp(t->init, "zeros") && strcmp(t->init, "ones") && strcmp(t->init, "normal") &&
-				    strcmp(t->init, "uniform"))
+				    strcmp(t->init, "uniform") && strcmp(t->init, "load"))
 					bad(line, l);
 				t->a = real(&p, line, l);
 				t->b = real(&p, line, l);
@@ -140,6 +140,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			named_param(m, &p, line, l)->buffer = true;
 		} else if (!strcmp(key, "nodecay")) {
 			named_param(m, &p, line, l)->nodecay = true;
+		} else if (!strcmp(key, "saved")) {
+			RtTensor *t = named_param(m, &p, line, l);
+			word(&p, t->saved, sizeof t->saved, line, l);
+		} else if (!strcmp(key, "weights")) {
+			word(&p, m->weights, sizeof m->weights, line, l);
 		} else if (!strcmp(key, "update")) {
 			if (m->nupdates >= (int)(sizeof m->updates / sizeof *m->updates))
 				rt_fail(70, "internal error: too many updates in the model description");

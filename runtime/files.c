@@ -498,6 +498,9 @@ static void jskip(Json *j)
 
 /* ---- safetensors ---- */
 
+/* a parameter's name in safetensors files: load("NAME")'s, else its own */
+static const char *file_name(const RtTensor *t) { return t->saved[0] ? t->saved : t->name; }
+
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads)
 {
 	rt_save_tensors(path, m, bufs, grads, grads ? "gradients" : "parameters", "");
@@ -515,7 +518,7 @@ void rt_save_tensors(const char *path, const RtModel *m, void *const *bufs, bool
 		if (grads && t->buffer)
 			continue; /* a buffer has no gradient */
 		const char *dt = !strcmp(t->dtype, "f64") ? "F64" : !strcmp(t->dtype, "bf16") ? "BF16" : "F32";
-		n += (size_t)snprintf(h + n, cap - n, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, dt);
+		n += (size_t)snprintf(h + n, cap - n, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", file_name(t), dt);
 		for (int k = 0; k < t->rank; k++)
 			n += (size_t)snprintf(h + n, cap - n, "%s%lld", k ? "," : "", (long long)t->dim[k]);
 		n += (size_t)snprintf(h + n, cap - n, "],\"data_offsets\":[%lld,%lld]}", (long long)off, (long long)(off + t->bytes));
@@ -597,7 +600,7 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 			}
 			int which = -1;
 			for (int i = 0; i < m->nparams; i++)
-				if (!strcmp(m->params[i].name, j.key))
+				if (!strcmp(file_name(&m->params[i]), j.key))
 					which = i;
 			if (which < 0)
 				jerror(&j, "%s: tensor '%.200s' is not a parameter of model %s", name, j.key, m->model);
@@ -704,7 +707,7 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 	}
 	for (int i = 0; i < m->nparams; i++)
 		if (!j.seen[i])
-			jerror(&j, "%s: no tensor named '%s'", name, m->params[i].name);
+			jerror(&j, "%s: no tensor named '%s'", name, file_name(&m->params[i]));
 	free(j.seen);
 }
 

@@ -82,6 +82,9 @@ static void init_params(const RtModel *m, void **host, uint64_t seed)
 {
 	for (int i = 0; i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
+		if (!strcmp(t->init, "load"))
+			rt_fail(1, "%s '%s' starts from a file (load(\"%s\")): give one with --init FILE.safetensors",
+			        t->buffer ? "buffer" : "parameter", t->name, t->saved);
 		rt_rng_seed(seed * 1000003 + (uint64_t)i * 7 + 1);
 		for (int64_t e = 0; e < t->numel; e++) {
 			double v = 0;
@@ -879,6 +882,12 @@ static void allocate(Session *S)
 		S->start = rt_load_state(o->resume, m, o, host, mom);
 	else if (o->init)
 		rt_load_safetensors(o->init, m, host);
+	else if (m->weights[0]) { /* the program's `weights "FILE"` */
+		if (access(m->weights, R_OK) != 0)
+			rt_fail(1, "cannot read %s, the weights file this model starts from: %s (give another with --init FILE)",
+			        m->weights, strerror(errno));
+		rt_load_safetensors(m->weights, m, host);
+	}
 	else
 		init_params(m, host, (uint64_t)o->seed);
 

@@ -30,12 +30,14 @@ typedef struct {
 	bool ids;             /* an embed reads it: its elements are tokens */
 	int ignore;
 	char init[16];
+	char saved[128];      /* load("NAME"): its name in the files --init reads and --save writes; "": name */
 	double a, b;
 	int64_t numel, bytes;
 } RtTensor;
 
 typedef struct {
 	char model[128];
+	char weights[4096];   /* `weights "FILE"`: the file the run starts from without --init; "": none */
 	int real_bytes;       /* the precision line's: what the source's f32 is stored as */
 	int64_t arena, loss;
 	char loss_dtype[8];

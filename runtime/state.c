@@ -35,6 +35,7 @@ static RtModel *state_model(const RtModel *m, void *const *params, void *const *
 			RtTensor *x = &s.params[s.nparams++];
 			*x = *t;
 			snprintf(x->name, sizeof x->name, "%.100s.adam_%c", t->name, k == 1 ? 'm' : 'v');
+			x->saved[0] = 0; /* a moment goes under its own name, not its parameter's file name */
 		}
 	}
 	void **b = rt_host_alloc((int64_t)sizeof(void *) * (s.nparams + 1), "a state");

@@ -541,7 +541,9 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 		Value *v = &p->values.data[p->reports.data[i].value];
 		put(&t, ar_printf("report %s %lld %s\n", p->reports.data[i].name, (long long)v->offset, ir_dt_name(v->type.dt)));
 	}
-	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
+	static const char *inits[] = {"zeros", "ones", "normal", "uniform", "load"};
+	if (p->weights)
+		put(&t, ar_printf("weights %s\n", p->weights));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		put(&t, ar_printf("param %s %s", q->name, ir_dt_name(q->type.dt)));
@@ -552,6 +554,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 			put(&t, ar_printf("buffer %s\n", q->name));
 		if (q->nodecay)
 			put(&t, ar_printf("nodecay %s\n", q->name));
+		if (q->saved)
+			put(&t, ar_printf("saved %s %s\n", q->name, q->saved));
 	}
 	for (int i = 0; i < p->updates.len; i++)
 		put(&t, ar_printf("update %s %lld\n", p->updates.data[i].name, (long long)p->values.data[p->updates.data[i].value].offset));

@@ -48,6 +48,8 @@ struct FeAst {
 	Vec(Param) params;
 	Vec(Input) inputs;
 	Vec(Fn) fns;
+	const char *weights;     /* `weights "FILE"`: the file the executable starts from, as written */
+	Loc weights_loc;
 	NodeList loss;
 	Loc loss_loc;
 	bool has_loss;

@@ -1,5 +1,7 @@
 /* fe: names, function inlining, shape checks and lowering to the forward IR. */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ast.h"
@@ -1463,9 +1465,45 @@ static int leaf(Lower *L, Scope *global, OpKind k, int index, const char *name, 
 	return v;
 }
 
+/* `weights "FILE"`: the path beside the program's own file, which the
+ * executable reads at its start; every parameter and buffer then comes from
+ * it (load("NAME")), and each name once. */
+static void weights_file(Lower *L, FeAst *ast)
+{
+	Map seen = {0};
+	for (int i = 0; i < ast->params.len; i++) {
+		Param *q = &ast->params.data[i];
+		if (ast->weights && q->init != INIT_LOAD)
+			diag_error(q->loc, "the program starts from the weights file \"%s\": %s '%s' needs the initialiser load(\"NAME\")",
+			           ast->weights, q->buffer ? "buffer" : "parameter", q->name);
+		if (q->init != INIT_LOAD)
+			continue;
+		if (strlen(q->saved) > 127)
+			diag_error(q->loc, "'%s' loads a name of %zu characters; names in weights files are at most 127", q->name,
+			           strlen(q->saved));
+		int other = map_get(&seen, q->saved);
+		if (other >= 0)
+			diag_error(q->loc, "'%s' loads \"%s\", which '%s' loads already", q->name, q->saved,
+			           ast->params.data[other].name);
+		map_put(&seen, q->saved, i);
+	}
+	if (!ast->weights)
+		return;
+	const char *path = ast->weights, *slash = strrchr(ast->file, '/');
+	if (path[0] != '/' && slash)
+		path = ar_printf("%.*s/%s", (int)(slash - ast->file), ast->file, path);
+	char *abs = realpath(path, NULL);
+	if (!abs || strlen(abs) > 4095 || strchr(abs, ' '))
+		diag_error(ast->weights_loc, "cannot read the weights file %s: %s", path,
+		           !abs ? strerror(errno) : "its full path is longer than 4095 characters or holds a space");
+	L->p->weights = ar_strdup(abs);
+	free(abs);
+}
+
 /* Binds the parameters and inputs in a fresh program. */
 static void leaves(Lower *L, FeAst *ast, Scope *global)
 {
+	weights_file(L, ast);
 	for (int i = 0; i < ast->params.len; i++) {
 		vec_push(&L->p->params, ast->params.data[i]);
 		L->p->params.data[i].type.dt = ir_resolve_dt(L->p, ast->params.data[i].type.dt);

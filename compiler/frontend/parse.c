@@ -7,7 +7,7 @@
 
 #include "ast.h"
 
-typedef enum { T_EOF, T_IDENT, T_INT, T_FLOAT, T_PUNCT } TokKind;
+typedef enum { T_EOF, T_IDENT, T_INT, T_FLOAT, T_PUNCT, T_STRING } TokKind;
 
 typedef struct {
 	TokKind kind;
@@ -130,6 +130,19 @@ static Tok lex(Parser *P)
 		advance(P, t.len);
 		return t;
 	}
+	/* a string: a file or a tensor's name in a weights file; printable, no spaces, quotes or escapes,
+	 * since the model description holds it as one word */
+	if (c == '"') {
+		const char *q = P->p + 1;
+		while (*q > ' ' && *q < 0x7f && *q != '"')
+			q++;
+		if (*q != '"')
+			diag_error(t.loc, *q == ' ' ? "a string cannot hold a space" : "unterminated string: expected '\"' on this line");
+		t.kind = T_STRING;
+		t.len = (int)(q + 1 - P->p);
+		advance(P, t.len);
+		return t;
+	}
 	for (size_t i = 0; i < sizeof puncts / sizeof *puncts; i++) {
 		size_t n = strlen(puncts[i]);
 		if (strncmp(P->p, puncts[i], n) == 0) {
@@ -193,6 +206,18 @@ static const char *ident(Parser *P, const char *what)
 		diag_error(t.loc, "expected %s, found %s", what, tok_str(t));
 	next(P);
 	return ar_strndup(t.s, (size_t)t.len);
+}
+
+/* a string token's text, without its quotes */
+static const char *string(Parser *P, const char *what)
+{
+	Tok t = P->tok;
+	if (t.kind != T_STRING)
+		diag_error(t.loc, "expected %s in quotes, found %s", what, tok_str(t));
+	if (t.len == 2)
+		diag_error(t.loc, "%s is empty", what);
+	next(P);
+	return ar_strndup(t.s + 1, (size_t)t.len - 2);
 }
 
 static void nest(Parser *P, Loc loc, const char *what)
@@ -685,7 +710,7 @@ static void parse_param(Parser *P, bool buffer)
 	if (!ir_is_real(q.type.dt))
 		diag_error(tl, "%ss must be real (f32, bf16 or f64)", what);
 	if (!is(P->tok, "="))
-		diag_error(q.loc, "%s '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros or ones", what, q.name);
+		diag_error(q.loc, "%s '%s' needs an initialiser: = normal(STD), uniform(LO, HI), zeros, ones or load(\"NAME\")", what, q.name);
 	next(P);
 	Tok t = P->tok;
 	if (accept(P, "zeros")) {
@@ -710,8 +735,14 @@ static void parse_param(Parser *P, bool buffer)
 		if (q.b <= q.a)
 			diag_error(l, "uniform(%g, %g) is an empty range", q.a, q.b);
 		expect(P, ")", "after the bounds");
+	} else if (accept(P, "load")) {
+		/* its start from the weights file (or --init) under NAME, which --save writes too */
+		q.init = INIT_LOAD;
+		expect(P, "(", "after load");
+		q.saved = string(P, "the tensor's name in the weights file");
+		expect(P, ")", "after the name");
 	} else {
-		diag_error(t.loc, "unknown initialiser %s: expected normal(STD), uniform(LO, HI), zeros or ones", tok_str(t));
+		diag_error(t.loc, "unknown initialiser %s: expected normal(STD), uniform(LO, HI), zeros, ones or load(\"NAME\")", tok_str(t));
 	}
 	/* `nodecay` after the initialiser: AdamW leaves it (biases and gains it leaves anyway) */
 	Tok nd = P->tok;
@@ -789,6 +820,11 @@ static void parse_items(Parser *P)
 			vec_push(&P->ast->inputs, in);
 		} else if (accept(P, "fn")) {
 			parse_fn(P);
+		} else if (accept(P, "weights")) {
+			if (P->ast->weights)
+				diag_error(t.loc, "a second weights file (a program starts from one)");
+			P->ast->weights_loc = P->tok.loc;
+			P->ast->weights = string(P, "the weights file");
 		} else if (accept(P, "loss")) {
 			if (P->ast->has_loss)
 				diag_error(t.loc, "a second loss block (a program has exactly one)");
@@ -797,7 +833,7 @@ static void parse_items(Parser *P)
 			Tok open = expect(P, "{", "to open the loss block");
 			block(P, &P->ast->loss, open.loc);
 		} else {
-			diag_error(t.loc, "expected const, param, buffer, input, fn or loss at the top level, found %s", tok_str(t));
+			diag_error(t.loc, "expected const, param, buffer, input, fn, weights or loss at the top level, found %s", tok_str(t));
 		}
 		accept(P, ";");
 	}
@@ -1005,7 +1041,9 @@ void fe_print_ast(FILE *f, FeAst *a)
 {
 	for (int i = 0; i < a->consts.len; i++)
 		fprintf(f, "(const %s %lld)\n", a->consts.data[i].name, (long long)a->consts.data[i].value);
-	static const char *inits[] = {"zeros", "ones", "normal", "uniform"};
+	static const char *inits[] = {"zeros", "ones", "normal", "uniform", "load"};
+	if (a->weights)
+		fprintf(f, "(weights \"%s\")\n", a->weights);
 	for (int i = 0; i < a->params.len; i++) {
 		Param *q = &a->params.data[i];
 		fprintf(f, "(%s %s %s %s", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), inits[q->init]);
@@ -1013,6 +1051,8 @@ void fe_print_ast(FILE *f, FeAst *a)
 			fprintf(f, " %g", q->a);
 		if (q->init == INIT_UNIFORM)
 			fprintf(f, " %g %g", q->a, q->b);
+		if (q->init == INIT_LOAD)
+			fprintf(f, " \"%s\"", q->saved);
 		fputs(q->nodecay ? " nodecay)\n" : ")\n", f);
 	}
 	for (int i = 0; i < a->inputs.len; i++)

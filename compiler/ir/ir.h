@@ -227,7 +227,7 @@ typedef struct {
 	int len, cap;
 } Block;
 
-typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM } InitKind;
+typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM, INIT_LOAD } InitKind;
 
 typedef struct {
 	const char *name;
@@ -237,6 +237,7 @@ typedef struct {
 	bool nodecay;     /* `nodecay`: AdamW's weight decay leaves it, whatever its rank */
 	InitKind init;
 	double a, b;      /* normal: std in a; uniform: [a, b) */
+	const char *saved; /* load("NAME"): its name in the weights file, --init's and --save's files */
 	Loc loc;
 	int value;        /* the OP_PARAM value */
 	int grad;         /* VK_VAR holding d loss / d param; -1 before ad_transform */
@@ -332,6 +333,7 @@ struct Program {
 	bool has_grad;    /* set by ad_transform */
 	DType real;       /* what the source's f32 is stored as (--precision) */
 	Optimizer optimizer;
+	const char *weights; /* `weights "FILE"`: its absolute path, which the executable starts from; NULL: none */
 	int ranks;         /* --ranks N > 1: a resident parameter's Adam moments are one rank's share, ceil(n / N) elements */
 	/* memory plan (stream_pass) */
 	int64_t device_mem; /* the device budget (--device-mem) in bytes, 0: none: set by fe_lower, read by every

@@ -19,6 +19,7 @@ static const char *init_str(const Param *q)
 	case INIT_ONES: return "ones";
 	case INIT_NORMAL: return ar_printf("normal(%g)", q->a);
 	case INIT_UNIFORM: return ar_printf("uniform(%g, %g)", q->a, q->b);
+	case INIT_LOAD: return ar_printf("load(\"%s\")", q->saved);
 	}
 	unreachable();
 }

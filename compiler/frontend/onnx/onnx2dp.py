@@ -1,0 +1,1007 @@
+#!/usr/bin/env python3
+"""onnx2dp: an ONNX inference graph as a dpc training program.
+
+  python3 onnx2dp.py model.onnx -o model.dp [--weights model.safetensors]
+          [--loss cross_entropy|mse|none] [--output NAME] [--shape NAME=D0,D1,...]
+          [--freeze NAME ...] [--batchnorm train|frozen]
+
+writes a readable .dp program and a safetensors file of the model's
+initializers under their names in the ONNX file (PyTorch's state-dict names
+where the exporter kept them). The program starts from that file (`weights`)
+and each parameter loads its tensor by that name (`load("conv1.weight")`),
+so the executable's --save writes the same names, for load_state_dict.
+
+Weights stay parameters: only constants (Constant nodes, integer
+initializers, shape arithmetic) are folded, with onnx's reference evaluator.
+Errors name the file and, for an op dpc cannot express, every such node.
+Exit status: 0, 1 (a model dpc cannot train), 2 (a file that cannot be read).
+"""
+import argparse
+import json
+import os
+import re
+import struct
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper, shape_inference
+    from onnx.reference import ReferenceEvaluator
+except ImportError as e:  # the message dpc shows
+    sys.stderr.write(f"onnx2dp: error: the Python package '{e.name}' is not installed; run `make deps` "
+                     f"(it installs compiler/frontend/onnx/requirements.txt)\n")
+    sys.exit(3)
+
+KNOWN_OPSET = 23  # the newest default-domain opset whose ops this converter was written against
+BIG_LITERAL = 4096  # constants with more elements go into the weights file as buffers
+
+
+class ImportError_(Exception):
+    pass
+
+
+def fail(msg, status=1):
+    sys.stderr.write(f"onnx2dp: error: {msg}\n")
+    sys.exit(status)
+
+
+class V:
+    """A value of the graph: a constant (folded) or a dp expression."""
+
+    def __init__(self, expr=None, shape=None, dtype="f32", const=None):
+        self.expr = expr  # a dp name or expression
+        self.shape = tuple(shape) if shape is not None else None
+        self.dtype = dtype  # 'f32' or 'i32'
+        self.const = const  # a numpy array when folded
+
+    @property
+    def is_const(self):
+        return self.const is not None
+
+
+def num(x):
+    """a number as dp reads it: float32 values (attributes, f32 constants) in their shortest form"""
+    if isinstance(x, (np.floating, np.ndarray)) and np.asarray(x).dtype == np.float32:
+        x = f32(x)
+    x = float(x)
+    if np.isinf(x):  # dp numbers are finite; softmax after a huge negative gives 0 exactly
+        return "-1e30" if x < 0 else "1e30"
+    if np.isnan(x):
+        raise ImportError_("a NaN constant")
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return repr(x)
+
+
+def f32(x):
+    """the shortest decimal that rounds to x's float32 value, as a double"""
+    return float(np.format_float_scientific(np.float32(x), unique=True))
+
+
+def dims(shape):
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def sanitize(name):
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+    s = re.sub(r"_+", "_", s)
+    if not s or s[0].isdigit():
+        s = "v_" + s
+    return s
+
+
+DP_WORDS = {"const", "param", "input", "fn", "loss", "let", "for", "in", "return", "report", "buffer", "update",
+            "f32", "bf16", "f64", "i32", "zeros", "ones", "normal", "uniform", "nodecay"}
+DP_BUILTINS = {"relu", "tanh", "sigmoid", "exp", "log", "sqrt", "abs", "sign", "erf", "gelu", "pow", "maximum",
+               "minimum", "where", "sum", "mean", "max", "min", "reshape", "transpose", "softmax", "log_softmax",
+               "embed", "attention", "layernorm", "arange", "cast", "argmax", "dropout", "training", "mse",
+               "cross_entropy", "pad", "concat", "conv2d", "max_pool2d", "avg_pool2d", "groupnorm", "upsample",
+               "neg"}
+
+
+class Converter:
+    def __init__(self, model, path, args):
+        self.model = model
+        self.path = path
+        self.args = args
+        self.vals = {}
+        self.names = set(DP_WORDS | DP_BUILTINS)
+        self.decls = []  # lines before the loss block
+        self.body = []  # statements of the loss block
+        self.updates = []
+        self.weights = {}  # dp name -> numpy array, for the safetensors file
+        self.notes = []
+        self.unsupported = []
+        self.bn_folded = False
+        self.params = []
+        self.buffers = []
+        self.stat = {"nodes": 0}
+
+    # ---- names and declarations ----
+    def fresh(self, hint):
+        base = sanitize(hint)[:48].rstrip("_") or "v"
+        name, k = base, 1
+        while name in self.names:
+            k += 1
+            name = f"{base}_{k}"
+        self.names.add(name)
+        return name
+
+    def let(self, hint, expr, shape, dtype="f32"):
+        name = self.fresh(hint)
+        self.body.append(f"  let {name} = {expr}")
+        return V(name, shape, dtype)
+
+    def declare_weight(self, init_name, arr, kind):
+        name = self.fresh(init_name)
+        shape = arr.shape
+        if len(shape) == 0:
+            raise ImportError_(f"initializer {init_name} is a scalar; dp parameters have rank 1 or more")
+        self.weights[init_name] = arr
+        self.decls.append(f"{kind} {name} : f32{dims(shape)} = load(\"{init_name}\")")
+        (self.params if kind == "param" else self.buffers).append(name)
+        return V(name, shape, "f32")
+
+    def literal(self, arr, hint="const"):
+        """a constant as a dp expression: a number, a list, or a buffer from the weights file"""
+        arr = np.asarray(arr)
+        if arr.dtype == bool:
+            arr = arr.astype(np.float32)
+        if arr.ndim == 0 or arr.size == 1 and arr.ndim == 0:
+            return V(num(arr.reshape(())), (), "f32")
+        if arr.size <= BIG_LITERAL and 0 not in arr.shape:
+            def rec(a):
+                if a.ndim == 1:
+                    return "[" + ", ".join(num(v) for v in a) + "]"
+                return "[" + ", ".join(rec(s) for s in a) + "]"
+            name = self.fresh(hint)
+            self.body.append(f"  let {name} = {rec(arr.astype(np.float64))}")
+            v = V(name, arr.shape, "f32")
+        else:
+            name = self.fresh(hint)
+            self.weights[name] = arr.astype(np.float32)
+            self.decls.append(f"buffer {name} : f32{dims(arr.shape)} = load(\"{name}\")   # a constant of the model")
+            self.buffers.append(name)
+            v = V(name, arr.shape, "f32")
+        if np.issubdtype(arr.dtype, np.integer):
+            v = V(f"cast({v.expr}, i32)", arr.shape, "i32")
+        return v
+
+    def tensor(self, v, hint="c"):
+        """v as a dp tensor expression (constants written out)"""
+        if v.is_const:
+            return self.literal(v.const, hint)
+        return v
+
+    def x(self, v):
+        """v's expression, a constant written in place"""
+        if v.is_const and np.asarray(v.const).ndim == 0:
+            return num(np.asarray(v.const))
+        return self.tensor(v).expr
+
+    # ---- the graph ----
+    def run(self):
+        g = self.model.graph
+        inits = {t.name: t for t in g.initializer}
+        self.shapes = {}
+        for vi in list(g.value_info) + list(g.input) + list(g.output):
+            t = vi.type.tensor_type
+            if t.HasField("shape"):
+                self.shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        self.consumers = {}
+        for node in g.node:
+            for i, n in enumerate(node.input):
+                self.consumers.setdefault(n, []).append((node, i))
+        self.inputs(g, inits)
+        self.initializers(g, inits)
+        for node in g.node:
+            self.stat["nodes"] += 1
+            try:
+                self.node(node)
+            except ImportError_ as e:
+                self.unsupported.append(f"{self.describe(node)}: {e}")
+                for o in node.output:
+                    self.vals[o] = None
+        if self.unsupported:
+            lines = "\n  ".join(self.unsupported)
+            fail(f"{self.path}: {len(self.unsupported)} node(s) dpc cannot express:\n  {lines}")
+        return self.finish(g)
+
+    def describe(self, node):
+        shapes = []
+        for n in node.input:
+            v = self.vals.get(n)
+            if not n:
+                shapes.append("-")
+            elif v is None:
+                shapes.append("?")
+            else:
+                shapes.append(("const " if v.is_const else "") + (dims(v.shape) if v.shape is not None else "?"))
+        return f"node '{node.name or node.output[0]}' ({node.op_type}) with inputs {', '.join(shapes) or 'none'}"
+
+    def inputs(self, g, inits):
+        shape_over = {}
+        for s in self.args.shape or []:
+            if "=" not in s:
+                fail(f"--shape {s}: expected NAME=D0,D1,...")
+            k, d = s.split("=", 1)
+            try:
+                shape_over[k] = [int(t) for t in d.split(",")]
+            except ValueError:
+                fail(f"--shape {s}: the dimensions must be integers")
+        self.data_inputs = []
+        for inp in g.input:
+            if inp.name in inits:
+                continue
+            t = inp.type.tensor_type
+            shape = shape_over.get(inp.name)
+            if shape is None:
+                shape = []
+                for d in t.shape.dim:
+                    if d.HasField("dim_value") and d.dim_value > 0:
+                        shape.append(d.dim_value)
+                    else:
+                        fail(f"{self.path}: input '{inp.name}' has a dynamic dimension "
+                             f"'{d.dim_param or '?'}'; fix it with --shape {inp.name}=D0,D1,...")
+            et = t.elem_type
+            if et in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                      onnx.TensorProto.BFLOAT16):
+                dt = "f32"
+            elif et in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+                dt = "i32"
+            else:
+                fail(f"{self.path}: input '{inp.name}' has element type "
+                     f"{onnx.TensorProto.DataType.Name(et)}; dpc takes real and integer inputs")
+            name = self.fresh(inp.name)
+            self.decls.append(f"input {name} : {dt}{dims(shape)}")
+            self.vals[inp.name] = V(name, shape, dt)
+            self.data_inputs.append(name)
+        unknown = set(shape_over) - {i.name for i in g.input}
+        if unknown:
+            fail(f"--shape names no input of {self.path}: {', '.join(sorted(unknown))}")
+
+    def initializers(self, g, inits):
+        bn_stats = set()
+        for node in g.node:
+            if node.op_type == "BatchNormalization":
+                bn_stats.update(node.input[3:5])
+        freeze = set(self.args.freeze or [])
+        missing = freeze - set(inits)
+        if missing:
+            fail(f"--freeze names no initializer of {self.path}: {', '.join(sorted(missing))}")
+        self.frozen = []
+        for name, t in inits.items():
+            try:
+                arr = numpy_helper.to_array(t, base_dir=os.path.dirname(os.path.abspath(self.path)))
+            except Exception as e:
+                fail(f"{self.path}: initializer '{name}' cannot be read: {e}", 2)
+            real = np.issubdtype(arr.dtype, np.floating)
+            if not real or arr.ndim == 0 or name not in self.consumers:
+                self.vals[name] = V(const=arr)  # integers and scalars: constants of the model
+                continue
+            if name in bn_stats:
+                v = self.declare_weight(name, arr, "buffer")
+            elif name in freeze:
+                v = self.declare_weight(name, arr, "buffer")
+                self.frozen.append(name)
+            else:
+                v = self.declare_weight(name, arr, "param")
+            self.vals[name] = v
+
+    def arg(self, node, i):
+        if i >= len(node.input) or not node.input[i]:
+            return None
+        v = self.vals.get(node.input[i])
+        if v is None:
+            raise ImportError_(f"its input '{node.input[i]}' is not computed (an unsupported op made it)")
+        return v
+
+    def const_arg(self, node, i, what):
+        v = self.arg(node, i)
+        if v is None:
+            return None
+        if not v.is_const:
+            raise ImportError_(f"its {what} must be a constant once shapes are fixed")
+        return np.asarray(v.const)
+
+    def node(self, node):
+        ins = [self.arg(node, i) for i in range(len(node.input))]
+        if node.domain not in ("", "ai.onnx"):
+            raise ImportError_(f"domain '{node.domain}' is not ONNX's")
+        # shape arithmetic: every input constant, fold it (Dropout and friends pass through below)
+        if all(v is None or v.is_const for v in ins) and node.op_type not in ("Dropout", "RandomNormal",
+                                                                             "RandomUniform", "RandomNormalLike",
+                                                                             "RandomUniformLike", "Multinomial"):
+            outs = self.fold(node, ins)
+            for o, a in zip(node.output, outs):
+                self.vals[o] = V(const=np.asarray(a))
+            return
+        f = getattr(self, "op_" + node.op_type, None)
+        if f is None:
+            raise ImportError_("dpc has no such op")
+        a = {at.name: onnx.helper.get_attribute_value(at) for at in node.attribute}
+        a = {k: np.float32(v) if isinstance(v, float) else v for k, v in a.items()}
+        out = f(node, ins, a)
+        if isinstance(out, V):
+            out = [out]
+        for o, v in zip(node.output, out):
+            if o:
+                self.check_shape(node, o, v)
+                self.vals[o] = v
+
+    def check_shape(self, node, name, v):
+        s = self.shapes.get(name)
+        if s is not None and v.shape is not None and None not in s and tuple(s) != tuple(v.shape):
+            raise ImportError_(f"the converter made {dims(v.shape)} where shape inference says {dims(s)} "
+                               f"(a converter bug)")
+
+    def fold(self, node, ins):
+        inputs = []
+        feeds = {}
+        for i, (n, v) in enumerate(zip(node.input, ins)):
+            if v is None:
+                continue
+            inputs.append(onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(v.const.dtype),
+                                                             v.const.shape))
+            feeds[n] = v.const
+        outputs = [onnx.helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o]
+        g = onnx.helper.make_graph([node], "fold", inputs, outputs)
+        m = onnx.helper.make_model(g, opset_imports=self.model.opset_import)
+        try:
+            res = ReferenceEvaluator(m).run(None, feeds)
+        except Exception as e:
+            raise ImportError_(f"its constant inputs could not be folded: {e}")
+        return res
+
+    # ---- ops ----
+    def shape_of(self, v):
+        return tuple(np.asarray(v.const).shape) if v.is_const else v.shape
+
+    def unary(fmt):
+        def f(self, node, ins, a):
+            x = ins[0]
+            return self.let(node.output[0], fmt.format(x=self.x(x)), self.shape_of(x))
+        return f
+
+    op_Relu = unary("relu({x})")
+    op_Tanh = unary("tanh({x})")
+    op_Sigmoid = unary("sigmoid({x})")
+    op_Exp = unary("exp({x})")
+    op_Log = unary("log({x})")
+    op_Sqrt = unary("sqrt({x})")
+    op_Abs = unary("abs({x})")
+    op_Neg = unary("-{x}")
+    op_Erf = unary("erf({x})")
+    op_Sign = unary("sign({x})")
+    op_Reciprocal = unary("1 / {x}")
+    op_Softplus = unary("log(1 + exp({x}))")
+    op_HardSwish = unary("{x} * minimum(maximum({x} / 6 + 0.5, 0), 1)")
+
+    def op_HardSigmoid(self, node, ins, a):
+        al, be = a.get("alpha", 0.2), a.get("beta", 0.5)
+        x = self.x(ins[0])
+        return self.let(node.output[0], f"minimum(maximum({num(al)} * {x} + {num(be)}, 0), 1)", ins[0].shape)
+
+    def op_LeakyRelu(self, node, ins, a):
+        x = self.x(ins[0])
+        return self.let(node.output[0], f"where({x} > 0, {x}, {num(a.get('alpha', 0.01))} * {x})", ins[0].shape)
+
+    def op_Gelu(self, node, ins, a):
+        x = self.x(ins[0])
+        if a.get("approximate", b"none") in (b"tanh", "tanh"):
+            return self.let(node.output[0], f"gelu({x})", ins[0].shape)
+        return self.let(node.output[0], f"0.5 * {x} * (1 + erf({x} * {num(1 / np.sqrt(2))}))", ins[0].shape)
+
+    def op_Identity(self, node, ins, a):
+        return ins[0]
+
+    def binary(sym):
+        def f(self, node, ins, a):
+            x, y = ins
+            shape = np.broadcast_shapes(self.shape_of(x), self.shape_of(y))
+            return self.let(node.output[0], f"{self.paren(x)} {sym} {self.paren(y)}", shape)
+        return f
+
+    def paren(self, v):
+        e = self.x(v)
+        return f"({e})" if e.startswith("-") or " " in e else e
+
+    op_Add = binary("+")
+    op_Sub = binary("-")
+    op_Mul = binary("*")
+    op_Div = binary("/")
+    op_Equal = binary("==")
+    op_Less = binary("<")
+    op_Greater = binary(">")
+    op_LessOrEqual = binary("<=")
+    op_GreaterOrEqual = binary(">=")
+
+    def op_Not(self, node, ins, a):
+        return self.let(node.output[0], f"1 - {self.paren(ins[0])}", self.shape_of(ins[0]))
+
+    def op_Pow(self, node, ins, a):
+        x, y = ins
+        shape = np.broadcast_shapes(self.shape_of(x), self.shape_of(y))
+        if y.is_const and np.asarray(y.const).size == 1 and float(np.asarray(y.const).reshape(-1)[0]) == 2.0:
+            return self.let(node.output[0], f"{self.paren(x)} * {self.paren(x)}", shape)
+        return self.let(node.output[0], f"pow({self.x(x)}, {self.x(y)})", shape)
+
+    def variadic(fn):
+        def f(self, node, ins, a):
+            acc = ins[0]
+            shape = self.shape_of(acc)
+            e = self.x(acc)
+            for v in ins[1:]:
+                shape = np.broadcast_shapes(shape, self.shape_of(v))
+                e = fn(e, self.x(v))
+            return self.let(node.output[0], e, shape)
+        return f
+
+    op_Max = variadic(lambda a, b: f"maximum({a}, {b})")
+    op_Min = variadic(lambda a, b: f"minimum({a}, {b})")
+    op_Sum = variadic(lambda a, b: f"{a} + {b}")
+
+    def op_Where(self, node, ins, a):
+        c, x, y = ins
+        shape = np.broadcast_shapes(self.shape_of(c), self.shape_of(x), self.shape_of(y))
+        return self.let(node.output[0], f"where({self.x(c)}, {self.x(x)}, {self.x(y)})", shape)
+
+    def op_Clip(self, node, ins, a):
+        x = ins[0]
+        lo = ins[1] if len(ins) > 1 else None
+        hi = ins[2] if len(ins) > 2 else None
+        if "min" in a:
+            lo = V(const=np.float32(a["min"]))
+        if "max" in a:
+            hi = V(const=np.float32(a["max"]))
+        e = self.x(x)
+        if lo is not None:
+            e = f"maximum({e}, {self.x(lo)})"
+        if hi is not None:
+            e = f"minimum({e}, {self.x(hi)})"
+        return self.let(node.output[0], e, x.shape)
+
+    def op_Cast(self, node, ins, a):
+        x = ins[0]
+        to = a["to"]
+        if to in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16):
+            if x.dtype == "f32":
+                return x
+            return self.let(node.output[0], f"cast({x.expr}, f32)", x.shape)
+        if to in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+            if x.dtype == "i32":
+                return x
+            return self.let(node.output[0], f"cast({x.expr}, i32)", x.shape, "i32")
+        if to == onnx.TensorProto.BOOL:
+            return self.let(node.output[0], f"{self.paren(x)} != 0", x.shape)
+        raise ImportError_(f"a cast to {onnx.TensorProto.DataType.Name(to)}")
+
+    def op_Dropout(self, node, ins, a):
+        x = ins[0]
+        if x.is_const:
+            return [x]
+        ratio = a.get("ratio", 0.5)
+        if len(ins) > 1 and ins[1] is not None:
+            ratio = float(self.const_arg(node, 1, "ratio"))
+        if len(node.output) > 1 and node.output[1] and self.consumers.get(node.output[1]):
+            raise ImportError_("its mask output is used")
+        if ratio == 0:
+            return [x]
+        return [self.let(node.output[0], f"dropout({x.expr}, {num(ratio)})", x.shape)]
+
+    def op_MatMul(self, node, ins, a):
+        x, w = (self.tensor(v) for v in ins)
+        if len(x.shape) < 2 or len(w.shape) < 2:
+            raise ImportError_("a matrix product of a vector")
+        if len(w.shape) > 2 and tuple(x.shape[:-2]) != tuple(w.shape[:-2]):
+            raise ImportError_("a batched matrix product whose batch axes differ (dp needs them equal)")
+        shape = tuple(x.shape[:-1]) + (w.shape[-1],)
+        return self.let(node.output[0], f"{x.expr} @ {w.expr}", shape)
+
+    def op_Gemm(self, node, ins, a):
+        x, w = (self.tensor(v) for v in ins[:2])
+        xe = f"transpose({x.expr})" if a.get("transA", 0) else x.expr
+        we = f"transpose({w.expr})" if a.get("transB", 0) else w.expr
+        m = x.shape[1] if a.get("transA", 0) else x.shape[0]
+        n = w.shape[0] if a.get("transB", 0) else w.shape[1]
+        e = f"{xe} @ {we}"
+        if a.get("alpha", 1.0) != 1.0:
+            e = f"({e}) * {num(a['alpha'])}"
+        if len(ins) > 2 and ins[2] is not None:
+            c = self.x(ins[2])
+            e = f"{e} + {c}" if a.get("beta", 1.0) == 1.0 else f"{e} + {num(a['beta'])} * {c}"
+        return self.let(node.output[0], e, (m, n))
+
+    def pads2d(self, node, a, x):
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise ImportError_("auto_pad (export with explicit pads)")
+        p = list(a.get("pads", [0, 0, 0, 0]))
+        if len(p) != 4:
+            raise ImportError_("a window that is not 2-D")
+        return p  # top, left, bottom, right
+
+    def explicit_pad(self, xe, shape, p, hint):
+        """zeros around x on H and W where a window's padding is not one number"""
+        shape = list(shape)
+        if p[0] or p[2]:
+            xe = f"pad({xe}, 2, {p[0]}, {p[2]})"
+            shape[2] += p[0] + p[2]
+        if p[1] or p[3]:
+            xe = f"pad({xe}, 3, {p[1]}, {p[3]})"
+            shape[3] += p[1] + p[3]
+        v = self.let(hint + "_pad", xe, shape)
+        return v
+
+    def op_Conv(self, node, ins, a):
+        x, w = (self.tensor(v) for v in ins[:2])
+        if len(x.shape) != 4:
+            raise ImportError_("a convolution that is not 2-D")
+        p = self.pads2d(node, a, x)
+        st = list(a.get("strides", [1, 1]))
+        dl = list(a.get("dilations", [1, 1]))
+        g = a.get("group", 1)
+        if st[0] != st[1] or dl[0] != dl[1]:
+            raise ImportError_(f"strides {st} and dilations {dl} must be equal on both axes")
+        if p[0] == p[1] == p[2] == p[3]:
+            pad = p[0]
+        else:
+            x = self.explicit_pad(x.expr, x.shape, p, node.output[0])
+            pad = 0
+        opts = "".join(f", {k}={v}" for k, v, d in (("stride", st[0], 1), ("pad", pad, 0), ("dilation", dl[0], 1),
+                                                     ("groups", g, 1)) if v != d)
+        kh, kw = w.shape[2], w.shape[3]
+        H, W = x.shape[2], x.shape[3]
+        ho = (H + 2 * pad - dl[0] * (kh - 1) - 1) // st[0] + 1
+        wo = (W + 2 * pad - dl[1] * (kw - 1) - 1) // st[1] + 1
+        e = f"conv2d({x.expr}, {w.expr}{opts})"
+        if len(ins) > 2 and ins[2] is not None:
+            b = self.tensor(ins[2])
+            e = f"{e} + reshape({b.expr}, [{b.shape[0]}, 1, 1])"
+        return self.let(node.output[0], e, (x.shape[0], w.shape[0], ho, wo))
+
+    def pool(self, node, ins, a, fn):
+        x = self.tensor(ins[0])
+        k = list(a["kernel_shape"])
+        st = list(a.get("strides", k))
+        p = self.pads2d(node, a, x)
+        if a.get("ceil_mode", 0):
+            raise ImportError_("ceil_mode=1 (dp's pools round down, as PyTorch's default)")
+        if len(k) != 2 or k[0] != k[1] or st[0] != st[1]:
+            raise ImportError_(f"a window {k} with strides {st}: dp's pools take a square window")
+        if a.get("dilations", [1, 1]) != [1, 1]:
+            raise ImportError_("a dilated pool")
+        if fn == "avg_pool2d" and any(p) and not a.get("count_include_pad", 0):
+            raise ImportError_("count_include_pad=0 with padding (dp's average counts the padding as zeros, "
+                               "PyTorch's default)")
+        if not (p[0] == p[1] == p[2] == p[3]) or p[0] > k[0] // 2:
+            raise ImportError_(f"pads {p} (dp's pools take one padding, at most half the window)")
+        opts = (f", stride={st[0]}" if st[0] != k[0] else "") + (f", pad={p[0]}" if p[0] else "")
+        H, W = x.shape[2], x.shape[3]
+        ho = (H + 2 * p[0] - k[0]) // st[0] + 1
+        wo = (W + 2 * p[0] - k[0]) // st[0] + 1
+        return self.let(node.output[0], f"{fn}({x.expr}, {k[0]}{opts})", (x.shape[0], x.shape[1], ho, wo))
+
+    def op_MaxPool(self, node, ins, a):
+        if len(node.output) > 1 and node.output[1]:
+            raise ImportError_("its indices output")
+        return self.pool(node, ins, a, "max_pool2d")
+
+    def op_AveragePool(self, node, ins, a):
+        return self.pool(node, ins, a, "avg_pool2d")
+
+    def op_GlobalAveragePool(self, node, ins, a):
+        x = self.tensor(ins[0])
+        n, c = x.shape[:2]
+        axes = list(range(2, len(x.shape)))
+        out = (n, c) + (1,) * len(axes)
+        return self.let(node.output[0], f"reshape(mean({x.expr}, {axes}), {dims(out)})", out)
+
+    def op_GlobalMaxPool(self, node, ins, a):
+        x = self.tensor(ins[0])
+        n, c = x.shape[:2]
+        axes = list(range(2, len(x.shape)))
+        out = (n, c) + (1,) * len(axes)
+        return self.let(node.output[0], f"reshape(max({x.expr}, {axes}), {dims(out)})", out)
+
+    def op_BatchNormalization(self, node, ins, a):
+        x, g, b, rm, rv = ins[:5]
+        x = self.tensor(x)
+        eps = a.get("epsilon", 1e-5)
+        # ONNX: running = running * momentum + batch * (1 - momentum); PyTorch's momentum is the second
+        pt = f32(1 - f32(a.get("momentum", np.float32(0.9))))
+        C = x.shape[1]
+        axes = [0] + list(range(2, len(x.shape)))
+        per = [C] + [1] * (len(x.shape) - 2)
+        frozen = self.args.batchnorm == "frozen" or rm.is_const or rv.is_const or rm.expr not in self.buffers
+        r = lambda v: f"reshape({self.x(v)}, {dims(per)})" if len(per) > 1 else self.x(v)
+        base = self.fresh(node.output[0] + "_bn")
+        self.names.discard(base)
+        if frozen:
+            e = f"({x.expr} - {r(rm)}) / sqrt({r(rv)} + {num(eps)}) * {r(g)} + {r(b)}"
+            return [self.let(node.output[0], e, x.shape)]
+        n = int(np.prod([x.shape[i] for i in axes]))
+        mu = self.let(base + "_mean", f"mean({x.expr}, {axes})", (C,))
+        d = self.let(base + "_centred", f"{x.expr} - {r(mu)}", x.shape)
+        var = self.let(base + "_var", f"mean({d.expr} * {d.expr}, {axes})", (C,))
+        t = "training()"
+        m = f"{t} * {mu.expr} + (1 - {t}) * {rm.expr}"
+        v = f"{t} * {var.expr} + (1 - {t}) * {rv.expr}"
+        keep = f32(1 - pt)
+        self.updates.append(f"  update {rm.expr} = {num(keep)} * {rm.expr} + {num(pt)} * {mu.expr}")
+        self.updates.append(f"  update {rv.expr} = {num(keep)} * {rv.expr} + {num(pt)} * {var.expr} * "
+                            f"{num(n / max(n - 1, 1))}")
+        mm = self.let(base + "_m", m, (C,))
+        vv = self.let(base + "_v", v, (C,))
+        e = f"({x.expr} - {r(mm)}) / sqrt({r(vv)} + {num(eps)}) * {r(g)} + {r(b)}"
+        return [self.let(node.output[0], e, x.shape)]
+
+    def op_LayerNormalization(self, node, ins, a):
+        x = self.tensor(ins[0])
+        ax = a.get("axis", -1)
+        if ax not in (-1, len(x.shape) - 1):
+            raise ImportError_(f"axis={ax} (dp's layernorm normalises the last axis)")
+        D = x.shape[-1]
+        g = self.tensor(ins[1]) if len(ins) > 1 and ins[1] is not None else self.literal(np.ones(D, np.float32))
+        b = self.tensor(ins[2]) if len(ins) > 2 and ins[2] is not None else self.literal(np.zeros(D, np.float32))
+        if len(node.output) > 1 and any(self.consumers.get(o) for o in node.output[1:] if o):
+            raise ImportError_("its mean or inverse deviation output is used")
+        eps = a.get("epsilon", 1e-5)
+        return [self.let(node.output[0], f"layernorm({x.expr}, {g.expr}, {b.expr}, eps={num(eps)})", x.shape)]
+
+    def axis(self, ax, rank):
+        return ax + rank if ax < 0 else ax
+
+    def op_Softmax(self, node, ins, a, fn="softmax"):
+        x = self.tensor(ins[0])
+        rank = len(x.shape)
+        opset = self.opset
+        ax = self.axis(a.get("axis", -1 if opset >= 13 else 1), rank)
+        if opset < 13 and ax != rank - 1:
+            raise ImportError_(f"opset {opset}'s softmax over axes {ax}.. (export with opset 13 or newer)")
+        if ax == rank - 1:
+            return self.let(node.output[0], f"{fn}({x.expr})", x.shape)
+        perm = list(range(rank))
+        perm[ax], perm[-1] = perm[-1], perm[ax]
+        return self.let(node.output[0], f"transpose({fn}(transpose({x.expr}, {perm})), {perm})", x.shape)
+
+    def op_LogSoftmax(self, node, ins, a):
+        return self.op_Softmax(node, ins, a, "log_softmax")
+
+    def reshape_to(self, node, x, shape):
+        x = self.tensor(x)
+        shape = tuple(int(d) for d in shape)
+        if tuple(x.shape) == shape:
+            return x
+        if len(shape) == 0:
+            return self.let(node.output[0], f"sum({x.expr})", shape)  # one element
+        return self.let(node.output[0], f"reshape({x.expr}, {dims(shape)})", shape)
+
+    def op_Reshape(self, node, ins, a):
+        x = ins[0]
+        s = [int(d) for d in self.const_arg(node, 1, "shape")]
+        if not a.get("allowzero", 0):
+            s = [x.shape[i] if d == 0 else d for i, d in enumerate(s)]
+        if -1 in s:
+            known = int(np.prod([d for d in s if d != -1]))
+            s[s.index(-1)] = int(np.prod(x.shape)) // known
+        return self.reshape_to(node, x, s)
+
+    def op_Flatten(self, node, ins, a):
+        x = ins[0]
+        ax = self.axis(a.get("axis", 1), len(x.shape))
+        return self.reshape_to(node, x, (int(np.prod(x.shape[:ax])), int(np.prod(x.shape[ax:]))))
+
+    def axes_arg(self, node, ins, a, i):
+        if "axes" in a:
+            return list(a["axes"])
+        if len(ins) > i and ins[i] is not None:
+            return [int(v) for v in self.const_arg(node, i, "axes")]
+        return None
+
+    def op_Unsqueeze(self, node, ins, a):
+        x = ins[0]
+        axes = self.axes_arg(node, ins, a, 1)
+        rank = len(x.shape) + len(axes)
+        axes = sorted(self.axis(v, rank) for v in axes)
+        s = list(x.shape)
+        for v in axes:
+            s.insert(v, 1)
+        return self.reshape_to(node, x, s)
+
+    def op_Squeeze(self, node, ins, a):
+        x = ins[0]
+        axes = self.axes_arg(node, ins, a, 1)
+        if axes is None:
+            axes = [i for i, d in enumerate(x.shape) if d == 1]
+        axes = {self.axis(v, len(x.shape)) for v in axes}
+        return self.reshape_to(node, x, [d for i, d in enumerate(x.shape) if i not in axes])
+
+    def op_Transpose(self, node, ins, a):
+        x = self.tensor(ins[0])
+        perm = list(a.get("perm", list(range(len(x.shape)))[::-1]))
+        if perm == list(range(len(perm))):
+            return x
+        return self.let(node.output[0], f"transpose({x.expr}, {perm})", tuple(x.shape[p] for p in perm))
+
+    def op_Concat(self, node, ins, a):
+        vs = [self.tensor(v) for v in ins if v is not None and 0 not in self.shape_of(v)]
+        ax = self.axis(a["axis"], len(vs[0].shape))
+        if len(vs) == 1:
+            return vs[0]
+        s = list(vs[0].shape)
+        s[ax] = sum(v.shape[ax] for v in vs)
+        return self.let(node.output[0], f"concat([{', '.join(v.expr for v in vs)}], {ax})", s)
+
+    def take(self, x, ax, lo, hi, hint):
+        subs = [":"] * ax + [f"{lo}:{hi}"]
+        s = list(x.shape)
+        s[ax] = hi - lo
+        return self.let(hint, f"{x.expr}[{', '.join(subs)}]", s)
+
+    def op_Split(self, node, ins, a):
+        x = self.tensor(ins[0])
+        ax = self.axis(a.get("axis", 0), len(x.shape))
+        n = len(node.output)
+        if "split" in a:
+            sizes = list(a["split"])
+        elif len(ins) > 1 and ins[1] is not None:
+            sizes = [int(v) for v in self.const_arg(node, 1, "split")]
+        else:
+            d = x.shape[ax]
+            per = -(-d // n)
+            sizes = [min(per, d - i * per) for i in range(n)]
+        outs, lo = [], 0
+        for o, sz in zip(node.output, sizes):
+            outs.append(self.take(x, ax, lo, lo + sz, o))
+            lo += sz
+        return outs
+
+    def op_Slice(self, node, ins, a):
+        x = self.tensor(ins[0])
+        rank = len(x.shape)
+        if len(ins) > 1:
+            starts = self.const_arg(node, 1, "starts")
+            ends = self.const_arg(node, 2, "ends")
+            axes = self.const_arg(node, 3, "axes") if len(ins) > 3 and ins[3] is not None else range(len(starts))
+            steps = self.const_arg(node, 4, "steps") if len(ins) > 4 and ins[4] is not None else [1] * len(starts)
+        else:
+            starts, ends = a["starts"], a["ends"]
+            axes = a.get("axes", range(len(starts)))
+            steps = [1] * len(starts)
+        subs = [":"] * rank
+        s = list(x.shape)
+        for st, en, ax, sp in zip(starts, ends, axes, steps):
+            ax = self.axis(int(ax), rank)
+            if int(sp) != 1:
+                raise ImportError_(f"a slice with step {int(sp)}")
+            d = x.shape[ax]
+            lo, hi, _ = slice(int(st), int(en)).indices(d)
+            hi = max(hi, lo)
+            if hi == lo:
+                raise ImportError_("an empty slice")
+            subs[ax] = f"{lo}:{hi}"
+            s[ax] = hi - lo
+        while subs and subs[-1] == ":":
+            subs.pop()
+        if not subs:
+            return x
+        return self.let(node.output[0], f"{x.expr}[{', '.join(subs)}]", s)
+
+    def op_Gather(self, node, ins, a):
+        data, idx = ins
+        ax = self.axis(a.get("axis", 0), len(self.shape_of(data)))
+        if idx.is_const:
+            i = np.asarray(idx.const)
+            d = self.tensor(data)
+            n = d.shape[ax]
+            if i.ndim == 0:
+                k = int(i) % n
+                subs = [":"] * ax + [str(k)]
+                return self.let(node.output[0], f"{d.expr}[{', '.join(subs)}]",
+                                tuple(s for j, s in enumerate(d.shape) if j != ax))
+            flat = [int(v) % n for v in i.reshape(-1)]
+            if i.ndim == 1 and flat == list(range(flat[0], flat[0] + len(flat))):
+                return self.take(d, ax, flat[0], flat[0] + len(flat), node.output[0])
+            raise ImportError_("a gather of constant indices that are not a range")
+        if ax != 0 or len(self.shape_of(data)) != 2:
+            raise ImportError_("a gather of computed indices other than rows of a matrix (an embedding)")
+        d = self.tensor(data)
+        ids = idx if idx.dtype == "i32" else self.let(node.output[0] + "_ids", f"cast({idx.expr}, i32)",
+                                                       idx.shape, "i32")
+        return self.let(node.output[0], f"embed({d.expr}, {ids.expr})", tuple(idx.shape) + (d.shape[1],))
+
+    def reduce(self, node, ins, a, fn):
+        x = self.tensor(ins[0])
+        rank = len(x.shape)
+        axes = self.axes_arg(node, ins, a, 1)
+        if axes is None or len(axes) == 0:
+            if a.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(rank))
+        axes = sorted(self.axis(v, rank) for v in axes)
+        keep = a.get("keepdims", 1)
+        out = [1 if i in axes else d for i, d in enumerate(x.shape)] if keep else \
+            [d for i, d in enumerate(x.shape) if i not in axes]
+        e = f"{fn}({x.expr}, {axes})"
+        if len(axes) == rank:
+            e = f"{fn}({x.expr})"
+        red = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        v = self.let(node.output[0] + "_r" if keep else node.output[0], e, red)
+        return self.reshape_to(node, v, out) if keep and out else v
+
+    def op_ReduceMean(self, node, ins, a):
+        return self.reduce(node, ins, a, "mean")
+
+    def op_ReduceSum(self, node, ins, a):
+        return self.reduce(node, ins, a, "sum")
+
+    def op_ReduceMax(self, node, ins, a):
+        return self.reduce(node, ins, a, "max")
+
+    def op_ReduceMin(self, node, ins, a):
+        return self.reduce(node, ins, a, "min")
+
+    def op_Expand(self, node, ins, a):
+        x = ins[0]
+        s = self.const_arg(node, 1, "shape")
+        out = np.broadcast_shapes(self.shape_of(x), tuple(int(d) for d in s))
+        if tuple(out) == tuple(self.shape_of(x)):
+            return x
+        z = self.literal(np.zeros(out, np.float32), "zeros")
+        return self.let(node.output[0], f"{self.x(x)} + {z.expr}", out)
+
+    # ---- the loss and the files ----
+    def finish(self, g):
+        outs = [o.name for o in g.output]
+        want = self.args.output or outs[0]
+        if want not in outs:
+            fail(f"--output {want}: the model's outputs are {', '.join(outs)}")
+        y = self.vals.get(want)
+        if y is None or y.is_const:
+            fail(f"{self.path}: output '{want}' does not depend on the inputs")
+        loss = self.args.loss
+        if loss == "none":
+            if len(y.shape) != 0:
+                fail(f"--loss none needs a scalar output; '{want}' is {dims(y.shape)} (name a loss with --loss)")
+            ret = y.expr
+        elif loss == "cross_entropy":
+            if len(y.shape) < 2:
+                fail(f"--loss cross_entropy needs logits [..., C]; '{want}' is {dims(y.shape)}")
+            lab = self.fresh("labels")
+            self.decls.append(f"input {lab} : i32{dims(y.shape[:-1])}")
+            ret = f"cross_entropy({y.expr}, {lab})"
+        elif loss == "mse":
+            lab = self.fresh("target")
+            self.decls.append(f"input {lab} : f32{dims(y.shape)}")
+            ret = f"mse({y.expr}, {lab})"
+        else:
+            fail(f"--loss {loss}: expected cross_entropy, mse or none")
+        return ret
+
+    def program(self, ret, weights):
+        head = [f"# dpc program converted from {os.path.basename(self.path)} by onnx2dp "
+                f"(onnx {onnx.__version__}, opset {self.opset})",
+                f"# {self.stat['nodes']} nodes, {len(self.params)} parameters, {len(self.buffers)} buffers; "
+                f"each starts from its tensor in the weights file"]
+        if self.frozen:
+            head.append(f"# frozen (buffers, not trained): {', '.join(self.frozen)}")
+        for n in self.notes:
+            head.append(f"# note: {n}")
+        if " " in weights or '"' in weights:
+            fail(f"the weights file's path {weights!r} holds a space or a quote, which dp's strings cannot")
+        lines = head + ["", f'weights "{weights}"'] + self.decls + ["", "loss {"] + self.body + self.updates + [f"  return {ret}", "}"]
+        return "\n".join(lines) + "\n"
+
+
+def write_atomic(path, data, mode="w"):
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, mode) as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        fail(f"cannot write {path}: {e.strerror}", 2)
+
+
+ST_DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int64): "I64",
+             np.dtype(np.int32): "I32"}
+
+
+def safetensors_bytes(tensors):
+    header, blobs, off = {}, [], 0
+    for name, arr in tensors.items():
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype not in ST_DTYPES:
+            arr = arr.astype(np.float32)
+        b = arr.tobytes()
+        header[name] = {"dtype": ST_DTYPES[arr.dtype], "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+def load_model(path, opts):
+    if not os.path.exists(path):
+        fail(f"{path}: no such file", 2)
+    try:
+        m = onnx.load(path, load_external_data=False)
+    except Exception as e:
+        fail(f"{path}: not an ONNX model, or a truncated one ({type(e).__name__}: {str(e).splitlines()[0][:200]})", 2)
+    if not m.graph.node:
+        fail(f"{path}: the graph has no nodes (not an ONNX model, or an empty one)", 2)
+    try:
+        onnx.load_external_data_for_model(m, os.path.dirname(os.path.abspath(path)))
+    except (OSError, ValueError) as e:
+        fail(f"{path}: its external data cannot be read: {e}", 2)
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None:
+        fail(f"{path}: imports no default-domain opset", 2)
+    if opset > KNOWN_OPSET:
+        fail(f"{path}: opset {opset} is newer than this converter knows ({KNOWN_OPSET}); export with "
+             f"opset_version={KNOWN_OPSET} or older", 2)
+    shapes = {s.split("=", 1)[0]: s for s in opts.shape or [] if "=" in s}
+    if shapes:  # fix the named inputs' dimensions before inference
+        for inp in m.graph.input:
+            if inp.name in shapes:
+                d = shapes[inp.name].split("=", 1)[1].split(",")
+                t = inp.type.tensor_type
+                del t.shape.dim[:]
+                for v in d:
+                    try:
+                        t.shape.dim.add().dim_value = int(v)
+                    except ValueError:
+                        fail(f"--shape {shapes[inp.name]}: the dimensions must be integers")
+    try:
+        m = shape_inference.infer_shapes(m, data_prop=True)
+    except Exception as e:
+        fail(f"{path}: shape inference failed: {str(e).splitlines()[0][:300]}")
+    return m, opset
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="onnx2dp", description=__doc__.split("\n")[0])
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("-o", dest="out", metavar="FILE", help="the .dp program (default: stdout)")
+    ap.add_argument("--weights", metavar="FILE", help="the initial weights (safetensors) the program starts from "
+                    "(default: the program's name with .safetensors, or model.safetensors beside the model)")
+    ap.add_argument("--loss", default="cross_entropy", help="cross_entropy (default), mse or none")
+    ap.add_argument("--output", metavar="NAME", help="the model output the loss reads (default: the first)")
+    ap.add_argument("--shape", action="append", metavar="NAME=D0,D1,...", help="fix an input's dimensions")
+    ap.add_argument("--freeze", action="append", metavar="NAME", help="keep an initializer fixed (a buffer)")
+    ap.add_argument("--batchnorm", default="train", choices=["train", "frozen"],
+                    help="BatchNormalization with batch statistics, updating the running ones (train, the "
+                         "default), or with the running ones, fixed (frozen)")
+    args = ap.parse_args(argv)
+    if not args.model:
+        ap.error("no model given")
+    out = args.out
+    m, opset = load_model(args.model, args)
+    c = Converter(m, args.model, args)
+    c.opset = opset
+    try:
+        ret = c.run()
+    except ImportError_ as e:
+        fail(f"{args.model}: {e}")
+    weights = args.weights or (os.path.splitext(out)[0] if out and out != "-" else
+                               os.path.splitext(args.model)[0]) + ".safetensors"
+    # the program names its weights file beside itself; printed, by its full path
+    where = os.path.relpath(weights, os.path.dirname(os.path.abspath(out))) if out and out != "-" else \
+        os.path.abspath(weights)
+    text = c.program(ret, where)
+    write_atomic(weights, safetensors_bytes(c.weights), "wb")
+    if out and out != "-":
+        write_atomic(out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,167 @@
+/* import: an ONNX model becomes a .dp program and its weights file, by the
+ * converter compiler/frontend/onnx/onnx2dp.py (Python, on the onnx
+ * package), which the rest of the pipeline then compiles like any program.
+ *
+ * Where the files go: an executable `-o OUT` starts from OUT.safetensors
+ * and is compiled from OUT.dp, both kept beside it (the executable reads
+ * the weights at its start; the program is there to read and to edit);
+ * --emit=dp writes the program (stdout, or -o FILE.dp with FILE.safetensors
+ * beside it); every other stage converts into a temporary folder that goes
+ * when dpc ends. */
+#include "driver.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+bool driver_is_onnx(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 5 && !strcmp(path + n - 5, ".onnx");
+}
+
+/* the converter beside the compiler: bin/dpc -> compiler/frontend/onnx/onnx2dp.py */
+static const char *converter(void)
+{
+	const char *env = getenv("DPC_ONNX2DP");
+	if (env && *env)
+		return env;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		fatal("cannot locate the dpc executable; set DPC_ONNX2DP to compiler/frontend/onnx/onnx2dp.py");
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	const char *py = ar_printf("%s/../compiler/frontend/onnx/onnx2dp.py", exe);
+	if (access(py, R_OK) != 0)
+		fatal("the ONNX converter is not at %s (set DPC_ONNX2DP to onnx2dp.py)", py);
+	return py;
+}
+
+static char temp_dir[4096];
+static const char *temp_files[2];
+
+static void remove_temp_dir(void)
+{
+	if (!temp_dir[0])
+		return;
+	for (size_t i = 0; i < sizeof temp_files / sizeof *temp_files; i++)
+		if (temp_files[i])
+			unlink(temp_files[i]);
+	rmdir(temp_dir);
+	temp_dir[0] = 0;
+}
+
+static const char *make_temp_dir(void)
+{
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir || strlen(dir) > sizeof temp_dir - 32)
+		dir = "/tmp";
+	snprintf(temp_dir, sizeof temp_dir, "%s/dpc-onnx-XXXXXX", dir);
+	if (!mkdtemp(temp_dir)) {
+		temp_dir[0] = 0;
+		fatal("cannot create a temporary folder in %s: %s", dir, strerror(errno));
+	}
+	atexit(remove_temp_dir);
+	return temp_dir;
+}
+
+/* OUT.dp must be the converter's own or absent: dpc does not write over a program it did not make */
+static void check_ours(const char *dp)
+{
+	FILE *f = fopen(dp, "r");
+	if (!f)
+		return;
+	char line[64] = "";
+	bool ours = fgets(line, sizeof line, f) && !strncmp(line, "# dpc program converted from ", 29);
+	fclose(f);
+	if (!ours)
+		fatal("%s exists and was not written by dpc's ONNX converter; dpc keeps the converted program there "
+		      "(choose another -o, or move the file)", dp);
+}
+
+/* the output's name without its extension: -o build/resnet -> build/resnet */
+static const char *stem(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+	size_t n = dot && dot > (slash ? slash : path) && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path) : strlen(path);
+	return ar_strndup(path, n);
+}
+
+/* the model's base name without .onnx: the executable's default name */
+static const char *model_name(const char *input)
+{
+	const char *base = strrchr(input, '/');
+	base = base ? base + 1 : input;
+	return ar_strndup(base, strlen(base) - 5);
+}
+
+static void run_converter(const DriverOptions *o, const char *dp, const char *weights)
+{
+	const char *python = getenv("DPC_PYTHON");
+	Vec(char *) argv = {0};
+	vec_push(&argv, (char *)(python && *python ? python : "python3"));
+	vec_push(&argv, (char *)converter());
+	vec_push(&argv, (char *)o->input);
+	if (dp) {
+		vec_push(&argv, "-o");
+		vec_push(&argv, (char *)dp);
+	}
+	vec_push(&argv, "--weights");
+	vec_push(&argv, (char *)weights);
+	const char *flags[] = {"--loss", o->import.loss, "--output", o->import.loss_on, "--batchnorm", o->import.batchnorm};
+	for (size_t i = 0; i < sizeof flags / sizeof *flags; i += 2)
+		if (flags[i + 1]) {
+			vec_push(&argv, (char *)flags[i]);
+			vec_push(&argv, (char *)flags[i + 1]);
+		}
+	for (int i = 0; i < o->import.shapes.len; i++) {
+		vec_push(&argv, "--shape");
+		vec_push(&argv, (char *)o->import.shapes.data[i]);
+	}
+	for (int i = 0; i < o->import.freeze.len; i++) {
+		vec_push(&argv, "--freeze");
+		vec_push(&argv, (char *)o->import.freeze.data[i]);
+	}
+	vec_push(&argv, NULL);
+	fflush(stdout);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv.data[0], NULL, NULL, argv.data, environ), status = 0;
+	if (rc != 0)
+		fatal("cannot run %s for the ONNX converter: %s (install Python 3, or set DPC_PYTHON)", argv.data[0], strerror(rc));
+	if (waitpid(pid, &status, 0) < 0)
+		fatal("waiting for the ONNX converter: %s", strerror(errno));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	/* the converter said why on stderr: 1 a model dpc cannot train, 2 a file it cannot read, 3 a package missing */
+	exit(WIFEXITED(status) && WEXITSTATUS(status) <= 3 ? WEXITSTATUS(status) : 1);
+}
+
+const char *driver_import(DriverOptions *o)
+{
+	if (o->emit == EMIT_DP) {
+		const char *weights = o->output && strcmp(o->output, "-") ? ar_printf("%s.safetensors", stem(o->output))
+		                                                          : ar_printf("%s.safetensors", stem(o->input));
+		run_converter(o, o->output, weights);
+		return NULL;
+	}
+	if (o->emit == EMIT_EXE) {
+		if (!o->output)
+			o->output = model_name(o->input);
+		const char *dp = ar_printf("%s.dp", o->output), *weights = ar_printf("%s.safetensors", o->output);
+		check_ours(dp);
+		run_converter(o, dp, weights);
+		return dp;
+	}
+	const char *dir = make_temp_dir(), *name = model_name(o->input);
+	temp_files[0] = ar_printf("%s/%s.dp", dir, name);
+	temp_files[1] = ar_printf("%s/%s.safetensors", dir, name);
+	run_converter(o, temp_files[0], temp_files[1]);
+	return temp_files[0];
+}
