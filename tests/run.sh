@@ -16,7 +16,7 @@ mkdir -p "$TEST_OUT"
 
 parts=(tests/cli/run.sh tests/errors/run.sh tests/golden/run.sh tests/unit/run.sh tests/runtime/run.sh tests/ckpt/run.sh tests/ptx/run.sh tests/kernels/run.sh
        tests/stream/run.sh tests/fuse/run.sh tests/observe/run.sh tests/gradcheck/run.sh tests/train/run.sh tests/bf16/run.sh
-       tests/reference/run.sh tests/threads/run.sh tests/dist/run.sh)
+       tests/reference/run.sh tests/threads/run.sh tests/dist/run.sh tests/import/run.sh)
 pass=0
 fail=0
 skip=0

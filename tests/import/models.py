@@ -36,33 +36,41 @@ def save(out, name, nodes, inputs, outputs, inits, x, y):
 
 
 def cnn(out):
-    """conv, batchnorm, relu, pools, an asymmetric pad, concat, global pool, flatten, gemm"""
-    N, C = 4, 3
+    """conv, batchnorm, relu, pools, residual blocks, asymmetric pads, concat, global pool, flatten, gemm"""
+    N, C, S, K = 4, 3, 8, 8
     bn = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (
-        ("bn.weight", 1 + 0.1 * R.standard_normal(4)), ("bn.bias", 0.1 * R.standard_normal(4)),
-        ("bn.running_mean", 0.1 * R.standard_normal(4)), ("bn.running_var", 1 + 0.2 * R.random(4)))]
-    inits = [w("conv1.weight", 4, C, 3, 3), w("conv1.bias", 4), w("conv2.weight", 6, 4, 1, 3),
-             w("conv3.weight", 6, 4, 3, 1), w("fc.weight", 5, 12), w("fc.bias", 5)] + bn
+        ("bn.weight", 1 + 0.1 * R.standard_normal(K)), ("bn.bias", 0.1 * R.standard_normal(K)),
+        ("bn.running_mean", 0.1 * R.standard_normal(K)), ("bn.running_var", 1 + 0.2 * R.random(K)))]
+    inits = [w("conv1.weight", K, C, 3, 3), w("conv1.bias", K), w("conv2.weight", 6, K, 1, 3),
+             w("conv3.weight", 6, K, 3, 1), w("fc.weight", 5, 12), w("fc.bias", 5)] + bn
+    n = helper.make_node
     nodes = [
-        helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], pads=[1, 1, 1, 1], name="/conv1/Conv"),
-        helper.make_node("BatchNormalization", ["c1", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
-                         ["b1"], epsilon=1e-5, momentum=0.9, name="/bn/BatchNormalization"),
-        helper.make_node("Relu", ["b1"], ["r1"], name="/relu/Relu"),
-        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
-                         name="/pool/MaxPool"),
-        helper.make_node("Conv", ["p1", "conv2.weight"], ["c2"], pads=[0, 1, 0, 1], name="/conv2/Conv"),
-        helper.make_node("Conv", ["p1", "conv3.weight"], ["c3"], pads=[1, 0, 1, 0], name="/conv3/Conv"),
-        helper.make_node("AveragePool", ["c3"], ["a3"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
-                         count_include_pad=1, name="/avg/AveragePool"),
-        helper.make_node("Tanh", ["c2"], ["t2"]),
-        helper.make_node("Concat", ["t2", "a3"], ["cat"], axis=1, name="/cat/Concat"),
-        helper.make_node("GlobalAveragePool", ["cat"], ["gp"]),
-        helper.make_node("Flatten", ["gp"], ["fl"], axis=1),
-        helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["logits"], transB=1, name="/fc/Gemm"),
+        n("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], pads=[1, 1, 1, 1], name="/conv1/Conv"),
+        n("BatchNormalization", ["c1", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
+          ["b1"], epsilon=1e-5, momentum=0.9, name="/bn/BatchNormalization"),
+        n("Relu", ["b1"], ["r1"], name="/relu/Relu"),
+        n("MaxPool", ["r1"], ["h0"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], name="/pool/MaxPool"),
     ]
-    x = R.standard_normal((N, C, 8, 8))
+    for i in range(6):  # residual blocks
+        inits.append(w(f"layer.{i}.conv.weight", K, K, 3, 3, scale=0.15))
+        nodes += [n("Conv", [f"h{i}", f"layer.{i}.conv.weight"], [f"l{i}c"], pads=[1, 1, 1, 1],
+                    name=f"/layer.{i}/conv/Conv"),
+                  n("Relu", [f"l{i}c"], [f"l{i}r"], name=f"/layer.{i}/relu/Relu"),
+                  n("Add", [f"h{i}", f"l{i}r"], [f"h{i + 1}"], name=f"/layer.{i}/Add")]
+    nodes += [
+        n("Conv", ["h6", "conv2.weight"], ["c2"], pads=[0, 1, 0, 1], name="/conv2/Conv"),
+        n("Conv", ["h6", "conv3.weight"], ["c3"], pads=[1, 0, 1, 0], name="/conv3/Conv"),
+        n("AveragePool", ["c3"], ["a3"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+          count_include_pad=1, name="/avg/AveragePool"),
+        n("Tanh", ["c2"], ["t2"]),
+        n("Concat", ["t2", "a3"], ["cat"], axis=1, name="/cat/Concat"),
+        n("GlobalAveragePool", ["cat"], ["gp"]),
+        n("Flatten", ["gp"], ["fl"], axis=1),
+        n("Gemm", ["fl", "fc.weight", "fc.bias"], ["logits"], transB=1, name="/fc/Gemm"),
+    ]
+    x = R.standard_normal((N, C, S, S))
     y = R.integers(0, 5, N).astype(np.int64)
-    save(out, "cnn", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, 8, 8])],
+    save(out, "cnn", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, S, S])],
          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [N, 5])], inits, x, y)
 
 

@@ -41,6 +41,10 @@ class ImportError_(Exception):
     pass
 
 
+class Downstream(Exception):
+    """a node whose input an unsupported node should have made: not listed again"""
+
+
 def fail(msg, status=1):
     sys.stderr.write(f"onnx2dp: error: {msg}\n")
     sys.exit(status)
@@ -63,7 +67,10 @@ class V:
 def num(x):
     """a number as dp reads it: float32 values (attributes, f32 constants) in their shortest form"""
     if isinstance(x, (np.floating, np.ndarray)) and np.asarray(x).dtype == np.float32:
-        x = f32(x)
+        # the float32 value itself, in its shortest form when that is exact (0.5, 2), so that an
+        # f64 build computes what the file says
+        v = float(np.float32(x))
+        x = f32(x) if f32(x) == v else v
     x = float(x)
     if np.isinf(x):  # dp numbers are finite; softmax after a huge negative gives 0 exactly
         return "-1e30" if x < 0 else "1e30"
@@ -199,8 +206,9 @@ class Converter:
             self.stat["nodes"] += 1
             try:
                 self.node(node)
-            except ImportError_ as e:
-                self.unsupported.append(f"{self.describe(node)}: {e}")
+            except (ImportError_, Downstream) as e:
+                if isinstance(e, ImportError_):
+                    self.unsupported.append(f"{self.describe(node)}: {e}")
                 for o in node.output:
                     self.vals[o] = None
         if self.unsupported:
@@ -294,7 +302,7 @@ class Converter:
             return None
         v = self.vals.get(node.input[i])
         if v is None:
-            raise ImportError_(f"its input '{node.input[i]}' is not computed (an unsupported op made it)")
+            raise Downstream()
         return v
 
     def const_arg(self, node, i, what):

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# ONNX models through `dpc MODEL.onnx` (compiler/frontend/onnx/onnx2dp.py):
+# small models built with onnx.helper (tests/import/models.py), checked
+# against onnx's reference evaluator in float64 (check.py), and the bad
+# input the converter must refuse with a clear message. Needs the onnx
+# package (make deps), not PyTorch.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+d="$TEST_OUT/import"
+rm -rf "$d"
+mkdir -p "$d"
+if ! python3 -c 'import onnx' 2>/dev/null; then
+	notok "import: the onnx package is not installed (make deps installs compiler/frontend/onnx/requirements.txt)"
+	finish
+	exit 1
+fi
+if ! python3 tests/import/models.py "$d" >"$d/models.log" 2>&1; then
+	notok "import: tests/import/models.py builds the models" "$d/models.log"
+	finish
+	exit 1
+fi
+
+for m in cnn gpt; do
+	python3 tests/import/check.py "$DPC" "$d" "$m" >"$d/$m.log" 2>&1
+	cat "$d/$m.log"
+	grep -q '^\(not \)\?ok - ' "$d/$m.log" || notok "import/$m: check.py ran no check" "$d/$m.log"
+	npass=$((npass + $(grep -c '^ok - ' "$d/$m.log")))
+	nfail=$((nfail + $(grep -c '^not ok - ' "$d/$m.log")))
+done
+
+# the readable program: --emit=dp prints it, its weights file beside -o's
+expect "import: --emit=dp writes the program, each parameter loading its ONNX name" 0 'param conv1_weight : f32\[8, 3, 3, 3\] = load("conv1.weight")' \
+	bash -c "'$DPC' '$d/cnn.onnx' --emit=dp -o '$d/emitted.dp' && cat '$d/emitted.dp'"
+check "import: --emit=dp -o F.dp writes F.safetensors, and the program compiles alone" \
+	bash -c "test -s '$d/emitted.safetensors' && grep -q '^weights \"emitted.safetensors\"' '$d/emitted.dp' &&
+	         '$DPC' '$d/emitted.dp' -o '$d/emitted' && '$d/emitted' --steps 2 --data '$d/cnn.x.npy' --labels '$d/cnn.y.npy'"
+
+# bad input: every op dpc cannot express at once, naming each node, its op and its inputs' shapes
+python3 - "$d" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+W = numpy_helper.from_array(np.ones((4, 4), np.float32), "W")
+def model(nodes, opset=17, inputs=(x,), inits=(W,)):
+    g = helper.make_graph(nodes, "bad", list(inputs), [y], list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["a"], name="mm"),
+                 helper.make_node("Hardmax", ["a"], ["b"], name="hard"),
+                 helper.make_node("Det", ["W"], ["c"], name="det_of_w"),
+                 helper.make_node("Mul", ["b", "c"], ["y"], name="mul")]), d + "/unsupported.onnx")
+onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["y"])], opset=99), d + "/newopset.onnx")
+dyn = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["y"])], inputs=(dyn,)), d + "/dynamic.onnx")
+PY
+expect "import: every unsupported node at once, with its op and its inputs' shapes" 1 \
+	"2 node(s) dpc cannot express:" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
+expect "import: ... naming the first" 1 "node 'hard' (Hardmax) with inputs \[2, 4\]" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
+expect "import: ... and the second" 1 "node 'det_of_w' (Det) with inputs \[4, 4\]" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
+head -c 300 "$d/cnn.onnx" >"$d/truncated.onnx"
+expect "import: a truncated file is named, exit 2" 2 "truncated.onnx: not an ONNX model, or a truncated one" \
+	"$DPC" "$d/truncated.onnx" --target cpu -o "$d/truncated"
+expect "import: a missing file, exit 2" 2 "nothere.onnx: no such file" "$DPC" "$d/nothere.onnx" --target cpu
+expect "import: an opset newer than the converter knows, exit 2" 2 "opset 99 is newer than this converter knows" \
+	"$DPC" "$d/newopset.onnx" --target cpu -o "$d/newopset"
+expect "import: a dynamic dimension asks for --shape" 1 "input 'x' has a dynamic dimension 'batch'; fix it with --shape x=" \
+	"$DPC" "$d/dynamic.onnx" --target cpu --loss mse -o "$d/dynamic"
+check "import: --shape fixes it" "$DPC" "$d/dynamic.onnx" --target cpu --loss mse --shape x=2,4 -o "$d/dynamic"
+expect "import: --loss on a .dp program is refused" 2 "--loss applies to an ONNX model" \
+	"$DPC" samples/classifier.dp --loss mse --emit=ast
+expect "import: --emit=dp on a .dp program is refused" 2 "--emit=dp prints an ONNX model's converted program" \
+	"$DPC" samples/classifier.dp --emit=dp
+
+# nothing lost: a program dpc did not write is not overwritten by the converted one
+printf '# my own program\n' >"$d/mine.dp"
+expect "import: -o OUT does not write over an OUT.dp dpc did not make" 1 "was not written by dpc's ONNX converter" \
+	"$DPC" "$d/cnn.onnx" --target cpu -o "$d/mine"
+check "import: ... which is left as it was" grep -qx '# my own program' "$d/mine.dp"
+
+# the executable starts from its weights file; without it, it says so
+check "import: the executable runs from OUT.safetensors" "$d/cnn64" --eval --steps 1 --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
+mv "$d/cnn64.safetensors" "$d/moved.safetensors"
+expect "import: a missing weights file is named, with --init as the way out" 1 "cnn64.safetensors, the weights file this model starts from" \
+	"$d/cnn64" --eval --steps 1 --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
+check "import: --init gives it from elsewhere" "$d/cnn64" --eval --steps 1 --init "$d/moved.safetensors" --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
+
+# the converter's package missing: python3 -S sees no site-packages
+printf '#!/bin/sh\nexec python3 -S "$@"\n' >"$d/bare-python"
+chmod +x "$d/bare-python"
+expect "import: the converter's packages missing: named, with make deps" 3 "is not installed; run \`make deps\`" \
+	env DPC_PYTHON="$d/bare-python" "$DPC" "$d/cnn.onnx" --target cpu -o "$d/bare"
+finish
