@@ -501,6 +501,65 @@ static void jskip(Json *j)
 /* a parameter's name in safetensors files: load("NAME")'s, else its own */
 static const char *file_name(const RtTensor *t) { return t->saved[0] ? t->saved : t->name; }
 
+/* A stacked parameter whose load name holds "{B}" (or "{}", B = 0) is one
+ * tensor a layer in the files, layer l under the name with B + l in its
+ * place: PyTorch's h.0.attn.weight, h.1.attn.weight, ... Returns the
+ * placeholder's start in saved, or NULL; *base and *after are its number and
+ * the text after it. */
+static const char *layer_slot(const RtTensor *t, long *base, const char **after)
+{
+	const char *at = t->stacked ? strchr(t->saved, '{') : NULL;
+	if (!at)
+		return NULL;
+	char *end;
+	*base = strtol(at + 1, &end, 10);
+	if (*end != '}')
+		return NULL;
+	*after = end + 1;
+	return at;
+}
+
+/* layer l's name of t (its whole name when t is not one tensor a layer) */
+static const char *layer_name(const RtTensor *t, int64_t l, char *buf, size_t cap)
+{
+	long base;
+	const char *after, *at = layer_slot(t, &base, &after);
+	if (!at)
+		return file_name(t);
+	snprintf(buf, cap, "%.*s%lld%s", (int)(at - t->saved), t->saved, (long long)(base + l), after);
+	return buf;
+}
+
+/* the layer of t that key names, or -1 */
+static int64_t key_layer(const RtTensor *t, const char *key)
+{
+	long base;
+	const char *after, *at = layer_slot(t, &base, &after);
+	if (!at)
+		return strcmp(key, file_name(t)) ? -1 : 0;
+	size_t pre = (size_t)(at - t->saved), post = strlen(after), n = strlen(key);
+	if (n <= pre + post || strncmp(key, t->saved, pre) || strcmp(key + n - post, after))
+		return -1;
+	const char *d = key + pre;
+	if (*d < '0' || *d > '9' || (*d == '0' && d + 1 < key + n - post))
+		return -1;
+	int64_t v = 0;
+	for (; d < key + n - post; d++) {
+		if (*d < '0' || *d > '9' || v > INT32_MAX)
+			return -1;
+		v = v * 10 + (*d - '0');
+	}
+	return v >= base && v - base < t->dim[0] ? v - base : -1;
+}
+
+/* the tensors a parameter is in the files: one, or one a layer */
+static int64_t units(const RtTensor *t)
+{
+	long base;
+	const char *after;
+	return layer_slot(t, &base, &after) ? t->dim[0] : 1;
+}
+
 void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, bool grads)
 {
 	rt_save_tensors(path, m, bufs, grads, grads ? "gradients" : "parameters", "");
@@ -508,7 +567,9 @@ void rt_save_safetensors(const char *path, const RtModel *m, void *const *bufs, 
 
 void rt_save_tensors(const char *path, const RtModel *m, void *const *bufs, bool grads, const char *content, const char *meta)
 {
-	size_t cap = 4096 + strlen(meta) + 512 * (size_t)m->nparams, n = 0;
+	size_t cap = 4096 + strlen(meta), n = 0;
+	for (int i = 0; i < m->nparams; i++)
+		cap += 512 * (size_t)units(&m->params[i]);
 	char *h = rt_host_alloc((int64_t)cap, path);
 	n += (size_t)snprintf(h + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"model\":\"%s\",\"content\":\"%s\"%s}",
 	                      m->model, content, meta);
@@ -518,11 +579,15 @@ void rt_save_tensors(const char *path, const RtModel *m, void *const *bufs, bool
 		if (grads && t->buffer)
 			continue; /* a buffer has no gradient */
 		const char *dt = !strcmp(t->dtype, "f64") ? "F64" : !strcmp(t->dtype, "bf16") ? "BF16" : "F32";
-		n += (size_t)snprintf(h + n, cap - n, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", file_name(t), dt);
-		for (int k = 0; k < t->rank; k++)
-			n += (size_t)snprintf(h + n, cap - n, "%s%lld", k ? "," : "", (long long)t->dim[k]);
-		n += (size_t)snprintf(h + n, cap - n, "],\"data_offsets\":[%lld,%lld]}", (long long)off, (long long)(off + t->bytes));
-		off += t->bytes;
+		int64_t u = units(t), bytes = t->bytes / u;
+		for (int64_t l = 0; l < u; l++) { /* a layer's tensor lacks the stack axis */
+			char buf[160];
+			n += (size_t)snprintf(h + n, cap - n, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", layer_name(t, l, buf, sizeof buf), dt);
+			for (int k = u > 1; k < t->rank; k++)
+				n += (size_t)snprintf(h + n, cap - n, "%s%lld", k > (u > 1) ? "," : "", (long long)t->dim[k]);
+			n += (size_t)snprintf(h + n, cap - n, "],\"data_offsets\":[%lld,%lld]}", (long long)off, (long long)(off + bytes));
+			off += bytes;
+		}
 	}
 	n += (size_t)snprintf(h + n, cap - n, "}");
 	while (n % 8)
@@ -558,7 +623,12 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 	Json j = {(const char *)b + 8, (const char *)b + 8 + hlen, name, NULL, NULL, NULL, 0};
 	const unsigned char *data = b + 8 + hlen;
 	size_t dlen = len - 8 - (size_t)hlen;
-	j.seen = calloc((size_t)m->nparams + 1, 1);
+	/* seen: a flag per tensor of the file's, first[i] the first of parameter i's */
+	int64_t first[RT_MAX_PARAMS + 1];
+	first[0] = 0;
+	for (int i = 0; i < m->nparams; i++)
+		first[i + 1] = first[i] + units(&m->params[i]);
+	j.seen = calloc((size_t)first[m->nparams] + 1, 1);
 	if (!j.seen)
 		rt_fail(1, "%s: out of memory", name);
 	if (!jlit(&j, '{'))
@@ -599,14 +669,25 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 				continue;
 			}
 			int which = -1;
-			for (int i = 0; i < m->nparams; i++)
-				if (!strcmp(file_name(&m->params[i]), j.key))
+			int64_t layer = -1;
+			for (int i = 0; i < m->nparams && which < 0; i++)
+				if ((layer = key_layer(&m->params[i], j.key)) >= 0)
 					which = i;
 			if (which < 0)
 				jerror(&j, "%s: tensor '%.200s' is not a parameter of model %s", name, j.key, m->model);
-			if (j.seen[which])
+			if (j.seen[first[which] + layer])
 				jerror(&j, "%s: tensor '%.200s' appears twice", name, j.key);
-			const RtTensor *t = &m->params[which];
+			const RtTensor *whole = &m->params[which];
+			/* one layer of a parameter stored a tensor a layer: its shape without the stack axis */
+			RtTensor one = *whole;
+			snprintf(one.name, sizeof one.name, "%.127s", j.key); /* the errors name it as the file does */
+			if (units(whole) > 1) {
+				one.rank--;
+				memmove(one.dim, one.dim + 1, sizeof one.dim[0] * (size_t)one.rank);
+				one.numel /= whole->dim[0];
+			}
+			const RtTensor *t = &one;
+			int64_t at0 = (units(whole) > 1 ? layer : 0) * one.numel;
 			char dtype[8] = "";
 			int rank = -1;
 			int64_t dim[RT_MAXRANK], a = -1, e = -1;
@@ -696,9 +777,9 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 					       (long long)i, v, t->dtype);
 				if (is_i32 && (v != floor(v) || v < INT32_MIN || v > INT32_MAX))
 					jerror(&j, "%s: tensor '%s' entry %lld is %g, not an i32", name, t->name, (long long)i, v);
-				rt_set(bufs[which], t->dtype, i, v);
+				rt_set(bufs[which], t->dtype, at0 + i, v);
 			}
-			j.seen[which] = true;
+			j.seen[first[which] + layer] = true;
 			free(j.key);
 			j.key = NULL;
 		} while (jlit(&j, ','));
@@ -706,8 +787,11 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 			jfail(&j);
 	}
 	for (int i = 0; i < m->nparams; i++)
-		if (!j.seen[i])
-			jerror(&j, "%s: no tensor named '%s'", name, file_name(&m->params[i]));
+		for (int64_t l = 0; l < units(&m->params[i]); l++)
+			if (!j.seen[first[i] + l]) {
+				char buf[160];
+				jerror(&j, "%s: no tensor named '%s'", name, layer_name(&m->params[i], l, buf, sizeof buf));
+			}
 	free(j.seen);
 }
 

@@ -1481,6 +1481,19 @@ static void weights_file(Lower *L, FeAst *ast)
 		if (strlen(q->saved) > 127)
 			diag_error(q->loc, "'%s' loads a name of %zu characters; names in weights files are at most 127", q->name,
 			           strlen(q->saved));
+		/* "{B}": one tensor a layer, layer l named with B + l there (runtime/files.c) */
+		const char *br = strchr(q->saved, '{');
+		if (br) {
+			const char *d = br + 1;
+			while (*d >= '0' && *d <= '9')
+				d++;
+			if (*d != '}' || d - br > 10 || strchr(d, '{') || strchr(q->saved, '}') != d)
+				diag_error(q->loc, "load(\"%s\"): a layer's number is written {} or {B} (B the first layer's), once",
+				           q->saved);
+			if (!q->stacked)
+				diag_error(q->loc, "load(\"%s\") names one tensor a layer, but '%s' is not stacked (f32[L][...])", q->saved,
+				           q->name);
+		}
 		int other = map_get(&seen, q->saved);
 		if (other >= 0)
 			diag_error(q->loc, "'%s' loads \"%s\", which '%s' loads already", q->name, q->saved,
