@@ -31,6 +31,7 @@ typedef struct {
 	struct {              /* an ONNX model's conversion (import.c): the converter's options, NULL: its default */
 		const char *loss, *loss_on, *batchnorm;
 		Vec(const char *) shapes, freeze;
+		bool no_loops;
 		const char *given;    /* the first of them given, for the error when the input is not ONNX */
 	} import;
 } DriverOptions;

@@ -125,6 +125,8 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 		vec_push(&argv, "--shape");
 		vec_push(&argv, (char *)o->import.shapes.data[i]);
 	}
+	if (o->import.no_loops)
+		vec_push(&argv, "--no-loops");
 	for (int i = 0; i < o->import.freeze.len; i++) {
 		vec_push(&argv, "--freeze");
 		vec_push(&argv, (char *)o->import.freeze.data[i]);

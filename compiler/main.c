@@ -23,7 +23,7 @@
 typedef enum {
 	O_OUTPUT, O_EMIT, O_GPU, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
 	O_HOST_MEM, O_STREAM, O_CHECKPOINT, O_OFFLOAD_COST, O_THREADS, O_SNAPSHOTS, O_SCHEDULE_JSON, O_NO_FUSE,
-	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_SHAPE, O_FREEZE, O_BATCHNORM,
+	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_SHAPE, O_FREEZE, O_BATCHNORM, O_NO_LOOPS,
 } OptId;
 
 typedef enum {
@@ -169,6 +169,9 @@ static const Opt opts[] = {
 	 "ONNX: BatchNormalization with the batch's statistics, updating the\n"
 	 "running ones, as PyTorch's train mode (train, the default), or with\n"
 	 "the running ones, fixed (frozen)"},
+	{O_NO_LOOPS, "--no-loops", NULL, NULL, K_FLAG, 0, 0, NULL, NULL,
+	 "ONNX: every layer as the file writes it; by default consecutive\n"
+	 "blocks alike become one loop over stacked parameters"},
 };
 
 #define NOPTS (sizeof opts / sizeof *opts)
@@ -347,6 +350,7 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 	case O_SHAPE: vec_push(&o->import.shapes, v); break;
 	case O_FREEZE: vec_push(&o->import.freeze, v); break;
 	case O_BATCHNORM: o->import.batchnorm = v; break;
+	case O_NO_LOOPS: o->import.no_loops = true; break;
 	}
 	if (op->id >= O_LOSS && !o->import.given)
 		o->import.given = op->name;

@@ -53,9 +53,15 @@ def cnn(out):
     ]
     for i in range(6):  # residual blocks
         inits.append(w(f"layer.{i}.conv.weight", K, K, 3, 3, scale=0.15))
+        inits += [numpy_helper.from_array(a.astype(np.float32), f"layer.{i}.bn.{n}") for n, a in (
+            ("weight", 1 + 0.1 * R.standard_normal(K)), ("bias", 0.1 * R.standard_normal(K)),
+            ("running_mean", 0.1 * R.standard_normal(K)), ("running_var", 1 + 0.2 * R.random(K)))]
         nodes += [n("Conv", [f"h{i}", f"layer.{i}.conv.weight"], [f"l{i}c"], pads=[1, 1, 1, 1],
                     name=f"/layer.{i}/conv/Conv"),
-                  n("Relu", [f"l{i}c"], [f"l{i}r"], name=f"/layer.{i}/relu/Relu"),
+                  n("BatchNormalization", [f"l{i}c"] + [f"layer.{i}.bn.{n}" for n in
+                                                        ("weight", "bias", "running_mean", "running_var")],
+                    [f"l{i}b"], epsilon=1e-5, momentum=0.9, name=f"/layer.{i}/bn/BatchNormalization"),
+                  n("Relu", [f"l{i}b"], [f"l{i}r"], name=f"/layer.{i}/relu/Relu"),
                   n("Add", [f"h{i}", f"l{i}r"], [f"h{i + 1}"], name=f"/layer.{i}/Add")]
     nodes += [
         n("Conv", ["h6", "conv2.weight"], ["c2"], pads=[0, 1, 0, 1], name="/conv2/Conv"),
@@ -75,57 +81,63 @@ def cnn(out):
 
 
 def gpt(out):
-    """embeddings, layernorm, attention written out (split, reshape, transpose, a causal mask by
-    Trilu and Where, softmax), an erf GELU, a residual stream and a head"""
-    B, T, D, H, V = 2, 8, 8, 2, 11
+    """embeddings, NL layers each with layernorm, attention written out (split, reshape, transpose, a
+    causal mask by Trilu and Where, softmax), an erf GELU and residual adds, then a head"""
+    B, T, D, H, V, NL = 2, 8, 32, 2, 11, 8
     hd = D // H
-    inits = [w("wte", V, D), w("wpe", T, D), w("ln.weight", D, scale=0.1), w("ln.bias", D, scale=0.1),
-             w("attn.c_attn.weight", D, 3 * D), w("attn.c_attn.bias", 3 * D), w("attn.c_proj.weight", D, D),
-             w("mlp.fc.weight", D, 2 * D), w("mlp.proj.weight", 2 * D, D), w("head.weight", D, V)]
-    inits[2] = numpy_helper.from_array((1 + R.standard_normal(D) * 0.1).astype(np.float32), "ln.weight")
     n = helper.make_node
-    nodes = [
-        const("pos", np.arange(T, dtype=np.int64)),
-        n("Gather", ["wte", "ids"], ["tok"], axis=0, name="/wte/Gather"),
-        n("Gather", ["wpe", "pos"], ["pe"], axis=0, name="/wpe/Gather"),
-        n("Add", ["tok", "pe"], ["h0"]),
-        n("LayerNormalization", ["h0", "ln.weight", "ln.bias"], ["ln"], axis=-1, epsilon=1e-5, name="/ln/LN"),
-        n("MatMul", ["ln", "attn.c_attn.weight"], ["qkv0"]),
-        n("Add", ["qkv0", "attn.c_attn.bias"], ["qkv"]),
-        const("split", np.array([D, D, D], np.int64)),
-        n("Split", ["qkv", "split"], ["q0", "k0", "v0"], axis=2),
-        const("heads", np.array([B, T, H, hd], np.int64)),
-    ]
-    for t in ("q", "k", "v"):
-        nodes += [n("Reshape", [t + "0", "heads"], [t + "1"]),
-                  n("Transpose", [t + "1"], [t], perm=[0, 2, 1, 3])]
-    nodes += [
-        n("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-        n("MatMul", ["q", "kt"], ["s0"]),
-        const("scale", np.array(1 / np.sqrt(hd), np.float32)),
-        n("Mul", ["s0", "scale"], ["s"]),
-        const("ones", np.ones((T, T), np.float32)),
-        n("Trilu", ["ones"], ["tril"], upper=0),
-        const("zero", np.array(0, np.float32)),
-        n("Equal", ["tril", "zero"], ["masked"]),
-        const("ninf", np.array(-np.inf, np.float32)),
-        n("Where", ["masked", "ninf", "s"], ["sm"]),
-        n("Softmax", ["sm"], ["p"], axis=-1),
-        n("MatMul", ["p", "v"], ["o0"]),
-        n("Transpose", ["o0"], ["o1"], perm=[0, 2, 1, 3]),
-        const("flat", np.array([B, T, D], np.int64)),
-        n("Reshape", ["o1", "flat"], ["o"]),
-        n("MatMul", ["o", "attn.c_proj.weight"], ["a"]),
-        n("Add", ["h0", "a"], ["h1"]),
-        n("MatMul", ["h1", "mlp.fc.weight"], ["f0"]),
-        const("rt2", np.array(np.sqrt(2), np.float32)),
-        n("Div", ["f0", "rt2"], ["f1"]), n("Erf", ["f1"], ["f2"]),
-        const("one", np.array(1, np.float32)), const("half", np.array(0.5, np.float32)),
-        n("Add", ["f2", "one"], ["f3"]), n("Mul", ["f0", "f3"], ["f4"]), n("Mul", ["f4", "half"], ["f5"]),
-        n("MatMul", ["f5", "mlp.proj.weight"], ["m"]),
-        n("Add", ["h1", "m"], ["h2"]),
-        n("MatMul", ["h2", "head.weight"], ["logits"]),
-    ]
+    inits = [w("wte", V, D), w("wpe", T, D), w("head.weight", D, V)]
+    nodes = [const("pos", np.arange(T, dtype=np.int64)),
+             n("Gather", ["wte", "ids"], ["tok"], axis=0, name="/wte/Gather"),
+             n("Gather", ["wpe", "pos"], ["pe"], axis=0, name="/wpe/Gather"),
+             n("Add", ["tok", "pe"], ["h0_0"], name="/embed/Add")]
+    for i in range(NL):
+        p, h, o = f"h.{i}.", f"h{i}_0", f"h{i + 1}_0"
+        inits += [numpy_helper.from_array((1 + R.standard_normal(D) * 0.1).astype(np.float32), p + "ln.weight"),
+                  w(p + "ln.bias", D, scale=0.1), w(p + "attn.c_attn.weight", D, 3 * D),
+                  w(p + "attn.c_attn.bias", 3 * D), w(p + "attn.c_proj.weight", D, D),
+                  w(p + "mlp.fc.weight", D, 2 * D), w(p + "mlp.proj.weight", 2 * D, D)]
+        v = lambda s: f"L{i}_{s}"  # noqa: E731
+        nodes += [
+            n("LayerNormalization", [h, p + "ln.weight", p + "ln.bias"], [v("ln")], axis=-1, epsilon=1e-5,
+              name=f"/h.{i}/ln/LN"),
+            n("MatMul", [v("ln"), p + "attn.c_attn.weight"], [v("qkv0")]),
+            n("Add", [v("qkv0"), p + "attn.c_attn.bias"], [v("qkv")]),
+            const(v("split"), np.array([D, D, D], np.int64)),
+            n("Split", [v("qkv"), v("split")], [v("q0"), v("k0"), v("v0")], axis=2),
+            const(v("heads"), np.array([B, T, H, hd], np.int64)),
+        ]
+        for t in ("q", "k", "v"):
+            nodes += [n("Reshape", [v(t + "0"), v("heads")], [v(t + "1")]),
+                      n("Transpose", [v(t + "1")], [v(t)], perm=[0, 2, 1, 3])]
+        nodes += [
+            n("Transpose", [v("k")], [v("kt")], perm=[0, 1, 3, 2]),
+            n("MatMul", [v("q"), v("kt")], [v("s0")]),
+            const(v("scale"), np.array(1 / np.sqrt(hd), np.float32)),
+            n("Mul", [v("s0"), v("scale")], [v("s")]),
+            const(v("ones"), np.ones((T, T), np.float32)),
+            n("Trilu", [v("ones")], [v("tril")], upper=0),
+            const(v("zero"), np.array(0, np.float32)),
+            n("Equal", [v("tril"), v("zero")], [v("masked")]),
+            const(v("ninf"), np.array(-np.inf, np.float32)),
+            n("Where", [v("masked"), v("ninf"), v("s")], [v("sm")]),
+            n("Softmax", [v("sm")], [v("p")], axis=-1),
+            n("MatMul", [v("p"), v("v")], [v("o0")]),
+            n("Transpose", [v("o0")], [v("o1")], perm=[0, 2, 1, 3]),
+            const(v("flat"), np.array([B, T, D], np.int64)),
+            n("Reshape", [v("o1"), v("flat")], [v("o")]),
+            n("MatMul", [v("o"), p + "attn.c_proj.weight"], [v("a")]),
+            n("Add", [h, v("a")], [v("h1_")]),
+            n("MatMul", [v("h1_"), p + "mlp.fc.weight"], [v("f0")]),
+            const(v("rt2"), np.array(np.sqrt(2), np.float32)),
+            n("Div", [v("f0"), v("rt2")], [v("f1")]), n("Erf", [v("f1")], [v("f2")]),
+            const(v("one"), np.array(1, np.float32)), const(v("half"), np.array(0.5, np.float32)),
+            n("Add", [v("f2"), v("one")], [v("f3")]), n("Mul", [v("f0"), v("f3")], [v("f4")]),
+            n("Mul", [v("f4"), v("half")], [v("f5")]),
+            n("MatMul", [v("f5"), p + "mlp.proj.weight"], [v("m")]),
+            n("Add", [v("h1_"), v("m")], [o], name=f"/h.{i}/Add_1"),
+        ]
+    nodes.append(n("MatMul", [f"h{NL}_0", "head.weight"], ["logits"]))
     x = R.integers(0, V, (B, T)).astype(np.int64)
     y = R.integers(0, V, (B, T)).astype(np.int64)
     save(out, "gpt", nodes, [helper.make_tensor_value_info("ids", TensorProto.INT64, [B, T])],

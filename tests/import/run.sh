@@ -29,6 +29,37 @@ for m in cnn gpt; do
 	nfail=$((nfail + $(grep -c '^not ok - ' "$d/$m.log")))
 done
 
+# loops recovered: a block of layers alike is one loop over stacked parameters
+check "import: gpt's 8 layers are one loop" grep -q '^  for l in 0\.\.8 {' "$d/gpt64.dp"
+check "import: cnn's 6 residual blocks are one loop, their statistics updated a layer at a time" \
+	bash -c "grep -q '^  for l in 0\.\.6 {' '$d/cnn64.dp' && grep -q 'update layer_bn_running_mean\[l\] = ' '$d/cnn64.dp'"
+check "import: --no-loops writes every layer out" bash -c "'$DPC' '$d/gpt.onnx' --no-loops --emit=dp -o '$d/unrolled.dp' && ! grep -q 'for l in' '$d/unrolled.dp'"
+# the loop streams: its layers pass through device slots under a budget below the weights, with the
+# loss and the gradients of the unrolled import (f64: the same sums in the same order)
+"$DPC" "$d/gpt.onnx" --target cpu --precision f64 --no-loops -o "$d/gptunrolled" --schedule-json "$d/gptunrolled.sj" >/dev/null 2>&1
+weights=$(json "$d/gptunrolled.sj" peak_device_bytes params 2>/dev/null || echo 0)
+budget=$((weights * 65 / 100))
+"$DPC" "$d/gpt.onnx" --target cpu --precision f64 --device-mem "$budget" -o "$d/gptstream" >"$d/gptstream.log" 2>&1
+run_gpt() { "$1" --steps 1 --data "$d/gpt.x.npy" --labels "$d/gpt.y.npy" --summary-json "$1.json" --dump-grads "$1.grads.safetensors" >/dev/null 2>&1; }
+if run_gpt "$d/gptunrolled" && run_gpt "$d/gptstream"; then
+	check "import: gpt streams its stacked layers under --device-mem $budget, 65% of its $weights bytes of weights" \
+		python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not j['stream_h2d_bytes'] > 0)" "$d/gptstream.json"
+	check "import: ... with the unrolled import's loss" \
+		python3 -c "import json,sys; a,b=(json.load(open(f))['loss_first'] for f in sys.argv[1:]); sys.exit(abs(a-b) > 1e-12*abs(a))" "$d/gptunrolled.json" "$d/gptstream.json"
+	check "import: ... and gradients (1e-12), under the ONNX file's names" python3 - "$d/gptunrolled.grads.safetensors" "$d/gptstream.grads.safetensors" <<'PY'
+import sys
+sys.path.insert(0, "tests/import")
+import numpy as np
+import reference
+a, b = (reference.read_safetensors(f) for f in sys.argv[1:])
+assert a.keys() == b.keys() and "h.2.attn.c_attn.weight" in a, (sorted(a), sorted(b))
+for k in a:
+    assert np.abs(a[k] - b[k]).max() <= 1e-12 * max(1, np.abs(a[k]).max()), k
+PY
+else
+	notok "import: gpt unrolled and streamed compile and run" "$d/gptstream.log"
+fi
+
 # the readable program: --emit=dp prints it, its weights file beside -o's
 expect "import: --emit=dp writes the program, each parameter loading its ONNX name" 0 'param conv1_weight : f32\[8, 3, 3, 3\] = load("conv1.weight")' \
 	bash -c "'$DPC' '$d/cnn.onnx' --emit=dp -o '$d/emitted.dp' && cat '$d/emitted.dp'"

@@ -26,6 +26,7 @@ import sys
 try:
     import numpy as np
     import onnx
+    import loops
     from onnx import numpy_helper, shape_inference
     from onnx.reference import ReferenceEvaluator
 except ImportError as e:  # the message dpc shows
@@ -53,11 +54,12 @@ def fail(msg, status=1):
 class V:
     """A value of the graph: a constant (folded) or a dp expression."""
 
-    def __init__(self, expr=None, shape=None, dtype="f32", const=None):
+    def __init__(self, expr=None, shape=None, dtype="f32", const=None, decl=None):
         self.expr = expr  # a dp name or expression
         self.shape = tuple(shape) if shape is not None else None
         self.dtype = dtype  # 'f32' or 'i32'
         self.const = const  # a numpy array when folded
+        self.decl = decl or expr  # a parameter's or buffer's declared name (expr is W[l] for a layer of it)
 
     @property
     def is_const(self):
@@ -124,6 +126,8 @@ class Converter:
         self.params = []
         self.buffers = []
         self.stat = {"nodes": 0}
+        self.indent = "  "
+        self.layer = None  # the loop variable while a loop's body is converted
 
     # ---- names and declarations ----
     def fresh(self, hint):
@@ -137,7 +141,7 @@ class Converter:
 
     def let(self, hint, expr, shape, dtype="f32"):
         name = self.fresh(hint)
-        self.body.append(f"  let {name} = {expr}")
+        self.body.append(f"{self.indent}let {name} = {expr}")
         return V(name, shape, dtype)
 
     def declare_weight(self, init_name, arr, kind):
@@ -163,7 +167,7 @@ class Converter:
                     return "[" + ", ".join(num(v) for v in a) + "]"
                 return "[" + ", ".join(rec(s) for s in a) + "]"
             name = self.fresh(hint)
-            self.body.append(f"  let {name} = {rec(arr.astype(np.float64))}")
+            self.body.append(f"{self.indent}let {name} = {rec(arr.astype(np.float64))}")
             v = V(name, arr.shape, "f32")
         else:
             name = self.fresh(hint)
@@ -201,20 +205,86 @@ class Converter:
             for i, n in enumerate(node.input):
                 self.consumers.setdefault(n, []).append((node, i))
         self.inputs(g, inits)
-        self.initializers(g, inits)
-        for node in g.node:
-            self.stat["nodes"] += 1
-            try:
-                self.node(node)
-            except (ImportError_, Downstream) as e:
-                if isinstance(e, ImportError_):
-                    self.unsupported.append(f"{self.describe(node)}: {e}")
-                for o in node.output:
-                    self.vals[o] = None
+        self.read_initializers(inits)
+        nodes = list(g.node)
+        self.loops = [] if self.args.no_loops else loops.find(nodes, self.arrays, {o.name for o in g.output})
+        self.initializers(g, inits, {n for L in self.loops for names in L.stacked.values() for n in names})
+        starts = {L.start: L for L in self.loops}
+        i = 0
+        while i < len(nodes):
+            if i in starts:
+                self.loop(nodes, starts[i])
+                i = starts[i].end
+                continue
+            self.convert(nodes[i])
+            i += 1
         if self.unsupported:
             lines = "\n  ".join(self.unsupported)
             fail(f"{self.path}: {len(self.unsupported)} node(s) dpc cannot express:\n  {lines}")
         return self.finish(g)
+
+    def convert(self, node, inputs=None):
+        """one node, its inputs renamed where inputs says (a loop's carried values)"""
+        self.stat["nodes"] += 1
+        try:
+            if inputs:
+                node = onnx.NodeProto.FromString(node.SerializeToString())
+                for j, name in inputs.items():
+                    node.input[j] = name
+            self.node(node)
+        except (ImportError_, Downstream) as e:
+            if isinstance(e, ImportError_):
+                self.unsupported.append(f"{self.describe(node)}: {e}")
+            for o in node.output:
+                self.vals[o] = None
+
+    def loop(self, nodes, L):
+        """the blocks L covers as one loop over their stacked initializers: block 0's nodes converted
+        once, each initializer of it read as W[l], the carried values rebound at the body's end"""
+        l = self.fresh("l")
+        for x0, names in L.stacked.items():
+            arrs = [self.arrays[n] for n in names]
+            kind = self.weight_kind(x0)
+            pat = loops.layer_pattern(names)
+            dp = self.fresh(pat.split("{")[0] + pat.split("}")[1] if pat else x0)
+            shape = arrs[0].shape
+            if pat:
+                for n, a in zip(names, arrs):
+                    self.weights[n] = a
+            else:  # names with no layer number to write as {B}: stacked under the program's name
+                pat = dp
+                self.weights[dp] = np.stack(arrs)
+                self.notes.append(f"{names[0]} ... {names[-1]} are stacked as {dp} (no common numbering)")
+            self.decls.append(f"{kind} {dp} : f32[{L.count}]{dims(shape)} = load(\"{pat}\")")
+            (self.params if kind == "param" else self.buffers).append(dp)
+            self.vals[x0] = V(f"{dp}[{l}]", shape, decl=dp)
+        carry, inputs = {}, {}
+        for at, x0 in L.initial.items():
+            v = self.vals.get(x0)
+            if v is None:
+                for i in range(L.period):
+                    self.convert(nodes[L.start + i])  # listed as not computed, like the rest
+                return
+            c = self.let(x0 + "_carried", self.x(v), self.shape_of(v), v.dtype)
+            carry[at] = c
+        for (i, j), at in L.carried.items():
+            syn = f"__carried_{i}_{j}"
+            self.vals[syn] = carry[at]
+            inputs.setdefault(i, {})[j] = syn
+        self.body.append(f"  for {l} in 0..{L.count} {{   # {L.count} blocks of {L.period} nodes, from "
+                         f"'{nodes[L.start].name or nodes[L.start].output[0]}'")
+        self.indent, self.layer = "    ", l
+        for i in range(L.period):
+            self.convert(nodes[L.start + i], inputs.get(i))
+        for at, c in carry.items():
+            v = self.vals.get(nodes[L.start + at[0]].output[at[1]])
+            if v is not None:
+                self.body.append(f"    {c.expr} = {self.x(v)}")
+        self.indent, self.layer = "  ", None
+        self.body.append("  }")
+        self.stat["nodes"] += L.period * (L.count - 1)
+        for at, name in L.outputs.items():
+            self.vals[name] = carry[at]
 
     def describe(self, node):
         shapes = []
@@ -269,33 +339,41 @@ class Converter:
         if unknown:
             fail(f"--shape names no input of {self.path}: {', '.join(sorted(unknown))}")
 
-    def initializers(self, g, inits):
-        bn_stats = set()
+    def read_initializers(self, inits):
+        self.arrays = {}
+        for name, t in inits.items():
+            try:
+                self.arrays[name] = numpy_helper.to_array(t, base_dir=os.path.dirname(os.path.abspath(self.path)))
+            except Exception as e:
+                fail(f"{self.path}: initializer '{name}' cannot be read: {e}", 2)
+
+    def weight_kind(self, name):
+        if name in self.bn_stats:
+            return "buffer"
+        if name in self.freeze:
+            self.frozen.append(name)
+            return "buffer"
+        return "param"
+
+    def initializers(self, g, inits, stacked):
+        self.bn_stats = set()
         for node in g.node:
             if node.op_type == "BatchNormalization":
-                bn_stats.update(node.input[3:5])
-        freeze = set(self.args.freeze or [])
-        missing = freeze - set(inits)
+                self.bn_stats.update(node.input[3:5])
+        self.freeze = set(self.args.freeze or [])
+        missing = self.freeze - set(inits)
         if missing:
             fail(f"--freeze names no initializer of {self.path}: {', '.join(sorted(missing))}")
         self.frozen = []
-        for name, t in inits.items():
-            try:
-                arr = numpy_helper.to_array(t, base_dir=os.path.dirname(os.path.abspath(self.path)))
-            except Exception as e:
-                fail(f"{self.path}: initializer '{name}' cannot be read: {e}", 2)
+        for name in inits:
+            arr = self.arrays[name]
             real = np.issubdtype(arr.dtype, np.floating)
             if not real or arr.ndim == 0 or name not in self.consumers:
                 self.vals[name] = V(const=arr)  # integers and scalars: constants of the model
                 continue
-            if name in bn_stats:
-                v = self.declare_weight(name, arr, "buffer")
-            elif name in freeze:
-                v = self.declare_weight(name, arr, "buffer")
-                self.frozen.append(name)
-            else:
-                v = self.declare_weight(name, arr, "param")
-            self.vals[name] = v
+            if name in stacked:
+                continue  # declared by its loop, one tensor for all its layers
+            self.vals[name] = self.declare_weight(name, arr, self.weight_kind(name))
 
     def arg(self, node, i):
         if i >= len(node.input) or not node.input[i]:
@@ -621,7 +699,7 @@ class Converter:
         C = x.shape[1]
         axes = [0] + list(range(2, len(x.shape)))
         per = [C] + [1] * (len(x.shape) - 2)
-        frozen = self.args.batchnorm == "frozen" or rm.is_const or rv.is_const or rm.expr not in self.buffers
+        frozen = self.args.batchnorm == "frozen" or rm.is_const or rv.is_const or rm.decl not in self.buffers
         r = lambda v: f"reshape({self.x(v)}, {dims(per)})" if len(per) > 1 else self.x(v)
         base = self.fresh(node.output[0] + "_bn")
         self.names.discard(base)
@@ -636,8 +714,11 @@ class Converter:
         m = f"{t} * {mu.expr} + (1 - {t}) * {rm.expr}"
         v = f"{t} * {var.expr} + (1 - {t}) * {rv.expr}"
         keep = f32(1 - pt)
-        self.updates.append(f"  update {rm.expr} = {num(keep)} * {rm.expr} + {num(pt)} * {mu.expr}")
-        self.updates.append(f"  update {rv.expr} = {num(keep)} * {rv.expr} + {num(pt)} * {var.expr} * "
+        # a layer's statistics in the loop's body (update B[l] = ...), the others after the loss is computed
+        ups = self.body if self.layer else self.updates
+        ind = self.indent
+        ups.append(f"{ind}update {rm.expr} = {num(keep)} * {rm.expr} + {num(pt)} * {mu.expr}")
+        ups.append(f"{ind}update {rv.expr} = {num(keep)} * {rv.expr} + {num(pt)} * {var.expr} * "
                             f"{num(n / max(n - 1, 1))}")
         mm = self.let(base + "_m", m, (C,))
         vv = self.let(base + "_v", v, (C,))
@@ -983,6 +1064,8 @@ def main(argv):
     ap.add_argument("--output", metavar="NAME", help="the model output the loss reads (default: the first)")
     ap.add_argument("--shape", action="append", metavar="NAME=D0,D1,...", help="fix an input's dimensions")
     ap.add_argument("--freeze", action="append", metavar="NAME", help="keep an initializer fixed (a buffer)")
+    ap.add_argument("--no-loops", action="store_true", help="convert every layer as the file writes it, "
+                    "without recovering loops")
     ap.add_argument("--batchnorm", default="train", choices=["train", "frozen"],
                     help="BatchNormalization with batch statistics, updating the running ones (train, the "
                          "default), or with the running ones, fixed (frozen)")
