@@ -52,7 +52,7 @@ typedef struct {
 	struct {
 		int param;        /* the buffer that takes the value at offset after a training step (`update NAME = e`) */
 		int64_t offset;
-	} updates[16];
+	} updates[RT_MAX_PARAMS]; /* one a buffer at most */
 	int nupdates;
 	int k_sgd[3], k_adam[3]; /* by rt_real_index of the parameter's dtype; -1 where none was compiled */
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */

@@ -1257,8 +1257,8 @@ static void lower_update(Lower *L, Scope *s, Node *n)
 	for (int k = 0; k < L->p->updates.len; k++)
 		if (L->p->updates.data[k].param == qi)
 			diag_error(n->loc, "buffer '%s' is updated twice", n->name);
-	if (L->p->updates.len >= IR_MAX_REPORTS)
-		diag_error(n->loc, "at most %d updates", IR_MAX_REPORTS);
+	if (L->p->updates.len >= IR_MAX_UPDATES)
+		diag_error(n->loc, "at most %d updates", IR_MAX_UPDATES);
 	if (layer) {
 		int var = ir_new_value(L->p, VK_VAR, q->type, ar_printf("update_%s", q->name), n->loc);
 		L->p->values.data[var].vclass = VC_STAGE;

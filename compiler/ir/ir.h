@@ -257,6 +257,8 @@ typedef struct {
 	int param;        /* an update (`update NAME = e`): the buffer that takes the value after a training step; -1 for a report */
 } Report;
 #define IR_MAX_REPORTS 16
+/* every buffer may have its update: as many as parameters and buffers (common/abi.h's RT_MAX_PARAMS) */
+#define IR_MAX_UPDATES 4096
 
 typedef struct {
 	const char *name;

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""PyTorch models through ONNX into dpc, checked against PyTorch (issue 42).
+
+  python3 bench/import_torch.py [MODEL ...] [--dpc bin/dpc] [--out DIR]
+
+Needs PyTorch, torchvision and transformers (a venv: pip install torch
+torchvision transformers onnxscript onnx==1.23.2); make test does not.
+For each model, small shapes, dropout off (its mask cannot match PyTorch's):
+  1. export: the legacy exporter in training mode (opset 17) for the CNNs and
+     the nanoGPT-style GPT, the dynamo exporter (optimize=False) for
+     HuggingFace's GPT-2; in float64, then again in float32;
+  2. first-step gradients of every parameter against PyTorch's on the same
+     batch: f64 within 1e-10, f32 within 1e-4, each relative to the tensor's
+     largest entry (names as PyTorch's state dict);
+  3. the losses of 10 SGD steps (lr 0.001) within 1e-4 (f32);
+  4. f32 under --device-mem at half of store-everything's peak (--checkpoint
+     auto): gradients bitwise as store-everything's;
+  5. the trained weights back: --save loads into the module with
+     load_state_dict(strict=False), only num_batches_tracked missing, and
+     the module's loss on the batch then is dpc's --eval loss (1e-4).
+Prints a table (markdown) for bench/RESULTS.md; exit status 1 if any fails.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+HERE = os.path.dirname(os.path.abspath(__file__))
+LR = 0.001  # 10 SGD steps: small enough that float32's rounding does not grow into a different path
+sys.path.insert(0, os.path.join(HERE, "../tests/import"))
+import reference  # noqa: E402  (a safetensors reader apart from dpc's)
+
+
+class Block(nn.Module):
+    """nanoGPT's block: pre-norm attention and MLP"""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.h) ** 0.5)
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
+class NanoGPT(nn.Module):
+    def __init__(self, vocab=64, T=16, d=32, h=2, layers=4):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(T, d)
+        self.h = nn.ModuleList(Block(d, h) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.T = T
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(self.T))
+        for b in self.h:
+            x = b(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def make(name):
+    """the module, an input batch, its labels and the exporter to use"""
+    import torchvision
+    torch.manual_seed(0)
+    if name == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=4, n_head=2, resid_pdrop=0,
+                         embd_pdrop=0, attn_pdrop=0, use_cache=False)
+        m = GPT2LMHeadModel(cfg)
+        m.config.return_dict = False
+        x = torch.randint(0, 64, (2, 16))
+        return m, x, torch.randint(0, 64, (2, 16)), "dynamo"
+    if name == "nanogpt":
+        return NanoGPT(), torch.randint(0, 64, (2, 16)), torch.randint(0, 64, (2, 16)), "legacy"
+    kw = {"num_classes": 10}
+    size = 64
+    if name == "inception_v3":
+        kw.update(aux_logits=False, init_weights=True, dropout=0.0)
+        size = 96
+    if name.startswith("mobilenet"):
+        kw.update(dropout=0.0)
+    m = getattr(torchvision.models, name)(**kw)
+    return m, torch.randn(8, 3, size, size), torch.randint(0, 10, (8,)), "legacy"
+
+
+class Logits(nn.Module):
+    """a HuggingFace model's logits alone"""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)[0]
+
+
+def export(m, x, how, path):
+    m.train()
+    if how == "dynamo":
+        prog = torch.onnx.export(Logits(m), (x,), dynamo=True, optimize=False, input_names=["x"],
+                                 output_names=["logits"])
+        prog.save(path)
+    else:
+        torch.onnx.export(m, (x,), path, dynamo=False, opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=["x"], output_names=["logits"])
+
+
+def torch_grads(m, x, y):
+    m.train()
+    m.zero_grad()
+    out = m(x)
+    out = out[0] if isinstance(out, tuple) else out
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+    loss.backward()
+    return float(loss), {k: p.grad.detach().numpy() for k, p in m.named_parameters()}
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}\n{r.stdout[-1500:]}{r.stderr[-3000:]}")
+    return r
+
+
+def worst(a, b):
+    return float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-30))
+
+
+def check(name, dpc, out, rows):
+    import copy
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    row = {"model": name}
+    m, x, y, how = make(name)
+    m0 = copy.deepcopy(m)
+    np.save(f"{d}/x.npy", x.numpy())
+    np.save(f"{d}/y.npy", y.numpy())
+    data = ["--data", f"{d}/x.npy", "--labels", f"{d}/y.npy"]
+    fails = []
+
+    # float64: the gradients of the first step
+    m64 = copy.deepcopy(m0).double()
+    x64 = x.double() if x.is_floating_point() else x
+    t = time.time()
+    export(m64, x64, how, f"{d}/m64.onnx")
+    row["export s"] = round(time.time() - t, 1)
+    t = time.time()
+    run([dpc, f"{d}/m64.onnx", "--target", "cpu", "--precision", "f64", "-o", f"{d}/m64"])
+    row["import s"] = round(time.time() - t, 1)
+    dp = open(f"{d}/m64.dp").read()
+    row["loops"] = " ".join(line.split("..")[1].split()[0] for line in dp.splitlines() if line.startswith("  for "))
+    run([f"{d}/m64", "--steps", "1", "--lr", "0", "--dump-grads", f"{d}/g64.safetensors"] + data)
+    want_loss, want = torch_grads(copy.deepcopy(m64), x64, y)
+    got = reference.read_safetensors(f"{d}/g64.safetensors")
+    missing = sorted(set(want) - set(got))
+    e64 = max((worst(want[k], got[k]) for k in want if k in got), default=float("nan"))
+    row["f64 grads"] = f"{e64:.1e}" + (f" ({len(missing)} missing)" if missing else "")
+    if missing or not e64 <= 1e-10:
+        fails.append(f"f64 gradients {e64:.2e}, missing {missing[:5]}")
+
+    # float32: gradients, 10 SGD steps, half the peak
+    export(copy.deepcopy(m0), x, how, f"{d}/m32.onnx")
+    run([dpc, f"{d}/m32.onnx", "--target", "cpu", "-o", f"{d}/m32", "--checkpoint", "none",
+         "--schedule-json", f"{d}/m32.json"])
+    run([f"{d}/m32", "--steps", "1", "--lr", "0", "--dump-grads", f"{d}/g32.safetensors"] + data)
+    _, want = torch_grads(copy.deepcopy(m0), x, y)
+    got = reference.read_safetensors(f"{d}/g32.safetensors")
+    e32 = max((worst(want[k], got[k]) for k in want if k in got), default=float("nan"))
+    row["f32 grads"] = f"{e32:.1e}"
+    if not e32 <= 1e-4:
+        fails.append(f"f32 gradients {e32:.2e}")
+
+    ms = copy.deepcopy(m0)
+    opt = torch.optim.SGD(ms.parameters(), lr=LR)
+    losses = []
+    for _ in range(10):
+        loss, _ = torch_grads(ms, x, y)
+        losses.append(loss)
+        opt.step()
+    run([f"{d}/m32", "--steps", "10", "--lr", str(LR), "--log-json", f"{d}/log.json", "--save",
+         f"{d}/trained.safetensors"] + data)
+    dl = [json.loads(line)["loss"] for line in open(f"{d}/log.json")]
+    el = max(abs(a - b) for a, b in zip(losses, dl)) if len(dl) == 10 else float("nan")
+    row["10-step loss"] = f"{el:.1e}"
+    if not el <= 1e-4:
+        fails.append(f"10 SGD steps' losses differ by {el:.2e}: {losses} vs {dl}")
+
+    mem = json.load(open(f"{d}/m32.json"))["peak_device_bytes"]
+    fixed = sum(mem[k] for k in ("params", "grads", "optimizer", "inputs"))
+    budget = fixed + (mem["total"] - fixed) // 2
+    row["peak MB"] = f"{mem['total'] / 1e6:.1f}"
+    try:
+        run([dpc, f"{d}/m32.onnx", "--target", "cpu", "-o", f"{d}/half", "--device-mem", str(budget),
+             "--checkpoint", "auto", "--stream", "none"])
+        run([f"{d}/half", "--steps", "1", "--lr", "0", "--dump-grads", f"{d}/ghalf.safetensors"] + data)
+        a, b = reference.read_safetensors(f"{d}/g32.safetensors"), reference.read_safetensors(f"{d}/ghalf.safetensors")
+        same = a.keys() == b.keys() and all(a[k].tobytes() == b[k].tobytes() for k in a)
+        row["half peak"] = f"{budget / 1e6:.1f} MB, " + ("bitwise" if same else "DIFFERENT")
+        if not same:
+            fails.append("gradients under half the peak differ")
+    except RuntimeError as e:
+        row["half peak"] = "does not fit"
+        fails.append(f"half the peak: {str(e).splitlines()[-1][:200]}")
+
+    # the trained weights back into the module
+    sd = reference.read_safetensors(f"{d}/trained.safetensors")
+    back = copy.deepcopy(m0)
+    res = back.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in sd.items()}, strict=False)
+    left = [k for k in res.missing_keys if not k.endswith("num_batches_tracked")]
+    run([f"{d}/m32", "--eval", "--steps", "1", "--init", f"{d}/trained.safetensors", "--summary-json",
+         f"{d}/eval.json"] + data)
+    dpc_eval = json.load(open(f"{d}/eval.json"))["loss"]
+    back.eval()
+    with torch.no_grad():
+        out = back(x)
+        out = out[0] if isinstance(out, tuple) else out
+        torch_eval = float(F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1)))
+    row["back to PyTorch"] = ("loads" if not left and not res.unexpected_keys else "MISSING") + \
+        f", eval {abs(torch_eval - dpc_eval):.1e}"
+    if left or res.unexpected_keys:
+        fails.append(f"load_state_dict: missing {left[:5]}, unexpected {res.unexpected_keys[:5]}")
+    if not abs(torch_eval - dpc_eval) <= 1e-4 * max(1, abs(torch_eval)):
+        fails.append(f"eval loss after training: PyTorch {torch_eval} vs dpc {dpc_eval}")
+    row["result"] = "pass" if not fails else "FAIL: " + "; ".join(fails)
+    rows.append(row)
+    return not fails
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*", default=["resnet18", "resnet50", "densenet121", "inception_v3",
+                                                  "mobilenet_v3_small", "nanogpt", "gpt2"])
+    ap.add_argument("--dpc", default=os.path.join(HERE, "../bin/dpc"))
+    ap.add_argument("--out", default="/tmp/dpc-import-torch")
+    a = ap.parse_args()
+    rows, ok = [], True
+    for name in a.models:
+        try:
+            good = check(name, os.path.abspath(a.dpc), a.out, rows)
+        except Exception as e:  # noqa: BLE001: the table records it and goes on
+            rows.append({"model": name, "result": f"FAIL: {str(e)[-600:]}"})
+            good = False
+        ok &= good
+        print(json.dumps(rows[-1]), flush=True)
+    cols = ["model", "loops", "f64 grads", "f32 grads", "10-step loss", "peak MB", "half peak", "back to PyTorch",
+            "export s", "import s", "result"]
+    print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
