@@ -161,8 +161,10 @@ int cg_lower_fused(Host *h, Block *b, int from, int to)
 	LLVMValueRef words[16];
 	int vals[16], nw = 0;
 	int n = 0;
+	/* the words: each step's operands, and a store for each step's result (known only at the end),
+	 * at most 16 (the argument buffer); a step takes at most 3 operands */
 	while (from + n < to && n < CG_MAXSTEPS && elementwise(b->ops[from + n]) &&
-	       ir_type_eq(ir_vtype(p, b->ops[from + n]->out), shape) && nw + 4 <= 16 &&
+	       ir_type_eq(ir_vtype(p, b->ops[from + n]->out), shape) && nw + (n + 1) + 3 <= 16 &&
 	       (n == 0 || !clobbers(h->g, b->ops[from + n], vals, nw))) {
 		Op *op = b->ops[from + n];
 		KStep *st = &d.step[n];
