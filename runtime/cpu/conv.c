@@ -165,9 +165,14 @@ enum { CONV_GRAIN = 1 << 25 };
 
 /* one piece's memories: x and y, as the caller has them (user: NCHW, the
  * piece's images) and as oneDNN wants them (mine; == user where they
- * agree); for the weights' gradient, the piece's own (w) */
+ * agree); for the weights' gradient, the piece's own (w); and its own
+ * scratchpad. The pieces run at once on the device's threads with one
+ * primitive: oneDNN's scratchpad of its own would be one for all of them
+ * (a 1x1 convolution of stride 2 gathers its input there, and the pieces
+ * overwrote each other's), so each piece passes its own. */
 typedef struct {
 	dnnl_memory_t user[3], mine[3];
+	dnnl_memory_t scratch; /* NULL when the primitive needs none */
 } Piece;
 
 /* One convolution's primitive for one kind, the reorders to and from the
@@ -193,11 +198,32 @@ static void md(dnnl_memory_desc_t *m, int64_t a, int64_t b, int64_t c, int64_t d
 	DNNL(p_dnnl_memory_desc_init_by_tag(m, 4, dims, dnnl_f32, tag));
 }
 
+/* primitives whose scratchpad the caller passes (DNNL_ARG_SCRATCHPAD) */
+static const_dnnl_primitive_attr_t user_scratchpad(void)
+{
+	static dnnl_primitive_attr_t attr;
+	if (!attr) {
+		DNNL(p_dnnl_primitive_attr_create(&attr));
+		DNNL(p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+	}
+	return attr;
+}
+
+/* the scratchpad pd needs, or 0 */
+static size_t scratch_bytes(const_dnnl_primitive_desc_t pd)
+{
+	const dnnl_memory_desc_t *m = p_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	return m ? p_dnnl_memory_desc_get_size(m) : 0;
+}
+
+/* a reorder, which the pieces also run at once: one that needs a scratchpad would share it */
 static dnnl_primitive_t reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)
 {
 	dnnl_primitive_desc_t pd;
 	dnnl_primitive_t r;
-	DNNL(p_dnnl_reorder_primitive_desc_create(&pd, from, rt_dnnl_engine, to, rt_dnnl_engine, NULL));
+	DNNL(p_dnnl_reorder_primitive_desc_create(&pd, from, rt_dnnl_engine, to, rt_dnnl_engine, user_scratchpad()));
+	if (scratch_bytes(pd))
+		rt_fail(70, "internal error: a oneDNN reorder of a convolution's operand needs a scratchpad");
 	DNNL(p_dnnl_primitive_create(&r, pd));
 	DNNL(p_dnnl_primitive_desc_destroy(pd));
 	return r;
@@ -231,7 +257,7 @@ static dnnl_primitive_desc_t conv_desc(int kind, const RtConvShape *s, int64_t p
 	dnnl_primitive_desc_t fwd, pd;
 	DNNL(p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &any[0], &any[1],
 	                                                   NULL, &any[2], strides, dil, pad, padr));
-	DNNL(p_dnnl_primitive_desc_create(&fwd, &fd, NULL, rt_dnnl_engine, NULL));
+	DNNL(p_dnnl_primitive_desc_create(&fwd, &fd, user_scratchpad(), rt_dnnl_engine, NULL));
 	if (kind == 0)
 		return fwd;
 	if (kind == 1)
@@ -240,7 +266,7 @@ static dnnl_primitive_desc_t conv_desc(int kind, const RtConvShape *s, int64_t p
 	else
 		DNNL(p_dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &any[0], &any[1], NULL, &any[2],
 		                                                            strides, dil, pad, padr));
-	DNNL(p_dnnl_primitive_desc_create(&pd, &cd, NULL, rt_dnnl_engine, fwd));
+	DNNL(p_dnnl_primitive_desc_create(&pd, &cd, user_scratchpad(), rt_dnnl_engine, fwd));
 	DNNL(p_dnnl_primitive_desc_destroy(fwd));
 	return pd;
 }
@@ -293,6 +319,10 @@ static Conv *conv_for(int kind, const int64_t *d, const RtConvShape *s)
 		}
 		c->user[1] = NULL;
 		c->mine[1] = kind == 2 ? own_memory(m[1], &um[1], true) : NULL;
+		c->scratch = NULL;
+		if (scratch_bytes(pd))
+			DNNL(p_dnnl_memory_create(&c->scratch, p_dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0),
+			                          rt_dnnl_engine, DNNL_MEMORY_ALLOCATE));
 	}
 	DNNL(p_dnnl_primitive_desc_destroy(pd));
 	return v;
@@ -300,7 +330,7 @@ static Conv *conv_for(int kind, const int64_t *d, const RtConvShape *s)
 
 static void run(dnnl_primitive_t p, int n, const int *arg, dnnl_memory_t *mem)
 {
-	dnnl_exec_arg_t a[3];
+	dnnl_exec_arg_t a[4];
 	for (int i = 0; i < n; i++)
 		a[i] = (dnnl_exec_arg_t){arg[i], mem[i]};
 	dnnl_stream_t stream = rt_dnnl_stream();
@@ -335,10 +365,11 @@ static void conv_piece(void *arg, int64_t p)
 			move(v->in[i], c->user[i], c->mine[i]);
 	}
 	use[1] = kind == 2 ? c->mine[1] : v->wmine ? v->wmine : v->wuser;
-	static const int args[3][3] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
-	                               {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST},
-	                               {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST}};
-	run(v->prim, 3, args[kind], use);
+	static const int args[3][4] = {{DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD},
+	                               {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST, DNNL_ARG_SCRATCHPAD},
+	                               {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST, DNNL_ARG_SCRATCHPAD}};
+	dnnl_memory_t with[4] = {use[0], use[1], use[2], c->scratch};
+	run(v->prim, c->scratch ? 4 : 3, args[kind], with);
 	if (r != 1 && c->mine[r])
 		move(v->out, c->mine[r], c->user[r]);
 }

@@ -16,7 +16,8 @@
 	X(dnnl_dilated_convolution_backward_weights_desc_init) X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md) \
 	X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_memory_create) X(dnnl_memory_set_data_handle) \
 	X(dnnl_memory_get_data_handle) X(dnnl_memory_desc_get_size) X(dnnl_memory_desc_equal) \
-	X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_desc_destroy) X(dnnl_sgemm)
+	X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_desc_destroy) X(dnnl_sgemm) \
+	X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_set_scratchpad_mode)
 #define DNNL_DECLARE(f) extern __typeof__(&f) p_##f;
 DNNL_FNS(DNNL_DECLARE)
 #undef DNNL_DECLARE
