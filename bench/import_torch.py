@@ -10,9 +10,15 @@ For each model, small shapes, dropout off (its mask cannot match PyTorch's):
      the nanoGPT-style GPT, the dynamo exporter (optimize=False) for
      HuggingFace's GPT-2; in float64, then again in float32;
   2. first-step gradients of every parameter against PyTorch's on the same
-     batch: f64 within 1e-10, f32 within 1e-4, each relative to the tensor's
-     largest entry (names as PyTorch's state dict);
-  3. the losses of 10 SGD steps (lr 0.001) within 1e-4 (f32);
+     batch (names as PyTorch's state dict), each relative to the tensor's
+     largest entry, or to 1e-6 of the model's largest where that is smaller
+     (a gradient zero in exact arithmetic holds rounding noise alone): f64
+     within 1e-10; f32 within 1e-4, or, where PyTorch's own f32 gradients
+     are further than that from its f64 ones (deep networks at small
+     batches), dpc's f32 at most twice as far from PyTorch's f64 as
+     PyTorch's f32 is;
+  3. the losses of 10 SGD steps (lr 0.001): f64 within 1e-8 relative; f32
+     within 1e-4, or at most twice PyTorch's own f32 from its f64;
   4. f32 under --device-mem at half of store-everything's peak (--checkpoint
      auto): gradients bitwise as store-everything's;
   5. the trained weights back: --save loads into the module with
@@ -87,7 +93,6 @@ def make(name):
         cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=4, n_head=2, resid_pdrop=0,
                          embd_pdrop=0, attn_pdrop=0, use_cache=False)
         m = GPT2LMHeadModel(cfg)
-        m.config.return_dict = False
         x = torch.randint(0, 64, (2, 16))
         return m, x, torch.randint(0, 64, (2, 16)), "dynamo"
     if name == "nanogpt":
@@ -111,7 +116,7 @@ class Logits(nn.Module):
         self.m = m
 
     def forward(self, x):
-        return self.m(x)[0]
+        return self.m(x).logits
 
 
 def export(m, x, how, path):
@@ -129,7 +134,7 @@ def torch_grads(m, x, y):
     m.train()
     m.zero_grad()
     out = m(x)
-    out = out[0] if isinstance(out, tuple) else out
+    out = out.logits if hasattr(out, "logits") else out
     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
     loss.backward()
     return float(loss), {k: p.grad.detach().numpy() for k, p in m.named_parameters()}
@@ -142,8 +147,16 @@ def run(cmd, **kw):
     return r
 
 
-def worst(a, b):
-    return float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-30))
+def worst(a, b, floor=0.0):
+    """the largest difference relative to a's largest entry, or to floor where that is smaller"""
+    return float(np.abs(a - b).max() / max(np.abs(a).max(), floor, 1e-300))
+
+
+def grad_error(want, got):
+    """the worst tensor's error; a tensor's scale at least 1e-6 of the model's largest entry (a gradient
+    that is zero in exact arithmetic, a bias before a batch normalization's, holds rounding noise alone)"""
+    floor = 1e-6 * max(np.abs(v).max() for v in want.values())
+    return max((worst(want[k], got[k], floor) for k in want if k in got), default=float("nan"))
 
 
 def check(name, dpc, out, rows):
@@ -173,7 +186,8 @@ def check(name, dpc, out, rows):
     want_loss, want = torch_grads(copy.deepcopy(m64), x64, y)
     got = reference.read_safetensors(f"{d}/g64.safetensors")
     missing = sorted(set(want) - set(got))
-    e64 = max((worst(want[k], got[k]) for k in want if k in got), default=float("nan"))
+    e64 = grad_error(want, got)
+    want64 = want
     row["f64 grads"] = f"{e64:.1e}" + (f" ({len(missing)} missing)" if missing else "")
     if missing or not e64 <= 1e-10:
         fails.append(f"f64 gradients {e64:.2e}, missing {missing[:5]}")
@@ -185,25 +199,39 @@ def check(name, dpc, out, rows):
     run([f"{d}/m32", "--steps", "1", "--lr", "0", "--dump-grads", f"{d}/g32.safetensors"] + data)
     _, want = torch_grads(copy.deepcopy(m0), x, y)
     got = reference.read_safetensors(f"{d}/g32.safetensors")
-    e32 = max((worst(want[k], got[k]) for k in want if k in got), default=float("nan"))
+    # in f32 both sides round; how far PyTorch's own f32 is from its f64 says what agreement is possible
+    e32, own, ours = grad_error(want, got), grad_error(want64, want), grad_error(want64, got)
     row["f32 grads"] = f"{e32:.1e}"
-    if not e32 <= 1e-4:
-        fails.append(f"f32 gradients {e32:.2e}")
+    row["f32 vs f64: PyTorch, dpc"] = f"{own:.1e}, {ours:.1e}"
+    if not (e32 <= 1e-4 or ours <= 2 * own):
+        fails.append(f"f32 gradients {e32:.2e} from PyTorch's, {ours:.2e} from f64 where PyTorch's f32 is {own:.2e}")
 
-    ms = copy.deepcopy(m0)
-    opt = torch.optim.SGD(ms.parameters(), lr=LR)
-    losses = []
-    for _ in range(10):
-        loss, _ = torch_grads(ms, x, y)
-        losses.append(loss)
-        opt.step()
-    run([f"{d}/m32", "--steps", "10", "--lr", str(LR), "--log-json", f"{d}/log.json", "--save",
-         f"{d}/trained.safetensors"] + data)
-    dl = [json.loads(line)["loss"] for line in open(f"{d}/log.json")]
-    el = max(abs(a - b) for a, b in zip(losses, dl)) if len(dl) == 10 else float("nan")
-    row["10-step loss"] = f"{el:.1e}"
-    if not el <= 1e-4:
-        fails.append(f"10 SGD steps' losses differ by {el:.2e}: {losses} vs {dl}")
+    # 10 SGD steps on the batch: float64 must follow PyTorch's path; float32's rounding, grown through
+    # steps of an ill-conditioned network, may not (shown beside PyTorch's own f32 against its f64)
+    def torch_steps(model, xb):
+        opt, losses = torch.optim.SGD(model.parameters(), lr=LR), []
+        for _ in range(10):
+            loss, _ = torch_grads(model, xb, y)
+            losses.append(loss)
+            opt.step()
+        return losses
+
+    def dpc_steps(exe, extra=()):
+        run([exe, "--steps", "10", "--lr", str(LR), "--log-json", f"{exe}.log.json", *extra] + data)
+        return [json.loads(line)["loss"] for line in open(f"{exe}.log.json")]
+
+    t64, d64 = torch_steps(copy.deepcopy(m64), x64), dpc_steps(f"{d}/m64")
+    t32, d32 = torch_steps(copy.deepcopy(m0), x), dpc_steps(f"{d}/m32", ["--save", f"{d}/trained.safetensors"])
+    el64 = max(abs(a - b) / abs(a) for a, b in zip(t64, d64)) if len(d64) == 10 else float("nan")
+    el32 = max(abs(a - b) for a, b in zip(t32, d32)) if len(d32) == 10 else float("nan")
+    own32 = max(abs(a - b) for a, b in zip(t64, t32))
+    row["10 steps f64"] = f"{el64:.1e}"
+    row["10 steps f32 (PyTorch's f32 vs f64)"] = f"{el32:.1e} ({own32:.1e})"
+    if not el64 <= 1e-8:
+        fails.append(f"10 SGD steps in f64: losses differ by {el64:.2e} relative: {t64} vs {d64}")
+    if not (el32 <= 1e-4 or el32 <= 2 * own32):
+        fails.append(f"10 SGD steps in f32: losses differ by {el32:.2e} where PyTorch's own f32 and f64 differ "
+                     f"by {own32:.2e}")
 
     mem = json.load(open(f"{d}/m32.json"))["peak_device_bytes"]
     fixed = sum(mem[k] for k in ("params", "grads", "optimizer", "inputs"))
@@ -233,7 +261,7 @@ def check(name, dpc, out, rows):
     back.eval()
     with torch.no_grad():
         out = back(x)
-        out = out[0] if isinstance(out, tuple) else out
+        out = out.logits if hasattr(out, "logits") else out
         torch_eval = float(F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1)))
     row["back to PyTorch"] = ("loads" if not left and not res.unexpected_keys else "MISSING") + \
         f", eval {abs(torch_eval - dpc_eval):.1e}"
@@ -262,7 +290,8 @@ def main():
             good = False
         ok &= good
         print(json.dumps(rows[-1]), flush=True)
-    cols = ["model", "loops", "f64 grads", "f32 grads", "10-step loss", "peak MB", "half peak", "back to PyTorch",
+    cols = ["model", "loops", "f64 grads", "f32 grads", "f32 vs f64: PyTorch, dpc", "10 steps f64",
+            "10 steps f32 (PyTorch's f32 vs f64)", "peak MB", "half peak", "back to PyTorch",
             "export s", "import s", "result"]
     print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))
     for r in rows:

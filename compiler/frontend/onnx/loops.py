@@ -105,6 +105,10 @@ def check(nodes, inits, users, outputs, start, period, count):
         return None
     if not L.stacked:  # a loop trains stacked parameters, or it is shape arithmetic
         return None
+    # each stacked parameter's layers numbered in their names (h.0.w, h.1.w), so that they are saved
+    # under them again (Inception's Mixed_6c and Mixed_6d are alike but named by letters: not a loop)
+    if any(layer_pattern(names) is None for names in L.stacked.values()):
+        return None
     stacked_names = {n for names in L.stacked.values() for n in names}
     if any(u for n in stacked_names for u in users.get(n, []) if not start <= u < L.end):
         return None  # an initializer a block also read outside the loop

@@ -245,16 +245,11 @@ class Converter:
         for x0, names in L.stacked.items():
             arrs = [self.arrays[n] for n in names]
             kind = self.weight_kind(x0)
-            pat = loops.layer_pattern(names)
-            dp = self.fresh(pat.split("{")[0] + pat.split("}")[1] if pat else x0)
+            pat = loops.layer_pattern(names)  # loops.check made sure there is one
+            dp = self.fresh(pat.split("{")[0] + pat.split("}")[1])
             shape = arrs[0].shape
-            if pat:
-                for n, a in zip(names, arrs):
-                    self.weights[n] = a
-            else:  # names with no layer number to write as {B}: stacked under the program's name
-                pat = dp
-                self.weights[dp] = np.stack(arrs)
-                self.notes.append(f"{names[0]} ... {names[-1]} are stacked as {dp} (no common numbering)")
+            for n, a in zip(names, arrs):
+                self.weights[n] = a
             self.decls.append(f"{kind} {dp} : f32[{L.count}]{dims(shape)} = load(\"{pat}\")")
             (self.params if kind == "param" else self.buffers).append(dp)
             self.vals[x0] = V(f"{dp}[{l}]", shape, decl=dp)
@@ -407,7 +402,9 @@ class Converter:
         if f is None:
             raise ImportError_("dpc has no such op")
         a = {at.name: onnx.helper.get_attribute_value(at) for at in node.attribute}
-        a = {k: np.float32(v) if isinstance(v, float) else v for k, v in a.items()}
+        # a float attribute is float32 by the format; the exporter's value was the shortest decimal that
+        # rounds to it (eps=1e-5): what PyTorch computes with, in float64 too
+        a = {k: f32(v) if isinstance(v, float) else v for k, v in a.items()}
         out = f(node, ins, a)
         if isinstance(out, V):
             out = [out]
@@ -880,22 +877,25 @@ class Converter:
     def op_Gather(self, node, ins, a):
         data, idx = ins
         ax = self.axis(a.get("axis", 0), len(self.shape_of(data)))
+        d = self.tensor(data)
         if idx.is_const:
             i = np.asarray(idx.const)
-            d = self.tensor(data)
             n = d.shape[ax]
+            rest = tuple(s for j, s in enumerate(d.shape) if j != ax)
             if i.ndim == 0:
-                k = int(i) % n
-                subs = [":"] * ax + [str(k)]
-                return self.let(node.output[0], f"{d.expr}[{', '.join(subs)}]",
-                                tuple(s for j, s in enumerate(d.shape) if j != ax))
+                subs = [":"] * ax + [str(int(i) % n)]
+                return self.let(node.output[0], f"{d.expr}[{', '.join(subs)}]", rest)
             flat = [int(v) % n for v in i.reshape(-1)]
-            if i.ndim == 1 and flat == list(range(flat[0], flat[0] + len(flat))):
-                return self.take(d, ax, flat[0], flat[0] + len(flat), node.output[0])
-            raise ImportError_("a gather of constant indices that are not a range")
-        if ax != 0 or len(self.shape_of(data)) != 2:
+            out = d.shape[:ax] + i.shape + d.shape[ax + 1:]
+            if flat == list(range(flat[0], flat[0] + len(flat))):  # a range: a slice, shaped as the indices
+                v = self.take(d, ax, flat[0], flat[0] + len(flat), node.output[0] + "_rows")
+                return self.reshape_to(node, v, out)
+            if ax == 0 and len(d.shape) == 2:  # rows of a matrix: an embedding of constant ids
+                ids = self.literal(np.asarray(flat, np.int64).reshape(i.shape), node.output[0] + "_ids")
+                return self.let(node.output[0], f"embed({d.expr}, {ids.expr})", out)
+            raise ImportError_("a gather of constant indices that are not a range, other than rows of a matrix")
+        if ax != 0 or len(d.shape) != 2:
             raise ImportError_("a gather of computed indices other than rows of a matrix (an embedding)")
-        d = self.tensor(data)
         ids = idx if idx.dtype == "i32" else self.let(node.output[0] + "_ids", f"cast({idx.expr}, i32)",
                                                        idx.shape, "i32")
         return self.let(node.output[0], f"embed({d.expr}, {ids.expr})", tuple(idx.shape) + (d.shape[1],))
