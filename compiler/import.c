@@ -127,6 +127,8 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	}
 	if (o->import.no_loops)
 		vec_push(&argv, "--no-loops");
+	if (o->verbose)
+		vec_push(&argv, "--verbose");
 	for (int i = 0; i < o->import.freeze.len; i++) {
 		vec_push(&argv, "--freeze");
 		vec_push(&argv, (char *)o->import.freeze.data[i]);

@@ -144,8 +144,47 @@ def gpt(out):
          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [B, T, V])], inits, x, y)
 
 
+def seq(out):
+    """what the dynamo exporter writes: SplitToSequence and SequenceAt, CastLike, Shape of a computed value,
+    softmax guarded by IsNaN and Where, And of masks, a Gather of constant position ids [1, T]; mse loss"""
+    B, T, D = 2, 6, 4
+    n = helper.make_node
+    inits = [w("attn.weight", D, 3 * D), w("pos.weight", T, D), w("out.weight", D, D)]
+    nodes = [
+        const("ids", np.arange(T, dtype=np.int64).reshape(1, T)),
+        n("Gather", ["pos.weight", "ids"], ["pe"], axis=0),
+        n("Add", ["x", "pe"], ["h"]),
+        n("MatMul", ["h", "attn.weight"], ["qkv"]),
+        const("d", np.array(D, np.int64)),
+        n("SplitToSequence", ["qkv", "d"], ["parts"], axis=2),
+        const("i0", np.array(0, np.int64)), const("i1", np.array(1, np.int64)), const("i2", np.array(2, np.int64)),
+        n("SequenceAt", ["parts", "i0"], ["q"]), n("SequenceAt", ["parts", "i1"], ["k"]),
+        n("SequenceAt", ["parts", "i2"], ["v"]),
+        n("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        n("MatMul", ["q", "kt"], ["s"]),
+        const("ones", np.ones((T, T), bool)), const("low", np.tril(np.ones((T, T), bool))),
+        n("And", ["ones", "low"], ["keep"]),
+        const("ninf", np.array(-np.inf, np.float32)),
+        n("Where", ["keep", "s", "ninf"], ["sm"]),
+        n("Softmax", ["sm"], ["p"], axis=-1),
+        n("IsNaN", ["p"], ["bad"]),
+        const("zero", np.array(0, np.float32)),
+        n("Where", ["bad", "zero", "p"], ["p2"]),
+        n("MatMul", ["p2", "v"], ["o"]),
+        n("Shape", ["o"], ["oshape"]),
+        n("Reshape", ["o", "oshape"], ["o2"]),
+        n("CastLike", ["o2", "x"], ["o3"]),
+        n("MatMul", ["o3", "out.weight"], ["y"]),
+    ]
+    x = R.standard_normal((B, T, D))
+    y = R.standard_normal((B, T, D))
+    save(out, "seq", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, T, D])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, T, D])], inits, x, y)
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     cnn(out)
     gpt(out)
+    seq(out)

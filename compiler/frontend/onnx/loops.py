@@ -5,7 +5,9 @@ attributes and initializer shapes, each reading the one before it (a
 transformer's layers, a ResNet stage's blocks), are one loop over stacked
 parameters in dp, where binomial checkpointing and streaming apply.
 
-find(nodes, inits, outputs) returns the loops, each a Loop: the nodes
+find(nodes, inits, params, outputs) returns the loops (inits: every value
+known before the run, initializers and folded constants, by name; params:
+the names of those that train), each a Loop: the nodes
 [start, start + period * count), and for block 0's node i and input j what
 it is in every block: a value of the same block (internal), the value the
 block before made (carried), a value from before the loop (invariant), or
@@ -30,11 +32,7 @@ class Loop:
         return self.start + self.period * self.count
 
 
-def is_param(arr):
-    return np.issubdtype(arr.dtype, np.floating) and arr.ndim > 0
-
-
-def signature(node, inits):
+def signature(node, inits, params):
     """what must agree between blocks: op, attributes, and each input's kind"""
     h = hashlib.sha1()
     h.update(f"{node.domain}/{node.op_type}/{len(node.output)}".encode())
@@ -48,14 +46,14 @@ def signature(node, inits):
         if n in inits:
             a = inits[n]
             h.update(f"init{a.shape}{a.dtype}".encode())
-            if not is_param(a):  # a constant: its value
+            if n not in params:  # a constant: its value
                 h.update(a.tobytes())
         else:
             h.update(b"v" if n else b"-")
     return h.hexdigest()
 
 
-def check(nodes, inits, users, outputs, start, period, count):
+def check(nodes, inits, params, users, outputs, start, period, count):
     """the loop of these blocks, or None when they do not make one"""
     L = Loop(start, period, count)
     where = {}  # a value made in the region -> (block, node, output)
@@ -77,10 +75,10 @@ def check(nodes, inits, users, outputs, start, period, count):
                 if w0 is not None:  # made in block 0: made at the same place in block k
                     if wk != (k, w0[1], w0[2]):
                         return None
-                elif x0 in inits and is_param(inits[x0]):
+                elif x0 in params:
                     if xk == x0:  # shared by every block: a parameter of its own
                         continue
-                    if xk not in inits or params0.setdefault((x0, k), xk) != xk:
+                    if xk not in params or params0.setdefault((x0, k), xk) != xk:
                         return None
                 elif xk == x0 or (x0 in inits and xk in inits and inits[x0].dtype == inits[xk].dtype and
                                   np.array_equal(inits[x0], inits[xk])):  # from before the loop, or equal constants
@@ -132,11 +130,11 @@ def check(nodes, inits, users, outputs, start, period, count):
     return L
 
 
-def find(nodes, inits, outputs, lo=0, hi=None):
+def find(nodes, inits, params, outputs, lo=0, hi=None):
     """the loops among nodes[lo:hi], largest first, none overlapping"""
     if hi is None:
         hi = len(nodes)
-        find.sig = np.array([int(signature(n, inits)[:15], 16) for n in nodes], dtype=np.int64)
+        find.sig = np.array([int(signature(n, inits, params)[:15], 16) for n in nodes], dtype=np.int64)
         find.users = {}
         for u, n in enumerate(nodes):
             for x in n.input:
@@ -159,11 +157,12 @@ def find(nodes, inits, outputs, lo=0, hi=None):
             count = (b + p - s) // p
             if count < 2 or (best and count < best.count):
                 break
-            L = check(nodes, inits, users, outputs, s, p, count)
+            L = check(nodes, inits, params, users, outputs, s, p, count)
             if L and (not best or len(L.initial) < len(best.initial)):
                 best = L
         if best:
-            return find(nodes, inits, outputs, lo, best.start) + [best] + find(nodes, inits, outputs, best.end, hi)
+            return (find(nodes, inits, params, outputs, lo, best.start) + [best] +
+                    find(nodes, inits, params, outputs, best.end, hi))
     return []
 
 
@@ -191,7 +190,3 @@ def layer_pattern(names):
     if [f"{prefix}{base + k}{suffix}" for k in range(len(names))] != list(names):
         return None
     return pat
-
-
-def arrays(inits):
-    return {t.name: numpy_helper.to_array(t) for t in inits}

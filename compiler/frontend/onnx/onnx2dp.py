@@ -84,8 +84,17 @@ def num(x):
 
 
 def f32(x):
-    """the shortest decimal that rounds to x's float32 value, as a double"""
-    return float(np.format_float_scientific(np.float32(x), unique=True))
+    """the value an exporter most likely had for float32 x: the shortest decimal that rounds to it (1e-5),
+    or, where that takes 8 digits or more, a fraction of a small denominator that does (1/6, HardSigmoid's
+    alpha), as a double"""
+    v = np.float32(x)
+    short = np.format_float_scientific(v, unique=True)
+    if len(short.split("e")[0].replace("-", "").replace(".", "")) >= 8:
+        for q in range(2, 13):
+            p = round(float(v) * q)
+            if p and np.float32(p / q) == v:
+                return p / q
+    return float(short)
 
 
 def dims(shape):
@@ -204,10 +213,37 @@ class Converter:
         for node in g.node:
             for i, n in enumerate(node.input):
                 self.consumers.setdefault(n, []).append((node, i))
+        self.inference_patterns(g)
         self.inputs(g, inits)
         self.read_initializers(inits)
-        nodes = list(g.node)
-        self.loops = [] if self.args.no_loops else loops.find(nodes, self.arrays, {o.name for o in g.output})
+        # the initializers that train: real, of rank 1 or more, read by a node; the others are constants
+        self.trainable = {n for n, a in self.arrays.items()
+                          if np.issubdtype(a.dtype, np.floating) and a.ndim > 0 and n in self.consumers}
+        known = {n: a for n, a in self.arrays.items() if n not in self.trainable}
+        for n, a in known.items():
+            self.vals[n] = V(const=a)
+        # the constants first: every node of constant inputs (shape arithmetic, masks) folds now, so that
+        # what is left repeats layer by layer where the model does
+        nodes = []
+        for node in g.node:
+            if self.constant(node, known):
+                if node.op_type in ("Shape", "Size"):  # of a value not computed yet: from shape inference
+                    shape = np.array(self.shapes[node.input[0]], np.int64)
+                    at = {x.name: x.i for x in node.attribute}
+                    shape = shape[at.get("start", 0):at.get("end", len(shape))]
+                    self.vals[node.output[0]] = V(const=shape if node.op_type == "Shape" else
+                                                  np.array(int(np.prod(shape)), np.int64))
+                    self.stat["nodes"] += 1
+                else:
+                    self.convert(node)
+                for o in node.output:
+                    if o and self.vals.get(o) is not None and self.vals[o].is_const:
+                        known[o] = np.asarray(self.vals[o].const)
+            else:
+                nodes.append(node)
+        values = dict(known, **{n: self.arrays[n] for n in self.trainable})
+        self.loops = [] if self.args.no_loops else loops.find(nodes, values, self.trainable,
+                                                               {o.name for o in g.output})
         self.initializers(g, inits, {n for L in self.loops for names in L.stacked.values() for n in names})
         starts = {L.start: L for L in self.loops}
         i = 0
@@ -222,6 +258,33 @@ class Converter:
             lines = "\n  ".join(self.unsupported)
             fail(f"{self.path}: {len(self.unsupported)} node(s) dpc cannot express:\n  {lines}")
         return self.finish(g)
+
+    RANDOM = ("Dropout", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+              "Bernoulli")
+
+    def constant(self, node, known):
+        """the node's results are constants: its inputs all are, or it asks for a shape, which is fixed"""
+        if node.op_type in self.RANDOM or node.domain not in ("", "ai.onnx"):
+            return False
+        if node.op_type in ("Shape", "Size"):
+            s = self.shapes.get(node.input[0])
+            return s is not None and None not in s
+        return all(not n or n in known for n in node.input)
+
+    def inference_patterns(self, g):
+        """what an inference export did that training cannot undo, said in the program's header (and by -v)"""
+        folded = [n.name or n.output[0] for n in g.node if n.op_type in ("Conv", "Gemm") and
+                  any("batch_norm" in p.value.lower() or "batchnorm" in p.value.lower() for p in n.metadata_props)]
+        if folded:
+            self.notes.append(f"{len(folded)} convolution(s) hold a batch normalization folded in (from "
+                              f"'{folded[0]}'): they train as plain convolutions, not as PyTorch's train mode; "
+                              f"export with optimize=False (dynamo) or training=TrainingMode.TRAINING (legacy)")
+        infer = [n for n in g.node if n.op_type == "BatchNormalization" and
+                 any(a.name == "training_mode" and a.i == 0 for a in n.attribute)]
+        if infer and self.args.batchnorm == "train":
+            self.notes.append(f"{len(infer)} BatchNormalization node(s) were exported in inference mode; they train "
+                              f"with batch statistics as PyTorch's train mode does (--batchnorm frozen keeps the "
+                              f"running ones)")
 
     def convert(self, node, inputs=None):
         """one node, its inputs renamed where inputs says (a loop's carried values)"""
@@ -361,14 +424,9 @@ class Converter:
             fail(f"--freeze names no initializer of {self.path}: {', '.join(sorted(missing))}")
         self.frozen = []
         for name in inits:
-            arr = self.arrays[name]
-            real = np.issubdtype(arr.dtype, np.floating)
-            if not real or arr.ndim == 0 or name not in self.consumers:
-                self.vals[name] = V(const=arr)  # integers and scalars: constants of the model
-                continue
-            if name in stacked:
-                continue  # declared by its loop, one tensor for all its layers
-            self.vals[name] = self.declare_weight(name, arr, self.weight_kind(name))
+            if name not in self.trainable or name in stacked:
+                continue  # a constant (set by run), or declared by its loop, one tensor for all its layers
+            self.vals[name] = self.declare_weight(name, self.arrays[name], self.weight_kind(name))
 
     def arg(self, node, i):
         if i >= len(node.input) or not node.input[i]:
@@ -391,9 +449,7 @@ class Converter:
         if node.domain not in ("", "ai.onnx"):
             raise ImportError_(f"domain '{node.domain}' is not ONNX's")
         # shape arithmetic: every input constant, fold it (Dropout and friends pass through below)
-        if all(v is None or v.is_const for v in ins) and node.op_type not in ("Dropout", "RandomNormal",
-                                                                             "RandomUniform", "RandomNormalLike",
-                                                                             "RandomUniformLike", "Multinomial"):
+        if all(v is None or v.is_const for v in ins) and node.op_type not in self.RANDOM:
             outs = self.fold(node, ins)
             for o, a in zip(node.output, outs):
                 self.vals[o] = V(const=np.asarray(a))
@@ -414,6 +470,8 @@ class Converter:
                 self.vals[o] = v
 
     def check_shape(self, node, name, v):
+        if hasattr(v, "seq"):
+            return
         s = self.shapes.get(name)
         if s is not None and v.shape is not None and None not in s and tuple(s) != tuple(v.shape):
             raise ImportError_(f"the converter made {dims(v.shape)} where shape inference says {dims(s)} "
@@ -499,6 +557,17 @@ class Converter:
     op_Greater = binary(">")
     op_LessOrEqual = binary("<=")
     op_GreaterOrEqual = binary(">=")
+
+    def op_IsNaN(self, node, ins, a):
+        return self.let(node.output[0], f"{self.paren(ins[0])} != {self.paren(ins[0])}", self.shape_of(ins[0]))
+
+    def op_And(self, node, ins, a):  # of 0/1 tensors
+        shape = np.broadcast_shapes(self.shape_of(ins[0]), self.shape_of(ins[1]))
+        return self.let(node.output[0], f"{self.paren(ins[0])} * {self.paren(ins[1])}", shape)
+
+    def op_Or(self, node, ins, a):
+        shape = np.broadcast_shapes(self.shape_of(ins[0]), self.shape_of(ins[1]))
+        return self.let(node.output[0], f"maximum({self.x(ins[0])}, {self.x(ins[1])})", shape)
 
     def op_Not(self, node, ins, a):
         return self.let(node.output[0], f"1 - {self.paren(ins[0])}", self.shape_of(ins[0]))
@@ -810,6 +879,52 @@ class Converter:
             return x
         return self.let(node.output[0], f"transpose({x.expr}, {perm})", tuple(x.shape[p] for p in perm))
 
+    def op_Shape(self, node, ins, a):
+        """shapes are fixed: a constant"""
+        shape = np.array(self.shape_of(ins[0]), np.int64)
+        lo, hi = a.get("start", 0), a.get("end", len(shape))
+        return V(const=shape[lo:hi])
+
+    def op_Size(self, node, ins, a):
+        return V(const=np.array(int(np.prod(self.shape_of(ins[0]))), np.int64))
+
+    def op_SplitToSequence(self, node, ins, a):
+        """a sequence of slices, which SequenceAt takes apart (the dynamo exporter's split)"""
+        x = self.tensor(ins[0])
+        ax = self.axis(a.get("axis", 0), len(x.shape))
+        d = x.shape[ax]
+        split = self.const_arg(node, 1, "split") if len(ins) > 1 and ins[1] is not None else None
+        if split is None:
+            sizes = [1] * d
+        elif split.ndim == 0:
+            sizes = [int(split)] * (d // int(split)) + ([d % int(split)] if d % int(split) else [])
+        else:
+            sizes = [int(v) for v in split]
+        keep = a.get("keepdims", 1) or split is not None
+        parts, lo = [], 0
+        for k, sz in enumerate(sizes):
+            v = self.take(x, ax, lo, lo + sz, f"{node.output[0]}_{k}")
+            if not keep:
+                v = self.reshape_to(node, v, [s for j, s in enumerate(v.shape) if j != ax])
+            parts.append(v)
+            lo += sz
+        seq = V(shape=None)
+        seq.seq = parts
+        return seq
+
+    def op_SequenceAt(self, node, ins, a):
+        seq = ins[0]
+        if not hasattr(seq, "seq"):
+            raise ImportError_("a sequence that is not a SplitToSequence's")
+        i = int(self.const_arg(node, 1, "position"))
+        return seq.seq[i]
+
+    def op_CastLike(self, node, ins, a):
+        x, like = ins
+        if like.dtype == "i32" or (like.is_const and np.issubdtype(np.asarray(like.const).dtype, np.integer)):
+            return x if x.dtype == "i32" else self.let(node.output[0], f"cast({x.expr}, i32)", x.shape, "i32")
+        return x if x.dtype == "f32" else self.let(node.output[0], f"cast({x.expr}, f32)", x.shape)
+
     def op_Concat(self, node, ins, a):
         vs = [self.tensor(v) for v in ins if v is not None and 0 not in self.shape_of(v)]
         ax = self.axis(a["axis"], len(vs[0].shape))
@@ -1064,6 +1179,7 @@ def main(argv):
     ap.add_argument("--output", metavar="NAME", help="the model output the loss reads (default: the first)")
     ap.add_argument("--shape", action="append", metavar="NAME=D0,D1,...", help="fix an input's dimensions")
     ap.add_argument("--freeze", action="append", metavar="NAME", help="keep an initializer fixed (a buffer)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the program header's notes on stderr")
     ap.add_argument("--no-loops", action="store_true", help="convert every layer as the file writes it, "
                     "without recovering loops")
     ap.add_argument("--batchnorm", default="train", choices=["train", "frozen"],
@@ -1086,6 +1202,9 @@ def main(argv):
     where = os.path.relpath(weights, os.path.dirname(os.path.abspath(out))) if out and out != "-" else \
         os.path.abspath(weights)
     text = c.program(ret, where)
+    if args.verbose:
+        for n in c.notes:
+            sys.stderr.write(f"onnx2dp: note: {n}\n")
     write_atomic(weights, safetensors_bytes(c.weights), "wb")
     if out and out != "-":
         write_atomic(out, text)
