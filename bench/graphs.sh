@@ -16,6 +16,12 @@
 #   26, item 7): the least cut and what it recomputes with offloading priced
 #   at the default --offload-cost (--device-mem 1T, streaming allowed) beside
 #   the least without it, the bytes offloaded, and the same at 25% of the peak.
+#   bash bench/graphs.sh onnx [NET...]: the same networks from torchvision's own
+#   exports (resnet152, densenet121, densenet201, inception_v3, at the sizes
+#   below; PYTHON names a Python with torch and torchvision), imported with
+#   dpc MODEL.onnx (batch normalization in training mode, as exported): the
+#   least cut (--checkpoint min-memory) and what it recomputes, beside
+#   the hand-written row's and theirs, and the import's and plan's seconds.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
 #   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224;
 #   NASNet and DARTS at their sizes), each at half its peak.
@@ -121,6 +127,39 @@ if [ "${1:-}" = offload ]; then
 		fi
 		printf '%-12s %6s %9s %6s %9s %10s %9s %9s %10s %9s\n' "$net" "$(cut $least)" "$rec" "$(cut $least_off)" "$rec_off" \
 			"$moved" "$at25" "$at25_off" "$moved25" "$t"
+	done
+	exit 0
+fi
+
+if [ "${1:-}" = onnx ]; then
+	shift
+	nets=("$@")
+	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
+	py=${PYTHON:-python3}
+	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s\n' network batch side full_MB act_MB cut rec@least theirs hand_cut compile_s
+	for net in "${nets[@]}"; do
+		"$py" - "$net" "$(batch "$net")" "$(side "$net")" "$out/$net.onnx" <<'PY'
+import sys, warnings
+import torch, torchvision
+warnings.filterwarnings("ignore")
+name, b, s, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+kw = {"aux_logits": False, "init_weights": True} if name == "inception_v3" else {}
+m = getattr(torchvision.models, name)(**kw).train()
+torch.onnx.export(m, (torch.randn(b, 3, s, s),), path, dynamo=False, opset_version=17,
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, input_names=["x"])
+PY
+		"$DPC" --target cpu "$out/$net.onnx" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
+		t=$( { /usr/bin/time -f '%e' "$DPC" --target cpu "$out/$net.onnx" --checkpoint min-memory --stream none --emit=schedule \
+			-o /dev/null --schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
+		least=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec=$(frac)
+		mine=$(cut "$least") fw=$full ww=$weights
+		network "$net"
+		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		hand=$(cut "$(field "$out/s.json" "d['peak_device_bytes']['total']")")
+		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s\n' "$net" "$(batch "$net")" "$(side "$net")" \
+			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t"
 	done
 	exit 0
 fi
