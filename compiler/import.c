@@ -72,12 +72,19 @@ static const char *make_temp_dir(void)
 	return temp_dir;
 }
 
-/* OUT.dp must be the converter's own or absent: dpc does not write over a program it did not make */
-static void check_ours(const char *dp)
+/* Nothing of the user's is written over: OUT.dp must be the converter's own
+ * or absent, and OUT.safetensors may exist only beside such an OUT.dp (an
+ * import before this one wrote both; a file saved by --save would have the
+ * same name). */
+static void check_ours(const char *dp, const char *weights)
 {
 	FILE *f = fopen(dp, "r");
-	if (!f)
+	if (!f) {
+		if (access(weights, F_OK) == 0)
+			fatal("%s exists, and no %s that dpc's ONNX converter wrote beside it; dpc keeps the model's weights "
+			      "there (choose another -o, or move the file)", weights, dp);
 		return;
+	}
 	char line[64] = "";
 	bool ours = fgets(line, sizeof line, f) && !strncmp(line, "# dpc program converted from ", 29);
 	fclose(f);
@@ -86,12 +93,13 @@ static void check_ours(const char *dp)
 		      "(choose another -o, or move the file)", dp);
 }
 
-/* the output's name without its extension: -o build/resnet -> build/resnet */
+/* the path without its file name's extension: build/resnet.dp -> build/resnet */
 static const char *stem(const char *path)
 {
-	const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-	size_t n = dot && dot > (slash ? slash : path) && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path) : strlen(path);
-	return ar_strndup(path, n);
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char *dot = strrchr(base, '.');
+	return ar_strndup(path, dot && dot != base ? (size_t)(dot - path) : strlen(path));
 }
 
 /* the model's base name without .onnx: the executable's default name */
@@ -150,16 +158,18 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 const char *driver_import(DriverOptions *o)
 {
 	if (o->emit == EMIT_DP) {
-		const char *weights = o->output && strcmp(o->output, "-") ? ar_printf("%s.safetensors", stem(o->output))
-		                                                          : ar_printf("%s.safetensors", stem(o->input));
-		run_converter(o, o->output, weights);
+		bool file = o->output && strcmp(o->output, "-");
+		const char *weights = ar_printf("%s.safetensors", stem(file ? o->output : o->input));
+		if (file)
+			check_ours(o->output, weights);
+		run_converter(o, file ? o->output : NULL, weights);
 		return NULL;
 	}
 	if (o->emit == EMIT_EXE) {
 		if (!o->output)
 			o->output = model_name(o->input);
 		const char *dp = ar_printf("%s.dp", o->output), *weights = ar_printf("%s.safetensors", o->output);
-		check_ours(dp);
+		check_ours(dp, weights);
 		run_converter(o, dp, weights);
 		return dp;
 	}

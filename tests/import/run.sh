@@ -116,6 +116,12 @@ expect "import: -o OUT does not write over an OUT.dp dpc did not make" 1 "was no
 	"$DPC" "$d/cnn.onnx" --target cpu -o "$d/mine"
 check "import: ... which is left as it was" grep -qx '# my own program' "$d/mine.dp"
 
+printf 'not dpc'"'"'s\n' >"$d/saved.safetensors"
+expect "import: -o OUT does not write over an OUT.safetensors without dpc's OUT.dp beside it" 1 "saved.safetensors exists, and no" \
+	"$DPC" "$d/cnn.onnx" --target cpu -o "$d/saved"
+check "import: ... which is left as it was" grep -qx "not dpc's" "$d/saved.safetensors"
+check "import: a second import to the same -o writes over its own files" "$DPC" "$d/cnn.onnx" --target cpu --precision f64 -o "$d/cnn64"
+
 # the executable starts from its weights file; without it, it says so
 check "import: the executable runs from OUT.safetensors" "$d/cnn64" --eval --steps 1 --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
 mv "$d/cnn64.safetensors" "$d/moved.safetensors"
