@@ -673,6 +673,14 @@ void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, 
 			for (int i = 0; i < m->nparams && which < 0; i++)
 				if ((layer = key_layer(&m->params[i], j.key)) >= 0)
 					which = i;
+			/* PyTorch's batch-normalization step counters, which a state dict holds and dpc does not keep */
+			size_t kl = strlen(j.key), cl = strlen("num_batches_tracked");
+			if (which < 0 && kl >= cl && !strcmp(j.key + kl - cl, "num_batches_tracked")) {
+				jskip(&j);
+				free(j.key);
+				j.key = NULL;
+				continue;
+			}
 			if (which < 0)
 				jerror(&j, "%s: tensor '%.200s' is not a parameter of model %s", name, j.key, m->model);
 			if (j.seen[first[which] + layer])

@@ -87,7 +87,7 @@ static const Opt opts[] = {
 	 "the validation interval, 1 to 10^9 (default --log-every's)"},
 	{"--init", NULL, "FILE.safetensors", O_STR, 0, 0, AT(init), NONE,
 	 "start from these parameters and buffers (every one by name, F32, F64 or\n"
-	 "BF16)"},
+	 "BF16; a PyTorch state dict's num_batches_tracked counters are skipped)"},
 	{"--save", NULL, "FILE.safetensors", O_STR, 0, 0, AT(save), NONE,
 	 "write the trained parameters and the buffers (atomically: a temporary\n"
 	 "file, then rename)"},

@@ -129,6 +129,21 @@ expect "import: a missing weights file is named, with --init as the way out" 1 "
 	"$d/cnn64" --eval --steps 1 --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
 check "import: --init gives it from elsewhere" "$d/cnn64" --eval --steps 1 --init "$d/moved.safetensors" --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
 
+# a PyTorch state dict, its batch normalizations' step counters (int64) beside the weights: --init takes it
+python3 - "$d/moved.safetensors" "$d/statedict.safetensors" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, "tests/import")
+sys.path.insert(0, "compiler/frontend/onnx")
+import reference
+from onnx2dp import safetensors_bytes
+t = reference.read_safetensors(sys.argv[1])
+t["bn.num_batches_tracked"] = np.array(3, np.int64)
+open(sys.argv[2], "wb").write(safetensors_bytes(t))
+PY
+check "import: --init takes a PyTorch state dict, skipping num_batches_tracked" \
+	"$d/cnn64" --eval --steps 1 --init "$d/statedict.safetensors" --data "$d/cnn.x.npy" --labels "$d/cnn.y.npy"
+
 # the converter's package missing: python3 -S sees no site-packages
 printf '#!/bin/sh\nexec python3 -S "$@"\n' >"$d/bare-python"
 chmod +x "$d/bare-python"
