@@ -757,6 +757,9 @@ class Converter:
         return self.let(node.output[0], f"reshape(max({x.expr}, {axes}), {dims(out)})", out)
 
     def op_BatchNormalization(self, node, ins, a):
+        """y = x * s + c with s = g / sqrt(v + eps), c = b - m s per channel (PyTorch's CPU batch norm in this
+        form too): the adjoint then reads x, which the op before keeps anyway, and the centred values for
+        the variance, one activation where (x - m) / sqrt(v + eps) * g + b keeps three"""
         x, g, b, rm, rv = ins[:5]
         x = self.tensor(x)
         eps = a.get("epsilon", 1e-5)
@@ -770,26 +773,25 @@ class Converter:
         base = self.fresh(node.output[0] + "_bn")
         self.names.discard(base)
         if frozen:
-            e = f"({x.expr} - {r(rm)}) / sqrt({r(rv)} + {num(eps)}) * {r(g)} + {r(b)}"
-            return [self.let(node.output[0], e, x.shape)]
-        n = int(np.prod([x.shape[i] for i in axes]))
-        mu = self.let(base + "_mean", f"mean({x.expr}, {axes})", (C,))
-        d = self.let(base + "_centred", f"{x.expr} - {r(mu)}", x.shape)
-        var = self.let(base + "_var", f"mean({d.expr} * {d.expr}, {axes})", (C,))
-        t = "training()"
-        m = f"{t} * {mu.expr} + (1 - {t}) * {rm.expr}"
-        v = f"{t} * {var.expr} + (1 - {t}) * {rv.expr}"
-        keep = f32(1 - pt)
-        # a layer's statistics in the loop's body (update B[l] = ...), the others after the loss is computed
-        ups = self.body if self.layer else self.updates
-        ind = self.indent
-        ups.append(f"{ind}update {rm.expr} = {num(keep)} * {rm.expr} + {num(pt)} * {mu.expr}")
-        ups.append(f"{ind}update {rv.expr} = {num(keep)} * {rv.expr} + {num(pt)} * {var.expr} * "
-                            f"{num(n / max(n - 1, 1))}")
-        mm = self.let(base + "_m", m, (C,))
-        vv = self.let(base + "_v", v, (C,))
-        e = f"({x.expr} - {r(mm)}) / sqrt({r(vv)} + {num(eps)}) * {r(g)} + {r(b)}"
-        return [self.let(node.output[0], e, x.shape)]
+            m, v = rm, rv
+        else:
+            n = int(np.prod([x.shape[i] for i in axes]))
+            mu = self.let(base + "_mean", f"mean({x.expr}, {axes})", (C,))
+            d = self.let(base + "_centred", f"{x.expr} - {r(mu)}", x.shape)
+            var = self.let(base + "_var", f"mean({d.expr} * {d.expr}, {axes})", (C,))
+            t = "training()"  # the batch's statistics while training, the running ones in --eval
+            m = self.let(base + "_m", f"{t} * {mu.expr} + (1 - {t}) * {rm.expr}", (C,))
+            v = self.let(base + "_v", f"{t} * {var.expr} + (1 - {t}) * {rv.expr}", (C,))
+            keep = f32(1 - pt)
+            # a layer's statistics in the loop's body (update B[l] = ...), the others after the loss is computed
+            ups = self.body if self.layer else self.updates
+            ind = self.indent
+            ups.append(f"{ind}update {rm.expr} = {num(keep)} * {rm.expr} + {num(pt)} * {mu.expr}")
+            ups.append(f"{ind}update {rv.expr} = {num(keep)} * {rv.expr} + {num(pt)} * {var.expr} * "
+                       f"{num(n / max(n - 1, 1))}")
+        sc = self.let(base + "_scale", f"{self.paren(g)} / sqrt({self.x(v)} + {num(eps)})", (C,))
+        sh = self.let(base + "_shift", f"{self.paren(b)} - {self.paren(m)} * {sc.expr}", (C,))
+        return [self.let(node.output[0], f"{x.expr} * {r(sc)} + {r(sh)}", x.shape)]
 
     def op_LayerNormalization(self, node, ins, a):
         x = self.tensor(ins[0])
