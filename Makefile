@@ -32,7 +32,7 @@ all: $(O)bin/dpc $(O)runtime/libdprt.a $(CUDA_LIB)
 
 $(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' $(CUDA_DEF) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' -DDPC_SOURCE='"$(CURDIR)"' $(CUDA_DEF) -c $< -o $@
 
 $(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc common/*.h)
 	@mkdir -p $(dir $@)

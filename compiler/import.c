@@ -26,19 +26,27 @@ bool driver_is_onnx(const char *path)
 	return n > 5 && !strcmp(path + n - 5, ".onnx");
 }
 
-/* the converter beside the compiler: bin/dpc -> compiler/frontend/onnx/onnx2dp.py */
+#ifndef DPC_SOURCE
+#define DPC_SOURCE "."
+#endif
+
+/* the converter: beside the compiler (bin/dpc -> compiler/frontend/onnx/onnx2dp.py), else in the
+ * source tree dpc was built from (a build under build/san/ has no compiler/ beside it) */
 static const char *converter(void)
 {
 	const char *env = getenv("DPC_ONNX2DP");
 	if (env && *env)
 		return env;
+	const char *rel = "compiler/frontend/onnx/onnx2dp.py", *py = NULL;
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		fatal("cannot locate the dpc executable; set DPC_ONNX2DP to compiler/frontend/onnx/onnx2dp.py");
-	exe[n] = 0;
-	*strrchr(exe, '/') = 0;
-	const char *py = ar_printf("%s/../compiler/frontend/onnx/onnx2dp.py", exe);
+	if (n > 0) {
+		exe[n] = 0;
+		*strrchr(exe, '/') = 0;
+		py = ar_printf("%s/../%s", exe, rel);
+	}
+	if (!py || access(py, R_OK) != 0)
+		py = ar_printf("%s/%s", DPC_SOURCE, rel);
 	if (access(py, R_OK) != 0)
 		fatal("the ONNX converter is not at %s (set DPC_ONNX2DP to onnx2dp.py)", py);
 	return py;
