@@ -36,6 +36,7 @@ except ImportError as e:  # the message dpc shows
 
 KNOWN_OPSET = 23  # the newest default-domain opset whose ops this converter was written against
 BIG_LITERAL = 4096  # constants with more elements go into the weights file as buffers
+F32_MAX = float(np.finfo(np.float32).max)
 
 
 class ImportError_(Exception):
@@ -76,6 +77,8 @@ def num(x):
     x = float(x)
     if np.isinf(x):  # dp numbers are finite; softmax after a huge negative gives 0 exactly
         return "-1e30" if x < 0 else "1e30"
+    if abs(x) > F32_MAX:  # float64's extremes (an f64 export's masks) as float32's, finite in every build
+        x = F32_MAX if x > 0 else -F32_MAX
     if np.isnan(x):
         raise ImportError_("a NaN constant")
     if x == int(x) and abs(x) < 1e15:
@@ -180,7 +183,8 @@ class Converter:
             v = V(name, arr.shape, "f32")
         else:
             name = self.fresh(hint)
-            self.weights[name] = arr.astype(np.float32)
+            # finite in float32, as the executable checks what it loads (an f64 export's masks hold float64's -max)
+            self.weights[name] = np.nan_to_num(np.clip(arr.astype(np.float64), -F32_MAX, F32_MAX)).astype(np.float32)
             self.decls.append(f"buffer {name} : f32{dims(arr.shape)} = load(\"{name}\")   # a constant of the model")
             self.buffers.append(name)
             v = V(name, arr.shape, "f32")
