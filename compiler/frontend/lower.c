@@ -1091,13 +1091,43 @@ static int call(Lower *L, Scope *s, Node *n)
 	diag_error(n->loc, "unknown function '%s'%s", n->name, suggest(L, s, n->name, true));
 }
 
+/* v's operand when v is a transpose of its last two axes alone, with *t set; else v */
+static int untransposed(Lower *L, int v, int *t)
+{
+	Op *d = L->p->values.data[v].def;
+	if (!d || d->kind != OP_TRANSPOSE)
+		return v;
+	int r = ir_vtype(L->p, d->in[0]).rank;
+	for (int i = 0; i < r - 2; i++)
+		if (d->attr.perm[i] != i)
+			return v;
+	if (r < 2 || d->attr.perm[r - 2] != r - 1 || d->attr.perm[r - 1] != r - 2)
+		return v;
+	*t = 1;
+	return d->in[0];
+}
+
 static int binary(Lower *L, Node *n, int a, int b)
 {
 	int in[2] = {a, b};
 	if (n->op == '@') {
+		/* a product with a transposed operand reads it in place (GPT's tied head, x @ transpose(E)):
+		 * no copy of it, nor of its gradient; the transpose, unread, goes in dce */
+		int ta = 0, tb = 0;
 		in[0] = tensor(L, in[0], n->a->loc);
 		in[1] = tensor(L, in[1], n->b->loc);
-		return emit(L, mk(L, OP_MATMUL, n->loc, 2, in));
+		Op *op = mk(L, OP_MATMUL, n->loc, 2, in);
+		Type t;
+		if (ir_check_op(L->p, op, &t))
+			return emit(L, op); /* its error, on the operands as written */
+		/* the left operand only beside one of its rank, as the adjoint takes it transposed (a batched
+		 * left one beside a matrix keeps its transpose) */
+		if (ir_vtype(L->p, in[0]).rank == ir_vtype(L->p, in[1]).rank)
+			op->in[0] = untransposed(L, in[0], &ta);
+		op->in[1] = untransposed(L, in[1], &tb);
+		op->attr.mm.ta = ta;
+		op->attr.mm.tb = tb;
+		return emit(L, op);
 	}
 	static const char codes[] = "+-*/<l>g=!";
 	static const OpKind kinds[] = {OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE};
