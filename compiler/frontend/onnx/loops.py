@@ -130,40 +130,41 @@ def check(nodes, inits, params, users, outputs, start, period, count):
     return L
 
 
-def find(nodes, inits, params, outputs, lo=0, hi=None):
-    """the loops among nodes[lo:hi], largest first, none overlapping"""
-    if hi is None:
-        hi = len(nodes)
-        find.sig = np.array([int(signature(n, inits, params)[:15], 16) for n in nodes], dtype=np.int64)
-        find.users = {}
-        for u, n in enumerate(nodes):
-            for x in n.input:
-                find.users.setdefault(x, []).append(u)
-    sig, users = find.sig[lo:hi], find.users
-    n = hi - lo
-    cands = []
-    for p in range(1, n // 2 + 1):
-        eq = sig[:-p] == sig[p:]
-        # runs of eq: [a, b) where block at j equals the one at j + p
-        d = np.diff(np.concatenate(([0], eq.astype(np.int8), [0])))
-        for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
-            if b - a >= p:
-                cands.append((-((b - a + p) // p) * p, p, lo + int(a), lo + int(b)))
-    cands.sort()
-    for cover, p, a, b in cands:
-        # the rotation with the most blocks, then the fewest values carried (a transformer's residual stream)
-        best = None
-        for s in range(a, a + p):
-            count = (b + p - s) // p
-            if count < 2 or (best and count < best.count):
-                break
-            L = check(nodes, inits, params, users, outputs, s, p, count)
-            if L and (not best or len(L.initial) < len(best.initial)):
-                best = L
-        if best:
-            return (find(nodes, inits, params, outputs, lo, best.start) + [best] +
-                    find(nodes, inits, params, outputs, best.end, hi))
-    return []
+def find(nodes, inits, params, outputs):
+    """the loops among nodes, largest first, none overlapping"""
+    sig = np.array([int(signature(n, inits, params)[:15], 16) for n in nodes], dtype=np.int64)
+    users = {}
+    for u, n in enumerate(nodes):
+        for x in n.input:
+            users.setdefault(x, []).append(u)
+
+    def search(lo, hi):
+        """the largest loop in nodes[lo:hi], then those before and after it"""
+        n = hi - lo
+        cands = []
+        for p in range(1, n // 2 + 1):
+            eq = sig[lo:hi - p] == sig[lo + p:hi]
+            # runs of eq: [a, b) where the node at j equals the one at j + p
+            d = np.diff(np.concatenate(([0], eq.astype(np.int8), [0])))
+            for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+                if b - a >= p:
+                    cands.append((-((b - a + p) // p) * p, p, lo + int(a), lo + int(b)))
+        cands.sort()
+        for cover, p, a, b in cands:
+            # the rotation with the most blocks, then the fewest values carried (a transformer's residual stream)
+            best = None
+            for s in range(a, a + p):
+                count = (b + p - s) // p
+                if count < 2 or (best and count < best.count):
+                    break
+                L = check(nodes, inits, params, users, outputs, s, p, count)
+                if L and (not best or len(L.initial) < len(best.initial)):
+                    best = L
+            if best:
+                return search(lo, best.start) + [best] + search(best.end, hi)
+        return []
+
+    return search(0, len(nodes))
 
 
 def layer_pattern(names):

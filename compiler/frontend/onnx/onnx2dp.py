@@ -361,29 +361,18 @@ class Converter:
         return f"node '{node.name or node.output[0]}' ({node.op_type}) with inputs {', '.join(shapes) or 'none'}"
 
     def inputs(self, g, inits):
-        shape_over = {}
-        for s in self.args.shape or []:
-            if "=" not in s:
-                fail(f"--shape {s}: expected NAME=D0,D1,...")
-            k, d = s.split("=", 1)
-            try:
-                shape_over[k] = [int(t) for t in d.split(",")]
-            except ValueError:
-                fail(f"--shape {s}: the dimensions must be integers")
-        self.data_inputs = []
+        """the graph's inputs, their dimensions fixed (by the file, or by --shape in load_model)"""
         for inp in g.input:
             if inp.name in inits:
                 continue
             t = inp.type.tensor_type
-            shape = shape_over.get(inp.name)
-            if shape is None:
-                shape = []
-                for d in t.shape.dim:
-                    if d.HasField("dim_value") and d.dim_value > 0:
-                        shape.append(d.dim_value)
-                    else:
-                        fail(f"{self.path}: input '{inp.name}' has a dynamic dimension "
-                             f"'{d.dim_param or '?'}'; fix it with --shape {inp.name}=D0,D1,...")
+            shape = []
+            for d in t.shape.dim:
+                if d.HasField("dim_value") and d.dim_value > 0:
+                    shape.append(d.dim_value)
+                else:
+                    fail(f"{self.path}: input '{inp.name}' has a dynamic dimension "
+                         f"'{d.dim_param or '?'}'; fix it with --shape {inp.name}=D0,D1,...")
             et = t.elem_type
             if et in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
                       onnx.TensorProto.BFLOAT16):
@@ -396,10 +385,6 @@ class Converter:
             name = self.fresh(inp.name)
             self.decls.append(f"input {name} : {dt}{dims(shape)}")
             self.vals[inp.name] = V(name, shape, dt)
-            self.data_inputs.append(name)
-        unknown = set(shape_over) - {i.name for i in g.input}
-        if unknown:
-            fail(f"--shape names no input of {self.path}: {', '.join(sorted(unknown))}")
 
     def read_initializers(self, inits):
         self.arrays = {}
@@ -746,19 +731,18 @@ class Converter:
     def op_AveragePool(self, node, ins, a):
         return self.pool(node, ins, a, "avg_pool2d")
 
-    def op_GlobalAveragePool(self, node, ins, a):
+    def global_pool(self, node, ins, fn):
+        """fn (mean, max) over every axis after N and C, kept as ones"""
         x = self.tensor(ins[0])
-        n, c = x.shape[:2]
         axes = list(range(2, len(x.shape)))
-        out = (n, c) + (1,) * len(axes)
-        return self.let(node.output[0], f"reshape(mean({x.expr}, {axes}), {dims(out)})", out)
+        out = tuple(x.shape[:2]) + (1,) * len(axes)
+        return self.let(node.output[0], f"reshape({fn}({x.expr}, {axes}), {dims(out)})", out)
+
+    def op_GlobalAveragePool(self, node, ins, a):
+        return self.global_pool(node, ins, "mean")
 
     def op_GlobalMaxPool(self, node, ins, a):
-        x = self.tensor(ins[0])
-        n, c = x.shape[:2]
-        axes = list(range(2, len(x.shape)))
-        out = (n, c) + (1,) * len(axes)
-        return self.let(node.output[0], f"reshape(max({x.expr}, {axes}), {dims(out)})", out)
+        return self.global_pool(node, ins, "max")
 
     def op_BatchNormalization(self, node, ins, a):
         """y = x * s + c with s = g / sqrt(v + eps), c = b - m s per channel (PyTorch's CPU batch norm in this
@@ -1156,18 +1140,25 @@ def load_model(path, opts):
     if opset > KNOWN_OPSET:
         fail(f"{path}: opset {opset} is newer than this converter knows ({KNOWN_OPSET}); export with "
              f"opset_version={KNOWN_OPSET} or older", 2)
-    shapes = {s.split("=", 1)[0]: s for s in opts.shape or [] if "=" in s}
-    if shapes:  # fix the named inputs' dimensions before inference
-        for inp in m.graph.input:
-            if inp.name in shapes:
-                d = shapes[inp.name].split("=", 1)[1].split(",")
-                t = inp.type.tensor_type
-                del t.shape.dim[:]
-                for v in d:
-                    try:
-                        t.shape.dim.add().dim_value = int(v)
-                    except ValueError:
-                        fail(f"--shape {shapes[inp.name]}: the dimensions must be integers")
+    # --shape NAME=D0,D1,...: the named inputs' dimensions fixed before inference
+    shapes = {}
+    for s in opts.shape or []:
+        if "=" not in s:
+            fail(f"--shape {s}: expected NAME=D0,D1,...")
+        k, d = s.split("=", 1)
+        try:
+            shapes[k] = [int(v) for v in d.split(",")]
+        except ValueError:
+            fail(f"--shape {s}: the dimensions must be integers")
+    unknown = set(shapes) - {i.name for i in m.graph.input}
+    if unknown:
+        fail(f"--shape names no input of {path}: {', '.join(sorted(unknown))}")
+    for inp in m.graph.input:
+        if inp.name in shapes:
+            t = inp.type.tensor_type
+            del t.shape.dim[:]
+            for v in shapes[inp.name]:
+                t.shape.dim.add().dim_value = v
     try:
         m = shape_inference.infer_shapes(m, data_prop=True)
     except Exception as e:
