@@ -269,8 +269,9 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 		if (skip)
 			continue;
 		int64_t m, n;
-		bool reduction = op->kind == OP_SUM || op->kind == OP_MEAN || op->kind == OP_SUM_TO;
-		int j = op->kind == OP_MATMUL || reduction ? absorbed_acc(h, b, i, to) : -1;
+		int j = ir_adds_into(h->g->p, op) ? absorbed_acc(h, b, i, to) : -1;
+		if (op->out >= 0 && h->g->p->values.data[op->out].alias_index == IR_ACC_INTO && j != i + 1)
+			die("codegen: %s was planned added into its acc, which is not the next op", ir_value_name(h->g->p, op->out));
 		if (j >= 0) {
 			LLVMValueRef dst = cg_acc_target(h, b->ops[j]);
 			if (op->kind == OP_MATMUL && !ir_small_matmul(h->g->p, op))
@@ -382,6 +383,9 @@ void cg_lower_block(Host *h, Block *b, int from, int to)
 		} else {
 			while (j < to && w + op_weight(b->ops[j]) <= CG_PART)
 				w += op_weight(b->ops[j++]);
+			/* a product planned added into the acc after it stays with that acc */
+			if (j < to && b->ops[j - 1]->out >= 0 && h->g->p->values.data[b->ops[j - 1]->out].alias_index == IR_ACC_INTO)
+				j++;
 			lower_part(h, b, i, j);
 		}
 		i = j;

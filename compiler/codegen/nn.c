@@ -160,9 +160,12 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
 	LLVMValueRef hi = LLVMBuildAdd(B, lo, cg_i64(g, per), "");
 	hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, hi, cg_i64(g, V), ""), hi, cg_i64(g, V), "");
 	LLVMValueRef rows = LLVMBuildSub(B, hi, lo, "");
-	Loop z = cg_for(k, rows);
-	cg_store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, lo, z.i, ""), cols, ""), col, ""), cg_real(g, 0));
-	cg_for_end(k, &z, rows);
+	/* an absorbed acc: the rows added into what the destination holds */
+	if (!d->accumulate) {
+		Loop z = cg_for(k, rows);
+		cg_store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, lo, z.i, ""), cols, ""), col, ""), cg_real(g, 0));
+		cg_for_end(k, &z, rows);
+	}
 	LLVMValueRef nn = cg_i64(g, ir_numel(d->in[1]));
 	Loop l = cg_for(k, nn);
 	LLVMValueRef id = embed_id(k, ptrs[2], l.i, V, &ok);

@@ -180,7 +180,9 @@ typedef enum {
  *            alias_of the target, or its slice [alias_index] (an index
  *            value) for a store_slice; and an elementwise result in
  *            the storage of its operand alias_of, which dies there
- *            (alias_index IR_IN_PLACE).
+ *            (alias_index IR_IN_PLACE); and a product that the acc right
+ *            after it adds into alias_of, made there as it is computed
+ *            (alias_index IR_ACC_INTO: codegen's absorbed acc).
  *  VR_HOST:  bytes [offset, offset + size) of the pinned host pool: a
  *            streamed parameter and its optimizer state (stream_pass).
  * Index values and CONSTs of rank 0 live nowhere (VR_NONE): codegen
@@ -216,11 +218,14 @@ typedef struct {
 	Residence res;
 	int64_t offset;
 	int alias_of;
-	int alias_index;  /* -1, the index of the slice of alias_of it lives in, or IR_IN_PLACE */
+	int alias_index;  /* -1, the index of the slice of alias_of it lives in, IR_IN_PLACE or IR_ACC_INTO */
 } Value;
 
 /* Value.alias_index of an elementwise result computed in its dying operand's storage */
 #define IR_IN_PLACE (-2)
+/* Value.alias_index of a product added into its acc's target as it is made */
+#define IR_ACC_INTO (-3)
+bool ir_adds_into(Program *p, Op *op);
 
 typedef struct {
 	Op **ops;

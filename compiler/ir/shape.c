@@ -48,6 +48,15 @@ bool ir_small_matmul(Program *p, Op *op)
 	return ir_numel(o) <= IR_GEMM_SUM && k <= IR_SMALL_DOT;
 }
 
+/* the ops whose result codegen can add into an acc's target as it makes
+ * it (beta 1 for a GEMM, a kernel that adds where it would store) */
+bool ir_adds_into(Program *p, Op *op)
+{
+	(void)p;
+	return op->kind == OP_MATMUL || op->kind == OP_SUM || op->kind == OP_MEAN || op->kind == OP_SUM_TO ||
+	       op->kind == OP_EMBED_GRAD;
+}
+
 int64_t ir_op_flops(Program *p, Op *op)
 {
 	int64_t big = 0;

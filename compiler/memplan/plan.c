@@ -336,6 +336,36 @@ static void in_place(Program *p)
 	free(rt);
 }
 
+/* ---- products added into their acc's target ----
+ * A product (a GEMM, a reduction, an embedding's gradient) that only the acc
+ * right after it reads is added into the acc's target as it is made
+ * (codegen's absorbed acc): it needs no storage of its own. For a tied
+ * embedding's head that is a [V, D] gradient, twice. Not into host memory,
+ * and not where the product reads the target itself. */
+static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i], *acc = i + 1 < b->len ? b->ops[i + 1] : NULL;
+		acc_into(p, &op->body, op, uses);
+		acc_into(p, &op->body2, op, uses);
+		acc_into(p, &op->body3, op, uses);
+		if (!acc || !ir_adds_into(p, op) || uses[op->out] != 1)
+			continue;
+		/* into a layer's slice: only at the loop's own index, which codegen knows wherever the body runs */
+		bool whole = acc->kind == OP_ACC && acc->in[1] == op->out;
+		bool layer = acc->kind == OP_ACC_SLICE && acc->in[2] == op->out && loop &&
+		             (acc->in[1] == loop->ivar || acc->in[1] == loop->ivar2);
+		Value *Y = &p->values.data[op->out];
+		int r = root(p, acc->in[0]);
+		if (!(whole || layer) || Y->res != VR_NONE || Y->kind != VK_SSA || ir_is_result(p, op->out) ||
+		    mentions(p, op, r) || p->values.data[r].res == VR_HOST)
+			continue;
+		Y->res = VR_ALIAS;
+		Y->alias_of = acc->in[0];
+		Y->alias_index = IR_ACC_INTO;
+	}
+}
+
 /* ---- first-fit packing ----
  * The free space is a set of gaps ordered by offset, the last one unbounded.
  * A treap keyed by offset, each node keeping the longest gap below it, finds
@@ -945,6 +975,7 @@ static void plan(Program *p)
 	int *used = ir_count_uses(p);
 	coalesce_block(p, &p->body, used, -1);
 	in_place(p);
+	acc_into(p, &p->body, NULL, used);
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);
@@ -1289,5 +1320,7 @@ void mem_print(FILE *f, Program *p)
 			        x->alias_index >= 0 ? "[" : "", x->alias_index >= 0 ? ir_value_name(p, x->alias_index) : "",
 			        x->alias_index >= 0 ? "]" : "",
 			        x->alias_index == IR_IN_PLACE ? "its operand, which dies there" : "which it is copied to");
+		else if (x->res == VR_ALIAS && x->alias_index == IR_ACC_INTO)
+			fprintf(f, "#   %-24s added into %s as it is made\n", ir_value_name(p, v), ir_value_name(p, x->alias_of));
 	}
 }

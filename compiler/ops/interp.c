@@ -16,6 +16,17 @@ unsigned char *ops_mem(Interp *m, int v)
 		return m->arena + x->offset;
 	if (x->res != VR_ALIAS)
 		die("interp: value %s has no storage", ir_value_name(p, v));
+	if (x->alias_index == IR_ACC_INTO) {
+		/* what codegen adds into the target as it makes it; the acc right
+		 * after, its only reader, adds it here */
+		size_t n = (size_t)ir_bytes(p, x->type);
+		if (n > m->apart_bytes) {
+			free(m->apart);
+			m->apart = calloc(1, n);
+			m->apart_bytes = n;
+		}
+		return m->apart;
+	}
 	unsigned char *b = ops_mem(m, x->alias_of);
 	if (x->alias_index >= 0)
 		b += m->index[x->alias_index] * ir_bytes(p, x->type);
@@ -70,6 +81,7 @@ void ops_interp_free(Interp *m)
 {
 	free(m->arena);
 	free(m->index);
+	free(m->apart);
 	free(m);
 }
 

@@ -9,6 +9,8 @@
 #  - a deep stack under binomial checkpointing plus streaming: device memory
 #    independent of L;
 #  - f64 gradients of streamed programs against finite differences;
+#  - a head tied to the embedding adds its gradient into the embedding's:
+#    a GPT streams under 60% of its weights;
 #  - budgets that cannot work are refused, naming the size that would.
 set -u
 cd "$(dirname "$0")/../.."
@@ -250,6 +252,32 @@ if "$DPC" --precision f64 --checkpoint binomial --snapshots 6 --device-mem $budg
 	ok "stream/gradcheck: snapshots in host memory (stack L=12, $(host_snaps "$exe.sched") of 6)"
 else
 	notok "stream/gradcheck: snapshots in host memory" "$exe.log"
+fi
+
+# 7. a head tied to the token embedding (GPT-2's): its two [V, D] gradient
+# products, the head's GEMM and the embedding's, are added into wte's
+# gradient as they are made, so the work region holds neither; the GPT then
+# streams its layers under 60% of its weights, gradients bitwise as all-resident
+tied="-D L=12 -D D=128 -D H=4 -D T=8 -D V=4096 -D B=1"
+vd=$((4096 * 128 * 4))
+work=$("$DPC" $tied --emit=stream samples/gpt.dp 2>"$o/tied.log" | sed -n 's/.* work \([0-9]*\) .*/\1/p')
+into=$("$DPC" $tied --emit=stream samples/gpt.dp 2>>"$o/tied.log" | grep -c "added into %grad_wte")
+if [ "$into" = 2 ] && [ -n "$work" ] && [ "$work" -lt "$vd" ]; then
+	ok "stream/tied head: both [V, D] products added into wte's gradient (work $work bytes < one product's $vd)"
+else
+	notok "stream/tied head: both [V, D] products added into wte's gradient (work '$work', $into of 2 added into)" "$o/tied.log"
+fi
+weights=$(( $("$DPC" $tied --emit=stream samples/gpt.dp | sed -n 's/.* params \([0-9]*\) .*/\1/p') ))
+budget=$((weights * 60 / 100))
+if "$DPC" $tied samples/gpt.dp -o "$o/tied.res" >>"$o/tied.log" 2>&1 &&
+	"$DPC" $tied --device-mem $budget samples/gpt.dp -o "$o/tied.str" >>"$o/tied.log" 2>&1 &&
+	"$o/tied.res" --steps 1 --quiet --dump-grads "$o/tied.res.g" >>"$o/tied.log" 2>&1 &&
+	"$o/tied.str" --steps 1 --quiet --dump-grads "$o/tied.str.g" --summary-json "$o/tied.json" >>"$o/tied.log" 2>&1 &&
+	cmp -s "$o/tied.res.g" "$o/tied.str.g" && [ "$(json "$o/tied.json" peak_device_bytes)" -le $budget ] &&
+	[ "$(json "$o/tied.json" stream_h2d_bytes)" -gt 0 ]; then
+	ok "stream/tied head: GPT streams under --device-mem $budget (60% of its $weights bytes of weights), gradients bitwise"
+else
+	notok "stream/tied head: GPT streams under --device-mem $budget (60% of its weights), gradients bitwise" "$o/tied.log"
 fi
 
 # 6. what cannot work is refused at compile time, with the size that would
