@@ -10,14 +10,20 @@ For each model, small shapes, dropout off (its mask cannot match PyTorch's):
      the nanoGPT-style GPT, the dynamo exporter (optimize=False) for
      HuggingFace's GPT-2; in float64, then again in float32;
   2. first-step gradients of every parameter against PyTorch's on the same
-     batch (names as PyTorch's state dict), each relative to the tensor's
+     batch (names as PyTorch's state dict; in float64 PyTorch's module
+     computing what the file holds: GPT-2's GELU with the float32 constants
+     the exporter writes, hardsigmoid without the float32 1/6 of PyTorch's
+     float64 backward, see as_exported), each relative to the tensor's
      largest entry, or to 1e-4 of the model's largest where that is smaller
      (a gradient zero in exact arithmetic holds rounding noise alone): f64
      within 1e-10; f32 within 1e-4, or, where PyTorch's own f32 gradients
      are further than that from its f64 ones (deep networks at small
      batches), dpc's f32 at most twice as far from PyTorch's f64 as
-     PyTorch's f32 is;
-  3. the losses of 10 SGD steps (lr 1e-4): f64 within 1e-4 relative; f32
+     PyTorch's f32 is, at its worst over its default threads, one thread
+     and no oneDNN (settings that change its rounding alone);
+  3. the losses of 10 SGD steps (lr 1e-4): f64 within 1e-4 relative, or
+     where PyTorch's own f64 runs over those settings differ by more (a
+     chaotic path), at most twice that; f32
      within 1e-4, or at most twice PyTorch's own f32 from its f64 (at these
      batch sizes a difference in the last bits grows about tenfold a step
      in ResNet-50 and Inception-v3, in PyTorch's own f32 against its f64 as
@@ -144,6 +150,52 @@ def torch_grads(m, x, y):
     return float(loss), {k: p.grad.detach().numpy() for k, p in m.named_parameters()}
 
 
+class ExportedGELU(nn.Module):
+    """HuggingFace's gelu_new with the constants the exporter writes: float32's sqrt(2 / pi) and 0.044715"""
+    C1, C2 = float(np.float32(np.sqrt(2 / np.pi))), float(np.float32(0.044715))
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(self.C1 * (x + self.C2 * torch.pow(x, 3.0))))
+
+
+class ExactHardsigmoid(nn.Module):
+    """hardsigmoid through autograd: PyTorch's float64 kernel multiplies its gradient by float32's 1/6"""
+
+    def forward(self, x):
+        return F.relu6(x + 3) / 6
+
+
+def as_exported(m):
+    """the float64 reference computing the function the ONNX file holds, without PyTorch's float32
+    constants: GPT-2's GELU as exported (the exporter writes its constants in float32), MobileNet's
+    hardsigmoid without the float32 1/6 of PyTorch's float64 backward"""
+    for mod in list(m.modules()):
+        for name, child in list(mod.named_children()):
+            if isinstance(child, nn.Hardsigmoid):
+                setattr(mod, name, ExactHardsigmoid())
+            elif type(child).__name__ == "NewGELUActivation":
+                setattr(mod, name, ExportedGELU())
+    return m
+
+
+def torch_variants(fn):
+    """fn() under PyTorch's CPU settings that change only its rounding: its default threads, one thread,
+    and without oneDNN. In a network whose ReLUs see values within rounding of zero (DenseNet-121 at
+    batch 8), those alone move f32 gradients by up to 17% (a 1e-7 change of the input as much): PyTorch's
+    spread over them says what agreement is possible."""
+    threads, mkldnn = torch.get_num_threads(), torch.backends.mkldnn.enabled
+    out = []
+    for n, dnn in ((threads, True), (1, True), (threads, False)):
+        torch.set_num_threads(n)
+        torch.backends.mkldnn.enabled = dnn
+        try:
+            out.append(fn())
+        finally:
+            torch.set_num_threads(threads)
+            torch.backends.mkldnn.enabled = mkldnn
+    return out
+
+
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if r.returncode:
@@ -187,7 +239,7 @@ def check(name, dpc, out, rows):
     dp = open(f"{d}/m64.dp").read()
     row["loops"] = " ".join(line.split("..")[1].split()[0] for line in dp.splitlines() if line.startswith("  for "))
     run([f"{d}/m64", "--steps", "1", "--lr", "0", "--dump-grads", f"{d}/g64.safetensors"] + data)
-    want_loss, want = torch_grads(copy.deepcopy(m64), x64, y)
+    want_loss, want = torch_grads(as_exported(copy.deepcopy(m64)), x64, y)
     alias = aliases(m0)
     got = reference.read_safetensors(f"{d}/g64.safetensors")
     got = {k: find(got, k, alias) for k in want if find(got, k, alias) is not None}
@@ -206,8 +258,9 @@ def check(name, dpc, out, rows):
     _, want = torch_grads(copy.deepcopy(m0), x, y)
     got = reference.read_safetensors(f"{d}/g32.safetensors")
     got = {k: find(got, k, alias) for k in want if find(got, k, alias) is not None}
-    # in f32 both sides round; how far PyTorch's own f32 is from its f64 says what agreement is possible
-    e32, own, ours = grad_error(want, got), grad_error(want64, want), grad_error(want64, got)
+    # in f32 both sides round; how far PyTorch's own f32 runs are from its f64 says what agreement is possible
+    own = max(grad_error(want64, g) for _, g in torch_variants(lambda: torch_grads(copy.deepcopy(m0), x, y)))
+    e32, ours = grad_error(want, got), grad_error(want64, got)
     row["f32 grads"] = f"{e32:.1e}"
     row["f32 vs f64: PyTorch, dpc"] = f"{own:.1e}, {ours:.1e}"
     if not (e32 <= 1e-4 or ours <= 2 * own):
@@ -227,15 +280,19 @@ def check(name, dpc, out, rows):
         run([exe, "--steps", "10", "--lr", str(LR), "--log-json", f"{exe}.log.json", *extra] + data)
         return [json.loads(line)["loss"] for line in open(f"{exe}.log.json")]
 
-    t64, d64 = torch_steps(copy.deepcopy(m64), x64), dpc_steps(f"{d}/m64")
+    v64 = torch_variants(lambda: torch_steps(as_exported(copy.deepcopy(m64)), x64))
+    t64, d64 = v64[0], dpc_steps(f"{d}/m64")
     t32, d32 = torch_steps(copy.deepcopy(m0), x), dpc_steps(f"{d}/m32", ["--save", f"{d}/trained.safetensors"])
-    el64 = max(abs(a - b) / abs(a) for a, b in zip(t64, d64)) if len(d64) == 10 else float("nan")
+    rel = lambda p, q: max(abs(a - b) / abs(a) for a, b in zip(p, q))
+    el64 = rel(t64, d64) if len(d64) == 10 else float("nan")
+    own64 = max(rel(t64, v) for v in v64[1:])  # PyTorch's f64 path against itself, its rounding changed
     el32 = max(abs(a - b) for a, b in zip(t32, d32)) if len(d32) == 10 else float("nan")
     own32 = max(abs(a - b) for a, b in zip(t64, t32))
-    row["10 steps f64"] = f"{el64:.1e}"
+    row["10 steps f64 (PyTorch's own)"] = f"{el64:.1e} ({own64:.1e})"
     row["10 steps f32 (PyTorch's f32 vs f64)"] = f"{el32:.1e} ({own32:.1e})"
-    if not el64 <= 1e-4:
-        fails.append(f"10 SGD steps in f64: losses differ by {el64:.2e} relative: {t64} vs {d64}")
+    if not (el64 <= 1e-4 or el64 <= 2 * own64):
+        fails.append(f"10 SGD steps in f64: losses differ by {el64:.2e} relative where PyTorch's own f64 runs "
+                     f"differ by {own64:.2e}: {t64} vs {d64}")
     if not (el32 <= 1e-4 or el32 <= 2 * own32):
         fails.append(f"10 SGD steps in f32: losses differ by {el32:.2e} where PyTorch's own f32 and f64 differ "
                      f"by {own32:.2e}")
@@ -299,7 +356,7 @@ def main():
             good = False
         ok &= good
         print(json.dumps(rows[-1]), flush=True)
-    cols = ["model", "loops", "f64 grads", "f32 grads", "f32 vs f64: PyTorch, dpc", "10 steps f64",
+    cols = ["model", "loops", "f64 grads", "f32 grads", "f32 vs f64: PyTorch, dpc", "10 steps f64 (PyTorch's own)",
             "10 steps f32 (PyTorch's f32 vs f64)", "peak MB", "half peak", "back to PyTorch",
             "export s", "import s", "result"]
     print("\n| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols))

@@ -85,7 +85,8 @@ def model(nodes, opset=17, inputs=(x,), inits=(W,)):
     g = helper.make_graph(nodes, "bad", list(inputs), [y], list(inits))
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["a"], name="mm"),
-                 helper.make_node("Hardmax", ["a"], ["b"], name="hard"),
+                 helper.make_node("Hardmax", ["a"], ["b0"], name="hard"),
+                 helper.make_node("Hardmax", ["b0"], ["b"], name="hard_after_hard"),
                  helper.make_node("Det", ["W"], ["c"], name="det_of_w"),
                  helper.make_node("Mul", ["b", "c"], ["y"], name="mul")]), d + "/unsupported.onnx")
 onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["y"])], opset=99), d + "/newopset.onnx")
@@ -93,8 +94,10 @@ dyn = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
 onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["y"])], inputs=(dyn,)), d + "/dynamic.onnx")
 PY
 expect "import: every unsupported node at once, with its op and its inputs' shapes" 1 \
-	"2 node(s) dpc cannot express:" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
+	"3 node(s) dpc cannot express:" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
 expect "import: ... naming the first" 1 "node 'hard' (Hardmax) with inputs \[2, 4\]" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
+expect "import: ... one after it, its input's shape from shape inference" 1 \
+	"node 'hard_after_hard' (Hardmax) with inputs \[2, 4\]: dpc has no such op" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
 expect "import: ... and the second" 1 "node 'det_of_w' (Det) with inputs \[4, 4\]" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
 head -c 300 "$d/cnn.onnx" >"$d/truncated.onnx"
 expect "import: a truncated file is named, exit 2" 2 "truncated.onnx: not an ONNX model, or a truncated one" \

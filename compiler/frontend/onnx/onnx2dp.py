@@ -302,6 +302,9 @@ class Converter:
         except (ImportError_, Downstream) as e:
             if isinstance(e, ImportError_):
                 self.unsupported.append(f"{self.describe(node)}: {e}")
+            elif node.domain not in ("", "ai.onnx") or not hasattr(self, "op_" + node.op_type):
+                # after a node that failed, an op dpc lacks is listed too: every one of them at once
+                self.unsupported.append(f"{self.describe(node)}: dpc has no such op")
             for o in node.output:
                 self.vals[o] = None
 
@@ -355,7 +358,8 @@ class Converter:
             if not n:
                 shapes.append("-")
             elif v is None:
-                shapes.append("?")
+                s = self.shapes.get(n)  # after a node that failed: what shape inference says
+                shapes.append(dims(s) if s is not None and None not in s else "?")
             else:
                 shapes.append(("const " if v.is_const else "") + (dims(v.shape) if v.shape is not None else "?"))
         return f"node '{node.name or node.output[0]}' ({node.op_type}) with inputs {', '.join(shapes) or 'none'}"
