@@ -36,7 +36,8 @@ def save(out, name, nodes, inputs, outputs, inits, x, y):
 
 
 def cnn(out):
-    """conv, batchnorm, relu, pools, residual blocks, asymmetric pads, concat, global pool, flatten, gemm"""
+    """conv, batchnorm, relu, pools (one in ceil_mode), residual blocks, asymmetric pads, concat, global pool,
+    flatten, gemm"""
     N, C, S, K = 4, 3, 8, 8
     bn = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (
         ("bn.weight", 1 + 0.1 * R.standard_normal(K)), ("bn.bias", 0.1 * R.standard_normal(K)),
@@ -70,7 +71,9 @@ def cnn(out):
           count_include_pad=1, name="/avg/AveragePool"),
         n("Tanh", ["c2"], ["t2"]),
         n("Concat", ["t2", "a3"], ["cat"], axis=1, name="/cat/Concat"),
-        n("GlobalAveragePool", ["cat"], ["gp"]),
+        # ceil_mode (SqueezeNet's, GoogLeNet's): 4 windows a side of 8 where rounding down makes 3
+        n("MaxPool", ["cat"], ["catp"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, name="/ceil/MaxPool"),
+        n("GlobalAveragePool", ["catp"], ["gp"]),
         n("Flatten", ["gp"], ["fl"], axis=1),
         n("Gemm", ["fl", "fc.weight", "fc.bias"], ["logits"], transB=1, name="/fc/Gemm"),
     ]

@@ -113,6 +113,57 @@ expect "import: --loss on a .dp program is refused" 2 "--loss applies to an ONNX
 expect "import: --emit=dp on a .dp program is refused" 2 "--emit=dp prints an ONNX model's converted program" \
 	"$DPC" samples/classifier.dp --emit=dp
 
+# stochastic depth as torchvision exports it (EfficientNet, ConvNeXt): u = RandomUniformLike([N, 1]),
+# y = h * Cast(u < 0.8) / 0.8. With h all ones and an mse loss against zeros, the loss is k / N / 0.8^2
+# for the k samples kept whole; --eval passes every sample whole (loss 1); f64 gradients by finite differences
+python3 - "$d" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+d, N, D = sys.argv[1], 64, 8
+n = helper.make_node
+nodes = [n("MatMul", ["x", "W"], ["h"]),
+         n("Constant", [], ["shape"], value=numpy_helper.from_array(np.zeros((N, 1), np.float32), "s")),
+         n("RandomUniformLike", ["shape"], ["u"], dtype=TensorProto.FLOAT, low=0.0, high=1.0),
+         n("Constant", [], ["keep"], value=numpy_helper.from_array(np.array(0.8, np.float32), "k")),
+         n("Less", ["u", "keep"], ["less"]), n("Cast", ["less"], ["mask"], to=TensorProto.FLOAT),
+         n("Div", ["mask", "keep"], ["scale"]), n("Mul", ["h", "scale"], ["y"])]
+g = helper.make_graph(nodes, "sd", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, D])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, D])],
+                      [numpy_helper.from_array(np.eye(D, dtype=np.float32), "W")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), d + "/sd.onnx")
+np.save(d + "/sd.x.npy", np.ones((N, D)))
+np.save(d + "/sd.y.npy", np.zeros((N, D)))
+PY
+sd="--data $d/sd.x.npy --labels $d/sd.y.npy"
+if "$DPC" "$d/sd.onnx" --target cpu --precision f64 --loss mse -o "$d/sd" >"$d/sd.log" 2>&1 &&
+	"$d/sd" --steps 1 --lr 0 $sd --summary-json "$d/sd.train.json" >>"$d/sd.log" 2>&1 &&
+	"$d/sd" --eval --steps 1 $sd --summary-json "$d/sd.eval.json" >>"$d/sd.log" 2>&1; then
+	k=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['loss_first'] * 64 * 0.64)" "$d/sd.train.json")
+	e=$(json "$d/sd.eval.json" loss)
+	check "import: stochastic depth keeps whole samples ($k of 64, each with probability 0.8)" \
+		python3 -c "import sys; k = float(sys.argv[1]); sys.exit(not (abs(k - round(k)) < 1e-5 and 30 <= round(k) < 64))" "$k"
+	check "import: ... and passes every sample whole in --eval (loss $e)" python3 -c "import sys; sys.exit(abs(float(sys.argv[1]) - 1) > 1e-12)" "$e"
+	check "import: ... its gradients against finite differences (f64)" "$d/sd" --gradcheck $sd
+else
+	notok "import: stochastic depth compiles and runs" "$d/sd.log"
+fi
+python3 - "$d" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+d = sys.argv[1]
+n = helper.make_node
+nodes = [n("RandomUniformLike", ["x"], ["u"]), n("Add", ["x", "u"], ["y"], name="noise")]
+g = helper.make_graph(nodes, "noise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), d + "/noise.onnx")
+PY
+expect "import: a random uniform tensor read other than as a mask is refused" 1 \
+	"node 'noise' (Add) with inputs \[2, 4\], \[2, 4\]: reads a random uniform tensor" "$DPC" "$d/noise.onnx" --target cpu --loss mse -o "$d/noise"
+
 # nothing lost: a program dpc did not write is not overwritten by the converted one
 printf '# my own program\n' >"$d/mine.dp"
 expect "import: -o OUT does not write over an OUT.dp dpc did not make" 1 "was not written by dpc's ONNX converter" \

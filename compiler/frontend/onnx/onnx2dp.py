@@ -450,6 +450,10 @@ class Converter:
         f = getattr(self, "op_" + node.op_type, None)
         if f is None:
             raise ImportError_("dpc has no such op")
+        if any(hasattr(v, "uniform") for v in ins if v is not None) and \
+                node.op_type not in ("Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
+            raise ImportError_("reads a random uniform tensor: dpc draws one only as a mask, compared with a "
+                               "constant (stochastic depth)")
         a = {at.name: onnx.helper.get_attribute_value(at) for at in node.attribute}
         # a float attribute is float32 by the format; the exporter's value was the shortest decimal that
         # rounds to it (eps=1e-5): what PyTorch computes with, in float64 too
@@ -533,6 +537,9 @@ class Converter:
     def binary(sym):
         def f(self, node, ins, a):
             x, y = ins
+            if sym in ("<", "<=", ">", ">=") and (hasattr(x, "uniform") or hasattr(y, "uniform")):
+                u, c, below = (x, y, sym[0] == "<") if hasattr(x, "uniform") else (y, x, sym[0] == ">")
+                return self.bernoulli(node, u, c, below)
             shape = np.broadcast_shapes(self.shape_of(x), self.shape_of(y))
             return self.let(node.output[0], f"{self.paren(x)} {sym} {self.paren(y)}", shape)
         return f
@@ -622,6 +629,26 @@ class Converter:
             return self.let(node.output[0], f"{self.paren(x)} != 0", x.shape)
         raise ImportError_(f"a cast to {onnx.TensorProto.DataType.Name(to)}")
 
+    def op_RandomUniformLike(self, node, ins, a):
+        """read only by a comparison with a constant (bernoulli): stochastic depth's per-sample mask"""
+        v = V(shape=self.shape_of(ins[0]))
+        v.uniform = (float(a.get("low", 0.0)), float(a.get("high", 1.0)))
+        return v
+
+    def bernoulli(self, node, u, c, below):
+        """u < c (below) or u > c, for u uniform on [low, high): 1 with the probability q that it holds,
+        drawn by dp's dropout (so a recomputed block draws it again, and --seed decides it); in --eval
+        q itself, the mask's mean (stochastic depth then divides by q: the branch passes whole)"""
+        if not c.is_const or np.asarray(c.const).size != 1:
+            raise ImportError_("a random uniform tensor compared with something other than a constant")
+        lo, hi = u.uniform
+        q = min(max((float(np.asarray(c.const).reshape(())) - lo) / (hi - lo), 0.0), 1.0)
+        q = q if below else 1 - q
+        ones = self.literal(np.ones(u.shape, np.float32), node.output[0] + "_ones")
+        t = "training()"
+        e = f"(dropout({ones.expr}, {num(1 - q)}) > 0) * ({t} + (1 - {t}) * {num(q)})"
+        return self.let(node.output[0], e, u.shape)
+
     def op_Dropout(self, node, ins, a):
         x = ins[0]
         if x.is_const:
@@ -710,10 +737,12 @@ class Converter:
         k = list(a["kernel_shape"])
         st = list(a.get("strides", k))
         p = self.pads2d(node, a, x)
-        if a.get("ceil_mode", 0):
-            raise ImportError_("ceil_mode=1 (dp's pools round down, as PyTorch's default)")
         if len(k) != 2 or k[0] != k[1] or st[0] != st[1]:
             raise ImportError_(f"a window {k} with strides {st}: dp's pools take a square window")
+        if a.get("ceil_mode", 0):
+            if fn != "max_pool2d":
+                raise ImportError_("ceil_mode=1 in an average (dp's pools round down, as PyTorch's default)")
+            x = self.ceil_rows(node, x, k[0], st[0], p)
         if a.get("dilations", [1, 1]) != [1, 1]:
             raise ImportError_("a dilated pool")
         if fn == "avg_pool2d" and any(p) and not a.get("count_include_pad", 0):
@@ -726,6 +755,24 @@ class Converter:
         ho = (H + 2 * p[0] - k[0]) // st[0] + 1
         wo = (W + 2 * p[0] - k[0]) // st[0] + 1
         return self.let(node.output[0], f"{fn}({x.expr}, {k[0]}{opts})", (x.shape[0], x.shape[1], ho, wo))
+
+    def ceil_rows(self, node, x, k, st, p):
+        """a max pool's ceil_mode: as PyTorch counts its windows (the last starts inside the input or its
+        leading padding), the last row and column repeated at the end so that dp's pool, which rounds
+        down, makes them; a copy of a value already in the last window never changes its max, and the
+        gradient a tie shares with the copy flows back to the value it copies"""
+        for ax, pad in ((2, p[0]), (3, p[1])):
+            n = x.shape[ax]
+            out = -(-(n + 2 * pad - k) // st) + 1
+            if (out - 1) * st >= n + pad:
+                out -= 1
+            extra = (out - 1) * st + k - (n + 2 * pad)
+            if extra > 0:
+                last = self.take(x, ax, n - 1, n, self.fresh(node.output[0] + "_last"))
+                s = list(x.shape)
+                s[ax] += extra
+                x = self.let(self.fresh(node.output[0] + "_ceil"), f"concat([{x.expr}{(', ' + last.expr) * extra}], {ax})", s)
+        return x
 
     def op_MaxPool(self, node, ins, a):
         if len(node.output) > 1 and node.output[1]:
