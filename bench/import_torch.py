@@ -37,6 +37,7 @@ For each model, small shapes, dropout off (its mask cannot match PyTorch's):
 Prints a table (markdown) for bench/RESULTS.md; exit status 1 if any fails.
 """
 import argparse
+import collections
 import json
 import os
 import subprocess
@@ -342,7 +343,10 @@ def check(name, dpc, out, rows):
     # the trained weights back into the module
     sd = reference.read_safetensors(f"{d}/trained.safetensors")
     back = copy.deepcopy(m0)
-    res = back.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in sd.items()}, strict=False)
+    state = collections.OrderedDict((k, torch.from_numpy(np.array(v))) for k, v in sd.items())
+    # the module's own version numbers, which a file has not (MNASNet refuses a state dict without them)
+    state._metadata = getattr(m0.state_dict(), "_metadata", None)
+    res = back.load_state_dict(state, strict=False)
     loaded = set(sd)
     left = [k for k in res.missing_keys if not k.endswith("num_batches_tracked") and
             not loaded & set(alias.get(k, []))]  # a tied weight loads under either name

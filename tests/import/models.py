@@ -75,8 +75,13 @@ def cnn(out):
         n("MaxPool", ["cat"], ["catp"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, name="/ceil/MaxPool"),
         n("GlobalAveragePool", ["catp"], ["gp"]),
         n("Flatten", ["gp"], ["fl"], axis=1),
-        n("Gemm", ["fl", "fc.weight", "fc.bias"], ["logits"], transB=1, name="/fc/Gemm"),
+        n("Gemm", ["fl", "fc.weight", "fc.bias"], ["g"], transB=1, name="/fc/Gemm"),
+        # Expand of a parameter to the batch (ViT's class token): its gradient summed over the batch
+        const("batch_shape", np.array([N, 5], np.int64)),
+        n("Expand", ["shift", "batch_shape"], ["shifts"], name="/shift/Expand"),
+        n("Add", ["g", "shifts"], ["logits"]),
     ]
+    inits.append(w("shift", 1, 5))
     x = R.standard_normal((N, C, S, S))
     y = R.integers(0, 5, N).astype(np.int64)
     save(out, "cnn", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, S, S])],

@@ -1095,7 +1095,9 @@ class Converter:
         out = np.broadcast_shapes(self.shape_of(x), tuple(int(d) for d in s))
         if tuple(out) == tuple(self.shape_of(x)):
             return x
-        z = self.literal(np.zeros(out, np.float32), "zeros")
+        # zeros only along the axes x lacks: ViT's class token [1, 1, D] expanded to the batch adds [B, 1, 1]
+        xs = (1,) * (len(out) - len(self.shape_of(x))) + tuple(self.shape_of(x))
+        z = self.literal(np.zeros([o if d != o else 1 for d, o in zip(xs, out)], np.float32), "zeros")
         return self.let(node.output[0], f"{self.x(x)} + {z.expr}", out)
 
     # ---- the loss and the files ----
