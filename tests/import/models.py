@@ -190,9 +190,29 @@ def seq(out):
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, T, D])], inits, x, y)
 
 
+def mask(out):
+    """attention over 80 positions with a causal mask as exporters fold it: a [1, 80, 80] constant, 0 on and
+    below the diagonal and float32's lowest above, more elements than a literal, written from arange"""
+    B, T, D = 2, 80, 16
+    m = np.where(np.arange(T)[None, :] > np.arange(T)[:, None], np.finfo(np.float32).min, 0).astype(np.float32)
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "q.weight"], ["q"]),
+             n("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+             n("MatMul", ["q", "xt"], ["s"]),
+             const("causal", m[None]),
+             n("Add", ["s", "causal"], ["sm"]),
+             n("Softmax", ["sm"], ["p"], axis=-1),
+             n("MatMul", ["p", "x"], ["y"])]
+    x = R.standard_normal((B, T, D))
+    y = R.standard_normal((B, T, D))
+    save(out, "mask", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, T, D])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, T, D])], [w("q.weight", D, D)], x, y)
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     cnn(out)
     gpt(out)
     seq(out)
+    mask(out)

@@ -21,17 +21,20 @@ if ! python3 tests/import/models.py "$d" >"$d/models.log" 2>&1; then
 	exit 1
 fi
 
-for m in cnn gpt seq:mse; do
+for m in cnn gpt seq:mse mask:mse; do
 	loss=${m#*:} m=${m%%:*}
 	[ "$loss" = "$m" ] && loss=cross_entropy
 	half=
-	[ "$m" = seq ] && half=--no-half # its working set is most of its peak
+	[ "$m" = seq ] || [ "$m" = mask ] && half=--no-half # its working set is most of its peak
 	python3 tests/import/check.py "$DPC" "$d" "$m" --loss "$loss" $half >"$d/$m.log" 2>&1
 	cat "$d/$m.log"
 	grep -q '^\(not \)\?ok - ' "$d/$m.log" || notok "import/$m: check.py ran no check" "$d/$m.log"
 	npass=$((npass + $(grep -c '^ok - ' "$d/$m.log")))
 	nfail=$((nfail + $(grep -c '^not ok - ' "$d/$m.log")))
 done
+
+check "import: a causal mask too large for a literal is made from arange, not carried as a buffer" \
+	bash -c "grep -q 'where(reshape(cast(arange(80), f32), \[1, 80\])' '$d/mask64.dp' && ! grep -q '^buffer' '$d/mask64.dp'"
 
 # loops recovered: a block of layers alike is one loop over stacked parameters
 check "import: gpt's 8 layers are one loop" grep -q '^  for l in 0\.\.8 {' "$d/gpt64.dp"

@@ -181,6 +181,10 @@ class Converter:
             name = self.fresh(hint)
             self.body.append(f"{self.indent}let {name} = {rec(arr.astype(np.float64))}")
             v = V(name, arr.shape, "f32")
+        elif self.triangular(arr) is not None:
+            name = self.fresh(hint)
+            self.body.append(f"{self.indent}let {name} = {self.triangular(arr)}")
+            v = V(name, arr.shape, "f32")
         else:
             name = self.fresh(hint)
             # finite in float32, as the executable checks what it loads (an f64 export's masks hold float64's -max)
@@ -191,6 +195,26 @@ class Converter:
         if np.issubdtype(arr.dtype, np.integer):
             v = V(f"cast({v.expr}, i32)", arr.shape, "i32")
         return v
+
+    def triangular(self, arr):
+        """a large constant that is one value where column - row <= k in its last two axes and another
+        elsewhere, its other axes 1 (a causal mask, additive or of 0 and 1), as a dp expression on arange:
+        not a buffer, which the weights file and --save would carry beside the model's own tensors"""
+        if arr.ndim < 2 or any(d != 1 for d in arr.shape[:-2]) or np.issubdtype(arr.dtype, np.integer):
+            return None
+        T, S = arr.shape[-2:]
+        m = np.nan_to_num(np.clip(arr.astype(np.float64).reshape(T, S), -F32_MAX, F32_MAX))
+        a = m[0, 0]
+        run = int(np.argmax(m[0] != a)) if (m[0] != a).any() else S
+        b = m[0, run] if run < S else None
+        if b is None:
+            return None
+        k = run - 1
+        want = np.where(np.arange(S)[None, :] - np.arange(T)[:, None] > k, b, a)
+        if not np.array_equal(want, m):
+            return None
+        r, c = f"reshape(cast(arange({T}), f32), [{T}, 1])", f"reshape(cast(arange({S}), f32), [1, {S}])"
+        return f"reshape(where({c} - {r} > {k}, {num(np.float32(b))}, {num(np.float32(a))}), {dims(arr.shape)})"
 
     def tensor(self, v, hint="c"):
         """v as a dp tensor expression (constants written out)"""
