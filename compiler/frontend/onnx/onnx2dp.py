@@ -181,9 +181,9 @@ class Converter:
             name = self.fresh(hint)
             self.body.append(f"{self.indent}let {name} = {rec(arr.astype(np.float64))}")
             v = V(name, arr.shape, "f32")
-        elif self.triangular(arr) is not None:
+        elif (tri := self.triangular(arr)) is not None:
             name = self.fresh(hint)
-            self.body.append(f"{self.indent}let {name} = {self.triangular(arr)}")
+            self.body.append(f"{self.indent}let {name} = {tri}")
             v = V(name, arr.shape, "f32")
         else:
             name = self.fresh(hint)
