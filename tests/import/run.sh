@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ONNX models through `dpc MODEL.onnx` (compiler/frontend/onnx/onnx2dp.py):
 # small models built with onnx.helper (tests/import/models.py), checked
-# against onnx's reference evaluator in float64 (check.py), and the bad
+# against onnx's reference evaluator in float64 (check.py), two exported by
+# PyTorch against PyTorch's own gradients (tests/import/torch), and the bad
 # input the converter must refuse with a clear message. Needs the onnx
 # package (make deps), not PyTorch.
 set -u
@@ -35,6 +36,25 @@ done
 
 check "import: a causal mask too large for a literal is made from arange, not carried as a buffer" \
 	bash -c "grep -q 'where(reshape(cast(arange(80), f32), \[1, 80\])' '$d/mask64.dp' && ! grep -q '^buffer' '$d/mask64.dp'"
+
+# models as PyTorch's own exporters write them (tests/import/torch/export.py, committed with PyTorch's
+# loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode) and
+# HuggingFace's GPT-2 (dynamo exporter), in f64
+for m in densenet gpt2; do
+	t=tests/import/torch
+	if "$DPC" "$t/$m.onnx" --target cpu --precision f64 -o "$d/torch_$m" >"$d/torch_$m.log" 2>&1 &&
+		"$d/torch_$m" --steps 1 --lr 0 --data "$t/$m.x.npy" --labels "$t/$m.y.npy" --summary-json "$d/torch_$m.json" \
+			--dump-grads "$d/torch_$m.grads" >>"$d/torch_$m.log" 2>&1; then
+		python3 "$t/compare.py" "$m" "$d/torch_$m.json" "$d/torch_$m.grads" >"$d/torch_$m.cmp" 2>&1
+		cat "$d/torch_$m.cmp"
+		grep -q '^ok - ' "$d/torch_$m.cmp" || notok "import/torch $m: compare.py ran no check" "$d/torch_$m.cmp"
+		npass=$((npass + $(grep -c '^ok - ' "$d/torch_$m.cmp")))
+		nfail=$((nfail + $(grep -c '^not ok - ' "$d/torch_$m.cmp")))
+	else
+		notok "import/torch $m: dpc imports and runs PyTorch's export" "$d/torch_$m.log"
+	fi
+done
+check "import/torch gpt2: HuggingFace's GPT-2 layers are one loop" grep -q '^  for l in 0\.\.2 {' "$d/torch_gpt2.dp"
 
 # loops recovered: a block of layers alike is one loop over stacked parameters
 check "import: gpt's 8 layers are one loop" grep -q '^  for l in 0\.\.8 {' "$d/gpt64.dp"
