@@ -117,21 +117,15 @@ def make(name):
         size = 224  # their adaptive pools to 6x6 and 7x7 export only as fixed windows
     if name.startswith("vit_"):
         kw.update(image_size=size)
-    import inspect
     builder = getattr(torchvision.models, name)
-    params = set(inspect.signature(builder).parameters)
-    # dropout and stochastic depth off: their masks cannot match PyTorch's (the options go to the model class)
-    cls = {"googlenet": torchvision.models.GoogLeNet, "squeezenet1_0": torchvision.models.SqueezeNet,
-           "squeezenet1_1": torchvision.models.SqueezeNet}.get(name)
-    for k in ("dropout", "stochastic_depth_prob"):
-        if k in params or (cls and k in inspect.signature(cls).parameters) or name.startswith(
-                ("efficientnet", "convnext", "mobilenet", "vgg", "alexnet", "mnasnet", "vit_", "swin")):
-            kw.setdefault(k, 0.0)
-    try:
-        m = builder(**kw)
-    except TypeError:  # a builder that takes one of them not
-        kw.pop("stochastic_depth_prob", None)
-        m = builder(**kw)
+    # dropout and stochastic depth off, where the model has them: their masks cannot match PyTorch's
+    for off in ({"dropout": 0.0, "stochastic_depth_prob": 0.0}, {"dropout": 0.0}, {"stochastic_depth_prob": 0.0}, {}):
+        try:
+            m = builder(**{**off, **kw})
+            break
+        except TypeError:  # the model takes not both, or neither
+            if not off:
+                raise
     return m, torch.randn(8, 3, size, size), torch.randint(0, 10, (8,)), "legacy"
 
 

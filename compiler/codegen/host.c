@@ -175,6 +175,12 @@ void cg_lower_kernel(Host *h, Op *op, LLVMValueRef into)
 }
 
 
+/* whether the memory plan gave op's result no storage: the acc right after it must absorb it */
+static bool planned_into(Program *p, const Op *op)
+{
+	return op->out >= 0 && p->values.data[op->out].alias_index == IR_ACC_INTO;
+}
+
 /* The acc / acc_slice later in b that is the only use of the GEMM op b[i]
  * makes: when nothing in between touches its variable, the GEMM adds into
  * the variable itself (beta = 1), saving the product's round trip through
@@ -269,8 +275,8 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 		if (skip)
 			continue;
 		int64_t m, n;
-		int j = ir_adds_into(h->g->p, op) ? absorbed_acc(h, b, i, to) : -1;
-		if (op->out >= 0 && h->g->p->values.data[op->out].alias_index == IR_ACC_INTO && j != i + 1)
+		int j = ir_adds_into(op) ? absorbed_acc(h, b, i, to) : -1;
+		if (planned_into(h->g->p, op) && j != i + 1)
 			die("codegen: %s was planned added into its acc, which is not the next op", ir_value_name(h->g->p, op->out));
 		if (j >= 0) {
 			LLVMValueRef dst = cg_acc_target(h, b->ops[j]);
@@ -384,7 +390,7 @@ void cg_lower_block(Host *h, Block *b, int from, int to)
 			while (j < to && w + op_weight(b->ops[j]) <= CG_PART)
 				w += op_weight(b->ops[j++]);
 			/* a product planned added into the acc after it stays with that acc */
-			if (j < to && b->ops[j - 1]->out >= 0 && h->g->p->values.data[b->ops[j - 1]->out].alias_index == IR_ACC_INTO)
+			if (j < to && planned_into(h->g->p, b->ops[j - 1]))
 				j++;
 			lower_part(h, b, i, j);
 		}

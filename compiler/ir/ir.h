@@ -225,7 +225,7 @@ typedef struct {
 #define IR_IN_PLACE (-2)
 /* Value.alias_index of a product added into its acc's target as it is made */
 #define IR_ACC_INTO (-3)
-bool ir_adds_into(Program *p, Op *op);
+bool ir_adds_into(const Op *op);
 
 typedef struct {
 	Op **ops;

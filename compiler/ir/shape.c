@@ -50,9 +50,8 @@ bool ir_small_matmul(Program *p, Op *op)
 
 /* the ops whose result codegen can add into an acc's target as it makes
  * it (beta 1 for a GEMM, a kernel that adds where it would store) */
-bool ir_adds_into(Program *p, Op *op)
+bool ir_adds_into(const Op *op)
 {
-	(void)p;
 	return op->kind == OP_MATMUL || op->kind == OP_SUM || op->kind == OP_MEAN || op->kind == OP_SUM_TO ||
 	       op->kind == OP_EMBED_GRAD;
 }

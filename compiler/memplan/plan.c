@@ -349,7 +349,7 @@ static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
 		acc_into(p, &op->body, op, uses);
 		acc_into(p, &op->body2, op, uses);
 		acc_into(p, &op->body3, op, uses);
-		if (!acc || !ir_adds_into(p, op) || uses[op->out] != 1)
+		if (!acc || !ir_adds_into(op) || uses[op->out] != 1)
 			continue;
 		/* into a layer's slice: only at the loop's own index, which codegen knows wherever the body runs */
 		bool whole = acc->kind == OP_ACC && acc->in[1] == op->out;

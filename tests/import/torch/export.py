@@ -23,7 +23,9 @@ import warnings
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../bench"))
+import import_torch  # noqa: E402  (PyTorch's gradients and tied names, as the bench takes them)
 
 warnings.filterwarnings("ignore")
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
@@ -31,19 +33,10 @@ torch.manual_seed(0)
 
 
 def reference(name, m, x, y):
-    m.train()
-    m.zero_grad()
-    o = m(x)
-    o = o.logits if hasattr(o, "logits") else o
-    loss = F.cross_entropy(o.reshape(-1, o.shape[-1]), y.reshape(-1))
-    loss.backward()
-    grads = {k: p.grad.detach().numpy() for k, p in m.named_parameters()}
-    # the names each tensor goes by (a tied weight: GPT-2's lm_head.weight is transformer.wte.weight)
-    by_ptr = {}
-    for k, v in m.state_dict(keep_vars=True).items():
-        by_ptr.setdefault(v.data_ptr(), []).append(k)
-    aliases = {k: names for names in by_ptr.values() for k in names if k in grads and len(names) > 1}
-    np.savez(os.path.join(out, name + ".ref.npz"), __loss__=np.array(float(loss)),
+    loss, grads = import_torch.torch_grads(m, x, y)
+    # the other names of a tied tensor (GPT-2's lm_head.weight is transformer.wte.weight)
+    aliases = {k: v for k, v in import_torch.aliases(m).items() if k in grads and len(v) > 1}
+    np.savez(os.path.join(out, name + ".ref.npz"), __loss__=np.array(loss),
              __aliases__=np.array(json.dumps(aliases)), **grads)
     np.save(os.path.join(out, name + ".x.npy"), x.numpy())
     np.save(os.path.join(out, name + ".y.npy"), y.numpy())
@@ -69,8 +62,6 @@ def gpt2():
     torch.onnx.export(m.train(), (x,), dynamo=True, optimize=False, input_names=["x"]).save(
         os.path.join(out, "gpt2.onnx"))
     # the reference computes what the file holds: the exporter writes gelu_new's constants in float32
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../bench"))
-    import import_torch
     reference("gpt2", import_torch.as_exported(m), x, y)
 
 
