@@ -47,6 +47,7 @@ of store-everything's peak, read from --full or given in bytes with
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -73,7 +74,7 @@ def load(path):
 class Model:
     """the variables and rows of the program on problem d"""
 
-    def __init__(self, d):
+    def __init__(self, d, relaxed=False, states=False):
         self.d = d
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
@@ -148,7 +149,21 @@ class Model:
             self.rows.append((float(const), self.inf, row))
         # the peak
         self.M = self.col(0, self.inf, False)
-        self.moments(d)
+        self.users = users
+        # made again only where something needs it: an adjoint op there, or a user made again there
+        for (t, vid), r in self.R.items():
+            row = {r: 1.0}
+            for l in users[vid]:
+                if (t, l) in self.R:
+                    row[self.R[t, l]] = -1.0
+            self.rows.append((-self.inf, 1.0 if t in vals[vid]["adj"] else 0.0, row))
+        self.state = {}
+        if states:
+            self.three_states()
+        if relaxed:
+            self.moments(d)
+        else:
+            self.copies(d)
         self.mem_rows = []
         pos = d["positions"]
         for t in range(npos):
@@ -222,6 +237,119 @@ class Model:
                 row[k] = row.get(k, 0) - bytes_[wid]
             self.rows.append((float(d["fixed"] + pos[t]["into"]), self.inf, row))
 
+    def at_least(self, col, plus, minus, const):
+        """col >= sum(plus) - sum(minus) + const; a term is a column (int) or a constant (float)"""
+        row = {col: 1.0}
+        for x, sign in [(x, -1.0) for x in plus] + [(x, 1.0) for x in minus]:
+            if isinstance(x, float):
+                const -= sign * x
+            else:
+                row[x] = row.get(x, 0) + sign
+        self.rows.append((float(const), self.inf, row))
+
+    def three_states(self):
+        """dpc's own choices (select.h): each value kept (never made again), made once (at most one copy),
+        or made at each position that needs it and held there only"""
+        nf = self.d["nforward"]
+        spans = {}
+        for (t, vid) in self.R:
+            spans.setdefault(vid, []).append(t)
+        for vid, ts in spans.items():
+            keep, once, each = (self.col(0, 1, True) for _ in range(3))
+            self.state[vid] = (keep, once, each)
+            self.rows.append((1.0, 1.0, {keep: 1.0, once: 1.0, each: 1.0}))
+            row = {self.R[t, vid]: 1.0 for t in ts}
+            row[once] = -1.0
+            row[each] = -float(len(ts))
+            self.rows.append((-self.inf, 0.0, row))
+            # not kept: freed after its last forward use, as dpc's plans free it
+            fl = max(self.vals[vid]["fwd_last"], self.vals[vid]["def"])
+            if (fl + 1, vid) in self.A:
+                self.rows.append((-self.inf, 0.0, {self.A[fl + 1, vid]: 1.0, keep: -1.0}
+                                  | ({self.R[fl + 1, vid]: -1.0} if (fl + 1, vid) in self.R else {})))
+            for t in ts:
+                a = self.A.get((t, vid))
+                if a is not None and t >= nf:
+                    # each: A[t] <= R[t] + 1 - each
+                    self.rows.append((-self.inf, 1.0, {a: 1.0, self.R[t, vid]: -1.0, each: 1.0}))
+
+    def pres(self, t, vid):
+        """A[t,v] as a column, or the constant 1.0 or 0.0 (a float, never taken for a column)"""
+        c = self.A.get((t, vid))
+        return c if c is not None else float(self.a(t, vid))
+
+    def copies(self, d):
+        """While each copy at t is made (in the forward's order, as the rewrite makes them): the fixed values
+        held into t, the copy itself, and every value present then (held into t, or a copy made before it
+        there) that is still needed: read by this copy or a later one there, by the op at t, or held past
+        t. An elementwise copy may take an operand's storage (share): that operand counts only where it is
+        needed after the copy. Exact on dpc's model, where the relaxed moments() is not."""
+        vals, pos = self.vals, d["positions"]
+        made = {}
+        for (t, vid) in self.R:
+            made.setdefault(t, []).append(vid)
+        for t, vids in made.items():
+            vids.sort()
+            here = set(vids)
+            named = set(pos[t]["named"])
+            alive = [w for w in vals if vals[w]["def"] < t <= self.last[w]]
+            cache = {}
+            agg_terms = {}
+            for k in vids:
+                row = {self.M: 1.0, self.R[t, k]: -float(vals[k]["bytes"])}
+                shared = [u for u in vals[k].get("share", []) if vals[k]["in"].count(u) == 1]
+                S_cols = []
+                for w in alive:
+                    if w == k:
+                        continue
+                    later = tuple(l for l in self.users[w] if l in here and (l > k or (l == k and w not in shared)))
+                    before = not (w in here and w > k)
+                    key = (w, later, before)
+                    if key not in cache:
+                        cache[key] = self.holds(t, w, later, before, w in named)
+                    L = cache[key]
+                    if L is None:
+                        continue
+                    if w not in here and not any(l in here for l in self.users[w]):
+                        agg_terms[w] = L  # the same at every copy here: summed once
+                        continue
+                    row[L] = row.get(L, 0) - float(vals[w]["bytes"])
+                if agg_terms:
+                    if "S" not in cache:
+                        S = self.col(0, self.inf, False)
+                        cache["S"] = S
+                    row[cache["S"]] = row.get(cache["S"], 0) - 1.0
+                self.rows.append((float(d["fixed"] + pos[t]["into"]), self.inf, row))
+            if "S" in cache:
+                # S >= the bytes of the values held through every copy here
+                row = {cache["S"]: 1.0}
+                for w, L in agg_terms.items():
+                    row[L] = row.get(L, 0) - float(vals[w]["bytes"])
+                self.rows.append((0.0, self.inf, row))
+
+    def holds(self, t, w, later, before, op_reads):
+        """a column that is 1 where w is present (held into t, or made at t already if before) and needed
+        (made again later at t by a user in later, read by the op at t, or held past t); None: never"""
+        a = self.pres(t, w)
+        r = self.R.get((t, w))
+        presence = [a]
+        minus = [] if before or r is None else [r]
+        if a == 0.0:
+            return None
+        needs = [([self.R[t, l]], []) for l in later]
+        if op_reads:
+            needs.append(([1.0], []))
+        if t + 1 <= self.last[w]:
+            a1, r1 = self.pres(t + 1, w), self.R.get((t + 1, w))
+            if a1 != 0.0:
+                needs.append(([a1], [r1] if r1 is not None else []))
+        if not needs:
+            return None
+        L = self.col(0, 1, False)
+        for plus, neg in needs:
+            self.at_least(L, presence + plus, minus + neg, -1.0)
+        return L
+
     def col(self, lo, hi, integer):
         self.lower.append(float(lo))
         self.upper.append(float(hi))
@@ -285,18 +413,41 @@ def main():
                     help="the fewest FLOPs within this fraction of --full (repeatable)")
     ap.add_argument("--time", type=float, default=60, help="HiGHS's time limit per solve, seconds (default 60)")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--states", action="store_true",
+                    help="dpc's own three states per value (kept, made once, made each time) instead of any schedule")
+    ap.add_argument("--choice", help="write the least peak's choice here (with --states), as DPC_SELECT_CHOICE reads it")
+    ap.add_argument("--fix", help="(with --states) each value's state fixed as this file says (DPC_SELECT_CHOICE's form)")
+    ap.add_argument("--relaxed", action="store_true",
+                    help="count a copy with its operands alone (smaller, for graphs too large for the exact rows)")
     a = ap.parse_args()
     d = load(a.problem)
-    m = Model(d)
+    m = Model(d, a.relaxed, a.states)
     out = {"values": len(m.vals), "positions": d["npos"], "binaries": sum(m.integer), "columns": m.ncol,
            "rows": len(m.rows)}
     print(f"{a.problem}: {out['values']} values over {out['positions']} positions; {out['binaries']} binaries, "
           f"{out['columns']} columns, {out['rows']} rows")
+    if a.fix:
+        for line in open(a.fix):
+            vid, st = (int(x) for x in line.split())
+            if vid in m.state:
+                for j, c in enumerate(m.state[vid]):
+                    m.lower[c] = m.upper[c] = 1.0 if j == [1, 0, 2][st] else 0.0
     m.build({m.M: 1.0})
     least = m.solve(a.time)
     out["least"] = least
     print(f"least peak: {least['status']} after {least['seconds']} s; best found {least['objective']:.0f} bytes, "
           f"no plan below {least['bound']:.0f} bytes (gap {100 * least['gap']:.2f}%)")
+    if a.choice:
+        if not a.states:
+            sys.exit("milp.py: --choice needs --states (a choice is one of dpc's three states per value)")
+        x = m.h.getSolution().col_value
+        lines = []
+        for vid, (keep, once, each) in sorted(m.state.items()):
+            st = 1 if x[keep] > 0.5 else 2 if x[each] > 0.5 else 0
+            lines.append(f"{vid} {st}\n")
+        with open(a.choice + ".tmp", "w") as f:
+            f.writelines(lines)
+        os.replace(a.choice + ".tmp", a.choice)
     if a.schedule:
         s = json.load(open(a.schedule))
         dpc, bound = s["peak_device_bytes"]["total"], s["peak_lower_bound"]
@@ -321,7 +472,6 @@ def main():
     if a.json:
         with open(a.json + ".tmp", "w") as f:
             json.dump(out, f, indent=1)
-        import os
         os.replace(a.json + ".tmp", a.json)
 
 

@@ -1092,6 +1092,10 @@ static void dump_problem(Graph *g, Model *m, const char *path)
 		for (int k = 0, c = 0; k < P->nin[u]; k++)
 			if (P->kind[P->in[u][k]] != SEL_FIXED)
 				fprintf(f, "%s%d", c++ ? ", " : "", P->in[u][k]);
+		fprintf(f, "], \"share\": [");
+		for (int k = 0, c = 0; k < P->nin[u]; k++)
+			if (P->kind[P->in[u][k]] != SEL_FIXED && k < 32 && (P->share[u] >> k & 1))
+				fprintf(f, "%s%d", c++ ? ", " : "", P->in[u][k]);
 		fprintf(f, "], \"adj\": [");
 		int two[2] = {P->adj_first[u], P->adj_last[u]}, na = P->nadj[u] ? P->nadj[u] : P->adj_first[u] < 0 ? 0 : two[0] == two[1] ? 1 : 2;
 		const int *a = P->nadj[u] ? P->adj[u] : two;
@@ -1102,6 +1106,45 @@ static void dump_problem(Graph *g, Model *m, const char *path)
 	fprintf(f, "\n]}\n");
 	if (fclose(f))
 		fatal("cannot write %s (DPC_SELECT_DUMP)", path);
+}
+
+/* Under DPC_SELECT_CHOICE=FILE the least search's choice is replaced by
+ * FILE's: lines "ID STATE", an id as DPC_SELECT_DUMP writes it and a state
+ * of select.h (0 once, 1 keep, 2 each); a value not named keeps its state.
+ * For bench/milp.py, which plans the MILP's choice with it. */
+static int64_t read_choice(Model *m, const char *path, uint8_t *keep, SelResult *res)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fatal("cannot read %s (DPC_SELECT_CHOICE)", path);
+	int u, st;
+	while (fscanf(f, "%d %d", &u, &st) == 2) {
+		if (u < 0 || u >= m->P->n || m->P->kind[u] == SEL_FIXED || st < SEL_ONCE || st > SEL_EACH)
+			fatal("%s: no value %d to take state %d (DPC_SELECT_CHOICE)", path, u, st);
+		keep[u] = (uint8_t)st;
+	}
+	fclose(f);
+	int64_t *prof = ar_alloc(sizeof(int64_t) * (size_t)(m->P->npos + 1));
+	res->peak = sel_eval(m->P, keep, &res->flops, prof);
+	if (getenv("DPC_PACKDBG"))
+		for (int t = 0; t < m->P->npos; t++)
+			fprintf(stderr, "PROF %d %lld\n", t, (long long)(prof[t] + m->fixed));
+	res->method = SEL_GREEDY;
+	return 0;
+}
+
+/* beside DPC_SELECT_DUMP's FILE, FILE.choice: the least search's choice as DPC_SELECT_CHOICE reads it */
+static void write_choice(Model *m, const char *path, const uint8_t *keep)
+{
+	const char *name = ar_printf("%s.choice", path);
+	FILE *f = fopen(name, "w");
+	if (!f)
+		fatal("cannot write %s (DPC_SELECT_DUMP)", name);
+	for (int u = 0; u < m->P->n; u++)
+		if (m->P->kind[u] != SEL_FIXED)
+			fprintf(f, "%d %d\n", u, keep[u]);
+	if (fclose(f))
+		fatal("cannot write %s (DPC_SELECT_DUMP)", name);
 }
 
 /* Iterated descents on the model from start[] (best[], planned *hi bytes,
@@ -1334,6 +1377,10 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		uint8_t *best = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
 		int64_t hi = least_search(&g, &m, plan, best, &res);
+		if (getenv("DPC_SELECT_CHOICE"))
+			hi = read_choice(&m, getenv("DPC_SELECT_CHOICE"), best, &res);
+		else if (getenv("DPC_SELECT_DUMP"))
+			write_choice(&m, getenv("DPC_SELECT_DUMP"), best);
 		if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else

@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ALIGN 256 /* cuBLAS and 16-byte vector accesses want aligned buffers */
 /* Every value is below 2^59 bytes (ir_numel saturates), so sums checked
@@ -520,7 +521,7 @@ static int by_start(const void *a, const void *b)
 
 typedef struct {
 	int v;
-	int64_t start, end, size, off;
+	int64_t start, end, size, off, busy;
 } Placed;
 
 static int by_size(const void *a, const void *b)
@@ -598,12 +599,12 @@ static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *o
 	return m;
 }
 
-/* q[] packed largest first, each at the lowest offset clear of the values
- * placed before it whose lifetimes overlap its own; kept where that is at
- * least 1/64 below peak. The peak. */
-static int64_t pack_by_size(Program *p, Placed *q, int n, int64_t npos, int64_t base, int64_t peak)
+/* q[] packed in the order cmp gives, each at the lowest offset clear of
+ * the values placed before it whose lifetimes overlap its own, into
+ * q[].off; stops where the top reaches limit. The top. */
+static int64_t pack_in_order(Placed *q, int n, int64_t npos, int (*cmp)(const void *, const void *), int64_t limit)
 {
-	qsort(q, (size_t)n, sizeof *q, by_size);
+	qsort(q, (size_t)n, sizeof *q, cmp);
 	Lifetimes t = {1, NULL, NULL};
 	while (t.size < npos)
 		t.size *= 2;
@@ -612,7 +613,7 @@ static int64_t pack_by_size(Program *p, Placed *q, int n, int64_t npos, int64_t 
 	Placed *near = malloc(sizeof *near * (size_t)n);
 	int *idx = malloc(sizeof(int) * (size_t)n);
 	int64_t top = 0;
-	for (int i = 0; i < n && top < peak; i++) {
+	for (int i = 0; i < n && top < limit; i++) {
 		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
 		for (int k = 0; k < m; k++)
 			near[k] = q[idx[k]];
@@ -625,19 +626,94 @@ static int64_t pack_by_size(Program *p, Placed *q, int n, int64_t npos, int64_t 
 		top = off + q[i].size > top ? off + q[i].size : top;
 		lifetimes_add(&t, i, q[i].start, q[i].end);
 	}
-	if (top < peak - peak / 64) {
-		for (int i = 0; i < n; i++) {
-			extend(p, q[i].v, base + q[i].off, q[i].size);
-			p->values.data[q[i].v].offset = base + q[i].off;
-		}
-		peak = top;
-	}
 	for (int x = 0; x < 2 * t.size; x++)
 		free(t.cover[x].d), free(t.starts[x].d);
 	free(t.cover);
 	free(t.starts);
 	free(near);
 	free(idx);
+	return top;
+}
+
+/* each value's busy: the most bytes live at once over its lifetime, from
+ * the bytes live at each position (a segment tree of maxima) */
+static void busy(Placed *q, int n, int64_t npos)
+{
+	int64_t size = 1;
+	while (size < npos)
+		size *= 2;
+	int64_t *most = calloc((size_t)(2 * size), sizeof *most), *d = calloc((size_t)npos + 1, sizeof *d), run = 0;
+	for (int i = 0; i < n; i++)
+		d[q[i].start] += q[i].size, d[q[i].end + 1] -= q[i].size;
+	for (int64_t t = 0; t < npos; t++)
+		most[size + t] = run += d[t];
+	for (int64_t x = size - 1; x > 0; x--)
+		most[x] = most[2 * x] > most[2 * x + 1] ? most[2 * x] : most[2 * x + 1];
+	for (int i = 0; i < n; i++) {
+		int64_t b = 0;
+		for (int64_t lo = q[i].start + size, hi = q[i].end + size + 1; lo < hi; lo /= 2, hi /= 2) {
+			if (lo & 1)
+				b = most[lo] > b ? most[lo] : b, lo++;
+			if (hi & 1)
+				--hi, b = most[hi] > b ? most[hi] : b;
+		}
+		q[i].busy = b;
+	}
+	free(most);
+	free(d);
+}
+
+/* the values live where the most bytes are first (each stacks on the ones
+ * that share its busiest position), then the largest */
+static int by_busy(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	if (x->busy != y->busy)
+		return x->busy > y->busy ? -1 : 1;
+	return by_size(a, b);
+}
+
+static int by_area(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	double ax = (double)x->size * (double)(x->end - x->start + 1), ay = (double)y->size * (double)(y->end - y->start + 1);
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return by_size(a, b);
+}
+
+static int by_length(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	if (x->end - x->start != y->end - y->start)
+		return x->end - x->start > y->end - y->start ? -1 : 1;
+	return by_size(a, b);
+}
+
+/* Packed again where first-fit in order of start (its top: peak) is
+ * above the most bytes live at once: largest first, kept where that is
+ * below keep_below; and once the choices are made (Program.pack_hard),
+ * also busiest first, largest area first and longest first, the lowest
+ * kept. The peak. */
+static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t base, int64_t peak, int64_t keep_below)
+{
+	int (*order[])(const void *, const void *) = {by_size, by_busy, by_area, by_length};
+	int orders = p->pack_hard ? 4 : 1;
+	Placed *best = malloc(sizeof *best * (size_t)n);
+	bool found = false;
+	if (p->pack_hard)
+		busy(q, n, npos);
+	for (int k = 0; k < orders; k++) {
+		int64_t top = pack_in_order(q, n, npos, order[k], keep_below);
+		if (top < keep_below)
+			memcpy(best, q, sizeof *q * (size_t)n), peak = keep_below = top, found = true;
+	}
+	if (found)
+		for (int i = 0; i < n; i++) {
+			extend(p, best[i].v, base + best[i].off, best[i].size);
+			p->values.data[best[i].v].offset = base + best[i].off;
+		}
+	free(best);
 	return peak;
 }
 
@@ -723,24 +799,19 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		if (off + size > peak)
 			peak = off + size;
 	}
-	/* Packed again largest first, each at the lowest offset clear of the
-	 * values placed so far whose lifetimes overlap it: first-fit in order
-	 * of start leaves gaps that a later, larger value cannot use. It is
-	 * kept where it saves at least 1/64 of the work region: it fills the
-	 * region's top for most of the step, so that the memory picture
-	 * (series) no longer shows when the memory is used, which is not
-	 * worth a few bytes. Every plan packs alike, the searches' and the
-	 * final one, so that a budget a search fitted is the final plan's.
-	 * No packing is below the most bytes live at once: where first-fit is
-	 * within 1/64 of that, the second packing cannot be kept and is not
-	 * tried. */
+	/* Packed again (pack_again): first-fit in order of start leaves gaps
+	 * that a later, larger value cannot use. The searches' plans and the
+	 * final one (pack_hard) may pack differently, the final at or below:
+	 * a budget a search fitted is met by the final plan. No packing is
+	 * below the most bytes live at once: where first-fit is at that, no
+	 * other is tried. */
 	if (n > 1) {
 		Placed *q = malloc(sizeof *q * (size_t)n);
 		int64_t npos = 1;
 		for (int i = 0; i < n; i++) {
 			int v = items[i].v;
 			q[i] = (Placed){v, items[i].start, L->last[v] >= items[i].start ? L->last[v] : items[i].start,
-			                align_up(ir_bytes(p, p->values.data[v].type)), 0};
+			                align_up(ir_bytes(p, p->values.data[v].type)), 0, 0};
 			npos = q[i].end + 1 > npos ? q[i].end + 1 : npos;
 		}
 		int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, live_most = 0;
@@ -750,8 +821,12 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 			live_most = (run += d[t]) > live_most ? run : live_most;
 		free(d);
 		p->plan_live = live_most;
-		if (live_most < peak - peak / 64)
-			peak = pack_by_size(p, q, n, npos, base, peak);
+		/* outside pack_hard the second packing is kept only where it saves 1/64 of the work region: it
+		 * fills the region's top for most of the step, so that the memory picture (series) no longer
+		 * shows when the memory is used */
+		int64_t keep_below = p->pack_hard ? peak : peak - peak / 64;
+		if (live_most < keep_below)
+			peak = pack_again(p, q, n, npos, base, peak, keep_below);
 		if (checking) {
 			for (int i = 0; i < n; i++)
 				q[i].off = p->values.data[q[i].v].offset - base;
