@@ -70,8 +70,8 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	if (o->emit == (*last = EMIT_GRAD))
 		return p;
 	p = ckpt_pass(p, &ck);
-	/* the choices by bytes are made: each plan from here packs in more orders, at or below the searches' */
-	p->pack_hard = true;
+	/* the choices by bytes are made: each plan from here packs harder, at or below the searches' */
+	p->pack_effort = 2;
 	if (o->verbose && p->graph_search)
 		graph_note(p);
 	verify(o, p, "checkpoint_pass");

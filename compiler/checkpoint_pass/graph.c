@@ -1328,26 +1328,27 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	return hi;
 }
 
-/* The least search again where its plans pack as the final plan will
- * (Program.pack_hard): the searches are greedy, and the peaks they compare
- * change with the packing, so each reaches choices the other does not
- * (issue 40's small Inception: 57,344 to 55,040 bytes, the MILP's
- * optimum; DenseNet at B=8 stays at the first search's). On graphs of up
- * to GRAPH_SWEEP candidates, where it costs about a second. best[] and
- * *res become the lower of the two, at the final plan's packing: its bytes. */
+/* The least search again where its plans pack as the final plan does
+ * (Program.pack_effort 2): the searches are greedy, and the peaks they
+ * compare change with the packing, so each reaches choices the other does
+ * not (issue 40's small Inception: the MILP's optimum). On graphs of up
+ * to GRAPH_SWEEP candidates, where it costs about as much as the first.
+ * best[] and *res become the lower of the two at the final plan's
+ * packing: its bytes. */
 static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res)
 {
 	Program *p = g->p;
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
 	SelResult r;
-	p->pack_hard = true;
+	p->pack_effort = 2;
 	int64_t f, hi = planned(g, m, best, plan, &f), h = least_search(g, m, plan, other, &r);
-	p->pack_hard = false;
-	if (h < hi || (h == hi && r.flops < res->flops)) {
+	p->pack_effort = 0;
+	if (h < hi || (h == hi && r.flops < f)) {
 		memcpy(best, other, (size_t)m->P->n);
 		*res = r;
 		return h;
 	}
+	res->flops = f;
 	return hi;
 }
 

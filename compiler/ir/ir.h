@@ -359,7 +359,7 @@ struct Program {
 	int search_threads;   /* the straight-line search's threads (1 or 2); the plan is the same for either */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t *inner_live; /* where set, mem_plan fills it: per top-level op, the most bytes the tensors made inside it hold at once */
-	bool pack_hard;    /* the choices are made: the memory plan packs in more orders (memplan/plan.c) */
+	int pack_effort;   /* the memory plan's packing: 0 the searches', 2 once the choices are made (memplan/plan.c) */
 	int64_t plan_live; /* the most bytes the work region's tensors hold at once (plan_work less its packing's gaps) */
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
 	int64_t ones_offset[DT_F64 + 1], ones_len[DT_F64 + 1];

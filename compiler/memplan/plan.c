@@ -524,6 +524,9 @@ typedef struct {
 	int64_t start, end, size, off, busy;
 } Placed;
 
+/* the rounds of iterated greedy a final plan's packing takes at most, and without a lower top */
+enum { PACK_ROUNDS = 200, PACK_STALL = 50 };
+
 static int by_size(const void *a, const void *b)
 {
 	const Placed *x = a, *y = b;
@@ -599,12 +602,12 @@ static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *o
 	return m;
 }
 
-/* q[] packed in the order cmp gives, each at the lowest offset clear of
- * the values placed before it whose lifetimes overlap its own, into
- * q[].off; stops where the top reaches limit. The top. */
-static int64_t pack_in_order(Placed *q, int n, int64_t npos, int (*cmp)(const void *, const void *), int64_t limit)
+/* q[] packed in its order, each at the lowest offset clear of the values
+ * placed before it whose lifetimes overlap its own, into q[].off; stops
+ * where the top reaches limit, *stop the value that reached it (-1: none).
+ * The top. */
+static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit, int *stop)
 {
-	qsort(q, (size_t)n, sizeof *q, cmp);
 	Lifetimes t = {1, NULL, NULL};
 	while (t.size < npos)
 		t.size *= 2;
@@ -613,6 +616,7 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int (*cmp)(const vo
 	Placed *near = malloc(sizeof *near * (size_t)n);
 	int *idx = malloc(sizeof(int) * (size_t)n);
 	int64_t top = 0;
+	*stop = -1;
 	for (int i = 0; i < n && top < limit; i++) {
 		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
 		for (int k = 0; k < m; k++)
@@ -625,6 +629,7 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int (*cmp)(const vo
 		q[i].off = off;
 		top = off + q[i].size > top ? off + q[i].size : top;
 		lifetimes_add(&t, i, q[i].start, q[i].end);
+		*stop = top >= limit ? i : -1;
 	}
 	for (int x = 0; x < 2 * t.size; x++)
 		free(t.cover[x].d), free(t.starts[x].d);
@@ -690,23 +695,65 @@ static int by_length(const void *a, const void *b)
 	return by_size(a, b);
 }
 
+/* Iterated greedy from q[]'s order (packed at *top, keep[] its offsets):
+ * a value that reaches the top moves to the front of the order, and the
+ * order is packed again, until the top is the most bytes live at once,
+ * for at most `rounds` rounds and PACK_STALL without a lower top. The
+ * values at the top are the ones the order placed too late; placed first,
+ * they stack below the others. Which of them moves is drawn by a fixed
+ * seed: every run packs alike. */
+static void iterate(Placed *q, int n, int64_t npos, int64_t live, int rounds, int64_t *top, Placed *keep)
+{
+	uint32_t seed = 12345;
+	int stop = -1, stall = 0;
+	int64_t last = *top;
+	for (int r = 0; r < rounds && stall < PACK_STALL && *top > live; r++) {
+		int at = stop;
+		if (at < 0) {
+			int ntop = 0;
+			for (int i = 0; i < n; i++)
+				ntop += q[i].off + q[i].size == last;
+			seed = seed * 1103515245u + 12345u;
+			int pick = (int)((seed >> 8) % (uint32_t)(ntop ? ntop : 1));
+			for (int i = 0, seen = 0; i < n && at < 0; i++)
+				if (q[i].off + q[i].size == last && seen++ == pick)
+					at = i;
+		}
+		Placed x = q[at < 0 ? 0 : at];
+		memmove(q + 1, q, sizeof *q * (size_t)(at < 0 ? 0 : at));
+		q[0] = x;
+		last = pack_in_order(q, n, npos, *top, &stop);
+		stall++;
+		if (last < *top)
+			*top = last, stall = 0, memcpy(keep, q, sizeof *q * (size_t)n);
+	}
+}
+
 /* Packed again where first-fit in order of start (its top: peak) is
- * above the most bytes live at once: largest first, kept where that is
- * below keep_below; and once the choices are made (Program.pack_hard),
- * also busiest first, largest area first and longest first, the lowest
- * kept. The peak. */
-static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t base, int64_t peak, int64_t keep_below)
+ * above the most bytes live at once (live): largest first, kept where
+ * that is below keep_below; with Program.pack_effort 1 also busiest
+ * first, largest area first and longest first; with 2 (once the choices
+ * are made), then iterated greedy from the lowest of them. The lowest is
+ * kept, and placed. The peak. */
+static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t base, int64_t peak, int64_t keep_below,
+                          int64_t live)
 {
 	int (*order[])(const void *, const void *) = {by_size, by_busy, by_area, by_length};
-	int orders = p->pack_hard ? 4 : 1;
+	int orders = p->pack_effort ? 4 : 1;
 	Placed *best = malloc(sizeof *best * (size_t)n);
 	bool found = false;
-	if (p->pack_hard)
+	if (p->pack_effort)
 		busy(q, n, npos);
 	for (int k = 0; k < orders; k++) {
-		int64_t top = pack_in_order(q, n, npos, order[k], keep_below);
+		qsort(q, (size_t)n, sizeof *q, order[k]);
+		int stop;
+		int64_t top = pack_in_order(q, n, npos, keep_below, &stop);
 		if (top < keep_below)
 			memcpy(best, q, sizeof *q * (size_t)n), peak = keep_below = top, found = true;
+	}
+	if (p->pack_effort > 1 && found && peak > live) {
+		memcpy(q, best, sizeof *q * (size_t)n);
+		iterate(q, n, npos, live, PACK_ROUNDS, &peak, best);
 	}
 	if (found)
 		for (int i = 0; i < n; i++) {
@@ -801,7 +848,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	}
 	/* Packed again (pack_again): first-fit in order of start leaves gaps
 	 * that a later, larger value cannot use. The searches' plans and the
-	 * final one (pack_hard) may pack differently, the final at or below:
+	 * final one (pack_effort) may pack differently, the final at or below:
 	 * a budget a search fitted is met by the final plan. No packing is
 	 * below the most bytes live at once: where first-fit is at that, no
 	 * other is tried. */
@@ -821,12 +868,12 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 			live_most = (run += d[t]) > live_most ? run : live_most;
 		free(d);
 		p->plan_live = live_most;
-		/* outside pack_hard the second packing is kept only where it saves 1/64 of the work region: it
+		/* in the searches' plans the second packing is kept only where it saves 1/64 of the work region: it
 		 * fills the region's top for most of the step, so that the memory picture (series) no longer
 		 * shows when the memory is used */
-		int64_t keep_below = p->pack_hard ? peak : peak - peak / 64;
+		int64_t keep_below = p->pack_effort ? peak : peak - peak / 64;
 		if (live_most < keep_below)
-			peak = pack_again(p, q, n, npos, base, peak, keep_below);
+			peak = pack_again(p, q, n, npos, base, peak, keep_below, live_most);
 		if (checking) {
 			for (int i = 0; i < n; i++)
 				q[i].off = p->values.data[q[i].v].offset - base;
