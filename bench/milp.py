@@ -273,6 +273,14 @@ class Model:
                     # each: A[t] <= R[t] + 1 - each
                     self.rows.append((-self.inf, 1.0, {a: 1.0, self.R[t, vid]: -1.0, each: 1.0}))
 
+    def write_choice(self, path):
+        """the last solution's states, as DPC_SELECT_CHOICE reads them (0 once, 1 keep, 2 each)"""
+        x = self.h.getSolution().col_value
+        with open(path + ".tmp", "w") as f:
+            for vid, (keep, once, each) in sorted(self.state.items()):
+                f.write(f"{vid} {1 if x[keep] > 0.5 else 2 if x[each] > 0.5 else 0}\n")
+        os.replace(path + ".tmp", path)
+
     def pres(self, t, vid):
         """A[t,v] as a column, or the constant 1.0 or 0.0 (a float, never taken for a column)"""
         c = self.A.get((t, vid))
@@ -440,14 +448,7 @@ def main():
     if a.choice:
         if not a.states:
             sys.exit("milp.py: --choice needs --states (a choice is one of dpc's three states per value)")
-        x = m.h.getSolution().col_value
-        lines = []
-        for vid, (keep, once, each) in sorted(m.state.items()):
-            st = 1 if x[keep] > 0.5 else 2 if x[each] > 0.5 else 0
-            lines.append(f"{vid} {st}\n")
-        with open(a.choice + ".tmp", "w") as f:
-            f.writelines(lines)
-        os.replace(a.choice + ".tmp", a.choice)
+        m.write_choice(a.choice)
     if a.schedule:
         s = json.load(open(a.schedule))
         dpc, bound = s["peak_device_bytes"]["total"], s["peak_lower_bound"]
@@ -464,6 +465,8 @@ def main():
         r = m.solve(a.time)
         m.upper[m.M] = m.inf
         out.setdefault("budgets", []).append({"fraction": frac, "budget": budget, **r})
+        if a.choice and r["status"] == "Optimal":
+            m.write_choice(f"{a.choice}.{budget}")
         if r["status"] == "Infeasible":
             print(f"within {frac:g} of store-everything ({budget} bytes): no plan")
         else:

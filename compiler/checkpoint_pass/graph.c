@@ -1124,11 +1124,7 @@ static int64_t read_choice(Model *m, const char *path, uint8_t *keep, SelResult 
 		keep[u] = (uint8_t)st;
 	}
 	fclose(f);
-	int64_t *prof = ar_alloc(sizeof(int64_t) * (size_t)(m->P->npos + 1));
-	res->peak = sel_eval(m->P, keep, &res->flops, prof);
-	if (getenv("DPC_PACKDBG"))
-		for (int t = 0; t < m->P->npos; t++)
-			fprintf(stderr, "PROF %d %lld\n", t, (long long)(prof[t] + m->fixed));
+	res->peak = sel_eval(m->P, keep, &res->flops, NULL);
 	res->method = SEL_GREEDY;
 	return 0;
 }
@@ -1328,20 +1324,22 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	return hi;
 }
 
-/* The least search again where its plans pack as the final plan does
- * (Program.pack_effort 2): the searches are greedy, and the peaks they
+/* The least search again where its plans pack nearer the final plan
+ * (Program.pack_effort 1): the searches are greedy, and the peaks they
  * compare change with the packing, so each reaches choices the other does
  * not (issue 40's small Inception: the MILP's optimum). On graphs of up
  * to GRAPH_SWEEP candidates, where it costs about as much as the first.
  * best[] and *res become the lower of the two at the final plan's
- * packing: its bytes. */
+ * packing (pack_effort 2): its bytes. */
 static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res)
 {
 	Program *p = g->p;
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
 	SelResult r;
+	p->pack_effort = 1;
+	least_search(g, m, plan, other, &r);
 	p->pack_effort = 2;
-	int64_t f, hi = planned(g, m, best, plan, &f), h = least_search(g, m, plan, other, &r);
+	int64_t f, hi = planned(g, m, best, plan, &f), h = planned(g, m, other, plan, &r.flops);
 	p->pack_effort = 0;
 	if (h < hi || (h == hi && r.flops < f)) {
 		memcpy(best, other, (size_t)m->P->n);
@@ -1435,6 +1433,8 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
 		if (bytes > budget)
 			least_within(&g, &m, budget, plan, keep, &res, &bytes);
+		if (getenv("DPC_SELECT_CHOICE"))
+			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		return apply_model(&g, &m, keep, res, nall);
 	}
 	if (asked || !p->offload_cost)
