@@ -3,47 +3,58 @@
 under a budget, as a mixed-integer program over dpc's own selection problem
 (issue 40), solved with HiGHS.
 
-  DPC_SELECT_DUMP=p.json dpc model.dp --checkpoint min-memory --stream none --emit=schedule --schedule-json s.json
-  python3 bench/milp.py p.json [--schedule s.json] [--budget-fraction 0.3 ...] [--time 60]
+  DPC_SELECT_DUMP=p.json dpc model.dp --checkpoint min-memory --stream none --schedule-json s.json
+  python3 bench/milp.py p.json [--schedule s.json] [--states] [--full BYTES --budget-fraction 0.6 ...]
 
 The problem (written by compiler/checkpoint_pass/graph.c) lists each value
-the choice decides (bytes, FLOPs, operands among them, definition, last
-forward use, adjoint uses) and, per position (a top-level op of the
-training step, forward then adjoint), the bytes no choice changes: the
-fixed values held across its op and the op's own working set.
+the choice decides (bytes, FLOPs, operands among them, the operands an
+elementwise value may take the storage of, definition, last forward use,
+adjoint uses) and, per position (a top-level op of the training step,
+forward then adjoint), the bytes no choice changes: the fixed values held
+across its op and into it, and the op's own working set.
 
 The program is Checkmate's (Jain et al., MLSys 2020) on dpc's fixed
 order of ops: for each value v and position t,
   A[t,v]  v is in device memory at t (binary),
   R[t,v]  v is computed again at t, before the op there (binary; only in
-          the adjoint part),
-  Y[t,v]  v is held across the op at t (continuous, driven to 0 or 1),
+          the adjoint part, and only where the adjoint op there or a user
+          computed again there needs it),
+  Y[t,v]  v is held across the op at t,
 with
   A[t,v] = 1 from v's definition to its last forward use and at each of its
-          adjoint uses (the forward runs once; an adjoint op reads it),
+          adjoint uses,
   A[t,v] <= A[t-1,v] + R[t,v]       (held from before, or made at t),
   R[t,v] <= A[t,u] for each operand u that is decided (the others are always there),
   Y[t,v] >= A[t,v] + A[t+1,v] - R[t+1,v] - 1,
-  M >= fixed + held[t] + ws[t] + sum over v not named by op t of bytes[v] Y[t,v],
-and, while the copies at t are made,
-  K[t,w]  w is held into t from before and stays past the copies (the op
-          there reads it, or it lasts past t),
-  W[t]   >= bytes[v] R[t,v] + sum over operands u of bytes[u] (R[t,v] - K[t,u]),
-  M >= fixed + into[t] + sum of bytes[w] K[t,w] + W[t].
-Every plan dpc can make without offloading is a point of it whose M is at
-most the plan's peak: a value held across an op is live during it, and the
-op's working set and the fixed values are there whatever the choice.
-A copy is counted with its operands while it is made, beside what is held
-through the position; the other copies made there count nothing (a
-chain's links may be freed as it goes). So the optimum's M, and HiGHS's dual bound on it when the time
-limit stops the search, is a proven lower bound on every plan's peak, and
-the fewest FLOPs under a budget a lower bound on what any plan within that
-budget recomputes.
+  M >= fixed + held[t] + ws[t] + sum over v not named by op t of bytes[v] Y[t,v]   (while the op runs),
+and while each copy k at t is made, in the forward's order as dpc's
+rewrite makes them,
+  M >= fixed + into[t] + bytes[k] R[t,k] + sum over w of bytes[w] L[t,k,w],
+  L[t,k,w] >= (w present: held into t, or made at t before k)
+              + (w still needed: read by k or a later copy at t, by the op
+                 at t, or held past t) - 1,
+where a copy that may take an elementwise operand's storage does not count
+that operand as read by it. These are the two moments dpc's cost model and
+memory plan count (compiler/select/select.h), so on a choice of dpc's the
+program's M is the bytes the plan's tensors hold at once: the problem's
+optimum is a lower bound on every plan's peak without offloading (the plan
+adds its packing's gaps), and the fewest FLOPs under a budget a lower bound
+on what any plan within that budget recomputes.
 
-Prints the bound, dpc's least peak and bound beside it (from --schedule),
-and with --budget-fraction the fewest FLOPs under each budget (a fraction
-of store-everything's peak, read from --full or given in bytes with
---budget).
+--states restricts it to dpc's own choices (select.h): each value kept
+(never made again), made once (at most one copy, freed after its last
+forward use until then), or made at each position that needs it and held
+there only. Its optimum is then a choice dpc can plan: --choice FILE writes
+it (the least, and FILE.BUDGET for each budget) as DPC_SELECT_CHOICE=FILE
+makes dpc plan it in place of its own search's, and --fix FILE solves with
+the states fixed as FILE says (DPC_SELECT_DUMP writes dpc's own least as
+p.json.choice). --relaxed counts each copy with its operands alone (the
+earlier, smaller relaxation, for graphs too large for the exact rows).
+
+Prints the optimum or HiGHS's bounds at the time limit, dpc's least peak
+and bound beside it (from --schedule), and with --budget-fraction the
+fewest FLOPs under each budget (a fraction of store-everything's peak,
+--full, in bytes).
 """
 import argparse
 import json
@@ -435,6 +446,8 @@ def main():
     print(f"{a.problem}: {out['values']} values over {out['positions']} positions; {out['binaries']} binaries, "
           f"{out['columns']} columns, {out['rows']} rows")
     if a.fix:
+        if not a.states:
+            sys.exit("milp.py: --fix needs --states (a choice is one of dpc's three states per value)")
         for line in open(a.fix):
             vid, st = (int(x) for x in line.split())
             if vid in m.state:

@@ -525,7 +525,7 @@ typedef struct {
 } Placed;
 
 /* a final plan's iterated greedy: its walks, the rounds of each at most, and without a lower top; the values
- * all its walks place at most (a sixteenth of that at pack_effort 1) */
+ * all its walks place at most (a 64th of that at pack_effort 1) */
 enum { PACK_WALKS = 16, PACK_ROUNDS = 200, PACK_STALL = 50, PACK_WORK = 400000 };
 
 static int by_size(const void *a, const void *b)
@@ -605,9 +605,8 @@ static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *o
 
 /* q[] packed in its order, each at the lowest offset clear of the values
  * placed before it whose lifetimes overlap its own, into q[].off; stops
- * where the top reaches limit, *stop the value that reached it (-1: none).
- * The top. */
-static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit, int *stop)
+ * where the top reaches limit. The top. */
+static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 {
 	Lifetimes t = {1, NULL, NULL};
 	while (t.size < npos)
@@ -617,7 +616,6 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit, int 
 	Placed *near = malloc(sizeof *near * (size_t)n);
 	int *idx = malloc(sizeof(int) * (size_t)n);
 	int64_t top = 0;
-	*stop = -1;
 	for (int i = 0; i < n && top < limit; i++) {
 		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
 		for (int k = 0; k < m; k++)
@@ -630,7 +628,6 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit, int 
 		q[i].off = off;
 		top = off + q[i].size > top ? off + q[i].size : top;
 		lifetimes_add(&t, i, q[i].start, q[i].end);
-		*stop = top >= limit ? i : -1;
 	}
 	for (int x = 0; x < 2 * t.size; x++)
 		free(t.cover[x].d), free(t.starts[x].d);
@@ -696,19 +693,20 @@ static int by_length(const void *a, const void *b)
 	return by_size(a, b);
 }
 
-/* Iterated greedy from q[]'s order (packed at *top, keep[] its offsets), its rounds returned:
+/* Iterated greedy from q[]'s packing (its top *top, keep[] its offsets):
  * one of the values that reach the top of the last packing moves to the
  * front of the order, and the order is packed again, until the top is the
- * most bytes live at once, for at most `rounds` rounds and PACK_STALL
- * without a lower top. The values at the top are the ones the order placed
- * too late; placed first, they stack below the others. Which of them moves
- * is drawn by a fixed seed: every run packs alike. */
+ * most bytes live at once (live), for at most `rounds` rounds and
+ * PACK_STALL without a lower top; the rounds taken. The values at the top
+ * are the ones the order placed too late; placed first, they stack below
+ * the others. Which of them moves is drawn from seed: every run packs
+ * alike. */
 static int iterate(Placed *q, int n, int64_t npos, int64_t live, int rounds, uint32_t seed, int64_t *top, Placed *keep)
 {
 	int64_t last = *top;
 	int r = 0;
 	for (int stall = 0; r < rounds && stall < PACK_STALL && *top > live; r++, stall++) {
-		int ntop = 0, at = 0, stop;
+		int ntop = 0, at = 0;
 		for (int i = 0; i < n; i++)
 			ntop += q[i].off + q[i].size == last;
 		seed = seed * 1103515245u + 12345u;
@@ -721,7 +719,7 @@ static int iterate(Placed *q, int n, int64_t npos, int64_t live, int rounds, uin
 		Placed x = q[at];
 		memmove(q + 1, q, sizeof *q * (size_t)at);
 		q[0] = x;
-		last = pack_in_order(q, n, npos, INT64_MAX, &stop);
+		last = pack_in_order(q, n, npos, INT64_MAX);
 		if (last < *top)
 			*top = last, stall = -1, memcpy(keep, q, sizeof *q * (size_t)n);
 	}
@@ -777,14 +775,13 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 		busy(q, n, npos);
 	for (int k = 0; k < orders; k++) {
 		qsort(q, (size_t)n, sizeof *q, order[k]);
-		int stop;
-		int64_t top = pack_in_order(q, n, npos, keep_below, &stop);
+		int64_t top = pack_in_order(q, n, npos, keep_below);
 		if (top < keep_below)
 			memcpy(best, q, sizeof *q * (size_t)n), peak = keep_below = top, found = true;
 	}
 	if (walks && found && peak > live) {
 		/* each walk from the best orders' packing, with its own seed: some reach the bytes live at once
-		 * where others stop above them (issue 40's small Inception: 4 of 16) */
+		 * where others stop above them (issue 40's small Inception: not within 4 walks, within 8) */
 		Placed *from = malloc(sizeof *from * (size_t)n);
 		memcpy(from, best, sizeof *q * (size_t)n);
 		for (int walk = 0; walk < walks && peak > live && work >= n; walk++) {

@@ -752,6 +752,43 @@ SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *
 	return greedy_result((Outcome){true, best_peak, best_f});
 }
 
+SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int64_t part, uint8_t *keep)
+{
+	Work w;
+	sel_work_init(&w, P);
+	Cands c = candidates_of(P);
+	uint8_t *best = malloc((size_t)P->n + 1);
+	memcpy(best, keep, (size_t)P->n);
+	int64_t f, peak = sel_commit(&w, keep, &f), best_peak = peak, best_f = peak <= budget ? f : INT64_MAX;
+	int64_t start = f / part;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	for (int64_t k = 0; k < moves && c.nc; k++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		int v = c.c[seed % (uint64_t)c.nc];
+		uint8_t was = keep[v], st = (uint8_t)((was + 1 + (seed >> 40) % 3) % 4);
+		if (!may(P, v, st))
+			continue;
+		int64_t th = start - (start / moves * k + start % moves * k / moves);
+		keep[v] = st;
+		int64_t f2, p2 = sel_eval_try(&w, keep, &f2);
+		/* over the budget only from a start over it, and never further over */
+		if ((p2 > budget && p2 >= peak) || f2 - f > th) {
+			keep[v] = was;
+			continue;
+		}
+		peak = sel_commit(&w, keep, &f);
+		if (peak <= budget && f < best_f) {
+			best_peak = peak, best_f = f;
+			memcpy(best, keep, (size_t)P->n);
+		}
+	}
+	memcpy(keep, best, (size_t)P->n);
+	free(best);
+	free(c.c);
+	sel_work_free(&w);
+	return greedy_result((Outcome){best_f < INT64_MAX, best_peak, best_f});
+}
+
 SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
 {
 	Work w;

@@ -123,6 +123,12 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep);
  * each taken where the peak rises by less than a threshold that falls from
  * keep[]'s peak / part to nothing; the least peak seen, at its fewest FLOPs */
 SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *keep);
+/* threshold accepting on FLOPs from keep[] within budget: `moves` values at
+ * random changed state, each taken where the peak stays within the budget
+ * (or, from a start over it, falls) and the FLOPs rise by less than a
+ * threshold that falls from keep[]'s FLOPs / part to nothing; the fewest
+ * FLOPs seen within the budget, and its peak (fits false: none) */
+SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int64_t part, uint8_t *keep);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */
