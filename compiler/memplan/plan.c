@@ -525,8 +525,9 @@ typedef struct {
 } Placed;
 
 /* a final plan's iterated greedy: its walks, the rounds of each at most, and without a lower top; the values
- * all its walks place at most (a 64th of that at pack_effort 1) */
-enum { PACK_WALKS = 16, PACK_ROUNDS = 200, PACK_STALL = 50, PACK_WORK = 400000 };
+ * all its walks place at most (a 64th of that at pack_effort 1), the fewest rounds a walk is worth, and the
+ * most values a budget's final plan walks over */
+enum { PACK_WALKS = 16, PACK_ROUNDS = 200, PACK_STALL = 50, PACK_WORK = 400000, PACK_FEWEST = 10, PACK_WALK_MOST = 1024 };
 
 static int by_size(const void *a, const void *b)
 {
@@ -757,6 +758,10 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 {
 	int (*order[])(const void *, const void *) = {by_size, by_busy, by_area, by_length};
 	int orders = p->pack_effort ? 4 : 1, walks = p->pack_effort > 1 ? PACK_WALKS : p->pack_effort;
+	/* a budget's final plan of many values packs without walks, which cost seconds there (a budget's fit
+	 * compares plans at pack_effort 2 only on graphs of few values); the least's walks on any */
+	if (p->pack_effort > 1 && !p->graph_least && n > PACK_WALK_MOST)
+		walks = 0;
 	/* the values all walks place: fewer rounds on large programs, where each packing costs more */
 	int64_t work = p->pack_effort > 1 ? PACK_WORK : PACK_WORK / 64;
 	Placed *best = malloc(sizeof *best * (size_t)n);
@@ -784,7 +789,7 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 		 * where others stop above them (issue 40's small Inception: not within 4 walks, within 8) */
 		Placed *from = malloc(sizeof *from * (size_t)n);
 		memcpy(from, best, sizeof *q * (size_t)n);
-		for (int walk = 0; walk < walks && peak > live && work >= n; walk++) {
+		for (int walk = 0; walk < walks && peak > live && work >= (int64_t)n * PACK_FEWEST; walk++) {
 			memcpy(q, from, sizeof *q * (size_t)n);
 			int rounds = work / n < PACK_ROUNDS ? (int)(work / n) : PACK_ROUNDS;
 			work -= (int64_t)n * iterate(q, n, npos, live, rounds, 12345u + (uint32_t)walk, &peak, best);
