@@ -108,7 +108,7 @@ int main(void)
 	group = "select";
 	/* every score the greedy searches take from a committed choice is evaluated whole too */
 	sel_check_tries(true);
-	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, offloading = 0;
+	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, anneal_opt = 0, offloading = 0;
 	double worst_gap = 0;
 	for (int iter = 0; iter < 300; iter++) {
 		int n = 6 + rnd(8);
@@ -175,6 +175,17 @@ int main(void)
 				greedy_opt += g.flops == best;
 				double gap = best ? (double)(g.flops - best) / (double)best : g.flops ? 1 : 0;
 				worst_gap = gap > worst_gap ? gap : worst_gap;
+				/* threshold accepting on FLOPs from the greedy fit: within the budget, as evaluated, no
+				 * more FLOPs than it started from and no fewer than the optimum */
+				SelResult a = sel_anneal_fit(P, budget, 2000, 10, got);
+				pk = sel_eval(P, got, &f, NULL);
+				snprintf(what, sizeof what, "problem %d, budget %lld: from the greedy's %lld FLOPs, threshold accepting "
+				         "%lld at peak %lld (evaluated %lld, %lld); brute force %lld", iter, (long long)budget,
+				         (long long)g.flops, (long long)a.flops, (long long)a.peak, (long long)f, (long long)pk,
+				         (long long)best);
+				check(a.fits && f == a.flops && pk == a.peak && pk <= budget && a.flops <= g.flops && a.flops >= best,
+				      what);
+				anneal_opt += a.flops == best;
 			}
 		}
 		int64_t floor;
@@ -201,6 +212,8 @@ int main(void)
 		       "brute force over every choice (%d fits)\n", problems, offloading, budgets, exact_fits);
 		printf("ok - select: the greedy search's fits are real and its bounds hold; optimal at %d of %d fits, worst %.0f%% "
 		       "over the optimum\n", greedy_opt, greedy_fits, 100 * worst_gap);
+		printf("ok - select: threshold accepting on FLOPs from each greedy fit stays within the budget, as evaluated, "
+		       "never above where it started; optimal at %d of %d\n", anneal_opt, greedy_fits);
 		printf("ok - select: sel_least's floor is below every choice's peak on all %d, and sel_improve from its least "
 		       "keeps the peak and recomputes no more\n", problems);
 	}
