@@ -48,8 +48,7 @@ there only. Its optimum is then a choice dpc can plan: --choice FILE writes
 it (the least, and FILE.BUDGET for each budget) as DPC_SELECT_CHOICE=FILE
 makes dpc plan it in place of its own search's, and --fix FILE solves with
 the states fixed as FILE says (DPC_SELECT_DUMP writes dpc's own least as
-p.json.choice). --relaxed counts each copy with its operands alone (the
-earlier, smaller relaxation, for graphs too large for the exact rows).
+p.json.choice).
 
 Prints the optimum or HiGHS's bounds at the time limit, dpc's least peak
 and bound beside it (from --schedule), and with --budget-fraction the
@@ -85,7 +84,7 @@ def load(path):
 class Model:
     """the variables and rows of the program on problem d"""
 
-    def __init__(self, d, relaxed=False, states=False):
+    def __init__(self, d, states=False):
         self.d = d
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
@@ -171,10 +170,7 @@ class Model:
         self.state = {}
         if states:
             self.three_states()
-        if relaxed:
-            self.moments(d)
-        else:
-            self.copies(d)
+        self.copies(d)
         self.mem_rows = []
         pos = d["positions"]
         for t in range(npos):
@@ -195,58 +191,6 @@ class Model:
             return c
         v = self.vals[vid]
         return 1 if v["def"] <= t <= max(v["fwd_last"], v["def"]) else 0
-
-    def moments(self, d):
-        """While the copies at t are made: the fixed values held into t, each value held into t that the op
-        there reads or that lasts past t (K), and the copy being made with its operands that K does not
-        count (W[t] >= bytes[v] R[t,v] + sum of bytes[u] (R[t,v] - K[t,u]))."""
-        vals, pos = self.vals, d["positions"]
-        bytes_ = {vid: float(v["bytes"]) for vid, v in vals.items()}
-        made = {}
-        for (t, vid), r in self.R.items():
-            made.setdefault(t, []).append(vid)
-        for t, vids in made.items():
-            K = {}
-            for wid, w in vals.items():
-                if not (w["def"] < t <= self.last[wid]):
-                    continue
-                terms = [self.a(t - 1, wid)]
-                reads = t in w["adj"]
-                if not reads:
-                    terms.append(self.a(t + 1, wid))
-                r_t, r_n = self.R.get((t, wid)), (None if reads else self.R.get((t + 1, wid)))
-                if any(x == 0 for x in terms):
-                    continue
-                k = self.col(0, 1, False)
-                K[wid] = k
-                # K >= sum(terms) - R[t] - R[t+1] - (len(terms) - 1); K <= each term, <= 1 - R
-                row, const = {k: 1.0}, -(len(terms) - 1)
-                for x in terms:
-                    if x == 1:
-                        const += 1
-                    else:
-                        row[x] = row.get(x, 0) - 1.0
-                        self.rows.append((-self.inf, 0.0, {k: 1.0, x: -1.0}))
-                for r in (r_t, r_n):
-                    if r is not None:
-                        row[r] = row.get(r, 0) + 1.0
-                        self.rows.append((-self.inf, 1.0, {k: 1.0, r: 1.0}))
-                self.rows.append((float(const), self.inf, row))
-            W = self.col(0, self.inf, False)
-            for vid in vids:
-                r = self.R[t, vid]
-                row = {W: 1.0, r: -bytes_[vid]}
-                for u in set(vals[vid]["in"]):
-                    if u not in vals:
-                        continue
-                    row[r] -= bytes_[u]
-                    if u in K:
-                        row[K[u]] = row.get(K[u], 0) + bytes_[u]
-                self.rows.append((0.0, self.inf, row))
-            row = {self.M: 1.0, W: -1.0}
-            for wid, k in K.items():
-                row[k] = row.get(k, 0) - bytes_[wid]
-            self.rows.append((float(d["fixed"] + pos[t]["into"]), self.inf, row))
 
     def at_least(self, col, plus, minus, const):
         """col >= sum(plus) - sum(minus) + const; a term is a column (int) or a constant (float)"""
@@ -302,7 +246,7 @@ class Model:
         held into t, the copy itself, and every value present then (held into t, or a copy made before it
         there) that is still needed: read by this copy or a later one there, by the op at t, or held past
         t. An elementwise copy may take an operand's storage (share): that operand counts only where it is
-        needed after the copy. Exact on dpc's model, where the relaxed moments() is not."""
+        needed after the copy, as dpc's model and memory plan count it."""
         vals, pos = self.vals, d["positions"]
         made = {}
         for (t, vid) in self.R:
@@ -317,7 +261,6 @@ class Model:
             for k in vids:
                 row = {self.M: 1.0, self.R[t, k]: -float(vals[k]["bytes"])}
                 shared = [u for u in vals[k].get("share", []) if vals[k]["in"].count(u) == 1]
-                S_cols = []
                 for w in alive:
                     if w == k:
                         continue
@@ -436,11 +379,9 @@ def main():
                     help="dpc's own three states per value (kept, made once, made each time) instead of any schedule")
     ap.add_argument("--choice", help="write the least peak's choice here (with --states), as DPC_SELECT_CHOICE reads it")
     ap.add_argument("--fix", help="(with --states) each value's state fixed as this file says (DPC_SELECT_CHOICE's form)")
-    ap.add_argument("--relaxed", action="store_true",
-                    help="count a copy with its operands alone (smaller, for graphs too large for the exact rows)")
     a = ap.parse_args()
     d = load(a.problem)
-    m = Model(d, a.relaxed, a.states)
+    m = Model(d, a.states)
     out = {"values": len(m.vals), "positions": d["npos"], "binaries": sum(m.integer), "columns": m.ncol,
            "rows": len(m.rows)}
     print(f"{a.problem}: {out['values']} values over {out['positions']} positions; {out['binaries']} binaries, "
