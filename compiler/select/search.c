@@ -711,6 +711,22 @@ SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
 	return greedy_result((Outcome){true, peak, f});
 }
 
+/* threshold accepting's move: a candidate drawn from seed and a state
+ * other than its own (*st); -1 where that state is not open to it */
+static int draw(const SelProblem *P, const Cands *c, const uint8_t *keep, uint64_t *seed, uint8_t *st)
+{
+	*seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
+	int v = c->c[*seed % (uint64_t)c->nc];
+	*st = (uint8_t)((keep[v] + 1 + (*seed >> 40) % 3) % 4);
+	return may(P, v, *st) ? v : -1;
+}
+
+/* its threshold at move k of moves: start - floor(start k / moves), without the product's overflow */
+static int64_t falling(int64_t start, int64_t k, int64_t moves)
+{
+	return start - (start / moves * k + start % moves * k / moves);
+}
+
 /* Threshold accepting (Dueck and Scheuer, 1990) on the model's peak: a
  * value at random changes state, taken where the peak rises less than a
  * threshold that falls from keep[]'s peak / part to nothing over `moves`
@@ -726,13 +742,12 @@ SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *
 	int64_t f, peak = sel_commit(&w, keep, &f), best_peak = peak, best_f = f, start = peak / part;
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (int64_t k = 0; k < moves && c.nc; k++) {
-		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-		int v = c.c[seed % (uint64_t)c.nc];
-		uint8_t was = keep[v], st = (uint8_t)((was + 1 + (seed >> 40) % 3) % 4);
-		if (!may(P, v, st))
+		uint8_t st;
+		int v = draw(P, &c, keep, &seed, &st);
+		if (v < 0)
 			continue;
-		/* start - floor(start k / moves), without the product's overflow */
-		int64_t th = start - (start / moves * k + start % moves * k / moves);
+		uint8_t was = keep[v];
+		int64_t th = falling(start, k, moves);
 		keep[v] = st;
 		int64_t f2, p2 = sel_eval_try(&w, keep, &f2);
 		if (p2 - peak > th || (p2 == peak && th == 0 && f2 > f)) {
@@ -763,12 +778,12 @@ SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int
 	int64_t start = f / part;
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (int64_t k = 0; k < moves && c.nc; k++) {
-		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-		int v = c.c[seed % (uint64_t)c.nc];
-		uint8_t was = keep[v], st = (uint8_t)((was + 1 + (seed >> 40) % 3) % 4);
-		if (!may(P, v, st))
+		uint8_t st;
+		int v = draw(P, &c, keep, &seed, &st);
+		if (v < 0)
 			continue;
-		int64_t th = start - (start / moves * k + start % moves * k / moves);
+		uint8_t was = keep[v];
+		int64_t th = falling(start, k, moves);
 		keep[v] = st;
 		int64_t f2, p2 = sel_eval_try(&w, keep, &f2);
 		/* over the budget only from a start over it, and never further over */
