@@ -827,3 +827,55 @@ SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *
 	sel_work_free(&w);
 	return greedy_result(o);
 }
+
+/* the forward's narrowest cuts: cross[t], the values (not fixed) defined
+ * at or before t and read after it; the positions up to *end that the
+ * fewest cross, the least count that at least 16 positions reach */
+static int narrowest(const SelProblem *P, int *cross, int *end)
+{
+	int e = 0;
+	for (int v = 0; v < P->n; v++)
+		if (P->kind[v] != SEL_FIXED && P->fwd_last[v] > e)
+			e = P->fwd_last[v];
+	memset(cross, 0, sizeof(int) * (size_t)(e + 1));
+	for (int v = 0; v < P->n; v++)
+		if (P->kind[v] != SEL_FIXED && P->fwd_last[v] > P->def[v])
+			cross[P->def[v]]++, cross[P->fwd_last[v]]--;
+	int *count = calloc((size_t)P->n + 2, sizeof(int)), q = 0;
+	for (int t = 0, run = 0; t < e; t++) {
+		run += cross[t];
+		cross[t] = run;
+		count[run]++;
+	}
+	for (int c = 1, seen = 0; c <= P->n && !q; c++)
+		if ((seen += count[c]) >= 16)
+			q = c;
+	free(count);
+	*end = e;
+	return q;
+}
+
+void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep)
+{
+	int *cross = malloc(sizeof(int) * (size_t)(P->npos + 1)), end;
+	int q = narrowest(P, cross, &end);
+	/* cut[t]: the kept cuts at or before t */
+	int *cut = malloc(sizeof(int) * (size_t)(P->npos + 1) * 2), *cut2 = cut + P->npos + 1;
+	for (int t = 0, i = 0, n = 0, n2 = 0; t < P->npos; t++) {
+		if (t < end && cross[t] >= 1 && cross[t] <= q) {
+			n += i % every == every - 1;
+			n2 += inner && i % inner == inner - 1;
+			i++;
+		}
+		cut[t] = n, cut2[t] = n2;
+	}
+	for (int v = 0; v < P->n; v++) {
+		if (P->kind[v] == SEL_FIXED)
+			continue;
+		bool crosses = P->fwd_last[v] > P->def[v] && cut[P->fwd_last[v] - 1] > (P->def[v] ? cut[P->def[v] - 1] : 0);
+		bool inside = P->fwd_last[v] > P->def[v] && cut2[P->fwd_last[v] - 1] > (P->def[v] ? cut2[P->def[v] - 1] : 0);
+		keep[v] = crosses ? SEL_KEEP : inside ? SEL_ONCE : SEL_EACH;
+	}
+	free(cut);
+	free(cross);
+}

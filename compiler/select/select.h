@@ -129,6 +129,14 @@ SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *
  * threshold that falls from keep[]'s FLOPs / part to nothing; the fewest
  * FLOPs seen within the budget, and its peak (fits false: none) */
 SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int64_t part, uint8_t *keep);
+/* A start for the least search on long chains: every value computed again
+ * at each use, which holds the least there, except those crossing every
+ * `every`-th of the forward's narrowest cuts (the positions the fewest
+ * values cross), kept, so that no chain of recomputations runs back past
+ * one (without them, ResNet-152's run from its input: 312 forwards
+ * recomputed), and those crossing every `inner`-th (0: none), computed
+ * once (held through their cut's stretch of the adjoint only) */
+void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */
