@@ -1208,11 +1208,6 @@ static void take_planned(Graph *g, Model *m, int64_t (*plan)(Program *), const u
 	}
 }
 
-/* The least peak the model's searches reach, each choice checked by the
- * planner: bisection over budgets, probes, a sweep, starts from the largest
- * values, iterated descents, a descent checked by the planner, then the
- * fewest FLOPs found at that peak. The choice in best[], its planned bytes
- * returned, its search in *out. */
 /* The least search's start for long chains (sel_chain_start, issue 40):
  * the spacing of the kept cuts doubled from 4 while that lowers the
  * model's peak by a sixteenth; then cuts between them computed once, at
@@ -1234,6 +1229,8 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 			break;
 		least = peak, fewest = f, every = k;
 	}
+	if (!every)
+		return;
 	start = least;
 	for (int k = every / 2; k >= 2; k /= 2) {
 		sel_chain_start(P, every, k, keep);
@@ -1247,6 +1244,11 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 	take_planned(g, m, plan, keep, best, hi, flops);
 }
 
+/* The least peak the model's searches reach, each choice checked by the
+ * planner: the chain start, bisection over budgets, probes, a sweep, starts
+ * from the largest values, iterated descents, a descent checked by the planner, then the
+ * fewest FLOPs found at that peak. The choice in best[], its planned bytes
+ * returned, its search in *out. */
 static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *out)
 {
 	Program *p = g->p;

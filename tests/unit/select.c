@@ -217,6 +217,43 @@ int main(void)
 		printf("ok - select: sel_least's floor is below every choice's peak on all %d, and sel_improve from its least "
 		       "keeps the peak and recomputes no more\n", problems);
 	}
+	/* the chain start on a chain of 40 values (value 0 the input, fixed; value v reads v - 1): positions 1 to
+	 * 38 each crossed by one value, its own, so the narrowest cuts are those 38, the i-th at position i + 1.
+	 * At every 4th cut kept (values 4, 8, .. 36), every 2nd between computed once (2, 6, .. 38), the rest at
+	 * each use; inner 0: none once */
+	{
+		int n = 40, chain_ok = 0;
+		SelProblem *P = sel_new(n, n + 10);
+		for (int v = 0; v < n; v++) {
+			P->kind[v] = v ? SEL_CAND : SEL_FIXED;
+			P->def[v] = v, P->fwd_last[v] = v + 1 < n ? v + 1 : v;
+			P->bytes[v] = 8, P->flops[v] = 1;
+			P->adj_first[v] = P->adj_last[v] = v ? 2 * n - v : -1;
+			if (v) {
+				P->nin[v] = 1;
+				P->in[v] = malloc(sizeof(int));
+				P->in[v][0] = v - 1;
+			}
+		}
+		for (int inner = 0; inner <= 2; inner += 2) {
+			uint8_t got[40];
+			got[0] = 7;
+			sel_chain_start(P, 4, inner, got);
+			bool right = got[0] == 7;
+			for (int v = 1; v < n; v++) {
+				uint8_t want = v % 4 == 0 && v < n - 1 ? SEL_KEEP : inner && v % 2 == 0 && v < n - 1 ? SEL_ONCE : SEL_EACH;
+				right &= got[v] == want;
+			}
+			char what[96];
+			snprintf(what, sizeof what, "the chain start on a chain of %d values, cuts kept every 4, once every %d", n,
+			         inner);
+			check(right, what);
+			chain_ok += right;
+		}
+		if (chain_ok == 2)
+			printf("ok - select: the chain start on a chain keeps every 4th of its narrowest cuts and computes every 2nd "
+			       "between once\n");
+	}
 	/* Larger DAGs (hundreds of values and positions, so the committed
 	 * profile has many blocks and the changes reach far): every greedy
 	 * entry point, each result evaluated again, each try checked whole */
