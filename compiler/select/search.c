@@ -855,6 +855,14 @@ static int narrowest(const SelProblem *P, int *cross, int *end)
 	return q;
 }
 
+/* whether v, defined at def and read in the forward until fwd_last, crosses
+ * one of the cuts counted in cut[] (cut[t]: those at or before t) */
+static bool crosses(const SelProblem *P, const int *cut, int v)
+{
+	int from = P->def[v], to = P->fwd_last[v];
+	return to > from && cut[to - 1] > (from ? cut[from - 1] : 0);
+}
+
 void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep)
 {
 	int *cross = malloc(sizeof(int) * (size_t)(P->npos + 1)), end;
@@ -869,13 +877,9 @@ void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep)
 		}
 		cut[t] = n, cut2[t] = n2;
 	}
-	for (int v = 0; v < P->n; v++) {
-		if (P->kind[v] == SEL_FIXED)
-			continue;
-		bool crosses = P->fwd_last[v] > P->def[v] && cut[P->fwd_last[v] - 1] > (P->def[v] ? cut[P->def[v] - 1] : 0);
-		bool inside = P->fwd_last[v] > P->def[v] && cut2[P->fwd_last[v] - 1] > (P->def[v] ? cut2[P->def[v] - 1] : 0);
-		keep[v] = crosses ? SEL_KEEP : inside ? SEL_ONCE : SEL_EACH;
-	}
+	for (int v = 0; v < P->n; v++)
+		if (P->kind[v] != SEL_FIXED)
+			keep[v] = crosses(P, cut, v) ? SEL_KEEP : crosses(P, cut2, v) ? SEL_ONCE : SEL_EACH;
 	free(cut);
 	free(cross);
 }
