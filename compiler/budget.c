@@ -115,8 +115,28 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 	return pick;
 }
 
-CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p)
+/* --checkpoint min-memory with loops: their least shape (every row kept,
+ * the fewest snapshots) holds more than recomputing each taped step, whose
+ * intermediates live only while the step's adjoint runs. The fitted path
+ * with tapes of no rows, fitted to 1 byte (which nothing meets), plans the
+ * fewest bytes it can; the lower of the two is taken, and its scratch copy
+ * is the program (*planned). */
+static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
+	Program *q = scratch_with(ast, o, &ck);
+	CkptOptions f = ck;
+	f.least = false, f.may_stream = false, f.fit = 1, f.rows = false;
+	Program *r = scratch_with(ast, o, &f);
+	/* measured as the final plan packs */
+	q->pack_effort = r->pack_effort = 2;
+	bool fitted = mem_plan(r) < mem_plan(q);
+	*planned = fitted ? r : q;
+	return fitted ? f : ck;
+}
+
+CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned)
+{
+	*planned = NULL;
 	CkptOptions ck = ckpt_options(o);
 	if (ck.mode == CKPT_AUTO && o->device_mem && !ck.least && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
@@ -124,6 +144,8 @@ CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p)
 	bool loops = false;
 	for (int i = 0; i < p->body.len; i++)
 		loops |= p->body.ops[i]->kind == OP_LOOP;
+	if (ck.mode == CKPT_AUTO && ck.least && loops && !ck.stream_all)
+		return least_fit(ast, o, (ck.rows = true, ck), planned);
 	ck.rows = ck.mode == CKPT_AUTO && (!o->device_mem || ck.least || !loops || rows_fit(ast, o));
 	if (ck.mode == CKPT_AUTO && o->device_mem && !ck.least && loops)
 		ck.line_share = share(ast, o, &ck);

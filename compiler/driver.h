@@ -48,8 +48,10 @@ void driver_phase(const DriverOptions *o, const char *what);
 /* the parsed program lowered to the forward IR (passes.c); verbose: -v's notes */
 Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose);
 /* the checkpoint pass's options for p, lowered from ast: under --checkpoint
- * auto and --device-mem, chosen by planning scratch copies (budget.c) */
-CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p);
+ * auto and --device-mem, or min-memory with loops, chosen by planning
+ * scratch copies (budget.c); *planned: the scratch copy already through the
+ * checkpoint pass with them, or NULL */
+CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned);
 /* The passes from a parsed program to the memory plan, in order (passes.c;
  * no LLVM, so that tests and fuzz harnesses run the same list). Stops after
  * the stage o->emit names when it is one of them; *last says which ran last. */

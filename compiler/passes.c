@@ -48,6 +48,8 @@ static void graph_note(Program *p)
 	fputc('\n', stderr);
 }
 
+static Program *checkpointed(const DriverOptions *o, Program *p, Emit *last);
+
 Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 {
 	Program *p = driver_lower(ast, o, true);
@@ -57,9 +59,14 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	driver_phase(o, "lower");
 	if (o->emit == (*last = EMIT_IR))
 		return p;
-	CkptOptions ck = driver_budget(ast, o, p);
+	Program *planned;
+	CkptOptions ck = driver_budget(ast, o, p, &planned);
 	if (o->device_mem && o->ckpt.mode == CKPT_AUTO)
 		driver_phase(o, "auto: store, rows or recompute");
+	if (planned)
+		driver_phase(o, "min-memory: rows or recomputed steps");
+	if (planned && o->emit != EMIT_GRAD)
+		return checkpointed(o, planned, last);
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};
 	p = ad_transform(p, &ad);
 	verify(o, p, "ad_transform");
@@ -70,6 +77,12 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	if (o->emit == (*last = EMIT_GRAD))
 		return p;
 	p = ckpt_pass(p, &ck);
+	return checkpointed(o, p, last);
+}
+
+/* the passes after the checkpoint pass */
+static Program *checkpointed(const DriverOptions *o, Program *p, Emit *last)
+{
 	/* the choices by bytes are made: each plan from here packs harder, at or below the searches' */
 	p->pack_effort = 2;
 	if (o->verbose && p->graph_search)

@@ -717,7 +717,7 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 	}
 }
 
-Program *ckpt_pass(Program *p, const CkptOptions *o)
+static Program *schedule(Program *p, const CkptOptions *o)
 {
 	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
 	bool fitted = p->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
@@ -764,6 +764,20 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
 		return p;
 	}
 	unreachable();
+}
+
+Program *ckpt_pass(Program *p, const CkptOptions *o)
+{
+	if (!o->fit)
+		return schedule(p, o);
+	/* fitted to o->fit; the user's budget, if any, is checked by the memory plan as before */
+	int64_t user = p->device_mem;
+	p->device_mem = o->fit;
+	p = schedule(p, o);
+	p->device_mem = user;
+	/* min-memory asked for the least peak: the straight line's fit to o->fit was its least */
+	p->graph_least = true;
+	return p;
 }
 
 /* what v's schedule recomputes in FLOPs: whole steps (advances, and with a

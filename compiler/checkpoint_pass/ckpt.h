@@ -31,6 +31,9 @@ typedef struct {
 	                       * 0: straight-line values are never offloaded */
 	bool least;         /* --checkpoint min-memory: auto, loops in their least memory, and straight-line code at the
 	                     * least peak the search reaches (the budget, if any, only checked) */
+	int64_t fit;        /* min-memory with loops: a budget the pass fits to as to --device-mem (Program.device_mem
+	                     * meanwhile), with least off: where the fitted path's rows and snapshots hold less than the
+	                     * loops' least shape (the driver finds it on scratch copies, fitting to 1 byte) */
 	int threads;        /* --threads: the straight-line search's threads, 1 or 2 (Program.search_threads) */
 } CkptOptions;
 
