@@ -578,7 +578,8 @@ static int fixed_end(Model *m, Program *p, int u)
 
 /* operand k of op may give op's result its storage, as memplan's in_place
  * lets it where it dies there: an elementwise op, an operand of the
- * result's type that no other operand shares storage with, not a constant,
+ * result's type that no other operand shares storage with (but itself),
+ * not a constant,
  * a parameter or an input; its problem value, or -1 */
 static int lender(Model *m, Program *p, Op *op, int k, int first_op)
 {
@@ -591,7 +592,7 @@ static int lender(Model *m, Program *p, Op *op, int k, int first_op)
 	    !ir_type_eq(ir_vtype(p, x), ir_vtype(p, op->out)))
 		return -1;
 	for (int j = 0; j < op->nin; j++)
-		if (j != k && m->of[op->in[j]] == u)
+		if (j != k && m->of[op->in[j]] == u && op->in[j] != x)
 			return -1;
 	return u;
 }
@@ -631,6 +632,26 @@ static void in_place(Model *m, Program *p, int nv, int first_op)
 				break;
 			}
 		}
+	}
+}
+
+/* the top-level positions of the first and last op naming each of the
+ * adjoint's accumulators (a loop's carried adjoint): variables the plan
+ * packs, live between the two whatever the choice */
+static void acc_spans(Program *p, Block *b, int at, int *first, int *last)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k <= op->nin; k++) {
+			int v = k < op->nin ? op->in[k] : op->out;
+			if (v < 0 || p->values.data[v].kind != VK_VAR || p->values.data[v].vclass != VC_ACC)
+				continue;
+			first[v] = first[v] < 0 ? at : first[v];
+			last[v] = at;
+		}
+		acc_spans(p, &op->body, at, first, last);
+		acc_spans(p, &op->body2, at, first, last);
+		acc_spans(p, &op->body3, at, first, last);
 	}
 }
 
@@ -729,7 +750,8 @@ static Model build(Graph *g, const int *cand, int ncand)
 		Block one = {p->body.ops + i, 1, 0};
 		note_block(&m, &one, i, p->nforward);
 	}
-	/* the fixed values and the adjoint's are the base, each from its definition to its last use */
+	/* the fixed values and the adjoint's are the base, each from its definition to its last use, and the
+	 * adjoint's accumulators from the first op naming one to the last */
 	int64_t *diff = ar_alloc(sizeof(int64_t) * (size_t)(len + 2));
 	for (int u = first_op; u < n; u++) {
 		if (P->kind[u] != SEL_FIXED)
@@ -738,6 +760,16 @@ static Model build(Graph *g, const int *cand, int ncand)
 		diff[P->def[u]] += P->bytes[u];
 		diff[end + 1] -= P->bytes[u];
 	}
+	int *first = ar_alloc(sizeof(int) * (size_t)(nv + 1)), *last = ar_alloc(sizeof(int) * (size_t)(nv + 1));
+	for (int v = 0; v < nv; v++)
+		first[v] = last[v] = -1;
+	for (int i = 0; i < len; i++)
+		acc_spans(p, &(Block){p->body.ops + i, 1, 0}, i, first, last);
+	for (int v = 0; v < nv; v++)
+		if (first[v] >= 0) {
+			diff[first[v]] += mem_aligned(p, p->values.data[v].type);
+			diff[last[v] + 1] -= mem_aligned(p, p->values.data[v].type);
+		}
 	int64_t run = 0;
 	for (int t = 0; t < len; t++)
 		P->base[t] = run += diff[t];

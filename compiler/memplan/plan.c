@@ -301,7 +301,8 @@ static void last_named(Block *b, int at, const int *rt, int *last)
  * written by the same thread, as coalesce allows): a chain such as a
  * norm's scale, shift and relu, or a gradient times a mask, holds one
  * tensor instead of two at each step. Only work-region values, and only an
- * operand no other operand of the op shares storage with. */
+ * operand no other operand of the op shares storage with (but itself, as
+ * in x * x). */
 static void in_place(Program *p)
 {
 	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *rt = malloc(sizeof(int) * (size_t)(nv + 1));
@@ -320,8 +321,9 @@ static void in_place(Program *p)
 			int x = op->in[k], r = rt[x];
 			Value *R = &p->values.data[r];
 			bool alone = true;
+			/* x read twice (x * x) is read at each element before the element is written */
 			for (int j = 0; j < op->nin; j++)
-				alone &= j == k || rt[op->in[j]] != r;
+				alone &= j == k || rt[op->in[j]] != r || op->in[j] == x;
 			if (!alone || last[r] != i || R->res != VR_NONE || R->kind != VK_SSA || !R->def ||
 			    R->def->kind == OP_CONST || !ir_type_eq(ir_vtype(p, x), Y->type))
 				continue;
@@ -1254,7 +1256,7 @@ static int64_t op_working_set(Program *p, Op *op, const bool *fixed)
 			shared = true;
 		if (j == op->nin && shared)
 			continue;
-		int64_t b = ir_bytes(p, p->values.data[v].type);
+		int64_t b = mem_aligned(p, p->values.data[v].type);
 		int k = 0;
 		while (k < nr && root[k] != r)
 			k++;
@@ -1358,6 +1360,122 @@ static int64_t named_across(Across *A, Op *op, int i)
 	return b;
 }
 
+/* Inside a loop's step (a forward loop's body, an adjoint loop's, a
+ * revolve's adjoint step), the same at each op every plan runs: its values
+ * the step makes and a later op of the step reads (held between the two in
+ * every plan; not a tape's rows, whose values a revolve computes again), a
+ * forward step's state from the start to its last read, and the variables
+ * the step assigns (a carried adjoint), which the plan holds through the
+ * loop. The top level's groups held across the loop (at) are held too. */
+typedef struct {
+	const int *group;
+	int *def, *last; /* per group: its step position (-1: the state it starts with; INT_MIN: not the step's), last read */
+	int at;
+} Step;
+
+static void step_read(Step *S, int v)
+{
+	int g = v >= 0 ? S->group[v] : -1;
+	if (g >= 0 && S->def[g] != INT_MIN && S->def[g] < S->at && S->at > S->last[g])
+		S->last[g] = S->at;
+}
+
+static void step_reads(Step *S, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			step_read(S, op->in[k]);
+		for (int k = 0; k < op->ncarry; k++) {
+			step_read(S, op->carg[k]);
+			if (op->cyield)
+				step_read(S, op->cyield[k]);
+			if (op->body3.len)
+				step_read(S, op->cyield3[k]);
+		}
+		step_reads(S, &op->body);
+		step_reads(S, &op->body2);
+		step_reads(S, &op->body3);
+	}
+}
+
+/* the bytes of op's groups held across step position k (S) and of the step's assigned variables op names */
+static int64_t step_named(Program *p, Step *S, Op *op, int k, const bool *assigned)
+{
+	int seen[65], n = 0;
+	int64_t b = 0;
+	for (int j = 0; j <= op->nin && n < 65; j++) {
+		int v = j < op->nin ? op->in[j] : op->out;
+		int g = v < 0 ? -1 : assigned[v] ? v : S->group[v];
+		if (g < 0 || (!assigned[v] && (S->def[g] == INT_MIN || S->def[g] >= k || S->last[g] <= k)))
+			continue;
+		int i = 0;
+		while (i < n && seen[i] != g)
+			i++;
+		if (i == n) {
+			seen[n++] = g;
+			b += mem_aligned(p, p->values.data[g].type);
+		}
+	}
+	return b;
+}
+
+static int64_t step_most(Program *p, Across *A, Op *loop, Block *b, const bool *fixed)
+{
+	int nv = p->values.len;
+	int *group = malloc(sizeof(int) * (size_t)(nv + 1)), *def = malloc(sizeof(int) * (size_t)(nv + 1)),
+	    *last = malloc(sizeof(int) * (size_t)(nv + 1));
+	bool *assigned = calloc((size_t)nv + 1, sizeof *assigned);
+	int64_t *diff = calloc((size_t)b->len + 2, sizeof *diff);
+	if (!group || !def || !last || !assigned || !diff)
+		die("out of memory");
+	for (int v = 0; v < nv; v++) {
+		/* a view of a tape's row is the choice's: with recomputation the value is computed again instead */
+		int r = storage_root(p, v);
+		group[v] = A->group[v] >= 0 && p->values.data[r].kind == VK_SSA ? A->group[v] : -1;
+		def[v] = INT_MIN, last[v] = -1;
+	}
+	int64_t vars = 0;
+	for (int k = 0; k < b->len; k++) {
+		Op *op = b->ops[k];
+		int x = op->kind == OP_ASSIGN ? op->in[0] : -1;
+		if (x >= 0 && !assigned[x] && !fixed[x] && p->values.data[x].res == VR_ARENA)
+			assigned[x] = true, vars += mem_aligned(p, p->values.data[x].type);
+	}
+	Step S = {group, def, last, 0};
+	if (loop->kind == OP_LOOP && A->forward)
+		for (int k = 0; k < loop->ncarry; k++)
+			if (group[loop->carg[k]] >= 0)
+				def[group[loop->carg[k]]] = -1;
+	for (int k = 0; k < b->len; k++) {
+		Op *op = b->ops[k];
+		if (!every_plan_runs(op))
+			continue;
+		S.at = k;
+		step_reads(&S, &(Block){b->ops + k, 1, 0});
+		if (op->out >= 0 && group[op->out] >= 0 && def[group[op->out]] == INT_MIN)
+			def[group[op->out]] = k;
+	}
+	for (int g = 0; g < nv; g++)
+		if (def[g] != INT_MIN && last[g] > def[g] + 1) {
+			int64_t bytes = mem_aligned(p, p->values.data[g].type);
+			diff[def[g] + 2] += bytes;
+			diff[last[g] + 1] -= bytes;
+		}
+	int64_t run = 0, most = 0;
+	for (int k = 0; k < b->len; k++) {
+		run += diff[k + 1];
+		Op *op = b->ops[k];
+		if (!every_plan_runs(op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
+			continue;
+		int64_t w = run + vars - step_named(p, &S, op, k, assigned) - named_across(A, op, A->at) +
+		            op_working_set(p, op, fixed);
+		most = w > most ? w : most;
+	}
+	free(group), free(def), free(last), free(assigned), free(diff);
+	return most;
+}
+
 /* the most bytes of the top level's groups held across one of its ops that
  * every plan runs, beside that op's own working set */
 static int64_t largest_across(Program *p, const bool *fixed)
@@ -1401,8 +1519,15 @@ static int64_t largest_across(Program *p, const bool *fixed)
 	for (int i = 0; i < len; i++) {
 		run += diff[i];
 		Op *op = p->body.ops[i];
-		if (!every_plan_runs(op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
+		if (!every_plan_runs(op))
 			continue;
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+			/* what the top level holds across the loop, and at each op of its step what the step holds */
+			A.at = i, A.forward = i < p->nforward;
+			int64_t w = run + step_most(p, &A, op, op->kind == OP_LOOP ? &op->body : &op->body2, fixed);
+			most = w > most ? w : most;
+			continue;
+		}
 		/* the op's own operands and result are its working set, not held across it */
 		int64_t w = run - named_across(&A, op, i) + op_working_set(p, op, fixed);
 		most = w > most ? w : most;
@@ -1428,12 +1553,12 @@ int64_t mem_peak_bound(Program *p)
 			if (vs[k] < 0)
 				continue;
 			fixed[vs[k]] = true;
-			base += q->streamed ? 0 : ir_bytes(p, p->values.data[vs[k]].type);
+			base += q->streamed ? 0 : mem_aligned(p, p->values.data[vs[k]].type);
 		}
 	}
 	for (int i = 0; i < p->inputs.len; i++) {
 		fixed[p->inputs.data[i].value] = true;
-		base += ir_bytes(p, p->values.data[p->inputs.data[i].value].type);
+		base += mem_aligned(p, p->values.data[p->inputs.data[i].value].type);
 	}
 	int64_t w = largest_working_set(p, &p->body, fixed), held = largest_across(p, fixed);
 	free(fixed);
