@@ -116,22 +116,29 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 }
 
 /* --checkpoint min-memory with loops: their least shape (every row kept,
- * the fewest snapshots) holds more than recomputing each taped step, whose
- * intermediates live only while the step's adjoint runs. The fitted path
- * with tapes of no rows, fitted to 1 byte (which nothing meets), plans the
- * fewest bytes it can; the lower of the two is taken, and its scratch copy
- * is the program (*planned). */
+ * the fewest snapshots) holds more than the fitted path can: its taped
+ * steps may be recomputed instead (their values live only while the step's
+ * adjoint runs), or their rows may drop values, computed again where the
+ * adjoint first reads them. Fitted to 1 byte, which nothing meets, that
+ * path plans the fewest bytes it can, with tapes of rows and without; the
+ * lowest of the three is taken, and its scratch copy is the program
+ * (*planned). */
 static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
-	Program *q = scratch_with(ast, o, &ck);
-	CkptOptions f = ck;
-	f.least = false, f.may_stream = false, f.fit = 1, f.rows = false;
-	Program *r = scratch_with(ast, o, &f);
-	/* measured as the final plan packs */
-	q->pack_effort = r->pack_effort = 2;
-	bool fitted = mem_plan(r) < mem_plan(q);
-	*planned = fitted ? r : q;
-	return fitted ? f : ck;
+	Program *best = scratch_with(ast, o, &ck);
+	best->pack_effort = 2;
+	CkptOptions pick = ck, f = ck;
+	f.least = false, f.may_stream = false, f.fit = 1;
+	for (int rows = 0; rows < 2; rows++) {
+		f.rows = rows;
+		Program *q = scratch_with(ast, o, &f);
+		/* measured as the final plan packs */
+		q->pack_effort = 2;
+		if (mem_plan(q) < mem_plan(best))
+			best = q, pick = f;
+	}
+	*planned = best;
+	return pick;
 }
 
 CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned)

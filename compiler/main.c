@@ -113,9 +113,10 @@ static const Opt opts[] = {
 	 "from other kept values, for the fewest recomputed FLOPs that fit\n"
 	 "(an exact search on small graphs, else greedy with a proven bound,\n"
 	 "both shown by --emit=schedule); min-memory is auto at the least\n"
-	 "peak it reaches, loops in their least memory and straight-line\n"
-	 "code chosen for it (Feng & Huang's objective); --device-mem, if\n"
-	 "given, is then only checked"},
+	 "peak it reaches: loops in the least of their shapes (rows that keep\n"
+	 "everything, rows that keep less, or each taped step computed again\n"
+	 "with the fewest snapshots), straight-line code chosen for it (Feng &\n"
+	 "Huang's objective); --device-mem, if given, is then only checked"},
 	{O_OFFLOAD_COST, "--offload-cost", NULL, "N", K_COUNT, 0, (long long)1 << 20, "a count of FLOPs", "2^20 FLOPs a byte",
 	 "auto: what moving one byte between the device and the host is worth in\n"
 	 "recomputed FLOPs (default 943: an H100's measured 51.6 TFLOP/s of f32\n"

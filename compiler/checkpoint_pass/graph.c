@@ -1417,6 +1417,17 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	least_search(g, m, plan, other, &r);
 	p->pack_effort = 2;
 	int64_t f, hi = planned(g, m, best, plan, &f), h = planned(g, m, other, plan, &r.flops);
+	if (h < hi || (h == hi && r.flops < f)) {
+		memcpy(best, other, (size_t)m->P->n);
+		*res = r;
+		hi = h, f = r.flops;
+	}
+	/* from the lower, blocks of values computed once turned to each use together (sel_blocks), planned as
+	 * the final plan packs: the searches' packings may hold its choice higher (Inception's MILP optimum:
+	 * 65,280 bytes packed hard, 69,376 as the searches pack) */
+	memcpy(other, best, (size_t)m->P->n);
+	r = sel_blocks(m->P, other);
+	h = planned(g, m, other, plan, &r.flops);
 	p->pack_effort = 0;
 	if (h < hi || (h == hi && r.flops < f)) {
 		memcpy(best, other, (size_t)m->P->n);

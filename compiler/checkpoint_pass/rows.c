@@ -42,6 +42,7 @@ struct CkptRows {
 	bool *drop;     /* per row tape: the adjoint computes its value again */
 	int *memo;      /* per value: its copy in the adjoint body being built, or -1 */
 	int *repl;      /* per value: what the adjoint reads instead, or -1 */
+	int *lazy;      /* per value: a dropped row's read, the taped body's value it stands for until first read, or -1 */
 	Block *out;
 	Vec(Edit) edits;
 	Vec(Saved) saved;
@@ -75,8 +76,9 @@ static CkptRows *init(Program *p, CkptRows *r)
 	r->drop = calloc((size_t)nv + 1, 1);
 	r->memo = malloc(sizeof(int) * (size_t)(nv + 1));
 	r->repl = malloc(sizeof(int) * (size_t)(nv + 1));
+	r->lazy = malloc(sizeof(int) * (size_t)(nv + 1));
 	for (int w = 0; w < nv; w++)
-		r->stored[w] = r->src[w] = r->memo[w] = r->repl[w] = -1;
+		r->stored[w] = r->src[w] = r->memo[w] = r->repl[w] = r->lazy[w] = -1;
 	for (int i = p->nforward; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE || !v->ktape)
@@ -99,9 +101,10 @@ static CkptRows *init(Program *p, CkptRows *r)
 static void release(CkptRows *r)
 {
 	free(r->def), free(r->owner), free(r->stored), free(r->src), free(r->drop), free(r->memo), free(r->repl);
+	free(r->lazy);
 	free(r->bits);
 	r->def = r->owner = NULL;
-	r->stored = r->src = r->memo = r->repl = r->bits = NULL;
+	r->stored = r->src = r->memo = r->repl = r->bits = r->lazy = NULL;
 	r->drop = NULL;
 }
 
@@ -217,13 +220,19 @@ static void rewrite(CkptRows *r, Op *v)
 	for (int i = 0; i < old.len; i++) {
 		Op *op = old.ops[i];
 		int t = op->in[0];
+		/* a dropped row's value is computed again right before the first op that reads it, not where the
+		 * row was read: what it is computed from is then held from there on */
 		if (op->kind == OP_SLICE && op->in[1] == v->irow && t < r->nv && r->src[t] >= 0 && r->drop[t]) {
-			r->repl[op->out] = materialize(r, v, r->src[t]);
+			r->lazy[op->out] = r->src[t];
 			continue;
 		}
-		for (int k = 0; k < op->nin; k++)
-			if (op->in[k] < r->nv && r->repl[op->in[k]] >= 0)
-				edit(r, op, k, r->repl[op->in[k]]);
+		for (int k = 0; k < op->nin; k++) {
+			int x = op->in[k];
+			if (x < r->nv && r->lazy[x] >= 0 && r->repl[x] < 0)
+				r->repl[x] = materialize(r, v, r->lazy[x]);
+			if (x < r->nv && r->repl[x] >= 0)
+				edit(r, op, k, r->repl[x]);
+		}
 		ir_append(&v->body2, op);
 	}
 	drop_stores(r, &v->body3);

@@ -1373,6 +1373,13 @@ typedef struct {
 	int at;
 } Step;
 
+/* an op only a plan with tapes runs: a store into a tape's row, a mask packed in bits for one */
+static bool taping(Program *p, const Op *op)
+{
+	return op->kind == OP_BITS ||
+	       (op->kind == OP_STORE_SLICE && p->values.data[op->in[0]].kind == VK_VAR && p->values.data[op->in[0]].vclass == VC_TAPE);
+}
+
 static void step_read(Step *S, int v)
 {
 	int g = v >= 0 ? S->group[v] : -1;
@@ -1380,10 +1387,12 @@ static void step_read(Step *S, int v)
 		S->last[g] = S->at;
 }
 
-static void step_reads(Step *S, Block *b)
+static void step_reads(Program *p, Step *S, Block *b)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
+		if (taping(p, op))
+			continue;
 		for (int k = 0; k < op->nin; k++)
 			step_read(S, op->in[k]);
 		for (int k = 0; k < op->ncarry; k++) {
@@ -1393,9 +1402,9 @@ static void step_reads(Step *S, Block *b)
 			if (op->body3.len)
 				step_read(S, op->cyield3[k]);
 		}
-		step_reads(S, &op->body);
-		step_reads(S, &op->body2);
-		step_reads(S, &op->body3);
+		step_reads(p, S, &op->body);
+		step_reads(p, S, &op->body2);
+		step_reads(p, S, &op->body3);
 	}
 }
 
@@ -1449,10 +1458,10 @@ static int64_t step_most(Program *p, Across *A, Op *loop, Block *b, const bool *
 				def[group[loop->carg[k]]] = -1;
 	for (int k = 0; k < b->len; k++) {
 		Op *op = b->ops[k];
-		if (!every_plan_runs(op))
+		if (!every_plan_runs(op) || taping(p, op))
 			continue;
 		S.at = k;
-		step_reads(&S, &(Block){b->ops + k, 1, 0});
+		step_reads(p, &S, &(Block){b->ops + k, 1, 0});
 		if (op->out >= 0 && group[op->out] >= 0 && def[group[op->out]] == INT_MIN)
 			def[group[op->out]] = k;
 	}
@@ -1466,7 +1475,7 @@ static int64_t step_most(Program *p, Across *A, Op *loop, Block *b, const bool *
 	for (int k = 0; k < b->len; k++) {
 		run += diff[k + 1];
 		Op *op = b->ops[k];
-		if (!every_plan_runs(op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
+		if (!every_plan_runs(op) || taping(p, op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
 			continue;
 		int64_t w = run + vars - step_named(p, &S, op, k, assigned) - named_across(A, op, A->at) +
 		            op_working_set(p, op, fixed);

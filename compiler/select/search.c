@@ -677,35 +677,44 @@ static Cands candidates_of(const SelProblem *P)
 static SelResult greedy_result(Outcome o) { return (SelResult){o.fits, o.peak, o.flops, INT64_MAX, SEL_GREEDY}; }
 
 /* First-improvement descent from keep[]: one value's state changed (kept,
- * computed once, computed each time) where that lowers the peak, or keeps
- * it and saves FLOPs; passes until none helps or `passes` ran out. */
-SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
+ * computed once, computed each time) where that lowers the peak, or
+ * (flops_too) keeps it and saves FLOPs; passes until none helps or
+ * `passes` ran out. The peak returned, its FLOPs in *fl. */
+static int64_t descend(Work *w, const Cands *c, int passes, bool flops_too, uint8_t *keep, int64_t *fl)
 {
-	Work w;
-	sel_work_init(&w, P);
-	Cands c = candidates_of(P);
-	int64_t f, peak = sel_commit(&w, keep, &f);
+	const SelProblem *P = w->P;
+	int64_t f, peak = sel_commit(w, keep, &f);
 	for (int pass = 0; pass < passes; pass++) {
 		bool moved = false;
-		for (int i = 0; i < c.nc; i++) {
-			int v = c.c[i];
+		for (int i = 0; i < c->nc; i++) {
+			int v = c->c[i];
 			uint8_t was = keep[v], best = was;
 			for (uint8_t st = SEL_ONCE; st <= SEL_HOST; st++) {
 				if (st == was || !may(P, v, st))
 					continue;
 				keep[v] = st;
-				int64_t f2, p2 = sel_eval_try(&w, keep, &f2);
-				if (p2 < peak || (p2 == peak && f2 < f))
+				int64_t f2, p2 = sel_eval_try(w, keep, &f2);
+				if (p2 < peak || (flops_too && p2 == peak && f2 < f))
 					peak = p2, f = f2, best = st;
 			}
 			keep[v] = best;
 			if (best != was)
-				sel_commit(&w, keep, &f);
+				sel_commit(w, keep, &f);
 			moved |= best != was;
 		}
 		if (!moved)
 			break;
 	}
+	*fl = f;
+	return peak;
+}
+
+SelResult sel_lower(const SelProblem *P, int passes, uint8_t *keep)
+{
+	Work w;
+	sel_work_init(&w, P);
+	Cands c = candidates_of(P);
+	int64_t f, peak = descend(&w, &c, passes, true, keep, &f);
 	free(c.c);
 	sel_work_free(&w);
 	return greedy_result((Outcome){true, peak, f});
@@ -882,4 +891,68 @@ void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep)
 			keep[v] = crosses(P, cut, v) ? SEL_KEEP : crosses(P, cut2, v) ? SEL_ONCE : SEL_EACH;
 	free(cut);
 	free(cross);
+}
+
+/* A descent by pairs for the peak: a kept value computed once instead
+ * while another, not kept, is kept instead, where that lowers the peak (the
+ * same bytes held across another stretch); passes while one helps. */
+static int64_t pair_lower(Work *w, const Cands *c, uint8_t *keep, int64_t peak, int64_t *f)
+{
+	bool moved = true;
+	while (moved) {
+		moved = false;
+		for (int i = 0; i < c->nc && !moved; i++) {
+			int u = c->c[i];
+			if (keep[u] != SEL_KEEP)
+				continue;
+			keep[u] = SEL_ONCE;
+			for (int j = 0; j < c->nc && !moved; j++) {
+				int v = c->c[j];
+				uint8_t was = keep[v];
+				if (v == u || was == SEL_KEEP)
+					continue;
+				keep[v] = SEL_KEEP;
+				int64_t f2, p2 = sel_eval_try(w, keep, &f2);
+				if (p2 < peak)
+					peak = p2, *f = f2, moved = true, sel_commit(w, keep, &f2);
+				else
+					keep[v] = was;
+			}
+			if (!moved)
+				keep[u] = SEL_KEEP;
+		}
+	}
+	return peak;
+}
+
+SelResult sel_blocks(const SelProblem *P, uint8_t *keep)
+{
+	Work w;
+	sel_work_init(&w, P);
+	Cands c = candidates_of(P);
+	uint8_t *try = malloc((size_t)P->n + 1);
+	int64_t f, peak = sel_commit(&w, keep, &f);
+	for (int len = 8; len <= 64; len *= 2)
+		for (int s = 0; s < P->n; s += len / 2) {
+			memcpy(try, keep, (size_t)P->n);
+			bool any = false;
+			for (int u = s; u < s + len && u < P->n; u++)
+				if (P->kind[u] != SEL_FIXED && try[u] == SEL_ONCE)
+					try[u] = SEL_EACH, any = true;
+			if (!any)
+				continue;
+			/* for the peak alone first: a descent that also saves FLOPs undoes the block at once */
+			int64_t f2, p2 = descend(&w, &c, 4, false, try, &f2);
+			p2 = pair_lower(&w, &c, try, p2, &f2);
+			p2 = descend(&w, &c, 4, true, try, &f2);
+			if (p2 < peak || (p2 == peak && f2 < f)) {
+				peak = p2, f = f2;
+				memcpy(keep, try, (size_t)P->n);
+			}
+			sel_commit(&w, keep, &f2);
+		}
+	free(try);
+	free(c.c);
+	sel_work_free(&w);
+	return greedy_result((Outcome){true, peak, f});
 }
