@@ -932,7 +932,7 @@ SelResult sel_blocks(const SelProblem *P, uint8_t *keep)
 	Cands c = candidates_of(P);
 	uint8_t *try = malloc((size_t)P->n + 1);
 	int64_t f, peak = sel_commit(&w, keep, &f);
-	for (int len = 8; len <= 64; len *= 2)
+	for (int len = 32; len <= 64; len *= 2)
 		for (int s = 0; s < P->n; s += len / 2) {
 			memcpy(try, keep, (size_t)P->n);
 			bool any = false;

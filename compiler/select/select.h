@@ -151,12 +151,13 @@ SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *
 void sel_check_tries(bool on);
 /* that floor alone: the most any position holds less every candidate that could be freed there */
 int64_t sel_floor(const SelProblem *P);
-/* From keep[]: for windows of 8 to 64 values in program order, each value
- * computed once there computed at each use instead, then descents for the
- * peak (one value, then pairs: one kept value for another) and for FLOPs;
- * keep[] becomes the lowest found (where recomputations' chains overlap, a
- * module's values computed at each use together hold less, which no
- * change of one or two values shows). */
+/* From keep[]: for windows of 32 and 64 values in program order (each
+ * overlapping the next by half), each value computed once there computed
+ * at each use instead, then descents for the peak (one value, then pairs:
+ * one kept value for another) and for FLOPs; keep[] becomes the lowest
+ * found (where recomputations' chains overlap, a module's values computed
+ * at each use together hold less, which no change of one or two values
+ * shows). */
 SelResult sel_blocks(const SelProblem *P, uint8_t *keep);
 
 #endif
