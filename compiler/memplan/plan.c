@@ -122,9 +122,6 @@ static void uses(Live *L, Block *b)
 		vec_push(&L->spans, s);
 		for (int k = 0; k < op->ncarry; k++)
 			use(L, op->carg[k], s.end);
-		/* the initial state as snapshot slot 0: held to the revolve's end */
-		for (int k = 0; op->kind == OP_REVOLVE && op->snap0_in && k < op->ncarry; k++)
-			use(L, op->in[k], s.end);
 		uses(L, &op->body);
 		uses(L, &op->body3);
 		uses(L, &op->body2);
@@ -1059,27 +1056,38 @@ static int64_t place_bytes(Program *p, int v, int64_t at, int64_t bytes)
 
 static int64_t place(Program *p, int v, int64_t at) { return place_bytes(p, v, at, ir_bytes(p, p->values.data[v].type)); }
 
-/* A revolve's snapshot slot 0 holds the loop's initial state in[k], which
- * the revolve reads as it starts: in every plan that value is held from the
- * forward loop to the revolve. Slot 0 is then that value's own storage,
- * held on to the revolve's end, and the snapshots hold the other slots
- * (Op.snap0_in): a copy held for the whole step would hold the same bytes
- * twice. Only where the value the revolve reads is the one its forward loop
- * started from (not a copy the adjoint computed again or fetched), which
- * the forward loop's save into slot 0 then leaves as it is; not a
- * parameter or an input, and not with host slots or pooled rows. */
+/* whether an op of b, at any depth, reads storage root r */
+static bool reads_root(Program *p, Block *b, int r)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			if (op->in[k] >= 0 && root(p, op->in[k]) == r)
+				return true;
+		if (reads_root(p, &op->body, r) || reads_root(p, &op->body2, r) || reads_root(p, &op->body3, r))
+			return true;
+	}
+	return false;
+}
+
+/* A revolve's snapshot slot 0 holds the loop's initial state in[k]. Where
+ * the top level reads in[k]'s storage after the loop anyway (an activation
+ * another op's adjoint reads, a parameter or an input), slot 0 is that
+ * storage and the snapshots hold the other slots (Op.snap0_in): the copy
+ * would hold the same bytes twice. Not with host slots or pooled rows. */
 static void snap0_held(Program *p)
 {
 	for (int i = 0; i < p->body.len; i++) {
 		Op *op = p->body.ops[i];
 		if (op->kind != OP_REVOLVE)
 			continue;
-		bool held = !op->nhost && !op->pool && op->nsnap >= 1 && op->primal && op->primal->ncarry == op->ncarry;
+		bool held = !op->nhost && !op->pool && op->nsnap >= 1;
 		for (int k = 0; k < op->ncarry && held; k++) {
 			int r = root(p, op->in[k]);
 			Op *d = p->values.data[r].def;
-			held = p->values.data[r].kind == VK_SSA && d && d->kind != OP_PARAM && d->kind != OP_INPUT &&
-			       r == root(p, op->primal->in[k]);
+			bool fixed = d && (d->kind == OP_PARAM || d->kind == OP_INPUT);
+			held = fixed || ir_is_result(p, r) ||
+			       reads_root(p, &(Block){p->body.ops + i + 1, p->body.len - i - 1, 0}, r);
 		}
 		op->snap0_in = held;
 	}
