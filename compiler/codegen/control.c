@@ -20,18 +20,12 @@ static int carried_tape(Op *v, int c)
 }
 
 /* Where snapshot `slot` (an i64) of v's carried value c lives: its row of
- * the snapshots (slot 0 the initial value's own storage with snap0_in, the
- * rows then slots 1..), or with pooled rows beyond those, row ktape - (slot
- * - nsnap + 1) of the value's tape. */
+ * the snapshots, or with pooled rows beyond those, row ktape - (slot -
+ * nsnap + 1) of the value's tape. */
 static LLVMValueRef slot_addr(Host *h, Op *v, int c, LLVMValueRef slot)
 {
 	Cg *g = h->g;
 	int64_t bytes = ir_bytes(g->p, ir_vtype(g->p, v->carg[c]));
-	if (v->snap0_in) {
-		LLVMValueRef row = LLVMBuildMul(g->b, LLVMBuildSub(g->b, slot, cg_i64(g, 1), ""), cg_i64(g, bytes), "");
-		LLVMValueRef first = LLVMBuildICmp(g->b, LLVMIntEQ, slot, cg_i64(g, 0), "");
-		return LLVMBuildSelect(g->b, first, cg_addr(h, v->in[c]), LLVMBuildAdd(g->b, cg_addr(h, v->snap[c]), row, ""), "");
-	}
 	LLVMValueRef snap = LLVMBuildAdd(g->b, cg_addr(h, v->snap[c]), LLVMBuildMul(g->b, slot, cg_i64(g, bytes), ""), "");
 	if (!v->pool)
 		return snap;

@@ -320,8 +320,6 @@ struct Op {
 	int *cyield3;
 	int64_t ktape;
 	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (rev_sweep_schedule) */
-	bool snap0_in;    /* OP_REVOLVE: slot 0 (the initial state) is in[k]'s own storage, which the top level reads
-	                   * after the loop; snap[k]'s rows hold slots 1.. (the memory plan decides, snap0_held) */
 	struct RevPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
 	                        * (rev_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
 	int64_t ptail;    /* with a pool: the steps its forward loop tapes (the pool's tail, for ir_loop_tail) */

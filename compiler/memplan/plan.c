@@ -1045,52 +1045,13 @@ static void leading_sums(Program *p, Block *b)
 
 int64_t mem_aligned(Program *p, Type t) { return align_up(ir_bytes(p, t)); }
 
-/* v at `at`, `bytes` of it (aligned); the bytes taken */
-static int64_t place_bytes(Program *p, int v, int64_t at, int64_t bytes)
+static int64_t place(Program *p, int v, int64_t at)
 {
 	Value *x = &p->values.data[v];
 	x->res = VR_ARENA;
 	x->offset = at;
-	return extend(p, v, at, align_up(bytes)) - at;
-}
-
-static int64_t place(Program *p, int v, int64_t at) { return place_bytes(p, v, at, ir_bytes(p, p->values.data[v].type)); }
-
-/* whether an op of b, at any depth, reads storage root r */
-static bool reads_root(Program *p, Block *b, int r)
-{
-	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i];
-		for (int k = 0; k < op->nin; k++)
-			if (op->in[k] >= 0 && root(p, op->in[k]) == r)
-				return true;
-		if (reads_root(p, &op->body, r) || reads_root(p, &op->body2, r) || reads_root(p, &op->body3, r))
-			return true;
-	}
-	return false;
-}
-
-/* A revolve's snapshot slot 0 holds the loop's initial state in[k]. Where
- * the top level reads in[k]'s storage after the loop anyway (an activation
- * another op's adjoint reads, a parameter or an input), slot 0 is that
- * storage and the snapshots hold the other slots (Op.snap0_in): the copy
- * would hold the same bytes twice. Not with host slots or pooled rows. */
-static void snap0_held(Program *p)
-{
-	for (int i = 0; i < p->body.len; i++) {
-		Op *op = p->body.ops[i];
-		if (op->kind != OP_REVOLVE)
-			continue;
-		bool held = !op->nhost && !op->pool && op->nsnap >= 1;
-		for (int k = 0; k < op->ncarry && held; k++) {
-			int r = root(p, op->in[k]);
-			Op *d = p->values.data[r].def;
-			bool fixed = d && (d->kind == OP_PARAM || d->kind == OP_INPUT);
-			held = fixed || ir_is_result(p, r) ||
-			       reads_root(p, &(Block){p->body.ops + i + 1, p->body.len - i - 1, 0}, r);
-		}
-		op->snap0_in = held;
-	}
+	int64_t size = align_up(ir_bytes(p, x->type));
+	return extend(p, v, at, size) - at;
 }
 
 static void plan(Program *p);
@@ -1190,19 +1151,9 @@ static void plan(Program *p)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);
 	p->plan_tape = at - mark, mark = at;
-	snap0_held(p);
-	bool *less = calloc((size_t)nv + 1, sizeof *less);
-	if (!less)
-		die("out of memory");
-	for (int i = 0; i < p->body.len; i++)
-		for (int k = 0; p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->snap0_in && k < p->body.ops[i]->ncarry; k++)
-			less[p->body.ops[i]->snap[k]] = true;
-	for (int v = 0; v < nv; v++) {
-		Value *x = &p->values.data[v];
-		if (x->kind == VK_VAR && x->vclass == VC_SNAP)
-			at += place_bytes(p, v, at, less[v] ? ir_bytes(p, x->type) / x->type.dim[0] * (x->type.dim[0] - 1) : ir_bytes(p, x->type));
-	}
-	free(less);
+	for (int v = 0; v < nv; v++)
+		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SNAP)
+			at += place(p, v, at);
 	p->plan_snap = at - mark, mark = at;
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
