@@ -760,7 +760,7 @@ PY
 }
 # at the samples' own sizes (measured 2026-11-27: classifier 1.04 points, DenseNet 0.87, U-Net 0.34, the
 # oscillator 0.05; Inception's least, 3.51 points above, is the MILP's optimum over any schedule, checked below;
-# the other loops' steps are held whole: ResNet 13.6, GPT 4.5, the residual MLP 3.7, DRANet 2.9)
+# the other loops' shapes hold more at the peak: ResNet 13.6, GPT 4.5, the residual MLP 3.7, DRANet 2.9)
 for s in classifier densenet unet oscillator; do
 	near_bound "ckpt/least near the bound $s" "$o/bound.$s-none.json" "$o/bound.$s-least.json"
 done

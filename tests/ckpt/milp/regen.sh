@@ -2,9 +2,10 @@
 # tests/ckpt/milp/regen.sh: the optima that tests/ckpt/run.sh checks dpc's
 # least peaks and fits against (issue 40), solved again by bench/milp.py
 # with HiGHS (pip install -r bench/requirements-milp.txt; make test needs
-# neither). For each graph here and samples/unet.dp, densenet.dp at their
-# default sizes: store-everything's peak, the problem dpc's least search
-# states (DPC_SELECT_DUMP), and the MILP's optima over it, over any schedule
+# neither). For each graph here and samples/unet.dp, densenet.dp and
+# inception.dp at their default sizes: store-everything's peak, the problem
+# dpc's least search states (DPC_SELECT_DUMP), and the MILP's optima over
+# it, over any schedule
 # on dpc's order of ops (a bound no plan goes below) and over dpc's own three
 # states per value: the least peak, and at 60% and 75% of store-everything
 # the fewest FLOPs recomputed (null where no plan fits). Writes expected.json
@@ -19,7 +20,7 @@ PYTHON=${PYTHON:-python3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 graphs=(tests/ckpt/milp/unet.dp tests/ckpt/milp/densenet.dp tests/ckpt/milp/inception.dp samples/unet.dp
-	samples/densenet.dp)
+	samples/densenet.dp samples/inception.dp)
 for dp in "${graphs[@]}"; do
 	name=$(echo "$dp" | tr / _)
 	"$DPC" --target cpu "$dp" --checkpoint none --stream none --schedule-json "$out/$name.none.json" -o /dev/null
