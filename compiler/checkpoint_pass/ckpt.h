@@ -31,9 +31,10 @@ typedef struct {
 	                       * 0: straight-line values are never offloaded */
 	bool least;         /* --checkpoint min-memory: auto, loops in their least memory, and straight-line code at the
 	                     * least peak the search reaches (the budget, if any, only checked) */
-	int64_t fit;        /* min-memory with loops: a budget the pass fits to as to --device-mem (Program.device_mem
-	                     * meanwhile), with least off: where the fitted path's rows and snapshots hold less than the
-	                     * loops' least shape (the driver finds it on scratch copies, fitting to 1 byte) */
+	int64_t fit;        /* min-memory with loops, least off: a budget the pass fits to as to --device-mem
+	                     * (Program.device_mem meanwhile); the driver passes 1, which no plan meets, so that the
+	                     * pass plans the fewest bytes it can, and keeps that where it is below the loops' least
+	                     * shape (budget.c's least_fit); 0: none */
 	int threads;        /* --threads: the straight-line search's threads, 1 or 2 (Program.search_threads) */
 } CkptOptions;
 

@@ -579,8 +579,7 @@ static int fixed_end(Model *m, Program *p, int u)
 /* operand k of op may give op's result its storage, as memplan's in_place
  * lets it where it dies there: an elementwise op, an operand of the
  * result's type that no other operand shares storage with (but itself),
- * not a constant,
- * a parameter or an input; its problem value, or -1 */
+ * not a constant, a parameter or an input; its problem value, or -1 */
 static int lender(Model *m, Program *p, Op *op, int k, int first_op)
 {
 	int x = op->in[k], u = m->of[x];
