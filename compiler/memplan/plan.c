@@ -1308,8 +1308,9 @@ typedef struct {
 
 static bool every_plan_runs(Op *op) { return !op->recomputed && op->kind != OP_OFFLOAD && op->kind != OP_FETCH && op->kind != OP_SETTLE; }
 
-static void across_read(Across *A, int v)
+static void across_read(void *ctx, int v)
 {
+	Across *A = ctx;
 	if (v < 0 || A->group[v] < 0)
 		return;
 	int g = A->group[v];
@@ -1319,24 +1320,30 @@ static void across_read(Across *A, int v)
 	A->last[g] = A->at > A->last[g] ? A->at : A->last[g];
 }
 
-static void across_reads(Across *A, Block *b)
+/* read(ctx, v) for each value the ops of b read, at any depth (operands,
+ * carried values and yields), but those of ops skip() names */
+static void each_read(Program *p, Block *b, bool (*skip)(Program *, const Op *), void (*read)(void *, int), void *ctx)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
+		if (skip && skip(p, op))
+			continue;
 		for (int k = 0; k < op->nin; k++)
-			across_read(A, op->in[k]);
+			read(ctx, op->in[k]);
 		for (int k = 0; k < op->ncarry; k++) {
-			across_read(A, op->carg[k]);
+			read(ctx, op->carg[k]);
 			if (op->cyield)
-				across_read(A, op->cyield[k]);
+				read(ctx, op->cyield[k]);
 			if (op->body3.len)
-				across_read(A, op->cyield3[k]);
+				read(ctx, op->cyield3[k]);
 		}
-		across_reads(A, &op->body);
-		across_reads(A, &op->body2);
-		across_reads(A, &op->body3);
+		each_read(p, &op->body, skip, read, ctx);
+		each_read(p, &op->body2, skip, read, ctx);
+		each_read(p, &op->body3, skip, read, ctx);
 	}
 }
+
+static void across_reads(Across *A, Block *b) { each_read(A->p, b, NULL, across_read, A); }
 
 /* the bytes of the groups op names (operands, result) that are held across
  * position i: its own working set counts them */
@@ -1380,33 +1387,15 @@ static bool taping(Program *p, const Op *op)
 	       (op->kind == OP_STORE_SLICE && p->values.data[op->in[0]].kind == VK_VAR && p->values.data[op->in[0]].vclass == VC_TAPE);
 }
 
-static void step_read(Step *S, int v)
+static void step_read(void *ctx, int v)
 {
+	Step *S = ctx;
 	int g = v >= 0 ? S->group[v] : -1;
 	if (g >= 0 && S->def[g] != INT_MIN && S->def[g] < S->at && S->at > S->last[g])
 		S->last[g] = S->at;
 }
 
-static void step_reads(Program *p, Step *S, Block *b)
-{
-	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i];
-		if (taping(p, op))
-			continue;
-		for (int k = 0; k < op->nin; k++)
-			step_read(S, op->in[k]);
-		for (int k = 0; k < op->ncarry; k++) {
-			step_read(S, op->carg[k]);
-			if (op->cyield)
-				step_read(S, op->cyield[k]);
-			if (op->body3.len)
-				step_read(S, op->cyield3[k]);
-		}
-		step_reads(p, S, &op->body);
-		step_reads(p, S, &op->body2);
-		step_reads(p, S, &op->body3);
-	}
-}
+static void step_reads(Program *p, Step *S, Block *b) { each_read(p, b, taping, step_read, S); }
 
 /* the bytes of op's groups held across step position k (S) and of the step's assigned variables op names */
 static int64_t step_named(Program *p, Step *S, Op *op, int k, const bool *assigned)
