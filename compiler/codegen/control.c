@@ -554,7 +554,7 @@ static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef coun
 		if (!shared) {
 			shared = LLVMAddGlobalInAddressSpace(g->mod, at, "dp_actions", 3);
 			LLVMSetInitializer(shared, LLVMGetUndef(at));
-			LLVMSetLinkage(shared, LLVMInternalLinkage);
+			LLVMSetLinkage(shared, LLVMExternalLinkage);
 		}
 	}
 	DLoop j = dloop_begin(h, cg_i64(g, 0), count);

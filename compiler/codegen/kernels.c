@@ -599,7 +599,7 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 	if (!s) {
 		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
 		LLVMSetInitializer(s, LLVMGetUndef(at));
-		LLVMSetLinkage(s, LLVMInternalLinkage);
+		LLVMSetLinkage(s, LLVMExternalLinkage);
 		LLVMSetAlignment(s, 16);
 	} else if (LLVMGlobalGetValueType(s) != at) {
 		/* a second size under one name would read past the first's end */

@@ -55,6 +55,13 @@ expect_ptx "wide f32: index division in 32 bits" "$TEST_OUT/wide.f32.ptx" 'mul\.
 for s in resmlp classifier oscillator wide; do
 	expect_ptx "$s: no 64-bit index division" "$TEST_OUT/$s.f32.ptx" '(div|rem)\.[us]64|mul\.hi\.[us]64' "-eq 0"
 done
+# a block's partials are read only after its barrier, in every kernel: two
+# reductions in a row (a loss with ignore_index, groupnorm's long rows, as
+# in ResNet-56 at batch 128) read the first's partials or raced on the GPU
+"$DPC" -D B=128 -D S=32 -D C=16 -D N=9 --emit=ptx samples/resnet.dp -o "$TEST_OUT/resnet56.f32.ptx" 2>"$TEST_OUT/resnet56.log" ||
+	notok "ptx/resnet56: emitted" "$TEST_OUT/resnet56.log"
+check "ptx-quality/block partials read after the barrier (every sample and op program, ResNet-56)" \
+	python3 tests/ptx/barriers.py "$TEST_OUT"/*.ptx
 
 for dp in samples/*.dp; do
 	name=$(basename "$dp" .dp)
