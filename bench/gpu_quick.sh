@@ -42,7 +42,7 @@ net() {
 		local ms peak
 		ms=$(field "/tmp/q_$name.json" ms_per_step)
 		peak=$(field "/tmp/q_$name.json" peak_device_bytes)
-		say "- dpc: $(printf %.2f "$ms") ms/step, peak $(python3 -c "print(f'{$peak / 2**30:.2f}')") GiB; predicted $(printf %.2f "$(field "$B/kernels/$name.$kind.json" predicted_step_ms)") ms/step"
+		say "- dpc: $(printf %.2f "$ms") ms/step, peak $(python3 -c "print(f'{$peak / 2**30:.2f}')") GiB, loss $(printf %.4f "$(field "/tmp/q_$name.json" loss_first)") -> $(printf %.4f "$(field "/tmp/q_$name.json" loss_last)"); predicted $(printf %.2f "$(field "$B/kernels/$name.$kind.json" predicted_step_ms)") ms/step"
 		echo "$ms" >"/tmp/q_$name.ms"
 	else
 		say "- dpc: failed or over 60 s (status $?; the log: gpu_quick.log)"

@@ -184,7 +184,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | resnet56.cuda | resnet250k.cuda) continue ;; esac # benchmarks: bench/
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -258,8 +258,9 @@ if [ -n "$SAN" ]; then
 	check "gpu/compute-sanitizer buffers" bash -c "'$SAN' --error-exitcode 3 $B/buffers.cuda_buf --steps 3 >$TEST_OUT/san_buf.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_buf.log || { cat $TEST_OUT/san_buf.log; false; }"
 	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
 	# the shared-memory and shuffle paths: races and uninitialised reads too
+	# (seg_xent: two block reductions in a row, raced on 2026-11-27)
 	for tool in memcheck racecheck synccheck initcheck; do
-		for s in wide attention_tiles attention_heads16; do
+		for s in wide attention_tiles attention_heads16 seg_xent; do
 			x=$B/ops/$s.cuda
 			[ $s = attention_heads16 ] && x=$B/ops/$s.cudabf
 			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $x --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
