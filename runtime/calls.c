@@ -50,6 +50,29 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
 		rt_prof_end(c);
 }
 
+void rt_gemm_items(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+                   int64_t sa, int64_t oa, uint64_t b, int64_t ldb, int64_t sb, int64_t ob, uint64_t cc, int64_t ldc,
+                   int64_t sc, int64_t oc, int64_t batch, int64_t items, double beta)
+{
+	if (items == 1 || !c->dev->gemm_items) {
+		int64_t eb = elem_bytes == RT_GEMM_BF16_F32 ? 2 : elem_bytes, cb = elem_bytes == RT_GEMM_BF16_F32 ? 4 : elem_bytes;
+		for (int64_t i = 0; i < items; i++)
+			rt_gemm(c, elem_bytes, ta, tb, m, n, k, a + (uint64_t)(i * oa * eb), lda, sa, b + (uint64_t)(i * ob * eb), ldb, sb,
+			        cc + (uint64_t)(i * oc * cb), ldc, sc, batch, beta);
+		return;
+	}
+	c->n.gemms++;
+	if (c->record) {
+		char label[80];
+		snprintf(label, sizeof label, "gemm%s%s [%lld x %lld x %lld] batched x %lld%s", ta ? " A^T" : "", tb ? " B^T" : "",
+		         (long long)m, (long long)n, (long long)k, (long long)items, beta != 0 ? " +=" : "");
+		rt_prof_begin(c, RT_CALL_GEMM, label);
+	}
+	c->dev->gemm_items(elem_bytes, ta, tb, m, n, k, a, lda, sa, oa, b, ldb, sb, ob, cc, ldc, sc, oc, batch, items, beta);
+	if (c->record)
+		rt_prof_end(c);
+}
+
 void rt_conv(RtCtx *c, int kind, int elem_bytes, const int64_t *d, uint64_t x, uint64_t w, uint64_t y, uint64_t ws,
              int64_t ws_bytes)
 {

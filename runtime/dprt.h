@@ -85,6 +85,14 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
              uint64_t b, int64_t ldb, int64_t stride_b,
              uint64_t cc, int64_t ldc, int64_t stride_c,
              int64_t batch, double beta);
+/* rt_gemm for each of `items` items, item i's matrices oa, ob and oc
+ * elements after item i - 1's (attention's heads of several batch items:
+ * two strides, so one strided batch does not reach them all) */
+void rt_gemm_items(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                   uint64_t a, int64_t lda, int64_t stride_a, int64_t item_a,
+                   uint64_t b, int64_t ldb, int64_t stride_b, int64_t item_b,
+                   uint64_t cc, int64_t ldc, int64_t stride_c, int64_t item_c,
+                   int64_t batch, int64_t items, double beta);
 /* Convolution over x [N, C, H, W] and w [O, C/G, kh, kw], y [N, O, Ho, Wo]
  * in G groups (output channel o reads the C/G input channels from
  * (o / (O/G)) C/G; the conv2d ops): kind 0 writes y = conv(x, w); kind 1 x,

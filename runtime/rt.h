@@ -142,6 +142,10 @@ typedef struct {
 	 * after every collective queued so far. NULL where the device has no collectives yet. */
 	void (*collective)(int op, uint64_t dev, int64_t n, const char *dtype);
 	void (*collective_wait)(void);
+	/* rt_gemm_items (dprt.h) in one call; NULL: a gemm per item */
+	void (*gemm_items)(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+	                   int64_t sa, int64_t oa, uint64_t b, int64_t ldb, int64_t sb, int64_t ob, uint64_t c, int64_t ldc,
+	                   int64_t sc, int64_t oc, int64_t batch, int64_t items, double beta);
 } RtDevice;
 enum { RT_SUM, RT_BCAST, RT_GATHER }; /* RT_GATHER: every rank's share (rt_share) given to every rank */
 

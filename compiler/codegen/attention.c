@@ -786,16 +786,18 @@ static void lower_attention(Host *h, Op *op)
 
 enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P }; /* what K_ATTN_ROWS computes */
 
-/* K_ATTN_ROWS: row r of a block's scores S [H, nq, nk] (ag_rows: words S,
- * dP, stats, dO, O), query t = q0 + r % nq of head r / nq, keys [0, n)
- * (n = t + 1 when causal, else nk), scaled by 1 / sqrt(Dh). Softmax: P in
- * place of S; stats: the row's log-sum-exp and dO . O; dS: P (dP - D) /
- * sqrt(Dh) in place of S; P: P in place of S. Masked keys get 0. */
+/* K_ATTN_ROWS: row r of a block's scores S [items x H, nq, nk] (ag_rows:
+ * words S, dP, stats, dO, O), query t = q0 + r % nq of head r / nq of the
+ * items' heads, keys [0, n) (n = t + 1 when causal, else nk), scaled by 1 /
+ * sqrt(Dh). Softmax: P in place of S; stats: the row's log-sum-exp and dO .
+ * O; dS: P (dP - D) / sqrt(Dh) in place of S; P: P in place of S. Masked
+ * keys get 0. The stats are [items, H, T, 2], so row r's are at (r / nq)
+ * T + t; dO and O are [items, T, C]. */
 static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef r)
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	int64_t H = d->out.dim[0], nq = d->out.dim[1], nk = d->out.dim[2], q0 = d->blk[0], T = d->blk[1];
+	int64_t H = d->attr.attn.heads, nq = d->out.dim[1], nk = d->out.dim[2], q0 = d->blk[0], T = d->blk[1];
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], dh = C / H;
 	double scale = 1 / sqrt((double)dh);
 	/* S and dP hold the compute type (f32 for bf16); P, the stats, dO and O the tensor's */
@@ -809,7 +811,10 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	if (d->mode == AR_STATS) {
 		LLVMValueRef mx, lse = cg_lse_online(k, S, true, base, n, scale, &mx);
 		LLVMValueRef dO = cg_ptr(k, args[3], g->realp), O = cg_ptr(k, args[4], g->realp);
-		LLVMValueRef at0 = LLVMBuildAdd(B, LLVMBuildMul(B, t, cg_i64(g, C), ""), LLVMBuildMul(B, head, cg_i64(g, dh), ""), "");
+		/* item head / H's row t, head head % H's columns */
+		LLVMValueRef row = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildUDiv(B, head, cg_i64(g, H), ""), cg_i64(g, T), ""), t, "");
+		LLVMValueRef at0 = LLVMBuildAdd(B, LLVMBuildMul(B, row, cg_i64(g, C), ""),
+		                                LLVMBuildMul(B, LLVMBuildURem(B, head, cg_i64(g, H), ""), cg_i64(g, dh), ""), "");
 		Loop l = cg_for_lanes(k, cg_i64(g, dh));
 		Acc s = cg_acc(k, &l, cg_real(g, 0));
 		LLVMValueRef at = LLVMBuildAdd(B, at0, l.i, "");
@@ -837,10 +842,12 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 }
 
 /* ---- attention on GEMMs (the GPU's) ----
- * Per batch item and block of query rows [q0, q0 + nq) (as many as the
- * op's workspace holds), against keys [0, nk) (nk = q0 + nq when causal,
- * else T), every head at once as a strided-batched GEMM over the heads:
- *   S = Q K^T  (the workspace's first part, [H, nq, nk])
+ * Per group of batch items (as many as the op's workspace holds: its first
+ * axis) and block of query rows [q0, q0 + nq) (its second, over the parts),
+ * against keys [0, nk) (nk = q0 + nq when causal, else T), every head of
+ * every item of the group at once, as a GEMM batched over the heads and
+ * the items (rt_gemm_items: the heads are dh apart, the items T C):
+ *   S = Q K^T  (the workspace's first part, [items, H, nq, nk])
  * then a row kernel (K_ATTN_ROWS, a row of S per item) and another GEMM:
  *   attention:  P = softmax(S / sqrt(Dh)), causal rows masked; O = P V
  *   attn_stats: each row's log-sum-exp and dO . O into the stats
@@ -856,10 +863,10 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 typedef struct {
 	Host *h;
 	Op *op;
-	int64_t T, C, H, dh, elt, rows; /* elt: q's element bytes; rows: the query rows of a block */
+	int64_t T, C, H, dh, elt, rows, ib; /* elt: q's element bytes; rows: the query rows of a block; ib: items a group */
 	bool bf16;
-	LLVMValueRef S, dP, P;           /* the workspace's parts (P: S's unless bf16) */
-	LLVMValueRef at[6];              /* this batch item's operands (stats: its heads' rows), then the result */
+	LLVMValueRef S, dP, P;              /* the workspace's parts (P: S's unless bf16) */
+	LLVMValueRef at[6];                 /* this group's operands (stats: its heads' rows), then the result */
 } Ag;
 
 static LLVMValueRef off(Ag *a, LLVMValueRef base, int64_t elems)
@@ -867,30 +874,38 @@ static LLVMValueRef off(Ag *a, LLVMValueRef base, int64_t elems)
 	return LLVMBuildAdd(a->h->g->b, base, cg_i64(a->h->g, elems * a->elt), "");
 }
 
-/* C[h] = A[h] B[h] (ta, tb: transposed) for every head h, a strided-batched
- * GEMM; scores: C in the workspace's type (f32 for bf16 operands) */
+/* C[i, h] = A[i, h] B[i, h] (ta, tb: transposed) for every item i of the
+ * group and head h: A's heads sa apart and its items oa, and so on;
+ * scores: C in the workspace's type (f32 for bf16 operands) */
 static void ag_gemm(Ag *a, bool scores, int ta, int tb, int64_t m, int64_t n, int64_t k, LLVMValueRef A, int64_t lda,
-                    int64_t sa, LLVMValueRef Bm, int64_t ldb, int64_t sb, LLVMValueRef Cm, int64_t ldc, int64_t sc, double beta)
+                    int64_t sa, int64_t oa, LLVMValueRef Bm, int64_t ldb, int64_t sb, int64_t ob, LLVMValueRef Cm,
+                    int64_t ldc, int64_t sc, int64_t oc, double beta)
 {
 	Host *h = a->h;
 	Cg *g = h->g;
 	int type = scores && a->bf16 ? RT_GEMM_BF16_F32 : (int)a->elt;
-	LLVMValueRef args[18] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)type, 0), LLVMConstInt(g->i32, (unsigned)ta, 0),
+	LLVMValueRef args[22] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)type, 0), LLVMConstInt(g->i32, (unsigned)ta, 0),
 	                         LLVMConstInt(g->i32, (unsigned)tb, 0), cg_i64(g, m), cg_i64(g, n), cg_i64(g, k), A,
-	                         cg_i64(g, lda), cg_i64(g, sa), Bm, cg_i64(g, ldb), cg_i64(g, sb), Cm, cg_i64(g, ldc),
-	                         cg_i64(g, sc), cg_i64(g, a->H), LLVMConstReal(g->f64, beta)};
-	cg_call(h, h->t_gemm, h->f_gemm, args, 18);
-	cg_cost_gemm(h, (int)a->elt, m, n, k, a->H);
+	                         cg_i64(g, lda), cg_i64(g, sa), cg_i64(g, oa), Bm, cg_i64(g, ldb), cg_i64(g, sb), cg_i64(g, ob),
+	                         Cm, cg_i64(g, ldc), cg_i64(g, sc), cg_i64(g, oc), cg_i64(g, a->H), cg_i64(g, a->ib),
+	                         LLVMConstReal(g->f64, beta)};
+	LLVMTypeRef ft, pt[22] = {g->i8p, g->i32, g->i32, g->i32};
+	for (int i = 4; i < 21; i++)
+		pt[i] = g->i64;
+	pt[21] = g->f64;
+	LLVMValueRef f = cg_declare(g, "rt_gemm_items", LLVMVoidTypeInContext(g->ctx), pt, 22, &ft);
+	cg_call(h, ft, f, args, 22);
+	cg_cost_gemm(h, (int)a->elt, m, n, k, a->H * a->ib);
 }
 
-/* the row kernel over S [H, nq, nk]: words S, dP, stats, dO, O, P */
+/* the row kernel over S [items, H, nq, nk]: words S, dP, stats, dO, O, P */
 static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 {
 	KDesc d;
 	memset(&d, 0, sizeof d);
 	d.kind = (OpKind)K_ATTN_ROWS;
 	d.attr = a->op->attr;
-	d.out = ir_type(ir_vtype(a->h->g->p, a->op->in[0]).dt, 3, (int64_t[]){a->H, nq, nk});
+	d.out = ir_type(ir_vtype(a->h->g->p, a->op->in[0]).dt, 3, (int64_t[]){a->ib * a->H, nq, nk});
 	d.in[0] = ir_vtype(a->h->g->p, a->op->in[0]);
 	d.mode = mode;
 	d.blk[0] = q0;
@@ -903,34 +918,35 @@ static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 	cg_launch(a->h, &d, words, 6);
 }
 
-/* one block of query rows of one batch item */
+/* one block of query rows of a group of items */
 static void ag_block(Ag *a, int64_t q0, int64_t nq)
 {
-	int64_t T = a->T, C = a->C, dh = a->dh, nk = a->op->attr.attn.causal ? q0 + nq : T;
+	int64_t T = a->T, C = a->C, dh = a->dh, nk = a->op->attr.attn.causal ? q0 + nq : T, it = T * C, sc = nq * nk;
+	int64_t os = a->H * sc; /* an item's scores */
 	LLVMValueRef q = a->at[0], k = a->at[1], v = a->at[2], dO = a->at[3], out = a->at[5];
 	OpKind kind = a->op->kind;
 	/* S = Q[q0:q0+nq] K[0:nk]^T, head by head (a head's columns: dh of them, dh apart) */
-	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, q, q0 * C), C, dh, k, C, dh, a->S, nk, nq * nk, 0);
+	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, q, q0 * C), C, dh, it, k, C, dh, it, a->S, nk, sc, os, 0);
 	switch ((int)kind) {
 	case OP_ATTENTION:
 		ag_rows(a, AR_SOFTMAX, q0, nq, nk);
-		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, nq * nk, v, C, dh, off(a, out, q0 * C), C, dh, 0);
+		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, sc, os, v, C, dh, it, off(a, out, q0 * C), C, dh, it, 0);
 		return;
 	case OP_ATTN_STATS:
 		ag_rows(a, AR_STATS, q0, nq, nk);
 		return;
 	case OP_ATTN_DV:
 		ag_rows(a, AR_P, q0, nq, nk);
-		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, nq * nk, off(a, dO, q0 * C), C, dh, out, C, dh, 1);
+		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, sc, os, off(a, dO, q0 * C), C, dh, it, out, C, dh, it, 1);
 		return;
 	}
 	/* dP = dO[q0:q0+nq] V[0:nk]^T, then dS (in P's place) */
-	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, dO, q0 * C), C, dh, v, C, dh, a->dP, nk, nq * nk, 0);
+	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, dO, q0 * C), C, dh, it, v, C, dh, it, a->dP, nk, sc, os, 0);
 	ag_rows(a, AR_DS, q0, nq, nk);
 	if (kind == OP_ATTN_DQ)
-		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, nq * nk, k, C, dh, off(a, out, q0 * C), C, dh, 0);
+		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, sc, os, k, C, dh, it, off(a, out, q0 * C), C, dh, it, 0);
 	else
-		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, nq * nk, off(a, q, q0 * C), C, dh, out, C, dh, 1);
+		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, sc, os, off(a, q, q0 * C), C, dh, it, out, C, dh, it, 1);
 }
 
 static void lower_attention_gemm(Host *h, Op *op)
@@ -939,24 +955,25 @@ static void lower_attention_gemm(Host *h, Op *op)
 	Program *p = g->p;
 	Type q = ir_vtype(p, op->in[0]);
 	int base = ops_attn_operands(op->kind);
-	Ag a = {h, op, q.dim[q.rank - 2], q.dim[q.rank - 1], op->attr.attn.heads, 0, ir_dt_bytes(q.dt), 0, q.dt == DT_BF16,
+	Ag a = {h, op, q.dim[q.rank - 2], q.dim[q.rank - 1], op->attr.attn.heads, 0, ir_dt_bytes(q.dt), 0, 0, q.dt == DT_BF16,
 	        NULL, NULL, NULL, {0}};
 	a.dh = a.C / a.H;
 	Type wt = ir_vtype(p, op->in[base]);
+	a.ib = wt.dim[0];
 	int64_t part = ir_numel(wt) / (a.bf16 ? 3 : 2), wb = ir_dt_bytes(wt.dt);
-	a.rows = part / (a.H * a.T);
+	a.rows = part / (a.ib * a.H * a.T);
 	LLVMValueRef ws = cg_addr(h, op->in[base]);
 	a.S = ws;
 	a.dP = LLVMBuildAdd(g->b, ws, cg_i64(g, part * wb), "");
 	a.P = a.bf16 ? LLVMBuildAdd(g->b, ws, cg_i64(g, 2 * part * wb), "") : ws;
-	int64_t items = ir_numel(q) / (a.T * a.C), out_bytes = ir_bytes(p, ir_vtype(p, op->out));
+	int64_t groups = ir_numel(q) / (a.T * a.C) / a.ib, out_bytes = ir_bytes(p, ir_vtype(p, op->out));
 	if (op->kind == OP_ATTN_DK || op->kind == OP_ATTN_DV) {
 		/* summed over the query blocks from zero */
 		LLVMValueRef args[3] = {h->ctx, cg_addr(h, op->out), cg_i64(g, out_bytes)};
 		cg_call(h, h->t_zero, h->f_zero, args, 3);
 		cg_cost_copy(h, out_bytes, true);
 	}
-	/* for each batch item b: a loop in the host code */
+	/* for each group of items: a loop in the host code */
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->b);
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "attn_item");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "attn_done");
@@ -964,21 +981,21 @@ static void lower_attention_gemm(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, body);
 	LLVMValueRef b = LLVMBuildPhi(g->b, g->i64, "b"), zero = cg_i64(g, 0);
 	LLVMAddIncoming(b, &zero, &pre, 1);
-	LLVMValueRef item = LLVMBuildMul(g->b, b, cg_i64(g, a.T * a.C * a.elt), "");
-	/* the item's operands: q-shaped ones T C apart, the stats H T 2 */
-	LLVMValueRef stats = LLVMBuildMul(g->b, b, cg_i64(g, a.H * a.T * 2 * a.elt), "");
+	LLVMValueRef item = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.T * a.C * a.elt), "");
+	/* the group's operands: q-shaped ones T C an item, the stats H T 2 */
+	LLVMValueRef stats = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.H * a.T * 2 * a.elt), "");
 	for (int i = 0; i < base; i++)
 		a.at[i] = LLVMBuildAdd(g->b, cg_addr(h, op->in[i]), i == 4 ? stats : item, "");
 	a.at[5] = LLVMBuildAdd(g->b, cg_addr(h, op->out), op->kind == OP_ATTN_STATS ? stats : item, "");
 	int64_t times = h->times;
-	h->times *= items;
+	h->times *= groups;
 	for (int64_t q0 = 0; q0 < a.T; q0 += a.rows)
 		ag_block(&a, q0, a.T - q0 < a.rows ? a.T - q0 : a.rows);
 	h->times = times;
 	LLVMValueRef next = LLVMBuildAdd(g->b, b, cg_i64(g, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(b, &next, &latch, 1);
-	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, items), ""), body, done);
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, cg_i64(g, groups), ""), body, done);
 	LLVMPositionBuilderAtEnd(g->b, done);
 }
 

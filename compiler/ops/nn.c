@@ -68,10 +68,29 @@ static int64_t attn_rows(Type q, int heads, bool causal, int64_t most, int64_t b
 	return r < T ? r : T;
 }
 
+/* The batch items a call takes: every item's heads in one batched GEMM,
+ * as many items as the cap of attn_rows holds (a divisor of them; two at
+ * most when testing, so that the groups' path runs on small programs).
+ * Over the heads alone, GPT-2's 672 GEMMs a step of 256 x 1024 x 64 left
+ * an H200 short of blocks (17 TFLOP/s; bench/RESULTS.md, 2026-11-27). */
+static int64_t attn_items(Type q, int heads, int64_t rows, int64_t most, int64_t budget)
+{
+	int64_t T = q.dim[q.rank - 2], items = ir_numel(q) / (T * q.dim[q.rank - 1]);
+	int64_t cap = (int64_t)256 << 20;
+	cap = budget > 0 && budget / 16 < cap ? budget / 16 : cap;
+	int64_t n = cap / (attn_parts(q) * heads * rows * T * ir_dt_bytes(attn_ws_dt(q)));
+	n = most > 0 && n > 2 ? 2 : n;
+	while (n > 1 && items % n)
+		n--;
+	return n < 1 ? 1 : n > items ? items : n;
+}
+
+/* [items a call, parts x heads x rows x T]: each part holds every item's heads */
 Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budget)
 {
-	int64_t n = attn_parts(q) * heads * attn_rows(q, heads, causal, most, budget) * q.dim[q.rank - 2];
-	return ir_type(attn_ws_dt(q), 1, &n);
+	int64_t rows = attn_rows(q, heads, causal, most, budget);
+	int64_t dims[2] = {attn_items(q, heads, rows, most, budget), attn_parts(q) * heads * rows * q.dim[q.rank - 2]};
+	return ir_type(attn_ws_dt(q), 2, dims);
 }
 
 const char *ops_shape_attention(Program *p, Op *op, Type *out)
@@ -106,12 +125,14 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st))
 		return ar_printf("%s needs stats %s, got %s", ir_ops[op->kind].name, ops_ts(st), ops_ts(ir_vtype(p, op->in[4])));
 	if (op->nin > base) {
-		/* a whole number of query rows' scores and their gradient, at most T */
+		/* for a divisor of the batch items, a whole number of query rows' scores and their gradient, at most T */
 		Type ws = ir_vtype(p, op->in[base]);
-		int64_t per = attn_parts(q) * op->attr.attn.heads * T;
-		if (ws.rank != 1 || ws.dt != attn_ws_dt(q) || ws.dim[0] % per || ws.dim[0] / per < 1 || ws.dim[0] > per * T)
-			return ar_printf("%s needs a workspace of 1 to %lld query rows of %lld %s, got %s", ir_ops[op->kind].name,
-			                 (long long)T, (long long)per, ir_dt_name(attn_ws_dt(q)), ops_ts(ws));
+		int64_t per = attn_parts(q) * op->attr.attn.heads * T, items = ir_numel(q) / (T * C);
+		if (ws.rank != 2 || ws.dt != attn_ws_dt(q) || ws.dim[0] < 1 || items % ws.dim[0] || ws.dim[1] % per ||
+		    ws.dim[1] / per < 1 || ws.dim[1] > per * T)
+			return ar_printf("%s needs a workspace [items, 1 to %lld query rows of %lld %s], items dividing %lld, got %s",
+			                 ir_ops[op->kind].name, (long long)T, (long long)per, ir_dt_name(attn_ws_dt(q)), (long long)items,
+			                 ops_ts(ws));
 	}
 	*out = op->kind == OP_ATTN_STATS ? st : q;
 	return NULL;

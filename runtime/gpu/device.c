@@ -207,6 +207,110 @@ static void gpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64
 	}
 }
 
+/* rt_gemm_items: cublasGemmBatchedEx over arrays of every item's and
+ * head's matrix addresses. The plan's addresses never change, so a call
+ * site's arrays are made once, kept in pinned memory and copied up on the
+ * stream (a graph captured later needs no copy, or replays it). */
+typedef struct {
+	uint64_t key[10];
+	uint64_t dev; /* B's, then A's, then C's addresses: the column-major order cuBLAS takes */
+} Ptrs;
+static Ptrs *ptrs;
+static int *ptr_slot; /* open addressing over ptrs by the key's hash; -1 empty */
+static int64_t nptrs, ptr_slots;
+
+static uint64_t ptr_hash(const uint64_t *key)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (int i = 0; i < 10; i++)
+		h = (h ^ key[i]) * 1099511628211ull;
+	return h;
+}
+
+static int *ptr_find(const uint64_t *key)
+{
+	int64_t mask = ptr_slots - 1, s = (int64_t)(ptr_hash(key) & (uint64_t)mask);
+	while (ptr_slot[s] >= 0 && memcmp(ptrs[ptr_slot[s]].key, key, sizeof ptrs->key))
+		s = (s + 1) & mask;
+	return &ptr_slot[s];
+}
+
+/* n bytes of device memory and of pinned host memory, from chunks kept for the run */
+static void ptr_space(int64_t n, uint64_t *dev, void **host)
+{
+	static uint64_t dchunk;
+	static char *hchunk;
+	static int64_t left;
+	if (n > left) {
+		left = n > (1 << 20) ? n : 1 << 20;
+		if (!(dchunk = gpu_alloc(left)) || !(hchunk = gpu_host_alloc(left)))
+			rt_fail(1, "cannot allocate %lld bytes for attention's GEMM addresses", (long long)left);
+	}
+	*dev = dchunk;
+	*host = hchunk;
+	dchunk += (uint64_t)n;
+	hchunk += n;
+	left -= n;
+}
+
+static uint64_t item_pointers(const uint64_t *key, int64_t eb, int64_t cb)
+{
+	if (2 * (nptrs + 1) > ptr_slots) {
+		int64_t n = ptr_slots ? 2 * ptr_slots : 1024;
+		ptr_slot = rt_host_grow(ptr_slot, (int64_t)sizeof *ptr_slot * n, "attention's GEMM addresses");
+		ptr_slots = n;
+		memset(ptr_slot, 0xff, sizeof *ptr_slot * (size_t)n);
+		for (int64_t i = 0; i < nptrs; i++)
+			*ptr_find(ptrs[i].key) = (int)i;
+		ptrs = rt_host_grow(ptrs, (int64_t)sizeof *ptrs * n, "attention's GEMM addresses");
+	}
+	int *slot = ptr_find(key);
+	if (*slot >= 0)
+		return ptrs[*slot].dev;
+	/* key: a, sa, oa, b, sb, ob, c, sc, oc, batch | items << 32 */
+	int64_t batch = (int64_t)(key[9] & 0xffffffffu), items = (int64_t)(key[9] >> 32), n = batch * items;
+	void *host;
+	uint64_t dev;
+	ptr_space(3 * n * 8, &dev, &host);
+	uint64_t *w = host;
+	static const int order[3] = {3, 0, 6}; /* B, A, C */
+	for (int m = 0; m < 3; m++) {
+		const uint64_t *k = key + order[m];
+		int64_t e = m == 2 ? cb : eb;
+		for (int64_t i = 0; i < items; i++)
+			for (int64_t j = 0; j < batch; j++)
+				w[m * n + i * batch + j] = k[0] + (uint64_t)((i * (int64_t)k[2] + j * (int64_t)k[1]) * e);
+	}
+	CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dev, host, (size_t)(3 * n * 8), stream));
+	Ptrs *p = &ptrs[nptrs];
+	memcpy(p->key, key, sizeof p->key);
+	p->dev = dev;
+	*slot = (int)nptrs++;
+	return dev;
+}
+
+static void gpu_gemm_items(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+                           int64_t sa, int64_t oa, uint64_t b, int64_t ldb, int64_t sb, int64_t ob, uint64_t c,
+                           int64_t ldc, int64_t sc, int64_t oc, int64_t batch, int64_t items, double beta)
+{
+	if (batch * items > INT32_MAX || batch > 0xffffffff || items > 0xffffffff)
+		rt_fail(70, "internal error: %lld x %lld GEMMs in one batch", (long long)items, (long long)batch);
+	bool bf = elem_bytes == 2 || elem_bytes == RT_GEMM_BF16_F32, f64 = elem_bytes == 8;
+	int64_t eb = bf ? 2 : elem_bytes, cb = elem_bytes == RT_GEMM_BF16_F32 ? 4 : eb;
+	uint64_t key[10] = {a, (uint64_t)sa, (uint64_t)oa, b, (uint64_t)sb, (uint64_t)ob, c, (uint64_t)sc, (uint64_t)oc,
+	                    (uint64_t)batch | (uint64_t)items << 32};
+	uint64_t at = item_pointers(key, eb, cb), total = (uint64_t)(batch * items);
+	const void *const *pb = (const void *const *)at, *const *pa = (const void *const *)(at + 8 * total);
+	void *const *pc = (void *const *)(at + 16 * total);
+	cudaDataType_t t = bf ? CUDA_R_16BF : f64 ? CUDA_R_64F : CUDA_R_32F, ct = elem_bytes == RT_GEMM_BF16_F32 ? CUDA_R_32F : t;
+	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	double one = 1;
+	float onef = 1, fb = (float)beta;
+	const void *alpha = f64 ? (const void *)&one : (const void *)&onef, *bp = f64 ? (const void *)&beta : (const void *)&fb;
+	CUBLAS(cublasGemmBatchedEx(blas, opb, opa, (int)n, (int)m, (int)k, alpha, pb, t, (int)ldb, pa, t, (int)lda, bp, pc, ct,
+	                           (int)ldc, (int)total, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 /* ---- the copy streams ----
  * Host-to-device copies on one stream, device-to-host on another, so that
  * the link carries both directions at once; both ordered against the
@@ -678,4 +782,4 @@ const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
                                  gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at,
-                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait};
+                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait, gpu_gemm_items};

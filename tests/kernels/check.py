@@ -4,11 +4,18 @@ CUDA target and fails on any launch that moves more than 16 MiB or does more
 than 1 GFLOP on fewer blocks than the GPU has SMs, and on an attention or
 cross-entropy kernel with a stack frame. Also checks that the predicted step
 is the sum of its launches, and optional counts: NAME=N (launches per step
-whose name starts with NAME), NAME/rows=N (the same launches' query rows:
-the count times the second of the shape's three numbers, for attention's
-row kernels on GEMMs, whose blocks of rows depend on the workspace)."""
+whose name starts with NAME), NAME/rows=N (the same launches' rows of
+scores, every head's: the count times the first two of the shape's three
+numbers, items x heads and query rows, for attention's row kernels on
+GEMMs, whose groups of items and blocks of rows depend on the workspace)."""
 import json
 import sys
+
+
+def heads_rows(name):
+    """attn_softmax[96,256,1024]: 96 x 256 rows of scores"""
+    dims = name.split("[")[1].split(",")
+    return int(dims[0]) * int(dims[1])
 
 SMS = {"h100": 132, "h200": 132, "a100": 108}
 
@@ -35,7 +42,7 @@ def main():
         name, n = w.rsplit("=", 1)
         rows = name.endswith("/rows")
         name = name[:-5] if rows else name
-        got = sum(k["count"] * (int(k["name"].split("[")[1].split(",")[1]) if rows else 1)
+        got = sum(k["count"] * (heads_rows(k["name"]) if rows else 1)
                   for k in ks if k["name"].startswith(name))
         if got != int(n):
             bad.append("%s: %d launches a step, expected %s" % (name, got, n))

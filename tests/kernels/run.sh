@@ -17,14 +17,17 @@ plan() {
 	"$DPC" --target cuda "$@" --emit=schedule --schedule-json "$o/$name.json" >"$o/$name.txt" 2>&1
 }
 
-# fp32 attention on GEMMs: its row kernels take each layer's 8 x 1024 query rows once
+# fp32 attention on GEMMs: its row kernels take each layer's 8 x 1024 query
+# rows of 12 heads once, the 8 items in one group (4 launches a layer: blocks
+# of 256 rows), and each GEMM all 96 heads (rt_gemm_items)
 plan gpt2 $gpt2 -D B=8 samples/gpt.dp
 check "kernels/gpt2 fp32: no starved launch, no stack in attention or cross-entropy; 12 attentions, 1 loss" \
-	python3 tests/kernels/check.py "$o/gpt2.json" "attn_softmax[/rows=$((12 * 8 * 1024))" "attn_stats[/rows=$((12 * 8 * 1024))" \
+	python3 tests/kernels/check.py "$o/gpt2.json" "attn_softmax[/rows=$((12 * 8 * 1024 * 12))" \
+	"attn_stats[/rows=$((12 * 8 * 1024 * 12))" "attn_softmax[96,=48" \
 	"cross_entropy.1[=1" "cross_entropy.2[=1" "embed_grad[=1"
 plan gpt2bf $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/gpt2bf.json" \
-	"attn_softmax[/rows=$((12 * 32 * 1024))" "attn_ds[/rows=$((2 * 12 * 32 * 1024))"
+	"attn_softmax[/rows=$((12 * 32 * 1024 * 12))" "attn_ds[/rows=$((2 * 12 * 32 * 1024 * 12))"
 # dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16, no stack
 DPC_ATTN_GEMM=off plan gpt2mma $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16 on dpc's tensor-core kernels: the launch check" python3 tests/kernels/check.py "$o/gpt2mma.json" \
