@@ -49,19 +49,20 @@ static DType attn_ws_dt(Type q) { return q.dt == DT_BF16 ? DT_F32 : q.dt; }
 static int64_t attn_parts(Type q) { return q.dt == DT_BF16 ? 3 : 2; }
 
 /* The query rows it takes at once: as many as 256 MiB holds (a sixteenth
- * of the budget when less), in multiples of 16; when causal in f32 or f64
- * at most a quarter of T (from 512): a block's keys end at its last row,
- * so four blocks compute 5/8 of the scores one would (in bf16, on tensor
- * cores, the GEMMs are short enough that the extra launches cost more);
- * at most `most` when that is given (testing the blocks on small
- * programs) */
+ * of the budget when less), in multiples of 16; when causal at most a
+ * quarter of T (from 512): a block's keys end at its last row, so four
+ * blocks compute 5/8 of the scores one would. (bf16 took whole rows until
+ * 2026-11-27, when GPT-2's step on an H200 spent 169 of its 283 ms in
+ * attention's GEMMs and row kernels, and a call's items came to be batched
+ * together.) At most `most` when that is given (testing the blocks on
+ * small programs). */
 static int64_t attn_rows(Type q, int heads, bool causal, int64_t most, int64_t budget)
 {
 	int64_t T = q.dim[q.rank - 2], row = attn_parts(q) * heads * T * ir_dt_bytes(attn_ws_dt(q));
 	int64_t cap = (int64_t)256 << 20;
 	cap = budget > 0 && budget / 16 < cap ? budget / 16 : cap;
 	int64_t r = cap / row / 16 * 16;
-	if (causal && q.dt != DT_BF16 && T >= 512 && r > T / 4 / 16 * 16)
+	if (causal && T >= 512 && r > T / 4 / 16 * 16)
 		r = T / 4 / 16 * 16;
 	r = r < 16 ? 16 : r;
 	r = most > 0 && r > most ? most : r;
