@@ -828,16 +828,40 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	}
 	LLVMValueRef mx, lse = d->mode == AR_SOFTMAX ? cg_lse_online(k, S, true, base, n, scale, &mx) : cg_load(k, st, srow);
 	LLVMValueRef D = d->mode == AR_DS ? cg_load(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), "")) : NULL;
+	/* v keys a lane at a time, 16 bytes of S when the rows are whole
+	 * vectors: the accesses carry the alignment that the plan's 256-byte
+	 * buffers and the parts' offsets give them, so that LLVM's load-store
+	 * vectorizer joins them (a float a lane took 3x the model's time on
+	 * an H200, bench/RESULTS.md 2026-11-27) */
+	int rb = g->real == g->f64 ? 8 : 4, pb = g->bf16 ? 2 : rb, v = 16 / rb;
+	v = nk % v ? 1 : v;
+	/* P is S but in bf16, where it is the third part */
+	unsigned sa = (unsigned)(v * rb), da = (unsigned)(d->parts_align < v * rb ? d->parts_align : v * rb);
+	unsigned pa = (unsigned)(!g->bf16 ? v * pb : d->parts_align < v * pb ? d->parts_align : v * pb);
 	LLVMValueRef nn = cg_i64(g, nk);
-	Loop l = cg_for_lanes(k, nn);
-	LLVMValueRef at = LLVMBuildAdd(B, base, l.i, "");
-	LLVMValueRef x = LLVMBuildFMul(B, LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, S, &at, 1, ""), ""), cg_real(g, scale), "");
-	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, x, lse, ""));
-	if (d->mode == AR_DS)
-		p = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildFSub(B, LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, dP, &at, 1, ""), ""), D, ""), ""),
-		                  cg_real(g, scale), "");
-	p = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, l.i, n, ""), p, cg_real(g, 0), "");
-	cg_store(k, P, at, p);
+	Loop l = cg_for_from(k, LLVMBuildMul(B, k->lane, cg_i64(g, v), ""), (int64_t)k->lanes * v, nn);
+	/* the v loads first, then the stores: nothing between them for the vectorizer to reorder */
+	LLVMValueRef at[4], ls[4], ld[4];
+	for (int e = 0; e < v; e++) {
+		at[e] = LLVMBuildAdd(B, base, LLVMBuildAdd(B, l.i, cg_i64(g, e), ""), "");
+		ls[e] = LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, S, &at[e], 1, ""), "");
+		LLVMSetAlignment(ls[e], e ? (unsigned)rb : sa);
+	}
+	for (int e = 0; d->mode == AR_DS && e < v; e++) {
+		ld[e] = LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, dP, &at[e], 1, ""), "");
+		LLVMSetAlignment(ld[e], e ? (unsigned)rb : da);
+	}
+	for (int e = 0; e < v; e++) {
+		LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, ls[e], cg_real(g, scale), ""), lse, ""));
+		if (d->mode == AR_DS)
+			p = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildFSub(B, ld[e], D, ""), ""), cg_real(g, scale), "");
+		LLVMValueRef j = LLVMBuildAdd(B, l.i, cg_i64(g, e), "");
+		ls[e] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, j, n, ""), p, cg_real(g, 0), "");
+	}
+	for (int e = 0; e < v; e++) {
+		cg_store(k, P, at[e], ls[e]);
+		LLVMSetAlignment(LLVMGetLastInstruction(LLVMGetInsertBlock(B)), e ? (unsigned)pb : pa);
+	}
 	cg_for_end(k, &l, nn);
 }
 
@@ -864,6 +888,7 @@ typedef struct {
 	Host *h;
 	Op *op;
 	int64_t T, C, H, dh, elt, rows, ib; /* elt: q's element bytes; rows: the query rows of a block; ib: items a group */
+	int64_t part_bytes;                 /* a part's bytes: where dP and P start in the workspace */
 	bool bf16;
 	LLVMValueRef S, dP, P;              /* the workspace's parts (P: S's unless bf16) */
 	LLVMValueRef at[6];                 /* this group's operands (stats: its heads' rows), then the result */
@@ -910,6 +935,7 @@ static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 	d.mode = mode;
 	d.blk[0] = q0;
 	d.blk[1] = a->T;
+	d.parts_align = (int)(a->part_bytes % 16 ? a->part_bytes % 8 ? a->part_bytes % 4 ? 2 : 4 : 8 : 16);
 	LLVMValueRef z = cg_i64(a->h->g, 0), words[6] = {a->S, a->dP, z, z, z, a->P};
 	if (a->op->kind == OP_ATTN_STATS) /* (q, k, dO, O) -> stats */
 		words[2] = a->at[5], words[3] = a->at[2], words[4] = a->at[3];
@@ -955,13 +981,14 @@ static void lower_attention_gemm(Host *h, Op *op)
 	Program *p = g->p;
 	Type q = ir_vtype(p, op->in[0]);
 	int base = ops_attn_operands(op->kind);
-	Ag a = {h, op, q.dim[q.rank - 2], q.dim[q.rank - 1], op->attr.attn.heads, 0, ir_dt_bytes(q.dt), 0, 0, q.dt == DT_BF16,
-	        NULL, NULL, NULL, {0}};
+	Ag a = {.h = h, .op = op, .T = q.dim[q.rank - 2], .C = q.dim[q.rank - 1], .H = op->attr.attn.heads,
+	        .elt = ir_dt_bytes(q.dt), .bf16 = q.dt == DT_BF16};
 	a.dh = a.C / a.H;
 	Type wt = ir_vtype(p, op->in[base]);
 	a.ib = wt.dim[0];
 	int64_t part = ir_numel(wt) / (a.bf16 ? 3 : 2), wb = ir_dt_bytes(wt.dt);
 	a.rows = part / (a.ib * a.H * a.T);
+	a.part_bytes = part * wb;
 	LLVMValueRef ws = cg_addr(h, op->in[base]);
 	a.S = ws;
 	a.dP = LLVMBuildAdd(g->b, ws, cg_i64(g, part * wb), "");

@@ -43,6 +43,7 @@ typedef struct {
 	bool actions;      /* K_LOOP: a revolve's, running the actions of its schedule */
 	int mode;          /* K_ATTN_ROWS: what it computes (attention.c) */
 	int64_t blk[2];    /* K_ATTN_ROWS: the block's first query row, and T */
+	int parts_align;   /* K_ATTN_ROWS: the bytes that the workspace's dP and P parts are aligned to (16 at most) */
 	int stage;         /* a reduction over the grid in two launches: 1, each block's share into a
 	                    * module array; 2, their total (cross_entropy on the GPU); 0: one kernel */
 } KDesc;

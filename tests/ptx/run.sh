@@ -51,6 +51,10 @@ expect_ptx "wide f64: 16-byte loads" "$TEST_OUT/wide.f64.ptx" 'ld(\.global)?\.v2
 expect_ptx "wide f64: shuffled halves" "$TEST_OUT/wide.f64.ptx" 'shfl\.sync\.bfly\.b32' "-ge 10"
 # the sums over 2 rows of 4,096 leave the GPU short of threads: in parts (two launches), the parts' sums in module arrays of each type
 expect_ptx "mixed f32: sums in parts in f32 and in f64, each type with its own array" "$TEST_OUT/mixed.f32.ptx" '\.global .*(dp_reduce_f32\[262144\]|dp_reduce_f64\[524288\])' "-eq 2"
+# attention on GEMMs (the CUDA target's): the row kernels read the f32 scores (and dP) 16 bytes a lane
+"$DPC" --target cuda --precision bf16 --emit=ptx samples/gpt.dp -o "$TEST_OUT/gpt_gemm.bf16.ptx" 2>"$TEST_OUT/gpt_gemm.log" ||
+	notok "ptx/gpt on GEMMs: emitted" "$TEST_OUT/gpt_gemm.log"
+expect_ptx "gpt bf16 on GEMMs: attention's row kernels read 16 bytes a lane" "$TEST_OUT/gpt_gemm.bf16.ptx" 'ld(\.global)?\.v4\.f32' "-ge 3"
 expect_ptx "wide f32: index division in 32 bits" "$TEST_OUT/wide.f32.ptx" 'mul\.hi\.u32' "-ge 1"
 for s in resmlp classifier oscillator wide; do
 	expect_ptx "$s: no 64-bit index division" "$TEST_OUT/$s.f32.ptx" '(div|rem)\.[us]64|mul\.hi\.[us]64' "-eq 0"
