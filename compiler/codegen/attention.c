@@ -786,6 +786,12 @@ static void lower_attention(Host *h, Op *op)
 
 enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P }; /* what K_ATTN_ROWS computes */
 
+int cg_attn_rows_vec(const KDesc *d)
+{
+	int v = d->out.dt == DT_F64 ? 2 : 4;
+	return d->out.dim[2] % v ? 1 : v;
+}
+
 /* K_ATTN_ROWS: row r of a block's scores S [items x H, nq, nk] (ag_rows:
  * words S, dP, stats, dO, O), query t = q0 + r % nq of head r / nq of the
  * items' heads, keys [0, n) (n = t + 1 when causal, else nk), scaled by 1 /
@@ -833,8 +839,7 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	 * buffers and the parts' offsets give them, so that LLVM's load-store
 	 * vectorizer joins them (a float a lane took 3x the model's time on
 	 * an H200, bench/RESULTS.md 2026-11-27) */
-	int rb = g->real == g->f64 ? 8 : 4, pb = g->bf16 ? 2 : rb, v = 16 / rb;
-	v = nk % v ? 1 : v;
+	int rb = g->real == g->f64 ? 8 : 4, pb = g->bf16 ? 2 : rb, v = cg_attn_rows_vec(d);
 	/* P is S but in bf16, where it is the third part */
 	unsigned sa = (unsigned)(v * rb), da = (unsigned)(d->parts_align < v * rb ? d->parts_align : v * rb);
 	unsigned pa = (unsigned)(!g->bf16 ? v * pb : d->parts_align < v * pb ? d->parts_align : v * pb);

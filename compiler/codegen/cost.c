@@ -190,6 +190,8 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 	              .flops = kernel_flops(h, d), .dt = d->out.dt, .access = ir_dt_bytes(d->out.dt) * (d->vec > 1 ? d->vec : 1)};
 	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS)
 		l.attention = cg_attn_mma(g, d) ? 2 : 1;
+	if ((int)d->kind == K_ATTN_ROWS) /* S's rows 16 bytes a lane where they are whole vectors */
+		l.access = cg_attn_rows_vec(d) * (d->out.dt == DT_F64 ? 8 : 4);
 	record(h, l);
 }
 
