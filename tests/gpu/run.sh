@@ -253,22 +253,6 @@ for x in res str; do
 		$B/stream/$x.adam.none --steps 200 --optimizer adamw --lr-schedule cosine --warmup 20
 done
 check "gpu/bf16 resmlp: the loss falls" bash -c "$B/resmlp.cudabf --steps 60 --lr 0.01 --summary-json $TEST_OUT/bf_res.json >$TEST_OUT/bf_res.log 2>&1 && python3 -c \"import json; s = json.load(open('$TEST_OUT/bf_res.json')); assert s['loss_last'] < 0.9 * s['loss_first'], s\""
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ -n "$SAN" ]; then
-	check "gpu/compute-sanitizer buffers" bash -c "'$SAN' --error-exitcode 3 $B/buffers.cuda_buf --steps 3 >$TEST_OUT/san_buf.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_buf.log || { cat $TEST_OUT/san_buf.log; false; }"
-	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
-	# the shared-memory and shuffle paths: races and uninitialised reads too
-	# (seg_xent: two block reductions in a row, raced on 2026-11-27)
-	for tool in memcheck racecheck synccheck initcheck; do
-		for s in wide attention_tiles attention_heads16 seg_xent; do
-			x=$B/ops/$s.cuda
-			[ $s = attention_heads16 ] && x=$B/ops/$s.cudabf
-			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $x --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
-		done
-	done
-else
-	notok "gpu/compute-sanitizer not found"
-fi
 # fused loops: bitwise as the unfused build, as the CPU within 1e-4, a few launches; and --graph
 # (dp_step captured once, replayed) leaves the parameters after 10 steps bitwise as without it
 for x in $B/fuse/cell.none $B/fuse/cell.binomial $B/fuse/cell.auto $B/fuse/rnn.none $B/fuse/rnn.binomial $B/fuse/rnn.auto; do
@@ -301,11 +285,6 @@ if $B/resmlp.cuda --steps 10 --quiet --save $TEST_OUT/gr.p >$TEST_OUT/gr.log 2>&
 	check "gpu/graph resmlp: parameters after 10 steps bitwise as without" cmp $TEST_OUT/gr.p $TEST_OUT/gr.gp
 else
 	notok "gpu/graph resmlp: run" $TEST_OUT/gr.log
-fi
-if [ -n "$SAN" ]; then
-	for tool in memcheck racecheck synccheck; do
-		check "gpu/compute-sanitizer $tool fused cell" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/fuse/cell.auto --steps 2 >$TEST_OUT/san_fuse_$tool.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_fuse_$tool.log || { cat $TEST_OUT/san_fuse_$tool.log; false; }"
-	done
 fi
 # streaming on the GPU: copy stream, events, pinned pool; bitwise equal to resident, bytes as predicted
 for res in $B/stream/res.*; do
@@ -364,6 +343,29 @@ if $B/resmlp.cuda --steps 10 --quiet --accum 3 --save $TEST_OUT/ga.p >$TEST_OUT/
 	check "gpu/graph resmlp --accum 3: 9 steps replayed" python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['graph_steps'] == 9" $TEST_OUT/ga.json
 else
 	notok "gpu/graph resmlp --accum 3: run" $TEST_OUT/ga.log
+fi
+# compute-sanitizer last: its checks are the slowest (memcheck, racecheck, synccheck and initcheck on
+# the shared-memory and shuffle paths, fused loops, streaming), so that a short lease runs the rest first
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$SAN" ]; then
+	check "gpu/compute-sanitizer buffers" bash -c "'$SAN' --error-exitcode 3 $B/buffers.cuda_buf --steps 3 >$TEST_OUT/san_buf.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_buf.log || { cat $TEST_OUT/san_buf.log; false; }"
+	check "gpu/compute-sanitizer resmlp" bash -c "'$SAN' --error-exitcode 3 $B/resmlp.cuda --steps 3 >$TEST_OUT/san.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san.log || { cat $TEST_OUT/san.log; false; }"
+	# the shared-memory and shuffle paths: races and uninitialised reads too
+	# (seg_xent: two block reductions in a row, raced on 2026-11-27)
+	for tool in memcheck racecheck synccheck initcheck; do
+		for s in wide attention_tiles attention_heads16 seg_xent; do
+			x=$B/ops/$s.cuda
+			[ $s = attention_heads16 ] && x=$B/ops/$s.cudabf
+			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $x --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
+		done
+	done
+else
+	notok "gpu/compute-sanitizer not found"
+fi
+if [ -n "$SAN" ]; then
+	for tool in memcheck racecheck synccheck; do
+		check "gpu/compute-sanitizer $tool fused cell" bash -c "'$SAN' --tool $tool --error-exitcode 3 $B/fuse/cell.auto --steps 2 >$TEST_OUT/san_fuse_$tool.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_fuse_$tool.log || { cat $TEST_OUT/san_fuse_$tool.log; false; }"
+	done
 fi
 if [ -n "$SAN" ]; then
 	for tool in memcheck racecheck synccheck; do
