@@ -74,6 +74,7 @@ typedef struct {
 	int attention;     /* 1: attention in tiles, 2: on tensor cores */
 	int access;        /* bytes a thread loads at a time: the element's times the vector's */
 	bool dw;           /* conv2d_dw */
+	bool odd;          /* a GEMM with a leading dimension that is not a whole number of 16 bytes */
 } CgLaunch;
 
 /* GPU threads of a fused loop's block */
@@ -336,11 +337,11 @@ bool cg_attn_mma(const Cg *g, const KDesc *d);
 /* K_ATTN_ROWS: the keys a lane takes at once (16 bytes of S, or 1 where its rows are not whole vectors) */
 int cg_attn_rows_vec(const KDesc *d);
 /* cost.c: the launches of dp_step as they are emitted (a kernel, a GEMM
- * of elem-byte reals, a convolution moving bytes, a copy or with zero a
- * memset); cg_cost_revolve: how often a binomial schedule runs its
+ * of elem-byte reals with leading dimensions ld, a convolution moving
+ * bytes, a copy or with zero a memset); cg_cost_revolve: how often a binomial schedule runs its
  * advance, taped-step, tape and snapshot functions in one step */
 void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block);
-void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch);
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3]);
 void cg_cost_conv(Host *h, Op *op, int64_t bytes);
 void cg_cost_copy(Host *h, int64_t bytes, bool zero);
 void cg_cost_revolve(Host *h, Op *op, int64_t times[4]);

@@ -47,8 +47,12 @@ static const CgGpu gpus[] = {
  *   half the rate, as loads in flight times their width predicts;
  * - FP32 arithmetic needs 8 warps an SM (two per scheduler);
  * - cuBLAS's FP32 GEMMs ran at 0.79 of peak (the vocabulary projection,
- *   632 GFLOP in about 12 ms at B = 8); bf16 GEMMs at 0.6 of the tensor
- *   cores' peak is assumed, not yet measured;
+ *   632 GFLOP in about 12 ms at B = 8); on the H200 (2026-11-27) its bf16
+ *   ones at 0.67 of the tensor cores' peak (GPT-2's [32768 x 768 x 768]
+ *   and [32768 x 3072 x 768]: 655 and 688 TFLOP/s), and at 0.125 where a
+ *   leading dimension is not a whole number of 16 bytes (the vocabulary
+ *   projection's three, 50,257 wide: 7.6 TFLOP in 61 ms), where FP32's
+ *   lose nothing;
  * - cuDNN's conv2d_dw took 44% of ResNet-56's 31.7 ms step at batch 128
  *   (about 34 GFLOP in 14 ms: 0.035 of FP32 peak, the least-memory
  *   deterministic algorithm); its forward and conv2d_dx are taken at 0.25
@@ -62,7 +66,8 @@ static const CgGpu gpus[] = {
 #define MEM_WARPS 32.0
 #define FLOP_WARPS 8.0
 #define GEMM_F32_EFF 0.79
-#define GEMM_BF16_EFF 0.6
+#define GEMM_BF16_EFF 0.67
+#define GEMM_BF16_ODD_EFF 0.125
 #define CONV_EFF 0.25
 #define CONV_DW_EFF 0.035
 #define ATTN_TILED_EFF 0.0233
@@ -195,12 +200,15 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 	record(h, l);
 }
 
-void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch)
+/* ld: A's, B's and C's leading dimensions, in elements */
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3])
 {
 	CgLaunch l = {.kind = CL_GEMM, .kernel = -1, .name = ar_printf("gemm[%lld,%lld,%lld]x%lld", (long long)m,
 	              (long long)n, (long long)k, (long long)batch), .blocks = -1,
 	              .bytes = (m * k + k * n + 2 * m * n) * batch * elem, .flops = 2 * m * n * k * batch,
 	              .dt = elem == 2 ? DT_BF16 : elem == 8 ? DT_F64 : DT_F32};
+	for (int i = 0; i < 3; i++)
+		l.odd |= ld[i] * elem % 16 != 0;
 	record(h, l);
 }
 
@@ -365,7 +373,7 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	switch (l->kind) {
 	case CL_GEMM:
 		return launch + (double)l->flops / (peak_flops(gpu, l->dt, l->dt == DT_BF16) *
-		                                     (l->dt == DT_BF16 ? GEMM_BF16_EFF : GEMM_F32_EFF));
+		                                     (l->dt != DT_BF16 ? GEMM_F32_EFF : l->odd ? GEMM_BF16_ODD_EFF : GEMM_BF16_EFF));
 	case CL_CONV:
 		return launch + (double)l->flops / (gpu->fp32 * (l->dw ? CONV_DW_EFF : CONV_EFF));
 	case CL_COPY:
