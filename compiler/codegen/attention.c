@@ -893,7 +893,7 @@ typedef struct {
 	Host *h;
 	Op *op;
 	int64_t T, C, H, dh, elt, rows, ib; /* elt: q's element bytes; rows: the query rows of a block; ib: items a group */
-	int64_t part_bytes;                 /* a part's bytes: where dP and P start in the workspace */
+	int parts_align;                    /* the bytes dP and P are aligned to (a part's lowest bit, 16 at most) */
 	bool bf16;
 	LLVMValueRef S, dP, P;              /* the workspace's parts (P: S's unless bf16) */
 	LLVMValueRef at[6];                 /* this group's operands (stats: its heads' rows), then the result */
@@ -940,7 +940,7 @@ static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 	d.mode = mode;
 	d.blk[0] = q0;
 	d.blk[1] = a->T;
-	d.parts_align = (int)(a->part_bytes % 16 ? a->part_bytes % 8 ? a->part_bytes % 4 ? 2 : 4 : 8 : 16);
+	d.parts_align = a->parts_align;
 	LLVMValueRef z = cg_i64(a->h->g, 0), words[6] = {a->S, a->dP, z, z, z, a->P};
 	if (a->op->kind == OP_ATTN_STATS) /* (q, k, dO, O) -> stats */
 		words[2] = a->at[5], words[3] = a->at[2], words[4] = a->at[3];
@@ -993,7 +993,8 @@ static void lower_attention_gemm(Host *h, Op *op)
 	a.ib = wt.dim[0];
 	int64_t part = ir_numel(wt) / (a.bf16 ? 3 : 2), wb = ir_dt_bytes(wt.dt);
 	a.rows = part / (a.ib * a.H * a.T);
-	a.part_bytes = part * wb;
+	int64_t low = part * wb & -(part * wb);
+	a.parts_align = low > 16 ? 16 : (int)low;
 	LLVMValueRef ws = cg_addr(h, op->in[base]);
 	a.S = ws;
 	a.dP = LLVMBuildAdd(g->b, ws, cg_i64(g, part * wb), "");

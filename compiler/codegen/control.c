@@ -549,14 +549,8 @@ static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef coun
 	LLVMBuilderRef b = g->b;
 	LLVMValueRef acts = LLVMBuildIntToPtr(b, actions, g->i64p, ""), shared = NULL;
 	LLVMTypeRef at = LLVMArrayType(g->i64, CG_BLOCK);
-	if (g->gpu) {
-		shared = LLVMGetNamedGlobal(g->mod, "dp_actions");
-		if (!shared) {
-			shared = LLVMAddGlobalInAddressSpace(g->mod, at, "dp_actions", 3);
-			LLVMSetInitializer(shared, LLVMGetUndef(at));
-			LLVMSetLinkage(shared, LLVMExternalLinkage);
-		}
-	}
+	if (g->gpu)
+		shared = cg_shared_array(g, "dp_actions", at);
 	DLoop j = dloop_begin(h, cg_i64(g, 0), count);
 	LLVMValueRef w;
 	if (g->gpu) {

@@ -599,6 +599,8 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 	if (!s) {
 		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
 		LLVMSetInitializer(s, LLVMGetUndef(at));
+		/* not internal: LLVM would take a barrier not to touch an internal
+		 * global and move reads of it above the barrier (tests/ptx/barriers.py) */
 		LLVMSetLinkage(s, LLVMExternalLinkage);
 		LLVMSetAlignment(s, 16);
 	} else if (LLVMGlobalGetValueType(s) != at) {
