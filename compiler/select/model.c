@@ -210,7 +210,64 @@ static void at_push(Work *w, int u, int t)
 	w->at[u][w->nat[u]++] = t;
 }
 
+/* Sorts of the evaluator's hot loops, by key: quicksort on a median of three,
+ * insertion sort below 24 elements, glibc's qsort past a depth that only an
+ * adversary reaches. glibc's qsort (a merge sort through a comparison call)
+ * was a fifth of an evaluation on the cell networks; these orders equal keys
+ * differently, and every caller either drops repeats or sums over them. */
+#define DEFINE_SORT(name, T, KEY, cmp)                                              \
+	static void name(T *a, int n, int depth)                                    \
+	{                                                                           \
+		while (n > 24) {                                                    \
+			if (depth-- == 0) {                                         \
+				qsort(a, (size_t)n, sizeof *a, cmp);                \
+				return;                                             \
+			}                                                           \
+			T x = a[0], y = a[n / 2], z = a[n - 1], t;                  \
+			T p = KEY(x) < KEY(y) ? (KEY(y) < KEY(z) ? y : KEY(x) < KEY(z) ? z : x) \
+					      : (KEY(x) < KEY(z) ? x : KEY(y) < KEY(z) ? z : y); \
+			int i = -1, j = n;                                          \
+			for (;;) {                                                  \
+				do i++; while (KEY(a[i]) < KEY(p));                 \
+				do j--; while (KEY(p) < KEY(a[j]));                 \
+				if (i >= j)                                         \
+					break;                                      \
+				t = a[i], a[i] = a[j], a[j] = t;                    \
+			}                                                           \
+			if (j >= n - 1) { /* no progress: not with a median */    \
+				qsort(a, (size_t)n, sizeof *a, cmp);                \
+				return;                                             \
+			}                                                           \
+			/* [0, j] and [j + 1, n): the smaller by recursion */       \
+			if (j + 1 < n - j - 1) {                                    \
+				name(a, j + 1, depth);                              \
+				a += j + 1, n -= j + 1;                             \
+			} else {                                                    \
+				name(a + j + 1, n - j - 1, depth);                  \
+				n = j + 1;                                          \
+			}                                                           \
+		}                                                                   \
+		for (int i = 1; i < n; i++) {                                       \
+			T v = a[i];                                                 \
+			int k = i;                                                  \
+			for (; k > 0 && KEY(v) < KEY(a[k - 1]); k--)                \
+				a[k] = a[k - 1];                                    \
+			a[k] = v;                                                   \
+		}                                                                   \
+	}
+
 static int by_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+static int by_int64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+static int by_event(const void *a, const void *b) { return by_int(&((const Event *)a)->pos, &((const Event *)b)->pos); }
+#define SELF(v) (v)
+#define POS(e) ((e).pos)
+DEFINE_SORT(sort_ints, int, SELF, by_int)
+DEFINE_SORT(sort_int64s, int64_t, SELF, by_int64)
+DEFINE_SORT(sort_events, Event, POS, by_event)
 
 /* a need of u at position t, from a recomputation or an adjoint op */
 static void need(Work *w, const uint8_t *keep, int u, int t)
@@ -426,7 +483,7 @@ static void own_needs(Work *w, const uint8_t *keep, int v)
 	int n = w->nat[v], *at = w->at[v], m = 0;
 	if (keep[v] != SEL_EACH || !n)
 		return;
-	qsort(at, (size_t)n, sizeof(int), by_int);
+	sort_ints(at, n, 64);
 	for (int k = 0; k < n; k++)
 		if (!m || at[k] != at[m - 1])
 			at[m++] = at[k];
@@ -480,12 +537,6 @@ static const int *copies(const Work *w, const uint8_t *keep, int v, int *one, in
 	if (keep[v] == SEL_ONCE && w->r[v] != INT_MAX)
 		*one = w->r[v], *n = 1;
 	return one;
-}
-
-static int by_int64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
 }
 
 /* eval's copies (w->cp, in value order) grouped by position, each group in
@@ -612,7 +663,7 @@ static void sort_block(Base *b, int k, int npos)
 {
 	int from = k * BLOCK, to = from + BLOCK < npos ? from + BLOCK : npos;
 	memcpy(b->sorted + from, b->prof + from, sizeof(int64_t) * (size_t)(to - from));
-	qsort(b->sorted + from, (size_t)(to - from), sizeof(int64_t), by_int64);
+	sort_int64s(b->sorted + from, to - from, 64);
 	for (int t = from, run = 0; t < to; t++)
 		b->sum[t] = (run ? b->sum[t - 1] : 0) + b->sorted[t], run = 1;
 	b->shift[k] = 0;
@@ -798,8 +849,6 @@ static int heap_pop(Base *b, int *n)
 	return top;
 }
 
-static int by_event(const void *a, const void *b) { return by_int(&((const Event *)a)->pos, &((const Event *)b)->pos); }
-
 /* v's spans under keep[], each added with sign, and its copies' positions noted */
 static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
 {
@@ -971,7 +1020,7 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 		w->evals++;
 		/* the positions where copies are made, before or after, laid out again */
 		if (b->npts)
-			qsort(b->pts, (size_t)b->npts, sizeof(int), by_int);
+			sort_ints(b->pts, b->npts, 64);
 		int npts = 0;
 		for (int k = 0; k < b->npts; k++)
 			if (!npts || b->pts[k] != b->pts[npts - 1])
@@ -981,7 +1030,7 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 			b->again[k] = most_at(w, keep, b->pts[k]);
 		/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
 		if (b->nev)
-			qsort(b->ev, (size_t)b->nev, sizeof(Event), by_event);
+			sort_events(b->ev, b->nev, 64);
 		int64_t d = 0, dex = 0;
 		for (int t = 0, e = 0, q = 0; t < P->npos;) {
 			while (e < b->nev && b->ev[e].pos <= t)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/ckpt/milp/regen.sh: the optima that tests/ckpt/run.sh checks dpc's
+# tests/least/milp/regen.sh: the optima that tests/least/run.sh checks dpc's
 # least peaks and fits against (issue 40), solved again by bench/milp.py
 # with HiGHS (pip install -r bench/requirements-milp.txt; make test needs
 # neither). For each graph here and samples/unet.dp, densenet.dp and
@@ -10,7 +10,7 @@
 # states per value: the least peak, and at 60% and 75% of store-everything
 # the fewest FLOPs recomputed (null where no plan fits). Writes expected.json
 # beside this script.
-#   PYTHON=/path/to/venv/bin/python bash tests/ckpt/milp/regen.sh
+#   PYTHON=/path/to/venv/bin/python bash tests/least/milp/regen.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
@@ -19,7 +19,7 @@ PYTHON=${PYTHON:-python3}
 [ -x "$DPC" ] || make -s bin/dpc
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-graphs=(tests/ckpt/milp/unet.dp tests/ckpt/milp/densenet.dp tests/ckpt/milp/inception.dp samples/unet.dp
+graphs=(tests/least/milp/unet.dp tests/least/milp/densenet.dp tests/least/milp/inception.dp samples/unet.dp
 	samples/densenet.dp samples/inception.dp)
 for dp in "${graphs[@]}"; do
 	name=$(echo "$dp" | tr / _)

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The least peak and its proven bound (issue 40): no plan goes below the bound, min-memory's peak
+# near it on the samples and on Feng & Huang's networks, and against the MILP's optima
+# (tests/least/milp). Split from tests/ckpt so that the two run side by side.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+o="$TEST_OUT/least"
+mkdir -p "$o"
+# Under make test-sanitize (CC names -fsanitize=) the checks of how low a search's plans are at sizes the
+# plain run already checks (issue 40's sizes of the samples, the MILP's optima) are left to the plain run:
+# their plans are the same bytes there, and the searches still run sanitized on every sample (bound_all).
+sanitized=false
+case "${CC:-}" in *-fsanitize=*) sanitized=true ;; esac
+# The peak's lower bound (issue 40): no plan of a model goes below it, under any schedule, budget or
+# offloading, and every plan of one model with its parameters resident states the same bound; on a
+# program whose peak is one op's operands and result beside its inputs, the bound is the peak (to alignment)
+bound_check() { # NAME DP ARGS...
+	local name=$1 dp=$2
+	shift 2
+	"$DPC" --target cpu "$@" "$dp" --emit=schedule --schedule-json "$o/bound.$name.json" >"$o/bound.$name.log" 2>&1
+}
+bound_all() { # NAME DP ARGS...: every kind of plan of one model
+	local s=$1 dp=$2 full
+	shift 2
+	bound_check "$s-none" "$dp" "$@" --checkpoint none
+	bound_check "$s-binomial" "$dp" "$@" --checkpoint binomial
+	bound_check "$s-least" "$dp" "$@" --checkpoint min-memory --stream none
+	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$o/bound.$s-none.json" 2>/dev/null)
+	[ -n "$full" ] && bound_check "$s-auto" "$dp" "$@" --checkpoint auto --stream none --device-mem $((full * 3 / 4))
+	[ -n "$full" ] && bound_check "$s-offload" "$dp" "$@" --checkpoint min-memory --device-mem $((full * 4))
+	[ -n "$full" ] && bound_check "$s-streamed" "$dp" "$@" --checkpoint auto --device-mem $((full / 2))
+	# budgets that force recomputation of most of the graph (an infeasible one writes nothing)
+	[ -n "$full" ] && bound_check "$s-third" "$dp" "$@" --checkpoint auto --stream none --device-mem $((full / 3))
+	[ -n "$full" ] && bound_check "$s-half" "$dp" "$@" --checkpoint auto --stream none --device-mem $((full / 2))
+	check "least/peak bound $s: every plan at or above it, one bound for all" python3 - "$o" "$s" <<'PY'
+import json, os, sys
+o, s = sys.argv[1], sys.argv[2]
+plans = {}
+for m in ("none", "binomial", "least", "auto", "offload", "streamed", "third", "half"):
+    f = f"{o}/bound.{s}-{m}.json"
+    if os.path.exists(f) and os.path.getsize(f):
+        d = json.load(open(f))
+        plans[m] = (d["peak_device_bytes"]["total"], d["peak_lower_bound"], d["peak_gap"], d["streamed"])
+assert len(plans) >= 3, plans
+bounds = {b for _, b, _, streamed in plans.values() if not streamed}
+assert len(bounds) == 1, plans
+plans = {m: x[:3] for m, x in plans.items()}
+for m, (peak, b, gap) in plans.items():
+    assert b > 0 and peak >= b, (m, peak, b)
+    assert abs(gap - (peak - b) / peak) < 1e-6, (m, gap)
+print(f"bound {b}; " + ", ".join(f"{m} {peak} ({gap:.3f} above)" for m, (peak, _, gap) in plans.items()))
+PY
+	# the straight-line search's cost model (issue 40): over every choice it planned, its peak at or above the
+	# bytes the plan's tensors hold at once, and at most 25% above them (23.6% the most measured, 2026-11-27:
+	# Inception at B=8, choices the least search's threshold accepting reaches, most values computed each time)
+	check "least/model against plan $s: the model's peak from the live bytes to 25% above, on every choice planned" \
+		python3 - "$o" "$s" <<'PY'
+import json, os, sys
+o, s = sys.argv[1], sys.argv[2]
+seen = 0
+for m in ("least", "auto", "third", "half"):
+    f = f"{o}/bound.{s}-{m}.json"
+    if not (os.path.exists(f) and os.path.getsize(f)):
+        continue
+    c = json.load(open(f)).get("straight_line", {}).get("model_checked")
+    if c:
+        seen += c["choices"]
+        lo, hi = c["over_live"]
+        assert lo >= 0 and hi <= 0.25, (m, c)
+print(f"{seen} choices")
+PY
+}
+for s in classifier resmlp gpt resnet densenet inception unet dranet oscillator; do
+	bound_all "$s" samples/$s.dp
+done
+# near_bound NAME NONE LEAST: LEAST's peak (a --schedule-json) at most 2 points of NONE's (store-everything's)
+# above its proven bound
+near_bound() {
+	check "$1: within 2 points of store-everything above it" python3 - "$2" "$3" <<'PY'
+import json, sys
+none, least = (json.load(open(f)) for f in sys.argv[1:3])
+full, peak, bound = none["peak_device_bytes"]["total"], least["peak_device_bytes"]["total"], least["peak_lower_bound"]
+gap = (peak - bound) / full
+assert bound <= peak and gap <= 0.02, (full, peak, bound, gap)
+print(f"least {peak} bytes, bound {bound}: {100 * gap:.2f} points of store-everything's {full}")
+PY
+}
+# at the samples' own sizes (measured 2026-11-27: classifier 1.04 points, DenseNet 0.87, U-Net 0.34, the
+# oscillator 0.05; Inception's least, 3.51 points above, is the MILP's optimum over any schedule, checked below;
+# the other loops' shapes hold more at the peak: ResNet 13.6, GPT 4.5, the residual MLP 3.7, DRANet 2.9)
+for s in classifier densenet unet oscillator; do
+	near_bound "least/least near the bound $s" "$o/bound.$s-none.json" "$o/bound.$s-least.json"
+done
+# with loops, min-memory at or below the least auto reaches (its error at a budget no plan meets names it):
+# the loops' least shape alone held ResNet at 343,808 bytes where auto reached 253,952 (2026-11-27). Left to
+# the plain run under sanitizers: the same plans, and auto's budget search is slow there
+for s in resnet gpt resmlp dranet oscillator; do
+	$sanitized && break
+	least=$("$DPC" --target cpu samples/$s.dp --checkpoint auto --stream none --device-mem 1 -o /dev/null 2>&1 |
+		grep -o 'needs [^(]*([0-9]* bytes' | grep -o '[0-9]* bytes' | cut -d' ' -f1)
+	check "least/least with loops $s: min-memory at or below auto's least (${least:-none} bytes)" python3 -c "
+import json, sys
+peak = json.load(open(sys.argv[1]))['peak_device_bytes']['total']
+assert peak <= int(sys.argv[2]), (peak, sys.argv[2])
+print(peak)" "$o/bound.$s-least.json" "${least:-0}"
+done
+# the sizes at which issue 40 measured the skip-connected graphs
+for s in densenet inception unet; do
+	$sanitized && break
+	bound_all "$s-b8" samples/$s.dp -D B=8 -D S=32 -D C=16
+done
+# the least peak near the bound (issue 40): on the skip-connected samples at both sizes issue 40 measured,
+# min-memory's peak at most 2 points of store-everything's above the proven bound (measured 2026-11-27, at
+# B=8 and B=32: U-Net 0.60 and 0.11, DenseNet 0.71 and 0.12, Inception 0.15 and 0.04)
+for s in densenet:8:32 inception:8:32 unet:8:32 densenet:32:32 inception:32:32 unet:32:64; do
+	$sanitized && break
+	IFS=: read -r n b sz <<<"$s"
+	size=(-D B=$b -D S=$sz)
+	[ "$n$b" = unet8 ] && size+=(-D C=16)
+	lg="$o/near.$n$b.log"
+	if "$DPC" --target cpu "${size[@]}" samples/$n.dp --checkpoint none --emit=schedule --schedule-json "$o/near.$n$b.none.json" \
+		>"$lg" 2>&1 &&
+		"$DPC" --target cpu "${size[@]}" samples/$n.dp --checkpoint min-memory --stream none --emit=schedule \
+			--schedule-json "$o/near.$n$b.least.json" >>"$lg" 2>&1; then
+		near_bound "least/least near the bound $n B=$b" "$o/near.$n$b.none.json" "$o/near.$n$b.least.json"
+	else
+		notok "least/least near the bound $n B=$b" "$lg"
+	fi
+done
+# and on the networks of Feng & Huang's table that bench/graphs.sh plans (bench/graphs.py writes them at
+# their sizes): long chains (ResNet-152), dense blocks, parallel branches and NASNet's and DARTS's cells, each
+# min-memory's peak within 2 points of store-everything's above the bound (measured 2026-11-27: 0.09 to 1.77)
+for spec in resnet152:16:224 densenet121:32:224 densenet201:16:224 inception_v3:32:299 nasnet:64:32 darts:64:32; do
+	IFS=: read -r n b sz <<<"$spec"
+	lg="$o/net.$n.log"
+	if python3 bench/graphs.py "$n" "$b" "$sz" >"$o/net.$n.dp" 2>"$lg" &&
+		"$DPC" --target cpu "$o/net.$n.dp" --checkpoint none --stream none --emit=schedule \
+			--schedule-json "$o/net.$n.none.json" >>"$lg" 2>&1 &&
+		"$DPC" --target cpu "$o/net.$n.dp" --checkpoint min-memory --stream none --emit=schedule \
+			--schedule-json "$o/net.$n.least.json" >>"$lg" 2>&1; then
+		near_bound "least/least near the bound $n" "$o/net.$n.none.json" "$o/net.$n.least.json"
+	else
+		notok "least/least near the bound $n" "$lg"
+	fi
+done
+# Against the MILP (issue 40): bench/milp.py's optima over dpc's own problem, solved once by HiGHS and
+# committed (tests/least/milp/regen.sh makes them again). min-memory's peak is never below the least any
+# schedule reaches (a proven bound: a plan below it would be the memory plan's error) and at most 1% above the
+# least of dpc's three states per value; a budget's fit stays within it and never recomputes fewer FLOPs than
+# the fewest any schedule needs (how far above is printed: issue 40, item 3), and a budget no schedule fits
+# is refused
+for dp in $(python3 -c "import json,sys; print(' '.join(sorted(json.load(open(sys.argv[1])))))" tests/least/milp/expected.json); do
+	$sanitized && break
+	n=$(echo "$dp" | tr / _)
+	if "$DPC" --target cpu "$dp" --checkpoint min-memory --stream none --schedule-json "$o/milp.$n.json" -o /dev/null \
+		>"$o/milp.$n.log" 2>&1; then
+		check "least/milp $dp: min-memory at the MILP's least, within 1%" python3 - "$dp" "$o/milp.$n.json" <<'PY'
+import json, sys
+want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]
+peak = json.load(open(sys.argv[2]))["peak_device_bytes"]["total"]
+lo, hi = want["least_any"], want["least_states"]
+assert lo <= peak <= hi * 1.01, (peak, lo, hi)
+print(f"least {peak} bytes; the MILP's {hi} (three states), {lo} (any schedule): {100 * (peak / hi - 1):+.2f}%")
+PY
+	else
+		notok "least/milp $dp: min-memory" "$o/milp.$n.log"
+	fi
+	for b in $(python3 -c "import json,sys; print(' '.join(json.load(open(sys.argv[1]))[sys.argv[2]]['budgets']))" \
+		tests/least/milp/expected.json "$dp"); do
+		if [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]['budgets'][sys.argv[3]]['flops_any'])" \
+			tests/least/milp/expected.json "$dp" "$b")" = None ]; then
+			expect "least/milp $dp: $b bytes, below the MILP's least, refused" 1 "more than --device-mem" \
+				"$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" -o /dev/null
+		elif "$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" --schedule-json "$o/milp.$n.$b.json" \
+			-o /dev/null >"$o/milp.$n.$b.log" 2>&1; then
+			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest" python3 - "$dp" "$b" \
+				"$o/milp.$n.$b.json" <<'PY'
+import json, sys
+want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]["budgets"][sys.argv[2]]
+d = json.load(open(sys.argv[3]))
+peak, flops, budget = d["peak_device_bytes"]["total"], d["recomputed_flops"], int(sys.argv[2])
+assert peak <= budget and flops >= want["flops_any"], (peak, budget, flops, want)
+print(f"peak {peak}, {flops} FLOPs recomputed; the MILP's fewest {want.get('flops_states')} (three states), "
+      f"{want['flops_any']} (any schedule)")
+PY
+		else
+			notok "least/milp $dp: within $b bytes" "$o/milp.$n.$b.log"
+		fi
+	done
+done
+cat >"$o/one_op.dp" <<'DP'
+input x : f32[1024, 256]
+param w : f32[1] = ones
+loss { return sum(sum(x * w, 1)) }
+DP
+bound_check one_op "$o/one_op.dp"
+check "least/peak bound: tight where one op's working set is the peak" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+peak, b = d['peak_device_bytes']['total'], d['peak_lower_bound']
+assert b <= peak <= b + 4096, (peak, b)
+print(peak, b)" "$o/bound.one_op.json"
+finish
