@@ -87,8 +87,14 @@ deps:
 		libopenblas-dev libdnnl-dev python3 python3-pip openmpi-bin
 	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q -r compiler/frontend/onnx/requirements.txt
 
+# The builds the test targets start use every core this make may (nproc),
+# unless make was given -j itself.
+JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
+TEST_BINS = all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
+
 # The test suite: ends with "N passed, N failed".
-test: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
+test:
+	@$(MAKE) -s $(JOBS) $(TEST_BINS)
 	@bash tests/run.sh
 
 # The whole suite again with the compiler, the runtime and every executable
@@ -98,7 +104,7 @@ test: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
 # its tracer crashes reading it; static TLS is still scanned.
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 test-sanitize:
-	@$(MAKE) -s O=build/san/ CFLAGS='-O1 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph build/san/build/select
+	@$(MAKE) -s $(JOBS) O=build/san/ CFLAGS='-O2 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph build/san/build/select
 	@DPC_BUILD=$(CURDIR)/build/san CC='$(CC) $(SAN_FLAGS)' TEST_OUT=$(CURDIR)/tests/out-san \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
 
@@ -127,7 +133,8 @@ fuzz: fuzz-build
 
 # What CI runs: the suite, the fuzzers, the suite under sanitizers; the last
 # line sums all three.
-check: all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
+check:
+	@$(MAKE) -s $(JOBS) $(TEST_BINS)
 	@bash tests/check.sh
 
 # Compile the default sample and train it: shows the plan and the training run.

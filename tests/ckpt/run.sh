@@ -63,9 +63,12 @@ for i, (lo, hi, body) in enumerate(re.findall(r'^loop \S+ in (\d+)\.\.(\d+).*\n(
         total += rows(n, planned[i]['s'], kk)
 print(total * steps)" "$2" "$3" "${4:-binomial}" "${5:-}"
 }
+# (under make test-sanitize in f32 only: the schedules' code is the same in f64, which the plain run checks)
+precs="f32 f64"
+$sanitized && precs=f32
 for dp in samples/*.dp tests/ops/loop.dp tests/ops/nested.dp; do
 	name=$(basename "$dp" .dp)
-	for prec in f32 f64; do
+	for prec in $precs; do
 		"$DPC" --precision $prec "$dp" -o "$o/$name.none" || { notok "ckpt/$name: compile"; continue; }
 		"$o/$name.none" --steps 2 --quiet --dump-grads "$o/$name.none.st" --save "$o/$name.none.p" >/dev/null
 		# binomial at several counts; auto (the sweep schedule, its segments' starts saved by the forward loop) at two
@@ -440,7 +443,10 @@ done
 # 12 candidates each, so the cost model's search chooses: at 85% of store-everything's peak
 # and near their least budget, gradients bitwise, peaks and recomputed FLOPs measured as
 # planned; DenseNet at half its peak recomputes at most 15% of a forward
-for s in densenet:50 inception:75 unet:72; do
+# (under make test-sanitize DenseNet alone: the same search on other graphs)
+graphs="densenet:50 inception:75 unet:72"
+$sanitized && graphs=densenet:50
+for s in $graphs; do
 	low=${s#*:} s=${s%:*}
 	nl="$o/graph_$s.log" nd="$o/graph_$s" n_ok=1 searched=""
 	size=(-D B=4 -D S=16)
@@ -496,7 +502,10 @@ done
 # network's wiring) at 4 channels, 5 cells (two reductions), B=2, 8x8: separable 3x3, 5x5 and
 # 7x7 convolutions, dilated ones, both pools, factorized reductions. At half the peak and
 # at the least: gradients bitwise as store-everything's, peaks and recomputed FLOPs as planned
-for cell in NASNET DARTS_V2; do
+# (under make test-sanitize NASNet's cells alone: DARTS's are the same search, 6 of its 25 minutes)
+cells="NASNET DARTS_V2"
+$sanitized && cells=NASNET
+for cell in $cells; do
 	cl="$o/cells_$cell.log" cd="$o/cells_$cell" c_ok=1 c_said=""
 	python3 -c "import sys; sys.path.insert(0, 'bench'); import graphs
 sys.stdout.write(graphs.cells(8, graphs.$cell, 4, 5, False, 10).text(2, 8, 'tests/ckpt'))" >"$cd.dp" 2>"$cl" &&
@@ -523,8 +532,11 @@ print("%s %d of %d bytes" % (sys.argv[4], run["peak_device_bytes"], top))
 PY
 		[ -s "$b.out" ] && c_said="$c_said${c_said:+, }$(cat "$b.out")"
 	done
-	# the search on one thread and on two: the same plan, byte for byte
-	for plan in least half; do
+	# the search on one thread and on two: the same plan, byte for byte (DARTS's least, 30 s a search, at
+	# half only: NASNet's least runs the same threads)
+	thread_plans="least half"
+	[ $cell = DARTS_V2 ] && thread_plans=half
+	for plan in $thread_plans; do
 		[ $c_ok = 1 ] || break
 		if [ $plan = half ]; then m=(--device-mem $(($(json "$cd.none.json" peak_device_bytes total) * 6 / 10))); else m=(--checkpoint min-memory); fi
 		"$DPC" --target cpu "${m[@]}" --stream none --threads 1 --emit=stream "$cd.dp" -o "$cd.$plan.t1" >>"$cl" 2>&1 &&
@@ -620,7 +632,10 @@ fi
 # with gradients and parameters bitwise equal to store-everything's, in f32 and (DenseNet)
 # f64, its peak and the bytes it moves each way measured as predicted, the bytes those of
 # the values it lists, down and up once a step
-for s in densenet:f32 densenet:f64 inception:f32 unet:f32; do
+# (under make test-sanitize DenseNet in f32 alone: the same offloads on other graphs and precisions)
+offloads="densenet:f32 densenet:f64 inception:f32 unet:f32"
+$sanitized && offloads=densenet:f32
+for s in $offloads; do
 	prec=${s#*:} s=${s%:*}
 	ol="$o/offload_$s.$prec.log" od="$o/offload_$s.$prec"
 	size=(-D B=4 -D S=16 --precision $prec)
