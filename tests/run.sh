@@ -2,7 +2,8 @@
 # The whole test suite. Every part prints "ok - NAME" or "not ok - NAME" per
 # check; this runner shows each part's checks as the part ends and closes with
 # "N passed, N failed". Parts run side by side, as many at once as the cores
-# this process may use (nproc honours taskset and cgroups; TEST_JOBS sets it):
+# this process may use (nproc honours taskset and cpusets, not CPU quotas;
+# TEST_JOBS sets it):
 # each writes only under its own $TEST_OUT/NAME, and none asserts a time.
 set -u
 cd "$(dirname "$0")/.."
