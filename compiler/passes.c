@@ -29,7 +29,10 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 
 Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 {
-	const char *ag = getenv("DPC_ATTN_GEMM");
+	const char *ag = getenv("DPC_ATTN_GEMM"), *lse = getenv("DPC_ATTN_LSE");
+	if (lse && *lse && strcmp(lse, "apart"))
+		fatal("DPC_ATTN_LSE takes 'apart' (each attn_lse a pass of its own, for testing), got '%s'", lse);
+	ir_attn_lse_apart = lse && *lse;
 	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : atoll(ag),
 	              o->device_mem};

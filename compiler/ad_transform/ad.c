@@ -35,6 +35,7 @@ struct Ad {
 	bool recompute, keep;
 	Block *out;        /* where ops go */
 	AccList *accs;     /* accumulators of captured values for cur */
+	int lse_of, lse;   /* the attn_lse that reverse_op passed last: its attention's result, and its own */
 };
 
 /* Per-value tables grow as ops create values. */
@@ -140,6 +141,30 @@ int ad_unbroadcast(Ad *a, int g, int x, Loc loc)
 
 bool ad_active(Ad *a, int v) { return a->active.data[v]; }
 
+int ad_attn_lse(Ad *a, Op *op) { return op->kind == OP_ATTENTION && op->out >= 0 && a->lse_of == op->out ? a->lse : -1; }
+
+/* Attention on GEMMs keeps each row's log-sum-exp for its adjoint: an
+ * attn_lse right after it, which it writes as it goes
+ * (ir_attn_lse_fused), so that the adjoint does not compute the scores
+ * once more for them (FlashAttention-2's order). */
+static void add_lse(Ad *a, Block *b)
+{
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_LOOP)
+			add_lse(a, &op->body);
+		if (op->kind != OP_ATTENTION || op->nin != 4 || !a->active.data[op->out])
+			continue;
+		Block one = {0};
+		Op *l = ir_new_op(a->p, OP_ATTN_LSE, op->loc, 4, (int[]){op->in[0], op->in[1], op->out, op->in[3]});
+		l->attr = op->attr;
+		ir_emit(a->p, &one, l);
+		grow(a);
+		a->scope.data[l->out] = a->scope.data[op->out];
+		ir_insert(b, ++i, l);
+	}
+}
+
 Program *ad_program(Ad *a) { return a->p; }
 
 static void reverse_loop(Ad *a, Op *op);
@@ -147,6 +172,11 @@ static void reverse_loop(Ad *a, Op *op);
 /* The adjoint of one op: loops here, every other op by the rule the op table names (compiler/ops/). */
 static void reverse_op(Ad *a, Op *op)
 {
+	if (op->kind == OP_ATTN_LSE) { /* right after its attention (add_lse): the next op reversed */
+		a->lse_of = op->in[2];
+		a->lse = op->out;
+		return;
+	}
 	if (op->kind == OP_LOOP) {
 		reverse_loop(a, op);
 		return;
@@ -574,6 +604,8 @@ Program *ad_transform(Program *p, const AdOptions *o)
 	set_scopes(&a, &p->body, NULL);
 	while (mark_active(&a, &p->body))
 		;
+	a.lse_of = -1;
+	add_lse(&a, &p->body);
 	add_tapes(&a, &p->body, 0);
 	p->nforward = p->body.len;
 	a.out = &p->body;

@@ -28,6 +28,7 @@ int ad_op2(Ad *a, OpKind k, Loc loc, int x, int y);
 int ad_op3(Ad *a, OpKind k, Loc loc, int x, int y, int z);
 int ad_opto(Ad *a, OpKind k, Loc loc, int x, Type to); /* reshape, broadcast, sum_to to type `to` */
 int ad_const(Ad *a, Loc loc, double f);
+int ad_attn_lse(Ad *a, Op *op);                /* the log-sum-exp the forward keeps for attention op, or -1 */
 int ad_unbroadcast(Ad *a, int g, int x, Loc loc); /* g summed down to x's shape */
 
 #endif

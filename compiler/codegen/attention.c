@@ -784,7 +784,8 @@ static void lower_attention(Host *h, Op *op)
 	cg_call(h, ft, f, args, 6);
 }
 
-enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P }; /* what K_ATTN_ROWS computes */
+/* what K_ATTN_ROWS computes (cg_kernel_label names them in this order) */
+enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA };
 
 int cg_attn_rows_vec(const KDesc *d)
 {
@@ -792,13 +793,24 @@ int cg_attn_rows_vec(const KDesc *d)
 	return d->out.dim[2] % v ? 1 : v;
 }
 
+/* a row's log-sum-exp into the compute type's [items, H, T] (f32 for bf16), by one lane */
+static void store_lse(K *k, LLVMValueRef lse, LLVMValueRef at, LLVMValueRef v)
+{
+	LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(k->g, 0), ""));
+	LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, k->g->real, lse, &at, 1, ""));
+	cg_end_if(k, j);
+}
+
 /* K_ATTN_ROWS: row r of a block's scores S [items x H, nq, nk] (ag_rows:
  * words S, dP, stats, dO, O), query t = q0 + r % nq of head r / nq of the
  * items' heads, keys [0, n) (n = t + 1 when causal, else nk), scaled by 1 /
- * sqrt(Dh). Softmax: P in place of S; stats: the row's log-sum-exp and dO .
- * O; dS: P (dP - D) / sqrt(Dh) in place of S; P: P in place of S. Masked
- * keys get 0. The stats are [items, H, T, 2], so row r's are at (r / nq)
- * T + t; dO and O are [items, T, C]. */
+ * sqrt(Dh). Softmax: P in place of S (and, softmax_lse, the row's
+ * log-sum-exp into the third word); stats: the row's log-sum-exp and dO .
+ * O; lse: the log-sum-exp alone; dS: P (dP - D) / sqrt(Dh) in place of S;
+ * P: P in place of S. Masked keys get 0. The stats are [items, H, T, 2], so
+ * row r's are at (r / nq) T + t, and a log-sum-exp at (r / nq) T + t; dO
+ * and O are [items, T, C]. Delta (attn_delta): no scores; rows [items x H,
+ * T, Dh], the first word the log-sum-exp that the stats take with dO . O. */
 static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef r)
 {
 	Cg *g = k->g;
@@ -813,9 +825,16 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	LLVMValueRef head = LLVMBuildUDiv(B, r, cg_i64(g, nq), ""), t = LLVMBuildAdd(B, LLVMBuildURem(B, r, cg_i64(g, nq), ""), cg_i64(g, q0), "");
 	LLVMValueRef base = LLVMBuildMul(B, r, cg_i64(g, nk), "");
 	LLVMValueRef n = d->attr.attn.causal ? LLVMBuildAdd(B, t, cg_i64(g, 1), "") : cg_i64(g, nk);
-	LLVMValueRef srow = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, head, cg_i64(g, T), ""), t, ""), cg_i64(g, 2), "");
-	if (d->mode == AR_STATS) {
-		LLVMValueRef mx, lse = cg_lse_online(k, S, true, base, n, scale, &mx);
+	LLVMValueRef lrow = LLVMBuildAdd(B, LLVMBuildMul(B, head, cg_i64(g, T), ""), t, "");
+	LLVMValueRef srow = LLVMBuildMul(B, lrow, cg_i64(g, 2), "");
+	if (d->mode == AR_LSE) {
+		LLVMValueRef mx;
+		store_lse(k, cg_ptr(k, args[2], wp), lrow, cg_lse_online(k, S, true, base, n, scale, &mx));
+		return;
+	}
+	if (d->mode == AR_STATS || d->mode == AR_DELTA) {
+		LLVMValueRef mx, lse = d->mode == AR_DELTA ? LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, S, &lrow, 1, ""), "")
+		                                           : cg_lse_online(k, S, true, base, n, scale, &mx);
 		LLVMValueRef dO = cg_ptr(k, args[3], g->realp), O = cg_ptr(k, args[4], g->realp);
 		/* item head / H's row t, head head % H's columns */
 		LLVMValueRef row = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildUDiv(B, head, cg_i64(g, H), ""), cg_i64(g, T), ""), t, "");
@@ -832,7 +851,10 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 		cg_store_once(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), dd);
 		return;
 	}
-	LLVMValueRef mx, lse = d->mode == AR_SOFTMAX ? cg_lse_online(k, S, true, base, n, scale, &mx) : cg_load(k, st, srow);
+	bool soft = d->mode == AR_SOFTMAX || d->mode == AR_SOFTMAX_LSE;
+	LLVMValueRef mx, lse = soft ? cg_lse_online(k, S, true, base, n, scale, &mx) : cg_load(k, st, srow);
+	if (d->mode == AR_SOFTMAX_LSE)
+		store_lse(k, cg_ptr(k, args[2], wp), lrow, lse);
 	LLVMValueRef D = d->mode == AR_DS ? cg_load(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), "")) : NULL;
 	/* v keys a lane at a time, 16 bytes of S when the rows are whole
 	 * vectors: the accesses carry the alignment that the plan's 256-byte
@@ -897,6 +919,7 @@ typedef struct {
 	bool bf16;
 	LLVMValueRef S, dP, P;              /* the workspace's parts (P: S's unless bf16) */
 	LLVMValueRef at[6];                 /* this group's operands (stats: its heads' rows), then the result */
+	LLVMValueRef lse;                   /* attention's rows' log-sum-exp, written as it goes (attn_lse), or NULL */
 } Ag;
 
 static LLVMValueRef off(Ag *a, LLVMValueRef base, int64_t elems)
@@ -944,7 +967,11 @@ static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 	LLVMValueRef z = cg_i64(a->h->g, 0), words[6] = {a->S, a->dP, z, z, z, a->P};
 	if (a->op->kind == OP_ATTN_STATS) /* (q, k, dO, O) -> stats */
 		words[2] = a->at[5], words[3] = a->at[2], words[4] = a->at[3];
-	else if (a->op->kind != OP_ATTENTION) /* (q, k, v, dO, stats) */
+	else if (a->op->kind == OP_ATTN_LSE) /* (q, k, O) -> lse */
+		words[2] = a->at[5];
+	else if (a->op->kind == OP_ATTENTION)
+		words[2] = a->lse ? a->lse : z;
+	else /* (q, k, v, dO, stats) */
 		words[2] = a->at[4], words[3] = a->at[3];
 	cg_launch(a->h, &d, words, 6);
 }
@@ -960,11 +987,14 @@ static void ag_block(Ag *a, int64_t q0, int64_t nq)
 	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, q, q0 * C), C, dh, it, k, C, dh, it, a->S, nk, sc, os, 0);
 	switch ((int)kind) {
 	case OP_ATTENTION:
-		ag_rows(a, AR_SOFTMAX, q0, nq, nk);
+		ag_rows(a, a->lse ? AR_SOFTMAX_LSE : AR_SOFTMAX, q0, nq, nk);
 		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, sc, os, v, C, dh, it, off(a, out, q0 * C), C, dh, it, 0);
 		return;
 	case OP_ATTN_STATS:
 		ag_rows(a, AR_STATS, q0, nq, nk);
+		return;
+	case OP_ATTN_LSE:
+		ag_rows(a, AR_LSE, q0, nq, nk);
 		return;
 	case OP_ATTN_DV:
 		ag_rows(a, AR_P, q0, nq, nk);
@@ -980,7 +1010,8 @@ static void ag_block(Ag *a, int64_t q0, int64_t nq)
 		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, sc, os, off(a, q, q0 * C), C, dh, it, out, C, dh, it, 1);
 }
 
-static void lower_attention_gemm(Host *h, Op *op)
+/* op on GEMMs; lse: the value of the attn_lse it writes as it goes (ir_attn_lse_fused), or -1 */
+static void lower_attention_gemm(Host *h, Op *op, int lse)
 {
 	Cg *g = h->g;
 	Program *p = g->p;
@@ -1015,11 +1046,14 @@ static void lower_attention_gemm(Host *h, Op *op)
 	LLVMValueRef b = LLVMBuildPhi(g->b, g->i64, "b"), zero = cg_i64(g, 0);
 	LLVMAddIncoming(b, &zero, &pre, 1);
 	LLVMValueRef item = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.T * a.C * a.elt), "");
-	/* the group's operands: q-shaped ones T C an item, the stats H T 2 */
+	/* the group's operands: q-shaped ones T C an item, the stats H T 2, a log-sum-exp H T */
 	LLVMValueRef stats = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.H * a.T * 2 * a.elt), "");
+	LLVMValueRef rows = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.H * a.T * wb), "");
 	for (int i = 0; i < base; i++)
 		a.at[i] = LLVMBuildAdd(g->b, cg_addr(h, op->in[i]), i == 4 ? stats : item, "");
-	a.at[5] = LLVMBuildAdd(g->b, cg_addr(h, op->out), op->kind == OP_ATTN_STATS ? stats : item, "");
+	a.at[5] = LLVMBuildAdd(g->b, cg_addr(h, op->out),
+	                       op->kind == OP_ATTN_STATS ? stats : op->kind == OP_ATTN_LSE ? rows : item, "");
+	a.lse = lse >= 0 ? LLVMBuildAdd(g->b, cg_addr(h, lse), rows, "") : NULL;
 	int64_t times = h->times;
 	h->times *= groups;
 	for (int64_t q0 = 0; q0 < a.T; q0 += a.rows)
@@ -1032,10 +1066,39 @@ static void lower_attention_gemm(Host *h, Op *op)
 	LLVMPositionBuilderAtEnd(g->b, done);
 }
 
+/* attn_delta: a row kernel over dO and O, [items x H, T, Dh] (no scores) */
+static void lower_delta(Host *h, Op *op)
+{
+	Program *p = h->g->p;
+	Type o = ir_vtype(p, op->in[1]);
+	int64_t T = o.dim[o.rank - 2], C = o.dim[o.rank - 1], H = op->attr.attn.heads;
+	KDesc d;
+	memset(&d, 0, sizeof d);
+	d.kind = (OpKind)K_ATTN_ROWS;
+	d.attr = op->attr;
+	d.out = ir_type(o.dt, 3, (int64_t[]){ir_numel(o) / (T * C) * H, T, C / H});
+	d.in[0] = o;
+	d.mode = AR_DELTA;
+	d.blk[1] = T;
+	LLVMValueRef z = cg_i64(h->g, 0);
+	LLVMValueRef words[6] = {cg_addr(h, op->in[2]), z, cg_addr(h, op->out), cg_addr(h, op->in[0]), cg_addr(h, op->in[1]), z};
+	cg_launch(h, &d, words, 6);
+}
+
+/* b's attention at i and the attn_lse after it that it writes (ir_attn_lse_fused) */
+void cg_attention_lse(Host *h, Block *b, int i)
+{
+	lower_attention_gemm(h, b->ops[i], b->ops[i + 1]->out);
+}
+
 bool cg_host_attention(Host *h, Op *op)
 {
+	if (op->kind == OP_ATTN_DELTA) {
+		lower_delta(h, op);
+		return true;
+	}
 	if (op->nin > ops_attn_operands(op->kind)) {
-		lower_attention_gemm(h, op);
+		lower_attention_gemm(h, op, -1);
 		return true;
 	}
 	if (ir_ops[op->kind].low == LW_HEADS && !h->g->cuda && !h->g->reference) {

@@ -289,6 +289,8 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			vec_push(&absorbed, b->ops[j]);
 		} else if (ir_ops[op->kind].flags & OPF_EW) {
 			i += cg_lower_fused(h, b, i, to) - 1;
+		} else if (op->kind == OP_ATTENTION && i + 1 < to && ir_attn_lse_fused(b, i + 1)) {
+			cg_attention_lse(h, b, i++); /* the rows' log-sum-exp as it goes */
 		} else {
 			lower_op(h, op);
 		}

@@ -50,6 +50,29 @@ void ir_append(Block *b, Op *op)
 	b->ops[b->len++] = op;
 }
 
+/* op into b before position at */
+void ir_insert(Block *b, int at, Op *op)
+{
+	ir_append(b, op);
+	memmove(&b->ops[at + 1], &b->ops[at], sizeof(Op *) * (size_t)(b->len - 1 - at));
+	b->ops[at] = op;
+}
+
+/* Is b's op i an attn_lse that the attention right before it writes as it
+ * goes (on GEMMs: its softmax's rows)? Its result then lives from that
+ * attention's position (the memory plan), and has no kernel of its own
+ * (codegen). */
+bool ir_attn_lse_apart;
+
+bool ir_attn_lse_fused(const Block *b, int i)
+{
+	if (ir_attn_lse_apart || i < 1 || i >= b->len || b->ops[i]->kind != OP_ATTN_LSE || b->ops[i]->nin != 4)
+		return false;
+	const Op *a = b->ops[i - 1], *l = b->ops[i];
+	return a->kind == OP_ATTENTION && a->nin == 4 && a->out == l->in[2] && a->in[0] == l->in[0] &&
+	       a->in[1] == l->in[1] && a->in[3] == l->in[3];
+}
+
 int ir_emit(Program *p, Block *b, Op *op)
 {
 	if (op->kind == OP_LOOP || op->kind == OP_REVOLVE)

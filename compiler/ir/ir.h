@@ -389,6 +389,9 @@ void ir_append(Block *b, Op *op);
 /* Creates the op, infers its result type (dies on a type error: the frontend
  * checks user programs with ir_check_op first), appends it, returns the result id. */
 int ir_emit(Program *p, Block *b, Op *op);
+void ir_insert(Block *b, int at, Op *op);
+bool ir_attn_lse_fused(const Block *b, int i); /* op i is written by the attention before it */
+extern bool ir_attn_lse_apart; /* testing (DPC_ATTN_LSE=apart): every attn_lse a pass of its own */
 
 /* types */
 Type ir_type(DType dt, int rank, const int64_t *dim);

@@ -60,8 +60,8 @@ static void number(Live *L, Block *b)
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		int64_t at = L->pos++;
-		if (op->out >= 0)
-			L->defpos[op->out] = at;
+		if (op->out >= 0) /* an attn_lse its attention writes lives from there */
+			L->defpos[op->out] = ir_attn_lse_fused(b, i) ? at - 1 : at;
 		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
 			/* a revolve's bodies run interleaved: the state lives across them */
 			L->defpos[op->ivar] = at;

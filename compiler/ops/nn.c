@@ -39,8 +39,12 @@ void ops_adjoint_embed(Ad *a, Op *op, int g)
 	ad_contrib(a, table, ad_emit(a, d), op->loc);
 }
 
-/* an attention op's operands before its workspace: q, k, v; q, k, dO, O; q, k, v, dO, stats */
-int ops_attn_operands(OpKind k) { return k == OP_ATTENTION ? 3 : k == OP_ATTN_STATS ? 4 : 5; }
+/* an attention op's operands before its workspace: q, k, v; q, k, dO, O; q, k, O (attn_lse); dO, O, lse
+ * (attn_delta, which has none); q, k, v, dO, stats */
+int ops_attn_operands(OpKind k)
+{
+	return k == OP_ATTENTION || k == OP_ATTN_LSE || k == OP_ATTN_DELTA ? 3 : k == OP_ATTN_STATS ? 4 : 5;
+}
 
 /* An attention on GEMMs works in f32 for bf16 (its scores and their
  * gradient; then P or dS rounded to bf16 for the next GEMM, a third part),
@@ -94,10 +98,51 @@ Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budg
 	return ir_type(attn_ws_dt(q), 2, dims);
 }
 
+/* [..., heads, T, 2] in q's type: each row's log-sum-exp and dO . O (the stats); [..., heads, T]
+ * in the workspace's type: the log-sum-exp alone (attn_lse). Rank 0 when q has too many axes. */
+static Type attn_row_type(Type q, int heads, bool stats)
+{
+	Type st = q;
+	int64_t T = q.dim[q.rank - 2];
+	st.rank = q.rank + stats;
+	if (st.rank > IR_MAXRANK)
+		return ir_scalar(q.dt);
+	st.dim[q.rank - 2] = heads;
+	st.dim[q.rank - 1] = T;
+	if (stats)
+		st.dim[q.rank] = 2;
+	else
+		st.dt = attn_ws_dt(q);
+	return st;
+}
+
+/* attn_delta (dO, O, lse): the stats of the rows from the forward's log-sum-exp, without the scores */
+static const char *shape_delta(Program *p, Op *op, Type *out)
+{
+	const char *err;
+	for (int i = 0; i < 3; i++)
+		if ((err = ops_need_real(p, op, i)))
+			return err;
+	Type o = ir_vtype(p, op->in[1]);
+	if (o.rank < 2 || !ir_type_eq(ir_vtype(p, op->in[0]), o))
+		return ar_printf("attn_delta needs dO and O of one shape [..., T, C], got %s and %s", ops_vs(p, op->in[0]),
+		                 ops_vs(p, op->in[1]));
+	int heads = op->attr.attn.heads;
+	if (heads < 1 || o.dim[o.rank - 1] % heads)
+		return ar_printf("attn_delta's heads=%d must divide the width of O %s", heads, ops_ts(o));
+	Type lse = attn_row_type(o, heads, false);
+	if (!lse.rank || !ir_type_eq(ir_vtype(p, op->in[2]), lse))
+		return ar_printf("attn_delta needs the log-sum-exp %s, got %s", ops_ts(lse), ops_vs(p, op->in[2]));
+	*out = attn_row_type(o, heads, true);
+	return out->rank ? NULL : ar_printf("attention's O %s has too many axes", ops_ts(o));
+}
+
 const char *ops_shape_attention(Program *p, Op *op, Type *out)
 {
 	const char *err;
 	static const char *what[] = {"q", "k", "v", "dO", "O"};
+	if (op->kind == OP_ATTN_DELTA)
+		return shape_delta(p, op, out);
 	Type q = ir_vtype(p, op->in[0]);
 	int base = ops_attn_operands(op->kind), same = base == 3 ? 3 : 4; /* shaped like q: all but the stats */
 	if (op->nin != base && op->nin != base + 1)
@@ -111,17 +156,14 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 		Type t = ir_vtype(p, op->in[i]);
 		if (!ir_type_eq(t, q))
 			return ar_printf("attention needs q, k and v of one shape, got q %s and %s %s", ops_vs(p, op->in[0]),
-			                 what[op->kind == OP_ATTN_STATS && i >= 2 ? i + 1 : i], ops_vs(p, op->in[i]));
+			                 what[op->kind == OP_ATTN_LSE && i == 2 ? 4 : op->kind == OP_ATTN_STATS && i >= 2 ? i + 1 : i],
+			                 ops_vs(p, op->in[i]));
 	}
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1];
 	if (op->attr.attn.heads < 1 || C % op->attr.attn.heads != 0)
 		return ar_printf("attention's heads=%d must divide the width %lld of q %s", op->attr.attn.heads, (long long)C, ops_ts(q));
-	Type st = q;
-	st.rank = q.rank + 1;
-	st.dim[q.rank - 2] = op->attr.attn.heads;
-	st.dim[q.rank - 1] = T;
-	st.dim[q.rank] = 2;
-	if (st.rank > IR_MAXRANK)
+	Type st = attn_row_type(q, op->attr.attn.heads, true);
+	if (!st.rank)
 		return ar_printf("attention's q %s has too many axes", ops_ts(q));
 	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st))
 		return ar_printf("%s needs stats %s, got %s", ir_ops[op->kind].name, ops_ts(st), ops_ts(ir_vtype(p, op->in[4])));
@@ -135,7 +177,7 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 			                 ir_ops[op->kind].name, (long long)T, (long long)per, ir_dt_name(attn_ws_dt(q)), (long long)items,
 			                 ops_ts(ws));
 	}
-	*out = op->kind == OP_ATTN_STATS ? st : q;
+	*out = op->kind == OP_ATTN_STATS ? st : op->kind == OP_ATTN_LSE ? attn_row_type(q, op->attr.attn.heads, false) : q;
 	return NULL;
 }
 
@@ -157,12 +199,19 @@ static int attn_scratch(Ad *a, Op *op)
 	return ad_emit(a, ws);
 }
 
-/* the rows' statistics once, then each operand's gradient */
+/* the rows' statistics once, then each operand's gradient. On GEMMs the
+ * forward kept each row's log-sum-exp (attn_lse, ad_attn_lse): the stats
+ * then need dO . O alone, not the scores once more. */
 void ops_adjoint_attention(Ad *a, Op *op, int g)
 {
-	int q = op->in[0], k = op->in[1], v = op->in[2], n = op->nin == 3 ? 0 : 1;
-	int st[5] = {q, k, g, op->out, n ? attn_scratch(a, op) : -1};
-	int stats = attn_op(a, op, OP_ATTN_STATS, 4 + n, st);
+	int q = op->in[0], k = op->in[1], v = op->in[2], n = op->nin == 3 ? 0 : 1, lse = ad_attn_lse(a, op);
+	int stats;
+	if (lse >= 0) {
+		stats = attn_op(a, op, OP_ATTN_DELTA, 3, (int[]){g, op->out, lse});
+	} else {
+		int st[5] = {q, k, g, op->out, n ? attn_scratch(a, op) : -1};
+		stats = attn_op(a, op, OP_ATTN_STATS, 4 + n, st);
+	}
 	int in[6] = {q, k, v, g, stats, -1};
 	static const OpKind grads[3] = {OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
 	for (int i = 0; i < 3; i++)
@@ -468,6 +517,24 @@ void ops_adjoint_xent(Ad *a, Op *op, int g)
 
 /* ---- the reference interpreter's rules (ops_run_*: compiler/ops/interp.c) ---- */
 
+/* attn_delta: the stats from the log-sum-exp, and dO . O per row of each head */
+static void run_delta(Interp *m, Op *op)
+{
+	Type t = ir_vtype(m->p, op->in[1]);
+	int64_t T = t.dim[t.rank - 2], C = t.dim[t.rank - 1], H = op->attr.attn.heads, Dh = C / H, rows = ir_numel(t) / C;
+	double *dO = ops_real(m, op->in[0]), *O = ops_real(m, op->in[1]), *lse = ops_real(m, op->in[2]);
+	double *o = ops_real(m, op->out);
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t h = 0; h < H; h++) {
+			int64_t at = ((r / T) * H + h) * T + r % T;
+			double dd = 0;
+			for (int64_t d = 0; d < Dh; d++)
+				dd += dO[r * C + h * Dh + d] * O[r * C + h * Dh + d];
+			o[2 * at] = lse[at];
+			o[2 * at + 1] = dd;
+		}
+}
+
 /* attention and its gradient ops, head by head, with the [T, T] scores in full */
 void ops_run_attention(Interp *m, Op *op)
 {
@@ -475,8 +542,12 @@ void ops_run_attention(Interp *m, Op *op)
 	Type q = ir_vtype(p, op->in[0]);
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->attr.attn.heads, Dh = C / H, NB = ir_numel(q) / (T * C);
 	double *Q = ops_real(m, op->in[0]), *K = ops_real(m, op->in[1]), *o = ops_real(m, op->out);
+	if (op->kind == OP_ATTN_DELTA) {
+		run_delta(m, op);
+		return;
+	}
 	double *P = malloc(sizeof(double) * (size_t)(T * T));
-	if (op->kind != OP_ATTN_STATS)
+	if (op->kind != OP_ATTN_STATS && op->kind != OP_ATTN_LSE)
 		memset(o, 0, (size_t)ir_bytes(p, q));
 	for (int64_t b = 0; b < NB; b++)
 		for (int64_t h = 0; h < H; h++) {
@@ -495,6 +566,10 @@ void ops_run_attention(Interp *m, Op *op)
 				for (int64_t j = 0; j < T; j++)
 					sum += exp(P[i * T + j] - mx);
 				double lse = st ? st[2 * i] : mx + log(sum);
+				if (op->kind == OP_ATTN_LSE) {
+					o[(b * H + h) * T + i] = lse;
+					continue;
+				}
 				for (int64_t j = 0; j < T; j++)
 					P[i * T + j] = exp(P[i * T + j] - lse);
 				if (op->kind == OP_ATTN_STATS) {
@@ -505,7 +580,7 @@ void ops_run_attention(Interp *m, Op *op)
 					o[((b * H + h) * T + i) * 2 + 1] = dd;
 				}
 			}
-			if (op->kind == OP_ATTN_STATS)
+			if (op->kind == OP_ATTN_STATS || op->kind == OP_ATTN_LSE)
 				continue;
 			double *V = ops_real(m, op->in[2]), *dO = grad ? ops_real(m, op->in[3]) : NULL;
 			for (int64_t i = 0; i < T; i++)

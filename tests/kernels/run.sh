@@ -19,15 +19,27 @@ plan() {
 
 # fp32 attention on GEMMs: its row kernels take each layer's 8 x 1024 query
 # rows of 12 heads once, the 8 items in one group (4 launches a layer: blocks
-# of 256 rows), and each GEMM all 96 heads (rt_gemm_items)
+# of 256 rows), and each GEMM all 96 heads (rt_gemm_items). The forward's
+# softmax rows keep their log-sum-exp, so the adjoint's stats (attn_delta)
+# read dO and O alone: no attn_stats, and no attn_lse of its own
 plan gpt2 $gpt2 -D B=8 samples/gpt.dp
 check "kernels/gpt2 fp32: no starved launch, no stack in attention or cross-entropy; 12 attentions, 1 loss" \
 	python3 tests/kernels/check.py "$o/gpt2.json" "attn_softmax[/rows=$((12 * 8 * 1024 * 12))" \
-	"attn_stats[/rows=$((12 * 8 * 1024 * 12))" "attn_softmax[96,=48" \
+	"attn_delta[/rows=$((12 * 8 * 1024 * 12))" "attn_stats[=0" "attn_lse[=0" "attn_softmax[96,=48" \
 	"cross_entropy.1[=1" "cross_entropy.2[=1" "embed_grad[=1"
 plan gpt2bf $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/gpt2bf.json" \
-	"attn_softmax[/rows=$((12 * 32 * 1024 * 12))" "attn_ds[/rows=$((2 * 12 * 32 * 1024 * 12))"
+	"attn_softmax[/rows=$((12 * 32 * 1024 * 12))" "attn_ds[/rows=$((2 * 12 * 32 * 1024 * 12))" \
+	"attn_delta[/rows=$((12 * 32 * 1024 * 12))" "attn_stats[=0" "attn_lse[=0"
+# the scores' GEMMs a step: per layer and block of query rows, the forward's
+# S and P V, and the adjoint's S and dP (dq), S and dP (dk), S (dv), and
+# their products: 4 blocks x 12 layers x (2 + 3 + 3 + 2) = 480 (it was 528
+# with attn_stats' own S)
+check "kernels/gpt2 fp32: attention's GEMMs, no scores for the stats" python3 -c "
+import json, sys
+ks = json.load(open(sys.argv[1]))['kernels']
+n = sum(k['count'] for k in ks if k['name'].startswith('gemm[') and k['name'].endswith(']x96'))
+assert n == 480, n" "$o/gpt2.json"
 # dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16, no stack
 DPC_ATTN_GEMM=off plan gpt2mma $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16 on dpc's tensor-core kernels: the launch check" python3 tests/kernels/check.py "$o/gpt2mma.json" \

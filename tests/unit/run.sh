@@ -44,6 +44,26 @@ unit() {
 }
 unit "" tests/ops/*.dp samples/*.dp
 DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
+# On GEMMs the forward's softmax rows write each row's log-sum-exp (attn_lse,
+# kept for the adjoint's stats): the same bits as attn_lse computed by a pass
+# of its own (DPC_ATTN_LSE=apart), and through binomial, min-memory and auto
+# schedules, which recompute the attention and its attn_lse (f32, 3 steps)
+lse_run() { # NAME DPC-ARGS...: compile and train GPT on GEMMs, parameters and first gradients kept
+	local name=$1 d="$TEST_OUT/attn_lse"
+	shift
+	mkdir -p "$d"
+	DPC_ATTN_GEMM=5 "$DPC" --target cpu "$@" samples/gpt.dp -o "$d/$name" >"$d/$name.log" 2>&1 &&
+		"$d/$name" --steps 3 --lr 0.01 --quiet --save "$d/$name.p" --dump-grads "$d/$name.g" >>"$d/$name.log" 2>&1
+}
+lse_same() { lse_run "$@" && cmp "$TEST_OUT/attn_lse/$1.p" "$TEST_OUT/attn_lse/fused.p" && cmp "$TEST_OUT/attn_lse/$1.g" "$TEST_OUT/attn_lse/fused.g"; }
+if lse_run fused; then
+	DPC_ATTN_LSE=apart check "attn-lse: written by the softmax rows, bitwise as a pass of its own" lse_same apart
+	for ck in binomial min-memory auto; do
+		check "attn-lse: --checkpoint $ck bitwise as store-everything" lse_same $ck --checkpoint $ck
+	done
+else
+	notok "attn-lse: GPT on GEMMs" "$TEST_OUT/attn_lse/fused.log"
+fi
 # every reduction in two launches, as the GPU's that leave it short of threads (DPC_CPU_SPLITS)
 # (under make test-sanitize on the op programs alone: the samples' reductions are the same kernels)
 if $sanitized; then
