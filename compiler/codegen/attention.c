@@ -793,7 +793,15 @@ int cg_attn_rows_vec(const KDesc *d)
 	return d->out.dim[2] % v ? 1 : v;
 }
 
-/* a row's log-sum-exp into the compute type's [items, H, T] (f32 for bf16), by one lane */
+/* a stat in the compute type (wide: f32 for bf16) or the tensor's */
+static LLVMValueRef load_stat(K *k, LLVMValueRef st, LLVMValueRef at, bool wide)
+{
+	if (!wide)
+		return cg_load(k, st, at);
+	return LLVMBuildLoad2(k->b, k->g->real, LLVMBuildGEP2(k->b, k->g->real, st, &at, 1, ""), "");
+}
+
+/* a row's log-sum-exp (or another stat) in the compute type (f32 for bf16), by one lane */
 static void store_lse(K *k, LLVMValueRef lse, LLVMValueRef at, LLVMValueRef v)
 {
 	LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(k->g, 0), ""));
@@ -820,7 +828,9 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	double scale = 1 / sqrt((double)dh);
 	/* S and dP hold the compute type (f32 for bf16); P, the stats, dO and O the tensor's */
 	LLVMTypeRef wp = LLVMPointerType(g->real, 0);
-	LLVMValueRef S = cg_ptr(k, args[0], wp), dP = cg_ptr(k, args[1], wp), st = cg_ptr(k, args[2], g->realp);
+	/* the stats in the compute type (attn_delta's, d->in[1]) or the tensor's (attn_stats') */
+	bool wide = g->bf16 && d->in[1].dt == DT_F32;
+	LLVMValueRef S = cg_ptr(k, args[0], wp), dP = cg_ptr(k, args[1], wp), st = cg_ptr(k, args[2], wide ? wp : g->realp);
 	LLVMValueRef P = cg_ptr(k, args[5], g->realp);
 	LLVMValueRef head = LLVMBuildUDiv(B, r, cg_i64(g, nq), ""), t = LLVMBuildAdd(B, LLVMBuildURem(B, r, cg_i64(g, nq), ""), cg_i64(g, q0), "");
 	LLVMValueRef base = LLVMBuildMul(B, r, cg_i64(g, nk), "");
@@ -847,15 +857,20 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 		cg_acc_next(k, &s, ns);
 		cg_for_end(k, &l, cg_i64(g, dh));
 		LLVMValueRef dd = cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), ns), false);
-		cg_store_once(k, st, srow, lse);
-		cg_store_once(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), dd);
+		if (wide) {
+			store_lse(k, st, srow, lse);
+			store_lse(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), dd);
+		} else {
+			cg_store_once(k, st, srow, lse);
+			cg_store_once(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), dd);
+		}
 		return;
 	}
 	bool soft = d->mode == AR_SOFTMAX || d->mode == AR_SOFTMAX_LSE;
-	LLVMValueRef mx, lse = soft ? cg_lse_online(k, S, true, base, n, scale, &mx) : cg_load(k, st, srow);
+	LLVMValueRef mx, lse = soft ? cg_lse_online(k, S, true, base, n, scale, &mx) : load_stat(k, st, srow, wide);
 	if (d->mode == AR_SOFTMAX_LSE)
 		store_lse(k, cg_ptr(k, args[2], wp), lrow, lse);
-	LLVMValueRef D = d->mode == AR_DS ? cg_load(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), "")) : NULL;
+	LLVMValueRef D = d->mode == AR_DS ? load_stat(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), wide) : NULL;
 	/* v keys a lane at a time, 16 bytes of S when the rows are whole
 	 * vectors: the accesses carry the alignment that the plan's 256-byte
 	 * buffers and the parts' offsets give them, so that LLVM's load-store
@@ -960,6 +975,8 @@ static void ag_rows(Ag *a, int mode, int64_t q0, int64_t nq, int64_t nk)
 	d.attr = a->op->attr;
 	d.out = ir_type(ir_vtype(a->h->g->p, a->op->in[0]).dt, 3, (int64_t[]){a->ib * a->H, nq, nk});
 	d.in[0] = ir_vtype(a->h->g->p, a->op->in[0]);
+	if (ops_attn_operands(a->op->kind) == 5) /* the stats */
+		d.in[1] = ir_vtype(a->h->g->p, a->op->in[4]);
 	d.mode = mode;
 	d.blk[0] = q0;
 	d.blk[1] = a->T;
@@ -1047,7 +1064,8 @@ static void lower_attention_gemm(Host *h, Op *op, int lse)
 	LLVMAddIncoming(b, &zero, &pre, 1);
 	LLVMValueRef item = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.T * a.C * a.elt), "");
 	/* the group's operands: q-shaped ones T C an item, the stats H T 2, a log-sum-exp H T */
-	LLVMValueRef stats = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.H * a.T * 2 * a.elt), "");
+	int64_t sb = ops_attn_operands(op->kind) == 5 ? ir_dt_bytes(ir_vtype(p, op->in[4]).dt) : a.elt; /* the stats' */
+	LLVMValueRef stats = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.H * a.T * 2 * sb), "");
 	LLVMValueRef rows = LLVMBuildMul(g->b, b, cg_i64(g, a.ib * a.H * a.T * wb), "");
 	for (int i = 0; i < base; i++)
 		a.at[i] = LLVMBuildAdd(g->b, cg_addr(h, op->in[i]), i == 4 ? stats : item, "");
@@ -1078,6 +1096,7 @@ static void lower_delta(Host *h, Op *op)
 	d.attr = op->attr;
 	d.out = ir_type(o.dt, 3, (int64_t[]){ir_numel(o) / (T * C) * H, T, C / H});
 	d.in[0] = o;
+	d.in[1] = ir_vtype(p, op->out);
 	d.mode = AR_DELTA;
 	d.blk[1] = T;
 	LLVMValueRef z = cg_i64(h->g, 0);

@@ -98,8 +98,10 @@ Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budg
 	return ir_type(attn_ws_dt(q), 2, dims);
 }
 
-/* [..., heads, T, 2] in q's type: each row's log-sum-exp and dO . O (the stats); [..., heads, T]
- * in the workspace's type: the log-sum-exp alone (attn_lse). Rank 0 when q has too many axes. */
+/* [..., heads, T, 2]: each row's log-sum-exp and dO . O (the stats; in q's
+ * type from attn_stats, in the workspace's from attn_delta, f32 for bf16);
+ * [..., heads, T] in the workspace's type: the log-sum-exp alone (attn_lse).
+ * Rank 0 when q has too many axes. */
 static Type attn_row_type(Type q, int heads, bool stats)
 {
 	Type st = q;
@@ -134,6 +136,7 @@ static const char *shape_delta(Program *p, Op *op, Type *out)
 	if (!lse.rank || !ir_type_eq(ir_vtype(p, op->in[2]), lse))
 		return ar_printf("attn_delta needs the log-sum-exp %s, got %s", ops_ts(lse), ops_vs(p, op->in[2]));
 	*out = attn_row_type(o, heads, true);
+	out->dt = attn_ws_dt(o);
 	return out->rank ? NULL : ar_printf("attention's O %s has too many axes", ops_ts(o));
 }
 
@@ -165,7 +168,9 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 	Type st = attn_row_type(q, op->attr.attn.heads, true);
 	if (!st.rank)
 		return ar_printf("attention's q %s has too many axes", ops_ts(q));
-	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st))
+	Type wst = st; /* attn_delta's, on GEMMs */
+	wst.dt = attn_ws_dt(q);
+	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st) && !(op->nin > base && ir_type_eq(ir_vtype(p, op->in[4]), wst)))
 		return ar_printf("%s needs stats %s, got %s", ir_ops[op->kind].name, ops_ts(st), ops_ts(ir_vtype(p, op->in[4])));
 	if (op->nin > base) {
 		/* for a divisor of the batch items, a whole number of query rows' scores and their gradient, at most T */
