@@ -78,6 +78,8 @@ for name in gpt2 gpt2bf resnet56; do
 		python3 bench/kernels_vs.py "/tmp/q_$name.prof" "$B/kernels/$name.$kind.json" \
 			$(cat "/tmp/q_$name.ms" 2>/dev/null) | tee -a "$out"
 		say ""
+		{ echo "## $name: --profile"; cat "/tmp/q_$name.prof"; } >>"$log" # the raw profile, each GEMM shape's line
+
 	else
 		say "$name: --profile failed or timed out"
 	fi

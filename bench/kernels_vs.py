@@ -46,6 +46,34 @@ def main():
         print(f"| {g} | {f(a)} | {f(b)} | {f'{b / a:.2f}' if a and b else '-'} |")
     step = float(sys.argv[3]) if len(sys.argv) > 3 else sum(measured.values())
     print(f"| **step** | {step:.3f} | {plan['predicted_step_ms']:.3f} | {plan['predicted_step_ms'] / step:.2f} |")
+    gemm_shapes(prof, plan)
+
+
+def gemm_shapes(prof, plan):
+    """the GEMMs by [m x n x k], transposes and batches taken together: where
+    their time goes, and the rate each shape ran at (the plan's FLOPs)"""
+    measured, predicted, flops = {}, {}, {}
+    for line in prof:
+        m = re.match(r"^\s*([0-9.]+)\s+[0-9.]+\s+(\d+)\s+(?:(?:[0-9.]+|-)\s+)?gemm.*\[(\d+) x (\d+) x (\d+)\]", line)
+        if m:
+            key = tuple(int(x) for x in m.group(3, 4, 5))
+            measured[key] = measured.get(key, 0) + float(m.group(1))
+    for k in plan["kernels"]:
+        m = re.match(r"^gemm\[(\d+),(\d+),(\d+)\]", k["name"])
+        if m:
+            key = tuple(int(x) for x in m.groups())
+            predicted[key] = predicted.get(key, 0) + k["count"] * k["predicted_us"] / 1000
+            flops[key] = flops.get(key, 0) + k["count"] * k["flops"]
+    if not measured:
+        return
+    print()
+    print("| GEMM [m x n x k] | measured ms | predicted ms | predicted / measured | TFLOP/s measured |")
+    print("| --- | --- | --- | --- | --- |")
+    for key in sorted(measured, key=lambda g: -measured[g])[:12]:
+        a, b, f = measured[key], predicted.get(key), flops.get(key)
+        rate = f"{f / a / 1e9:.1f}" if f and a else "-"
+        print(f"| {key[0]} x {key[1]} x {key[2]} | {a:.3f} | {'-' if b is None else f'{b:.3f}'} | "
+              f"{f'{b / a:.2f}' if b else '-'} | {rate} |")
 
 
 main()
