@@ -29,10 +29,11 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 
 Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 {
-	const char *ag = getenv("DPC_ATTN_GEMM"), *lse = getenv("DPC_ATTN_LSE");
-	if (lse && *lse && strcmp(lse, "apart"))
-		fatal("DPC_ATTN_LSE takes 'apart' (each attn_lse a pass of its own, for testing), got '%s'", lse);
-	ir_attn_lse_apart = lse && *lse;
+	const char *ag = getenv("DPC_ATTN_GEMM"), *apart = getenv("DPC_ATTN_APART");
+	if (apart && *apart && strcmp(apart, "1"))
+		fatal("DPC_ATTN_APART takes 1 (attention's passes apart on GEMMs: attn_lse on its own, attn_dk and attn_dv "
+		      "rather than attn_dkv; for testing), got '%s'", apart);
+	ir_attn_apart = apart && *apart;
 	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : atoll(ag),
 	              o->device_mem};

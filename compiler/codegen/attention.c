@@ -785,7 +785,7 @@ static void lower_attention(Host *h, Op *op)
 }
 
 /* what K_ATTN_ROWS computes (cg_kernel_label names them in this order) */
-enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA };
+enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };
 
 int cg_attn_rows_vec(const KDesc *d)
 {
@@ -815,7 +815,8 @@ static void store_lse(K *k, LLVMValueRef lse, LLVMValueRef at, LLVMValueRef v)
  * sqrt(Dh). Softmax: P in place of S (and, softmax_lse, the row's
  * log-sum-exp into the third word); stats: the row's log-sum-exp and dO .
  * O; lse: the log-sum-exp alone; dS: P (dP - D) / sqrt(Dh) in place of S;
- * P: P in place of S. Masked keys get 0. The stats are [items, H, T, 2], so
+ * P: P in place of S; dS from P: dS = P (dP - D) / sqrt(Dh) with P read
+ * where S was (f32 and f64 after attn_p). Masked keys get 0. The stats are [items, H, T, 2], so
  * row r's are at (r / nq) T + t, and a log-sum-exp at (r / nq) T + t; dO
  * and O are [items, T, C]. Delta (attn_delta): no scores; rows [items x H,
  * T, Dh], the first word the log-sum-exp that the stats take with dO . O. */
@@ -870,7 +871,8 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 	LLVMValueRef mx, lse = soft ? cg_lse_online(k, S, true, base, n, scale, &mx) : load_stat(k, st, srow, wide);
 	if (d->mode == AR_SOFTMAX_LSE)
 		store_lse(k, cg_ptr(k, args[2], wp), lrow, lse);
-	LLVMValueRef D = d->mode == AR_DS ? load_stat(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), wide) : NULL;
+	bool ds = d->mode == AR_DS || d->mode == AR_DS_P;
+	LLVMValueRef D = ds ? load_stat(k, st, LLVMBuildAdd(B, srow, cg_i64(g, 1), ""), wide) : NULL;
 	/* v keys a lane at a time, 16 bytes of S when the rows are whole
 	 * vectors: the accesses carry the alignment that the plan's 256-byte
 	 * buffers and the parts' offsets give them, so that LLVM's load-store
@@ -889,13 +891,13 @@ static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRe
 		ls[e] = LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, S, &at[e], 1, ""), "");
 		LLVMSetAlignment(ls[e], e ? (unsigned)rb : sa);
 	}
-	for (int e = 0; d->mode == AR_DS && e < v; e++) {
+	for (int e = 0; ds && e < v; e++) {
 		ld[e] = LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, dP, &at[e], 1, ""), "");
 		LLVMSetAlignment(ld[e], e ? (unsigned)rb : da);
 	}
 	for (int e = 0; e < v; e++) {
-		LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, ls[e], cg_real(g, scale), ""), lse, ""));
-		if (d->mode == AR_DS)
+		LLVMValueRef p = d->mode == AR_DS_P ? ls[e] : cg_exp(k, LLVMBuildFSub(B, LLVMBuildFMul(B, ls[e], cg_real(g, scale), ""), lse, ""));
+		if (ds)
 			p = LLVMBuildFMul(B, LLVMBuildFMul(B, p, LLVMBuildFSub(B, ld[e], D, ""), ""), cg_real(g, scale), "");
 		LLVMValueRef j = LLVMBuildAdd(B, l.i, cg_i64(g, e), "");
 		ls[e] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, j, n, ""), p, cg_real(g, 0), "");
@@ -935,6 +937,7 @@ typedef struct {
 	LLVMValueRef S, dP, P;              /* the workspace's parts (P: S's unless bf16) */
 	LLVMValueRef at[6];                 /* this group's operands (stats: its heads' rows), then the result */
 	LLVMValueRef lse;                   /* attention's rows' log-sum-exp, written as it goes (attn_lse), or NULL */
+	LLVMValueRef dv;                    /* attn_dkv: the group's dv, after dk */
 } Ag;
 
 static LLVMValueRef off(Ag *a, LLVMValueRef base, int64_t elems)
@@ -1014,13 +1017,17 @@ static void ag_block(Ag *a, int64_t q0, int64_t nq)
 		ag_rows(a, AR_LSE, q0, nq, nk);
 		return;
 	case OP_ATTN_DV:
+	case OP_ATTN_DKV:
 		ag_rows(a, AR_P, q0, nq, nk);
-		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, sc, os, off(a, dO, q0 * C), C, dh, it, out, C, dh, it, 1);
-		return;
+		ag_gemm(a, false, 1, 0, nk, dh, nq, a->P, nk, sc, os, off(a, dO, q0 * C), C, dh, it, kind == OP_ATTN_DV ? out : a->dv,
+		        C, dh, it, 1);
+		if (kind == OP_ATTN_DV)
+			return;
 	}
 	/* dP = dO[q0:q0+nq] V[0:nk]^T, then dS (in P's place) */
 	ag_gemm(a, true, 0, 1, nq, nk, dh, off(a, dO, q0 * C), C, dh, it, v, C, dh, it, a->dP, nk, sc, os, 0);
-	ag_rows(a, AR_DS, q0, nq, nk);
+	/* attn_dkv in f32 and f64: P is where S was (bf16 keeps S, P in the third part) */
+	ag_rows(a, kind == OP_ATTN_DKV && !a->bf16 ? AR_DS_P : AR_DS, q0, nq, nk);
 	if (kind == OP_ATTN_DQ)
 		ag_gemm(a, false, 0, 0, nq, dh, nk, a->P, nk, sc, os, k, C, dh, it, off(a, out, q0 * C), C, dh, it, 0);
 	else
@@ -1048,7 +1055,7 @@ static void lower_attention_gemm(Host *h, Op *op, int lse)
 	a.dP = LLVMBuildAdd(g->b, ws, cg_i64(g, part * wb), "");
 	a.P = a.bf16 ? LLVMBuildAdd(g->b, ws, cg_i64(g, 2 * part * wb), "") : ws;
 	int64_t groups = ir_numel(q) / (a.T * a.C) / a.ib, out_bytes = ir_bytes(p, ir_vtype(p, op->out));
-	if (op->kind == OP_ATTN_DK || op->kind == OP_ATTN_DV) {
+	if (op->kind == OP_ATTN_DK || op->kind == OP_ATTN_DV || op->kind == OP_ATTN_DKV) {
 		/* summed over the query blocks from zero */
 		LLVMValueRef args[3] = {h->ctx, cg_addr(h, op->out), cg_i64(g, out_bytes)};
 		cg_call(h, h->t_zero, h->f_zero, args, 3);
@@ -1072,6 +1079,7 @@ static void lower_attention_gemm(Host *h, Op *op, int lse)
 	a.at[5] = LLVMBuildAdd(g->b, cg_addr(h, op->out),
 	                       op->kind == OP_ATTN_STATS ? stats : op->kind == OP_ATTN_LSE ? rows : item, "");
 	a.lse = lse >= 0 ? LLVMBuildAdd(g->b, cg_addr(h, lse), rows, "") : NULL;
+	a.dv = LLVMBuildAdd(g->b, a.at[5], cg_i64(g, ir_bytes(p, q)), "");
 	int64_t times = h->times;
 	h->times *= groups;
 	for (int64_t q0 = 0; q0 < a.T; q0 += a.rows)

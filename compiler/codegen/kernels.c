@@ -219,7 +219,7 @@ const char *cg_kernel_label(const KDesc *k)
 	case K_ADAM: return "adam";
 	case K_LOOP: return ar_printf("%s[%lld]", k->actions ? "revolve" : "loop", (long long)k->out.dim[0]);
 	case K_ATTN_ROWS:
-		return ar_printf("attn_%s[%lld,%lld,%lld]", (const char *[]){"softmax", "stats", "ds", "p", "lse", "softmax", "delta"}[k->mode],
+		return ar_printf("attn_%s[%lld,%lld,%lld]", (const char *[]){"softmax", "stats", "ds", "p", "lse", "softmax", "delta", "ds"}[k->mode],
 		                 (long long)k->out.dim[0], (long long)k->out.dim[1], (long long)k->out.dim[2]);
 	}
 	Type t = k->out;

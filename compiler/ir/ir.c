@@ -62,11 +62,11 @@ void ir_insert(Block *b, int at, Op *op)
  * goes (on GEMMs: its softmax's rows)? Its result then lives from that
  * attention's position (the memory plan), and has no kernel of its own
  * (codegen). */
-bool ir_attn_lse_apart;
+bool ir_attn_apart;
 
 bool ir_attn_lse_fused(const Block *b, int i)
 {
-	if (ir_attn_lse_apart || i < 1 || i >= b->len || b->ops[i]->kind != OP_ATTN_LSE || b->ops[i]->nin != 4)
+	if (ir_attn_apart || i < 1 || i >= b->len || b->ops[i]->kind != OP_ATTN_LSE || b->ops[i]->nin != 4)
 		return false;
 	const Op *a = b->ops[i - 1], *l = b->ops[i];
 	return a->kind == OP_ATTENTION && a->nin == 4 && a->out == l->in[2] && a->in[0] == l->in[0] &&

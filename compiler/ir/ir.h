@@ -391,7 +391,7 @@ void ir_append(Block *b, Op *op);
 int ir_emit(Program *p, Block *b, Op *op);
 void ir_insert(Block *b, int at, Op *op);
 bool ir_attn_lse_fused(const Block *b, int i); /* op i is written by the attention before it */
-extern bool ir_attn_lse_apart; /* testing (DPC_ATTN_LSE=apart): every attn_lse a pass of its own */
+extern bool ir_attn_apart; /* testing (DPC_ATTN_APART): attn_lse a pass of its own, attn_dk and attn_dv apart */
 
 /* types */
 Type ir_type(DType dt, int rank, const int64_t *dim);

@@ -80,7 +80,8 @@ int64_t ir_op_flops(Program *p, Op *op)
 		Type q = ir_vtype(p, op->in[0]);
 		int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], heads = ir_numel(q) / (T * C) * op->attr.attn.heads;
 		int64_t pairs = op->attr.attn.causal ? T * (T + 1) / 2 : T * T;
-		int per = op->kind == OP_ATTN_STATS ? 2 : op->kind == OP_ATTN_DQ || op->kind == OP_ATTN_DK ? 6 : 4;
+		int per = op->kind == OP_ATTN_STATS || op->kind == OP_ATTN_LSE ? 2
+		        : op->kind == OP_ATTN_DKV ? 8 : op->kind == OP_ATTN_DQ || op->kind == OP_ATTN_DK ? 6 : 4;
 		return per * heads * pairs * (C / op->attr.attn.heads);
 	}
 	case FL_CONV: {

@@ -183,6 +183,13 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 			                 ops_ts(ws));
 	}
 	*out = op->kind == OP_ATTN_STATS ? st : op->kind == OP_ATTN_LSE ? attn_row_type(q, op->attr.attn.heads, false) : q;
+	if (op->kind == OP_ATTN_DKV) { /* [2, ...q]: dk, then dv */
+		if (q.rank + 1 > IR_MAXRANK)
+			return ar_printf("attention's q %s has too many axes", ops_ts(q));
+		memmove(&out->dim[1], &out->dim[0], sizeof(int64_t) * (size_t)q.rank);
+		out->dim[0] = 2;
+		out->rank++;
+	}
 	return NULL;
 }
 
@@ -219,6 +226,21 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 	}
 	int in[6] = {q, k, v, g, stats, -1};
 	static const OpKind grads[3] = {OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
+	if (n && ad_active(a, k) && ad_active(a, v) && !ir_attn_apart) {
+		/* dk and dv from one pass over the scores: slices 0 and 1 of attn_dkv */
+		in[5] = attn_scratch(a, op);
+		int kv = attn_op(a, op, OP_ATTN_DKV, 6, in);
+		for (int i = 1; i < 3; i++) {
+			Op *at = ir_new_op(ad_program(a), OP_IDX, op->loc, 0, NULL);
+			at->index = i - 1;
+			ad_contrib(a, op->in[i], ad_op2(a, OP_SLICE, op->loc, kv, ad_emit(a, at)), op->loc);
+		}
+		if (!ad_active(a, q))
+			return;
+		in[5] = attn_scratch(a, op);
+		ad_contrib(a, q, attn_op(a, op, OP_ATTN_DQ, 6, in), op->loc);
+		return;
+	}
 	for (int i = 0; i < 3; i++)
 		if (ad_active(a, op->in[i])) {
 			in[5] = n ? attn_scratch(a, op) : -1;
@@ -553,7 +575,8 @@ void ops_run_attention(Interp *m, Op *op)
 	}
 	double *P = malloc(sizeof(double) * (size_t)(T * T));
 	if (op->kind != OP_ATTN_STATS && op->kind != OP_ATTN_LSE)
-		memset(o, 0, (size_t)ir_bytes(p, q));
+		memset(o, 0, (size_t)ir_bytes(p, ir_vtype(p, op->out)));
+	double *ov = op->kind == OP_ATTN_DKV ? o + ir_numel(q) : NULL; /* dv, after dk */
 	for (int64_t b = 0; b < NB; b++)
 		for (int64_t h = 0; h < H; h++) {
 #define EL(X, r, d) (X)[(b * T + (r)) * C + h * Dh + (d)]
@@ -596,10 +619,11 @@ void ops_run_attention(Interp *m, Op *op)
 							EL(o, i, d) += pij * EL(V, j, d);
 						continue;
 					}
-					if (op->kind == OP_ATTN_DV) {
+					if (op->kind == OP_ATTN_DV || ov) {
 						for (int64_t d = 0; d < Dh; d++)
-							EL(o, j, d) += pij * EL(dO, i, d);
-						continue;
+							EL(ov ? ov : o, j, d) += pij * EL(dO, i, d);
+						if (!ov)
+							continue;
 					}
 					for (int64_t d = 0; d < Dh; d++)
 						ds += EL(dO, i, d) * EL(V, j, d);

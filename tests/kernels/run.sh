@@ -32,14 +32,14 @@ check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/g
 	"attn_softmax[/rows=$((12 * 32 * 1024 * 12))" "attn_ds[/rows=$((2 * 12 * 32 * 1024 * 12))" \
 	"attn_delta[/rows=$((12 * 32 * 1024 * 12))" "attn_stats[=0" "attn_lse[=0"
 # the scores' GEMMs a step: per layer and block of query rows, the forward's
-# S and P V, and the adjoint's S and dP (dq), S and dP (dk), S (dv), and
-# their products: 4 blocks x 12 layers x (2 + 3 + 3 + 2) = 480 (it was 528
-# with attn_stats' own S)
-check "kernels/gpt2 fp32: attention's GEMMs, no scores for the stats" python3 -c "
+# S and P V (2), attn_dq's S, dP and dQ (3), attn_dkv's S, dV, dP and dK (4):
+# 4 blocks x 12 layers x 9 = 432 (it was 528, with attn_stats' own S and
+# attn_dk's and attn_dv's each)
+check "kernels/gpt2 fp32: attention's GEMMs, no scores for the stats, one S for dk and dv" python3 -c "
 import json, sys
 ks = json.load(open(sys.argv[1]))['kernels']
 n = sum(k['count'] for k in ks if k['name'].startswith('gemm[') and k['name'].endswith(']x96'))
-assert n == 480, n" "$o/gpt2.json"
+assert n == 432, n" "$o/gpt2.json"
 # dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16, no stack
 DPC_ATTN_GEMM=off plan gpt2mma $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16 on dpc's tensor-core kernels: the launch check" python3 tests/kernels/check.py "$o/gpt2mma.json" \

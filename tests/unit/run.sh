@@ -45,9 +45,11 @@ unit() {
 unit "" tests/ops/*.dp samples/*.dp
 DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
 # On GEMMs the forward's softmax rows write each row's log-sum-exp (attn_lse,
-# kept for the adjoint's stats): the same bits as attn_lse computed by a pass
-# of its own (DPC_ATTN_LSE=apart), and through binomial, min-memory and auto
-# schedules, which recompute the attention and its attn_lse (f32, 3 steps)
+# kept for the adjoint's stats), and attn_dkv computes dk and dv in one pass
+# over the scores: the same bits as attn_lse computed by a pass of its own
+# and attn_dk and attn_dv apart (DPC_ATTN_APART=1), and through binomial,
+# min-memory and auto schedules, which recompute the attention and its
+# attn_lse (f32, 3 steps)
 lse_run() { # NAME DPC-ARGS...: compile and train GPT on GEMMs, parameters and first gradients kept
 	local name=$1 d="$TEST_OUT/attn_lse"
 	shift
@@ -57,7 +59,7 @@ lse_run() { # NAME DPC-ARGS...: compile and train GPT on GEMMs, parameters and f
 }
 lse_same() { lse_run "$@" && cmp "$TEST_OUT/attn_lse/$1.p" "$TEST_OUT/attn_lse/fused.p" && cmp "$TEST_OUT/attn_lse/$1.g" "$TEST_OUT/attn_lse/fused.g"; }
 if lse_run fused; then
-	DPC_ATTN_LSE=apart check "attn-lse: written by the softmax rows, bitwise as a pass of its own" lse_same apart
+	DPC_ATTN_APART=1 check "attn-lse: written by the softmax rows, and attn_dkv, bitwise as their passes apart" lse_same apart
 	for ck in binomial min-memory auto; do
 		check "attn-lse: --checkpoint $ck bitwise as store-everything" lse_same $ck --checkpoint $ck
 	done
