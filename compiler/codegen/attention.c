@@ -784,8 +784,6 @@ static void lower_attention(Host *h, Op *op)
 	cg_call(h, ft, f, args, 6);
 }
 
-/* what K_ATTN_ROWS computes (cg_kernel_label names them in this order) */
-enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };
 
 int cg_attn_rows_vec(const KDesc *d)
 {

@@ -335,6 +335,8 @@ int64_t cg_embed_parts(const Cg *g, const KDesc *d);
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);
 void cg_attention_lse(Host *h, Block *b, int i); /* an attention and the attn_lse it writes as it goes */
+/* what a K_ATTN_ROWS kernel computes (KDesc.mode; body_attn_rows) */
+enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };
 /* K_ATTN_ROWS: the keys a lane takes at once (16 bytes of S, or 1 where its rows are not whole vectors) */
 int cg_attn_rows_vec(const KDesc *d);
 /* cost.c: the launches of dp_step as they are emitted (a kernel, a GEMM

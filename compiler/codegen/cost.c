@@ -146,7 +146,7 @@ static int64_t kernel_bytes(Cg *g, const KDesc *d)
 {
 	int64_t b = ir_bytes(g->p, d->out);
 	if ((int)d->kind == K_ATTN_ROWS) /* the scores read and written, and dP read */
-		return b * (d->mode == 2 || d->mode == 7 ? 3 : 2); /* AR_DS, AR_DS_P */
+		return b * (d->mode == AR_DS || d->mode == AR_DS_P ? 3 : 2);
 	if ((int)d->kind == K_FUSED) {
 		for (int s = 0; s < d->nsteps; s++)
 			for (int j = 0; j < d->step[s].nin; j++)

@@ -218,9 +218,13 @@ const char *cg_kernel_label(const KDesc *k)
 	case K_SGD: return "sgd";
 	case K_ADAM: return "adam";
 	case K_LOOP: return ar_printf("%s[%lld]", k->actions ? "revolve" : "loop", (long long)k->out.dim[0]);
-	case K_ATTN_ROWS:
-		return ar_printf("attn_%s[%lld,%lld,%lld]", (const char *[]){"softmax", "stats", "ds", "p", "lse", "softmax", "delta", "ds"}[k->mode],
-		                 (long long)k->out.dim[0], (long long)k->out.dim[1], (long long)k->out.dim[2]);
+	case K_ATTN_ROWS: {
+		static const char *const what[] = {[AR_SOFTMAX] = "softmax", [AR_STATS] = "stats", [AR_DS] = "ds", [AR_P] = "p",
+		                                   [AR_LSE] = "lse", [AR_SOFTMAX_LSE] = "softmax", [AR_DELTA] = "delta",
+		                                   [AR_DS_P] = "ds"};
+		return ar_printf("attn_%s[%lld,%lld,%lld]", what[k->mode], (long long)k->out.dim[0], (long long)k->out.dim[1],
+		                 (long long)k->out.dim[2]);
+	}
 	}
 	Type t = k->out;
 	const char *s = ar_printf("%s%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name,
