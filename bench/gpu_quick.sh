@@ -5,9 +5,11 @@
 #  1. GPT-2 124M fp32 (B = 8): dpc, PyTorch eager and torch.compile;
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
-#  4. the streamed resmlp (1 GiB of weights in 128 MiB) against
+#  4. GPT-2's GEMMs one a call (the default) against strided-batched calls
+#     (DPC_GEMM_BATCHED=1);
+#  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
-#  5. predicted against measured, per kernel, for 1 to 3 (dpc --profile
+#  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
 #     beside the cost model's plan, bench/kernels_vs.py).
 # Every figure goes to one markdown file, $OUT/gpu_quick.md (else
 # /tmp/gpu_quick.md), that bench/RESULTS.md can take as it is. Each part has
@@ -61,6 +63,21 @@ gpt2="-L 12 -D 768 -H 12 -T 1024 -V 50257"
 net gpt2 gpt2.cuda 150 gpt $gpt2 -B 8
 net gpt2bf gpt2bf.cuda 120 gpt $gpt2 -B 32 --bf16
 net resnet56 resnet56.cuda 80 resnet -B 128 -S 32 -C 16 -N 9
+
+# the same executables with every GEMM through cuBLAS's strided-batched calls, as before 2026-11-28
+# (DPC_GEMM_BATCHED=1), against one product a call (cublasSgemm, cublasGemmEx) as PyTorch's matmul
+say "### GEMMs one a call against strided-batched calls"
+say ""
+for name in gpt2 gpt2bf; do
+	if [ -f "/tmp/q_$name.ms" ] && DPC_GEMM_BATCHED=1 timeout 60 "$B/$name.cuda" --steps "$steps" --lr 1e-4 --quiet \
+		--summary-json "/tmp/q_${name}_batched.json" >>"$log" 2>&1; then
+		bt=$(field "/tmp/q_${name}_batched.json" ms_per_step)
+		say "- $name: $(printf %.2f "$(cat "/tmp/q_$name.ms")") ms/step one a call, $(printf %.2f "$bt") strided-batched"
+	else
+		say "- $name: the strided-batched run failed or did not start"
+	fi
+done
+say ""
 
 say "### streaming"
 say ""

@@ -183,12 +183,44 @@ static void gpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uin
 	CU(p_cuLaunchKernel(function(kernel), (unsigned)blocks, 1, 1, 256, 1, 1, 0, stream, params, NULL));
 }
 
+/* One product, not a batch: cublasSgemm, cublasDgemm or cublasGemmEx, as
+ * PyTorch's matmul calls them, whose heuristics may pick other kernels than
+ * the strided-batched entry points' at a batch of one.
+ * DPC_GEMM_BATCHED=1 in the environment keeps the strided-batched calls
+ * for every product (bench/gpu_quick.sh times both). */
+static bool gemm_one(int elem_bytes, cublasOperation_t opa, cublasOperation_t opb, int64_t m, int64_t n, int64_t k,
+                     uint64_t a, int64_t lda, uint64_t b, int64_t ldb, uint64_t c, int64_t ldc, double beta)
+{
+	static int batched = -1;
+	if (batched < 0)
+		batched = getenv("DPC_GEMM_BATCHED") && !strcmp(getenv("DPC_GEMM_BATCHED"), "1");
+	if (batched)
+		return false;
+	if (elem_bytes == 2 || elem_bytes == RT_GEMM_BF16_F32) {
+		float one = 1, fb = (float)beta;
+		CUBLAS(cublasGemmEx(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const void *)b, CUDA_R_16BF, (int)ldb,
+		                    (const void *)a, CUDA_R_16BF, (int)lda, &fb, (void *)c, elem_bytes == 2 ? CUDA_R_16BF : CUDA_R_32F,
+		                    (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	} else if (elem_bytes == 8) {
+		double one = 1;
+		CUBLAS(cublasDgemm(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const double *)b, (int)ldb, (const double *)a,
+		                   (int)lda, &beta, (double *)c, (int)ldc));
+	} else {
+		float one = 1, fb = (float)beta;
+		CUBLAS(cublasSgemm(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const float *)b, (int)ldb, (const float *)a,
+		                   (int)lda, &fb, (float *)c, (int)ldc));
+	}
+	return true;
+}
+
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
 static void gpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
                      int64_t sa, uint64_t b, int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc,
                      int64_t batch, double beta)
 {
 	cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (batch == 1 && gemm_one(elem_bytes, opa, opb, m, n, k, a, lda, b, ldb, c, ldc, beta))
+		return;
 	if (elem_bytes == 2 || elem_bytes == RT_GEMM_BF16_F32) {
 		/* bf16 storage, f32 accumulation: tensor cores; the result in bf16, or in f32 */
 		float one = 1, fb = (float)beta;
