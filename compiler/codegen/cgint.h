@@ -326,9 +326,9 @@ LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LL
 /* kernels.c: the parts of a GPU reduction in two launches (KDesc.stage), 1 for one launch */
 #define CG_REDUCE_PARTIALS 65536
 int64_t cg_reduce_parts(const Cg *g, const KDesc *d);
-/* nn.c: the blocks of cross_entropy's first stage on the GPU (KDesc.stage);
+/* nn.c: the blocks of the first stage of cross_entropy, mse and count_labels on the GPU (KDesc.stage);
  * the parts of embed_grad's table rows (a work item per part and column) */
-int64_t cg_xent_blocks(const KDesc *d);
+int64_t cg_total_blocks(const KDesc *d);
 int64_t cg_embed_parts(const Cg *g, const KDesc *d);
 /* attention.c: the tile sizes of an attention kernel; false: one row per item.
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */

@@ -155,8 +155,9 @@ static int64_t kernel_bytes(Cg *g, const KDesc *d)
 	}
 	for (int j = 0; j < d->nin && j < 5; j++)
 		b += ir_bytes(g->p, d->in[j]);
-	if ((int)d->kind == OP_XENT && d->stage == 2) /* the blocks' sums */
-		return 2 * cg_xent_blocks(d) * ir_dt_bytes(d->out.dt) + ir_bytes(g->p, d->out);
+	bool total = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_TOTAL;
+	if (total && d->stage == 2) /* the blocks' sums (and cross_entropy's counts) */
+		return ((int)d->kind == OP_XENT ? 2 : 1) * cg_total_blocks(d) * ir_dt_bytes(d->out.dt) + ir_bytes(g->p, d->out);
 	if (d->stage == 2) /* a reduction's parts */
 		return (cg_reduce_parts(g, d) + 1) * ir_bytes(g->p, d->out);
 	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS) {
@@ -178,7 +179,8 @@ static int64_t kernel_flops(Host *h, const KDesc *d)
 	if ((int)d->kind == K_FUSED)
 		return (int64_t)d->nsteps * ir_numel(d->out);
 	if (d->stage == 2)
-		return (int)d->kind == OP_XENT ? 2 * cg_xent_blocks(d) : cg_reduce_parts(h->g, d) * ir_numel(d->out);
+		return (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_TOTAL ? 2 * cg_total_blocks(d)
+		                                                                   : cg_reduce_parts(h->g, d) * ir_numel(d->out);
 	if ((int)d->kind < OP__COUNT && h->op && h->op->kind == d->kind)
 		return ir_op_flops(h->g->p, h->op);
 	return ir_numel(d->out);

@@ -249,7 +249,7 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 		return ir_numel(k->out) * (k->stage == 1 ? cg_reduce_parts(g, k) : 1);
 	switch (low_class(k)) {
 	case LW_TOTAL:
-		return k->stage == 1 ? cg_xent_blocks(k) : 1;
+		return k->stage == 1 ? cg_total_blocks(k) : 1;
 	case LW_ROWS:
 		return cg_rows(k->out);
 	case LW_COLS:

@@ -193,12 +193,16 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
  * into a module array; stage 2, one block adding those in a fixed order.
  * No atomics: the bits do not depend on which block ends first. (One
  * block for all rows took 516 ms of GPT-2's 1.2 s step on an H100,
- * bench/RESULTS.md.) Elsewhere (the CPU, a fused loop) one kernel. */
+ * bench/RESULTS.md.) Elsewhere (the CPU, a fused loop) one kernel, but
+ * for the CPU's twin of the two launches (DPC_CPU_SPLITS, testing). */
 #define XENT_BLOCKS 1024
 
-int64_t cg_xent_blocks(const KDesc *d)
+/* mse and count_labels likewise (body_total): stage 1's block b adds
+ * elements 256 b + lane, then every 256 x blocks-th; a block for each 2,048
+ * elements, at most XENT_BLOCKS. (mse over 8 M elements was one block.) */
+int64_t cg_total_blocks(const KDesc *d)
 {
-	int64_t b = (cg_rows(d->in[0]) + 7) / 8;
+	int64_t b = (int)d->kind == OP_XENT ? (cg_rows(d->in[0]) + 7) / 8 : (ir_numel(d->in[0]) + 2047) / 2048;
 	return b < XENT_BLOCKS ? b : XENT_BLOCKS;
 }
 
@@ -207,11 +211,13 @@ static LLVMValueRef xent_partials(K *k) { return cg_global_array(k, k->g->real =
 
 static LLVMValueRef part_at(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
 
-/* stage 2: the blocks' sums, each lane adding every 256th in order, then the block's fixed tree */
+/* stage 2: the blocks' sums, each lane adding every 256th in order, then
+ * the block's fixed tree; divided by the count (cross_entropy) or the
+ * elements (mse), or the sum itself (count_labels) */
 static void xent_total(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
 	Cg *g = k->g;
-	int64_t G = cg_xent_blocks(d);
+	int64_t G = cg_total_blocks(d);
 	LLVMValueRef p = xent_partials(k), n = cg_i64(g, G), zero = cg_real(g, 0);
 	Loop l = cg_for_lanes(k, n);
 	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
@@ -222,8 +228,55 @@ static void xent_total(K *k, const KDesc *d, LLVMValueRef *ptrs)
 	cg_for_end(k, &l, n);
 	LLVMValueRef total = cg_acc_result(k, &l, zero, ns), count = cg_acc_result(k, &l, zero, nc);
 	total = cg_all_reduce(k, total, false);
-	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)cg_rows(d->in[0]));
+	if ((int)d->kind == OP_XENT_COUNT) {
+		cg_store_once(k, ptrs[0], cg_i64(g, 0), total);
+		return;
+	}
+	count = (int)d->kind == OP_MSE ? cg_real(g, (double)ir_numel(d->in[0]))
+	      : d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)cg_rows(d->in[0]));
 	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
+}
+
+/* mse's squared differences, or count_labels' labels that count, element i */
+static LLVMValueRef total_term(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef i)
+{
+	if ((int)d->kind == OP_XENT_COUNT) {
+		LLVMValueRef valid;
+		row_label(k, d, ptrs[1], i, &valid);
+		return LLVMBuildSelect(k->b, valid, cg_real(k->g, 1), cg_real(k->g, 0), "");
+	}
+	LLVMValueRef diff = LLVMBuildFSub(k->b, cg_load(k, ptrs[1], i), cg_load(k, ptrs[2], i), "");
+	return LLVMBuildFMul(k->b, diff, diff, "");
+}
+
+/* mse and count_labels: one block over every element, or on the GPU
+ * stage 1's share of block `item` (cg_total_blocks) into the module
+ * array, then stage 2 */
+static void body_total(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item)
+{
+	Cg *g = k->g;
+	if (d->stage == 2) {
+		xent_total(k, d, ptrs);
+		return;
+	}
+	LLVMValueRef n = cg_i64(g, ir_numel(d->in[0])), zero = cg_real(g, 0);
+	Loop l = d->stage == 1 ? cg_for_from(k, LLVMBuildAdd(k->b, LLVMBuildMul(k->b, item, cg_i64(g, k->lanes), ""), k->lane, ""),
+	                                     k->lanes * cg_total_blocks(d), n)
+	                       : cg_for_lanes(k, n);
+	Acc s = cg_acc(k, &l, zero);
+	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, total_term(k, d, ptrs, l.i), "");
+	cg_acc_next(k, &s, ns);
+	cg_for_end(k, &l, n);
+	LLVMValueRef total = cg_all_reduce(k, cg_acc_result(k, &l, zero, ns), false);
+	if (d->stage == 1) {
+		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
+		LLVMBuildStore(k->b, total, part_at(k, xent_partials(k), item));
+		cg_end_if(k, put);
+		return;
+	}
+	if ((int)d->kind == OP_MSE)
+		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)ir_numel(d->in[0])), "");
+	cg_store_once(k, ptrs[0], cg_i64(g, 0), total);
 }
 
 static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item)
@@ -240,13 +293,16 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 	bool warps = g->cuda && lanes >= 64;
 	Loop l;
 	if (warps) {
-		int64_t stride = lanes / 32 * (d->stage == 1 ? cg_xent_blocks(d) : 1);
+		int64_t stride = lanes / 32 * (d->stage == 1 ? cg_total_blocks(d) : 1);
 		LLVMValueRef first = LLVMBuildLShr(k->b, lane, cg_i64(g, 5), "");
 		if (d->stage == 1)
 			first = LLVMBuildAdd(k->b, first, LLVMBuildMul(k->b, item, cg_i64(g, lanes / 32), ""), "");
 		k->lanes = 32;
 		k->lane = LLVMBuildAnd(k->b, lane, cg_i64(g, 31), "");
 		l = cg_for_from(k, first, stride, nr);
+	} else if (d->stage == 1) { /* the CPU's twin (DPC_CPU_SPLITS): rows lanes b + lane, then every lanes x blocks-th */
+		l = cg_for_from(k, LLVMBuildAdd(k->b, LLVMBuildMul(k->b, item, cg_i64(g, lanes), ""), lane, ""),
+		                lanes * cg_total_blocks(d), nr);
 	} else {
 		l = cg_for_lanes(k, nr);
 	}
@@ -278,25 +334,11 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 		LLVMValueRef p = xent_partials(k);
 		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
 		LLVMBuildStore(k->b, total, part_at(k, p, item));
-		LLVMBuildStore(k->b, count, part_at(k, p, LLVMBuildAdd(k->b, item, cg_i64(g, cg_xent_blocks(d)), "")));
+		LLVMBuildStore(k->b, count, part_at(k, p, LLVMBuildAdd(k->b, item, cg_i64(g, cg_total_blocks(d)), "")));
 		cg_end_if(k, put);
 		return;
 	}
 	cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(k->b, total, count, ""));
-}
-
-/* how many labels are not the ignored one */
-static void body_count(K *k, const KDesc *d, LLVMValueRef *ptrs)
-{
-	Cg *g = k->g;
-	LLVMValueRef n = cg_i64(g, ir_numel(d->in[0])), zero = cg_real(g, 0), valid;
-	Loop l = cg_for_lanes(k, n);
-	Acc c = cg_acc(k, &l, zero);
-	row_label(k, d, ptrs[1], l.i, &valid);
-	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");
-	cg_acc_next(k, &c, nc);
-	cg_for_end(k, &l, n);
-	cg_store_once(k, ptrs[0], cg_i64(g, 0), cg_all_reduce(k, cg_acc_result(k, &l, zero, nc), false));
 }
 
 /* a - b for i64 values */
@@ -443,20 +485,9 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 		return;
 	}
 	case OP_XENT_COUNT:
-		body_count(k, d, ptrs);
+	case OP_MSE:
+		body_total(k, d, ptrs, idx);
 		return;
-	case OP_MSE: {
-		LLVMValueRef n = cg_i64(g, ir_numel(d->in[0]));
-		Loop l = cg_for_lanes(k, n);
-		Acc s = cg_acc(k, &l, cg_real(g, 0));
-		LLVMValueRef diff = LLVMBuildFSub(B, cg_load(k, ptrs[1], l.i), cg_load(k, ptrs[2], l.i), "");
-		LLVMValueRef ns = LLVMBuildFAdd(B, s.phi, LLVMBuildFMul(B, diff, diff, ""), "");
-		cg_acc_next(k, &s, ns);
-		cg_for_end(k, &l, n);
-		LLVMValueRef total = cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), ns), false);
-		cg_store_once(k, ptrs[0], cg_i64(g, 0), LLVMBuildFDiv(B, total, cg_real(g, (double)ir_numel(d->in[0])), ""));
-		return;
-	}
 	case OP_MSE_GRAD: {
 		LLVMValueRef scale = LLVMBuildFMul(B, cg_load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, 2.0 / (double)ir_numel(d->out)), "");
 		LLVMValueRef diff = LLVMBuildFSub(B, cg_vload(k, ptrs[1], e), cg_vload(k, ptrs[2], e), "");
@@ -511,17 +542,20 @@ bool cg_host_nn(Host *h, Op *op)
 		lower_conv(h, op);
 		return true;
 	}
-	if (op->kind == OP_XENT && h->g->cuda && !h->device) {
-		/* over the whole grid in two launches (body_xent) */
+	if ((op->kind == OP_XENT || op->kind == OP_MSE || op->kind == OP_XENT_COUNT) && (h->g->cuda || h->g->cpu_splits) &&
+	    !h->device) {
+		/* over the whole grid in two launches (body_xent, body_total); on the CPU too with DPC_CPU_SPLITS */
 		Program *p = h->g->p;
 		KDesc d = cg_kdesc(op);
-		d.nin = 2;
+		d.nin = op->nin;
 		d.out = ir_vtype(p, op->out);
-		d.in[0] = ir_vtype(p, op->in[0]);
-		d.in[1] = ir_vtype(p, op->in[1]);
-		LLVMValueRef words[3] = {cg_addr(h, op->out), cg_addr(h, op->in[0]), cg_addr(h, op->in[1])};
+		LLVMValueRef words[3] = {cg_addr(h, op->out)};
+		for (int i = 0; i < op->nin; i++) {
+			d.in[i] = ir_vtype(p, op->in[i]);
+			words[1 + i] = cg_addr(h, op->in[i]);
+		}
 		for (d.stage = 1; d.stage <= 2; d.stage++)
-			cg_launch(h, &d, words, 3);
+			cg_launch(h, &d, words, 1 + op->nin);
 		return true;
 	}
 	if (op->kind != OP_DROPOUT)

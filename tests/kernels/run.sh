@@ -56,14 +56,26 @@ want=$(python3 -c "import json; d = json.load(open('$o/gpt2ck.json')); print(2 *
 check "kernels/binomial: attention launches = forward steps + recomputed steps + taped steps ($want)" \
 	python3 tests/kernels/check.py "$o/gpt2ck.json" "attention[=$want" "attn_dv[=12"
 
-# the check fails where it should: mse's one block over 8M elements
-cat >"$o/starved.dp" <<'DP'
+# mse over 8 M elements: two launches, the first over 1,024 blocks (it was one block)
+cat >"$o/mse.dp" <<'DP'
 param w: f32[2048, 4096] = zeros
 input y: f32[2048, 4096]
 loss { return mse(w, y) }
 DP
+plan mse "$o/mse.dp"
+check "kernels/mse over 32 MiB: not starved, 1,024 blocks then one" python3 -c "
+import json, sys
+ks = {k['name']: k for k in json.load(open(sys.argv[1]))['kernels']}
+assert ks['mse.1[]']['blocks'] == 1024 and ks['mse.2[]']['blocks'] == 1, ks" "$o/mse.json"
+check "kernels/mse over 32 MiB: the launch check" python3 tests/kernels/check.py "$o/mse.json"
+# the check fails where it should: a softmax over one row of 8 M elements takes one block
+cat >"$o/starved.dp" <<'DP'
+param w: f32[1, 8388608] = zeros
+input y: f32[1, 8388608]
+loss { return mse(softmax(w), y) }
+DP
 plan starved "$o/starved.dp"
-expect "kernels/starved: a one-block loss over 32 MiB fails the check" 1 "starved: mse" \
+expect "kernels/starved: a one-block row over 32 MiB fails the check" 1 "starved: softmax" \
 	python3 tests/kernels/check.py "$o/starved.json"
 
 # --emit=kernels: the table, on the GPU named
