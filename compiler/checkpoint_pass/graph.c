@@ -720,6 +720,8 @@ static Model build(Graph *g, const int *cand, int ncand)
 		}
 		Op *d = p->values.data[v].def;
 		P->def[u] = u < first_op ? 0 : g->pos[v] >= 0 ? g->pos[v] : -1;
+		if (P->def[u] > 0 && ir_attn_lse_fused(&p->body, P->def[u]))
+			P->def[u]--; /* written by the attention before it, and live from there, as the memory plan has it */
 		P->bytes[u] = mem_aligned(p, p->values.data[v].type);
 		if (u < first_op) {
 			P->kind[u] = SEL_FIXED;
