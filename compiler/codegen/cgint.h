@@ -75,6 +75,7 @@ typedef struct {
 	int access;        /* bytes a thread loads at a time: the element's times the vector's */
 	bool dw;           /* conv2d_dw */
 	bool odd;          /* a GEMM with a leading dimension that is not a whole number of 16 bytes */
+	int64_t scans;     /* embed_grad: the ids its threads read, all of them (each part of the rows reads every id) */
 } CgLaunch;
 
 /* GPU threads of a fused loop's block */

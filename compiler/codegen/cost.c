@@ -62,7 +62,12 @@ static const CgGpu gpus[] = {
  *   multiply-add also reads shared memory, ATTN_TILED_EFF of FP32 peak;
  *   on tensor cores (bf16) 133 ms at B = 32: ATTN_MMA_EFF of bf16 peak
  *   (loads without cp.async, one block an SM by its registers);
- * - a launch costs about LAUNCH_US of the GPU's time between kernels. */
+ * - a launch costs about LAUNCH_US of the GPU's time between kernels;
+ * - embed_grad, each of its threads (a part of the table's rows, a column)
+ *   reading every id and adding the matching rows: SCAN_RATE ids a second
+ *   an SM, from the H200's GPT-2 fp32 step (2026-11-28: 66,048 threads x
+ *   8,192 ids in 0.964 ms); its bf16 step (32,768 ids) is then priced at
+ *   3.86 ms, measured 4.21. */
 #define MEM_WARPS 32.0
 #define FLOP_WARPS 8.0
 #define GEMM_F32_EFF 0.79
@@ -73,6 +78,7 @@ static const CgGpu gpus[] = {
 #define ATTN_TILED_EFF 0.0233
 #define ATTN_MMA_EFF 0.0259
 #define LAUNCH_US 2.0
+#define SCAN_RATE 4.25e9
 
 const CgGpu *cg_gpu(const char *name)
 {
@@ -199,6 +205,8 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 		l.attention = cg_attn_mma(g, d) ? 2 : 1;
 	if ((int)d->kind == K_ATTN_ROWS) /* S's rows 16 bytes a lane where they are whole vectors */
 		l.access = cg_attn_rows_vec(d) * (d->out.dt == DT_F64 ? 8 : 4);
+	if ((int)d->kind == OP_EMBED_GRAD)
+		l.scans = threads * ir_numel(d->in[1]);
 	record(h, l);
 }
 
@@ -389,7 +397,8 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	double mem = fmin(1, warps * width / (gpu->sms * MEM_WARPS)), alu = fmin(1, warps / (gpu->sms * FLOP_WARPS));
 	double eff = l->attention == 1 ? ATTN_TILED_EFF : l->attention == 2 ? ATTN_MMA_EFF : 1;
 	double peak = peak_flops(gpu, l->dt, l->attention == 2);
-	return launch + fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));
+	double t = fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));
+	return launch + fmax(t, (double)l->scans / (SCAN_RATE * gpu->sms));
 }
 
 static bool starved(const CgGpu *gpu, const CgLaunch *l)
