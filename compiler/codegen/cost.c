@@ -151,8 +151,17 @@ static void record(Host *h, CgLaunch l)
 static int64_t kernel_bytes(Cg *g, const KDesc *d)
 {
 	int64_t b = ir_bytes(g->p, d->out);
-	if ((int)d->kind == K_ATTN_ROWS) /* the scores read and written, and dP read */
-		return b * (d->mode == AR_DS || d->mode == AR_DS_P ? 3 : 2);
+	if ((int)d->kind == K_ATTN_ROWS) {
+		/* S (and dP) in the compute type, f32 for bf16; P or dS written in the tensor's. The softmax
+		 * reads its row twice (the log-sum-exp, then P); attn_delta reads dO and O, its rows' shape */
+		int64_t n = ir_numel(d->out), s = n * (d->out.dt == DT_BF16 ? 4 : ir_dt_bytes(d->out.dt)), w = b;
+		switch (d->mode) {
+		case AR_SOFTMAX: case AR_SOFTMAX_LSE: case AR_DS: case AR_DS_P: return 2 * s + w;
+		case AR_P: return s + w;
+		case AR_DELTA: return 2 * b;
+		default: return s; /* the log-sum-exp, or the stats: S once */
+		}
+	}
 	if ((int)d->kind == K_FUSED) {
 		for (int s = 0; s < d->nsteps; s++)
 			for (int j = 0; j < d->step[s].nin; j++)
