@@ -117,6 +117,10 @@ build)
 	bin/dpc --target cuda --precision bf16 --reference-kernels tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_ref || exit 1
 	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_mma || exit 1
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
+	# attention's passes apart (attn_lse on its own, attn_dk and attn_dv): bitwise as the fused ones
+	DPC_ATTN_APART=1 bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_apart || exit 1
+	DPC_ATTN_APART=1 bin/dpc --target cuda --precision bf16 samples/gpt.dp -o $B/gpt.cudabf_apart || exit 1
+	bin/dpc --target cuda --precision bf16 samples/gpt.dp -o $B/gpt.cudabf || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
 	for s in cell rnn; do
@@ -233,6 +237,22 @@ if $B/ops/attention_heads16.cudabf_ref --steps 1 --lr 0 --init $TEST_OUT/bf_atte
 			$TEST_OUT/bf_ah_ref.st 0.02
 else
 	notok "gpu/bf16 attention_heads16 reference: run" $TEST_OUT/bf_ah_ref.log
+fi
+# attention on GEMMs: the forward's log-sum-exp written by its softmax rows and attn_dkv, bitwise
+# as those passes apart (DPC_ATTN_APART=1), in f32 and bf16; and every GEMM through cuBLAS's
+# strided-batched calls (DPC_GEMM_BATCHED=1) against one product a call, within 1e-4
+for x in cuda cudabf; do
+	$B/gpt.$x --steps 3 --lr 0.01 --quiet --save $TEST_OUT/ga.$x.p --dump-grads $TEST_OUT/ga.$x.g >$TEST_OUT/ga.$x.log 2>&1 &&
+		$B/gpt.${x}_apart --steps 3 --lr 0.01 --quiet --save $TEST_OUT/gap.$x.p --dump-grads $TEST_OUT/gap.$x.g \
+			>>$TEST_OUT/ga.$x.log 2>&1 || { notok "gpu/attention $x: run" $TEST_OUT/ga.$x.log; continue; }
+	check "gpu/attention $x: log-sum-exp kept and attn_dkv, bitwise as the passes apart" bash -c \
+		"cmp $TEST_OUT/ga.$x.p $TEST_OUT/gap.$x.p && cmp $TEST_OUT/ga.$x.g $TEST_OUT/gap.$x.g"
+done
+if DPC_GEMM_BATCHED=1 $B/gpt.cuda --steps 3 --lr 0.01 --quiet --dump-grads $TEST_OUT/gb.g >$TEST_OUT/gb.log 2>&1; then
+	check "gpu/gemm: one product a call against strided-batched, gradients within 1e-4" compare_grads $TEST_OUT/gb.g \
+		$TEST_OUT/ga.cuda.g 1e-4
+else
+	notok "gpu/gemm: strided-batched run" $TEST_OUT/gb.log
 fi
 # buffers: the updates' copies and the literal's global array, against the CPU
 if $B/buffers.cuda_buf --steps 5 --lr 0.05 --save $TEST_OUT/buf.cuda.st --summary-json $TEST_OUT/buf.cuda.json >$TEST_OUT/buf.log 2>&1 &&
