@@ -10,7 +10,9 @@
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
-#     beside the cost model's plan, bench/kernels_vs.py).
+#     beside the cost model's plan, bench/kernels_vs.py);
+#  7. PyTorch eager's GPT-2 steps by kind of kernel (GEMMs, attention, the
+#     rest: bench/nets_torch.py --profile), beside dpc's.
 # Every figure goes to one markdown file, $OUT/gpu_quick.md (else
 # /tmp/gpu_quick.md), that bench/RESULTS.md can take as it is. Each part has
 # a time limit, so that a slow one leaves time for the rest.
@@ -100,5 +102,14 @@ for name in gpt2 gpt2bf resnet56; do
 	else
 		say "$name: --profile failed or timed out"
 	fi
+done
+# where PyTorch's step goes, beside dpc's profile above: its GEMMs, attention and the rest
+say "### PyTorch eager's kernels by kind (torch.profiler, two steps)"
+say ""
+for bf in "" --bf16; do
+	b=8
+	[ -n "$bf" ] && b=32
+	timeout 60 python3 bench/nets_torch.py gpt $gpt2 -B $b $bf --profile --steps 3 2>>"$log" |
+		while read -r line; do say "- $line"; done
 done
 echo "written to $out"

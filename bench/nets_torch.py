@@ -103,6 +103,9 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dropout", type=float, default=0.1, help="gpt: the residual dropout (samples/gpt.dp's 0.1)")
     ap.add_argument("--bf16", action="store_true", help="parameters, data and activations in bfloat16 (as dpc --precision bf16)")
+    ap.add_argument("--profile", action="store_true",
+                    help="eager only: after the timed steps, two more under torch.profiler, and the GPU's time by kind "
+                         "of kernel (GEMMs, attention, the rest) and the largest kernels, in ms a step")
     a = ap.parse_args()
     if a.bf16:
         torch.set_default_dtype(torch.bfloat16)
@@ -112,7 +115,7 @@ def main():
     opt = torch.optim.SGD(params, lr=a.lr)
     nparams = sum(p.numel() for p in params)
     modes = [("eager", loss)]
-    if hasattr(torch, "compile"):
+    if hasattr(torch, "compile") and not a.profile:
         modes.append(("torch.compile", torch.compile(loss)))
     for name, fn in modes:
         def step():
@@ -142,6 +145,46 @@ def main():
             peak = 0
         print(f"PyTorch {torch.__version__} {name}{' bf16' if a.bf16 else ''} {a.net} ({nparams} params): {ms:.3f} ms/step, "
               f"{per_step * 1000 / ms:.0f} {unit}/s, peak {peak / 2**30:.2f} GiB, loss {l.item():.4f}")
+        if a.profile:
+            try:
+                profiled(step, dev)
+            except Exception as e:  # the timings above stand without it
+                print(f"PyTorch profile: failed ({type(e).__name__}: {e})")
+
+
+def kind(name):
+    """a kernel's kind by its name: cuBLAS's and CUTLASS's GEMMs, attention's, or the rest"""
+    n = name.lower()
+    if any(s in n for s in ("gemm", "cutlass", "xmma", "cublas", "sm90_", "ampere_s", "splitk")):
+        return "GEMMs"
+    if any(s in n for s in ("fmha", "flash", "attention", "mem_eff")):
+        return "attention"
+    return "the rest"
+
+
+def profiled(step, dev, steps=2):
+    """the device's time a step by kind of kernel, and the ten largest kernels"""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = dev == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None) if cuda else e.self_cpu_time_total
+        if us is None:
+            us = getattr(e, "self_cuda_time_total", 0)
+        if us > 0:
+            rows.append((us / 1000 / steps, e.key))
+    by = {}
+    for ms, key in rows:
+        by[kind(key)] = by.get(kind(key), 0) + ms
+    print("PyTorch profile: " + ", ".join(f"{k} {v:.2f} ms/step" for k, v in sorted(by.items(), key=lambda x: -x[1])) +
+          f" ({sum(by.values()):.2f} in all)")
+    for ms, key in sorted(rows, reverse=True)[:10]:
+        print(f"PyTorch profile:   {ms:8.3f} ms/step  {key[:100]}")
 
 
 main()
