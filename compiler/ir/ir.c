@@ -58,12 +58,12 @@ void ir_insert(Block *b, int at, Op *op)
 	b->ops[at] = op;
 }
 
+bool ir_attn_apart;
+
 /* Is b's op i an attn_lse that the attention right before it writes as it
  * goes (on GEMMs: its softmax's rows)? Its result then lives from that
  * attention's position (the memory plan), and has no kernel of its own
  * (codegen). */
-bool ir_attn_apart;
-
 bool ir_attn_lse_fused(const Block *b, int i)
 {
 	if (ir_attn_apart || i < 1 || i >= b->len || b->ops[i]->kind != OP_ATTN_LSE || b->ops[i]->nin != 4)
