@@ -2,6 +2,8 @@
 # The short GPU script (issue 39): on the GPU machine, from the gpu_build/
 # that `bash tests/gpu/run.sh build` made here (carry gpu_build/), most
 # important first, within 8 minutes on one H100 or H200:
+#  0. first, 30 s of correctness: the GPT sample's --gradcheck in f64 on the
+#     GPU, and attention's fused passes bitwise as the passes apart;
 #  1. GPT-2 124M fp32 (B = 8): dpc, PyTorch eager and torch.compile;
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
@@ -34,6 +36,21 @@ say "PyTorch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null |
 say ""
 
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+
+# first, whether what is timed computes the right thing: the GPT sample's gradients against finite
+# differences in f64 on the GPU, and attention's fused passes bitwise as the passes apart
+say "### correctness first"
+say ""
+if timeout 60 "$B/gpt.cuda64" --gradcheck >>"$log" 2>&1; then say "- gpt --gradcheck in f64 on the GPU: passed"; else say "- gpt --gradcheck in f64 on the GPU: **FAILED** (gpu_quick.log)"; fi
+for x in cuda cudabf; do
+	if timeout 30 "$B/gpt.$x" --steps 3 --lr 0.01 --quiet --save /tmp/q_ga.p >>"$log" 2>&1 &&
+		timeout 30 "$B/gpt.${x}_apart" --steps 3 --lr 0.01 --quiet --save /tmp/q_gap.p >>"$log" 2>&1 && cmp -s /tmp/q_ga.p /tmp/q_gap.p; then
+		say "- gpt.$x: attention's kept log-sum-exp and attn_dkv bitwise as the passes apart"
+	else
+		say "- gpt.$x: attention's fused passes **differ** from the passes apart, or did not run (gpu_quick.log)"
+	fi
+done
+say ""
 
 # net NAME EXE LIMIT TORCH-ARGS...: dpc's ms/step (60 s at most), then PyTorch's eager and
 # compile (LIMIT seconds in all, torch.compile's compilation included), and the ratios
