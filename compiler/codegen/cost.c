@@ -148,16 +148,19 @@ static void record(Host *h, CgLaunch l)
 /* the bytes a kernel reads and writes: its operands and result once (the
  * fused kernel's operands as its steps read them), attention's other side
  * once per tile of rows */
+/* a loss over the whole tensor: cross_entropy, mse, count_labels (two launches on the GPU) */
+static bool whole(const KDesc *d) { return (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_TOTAL; }
+
 static int64_t kernel_bytes(Cg *g, const KDesc *d)
 {
 	int64_t b = ir_bytes(g->p, d->out);
 	if ((int)d->kind == K_ATTN_ROWS) {
 		/* S (and dP) in the compute type, f32 for bf16; P or dS written in the tensor's. The softmax
 		 * reads its row twice (the log-sum-exp, then P); attn_delta reads dO and O, its rows' shape */
-		int64_t n = ir_numel(d->out), s = n * (d->out.dt == DT_BF16 ? 4 : ir_dt_bytes(d->out.dt)), w = b;
+		int64_t s = ir_numel(d->out) * (d->out.dt == DT_BF16 ? 4 : ir_dt_bytes(d->out.dt));
 		switch (d->mode) {
-		case AR_SOFTMAX: case AR_SOFTMAX_LSE: case AR_DS: case AR_DS_P: return 2 * s + w;
-		case AR_P: return s + w;
+		case AR_SOFTMAX: case AR_SOFTMAX_LSE: case AR_DS: case AR_DS_P: return 2 * s + b;
+		case AR_P: return s + b;
 		case AR_DELTA: return 2 * b;
 		default: return s; /* the log-sum-exp, or the stats: S once */
 		}
@@ -170,8 +173,7 @@ static int64_t kernel_bytes(Cg *g, const KDesc *d)
 	}
 	for (int j = 0; j < d->nin && j < 5; j++)
 		b += ir_bytes(g->p, d->in[j]);
-	bool total = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_TOTAL;
-	if (total && d->stage == 2) /* the blocks' sums (and cross_entropy's counts) */
+	if (whole(d) && d->stage == 2) /* the blocks' sums (and cross_entropy's counts) */
 		return ((int)d->kind == OP_XENT ? 2 : 1) * cg_total_blocks(d) * ir_dt_bytes(d->out.dt) + ir_bytes(g->p, d->out);
 	if (d->stage == 2) /* a reduction's parts */
 		return (cg_reduce_parts(g, d) + 1) * ir_bytes(g->p, d->out);
@@ -194,8 +196,7 @@ static int64_t kernel_flops(Host *h, const KDesc *d)
 	if ((int)d->kind == K_FUSED)
 		return (int64_t)d->nsteps * ir_numel(d->out);
 	if (d->stage == 2)
-		return (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_TOTAL ? 2 * cg_total_blocks(d)
-		                                                                   : cg_reduce_parts(h->g, d) * ir_numel(d->out);
+		return whole(d) ? 2 * cg_total_blocks(d) : cg_reduce_parts(h->g, d) * ir_numel(d->out);
 	if ((int)d->kind < OP__COUNT && h->op && h->op->kind == d->kind)
 		return ir_op_flops(h->g->p, h->op);
 	return ir_numel(d->out);

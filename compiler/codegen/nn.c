@@ -195,30 +195,30 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
  * block for all rows took 516 ms of GPT-2's 1.2 s step on an H100,
  * bench/RESULTS.md.) Elsewhere (the CPU, a fused loop) one kernel, but
  * for the CPU's twin of the two launches (DPC_CPU_SPLITS, testing). */
-#define XENT_BLOCKS 1024
+#define TOTAL_BLOCKS 1024
 
 /* mse and count_labels likewise (body_total): stage 1's block b adds
  * elements 256 b + lane, then every 256 x blocks-th; a block for each 2,048
- * elements, at most XENT_BLOCKS. (mse over 8 M elements was one block.) */
+ * elements, at most TOTAL_BLOCKS. (mse over 8 M elements was one block.) */
 int64_t cg_total_blocks(const KDesc *d)
 {
 	int64_t b = (int)d->kind == OP_XENT ? (cg_rows(d->in[0]) + 7) / 8 : (ir_numel(d->in[0]) + 2047) / 2048;
-	return b < XENT_BLOCKS ? b : XENT_BLOCKS;
+	return b < TOTAL_BLOCKS ? b : TOTAL_BLOCKS;
 }
 
-/* the two stages' module array: the blocks' sums, then their counts */
-static LLVMValueRef xent_partials(K *k) { return cg_global_array(k, k->g->real == k->g->f64 ? "dp_xent_f64" : "dp_xent_f32", 2 * XENT_BLOCKS); }
+/* the two stages' module array: the blocks' sums, then (cross_entropy) their counts */
+static LLVMValueRef total_partials(K *k) { return cg_global_array(k, k->g->real == k->g->f64 ? "dp_total_f64" : "dp_total_f32", 2 * TOTAL_BLOCKS); }
 
 static LLVMValueRef part_at(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
 
 /* stage 2: the blocks' sums, each lane adding every 256th in order, then
  * the block's fixed tree; divided by the count (cross_entropy) or the
  * elements (mse), or the sum itself (count_labels) */
-static void xent_total(K *k, const KDesc *d, LLVMValueRef *ptrs)
+static void total_of_blocks(K *k, const KDesc *d, LLVMValueRef *ptrs)
 {
 	Cg *g = k->g;
 	int64_t G = cg_total_blocks(d);
-	LLVMValueRef p = xent_partials(k), n = cg_i64(g, G), zero = cg_real(g, 0);
+	LLVMValueRef p = total_partials(k), n = cg_i64(g, G), zero = cg_real(g, 0);
 	Loop l = cg_for_lanes(k, n);
 	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildLoad2(k->b, g->real, part_at(k, p, l.i), ""), "");
@@ -256,7 +256,7 @@ static void body_total(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef it
 {
 	Cg *g = k->g;
 	if (d->stage == 2) {
-		xent_total(k, d, ptrs);
+		total_of_blocks(k, d, ptrs);
 		return;
 	}
 	LLVMValueRef n = cg_i64(g, ir_numel(d->in[0])), zero = cg_real(g, 0);
@@ -270,7 +270,7 @@ static void body_total(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef it
 	LLVMValueRef total = cg_all_reduce(k, cg_acc_result(k, &l, zero, ns), false);
 	if (d->stage == 1) {
 		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
-		LLVMBuildStore(k->b, total, part_at(k, xent_partials(k), item));
+		LLVMBuildStore(k->b, total, part_at(k, total_partials(k), item));
 		cg_end_if(k, put);
 		return;
 	}
@@ -283,7 +283,7 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 {
 	Cg *g = k->g;
 	if (d->stage == 2) {
-		xent_total(k, d, ptrs);
+		total_of_blocks(k, d, ptrs);
 		return;
 	}
 	int64_t C = d->in[0].dim[d->in[0].rank - 1], R = cg_rows(d->in[0]);
@@ -331,7 +331,7 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 	count = d->attr.lab.has ? cg_all_reduce(k, count, false) : cg_real(g, (double)R);
 	if (d->stage == 1) {
 		/* this block's sums */
-		LLVMValueRef p = xent_partials(k);
+		LLVMValueRef p = total_partials(k);
 		LLVMBasicBlockRef put = cg_if(k, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""));
 		LLVMBuildStore(k->b, total, part_at(k, p, item));
 		LLVMBuildStore(k->b, count, part_at(k, p, LLVMBuildAdd(k->b, item, cg_i64(g, cg_total_blocks(d)), "")));

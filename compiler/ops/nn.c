@@ -566,13 +566,13 @@ static void run_delta(Interp *m, Op *op)
 void ops_run_attention(Interp *m, Op *op)
 {
 	Program *p = m->p;
-	Type q = ir_vtype(p, op->in[0]);
-	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->attr.attn.heads, Dh = C / H, NB = ir_numel(q) / (T * C);
-	double *Q = ops_real(m, op->in[0]), *K = ops_real(m, op->in[1]), *o = ops_real(m, op->out);
 	if (op->kind == OP_ATTN_DELTA) {
 		run_delta(m, op);
 		return;
 	}
+	Type q = ir_vtype(p, op->in[0]);
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = op->attr.attn.heads, Dh = C / H, NB = ir_numel(q) / (T * C);
+	double *Q = ops_real(m, op->in[0]), *K = ops_real(m, op->in[1]), *o = ops_real(m, op->out);
 	double *P = malloc(sizeof(double) * (size_t)(T * T));
 	if (op->kind != OP_ATTN_STATS && op->kind != OP_ATTN_LSE)
 		memset(o, 0, (size_t)ir_bytes(p, ir_vtype(p, op->out)));
