@@ -117,12 +117,13 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 
 /* --checkpoint min-memory with loops: their least shape (every row kept,
  * the fewest snapshots) holds more than the fitted path can: its taped
- * steps may be recomputed instead (their values live only while the step's
- * adjoint runs), or their rows may drop values, computed again where the
- * adjoint first reads them. Fitted to 1 byte, which nothing meets, that
- * path plans the fewest bytes it can, with tapes of rows and without; the
- * lowest of the three is taken, and its scratch copy is the program
- * (*planned). */
+ * steps may be recomputed instead, each value the step's adjoint reads
+ * computed again for each op that reads it but those whose keeping costs
+ * no peak (ckpt_steps_each), or their rows may drop values, computed again
+ * where the adjoint first reads them. Fitted to 1 byte, which nothing
+ * meets, that path plans the fewest bytes it can, with tapes of rows and
+ * without; the lowest of the three is taken, and its scratch copy is the
+ * program (*planned). */
 static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
 	Program *best = scratch_with(ast, o, &ck);
@@ -130,7 +131,7 @@ static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck,
 	CkptOptions pick = ck, f = ck;
 	f.least = false, f.may_stream = false, f.fit = 1;
 	for (int rows = 0; rows < 2; rows++) {
-		f.rows = rows;
+		f.rows = rows, f.each = !rows;
 		Program *q = scratch_with(ast, o, &f);
 		/* measured as the final plan packs */
 		q->pack_effort = 2;

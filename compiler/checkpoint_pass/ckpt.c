@@ -733,6 +733,7 @@ static Program *schedule(Program *p, const CkptOptions *o)
 			if (op->kind == OP_LOOP && op->primal)
 				p->body.ops[i] = revolve(p, op, o);
 		}
+		CkptSteps *each = o->each ? ckpt_steps_each(p) : NULL;
 		if (fitted)
 			place_snapshots(p, o);
 		if (autofit && o->line_share > 0 && o->line_share < 1) {
@@ -746,6 +747,8 @@ static Program *schedule(Program *p, const CkptOptions *o)
 			place_snapshots(p, o);
 		if (o->least)
 			ckpt_graph_least(p, budget_plan(p, o));
+		if (each)
+			ckpt_steps_keep(each, budget_plan(p, o));
 		/* unfitted: masks in bits cost nothing, and rows are least */
 		if (o->mode == CKPT_AUTO && !fitted && !o->full_rows)
 			ckpt_rows_apply(p, NULL, 0, true);

@@ -35,6 +35,9 @@ typedef struct {
 	                     * (Program.device_mem meanwhile); the driver passes 1, which no plan meets, so that the
 	                     * pass plans the fewest bytes it can, and keeps that where it is below the loops' least
 	                     * shape (budget.c's least_fit); 0: none */
+	bool each;          /* with fit: a revolve's taped step without rows computes the values its adjoint reads again
+	                     * for each op that reads them, but those it keeps where that saves FLOPs at no more peak
+	                     * (ckpt_steps_each) */
 	int threads;        /* --threads: the straight-line search's threads, 1 or 2 (Program.search_threads) */
 } CkptOptions;
 
@@ -91,6 +94,11 @@ typedef struct CkptRows CkptRows;
 int ckpt_rows_candidates(Program *p, int *out, int max);
 CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks);
 void ckpt_rows_undo(CkptRows *r);
+/* each revolve's taped step without rows computes the values its adjoint reads again before each op that
+ * reads them; then keeps those, one at a time, where that saves FLOPs at no more peak by plan */
+typedef struct CkptSteps CkptSteps;
+CkptSteps *ckpt_steps_each(Program *p);
+void ckpt_steps_keep(CkptSteps *s, int64_t (*plan)(Program *));
 int ckpt_rows_names(FILE *f, Program *p, Op *revolve, bool again, bool json, int64_t *total);
 /* every revolve's s snapshot slots (at most its trip count) and, where it
  * has a tape, min(k, n) rows, on the device: for tests/unit/graph.c's

@@ -583,7 +583,7 @@ static int fixed_end(Model *m, Program *p, int u)
 static int lender(Model *m, Program *p, Op *op, int k, int first_op)
 {
 	int x = op->in[k], u = m->of[x];
-	if (!(ir_ops[op->kind].flags & OPF_EW) || op->out < 0 || ir_is_result(p, op->out) || u < first_op)
+	if (!ir_may_lend(op, k) || op->out < 0 || ir_is_result(p, op->out) || u < first_op)
 		return -1;
 	Op *d = p->values.data[m->val[u]].def;
 	/* a loop's result may share its state's storage (memplan's coalesce): not counted on */
@@ -1105,8 +1105,8 @@ static void dump_problem(Graph *g, Model *m, const char *path)
 		int n = named(m, p, op, ids), y = op->out >= 0 && op->out < g->nv ? m->of[op->out] : -1;
 		int64_t h = run, ws = 0;
 		bool shared = false;
-		for (int k = 0; k < op->nin && (ir_ops[op->kind].flags & OPF_EW) && op->out >= 0; k++)
-			shared |= m->of[op->in[k]] >= m->first_op && ir_type_eq(ir_vtype(p, op->in[k]), ir_vtype(p, op->out));
+		for (int k = 0; k < op->nin && op->out >= 0; k++)
+			shared |= ir_may_lend(op, k) && m->of[op->in[k]] >= m->first_op && ir_type_eq(ir_vtype(p, op->in[k]), ir_vtype(p, op->out));
 		fprintf(f, "{\"op\": \"%s\", \"named\": [", ir_ops[op->kind].name);
 		for (int k = 0; k < n; k++) {
 			int u = ids[k];

@@ -9,6 +9,7 @@
 #include "ckpt.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
 	Op *op;
@@ -395,4 +396,184 @@ int ckpt_rows_names(FILE *f, Program *p, Op *v, bool again, bool json, int64_t *
 		n++;
 	}
 	return n;
+}
+
+/* A revolve's taped step without rows (body2: its forward step computed
+ * again, then the step's adjoint) holds every value the adjoint reads from
+ * where the step makes it to the adjoint's last read: the step's
+ * intermediates are live at once. Under min-memory's fit (budget.c) the
+ * step may hold less: each value the adjoint reads is computed again for
+ * each op that reads it, right before it, from the state and the
+ * parameters, and dies after it; then, one value at a time (the costliest
+ * op first), a value is made where the step made it and kept to its last
+ * read again wherever that saves FLOPs and the plan's peak does not grow. */
+typedef struct {
+	Op *op;
+	int *in;
+} Orig;
+
+typedef struct {
+	Program *p;
+	Op *v;
+	Op **def;      /* per value: its op in the step's forward part, made again where read (not kept) */
+	int *memo;     /* per value: its copy made for the adjoint op at hand, or -1 */
+	Vec(int) made; /* the values memo holds */
+	Block *out;
+} Each;
+
+/* whether op of the taped step's forward part can be computed again anywhere in the step */
+static bool again_anywhere(Program *p, Op *v, Op **def, Op *op)
+{
+	/* an adjoint op's workspace too, made right before it rather than before the copies it reads */
+	if (op->kind == OP_SCRATCH)
+		return true;
+	if (!op->recomputed || op->out < 0 || (ir_ops[op->kind].flags & (OPF_WRITE | OPF_LEAF)))
+		return false;
+	for (int k = 0; k < op->nin; k++) {
+		int x = op->in[k];
+		Value *xv = &p->values.data[x];
+		bool leaf = xv->def && (xv->def->kind == OP_PARAM || xv->def->kind == OP_INPUT);
+		if (!def[x] && xv->kind == VK_VAR && !carried(v, x) && !leaf)
+			return false;
+	}
+	return true;
+}
+
+static int again_at(Each *e, int w)
+{
+	Program *p = e->p;
+	if (!e->def[w])
+		return w;
+	if (e->memo[w] >= 0)
+		return e->memo[w];
+	Op *d = e->def[w], *n = ar_alloc(sizeof *n);
+	*n = *d;
+	n->in = ar_alloc(sizeof(int) * (size_t)(d->nin + 1));
+	for (int k = 0; k < d->nin; k++)
+		n->in[k] = again_at(e, d->in[k]);
+	Value *x = &p->values.data[w];
+	n->out = ir_new_value(p, VK_SSA, x->type, x->name, x->loc);
+	p->values.data[n->out].def = n;
+	ir_append(e->out, n);
+	vec_push(&e->made, w);
+	return e->memo[w] = n->out;
+}
+
+/* v's taped step rebuilt from its original ops: the values def names made where read, the rest in place */
+static void rebuild(Each *e, Op *v, const Orig *orig, int n)
+{
+	e->v = v;
+	v->body2 = (Block){0};
+	e->out = &v->body2;
+	for (int j = 0; j < n; j++) {
+		Op *op = orig[j].op;
+		memcpy(op->in, orig[j].in, sizeof(int) * (size_t)op->nin);
+		if (op->out >= 0 && e->def[op->out])
+			continue;
+		for (int k = 0; k < e->made.len; k++)
+			e->memo[e->made.data[k]] = -1;
+		e->made.len = 0;
+		for (int k = 0; k < op->nin; k++)
+			op->in[k] = again_at(e, op->in[k]);
+		ir_append(&v->body2, op);
+	}
+}
+
+static int by_flops_down(const void *a, const void *b)
+{
+	int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
+	return (x < y) - (x > y);
+}
+
+struct CkptSteps {
+	Each e;
+	int nrev;
+	Op **revs;
+	Orig **orig;
+	int *norig;
+	Vec(int64_t) cand; /* (FLOPs, revolve, value) of each value that may be kept instead */
+};
+
+CkptSteps *ckpt_steps_each(Program *p)
+{
+	int nv = p->values.len;
+	CkptSteps *st = ar_alloc(sizeof *st);
+	Each *e = &st->e;
+	*e = (Each){p, NULL, ar_alloc(sizeof(Op *) * (size_t)(nv + 1)), ar_alloc(sizeof(int) * (size_t)(nv + 1)), {0}, NULL};
+	for (int w = 0; w < nv; w++)
+		e->def[w] = NULL, e->memo[w] = -1;
+	int n = 0;
+	for (int i = p->nforward; i < p->body.len; i++)
+		n += p->body.ops[i]->kind == OP_REVOLVE && !p->body.ops[i]->ktape;
+	st->orig = ar_alloc(sizeof(Orig *) * (size_t)(n + 1));
+	st->norig = ar_alloc(sizeof(int) * (size_t)(n + 1));
+	st->revs = ar_alloc(sizeof(Op *) * (size_t)(n + 1));
+	for (int i = p->nforward; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE || v->ktape)
+			continue;
+		Block old = v->body2;
+		Orig *o = st->orig[st->nrev] = ar_alloc(sizeof(Orig) * (size_t)(old.len + 1));
+		for (int j = 0; j < old.len; j++) {
+			Op *op = old.ops[j];
+			o[j] = (Orig){op, ar_alloc(sizeof(int) * (size_t)(op->nin + 1))};
+			memcpy(o[j].in, op->in, sizeof(int) * (size_t)op->nin);
+			if (!again_anywhere(p, v, e->def, op))
+				continue;
+			e->def[op->out] = op;
+			int64_t f = ir_op_flops(p, op);
+			if (op->kind != OP_SCRATCH && !(ir_ops[op->kind].flags & OPF_VIEW) && f > 0) {
+				vec_push(&st->cand, f);
+				vec_push(&st->cand, st->nrev);
+				vec_push(&st->cand, j);
+			}
+		}
+		st->norig[st->nrev] = old.len;
+		st->revs[st->nrev] = v;
+		rebuild(e, v, o, old.len);
+		st->nrev++;
+	}
+	qsort(st->cand.data, (size_t)st->cand.len / 3, sizeof(int64_t) * 3, by_flops_down);
+	return st;
+}
+
+void ckpt_steps_keep(CkptSteps *st, int64_t (*plan)(Program *))
+{
+	Each *e = &st->e;
+	Program *p = e->p;
+	int mark = p->values.len;
+	int64_t peak = plan(p), flops = ckpt_recomputed_flops(p);
+	/* every value kept, as the step was: where that holds no more, nothing is made again */
+	for (int c = 0; c < st->cand.len; c += 3)
+		e->def[st->orig[st->cand.data[c + 1]][st->cand.data[c + 2]].op->out] = NULL;
+	for (int r = 0; r < st->nrev; r++)
+		rebuild(e, st->revs[r], st->orig[r], st->norig[r]);
+	if (plan(p) <= peak)
+		return;
+	for (int c = 0; c < st->cand.len; c += 3) {
+		Op *op = st->orig[st->cand.data[c + 1]][st->cand.data[c + 2]].op;
+		e->def[op->out] = op;
+	}
+	p->values.len = mark;
+	for (int r = 0; r < st->nrev; r++)
+		rebuild(e, st->revs[r], st->orig[r], st->norig[r]);
+	mark = p->values.len;
+	for (int c = 0; c < st->cand.len; c += 3) {
+		int r = (int)st->cand.data[c + 1];
+		Op *op = st->orig[r][st->cand.data[c + 2]].op;
+		e->def[op->out] = NULL;
+		p->values.len = mark;
+		rebuild(e, st->revs[r], st->orig[r], st->norig[r]);
+		int64_t fl = ckpt_recomputed_flops(p);
+		if (fl < flops && plan(p) <= peak) {
+			flops = fl;
+			mark = p->values.len;
+			continue;
+		}
+		e->def[op->out] = op;
+		p->values.len = mark;
+		rebuild(e, st->revs[r], st->orig[r], st->norig[r]);
+		mark = p->values.len;
+	}
+	plan(p);
 }

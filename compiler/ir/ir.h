@@ -38,6 +38,7 @@ enum {
 	OPF_EW = 1 << 2,    /* elementwise with broadcasting */
 	OPF_RED = 1 << 3,
 	OPF_WRITE = 1 << 4, /* writes variable operand 0; no result */
+	OPF_IN0 = 1 << 5,   /* may write its result in operand 0's storage: each element read before it is written */
 };
 
 typedef enum {
@@ -164,6 +165,9 @@ typedef struct {
 	FlopClass flops;
 } OpInfo;
 extern const OpInfo ir_ops[OP__COUNT];
+/* operand k of op may give op's result its storage where k dies there (memplan's in_place): an elementwise op
+ * (each element read and written by one thread), or an OPF_IN0 op's operand 0 */
+bool ir_may_lend(const Op *op, int k);
 
 typedef enum {
 	VK_SSA,   /* defined once by an op (or a loop as block argument / result) */

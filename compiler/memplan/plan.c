@@ -6,6 +6,7 @@
 #include "memplan.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,31 +297,76 @@ static void last_named(Block *b, int at, const int *rt, int *last)
 	}
 }
 
-/* A top-level elementwise op whose operand of its own type dies there
+/* An elementwise op whose operand of its own type dies there
  * writes its result in that operand's storage (each element is read and
  * written by the same thread, as coalesce allows): a chain such as a
  * norm's scale, shift and relu, or a gradient times a mask, holds one
- * tensor instead of two at each step. Only work-region values, and only an
- * operand no other operand of the op shares storage with (but itself, as
- * in x * x). */
-static void in_place(Program *p)
+ * tensor instead of two at each step. So does cross_entropy_grad in its
+ * logits (ir_may_lend): a row's sums are taken before any of it is
+ * written, then each element is read and written by one thread, as llm.c
+ * overwrites its logits; GPT's peak is there. Only work-region values, and
+ * only an operand no other operand of the op shares storage with (but
+ * itself, as in x * x); inside a loop's body, only storage one iteration
+ * makes and frees there. */
+/* how many times each value is named (read, carried or yielded) in b and the blocks inside it */
+static void count_named(Block *b, int *n)
 {
-	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *rt = malloc(sizeof(int) * (size_t)(nv + 1));
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		for (int k = 0; k < op->nin; k++)
+			n[op->in[k]]++;
+		for (int k = 0; k < op->ncarry; k++) {
+			n[op->carg[k]]++;
+			if (op->cyield)
+				n[op->cyield[k]]++;
+			if (op->body3.len)
+				n[op->cyield3[k]]++;
+		}
+		count_named(&op->body, n);
+		count_named(&op->body2, n);
+		count_named(&op->body3, n);
+	}
+}
+
+/* in_place for the ops of b (loop: the loop whose body b is, or NULL at
+ * the top level). In a body, only storage local to one iteration of it:
+ * every value of that storage made in b and named nowhere else (all:
+ * how often each value is named in the program). */
+static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const int *all)
+{
+	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *in = NULL;
+	bool *shut = NULL; /* per storage root: named outside b */
 	for (int v = 0; v < nv; v++)
 		last[v] = -1;
-	alias_roots(p, rt);
-	last_named(&p->body, -1, rt, last);
-	for (int i = 0; i < ir_nresults(p); i++)
-		last[rt[ir_result(p, i)]] = INT_MAX;
-	for (int i = 0; i < p->body.len; i++) {
-		Op *op = p->body.ops[i];
+	last_named(b, -1, rt, last);
+	if (!loop) {
+		for (int i = 0; i < ir_nresults(p); i++)
+			last[rt[ir_result(p, i)]] = INT_MAX;
+	} else {
+		in = calloc((size_t)nv + 1, sizeof *in);
+		shut = malloc((size_t)nv + 1);
+		count_named(b, in);
+		bool *made = calloc((size_t)nv + 1, 1);
+		for (int i = 0; i < b->len; i++)
+			if (b->ops[i]->out >= 0)
+				made[b->ops[i]->out] = true;
+		for (int v = 0; v < nv; v++)
+			shut[v] = false;
+		for (int v = 0; v < nv; v++)
+			shut[rt[v]] |= !made[v] || in[v] != all[v];
+		free(made);
+	}
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
 		Value *Y = op->out >= 0 ? &p->values.data[op->out] : NULL;
-		if (!(ir_ops[op->kind].flags & OPF_EW) || !Y || Y->res != VR_NONE || Y->kind != VK_SSA || ir_is_result(p, op->out))
+		if (!Y || Y->res != VR_NONE || Y->kind != VK_SSA || ir_is_result(p, op->out))
 			continue;
 		for (int k = 0; k < op->nin; k++) {
+			if (!ir_may_lend(op, k))
+				continue;
 			int x = op->in[k], r = rt[x];
 			Value *R = &p->values.data[r];
-			bool alone = true;
+			bool alone = !shut || !shut[r];
 			/* x read twice (x * x) is read at each element before the element is written */
 			for (int j = 0; j < op->nin; j++)
 				alone &= j == k || rt[op->in[j]] != r || op->in[j] == x;
@@ -332,11 +378,32 @@ static void in_place(Program *p)
 			Y->alias_index = IR_IN_PLACE;
 			last[r] = last[op->out];
 			rt[op->out] = r;
+			if (shut)
+				shut[r] |= shut[op->out];
 			break;
 		}
 	}
 	free(last);
+	free(in);
+	free(shut);
+	for (int i = 0; i < b->len; i++) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+			in_place_block(p, &op->body, op, rt, all);
+			in_place_block(p, &op->body3, op, rt, all);
+			in_place_block(p, &op->body2, op, rt, all);
+		}
+	}
+}
+
+static void in_place(Program *p)
+{
+	int nv = p->values.len, *rt = malloc(sizeof(int) * (size_t)(nv + 1)), *all = calloc((size_t)nv + 1, sizeof(int));
+	alias_roots(p, rt);
+	count_named(&p->body, all);
+	in_place_block(p, &p->body, NULL, rt, all);
 	free(rt);
+	free(all);
 }
 
 /* ---- products added into their acc's target ----
@@ -848,6 +915,20 @@ static void check_packing(Program *p, Placed *q, int n)
 
 /* Packing of live ranges, first-fit in order of start, and largest first
  * where that is markedly lower. Returns the peak. */
+/* DPC_PEAK_DUMP (the final plan's packing): what is live where the work region's live bytes are most, on
+ * stderr, for whoever works on the selection (issue 40) */
+static void dump_peak(Program *p, const Placed *q, int n, int64_t at, int64_t live)
+{
+	fprintf(stderr, "the most bytes live at once: %lld, at position %lld:\n", (long long)live, (long long)at);
+	for (int i = 0; i < n; i++) {
+		Op *d = p->values.data[q[i].v].def;
+		if (q[i].start <= at && at <= q[i].end)
+			fprintf(stderr, "  %-24s %10lld bytes, live %lld to %lld, %s%s\n", ir_value_name(p, q[i].v), (long long)q[i].size,
+			        (long long)q[i].start, (long long)q[i].end, d ? ir_ops[d->kind].name : "a variable",
+			        d && d->recomputed ? " (computed again)" : "");
+	}
+}
+
 static int64_t pack(Program *p, Live *L, int64_t base)
 {
 	int n = 0;
@@ -913,9 +994,13 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, live_most = 0;
 		for (int i = 0; i < n; i++)
 			d[q[i].start] += q[i].size, d[q[i].end + 1] -= q[i].size;
+		int64_t at_most = 0;
 		for (int64_t t = 0; t < npos; t++)
-			live_most = (run += d[t]) > live_most ? run : live_most;
+			if ((run += d[t]) > live_most)
+				live_most = run, at_most = t;
 		free(d);
+		if (p->pack_effort && getenv("DPC_PEAK_DUMP"))
+			dump_peak(p, q, n, at_most, live_most);
 		p->plan_live = live_most;
 		/* in the searches' plans the second packing is kept only where it saves 1/64 of the work region: it
 		 * fills the region's top for most of the step, so that the memory picture (series) no longer
@@ -1252,7 +1337,7 @@ static int64_t op_working_set(Program *p, Op *op, const bool *fixed)
 		int s = storage_root(p, v), r = group_of(p, v);
 		if (fixed[s] || p->values.data[s].res != VR_ARENA || scheduled(&p->values.data[v]))
 			continue;
-		if (j < op->nin && (ir_ops[op->kind].flags & OPF_EW) && ir_type_eq(ir_vtype(p, v), ir_vtype(p, op->out)))
+		if (j < op->nin && op->out >= 0 && ir_may_lend(op, j) && ir_type_eq(ir_vtype(p, v), ir_vtype(p, op->out)))
 			shared = true;
 		if (j == op->nin && shared)
 			continue;
@@ -1607,7 +1692,7 @@ void mem_print(FILE *f, Program *p)
 		else if (x->res == VR_ARENA)
 			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
 			        (long long)ir_bytes(p, x->type));
-		else if (x->res == VR_ALIAS && x->def && (ir_ops[x->def->kind].flags & OPF_EW))
+		else if (x->res == VR_ALIAS && x->def && (x->alias_index == IR_IN_PLACE || (ir_ops[x->def->kind].flags & OPF_EW)))
 			fprintf(f, "#   %-24s in %s%s%s%s, %s\n", ir_value_name(p, v), ir_value_name(p, x->alias_of),
 			        x->alias_index >= 0 ? "[" : "", x->alias_index >= 0 ? ir_value_name(p, x->alias_index) : "",
 			        x->alias_index >= 0 ? "]" : "",

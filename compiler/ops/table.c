@@ -9,3 +9,8 @@ const OpInfo ir_ops[OP__COUNT] = {
 #include "../ir/ops.def"
 #undef X
 };
+
+bool ir_may_lend(const Op *op, int k)
+{
+	return (ir_ops[op->kind].flags & OPF_EW) || ((ir_ops[op->kind].flags & OPF_IN0) && k == 0);
+}
