@@ -41,7 +41,10 @@ static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool 
  * planned without streaming? Then nothing needs recomputing. */
 static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
-	return mem_plan(scratch(ast, o, CKPT_NONE, false)) <= o->device_mem;
+	Program *q = scratch(ast, o, CKPT_NONE, false);
+	/* measured as the final plan packs it: the searches' packing may leave a gap the final one closes */
+	q->pack_effort = 2;
+	return mem_plan(q) <= o->device_mem;
 }
 
 /* --checkpoint auto under --device-mem: tapes of a few rows, or

@@ -254,15 +254,20 @@ static int64_t set_snapshots(Program *p, int64_t extra)
 static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 {
 	int64_t slot_bytes = set_snapshots(p, 0);
+	/* measured as the final plan packs: the searches' packing may leave gaps the final one closes */
+	int effort = p->pack_effort;
+	p->pack_effort = 2;
 	int64_t arena = plan(p);
 	/* alignment can cost a few bytes per snapshot tensor: step back until it fits */
 	int64_t extra = slot_bytes && arena < budget ? (budget - arena) / slot_bytes : 0;
 	for (; extra > 0; extra -= extra / 64 + 1) {
 		set_snapshots(p, extra);
 		if (plan(p) <= budget)
-			return;
+			break;
 	}
-	set_snapshots(p, 0);
+	if (extra <= 0)
+		set_snapshots(p, 0);
+	p->pack_effort = effort;
 }
 
 /* Without a budget: nothing advances (s k >= n - k: the forward loop tapes

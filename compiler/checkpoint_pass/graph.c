@@ -475,29 +475,58 @@ static int exhaustive_most(Program *p, int most)
 	return most;
 }
 
+/* candidate i's state in choice c of fit_planned: 0 kept, 1 computed again once, 2 at each use */
+static int state_of(unsigned c, int i, int states)
+{
+	while (i-- > 0)
+		c /= (unsigned)states;
+	return (int)(c % (unsigned)states);
+}
+
+/* the choice c of fit_planned on g's candidates; with 3 states, the last bit of c: every other value
+ * computed again (what the candidates are computed from) at each use too */
+static void set_choice(Graph *g, const int *cand, int n, unsigned c, int states)
+{
+	if (states == 3) {
+		for (int v = 0; v < g->nv; v++)
+			g->each[v] = c & 1;
+		c >>= 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int s = state_of(c, i, states);
+		g->drop[cand[i]] = s > 0;
+		g->each[cand[i]] = s == 2;
+	}
+}
+
 /* Every subset of the `most` largest candidates, each planned: exact by
- * the planner's own bytes, for programs of a few candidates. */
+ * the planner's own bytes, for programs of a few candidates. With up to
+ * FIT_EACH of them, each value not kept is also computed again either
+ * once or at each use, and the values they are computed from once or at
+ * each use (a value read before a loop and after it, at each use, is not
+ * held across the loop). */
+enum { FIT_EACH = 7 };
 static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *), int most)
 {
 	Program *p = g->p;
 	int cand[GRAPH_EXHAUSTIVE];
-	int n = ckpt_graph_largest(p, cand, most);
-	unsigned best = 0;
+	int n = ckpt_graph_largest(p, cand, most), states = n <= FIT_EACH ? 3 : 2;
+	unsigned best = 0, choices = states == 3 ? 2 : 1;
+	for (int i = 0; i < n; i++)
+		choices *= (unsigned)states;
 	Choice top = {INT64_MAX, INT64_MAX, false};
 	/* nothing else computed again or offloaded: a model's choice may have been tried before */
 	for (int v = 0; v < g->nv; v++)
 		g->drop[v] = g->keep[v] = g->each[v] = g->host[v] = false;
-	for (unsigned mask = 0; mask < 1u << n; mask++) {
-		for (int i = 0; i < n; i++)
-			g->drop[cand[i]] = mask >> i & 1;
-		Choice c;
-		c.bytes = eval(g, plan, &c.flops);
-		c.fits = c.bytes <= budget;
-		if (better(c, top))
-			top = c, best = mask;
+	for (unsigned c = 0; c < choices; c++) {
+		set_choice(g, cand, n, c, states);
+		Choice ch;
+		ch.bytes = eval(g, plan, &ch.flops);
+		ch.fits = ch.bytes <= budget;
+		if (better(ch, top))
+			top = ch, best = c;
 	}
-	for (int i = 0; i < n; i++)
-		g->drop[cand[i]] = best >> i & 1;
+	set_choice(g, cand, n, best, states);
 	p->graph_search = 1;
 	p->graph_bound = top.flops;
 	p->graph_candidates = n;

@@ -276,8 +276,8 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			continue;
 		int64_t m, n;
 		int j = ir_adds_into(op) ? absorbed_acc(h, b, i, to) : -1;
-		if (planned_into(h->g->p, op) && j != i + 1)
-			die("codegen: %s was planned added into its acc, which is not the next op", ir_value_name(h->g->p, op->out));
+		if (planned_into(h->g->p, op) && j < 0)
+			die("codegen: %s was planned added into its acc, which cannot absorb it", ir_value_name(h->g->p, op->out));
 		if (j >= 0) {
 			LLVMValueRef dst = cg_acc_target(h, b->ops[j]);
 			if (op->kind == OP_MATMUL && !ir_small_matmul(h->g->p, op))

@@ -407,19 +407,43 @@ static void in_place(Program *p)
 }
 
 /* ---- products added into their acc's target ----
- * A product (a GEMM, a reduction, an embedding's gradient) that only the acc
- * right after it reads is added into the acc's target as it is made
+ * A product (a GEMM, a reduction, an embedding's gradient) that only an
+ * acc after it reads is added into the acc's target as it is made
  * (codegen's absorbed acc): it needs no storage of its own. For a tied
- * embedding's head that is a [V, D] gradient, twice. Not into host memory,
- * and not where the product reads the target itself. */
+ * embedding's head that is a [V, D] gradient, twice; a weight's gradient
+ * while its layer's input gradient is made. Not into host memory, not
+ * where the product reads the target itself, nor past an op that names the
+ * target or a loop. */
+/* the acc after b[i] that reads its result, where no loop comes between
+ * (codegen's absorbed_acc looks for the same), or NULL */
+static Op *acc_after(Block *b, int i)
+{
+	int out = b->ops[i]->out;
+	for (int j = i + 1; j < b->len; j++) {
+		Op *x = b->ops[j];
+		if (x->kind == OP_LOOP || x->kind == OP_REVOLVE)
+			return NULL;
+		if ((x->kind == OP_ACC || x->kind == OP_ACC_SLICE) && x->in[x->nin - 1] == out)
+			return x;
+	}
+	return NULL;
+}
+
 static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
 {
 	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i], *acc = i + 1 < b->len ? b->ops[i + 1] : NULL;
+		Op *op = b->ops[i], *acc = op->out >= 0 ? acc_after(b, i) : NULL;
 		acc_into(p, &op->body, op, uses);
 		acc_into(p, &op->body2, op, uses);
 		acc_into(p, &op->body3, op, uses);
 		if (!acc || !ir_adds_into(op) || uses[op->out] != 1)
+			continue;
+		/* the ops between (a product's other half, say) must not name the acc's variable: the product is
+		 * added in before them */
+		bool named = false;
+		for (int j = i + 1; b->ops[j] != acc; j++)
+			named |= mentions(p, b->ops[j], root(p, acc->in[0]));
+		if (named)
 			continue;
 		/* into a layer's slice: only at the loop's own index, which codegen knows wherever the body runs */
 		bool whole = acc->kind == OP_ACC && acc->in[1] == op->out;
@@ -1503,6 +1527,46 @@ static int64_t step_named(Program *p, Step *S, Op *op, int k, const bool *assign
 	return b;
 }
 
+/* An adjoint step of a loop of two steps or more holds the step's state
+ * and the loop's first: every plan dpc makes keeps them on the device
+ * through the loop's adjoint (a tape's rows; a revolve's state and its
+ * slot 0, or the staging row that slot comes back through), since none
+ * computes a loop's first state again from outside the loop. Their bytes,
+ * or 0 in a forward step. */
+static int64_t adjoint_states(Program *p, const Across *A, const Op *loop)
+{
+	const Op *f = loop->primal;
+	int64_t b = 0;
+	if (A->forward || !f || f->trip < 2)
+		return 0;
+	for (int k = 0; k < f->ncarry; k++)
+		b += mem_aligned(p, p->values.data[f->carg[k]].type);
+	return 2 * b;
+}
+
+/* the bytes op's working set already counts of storage that may be those states: a tape's or snapshot's row,
+ * or the revolve's state */
+static int64_t state_named(Program *p, const Op *loop, const Op *op)
+{
+	int seen[65], n = 0;
+	int64_t b = 0;
+	for (int j = 0; j < op->nin && n < 65; j++) {
+		int r = storage_root(p, op->in[j]);
+		Value *x = &p->values.data[r];
+		bool state = x->kind == VK_VAR && (x->vclass == VC_TAPE || x->vclass == VC_SNAP);
+		for (int k = 0; k < loop->ncarry && !state; k++)
+			state = r == loop->carg[k];
+		int i = 0;
+		while (i < n && seen[i] != r)
+			i++;
+		if (!state || i < n)
+			continue;
+		seen[n++] = r;
+		b += mem_aligned(p, p->values.data[op->in[j]].type);
+	}
+	return b;
+}
+
 static int64_t step_most(Program *p, Across *A, Op *loop, Block *b, const bool *fixed)
 {
 	int nv = p->values.len;
@@ -1545,14 +1609,14 @@ static int64_t step_most(Program *p, Across *A, Op *loop, Block *b, const bool *
 			diff[def[g] + 2] += bytes;
 			diff[last[g] + 1] -= bytes;
 		}
-	int64_t run = 0, most = 0;
+	int64_t run = 0, most = 0, states = adjoint_states(p, A, loop);
 	for (int k = 0; k < b->len; k++) {
 		run += diff[k + 1];
 		Op *op = b->ops[k];
 		if (!every_plan_runs(op) || taping(p, op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
 			continue;
-		int64_t w = run + vars - step_named(p, &S, op, k, assigned) - named_across(A, op, A->at) +
-		            op_working_set(p, op, fixed);
+		int64_t named = state_named(p, loop, op), w = run + vars - step_named(p, &S, op, k, assigned) -
+		                named_across(A, op, A->at) + op_working_set(p, op, fixed) + (states > named ? states - named : 0);
 		most = w > most ? w : most;
 	}
 	free(group), free(def), free(last), free(assigned), free(diff);
