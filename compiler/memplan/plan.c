@@ -1413,6 +1413,7 @@ typedef struct {
 	int *def, *last;  /* per group: the top-level positions of its first definition and last same-part read */
 	int at;           /* the top-level position of the op visited */
 	bool forward;     /* whether it is in the forward part */
+	bool *loops;      /* per group: a forward loop's result, which no choice drops (the adjoint's reads count) */
 } Across;
 
 static bool every_plan_runs(Op *op) { return !op->recomputed && op->kind != OP_OFFLOAD && op->kind != OP_FETCH && op->kind != OP_SETTLE; }
@@ -1423,8 +1424,9 @@ static void across_read(void *ctx, int v)
 	if (v < 0 || A->group[v] < 0)
 		return;
 	int g = A->group[v];
-	/* made by an op of the other part (a forward value the adjoint reads): its life there is the choice's */
-	if (A->def[g] < 0 || A->def[g] >= A->at || (A->def[g] < A->p->nforward) != A->forward)
+	/* made by an op of the other part (a forward value the adjoint reads): its life there is the choice's, but
+	 * for a loop's result, which no choice computes again or offloads */
+	if (A->def[g] < 0 || A->def[g] >= A->at || ((A->def[g] < A->p->nforward) != A->forward && !A->loops[g]))
 		return;
 	A->last[g] = A->at > A->last[g] ? A->at : A->last[g];
 }
@@ -1544,18 +1546,30 @@ static int64_t adjoint_states(Program *p, const Across *A, const Op *loop)
 	return 2 * b;
 }
 
-/* the bytes op's working set already counts of storage that may be those states: a tape's or snapshot's row,
- * or the revolve's state */
+/* whether storage r holds the loop's state: a revolve's state, or a tape the forward loop stores its state in */
+static bool state_storage(const Op *loop, int r)
+{
+	const Op *f = loop->primal;
+	for (int k = 0; loop->kind == OP_REVOLVE && k < loop->ncarry; k++)
+		if (r == loop->carg[k])
+			return true;
+	for (int i = 0; i < f->body.len; i++) {
+		const Op *st = f->body.ops[i];
+		for (int k = 0; st->kind == OP_STORE_SLICE && st->in[0] == r && k < f->ncarry; k++)
+			if (st->in[2] == f->carg[k])
+				return true;
+	}
+	return false;
+}
+
+/* the bytes op's working set already counts of the loop's state (its row of a tape, the revolve's state) */
 static int64_t state_named(Program *p, const Op *loop, const Op *op)
 {
 	int seen[65], n = 0;
 	int64_t b = 0;
-	for (int j = 0; j < op->nin && n < 65; j++) {
+	for (int j = 0; j < op->nin && n < 65 && loop->primal; j++) {
 		int r = storage_root(p, op->in[j]);
-		Value *x = &p->values.data[r];
-		bool state = x->kind == VK_VAR && (x->vclass == VC_TAPE || x->vclass == VC_SNAP);
-		for (int k = 0; k < loop->ncarry && !state; k++)
-			state = r == loop->carg[k];
+		bool state = state_storage(loop, r);
 		int i = 0;
 		while (i < n && seen[i] != r)
 			i++;
@@ -1629,8 +1643,8 @@ static int64_t largest_across(Program *p, const bool *fixed)
 {
 	int nv = p->values.len, len = p->body.len;
 	Across A = {p, malloc(sizeof(int) * (size_t)(nv + 1)), malloc(sizeof(int) * (size_t)(nv + 1)),
-	            malloc(sizeof(int) * (size_t)(nv + 1)), 0, true};
-	if (!A.group || !A.def || !A.last)
+	            malloc(sizeof(int) * (size_t)(nv + 1)), 0, true, calloc((size_t)nv + 1, sizeof(bool))};
+	if (!A.group || !A.def || !A.last || !A.loops)
 		die("out of memory");
 	for (int v = 0; v < nv; v++) {
 		Value *x = &p->values.data[v];
@@ -1650,8 +1664,10 @@ static int64_t largest_across(Program *p, const bool *fixed)
 		for (int k = 0; k < op->ncarry && op->cout && n < 65; k++)
 			outs[n++] = op->cout[k];
 		for (int k = 0; k < n; k++)
-			if (outs[k] >= 0 && A.group[outs[k]] >= 0 && A.def[A.group[outs[k]]] < 0)
+			if (outs[k] >= 0 && A.group[outs[k]] >= 0 && A.def[A.group[outs[k]]] < 0) {
 				A.def[A.group[outs[k]]] = i;
+				A.loops[A.group[outs[k]]] = op->kind == OP_LOOP && i < p->nforward;
+			}
 	}
 	int64_t *diff = calloc((size_t)len + 2, sizeof *diff);
 	if (!diff)
@@ -1683,6 +1699,7 @@ static int64_t largest_across(Program *p, const bool *fixed)
 	free(A.group);
 	free(A.def);
 	free(A.last);
+	free(A.loops);
 	return most;
 }
 
