@@ -59,13 +59,18 @@ int64_t ckpt_cost(Program *p);
  * and the fit, applied to p, returning its FLOPs: the choice that fits the
  * budget with the fewest recomputed FLOPs. With at most `most` candidates
  * (at most 12, fewer in programs of over 8,192 values; fewer than 12: the
- * `most` largest only) every subset is planned; with more, every candidate
+ * `most` largest only) every subset is planned (with up to CKPT_FIT_EACH,
+ * every choice of kept, computed again once or at each use, the values
+ * they are computed from once or at each use: ckpt_graph_eval's `each`
+ * and `temps`); with more, every candidate
  * and the temporaries recomputations read are chosen on select.h's cost
  * model, exactly or greedily. Without a fit the least plan found is
  * applied, for the plan's error. */
 int ckpt_graph_candidates(Program *p, int *out, int max);
 int ckpt_graph_largest(Program *p, int *out, int most);
-int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Program *), int64_t *flops);
+enum { CKPT_FIT_EACH = 7 };
+int64_t ckpt_graph_eval(Program *p, const int *drop, const bool *each, int n, bool temps, int64_t (*plan)(Program *),
+                        int64_t *flops);
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
 /* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));

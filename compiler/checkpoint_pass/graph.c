@@ -408,12 +408,15 @@ int ckpt_graph_candidates(Program *p, int *out, int max)
 	return n;
 }
 
-int64_t ckpt_graph_eval(Program *p, const int *drop, int n, int64_t (*plan)(Program *), int64_t *flops)
+int64_t ckpt_graph_eval(Program *p, const int *drop, const bool *each, int n, bool temps, int64_t (*plan)(Program *),
+                        int64_t *flops)
 {
 	Graph g = {0};
 	init(&g, p);
+	for (int v = 0; v < g.nv; v++)
+		g.each[v] = temps;
 	for (int i = 0; i < n; i++)
-		g.drop[drop[i]] = true;
+		g.drop[drop[i]] = true, g.each[drop[i]] = each && each[i];
 	return eval(&g, plan, flops);
 }
 
@@ -501,16 +504,15 @@ static void set_choice(Graph *g, const int *cand, int n, unsigned c, int states)
 
 /* Every subset of the `most` largest candidates, each planned: exact by
  * the planner's own bytes, for programs of a few candidates. With up to
- * FIT_EACH of them, each value not kept is also computed again either
+ * CKPT_FIT_EACH of them, each value not kept is also computed again either
  * once or at each use, and the values they are computed from once or at
  * each use (a value read before a loop and after it, at each use, is not
  * held across the loop). */
-enum { FIT_EACH = 7 };
 static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *), int most)
 {
 	Program *p = g->p;
 	int cand[GRAPH_EXHAUSTIVE];
-	int n = ckpt_graph_largest(p, cand, most), states = n <= FIT_EACH ? 3 : 2;
+	int n = ckpt_graph_largest(p, cand, most), states = n <= CKPT_FIT_EACH ? 3 : 2;
 	unsigned best = 0, choices = states == 3 ? 2 : 1;
 	for (int i = 0; i < n; i++)
 		choices *= (unsigned)states;

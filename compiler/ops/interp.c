@@ -17,15 +17,11 @@ unsigned char *ops_mem(Interp *m, int v)
 	if (x->res != VR_ALIAS)
 		die("interp: value %s has no storage", ir_value_name(p, v));
 	if (x->alias_index == IR_ACC_INTO) {
-		/* what codegen adds into the target as it makes it; the acc right
-		 * after, its only reader, adds it here */
-		size_t n = (size_t)ir_bytes(p, x->type);
-		if (n > m->apart_bytes) {
-			free(m->apart);
-			m->apart = calloc(1, n);
-			m->apart_bytes = n;
-		}
-		return m->apart;
+		/* what codegen adds into the target as it makes it; the acc after
+		 * it, its only reader, adds it here */
+		if (!m->apart[v] && !(m->apart[v] = calloc(1, (size_t)ir_bytes(p, x->type) + 8)))
+			die("interp: out of memory");
+		return m->apart[v];
 	}
 	unsigned char *b = ops_mem(m, x->alias_of);
 	if (x->alias_index >= 0)
@@ -74,6 +70,7 @@ Interp *ops_interp_new(Program *p)
 	m->p = p;
 	m->arena = calloc(1, (size_t)p->arena_bytes + 64);
 	m->index = calloc((size_t)p->values.len, sizeof *m->index);
+	m->apart = calloc((size_t)p->values.len + 1, sizeof *m->apart);
 	return m;
 }
 
@@ -81,6 +78,8 @@ void ops_interp_free(Interp *m)
 {
 	free(m->arena);
 	free(m->index);
+	for (int v = 0; v < m->p->values.len; v++)
+		free(m->apart[v]);
 	free(m->apart);
 	free(m);
 }

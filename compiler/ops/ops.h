@@ -79,8 +79,8 @@ struct Interp {
 	unsigned char *arena;
 	int64_t *index;      /* per value: an index value's current number */
 	int64_t counters[4];
-	unsigned char *apart; /* a product planned added into its acc (IR_ACC_INTO), kept apart until the acc adds it */
-	size_t apart_bytes;
+	unsigned char **apart; /* per value: a product planned added into its acc (IR_ACC_INTO), kept apart until the acc
+	                        * adds it (several may wait at once: the acc need not be the next op) */
 };
 Interp *ops_interp_new(Program *p);
 void ops_interp_free(Interp *m);
