@@ -39,12 +39,12 @@ expect cli/infeasible-budget 1 "more than --device-mem" "$DPC" --device-mem 1K -
 expect cli/budget-overflow 2 "byte count '99999999999999999999' is out of range" "$DPC" --device-mem 99999999999999999999 samples/resmlp.dp
 expect cli/budget-huge-unit 2 "out of range" "$DPC" --device-mem 9999999999T samples/resmlp.dp
 # both sizes exactly, beside the rounded figures that could look equal
-expect cli/infeasible-budget-bytes 1 "needs 1.7 MiB ([0-9]* bytes) .* more than --device-mem 1.7 MiB (1782579 bytes)" \
-	"$DPC" --checkpoint none --stream none --device-mem 1782579 -o "$out.exe" samples/resmlp.dp
+expect cli/infeasible-budget-bytes 1 "needs 1.7 MiB ([0-9]* bytes) .* more than --device-mem 1.7 MiB (1740000 bytes)" \
+	"$DPC" --checkpoint none --stream none --device-mem 1740000 -o "$out.exe" samples/resmlp.dp
 # --device-mem makes --checkpoint auto the default: the same budget fits by the sweep, and
 # without a budget the default stays store-everything
 expect cli/device-mem-checkpoints 0 "sweep with s [0-9]* snapshots" \
-	"$DPC" --stream none --device-mem 1782579 --emit=schedule samples/resmlp.dp
+	"$DPC" --stream none --device-mem 1740000 --emit=schedule samples/resmlp.dp
 expect cli/no-budget-stores-everything 0 "store everything" "$DPC" --emit=schedule samples/resmlp.dp
 expect cli/define-overflow 2 "out of range" "$DPC" -D B=99999999999999999999 samples/resmlp.dp
 expect cli/define-too-large 2 "out of range" "$DPC" -D B=2000000000000 samples/resmlp.dp
