@@ -125,8 +125,8 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
  * no peak (ckpt_steps_each), or their rows may drop values, computed again
  * where the adjoint first reads them. Fitted to 1 byte, which nothing
  * meets, that path plans the fewest bytes it can, with tapes of rows and
- * without; the lowest of the three is taken, and its scratch copy is the
- * program (*planned). */
+ * without; the lowest of the three, or store-everything where that is
+ * lower still, is taken, and its scratch copy is the program (*planned). */
 static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
 	Program *best = scratch_with(ast, o, &ck);
@@ -141,6 +141,13 @@ static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck,
 		if (mem_plan(q) < mem_plan(best))
 			best = q, pick = f;
 	}
+	/* a small loop's snapshots and state may cost more than its whole tape: then store-everything is least */
+	CkptOptions none = ck;
+	none.mode = CKPT_NONE, none.least = false, none.rows = false;
+	Program *q = scratch_with(ast, o, &none);
+	q->pack_effort = 2;
+	if (mem_plan(q) < mem_plan(best))
+		best = q, pick = none;
 	*planned = best;
 	return pick;
 }

@@ -494,6 +494,15 @@ struct CkptSteps {
 	Vec(int64_t) cand; /* (FLOPs, revolve, value) of each value that may be kept instead */
 };
 
+/* whether b has a loop in it: its bodies may read the step's values, which rebuild() does not follow */
+static bool steps_nest(const Block *b)
+{
+	for (int i = 0; i < b->len; i++)
+		if (b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE)
+			return true;
+	return false;
+}
+
 CkptSteps *ckpt_steps_each(Program *p)
 {
 	int nv = p->values.len;
@@ -504,13 +513,13 @@ CkptSteps *ckpt_steps_each(Program *p)
 		e->def[w] = NULL, e->memo[w] = -1;
 	int n = 0;
 	for (int i = p->nforward; i < p->body.len; i++)
-		n += p->body.ops[i]->kind == OP_REVOLVE && !p->body.ops[i]->ktape;
+		n += p->body.ops[i]->kind == OP_REVOLVE;
 	st->orig = ar_alloc(sizeof(Orig *) * (size_t)(n + 1));
 	st->norig = ar_alloc(sizeof(int) * (size_t)(n + 1));
 	st->revs = ar_alloc(sizeof(Op *) * (size_t)(n + 1));
 	for (int i = p->nforward; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE || v->ktape)
+		if (v->kind != OP_REVOLVE || v->ktape || steps_nest(&v->body2))
 			continue;
 		Block old = v->body2;
 		Orig *o = st->orig[st->nrev] = ar_alloc(sizeof(Orig) * (size_t)(old.len + 1));
