@@ -297,17 +297,6 @@ static void last_named(Block *b, int at, const int *rt, int *last)
 	}
 }
 
-/* An elementwise op whose operand of its own type dies there
- * writes its result in that operand's storage (each element is read and
- * written by the same thread, as coalesce allows): a chain such as a
- * norm's scale, shift and relu, or a gradient times a mask, holds one
- * tensor instead of two at each step. So does cross_entropy_grad in its
- * logits (ir_may_lend): a row's sums are taken before any of it is
- * written, then each element is read and written by one thread, as llm.c
- * overwrites its logits; GPT's peak is there. Only work-region values, and
- * only an operand no other operand of the op shares storage with (but
- * itself, as in x * x); inside a loop's body, only storage one iteration
- * makes and frees there. */
 /* how many times each value is named (read, carried or yielded) in b and the blocks inside it */
 static void count_named(Block *b, int *n)
 {
@@ -328,10 +317,22 @@ static void count_named(Block *b, int *n)
 	}
 }
 
-/* in_place for the ops of b (loop: the loop whose body b is, or NULL at
- * the top level). In a body, only storage local to one iteration of it:
- * every value of that storage made in b and named nowhere else (all:
- * how often each value is named in the program). */
+/* An elementwise op whose operand of its own type dies there
+ * writes its result in that operand's storage (each element is read and
+ * written by the same thread, as coalesce allows): a chain such as a
+ * norm's scale, shift and relu, or a gradient times a mask, holds one
+ * tensor instead of two at each step. So does cross_entropy_grad in its
+ * logits (ir_may_lend): a row's sums are taken before any of it is
+ * written, then each element is read and written by one thread, as llm.c
+ * overwrites its logits, where GPT stores everything at its peak. Only
+ * work-region values, and only an operand no other operand of the op
+ * shares storage with (but itself, as in x * x); inside a loop's body,
+ * only storage one iteration makes and frees there.
+ *
+ * in_place_block does it for the ops of b (loop: the loop whose body b
+ * is, or NULL at the top level). In a body, only storage local to one
+ * iteration of it: every value of that storage made in b and named nowhere
+ * else (all: how often each value is named in the program). */
 static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const int *all)
 {
 	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *in = NULL;
