@@ -69,6 +69,9 @@ int64_t ckpt_cost(Program *p);
 int ckpt_graph_candidates(Program *p, int *out, int max);
 int ckpt_graph_largest(Program *p, int *out, int most);
 enum { CKPT_FIT_EACH = 7 };
+/* how many states ckpt_graph_fit's exhaustive search gives each of n candidates: 3 (kept, once, each, and the
+ * values they are computed from once or each) with up to CKPT_FIT_EACH in programs small enough, else 2 */
+int ckpt_fit_states(const Program *p, int n);
 int64_t ckpt_graph_eval(Program *p, const int *drop, const bool *each, int n, bool temps, int64_t (*plan)(Program *),
                         int64_t *flops);
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);

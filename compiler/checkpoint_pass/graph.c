@@ -508,11 +508,20 @@ static void set_choice(Graph *g, const int *cand, int n, unsigned c, int states)
  * once or at each use, and the values they are computed from once or at
  * each use (a value read before a loop and after it, at each use, is not
  * held across the loop). */
+int ckpt_fit_states(const Program *p, int n)
+{
+	int64_t choices = 2;
+	for (int i = 0; i < n; i++)
+		choices *= 3;
+	/* as many values planned in all as exhaustive_most allows two states */
+	return n <= CKPT_FIT_EACH && choices * p->values.len <= ((int64_t)1 << 25) ? 3 : 2;
+}
+
 static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *), int most)
 {
 	Program *p = g->p;
 	int cand[GRAPH_EXHAUSTIVE];
-	int n = ckpt_graph_largest(p, cand, most), states = n <= CKPT_FIT_EACH ? 3 : 2;
+	int n = ckpt_graph_largest(p, cand, most), states = ckpt_fit_states(p, n);
 	unsigned best = 0, choices = states == 3 ? 2 : 1;
 	for (int i = 0; i < n; i++)
 		choices *= (unsigned)states;

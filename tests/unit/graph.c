@@ -126,7 +126,7 @@ typedef struct {
 
 static Space space(Program *p, const int *cand, int n)
 {
-	int states = n <= CKPT_FIT_EACH ? 3 : 2;
+	int states = ckpt_fit_states(p, n);
 	Space sp = {states == 3 ? 2 : 1, NULL, NULL};
 	for (int i = 0; i < n; i++)
 		sp.count *= (unsigned)states;
