@@ -416,7 +416,8 @@ static void in_place(Program *p)
  * where the product reads the target itself, nor past an op that names the
  * target or a loop. */
 /* the acc after b[i] that reads its result, where no loop comes between
- * (codegen's absorbed_acc looks for the same), or NULL */
+ * (codegen's absorbed_acc looks for the same), or NULL; up to the first op
+ * that reads it, the only one when it is read once */
 static Op *acc_after(Block *b, int i)
 {
 	int out = b->ops[i]->out;
@@ -426,6 +427,9 @@ static Op *acc_after(Block *b, int i)
 			return NULL;
 		if ((x->kind == OP_ACC || x->kind == OP_ACC_SLICE) && x->in[x->nin - 1] == out)
 			return x;
+		for (int k = 0; k < x->nin; k++)
+			if (x->in[k] == out)
+				return NULL;
 	}
 	return NULL;
 }
@@ -433,11 +437,12 @@ static Op *acc_after(Block *b, int i)
 static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
 {
 	for (int i = 0; i < b->len; i++) {
-		Op *op = b->ops[i], *acc = op->out >= 0 ? acc_after(b, i) : NULL;
+		Op *op = b->ops[i];
 		acc_into(p, &op->body, op, uses);
 		acc_into(p, &op->body2, op, uses);
 		acc_into(p, &op->body3, op, uses);
-		if (!acc || !ir_adds_into(op) || uses[op->out] != 1)
+		Op *acc = ir_adds_into(op) && uses[op->out] == 1 ? acc_after(b, i) : NULL;
+		if (!acc)
 			continue;
 		/* the ops between (a product's other half, say) must not name the acc's variable: the product is
 		 * added in before them */
