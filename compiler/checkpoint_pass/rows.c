@@ -467,7 +467,8 @@ static void rebuild(Each *e, Op *v, const Orig *orig, int n)
 	e->out = &v->body2;
 	for (int j = 0; j < n; j++) {
 		Op *op = orig[j].op;
-		memcpy(op->in, orig[j].in, sizeof(int) * (size_t)op->nin);
+		if (op->nin)
+			memcpy(op->in, orig[j].in, sizeof(int) * (size_t)op->nin);
 		if (op->out >= 0 && e->def[op->out])
 			continue;
 		for (int k = 0; k < e->made.len; k++)
@@ -526,7 +527,8 @@ CkptSteps *ckpt_steps_each(Program *p)
 		for (int j = 0; j < old.len; j++) {
 			Op *op = old.ops[j];
 			o[j] = (Orig){op, ar_alloc(sizeof(int) * (size_t)(op->nin + 1))};
-			memcpy(o[j].in, op->in, sizeof(int) * (size_t)op->nin);
+			if (op->nin)
+				memcpy(o[j].in, op->in, sizeof(int) * (size_t)op->nin);
 			if (!again_anywhere(p, v, e->def, op))
 				continue;
 			e->def[op->out] = op;
@@ -542,7 +544,8 @@ CkptSteps *ckpt_steps_each(Program *p)
 		rebuild(e, v, o, old.len);
 		st->nrev++;
 	}
-	qsort(st->cand.data, (size_t)st->cand.len / 3, sizeof(int64_t) * 3, by_flops_down);
+	if (st->cand.len)
+		qsort(st->cand.data, (size_t)st->cand.len / 3, sizeof(int64_t) * 3, by_flops_down);
 	return st;
 }
 
