@@ -39,12 +39,16 @@ static Program *scratch(FeAst *ast, const DriverOptions *o, CkptMode mode, bool 
 
 /* --checkpoint auto: does the budget hold the store-everything program,
  * planned without streaming? Then nothing needs recomputing. */
+/* a scratch copy's bytes as the final plan packs them: the searches' packing may leave a gap the final one closes */
+static int64_t final_bytes(Program *q)
+{
+	q->pack_effort = 2;
+	return mem_plan(q);
+}
+
 static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
-	Program *q = scratch(ast, o, CKPT_NONE, false);
-	/* measured as the final plan packs it: the searches' packing may leave a gap the final one closes */
-	q->pack_effort = 2;
-	return mem_plan(q) <= o->device_mem;
+	return final_bytes(scratch(ast, o, CKPT_NONE, false)) <= o->device_mem;
 }
 
 /* --checkpoint auto under --device-mem: tapes of a few rows, or
@@ -130,24 +134,19 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
 	Program *best = scratch_with(ast, o, &ck);
-	best->pack_effort = 2;
-	CkptOptions pick = ck, f = ck;
+	int64_t least = final_bytes(best);
+	CkptOptions pick = ck, f = ck, none = ck;
 	f.least = false, f.may_stream = false, f.fit = 1;
-	for (int rows = 0; rows < 2; rows++) {
-		f.rows = rows, f.each = !rows;
-		Program *q = scratch_with(ast, o, &f);
-		/* measured as the final plan packs */
-		q->pack_effort = 2;
-		if (mem_plan(q) < mem_plan(best))
-			best = q, pick = f;
-	}
 	/* a small loop's snapshots and state may cost more than its whole tape: then store-everything is least */
-	CkptOptions none = ck;
 	none.mode = CKPT_NONE, none.least = false, none.rows = false;
-	Program *q = scratch_with(ast, o, &none);
-	q->pack_effort = 2;
-	if (mem_plan(q) < mem_plan(best))
-		best = q, pick = none;
+	CkptOptions shapes[3] = {f, f, none};
+	shapes[0].rows = false, shapes[0].each = true, shapes[1].rows = true;
+	for (int i = 0; i < 3; i++) {
+		Program *q = scratch_with(ast, o, &shapes[i]);
+		int64_t b = final_bytes(q);
+		if (b < least)
+			best = q, pick = shapes[i], least = b;
+	}
 	*planned = best;
 	return pick;
 }

@@ -114,8 +114,9 @@ static const Opt opts[] = {
 	 "(an exact search on small graphs, else greedy with a proven bound,\n"
 	 "both shown by --emit=schedule); min-memory is auto at the least\n"
 	 "peak it reaches: loops in the least of their shapes (rows that keep\n"
-	 "everything, rows that keep less, or each taped step computed again\n"
-	 "with the fewest snapshots), straight-line code chosen for it (Feng &\n"
+	 "everything, rows that keep less, each taped step computed again\n"
+	 "with its values made again at each read, or store-everything where\n"
+	 "that is lower), straight-line code chosen for it (Feng &\n"
 	 "Huang's objective); --device-mem, if given, is then only checked"},
 	{O_OFFLOAD_COST, "--offload-cost", NULL, "N", K_COUNT, 0, (long long)1 << 20, "a count of FLOPs", "2^20 FLOPs a byte",
 	 "auto: what moving one byte between the device and the host is worth in\n"
