@@ -113,5 +113,8 @@ void rev_op_schedule(const struct Op *revolve, RevEmit emit, void *ctx); /* the 
 /* the forward steps of a loop of v's trip count and tape with s slots and taped actions of k steps,
  * swept or binomial */
 int64_t rev_op_steps(const struct Op *v, int64_t s, int64_t k, bool sweep);
+/* the position in `ops` (n of them) from which the OP_REVOLVE ops[i]'s snapshots hold something: its
+ * forward loop's, where that loop saves the segments' starts (Op.sweep), or i; to the revolve's end */
+int rev_op_held_from(struct Op *const *ops, int n, int i);
 
 #endif

@@ -248,7 +248,7 @@ char *svg_memplot(const SvgPlot *p)
 char *svg_plan(const char *title, const char *xlabel, const int64_t *fixed, const int64_t *work, int n,
                const int64_t *line, int nline, const char *line_name, int64_t device_mem)
 {
-	static const char *names[SVG_FIXED + 1] = {"params", "grads", "optimizer state", "inputs", "tape", "snapshots",
+	static const char *names[SVG_FIXED + 1] = {"params", "grads", "optimizer state", "inputs", "tape",
 	                                           "streaming slots", "work"};
 	SvgPlot s = {title, xlabel, n, SVG_FIXED + 1, {0}, {0}, nline, line, line_name, device_mem};
 	int64_t *constant = malloc(sizeof *constant * (size_t)(n > 0 ? n : 1) * SVG_FIXED);

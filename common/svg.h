@@ -27,10 +27,10 @@ typedef struct {
 char *svg_memplot(const SvgPlot *p);
 
 /* The memory plan's picture, dpc's and the executable's alike: the fixed
- * regions' bytes (params, grads, optimizer state, inputs, tape, snapshots,
- * streaming slots: SVG_FIXED of them) as constant layers, the work region
- * over n points on top, and a measured line of nline points (0: none). */
-#define SVG_FIXED 7
+ * regions' bytes (params, grads, optimizer state, inputs, tape, streaming
+ * slots: SVG_FIXED of them) as constant layers, the work region (snapshots
+ * among its tensors) over n points on top, and a measured line of nline points (0: none). */
+#define SVG_FIXED 6
 char *svg_plan(const char *title, const char *xlabel, const int64_t *fixed, const int64_t *work, int n,
                const int64_t *line, int nline, const char *line_name, int64_t device_mem);
 

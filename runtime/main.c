@@ -434,7 +434,7 @@ static void memplot(RtCtx *c, const RtOpts *o)
 	const RtModel *m = c->model;
 	if (!m->mem_series)
 		rt_fail(70, "internal error: the model description has no memplot line");
-	const int64_t fixed[SVG_FIXED] = {m->plan_params, m->plan_grads, m->plan_opt, m->plan_inputs, m->plan_tape, m->plan_snap,
+	const int64_t fixed[SVG_FIXED] = {m->plan_params, m->plan_grads, m->plan_opt, m->plan_inputs, m->plan_tape,
 	                                  m->plan_slots};
 	char title[256];
 	snprintf(title, sizeof title, "%s: device memory in step %ld, measured over the plan", m->model, o->trace_to);
@@ -711,12 +711,12 @@ static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_byte
 	char bufs[48] = "";
 	if (nbuf)
 		snprintf(bufs, sizeof bufs, " and %d buffer%s", nbuf, nbuf == 1 ? "" : "s");
-	printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s%s%s + work %s\n",
+	printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s + work %s%s%s%s\n",
 	       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
 	       mib(r->predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
 	       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
-	       m->plan_snap ? " + snapshots " : "", m->plan_snap ? mib(m->plan_snap) : "",
-	       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work));
+	       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work),
+	       m->plan_snap ? " (snapshots among it, " : "", m->plan_snap ? mib(m->plan_snap) : "", m->plan_snap ? " in all)" : "");
 	char slots[96] = "";
 	if (m->nslots)
 		snprintf(slots, sizeof slots, ", %d device slots per tensor (%s), %d ahead", m->nslots, mib(m->plan_slots),

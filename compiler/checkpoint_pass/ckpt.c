@@ -194,11 +194,15 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 			ir_append(&v->body2, op);
 	}
 	/* The forward loop computes the loss and tapes nothing; with rows, it
-	 * tapes its last steps into them (the sweep schedule's tail). */
+	 * tapes its last steps into them (the sweep schedule's tail). Under a
+	 * budget it saves the segments' starts from the first (sweep_all). */
 	if (taped) {
 		v->swept = true;
 		f->sweep = v;
 		f->irow = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), "row", f->loc);
+	} else if (o->mode == CKPT_AUTO && !o->least && !o->fit) {
+		v->swept = true;
+		f->sweep = v;
 	}
 	int w = 0;
 	for (int i = 0; i < f->body.len; i++) {
@@ -217,6 +221,8 @@ static void set_slots(Program *p, Op *op, int64_t nsnap, int64_t nhost)
 {
 	op->nsnap = (int)nsnap;
 	op->nhost = (int)nhost;
+	if (nhost && op->swept && !op->ktape) /* the forward loop cannot reach host slots */
+		op->swept = false, op->primal->sweep = NULL;
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *x = &p->values.data[op->snap[k]];
 		x->type.dim[0] = nsnap - nhost + (nhost > 0);
@@ -722,6 +728,34 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 	}
 }
 
+static void set_swept(Op *v, bool on)
+{
+	v->swept = on;
+	v->primal->sweep = on ? v : NULL;
+}
+
+/* The forward loop saves the segments' starts (Op.sweep; not into host
+ * slots, which it cannot reach): the first sweep costs nothing, but the
+ * snapshots are held from the forward loop on. Under a budget that holds
+ * from the start (the fits measure it so); planned for the least bytes
+ * (min-memory, or fitted to o->fit), where it adds no peak. */
+static void sweep_all(Program *p, const CkptOptions *o)
+{
+	bool frugal = o->least || o->fit;
+	int effort = p->pack_effort;
+	p->pack_effort = 2;
+	int64_t (*plan)(Program *) = budget_plan(p, o), before = frugal ? plan(p) : 0;
+	for (int i = p->nforward; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE || v->nhost || v->swept)
+			continue;
+		set_swept(v, true);
+		if (frugal && plan(p) > before)
+			set_swept(v, false);
+	}
+	p->pack_effort = effort;
+}
+
 static Program *schedule(Program *p, const CkptOptions *o)
 {
 	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
@@ -761,14 +795,7 @@ static Program *schedule(Program *p, const CkptOptions *o)
 			if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->ktape)
 				least_rows(p, p->body.ops[i], o);
 		if (o->mode == CKPT_AUTO)
-			for (int i = p->nforward; i < p->body.len; i++) {
-				/* the forward loop saves the segments' starts; not into host slots, which it cannot reach */
-				Op *v = p->body.ops[i];
-				if (v->kind == OP_REVOLVE && !v->nhost) {
-					v->swept = true;
-					v->primal->sweep = v;
-				}
-			}
+			sweep_all(p, o);
 		return p;
 	}
 	unreachable();
@@ -989,10 +1016,12 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 		        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
 	}
 	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, optimizer state %lld (%s), inputs %lld, "
-	        "live tape %lld, snapshots %lld, streaming slots %lld, workspace %lld\n",
+	        "live tape %lld, streaming slots %lld, workspace %lld%s\n",
 	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
 	        p->optimizer == OPT_ADAM ? "adam" : "sgd", (long long)p->plan_inputs, (long long)p->plan_tape,
-	        (long long)p->plan_snap, (long long)p->plan_slots, (long long)p->plan_work);
+	        (long long)p->plan_slots, (long long)p->plan_work,
+	        p->plan_snap ? ar_printf(" (snapshots among it, %lld bytes in all, each loop's held only while it needs them)",
+	                                 (long long)p->plan_snap) : "");
 	int64_t bound = mem_peak_bound(p);
 	fprintf(f, "no plan goes below %lld bytes of device memory (the parameters, gradients, optimizer state and inputs, and "
 	        "at one op its operands and result and what every plan holds across it): this one is %.4g of its peak above that\n", (long long)bound,

@@ -811,6 +811,13 @@ static Model build(Graph *g, const int *cand, int ncand)
 			diff[first[v]] += mem_aligned(p, p->values.data[v].type);
 			diff[last[v] + 1] -= mem_aligned(p, p->values.data[v].type);
 		}
+	/* a revolve's snapshots, held whatever the choice (as the memory plan holds them) */
+	for (int i = 0; i < len; i++)
+		for (int k = 0; p->body.ops[i]->kind == OP_REVOLVE && k < p->body.ops[i]->ncarry; k++) {
+			int64_t b = mem_aligned(p, p->values.data[p->body.ops[i]->snap[k]].type);
+			diff[rev_op_held_from(p->body.ops, len, i)] += b;
+			diff[i + 1] -= b;
+		}
 	int64_t run = 0;
 	for (int t = 0; t < len; t++)
 		P->base[t] = run += diff[t];

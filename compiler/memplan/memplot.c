@@ -11,7 +11,7 @@ void mem_memplot(FILE *f, Program *p, const char *model)
 {
 	if (!p->mem_series)
 		die("no memory series planned");
-	int64_t fixed[SVG_FIXED] = {p->plan_params, p->plan_grads, p->plan_opt, p->plan_inputs, p->plan_tape, p->plan_snap,
+	int64_t fixed[SVG_FIXED] = {p->plan_params, p->plan_grads, p->plan_opt, p->plan_inputs, p->plan_tape,
 	                            p->plan_slots};
 	char *svg = svg_plan(ar_printf("%s: planned device memory over one step, peak %s", model, mem_bytes_str(p->arena_bytes)),
 	                     "the step's ops in program order (a loop's body once)", fixed, p->mem_series, p->mem_points, NULL, 0,

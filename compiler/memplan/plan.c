@@ -1,9 +1,11 @@
 /* mem: the static memory plan. Params, gradients, optimizer state, inputs,
- * tapes, snapshots and streaming slots get fixed regions; every other tensor
- * gets an arena slot for its live range, packed ahead of time, so no allocator
+ * tapes and streaming slots get fixed regions; every other tensor, a loop's
+ * snapshots included, gets an arena slot for its live range, packed ahead of time, so no allocator
  * runs during training. Streamed parameters and their optimizer state get
  * the pinned host pool instead. */
 #include "memplan.h"
+
+#include "../../common/revolve.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -133,6 +135,30 @@ static void uses(Live *L, Block *b)
 			use(L, op->cyield3[k], s.end);
 		L->spans.len--;
 	}
+}
+
+/* A revolve's snapshot slots hold something from the revolve's start, or
+ * from its forward loop's start where that loop saves the segments' starts
+ * (Op.sweep), to the revolve's end: they are packed in the work region
+ * like any value, so a loop's snapshots take no room before or after. */
+static void snapshot_lives(Live *L)
+{
+	Program *p = L->p;
+	int64_t *start = malloc(sizeof(int64_t) * (size_t)(p->body.len + 1)), pos = 0;
+	for (int i = 0; i < p->body.len; i++) {
+		start[i] = pos;
+		pos += count_ops(&(Block){p->body.ops + i, 1, 0});
+	}
+	for (int i = 0; i < p->body.len; i++) {
+		Op *op = p->body.ops[i];
+		if (op->kind != OP_REVOLVE)
+			continue;
+		for (int k = 0; k < op->ncarry; k++) {
+			L->defpos[op->snap[k]] = start[rev_op_held_from(p->body.ops, p->body.len, i)];
+			L->last[op->snap[k]] = L->loops[start[i]].end;
+		}
+	}
+	free(start);
 }
 
 /* Views and loop results share storage with what they view. */
@@ -1266,10 +1292,11 @@ static void plan(Program *p)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);
 	p->plan_tape = at - mark, mark = at;
+	/* snapshots live in the work region while they hold anything (snapshot_lives) */
+	p->plan_snap = 0;
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SNAP)
-			at += place(p, v, at);
-	p->plan_snap = at - mark, mark = at;
+			p->plan_snap += align_up(ir_bytes(p, p->values.data[v].type));
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
 			at += place(p, v, at);
@@ -1302,6 +1329,7 @@ static void plan(Program *p)
 			L.defpos[v] = -1;
 	L.pos = 0;
 	uses(&L, &p->body);
+	snapshot_lives(&L);
 	/* The runtime reads the loss, the reports and the updates' values after the step. */
 	for (int i = 0; i < ir_nresults(p); i++)
 		L.last[L.root[ir_result(p, i)]] = npos;
@@ -1759,10 +1787,11 @@ const char *mem_bytes_str(int64_t n)
 void mem_print(FILE *f, Program *p)
 {
 	fprintf(f, "\n# memory plan: arena %lld bytes = params %lld + grads %lld + optimizer %lld + inputs %lld + tape %lld"
-	        " + snapshots %lld + slots %lld + work %lld (of it %lld ones at %lld)\n",
+	        " + slots %lld + work %lld (of it %lld ones at %lld%s)\n",
 	        (long long)p->arena_bytes, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,
-	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_snap, (long long)p->plan_slots,
-	        (long long)p->plan_work, (long long)p->ones_len[p->real], (long long)p->ones_offset[p->real]);
+	        (long long)p->plan_inputs, (long long)p->plan_tape, (long long)p->plan_slots, (long long)p->plan_work,
+	        (long long)p->ones_len[p->real], (long long)p->ones_offset[p->real],
+	        p->plan_snap ? ar_printf("; snapshots %lld in all, packed by their lives", (long long)p->plan_snap) : "");
 	for (int dt = 0; dt <= DT_F64; dt++)
 		if (dt != (int)p->real && p->ones_len[dt])
 			fprintf(f, "# and %lld %s ones at %lld\n", (long long)p->ones_len[dt], ir_dt_name((DType)dt), (long long)p->ones_offset[dt]);

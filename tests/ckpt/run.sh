@@ -439,6 +439,29 @@ PY
 		notok "ckpt/net-$s" "$nl"
 	fi
 done
+# a loop's snapshots are work-region tensors, held only while they hold something: ResNet's three
+# loops reversed one after another with binomial (no sweep) share storage, and the run is bitwise
+# store-everything's with its peak as planned
+sl="$o/snaplives.log" sn="$o/snaplives"
+if [ -x "$o/net_resnet.none" ] && [ -f "$o/net_resnet.none.g" ] &&
+	"$DPC" --target cpu --checkpoint binomial --snapshots 2 --emit=stream samples/resnet.dp -o "$sn.stream" >"$sl" 2>&1 &&
+	"$DPC" --target cpu --checkpoint binomial --snapshots 2 --schedule-json "$sn.json" samples/resnet.dp -o "$sn" >>"$sl" 2>&1 &&
+	"$sn" --steps 2 --quiet --dump-grads "$sn.g" --summary-json "$sn.run.json" >>"$sl" 2>&1 &&
+	cmp "$o/net_resnet.none.g" "$sn.g" >>"$sl" 2>&1 &&
+	python3 - "$sn.stream" "$sn.json" "$sn.run.json" >>"$sl" 2>&1 <<'PY'
+import json, re, sys
+snaps = [(int(a), int(a) + int(b)) for a, b in re.findall(r"^#   %snap_\S+ +@ (\d+) +(\d+) bytes", open(sys.argv[1]).read(), re.M)]
+assert len(snaps) == 3, snaps
+assert any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(snaps) for b in snaps[i + 1:]), snaps
+plan, run = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] == plan["peak_device_bytes"]["total"], run
+print("snapshots at", snaps)
+PY
+then
+	ok "ckpt/snapshots-by-lives: ResNet's three loops' snapshots share storage, gradients bitwise, peak as planned"
+else
+	notok "ckpt/snapshots-by-lives" "$sl"
+fi
 # the network graphs of issue 26 (DenseNet, Inception, U-Net) at B=4, 16x16, more than
 # 12 candidates each, so the cost model's search chooses: at 85% of store-everything's peak
 # and near their least budget, gradients bitwise, peaks and recomputed FLOPs measured as

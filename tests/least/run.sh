@@ -88,10 +88,10 @@ print(f"least {peak} bytes, bound {bound}: {100 * gap:.2f} points of store-every
 PY
 }
 # at the samples' own sizes (measured 2026-11-28: classifier 1.04 points, DenseNet 0.87, U-Net 0.34, the
-# oscillator 0.01, GPT 1.74, the residual MLP 0.03, DRANet 1.78; Inception's least, 3.51 points above, is the
-# MILP's optimum over any schedule, checked below; ResNet's, 2.95 above, holds its three loops' snapshots for
-# the whole step, which the plan places as fixed regions)
-for s in classifier densenet unet oscillator gpt resmlp dranet; do
+# oscillator 0.01, GPT 1.74, the residual MLP 0.03, DRANet 1.11, ResNet 1.18 with its loops' snapshots packed
+# by their lives (2.95 when they were fixed regions); Inception's least, 3.51 points above, is the MILP's
+# optimum over any schedule, checked below)
+for s in classifier densenet unet oscillator gpt resmlp dranet resnet; do
 	case " $bound_samples " in *" $s "*) ;; *) continue ;; esac
 	near_bound "least/least near the bound $s" "$o/bound.$s-none.json" "$o/bound.$s-least.json"
 done
@@ -111,11 +111,11 @@ done
 # min-memory on the loop samples (their taped steps compute values again at each adjoint read, keeping those
 # that cost no peak: ckpt_steps_each): gradients and parameters bitwise as store-everything's, the measured peak
 # the planned one, the recomputed FLOPs as planned, and no more than store-everything's peak nor min-memory's
-# before (2026-11-27, the sixth step's table: ResNet 253,952 bytes, GPT 591,616, the residual MLP 1,329,408,
-# DRANet 74,240; a loop inside a loop 3,328, above store-everything's 2,816 then); under sanitizers GPT,
-# the MLP and the nested loops (ResNet's and DRANet's searches take a minute there)
-loop_least="resnet:253952 gpt:591616 resmlp:1329408 dranet:74240 tests/ops/nested:3328"
-$sanitized && loop_least="gpt:591616 resmlp:1329408 tests/ops/nested:3328"
+# before (2026-11-28, the seventh step's table: ResNet 219,392 bytes, GPT 492,544, the residual MLP 1,263,360,
+# DRANet 73,728; a loop inside a loop 2,816, store-everything's); under sanitizers GPT, the MLP and the nested
+# loops (ResNet's and DRANet's searches take a minute there)
+loop_least="resnet:219392 gpt:492544 resmlp:1263360 dranet:73728 tests/ops/nested:2816"
+$sanitized && loop_least="gpt:492544 resmlp:1263360 tests/ops/nested:2816"
 for spec in $loop_least; do
 	s=${spec%:*} was=${spec#*:}
 	dp=samples/$s.dp b="$o/loop.$(basename "$s")" lg="$o/loop.$(basename "$s").log"
