@@ -373,6 +373,9 @@ def main():
     ap.add_argument("--full", type=int, help="store-everything's peak in bytes (for --budget-fraction)")
     ap.add_argument("--budget-fraction", type=float, action="append", default=[],
                     help="the fewest FLOPs within this fraction of --full (repeatable)")
+    ap.add_argument("--budget", type=int, action="append", default=[],
+                    help="the fewest FLOPs within this many bytes (repeatable)")
+    ap.add_argument("--no-least", action="store_true", help="only the budgets' FLOPs, not the least peak")
     ap.add_argument("--time", type=float, default=60, help="HiGHS's time limit per solve, seconds (default 60)")
     ap.add_argument("--json", help="write the results here too")
     ap.add_argument("--states", action="store_true",
@@ -394,25 +397,25 @@ def main():
             if vid in m.state:
                 for j, c in enumerate(m.state[vid]):
                     m.lower[c] = m.upper[c] = 1.0 if j == [1, 0, 2][st] else 0.0
-    m.build({m.M: 1.0})
-    least = m.solve(a.time)
-    out["least"] = least
-    print(f"least peak: {least['status']} after {least['seconds']} s; best found {least['objective']:.0f} bytes, "
-          f"no plan below {least['bound']:.0f} bytes (gap {100 * least['gap']:.2f}%)")
-    if a.choice:
+    if not a.no_least:
+        m.build({m.M: 1.0})
+        least = m.solve(a.time)
+        out["least"] = least
+        print(f"least peak: {least['status']} after {least['seconds']} s; best found {least['objective']:.0f} bytes, "
+              f"no plan below {least['bound']:.0f} bytes (gap {100 * least['gap']:.2f}%)")
+    if a.choice and not a.no_least:
         if not a.states:
             sys.exit("milp.py: --choice needs --states (a choice is one of dpc's three states per value)")
         m.write_choice(a.choice)
-    if a.schedule:
+    if a.schedule and not a.no_least:
         s = json.load(open(a.schedule))
         dpc, bound = s["peak_device_bytes"]["total"], s["peak_lower_bound"]
         out["dpc"] = {"least": dpc, "peak_lower_bound": bound}
         print(f"dpc: least {dpc} bytes ({100 * (dpc / least['bound'] - 1):+.2f}% of the program's bound), "
               f"its own bound {bound} ({100 * (bound / least['bound'] - 1):+.2f}%)")
-    for frac in a.budget_fraction:
-        if not a.full:
-            sys.exit("milp.py: --budget-fraction needs --full (store-everything's peak)")
-        budget = int(a.full * frac)
+    if a.budget_fraction and not a.full:
+        sys.exit("milp.py: --budget-fraction needs --full (store-everything's peak)")
+    for frac, budget in [(f, int(a.full * f)) for f in a.budget_fraction] + [(None, b) for b in a.budget]:
         cost = {r: float(m.vals[vid]["flops"]) for (t, vid), r in m.R.items()}
         m.upper[m.M] = float(budget)
         m.build(cost)
@@ -421,10 +424,11 @@ def main():
         out.setdefault("budgets", []).append({"fraction": frac, "budget": budget, **r})
         if a.choice and r["status"] == "Optimal":
             m.write_choice(f"{a.choice}.{budget}")
+        within = f"within {frac:g} of store-everything ({budget} bytes)" if frac else f"within {budget} bytes"
         if r["status"] == "Infeasible":
-            print(f"within {frac:g} of store-everything ({budget} bytes): no plan")
+            print(f"{within}: no plan")
         else:
-            print(f"within {frac:g} of store-everything ({budget} bytes): {r['status']} after {r['seconds']} s; "
+            print(f"{within}: {r['status']} after {r['seconds']} s; "
                   f"best found {r['objective']:.0f} FLOPs recomputed, no plan fewer than {r['bound']:.0f}")
     if a.json:
         with open(a.json + ".tmp", "w") as f:

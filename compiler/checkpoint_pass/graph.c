@@ -1583,6 +1583,10 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			hi = read_choice(&m, getenv("DPC_SELECT_CHOICE"), best, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
 			write_choice(&m, getenv("DPC_SELECT_DUMP"), best);
+		/* the FLOPs' bound at the least's own peak: the searches' fits were at other budgets, and one below
+		 * it bounds only the choices that fit there */
+		int64_t f, at = sel_flops_bound(m.P, sel_eval(m.P, best, &f, NULL));
+		res.bound = at < res.flops ? at : res.flops;
 		if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else

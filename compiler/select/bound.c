@@ -37,9 +37,32 @@ static int by_ratio(const void *a, const void *b)
 	return rx < ry ? -1 : rx > ry ? 1 : x - y;
 }
 
+/* from[t]: the earliest start of the gaps of the candidates whose gap
+ * holds position t (t + 1 where none does). A candidate that frees bytes
+ * at two positions s < t has a gap that holds both, so s < from[t] means
+ * no candidate frees at both, and in a chain of positions each below the
+ * next's from[], no candidate frees at any two (a gap that held the first
+ * and the last would hold those between). */
+static int *gap_starts(const SelProblem *P, const int *cand, int n)
+{
+	int *from = malloc(sizeof(int) * (size_t)(P->npos + 1));
+	for (int t = 0; t < P->npos; t++)
+		from[t] = t + 1;
+	for (int i = 0; i < n; i++) {
+		int v = cand[i], a = sel_gap_from(P, v), b = sel_gap_to(P, v);
+		for (int t = a > 0 ? a : 0; t <= b && t < P->npos; t++)
+			from[t] = a < from[t] ? a : from[t];
+	}
+	return from;
+}
+
 /* need[t]: what the budget needs freed at t; the least cost of any fit
  * (INT64_MAX: none fits). Only candidates not kept free bytes, each its
- * own, in its gap, and each costs at least its own FLOPs or its offload. */
+ * own, in its gap, and each costs at least its own FLOPs or its offload:
+ * at each position, the cheapest that could free what it needs (a
+ * fractional knapsack), and over positions no two of which any candidate
+ * frees at (gap_starts), the sum of theirs, since no candidate's cost is
+ * counted twice; the most such sum, by a pass over positions in order. */
 int64_t sel_lower_bound(const SelProblem *P, const Cands *c, const int64_t *need)
 {
 	int *order = malloc(sizeof(int) * (size_t)(c->nc + 1)), n = 0;
@@ -48,9 +71,12 @@ int64_t sel_lower_bound(const SelProblem *P, const Cands *c, const int64_t *need
 			order[n++] = c->c[i];
 	ratio_problem = P;
 	qsort(order, (size_t)n, sizeof(int), by_ratio);
-	double bound = 0;
+	int *from = gap_starts(P, order, n);
+	/* sum[t + 1]: the most over chains of positions up to t */
+	double *sum = calloc((size_t)P->npos + 2, sizeof *sum);
 	bool none = false;
 	for (int t = 0; t < P->npos && !none; t++) {
+		sum[t + 1] = sum[t];
 		if (need[t] <= 0)
 			continue;
 		/* what an op taking a candidate's storage saves there, counted as free: a bound still */
@@ -66,15 +92,36 @@ int64_t sel_lower_bound(const SelProblem *P, const Cands *c, const int64_t *need
 		}
 		if (left > 0)
 			none = true;
-		else if (cost > bound)
-			bound = cost;
+		else if (sum[from[t]] + cost > sum[t + 1])
+			sum[t + 1] = sum[from[t]] + cost;
 	}
+	double bound = sum[P->npos];
 	free(order);
+	free(from);
+	free(sum);
 	if (none)
 		return INT64_MAX;
 	/* the sums are of integers: round the fractional bound down, a little below for rounding */
 	int64_t b = (int64_t)(bound * (1 - 1e-12));
 	return b > 0 ? b : 0;
+}
+
+int64_t sel_flops_bound(const SelProblem *P, int64_t budget)
+{
+	Work w;
+	sel_work_init(&w, P);
+	uint8_t *keep = malloc((size_t)P->n + 1);
+	Cands c = sel_candidates(P, keep);
+	int64_t f, peak = sel_evaluate(&w, keep, &f);
+	int64_t *need = malloc(sizeof(int64_t) * (size_t)(P->npos + 1));
+	for (int t = 0; t < P->npos; t++)
+		need[t] = w.prof[t] - budget;
+	int64_t bound = peak <= budget ? f : sel_lower_bound(P, &c, need);
+	free(need);
+	free(keep);
+	free(c.c);
+	sel_work_free(&w);
+	return bound;
 }
 
 int64_t sel_floor(const SelProblem *P)

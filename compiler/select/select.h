@@ -151,6 +151,8 @@ SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *
 void sel_check_tries(bool on);
 /* that floor alone: the most any position holds less every candidate that could be freed there */
 int64_t sel_floor(const SelProblem *P);
+/* no choice whose peak is within budget recomputes fewer FLOPs (INT64_MAX: none fits) */
+int64_t sel_flops_bound(const SelProblem *P, int64_t budget);
 /* From keep[]: for windows of 32 and 64 values in program order (each
  * overlapping the next by half), each value computed once there computed
  * at each use instead, then descents for the peak (one value, then pairs:

@@ -189,19 +189,24 @@ done
 # schedule reaches (a proven bound: a plan below it would be the memory plan's error) and at most 1% above the
 # least of dpc's three states per value; a budget's fit stays within it and never recomputes fewer FLOPs than
 # the fewest any schedule needs (how far above is printed: issue 40, item 3), and a budget no schedule fits
-# is refused
+# is refused. The FLOPs' bound dpc prints, at a budget and at the least, is at or below the MILP's fewest.
 for dp in $(python3 -c "import json,sys; print(' '.join(sorted(json.load(open(sys.argv[1])))))" tests/least/milp/expected.json); do
 	$sanitized && break
 	n=$(echo "$dp" | tr / _)
 	if "$DPC" --target cpu "$dp" --checkpoint min-memory --stream none --schedule-json "$o/milp.$n.json" -o /dev/null \
 		>"$o/milp.$n.log" 2>&1; then
-		check "least/milp $dp: min-memory at the MILP's least, within 1%" python3 - "$dp" "$o/milp.$n.json" <<'PY'
+		check "least/milp $dp: min-memory at the MILP's least, within 1%; its FLOPs' bound at or below the MILP's fewest" python3 - "$dp" "$o/milp.$n.json" <<'PY'
 import json, sys
 want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]
-peak = json.load(open(sys.argv[2]))["peak_device_bytes"]["total"]
+d = json.load(open(sys.argv[2]))
+peak, flops, fb = d["peak_device_bytes"]["total"], d["recomputed_flops"], d["straight_line"].get("flops_bound")
 lo, hi = want["least_any"], want["least_states"]
 assert lo <= peak <= hi * 1.01, (peak, lo, hi)
-print(f"least {peak} bytes; the MILP's {hi} (three states), {lo} (any schedule): {100 * (peak / hi - 1):+.2f}%")
+# at the least of dpc's states, the FLOPs' printed bound is a bound: at or below the fewest any schedule needs
+assert peak != hi or fb is None or fb <= want["least_flops_any"], (fb, want)
+print(f"least {peak} bytes; the MILP's {hi} (three states), {lo} (any schedule): {100 * (peak / hi - 1):+.2f}%; "
+      f"{flops} FLOPs recomputed, bound {fb}; the MILP's fewest there {want['least_flops_states']} (three states), "
+      f"{want['least_flops_any']} (any schedule)")
 PY
 	else
 		notok "least/milp $dp: min-memory" "$o/milp.$n.log"
@@ -214,14 +219,16 @@ PY
 				"$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" -o /dev/null
 		elif "$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" --schedule-json "$o/milp.$n.$b.json" \
 			-o /dev/null >"$o/milp.$n.$b.log" 2>&1; then
-			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest" python3 - "$dp" "$b" \
+			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest, nor its printed bound" python3 - "$dp" "$b" \
 				"$o/milp.$n.$b.json" <<'PY'
 import json, sys
 want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]["budgets"][sys.argv[2]]
 d = json.load(open(sys.argv[3]))
 peak, flops, budget = d["peak_device_bytes"]["total"], d["recomputed_flops"], int(sys.argv[2])
+fb = d["straight_line"].get("flops_bound")
 assert peak <= budget and flops >= want["flops_any"], (peak, budget, flops, want)
-print(f"peak {peak}, {flops} FLOPs recomputed; the MILP's fewest {want.get('flops_states')} (three states), "
+assert fb is None or fb <= want["flops_any"], (fb, want)  # the printed bound is one
+print(f"peak {peak}, {flops} FLOPs recomputed, bound {fb}; the MILP's fewest {want.get('flops_states')} (three states), "
       f"{want['flops_any']} (any schedule)")
 PY
 		else

@@ -170,6 +170,11 @@ int main(void)
 			         (long long)f, (long long)pk, (long long)best);
 			check(f == g.flops && pk == g.peak && g.fits == (pk <= budget), what);
 			check(best < 0 ? !g.fits : g.bound <= best && (!g.fits || g.flops >= best), what);
+			/* the bound alone, as min-memory prints it at its least */
+			int64_t fb = sel_flops_bound(P, budget);
+			snprintf(what, sizeof what, "problem %d (%d decisions), budget %lld: sel_flops_bound %lld; brute force: %lld",
+			         iter, nd, (long long)budget, (long long)fb, (long long)best);
+			check(best < 0 || fb <= best, what); /* below the least, any figure bounds "none" */
 			if (best >= 0 && g.fits) {
 				greedy_fits++;
 				greedy_opt += g.flops == best;
