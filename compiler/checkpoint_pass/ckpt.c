@@ -743,12 +743,14 @@ static void sweep_all(Program *p, const CkptOptions *o)
 {
 	bool frugal = o->least || o->fit;
 	int effort = p->pack_effort;
+	int64_t (*plan)(Program *) = NULL, before = -1;
 	p->pack_effort = 2;
-	int64_t (*plan)(Program *) = budget_plan(p, o), before = frugal ? plan(p) : 0;
 	for (int i = p->nforward; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE || v->nhost || v->swept)
 			continue;
+		if (frugal && !plan)
+			plan = budget_plan(p, o), before = plan(p);
 		set_swept(v, true);
 		if (frugal && plan(p) > before)
 			set_swept(v, false);

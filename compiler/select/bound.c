@@ -6,6 +6,7 @@
 #include "model.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* what an op's result taking candidate v's storage may save at t beyond
  * store-everything: where v is not kept, it may die there */
@@ -43,16 +44,47 @@ static int by_ratio(const void *a, const void *b)
  * no candidate frees at both, and in a chain of positions each below the
  * next's from[], no candidate frees at any two (a gap that held the first
  * and the last would hold those between). */
+static int by_gap_start(const void *a, const void *b)
+{
+	int x = sel_gap_from(ratio_problem, *(const int *)a), y = sel_gap_from(ratio_problem, *(const int *)b);
+	return (x > y) - (x < y);
+}
+
+/* the next position from t not yet given its from[] (next[] skips those given: near-linear in all) */
+static int next_open(int *next, int t)
+{
+	int r = t;
+	while (next[r] != r)
+		r = next[r];
+	while (next[t] != r) {
+		int up = next[t];
+		next[t] = r;
+		t = up;
+	}
+	return r;
+}
+
 static int *gap_starts(const SelProblem *P, const int *cand, int n)
 {
-	int *from = malloc(sizeof(int) * (size_t)(P->npos + 1));
+	int *from = malloc(sizeof(int) * (size_t)(P->npos + 1)), *next = malloc(sizeof(int) * (size_t)(P->npos + 2));
+	int *by_start = malloc(sizeof(int) * (size_t)(n + 1));
+	for (int t = 0; t <= P->npos; t++)
+		next[t] = t;
 	for (int t = 0; t < P->npos; t++)
 		from[t] = t + 1;
+	memcpy(by_start, cand, sizeof(int) * (size_t)n);
+	ratio_problem = P;
+	qsort(by_start, (size_t)n, sizeof(int), by_gap_start);
+	/* the earliest starting gap that holds a position gives it its from[] */
 	for (int i = 0; i < n; i++) {
-		int v = cand[i], a = sel_gap_from(P, v), b = sel_gap_to(P, v);
-		for (int t = a > 0 ? a : 0; t <= b && t < P->npos; t++)
-			from[t] = a < from[t] ? a : from[t];
+		int a = sel_gap_from(P, by_start[i]), b = sel_gap_to(P, by_start[i]);
+		for (int t = next_open(next, a > 0 ? a : 0); t <= b && t < P->npos; t = next_open(next, t)) {
+			from[t] = a;
+			next[t] = t + 1;
+		}
 	}
+	free(next);
+	free(by_start);
 	return from;
 }
 
