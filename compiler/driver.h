@@ -52,6 +52,9 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose);
  * scratch copies (budget.c); *planned: the scratch copy already through the
  * checkpoint pass with them, or NULL */
 CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned);
+/* --checkpoint auto under --device-mem with loops: p, or min-memory's plan where p passes the budget and
+ * that is lower (it may fit; if not, the error names the least) */
+Program *driver_least_within(FeAst *ast, const DriverOptions *o, Program *p);
 /* The passes from a parsed program to the memory plan, in order (passes.c;
  * no LLVM, so that tests and fuzz harnesses run the same list). Stops after
  * the stage o->emit names when it is one of them; *last says which ran last. */

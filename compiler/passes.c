@@ -80,7 +80,7 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	driver_phase(o, "dce");
 	if (o->emit == (*last = EMIT_GRAD))
 		return p;
-	p = ckpt_pass(p, &ck);
+	p = driver_least_within(ast, o, ckpt_pass(p, &ck));
 	return checkpointed(o, p, last);
 }
 

@@ -108,6 +108,26 @@ peak = json.load(open(sys.argv[1]))['peak_device_bytes']['total']
 assert peak <= int(sys.argv[2]), (peak, sys.argv[2])
 print(peak)" "$o/bound.$s-least.json" "${least:-0}"
 done
+# a budget that min-memory's plan fits compiles under auto, whose own fit of the loops may stop higher (ResNet:
+# 247,808 bytes where min-memory's plan needs 210,944, 2026-11-28), and trains bitwise as store-everything; a
+# byte less is refused, naming min-memory's plan
+if ! $sanitized; then
+	lb=$(json "$o/bound.resnet-least.json" peak_device_bytes total) lw="$o/within.resnet"
+	if "$DPC" --target cpu samples/resnet.dp -o "$lw.none" >"$lw.log" 2>&1 &&
+		"$lw.none" --steps 2 --quiet --dump-grads "$lw.none.g" >>"$lw.log" 2>&1 &&
+		"$DPC" --target cpu samples/resnet.dp --checkpoint auto --stream none --device-mem "$lb" --schedule-json "$lw.json" \
+			-o "$lw" >>"$lw.log" 2>&1 &&
+		"$lw" --steps 2 --quiet --dump-grads "$lw.g" --summary-json "$lw.run.json" >>"$lw.log" 2>&1 &&
+		cmp "$lw.none.g" "$lw.g" >>"$lw.log" 2>&1 &&
+		[ "$(json "$lw.run.json" peak_device_bytes)" -le "$lb" ]; then
+		ok "least/within min-memory's least resnet: auto under $lb bytes compiles, bitwise, peak within"
+	else
+		notok "least/within min-memory's least resnet" "$lw.log"
+	fi
+	expect "least/below min-memory's least resnet: refused, naming it" 1 \
+		"needs .*($lb bytes).*more than --device-mem.*min-memory's plan, the least dpc finds" \
+		"$DPC" --target cpu samples/resnet.dp --checkpoint auto --stream none --device-mem $((lb - 1)) -o /dev/null
+fi
 # min-memory on the loop samples (their taped steps compute values again at each adjoint read, keeping those
 # that cost no peak: ckpt_steps_each): gradients and parameters bitwise as store-everything's, the measured peak
 # the planned one, the recomputed FLOPs as planned, and no more than store-everything's peak nor min-memory's
