@@ -112,12 +112,14 @@ static const Opt opts[] = {
 	 "loops, the values the adjoint reads are kept or computed again\n"
 	 "from other kept values, for the fewest recomputed FLOPs that fit\n"
 	 "(an exact search on small graphs, else greedy with a proven bound,\n"
-	 "both shown by --emit=schedule); min-memory is auto at the least\n"
+	 "both shown by --emit=schedule); where none fits --device-mem, auto\n"
+	 "takes min-memory's plan if that does; min-memory is auto at the least\n"
 	 "peak it reaches: loops in the least of their shapes (rows that keep\n"
 	 "everything, rows that keep less, each taped step computed again\n"
 	 "with its values made again at each read, or store-everything where\n"
-	 "that is lower), straight-line code chosen for it (Feng &\n"
-	 "Huang's objective); --device-mem, if given, is then only checked"},
+	 "that is lower; the forward loop saves the snapshots only where that\n"
+	 "adds no peak), straight-line code chosen for it (Feng & Huang's\n"
+	 "objective); --device-mem, if given, is then only checked"},
 	{O_OFFLOAD_COST, "--offload-cost", NULL, "N", K_COUNT, 0, (long long)1 << 20, "a count of FLOPs", "2^20 FLOPs a byte",
 	 "auto: what moving one byte between the device and the host is worth in\n"
 	 "recomputed FLOPs (default 943: an H100's measured 51.6 TFLOP/s of f32\n"

@@ -200,7 +200,7 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 		v->swept = true;
 		f->sweep = v;
 		f->irow = ir_new_value(p, VK_INDEX, ir_scalar(DT_INDEX), "row", f->loc);
-	} else if (o->mode == CKPT_AUTO && !o->least && !o->fit) {
+	} else if (p->sweep_fits) {
 		v->swept = true;
 		f->sweep = v;
 	}
@@ -217,12 +217,18 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 }
 
 /* op's snapshot slots, the lowest nhost of them in host memory */
+static void set_swept(Op *v, bool on)
+{
+	v->swept = on;
+	v->primal->sweep = on ? v : NULL;
+}
+
 static void set_slots(Program *p, Op *op, int64_t nsnap, int64_t nhost)
 {
 	op->nsnap = (int)nsnap;
 	op->nhost = (int)nhost;
-	if (nhost && op->swept && !op->ktape) /* the forward loop cannot reach host slots */
-		op->swept = false, op->primal->sweep = NULL;
+	if (!op->ktape && op->swept != (p->sweep_fits && !nhost)) /* the forward loop cannot reach host slots */
+		set_swept(op, p->sweep_fits && !nhost);
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *x = &p->values.data[op->snap[k]];
 		x->type.dim[0] = nsnap - nhost + (nhost > 0);
@@ -728,12 +734,6 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 	}
 }
 
-static void set_swept(Op *v, bool on)
-{
-	v->swept = on;
-	v->primal->sweep = on ? v : NULL;
-}
-
 /* The forward loop saves the segments' starts (Op.sweep; not into host
  * slots, which it cannot reach): the first sweep costs nothing, but the
  * snapshots are held from the forward loop on. Under a budget that holds
@@ -763,6 +763,7 @@ static Program *schedule(Program *p, const CkptOptions *o)
 	/* fitted to --device-mem; without one (or under min-memory) the loops take their least memory */
 	bool fitted = p->device_mem && !o->least, autofit = fitted && o->mode == CKPT_AUTO;
 	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
+	p->sweep_fits = o->mode == CKPT_AUTO && !o->least && !o->fit;
 	p->search_threads = o->threads > 1 ? 2 : 1;
 	switch (o->mode) {
 	case CKPT_NONE:

@@ -361,6 +361,8 @@ struct Program {
 	double model_live[2], model_plan[2];
 	int64_t offload_cost; /* what moving one byte to the host, or back, is worth in FLOPs; 0: nothing is offloaded */
 	int search_threads;   /* the straight-line search's threads (1 or 2); the plan is the same for either */
+	bool sweep_fits;      /* ckpt: a revolve's forward loop saves its snapshots wherever it can (auto under a budget:
+	                       * the fits measure that) */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t *inner_live; /* where set, mem_plan fills it: per top-level op, the most bytes the tensors made inside it hold at once */
 	int pack_effort;   /* the memory plan's packing: 0 the searches', 2 once the choices are made (memplan/plan.c) */

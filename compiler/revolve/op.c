@@ -36,7 +36,6 @@ void rev_op_schedule(const Op *v, RevEmit emit, void *ctx)
 		rev_schedule(v->trip, v->nsnap, rev_op_k(v), v->swept, rev_op_tail(v), emit, ctx);
 }
 
-
 int rev_op_held_from(Op *const *ops, int n, int i)
 {
 	const Op *v = ops[i];
