@@ -65,9 +65,13 @@ typedef struct Base {
 	int *heap, *seed, *changed, nchanged;
 	Event *ev;                        /* the changed spans' ends */
 	int cap_ev, nev;
-	int *pts, npts, cap_pts;          /* positions where copies are made, before or after */
+	int *pts, npts, cap_pts;          /* positions where copies are made, before or after, each once */
+	int *pt_gen;                      /* per position: the try that put it in pts */
 	int64_t *again;                   /* what the copies made at each of pts hold */
-	int *list, cap_list, *scratch, cap_scratch;
+	int *head, *tail, *head_gen;      /* per position: the changed values' copies there, a list in value order */
+	struct { int v, next; } *node;    /* the lists' entries */
+	int cap_node;
+	int *scratch, cap_scratch;
 	int *merged, cap_merged;          /* most_at's copies at a position, in value order */
 } Base;
 
@@ -644,7 +648,8 @@ static void base_free(Base *b)
 	free(b->cur), free(b->r), free(b->last), free(b->at_from), free(b->at), free(b->cp_from), free(b->cp);
 	free(b->prof), free(b->most), free(b->sorted), free(b->sum), free(b->shift), free(b->users_from), free(b->users);
 	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
-	free(b->pts), free(b->again), free(b->list), free(b->scratch), free(b->merged);
+	free(b->pts), free(b->again), free(b->pt_gen), free(b->head), free(b->tail), free(b->head_gen),
+	    free(b->node), free(b->scratch), free(b->merged);
 	free(b);
 }
 
@@ -683,6 +688,10 @@ static Base *base_new(const SelProblem *P)
 	b->sorted = malloc(sizeof(int64_t) * (size_t)(npos + 1));
 	b->sum = malloc(sizeof(int64_t) * (size_t)(npos + 1));
 	b->shift = calloc((size_t)nblocks + 1, sizeof(int64_t));
+	b->pt_gen = calloc((size_t)npos + 1, sizeof(int));
+	b->head = malloc(sizeof(int) * (size_t)(npos + 1));
+	b->tail = malloc(sizeof(int) * (size_t)(npos + 1));
+	b->head_gen = calloc((size_t)npos + 1, sizeof(int));
 	b->stamp = calloc((size_t)n + 1, sizeof(int));
 	b->queued = calloc((size_t)n + 1, sizeof(int));
 	b->heap = malloc(sizeof(int) * (size_t)(n + 1));
@@ -849,6 +858,13 @@ static int heap_pop(Base *b, int *n)
 	return top;
 }
 
+/* position t in pts, once a try */
+static void point(Base *b, int t)
+{
+	if (b->pt_gen[t] != b->gen)
+		b->pt_gen[t] = b->gen, b->pts[b->npts++] = t;
+}
+
 /* v's spans under keep[], each added with sign, and its copies' positions noted */
 static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
 {
@@ -865,14 +881,14 @@ static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
 	/* its copies, the ends of its (at most two) spans, its lending positions */
 	b->pts = grow(b->pts, &b->cap_pts, b->npts + n + 2 + nl, sizeof(int));
 	for (int k = 0; k < n; k++)
-		b->pts[b->npts++] = at[k];
+		point(b, at[k]);
 	/* a value gives a copy its storage where a span of it ends */
 	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
 		if (span[k][1] >= 0 && span[k][1] < w->P->npos)
-			b->pts[b->npts++] = span[k][1];
+			point(b, span[k][1]);
 	/* where an op may take its storage, what it saves there depends on its state */
 	for (int k = 0; k < nl; k++)
-		b->pts[b->npts++] = w->lend_at[w->lend_from[v] + k];
+		point(b, w->lend_at[w->lend_from[v] + k]);
 }
 
 /* v's r, last and at as committed */
@@ -885,35 +901,44 @@ static void restore(Work *w, int v)
 		at_push(w, v, b->at[b->at_from[v] + k]);
 }
 
-/* what the copies made at t hold at once under keep[]: eval's made_here over
- * the committed copies there, the changed values' own in place of theirs */
-static int64_t most_at(Work *w, const uint8_t *keep, int t)
+/* the changed values' copies under keep[], listed per position in value
+ * order (b->head, from b->changed sorted) */
+static void changed_copies(Work *w, const uint8_t *keep)
 {
 	Base *b = w->base;
-	/* the changed values made at t, in value order */
+	if (b->nchanged)
+		sort_ints(b->changed, b->nchanged, 64);
 	int n = 0;
 	for (int i = 0; i < b->nchanged; i++) {
 		int v = b->changed[i], one, m;
 		const int *at = copies(w, keep, v, &one, &m);
-		for (int k = 0; k < m; k++)
-			if (at[k] == t) {
-				b->list = grow(b->list, &b->cap_list, n + 1, sizeof(int));
-				int j = n++;
-				for (; j > 0 && b->list[j - 1] > v; j--)
-					b->list[j] = b->list[j - 1];
-				b->list[j] = v;
-				break;
-			}
+		b->node = grow(b->node, &b->cap_node, n + m, sizeof *b->node);
+		for (int k = 0, t; k < m; k++, n++) {
+			b->node[n].v = v, b->node[n].next = -1;
+			if (b->head_gen[t = at[k]] != b->gen)
+				b->head_gen[t] = b->gen, b->head[t] = n;
+			else
+				b->node[b->tail[t]].next = n;
+			b->tail[t] = n;
+		}
 	}
+}
+
+/* what the copies made at t hold at once under keep[]: eval's made_here over
+ * the committed copies there, the changed values' own (changed_copies) in
+ * place of theirs */
+static int64_t most_at(Work *w, const uint8_t *keep, int t)
+{
+	Base *b = w->base;
 	/* merged with the committed ones there that did not change */
-	int m = 0;
-	for (int k = b->cp_from[t], j = 0; k < b->cp_from[t + 1] || j < n;) {
+	int m = 0, j = b->head_gen[t] == b->gen ? b->head[t] : -1;
+	for (int k = b->cp_from[t]; k < b->cp_from[t + 1] || j >= 0;) {
 		int v;
-		if (k < b->cp_from[t + 1] && (j == n || b->cp[k] < b->list[j])) {
+		if (k < b->cp_from[t + 1] && (j < 0 || b->cp[k] < b->node[j].v)) {
 			if (b->stamp[v = b->cp[k++]] == b->gen)
 				continue;
 		} else {
-			v = b->list[j++];
+			v = b->node[j].v, j = b->node[j].next;
 		}
 		b->merged = grow(b->merged, &b->cap_merged, m + 1, sizeof(int));
 		b->merged[m++] = v;
@@ -1021,11 +1046,9 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 		/* the positions where copies are made, before or after, laid out again */
 		if (b->npts)
 			sort_ints(b->pts, b->npts, 64);
-		int npts = 0;
-		for (int k = 0; k < b->npts; k++)
-			if (!npts || b->pts[k] != b->pts[npts - 1])
-				b->pts[npts++] = b->pts[k];
+		int npts = b->npts;
 		b->again = realloc(b->again, sizeof(int64_t) * (size_t)(npts + 1));
+		changed_copies(w, keep);
 		for (int k = 0; k < npts; k++)
 			b->again[k] = most_at(w, keep, b->pts[k]);
 		/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
