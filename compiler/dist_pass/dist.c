@@ -1,6 +1,8 @@
 /* dist: an allreduce where each trained parameter's gradient is complete:
  * layer by layer in the reverse sweep when each step completes one layer,
  * else after the last top-level op that writes it. */
+#include <string.h>
+
 #include "dist.h"
 
 static bool block_names(Block *b, int v);
@@ -65,6 +67,29 @@ static Block *layer_body(Program *p, int g, int *ivar, int *at)
 	return found;
 }
 
+static void mark_block(Block *b, int t, int *last);
+
+/* last[v] = t for every value op reads or writes, its loops' bodies included */
+static void mark(Op *op, int t, int *last)
+{
+	for (int k = 0; k < op->nin; k++)
+		if (op->in[k] >= 0)
+			last[op->in[k]] = t;
+	for (int k = 0; k < op->ncarry; k++) {
+		if (op->cyield[k] >= 0)
+			last[op->cyield[k]] = t;
+		if (op->cyield3 && op->cyield3[k] >= 0)
+			last[op->cyield3[k]] = t;
+	}
+	mark_block(&op->body, t, last), mark_block(&op->body2, t, last), mark_block(&op->body3, t, last);
+}
+
+static void mark_block(Block *b, int t, int *last)
+{
+	for (int i = 0; i < b->len; i++)
+		mark(b->ops[i], t, last);
+}
+
 static void insert_after(Block *b, int at, Op *op)
 {
 	ir_append(b, op);
@@ -79,6 +104,12 @@ Program *dist_pass(Program *p)
 	/* last[i]: the top-level op after which parameter i's whole gradient is complete, when it is
 	 * not layer by layer */
 	int *last = ar_alloc(sizeof(int) * (size_t)(p->params.len + 1));
+	/* named[v]: the last top-level op that reads or writes value v */
+	int *named = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
+	for (int v = 0; v < p->values.len; v++)
+		named[v] = -1;
+	for (int t = 0; t < n; t++)
+		mark(p->body.ops[t], t, named);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		last[i] = -1;
@@ -92,19 +123,26 @@ Program *dist_pass(Program *p)
 			insert_after(b, at, op);
 			continue;
 		}
-		for (int t = 0; t < n; t++)
-			if (names(p->body.ops[t], q->grad))
-				last[i] = t;
+		last[i] = named[q->grad];
 	}
+	/* after op t, the allreduces of the parameters whose gradients it completes, in the parameters' order */
+	int *from = ar_alloc(sizeof(int) * (size_t)(n + 2)), *order = ar_alloc(sizeof(int) * (size_t)(p->params.len + 1));
+	memset(from, 0, sizeof(int) * (size_t)(n + 2));
+	for (int i = 0; i < p->params.len; i++)
+		if (last[i] >= 0)
+			from[last[i] + 2]++;
+	for (int t = 0; t < n; t++)
+		from[t + 2] += from[t + 1];
+	for (int i = 0; i < p->params.len; i++)
+		if (last[i] >= 0)
+			order[from[last[i] + 1]++] = i;
 	Block b = {0};
 	for (int t = 0; t < n; t++) {
 		ir_append(&b, p->body.ops[t]);
-		for (int i = 0; i < p->params.len; i++) {
-			if (last[i] != t)
-				continue;
-			Param *q = &p->params.data[i];
+		for (int k = from[t]; k < from[t + 1]; k++) {
+			Param *q = &p->params.data[order[k]];
 			Op *op = ir_new_op(p, OP_ALLREDUCE, p->body.ops[t]->loc, 1, &q->grad);
-			op->index = i;
+			op->index = order[k];
 			ir_append(&b, op);
 		}
 	}
