@@ -6,6 +6,7 @@
 #include "memplan.h"
 
 #include "../../common/revolve.h"
+#include "../util/sort.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -669,6 +670,8 @@ static int by_offset(const void *a, const void *b)
 	const Placed *x = a, *y = b;
 	return (x->off > y->off) - (x->off < y->off);
 }
+#define OFF(e) ((e).off)
+DEFINE_SORT(sort_by_offset, Placed, OFF, by_offset)
 
 /* The values placed so far, by lifetime: a segment tree over positions
  * whose nodes list the values that cover the node's range (a value is in
@@ -746,7 +749,8 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
 		for (int k = 0; k < m; k++)
 			near[k] = q[idx[k]];
-		qsort(near, (size_t)m, sizeof *near, by_offset);
+		/* equal offsets in any order: the lowest clear offset is the same */
+		sort_by_offset(near, m, 64);
 		int64_t off = 0;
 		for (int j = 0; j < m && near[j].off < off + q[i].size; j++)
 			if (near[j].off + near[j].size > off)
