@@ -665,13 +665,30 @@ static int by_size(const void *a, const void *b)
 	return x->v - y->v;
 }
 
+/* a placed neighbour's extent: [off, end) */
+typedef struct {
+	int64_t off, end;
+} Taken;
+
 static int by_offset(const void *a, const void *b)
 {
-	const Placed *x = a, *y = b;
+	const Taken *x = a, *y = b;
 	return (x->off > y->off) - (x->off < y->off);
 }
 #define OFF(e) ((e).off)
-DEFINE_SORT(sort_by_offset, Placed, OFF, by_offset)
+DEFINE_SORT(sort_by_offset, Taken, OFF, by_offset)
+
+/* the lowest offset from which `size` bytes are clear of near[0..m), near[]
+ * sorted by offset (equal offsets in any order: the same offset) */
+static int64_t lowest_clear(Taken *near, int m, int64_t size)
+{
+	sort_by_offset(near, m, 64);
+	int64_t off = 0;
+	for (int j = 0; j < m && near[j].off < off + size; j++)
+		if (near[j].end > off)
+			off = near[j].end;
+	return off;
+}
 
 /* The values placed so far, by lifetime: a segment tree over positions
  * whose nodes list the values that cover the node's range (a value is in
@@ -742,19 +759,14 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 		t.size *= 2;
 	t.cover = calloc((size_t)(2 * t.size), sizeof(Ints));
 	t.starts = calloc((size_t)(2 * t.size), sizeof(Ints));
-	Placed *near = malloc(sizeof *near * (size_t)n);
+	Taken *near = malloc(sizeof *near * (size_t)n);
 	int *idx = malloc(sizeof(int) * (size_t)n);
 	int64_t top = 0;
 	for (int i = 0; i < n && top < limit; i++) {
 		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
 		for (int k = 0; k < m; k++)
-			near[k] = q[idx[k]];
-		/* equal offsets in any order: the lowest clear offset is the same */
-		sort_by_offset(near, m, 64);
-		int64_t off = 0;
-		for (int j = 0; j < m && near[j].off < off + q[i].size; j++)
-			if (near[j].off + near[j].size > off)
-				off = near[j].off + near[j].size;
+			near[k] = (Taken){q[idx[k]].off, q[idx[k]].off + q[idx[k]].size};
+		int64_t off = lowest_clear(near, m, q[i].size);
 		q[i].off = off;
 		top = off + q[i].size > top ? off + q[i].size : top;
 		lifetimes_add(&t, i, q[i].start, q[i].end);
