@@ -105,6 +105,25 @@ void sel_work_init(Work *w, const SelProblem *P)
 	w->budget = INT64_MAX;
 	w->evals = 0;
 	w->base = NULL;
+	w->earlier = calloc((size_t)P->n + 1, sizeof(uint64_t));
+	w->twice = calloc((size_t)P->n + 1, sizeof(uint64_t));
+	/* per operand: how many times v reads it, and whether it was read before (stamped by v) */
+	int *count = calloc((size_t)P->n + 1, sizeof(int)), *stamp = malloc(sizeof(int) * (size_t)(P->n + 1));
+	for (int v = 0; v < P->n; v++)
+		stamp[v] = -1;
+	for (int v = 0; v < P->n; v++) {
+		for (int k = 0; k < P->nin[v]; k++)
+			count[P->in[v][k]] = 0;
+		for (int k = 0; k < P->nin[v]; k++)
+			count[P->in[v][k]]++;
+		for (int k = 0; k < P->nin[v] && k < 64; k++) {
+			int u = P->in[v][k];
+			w->twice[v] |= (uint64_t)(count[u] > 1) << k;
+			w->earlier[v] |= (uint64_t)(stamp[u] == v) << k;
+			stamp[u] = v;
+		}
+	}
+	free(count), free(stamp);
 	w->lend_from = calloc((size_t)P->n + 2, sizeof(int));
 	w->lend_at = malloc(sizeof(int) * (size_t)(P->npos + 1));
 	for (int t = 0; t < P->npos; t++)
@@ -143,6 +162,7 @@ void sel_work_free(Work *w)
 	free(w->count);
 	free(w->prof);
 	free(w->lend_from);
+	free(w->earlier), free(w->twice);
 	free(w->lend_at);
 	base_free(w->base);
 }
@@ -285,6 +305,28 @@ static bool dies(const Work *w, const uint8_t *keep, int u, int t)
 }
 
 
+/* whether operand k of v is one of its earlier operands too */
+static bool earlier(const Work *w, int v, int k)
+{
+	if (k < 64)
+		return w->earlier[v] >> k & 1;
+	for (int q = 0; q < k; q++)
+		if (w->P->in[v][q] == w->P->in[v][k])
+			return true;
+	return false;
+}
+
+/* whether operand k of v is another of its operands too */
+static bool twice(const Work *w, int v, int k)
+{
+	if (k < 64)
+		return w->twice[v] >> k & 1;
+	for (int q = 0; q < w->P->nin[v]; q++)
+		if (q != k && w->P->in[v][q] == w->P->in[v][k])
+			return true;
+	return false;
+}
+
 /* u's index among made_here's copies if it is made there before the i-th, or -1 */
 static int before(const Work *w, int i, int u)
 {
@@ -323,11 +365,8 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	for (int i = 0; i < n; i++) {
 		int v = list[i];
 		for (int k = 0; k < P->nin[v]; k++) {
-			int u = P->in[v][k], j = before(w, i, u);
-			bool seen = false;
-			for (int q = 0; q < k && j >= 0; q++)
-				seen |= P->in[v][q] == u;
-			if (j >= 0 && !seen && tr[j])
+			int j = before(w, i, P->in[v][k]);
+			if (j >= 0 && tr[j] && !earlier(w, v, k))
 				readers[j]++;
 		}
 	}
@@ -342,10 +381,8 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		int64_t take = 0;
 		bool from_copy = false;
 		for (int k = 0; k < P->nin[v] && k < 32 && !take; k++) {
-			int u = P->in[v][k], twice = 0;
-			for (int q = 0; q < P->nin[v]; q++)
-				twice |= q != k && P->in[v][q] == u;
-			if (P->kind[u] == SEL_FIXED || twice || !(P->share[v] >> k & 1))
+			int u = P->in[v][k];
+			if (!(P->share[v] >> k & 1) || P->kind[u] == SEL_FIXED || twice(w, v, k))
 				continue;
 			int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
 			int j = before(w, i, u);
@@ -360,10 +397,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		most = b > most ? b : most;
 		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k], j = before(w, i, u);
-			bool seen = false;
-			for (int q = 0; q < k; q++)
-				seen |= P->in[v][q] == u;
-			if (seen || P->kind[u] == SEL_FIXED)
+			if (P->kind[u] == SEL_FIXED || earlier(w, v, k))
 				continue;
 			/* its transient operands read for the last time here are freed */
 			if (j >= 0 && tr[j]) {
