@@ -46,9 +46,19 @@ static int64_t final_bytes(Program *q)
 	return mem_plan(q);
 }
 
+/* The searches' packing is at or above the final plan's, and no packing is
+ * below the bytes live at once: the final packing (the costly one) only
+ * settles a budget between the two. */
 static bool tape_fits(FeAst *ast, const DriverOptions *o)
 {
-	return final_bytes(scratch(ast, o, CKPT_NONE, false)) <= o->device_mem;
+	Program *q = scratch(ast, o, CKPT_NONE, false);
+	q->pack_effort = 0;
+	int64_t quick = mem_plan(q);
+	if (quick <= o->device_mem)
+		return true;
+	if (quick - q->plan_work + q->plan_live > o->device_mem)
+		return false;
+	return final_bytes(q) <= o->device_mem;
 }
 
 /* --checkpoint auto under --device-mem: tapes of a few rows, or

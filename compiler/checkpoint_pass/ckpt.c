@@ -266,6 +266,8 @@ static int64_t set_snapshots(Program *p, int64_t extra)
 static void fit_snapshots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 {
 	int64_t slot_bytes = set_snapshots(p, 0);
+	if (!slot_bytes)
+		return;
 	/* measured as the final plan packs: the searches' packing may leave gaps the final one closes */
 	int effort = p->pack_effort;
 	p->pack_effort = 2;
