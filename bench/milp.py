@@ -50,6 +50,10 @@ makes dpc plan it in place of its own search's, and --fix FILE solves with
 the states fixed as FILE says (DPC_SELECT_DUMP writes dpc's own least as
 p.json.choice).
 
+--lp solves the LP relaxation instead (every binary in [0, 1]): its
+optimum is a lower bound on the program's, the best a bound computed
+without integer search over this program can reach.
+
 Prints the optimum or HiGHS's bounds at the time limit, dpc's least peak
 and bound beside it (from --schedule), and with --budget-fraction the
 fewest FLOPs under each budget (a fraction of store-everything's peak,
@@ -91,6 +95,7 @@ class Model:
         self.inf = highspy.kHighsInf
         self.ncol = 0
         self.lower, self.upper, self.integer = [], [], []
+        self.relax = False  # --lp: every binary in [0, 1]
         self.rows = []  # (lower, upper, {col: coef})
         vals = {v["id"]: v for v in d["values"]}
         self.vals = vals
@@ -345,7 +350,7 @@ class Model:
         lp.a_matrix_.start_ = starts
         lp.a_matrix_.index_ = index
         lp.a_matrix_.value_ = value
-        lp.integrality_ = [highspy.HighsVarType.kInteger if x else highspy.HighsVarType.kContinuous
+        lp.integrality_ = [highspy.HighsVarType.kInteger if x and not self.relax else highspy.HighsVarType.kContinuous
                            for x in self.integer]
         h.passModel(lp)
 
@@ -360,8 +365,8 @@ class Model:
         return {
             "status": status,
             "objective": info.objective_function_value,
-            "bound": info.mip_dual_bound,
-            "gap": info.mip_gap,
+            "bound": info.objective_function_value if self.relax else info.mip_dual_bound,
+            "gap": 0.0 if self.relax else info.mip_gap,
             "seconds": round(time.time() - t0, 1),
         }
 
@@ -381,10 +386,14 @@ def main():
     ap.add_argument("--states", action="store_true",
                     help="dpc's own three states per value (kept, made once, made each time) instead of any schedule")
     ap.add_argument("--choice", help="write the least peak's choice here (with --states), as DPC_SELECT_CHOICE reads it")
+    ap.add_argument("--lp", action="store_true",
+                    help="solve the LP relaxation (every binary in [0, 1]): a lower bound on the optimum, the one a "
+                         "bound without integer search could reach")
     ap.add_argument("--fix", help="(with --states) each value's state fixed as this file says (DPC_SELECT_CHOICE's form)")
     a = ap.parse_args()
     d = load(a.problem)
     m = Model(d, a.states)
+    m.relax = a.lp
     out = {"values": len(m.vals), "positions": d["npos"], "binaries": sum(m.integer), "columns": m.ncol,
            "rows": len(m.rows)}
     print(f"{a.problem}: {out['values']} values over {out['positions']} positions; {out['binaries']} binaries, "
