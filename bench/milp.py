@@ -51,8 +51,8 @@ the states fixed as FILE says (DPC_SELECT_DUMP writes dpc's own least as
 p.json.choice).
 
 --lp solves the LP relaxation instead (every binary in [0, 1]): its
-optimum is a lower bound on the program's, the best a bound computed
-without integer search over this program can reach.
+optimum is a lower bound on the program's, what a bound from the linear
+relaxation alone (no cuts, no branching) reaches.
 
 Prints the optimum or HiGHS's bounds at the time limit, dpc's least peak
 and bound beside it (from --schedule), and with --budget-fraction the
@@ -387,8 +387,7 @@ def main():
                     help="dpc's own three states per value (kept, made once, made each time) instead of any schedule")
     ap.add_argument("--choice", help="write the least peak's choice here (with --states), as DPC_SELECT_CHOICE reads it")
     ap.add_argument("--lp", action="store_true",
-                    help="solve the LP relaxation (every binary in [0, 1]): a lower bound on the optimum, the one a "
-                         "bound without integer search could reach")
+                    help="solve the LP relaxation (every binary in [0, 1]): a lower bound on the optimum")
     ap.add_argument("--fix", help="(with --states) each value's state fixed as this file says (DPC_SELECT_CHOICE's form)")
     a = ap.parse_args()
     d = load(a.problem)
