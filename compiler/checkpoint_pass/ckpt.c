@@ -216,13 +216,14 @@ static Op *revolve(Program *p, Op *r, const CkptOptions *o)
 	return v;
 }
 
-/* op's snapshot slots, the lowest nhost of them in host memory */
+/* whether the forward loop saves v's snapshots (Op.sweep) */
 static void set_swept(Op *v, bool on)
 {
 	v->swept = on;
 	v->primal->sweep = on ? v : NULL;
 }
 
+/* op's snapshot slots, the lowest nhost of them in host memory */
 static void set_slots(Program *p, Op *op, int64_t nsnap, int64_t nhost)
 {
 	op->nsnap = (int)nsnap;

@@ -67,27 +67,23 @@ static Block *layer_body(Program *p, int g, int *ivar, int *at)
 	return found;
 }
 
-static void mark_block(Block *b, int t, int *last);
+/* named[v]: the last top-level op that reads or yields value v (ctx: a Named) */
+typedef struct {
+	int t, *named;
+} Named;
 
-/* last[v] = t for every value op reads or writes, its loops' bodies included */
-static void mark(Op *op, int t, int *last)
+static void note(Op *op, void *ctx)
 {
+	Named *c = ctx;
 	for (int k = 0; k < op->nin; k++)
 		if (op->in[k] >= 0)
-			last[op->in[k]] = t;
+			c->named[op->in[k]] = c->t;
 	for (int k = 0; k < op->ncarry; k++) {
 		if (op->cyield[k] >= 0)
-			last[op->cyield[k]] = t;
+			c->named[op->cyield[k]] = c->t;
 		if (op->cyield3 && op->cyield3[k] >= 0)
-			last[op->cyield3[k]] = t;
+			c->named[op->cyield3[k]] = c->t;
 	}
-	mark_block(&op->body, t, last), mark_block(&op->body2, t, last), mark_block(&op->body3, t, last);
-}
-
-static void mark_block(Block *b, int t, int *last)
-{
-	for (int i = 0; i < b->len; i++)
-		mark(b->ops[i], t, last);
 }
 
 static void insert_after(Block *b, int at, Op *op)
@@ -108,8 +104,12 @@ Program *dist_pass(Program *p)
 	int *named = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
 	for (int v = 0; v < p->values.len; v++)
 		named[v] = -1;
-	for (int t = 0; t < n; t++)
-		mark(p->body.ops[t], t, named);
+	for (int t = 0; t < n; t++) {
+		Op *op = p->body.ops[t];
+		Named c = {t, named};
+		note(op, &c);
+		ir_walk(&op->body, note, &c), ir_walk(&op->body2, note, &c), ir_walk(&op->body3, note, &c);
+	}
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		last[i] = -1;

@@ -306,7 +306,7 @@ static bool dies(const Work *w, const uint8_t *keep, int u, int t)
 
 
 /* whether operand k of v is one of its earlier operands too */
-static bool earlier(const Work *w, int v, int k)
+static bool operand_earlier(const Work *w, int v, int k)
 {
 	if (k < 64)
 		return w->earlier[v] >> k & 1;
@@ -317,7 +317,7 @@ static bool earlier(const Work *w, int v, int k)
 }
 
 /* whether operand k of v is another of its operands too */
-static bool twice(const Work *w, int v, int k)
+static bool operand_twice(const Work *w, int v, int k)
 {
 	if (k < 64)
 		return w->twice[v] >> k & 1;
@@ -366,7 +366,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		int v = list[i];
 		for (int k = 0; k < P->nin[v]; k++) {
 			int j = before(w, i, P->in[v][k]);
-			if (j >= 0 && tr[j] && !earlier(w, v, k))
+			if (j >= 0 && tr[j] && !operand_earlier(w, v, k))
 				readers[j]++;
 		}
 	}
@@ -382,7 +382,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		bool from_copy = false;
 		for (int k = 0; k < P->nin[v] && k < 32 && !take; k++) {
 			int u = P->in[v][k];
-			if (!(P->share[v] >> k & 1) || P->kind[u] == SEL_FIXED || twice(w, v, k))
+			if (!(P->share[v] >> k & 1) || P->kind[u] == SEL_FIXED || operand_twice(w, v, k))
 				continue;
 			int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
 			int j = before(w, i, u);
@@ -397,7 +397,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		most = b > most ? b : most;
 		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k], j = before(w, i, u);
-			if (P->kind[u] == SEL_FIXED || earlier(w, v, k))
+			if (P->kind[u] == SEL_FIXED || operand_earlier(w, v, k))
 				continue;
 			/* its transient operands read for the last time here are freed */
 			if (j >= 0 && tr[j]) {

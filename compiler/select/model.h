@@ -36,7 +36,7 @@ void sel_work_free(Work *w);
 /* the peak of keep[]; its FLOPs in *flops; the memory per position in
  * w->prof, and its excess over w->budget in w->excess */
 int64_t sel_evaluate(Work *w, const uint8_t *keep, int64_t *flops);
-/* keep[] evaluated and made the choice sel_sel_eval_try measures from */
+/* keep[] evaluated and made the choice sel_eval_try measures from */
 int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops);
 /* keep[]'s peak, FLOPs and excess exactly as sel_evaluate() finds them,
  * measured from the committed choice where keep[] differs from it in a few values */

@@ -15,7 +15,8 @@ Program *stream_pass(Program *p, const StreamOptions *o)
 		      mem_bytes_str(p->arena_bytes), (long long)p->arena_bytes, mem_bytes_str(p->plan_params),
 		      mem_bytes_str(p->plan_grads), mem_bytes_str(p->plan_opt), mem_bytes_str(p->plan_inputs),
 		      mem_bytes_str(p->plan_tape), mem_bytes_str(p->plan_slots), mem_bytes_str(p->plan_work),
-		      p->plan_snap ? " with snapshots " : "", p->plan_snap ? mem_bytes_str(p->plan_snap) : "", mem_bytes_str(p->device_mem), (long long)p->device_mem,
+		      p->plan_snap ? " with snapshots " : "", p->plan_snap ? mem_bytes_str(p->plan_snap) : "",
+		      mem_bytes_str(p->device_mem), (long long)p->device_mem,
 		      p->graph_search && !p->graph_least ? "; that is the least plan the checkpoint selection found, "
 		                                           "as --checkpoint min-memory would"
 		      : p->graph_least ? "; that is --checkpoint min-memory's plan, the least dpc finds" : "",
