@@ -187,6 +187,17 @@ for s in densenet:8:32 inception:8:32 unet:8:32 densenet:32:32 inception:32:32 u
 		notok "least/least near the bound $n B=$b" "$lg"
 	fi
 done
+# fits_budget DP BYTES JSON: DP compiles within BYTES (--stream none) and its plan's peak is at most BYTES
+fits_budget() {
+	"$DPC" --target cpu "$1" --device-mem "$2" --stream none --emit=schedule --schedule-json "$3" >/dev/null &&
+		python3 - "$3" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+peak = d["peak_device_bytes"]["total"]
+assert peak <= int(sys.argv[2]), (peak, sys.argv[2])
+print(f"{peak} bytes within {sys.argv[2]}; {d['recomputed_flops']} FLOPs recomputed")
+PY
+}
 # and on the networks of Feng & Huang's table that bench/graphs.sh plans (bench/graphs.py writes them at
 # their sizes): long chains (ResNet-152), dense blocks, parallel branches and NASNet's and DARTS's cells, each
 # min-memory's peak within 2 points of store-everything's above the bound (measured 2026-11-27: 0.09 to 1.77)
@@ -203,6 +214,16 @@ for spec in resnet152:16:224 densenet121:32:224 densenet201:16:224 inception_v3:
 	else
 		notok "least/least near the bound $n" "$lg"
 	fi
+	# budgets there compile and fit: a fit's choice the searches' quick packing puts over the budget is
+	# packed harder on graphs this large and taken with that packing's gap to spare (Inception-v3 at 75%
+	# failed without it: the final program packs differently from the checkpoint pass's)
+	full=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" \
+		"$o/net.$n.none.json" 2>/dev/null)
+	for pc in 75 50; do
+		[ -n "$full" ] || break
+		check "least/budget $pc% of $n: compiles, and its plan fits" fits_budget "$o/net.$n.dp" $((full * pc / 100)) \
+			"$o/net.$n.$pc.json"
+	done
 done
 # Against the MILP (issue 40): bench/milp.py's optima over dpc's own problem, solved once by HiGHS and
 # committed (tests/least/milp/regen.sh makes them again). min-memory's peak is never below the least any
