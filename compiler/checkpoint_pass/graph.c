@@ -1006,13 +1006,12 @@ static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_
 
 /* Every candidate, by the model: a choice the planner finds over the
  * budget (for a budget's fit on over GRAPH_SWEEP candidates, packed harder
- * where the quick packing is over) tightens the model's budget
- * below that choice's model peak by the excess (doubling each round) and
- * searches again, up to 8 times. A
- * budget's fit (for_budget) is then improved where the planner allows, and
- * without a fit the least peak the search reaches is taken if the planner
- * agrees it is less (for the plan's error); otherwise the fit is a step of
- * the least search. The choice in keep[] (not applied); its planned bytes;
+ * where the quick packing is over) tightens the model's budget below that
+ * choice's model peak by the excess (doubling each round) and searches
+ * again, up to 8 times. A budget's fit (for_budget) is then improved where
+ * the planner allows, and without a fit the least peak the search reaches
+ * is taken if the planner agrees it is less (for the plan's error);
+ * otherwise the fit is a step of the least search. The choice in keep[] (not applied); its planned bytes;
  * the search and its bound in *out. */
 static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *out,
                          bool for_budget)
@@ -1032,11 +1031,10 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 		 * at 75%: the final plan 2.9 MB above a packing 10.7 MB above its live bytes, and over the budget).
 		 * Beyond GRAPH_SWEEP candidates, where a search costs most: on fewer, the rounds below found fewer
 		 * FLOPs (the small Inception at 60%: 0.6%) */
-		if (bytes > budget && r.fits && for_budget && !m->small && g->p->pack_effort < 1) {
-			int effort = g->p->pack_effort;
+		if (bytes > budget && r.fits && for_budget && !m->small && g->p->pack_effort == 0) {
 			g->p->pack_effort = 1;
 			int64_t f2, hard = planned(g, m, try, plan, &f2);
-			g->p->pack_effort = effort;
+			g->p->pack_effort = 0;
 			if (hard + g->p->plan_work - g->p->plan_live <= budget)
 				bytes = hard, flops = f2;
 		}
