@@ -46,15 +46,6 @@ static int64_t final_bytes(Program *q)
 	return mem_plan(q);
 }
 
-/* whether p's top level has a loop (a revolve, once the checkpoint pass has run) */
-static bool has_loops(const Program *p)
-{
-	for (int i = 0; i < p->body.len; i++)
-		if (p->body.ops[i]->kind == OP_LOOP || p->body.ops[i]->kind == OP_REVOLVE)
-			return true;
-	return false;
-}
-
 /* The searches' packing is at or above the final plan's, and no packing is
  * below the bytes live at once: the final packing (the costly one) only
  * settles a budget between the two. */
@@ -179,7 +170,7 @@ static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck,
 Program *driver_least_within(FeAst *ast, const DriverOptions *o, Program *p)
 {
 	CkptOptions ck = ckpt_options(o);
-	if (ck.mode != CKPT_AUTO || !o->device_mem || ck.least || ck.stream_all || !has_loops(p))
+	if (ck.mode != CKPT_AUTO || !o->device_mem || ck.least || ck.stream_all || !ir_has_loops(p))
 		return p;
 	int64_t (*plan)(Program *) = ck.may_stream && ck.min_plan ? ck.min_plan : mem_plan;
 	p->pack_effort = 2;
@@ -201,7 +192,7 @@ CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, 
 	if (ck.mode == CKPT_AUTO && o->device_mem && !ck.least && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
 	/* rows are of loops: straight-line code needs no scratch copies to choose them */
-	bool loops = has_loops(p);
+	bool loops = ir_has_loops(p);
 	if (ck.mode == CKPT_AUTO && ck.least && loops && !ck.stream_all)
 		return least_fit(ast, o, (ck.rows = true, ck), planned);
 	ck.rows = ck.mode == CKPT_AUTO && (!o->device_mem || ck.least || !loops || rows_fit(ast, o));

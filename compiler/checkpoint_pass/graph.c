@@ -1011,8 +1011,8 @@ static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_
  * again, up to 8 times. A budget's fit (for_budget) is then improved where
  * the planner allows, and without a fit the least peak the search reaches
  * is taken if the planner agrees it is less (for the plan's error);
- * otherwise the fit is a step of the least search. The choice in keep[] (not applied); its planned bytes;
- * the search and its bound in *out. */
+ * otherwise the fit is a step of the least search. The choice in keep[]
+ * (not applied); its planned bytes; the search and its bound in *out. */
 static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *out,
                          bool for_budget)
 {
@@ -1501,15 +1501,6 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	return hi;
 }
 
-/* whether p's top level has no loops: its plans are quick to make */
-static bool straight_line(const Program *p)
-{
-	for (int i = 0; i < p->body.len; i++)
-		if (p->body.ops[i]->kind == OP_LOOP || p->body.ops[i]->kind == OP_REVOLVE)
-			return false;
-	return true;
-}
-
 /* A budget's fit again where its plans pack nearer the final plan
  * (Program.pack_effort 1), as least_packed_hard does for the least: the
  * fit's planner checks reject a choice whose quick packing is over the
@@ -1676,9 +1667,9 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
 		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
-		if (m.small && straight_line(p))
+		if (m.small && !ir_has_loops(p))
 			bytes = fit_packed_hard(&g, &m, budget, plan, keep, &res, bytes);
-		if (m.small && straight_line(p))
+		if (m.small && !ir_has_loops(p))
 			bytes = fit_restarts(&g, &m, budget, plan, keep, &res, bytes);
 		if (bytes > budget)
 			least_within(&g, &m, budget, plan, keep, &res, &bytes);

@@ -73,6 +73,14 @@ bool ir_attn_lse_fused(const Block *b, int i)
 	       a->in[1] == l->in[1] && a->in[3] == l->in[3];
 }
 
+bool ir_has_loops(const Program *p)
+{
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_LOOP || p->body.ops[i]->kind == OP_REVOLVE)
+			return true;
+	return false;
+}
+
 int ir_emit(Program *p, Block *b, Op *op)
 {
 	if (op->kind == OP_LOOP || op->kind == OP_REVOLVE)

@@ -397,6 +397,7 @@ void ir_append(Block *b, Op *op);
 int ir_emit(Program *p, Block *b, Op *op);
 void ir_insert(Block *b, int at, Op *op);
 bool ir_attn_lse_fused(const Block *b, int i); /* op i is written by the attention before it */
+bool ir_has_loops(const Program *p);           /* p's top level has a loop (or a revolve) */
 extern bool ir_attn_apart; /* testing (DPC_ATTN_APART): attn_lse a pass of its own, attn_dk and attn_dv apart */
 
 /* types */
