@@ -654,6 +654,9 @@ typedef struct {
  * all its walks place at most (a 64th of that at pack_effort 1), the fewest rounds a walk is worth, and the
  * most values a budget's final plan walks over */
 enum { PACK_WALKS = 16, PACK_ROUNDS = 200, PACK_STALL = 50, PACK_WORK = 400000, PACK_FEWEST = 10, PACK_WALK_MOST = 1024 };
+/* the search for a packing within a cap (fit_search): the caps it tries, the work all its tries may do (about
+ * 0.3 s on this project's machines), and the most work a try may do per value */
+enum { PACK_CAPS = 3, PACK_SEARCH_WORK = 80000000, PACK_SEARCH_EACH = 4000 };
 
 static int by_size(const void *a, const void *b)
 {
@@ -868,6 +871,287 @@ static int iterate(Placed *q, int n, int64_t npos, int64_t live, int rounds, uin
 	return r;
 }
 
+static int by_start_placed(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	return x->start != y->start ? (x->start > y->start) - (x->start < y->start) : x->v - y->v;
+}
+
+/* ---- a search for a packing within a cap ----
+ * Depth-first over placements in order of offset, after MiniMalloc
+ * (Moffitt, ASPLOS 2023). Each value goes at its floor, the top of the
+ * placed values that overlap it in time, and values are placed in order of
+ * (floor, rank): every packing has one in this form no higher, reached
+ * once. A value is not placed where another left could go wholly below
+ * its floor (a gap a later value would have filled), and a branch ends
+ * where some position's unplaced bytes, stacked from the lowest offset
+ * they can take there, pass the cap. Bounded by work, so that it costs
+ * about as much as the orders' packings on any graph. */
+typedef struct {
+	Placed *q;
+	int n, npos, leaves;
+	int64_t cap, work;
+	int64_t *tmax, *tadd;             /* over positions: the unplaced bytes at each (range add, range max) */
+	int64_t *floor, *kmin, *kmax, *hmin; /* per value its floor; over ranks: (floor, rank) keys, floor + size */
+	int *rank, *byrank, *ovs, *ov, *undo_v;
+	int64_t *undo_f;
+	int nundo;
+	bool *placed;
+} Fit;
+
+/* the unplaced bytes at positions [a, b) change by v (no push-down: a node's max counts its own add) */
+static void fit_add(Fit *f, int x, int lo, int hi, int a, int b, int64_t v)
+{
+	f->work--;
+	if (b <= lo || hi <= a)
+		return;
+	if (a <= lo && hi <= b) {
+		f->tmax[x] += v, f->tadd[x] += v;
+		return;
+	}
+	int mid = (lo + hi) / 2;
+	fit_add(f, 2 * x, lo, mid, a, b, v);
+	fit_add(f, 2 * x + 1, mid, hi, a, b, v);
+	f->tmax[x] = (f->tmax[2 * x] > f->tmax[2 * x + 1] ? f->tmax[2 * x] : f->tmax[2 * x + 1]) + f->tadd[x];
+}
+
+static int64_t fit_most(Fit *f, int x, int lo, int hi, int a, int b)
+{
+	f->work--;
+	if (b <= lo || hi <= a)
+		return INT64_MIN / 2;
+	if (a <= lo && hi <= b)
+		return f->tmax[x];
+	int mid = (lo + hi) / 2;
+	int64_t l = fit_most(f, 2 * x, lo, mid, a, b), r = fit_most(f, 2 * x + 1, mid, hi, a, b);
+	return (l > r ? l : r) + f->tadd[x];
+}
+
+/* value i's key in the tree over ranks, after its floor or placement changed */
+static void fit_key(Fit *f, int i)
+{
+	int x = f->leaves + f->rank[i];
+	bool in = !f->placed[i];
+	f->kmin[x] = in ? f->floor[i] * f->n + f->rank[i] : INT64_MAX;
+	f->kmax[x] = in ? f->kmin[x] : INT64_MIN;
+	f->hmin[x] = in ? f->floor[i] + f->q[i].size : INT64_MAX;
+	for (x /= 2; x; x /= 2) {
+		f->work--;
+		f->kmin[x] = f->kmin[2 * x] < f->kmin[2 * x + 1] ? f->kmin[2 * x] : f->kmin[2 * x + 1];
+		f->kmax[x] = f->kmax[2 * x] > f->kmax[2 * x + 1] ? f->kmax[2 * x] : f->kmax[2 * x + 1];
+		f->hmin[x] = f->hmin[2 * x] < f->hmin[2 * x + 1] ? f->hmin[2 * x] : f->hmin[2 * x + 1];
+	}
+}
+
+/* the least key above `key` among the unplaced values, or INT64_MAX */
+static int64_t fit_next(Fit *f, int x, int64_t key)
+{
+	f->work--;
+	if (f->kmax[x] <= key)
+		return INT64_MAX;
+	if (f->kmin[x] > key)
+		return f->kmin[x];
+	int64_t l = fit_next(f, 2 * x, key), r = fit_next(f, 2 * x + 1, key);
+	return l < r ? l : r;
+}
+
+/* places value i at its floor o (undo: fit_lift); false where a position's unplaced bytes then pass the cap */
+static bool fit_place(Fit *f, int i, int64_t o)
+{
+	int a = (int)f->q[i].start, b = (int)f->q[i].end + 1;
+	int64_t top = o + f->q[i].size;
+	fit_add(f, 1, 0, f->leaves, a, b, -f->q[i].size);
+	f->placed[i] = true;
+	fit_key(f, i);
+	for (int k = f->ovs[i]; k < f->ovs[i + 1]; k++) {
+		int j = f->ov[k];
+		if (!f->placed[j] && f->floor[j] < top) {
+			f->undo_v[f->nundo] = j, f->undo_f[f->nundo++] = f->floor[j];
+			f->floor[j] = top;
+			fit_key(f, j);
+		}
+	}
+	/* where it lies the unplaced stack on its top; elsewhere on at least o, the offsets only rise */
+	return top + fit_most(f, 1, 0, f->leaves, a, b) <= f->cap && o + f->tmax[1] <= f->cap;
+}
+
+static void fit_lift(Fit *f, int i, int mark)
+{
+	while (f->nundo > mark) {
+		f->nundo--;
+		int j = f->undo_v[f->nundo];
+		f->floor[j] = f->undo_f[f->nundo];
+		fit_key(f, j);
+	}
+	f->placed[i] = false;
+	fit_key(f, i);
+	fit_add(f, 1, 0, f->leaves, (int)f->q[i].start, (int)f->q[i].end + 1, f->q[i].size);
+}
+
+/* 1: all placed (offsets in q[].off); 0: none from here; -1: out of work */
+static int fit_from(Fit *f, int left, int64_t key)
+{
+	if (!left)
+		return 1;
+	if (f->work < 0)
+		return -1;
+	int64_t lowest_top = f->hmin[1];
+	for (;;) {
+		key = fit_next(f, 1, key);
+		if (key == INT64_MAX)
+			return 0;
+		int i = f->byrank[key % f->n];
+		int64_t o = f->floor[i];
+		if (o >= lowest_top)
+			return 0;
+		if (o + f->q[i].size > f->cap)
+			continue;
+		if (f->work < 0)
+			return -1;
+		int mark = f->nundo;
+		int r = fit_place(f, i, o) ? fit_from(f, left - 1, key) : 0;
+		if (r == 1) {
+			f->q[i].off = o;
+			return 1;
+		}
+		fit_lift(f, i, mark);
+		if (r < 0)
+			return r;
+	}
+}
+
+static int by_offset_placed(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	return x->off != y->off ? (x->off > y->off) - (x->off < y->off) : by_start_placed(a, b);
+}
+
+/* the search's ranks: most bytes live over its life first, or longest first, each way ties broken */
+static int rank_busy_length(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	if (x->busy != y->busy)
+		return x->busy > y->busy ? -1 : 1;
+	return by_length(a, b);
+}
+
+static int rank_busy_area(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	if (x->busy != y->busy)
+		return x->busy > y->busy ? -1 : 1;
+	return by_area(a, b);
+}
+
+/* each value's overlaps in time, into f->ovs/ov: a sweep in order of start over the values still live */
+static void fit_overlaps(Fit *f, Placed *q, int n)
+{
+	Placed *s = malloc(sizeof *s * (size_t)n);
+	for (int i = 0; i < n; i++)
+		s[i] = q[i], s[i].v = i; /* v: the index in q[] */
+	qsort(s, (size_t)n, sizeof *s, by_start_placed);
+	int *cnt = calloc((size_t)n, sizeof(int)), *act = malloc(sizeof(int) * (size_t)n);
+	f->ovs = malloc(sizeof(int) * (size_t)(n + 1));
+	for (int pass = 0; pass < 2; pass++) {
+		int na = 0;
+		for (int k = 0; k < n; k++) {
+			int i = s[k].v, m = 0;
+			for (int x = 0; x < na; x++)
+				if (q[act[x]].end >= q[i].start)
+					act[m++] = act[x];
+			na = m;
+			for (int x = 0; x < na; x++) {
+				int j = act[x];
+				if (pass)
+					f->ov[f->ovs[i] + cnt[i]] = j, f->ov[f->ovs[j] + cnt[j]] = i;
+				cnt[i]++, cnt[j]++;
+			}
+			act[na++] = i;
+		}
+		if (!pass) {
+			f->ovs[0] = 0;
+			for (int i = 0; i < n; i++)
+				f->ovs[i + 1] = f->ovs[i] + cnt[i];
+			f->ov = malloc(sizeof(int) * (size_t)(f->ovs[n] + 1));
+			memset(cnt, 0, sizeof(int) * (size_t)n);
+		}
+	}
+	free(s), free(cnt), free(act);
+}
+
+/* one search at cap with the ranks of order `rank`, from nothing placed: 1 found (offsets in q[].off) */
+static int fit_try(Fit *f, int (*rank)(const void *, const void *), int64_t cap)
+{
+	Placed *s = malloc(sizeof *s * (size_t)f->n);
+	for (int i = 0; i < f->n; i++)
+		s[i] = f->q[i], s[i].v = i;
+	qsort(s, (size_t)f->n, sizeof *s, rank);
+	for (int k = 0; k < f->n; k++)
+		f->rank[s[k].v] = k, f->byrank[k] = s[k].v;
+	free(s);
+	memset(f->tmax, 0, sizeof(int64_t) * (size_t)(2 * f->leaves));
+	memset(f->tadd, 0, sizeof(int64_t) * (size_t)(2 * f->leaves));
+	for (int i = 0; i < f->n; i++)
+		fit_add(f, 1, 0, f->leaves, (int)f->q[i].start, (int)f->q[i].end + 1, f->q[i].size);
+	for (int x = 0; x < 2 * f->leaves; x++)
+		f->kmin[x] = f->hmin[x] = INT64_MAX, f->kmax[x] = INT64_MIN;
+	for (int i = 0; i < f->n; i++)
+		f->floor[i] = 0, f->placed[i] = false, fit_key(f, i);
+	f->cap = cap, f->nundo = 0;
+	return fit_from(f, f->n, -1);
+}
+
+/* The search from a packing at peak towards the bytes live at once
+ * (live): the cap at live first, then halfway to the lowest found, a
+ * few times, each with each order of ranks. best[] becomes the lowest
+ * found; its top. */
+static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t peak, Placed *best)
+{
+	int (*rank[])(const void *, const void *) = {rank_busy_length, by_length, rank_busy_area, by_area};
+	/* a (floor, rank) key is floor * n + rank */
+	if (peak / (n + 1) >= INT64_MAX / 4 / (n + 1))
+		return peak;
+	Fit f = {.q = q, .n = n, .npos = (int)npos, .leaves = 1};
+	while (f.leaves < npos || f.leaves < n)
+		f.leaves *= 2;
+	f.tmax = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
+	f.tadd = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
+	f.kmin = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
+	f.kmax = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
+	f.hmin = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
+	f.floor = malloc(sizeof(int64_t) * (size_t)n);
+	f.rank = malloc(sizeof(int) * (size_t)n);
+	f.byrank = malloc(sizeof(int) * (size_t)n);
+	f.placed = malloc((size_t)n);
+	fit_overlaps(&f, q, n);
+	f.undo_v = malloc(sizeof(int) * (size_t)(f.ovs[n] + 1));
+	f.undo_f = malloc(sizeof(int64_t) * (size_t)(f.ovs[n] + 1));
+	int64_t lo = live, cap = live;
+	for (int round = 0; round < PACK_CAPS && cap < peak; round++) {
+		bool found = false;
+		for (int k = 0; k < 4 && !found; k++) {
+			f.work = PACK_SEARCH_WORK / (4 * PACK_CAPS) < (int64_t)n * PACK_SEARCH_EACH ? PACK_SEARCH_WORK / (4 * PACK_CAPS)
+			                                                                          : (int64_t)n * PACK_SEARCH_EACH;
+			found = fit_try(&f, rank[k], cap) == 1;
+		}
+		if (found) {
+			peak = 0;
+			for (int i = 0; i < n; i++)
+				peak = q[i].off + q[i].size > peak ? q[i].off + q[i].size : peak;
+			memcpy(best, q, sizeof *q * (size_t)n);
+			/* in order of offset, first-fit places each value no higher: a start for the walks */
+			qsort(best, (size_t)n, sizeof *best, by_offset_placed);
+		} else
+			lo = cap + 1;
+		cap = (lo + peak) / 2 / ALIGN * ALIGN;
+		if (cap < lo)
+			break;
+	}
+	free(f.tmax), free(f.tadd), free(f.kmin), free(f.kmax), free(f.hmin), free(f.floor), free(f.rank), free(f.byrank);
+	free(f.placed), free(f.ovs), free(f.ov), free(f.undo_v), free(f.undo_f);
+	return peak;
+}
+
 /* The last packing pack_again found at pack_effort 2, and its input: a
  * compile plans its final program more than once (the stream pass, the
  * verifier), and that packing is the costly one. */
@@ -925,18 +1209,26 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 		if (top < keep_below)
 			memcpy(best, q, sizeof *q * (size_t)n), peak = keep_below = top, found = true;
 	}
+	/* the walks start from the best orders' packing: the search's, in order of offset, can be a worse start */
+	Placed *from = NULL;
 	if (walks && found && peak > live) {
-		/* each walk from the best orders' packing, with its own seed: some reach the bytes live at once
-		 * where others stop above them (issue 40's small Inception: not within 4 walks, within 8) */
-		Placed *from = malloc(sizeof *from * (size_t)n);
+		from = malloc(sizeof *from * (size_t)n);
 		memcpy(from, best, sizeof *q * (size_t)n);
+	}
+	if (hard && orders && peak > live) {
+		int64_t top = fit_search(q, n, npos, live, peak, best);
+		found |= top < peak, peak = top;
+	}
+	if (from && peak > live) {
+		/* each walk with its own seed: some reach the bytes live at once where others stop above them
+		 * (issue 40's small Inception: not within 4 walks, within 8) */
 		for (int walk = 0; walk < walks && peak > live && work >= (int64_t)n * PACK_FEWEST; walk++) {
 			memcpy(q, from, sizeof *q * (size_t)n);
 			int rounds = work / n < PACK_ROUNDS ? (int)(work / n) : PACK_ROUNDS;
 			work -= (int64_t)n * iterate(q, n, npos, live, rounds, 12345u + (uint32_t)walk, &peak, best);
 		}
-		free(from);
 	}
+	free(from);
 	if (hard && orders) {
 		free(last.out);
 		last.out = malloc(sizeof *q * (size_t)n);
@@ -955,12 +1247,6 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 /* mem_verify's check of a packing: values sorted by start, each compared
  * with those still live where it starts */
 static bool checking;
-
-static int by_start_placed(const void *a, const void *b)
-{
-	const Placed *x = a, *y = b;
-	return x->start != y->start ? (x->start > y->start) - (x->start < y->start) : x->v - y->v;
-}
 
 static void check_packing(Program *p, Placed *q, int n)
 {
