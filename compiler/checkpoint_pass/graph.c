@@ -1439,7 +1439,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * candidates (on bench/graphs.sh's, of 453 to 1,329, 25,000 moves lowered nothing) */
 	if (m->small) {
 		memcpy(keep, best, (size_t)m->P->n);
-		sel_anneal(m->P, GRAPH_ANNEAL, 10, keep);
+		sel_anneal(m->P, GRAPH_ANNEAL, 20, keep);
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}

@@ -91,6 +91,7 @@ void sel_work_init(Work *w, const SelProblem *P)
 	w->here = NULL, w->cap_here = 0;
 	w->seen = calloc((size_t)P->n + 1, sizeof(int)), w->seen_gen = 0;
 	w->index = calloc((size_t)P->n + 1, sizeof(int)), w->index_gen = calloc((size_t)P->n + 1, sizeof(int));
+	w->lastread = calloc((size_t)P->n + 1, sizeof(int)), w->lastread_gen = calloc((size_t)P->n + 1, sizeof(int));
 	w->cp = w->cp_t = NULL, w->ncp = w->cap_cp = 0;
 	w->sorted = NULL, w->cap_sorted = 0;
 	w->count = malloc(sizeof(int) * (size_t)(P->npos + 2));
@@ -156,6 +157,8 @@ void sel_work_free(Work *w)
 	free(w->seen);
 	free(w->index);
 	free(w->index_gen);
+	free(w->lastread);
+	free(w->lastread_gen);
 	free(w->cp);
 	free(w->cp_t);
 	free(w->sorted);
@@ -370,16 +373,24 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 				readers[j]++;
 		}
 	}
+	/* the last copy here reading each value not made here: one held to here that dies here is freed after it */
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < P->nin[list[i]]; k++) {
+			int u = P->in[list[i]][k];
+			if (P->kind[u] != SEL_FIXED && before(w, i, u) < 0)
+				w->lastread[u] = i, w->lastread_gen[u] = w->seen_gen;
+		}
 	/* made: the lasting copies while the others are made (an operand whose storage one took still counted by
 	 * its span); at_op: the lasting copies while the op runs, less the values held to here that only copies
 	 * here read (their spans end here, but they are freed before the op) */
-	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0;
+	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0, freed = 0;
 	for (int i = 0; i < n; i++) {
 		int v = list[i];
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
 		 * waiting ones), or one a span holds to here */
 		int64_t take = 0;
 		bool from_copy = false;
+		int took = -1;
 		for (int k = 0; k < P->nin[v] && k < 32 && !take; k++) {
 			int u = P->in[v][k];
 			if (!(P->share[v] >> k & 1) || P->kind[u] == SEL_FIXED || operand_twice(w, v, k))
@@ -390,10 +401,10 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 				if (readers[j] == 1)
 					take = same, from_copy = true;
 			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
-				take = same;
+				take = same, took = u;
 			}
 		}
-		int64_t b = made + waiting + P->bytes[v] - take;
+		int64_t b = made + waiting + P->bytes[v] - take - freed;
 		most = b > most ? b : most;
 		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k], j = before(w, i, u);
@@ -403,10 +414,13 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (j >= 0 && tr[j]) {
 				if (--readers[j] == 0)
 					waiting -= P->bytes[u];
-			} else if (w->seen[u] != w->seen_gen && dies(w, keep, u, t) &&
-			           !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
-				w->seen[u] = w->seen_gen;
-				gone += P->bytes[u];
+			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
+				if (w->seen[u] != w->seen_gen)
+					w->seen[u] = w->seen_gen, gone += P->bytes[u];
+				/* held to here by its span, it is freed after its last reader here (a copy that took its
+				 * storage keeps it) */
+				if (u != took && w->lastread_gen[u] == w->seen_gen && w->lastread[u] == i)
+					freed += P->bytes[u];
 			}
 		}
 		int64_t held = P->bytes[v] - (from_copy ? 0 : take);

@@ -20,6 +20,7 @@ typedef struct {
 	int *here, cap_here;  /* made_here's scratch */
 	int *seen, seen_gen;  /* made_here's: per value, the last call that counted it */
 	int *index, *index_gen; /* made_here's: per value, its index in the list of copies, in call seen_gen */
+	int *lastread, *lastread_gen; /* made_here's: per value held to there, the last copy there reading it */
 	int *cp, *cp_t, ncp, cap_cp; /* eval's copies: values and positions, sorted by position then value */
 	int *sorted, cap_sorted, *count; /* copies_by_position's: the copies by position, a count per position */
 	int64_t *prof;    /* per position: the memory, base included */

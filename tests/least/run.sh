@@ -260,8 +260,15 @@ PY
 				"$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" -o /dev/null
 		elif "$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" --schedule-json "$o/milp.$n.$b.json" \
 			-o /dev/null >"$o/milp.$n.$b.log" 2>&1; then
-			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest, nor its printed bound" python3 - "$dp" "$b" \
-				"$o/milp.$n.$b.json" <<'PY'
+			# where dpc's fit is the MILP's optimum over its three states (2026-11-28; U-Net at 75% and the small
+			# Inception at 75% since the final packing searches for one at the bytes live at once), it stays there
+			case "$dp:$b" in
+			samples/inception.dp:120192 | samples/unet.dp:111936 | tests/least/milp/densenet.dp:* | \
+				tests/least/milp/inception.dp:3131520 | tests/least/milp/unet.dp:*) at=1 what=", the MILP's fewest" ;;
+			*) at=0 what= ;;
+			esac
+			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest, nor its printed bound$what" \
+				python3 - "$dp" "$b" "$o/milp.$n.$b.json" "$at" <<'PY'
 import json, sys
 want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]["budgets"][sys.argv[2]]
 d = json.load(open(sys.argv[3]))
@@ -269,6 +276,7 @@ peak, flops, budget = d["peak_device_bytes"]["total"], d["recomputed_flops"], in
 fb = d["straight_line"].get("flops_bound")
 assert peak <= budget and flops >= want["flops_any"], (peak, budget, flops, want)
 assert fb is None or fb <= want["flops_any"], (fb, want)  # the printed bound is one
+assert sys.argv[4] == "0" or flops <= want["flops_states"], (flops, want)
 print(f"peak {peak}, {flops} FLOPs recomputed, bound {fb}; the MILP's fewest {want.get('flops_states')} (three states), "
       f"{want['flops_any']} (any schedule)")
 PY
