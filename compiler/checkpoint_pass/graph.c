@@ -1433,10 +1433,11 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}
-	/* threshold accepting from the least found, then a descent: a walk through choices up to a tenth of the
-	 * peak worse reaches what changing one value, or kicking a few, does not (Inception at B=8: 2,354,432 to
-	 * 2,096,384 bytes, 0.2 points of store-everything above the bound). On graphs of up to GRAPH_SWEEP
-	 * candidates (on bench/graphs.sh's, of 453 to 1,329, 25,000 moves lowered nothing) */
+	/* threshold accepting from the least found, then a descent: a walk through choices up to a twentieth of
+	 * the peak worse reaches what changing one value, or kicking a few, does not (Inception at B=8: 2,354,432
+	 * to 2,096,384 bytes, 0.2 points of store-everything above the bound; the DenseNet sample: at a tenth,
+	 * 134,400 bytes, at a twentieth 132,352). On graphs of up to GRAPH_SWEEP candidates (on bench/graphs.sh's,
+	 * of 453 to 1,329, 25,000 moves lowered nothing) */
 	if (m->small) {
 		memcpy(keep, best, (size_t)m->P->n);
 		sel_anneal(m->P, GRAPH_ANNEAL, 20, keep);

@@ -236,15 +236,17 @@ for dp in $(python3 -c "import json,sys; print(' '.join(sorted(json.load(open(sy
 	n=$(echo "$dp" | tr / _)
 	if "$DPC" --target cpu "$dp" --checkpoint min-memory --stream none --schedule-json "$o/milp.$n.json" -o /dev/null \
 		>"$o/milp.$n.log" 2>&1; then
-		check "least/milp $dp: min-memory at the MILP's least, within 1%; its FLOPs' bound at or below the MILP's fewest" python3 - "$dp" "$o/milp.$n.json" <<'PY'
+		check "least/milp $dp: min-memory at the MILP's least, within 1%; its FLOPs within 10% of the MILP's fewest there, their bound at or below" python3 - "$dp" "$o/milp.$n.json" <<'PY'
 import json, sys
 want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]
 d = json.load(open(sys.argv[2]))
 peak, flops, fb = d["peak_device_bytes"]["total"], d["recomputed_flops"], d["straight_line"].get("flops_bound")
 lo, hi = want["least_any"], want["least_states"]
 assert lo <= peak <= hi * 1.01, (peak, lo, hi)
-# at the least of dpc's states, the FLOPs' printed bound is a bound: at or below the fewest any schedule needs
+# at the least of dpc's states, the FLOPs' printed bound is a bound: at or below the fewest any schedule needs;
+# and dpc's FLOPs there within 10% of the fewest over its states (issue 40, item 3; 2026-11-28: within 5%)
 assert peak != hi or fb is None or fb <= want["least_flops_any"], (fb, want)
+assert peak != hi or flops <= 1.10 * want["least_flops_states"], (flops, want)
 print(f"least {peak} bytes; the MILP's {hi} (three states), {lo} (any schedule): {100 * (peak / hi - 1):+.2f}%; "
       f"{flops} FLOPs recomputed, bound {fb}; the MILP's fewest there {want['least_flops_states']} (three states), "
       f"{want['least_flops_any']} (any schedule)")
@@ -260,11 +262,11 @@ PY
 				"$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" -o /dev/null
 		elif "$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" --schedule-json "$o/milp.$n.$b.json" \
 			-o /dev/null >"$o/milp.$n.$b.log" 2>&1; then
-			# where dpc's fit is the MILP's optimum over its three states (2026-11-28; U-Net at 75% and the small
-			# Inception at 75% since the final packing searches for one at the bytes live at once), it stays there
+			# where dpc's fit is the MILP's optimum over its three states (2026-11-28: all but the DenseNet
+			# sample's since the final packing searches for one at the bytes live at once and the model frees a
+			# value after the last copy reading it), it stays there
 			case "$dp:$b" in
-			samples/inception.dp:120192 | samples/unet.dp:111936 | tests/least/milp/densenet.dp:* | \
-				tests/least/milp/inception.dp:3131520 | tests/least/milp/unet.dp:*) at=1 what=", the MILP's fewest" ;;
+			samples/inception.dp:* | samples/unet.dp:111936 | tests/least/milp/*) at=1 what=", the MILP's fewest" ;;
 			*) at=0 what= ;;
 			esac
 			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest, nor its printed bound$what" \
