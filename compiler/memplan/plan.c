@@ -885,8 +885,8 @@ static int by_start_placed(const void *a, const void *b)
  * once. A value is not placed where another left could go wholly below
  * its floor (a gap a later value would have filled), and a branch ends
  * where some position's unplaced bytes, stacked from the lowest offset
- * they can take there, pass the cap. Bounded by work, so that it costs
- * about as much as the orders' packings on any graph. */
+ * they can take there, pass the cap. Bounded by work (PACK_SEARCH_WORK:
+ * a few tenths of a second on any graph). */
 typedef struct {
 	Placed *q;
 	int n, npos, leaves;
@@ -988,36 +988,56 @@ static void fit_lift(Fit *f, int i, int mark)
 	fit_add(f, 1, 0, f->leaves, (int)f->q[i].start, (int)f->q[i].end + 1, f->q[i].size);
 }
 
-/* 1: all placed (offsets in q[].off); 0: none from here; -1: out of work */
-static int fit_from(Fit *f, int left, int64_t key)
+/* The search from nothing placed, depth-first with a level per value
+ * placed (a stack, not recursion: a graph has tens of thousands of
+ * values): each level tries the unplaced values in order of key above the
+ * one it tried last. 1: all placed (offsets in q[].off); 0: none; -1: out
+ * of work. */
+static int fit_run(Fit *f)
 {
-	if (!left)
-		return 1;
-	if (f->work < 0)
-		return -1;
-	int64_t lowest_top = f->hmin[1];
+	typedef struct {
+		int64_t key, lowest_top, off; /* the key tried last; the least floor + size when the level began */
+		int i, mark;
+	} Level;
+	Level *st = malloc(sizeof *st * (size_t)(f->n + 1));
+	st[0] = (Level){-1, f->hmin[1], 0, -1, 0};
+	int d = 0, r;
 	for (;;) {
-		key = fit_next(f, 1, key);
-		if (key == INT64_MAX)
-			return 0;
-		int i = f->byrank[key % f->n];
+		if (f->work < 0) {
+			r = -1;
+			break;
+		}
+		int64_t key = fit_next(f, 1, st[d].key);
+		int i = key == INT64_MAX ? -1 : f->byrank[key % f->n];
+		if (i < 0 || f->floor[i] >= st[d].lowest_top) {
+			/* none left here: the level below tries its next */
+			if (!d) {
+				r = 0;
+				break;
+			}
+			d--;
+			fit_lift(f, st[d].i, st[d].mark);
+			continue;
+		}
 		int64_t o = f->floor[i];
-		if (o >= lowest_top)
-			return 0;
+		st[d].key = key;
 		if (o + f->q[i].size > f->cap)
 			continue;
-		if (f->work < 0)
-			return -1;
-		int mark = f->nundo;
-		int r = fit_place(f, i, o) ? fit_from(f, left - 1, key) : 0;
-		if (r == 1) {
-			f->q[i].off = o;
-			return 1;
+		st[d].i = i, st[d].off = o, st[d].mark = f->nundo;
+		if (!fit_place(f, i, o)) {
+			fit_lift(f, i, st[d].mark);
+			continue;
 		}
-		fit_lift(f, i, mark);
-		if (r < 0)
-			return r;
+		if (++d == f->n) {
+			for (int k = 0; k < f->n; k++)
+				f->q[st[k].i].off = st[k].off;
+			r = 1;
+			break;
+		}
+		st[d] = (Level){key, f->hmin[1], 0, -1, 0};
 	}
+	free(st);
+	return r;
 }
 
 static int by_offset_placed(const void *a, const void *b)
@@ -1098,7 +1118,7 @@ static int fit_try(Fit *f, int (*rank)(const void *, const void *), int64_t cap)
 	for (int i = 0; i < f->n; i++)
 		f->floor[i] = 0, f->placed[i] = false, fit_key(f, i);
 	f->cap = cap, f->nundo = 0;
-	return fit_from(f, f->n, -1);
+	return fit_run(f);
 }
 
 /* The search from a packing at peak towards the bytes live at once
