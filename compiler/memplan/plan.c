@@ -889,7 +889,7 @@ static int by_start_placed(const void *a, const void *b)
  * a few tenths of a second on any graph). */
 typedef struct {
 	Placed *q;
-	int n, npos, leaves;
+	int n, leaves;
 	int64_t cap, work;
 	int64_t *tmax, *tadd;             /* over positions: the unplaced bytes at each (range add, range max) */
 	int64_t *floor, *kmin, *kmax, *hmin; /* per value its floor; over ranks: (floor, rank) keys, floor + size */
@@ -1122,16 +1122,16 @@ static int fit_try(Fit *f, int (*rank)(const void *, const void *), int64_t cap)
 }
 
 /* The search from a packing at peak towards the bytes live at once
- * (live): the cap at live first, then halfway to the lowest found, a
- * few times, each with each order of ranks. best[] becomes the lowest
+ * (live): the cap at live first, then halfway to the lowest found,
+ * PACK_CAPS caps in all, each with each order of ranks. best[] becomes the lowest
  * found; its top. */
 static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t peak, Placed *best)
 {
 	int (*rank[])(const void *, const void *) = {rank_busy_length, by_length, rank_busy_area, by_area};
 	/* a (floor, rank) key is floor * n + rank */
-	if (peak / (n + 1) >= INT64_MAX / 4 / (n + 1))
+	if (peak >= INT64_MAX / 4 / (n + 1))
 		return peak;
-	Fit f = {.q = q, .n = n, .npos = (int)npos, .leaves = 1};
+	Fit f = {.q = q, .n = n, .leaves = 1};
 	while (f.leaves < npos || f.leaves < n)
 		f.leaves *= 2;
 	f.tmax = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
