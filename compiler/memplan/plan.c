@@ -1040,12 +1040,6 @@ static int fit_run(Fit *f)
 	return r;
 }
 
-static int by_offset_placed(const void *a, const void *b)
-{
-	const Placed *x = a, *y = b;
-	return x->off != y->off ? (x->off > y->off) - (x->off < y->off) : by_start_placed(a, b);
-}
-
 /* the search's ranks: most bytes live over its life first, or longest first, each way ties broken */
 static int rank_busy_length(const void *a, const void *b)
 {
@@ -1159,8 +1153,6 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 			for (int i = 0; i < n; i++)
 				peak = q[i].off + q[i].size > peak ? q[i].off + q[i].size : peak;
 			memcpy(best, q, sizeof *q * (size_t)n);
-			/* in order of offset, first-fit places each value no higher: a start for the walks */
-			qsort(best, (size_t)n, sizeof *best, by_offset_placed);
 		} else
 			lo = cap + 1;
 		cap = (lo + peak) / 2 / ALIGN * ALIGN;
