@@ -28,7 +28,8 @@
  * A position has two moments, as the memory plan sees them: while the
  * copies made there are computed, in the forward's order (the op's own
  * result, `own`, not yet made; a transient copy held until its last reader
- * there), and while the op runs (the lasting copies made; the transient
+ * there, and so a value held to the position only for its copies), and
+ * while the op runs (the lasting copies made; the transient
  * ones, and values held to the position only for its copies, freed). Elementwise results take a dying operand's storage, as the
  * plan's in_place does: a copy an operand of its own type (`share`) that
  * is transient there, and an op the value `lend` names where that value's
