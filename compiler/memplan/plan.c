@@ -716,6 +716,24 @@ static void ints_push(Ints *l, int x)
 	l->d[l->len++] = x;
 }
 
+static Lifetimes lifetimes_new(int64_t npos)
+{
+	Lifetimes t = {1, NULL, NULL};
+	while (t.size < npos)
+		t.size *= 2;
+	t.cover = calloc((size_t)(2 * t.size), sizeof(Ints));
+	t.starts = calloc((size_t)(2 * t.size), sizeof(Ints));
+	return t;
+}
+
+static void lifetimes_free(Lifetimes *t)
+{
+	for (int x = 0; x < 2 * t->size; x++)
+		free(t->cover[x].d), free(t->starts[x].d);
+	free(t->cover);
+	free(t->starts);
+}
+
 static void lifetimes_add(Lifetimes *t, int i, int64_t start, int64_t end)
 {
 	for (int64_t lo = start + t->size, hi = end + t->size + 1; lo < hi; lo /= 2, hi /= 2) {
@@ -757,11 +775,7 @@ static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *o
  * where the top reaches limit. The top. */
 static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 {
-	Lifetimes t = {1, NULL, NULL};
-	while (t.size < npos)
-		t.size *= 2;
-	t.cover = calloc((size_t)(2 * t.size), sizeof(Ints));
-	t.starts = calloc((size_t)(2 * t.size), sizeof(Ints));
+	Lifetimes t = lifetimes_new(npos);
 	Taken *near = malloc(sizeof *near * (size_t)n);
 	int *idx = malloc(sizeof(int) * (size_t)n);
 	int64_t top = 0;
@@ -774,10 +788,7 @@ static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 		top = off + q[i].size > top ? off + q[i].size : top;
 		lifetimes_add(&t, i, q[i].start, q[i].end);
 	}
-	for (int x = 0; x < 2 * t.size; x++)
-		free(t.cover[x].d), free(t.starts[x].d);
-	free(t.cover);
-	free(t.starts);
+	lifetimes_free(&t);
 	free(near);
 	free(idx);
 	return top;
@@ -811,14 +822,19 @@ static void busy(Placed *q, int n, int64_t npos)
 	free(d);
 }
 
+/* the busier first: -1, 1, or 0 where as busy */
+static int busier(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	return (x->busy < y->busy) - (x->busy > y->busy);
+}
+
 /* the values live where the most bytes are first (each stacks on the ones
  * that share its busiest position), then the largest */
 static int by_busy(const void *a, const void *b)
 {
-	const Placed *x = a, *y = b;
-	if (x->busy != y->busy)
-		return x->busy > y->busy ? -1 : 1;
-	return by_size(a, b);
+	int c = busier(a, b);
+	return c ? c : by_size(a, b);
 }
 
 static int by_area(const void *a, const void *b)
@@ -869,12 +885,6 @@ static int iterate(Placed *q, int n, int64_t npos, int64_t live, int rounds, uin
 			*top = last, stall = -1, memcpy(keep, q, sizeof *q * (size_t)n);
 	}
 	return r;
-}
-
-static int by_start_placed(const void *a, const void *b)
-{
-	const Placed *x = a, *y = b;
-	return x->start != y->start ? (x->start > y->start) - (x->start < y->start) : x->v - y->v;
 }
 
 /* ---- a search for a packing within a cap ----
@@ -1043,54 +1053,34 @@ static int fit_run(Fit *f)
 /* the search's ranks: most bytes live over its life first, or longest first, each way ties broken */
 static int rank_busy_length(const void *a, const void *b)
 {
-	const Placed *x = a, *y = b;
-	if (x->busy != y->busy)
-		return x->busy > y->busy ? -1 : 1;
-	return by_length(a, b);
+	int c = busier(a, b);
+	return c ? c : by_length(a, b);
 }
 
 static int rank_busy_area(const void *a, const void *b)
 {
-	const Placed *x = a, *y = b;
-	if (x->busy != y->busy)
-		return x->busy > y->busy ? -1 : 1;
-	return by_area(a, b);
+	int c = busier(a, b);
+	return c ? c : by_area(a, b);
 }
 
-/* each value's overlaps in time, into f->ovs/ov: a sweep in order of start over the values still live */
-static void fit_overlaps(Fit *f, Placed *q, int n)
+/* each value's overlaps in time, into f->ovs/ov (lifetimes_near, all placed) */
+static void fit_overlaps(Fit *f, Placed *q, int n, int64_t npos)
 {
-	Placed *s = malloc(sizeof *s * (size_t)n);
+	Lifetimes t = lifetimes_new(npos);
 	for (int i = 0; i < n; i++)
-		s[i] = q[i], s[i].v = i; /* v: the index in q[] */
-	qsort(s, (size_t)n, sizeof *s, by_start_placed);
-	int *cnt = calloc((size_t)n, sizeof(int)), *act = malloc(sizeof(int) * (size_t)n);
+		lifetimes_add(&t, i, q[i].start, q[i].end);
+	int *near = malloc(sizeof(int) * (size_t)n);
 	f->ovs = malloc(sizeof(int) * (size_t)(n + 1));
-	for (int pass = 0; pass < 2; pass++) {
-		int na = 0;
-		for (int k = 0; k < n; k++) {
-			int i = s[k].v, m = 0;
-			for (int x = 0; x < na; x++)
-				if (q[act[x]].end >= q[i].start)
-					act[m++] = act[x];
-			na = m;
-			for (int x = 0; x < na; x++) {
-				int j = act[x];
-				if (pass)
-					f->ov[f->ovs[i] + cnt[i]] = j, f->ov[f->ovs[j] + cnt[j]] = i;
-				cnt[i]++, cnt[j]++;
-			}
-			act[na++] = i;
-		}
-		if (!pass) {
-			f->ovs[0] = 0;
-			for (int i = 0; i < n; i++)
-				f->ovs[i + 1] = f->ovs[i] + cnt[i];
-			f->ov = malloc(sizeof(int) * (size_t)(f->ovs[n] + 1));
-			memset(cnt, 0, sizeof(int) * (size_t)n);
-		}
-	}
-	free(s), free(cnt), free(act);
+	f->ovs[0] = 0;
+	for (int i = 0; i < n; i++)
+		f->ovs[i + 1] = f->ovs[i] + lifetimes_near(&t, q[i].start, q[i].end, near) - 1; /* less itself */
+	f->ov = malloc(sizeof(int) * (size_t)(f->ovs[n] + 1));
+	for (int i = 0, at = 0; i < n; i++)
+		for (int k = 0, m = lifetimes_near(&t, q[i].start, q[i].end, near); k < m; k++)
+			if (near[k] != i)
+				f->ov[at++] = near[k];
+	lifetimes_free(&t);
+	free(near);
 }
 
 /* one search at cap with the ranks of order `rank`, from nothing placed: 1 found (offsets in q[].off) */
@@ -1137,7 +1127,7 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 	f.rank = malloc(sizeof(int) * (size_t)n);
 	f.byrank = malloc(sizeof(int) * (size_t)n);
 	f.placed = malloc((size_t)n);
-	fit_overlaps(&f, q, n);
+	fit_overlaps(&f, q, n, npos);
 	f.undo_v = malloc(sizeof(int) * (size_t)(f.ovs[n] + 1));
 	f.undo_f = malloc(sizeof(int64_t) * (size_t)(f.ovs[n] + 1));
 	int64_t lo = live, cap = live;
@@ -1221,7 +1211,7 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 		if (top < keep_below)
 			memcpy(best, q, sizeof *q * (size_t)n), peak = keep_below = top, found = true;
 	}
-	/* the walks start from the best orders' packing: the search's, in order of offset, can be a worse start */
+	/* the walks start from the best orders' packing: the search's packing is in no order they can walk from */
 	Placed *from = NULL;
 	if (walks && found && peak > live) {
 		from = malloc(sizeof *from * (size_t)n);
@@ -1259,6 +1249,12 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 /* mem_verify's check of a packing: values sorted by start, each compared
  * with those still live where it starts */
 static bool checking;
+
+static int by_start_placed(const void *a, const void *b)
+{
+	const Placed *x = a, *y = b;
+	return x->start != y->start ? (x->start > y->start) - (x->start < y->start) : x->v - y->v;
+}
 
 static void check_packing(Program *p, Placed *q, int n)
 {
