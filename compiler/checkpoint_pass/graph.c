@@ -908,6 +908,7 @@ static int64_t planned(Graph *g, Model *m, const uint8_t *keep, int64_t (*plan)(
  * of too much memory; then the 8 costliest tried kept, each against every
  * kept value made again instead. */
 static SelResult swaps_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_swaps(P, want, SEL_WORK, keep); }
+static SelResult refill_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_refill(P, want, SEL_WORK, keep); }
 static SelResult anneal_move(const SelProblem *P, int64_t want, uint8_t *keep)
 {
 	return sel_anneal_fit(P, want, GRAPH_ANNEAL, 10, keep);
@@ -949,6 +950,7 @@ static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_
 	if (m->small) {
 		planner_rounds(g, m, budget, want, plan, swaps_move, keep, &res->flops, bytes);
 		planner_rounds(g, m, budget, want, plan, anneal_move, keep, &res->flops, bytes);
+		planner_rounds(g, m, budget, want, plan, refill_move, keep, &res->flops, bytes);
 	}
 	if (!m->descent)
 		return;
@@ -1676,6 +1678,8 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 			least_within(&g, &m, budget, plan, keep, &res, &bytes);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
+		else if (getenv("DPC_SELECT_DUMP"))
+			write_choice(&m, ar_printf("%s.fit", getenv("DPC_SELECT_DUMP")), keep);
 		return apply_model(&g, &m, keep, res, nall);
 	}
 	if (asked || !p->offload_cost)

@@ -519,6 +519,71 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 	return (Outcome){peak <= budget, peak, f};
 }
 
+/* keep[] with the values drop[] (nd of them) made again in states st[],
+ * then the greedy keep and polish over the other values: taken where that
+ * saves FLOPs over *f and still fits (keep[], *f and *peak become its) */
+static bool refilled(Work *w, const Cands *c, int64_t budget, const int *drop, const uint8_t *st, int nd, uint8_t *keep,
+                     int64_t *f, int64_t *peak)
+{
+	const SelProblem *P = w->P;
+	uint8_t *try = malloc((size_t)P->n + 1);
+	Cands rest = {malloc(sizeof(int) * (size_t)(c->nc + 1)), 0};
+	memcpy(try, keep, (size_t)P->n);
+	for (int k = 0; k < nd; k++)
+		try[drop[k]] = st[k];
+	for (int j = 0; j < c->nc; j++) {
+		int k = 0;
+		while (k < nd && drop[k] != c->c[j])
+			k++;
+		if (k == nd)
+			rest.c[rest.nc++] = c->c[j];
+	}
+	Outcome o = greedy_keep(w, &rest, budget, false, false, try);
+	if (o.fits)
+		o = polish(w, &rest, budget, try);
+	bool took = o.fits && (o.flops < *f || (o.flops == *f && o.peak < *peak));
+	if (took) {
+		memcpy(keep, try, (size_t)P->n);
+		*f = o.flops, *peak = o.peak;
+	}
+	free(try);
+	free(rest.c);
+	return took;
+}
+
+/* Drop and refill within a fit: each kept value made again (once, each
+ * time, or offloaded), then the greedy keep and polish from there over the
+ * other values; taken where that saves FLOPs and still fits. Where no one
+ * value helps, each pair of kept values made again once. Passes while one
+ * helps, within `work` values and positions visited. A swap trades one
+ * value for one; this trades large kept values for several smaller ones
+ * (the DenseNet sample at 75% of store-everything: one 10,240-byte value
+ * made once, four smaller kept in its place). */
+static Outcome refill(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int64_t work)
+{
+	const SelProblem *P = w->P;
+	int64_t f, peak = sel_commit(w, keep, &f), per = P->n + P->npos;
+	bool moved = true;
+	while (moved && peak <= budget && w->evals * per <= work) {
+		moved = false;
+		for (int i = 0; i < c->nc && !moved && w->evals * per <= work; i++) {
+			int v = c->c[i];
+			for (uint8_t st = SEL_ONCE; st <= SEL_HOST && !moved && keep[v] == SEL_KEEP; st++)
+				if (st != SEL_KEEP && may(P, v, st))
+					moved = refilled(w, c, budget, &v, &st, 1, keep, &f, &peak);
+		}
+		static const uint8_t once[2] = {SEL_ONCE, SEL_ONCE};
+		for (int i = 0; i < c->nc && !moved && w->evals * per <= work; i++)
+			for (int j = i + 1; j < c->nc && !moved && w->evals * per <= work; j++) {
+				int two[2] = {c->c[i], c->c[j]};
+				if (keep[two[0]] == SEL_KEEP && keep[two[1]] == SEL_KEEP)
+					moved = refilled(w, c, budget, two, once, 2, keep, &f, &peak);
+			}
+	}
+	peak = sel_evaluate(w, keep, &f);
+	return (Outcome){peak <= budget, peak, f};
+}
+
 /* the greedy search that drops from store-everything, polished, on a Work
  * of its own: sel_fit runs it on a thread beside the one that keeps from
  * nothing, as the two share only the problem, which neither writes */
@@ -832,6 +897,17 @@ SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *
 	sel_work_init(&w, P);
 	Cands c = candidates_of(P);
 	Outcome o = swaps(&w, &c, budget, keep, work);
+	free(c.c);
+	sel_work_free(&w);
+	return greedy_result(o);
+}
+
+SelResult sel_refill(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
+{
+	Work w;
+	sel_work_init(&w, P);
+	Cands c = candidates_of(P);
+	Outcome o = refill(&w, &c, budget, keep, work);
 	free(c.c);
 	sel_work_free(&w);
 	return greedy_result(o);

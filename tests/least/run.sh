@@ -264,9 +264,11 @@ PY
 			-o /dev/null >"$o/milp.$n.$b.log" 2>&1; then
 			# where dpc's fit is the MILP's optimum over its three states (2026-11-28: all but the DenseNet
 			# sample's since the final packing searches for one at the bytes live at once and the model frees a
-			# value after the last copy reading it), it stays there
+			# value after the last copy reading it; 2026-11-29: its 75% too, since the fit drops kept values
+			# and keeps again around them), it stays there
 			case "$dp:$b" in
-			samples/inception.dp:* | samples/unet.dp:111936 | tests/least/milp/*) at=1 what=", the MILP's fewest" ;;
+			samples/inception.dp:* | samples/unet.dp:111936 | samples/densenet.dp:219840 | tests/least/milp/*)
+				at=1 what=", the MILP's fewest" ;;
 			*) at=0 what= ;;
 			esac
 			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest, nor its printed bound$what" \
