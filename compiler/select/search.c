@@ -220,12 +220,14 @@ static int frontier(const SelProblem *P, int v, int *out, bool *seen)
  * times positions above the budget per FLOP it adds, until the peak fits.
  * A candidate is tried computed again once, once with the temporaries its
  * recomputation would start from kept (its frontier), and each time it is
- * needed; the best of the three taken. */
-enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH, MOVE_HOST };
+ * needed; the best of the three taken. With `chain` (from a choice that
+ * keeps temporaries), also once with its kept frontier made again too: a
+ * value whose kept operand is read by it alone frees nothing apart. */
+enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH, MOVE_HOST, MOVE_CHAIN };
 static const uint8_t move_state[] = {[MOVE_ONCE] = SEL_ONCE, [MOVE_FRONT] = SEL_ONCE, [MOVE_EACH] = SEL_EACH,
-                                     [MOVE_HOST] = SEL_HOST};
+                                     [MOVE_HOST] = SEL_HOST, [MOVE_CHAIN] = SEL_ONCE};
 
-static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
+static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, uint8_t *keep)
 {
 	const SelProblem *P = w->P;
 	w->budget = budget;
@@ -252,7 +254,7 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 		if (round[top] != now) {
 			int64_t f2;
 			score[top] = -1e300;
-			for (int m = MOVE_ONCE; m <= MOVE_HOST; m++) {
+			for (int m = MOVE_ONCE; m <= (chain ? MOVE_CHAIN : MOVE_HOST); m++) {
 				/* read by one adjoint op: each time is once, unless recomputations read it too */
 				if ((m == MOVE_EACH && P->adj_first[v] == P->adj_last[v] && w->nlive > 256) || !may(P, v, move_state[m]))
 					continue;
@@ -260,13 +262,15 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 				keep[v] = move_state[m];
 				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
 					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
-				if (m != MOVE_FRONT || added) {
+				for (int k = 0; k < nf && m == MOVE_CHAIN; k++)
+					was[k] = keep[front[k]], added += keep[front[k]] == SEL_KEEP, keep[front[k]] = SEL_ONCE;
+				if ((m != MOVE_FRONT && m != MOVE_CHAIN) || added) {
 					sel_eval_try(w, keep, &f2);
 					double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
 					if (s2 > score[top])
 						score[top] = s2, move[top] = (uint8_t)m;
 				}
-				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
+				for (int k = 0; k < nf && (m == MOVE_FRONT || m == MOVE_CHAIN); k++)
 					keep[front[k]] = was[k];
 			}
 			keep[v] = SEL_KEEP;
@@ -283,8 +287,8 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, uint8_t *kee
 		}
 		refreshed = false;
 		keep[v] = move_state[move[top]];
-		for (int k = 0; k < nf && move[top] == MOVE_FRONT; k++)
-			keep[front[k]] = SEL_KEEP;
+		for (int k = 0; k < nf && (move[top] == MOVE_FRONT || move[top] == MOVE_CHAIN); k++)
+			keep[front[k]] = move[top] == MOVE_FRONT ? SEL_KEEP : keep[front[k]] == SEL_KEEP ? SEL_ONCE : keep[front[k]];
 		now++;
 		peak = sel_commit(w, keep, &f);
 		ex = w->excess;
@@ -519,11 +523,13 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 	return (Outcome){peak <= budget, peak, f};
 }
 
-/* keep[] with the values drop[] (nd of them) made again in states st[],
- * then the greedy keep and polish over the other values: taken where that
- * saves FLOPs over *f and still fits (keep[], *f and *peak become its) */
-static bool refilled(Work *w, const Cands *c, int64_t budget, const int *drop, const uint8_t *st, int nd, uint8_t *keep,
-                     int64_t *f, int64_t *peak)
+/* keep[] with the values drop[] (nd of them) in states st[]; with
+ * `repair`, the greedy drop (its chain moves too) over the other values
+ * while that is over the budget; then the greedy keep and polish over the
+ * others: taken where that saves FLOPs over *f, or as many at a lower
+ * peak, and still fits (keep[], *f and *peak become its) */
+static bool refilled(Work *w, const Cands *c, int64_t budget, const int *drop, const uint8_t *st, int nd, bool repair,
+                     uint8_t *keep, int64_t *f, int64_t *peak)
 {
 	const SelProblem *P = w->P;
 	uint8_t *try = malloc((size_t)P->n + 1);
@@ -538,7 +544,11 @@ static bool refilled(Work *w, const Cands *c, int64_t budget, const int *drop, c
 		if (k == nd)
 			rest.c[rest.nc++] = c->c[j];
 	}
-	Outcome o = greedy_keep(w, &rest, budget, false, false, try);
+	Outcome o = {true, 0, 0};
+	if (repair)
+		o = greedy_drop(w, &rest, budget, true, try);
+	if (o.fits)
+		o = greedy_keep(w, &rest, budget, false, false, try);
 	if (o.fits)
 		o = polish(w, &rest, budget, try);
 	bool took = o.fits && (o.flops < *f || (o.flops == *f && o.peak < *peak));
@@ -553,12 +563,13 @@ static bool refilled(Work *w, const Cands *c, int64_t budget, const int *drop, c
 
 /* Drop and refill within a fit: each kept value made again (once, each
  * time, or offloaded), then the greedy keep and polish from there over the
- * other values; taken where that saves FLOPs and still fits. Where no one
- * value helps, each pair of kept values made again once. Passes while one
- * helps, within `work` values and positions visited. A swap trades one
- * value for one; this trades large kept values for several smaller ones
- * (the DenseNet sample at 75% of store-everything: one 10,240-byte value
- * made once, four smaller kept in its place). */
+ * other values; each value not kept kept (or made once, from each time),
+ * the greedy drop from there and then the keep; where neither helps, each
+ * pair of kept values made again once and the keep. Taken where that
+ * saves FLOPs and still fits; passes while one helps, within `work` values
+ * and positions visited. A swap trades one value for one; these trade
+ * several (the DenseNet sample at 75% of store-everything: one 10,240-byte
+ * value made once, four smaller kept in its place). */
 static Outcome refill(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int64_t work)
 {
 	const SelProblem *P = w->P;
@@ -570,14 +581,20 @@ static Outcome refill(Work *w, const Cands *c, int64_t budget, uint8_t *keep, in
 			int v = c->c[i];
 			for (uint8_t st = SEL_ONCE; st <= SEL_HOST && !moved && keep[v] == SEL_KEEP; st++)
 				if (st != SEL_KEEP && may(P, v, st))
-					moved = refilled(w, c, budget, &v, &st, 1, keep, &f, &peak);
+					moved = refilled(w, c, budget, &v, &st, 1, false, keep, &f, &peak);
+		}
+		for (int i = 0; i < c->nc && !moved && w->evals * per <= work; i++) {
+			int v = c->c[i];
+			uint8_t st = keep[v] == SEL_EACH ? SEL_ONCE : SEL_KEEP;
+			if (keep[v] != SEL_KEEP && P->flops[v] && may(P, v, st))
+				moved = refilled(w, c, budget, &v, &st, 1, true, keep, &f, &peak);
 		}
 		static const uint8_t once[2] = {SEL_ONCE, SEL_ONCE};
 		for (int i = 0; i < c->nc && !moved && w->evals * per <= work; i++)
 			for (int j = i + 1; j < c->nc && !moved && w->evals * per <= work; j++) {
 				int two[2] = {c->c[i], c->c[j]};
 				if (keep[two[0]] == SEL_KEEP && keep[two[1]] == SEL_KEEP)
-					moved = refilled(w, c, budget, two, once, 2, keep, &f, &peak);
+					moved = refilled(w, c, budget, two, once, 2, false, keep, &f, &peak);
 			}
 	}
 	peak = sel_evaluate(w, keep, &f);
@@ -600,7 +617,7 @@ static void *drop_side(void *arg)
 	Drop *d = arg;
 	Work w;
 	sel_work_init(&w, d->P);
-	d->out = greedy_drop(&w, d->c, d->budget, d->keep);
+	d->out = greedy_drop(&w, d->c, d->budget, false, d->keep);
 	if (d->out.fits)
 		d->out = polish(&w, d->c, d->budget, d->keep);
 	sel_work_free(&w);

@@ -146,10 +146,10 @@ SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep);
  * while another changes state) that save FLOPs and still fit, within
  * `work` values and positions visited */
 SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep);
-/* from a choice that fits budget: each kept value (then each pair of
- * them) made again and the greedy keep run again over the others, where
- * that saves FLOPs and still fits, within `work` values and positions
- * visited */
+/* from a choice that fits budget: each kept value made again, each value
+ * not kept kept, then each pair of kept values made again, and the greedy
+ * searches run again over the others, where that saves FLOPs and still
+ * fits, within `work` values and positions visited */
 SelResult sel_refill(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep);
 /* a test's check: every evaluation of a few changes from a committed
  * choice (the greedy searches' scores) is evaluated whole too, and a

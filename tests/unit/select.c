@@ -108,7 +108,7 @@ int main(void)
 	group = "select";
 	/* every score the greedy searches take from a committed choice is evaluated whole too */
 	sel_check_tries(true);
-	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, anneal_opt = 0, offloading = 0;
+	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, anneal_opt = 0, refill_opt = 0, offloading = 0;
 	double worst_gap = 0;
 	for (int iter = 0; iter < 300; iter++) {
 		int n = 6 + rnd(8);
@@ -191,6 +191,19 @@ int main(void)
 				check(a.fits && f == a.flops && pk == a.peak && pk <= budget && a.flops <= g.flops && a.flops >= best,
 				      what);
 				anneal_opt += a.flops == best;
+				/* drop and refill from the greedy fit: the same conditions */
+				uint8_t ref[64];
+				memcpy(ref, got, sizeof ref);
+				sel_fit(P, budget, 0, false, ref);
+				SelResult d = sel_refill(P, budget, SEL_WORK, ref);
+				pk = sel_eval(P, ref, &f, NULL);
+				snprintf(what, sizeof what, "problem %d, budget %lld: from the greedy's %lld FLOPs, drop and refill "
+				         "%lld at peak %lld (evaluated %lld, %lld); brute force %lld", iter, (long long)budget,
+				         (long long)g.flops, (long long)d.flops, (long long)d.peak, (long long)f, (long long)pk,
+				         (long long)best);
+				check(d.fits && f == d.flops && pk == d.peak && pk <= budget && d.flops <= g.flops && d.flops >= best,
+				      what);
+				refill_opt += d.flops == best;
 			}
 		}
 		int64_t floor;
@@ -219,6 +232,8 @@ int main(void)
 		       "over the optimum\n", greedy_opt, greedy_fits, 100 * worst_gap);
 		printf("ok - select: threshold accepting on FLOPs from each greedy fit stays within the budget, as evaluated, "
 		       "never above where it started; optimal at %d of %d\n", anneal_opt, greedy_fits);
+		printf("ok - select: drop and refill from each greedy fit stays within the budget, as evaluated, never above "
+		       "where it started; optimal at %d of %d\n", refill_opt, greedy_fits);
 		printf("ok - select: sel_least's floor is below every choice's peak on all %d, and sel_improve from its least "
 		       "keeps the peak and recomputes no more\n", problems);
 	}
