@@ -1586,8 +1586,11 @@ static int64_t fit_restarts(Graph *g, Model *m, int64_t budget, int64_t (*plan)(
  * by swaps (sel_swaps) and then drop and refill (sel_refill) on the model,
  * each result checked by the planner at the final packing: the DenseNet
  * sample at half of store-everything, 70,656 FLOPs recomputed from
- * fit_restarts' start, 58,880 (the MILP's fewest) after; issue 40's small
- * Inception at half, 10,321,920 to 9,764,864 (the MILP's), by one swap. */
+ * fit_restarts' start, 58,880 (the MILP's fewest) after, and at 60%
+ * 26,112 to 25,600 (the MILP's: one value kept, two dropped with their
+ * kept operands, one kept value's elementwise reader kept instead); issue
+ * 40's small Inception at half, 10,321,920 to 9,764,864 (the MILP's), by
+ * one swap. */
 static void refill_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *res,
                        int64_t *bytes)
 {

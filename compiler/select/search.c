@@ -221,11 +221,23 @@ static int frontier(const SelProblem *P, int v, int *out, bool *seen)
  * A candidate is tried computed again once, once with the temporaries its
  * recomputation would start from kept (its frontier), and each time it is
  * needed; the best of the three taken. With `chain` (from a choice that
- * keeps temporaries), also once with its kept frontier made again too: a
- * value whose kept operand is read by it alone frees nothing apart. */
-enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH, MOVE_HOST, MOVE_CHAIN };
+ * keeps temporaries), also once with its kept frontier made again too (a
+ * value whose kept operand only it reads frees nothing alone), and once
+ * with its elementwise reader kept instead (its successor: the same bytes
+ * held to a different adjoint use). */
+enum { MOVE_ONCE, MOVE_FRONT, MOVE_EACH, MOVE_HOST, MOVE_CHAIN, MOVE_SHIFT };
 static const uint8_t move_state[] = {[MOVE_ONCE] = SEL_ONCE, [MOVE_FRONT] = SEL_ONCE, [MOVE_EACH] = SEL_EACH,
-                                     [MOVE_HOST] = SEL_HOST, [MOVE_CHAIN] = SEL_ONCE};
+                                     [MOVE_HOST] = SEL_HOST, [MOVE_CHAIN] = SEL_ONCE, [MOVE_SHIFT] = SEL_ONCE};
+
+/* the value not kept that may take v's storage (an elementwise reader of it), or -1 */
+static int successor(const SelProblem *P, const uint8_t *keep, int v)
+{
+	for (int x = 0; x < P->n; x++)
+		for (int k = 0; k < P->nin[x] && k < 32; k++)
+			if (P->in[x][k] == v && (P->share[x] >> k & 1) && P->kind[x] != SEL_FIXED && keep[x] != SEL_KEEP)
+				return x;
+	return -1;
+}
 
 static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, uint8_t *keep)
 {
@@ -251,10 +263,11 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, 
 			break;
 		int v = c->c[top];
 		int nf = frontier(P, v, front, seen);
+		int next = chain ? successor(P, keep, v) : -1;
 		if (round[top] != now) {
 			int64_t f2;
 			score[top] = -1e300;
-			for (int m = MOVE_ONCE; m <= (chain ? MOVE_CHAIN : MOVE_HOST); m++) {
+			for (int m = MOVE_ONCE; m <= (chain ? MOVE_SHIFT : MOVE_HOST); m++) {
 				/* read by one adjoint op: each time is once, unless recomputations read it too */
 				if ((m == MOVE_EACH && P->adj_first[v] == P->adj_last[v] && w->nlive > 256) || !may(P, v, move_state[m]))
 					continue;
@@ -264,7 +277,10 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, 
 					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
 				for (int k = 0; k < nf && m == MOVE_CHAIN; k++)
 					was[k] = keep[front[k]], added += keep[front[k]] == SEL_KEEP, keep[front[k]] = SEL_ONCE;
-				if ((m != MOVE_FRONT && m != MOVE_CHAIN) || added) {
+				uint8_t was_next = next >= 0 ? keep[next] : 0;
+				if (m == MOVE_SHIFT && next >= 0)
+					keep[next] = SEL_KEEP, added = 1;
+				if ((m != MOVE_FRONT && m != MOVE_CHAIN && m != MOVE_SHIFT) || added) {
 					sel_eval_try(w, keep, &f2);
 					double s2 = (double)(ex - w->excess) / (double)(f2 - f + 1);
 					if (s2 > score[top])
@@ -272,6 +288,8 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, 
 				}
 				for (int k = 0; k < nf && (m == MOVE_FRONT || m == MOVE_CHAIN); k++)
 					keep[front[k]] = was[k];
+				if (m == MOVE_SHIFT && next >= 0)
+					keep[next] = was_next;
 			}
 			keep[v] = SEL_KEEP;
 			round[top] = now;
@@ -289,6 +307,8 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, 
 		keep[v] = move_state[move[top]];
 		for (int k = 0; k < nf && (move[top] == MOVE_FRONT || move[top] == MOVE_CHAIN); k++)
 			keep[front[k]] = move[top] == MOVE_FRONT ? SEL_KEEP : keep[front[k]] == SEL_KEEP ? SEL_ONCE : keep[front[k]];
+		if (move[top] == MOVE_SHIFT && next >= 0)
+			keep[next] = SEL_KEEP;
 		now++;
 		peak = sel_commit(w, keep, &f);
 		ex = w->excess;
