@@ -256,33 +256,34 @@ PY
 	fi
 	for b in $(python3 -c "import json,sys; print(' '.join(json.load(open(sys.argv[1]))[sys.argv[2]]['budgets']))" \
 		tests/least/milp/expected.json "$dp"); do
-		if [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]['budgets'][sys.argv[3]]['flops_any'])" \
+		if [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]['budgets'][sys.argv[3]].get('flops_any', 0))" \
 			tests/least/milp/expected.json "$dp" "$b")" = None ]; then
 			expect "least/milp $dp: $b bytes, below the MILP's least, refused" 1 "more than --device-mem" \
 				"$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" -o /dev/null
 		elif "$DPC" --target cpu "$dp" --checkpoint auto --stream none --device-mem "$b" --schedule-json "$o/milp.$n.$b.json" \
 			-o /dev/null >"$o/milp.$n.$b.log" 2>&1; then
-			# where dpc's fit is the MILP's optimum over its three states (2026-11-28: all but the DenseNet
-			# sample's since the final packing searches for one at the bytes live at once and the model frees a
-			# value after the last copy reading it; 2026-11-29: its 75% too, since the fit drops kept values
-			# and keeps again around them), it stays there
-			case "$dp:$b" in
-			samples/inception.dp:* | samples/unet.dp:111936 | samples/densenet.dp:219840 | tests/least/milp/*)
-				at=1 what=", the MILP's fewest" ;;
-			*) at=0 what= ;;
-			esac
-			check "least/milp $dp: within $b bytes, no fewer FLOPs than the MILP's fewest, nor its printed bound$what" \
-				python3 - "$dp" "$b" "$o/milp.$n.$b.json" "$at" <<'PY'
+			# every fit at the MILP's optimum over dpc's three states (2026-11-29: the fit's drop and refill
+			# reached the last three, the DenseNet sample at 50%, 60% and 75%); where HiGHS ran out of time (the
+			# Inception sample at 50%), at or below what it found
+			what="at the MILP's fewest FLOPs over dpc's states"
+			python3 -c "import json,sys; sys.exit('flops_states' in json.load(open(sys.argv[1]))[sys.argv[2]]['budgets'][sys.argv[3]])" \
+				tests/least/milp/expected.json "$dp" "$b" && what="at or below the FLOPs HiGHS found in its time"
+			check "least/milp $dp: within $b bytes, $what, no fewer than any schedule's fewest, its printed bound no more" \
+				python3 - "$dp" "$b" "$o/milp.$n.$b.json" <<'PY'
 import json, sys
 want = json.load(open("tests/least/milp/expected.json"))[sys.argv[1]]["budgets"][sys.argv[2]]
 d = json.load(open(sys.argv[3]))
 peak, flops, budget = d["peak_device_bytes"]["total"], d["recomputed_flops"], int(sys.argv[2])
 fb = d["straight_line"].get("flops_bound")
-assert peak <= budget and flops >= want["flops_any"], (peak, budget, flops, want)
-assert fb is None or fb <= want["flops_any"], (fb, want)  # the printed bound is one
-assert sys.argv[4] == "0" or flops <= want["flops_states"], (flops, want)
-print(f"peak {peak}, {flops} FLOPs recomputed, bound {fb}; the MILP's fewest {want.get('flops_states')} (three states), "
-      f"{want['flops_any']} (any schedule)")
+# where HiGHS stopped at its time limit, its bound over any schedule bounds the FLOPs, and what it found over
+# dpc's states bounds the printed bound and what dpc must reach
+least = want["flops_any"] if "flops_any" in want else want["flops_any_bound"]
+found = want.get("flops_any", want.get("flops_any_found"))
+assert peak <= budget and flops >= least, (peak, budget, flops, want)
+assert fb is None or found is None or fb <= found, (fb, want)  # the printed bound is one
+assert flops <= want.get("flops_states", want.get("flops_states_found")), (flops, want)
+print(f"peak {peak}, {flops} FLOPs recomputed, bound {fb}; the MILP's fewest "
+      f"{want.get('flops_states', want.get('flops_states_found'))} (three states), {found} (any schedule)")
 PY
 		else
 			notok "least/milp $dp: within $b bytes" "$o/milp.$n.$b.log"

@@ -12,7 +12,11 @@
 # of dpc's three states the fewest FLOPs (least_flops_any, least_flops_states:
 # what min-memory's FLOPs' bound must not pass). Writes expected.json beside
 # this script. LEAST_FLOPS_ONLY=1 solves only the last two again, at the least
-# peaks expected.json holds, and adds them to it.
+# peaks expected.json holds, and adds them to it. MORE_FRACTIONS="0.3 0.5"
+# solves only the fewest FLOPs at those fractions of the store-everything
+# peak expected.json holds, and adds them to it; a solve that HiGHS stops at
+# its time limit (TIME seconds each, default 300) is kept as what it found
+# and its bound (flops_MODE_found, flops_MODE_bound), not as an optimum.
 #   PYTHON=/path/to/venv/bin/python bash tests/least/milp/regen.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +37,49 @@ least_flops() {
 			--json "$out/$1.$mode.atleast.json"
 	done
 }
+if [ -n "${MORE_FRACTIONS:-}" ]; then
+	fractions=()
+	for x in $MORE_FRACTIONS; do
+		fractions+=(--budget-fraction "$x")
+	done
+	for dp in "${graphs[@]}"; do
+		name=$(echo "$dp" | tr / _)
+		full=$("$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]['store_everything'])" \
+			"$here/expected.json" "$dp")
+		DPC_SELECT_DUMP="$out/$name.problem.json" "$DPC" --target cpu "$dp" --checkpoint min-memory --stream none -o /dev/null
+		for mode in any states; do
+			flag=()
+			[ $mode = states ] && flag=(--states)
+			"$PYTHON" bench/milp.py "$out/$name.problem.json" "${flag[@]}" --no-least --full "$full" "${fractions[@]}" \
+				--time "${TIME:-300}" --json "$out/$name.$mode.more.json"
+		done
+	done
+	"$PYTHON" - "$out" "$here/expected.json" "${graphs[@]}" <<'PY'
+import json, math, os, sys
+out, dest, graphs = sys.argv[1], sys.argv[2], sys.argv[3:]
+res = json.load(open(dest))
+for dp in graphs:
+    name = dp.replace("/", "_")
+    for mode in ("any", "states"):
+        for b in json.load(open(f"{out}/{name}.{mode}.more.json"))["budgets"]:
+            e = res[dp].setdefault("budgets", {}).setdefault(str(b["budget"]), {"fraction": b["fraction"]})
+            for k in (f"flops_{mode}", f"flops_{mode}_found", f"flops_{mode}_bound"):
+                e.pop(k, None)
+            if b["status"] == "Optimal":
+                e[f"flops_{mode}"] = round(b["objective"])
+            elif b["status"] == "Infeasible":
+                e[f"flops_{mode}"] = None  # no plan fits: dpc must refuse the budget
+            else:
+                if b["objective"] is not None and math.isfinite(b["objective"]):
+                    e[f"flops_{mode}_found"] = round(b["objective"])
+                e[f"flops_{mode}_bound"] = math.ceil(b["bound"] - 1e-6)
+with open(dest + ".tmp", "w") as f:
+    json.dump(res, f, indent=1, sort_keys=True)
+    f.write("\n")
+os.replace(dest + ".tmp", dest)
+PY
+	exit 0
+fi
 if [ "${LEAST_FLOPS_ONLY:-0}" = 1 ]; then
 	for dp in "${graphs[@]}"; do
 		name=$(echo "$dp" | tr / _)
