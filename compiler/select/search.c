@@ -276,7 +276,8 @@ static Outcome greedy_drop(Work *w, const Cands *c, int64_t budget, bool chain, 
 				for (int k = 0; k < nf && m == MOVE_FRONT; k++)
 					was[k] = keep[front[k]], added += keep[front[k]] != SEL_KEEP, keep[front[k]] = SEL_KEEP;
 				for (int k = 0; k < nf && m == MOVE_CHAIN; k++)
-					was[k] = keep[front[k]], added += keep[front[k]] == SEL_KEEP, keep[front[k]] = SEL_ONCE;
+					if ((was[k] = keep[front[k]]) == SEL_KEEP)
+						keep[front[k]] = SEL_ONCE, added++;
 				uint8_t was_next = next >= 0 ? keep[next] : 0;
 				if (m == MOVE_SHIFT && next >= 0)
 					keep[next] = SEL_KEEP, added = 1;
