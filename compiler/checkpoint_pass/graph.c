@@ -214,7 +214,7 @@ static void issue_points(Program *p, int *issue)
 	for (int i = 0; i < p->body.len; i++) {
 		issue[i] = i >= p->nforward && last >= 0 ? last : i;
 		Op *op = p->body.ops[i];
-		if (i >= p->nforward && (ir_op_flops(p, op) > 0 || op->kind == OP_LOOP || op->kind == OP_REVOLVE))
+		if (i >= p->nforward && (ir_op_flops(p, op) > 0 || ir_is_loop(op)))
 			last = i;
 	}
 }
@@ -627,7 +627,7 @@ static int lender(Model *m, Program *p, Op *op, int k, int first_op)
 		return -1;
 	Op *d = p->values.data[m->val[u]].def;
 	/* a loop's result may share its state's storage (memplan's coalesce): not counted on */
-	if (!d || d->kind == OP_CONST || d->kind == OP_LOOP || d->kind == OP_REVOLVE ||
+	if (!d || d->kind == OP_CONST || ir_is_loop(d) ||
 	    !ir_type_eq(ir_vtype(p, x), ir_vtype(p, op->out)))
 		return -1;
 	for (int j = 0; j < op->nin; j++)
@@ -724,7 +724,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 		Op *op = p->body.ops[i];
 		int v = op->out;
 		/* a loop's results: fixed, from the loop on */
-		for (int k = 0; (op->kind == OP_LOOP || op->kind == OP_REVOLVE) && op->cout && k < op->ncarry; k++) {
+		for (int k = 0; (ir_is_loop(op)) && op->cout && k < op->ncarry; k++) {
 			int c = op->cout[k];
 			if (c >= 0 && c < nv && p->values.data[c].kind == VK_SSA && m.of[c] < 0)
 				m.val[n] = c, m.of[c] = n++;
@@ -747,7 +747,7 @@ static Model build(Graph *g, const int *cand, int ncand)
 		Op *op = p->body.ops[i];
 		if (i >= p->nforward && op->out >= 0 && op->out < nv)
 			adj_def[op->out] = i;
-		for (int k = 0; (op->kind == OP_LOOP || op->kind == OP_REVOLVE) && op->cout && k < op->ncarry; k++)
+		for (int k = 0; (ir_is_loop(op)) && op->cout && k < op->ncarry; k++)
 			if (op->cout[k] >= 0 && op->cout[k] < nv)
 				adj_def[op->cout[k]] = i;
 	}
@@ -1146,7 +1146,7 @@ static void dump_problem(Graph *g, Model *m, const char *path)
 		fatal("cannot write %s (DPC_SELECT_DUMP)", path);
 	bool loops = false;
 	for (int t = 0; t < P->npos; t++)
-		loops |= p->body.ops[t]->kind == OP_LOOP || p->body.ops[t]->kind == OP_REVOLVE;
+		loops |= ir_is_loop(p->body.ops[t]);
 	fprintf(f, "{\"npos\": %d, \"nforward\": %d, \"fixed\": %lld, \"loops\": %s,\n\"positions\": [\n", P->npos,
 	        p->nforward, (long long)m->fixed, loops ? "true" : "false");
 	/* held: across the op (made before it, read after it); into: from before the position to its op */

@@ -499,7 +499,7 @@ struct CkptSteps {
 static bool steps_nest(const Block *b)
 {
 	for (int i = 0; i < b->len; i++)
-		if (b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE)
+		if (ir_is_loop(b->ops[i]))
 			return true;
 	return false;
 }

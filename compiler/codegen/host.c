@@ -200,7 +200,7 @@ static int absorbed_acc(Host *h, Block *b, int i, int to)
 	cg_extent(h->g, b->ops[j]->in[0], &lo, &hi);
 	for (int k = i + 1; k < j; k++) {
 		Op *x = b->ops[k];
-		if (x->kind == OP_LOOP || x->kind == OP_REVOLVE)
+		if (ir_is_loop(x))
 			return -1;
 		for (int q = 0; q < x->nin; q++) {
 			Value *v = &p->values.data[x->in[q]];

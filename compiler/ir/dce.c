@@ -9,7 +9,7 @@ static void count_block(Block *b, int *uses)
 		Op *op = b->ops[i];
 		for (int k = 0; k < op->nin; k++)
 			uses[op->in[k]]++;
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+		if (ir_is_loop(op)) {
 			for (int k = 0; k < op->ncarry; k++)
 				uses[op->cyield[k]]++;
 			for (int k = 0; k < op->ncarry && op->body3.len; k++)
@@ -37,7 +37,7 @@ static int sweep(Block *b, int *uses, int limit, bool *changed)
 	int removed = 0;
 	for (int i = b->len - 1; i >= 0; i--) {
 		Op *op = b->ops[i];
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+		if (ir_is_loop(op)) {
 			sweep(&op->body, uses, op->body.len, changed);
 			sweep(&op->body2, uses, op->body2.len, changed);
 			sweep(&op->body3, uses, op->body3.len, changed);

@@ -76,14 +76,14 @@ bool ir_attn_lse_fused(const Block *b, int i)
 bool ir_has_loops(const Program *p)
 {
 	for (int i = 0; i < p->body.len; i++)
-		if (p->body.ops[i]->kind == OP_LOOP || p->body.ops[i]->kind == OP_REVOLVE)
+		if (ir_is_loop(p->body.ops[i]))
 			return true;
 	return false;
 }
 
 int ir_emit(Program *p, Block *b, Op *op)
 {
-	if (op->kind == OP_LOOP || op->kind == OP_REVOLVE)
+	if (ir_is_loop(op))
 		die("ir_emit: loops are built by hand");
 	if (!(ir_ops[op->kind].flags & OPF_WRITE)) {
 		Type t;

@@ -54,7 +54,7 @@ static int64_t count_ops(Block *b)
 {
 	int64_t n = 0;
 	for (int i = 0; i < b->len; i++)
-		n += b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE
+		n += ir_is_loop(b->ops[i])
 		     ? 2 + count_ops(&b->ops[i]->body) + count_ops(&b->ops[i]->body2) + count_ops(&b->ops[i]->body3) : 1;
 	return n;
 }
@@ -66,7 +66,7 @@ static void number(Live *L, Block *b)
 		int64_t at = L->pos++;
 		if (op->out >= 0) /* an attn_lse its attention writes lives from there */
 			L->defpos[op->out] = ir_attn_lse_fused(b, i) ? at - 1 : at;
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+		if (ir_is_loop(op)) {
 			/* a revolve's bodies run interleaved: the state lives across them */
 			L->defpos[op->ivar] = at;
 			if (op->kind == OP_REVOLVE)
@@ -120,7 +120,7 @@ static void uses(Live *L, Block *b)
 		/* a result computed in another value's storage: that storage is live from here */
 		if (op->out >= 0 && L->p->values.data[op->out].res == VR_ALIAS && !(ir_ops[op->kind].flags & OPF_VIEW))
 			use(L, op->out, at);
-		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
+		if (!ir_is_loop(op))
 			continue;
 		Span s = L->loops[at];
 		vec_push(&L->spans, s);
@@ -177,7 +177,7 @@ static void mark_aliases(Program *p, Block *b)
 				p->values.data[op->cout[k]].alias_of = op->carg[k];
 			}
 		}
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+		if (ir_is_loop(op)) {
 			mark_aliases(p, &op->body);
 			mark_aliases(p, &op->body2);
 			mark_aliases(p, &op->body3);
@@ -212,7 +212,7 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 		return;
 	Op *def = Y->def;
 	int flags = ir_ops[def->kind].flags;
-	bool whole = !(flags & (OPF_VIEW | OPF_LEAF | OPF_WRITE)) && def->kind != OP_LOOP && def->kind != OP_REVOLVE &&
+	bool whole = !(flags & (OPF_VIEW | OPF_LEAF | OPF_WRITE)) && !ir_is_loop(def) &&
 	             def->kind != OP_COPY && !mentions(p, def, root(p, x));
 	if (!(flags & OPF_EW) && !whole)
 		return;
@@ -228,7 +228,7 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 	for (int k = d + 1; k < at; k++) {
 		Op *op = b->ops[k];
 		/* the slice's index must be known where y is computed */
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE || mentions(p, op, r) || (index >= 0 && op->out == index))
+		if (ir_is_loop(op) || mentions(p, op, r) || (index >= 0 && op->out == index))
 			return;
 		/* a view of y would go on reading x's storage after the copy: a
 		 * variable's may change there, a tape slot's stays as stored */
@@ -266,7 +266,7 @@ static void coalesce_block(Program *p, Block *b, const int *uses, int norow)
 			coalesce(p, b, i, op->in[1], op->in[0], -1, uses);
 		if (op->kind == OP_STORE_SLICE && op->in[1] != norow)
 			coalesce(p, b, i, op->in[2], op->in[0], op->in[1], uses);
-		if (op->kind != OP_LOOP && op->kind != OP_REVOLVE)
+		if (!ir_is_loop(op))
 			continue;
 		coalesce_yields(p, op, &op->body, op->cyield, uses);
 		if (op->body3.len)
@@ -416,7 +416,7 @@ static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const 
 	free(shut);
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+		if (ir_is_loop(op)) {
 			in_place_block(p, &op->body, op, rt, all);
 			in_place_block(p, &op->body3, op, rt, all);
 			in_place_block(p, &op->body2, op, rt, all);
@@ -450,7 +450,7 @@ static Op *acc_after(Block *b, int i)
 	int out = b->ops[i]->out;
 	for (int j = i + 1; j < b->len; j++) {
 		Op *x = b->ops[j];
-		if (x->kind == OP_LOOP || x->kind == OP_REVOLVE)
+		if (ir_is_loop(x))
 			return NULL;
 		if ((x->kind == OP_ACC || x->kind == OP_ACC_SLICE) && x->in[x->nin - 1] == out)
 			return x;
@@ -1460,7 +1460,7 @@ static void inner_live(Program *p, Live *L, int64_t npos, int64_t base)
 		int i = owner[def];
 		Op *op = p->body.ops[i];
 		int64_t end = start[i] + count_ops(&(Block){p->body.ops + i, 1, 0}) - 1;
-		if (!(op->kind == OP_LOOP || op->kind == OP_REVOLVE) || def <= start[i] || def >= end)
+		if (!(ir_is_loop(op)) || def <= start[i] || def >= end)
 			continue;
 		int64_t last = L->last[v] < def ? def : L->last[v] > end ? end : L->last[v];
 		d[def] += align_up(ir_bytes(p, x->type));
@@ -1486,7 +1486,7 @@ static void leading_sums(Program *p, Block *b)
 			if (m > p->ones_len[dt])
 				p->ones_len[dt] = m;
 		}
-		if (b->ops[i]->kind == OP_LOOP || b->ops[i]->kind == OP_REVOLVE) {
+		if (ir_is_loop(b->ops[i])) {
 			leading_sums(p, &b->ops[i]->body);
 			leading_sums(p, &b->ops[i]->body2);
 			leading_sums(p, &b->ops[i]->body3);
@@ -1731,7 +1731,7 @@ static int64_t largest_working_set(Program *p, Block *b, const bool *fixed)
 		Op *op = b->ops[i];
 		int64_t w = op->recomputed ? 0 : op_working_set(p, op, fixed);
 		Block *inner[3] = {&op->body, &op->body2, &op->body3};
-		for (int k = 0; k < 3 && (op->kind == OP_LOOP || op->kind == OP_REVOLVE); k++) {
+		for (int k = 0; k < 3 && (ir_is_loop(op)); k++) {
 			int64_t x = largest_working_set(p, inner[k], fixed);
 			w = x > w ? x : w;
 		}
@@ -1971,7 +1971,7 @@ static int64_t step_most(Program *p, Across *A, Op *loop, Block *b, const bool *
 	for (int k = 0; k < b->len; k++) {
 		run += diff[k + 1];
 		Op *op = b->ops[k];
-		if (!every_plan_runs(op) || taping(p, op) || op->kind == OP_LOOP || op->kind == OP_REVOLVE)
+		if (!every_plan_runs(op) || taping(p, op) || ir_is_loop(op))
 			continue;
 		int64_t named = state_named(p, loop, op), w = run + vars - step_named(p, &S, op, k, assigned) -
 		                named_across(A, op, A->at) + op_working_set(p, op, fixed) + (states > named ? states - named : 0);
@@ -2028,7 +2028,7 @@ static int64_t largest_across(Program *p, const bool *fixed)
 		Op *op = p->body.ops[i];
 		if (!every_plan_runs(op))
 			continue;
-		if (op->kind == OP_LOOP || op->kind == OP_REVOLVE) {
+		if (ir_is_loop(op)) {
 			/* what the top level holds across the loop, and at each op of its step what the step holds */
 			A.at = i, A.forward = i < p->nforward;
 			int64_t w = run + step_most(p, &A, op, op->kind == OP_LOOP ? &op->body : &op->body2, fixed);

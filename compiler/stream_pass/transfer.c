@@ -123,7 +123,7 @@ static Usage usage(Program *p, Param *q)
 	if (!u.acc_body)
 		return (Usage){.why = "its gradient is not accumulated per layer in a reverse loop"};
 	Op *a = u.adj;
-	if (!a || (a->kind != OP_LOOP && a->kind != OP_REVOLVE) || (u.fwd && a->primal != u.fwd))
+	if (!a || (!ir_is_loop(a)) || (u.fwd && a->primal != u.fwd))
 		return (Usage){.why = "its reads are not one loop and its adjoint"};
 	Op *f = a->primal;
 	if (!f || f->lo != 0 || f->trip != units || a->lo != 0 || a->trip != units)
