@@ -398,7 +398,8 @@ int ir_emit(Program *p, Block *b, Op *op);
 void ir_insert(Block *b, int at, Op *op);
 bool ir_attn_lse_fused(const Block *b, int i); /* op i is written by the attention before it */
 bool ir_has_loops(const Program *p);           /* p's top level has a loop (or a revolve) */
-static inline bool ir_is_loop(const Op *op) { return op->kind == OP_LOOP || op->kind == OP_REVOLVE; } /* a loop or a revolve */
+/* a loop or a revolve */
+static inline bool ir_is_loop(const Op *op) { return op->kind == OP_LOOP || op->kind == OP_REVOLVE; }
 extern bool ir_attn_apart; /* testing (DPC_ATTN_APART): attn_lse a pass of its own, attn_dk and attn_dv apart */
 
 /* types */
