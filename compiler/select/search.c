@@ -929,26 +929,27 @@ SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
 	return greedy_result(o);
 }
 
-SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
+/* a move from a fit (swaps, refill) on a Work of its own over every candidate */
+static SelResult on_own_work(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep,
+                             Outcome (*move)(Work *, const Cands *, int64_t, uint8_t *, int64_t))
 {
 	Work w;
 	sel_work_init(&w, P);
 	Cands c = candidates_of(P);
-	Outcome o = swaps(&w, &c, budget, keep, work);
+	Outcome o = move(&w, &c, budget, keep, work);
 	free(c.c);
 	sel_work_free(&w);
 	return greedy_result(o);
 }
 
+SelResult sel_swaps(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
+{
+	return on_own_work(P, budget, work, keep, swaps);
+}
+
 SelResult sel_refill(const SelProblem *P, int64_t budget, int64_t work, uint8_t *keep)
 {
-	Work w;
-	sel_work_init(&w, P);
-	Cands c = candidates_of(P);
-	Outcome o = refill(&w, &c, budget, keep, work);
-	free(c.c);
-	sel_work_free(&w);
-	return greedy_result(o);
+	return on_own_work(P, budget, work, keep, refill);
 }
 
 /* the forward's narrowest cuts: cross[t], the values (not fixed) defined

@@ -103,6 +103,20 @@ static SelProblem *random_problem(int n, int nfixed, bool offload, int nadj)
 	return P;
 }
 
+/* a move (`name`, result r, its choice got[]) from the greedy fit of `greedy` FLOPs: within the budget, as
+ * evaluated, no more FLOPs than it started from and no fewer than the optimum `best`; true where at it */
+static bool from_greedy(const SelProblem *P, const char *name, SelResult r, const uint8_t *got, int iter,
+                        int64_t budget, int64_t greedy, int64_t best)
+{
+	char what[300];
+	int64_t f, pk = sel_eval(P, got, &f, NULL);
+	snprintf(what, sizeof what, "problem %d, budget %lld: from the greedy's %lld FLOPs, %s %lld at peak %lld "
+	         "(evaluated %lld, %lld); brute force %lld", iter, (long long)budget, (long long)greedy, name,
+	         (long long)r.flops, (long long)r.peak, (long long)f, (long long)pk, (long long)best);
+	check(r.fits && f == r.flops && pk == r.peak && pk <= budget && r.flops <= greedy && r.flops >= best, what);
+	return r.flops == best;
+}
+
 int main(void)
 {
 	group = "select";
@@ -180,30 +194,13 @@ int main(void)
 				greedy_opt += g.flops == best;
 				double gap = best ? (double)(g.flops - best) / (double)best : g.flops ? 1 : 0;
 				worst_gap = gap > worst_gap ? gap : worst_gap;
-				/* threshold accepting on FLOPs from the greedy fit: within the budget, as evaluated, no
-				 * more FLOPs than it started from and no fewer than the optimum */
-				SelResult a = sel_anneal_fit(P, budget, 2000, 10, got);
-				pk = sel_eval(P, got, &f, NULL);
-				snprintf(what, sizeof what, "problem %d, budget %lld: from the greedy's %lld FLOPs, threshold accepting "
-				         "%lld at peak %lld (evaluated %lld, %lld); brute force %lld", iter, (long long)budget,
-				         (long long)g.flops, (long long)a.flops, (long long)a.peak, (long long)f, (long long)pk,
-				         (long long)best);
-				check(a.fits && f == a.flops && pk == a.peak && pk <= budget && a.flops <= g.flops && a.flops >= best,
-				      what);
-				anneal_opt += a.flops == best;
-				/* drop and refill from the greedy fit: the same conditions */
+				/* threshold accepting and drop and refill, each from the greedy fit */
 				uint8_t ref[64];
 				memcpy(ref, got, sizeof ref);
-				sel_fit(P, budget, 0, false, ref);
-				SelResult d = sel_refill(P, budget, SEL_WORK, ref);
-				pk = sel_eval(P, ref, &f, NULL);
-				snprintf(what, sizeof what, "problem %d, budget %lld: from the greedy's %lld FLOPs, drop and refill "
-				         "%lld at peak %lld (evaluated %lld, %lld); brute force %lld", iter, (long long)budget,
-				         (long long)g.flops, (long long)d.flops, (long long)d.peak, (long long)f, (long long)pk,
-				         (long long)best);
-				check(d.fits && f == d.flops && pk == d.peak && pk <= budget && d.flops <= g.flops && d.flops >= best,
-				      what);
-				refill_opt += d.flops == best;
+				anneal_opt += from_greedy(P, "threshold accepting", sel_anneal_fit(P, budget, 2000, 10, got), got, iter,
+				                          budget, g.flops, best);
+				refill_opt += from_greedy(P, "drop and refill", sel_refill(P, budget, SEL_WORK, ref), ref, iter, budget,
+				                          g.flops, best);
 			}
 		}
 		int64_t floor;
