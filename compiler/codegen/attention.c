@@ -92,7 +92,7 @@ static LLVMValueRef tile_memory(K *k, int64_t n)
 		return scratch(k, n);
 	bool f64 = g->real == g->f64;
 	LLVMValueRef s = cg_shared_array(g, f64 ? "dp_tile_f64" : "dp_tile_f32", LLVMArrayType(g->real, ATTN_SMEM / (f64 ? 8 : 4)));
-	return LLVMBuildAddrSpaceCast(k->b, LLVMBuildBitCast(k->b, s, LLVMPointerType(g->real, 3), ""), LLVMPointerType(g->real, 0), "");
+	return cg_shared_ptr(k, s, g->real);
 }
 
 static LLVMValueRef at_c(K *k, LLVMValueRef p, LLVMValueRef i) { return LLVMBuildGEP2(k->b, k->g->real, p, &i, 1, ""); }
@@ -376,7 +376,7 @@ bool cg_attn_mma(const Cg *g, const KDesc *d)
 {
 	Type q = d->in[0];
 	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads;
-	return g->cuda && !g->reference && q.dt == DT_BF16 && dh % 16 == 0 && dh <= 128;
+	return (g->cuda || g->simt) && !g->reference && q.dt == DT_BF16 && dh % 16 == 0 && dh <= 128;
 }
 
 typedef struct {
@@ -565,7 +565,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	char name[48];
 	snprintf(name, sizeof name, "dp_tile_mma_%lld", (long long)words);
 	LLVMValueRef s = cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
-	m->smem = LLVMBuildAddrSpaceCast(B, LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, 3), ""), g->i32p, "");
+	m->smem = cg_shared_ptr(k, s, g->i32);
 	/* the statistics after the two tiles (2 tile halves = tile words) */
 	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, 0), "");
 	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
@@ -1116,6 +1116,17 @@ void cg_attention_lse(Host *h, Block *b, int i)
 	lower_attention_gemm(h, b->ops[i], b->ops[i + 1]->out);
 }
 
+/* DPC_SIMT: an attention op that the CPU target runs as the GPU's
+ * tensor-core kernel, on the runtime's emulator */
+static bool simt_attention(Cg *g, Op *op)
+{
+	if (!g->simt)
+		return false;
+	KDesc d = cg_kdesc(op);
+	d.in[0] = ir_vtype(g->p, op->in[0]);
+	return cg_attn_mma(g, &d);
+}
+
 bool cg_host_attention(Host *h, Op *op)
 {
 	if (op->kind == OP_ATTN_DELTA) {
@@ -1126,7 +1137,7 @@ bool cg_host_attention(Host *h, Op *op)
 		lower_attention_gemm(h, op, -1);
 		return true;
 	}
-	if (ir_ops[op->kind].low == LW_HEADS && !h->g->cuda && !h->g->reference) {
+	if (ir_ops[op->kind].low == LW_HEADS && !h->g->cuda && !h->g->reference && !simt_attention(h->g, op)) {
 		lower_attention(h, op);
 		return true;
 	}

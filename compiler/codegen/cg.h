@@ -20,6 +20,8 @@ typedef struct {
 	bool cost;         /* record dp_step's launches (cg_emit_kernels sets it) */
 	bool cpu_splits;   /* DPC_CPU_SPLITS: the GPU's reductions in two launches on the CPU too (testing) */
 	FILE *kernels_json; /* the CUDA target: the build also writes its launches there as --schedule-json's members */
+	bool simt;         /* DPC_SIMT: the CPU target runs the GPU's tensor-core kernels on the runtime's SIMT
+	                    * emulator (runtime/cpu/simt.c; testing) */
 } CgOptions;
 
 /* A GPU the cost model knows: its SMs, memory bandwidth (bytes/s), dense

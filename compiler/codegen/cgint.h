@@ -119,6 +119,7 @@ typedef struct {
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
 	int *lslot, lslots; /* the launches' hash table (cost.c) */
 	bool cpu_splits;  /* CgOptions.cpu_splits */
+	bool simt;        /* CgOptions.simt, on the CPU target */
 	Vec(CgLaunch) launches;
 } Cg;
 
@@ -230,7 +231,10 @@ void cg_end_if(K *k, LLVMBasicBlockRef join);
 LLVMValueRef cg_combine(K *k, LLVMValueRef a, LLVMValueRef b, bool max);
 LLVMValueRef cg_all_reduce(K *k, LLVMValueRef v, bool max);
 void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
-LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at); /* a block's shared array, one per name */
+/* a block's shared array, one per name (on the CPU, for the SIMT emulator:
+ * thread-local), and a generic pointer to its first element of type elem */
+LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at);
+LLVMValueRef cg_shared_ptr(K *k, LLVMValueRef s, LLVMTypeRef elem);
 /* n reals of the compute type in the GPU module's global memory, zeroed, one
  * array per name: its first element's generic address */
 LLVMValueRef cg_global_array(K *k, const char *name, int64_t n);

@@ -96,7 +96,8 @@ void cg_launch(Host *h, KDesc *d, LLVMValueRef *words, int nwords)
 		return;
 	}
 	int id = cg_kernel_id(g, d);
-	int64_t n = cg_kernel_size(g, d) * d->lanes;
+	/* threads on the GPU; items on the CPU (a block each on the SIMT emulator) */
+	int64_t n = cg_kernel_size(g, d) * (g->cuda ? d->lanes : 1);
 	cg_cost_kernel(h, id, n, (int)d->kind == K_LOOP);
 	for (int i = 0; i < nwords; i++) {
 		LLVMValueRef at = cg_i64(g, i);
@@ -690,6 +691,7 @@ static Cg *build(Program *p, const CgOptions *o)
 		g->root[v] = g->addr_from[v] = -1;
 	g->cost = o->cost || o->target == CG_CUDA; /* the executable's --profile prints the predictions */
 	g->cpu_splits = o->cpu_splits;
+	g->simt = o->simt && !g->cuda;
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
 	int sgd[DT_F64 + 1], adam[DT_F64 + 1];

@@ -134,7 +134,7 @@ int64_t cg_reduce_parts(const Cg *g, const KDesc *d)
 static int lane_count(Cg *g, const KDesc *d)
 {
 	if (!g->cuda)
-		return 1;
+		return g->simt && low_class(d) == LW_HEADS && cg_attn_mma(g, d) ? CG_BLOCK : 1;
 	if ((int)d->kind == K_LOOP)
 		return CG_BLOCK; /* one item: the block */
 	if ((int)d->kind == K_ATTN_ROWS)
@@ -552,7 +552,7 @@ LLVMValueRef cg_acc_result(K *k, Loop *l, LLVMValueRef init, LLVMValueRef last)
 
 /* ---- combining the lanes of a GPU reduction ---- */
 
-LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
+static LLVMValueRef call_named(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
 {
 	LLVMTypeRef pt[16];
 	if (n > 16)
@@ -564,6 +564,53 @@ LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef 
 	if (!f)
 		f = LLVMAddFunction(k->g->mod, name, ft);
 	return LLVMBuildCall2(k->b, ft, f, args, (unsigned)n, "");
+}
+
+/* The NVPTX intrinsics that the SIMT emulator takes (DPC_SIMT, dprt.h),
+ * and its functions for them; mma's fragment of C goes through memory. */
+static const struct {
+	const char *intrinsic, *emulator;
+} simt_calls[] = {
+	{"llvm.nvvm.barrier0", "rt_simt_barrier"},
+	{"llvm.nvvm.shfl.sync.bfly.f32", "rt_simt_shfl_bfly_f32"},
+	{"llvm.nvvm.shfl.sync.bfly.i32", "rt_simt_shfl_bfly_i32"},
+	{"llvm.nvvm.mma.m16n8k16.row.col.bf16", "rt_simt_mma_bf16"},
+};
+
+static LLVMValueRef simt_call(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
+{
+	Cg *g = k->g;
+	int i = 0, count = (int)(sizeof simt_calls / sizeof simt_calls[0]);
+	while (i < count && strcmp(simt_calls[i].intrinsic, name))
+		i++;
+	if (i == count)
+		die("the SIMT emulator has no %s", name);
+	if (LLVMGetTypeKind(ret) != LLVMStructTypeKind)
+		return call_named(k, simt_calls[i].emulator, ret, args, n);
+	/* d = a b + c: c (the last four arguments) in memory, replaced by d */
+	LLVMValueRef c = LLVMBuildArrayAlloca(k->b, g->real, cg_i64(g, 4), "");
+	for (int j = 0; j < 4; j++) {
+		LLVMValueRef at = cg_i64(g, j);
+		LLVMBuildStore(k->b, args[n - 4 + j], LLVMBuildGEP2(k->b, g->real, c, &at, 1, ""));
+	}
+	LLVMValueRef in[7];
+	memcpy(in, args, sizeof(LLVMValueRef) * 6);
+	in[6] = c;
+	call_named(k, simt_calls[i].emulator, LLVMVoidTypeInContext(g->ctx), in, 7);
+	LLVMValueRef d = LLVMGetUndef(ret);
+	for (int j = 0; j < 4; j++) {
+		LLVMValueRef at = cg_i64(g, j);
+		LLVMValueRef v = LLVMBuildLoad2(k->b, g->real, LLVMBuildGEP2(k->b, g->real, c, &at, 1, ""), "");
+		d = LLVMBuildInsertValue(k->b, d, v, (unsigned)j, "");
+	}
+	return d;
+}
+
+LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
+{
+	if (!k->g->gpu && !strncmp(name, "llvm.nvvm.", 10))
+		return simt_call(k, name, ret, args, n);
+	return call_named(k, name, ret, args, n);
 }
 
 /* the value of the lane whose number differs from this one's in bit `mask` */
@@ -601,8 +648,10 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 {
 	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
 	if (!s) {
-		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, 3);
+		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, g->gpu ? 3 : 0);
 		LLVMSetInitializer(s, LLVMGetUndef(at));
+		/* the SIMT emulator runs a block on each CPU thread */
+		LLVMSetThreadLocal(s, !g->gpu);
 		/* not internal: LLVM would take a barrier not to touch an internal
 		 * global and move reads of it above the barrier (tests/ptx/barriers.py) */
 		LLVMSetLinkage(s, LLVMExternalLinkage);
@@ -612,6 +661,13 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 		die("shared array %s asked for with two types", name);
 	}
 	return s;
+}
+
+LLVMValueRef cg_shared_ptr(K *k, LLVMValueRef s, LLVMTypeRef elem)
+{
+	if (!k->g->gpu)
+		return LLVMBuildBitCast(k->b, s, LLVMPointerType(elem, 0), "");
+	return LLVMBuildAddrSpaceCast(k->b, LLVMBuildBitCast(k->b, s, LLVMPointerType(elem, 3), ""), LLVMPointerType(elem, 0), "");
 }
 
 LLVMValueRef cg_global_array(K *k, const char *name, int64_t n)
@@ -886,7 +942,30 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	cg_set_real(g, g->p->real);
 }
 
-/* x86: void kN(const uint64_t *args, int64_t begin, int64_t end) */
+/* DPC_SIMT: kernel d's body as one GPU thread, for the emulator's blocks:
+ * void (const uint64_t *args, int64_t item), rt_simt_tid() its lane */
+static LLVMValueRef simt_thread(Cg *g, const KDesc *d, const char *name)
+{
+	LLVMTypeRef params[2] = {g->i64p, g->i64};
+	LLVMValueRef fn = LLVMAddFunction(g->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 2, 0));
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+	LLVMValueRef args[16];
+	for (int j = 0; j < d->nargs; j++) {
+		LLVMValueRef at = cg_i64(g, j);
+		args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
+	}
+	LLVMTypeRef tft = LLVMFunctionType(g->i64, NULL, 0, 0);
+	LLVMValueRef tid = LLVMGetNamedFunction(g->mod, "rt_simt_tid");
+	if (!tid)
+		tid = LLVMAddFunction(g->mod, "rt_simt_tid", tft);
+	cg_kernel_body(g, fn, d, args, LLVMGetParam(fn, 1), LLVMBuildCall2(g->b, tft, tid, NULL, 0, ""));
+	LLVMBuildRetVoid(g->b);
+	return fn;
+}
+
+/* x86: void kN(const uint64_t *args, int64_t begin, int64_t end); under
+ * DPC_SIMT a kernel of GPU blocks runs each item as a block on the emulator */
 void cg_cpu_kernels(Cg *g)
 {
 	LLVMTypeRef params[3] = {g->i64p, g->i64, g->i64};
@@ -900,10 +979,11 @@ void cg_cpu_kernels(Cg *g)
 		LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
 		LLVMSetLinkage(fn, LLVMInternalLinkage);
 		fns[i] = fn;
+		LLVMValueRef thread = d->lanes == CG_BLOCK ? simt_thread(g, d, ar_printf("%s_thread", name)) : NULL;
 		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
 		LLVMPositionBuilderAtEnd(g->b, entry);
 		LLVMValueRef args[16];
-		for (int j = 0; j < d->nargs; j++) {
+		for (int j = 0; j < d->nargs && !thread; j++) {
 			LLVMValueRef at = cg_i64(g, j);
 			args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
 		}
@@ -911,7 +991,14 @@ void cg_cpu_kernels(Cg *g)
 		LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
 		LLVMValueRef count = LLVMBuildSub(g->b, end, begin, "");
 		Loop l = cg_for(&k, count);
-		cg_kernel_body(g, fn, d, args, LLVMBuildAdd(g->b, begin, l.i, ""), cg_i64(g, 0));
+		LLVMValueRef item = LLVMBuildAdd(g->b, begin, l.i, "");
+		if (thread) {
+			LLVMTypeRef bp[3] = {LLVMTypeOf(thread), g->i64p, g->i64}, bft;
+			LLVMValueRef block = cg_declare(g, "rt_simt_block", LLVMVoidTypeInContext(g->ctx), bp, 3, &bft);
+			LLVMBuildCall2(g->b, bft, block, (LLVMValueRef[]){thread, LLVMGetParam(fn, 0), item}, 3, "");
+		} else {
+			cg_kernel_body(g, fn, d, args, item, cg_i64(g, 0));
+		}
 		cg_for_end(&k, &l, count);
 		LLVMBuildRetVoid(g->b);
 	}
