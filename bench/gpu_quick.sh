@@ -3,12 +3,15 @@
 # that `bash tests/gpu/run.sh build` made here (carry gpu_build/), most
 # important first, within 8 minutes on one H100 or H200:
 #  0. first, 30 s of correctness: the GPT sample's --gradcheck in f64 on the
-#     GPU, and attention's fused passes bitwise as the passes apart;
+#     GPU, and attention's fused passes bitwise as the passes apart (on GEMMs
+#     in f32 and bf16, and on the tensor-core kernels);
 #  1. GPT-2 124M fp32 (B = 8): dpc, PyTorch eager and torch.compile;
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
 #  4. GPT-2's GEMMs one a call (the default) against strided-batched calls
-#     (DPC_GEMM_BATCHED=1);
+#     (DPC_GEMM_BATCHED=1); bf16 GPT-2 with attention on dpc's tensor-core
+#     kernels in FlashAttention-2's order (DPC_ATTN_GEMM=off) against cuBLAS's
+#     GEMMs (the default), which says which should be the default;
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
@@ -42,7 +45,7 @@ field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.ar
 say "### correctness first"
 say ""
 if timeout 60 "$B/gpt.cuda64" --gradcheck >>"$log" 2>&1; then say "- gpt --gradcheck in f64 on the GPU: passed"; else say "- gpt --gradcheck in f64 on the GPU: **FAILED** (gpu_quick.log)"; fi
-for x in cuda cudabf; do
+for x in cuda cudabf cudabf_mma; do
 	if timeout 30 "$B/gpt.$x" --steps 3 --lr 0.01 --quiet --save /tmp/q_ga.p >>"$log" 2>&1 &&
 		timeout 30 "$B/gpt.${x}_apart" --steps 3 --lr 0.01 --quiet --save /tmp/q_gap.p >>"$log" 2>&1 && cmp -s /tmp/q_ga.p /tmp/q_gap.p; then
 		say "- gpt.$x: attention's kept log-sum-exp and attn_dkv bitwise as the passes apart"
@@ -96,6 +99,19 @@ for name in gpt2 gpt2bf; do
 		say "- $name: the strided-batched run failed or did not start"
 	fi
 done
+say ""
+
+# bf16 attention on dpc's tensor-core kernels (FlashAttention-2's order, never timed on a GPU before)
+say "### bf16 attention: dpc's tensor-core kernels against cuBLAS's GEMMs"
+say ""
+if [ -f /tmp/q_gpt2bf.ms ] && timeout 60 "$B/gpt2bf_mma.cuda" --steps "$steps" --lr 1e-4 --quiet \
+	--summary-json /tmp/q_gpt2bf_mma.json >>"$log" 2>&1; then
+	mt=$(field /tmp/q_gpt2bf_mma.json ms_per_step)
+	say "- gpt2bf: $(printf %.2f "$(cat /tmp/q_gpt2bf.ms)") ms/step on GEMMs, $(printf %.2f "$mt") on tensor-core kernels (predicted $(printf %.2f "$(field "$B/kernels/gpt2bf_mma.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field /tmp/q_gpt2bf_mma.json loss_first)") -> $(printf %.4f "$(field /tmp/q_gpt2bf_mma.json loss_last)")"
+	timeout 30 "$B/gpt2bf_mma.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
+else
+	say "- gpt2bf on tensor-core kernels: failed or did not start (gpu_quick.log)"
+fi
 say ""
 
 say "### streaming"

@@ -143,7 +143,8 @@ bool ad_active(Ad *a, int v) { return a->active.data[v]; }
 
 int ad_attn_lse(Ad *a, Op *op) { return op->kind == OP_ATTENTION && op->out >= 0 && a->lse_of == op->out ? a->lse : -1; }
 
-/* Attention on GEMMs keeps each row's log-sum-exp for its adjoint: an
+/* Attention on GEMMs or in FlashAttention-2's order on tensor cores
+ * (Attr.attn.flash) keeps each row's log-sum-exp for its adjoint: an
  * attn_lse right after it, which it writes as it goes
  * (ir_attn_lse_fused), so that the adjoint does not compute the scores
  * once more for them (FlashAttention-2's order). */
@@ -153,10 +154,10 @@ static void add_lse(Ad *a, Block *b)
 		Op *op = b->ops[i];
 		if (op->kind == OP_LOOP)
 			add_lse(a, &op->body);
-		if (op->kind != OP_ATTENTION || op->nin != 4 || !a->active.data[op->out])
+		if (op->kind != OP_ATTENTION || (op->nin != 4 && !op->attr.attn.flash) || !a->active.data[op->out])
 			continue;
 		Block one = {0};
-		Op *l = ir_new_op(a->p, OP_ATTN_LSE, op->loc, 4, (int[]){op->in[0], op->in[1], op->out, op->in[3]});
+		Op *l = ir_new_op(a->p, OP_ATTN_LSE, op->loc, op->nin, (int[]){op->in[0], op->in[1], op->out, op->nin == 4 ? op->in[3] : -1});
 		l->attr = op->attr;
 		ir_emit(a->p, &one, l);
 		grow(a);

@@ -358,34 +358,45 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 
 /* ---- attention on tensor cores: bf16 on the GPU ----
  * FlashAttention-2's order of work on mma.m16n8k16 (bf16 operands, f32
- * sums). An item is a tile of 128 rows of one head, 16 for each warp of the
- * block: query rows for attention, attn_stats and attn_dq, key rows for
- * attn_dk and attn_dv. The other side's rows come 64 at a time through
- * shared memory (rows padded by 8 elements against bank conflicts), with
- * their statistics for the key-side kernels. Fragments follow PTX's layout
- * for m16n8k16: a thread is (g, t) = (lane / 4, lane % 4) of its warp; A's
+ * sums), for attention ops the frontend marked (Attr.attn.flash: bf16,
+ * heads of 16 to 64 elements, a multiple of 16). An item is a tile of 128
+ * rows of one head, 16 for each warp of the block: query rows for
+ * attention (which writes its rows' log-sum-exp as it goes when an
+ * attn_lse follows it), attn_lse and attn_dq; key rows for attn_dkv, and
+ * attn_dk and attn_dv apart. The other side's rows come through shared
+ * memory (rows padded by 8 elements against bank conflicts), 64 at a time
+ * for the forward, 32 for attn_dq and 16 for the key rows, so that the
+ * scores, the accumulators and the warp's own rows stay within 128
+ * registers; the key-side kernels take the tile's statistics (from
+ * attn_delta, in f32) with it. Fragments follow PTX's layout for
+ * m16n8k16: a thread is (g, t) = (lane / 4, lane % 4) of its warp; A's
  * four registers hold rows g and g + 8 at columns 2t, 2t + 1 and 2t + 8,
  * 2t + 9; B's two hold rows (k) 2t, 2t + 1 and 2t + 8, 2t + 9 of column
  * (n) g; C's four floats rows g and g + 8 at columns 2t, 2t + 1. A tile of
  * scores in C's layout becomes the A operand of the next product (P V, dS K)
- * in registers, rounded to bf16 as FlashAttention-2 does. */
+ * in registers, rounded to bf16 as FlashAttention-2 does. On the CPU the
+ * SIMT emulator runs the same kernels (DPC_SIMT, runtime/cpu/simt.c). */
 
-enum { MMA_ROWS = 128, MMA_TILE = 64, MMA_PAD = 8 };
+enum { MMA_ROWS = 128, MMA_PAD = 8 };
 
 bool cg_attn_mma(const Cg *g, const KDesc *d)
 {
-	Type q = d->in[0];
-	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads;
-	return (g->cuda || g->simt) && !g->reference && q.dt == DT_BF16 && dh % 16 == 0 && dh <= 128;
+	return d->attr.attn.flash && (g->cuda || g->simt) && !g->reference && (int)d->kind != OP_ATTN_DELTA;
 }
+
+/* the other side's rows a step */
+static int64_t mma_tile(OpKind k) { return k == OP_ATTENTION || k == OP_ATTN_LSE ? 64 : k == OP_ATTN_DQ ? 32 : 16; }
 
 typedef struct {
 	K *k;
 	const KDesc *d;
 	LLVMValueRef *ptrs;
-	int64_t T, C, H, dh, stride; /* stride: a shared row's elements */
+	int64_t T, C, H, dh, stride, tk; /* stride: a shared row's elements; tk: the other side's rows a step */
 	LLVMValueRef b, h, bh, warp, g, t, lane;
-	LLVMValueRef smem;           /* the block's tile memory, as i32 words (generic address space) */
+	LLVMValueRef smem;           /* the block's tile memory, as i32 words (in the shared address space) */
+	unsigned space;              /* its address space */
+	LLVMValueRef rows_at, cols_at; /* this thread's word g stride / 2 + t in it, and bf16 element 2t stride + g */
+	LLVMValueRef warp_at;        /* the same past the warp's first 16 rows (warp 16 stride / 2 words) */
 	LLVMTypeRef mma_t;           /* {float, float, float, float} */
 } Mma;
 
@@ -409,43 +420,34 @@ static LLVMValueRef head_row(Mma *m, LLVMValueRef r)
 	return add(m, mulc(m, add(m, mulc(m, m->b, m->T), r), m->C), mulc(m, m->h, m->dh));
 }
 
-/* A fragment of rows r0.. (16) and columns c0.. (16) of tensor p, straight
- * from global memory: rows at or past T read as zeros */
-static void frag_a(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t c0, LLVMValueRef *a)
-{
-	LLVMBuilderRef B = m->k->b;
-	Cg *g = m->k->g;
-	for (int i = 0; i < 4; i++) {
-		LLVMValueRef r = add(m, r0, add(m, m->g, i64c(m, i & 1 ? 8 : 0)));
-		LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
-		LLVMValueRef safe = LLVMBuildSelect(B, in, r, i64c(m, 0), "");
-		LLVMValueRef e = add(m, head_row(m, safe), add(m, mulc(m, m->t, 2), i64c(m, c0 + (i & 2 ? 8 : 0))));
-		a[i] = LLVMBuildSelect(B, in, word_at(m, p, e), LLVMConstInt(g->i32, 0, 0), "");
-	}
-}
-
 static LLVMValueRef smem_word(Mma *m, LLVMValueRef w)
 {
 	Cg *g = m->k->g;
 	return LLVMBuildGEP2(m->k->b, g->i32, m->smem, &w, 1, "");
 }
 
-static LLVMValueRef smem_half(Mma *m, LLVMValueRef e)
-{
-	Cg *g = m->k->g;
-	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
-	LLVMValueRef h = LLVMBuildBitCast(m->k->b, m->smem, LLVMPointerType(i16, 0), "");
-	return LLVMBuildLoad2(m->k->b, i16, LLVMBuildGEP2(m->k->b, i16, h, &e, 1, ""), "");
-}
-
 /* B fragment from a shared tile whose rows are B's columns (n0 + g) and
- * whose elements along a row are B's k (k0 + 2t ...): one word each */
+ * whose elements along a row are B's k (k0 + 2t ...): one word each, at a
+ * constant from the thread's word g stride / 2 + t (Mma.rows_at), which
+ * the loads take as an immediate offset: no address register each */
 static void frag_b_rows(Mma *m, int64_t base, int64_t n0, int64_t k0, LLVMValueRef *b)
 {
 	LLVMBuilderRef B = m->k->b;
 	for (int i = 0; i < 2; i++) {
-		LLVMValueRef e = add(m, mulc(m, add(m, m->g, i64c(m, n0)), m->stride), add(m, mulc(m, m->t, 2), i64c(m, k0 + 8 * i)));
-		b[i] = LLVMBuildLoad2(B, m->k->g->i32, smem_word(m, add(m, i64c(m, base / 2), LLVMBuildLShr(B, e, i64c(m, 1), ""))), "");
+		LLVMValueRef at = i64c(m, (base + n0 * m->stride + k0 + 8 * i) / 2);
+		b[i] = LLVMBuildLoad2(B, m->k->g->i32, LLVMBuildGEP2(B, m->k->g->i32, m->rows_at, &at, 1, ""), "");
+	}
+}
+
+/* A fragment of this warp's 16 rows (g, g + 8) and columns c0.. (2t ...)
+ * of the block's rows in shared memory at element base: from the thread's
+ * word (Mma.rows_at) and the warp's rows (Mma.warp_at), constant offsets */
+static void frag_a_shared(Mma *m, int64_t base, int64_t c0, LLVMValueRef *a)
+{
+	LLVMBuilderRef B = m->k->b;
+	for (int i = 0; i < 4; i++) {
+		LLVMValueRef at = i64c(m, (base + (i & 1 ? 8 : 0) * m->stride + c0 + (i & 2 ? 8 : 0)) / 2);
+		a[i] = LLVMBuildLoad2(B, m->k->g->i32, LLVMBuildGEP2(B, m->k->g->i32, m->warp_at, &at, 1, ""), "");
 	}
 }
 
@@ -455,11 +457,13 @@ static void frag_b_cols(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueR
 {
 	LLVMBuilderRef B = m->k->b;
 	Cg *g = m->k->g;
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
 	for (int i = 0; i < 2; i++) {
 		LLVMValueRef h[2];
 		for (int j = 0; j < 2; j++) {
-			LLVMValueRef row = add(m, mulc(m, m->t, 2), i64c(m, k0 + 8 * i + j));
-			h[j] = LLVMBuildZExt(B, smem_half(m, add(m, i64c(m, base), add(m, mulc(m, row, m->stride), add(m, m->g, i64c(m, n0))))), g->i32, "");
+			/* from the thread's element 2t stride + g (Mma.cols_at) */
+			LLVMValueRef at = i64c(m, base + (k0 + 8 * i + j) * m->stride + n0);
+			h[j] = LLVMBuildZExt(B, LLVMBuildLoad2(B, i16, LLVMBuildGEP2(B, i16, m->cols_at, &at, 1, ""), ""), g->i32, "");
 		}
 		b[i] = LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
 	}
@@ -489,7 +493,7 @@ static LLVMValueRef pack(Mma *m, LLVMValueRef lo, LLVMValueRef hi)
 	return LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
 }
 
-/* the A fragments of a 16 x 64 tile held as C fragments s[8][4] (columns 8j..8j+7 in s[j]) */
+/* the A fragments of columns 16kc.. of a 16-row tile held as C fragments (columns 8j..8j+7 in s[j]) */
 static void as_a(Mma *m, LLVMValueRef s[8][4], int kc, LLVMValueRef *a)
 {
 	a[0] = pack(m, s[2 * kc][0], s[2 * kc][1]);
@@ -515,13 +519,13 @@ static void barrier_all(Mma *m)
 	cg_intrinsic(m->k, "llvm.nvvm.barrier0", LLVMVoidTypeInContext(m->k->g->ctx), NULL, 0);
 }
 
-/* rows r0.. (MMA_TILE) of tensor p into the shared tile at element base; past T zeros */
-static void load_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t base)
+/* rows r0.. (n) of tensor p into the shared tile at element base; past T zeros */
+static void load_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t base, int64_t n)
 {
 	K *k = m->k;
 	LLVMBuilderRef B = k->b;
 	Cg *g = k->g;
-	int64_t words = MMA_TILE * m->dh / 2;
+	int64_t words = n * m->dh / 2;
 	Loop l = cg_for_from(k, m->lane, CG_BLOCK, i64c(m, words));
 	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, m->dh / 2), ""), col = LLVMBuildURem(B, l.i, i64c(m, m->dh / 2), "");
 	LLVMValueRef r = add(m, r0, row), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
@@ -531,14 +535,53 @@ static void load_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t base)
 	cg_for_end(k, &l, i64c(m, words));
 }
 
-/* a real stored in the tensor's bf16 (the statistics) */
-static LLVMValueRef stat(Mma *m, LLVMValueRef e) { return cg_load(m->k, m->ptrs[m->d->kind == OP_ATTN_STATS ? 0 : 5], e); }
+/* f32 element e of an argument word (the statistics, a log-sum-exp) */
+static LLVMValueRef f32_at(Mma *m, LLVMValueRef word, LLVMValueRef e)
+{
+	LLVMBuilderRef B = m->k->b;
+	LLVMValueRef p = LLVMBuildIntToPtr(B, word, LLVMPointerType(m->k->g->real, 0), "");
+	return LLVMBuildGEP2(B, m->k->g->real, p, &e, 1, "");
+}
 
-static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef item)
+/* acc[n] += a B for the tile's columns n, B from the shared tile at base (its rows are B's k) */
+static void acc_mma(Mma *m, LLVMValueRef acc, LLVMValueRef s[8][4], int64_t base)
+{
+	K *k = m->k;
+	for (int c = 0; c < m->tk / 16; c++) {
+		LLVMValueRef a[4];
+		as_a(m, s, c, a);
+		for (int n = 0; n < m->dh / 8; n++) {
+			LLVMValueRef bf[2], cc[4];
+			frag_b_cols(m, base, 16 * c, 8 * n, bf);
+			for (int i = 0; i < 4; i++)
+				cc[i] = rd_c(k, acc, i64c(m, 4 * n + i));
+			mma(m, a, bf, cc);
+			for (int i = 0; i < 4; i++)
+				wr_c(k, acc, i64c(m, 4 * n + i), cc[i]);
+		}
+	}
+}
+
+/* the warp's rows of acc (times inv) into the tensor at word `to`: rows g and g + 8 below T */
+static void store_rows(Mma *m, LLVMValueRef to, LLVMValueRef acc, LLVMValueRef mine0, int r, LLVMValueRef inv)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef row = add(m, mine0, add(m, m->g, i64c(m, 8 * r)));
+	LLVMValueRef e = head_row(m, row), p = LLVMBuildIntToPtr(B, to, k->g->realp, "");
+	for (int n = 0; n < m->dh / 8; n++)
+		for (int i = 0; i < 2; i++) {
+			LLVMValueRef v = rd_c(k, acc, i64c(m, 4 * n + 2 * r + i));
+			cg_store(k, p, add(m, e, add(m, mulc(m, m->t, 2), i64c(m, 8 * n + i))), inv ? LLVMBuildFMul(B, v, inv, "") : v);
+		}
+}
+
+static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef item)
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
 	Type q = d->in[0];
+	OpKind kind = d->kind;
 	Mma mm;
 	memset(&mm, 0, sizeof mm);
 	Mma *m = &mm;
@@ -546,9 +589,10 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	m->T = q.dim[q.rank - 2], m->C = q.dim[q.rank - 1], m->H = d->attr.attn.heads;
 	m->dh = m->C / m->H;
 	m->stride = m->dh + MMA_PAD;
+	m->tk = mma_tile(kind);
 	LLVMTypeRef f4[4] = {g->real, g->real, g->real, g->real};
 	m->mma_t = LLVMStructTypeInContext(g->ctx, f4, 4, 0);
-	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, kd = m->dh / 16, tile = MMA_TILE * m->stride;
+	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, kd = m->dh / 16, nj = m->tk / 8, tile = m->tk * m->stride;
 	m->bh = LLVMBuildUDiv(B, item, i64c(m, nt), "");
 	LLVMValueRef row0 = mulc(m, LLVMBuildURem(B, item, i64c(m, nt), ""), MMA_ROWS);
 	m->h = LLVMBuildURem(B, m->bh, i64c(m, m->H), "");
@@ -558,40 +602,58 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef l32 = LLVMBuildAnd(B, k->lane, i64c(m, 31), "");
 	m->g = LLVMBuildLShr(B, l32, i64c(m, 2), "");
 	m->t = LLVMBuildAnd(B, l32, i64c(m, 3), "");
-	/* two tiles of shared rows, then two floats per row of statistics */
-	int64_t words = (2 * tile + 2 * MMA_TILE * 2) / 2;
+	/* two tiles of shared rows, then two floats per row of statistics, then
+	 * the block's own rows (one or two sets) */
+	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
+	bool with_dp = kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV; /* dP, then dS */
+	int64_t words = (2 * tile + 2 * m->tk * 2 + (1 + with_dp) * MMA_ROWS * m->stride) / 2;
 	/* named by its size: a module's kernels share one global per name, and
 	 * heads of another width need another size */
 	char name[48];
 	snprintf(name, sizeof name, "dp_tile_mma_%lld", (long long)words);
 	LLVMValueRef s = cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
-	m->smem = cg_shared_ptr(k, s, g->i32);
+	m->space = g->gpu ? 3 : 0;
+	m->smem = LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, m->space), "");
+	m->rows_at = smem_word(m, add(m, mulc(m, m->g, m->stride / 2), m->t));
+	m->warp_at = smem_word(m, add(m, mulc(m, add(m, mulc(m, m->warp, 16), m->g), m->stride / 2), m->t));
+	LLVMValueRef e0 = add(m, mulc(m, m->t, 2 * m->stride), m->g);
+	m->cols_at = LLVMBuildGEP2(B, LLVMInt16TypeInContext(g->ctx),
+	                           LLVMBuildBitCast(B, m->smem, LLVMPointerType(LLVMInt16TypeInContext(g->ctx), m->space), ""), &e0, 1, "");
 	/* the statistics after the two tiles (2 tile halves = tile words) */
-	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, 0), "");
-	bool keyside = d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV, causal = d->attr.attn.causal;
+	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, m->space), "");
+	LLVMValueRef stat_at = at_c(k, statp, mulc(m, m->t, 4));
+	bool fwd = kind == OP_ATTENTION || kind == OP_ATTN_LSE;
+	bool p_acc = kind == OP_ATTENTION || kind == OP_ATTN_DV || kind == OP_ATTN_DKV;  /* += P V, P^T dO */
+	bool s_acc = with_dp;                                                           /* += dS K, dS^T Q */
+	LLVMValueRef lse_out = kind == OP_ATTENTION && d->mode ? args[4] : kind == OP_ATTN_LSE ? args[0] : NULL;
+	LLVMValueRef stats = fwd ? NULL : args[5];
 	LLVMValueRef mine0 = add(m, row0, mulc(m, m->warp, 16)); /* this warp's first row */
 	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)m->dh)), ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0);
-	/* the warp's own rows as A fragments: Q (K for key rows); dO (V) for the gradients */
-	LLVMValueRef own[8][4], own2[8][4];
-	for (int c = 0; c < kd; c++) {
-		frag_a(m, keyside ? ptrs[2] : ptrs[1], mine0, 16 * c, own[c]);
-		if (d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK)
-			frag_a(m, d->kind == OP_ATTN_DQ ? ptrs[4] : ptrs[3], mine0, 16 * c, own2[c]);
+	/* the block's own rows, the A operands: Q, and dO for dP (K, and V for
+	 * dP, for key rows), in shared memory after the tiles and their
+	 * statistics, read at each step: in registers they would leave too
+	 * few for the scores and the accumulators */
+	LLVMValueRef own[4][4], own2[4][4];
+	int64_t abase = 2 * tile + 4 * m->tk, a2base = abase + MMA_ROWS * m->stride; /* elements */
+	load_tile(m, keyside ? ptrs[2] : ptrs[1], row0, abase, MMA_ROWS);
+	if (with_dp)
+		load_tile(m, keyside ? ptrs[3] : ptrs[4], row0, a2base, MMA_ROWS);
+	/* per thread: its two rows' (g, g + 8) running max and sum, or statistics, and 16 x Dh accumulators */
+	LLVMValueRef pacc = scratch(k, nd * 4), sacc = scratch(k, nd * 4), mrow = scratch(k, 2), lrow = scratch(k, 2), st = scratch(k, 4);
+	for (int i = 0; i < nd * 4; i++) {
+		wr_c(k, pacc, i64c(m, i), zero);
+		wr_c(k, sacc, i64c(m, i), zero);
 	}
-	/* per thread: the sums of its two rows (g, g + 8) and a 16 x Dh accumulator */
-	LLVMValueRef acc = scratch(k, nd * 4), mrow = scratch(k, 2), lrow = scratch(k, 2), st = scratch(k, 4);
-	for (int i = 0; i < nd * 4; i++)
-		wr_c(k, acc, i64c(m, i), zero);
 	for (int i = 0; i < 2; i++) {
 		wr_c(k, mrow, i64c(m, i), ninf);
 		wr_c(k, lrow, i64c(m, i), zero);
-		if (!keyside && d->kind != OP_ATTENTION && d->kind != OP_ATTN_STATS) {
-			/* dq: the rows' log-sum-exp and dO . O */
+		if (kind == OP_ATTN_DQ) {
+			/* the rows' log-sum-exp and dO . O */
 			LLVMValueRef r = add(m, mine0, add(m, m->g, i64c(m, 8 * i)));
 			LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
 			LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
-			wr_c(k, st, i64c(m, 2 * i), stat(m, e));
-			wr_c(k, st, i64c(m, 2 * i + 1), stat(m, add(m, e, i64c(m, 1))));
+			for (int j = 0; j < 2; j++)
+				wr_c(k, st, i64c(m, 2 * i + j), LLVMBuildLoad2(B, g->real, f32_at(m, stats, add(m, e, i64c(m, j))), ""));
 		}
 	}
 	/* the other side's rows: keys up to the tile's last query row (all when
@@ -600,52 +662,61 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef oend = !keyside && causal ? LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), ""),
 	                                                         add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), "")
 	                                       : i64c(m, m->T);
-	Loop o = cg_for_from(k, ostart, MMA_TILE, oend);
+	Loop o = cg_for_from(k, ostart, m->tk, oend);
 	barrier_all(m);
-	/* forward, stats, dq: K then V; dk, dv: Q then dO (and their statistics) */
-	load_tile(m, keyside ? ptrs[1] : ptrs[2], o.i, 0);
-	if (d->kind != OP_ATTN_STATS)
-		load_tile(m, keyside ? (d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DV ? ptrs[4] : ptrs[3]) : ptrs[3], o.i, tile);
+	/* query rows: K, then V (the forward) or V (attn_dq); key rows: Q, then dO */
+	load_tile(m, keyside ? ptrs[1] : ptrs[2], o.i, 0, m->tk);
+	if (kind != OP_ATTN_LSE)
+		load_tile(m, keyside ? ptrs[4] : ptrs[3], o.i, tile, m->tk);
 	if (keyside) {
-		LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(B, LLVMIntULT, m->lane, i64c(m, MMA_TILE), ""));
+		LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(B, LLVMIntULT, m->lane, i64c(m, m->tk), ""));
 		LLVMValueRef r = add(m, o.i, m->lane), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
 		LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
-		wr_c(k, statp, mulc(m, m->lane, 2), stat(m, e));
-		wr_c(k, statp, add(m, mulc(m, m->lane, 2), i64c(m, 1)), stat(m, add(m, e, i64c(m, 1))));
+		for (int i = 0; i < 2; i++)
+			wr_c(k, statp, add(m, mulc(m, m->lane, 2), i64c(m, i)), LLVMBuildLoad2(B, g->real, f32_at(m, stats, add(m, e, i64c(m, i))), ""));
 		cg_end_if(k, j);
 	}
 	barrier_all(m);
-	/* scores of the warp's 16 rows against the tile's 64: S = own x other^T */
+	/* scores of the warp's 16 rows against the tile's: S = own x other^T; dP = own2 x second^T */
 	LLVMValueRef sc[8][4], dp[8][4];
-	for (int j = 0; j < 8; j++) {
+	for (int j = 0; j < nj; j++)
 		for (int i = 0; i < 4; i++)
 			sc[j][i] = dp[j][i] = zero;
-		for (int c = 0; c < kd; c++) {
+	for (int c = 0; c < kd; c++) {
+		frag_a_shared(m, abase, 16 * c, own[c]);
+		if (with_dp)
+			frag_a_shared(m, a2base, 16 * c, own2[c]);
+		for (int j = 0; j < nj; j++) {
 			LLVMValueRef bf[2];
 			frag_b_rows(m, 0, 8 * j, 16 * c, bf);
 			mma(m, own[c], bf, sc[j]);
-			if (d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK) {
-				/* dP = dO V^T (dq), or V dO^T for key rows (dk) */
+			if (with_dp) {
 				frag_b_rows(m, tile, 8 * j, 16 * c, bf);
 				mma(m, own2[c], bf, dp[j]);
 			}
 		}
 	}
-	/* scale and mask: rows g, g + 8 of this warp; columns 8j + 2t (+1) of the tile */
-	for (int j = 0; j < 8; j++)
+	/* scale and mask: rows g, g + 8 of this warp; columns 8j + 2t (+1) of
+	 * the tile. The other side's row o + 2t + co and this row mine0 + g +
+	 * cm, compared through two 32-bit values and constants: no register
+	 * for each of the tile's places */
+	LLVMTypeRef i32 = g->i32;
+	LLVMValueRef o2t = LLVMBuildTrunc(B, add(m, o.i, mulc(m, m->t, 2)), i32, "");
+	LLVMValueRef gap = LLVMBuildSub(B, o2t, LLVMBuildTrunc(B, add(m, mine0, m->g), i32, ""), ""); /* other - mine, less co - cm */
+	for (int j = 0; j < nj; j++)
 		for (int i = 0; i < 4; i++) {
-			LLVMValueRef mine = add(m, mine0, add(m, m->g, i64c(m, i & 2 ? 8 : 0)));
-			LLVMValueRef other = add(m, o.i, add(m, mulc(m, m->t, 2), i64c(m, 8 * j + (i & 1))));
-			LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, other, i64c(m, m->T), "");
-			if (causal)
-				ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, keyside ? LLVMIntSGE : LLVMIntSLE, other, mine, ""), "");
+			int64_t co = 8 * j + (i & 1), cm = i & 2 ? 8 : 0;
+			LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, o2t, LLVMConstInt(i32, (unsigned long long)(m->T - co), 1), "");
+			if (causal) /* other <= mine (query rows), other >= mine (key rows) */
+				ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, keyside ? LLVMIntSGE : LLVMIntSLE, gap,
+				                                       LLVMConstInt(i32, (unsigned long long)(cm - co), 1), ""), "");
 			sc[j][i] = LLVMBuildSelect(B, ok, LLVMBuildFMul(B, sc[j][i], scale, ""), ninf, "");
 		}
-	if (d->kind == OP_ATTENTION || d->kind == OP_ATTN_STATS) {
+	if (fwd) {
 		/* the online softmax: each row's running max and sum; the output rescaled */
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef mx = rd_c(k, mrow, i64c(m, r));
-			for (int j = 0; j < 8; j++)
+			for (int j = 0; j < nj; j++)
 				for (int i = 2 * r; i < 2 * r + 2; i++)
 					mx = cg_max(k, mx, sc[j][i]);
 			mx = quad(m, mx, true);
@@ -654,87 +725,63 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 			LLVMValueRef base = LLVMBuildSelect(B, none, zero, mx, "");
 			LLVMValueRef shrink = cg_exp(k, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
 			LLVMValueRef sum = zero;
-			for (int j = 0; j < 8; j++)
+			for (int j = 0; j < nj; j++)
 				for (int i = 2 * r; i < 2 * r + 2; i++) {
 					sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], base, ""));
 					sum = LLVMBuildFAdd(B, sum, sc[j][i], "");
 				}
 			wr_c(k, lrow, i64c(m, r), LLVMBuildFAdd(B, LLVMBuildFMul(B, rd_c(k, lrow, i64c(m, r)), shrink, ""), sum, ""));
 			wr_c(k, mrow, i64c(m, r), mx);
-			for (int n = 0; d->kind == OP_ATTENTION && n < nd; n++)
+			for (int n = 0; p_acc && n < nd; n++)
 				for (int i = 2 * r; i < 2 * r + 2; i++)
-					wr_c(k, acc, i64c(m, 4 * n + i), LLVMBuildFMul(B, rd_c(k, acc, i64c(m, 4 * n + i)), shrink, ""));
+					wr_c(k, pacc, i64c(m, 4 * n + i), LLVMBuildFMul(B, rd_c(k, pacc, i64c(m, 4 * n + i)), shrink, ""));
 		}
 	} else {
-		/* P = exp(S - lse): each query's statistics (this warp's rows, or the tile's columns) */
-		for (int j = 0; j < 8; j++)
+		/* P = exp(S - lse); dS = P (dP - D) / sqrt(Dh): each query's statistics (this warp's rows, or the tile's) */
+		for (int j = 0; j < nj; j++)
 			for (int i = 0; i < 4; i++) {
 				LLVMValueRef lse, dd;
-				if (keyside) {
-					LLVMValueRef col = add(m, mulc(m, m->t, 2), i64c(m, 8 * j + (i & 1)));
-					lse = rd_c(k, statp, mulc(m, col, 2));
-					dd = rd_c(k, statp, add(m, mulc(m, col, 2), i64c(m, 1)));
+				if (keyside) { /* column 2t + 8j + (i & 1): from the thread's 4t */
+					lse = rd_c(k, stat_at, i64c(m, 2 * (8 * j + (i & 1))));
+					dd = rd_c(k, stat_at, i64c(m, 2 * (8 * j + (i & 1)) + 1));
 				} else {
 					lse = rd_c(k, st, i64c(m, i & 2 ? 2 : 0));
 					dd = rd_c(k, st, i64c(m, i & 2 ? 3 : 1));
 				}
 				sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], lse, ""));
-				if (d->kind != OP_ATTN_DV) /* dS = P (dP - D) / sqrt(Dh) */
+				if (with_dp)
 					dp[j][i] = LLVMBuildFMul(B, LLVMBuildFMul(B, sc[j][i], LLVMBuildFSub(B, dp[j][i], dd, ""), ""), scale, "");
 			}
 	}
-	if (d->kind != OP_ATTN_STATS) {
-		/* acc += P V (attention), dS K (dq), P^T dO (dv), dS^T Q (dk): the
-		 * tile's scores as A, the second shared tile (or the first) as B */
-		bool p_side = d->kind == OP_ATTENTION || d->kind == OP_ATTN_DV;
-		int64_t bbase = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK ? 0 : tile;
-		for (int c = 0; c < MMA_TILE / 16; c++) {
-			LLVMValueRef a[4];
-			as_a(m, p_side ? sc : dp, c, a);
-			for (int n = 0; n < nd; n++) {
-				LLVMValueRef bf[2], cc[4];
-				frag_b_cols(m, bbase, 16 * c, 8 * n, bf);
-				for (int i = 0; i < 4; i++)
-					cc[i] = rd_c(k, acc, i64c(m, 4 * n + i));
-				mma(m, a, bf, cc);
-				for (int i = 0; i < 4; i++)
-					wr_c(k, acc, i64c(m, 4 * n + i), cc[i]);
-			}
-		}
-	}
+	/* pacc += P V (attention), P^T dO (key rows: the second tile); sacc += dS K (attn_dq), dS^T Q (key rows: the first) */
+	if (p_acc)
+		acc_mma(m, pacc, sc, tile);
+	if (s_acc)
+		acc_mma(m, sacc, dp, 0);
 	cg_for_end(k, &o, oend);
 
-	/* the warp's rows out: rows g and g + 8 below T. The quads' shuffles
+	/* the warp's rows out, rows g and g + 8 below T. The quads' shuffles
 	 * come first, while every thread of the warp takes part. */
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef row = add(m, mine0, add(m, m->g, i64c(m, 8 * r)));
 		LLVMValueRef in = LLVMBuildICmp(B, LLVMIntSLT, row, i64c(m, m->T), "");
-		LLVMValueRef l = quad(m, rd_c(k, lrow, i64c(m, r)), false), dot = zero;
-		LLVMValueRef e = head_row(m, LLVMBuildSelect(B, in, row, i64c(m, 0), ""));
-		if (d->kind == OP_ATTN_STATS) {
-			/* dO . O: each of the quad's threads a quarter of the row */
-			for (int c = 0; c < m->dh / 4; c++) {
-				LLVMValueRef x = add(m, e, add(m, m->t, i64c(m, 4 * c)));
-				dot = LLVMBuildFAdd(B, dot, LLVMBuildFMul(B, cg_load(k, ptrs[3], x), cg_load(k, ptrs[4], x), ""), "");
-			}
-			dot = quad(m, dot, false);
-		}
+		LLVMValueRef l = fwd ? quad(m, rd_c(k, lrow, i64c(m, r)), false) : NULL;
 		LLVMBasicBlockRef j = cg_if(k, in);
-		if (d->kind == OP_ATTN_STATS) {
-			/* the row's log-sum-exp and dO . O, by the quad's first thread */
+		if (lse_out) {
+			/* the row's log-sum-exp, by the quad's first thread */
 			LLVMBasicBlockRef first = cg_if(k, LLVMBuildICmp(B, LLVMIntEQ, m->t, i64c(m, 0), ""));
-			LLVMValueRef at = mulc(m, add(m, mulc(m, m->bh, m->T), row), 2);
-			cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, rd_c(k, mrow, i64c(m, r)), cg_log(k, l), ""));
-			cg_store(k, ptrs[0], add(m, at, i64c(m, 1)), dot);
+			LLVMValueRef at = add(m, mulc(m, m->bh, m->T), row);
+			LLVMBuildStore(B, LLVMBuildFAdd(B, rd_c(k, mrow, i64c(m, r)), cg_log(k, l), ""), f32_at(m, lse_out, at));
 			cg_end_if(k, first);
-		} else {
-			LLVMValueRef inv = d->kind == OP_ATTENTION ? LLVMBuildFDiv(B, cg_real(g, 1), l, "") : cg_real(g, 1);
-			for (int n = 0; n < nd; n++)
-				for (int i = 0; i < 2; i++) {
-					LLVMValueRef v = LLVMBuildFMul(B, rd_c(k, acc, i64c(m, 4 * n + 2 * r + i)), inv, "");
-					cg_store(k, ptrs[0], add(m, e, add(m, mulc(m, m->t, 2), i64c(m, 8 * n + i))), v);
-				}
 		}
+		if (kind == OP_ATTENTION)
+			store_rows(m, args[0], pacc, mine0, r, LLVMBuildFDiv(B, cg_real(g, 1), l, ""));
+		if (kind == OP_ATTN_DV)
+			store_rows(m, args[0], pacc, mine0, r, NULL);
+		if (kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV)
+			store_rows(m, args[0], sacc, mine0, r, NULL);
+		if (kind == OP_ATTN_DKV) /* dv after dk */
+			store_rows(m, LLVMBuildAdd(B, args[0], i64c(m, ir_numel(q) * 2), ""), pacc, mine0, r, NULL);
 		cg_end_if(k, j);
 	}
 }
@@ -750,7 +797,7 @@ void cg_kernel_attention(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef 
 	}
 	int64_t tq, tk;
 	if (cg_attn_mma(k->g, d))
-		body_attn_mma(k, d, ptrs, idx);
+		body_attn_mma(k, d, ptrs, args, idx);
 	else if (cg_attn_tiles(k->g, d, &tq, &tk))
 		body_attn_tiled(k, d, ptrs, idx, tq, tk);
 	else
@@ -1110,10 +1157,27 @@ static void lower_delta(Host *h, Op *op)
 	cg_launch(h, &d, words, 6);
 }
 
-/* b's attention at i and the attn_lse after it that it writes (ir_attn_lse_fused) */
+/* b's attention at i and the attn_lse after it that it writes (ir_attn_lse_fused):
+ * on GEMMs, or on tensor cores with the log-sum-exp's word after the operands (KDesc.mode 1) */
 void cg_attention_lse(Host *h, Block *b, int i)
 {
-	lower_attention_gemm(h, b->ops[i], b->ops[i + 1]->out);
+	Op *op = b->ops[i];
+	Program *p = h->g->p;
+	if (!op->attr.attn.flash) {
+		lower_attention_gemm(h, op, b->ops[i + 1]->out);
+		return;
+	}
+	KDesc d = cg_kdesc(op);
+	d.nin = 3;
+	d.out = ir_vtype(p, op->out);
+	d.mode = 1;
+	LLVMValueRef words[5] = {cg_addr(h, op->out)};
+	for (int j = 0; j < 3; j++) {
+		d.in[j] = ir_vtype(p, op->in[j]);
+		words[j + 1] = cg_addr(h, op->in[j]);
+	}
+	words[4] = cg_addr(h, b->ops[i + 1]->out);
+	cg_launch(h, &d, words, 5);
 }
 
 /* DPC_SIMT: an attention op that the CPU target runs as the GPU's
@@ -1142,12 +1206,12 @@ bool cg_host_attention(Host *h, Op *op)
 		return true;
 	}
 	if (op->kind == OP_ATTENTION && h->step && h->g->cuda && h->g->verbose && !h->g->reference) {
-		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 128 wide) */
+		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 64 wide: Attr.attn.flash) */
 		KDesc d = cg_kdesc(op);
 		d.in[0] = ir_vtype(h->g->p, op->in[0]);
 		if (!cg_attn_mma(h->g, &d))
 			diag_note(op->loc, "attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 "
-			          "heads of 16 to 128 elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
+			          "heads of 16 to 64 elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
 			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
 	}
 	return false;

@@ -41,7 +41,8 @@ typedef struct {
 	KStep step[CG_MAXSTEPS];
 	int loop;          /* K_LOOP: its entry in Cg.loops */
 	bool actions;      /* K_LOOP: a revolve's, running the actions of its schedule */
-	int mode;          /* K_ATTN_ROWS: what it computes (attention.c) */
+	int mode;          /* K_ATTN_ROWS: what it computes (attention.c); attention on tensor cores: 1 where it
+	                    * writes its rows' log-sum-exp, at the word after its operands */
 	int64_t blk[2];    /* K_ATTN_ROWS: the block's first query row, and T */
 	int parts_align;   /* K_ATTN_ROWS: the bytes that the workspace's dP and P parts are aligned to (16 at most) */
 	int stage;         /* a reduction over the grid in two launches: 1, each block's share into a

@@ -24,6 +24,9 @@ void cg_set_real(Cg *g, DType dt)
  * first real operand's (a cast between reals switches while it runs) */
 static DType kernel_dt(Cg *g, const KDesc *d)
 {
+	/* attention computes in q's type (attn_lse's result is f32 for bf16) */
+	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && d->nin)
+		return d->in[0].dt;
 	if (ir_is_real(d->out.dt))
 		return d->out.dt;
 	for (int j = 0; j < d->nin; j++)

@@ -26,12 +26,15 @@ static LLVMValueRef sreg(Cg *g, const char *name)
 }
 
 /* A kernel entry; every launch has 256 threads per block (runtime/gpu), which
- * the block-wide reductions rely on. */
-static void mark_kernel(Cg *g, LLVMValueRef fn)
+ * the block-wide reductions rely on. Tensor-core attention keeps to 128
+ * registers a thread (two blocks an SM), and ptxas must fit it there
+ * (tests/kernels checks that it spills nothing). */
+static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 {
-	static const char *keys[2] = {"kernel", "maxntidx"};
-	int vals[2] = {1, 256};
-	for (int i = 0; i < 2; i++) {
+	static const char *keys[3] = {"kernel", "maxntidx", "maxnreg"};
+	int vals[3] = {1, 256, 128};
+	bool mma = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_mma(g, d);
+	for (int i = 0; i < 2 + mma; i++) {
 		LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
 		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
 		LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
@@ -131,7 +134,7 @@ const char *cg_ptx(Cg *g)
 			params[j] = g->i64;
 		LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, (unsigned)d->nargs + 1, 0);
 		LLVMValueRef fn = LLVMAddFunction(g->mod, ar_printf("dp_k%d", i), ft);
-		mark_kernel(g, fn);
+		mark_kernel(g, fn, d);
 		LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
 		LLVMValueRef args[16];
 		for (int j = 0; j < d->nargs; j++)

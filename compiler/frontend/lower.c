@@ -438,18 +438,24 @@ static void arity(Node *n, int lo, int hi)
 	}
 }
 
-/* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k and v fit */
+/* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k
+ * and v fit; or on tensor cores (FeOptions.simt) */
 static void attention_workspace(Lower *L, Op *op)
 {
 	Program *p = L->p;
 	Type q = ir_vtype(p, op->in[0]);
 	bool gemm = L->o->attn_gemm > 0 || (L->o->cuda && !L->o->reference && L->o->attn_gemm == 0);
-	if (!gemm || q.rank < 2 || !ir_is_real(q.dt) || !op->attr.attn.heads ||
-	    q.dim[q.rank - 1] % op->attr.attn.heads)
+	if (q.rank < 2 || !ir_is_real(q.dt) || !op->attr.attn.heads || q.dim[q.rank - 1] % op->attr.attn.heads)
 		return;
 	for (int i = 1; i < 3; i++)
 		if (!ir_type_eq(ir_vtype(p, op->in[i]), q))
 			return; /* the shape rule says why */
+	int64_t dh = q.dim[q.rank - 1] / op->attr.attn.heads;
+	if (!gemm) {
+		op->attr.attn.flash = (L->o->cuda || L->o->simt) && !L->o->reference && q.dt == DT_BF16 && dh % 16 == 0 &&
+		                      dh <= 64;
+		return;
+	}
 	Op *ws = mk(L, OP_SCRATCH, op->loc, 0, NULL);
 	ws->to = ops_attn_scratch(q, op->attr.attn.heads, op->attr.attn.causal, L->o->attn_gemm, L->p->device_mem);
 	int *in = ar_alloc(sizeof(int) * 4);

@@ -66,11 +66,11 @@ bool ir_attn_apart;
  * (codegen). */
 bool ir_attn_lse_fused(const Block *b, int i)
 {
-	if (ir_attn_apart || i < 1 || i >= b->len || b->ops[i]->kind != OP_ATTN_LSE || b->ops[i]->nin != 4)
+	if (ir_attn_apart || i < 1 || i >= b->len || b->ops[i]->kind != OP_ATTN_LSE)
 		return false;
 	const Op *a = b->ops[i - 1], *l = b->ops[i];
-	return a->kind == OP_ATTENTION && a->nin == 4 && a->out == l->in[2] && a->in[0] == l->in[0] &&
-	       a->in[1] == l->in[1] && a->in[3] == l->in[3];
+	bool gemm = l->nin == 4 && a->nin == 4 && a->in[3] == l->in[3], flash = l->attr.attn.flash && l->nin == 3 && a->nin == 3;
+	return a->kind == OP_ATTENTION && (gemm || flash) && a->out == l->in[2] && a->in[0] == l->in[0] && a->in[1] == l->in[1];
 }
 
 bool ir_has_loops(const Program *p)

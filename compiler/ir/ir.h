@@ -115,6 +115,11 @@ typedef union {
 	struct {
 		int heads;
 		bool causal;
+		/* on tensor cores in FlashAttention-2's order, with no workspace
+		 * (the frontend's choice, FeOptions): the forward keeps its rows'
+		 * log-sum-exp (attn_lse), the adjoint takes attn_delta, attn_dkv
+		 * and attn_dq */
+		bool flash;
 	} attn;
 	struct {
 		int axis;

@@ -110,7 +110,7 @@ static void print_attr(FILE *f, Program *p, Op *op)
 		fputs("]", f);
 		break;
 	case AT_HEADS:
-		fprintf(f, " heads=%d%s", a->attn.heads, a->attn.causal ? " causal" : "");
+		fprintf(f, " heads=%d%s%s", a->attn.heads, a->attn.causal ? " causal" : "", a->attn.flash ? " flash" : "");
 		break;
 	case AT_AXIS:
 		fprintf(f, " axis=%d", a->ax.axis);

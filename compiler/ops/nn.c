@@ -170,7 +170,8 @@ const char *ops_shape_attention(Program *p, Op *op, Type *out)
 		return ar_printf("attention's q %s has too many axes", ops_ts(q));
 	Type wst = st; /* attn_delta's, on GEMMs */
 	wst.dt = attn_ws_dt(q);
-	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st) && !(op->nin > base && ir_type_eq(ir_vtype(p, op->in[4]), wst)))
+	if (base == 5 && !ir_type_eq(ir_vtype(p, op->in[4]), st) &&
+	    !((op->nin > base || op->attr.attn.flash) && ir_type_eq(ir_vtype(p, op->in[4]), wst)))
 		return ar_printf("%s needs stats %s, got %s", ir_ops[op->kind].name, ops_ts(st), ops_ts(ir_vtype(p, op->in[4])));
 	if (op->nin > base) {
 		/* for a divisor of the batch items, a whole number of query rows' scores and their gradient, at most T */
@@ -211,12 +212,14 @@ static int attn_scratch(Ad *a, Op *op)
 	return ad_emit(a, ws);
 }
 
-/* the rows' statistics once, then each operand's gradient. On GEMMs the
- * forward kept each row's log-sum-exp (attn_lse, ad_attn_lse): the stats
- * then need dO . O alone, not the scores once more. */
+/* the rows' statistics once, then each operand's gradient. On GEMMs and
+ * on tensor cores (flash) the forward kept each row's log-sum-exp
+ * (attn_lse, ad_attn_lse): the stats then need dO . O alone, not the
+ * scores once more, and dk and dv come from one pass. */
 void ops_adjoint_attention(Ad *a, Op *op, int g)
 {
 	int q = op->in[0], k = op->in[1], v = op->in[2], n = op->nin == 3 ? 0 : 1, lse = ad_attn_lse(a, op);
+	bool flash = op->attr.attn.flash;
 	int stats;
 	if (lse >= 0) {
 		stats = attn_op(a, op, OP_ATTN_DELTA, 3, (int[]){g, op->out, lse});
@@ -226,10 +229,10 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 	}
 	int in[6] = {q, k, v, g, stats, -1};
 	static const OpKind grads[3] = {OP_ATTN_DQ, OP_ATTN_DK, OP_ATTN_DV};
-	if (n && ad_active(a, k) && ad_active(a, v) && !ir_attn_apart) {
+	if ((n || flash) && ad_active(a, k) && ad_active(a, v) && !ir_attn_apart) {
 		/* dk and dv from one pass over the scores: slices 0 and 1 of attn_dkv */
 		in[5] = attn_scratch(a, op);
-		int kv = attn_op(a, op, OP_ATTN_DKV, 6, in);
+		int kv = attn_op(a, op, OP_ATTN_DKV, 5 + n, in);
 		for (int i = 1; i < 3; i++) {
 			Op *at = ir_new_op(ad_program(a), OP_IDX, op->loc, 0, NULL);
 			at->index = i - 1;
@@ -238,7 +241,7 @@ void ops_adjoint_attention(Ad *a, Op *op, int g)
 		if (!ad_active(a, q))
 			return;
 		in[5] = attn_scratch(a, op);
-		ad_contrib(a, q, attn_op(a, op, OP_ATTN_DQ, 6, in), op->loc);
+		ad_contrib(a, q, attn_op(a, op, OP_ATTN_DQ, 5 + n, in), op->loc);
 		return;
 	}
 	for (int i = 0; i < 3; i++)

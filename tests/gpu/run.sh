@@ -83,6 +83,8 @@ build)
 	bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp -o $B/gpt2.cuda || exit 1
 	bin/dpc --target cuda -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp -o $B/resnet56.cuda || exit 1
 	bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp -o $B/gpt2bf.cuda || exit 1
+	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
+		-o $B/gpt2bf_mma.cuda || exit 1
 	bin/dpc --target cuda -D N=41666 --checkpoint binomial samples/resnet.dp -o $B/resnet250k.cuda || exit 1
 	# bench/gpu_quick.sh: each of those three plans' launches priced by the cost model on the H100 and the H200
 	mkdir -p $B/kernels
@@ -91,6 +93,8 @@ build)
 			--emit=schedule --schedule-json $B/kernels/gpt2.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
 			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
+		DPC_ATTN_GEMM=off bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_mma.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
 			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
@@ -121,6 +125,10 @@ build)
 	DPC_ATTN_APART=1 bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_apart || exit 1
 	DPC_ATTN_APART=1 bin/dpc --target cuda --precision bf16 samples/gpt.dp -o $B/gpt.cudabf_apart || exit 1
 	bin/dpc --target cuda --precision bf16 samples/gpt.dp -o $B/gpt.cudabf || exit 1
+	# the same on dpc's tensor-core kernels (DPC_ATTN_GEMM=off, heads of 16: FlashAttention-2's order since 2026-11-29)
+	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 -D H=2 samples/gpt.dp -o $B/gpt.cudabf_mma || exit 1
+	DPC_ATTN_GEMM=off DPC_ATTN_APART=1 bin/dpc --target cuda --precision bf16 -D H=2 samples/gpt.dp -o $B/gpt.cudabf_mma_apart || exit 1
+	bin/dpc --target cpu -D H=2 samples/gpt.dp -o $B/gpt_h2.cpu || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
 	for s in cell rnn; do
@@ -188,7 +196,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | gpt2bf_mma.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -239,15 +247,25 @@ else
 	notok "gpu/bf16 attention_heads16 reference: run" $TEST_OUT/bf_ah_ref.log
 fi
 # attention on GEMMs: the forward's log-sum-exp written by its softmax rows and attn_dkv, bitwise
-# as those passes apart (DPC_ATTN_APART=1), in f32 and bf16; and every GEMM through cuBLAS's
-# strided-batched calls (DPC_GEMM_BATCHED=1) against one product a call, within 1e-4
-for x in cuda cudabf; do
+# as those passes apart (DPC_ATTN_APART=1), in f32 and bf16, and the same on dpc's tensor-core
+# kernels (cudabf_mma); and every GEMM through cuBLAS's strided-batched calls
+# (DPC_GEMM_BATCHED=1) against one product a call, within 1e-4
+for x in cuda cudabf cudabf_mma; do
 	$B/gpt.$x --steps 3 --lr 0.01 --quiet --save $TEST_OUT/ga.$x.p --dump-grads $TEST_OUT/ga.$x.g >$TEST_OUT/ga.$x.log 2>&1 &&
 		$B/gpt.${x}_apart --steps 3 --lr 0.01 --quiet --save $TEST_OUT/gap.$x.p --dump-grads $TEST_OUT/gap.$x.g \
 			>>$TEST_OUT/ga.$x.log 2>&1 || { notok "gpu/attention $x: run" $TEST_OUT/ga.$x.log; continue; }
 	check "gpu/attention $x: log-sum-exp kept and attn_dkv, bitwise as the passes apart" bash -c \
 		"cmp $TEST_OUT/ga.$x.p $TEST_OUT/gap.$x.p && cmp $TEST_OUT/ga.$x.g $TEST_OUT/gap.$x.g"
 done
+# GPT on the tensor-core kernels against the CPU's f32 at the same parameters (heads of 16; the key
+# bias's gradient, zero in exact arithmetic, is noise up to 1e-4 of the largest, as tests/bf16 says)
+if $B/gpt.cudabf_mma --steps 1 --lr 0 --quiet --save $TEST_OUT/gm.p --dump-grads $TEST_OUT/gm.g >$TEST_OUT/gm.log 2>&1 &&
+	$B/gpt_h2.cpu --steps 1 --lr 0 --quiet --init $TEST_OUT/gm.p --dump-grads $TEST_OUT/gm.cpu.g >>$TEST_OUT/gm.log 2>&1; then
+	COMPARE_FLOOR=1e-4 check "gpu/attention cudabf_mma: GPT's gradients within 3% of the CPU's f32" compare_grads \
+		$TEST_OUT/gm.g $TEST_OUT/gm.cpu.g 0.03
+else
+	notok "gpu/attention cudabf_mma: run" $TEST_OUT/gm.log
+fi
 if DPC_GEMM_BATCHED=1 $B/gpt.cuda --steps 3 --lr 0.01 --quiet --dump-grads $TEST_OUT/gb.g >$TEST_OUT/gb.log 2>&1; then
 	check "gpu/gemm: one product a call against strided-batched, gradients within 1e-4" compare_grads $TEST_OUT/gb.g \
 		$TEST_OUT/ga.cuda.g 1e-4

@@ -40,10 +40,18 @@ import json, sys
 ks = json.load(open(sys.argv[1]))['kernels']
 n = sum(k['count'] for k in ks if k['name'].startswith('gemm[') and k['name'].endswith(']x96'))
 assert n == 432, n" "$o/gpt2.json"
-# dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16, no stack
+# dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16 in
+# FlashAttention-2's order (the forward keeps its log-sum-exp; attn_delta,
+# then dK and dV in one kernel, then dQ), no stack, at most 128 registers
 DPC_ATTN_GEMM=off plan gpt2mma $gpt2 -D B=32 --precision bf16 samples/gpt.dp
-check "kernels/gpt2 bf16 on dpc's tensor-core kernels: the launch check" python3 tests/kernels/check.py "$o/gpt2mma.json" \
-	"attention[=12" "attn_dk[=12"
+check "kernels/gpt2 bf16 on dpc's tensor-core kernels: the launch check, FlashAttention-2's kernels" \
+	python3 tests/kernels/check.py "$o/gpt2mma.json" "attention[=12" "attn_lse[=0" "attn_stats[=0" "attn_delta[=12" \
+	"attn_dkv[=12" "attn_dq[=12" "attn_dk[=0" "attn_dv[=0"
+check "kernels/gpt2 bf16 tensor-core attention: at most 128 registers, no stack" python3 -c "
+import json, sys
+ks = [k for k in json.load(open(sys.argv[1]))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
+assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), ks" \
+	"$o/gpt2mma.json"
 plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
 # 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights
 check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" \
@@ -54,7 +62,7 @@ check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" 
 DPC_ATTN_GEMM=off plan gpt2ck $gpt2 -D B=32 --precision bf16 --checkpoint binomial --snapshots 3 samples/gpt.dp
 want=$(python3 -c "import json; d = json.load(open('$o/gpt2ck.json')); print(2 * d['forward_steps'] + d['recomputed_steps'])")
 check "kernels/binomial: attention launches = forward steps + recomputed steps + taped steps ($want)" \
-	python3 tests/kernels/check.py "$o/gpt2ck.json" "attention[=$want" "attn_dv[=12"
+	python3 tests/kernels/check.py "$o/gpt2ck.json" "attention[=$want" "attn_dkv[=12"
 
 # mse over 8 M elements: two launches, the first over 1,024 blocks (it was one block)
 cat >"$o/mse.dp" <<'DP'

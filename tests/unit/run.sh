@@ -49,23 +49,32 @@ DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
 # over the scores: the same bits as attn_lse computed by a pass of its own
 # and attn_dk and attn_dv apart (DPC_ATTN_APART=1), and through binomial,
 # min-memory and auto schedules, which recompute the attention and its
-# attn_lse (f32, 3 steps)
-lse_run() { # NAME DPC-ARGS...: compile and train GPT on GEMMs, parameters and first gradients kept
-	local name=$1 d="$TEST_OUT/attn_lse"
+# attn_lse (f32, 3 steps). The same for the GPU's tensor-core kernels in
+# bf16 (Attr.attn.flash: heads of 16 here) on the SIMT emulator, whose
+# forward writes the log-sum-exp as it goes.
+lse_run() { # NAME DPC-ARGS...: compile and train GPT as $lse_env says, parameters and first gradients kept
+	local name=$1 d="$TEST_OUT/$lse_dir"
 	shift
 	mkdir -p "$d"
-	DPC_ATTN_GEMM=5 "$DPC" --target cpu "$@" samples/gpt.dp -o "$d/$name" >"$d/$name.log" 2>&1 &&
+	env $lse_env "$DPC" --target cpu "$@" samples/gpt.dp -o "$d/$name" >"$d/$name.log" 2>&1 &&
 		"$d/$name" --steps 3 --lr 0.01 --quiet --save "$d/$name.p" --dump-grads "$d/$name.g" >>"$d/$name.log" 2>&1
 }
-lse_same() { lse_run "$@" && cmp "$TEST_OUT/attn_lse/$1.p" "$TEST_OUT/attn_lse/fused.p" && cmp "$TEST_OUT/attn_lse/$1.g" "$TEST_OUT/attn_lse/fused.g"; }
-if lse_run fused; then
-	DPC_ATTN_APART=1 check "attn-lse: written by the softmax rows, and attn_dkv, bitwise as their passes apart" lse_same apart
-	for ck in binomial min-memory auto; do
-		check "attn-lse: --checkpoint $ck bitwise as store-everything" lse_same $ck --checkpoint $ck
-	done
-else
-	notok "attn-lse: GPT on GEMMs" "$TEST_OUT/attn_lse/fused.log"
-fi
+lse_same() { lse_run "$@" && cmp "$TEST_OUT/$lse_dir/$1.p" "$TEST_OUT/$lse_dir/fused.p" && cmp "$TEST_OUT/$lse_dir/$1.g" "$TEST_OUT/$lse_dir/fused.g"; }
+for lse_dir in attn_lse attn_flash; do
+	case $lse_dir in
+	attn_lse) lse_env=DPC_ATTN_GEMM=5 lse_args= what="on GEMMs" ;;
+	attn_flash) lse_env=DPC_SIMT=1 lse_args="--precision bf16 -D H=2" what="on tensor cores (SIMT)" ;;
+	esac
+	if lse_run fused $lse_args; then
+		DPC_ATTN_APART=1 check "$lse_dir: $what, written by the forward, and attn_dkv, bitwise as their passes apart" \
+			lse_same apart $lse_args
+		for ck in binomial min-memory auto; do
+			check "$lse_dir: $what, --checkpoint $ck bitwise as store-everything" lse_same $ck $lse_args --checkpoint $ck
+		done
+	else
+		notok "$lse_dir: GPT $what" "$TEST_OUT/$lse_dir/fused.log"
+	fi
+done
 # every reduction in two launches, as the GPU's that leave it short of threads (DPC_CPU_SPLITS)
 # (under make test-sanitize on the op programs alone: the samples' reductions are the same kernels)
 if $sanitized; then
