@@ -196,6 +196,8 @@ typedef struct {
 LLVMValueRef cg_ptr(K *k, LLVMValueRef word, LLVMTypeRef pt);     /* an argument word as a pointer */
 LLVMValueRef cg_load(K *k, LLVMValueRef base, LLVMValueRef i);     /* element i, in the compute type */
 void cg_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
+/* v as its storage would hold it, in the compute type: bf16's rounding, else v */
+LLVMValueRef cg_stored(K *k, LLVMValueRef v);
 LLVMValueRef cg_kreal(K *k, double v);                             /* a constant of k->vec lanes */
 LLVMValueRef cg_splat(K *k, LLVMValueRef x);
 LLVMValueRef cg_vec_index(K *k, LLVMValueRef idx);                 /* an elementwise item's first element: idx k->vec */

@@ -86,7 +86,11 @@ void cg_kernel_elementwise(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRe
 	LLVMValueRef coord[IR_MAXRANK];
 	if ((int)d->kind != K_FUSED)
 		die("no kernel lowering for %s", ir_ops[d->kind].name);
-	/* values pass between steps in registers; only the ones used elsewhere are stored */
+	/* values pass between steps in registers; only the ones used elsewhere
+	 * are stored. Each is rounded as its storage would round it (bf16), so
+	 * that which ops share a kernel, which depends on the schedule (a value
+	 * computed again next to its reader under min-memory), leaves the bits
+	 * as they are. */
 	cg_unravel(k, d->out, e, coord);
 	LLVMValueRef val[CG_MAXSTEPS], x[3] = {NULL, NULL, NULL};
 	for (int s = 0; s < d->nsteps; s++) {
@@ -99,7 +103,7 @@ void cg_kernel_elementwise(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRe
 			else
 				x[j] = cg_operand(k, cg_ptr(k, args[st->src[j]], g->realp), st->in[j], d->out, coord);
 		}
-		val[s] = ew(k, st->kind, x[0], x[1], x[2]);
+		val[s] = cg_stored(k, ew(k, st->kind, x[0], x[1], x[2]));
 		if (st->store >= 0)
 			cg_vstore(k, cg_ptr(k, args[st->store], g->realp), e, val[s]);
 	}

@@ -346,6 +346,8 @@ LLVMValueRef cg_load(K *k, LLVMValueRef base, LLVMValueRef i)
 	return k->g->bf16 ? from_bf16(k, v) : v;
 }
 
+LLVMValueRef cg_stored(K *k, LLVMValueRef v) { return k->g->bf16 ? from_bf16(k, to_bf16(k, v)) : v; }
+
 void cg_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 {
 	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");

@@ -124,6 +124,24 @@ PY
 		notok "bf16/train-$s" "$b.log"
 	fi
 done
+# checkpointing leaves bf16's bits as store-everything's: a fused kernel
+# rounds each value it passes on as its storage would, so a value computed
+# again beside its reader (min-memory) or in another run of ops is the
+# same (before 2026-11-29, resmlp's and GPT's parameters differed after two
+# steps under min-memory)
+for s in resmlp gpt resnet; do
+	c="$o/ck_$s"
+	args="--steps 2 --lr 0.01 --quiet"
+	if "$DPC" --target cpu --precision bf16 "samples/$s.dp" -o "$c.none" >"$c.log" 2>&1 &&
+		"$c.none" $args --save "$c.none.st" >>"$c.log" 2>&1; then
+		for ck in binomial min-memory auto; do
+			check "bf16/checkpoint-$s: --checkpoint $ck bitwise as store-everything after two steps" bash -c \
+				"'$DPC' --target cpu --precision bf16 --checkpoint $ck samples/$s.dp -o '$c.$ck' && '$c.$ck' $args --save '$c.$ck.st' && cmp '$c.none.st' '$c.$ck.st'"
+		done
+	else
+		notok "bf16/checkpoint-$s" "$c.log"
+	fi
+done
 # ---- element types per value: bf16 and f64 beside f32 in one program ----
 # --precision bf16 is a rename: every f32 stored as bf16. The same program
 # written with bf16 types and compiled at the default precision trains to
