@@ -395,8 +395,8 @@ typedef struct {
 	LLVMValueRef b, h, bh, warp, g, t, lane;
 	LLVMValueRef smem;           /* the block's tile memory, as i32 words (in the shared address space) */
 	unsigned space;              /* its address space */
-	LLVMValueRef rows_at, cols_at; /* this thread's word g stride / 2 + t in it, and bf16 element 2t stride + g */
-	LLVMValueRef warp_at;        /* the same past the warp's first 16 rows (warp 16 stride / 2 words) */
+	LLVMValueRef ld_at;          /* this thread's row address for ldmatrix, as bf16 elements (i16) */
+	LLVMValueRef ld_warp;        /* the same past the warp's first 16 rows */
 	LLVMTypeRef mma_t;           /* {float, float, float, float} */
 } Mma;
 
@@ -426,47 +426,60 @@ static LLVMValueRef smem_word(Mma *m, LLVMValueRef w)
 	return LLVMBuildGEP2(m->k->b, g->i32, m->smem, &w, 1, "");
 }
 
-/* B fragment from a shared tile whose rows are B's columns (n0 + g) and
- * whose elements along a row are B's k (k0 + 2t ...): one word each, at a
- * constant from the thread's word g stride / 2 + t (Mma.rows_at), which
- * the loads take as an immediate offset: no address register each */
-static void frag_b_rows(Mma *m, int64_t base, int64_t n0, int64_t k0, LLVMValueRef *b)
-{
-	LLVMBuilderRef B = m->k->b;
-	for (int i = 0; i < 2; i++) {
-		LLVMValueRef at = i64c(m, (base + n0 * m->stride + k0 + 8 * i) / 2);
-		b[i] = LLVMBuildLoad2(B, m->k->g->i32, LLVMBuildGEP2(B, m->k->g->i32, m->rows_at, &at, 1, ""), "");
-	}
-}
-
-/* A fragment of this warp's 16 rows (g, g + 8) and columns c0.. (2t ...)
- * of the block's rows in shared memory at element base: from the thread's
- * word (Mma.rows_at) and the warp's rows (Mma.warp_at), constant offsets */
-static void frag_a_shared(Mma *m, int64_t base, int64_t c0, LLVMValueRef *a)
-{
-	LLVMBuilderRef B = m->k->b;
-	for (int i = 0; i < 4; i++) {
-		LLVMValueRef at = i64c(m, (base + (i & 1 ? 8 : 0) * m->stride + c0 + (i & 2 ? 8 : 0)) / 2);
-		a[i] = LLVMBuildLoad2(B, m->k->g->i32, LLVMBuildGEP2(B, m->k->g->i32, m->warp_at, &at, 1, ""), "");
-	}
-}
-
-/* B fragment from a shared tile whose rows are B's k (k0 + 2t ...) and
- * whose elements are B's columns (n0 + g): two halves each */
-static void frag_b_cols(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueRef *b)
+/* Four 8 x 8 matrices of bf16 from shared memory in one ldmatrix.x4 (.trans:
+ * each transposed): matrix i is rows 8 (i & 1).. and columns 8 (i >> 1)..
+ * of the 16 x 16 block at element `at` from the thread's row address
+ * (Mma.ld_at, or Mma.ld_warp at the warp's own rows), its word of each in
+ * d[i]. Lane l gives the address of row l % 8 + 8 ((l >> 3) & 1), column
+ * 8 (l >> 4), a constant offset from one register. */
+static void ldmatrix(Mma *m, bool warp, int64_t at, bool trans, LLVMValueRef *d)
 {
 	LLVMBuilderRef B = m->k->b;
 	Cg *g = m->k->g;
-	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
-	for (int i = 0; i < 2; i++) {
-		LLVMValueRef h[2];
-		for (int j = 0; j < 2; j++) {
-			/* from the thread's element 2t stride + g (Mma.cols_at) */
-			LLVMValueRef at = i64c(m, base + (k0 + 8 * i + j) * m->stride + n0);
-			h[j] = LLVMBuildZExt(B, LLVMBuildLoad2(B, i16, LLVMBuildGEP2(B, i16, m->cols_at, &at, 1, ""), ""), g->i32, "");
-		}
-		b[i] = LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
-	}
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx), i32s[4] = {g->i32, g->i32, g->i32, g->i32};
+	LLVMValueRef off = i64c(m, at);
+	LLVMValueRef p = LLVMBuildGEP2(B, i16, warp ? m->ld_warp : m->ld_at, &off, 1, "");
+	p = LLVMBuildBitCast(B, p, LLVMPointerType(g->i8, m->space), "");
+	/* the name carries the pointer's type (shared: p3i8) */
+	const char *name = ar_printf("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4%s.b16.p%ui8", trans ? ".trans" : "", m->space);
+	LLVMValueRef r = cg_intrinsic(m->k, name, LLVMStructTypeInContext(g->ctx, i32s, 4, 0), &p, 1);
+	for (int i = 0; i < 4; i++)
+		d[i] = LLVMBuildExtractValue(B, r, (unsigned)i, "");
+}
+
+/* A fragment of this warp's 16 rows and columns c0.. of the block's rows in
+ * shared memory at element base: the four matrices are a0 to a3 */
+static void frag_a_shared(Mma *m, int64_t base, int64_t c0, LLVMValueRef *a)
+{
+	ldmatrix(m, true, base + c0, false, a);
+}
+
+/* B fragments for columns n0.. and n0 + 8.. from a shared tile whose rows
+ * are B's columns (n) and whose elements along a row are B's k (k0..): b
+ * for n0, then b2 for n0 + 8 */
+static void frag_b_rows(Mma *m, int64_t base, int64_t n0, int64_t k0, LLVMValueRef *b, LLVMValueRef *b2)
+{
+	LLVMValueRef d[4];
+	ldmatrix(m, false, base + n0 * m->stride + k0, false, d);
+	b[0] = d[0], b[1] = d[2], b2[0] = d[1], b2[1] = d[3];
+}
+
+/* B fragments for columns n0.. and n0 + 8.. from a shared tile whose rows
+ * are B's k (k0..) and whose elements are B's columns: the transposed load */
+static void frag_b_cols(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueRef *b, LLVMValueRef *b2)
+{
+	LLVMValueRef d[4];
+	ldmatrix(m, false, base + k0 * m->stride + n0, true, d);
+	b[0] = d[0], b[1] = d[1], b2[0] = d[2], b2[1] = d[3];
+}
+
+/* e^x as 2^(x log2 e) by ex2.approx.f32 (relative error about 2^-22, far
+ * below bf16's): inline, where libdevice's expf is a call that costs
+ * registers in these kernels; -inf gives 0 */
+static LLVMValueRef ex2(Mma *m, LLVMValueRef x)
+{
+	LLVMValueRef y = LLVMBuildFMul(m->k->b, x, cg_real(m->k->g, 1.4426950408889634), "");
+	return cg_intrinsic(m->k, "llvm.nvvm.ex2.approx.f", m->k->g->real, &y, 1);
 }
 
 /* c += a b, the four floats in place */
@@ -550,14 +563,16 @@ static void acc_mma(Mma *m, LLVMValueRef acc, LLVMValueRef s[8][4], int64_t base
 	for (int c = 0; c < m->tk / 16; c++) {
 		LLVMValueRef a[4];
 		as_a(m, s, c, a);
-		for (int n = 0; n < m->dh / 8; n++) {
-			LLVMValueRef bf[2], cc[4];
-			frag_b_cols(m, base, 16 * c, 8 * n, bf);
-			for (int i = 0; i < 4; i++)
-				cc[i] = rd_c(k, acc, i64c(m, 4 * n + i));
-			mma(m, a, bf, cc);
-			for (int i = 0; i < 4; i++)
-				wr_c(k, acc, i64c(m, 4 * n + i), cc[i]);
+		for (int n = 0; n < m->dh / 8; n += 2) {
+			LLVMValueRef bf[2][2], cc[4];
+			frag_b_cols(m, base, 16 * c, 8 * n, bf[0], bf[1]);
+			for (int h = 0; h < 2; h++) {
+				for (int i = 0; i < 4; i++)
+					cc[i] = rd_c(k, acc, i64c(m, 4 * (n + h) + i));
+				mma(m, a, bf[h], cc);
+				for (int i = 0; i < 4; i++)
+					wr_c(k, acc, i64c(m, 4 * (n + h) + i), cc[i]);
+			}
 		}
 	}
 }
@@ -614,11 +629,13 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef s = cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
 	m->space = g->gpu ? 3 : 0;
 	m->smem = LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, m->space), "");
-	m->rows_at = smem_word(m, add(m, mulc(m, m->g, m->stride / 2), m->t));
-	m->warp_at = smem_word(m, add(m, mulc(m, add(m, mulc(m, m->warp, 16), m->g), m->stride / 2), m->t));
-	LLVMValueRef e0 = add(m, mulc(m, m->t, 2 * m->stride), m->g);
-	m->cols_at = LLVMBuildGEP2(B, LLVMInt16TypeInContext(g->ctx),
-	                           LLVMBuildBitCast(B, m->smem, LLVMPointerType(LLVMInt16TypeInContext(g->ctx), m->space), ""), &e0, 1, "");
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
+	LLVMValueRef halves = LLVMBuildBitCast(B, m->smem, LLVMPointerType(i16, m->space), "");
+	LLVMValueRef lr = add(m, LLVMBuildAnd(B, l32, i64c(m, 7), ""), mulc(m, LLVMBuildAnd(B, LLVMBuildLShr(B, l32, i64c(m, 3), ""), i64c(m, 1), ""), 8));
+	LLVMValueRef e0 = add(m, mulc(m, lr, m->stride), mulc(m, LLVMBuildLShr(B, l32, i64c(m, 4), ""), 8));
+	m->ld_at = LLVMBuildGEP2(B, i16, halves, &e0, 1, "");
+	LLVMValueRef w0 = mulc(m, m->warp, 16 * m->stride);
+	m->ld_warp = LLVMBuildGEP2(B, i16, m->ld_at, &w0, 1, "");
 	/* the statistics after the two tiles (2 tile halves = tile words) */
 	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, m->space), "");
 	LLVMValueRef stat_at = at_c(k, statp, mulc(m, m->t, 4));
@@ -686,13 +703,15 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 		frag_a_shared(m, abase, 16 * c, own[c]);
 		if (with_dp)
 			frag_a_shared(m, a2base, 16 * c, own2[c]);
-		for (int j = 0; j < nj; j++) {
-			LLVMValueRef bf[2];
-			frag_b_rows(m, 0, 8 * j, 16 * c, bf);
+		for (int j = 0; j < nj; j += 2) {
+			LLVMValueRef bf[2], bf2[2];
+			frag_b_rows(m, 0, 8 * j, 16 * c, bf, bf2);
 			mma(m, own[c], bf, sc[j]);
+			mma(m, own[c], bf2, sc[j + 1]);
 			if (with_dp) {
-				frag_b_rows(m, tile, 8 * j, 16 * c, bf);
+				frag_b_rows(m, tile, 8 * j, 16 * c, bf, bf2);
 				mma(m, own2[c], bf, dp[j]);
+				mma(m, own2[c], bf2, dp[j + 1]);
 			}
 		}
 	}
@@ -723,11 +742,11 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 			/* a row that has seen only masked keys keeps max -inf: nothing to rescale */
 			LLVMValueRef none = LLVMBuildFCmp(B, LLVMRealOEQ, mx, ninf, "");
 			LLVMValueRef base = LLVMBuildSelect(B, none, zero, mx, "");
-			LLVMValueRef shrink = cg_exp(k, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
+			LLVMValueRef shrink = ex2(m, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
 			LLVMValueRef sum = zero;
 			for (int j = 0; j < nj; j++)
 				for (int i = 2 * r; i < 2 * r + 2; i++) {
-					sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], base, ""));
+					sc[j][i] = ex2(m, LLVMBuildFSub(B, sc[j][i], base, ""));
 					sum = LLVMBuildFAdd(B, sum, sc[j][i], "");
 				}
 			wr_c(k, lrow, i64c(m, r), LLVMBuildFAdd(B, LLVMBuildFMul(B, rd_c(k, lrow, i64c(m, r)), shrink, ""), sum, ""));
@@ -748,7 +767,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 					lse = rd_c(k, st, i64c(m, i & 2 ? 2 : 0));
 					dd = rd_c(k, st, i64c(m, i & 2 ? 3 : 1));
 				}
-				sc[j][i] = cg_exp(k, LLVMBuildFSub(B, sc[j][i], lse, ""));
+				sc[j][i] = ex2(m, LLVMBuildFSub(B, sc[j][i], lse, ""));
 				if (with_dp)
 					dp[j][i] = LLVMBuildFMul(B, LLVMBuildFMul(B, sc[j][i], LLVMBuildFSub(B, dp[j][i], dd, ""), ""), scale, "");
 			}

@@ -336,9 +336,11 @@ static const char *run_ptxas(const char *ptx, const CgGpu *gpu, CgRes *res, int 
 	while (f && fgets(line, sizeof line, f)) {
 		int n, a;
 		const char *s;
-		/* a space in the format takes any run of them */
-		if (sscanf(line, "ptxas info : Function properties for dp_k%d", &n) == 1)
-			k = n >= 0 && n < nk ? n : -1;
+		/* a space in the format takes any run of them; the properties of a
+		 * function a kernel calls (libdevice's, not inlined) follow the
+		 * kernel's and are not its own */
+		if (strstr(line, "Function properties for "))
+			k = sscanf(line, "ptxas info : Function properties for dp_k%d", &n) == 1 && n >= 0 && n < nk ? n : -1;
 		else if (k >= 0 && sscanf(line, " %d bytes stack frame", &a) == 1)
 			res[k].stack = a;
 		else if (k >= 0 && (s = strstr(line, "Used ")) && sscanf(s, "Used %d registers", &a) == 1) {

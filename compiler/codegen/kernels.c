@@ -572,14 +572,21 @@ static LLVMValueRef call_named(K *k, const char *name, LLVMTypeRef ret, LLVMValu
 }
 
 /* The NVPTX intrinsics that the SIMT emulator takes (DPC_SIMT, dprt.h),
- * and its functions for them; mma's fragment of C goes through memory. */
+ * and its functions for them. A result of four goes through memory: mma's
+ * C in and D out (its last four arguments), ldmatrix's words out after its
+ * address and .trans. */
+enum { SIMT_PLAIN, SIMT_MMA, SIMT_LDMATRIX, SIMT_LDMATRIX_T };
 static const struct {
 	const char *intrinsic, *emulator;
+	int form;
 } simt_calls[] = {
-	{"llvm.nvvm.barrier0", "rt_simt_barrier"},
-	{"llvm.nvvm.shfl.sync.bfly.f32", "rt_simt_shfl_bfly_f32"},
-	{"llvm.nvvm.shfl.sync.bfly.i32", "rt_simt_shfl_bfly_i32"},
-	{"llvm.nvvm.mma.m16n8k16.row.col.bf16", "rt_simt_mma_bf16"},
+	{"llvm.nvvm.barrier0", "rt_simt_barrier", SIMT_PLAIN},
+	{"llvm.nvvm.ex2.approx.f", "exp2f", SIMT_PLAIN},
+	{"llvm.nvvm.shfl.sync.bfly.f32", "rt_simt_shfl_bfly_f32", SIMT_PLAIN},
+	{"llvm.nvvm.shfl.sync.bfly.i32", "rt_simt_shfl_bfly_i32", SIMT_PLAIN},
+	{"llvm.nvvm.mma.m16n8k16.row.col.bf16", "rt_simt_mma_bf16", SIMT_MMA},
+	{"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p0i8", "rt_simt_ldmatrix_x4", SIMT_LDMATRIX},
+	{"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p0i8", "rt_simt_ldmatrix_x4", SIMT_LDMATRIX_T},
 };
 
 static LLVMValueRef simt_call(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
@@ -590,22 +597,38 @@ static LLVMValueRef simt_call(K *k, const char *name, LLVMTypeRef ret, LLVMValue
 		i++;
 	if (i == count)
 		die("the SIMT emulator has no %s", name);
-	if (LLVMGetTypeKind(ret) != LLVMStructTypeKind)
+	int form = simt_calls[i].form;
+	if (form == SIMT_PLAIN)
 		return call_named(k, simt_calls[i].emulator, ret, args, n);
-	/* d = a b + c: c (the last four arguments) in memory, replaced by d */
-	LLVMValueRef c = LLVMBuildArrayAlloca(k->b, g->real, cg_i64(g, 4), "");
-	for (int j = 0; j < 4; j++) {
-		LLVMValueRef at = cg_i64(g, j);
-		LLVMBuildStore(k->b, args[n - 4 + j], LLVMBuildGEP2(k->b, g->real, c, &at, 1, ""));
+	/* four of them in the entry block: a call in a loop reuses them */
+	LLVMTypeRef et = LLVMStructGetTypeAtIndex(ret, 0);
+	LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->ctx);
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	if (first)
+		LLVMPositionBuilderBefore(eb, first);
+	else
+		LLVMPositionBuilderAtEnd(eb, entry);
+	LLVMValueRef four = LLVMBuildArrayAlloca(eb, et, cg_i64(g, 4), ""), in[7];
+	LLVMDisposeBuilder(eb);
+	int nin = 0;
+	if (form == SIMT_MMA) {
+		for (int j = 0; j < 4; j++) {
+			LLVMValueRef at = cg_i64(g, j);
+			LLVMBuildStore(k->b, args[n - 4 + j], LLVMBuildGEP2(k->b, et, four, &at, 1, ""));
+		}
+		for (; nin < n - 4; nin++)
+			in[nin] = args[nin];
+	} else {
+		in[nin++] = args[0];
+		in[nin++] = LLVMConstInt(g->i32, form == SIMT_LDMATRIX_T, 0);
 	}
-	LLVMValueRef in[7];
-	memcpy(in, args, sizeof(LLVMValueRef) * 6);
-	in[6] = c;
-	call_named(k, simt_calls[i].emulator, LLVMVoidTypeInContext(g->ctx), in, 7);
+	in[nin++] = four;
+	call_named(k, simt_calls[i].emulator, LLVMVoidTypeInContext(g->ctx), in, nin);
 	LLVMValueRef d = LLVMGetUndef(ret);
 	for (int j = 0; j < 4; j++) {
 		LLVMValueRef at = cg_i64(g, j);
-		LLVMValueRef v = LLVMBuildLoad2(k->b, g->real, LLVMBuildGEP2(k->b, g->real, c, &at, 1, ""), "");
+		LLVMValueRef v = LLVMBuildLoad2(k->b, et, LLVMBuildGEP2(k->b, et, four, &at, 1, ""), "");
 		d = LLVMBuildInsertValue(k->b, d, v, (unsigned)j, "");
 	}
 	return d;

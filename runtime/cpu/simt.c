@@ -33,13 +33,14 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_
 #define STACK (256 << 10) /* bytes of each thread's stack */
 
 enum { RUN, AT_BARRIER, AT_WARP, DONE };
-enum { W_SHFL_BFLY, W_MMA_BF16 };
+enum { W_SHFL_BFLY, W_MMA_BF16, W_LDMATRIX };
 
 typedef struct {
 	void *sp;          /* its stack pointer while it waits */
 	char *stack;
 	int state, op;
 	uint32_t in[10];   /* what it brings to a warp collective */
+	const uint16_t *at; /* ldmatrix: the row whose address it gives */
 	uint32_t out[4];   /* what the collective gives it */
 	void *fake;        /* ASan's fake stack while it waits */
 } Fiber;
@@ -193,6 +194,21 @@ void rt_simt_mma_bf16(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0
 		c[i] = float_of(f->out[i]);
 }
 
+/* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: four 8 x 8 matrices of
+ * b16 from shared memory, lanes 8i to 8i + 7 giving the addresses of
+ * matrix i's rows; d[i] is this thread's word of matrix i */
+void rt_simt_ldmatrix_x4(const void *p, int32_t trans, int32_t *d)
+{
+	Fiber *f = &blk->f[blk->cur];
+	f->at = p;
+	f->in[0] = (uint32_t)trans;
+	if ((uintptr_t)p % 16)
+		rt_fail(70, "SIMT: ldmatrix row address %p is not 16-byte aligned", p);
+	at_warp(W_LDMATRIX);
+	for (int i = 0; i < 4; i++)
+		d[i] = (int32_t)f->out[i];
+}
+
 /* ---- the scheduler's side ---- */
 
 static float bf16(uint32_t word, int high) { return float_of((high ? word >> 16 : word & 0xffff) << 16); }
@@ -243,7 +259,33 @@ static void shfl_warp(Fiber *w, int warp)
 	}
 }
 
-static const char *warp_op_name(int op) { return op == W_SHFL_BFLY ? "shfl.sync.bfly" : "mma.sync"; }
+/* PTX ISA, ldmatrix: lane l holds, of each matrix, row l / 4 at columns
+ * 2 (l % 4) and the next (the lower one in the low half); .trans: the
+ * matrix transposed, so column l / 4 at rows 2 (l % 4) and the next */
+static void ldmatrix_warp(Fiber *w, int warp)
+{
+	uint32_t trans = w[0].in[0];
+	for (int l = 1; l < 32; l++)
+		if (w[l].in[0] != trans)
+			rt_fail(70, "SIMT: warp %d: lanes 0 and %d disagree on ldmatrix's .trans", warp, l);
+	for (int l = 0; l < 32; l++)
+		for (int m = 0; m < 4; m++) {
+			uint32_t lo, hi;
+			if (trans) {
+				lo = w[8 * m + 2 * (l % 4)].at[l / 4];
+				hi = w[8 * m + 2 * (l % 4) + 1].at[l / 4];
+			} else {
+				lo = w[8 * m + l / 4].at[2 * (l % 4)];
+				hi = w[8 * m + l / 4].at[2 * (l % 4) + 1];
+			}
+			w[l].out[m] = lo | hi << 16;
+		}
+}
+
+static const char *warp_op_name(int op)
+{
+	return op == W_SHFL_BFLY ? "shfl.sync.bfly" : op == W_MMA_BF16 ? "mma.sync" : "ldmatrix";
+}
 
 /* a warp whose every lane waits at one collective: done, and its lanes run again */
 static bool warp_ready(int warp)
@@ -261,6 +303,8 @@ static bool warp_ready(int warp)
 			rt_fail(70, "SIMT: warp %d: lane 0 at %s, lane %d at %s", warp, warp_op_name(w[0].op), l, warp_op_name(w[l].op));
 	if (w[0].op == W_MMA_BF16)
 		mma_warp(w);
+	else if (w[0].op == W_LDMATRIX)
+		ldmatrix_warp(w, warp);
 	else
 		shfl_warp(w, warp);
 	for (int l = 0; l < 32; l++)
