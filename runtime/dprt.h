@@ -183,7 +183,7 @@ void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n);
  * each thread; inside a body, rt_simt_tid is the thread's place in the
  * block and the others are the PTX collectives the body meets:
  * bar.sync 0, shfl.sync.bfly, mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32
- * (c: this thread's four floats, replaced by d's) and ldmatrix. */
+ * (c: this thread's four floats, replaced by d's), ldmatrix and cp.async. */
 void rt_simt_block(void (*body)(const uint64_t *args, int64_t item), const uint64_t *args, int64_t item);
 int64_t rt_simt_tid(void);
 void rt_simt_barrier(void);
@@ -192,6 +192,10 @@ int32_t rt_simt_shfl_bfly_i32(int32_t mask, int32_t v, int32_t lanemask, int32_t
 void rt_simt_mma_bf16(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1, float *c);
 /* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: d, this thread's four words */
 void rt_simt_ldmatrix_x4(const void *p, int32_t trans, int32_t *d);
+/* cp.async.cg.shared.global (16 bytes), cp.async.commit_group, cp.async.wait_group n */
+void rt_simt_cp_async16(void *dst, const void *src);
+void rt_simt_cp_commit(void);
+void rt_simt_cp_wait(int32_t n);
 
 extern const char dp_model_desc[];
 void dp_step(RtCtx *c);

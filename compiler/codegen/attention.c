@@ -385,7 +385,7 @@ bool cg_attn_mma(const Cg *g, const KDesc *d)
 }
 
 /* the other side's rows a step */
-static int64_t mma_tile(OpKind k) { return k == OP_ATTENTION || k == OP_ATTN_LSE ? 64 : k == OP_ATTN_DQ ? 32 : 16; }
+static int64_t mma_tile(OpKind k) { return k == OP_ATTENTION || k == OP_ATTN_LSE ? 32 : 16; }
 
 typedef struct {
 	K *k;
@@ -397,6 +397,8 @@ typedef struct {
 	unsigned space;              /* its address space */
 	LLVMValueRef ld_at;          /* this thread's row address for ldmatrix, as bf16 elements (i16) */
 	LLVMValueRef ld_warp;        /* the same past the warp's first 16 rows */
+	LLVMValueRef ld_tile;        /* the same in the buffer of this step's tiles */
+	LLVMValueRef halves;         /* the tile memory as bf16 elements (i16) */
 	LLVMTypeRef mma_t;           /* {float, float, float, float} */
 } Mma;
 
@@ -429,7 +431,7 @@ static LLVMValueRef smem_word(Mma *m, LLVMValueRef w)
 /* Four 8 x 8 matrices of bf16 from shared memory in one ldmatrix.x4 (.trans:
  * each transposed): matrix i is rows 8 (i & 1).. and columns 8 (i >> 1)..
  * of the 16 x 16 block at element `at` from the thread's row address
- * (Mma.ld_at, or Mma.ld_warp at the warp's own rows), its word of each in
+ * (Mma.ld_tile, or Mma.ld_warp at the warp's own rows), its word of each in
  * d[i]. Lane l gives the address of row l % 8 + 8 ((l >> 3) & 1), column
  * 8 (l >> 4), a constant offset from one register. */
 static void ldmatrix(Mma *m, bool warp, int64_t at, bool trans, LLVMValueRef *d)
@@ -438,7 +440,7 @@ static void ldmatrix(Mma *m, bool warp, int64_t at, bool trans, LLVMValueRef *d)
 	Cg *g = m->k->g;
 	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx), i32s[4] = {g->i32, g->i32, g->i32, g->i32};
 	LLVMValueRef off = i64c(m, at);
-	LLVMValueRef p = LLVMBuildGEP2(B, i16, warp ? m->ld_warp : m->ld_at, &off, 1, "");
+	LLVMValueRef p = LLVMBuildGEP2(B, i16, warp ? m->ld_warp : m->ld_tile, &off, 1, "");
 	p = LLVMBuildBitCast(B, p, LLVMPointerType(g->i8, m->space), "");
 	/* the name carries the pointer's type (shared: p3i8) */
 	const char *name = ar_printf("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4%s.b16.p%ui8", trans ? ".trans" : "", m->space);
@@ -556,6 +558,79 @@ static LLVMValueRef f32_at(Mma *m, LLVMValueRef word, LLVMValueRef e)
 	return LLVMBuildGEP2(B, m->k->g->real, p, &e, 1, "");
 }
 
+/* ---- the tiles' asynchronous copies (cp.async, 16 bytes each) ---- */
+typedef struct {
+	LLVMValueRef first, second, stats; /* the tensors a tile's rows come from (second, stats: or NULL) */
+	int64_t tile;                      /* a tile's elements in shared memory */
+} Tiles;
+
+static void async_commit(Mma *m)
+{
+	cg_intrinsic(m->k, "llvm.nvvm.cp.async.commit.group", LLVMVoidTypeInContext(m->k->g->ctx), NULL, 0);
+}
+
+static void async_wait(Mma *m, int n)
+{
+	LLVMValueRef a = LLVMConstInt(m->k->g->i32, (unsigned)n, 0);
+	cg_intrinsic(m->k, "llvm.nvvm.cp.async.wait.group", LLVMVoidTypeInContext(m->k->g->ctx), &a, 1);
+}
+
+/* rows r0.. (m->tk) of tensor p into shared memory at element `at` (a
+ * value): 16 bytes a copy; rows at or past T zeros, stored at once */
+static void issue_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, LLVMValueRef at)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	Cg *g = k->g;
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx), v4 = LLVMVectorType(g->i32, 4);
+	int64_t per = m->dh / 8, n = m->tk * per;
+	Loop l = cg_for_from(k, m->lane, CG_BLOCK, i64c(m, n));
+	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, per), ""), col = mulc(m, LLVMBuildURem(B, l.i, i64c(m, per), ""), 8);
+	LLVMValueRef r = add(m, r0, row), e = add(m, at, add(m, mulc(m, row, m->stride), col));
+	LLVMValueRef dst = LLVMBuildGEP2(B, i16, m->halves, &e, 1, "");
+	LLVMBasicBlockRef copy = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "copy");
+	LLVMBasicBlockRef zero = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "zero");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "copied");
+	LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), ""), copy, zero);
+	LLVMPositionBuilderAtEnd(B, copy);
+	LLVMValueRef x = add(m, head_row(m, r), col);
+	LLVMValueRef src = LLVMBuildBitCast(B, LLVMBuildGEP2(B, i16, p, &x, 1, ""), g->i8p, "");
+	if (m->space) /* the generic address of global memory, in its own space */
+		src = LLVMBuildAddrSpaceCast(B, src, LLVMPointerType(g->i8, 1), "");
+	LLVMValueRef args[2] = {LLVMBuildBitCast(B, dst, LLVMPointerType(g->i8, m->space), ""), src};
+	cg_intrinsic(k, "llvm.nvvm.cp.async.cg.shared.global.16", LLVMVoidTypeInContext(g->ctx), args, 2);
+	LLVMBuildBr(B, join);
+	LLVMPositionBuilderAtEnd(B, zero);
+	LLVMValueRef z = LLVMBuildStore(B, LLVMConstNull(v4), LLVMBuildBitCast(B, dst, LLVMPointerType(v4, m->space), ""));
+	LLVMSetAlignment(z, 16);
+	LLVMBuildBr(B, join);
+	LLVMPositionBuilderAtEnd(B, join);
+	cg_for_end(k, &l, i64c(m, n));
+}
+
+/* the tiles of rows r0.. into the buffer at element `at`, and for key rows
+ * the queries' statistics after them (f32, plain loads and stores) */
+static void issue_tiles(Mma *m, const Tiles *t, LLVMValueRef r0, LLVMValueRef at)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	Cg *g = k->g;
+	issue_tile(m, t->first, r0, at);
+	if (t->second)
+		issue_tile(m, t->second, r0, add(m, at, i64c(m, t->tile)));
+	if (!t->stats)
+		return;
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
+	LLVMValueRef st0 = add(m, at, i64c(m, 2 * t->tile));
+	LLVMValueRef statp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, i16, m->halves, &st0, 1, ""), LLVMPointerType(g->real, m->space), "");
+	LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(B, LLVMIntULT, m->lane, i64c(m, m->tk), ""));
+	LLVMValueRef r = add(m, r0, m->lane), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
+	LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
+	for (int i = 0; i < 2; i++)
+		wr_c(k, statp, add(m, mulc(m, m->lane, 2), i64c(m, i)), LLVMBuildLoad2(B, g->real, f32_at(m, t->stats, add(m, e, i64c(m, i))), ""));
+	cg_end_if(k, j);
+}
+
 /* acc[n] += a B for the tile's columns n, B from the shared tile at base (its rows are B's k) */
 static void acc_mma(Mma *m, LLVMValueRef acc, LLVMValueRef s[8][4], int64_t base)
 {
@@ -617,11 +692,11 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef l32 = LLVMBuildAnd(B, k->lane, i64c(m, 31), "");
 	m->g = LLVMBuildLShr(B, l32, i64c(m, 2), "");
 	m->t = LLVMBuildAnd(B, l32, i64c(m, 3), "");
-	/* two tiles of shared rows, then two floats per row of statistics, then
-	 * the block's own rows (one or two sets) */
+	/* two buffers, each two tiles of shared rows and two floats per row of
+	 * statistics (set halves), then the block's own rows (one or two sets) */
 	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
 	bool with_dp = kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV; /* dP, then dS */
-	int64_t words = (2 * tile + 2 * m->tk * 2 + (1 + with_dp) * MMA_ROWS * m->stride) / 2;
+	int64_t set = 2 * tile + 4 * m->tk, words = (2 * set + (1 + with_dp) * MMA_ROWS * m->stride) / 2;
 	/* named by its size: a module's kernels share one global per name, and
 	 * heads of another width need another size */
 	char name[48];
@@ -636,9 +711,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	m->ld_at = LLVMBuildGEP2(B, i16, halves, &e0, 1, "");
 	LLVMValueRef w0 = mulc(m, m->warp, 16 * m->stride);
 	m->ld_warp = LLVMBuildGEP2(B, i16, m->ld_at, &w0, 1, "");
-	/* the statistics after the two tiles (2 tile halves = tile words) */
-	LLVMValueRef statp = LLVMBuildBitCast(B, smem_word(m, i64c(m, tile)), LLVMPointerType(g->real, m->space), "");
-	LLVMValueRef stat_at = at_c(k, statp, mulc(m, m->t, 4));
+	m->halves = halves;
 	bool fwd = kind == OP_ATTENTION || kind == OP_ATTN_LSE;
 	bool p_acc = kind == OP_ATTENTION || kind == OP_ATTN_DV || kind == OP_ATTN_DKV;  /* += P V, P^T dO */
 	bool s_acc = with_dp;                                                           /* += dS K, dS^T Q */
@@ -651,7 +724,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	 * statistics, read at each step: in registers they would leave too
 	 * few for the scores and the accumulators */
 	LLVMValueRef own[4][4], own2[4][4];
-	int64_t abase = 2 * tile + 4 * m->tk, a2base = abase + MMA_ROWS * m->stride; /* elements */
+	int64_t abase = 2 * set, a2base = abase + MMA_ROWS * m->stride; /* elements */
 	load_tile(m, keyside ? ptrs[2] : ptrs[1], row0, abase, MMA_ROWS);
 	if (with_dp)
 		load_tile(m, keyside ? ptrs[3] : ptrs[4], row0, a2base, MMA_ROWS);
@@ -679,21 +752,30 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef oend = !keyside && causal ? LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), ""),
 	                                                         add(m, row0, i64c(m, MMA_ROWS)), i64c(m, m->T), "")
 	                                       : i64c(m, m->T);
+	/* the tiles of the other side's rows in two buffers: while the block
+	 * computes with one, the next tile comes into the other by cp.async.
+	 * Query rows: K, then V (the forward) or V (attn_dq); key rows: Q, then
+	 * dO, and the queries' statistics */
+	Tiles tl = {keyside ? ptrs[1] : ptrs[2], kind == OP_ATTN_LSE ? NULL : keyside ? ptrs[4] : ptrs[3], keyside ? stats : NULL, tile};
+	issue_tiles(m, &tl, ostart, i64c(m, 0));
+	async_commit(m);
 	Loop o = cg_for_from(k, ostart, m->tk, oend);
+	LLVMValueRef which = LLVMBuildAnd(B, LLVMBuildUDiv(B, LLVMBuildSub(B, o.i, ostart, ""), i64c(m, m->tk), ""), i64c(m, 1), "");
+	LLVMValueRef cur = mulc(m, which, set), nxt = mulc(m, LLVMBuildXor(B, which, i64c(m, 1), ""), set);
+	/* every thread is done with the buffer the next tile goes to (this one's, two steps ago) */
 	barrier_all(m);
-	/* query rows: K, then V (the forward) or V (attn_dq); key rows: Q, then dO */
-	load_tile(m, keyside ? ptrs[1] : ptrs[2], o.i, 0, m->tk);
-	if (kind != OP_ATTN_LSE)
-		load_tile(m, keyside ? ptrs[4] : ptrs[3], o.i, tile, m->tk);
-	if (keyside) {
-		LLVMBasicBlockRef j = cg_if(k, LLVMBuildICmp(B, LLVMIntULT, m->lane, i64c(m, m->tk), ""));
-		LLVMValueRef r = add(m, o.i, m->lane), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
-		LLVMValueRef e = mulc(m, add(m, mulc(m, m->bh, m->T), LLVMBuildSelect(B, in, r, i64c(m, 0), "")), 2);
-		for (int i = 0; i < 2; i++)
-			wr_c(k, statp, add(m, mulc(m, m->lane, 2), i64c(m, i)), LLVMBuildLoad2(B, g->real, f32_at(m, stats, add(m, e, i64c(m, i))), ""));
-		cg_end_if(k, j);
-	}
+	LLVMValueRef after = add(m, o.i, i64c(m, m->tk));
+	LLVMBasicBlockRef more = cg_if(k, LLVMBuildICmp(B, LLVMIntSLT, after, oend, ""));
+	issue_tiles(m, &tl, after, nxt);
+	cg_end_if(k, more);
+	/* this tile's copies made (every group but the newest), then everyone's */
+	async_commit(m);
+	async_wait(m, 1);
 	barrier_all(m);
+	m->ld_tile = LLVMBuildGEP2(B, i16, m->ld_at, &cur, 1, "");
+	LLVMValueRef st0 = add(m, cur, i64c(m, 2 * tile));
+	LLVMValueRef statp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, i16, halves, &st0, 1, ""), LLVMPointerType(g->real, m->space), "");
+	LLVMValueRef stat_at = at_c(k, statp, mulc(m, m->t, 4));
 	/* scores of the warp's 16 rows against the tile's: S = own x other^T; dP = own2 x second^T */
 	LLVMValueRef sc[8][4], dp[8][4];
 	for (int j = 0; j < nj; j++)
@@ -778,6 +860,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	if (s_acc)
 		acc_mma(m, sacc, dp, 0);
 	cg_for_end(k, &o, oend);
+	async_wait(m, 0); /* the last group is empty: nothing left in flight */
 
 	/* the warp's rows out, rows g and g + 8 below T. The quads' shuffles
 	 * come first, while every thread of the warp takes part. */

@@ -582,6 +582,9 @@ static const struct {
 } simt_calls[] = {
 	{"llvm.nvvm.barrier0", "rt_simt_barrier", SIMT_PLAIN},
 	{"llvm.nvvm.ex2.approx.f", "exp2f", SIMT_PLAIN},
+	{"llvm.nvvm.cp.async.cg.shared.global.16", "rt_simt_cp_async16", SIMT_PLAIN},
+	{"llvm.nvvm.cp.async.commit.group", "rt_simt_cp_commit", SIMT_PLAIN},
+	{"llvm.nvvm.cp.async.wait.group", "rt_simt_cp_wait", SIMT_PLAIN},
 	{"llvm.nvvm.shfl.sync.bfly.f32", "rt_simt_shfl_bfly_f32", SIMT_PLAIN},
 	{"llvm.nvvm.shfl.sync.bfly.i32", "rt_simt_shfl_bfly_i32", SIMT_PLAIN},
 	{"llvm.nvvm.mma.m16n8k16.row.col.bf16", "rt_simt_mma_bf16", SIMT_MMA},

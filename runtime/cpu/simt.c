@@ -6,7 +6,9 @@
  * shuffle or a tensor-core product (mma.sync), which the PTX ISA defines
  * over a warp's 32 lanes. There it stops, and once every thread that takes
  * part has arrived, the scheduler computes what each receives, as the PTX
- * ISA's fragment layouts say, and lets them go on. Threads that meet
+ * ISA's fragment layouts say, and lets them go on. Asynchronous copies
+ * (cp.async) are made only when the thread waits for their group, so a
+ * kernel that reads a tile before waiting reads what was there before. Threads that meet
  * different collectives, a warp collective that a finished thread should
  * take part in, or a block where no thread can go on are errors: on a GPU
  * they hang or are undefined. A CPU thread runs one block at a time, so the
@@ -43,6 +45,13 @@ typedef struct {
 	const uint16_t *at; /* ldmatrix: the row whose address it gives */
 	uint32_t out[4];   /* what the collective gives it */
 	void *fake;        /* ASan's fake stack while it waits */
+	/* cp.async: copies issued and not yet made, each with its group (0: not committed yet) */
+	struct {
+		void *dst;
+		const void *src;
+		int group;
+	} copy[64];
+	int ncopies, groups; /* groups committed */
 } Fiber;
 
 typedef struct {
@@ -111,6 +120,8 @@ static void fiber_main(void)
 	ON_STACK(NULL);
 	Fiber *f = &blk->f[blk->cur];
 	blk->body(blk->args, blk->item);
+	if (f->ncopies)
+		rt_fail(70, "SIMT: thread %d ended with %d cp.async copies not waited for", blk->cur, f->ncopies);
 	f->state = DONE;
 	yield(f);
 	rt_fail(70, "internal error: a finished SIMT thread was resumed");
@@ -130,6 +141,7 @@ static void start(Fiber *f)
 	memcpy(top, csr, 8);
 	f->sp = top;
 	f->state = RUN;
+	f->ncopies = f->groups = 0;
 }
 
 int64_t rt_simt_tid(void) { return blk->cur; }
@@ -207,6 +219,41 @@ void rt_simt_ldmatrix_x4(const void *p, int32_t trans, int32_t *d)
 	at_warp(W_LDMATRIX);
 	for (int i = 0; i < 4; i++)
 		d[i] = (int32_t)f->out[i];
+}
+
+/* cp.async.cg.shared.global 16 bytes: recorded, made at the wait for its group */
+void rt_simt_cp_async16(void *dst, const void *src)
+{
+	Fiber *f = &blk->f[blk->cur];
+	if ((uintptr_t)dst % 16 || (uintptr_t)src % 16)
+		rt_fail(70, "SIMT: cp.async of 16 bytes from %p to %p, not 16-byte aligned", src, dst);
+	if (f->ncopies == 64)
+		rt_fail(70, "SIMT: thread %d has 64 cp.async copies waiting", blk->cur);
+	f->copy[f->ncopies].dst = dst, f->copy[f->ncopies].src = src, f->copy[f->ncopies].group = 0;
+	f->ncopies++;
+}
+
+/* cp.async.commit_group: the copies issued since the last commit are a group */
+void rt_simt_cp_commit(void)
+{
+	Fiber *f = &blk->f[blk->cur];
+	f->groups++;
+	for (int i = 0; i < f->ncopies; i++)
+		if (!f->copy[i].group)
+			f->copy[i].group = f->groups;
+}
+
+/* cp.async.wait_group n: every committed group but the newest n is copied */
+void rt_simt_cp_wait(int32_t n)
+{
+	Fiber *f = &blk->f[blk->cur];
+	int kept = 0;
+	for (int i = 0; i < f->ncopies; i++)
+		if (f->copy[i].group && f->copy[i].group <= f->groups - n)
+			memcpy(f->copy[i].dst, f->copy[i].src, 16);
+		else
+			f->copy[kept++] = f->copy[i];
+	f->ncopies = kept;
 }
 
 /* ---- the scheduler's side ---- */
