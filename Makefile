@@ -76,6 +76,10 @@ $(B)/graph: tests/unit/graph.c tests/unit/check.h $(B)/libdpc.a
 $(B)/select: tests/unit/select.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/select.c $(B)/libdpc.a -lm
 
+# the SIMT emulator on its own, with the runtime's file of it
+$(B)/simt: tests/unit/simt.c tests/unit/check.h runtime/cpu/simt.c $(wildcard runtime/*.h runtime/cpu/*.h)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/simt.c runtime/cpu/simt.c
+
 $(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
@@ -90,7 +94,7 @@ deps:
 # The builds the test targets start use every core this make may (nproc),
 # unless make was given -j itself.
 JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
-TEST_BINS = all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select
+TEST_BINS = all $(B)/irgrad $(B)/binomial $(B)/graph $(B)/select $(B)/simt
 
 # The test suite: ends with "N passed, N failed".
 test:
@@ -104,7 +108,7 @@ test:
 # its tracer crashes reading it; static TLS is still scanned.
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 test-sanitize:
-	@$(MAKE) -s $(JOBS) O=build/san/ CFLAGS='-O2 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph build/san/build/select
+	@$(MAKE) -s $(JOBS) O=build/san/ CFLAGS='-O2 -g' SAN='$(SAN_FLAGS)' all build/san/build/irgrad build/san/build/binomial build/san/build/graph build/san/build/select build/san/build/simt
 	@DPC_BUILD=$(CURDIR)/build/san CC='$(CC) $(SAN_FLAGS)' TEST_OUT=$(CURDIR)/tests/out-san \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh
 

@@ -97,6 +97,13 @@ if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows 
 else
 	notok "graph" "$TEST_OUT/graph.log"
 fi
+# the SIMT emulator that runs the GPU's warp-level kernels on the CPU (DPC_SIMT), against the PTX ISA
+if "$DPC_BUILD/build/simt" >"$TEST_OUT/simt.log" 2>&1; then
+	grep '^ok' "$TEST_OUT/simt.log"
+	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/simt.log")))
+else
+	notok "simt" "$TEST_OUT/simt.log"
+fi
 # the optimiser of what the adjoint keeps, against brute force on random DAGs
 if "$DPC_BUILD/build/select" >"$TEST_OUT/select.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/select.log"
