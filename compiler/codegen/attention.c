@@ -46,14 +46,17 @@ static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMVa
 
 #define ATTN_SMEM 32768 /* bytes of shared memory per block on the GPU */
 
+/* on tensor cores (body_attn_mma), the other side's rows a step */
+static int64_t mma_tile(OpKind k) { return k == OP_ATTENTION || k == OP_ATTN_LSE ? 32 : 16; }
+
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 {
 	Type q = d->in[0];
 	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, rb = q.dt == DT_F64 ? 8 : 4;
 	if (cg_attn_mma(g, d)) {
-		/* 16 rows a warp on tensor cores, the other side 64 at a time (body_attn_mma) */
+		/* 16 rows a warp on tensor cores, the other side 32 or 16 at a time (mma_tile) */
 		*tq = 128;
-		*tk = 64;
+		*tk = mma_tile(d->kind);
 		return true;
 	}
 	if (!g->cuda) {
@@ -69,20 +72,7 @@ bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 }
 
 /* n reals of the compute type on this item's stack, made once in the entry block */
-static LLVMValueRef scratch(K *k, int64_t n)
-{
-	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
-	LLVMBuilderRef b = LLVMCreateBuilderInContext(k->g->ctx);
-	LLVMValueRef first = LLVMGetFirstInstruction(entry);
-	if (first)
-		LLVMPositionBuilderBefore(b, first);
-	else
-		LLVMPositionBuilderAtEnd(b, entry);
-	LLVMValueRef a = LLVMBuildArrayAlloca(b, k->g->real, LLVMConstInt(k->g->i32, (unsigned long long)n, 0), "");
-	LLVMSetAlignment(a, 16);
-	LLVMDisposeBuilder(b);
-	return a;
-}
+static LLVMValueRef scratch(K *k, int64_t n) { return cg_entry_alloca(k, k->g->real, n); }
 
 /* the item's tile memory, n reals: the block's shared array on the GPU */
 static LLVMValueRef tile_memory(K *k, int64_t n)
@@ -384,8 +374,6 @@ bool cg_attn_mma(const Cg *g, const KDesc *d)
 	return d->attr.attn.flash && (g->cuda || g->simt) && !g->reference && (int)d->kind != OP_ATTN_DELTA;
 }
 
-/* the other side's rows a step */
-static int64_t mma_tile(OpKind k) { return k == OP_ATTENTION || k == OP_ATTN_LSE ? 32 : 16; }
 
 typedef struct {
 	K *k;

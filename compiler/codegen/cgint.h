@@ -216,6 +216,11 @@ LLVMValueRef cg_exp(K *k, LLVMValueRef x);
 LLVMValueRef cg_log(K *k, LLVMValueRef x);
 LLVMValueRef cg_sqrt(K *k, LLVMValueRef x);
 LLVMValueRef cg_max(K *k, LLVMValueRef a, LLVMValueRef b);
+/* n values of type t on the item's stack, made once in the entry block (a loop reuses them) */
+LLVMValueRef cg_entry_alloca(K *k, LLVMTypeRef t, int64_t n);
+/* a call of intrinsic `name`; an llvm.nvvm.* one in a CPU module calls the
+ * SIMT emulator's function for it (DPC_SIMT; kernels.c's table, which
+ * stops the compiler on one it does not have) */
 LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
 /* loops: cg_for counts from 0, cg_for_lanes takes this lane's share */
 Loop cg_for_from(K *k, LLVMValueRef start, int64_t step, LLVMValueRef n);

@@ -557,6 +557,21 @@ LLVMValueRef cg_acc_result(K *k, Loop *l, LLVMValueRef init, LLVMValueRef last)
 
 /* ---- combining the lanes of a GPU reduction ---- */
 
+LLVMValueRef cg_entry_alloca(K *k, LLVMTypeRef t, int64_t n)
+{
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(k->g->ctx);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	if (first)
+		LLVMPositionBuilderBefore(b, first);
+	else
+		LLVMPositionBuilderAtEnd(b, entry);
+	LLVMValueRef a = LLVMBuildArrayAlloca(b, t, LLVMConstInt(k->g->i32, (unsigned long long)n, 0), "");
+	LLVMSetAlignment(a, 16);
+	LLVMDisposeBuilder(b);
+	return a;
+}
+
 static LLVMValueRef call_named(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n)
 {
 	LLVMTypeRef pt[16];
@@ -605,15 +620,7 @@ static LLVMValueRef simt_call(K *k, const char *name, LLVMTypeRef ret, LLVMValue
 		return call_named(k, simt_calls[i].emulator, ret, args, n);
 	/* four of them in the entry block: a call in a loop reuses them */
 	LLVMTypeRef et = LLVMStructGetTypeAtIndex(ret, 0);
-	LLVMBuilderRef eb = LLVMCreateBuilderInContext(g->ctx);
-	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
-	LLVMValueRef first = LLVMGetFirstInstruction(entry);
-	if (first)
-		LLVMPositionBuilderBefore(eb, first);
-	else
-		LLVMPositionBuilderAtEnd(eb, entry);
-	LLVMValueRef four = LLVMBuildArrayAlloca(eb, et, cg_i64(g, 4), ""), in[7];
-	LLVMDisposeBuilder(eb);
+	LLVMValueRef four = cg_entry_alloca(k, et, 4), in[7];
 	int nin = 0;
 	if (form == SIMT_MMA) {
 		for (int j = 0; j < 4; j++) {
@@ -973,6 +980,15 @@ void cg_kernel_body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, 
 	cg_set_real(g, g->p->real);
 }
 
+/* a CPU kernel's argument words, from the array its first parameter points at */
+static void load_words(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args)
+{
+	for (int j = 0; j < d->nargs; j++) {
+		LLVMValueRef at = cg_i64(g, j);
+		args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
+	}
+}
+
 /* DPC_SIMT: kernel d's body as one GPU thread, for the emulator's blocks:
  * void (const uint64_t *args, int64_t item), rt_simt_tid() its lane */
 static LLVMValueRef simt_thread(Cg *g, const KDesc *d, const char *name)
@@ -982,10 +998,7 @@ static LLVMValueRef simt_thread(Cg *g, const KDesc *d, const char *name)
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
 	LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
 	LLVMValueRef args[16];
-	for (int j = 0; j < d->nargs; j++) {
-		LLVMValueRef at = cg_i64(g, j);
-		args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
-	}
+	load_words(g, fn, d, args);
 	LLVMTypeRef tft = LLVMFunctionType(g->i64, NULL, 0, 0);
 	LLVMValueRef tid = LLVMGetNamedFunction(g->mod, "rt_simt_tid");
 	if (!tid)
@@ -1014,10 +1027,8 @@ void cg_cpu_kernels(Cg *g)
 		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
 		LLVMPositionBuilderAtEnd(g->b, entry);
 		LLVMValueRef args[16];
-		for (int j = 0; j < d->nargs && !thread; j++) {
-			LLVMValueRef at = cg_i64(g, j);
-			args[j] = LLVMBuildLoad2(g->b, g->i64, LLVMBuildGEP2(g->b, g->i64, LLVMGetParam(fn, 0), &at, 1, ""), "");
-		}
+		if (!thread)
+			load_words(g, fn, d, args);
 		K k = {.g = g, .fn = fn, .b = g->b, .vec = 1, .lanes = 1};
 		LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
 		LLVMValueRef count = LLVMBuildSub(g->b, end, begin, "");
