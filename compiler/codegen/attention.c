@@ -387,6 +387,9 @@ typedef struct {
 	LLVMValueRef ld_warp;        /* the same past the warp's first 16 rows */
 	LLVMValueRef ld_tile;        /* the same in the buffer of this step's tiles */
 	LLVMValueRef halves;         /* the tile memory as bf16 elements (i16) */
+	bool keyside, with_dp;       /* key rows (attn_dkv, attn_dk, attn_dv); dP and dS computed */
+	int64_t nj, tile;            /* the tile's n-tiles of 8, and its elements in shared memory */
+	LLVMValueRef mine0;          /* this warp's first row */
 	LLVMTypeRef mma_t;           /* {float, float, float, float} */
 } Mma;
 
@@ -654,6 +657,110 @@ static void store_rows(Mma *m, LLVMValueRef to, LLVMValueRef acc, LLVMValueRef m
 		}
 }
 
+/* the scores of the warp's 16 rows against the tile's: S = own x other^T,
+ * and dP = own2 x second^T where the kind needs it */
+static void scores(Mma *m, int64_t abase, int64_t a2base, LLVMValueRef sc[8][4], LLVMValueRef dp[8][4])
+{
+	LLVMValueRef own[4][4], own2[4][4], zero = cg_real(m->k->g, 0);
+	for (int j = 0; j < m->nj; j++)
+		for (int i = 0; i < 4; i++)
+			sc[j][i] = dp[j][i] = zero;
+	for (int c = 0; c < m->dh / 16; c++) {
+		frag_a_shared(m, abase, 16 * c, own[c]);
+		if (m->with_dp)
+			frag_a_shared(m, a2base, 16 * c, own2[c]);
+		for (int j = 0; j < m->nj; j += 2) {
+			LLVMValueRef bf[2], bf2[2];
+			frag_b_rows(m, 0, 8 * j, 16 * c, bf, bf2);
+			mma(m, own[c], bf, sc[j]);
+			mma(m, own[c], bf2, sc[j + 1]);
+			if (m->with_dp) {
+				frag_b_rows(m, m->tile, 8 * j, 16 * c, bf, bf2);
+				mma(m, own2[c], bf, dp[j]);
+				mma(m, own2[c], bf2, dp[j + 1]);
+			}
+		}
+	}
+}
+
+/* scale and mask: rows g, g + 8 of this warp; columns 8j + 2t (+1) of the
+ * tile of the other side's rows from o. The other side's row o + 2t + co
+ * and this row mine0 + g + cm, compared through two 32-bit values and
+ * constants: no register for each of the tile's places */
+static void mask(Mma *m, LLVMValueRef o, LLVMValueRef sc[8][4])
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	LLVMTypeRef i32 = g->i32;
+	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)m->dh)), ninf = cg_real(g, -INFINITY);
+	LLVMValueRef o2t = LLVMBuildTrunc(B, add(m, o, mulc(m, m->t, 2)), i32, "");
+	LLVMValueRef gap = LLVMBuildSub(B, o2t, LLVMBuildTrunc(B, add(m, m->mine0, m->g), i32, ""), ""); /* other - mine, less co - cm */
+	for (int j = 0; j < m->nj; j++)
+		for (int i = 0; i < 4; i++) {
+			int64_t co = 8 * j + (i & 1), cm = i & 2 ? 8 : 0;
+			LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, o2t, LLVMConstInt(i32, (unsigned long long)(m->T - co), 1), "");
+			if (m->d->attr.attn.causal) /* other <= mine (query rows), other >= mine (key rows) */
+				ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, m->keyside ? LLVMIntSGE : LLVMIntSLE, gap,
+				                                       LLVMConstInt(i32, (unsigned long long)(cm - co), 1), ""), "");
+			sc[j][i] = LLVMBuildSelect(B, ok, LLVMBuildFMul(B, sc[j][i], scale, ""), ninf, "");
+		}
+}
+
+/* the forward's online softmax: each row's running max (mrow) and sum
+ * (lrow), P in sc, and the output so far (pacc, or NULL) rescaled */
+static void online_softmax(Mma *m, LLVMValueRef sc[8][4], LLVMValueRef mrow, LLVMValueRef lrow, LLVMValueRef pacc)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef ninf = cg_real(k->g, -INFINITY), zero = cg_real(k->g, 0);
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef mx = rd_c(k, mrow, i64c(m, r));
+		for (int j = 0; j < m->nj; j++)
+			for (int i = 2 * r; i < 2 * r + 2; i++)
+				mx = cg_max(k, mx, sc[j][i]);
+		mx = quad(m, mx, true);
+		/* a row that has seen only masked keys keeps max -inf: nothing to rescale */
+		LLVMValueRef none = LLVMBuildFCmp(B, LLVMRealOEQ, mx, ninf, "");
+		LLVMValueRef base = LLVMBuildSelect(B, none, zero, mx, "");
+		LLVMValueRef shrink = ex2(m, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
+		LLVMValueRef sum = zero;
+		for (int j = 0; j < m->nj; j++)
+			for (int i = 2 * r; i < 2 * r + 2; i++) {
+				sc[j][i] = ex2(m, LLVMBuildFSub(B, sc[j][i], base, ""));
+				sum = LLVMBuildFAdd(B, sum, sc[j][i], "");
+			}
+		wr_c(k, lrow, i64c(m, r), LLVMBuildFAdd(B, LLVMBuildFMul(B, rd_c(k, lrow, i64c(m, r)), shrink, ""), sum, ""));
+		wr_c(k, mrow, i64c(m, r), mx);
+		for (int n = 0; pacc && n < m->dh / 8; n++)
+			for (int i = 2 * r; i < 2 * r + 2; i++)
+				wr_c(k, pacc, i64c(m, 4 * n + i), LLVMBuildFMul(B, rd_c(k, pacc, i64c(m, 4 * n + i)), shrink, ""));
+	}
+}
+
+/* the adjoint's P = exp(S - lse) in sc and dS = P (dP - D) / sqrt(Dh) in
+ * dp: each query's statistics, this warp's rows' (st) or the tile's
+ * (stat_at, the thread's 4t) */
+static void probabilities(Mma *m, LLVMValueRef sc[8][4], LLVMValueRef dp[8][4], LLVMValueRef stat_at, LLVMValueRef st)
+{
+	K *k = m->k;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef scale = cg_real(k->g, 1 / sqrt((double)m->dh));
+	for (int j = 0; j < m->nj; j++)
+		for (int i = 0; i < 4; i++) {
+			LLVMValueRef lse, dd;
+			if (m->keyside) { /* column 2t + 8j + (i & 1) */
+				lse = rd_c(k, stat_at, i64c(m, 2 * (8 * j + (i & 1))));
+				dd = rd_c(k, stat_at, i64c(m, 2 * (8 * j + (i & 1)) + 1));
+			} else {
+				lse = rd_c(k, st, i64c(m, i & 2 ? 2 : 0));
+				dd = rd_c(k, st, i64c(m, i & 2 ? 3 : 1));
+			}
+			sc[j][i] = ex2(m, LLVMBuildFSub(B, sc[j][i], lse, ""));
+			if (m->with_dp)
+				dp[j][i] = LLVMBuildFMul(B, LLVMBuildFMul(B, sc[j][i], LLVMBuildFSub(B, dp[j][i], dd, ""), ""), scale, "");
+		}
+}
+
 static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef item)
 {
 	Cg *g = k->g;
@@ -670,7 +777,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	m->tk = mma_tile(kind);
 	LLVMTypeRef f4[4] = {g->real, g->real, g->real, g->real};
 	m->mma_t = LLVMStructTypeInContext(g->ctx, f4, 4, 0);
-	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, kd = m->dh / 16, nj = m->tk / 8, tile = m->tk * m->stride;
+	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, nj = m->tk / 8, tile = m->tk * m->stride;
 	m->bh = LLVMBuildUDiv(B, item, i64c(m, nt), "");
 	LLVMValueRef row0 = mulc(m, LLVMBuildURem(B, item, i64c(m, nt), ""), MMA_ROWS);
 	m->h = LLVMBuildURem(B, m->bh, i64c(m, m->H), "");
@@ -684,6 +791,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	 * statistics (set halves), then the block's own rows (one or two sets) */
 	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
 	bool with_dp = kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV; /* dP, then dS */
+	m->keyside = keyside, m->with_dp = with_dp, m->nj = nj, m->tile = tile;
 	int64_t set = 2 * tile + 4 * m->tk, words = (2 * set + (1 + with_dp) * MMA_ROWS * m->stride) / 2;
 	/* named by its size: a module's kernels share one global per name, and
 	 * heads of another width need another size */
@@ -705,13 +813,12 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	bool s_acc = with_dp;                                                           /* += dS K, dS^T Q */
 	LLVMValueRef lse_out = kind == OP_ATTENTION && d->mode ? args[4] : kind == OP_ATTN_LSE ? args[0] : NULL;
 	LLVMValueRef stats = fwd ? NULL : args[5];
-	LLVMValueRef mine0 = add(m, row0, mulc(m, m->warp, 16)); /* this warp's first row */
-	LLVMValueRef scale = cg_real(g, 1 / sqrt((double)m->dh)), ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0);
+	LLVMValueRef mine0 = m->mine0 = add(m, row0, mulc(m, m->warp, 16));
+	LLVMValueRef ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0);
 	/* the block's own rows, the A operands: Q, and dO for dP (K, and V for
 	 * dP, for key rows), in shared memory after the tiles and their
 	 * statistics, read at each step: in registers they would leave too
 	 * few for the scores and the accumulators */
-	LLVMValueRef own[4][4], own2[4][4];
 	int64_t abase = 2 * set, a2base = abase + MMA_ROWS * m->stride; /* elements */
 	load_tile(m, keyside ? ptrs[2] : ptrs[1], row0, abase, MMA_ROWS);
 	if (with_dp)
@@ -764,84 +871,13 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef st0 = add(m, cur, i64c(m, 2 * tile));
 	LLVMValueRef statp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, i16, halves, &st0, 1, ""), LLVMPointerType(g->real, m->space), "");
 	LLVMValueRef stat_at = at_c(k, statp, mulc(m, m->t, 4));
-	/* scores of the warp's 16 rows against the tile's: S = own x other^T; dP = own2 x second^T */
 	LLVMValueRef sc[8][4], dp[8][4];
-	for (int j = 0; j < nj; j++)
-		for (int i = 0; i < 4; i++)
-			sc[j][i] = dp[j][i] = zero;
-	for (int c = 0; c < kd; c++) {
-		frag_a_shared(m, abase, 16 * c, own[c]);
-		if (with_dp)
-			frag_a_shared(m, a2base, 16 * c, own2[c]);
-		for (int j = 0; j < nj; j += 2) {
-			LLVMValueRef bf[2], bf2[2];
-			frag_b_rows(m, 0, 8 * j, 16 * c, bf, bf2);
-			mma(m, own[c], bf, sc[j]);
-			mma(m, own[c], bf2, sc[j + 1]);
-			if (with_dp) {
-				frag_b_rows(m, tile, 8 * j, 16 * c, bf, bf2);
-				mma(m, own2[c], bf, dp[j]);
-				mma(m, own2[c], bf2, dp[j + 1]);
-			}
-		}
-	}
-	/* scale and mask: rows g, g + 8 of this warp; columns 8j + 2t (+1) of
-	 * the tile. The other side's row o + 2t + co and this row mine0 + g +
-	 * cm, compared through two 32-bit values and constants: no register
-	 * for each of the tile's places */
-	LLVMTypeRef i32 = g->i32;
-	LLVMValueRef o2t = LLVMBuildTrunc(B, add(m, o.i, mulc(m, m->t, 2)), i32, "");
-	LLVMValueRef gap = LLVMBuildSub(B, o2t, LLVMBuildTrunc(B, add(m, mine0, m->g), i32, ""), ""); /* other - mine, less co - cm */
-	for (int j = 0; j < nj; j++)
-		for (int i = 0; i < 4; i++) {
-			int64_t co = 8 * j + (i & 1), cm = i & 2 ? 8 : 0;
-			LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, o2t, LLVMConstInt(i32, (unsigned long long)(m->T - co), 1), "");
-			if (causal) /* other <= mine (query rows), other >= mine (key rows) */
-				ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, keyside ? LLVMIntSGE : LLVMIntSLE, gap,
-				                                       LLVMConstInt(i32, (unsigned long long)(cm - co), 1), ""), "");
-			sc[j][i] = LLVMBuildSelect(B, ok, LLVMBuildFMul(B, sc[j][i], scale, ""), ninf, "");
-		}
-	if (fwd) {
-		/* the online softmax: each row's running max and sum; the output rescaled */
-		for (int r = 0; r < 2; r++) {
-			LLVMValueRef mx = rd_c(k, mrow, i64c(m, r));
-			for (int j = 0; j < nj; j++)
-				for (int i = 2 * r; i < 2 * r + 2; i++)
-					mx = cg_max(k, mx, sc[j][i]);
-			mx = quad(m, mx, true);
-			/* a row that has seen only masked keys keeps max -inf: nothing to rescale */
-			LLVMValueRef none = LLVMBuildFCmp(B, LLVMRealOEQ, mx, ninf, "");
-			LLVMValueRef base = LLVMBuildSelect(B, none, zero, mx, "");
-			LLVMValueRef shrink = ex2(m, LLVMBuildFSub(B, rd_c(k, mrow, i64c(m, r)), base, ""));
-			LLVMValueRef sum = zero;
-			for (int j = 0; j < nj; j++)
-				for (int i = 2 * r; i < 2 * r + 2; i++) {
-					sc[j][i] = ex2(m, LLVMBuildFSub(B, sc[j][i], base, ""));
-					sum = LLVMBuildFAdd(B, sum, sc[j][i], "");
-				}
-			wr_c(k, lrow, i64c(m, r), LLVMBuildFAdd(B, LLVMBuildFMul(B, rd_c(k, lrow, i64c(m, r)), shrink, ""), sum, ""));
-			wr_c(k, mrow, i64c(m, r), mx);
-			for (int n = 0; p_acc && n < nd; n++)
-				for (int i = 2 * r; i < 2 * r + 2; i++)
-					wr_c(k, pacc, i64c(m, 4 * n + i), LLVMBuildFMul(B, rd_c(k, pacc, i64c(m, 4 * n + i)), shrink, ""));
-		}
-	} else {
-		/* P = exp(S - lse); dS = P (dP - D) / sqrt(Dh): each query's statistics (this warp's rows, or the tile's) */
-		for (int j = 0; j < nj; j++)
-			for (int i = 0; i < 4; i++) {
-				LLVMValueRef lse, dd;
-				if (keyside) { /* column 2t + 8j + (i & 1): from the thread's 4t */
-					lse = rd_c(k, stat_at, i64c(m, 2 * (8 * j + (i & 1))));
-					dd = rd_c(k, stat_at, i64c(m, 2 * (8 * j + (i & 1)) + 1));
-				} else {
-					lse = rd_c(k, st, i64c(m, i & 2 ? 2 : 0));
-					dd = rd_c(k, st, i64c(m, i & 2 ? 3 : 1));
-				}
-				sc[j][i] = ex2(m, LLVMBuildFSub(B, sc[j][i], lse, ""));
-				if (with_dp)
-					dp[j][i] = LLVMBuildFMul(B, LLVMBuildFMul(B, sc[j][i], LLVMBuildFSub(B, dp[j][i], dd, ""), ""), scale, "");
-			}
-	}
+	scores(m, abase, a2base, sc, dp);
+	mask(m, o.i, sc);
+	if (fwd)
+		online_softmax(m, sc, mrow, lrow, p_acc ? pacc : NULL);
+	else
+		probabilities(m, sc, dp, stat_at, st);
 	/* pacc += P V (attention), P^T dO (key rows: the second tile); sacc += dS K (attn_dq), dS^T Q (key rows: the first) */
 	if (p_acc)
 		acc_mma(m, pacc, sc, tile);
