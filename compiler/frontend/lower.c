@@ -440,7 +440,7 @@ static void arity(Node *n, int lo, int hi)
 
 /* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k
  * and v fit; or on tensor cores (FeOptions.simt) */
-static void attention_workspace(Lower *L, Op *op)
+static void attention_path(Lower *L, Op *op)
 {
 	Program *p = L->p;
 	Type q = ir_vtype(p, op->in[0]);
@@ -1024,7 +1024,7 @@ static int call(Lower *L, Scope *s, Node *n)
 		}
 		if (!op->attr.attn.heads)
 			diag_error(n->loc, "attention needs heads=");
-		attention_workspace(L, op);
+		attention_path(L, op);
 		return emit(L, op);
 	}
 	case FE_EMBED: {
