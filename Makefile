@@ -38,6 +38,12 @@ $(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.i
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
 
+# the streamed parameters' optimizer step on the host: vector code, and no contraction into fused
+# multiply-adds, which the device's kernels do not make either (runtime/host_step.c)
+$(B)/runtime/host_step.o: runtime/host_step.c $(wildcard runtime/*.h common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O3 -ffp-contract=off -pthread -c $< -o $@
+
 $(B)/libdpc.a: $(COMPILER_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

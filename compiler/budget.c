@@ -23,6 +23,7 @@ static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptio
 {
 	Program *q = driver_lower(ast, o, false);
 	q->optimizer = o->optimizer;
+	q->mixed = o->mixed;
 	q->ranks = o->ranks;
 	AdOptions ad = {ck->mode != CKPT_NONE, ck->rows};
 	return ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);

@@ -14,6 +14,7 @@ typedef struct {
 	const char *output;   /* NULL: stdout for text stages, the input's base name for the executable */
 	Emit emit;
 	int real_bytes;       /* 2, 4 or 8: --precision bf16, f32 or f64 */
+	bool mixed;           /* --precision bf16-mixed: real_bytes 2, with f32 master copies and optimizer state */
 	CgTarget target;
 	Vec(FeDefine) defs;
 	int64_t device_mem;   /* --device-mem: the device budget in bytes, 0: none (the program keeps it) */

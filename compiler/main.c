@@ -66,9 +66,13 @@ static const Opt opts[] = {
 	 "(default h100)"},
 	{O_DEFINE, "-D", NULL, "NAME=VALUE", K_SPECIAL, 0, 0, NULL, NULL,
 	 "override `const NAME` in the program"},
-	{O_PRECISION, "--precision", NULL, "f32|f64|bf16", K_CHOICE, 0, 0, NULL, NULL,
+	{O_PRECISION, "--precision", NULL, "f32|f64|bf16|bf16-mixed", K_CHOICE, 0, 0, NULL, NULL,
 	 "what the source's f32 is stored as (default f32). bf16: 2 bytes, computed\n"
-	 "in f32, GEMMs accumulate in f32; values written bf16 or f64 keep their type.\n"
+	 "in f32, GEMMs accumulate in f32; values written bf16 or f64 keep their type;\n"
+	 "parameters, gradients and Adam's moments are bf16 too (pure bf16).\n"
+	 "bf16-mixed: computes as bf16 does, from a bf16 copy of the weights, but\n"
+	 "the parameters (their master copy), the sums of their gradients and the\n"
+	 "optimizer's state are f32, as PyTorch's autocast trains (docs/cli.md).\n"
 	 "f64: every real is f64, bf16 included (the build for --gradcheck)"},
 	{O_TARGET, "--target", NULL, "cpu|cuda", K_STR, 0, 0, NULL, NULL,
 	 "x86 kernels and OpenBLAS, or PTX kernels and cuBLAS; default " DEFAULT_TARGET ",\n"
@@ -309,7 +313,7 @@ static void emit_stage(DriverOptions *o, const char *v)
 /* option op given with value v (NULL for a flag); k: a choice's index; n: a count or a byte count */
 static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k, long long n)
 {
-	static const int real_bytes[] = {4, 8, 2};
+	static const int real_bytes[] = {4, 8, 2, 2};
 	static const Optimizer optimizers[] = {OPT_SGD, OPT_ADAM};
 	static const StreamMode streams[] = {STREAM_NONE, STREAM_AUTO, STREAM_PARAMS};
 	static const CkptMode ckpts[] = {CKPT_NONE, CKPT_BINOMIAL, CKPT_AUTO, CKPT_AUTO};
@@ -322,7 +326,7 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 		o->gpu = v;
 		break;
 	case O_DEFINE: define(o, v); break;
-	case O_PRECISION: o->real_bytes = real_bytes[k]; break;
+	case O_PRECISION: o->real_bytes = real_bytes[k], o->mixed = k == 3; break;
 	case O_TARGET: g->target = v, g->target_from = "--target"; break;
 	case O_CPU: g->cpu = v, g->cpu_from = "--cpu"; break;
 	case O_OPTIMIZER: o->optimizer = optimizers[k]; break;

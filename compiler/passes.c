@@ -58,7 +58,16 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 {
 	Program *p = driver_lower(ast, o, true);
 	p->optimizer = o->optimizer;
+	p->mixed = o->mixed;
 	p->ranks = o->ranks;
+	/* bf16-mixed keeps an f32 master copy of each trained parameter and computes with its bf16 copy */
+	for (int i = 0; p->mixed && i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (!q->buffer && q->type.dt != DT_BF16)
+			diag_error(q->loc, "--precision bf16-mixed trains each parameter from an f32 master copy and computes "
+			           "with a bf16 copy of it; '%s' is declared %s: declare it f32, or use --precision f32 or f64",
+			           q->name, ir_type_str(q->type));
+	}
 	verify(o, p, "frontend");
 	driver_phase(o, "lower");
 	if (o->emit == (*last = EMIT_IR))

@@ -57,6 +57,15 @@ static void shape(RtTensor *t, char **p, int line, const char *text)
 	t->bytes = t->numel * rt_elem_bytes(t->dtype);
 }
 
+/* bf16-mixed: the parameter as the runtime sees it is its f32 master copy; the program computes with its
+ * bf16 copy */
+static void mixed_types(RtTensor *t)
+{
+	strcpy(t->cdtype, "bf16");
+	strcpy(t->dtype, "f32");
+	t->bytes = t->numel * 4;
+}
+
 static bool inside(int64_t size, int64_t offset, int64_t bytes)
 {
 	return offset >= 0 && bytes >= 0 && offset <= size - bytes;
@@ -79,6 +88,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 	m->ranks = 1;
 	for (int i = 0; i < 3; i++)
 		m->k_sgd[i] = m->k_adam[i] = -1;
+	m->k_fold = m->k_refresh = -1;
 	char *copy = strdup(desc), *save = NULL;
 	int line = 0;
 	bool ended = false;
@@ -92,9 +102,10 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		} else if (!strcmp(key, "model")) {
 			word(&p, m->model, sizeof m->model, line, l);
 		} else if (!strcmp(key, "precision")) {
-			char s[8];
+			char s[16];
 			word(&p, s, sizeof s, line, l);
-			m->real_bytes = !strcmp(s, "f64") ? 8 : !strcmp(s, "f32") ? 4 : !strcmp(s, "bf16") ? 2 : 0;
+			m->mixed = !strcmp(s, "bf16-mixed");
+			m->real_bytes = !strcmp(s, "f64") ? 8 : !strcmp(s, "f32") ? 4 : !strcmp(s, "bf16") || m->mixed ? 2 : 0;
 			if (!m->real_bytes)
 				bad(line, l);
 		} else if (!strcmp(key, "arena")) {
@@ -121,7 +132,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			word(&p, t->dtype, sizeof t->dtype, line, l);
 			shape(t, &p, line, l);
 			t->offset = num(&p, line, l);
-			t->grad = t->opt_m = t->opt_v = -1;
+			t->grad = t->opt_m = t->opt_v = t->copy = t->mgrad = t->hgrad = -1;
+			snprintf(t->cdtype, sizeof t->cdtype, "%s", t->dtype);
 			if (param) {
 				t->grad = num(&p, line, l);
 				t->stacked = (int)num(&p, line, l);
@@ -169,22 +181,38 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			RtTensor *t = named_param(m, &p, line, l);
 			t->opt_m = num(&p, line, l);
 			t->opt_v = num(&p, line, l);
+		} else if (!strcmp(key, "master")) {
+			/* bf16-mixed: the parameter is its f32 master copy, its gradient the f32 sum */
+			RtTensor *t = named_param(m, &p, line, l);
+			if (!m->mixed || t->buffer || strcmp(t->dtype, "bf16"))
+				bad(line, l);
+			t->copy = t->offset;
+			t->mgrad = t->grad;
+			t->offset = num(&p, line, l);
+			t->grad = num(&p, line, l);
+			mixed_types(t);
 		} else if (!strcmp(key, "host")) {
 			m->host = num(&p, line, l);
 		} else if (!strcmp(key, "stream")) {
 			RtTensor *t = named_param(m, &p, line, l);
 			t->streamed = true;
-			t->host = num(&p, line, l);
+			t->host = t->host_copy = num(&p, line, l);
 			t->host_m = num(&p, line, l);
 			t->host_v = num(&p, line, l);
+			int64_t master = num(&p, line, l);
 			t->slots = num(&p, line, l);
-			t->slots_m = num(&p, line, l);
-			t->slots_v = num(&p, line, l);
 			t->grad = num(&p, line, l);
+			t->hgrad = num(&p, line, l);
+			if (master >= 0) {
+				if (!m->mixed || strcmp(t->dtype, "bf16"))
+					bad(line, l);
+				t->host = master;
+				mixed_types(t);
+			}
 		} else if (!strcmp(key, "transfers")) {
 			char k[16];
 			for (int f = 0; f < 6; f++) {
-				static const char *want[] = {"slots", "ahead", "forward", "step", "sweep", "grads"};
+				static const char *want[] = {"slots", "ahead", "forward", "step", "numel", "grads"};
 				word(&p, k, sizeof k, line, l);
 				if (strcmp(k, want[f]))
 					bad(line, l);
@@ -192,6 +220,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 					m->nslots = (int)num(&p, line, l);
 				else if (f == 1)
 					m->ahead = (int)num(&p, line, l);
+				else if (f == 4)
+					m->stream_numel = num(&p, line, l);
 				else if (f == 5)
 					m->stream_grads = num(&p, line, l);
 				else {
@@ -210,6 +240,10 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				m->k_sgd[r] = id;
 			else if (!strcmp(k, "adam"))
 				m->k_adam[r] = id;
+			else if (!strcmp(k, "fold") && r == 0)
+				m->k_fold = id;
+			else if (!strcmp(k, "refresh") && r == 0)
+				m->k_refresh = id;
 			else
 				bad(line, l);
 		} else if (!strcmp(key, "flops")) {
@@ -294,7 +328,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			bad(line, l);
 	}
 	free(copy);
-	if (!ended || !m->real_bytes || !m->has_optimizer || !m->loss_dtype[0])
+	if (!ended || !m->real_bytes || !m->has_optimizer || !m->loss_dtype[0] ||
+	    (m->mixed && (m->k_fold < 0 || m->k_refresh < 0)))
 		rt_fail(70, "internal error: incomplete model description");
 	for (int i = 0; i < m->nparams; i++) {
 		int r = rt_real_index(m->params[i].dtype);
@@ -308,18 +343,17 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		const RtTensor *t = i < m->nparams ? &m->params[i] : &m->inputs[i - m->nparams];
 		bool out;
 		if (t->streamed) {
-			/* in the host pool, adam's moments too */
-			out = !inside(m->host, t->host, t->bytes) || !t->stacked;
+			/* in the host pool: the value (and its compute copy), adam's moments, the gradients coming down */
+			int64_t units = t->dim[0] > 0 ? t->dim[0] : 1, cbytes = t->numel * rt_elem_bytes(t->cdtype), unit = cbytes / units;
+			out = !inside(m->host, t->host, t->bytes) || !inside(m->host, t->host_copy, cbytes) ||
+			      !inside(m->host, t->hgrad, cbytes) || !t->stacked;
 			if (m->adam)
 				out |= !inside(m->host, t->host_m, t->bytes) || !inside(m->host, t->host_v, t->bytes);
 			if (out)
 				rt_fail(70, "internal error: tensor '%s' lies outside the host pool of %lld bytes", t->name,
 				        (long long)m->host);
 			/* its slots and its gradient's unit in the arena */
-			int64_t unit = t->dim[0] > 0 ? t->bytes / t->dim[0] : 0;
 			out = m->nslots < 1 || !inside(m->arena, t->slots, m->nslots * unit) || !inside(m->arena, t->grad, unit);
-			if (m->adam)
-				out |= !inside(m->arena, t->slots_m, m->nslots * unit) || !inside(m->arena, t->slots_v, m->nslots * unit);
 			if (out)
 				rt_fail(70, "internal error: the slots of tensor '%s' lie outside the arena of %lld bytes", t->name,
 				        (long long)m->arena);
@@ -327,6 +361,10 @@ void rt_parse_desc(RtModel *m, const char *desc)
 		}
 		bool trained = i < m->nparams && !t->buffer;
 		out = !inside(m->arena, t->offset, t->bytes) || (trained && !inside(m->arena, t->grad, t->bytes));
+		if (t->copy >= 0)
+			out |= !inside(m->arena, t->copy, t->numel * 2) || !inside(m->arena, t->mgrad, t->numel * 2);
+		else if (trained && m->mixed)
+			out = true; /* every trained parameter has its master line */
 		/* adam's moments, planned for every resident trained parameter: whole, or one rank's share */
 		int64_t share = (t->numel + m->ranks - 1) / m->ranks * rt_elem_bytes(t->dtype);
 		if (trained && m->adam)

@@ -290,7 +290,9 @@ void rt_dist_gather(void *buf, int64_t n, const char *dtype)
 
 void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)
 {
-	if (!rt_distributed || !c->reducing)
+	/* bf16-mixed: the f32 sums are summed across the ranks after the step (update.c), not the bf16
+	 * gradient of the last micro-batch */
+	if (!rt_distributed || !c->reducing || c->model->mixed)
 		return;
 	c->no_graph = "data parallelism's sums run on a stream of their own";
 	const RtTensor *t = &c->model->params[param];

@@ -21,7 +21,7 @@
  *
  *   dpc 1
  *   model NAME                        source file's base name
- *   precision f32|f64|bf16            what the source's f32 is stored as (--precision)
+ *   precision f32|f64|bf16|bf16-mixed what the source's f32 is stored as (--precision)
  *   arena BYTES                       the planned device arena size
  *   loss OFFSET DTYPE                 arena offset and element type of the scalar loss
  *   report NAME OFFSET DTYPE          a scalar read after each step (`report NAME = e`)
@@ -33,15 +33,24 @@
  *   ids NAME                          the input NAME holds ids an embed reads (tokens, for the progress line)
  *   optimizer sgd|adam                the update dp_step's caller applies (chosen at compile time)
  *   state NAME M_OFFSET V_OFFSET      adam: parameter NAME's two moments, planned in the arena
+ *   master NAME OFFSET SUM            bf16-mixed: resident parameter NAME's f32 master copy and f32 sum of
+ *                                     its gradients (its param line's: the bf16 compute copy and gradient)
  *   host BYTES                        the pinned host pool of streamed parameters and their state
- *   stream NAME HOST M V              parameter NAME lives in the host pool at HOST (its param line's
- *                                     offsets are -1), adam's moments at M and V (-1 for sgd); dp_step
- *                                     updates it through rt_update, unit by unit
- *   transfers slots K ahead D forward H2D D2H step H2D D2H
- *                                     device slots per streamed tensor, prefetch distance, and the
- *                                     bytes of streamed units one dp_forward and one dp_step move
- *   kernel sgd DTYPE ID               args: p, g, lr; over each element; one per element type of trained params
- *   kernel adam DTYPE ID              args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2
+ *   stream NAME HOST M V MASTER SLOTS GRAD HGRAD
+ *                                     parameter NAME lives in the host pool at HOST (its param line's
+ *                                     offsets are -1), adam's moments at M and V (-1 for sgd), the
+ *                                     bf16-mixed master copy at MASTER (-1 otherwise); its device slots
+ *                                     at SLOTS, its unit's gradient at GRAD; its gradients come down to
+ *                                     HGRAD in the pool (rt_update), where the host updates it
+ *   transfers slots K ahead D forward H2D D2H step H2D D2H numel N grads G
+ *                                     device slots per streamed tensor, prefetch distance, the bytes
+ *                                     of streamed units one dp_forward and one dp_step move, the
+ *                                     streamed parameters' elements and their gradients' bytes
+ *   kernel sgd DTYPE ID               args: p, g, lr, scale[, copy]; over each element; one per element type
+ *                                     of trained params (bf16-mixed: f32, writing the bf16 copy)
+ *   kernel adam DTYPE ID              args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2, keep, scale[, copy]
+ *   kernel fold f32 ID                bf16-mixed: args sum, g, first: sum = (first ? 0 : sum) + g
+ *   kernel refresh f32 ID             bf16-mixed: args copy, master: copy = bf16(master)
  *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles
  *   kpred ID NS                       CUDA: a launch's time in nanoseconds as dpc's cost model predicts
  *                                     it (--profile prints it beside the measured)
@@ -148,15 +157,14 @@ void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t b
  * slots at `slots`. `table` holds two words per slot, in the generated code:
  * the unit it holds + 1 (0: none) and the event of its last copy.
  *   rt_stream_reset  empties n words of tables (each dp_step and dp_forward starts so)
- *   rt_fetch         copies unit u in, unless u is outside [lo, hi) or its slot holds it;
- *                    opt 1: optimizer state, which only the update reads (none when it is deferred)
+ *   rt_fetch         copies unit u of parameter `param` in, unless u is outside [lo, hi), its slot
+ *                    holds it, or its gradient went down in this call (nothing reads it after)
  *   rt_wait          device work queued later waits for the copy into u's slot
- *   rt_writeback     copies u's slot back to the host (none when the update is deferred)
- *   rt_update        the optimizer's step of unit u of parameter `param` (p, g, m, v: device
- *                    addresses; m = v = 0 for sgd), n elements; when deferred (--clip-grad,
- *                    --accum), the gradient's copy to the host instead
- *   rt_grad_in       unit u's gradient of parameter `param` (bytes at g) starts at 0, or, in a
- *                    micro-batch after the step's first, at what the earlier ones summed */
+ *   rt_update        unit u's gradient of parameter `param` (bytes at g) is complete: it goes down
+ *                    to the pool at host + u bytes, where the host adds it to the step's and applies
+ *                    the optimizer's step to the unit (runtime/host_update.c)
+ *   rt_grad_in       unit u's gradient of parameter `param` (bytes at g) starts at 0, once the unit
+ *                    before it is down */
 void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n);
 /* Offloaded forward values: rt_act_copy starts a copy on the copy stream
  * between device memory and the host pool at offset host (to_device 0:
@@ -167,10 +175,9 @@ void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n);
 void rt_act_copy(RtCtx *c, int64_t *event, int to_device, uint64_t dev, int64_t host, int64_t bytes);
 void rt_act_wait(RtCtx *c, int64_t *event);
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
-              int64_t bytes, int opt);
+              int64_t bytes, int param);
 void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u);
-void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes);
-void rt_update(RtCtx *c, int param, int64_t u, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
+void rt_update(RtCtx *c, int param, int64_t u, uint64_t g, int64_t host, int64_t bytes);
 void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes);
 /* data parallelism: parameter `param`'s gradient (n elements at g) is complete; under mpirun, in the
  * step's last micro-batch, its sum across the ranks starts (the training loop waits for it before

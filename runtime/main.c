@@ -143,6 +143,7 @@ static int gradcheck(RtCtx *c, const RtOpts *o, void **host)
 	c->capture = g;
 	c->no_update = true;
 	dp_step(c);
+	rt_fold(c, true);
 	c->dev->sync();
 	double loss = read_loss(c), worst = 0, worst_abs = 0;
 	rt_rng_seed((uint64_t)o->seed * 31 + 17);
@@ -169,6 +170,7 @@ static int gradcheck(RtCtx *c, const RtOpts *o, void **host)
 					rt_set(host[i], t->dtype, e, keep + (side ? -h : h));
 				else
 					rt_h2d(c, where, elem, esz);
+				rt_refresh(c, t);
 				dp_forward(c);
 				lp[side] = read_loss(c); /* synchronous: the copies are done */
 			}
@@ -177,6 +179,7 @@ static int gradcheck(RtCtx *c, const RtOpts *o, void **host)
 				rt_set(host[i], t->dtype, e, keep);
 			else
 				rt_h2d(c, where, elem, esz);
+			rt_refresh(c, t);
 			double fd = (lp[0] - lp[1]) / (2 * h), ad = rt_get(g[i], t->dtype, e), d = fabs(ad - fd);
 			double noise = 1e-8 * (fabs(loss) > 1 ? fabs(loss) : 1);
 			double err = d <= noise ? 0 : d / fmax(fabs(ad), fabs(fd));
@@ -329,34 +332,18 @@ static int64_t grad_bytes(const RtModel *m, bool resident)
 }
 
 /* The bytes a training step's streamed units and host snapshots move each way,
- * from the plan. Each micro-batch's dp_step moves what the plan says; with
- * the streamed units' updates deferred (--clip-grad, --accum), less its
- * updates' copies, plus each unit's gradient down and, after the first
- * micro-batch, up again. Unclipped, the last micro-batch's sweep updates (and
- * keeps its gradients); clipped, a pass after the step fetches the units,
- * their moments and gradients and writes the units and moments back. */
+ * from the plan: each micro-batch's dp_step moves what the plan says (the
+ * units up, their gradients down once; their steps run on the host). */
 static void stream_per_step(const RtModel *m, const RtOpts *o, int64_t *h2d, int64_t *d2h)
 {
-	int64_t k = o->accum, sg = m->stream_grads;
-	*h2d = k * m->xfer_h2d[1];
-	*d2h = k * m->xfer_d2h[1];
-	if (!sg || (!o->clip_set && k == 1))
-		return;
-	*h2d += (k - 1) * sg;
-	*d2h += k * sg;
-	if (o->clip_set) {
-		int64_t pass = sg * (m->adam ? 3 : 1);
-		*h2d += pass + sg - k * m->xfer_h2d[2];
-		*d2h += pass - k * m->xfer_d2h[2];
-	} else {
-		*h2d -= (k - 1) * m->xfer_h2d[2];
-		*d2h -= (k - 1) * m->xfer_d2h[2] + sg;
-	}
+	*h2d = o->accum * m->xfer_h2d[1];
+	*d2h = o->accum * m->xfer_d2h[1];
 }
 
 /* The bytes a training run moves each way, from the plan: the resident
  * parameters up once, each step's inputs, streamed units and loss, and the
- * downloads --clip-grad, --dump-grads, --save and the ranks' comparison make. */
+ * downloads --clip-grad, --dump-grads (the resident gradients: the streamed
+ * ones are on the host), --save and the ranks' comparison make. */
 static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *h2d, int64_t *d2h)
 {
 	const RtModel *m = c->model;
@@ -374,7 +361,7 @@ static void predict_transfers(RtCtx *c, const RtOpts *o, const Run *r, int64_t *
 	for (int i = 0; i < m->nreports; i++)
 		scalars += rt_elem_bytes(m->reports[i].dtype);
 	*d2h = r->steps * (scalars + step_d2h + (o->clip_set ? grads : 0) + (o->accum - 1) * rt_elem_bytes(m->loss_dtype)) +
-	       (o->dump_grads && r->steps ? all : 0) +
+	       (o->dump_grads && r->steps ? grads : 0) +
 	       (r->saved || r->checked ? resident : 0) + r->extra_d2h;
 }
 
@@ -408,7 +395,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"threads\": %d,\n  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
 	                   "  \"allreduce_wait_s\": %.6f,\n  \"allgather_bytes\": %lld,\n  \"predicted_allgather_bytes\": %lld,\n"
 	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
-	                   c->model->model, rt_real_dtype(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
+	                   c->model->model, rt_precision(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), json_real(val, r->val), r->val_s,
 	                   r->train_s, steady, r->setup_s, r->save_s,
 	                   (long long)n->peak_device_bytes, (long long)r->predicted, (long long)n->h2d_bytes,
@@ -543,6 +530,7 @@ static void download_moments(RtCtx *c, void **mom)
 {
 	const RtModel *m = c->model;
 	c->dev->sync();
+	rt_host_drain(); /* the streamed ones' steps write them in the pool */
 	for (int i = 0; m->adam && i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
 		if (t->streamed || t->buffer)
@@ -564,6 +552,7 @@ static void download_moments(RtCtx *c, void **mom)
 static void download_params(RtCtx *c, void **host, bool grads)
 {
 	c->dev->sync();
+	rt_host_drain(); /* the streamed ones' steps write them in the pool */
 	for (int i = 0; i < c->model->nparams; i++) {
 		RtTensor *t = &c->model->params[i];
 		if (!t->streamed && !(grads && t->buffer))
@@ -701,7 +690,16 @@ static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val)
 }
 
 /* the run's first lines: the parameters, the arena by category, streaming, the ranks, deferred updates */
-static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_bytes, bool deferred)
+/* the host's sums of the streamed gradients: each streamed parameter's bytes */
+static int64_t sums_bytes(const RtModel *m)
+{
+	int64_t b = 0;
+	for (int i = 0; i < m->nparams; i++)
+		b += m->params[i].streamed && !m->params[i].buffer ? m->params[i].bytes : 0;
+	return b;
+}
+
+static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_bytes, int threads)
 {
 	const RtModel *m = c->model;
 	int64_t count = 0;
@@ -712,7 +710,7 @@ static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_byte
 	if (nbuf)
 		snprintf(bufs, sizeof bufs, " and %d buffer%s", nbuf, nbuf == 1 ? "" : "s");
 	printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s + work %s%s%s%s\n",
-	       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_real_dtype(m), c->dev->name,
+	       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_precision(m), c->dev->name,
 	       mib(r->predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
 	       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
 	       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work),
@@ -731,13 +729,16 @@ static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_byte
 		       (long long)(m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1),
 		       (long long)(rt_nranks * (m->ninputs ? rt_batch_rows(&m->inputs[0]) : 1)), mib(g));
 	}
-	if (deferred) {
-		int64_t sh, sd;
-		stream_per_step(m, o, &sh, &sd);
-		printf("%s: %s: the streamed units' updates wait for the step's gradients, held in %s of pinned host "
-		       "memory%s; per step %s host->device, %s device->host\n", m->model,
-		       o->clip_set ? (o->accum > 1 ? "--clip-grad, --accum" : "--clip-grad") : "--accum", mib(m->stream_grads),
-		       o->clip_set ? ", then a pass of their own" : "", mib(sh), mib(sd));
+	if (m->stream_numel) {
+		char sums[96] = "";
+		if (c->sums)
+			snprintf(sums, sizeof sums, "; the micro-batches' gradients are summed there, in %s of pinned memory",
+			         mib(sums_bytes(m)));
+		printf("%s: the streamed parameters' %lld values are updated on the host by %d thread%s, where their %s "
+		       "%s; each micro-batch moves %.4g bytes a value host->device and %.4g device->host\n", m->model,
+		       (long long)m->stream_numel, threads, threads == 1 ? "" : "s",
+		       m->mixed ? "f32 master copies and optimizer state stay" : "optimizer state stays", sums,
+		       (double)m->xfer_h2d[1] / (double)m->stream_numel, (double)m->xfer_d2h[1] / (double)m->stream_numel);
 	}
 }
 
@@ -748,7 +749,7 @@ typedef struct {
 	RtCtx ctx;
 	RtData data[RT_MAX_INPUTS], val[RT_MAX_INPUTS]; /* the training and validation data */
 	bool validate, saves_state;
-	bool deferred;                /* the streamed units' updates wait for the step's gradients */
+	int host_threads;             /* the threads of the streamed parameters' steps on the host */
 	void *host[RT_MAX_PARAMS];    /* the parameters on the host (the pool's, for streamed ones) */
 	void *mom[2 * RT_MAX_PARAMS]; /* adam's moments on the host, for state files */
 	void *gbuf[RT_MAX_PARAMS];    /* --clip-grad: the resident gradients on the host */
@@ -864,18 +865,20 @@ static void allocate(Session *S)
 	for (int i = 0; o->clip_set && i < m->nparams; i++)
 		if (!m->params[i].buffer && !m->params[i].streamed)
 			gbuf[i] = rt_host_alloc(m->params[i].bytes, "gradients");
-	/* --clip-grad and --accum K > 1 defer the streamed units' updates: their gradients wait in pinned
-	 * host memory until the step's last micro-batch (and, clipped, the norm) is done */
-	S->deferred = m->stream_grads > 0 && (o->clip_set || o->accum > 1);
-	if (S->deferred) {
-		int64_t at = 0;
-		for (int i = 0; i < m->nparams; i++)
-			if (m->params[i].streamed && !m->params[i].buffer)
-				c->grads_at[i] = at, at += m->params[i].bytes;
-		if (at != m->stream_grads)
-			rt_fail(70, "internal error: the streamed gradients are %lld bytes, the description says %lld", (long long)at,
-			        (long long)m->stream_grads);
-		c->grads = pinned(c, at, "the streamed parameters' gradients (--clip-grad, --accum)");
+	/* the streamed parameters' steps run on the host: with --accum K > 1 (or, under bf16-mixed, across ranks)
+	 * it sums their micro-batches' gradients in their dtype; clipping and ranks defer the steps to after
+	 * the step's gradients are all there */
+	if (m->stream_numel) {
+		S->host_threads = rt_threads;
+		rt_host_init(c, S->host_threads);
+		c->deferred = o->clip_set || rt_distributed;
+		if (o->accum > 1 || (rt_distributed && m->mixed)) {
+			int64_t at = 0;
+			for (int i = 0; i < m->nparams; i++)
+				if (m->params[i].streamed && !m->params[i].buffer)
+					c->sums_at[i] = at, at += m->params[i].bytes;
+			c->sums = pinned(c, at, "the sums of the streamed parameters' gradients");
+		}
 	}
 	S->start = 0;
 	if (o->resume)
@@ -907,6 +910,9 @@ static void allocate(Session *S)
 			r->extra_h2d += 2 * n * esz;
 		}
 	}
+	/* bf16-mixed: the compute copies of the master copies just loaded */
+	for (int i = 0; i < m->nparams; i++)
+		rt_refresh(c, &m->params[i]);
 	r->start = S->start;
 	c->lr = o->lr;
 	c->decay = o->weight_decay;
@@ -914,7 +920,7 @@ static void allocate(Session *S)
 	c->seed = (uint64_t)o->seed;
 
 	if (!o->quiet)
-		announce(c, o, r, S->param_bytes, S->deferred);
+		announce(c, o, r, S->param_bytes, S->host_threads);
 }
 
 /* after the last step: the profile, the memory picture, the trace, the parameters saved, the summary
@@ -1008,36 +1014,32 @@ static int train(Session *S)
 				rt_prof_mark(c, RT_CALL_PHASE, "batch");
 			}
 			/* --accum K: K micro-batches, each a batch of its own and a dropout key of its own; the
-			 * gradients summed in place (rt_zero leaves them while accumulating); the losses but
-			 * the last read here, the last as a step's */
+			 * gradients summed in place (rt_zero leaves them while accumulating; under bf16-mixed each
+			 * micro-batch's bf16 gradients are added into the f32 sums, rt_fold), the streamed ones' on
+			 * the host; the losses but the last read here, the last as a step's */
 			for (long k = 0; k + 1 < o->accum; k++) {
-				c->accumulating = k > 0;
-				c->defer = S->deferred;
-				c->grads_in = S->deferred && k > 0;
+				c->accumulating = k > 0 && !m->mixed;
+				c->first = k == 0;
 				c->draw = (uint64_t)(s * o->accum + k + 1);
 				rt_upload_batch(c, data, s * o->accum + k, slot, true);
 				dp_step(c);
+				rt_fold(c, k == 0);
 				c->dev->sync(); /* the staging buffer again, the loss read */
 				micro[slot] += read_loss(c);
 			}
-			c->accumulating = o->accum > 1;
-			/* streamed units: the last micro-batch's sweep updates them, unless the norm must come first */
-			c->defer = S->deferred && o->clip_set;
-			c->grads_in = S->deferred && o->accum > 1;
+			c->accumulating = o->accum > 1 && !m->mixed;
+			c->first = o->accum == 1;
+			/* streamed units: the last micro-batch's sweep applies their steps, unless the norm or the
+			 * ranks' sums must come first */
+			c->sweep_step = !c->deferred;
 			c->draw = (uint64_t)((s + 1) * o->accum);
 			rt_upload_batch(c, data, s * o->accum + o->accum - 1, slot, true);
-			/* --dump-grads: the gradients of step 1, streamed units captured as dp_step makes them */
-			void *g[RT_MAX_PARAMS] = {0};
+			/* --dump-grads: the gradients of step 1 */
 			bool dump = s == S->start && o->dump_grads;
-			if (dump) {
-				for (int i = 0; i < m->nparams; i++)
-					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
-				c->capture = g;
-			}
 			c->reducing = true; /* the gradients are complete at the end of this micro-batch */
 			run_step(c, o, s, r);
-			c->capture = NULL;
-			c->accumulating = c->defer = c->grads_in = c->reducing = false;
+			rt_fold(c, o->accum == 1);
+			c->accumulating = c->sweep_step = c->reducing = false;
 			if (c->record)
 				rt_prof_begin(c, RT_CALL_TRANSFER, "d2h loss");
 			c->dev->d2h_async(S->loss_slots + 8 * S->nres * slot, c->base + (uint64_t)m->loss, rt_elem_bytes(m->loss_dtype));
@@ -1051,13 +1053,19 @@ static int train(Session *S)
 			}
 			if (dump) {
 				double t = now();
+				void *g[RT_MAX_PARAMS] = {0};
+				for (int i = 0; i < m->nparams; i++)
+					g[i] = rt_host_alloc(m->params[i].bytes, "gradients");
 				download_params(c, g, true);
+				for (int i = 0; i < m->nparams; i++)
+					if (m->params[i].streamed && !m->params[i].buffer)
+						rt_streamed_grad(c, i, g[i]);
 				rt_save_safetensors(o->dump_grads, m, g, true);
 				for (int i = 0; i < m->nparams; i++)
 					free(g[i]);
 				r->save_s += now() - t;
 			}
-			rt_optimizer_step(c, o, S->deferred, gbuf);
+			rt_optimizer_step(c, o, gbuf);
 			if (c->record) {
 				rt_prof_mark(c, RT_CALL_PHASE, "");
 				c->dev->copy_timing(false);
@@ -1155,8 +1163,10 @@ static void release(Session *S)
 			free(host[i]);
 	if (c->pool)
 		c->dev->host_free(c->pool);
-	if (c->grads)
-		c->dev->host_free(c->grads);
+	if (m->stream_numel)
+		rt_host_finish(m);
+	if (c->sums)
+		c->dev->host_free(c->sums);
 	for (int i = 0; i < 2; i++)
 		if (c->actions[i])
 			c->dev->host_free(c->actions[i]);

@@ -24,7 +24,13 @@ typedef struct {
 	bool buffer;          /* a `buffer`: saved and loaded like a parameter, never trained (grad -1) */
 	bool nodecay;         /* `nodecay`: AdamW's decay leaves it */
 	int64_t host, host_m, host_v;
-	int64_t slots, slots_m, slots_v; /* streamed: the device slots' arena offsets (nslots units each); grad is its unit's */
+	int64_t slots;        /* streamed: the device slots' arena offset (nslots units); grad is its unit's */
+	int64_t hgrad;        /* streamed: where its units' gradients come down to in the pool */
+	/* bf16-mixed (trained parameters): dtype is f32, offset and grad (or host) are the master copy and the
+	 * sum of the gradients; copy (host_copy when streamed) is the bf16 compute copy the program reads, and
+	 * mgrad the bf16 gradient of a micro-batch. Otherwise host_copy is host, copy and mgrad -1. */
+	int64_t copy, mgrad, host_copy;
+	char cdtype[8];       /* the compute copy's type, and its gradient's: dtype, or bf16 under bf16-mixed */
 	int stacked, classes;
 	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */
 	bool ids;             /* an embed reads it: its elements are tokens */
@@ -39,6 +45,7 @@ typedef struct {
 	char model[128];
 	char weights[4096];   /* `weights "FILE"`: the file the run starts from without --init; "": none */
 	int real_bytes;       /* the precision line's: what the source's f32 is stored as */
+	bool mixed;           /* precision bf16-mixed: f32 master copies and optimizer state (RtTensor.copy) */
 	int64_t arena, loss;
 	char loss_dtype[8];
 	RtTensor params[RT_MAX_PARAMS], inputs[RT_MAX_INPUTS];
@@ -55,6 +62,7 @@ typedef struct {
 	} updates[RT_MAX_PARAMS]; /* one a buffer at most */
 	int nupdates;
 	int k_sgd[3], k_adam[3]; /* by rt_real_index of the parameter's dtype; -1 where none was compiled */
+	int k_fold, k_refresh; /* bf16-mixed: a micro-batch's gradient into the sum, the compute copy of the master */
 	bool adam;            /* the optimizer dpc compiled in (--optimizer) */
 	int ranks;            /* dpc --ranks N: a resident parameter's moments are one rank's share (ranks line; 1) */
 	bool has_optimizer;
@@ -72,10 +80,9 @@ typedef struct {
 	 * the bytes dp_forward [0] and dp_step [1] move each way (predicted) */
 	int64_t host;
 	int nslots, ahead;
-	/* [2]: of dp_step's, those its updates need (the optimizer state fetched,
-	 * the write-backs), which a deferred update leaves out (--clip-grad, --accum) */
-	int64_t xfer_h2d[3], xfer_d2h[3];
-	int64_t stream_grads; /* the streamed parameters' gradients' bytes, all units */
+	int64_t xfer_h2d[2], xfer_d2h[2];
+	int64_t stream_numel; /* the streamed parameters' elements */
+	int64_t stream_grads; /* the streamed parameters' gradients' bytes, all units (in the pool) */
 } RtModel;
 
 /* A device: memory addressed by 64-bit integers, and work on it. */
@@ -146,6 +153,8 @@ typedef struct {
 	void (*gemm_items)(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
 	                   int64_t sa, int64_t oa, uint64_t b, int64_t ldb, int64_t sb, int64_t ob, uint64_t c, int64_t ldc,
 	                   int64_t sc, int64_t oc, int64_t batch, int64_t items, double beta);
+	/* called first by a thread other than the main one that calls copy_sync (host_update.c); NULL: nothing */
+	void (*thread_init)(void);
 } RtDevice;
 enum { RT_SUM, RT_BCAST, RT_GATHER }; /* RT_GATHER: every rank's share (rt_share) given to every rank */
 
@@ -228,25 +237,65 @@ struct RtCtx {
 	const char *no_graph; /* why dp_step cannot be a graph, set by the calls that vary by step or wait on the host */
 	uint64_t **kept;      /* the action words a captured revolve reads, each chunk its own (nkept) */
 	int nkept;
-	/* deferred updates of streamed units (--clip-grad, --accum K > 1; stream.c) */
-	unsigned char *grads; /* pinned: the streamed parameters' gradients, parameter i's at grads_at[i] */
-	int64_t grads_at[RT_MAX_PARAMS];
-	bool defer;           /* this dp_step's rt_update copies each unit's gradient there instead of updating */
-	bool grads_in;        /* this dp_step's rt_grad_in starts each unit's gradient from there, not from 0 */
+	/* the streamed parameters' optimizer on the host (host_update.c): each unit's gradient comes down into
+	 * the pool (hgrad) once a micro-batch. With --accum K > 1 (or bf16-mixed across ranks) the host adds them
+	 * into sums (parameter i's at sums_at[i], in its dtype); the step is applied by the sweep of the last
+	 * micro-batch, unless deferred (--clip-grad, ranks: the norm, the sums across the ranks first) */
+	unsigned char *sums;
+	int64_t sums_at[RT_MAX_PARAMS];
+	bool first;           /* this micro-batch is the step's first: the sums start at 0 */
+	bool sweep_step;      /* this dp_step's sweep applies the streamed units' steps */
+	bool deferred;        /* the steps wait for the step's gradients (rt_optimizer_step posts them) */
 	int64_t grad_event[RT_MAX_PARAMS]; /* the last copy out of each streamed parameter's gradient unit (0: none) */
+	int64_t sent[RT_MAX_PARAMS];       /* the lowest unit of each whose gradient this call sent down (INT64_MAX) */
 };
 
-/* The update of the streamed units after a deferred sweep: unit by unit,
- * the value, its moments and its summed gradient up into the slots, the
- * optimizer's step, and the value and moments back (update.c). */
-void rt_update_streamed(RtCtx *c);
+/* One unit's optimizer step on the host (host_step.c): elements [lo, hi)
+ * of g added to sum (add), and the step applied to p, m, v (step), with
+ * the device kernels' operations in their order: a streamed parameter ends
+ * where a resident one would, bit for bit. */
+typedef struct {
+	int dt;              /* the parameter's type, rt_real_index's: 0 f32, 1 bf16, 2 f64 */
+	bool mixed;          /* bf16-mixed: dt f32, g bf16, and the bf16 compute copy written to copy */
+	bool add, step;
+	bool first;          /* add: the sum starts at 0 */
+	const void *g;       /* a micro-batch's gradient */
+	void *sum;           /* the micro-batches' sum (dt), or NULL: the step takes g */
+	void *p, *m, *v;     /* m = v = NULL: sgd */
+	void *copy;
+	double lr, b1, b2, eps, bc1, bc2, keep, scale; /* sgd: lr and scale */
+} RtHostStep;
+void rt_host_step(const RtHostStep *s, int64_t lo, int64_t hi);
+/* The queue of such steps (host_update.c): rt_host_init before the first
+ * (threads: how many split a large unit); rt_host_post queues one for unit
+ * u of parameter `param`, n elements, to run once copy `event` is done (0:
+ * at once); rt_host_ready waits for the last job that touches unit u;
+ * rt_host_drain for all; rt_host_busy: the seconds the jobs took. */
+void rt_host_init(RtCtx *c, int threads);
+void rt_host_post(int param, int64_t u, const RtHostStep *s, int64_t n, int64_t event);
+void rt_host_ready(int param, int64_t u);
+void rt_host_drain(void);
+double rt_host_busy(void);
+void rt_host_finish(const RtModel *m);
+/* the step of unit u of streamed parameter param (update.c): its sum added to (add), the step applied (step),
+ * after copy `event` */
+void rt_host_unit(RtCtx *c, int param, int64_t u, bool add, bool step, int64_t event);
+/* bf16-mixed (update.c): the compute copy of parameter t made again from its master copy (after the master
+ * changed on the host: init, load, resume, a gradient check's probe) */
+void rt_refresh(RtCtx *c, const RtTensor *t);
+/* bf16-mixed: after each micro-batch, its gradients added into the sums (first: the step's first) */
+void rt_fold(RtCtx *c, bool first);
+/* the step's gradient of streamed parameter t (parameter index i) into dst, in t's dtype (--dump-grads) */
+void rt_streamed_grad(RtCtx *c, int i, void *dst);
 /* stream.c's counted copies on the copy stream between device memory and pinned host memory (host),
  * or offset host of the host pool (pool); the copy's event */
 int64_t rt_host_copy(RtCtx *c, bool to_device, uint64_t dev, unsigned char *host, int64_t bytes);
 int64_t rt_pool_copy(RtCtx *c, bool to_device, uint64_t dev, int64_t host, int64_t bytes);
 
-/* one optimizer step over n elements: sgd or adam as compiled, with c->lr and c->step */
-void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, int64_t n);
+/* one optimizer step over n elements on the device: sgd or adam as compiled, with c->lr and c->step;
+ * under bf16-mixed it writes the bf16 compute copy at `copy` too */
+void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64_t m, uint64_t v, uint64_t copy,
+                     int64_t n);
 
 /* --profile and --trace (profile.c): while c->record is set, each device
  * call between rt_prof_begin and rt_prof_end is timed under its label and
@@ -348,6 +397,8 @@ float rt_bf16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float f); /* rounded to nearest even */
 /* the dtype name of the model's reals: "f32", "f64" or "bf16" */
 static inline const char *rt_real_dtype(const RtModel *m) { return m->real_bytes == 8 ? "f64" : m->real_bytes == 2 ? "bf16" : "f32"; }
+/* --precision as dpc was given it: the reals', or "bf16-mixed" */
+static inline const char *rt_precision(const RtModel *m) { return m->mixed ? "bf16-mixed" : rt_real_dtype(m); }
 /* "[2, 3]"; four results stay valid at a time */
 const char *rt_shape_str(int rank, const int64_t *dim);
 
@@ -411,9 +462,9 @@ typedef struct {
 } RtOpts;
 void rt_parse_opts(RtOpts *o, int argc, char **argv);
 /* after dp_step (update.c): the gradients summed across ranks, clipped (--clip-grad, with gbuf the
- * resident gradients' host buffers), the parameters updated, the streamed ones too where deferred
- * (deferred: their gradients wait in pinned host memory), the buffers given their new values */
-void rt_optimizer_step(RtCtx *c, const RtOpts *o, bool deferred, void **gbuf);
+ * resident gradients' host buffers), the parameters updated, the streamed ones' steps queued where
+ * deferred (c->deferred), the buffers given their new values */
+void rt_optimizer_step(RtCtx *c, const RtOpts *o, void **gbuf);
 /* state files (state.c): parameters, buffers, adam's moments (moments[2 i], [2 i + 1] for params[i]),
  * the step and the run's settings; rt_load_state checks the settings and returns the step */
 void rt_save_state(const char *path, const RtModel *m, const RtOpts *o, void *const *params, void *const *moments, long step);

@@ -63,7 +63,7 @@ static const char *field_name[NFIELDS] = {"precision", "optimizer", "seed", "lr_
 static void fields(const RtModel *m, const RtOpts *o, char v[NFIELDS][64])
 {
 	snprintf(v[F_DESC], 64, "%016llx", (unsigned long long)desc_hash());
-	snprintf(v[F_PRECISION], 64, "%s", rt_real_dtype(m));
+	snprintf(v[F_PRECISION], 64, "%s", rt_precision(m));
 	snprintf(v[F_OPTIMIZER], 64, "%s", !m->adam ? "sgd" : o->optimizer && !strcmp(o->optimizer, "adamw") ? "adamw" : "adam");
 	snprintf(v[F_SEED], 64, "%ld", o->seed);
 	snprintf(v[F_SCHEDULE], 64, "%s", schedules[o->schedule]);

@@ -1,9 +1,13 @@
 /* rt: tensor streaming, the calls generated code makes for dpc's transfer
  * ops (dprt.h). The copies go on the device's copy stream; the slot tables
  * say what each device slot holds, so a unit already there is not fetched
- * again. */
+ * again. Each unit's gradient goes down to the host, whose optimizer step
+ * (host_update.c) updates the unit there. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <stdlib.h>
 
 #include "rt.h"
 
@@ -11,6 +15,8 @@ void rt_stream_reset(RtCtx *c, int64_t *table, int64_t n)
 {
 	c->no_graph = "tensor streaming's copies wait on the host";
 	memset(table, 0, sizeof *table * (size_t)n);
+	for (int i = 0; i < c->model->nparams; i++)
+		c->sent[i] = INT64_MAX;
 }
 
 /* a counted copy between device memory and pinned host memory */
@@ -63,13 +69,16 @@ void rt_act_wait(RtCtx *c, int64_t *event)
 }
 
 void rt_fetch(RtCtx *c, int64_t *table, int64_t k, int64_t u, int64_t lo, int64_t hi, uint64_t slots, int64_t host,
-              int64_t bytes, int opt)
+              int64_t bytes, int param)
 {
-	if (u < lo || u >= hi || (opt && c->defer))
+	/* nothing reads a unit once its gradient is down (dpc's stream pass counts the same) */
+	if (u < lo || u >= hi || u >= c->sent[param])
 		return;
 	int64_t s = u % k;
 	if (table[2 * s] == u + 1)
 		return;
+	/* the host's step of the unit, queued in an earlier call, writes what this copy reads */
+	rt_host_ready(param, u);
 	table[2 * s] = u + 1;
 	table[2 * s + 1] = rt_pool_copy(c, true, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
 }
@@ -79,28 +88,52 @@ void rt_wait(RtCtx *c, int64_t *table, int64_t k, int64_t u)
 	wait_copy(c, table[2 * (u % k) + 1]);
 }
 
-void rt_writeback(RtCtx *c, int64_t *table, int64_t k, int64_t u, uint64_t slots, int64_t host, int64_t bytes)
+/* the unit's gradient into a host buffer in the parameter's dtype (--gradcheck) */
+static void capture(RtCtx *c, const RtTensor *t, int64_t u, uint64_t g, int64_t bytes)
 {
-	/* every write-back follows an update: a deferred one changed nothing */
-	if (c->defer)
+	int64_t n = bytes / rt_elem_bytes(t->cdtype);
+	unsigned char *dst = (unsigned char *)c->capture[t - c->model->params] + u * n * rt_elem_bytes(t->dtype);
+	if (!strcmp(t->cdtype, t->dtype)) {
+		rt_d2h(c, dst, g, bytes);
 		return;
-	int64_t s = u % k;
-	table[2 * s + 1] = rt_pool_copy(c, false, slots + (uint64_t)(s * bytes), host + u * bytes, bytes);
+	}
+	void *tmp = rt_host_alloc(bytes, "a gradient");
+	rt_d2h(c, tmp, g, bytes);
+	for (int64_t e = 0; e < n; e++)
+		rt_set(dst, t->dtype, e, 0.0 + rt_get(tmp, t->cdtype, e));
+	free(tmp);
+}
+
+void rt_update(RtCtx *c, int param, int64_t u, uint64_t g, int64_t host, int64_t bytes)
+{
+	const RtTensor *t = &c->model->params[param];
+	if (c->capture && c->capture[param])
+		capture(c, t, u, g, bytes);
+	if (c->no_update)
+		return;
+	/* the host's last job on the unit read what this copy overwrites */
+	rt_host_ready(param, u);
+	int64_t e = rt_pool_copy(c, false, g, host + u * bytes, bytes);
+	c->grad_event[param] = e;
+	c->sent[param] = u < c->sent[param] ? u : c->sent[param];
+	bool add = c->sums != NULL, step = c->sweep_step;
+	if (add || step)
+		rt_host_unit(c, param, u, add, step, e);
 }
 
 void rt_grad_in(RtCtx *c, int param, int64_t u, uint64_t g, int64_t bytes)
 {
+	(void)u;
 	/* the unit before this one may still be on its way down from g */
 	if (c->grad_event[param]) {
 		c->dev->copy_wait(c->grad_event[param]);
 		c->grad_event[param] = 0;
 	}
-	if (c->grads_in) {
-		c->dev->copy_wait(rt_host_copy(c, true, g, c->grads + c->grads_at[param] + u * bytes, bytes));
-		return;
-	}
-	/* the step's first micro-batch: rt_zero zeroes (it is not accumulating) */
-	rt_zero(c, g, bytes);
+	if (c->record)
+		rt_prof_begin(c, RT_CALL_ZERO, "zero");
+	c->dev->zero(g, bytes);
+	if (c->record)
+		rt_prof_end(c);
 }
 
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes)

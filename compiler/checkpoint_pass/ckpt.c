@@ -975,13 +975,12 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 		fprintf(f, "],\n  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"device_slots\": %d, "
 		        "\"prefetch_distance\": %d, \"forward_h2d_bytes\": %lld},\n",
 		        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1], p->nslots, p->ahead, (long long)p->h2d_bytes[0]);
-		if (p->stream_grads) {
-			int64_t g = p->stream_grads, pass = g * (p->optimizer == OPT_ADAM ? 3 : 1);
-			fprintf(f, "  \"deferred_updates\": {\"host_grad_bytes\": %lld, \"micro_batch_h2d_bytes\": %lld, "
-			        "\"micro_batch_d2h_bytes\": %lld, \"grads_in_h2d_bytes\": %lld, \"update_pass_h2d_bytes\": %lld, "
-			        "\"update_pass_d2h_bytes\": %lld},\n", (long long)g, (long long)(p->h2d_bytes[1] - p->sweep_h2d),
-			        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
-		}
+		if (p->stream_numel)
+			fprintf(f, "  \"host_update\": {\"elements\": %lld, \"h2d_bytes\": %lld, \"d2h_bytes\": %lld, "
+			        "\"h2d_bytes_per_element\": %.9g, \"d2h_bytes_per_element\": %.9g, \"host_grad_bytes\": %lld},\n",
+			        (long long)p->stream_numel, (long long)p->stream_h2d, (long long)p->stream_d2h,
+			        (double)p->stream_h2d / (double)p->stream_numel, (double)p->stream_d2h / (double)p->stream_numel,
+			        (long long)p->stream_grads);
 		int64_t grads, resident;
 		collective_bytes(p, &grads, &resident);
 		fprintf(f, "  \"ranks\": %d,\n  \"allreduce_bytes_per_step\": %lld,\n  \"allgather_bytes_per_step\": %lld,\n",
@@ -1011,16 +1010,15 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 	}
 	fprintf(f, "per training step: host->device %lld bytes, device->host %lld bytes (streamed units, snapshots and offloaded values)\n",
 	        (long long)p->h2d_bytes[1], (long long)p->d2h_bytes[1]);
-	if (p->stream_grads) {
-		int64_t g = p->stream_grads, pass = g * (p->optimizer == OPT_ADAM ? 3 : 1);
-		fprintf(f, "deferred updates (--clip-grad, --accum K > 1): the streamed gradients held in %lld bytes of pinned "
-		        "host memory beyond the pool, no device memory added; a deferred sweep moves host->device %lld bytes "
-		        "(+%lld after a step's first micro-batch), device->host %lld bytes; unclipped, the last micro-batch's "
-		        "sweep updates as above (+%lld bytes host->device); clipped, an update pass after the norm moves "
-		        "host->device %lld bytes, device->host %lld bytes\n",
-		        (long long)g, (long long)(p->h2d_bytes[1] - p->sweep_h2d), (long long)g,
-		        (long long)(p->d2h_bytes[1] - p->sweep_d2h + g), (long long)g, (long long)(pass + g), (long long)pass);
-	}
+	if (p->stream_numel)
+		fprintf(f, "the streamed parameters' %lld elements are updated on the host, where their %s stay: a micro-batch "
+		        "moves %lld bytes host->device and %lld bytes device->host of them, %.4g and %.4g bytes an element "
+		        "(the compute copy up, each unit's gradient down once); --clip-grad and --accum K add none\n",
+		        (long long)p->stream_numel, p->mixed ? (p->optimizer == OPT_ADAM ? "f32 master copy and Adam's moments"
+		                                                                    : "f32 master copy")
+		                                    : p->optimizer == OPT_ADAM ? "values and Adam's moments" : "values",
+		        (long long)p->stream_h2d, (long long)p->stream_d2h, (double)p->stream_h2d / (double)p->stream_numel,
+		        (double)p->stream_d2h / (double)p->stream_numel);
 	fprintf(f, "predicted peak device memory %lld bytes: params %lld, grads %lld, optimizer state %lld (%s), inputs %lld, "
 	        "live tape %lld, streaming slots %lld, workspace %lld%s\n",
 	        (long long)total, (long long)p->plan_params, (long long)p->plan_grads, (long long)p->plan_opt,

@@ -51,7 +51,9 @@ typedef struct {
 
 /* kinds beyond the IR's: the optimizers, runs of elementwise ops fused into
  * one kernel, and a loop's whole run as one kernel (host.c, fused loops) */
-enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED, K_LOOP, K_ATTN_ROWS };
+/* K_SGD, K_ADAM: the optimizer's step (mode 1: bf16-mixed's, which also writes the compute copy); K_FOLD,
+ * K_REFRESH: bf16-mixed's gradient sum and compute copy (control.c) */
+enum { K_SGD = OP__COUNT, K_ADAM, K_FUSED, K_LOOP, K_ATTN_ROWS, K_FOLD, K_REFRESH };
 
 /* A loop that runs as one kernel: a forward loop's iterations, or the
  * actions of a revolve's schedule (rt_revolve gives them in chunks). One
@@ -277,8 +279,8 @@ typedef struct {
 	LLVMValueRef f_launch, f_gemm, f_copy, f_zero, f_count, f_base, f_revolve, f_key, f_on;
 	LLVMTypeRef t_act_copy, t_act_wait;
 	LLVMValueRef f_act_copy, f_act_wait;
-	LLVMTypeRef t_fetch, t_wait, t_writeback, t_update, t_grad_in, t_allreduce, t_reset, t_snap_copy, t_phase;
-	LLVMValueRef f_fetch, f_wait, f_writeback, f_update, f_grad_in, f_allreduce, f_reset, f_snap_copy, f_phase;
+	LLVMTypeRef t_fetch, t_wait, t_update, t_grad_in, t_allreduce, t_reset, t_snap_copy, t_phase;
+	LLVMValueRef f_fetch, f_wait, f_update, f_grad_in, f_allreduce, f_reset, f_snap_copy, f_phase;
 	bool step;                 /* in dp_step (and its parts), which the adjoint follows */
 	int norow;                 /* a forward loop's row index outside its tail: its stores do not run */
 	/* inside a fused loop's kernel (cg_loop_body): each op's kernel and copy

@@ -717,15 +717,23 @@ static void lower_transfer(Host *h, Op *op)
 		cg_call(h, h->t_grad_in, h->f_grad_in, args, 5);
 		return;
 	}
-	int slots = op->kind == OP_D2H ? op->in[1] : op->in[0], host = op->kind == OP_D2H ? op->in[0] : op->in[1];
+	if (op->kind == OP_UPDATE) {
+		LLVMValueRef i = h->index[op->in[2]];
+		if (!i)
+			die("index %s has no host value", ir_value_name(p, op->in[2]));
+		LLVMValueRef args[6] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), i, cg_addr(h, op->in[1]),
+		                        cg_i64(g, p->values.data[op->in[0]].offset), cg_i64(g, ir_bytes(p, ir_vtype(p, op->in[1])))};
+		cg_call(h, h->t_update, h->f_update, args, 6);
+		return;
+	}
+	int slots = op->in[0], host = op->in[1];
 	int index = op->in[op->kind == OP_WAIT ? 1 : 2];
 	Type t = ir_vtype(p, slots);
 	int64_t k = t.dim[0], unit = ir_bytes(p, t) / k;
 	LLVMValueRef i = h->index[index];
 	if (!i)
 		die("index %s has no host value", ir_value_name(p, index));
-	switch (op->kind) {
-	case OP_H2D: {
+	if (op->kind == OP_H2D) {
 		LLVMValueRef args[10] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), LLVMBuildAdd(g->b, i, cg_i64(g, op->shift), ""),
 		                        cg_i64(g, op->lo), cg_i64(g, op->lo + op->trip), cg_addr(h, slots),
 		                        cg_i64(g, p->values.data[host].offset), cg_i64(g, unit),
@@ -733,33 +741,24 @@ static void lower_transfer(Host *h, Op *op)
 		cg_call(h, h->t_fetch, h->f_fetch, args, 10);
 		return;
 	}
-	case OP_D2H: {
-		LLVMValueRef args[7] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), i, cg_addr(h, slots),
-		                        cg_i64(g, p->values.data[host].offset), cg_i64(g, unit)};
-		cg_call(h, h->t_writeback, h->f_writeback, args, 7);
-		return;
-	}
-	case OP_WAIT: {
-		LLVMValueRef args[4] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), i};
-		cg_call(h, h->t_wait, h->f_wait, args, 4);
-		return;
-	}
-	case OP_UPDATE: {
-		LLVMValueRef at = LLVMBuildMul(g->b, LLVMBuildURem(g->b, i, cg_i64(g, k), ""), cg_i64(g, unit), "");
-		LLVMValueRef m = cg_i64(g, 0), v = cg_i64(g, 0);
-		if (op->nin == 5) {
-			m = LLVMBuildAdd(g->b, cg_addr(h, op->in[3]), at, "");
-			v = LLVMBuildAdd(g->b, cg_addr(h, op->in[4]), at, "");
-		}
-		LLVMValueRef args[8] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->index, 0), i,
-		                        LLVMBuildAdd(g->b, cg_addr(h, slots), at, ""), cg_addr(h, op->in[1]), m, v,
-		                        cg_i64(g, ir_numel(ir_vtype(p, op->in[1])))};
-		cg_call(h, h->t_update, h->f_update, args, 8);
-		return;
-	}
-	default:
-		unreachable();
-	}
+	LLVMValueRef args[4] = {h->ctx, slot_entry(h, slots), cg_i64(g, k), i};
+	cg_call(h, h->t_wait, h->f_wait, args, 4);
+}
+
+/* element idx of the bf16 array at word w, in a kernel whose reals are f32 */
+static LLVMValueRef load_bf16(K *k, LLVMValueRef w, LLVMValueRef idx)
+{
+	cg_set_real(k->g, DT_BF16);
+	LLVMValueRef x = cg_load(k, cg_ptr(k, w, k->g->realp), idx);
+	cg_set_real(k->g, DT_F32);
+	return x;
+}
+
+static void store_bf16(K *k, LLVMValueRef w, LLVMValueRef idx, LLVMValueRef x)
+{
+	cg_set_real(k->g, DT_BF16);
+	cg_store(k, cg_ptr(k, w, k->g->realp), idx, x);
+	cg_set_real(k->g, DT_F32);
 }
 
 void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
@@ -769,14 +768,20 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 	LLVMValueRef e = cg_vec_index(k, idx);
 	switch ((int)d->kind) {
 	case K_SGD: {
-		/* words: p, g, lr, and the gradient's scale (--clip-grad; 1 leaves g's bits) */
+		/* words: p, g, lr, and the gradient's scale (--clip-grad; 1 leaves g's bits); mode 1 (bf16-mixed):
+		 * p and g f32, and the bf16 compute copy of p at word 4 */
 		LLVMValueRef p = cg_ptr(k, args[0], g->realp), gr = cg_ptr(k, args[1], g->realp);
 		LLVMValueRef gv = LLVMBuildFMul(B, cg_load(k, gr, idx), cg_word_real(k, args[3]), "");
 		LLVMValueRef v = LLVMBuildFSub(B, cg_load(k, p, idx), LLVMBuildFMul(B, cg_word_real(k, args[2]), gv, ""), "");
 		cg_store(k, p, idx, v);
+		if (d->mode)
+			store_bf16(k, args[4], idx, v);
 		return;
 	}
 	case K_ADAM: {
+		/* words: p, g, m, v, lr, beta1, beta2, eps, the bias corrections, AdamW's keep, the gradient's scale;
+		 * mode 1 (bf16-mixed): all f32, and the bf16 compute copy of p at word 12. runtime/host_update.c
+		 * computes the same operations in the same order on the host. */
 		LLVMValueRef p = cg_ptr(k, args[0], g->realp), gr = cg_ptr(k, args[1], g->realp);
 		LLVMValueRef m = cg_ptr(k, args[2], g->realp), v = cg_ptr(k, args[3], g->realp);
 		LLVMValueRef lr = cg_word_real(k, args[4]), b1 = cg_word_real(k, args[5]), b2 = cg_word_real(k, args[6]);
@@ -791,9 +796,25 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 		cg_store(k, v, idx, vv);
 		LLVMValueRef den = LLVMBuildFAdd(B, cg_sqrt(k, LLVMBuildFDiv(B, vv, bc2, "")), eps, "");
 		LLVMValueRef step = LLVMBuildFDiv(B, LLVMBuildFMul(B, lr, LLVMBuildFDiv(B, mv, bc1, ""), ""), den, "");
-		cg_store(k, p, idx, LLVMBuildFSub(B, LLVMBuildFMul(B, cg_load(k, p, idx), keep, ""), step, ""));
+		LLVMValueRef np = LLVMBuildFSub(B, LLVMBuildFMul(B, cg_load(k, p, idx), keep, ""), step, "");
+		cg_store(k, p, idx, np);
+		if (d->mode)
+			store_bf16(k, args[12], idx, np);
 		return;
 	}
+	case K_FOLD: {
+		/* bf16-mixed: a micro-batch's gradient (bf16, word 1) added to the step's sum (f32, word 0), which
+		 * starts at 0 when word 2 is 1 */
+		LLVMValueRef sum = cg_ptr(k, args[0], g->realp), first = cg_word_real(k, args[2]);
+		LLVMValueRef was = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealONE, first, cg_real(g, 0), ""), cg_real(g, 0),
+		                                   cg_load(k, sum, idx), "");
+		cg_store(k, sum, idx, LLVMBuildFAdd(B, was, load_bf16(k, args[1], idx), ""));
+		return;
+	}
+	case K_REFRESH:
+		/* bf16-mixed: the compute copy (bf16, word 0) of the master copy (f32, word 1) */
+		store_bf16(k, args[0], idx, cg_load(k, cg_ptr(k, args[1], g->realp), idx));
+		return;
 	case OP_ACC:
 	case OP_ACC_SLICE: {
 		/* operand words: the variable (slice address from the host), the addend */
@@ -824,7 +845,6 @@ bool cg_host_control(Host *h, Op *op)
 		lower_offload(h, op);
 		return true;
 	case OP_H2D:
-	case OP_D2H:
 	case OP_WAIT:
 	case OP_UPDATE:
 	case OP_GRAD_IN:

@@ -195,7 +195,7 @@ static int absorbed_acc(Host *h, Block *b, int i, int to)
 	int j = i + 1;
 	while (j < to && !((b->ops[j]->kind == OP_ACC || b->ops[j]->kind == OP_ACC_SLICE) && b->ops[j]->in[b->ops[j]->nin - 1] == op->out))
 		j++;
-	if (j == to || (b->ops[j]->kind == OP_ACC_SLICE && !h->index[b->ops[j]->in[1]]))
+	if (j == to || (b->ops[j]->kind == OP_ACC_SLICE && !h->index[b->ops[j]->in[1]]) || !ir_may_absorb(p, b->ops[j]))
 		return -1;
 	int64_t lo, hi, a, z;
 	cg_extent(h->g, b->ops[j]->in[0], &lo, &hi);
@@ -449,10 +449,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_fetch = cg_declare(g, "rt_fetch", vd, pf, 10, &h.t_fetch);
 	LLVMTypeRef pw[] = {g->i8p, g->i64p, g->i64, g->i64};
 	h.f_wait = cg_declare(g, "rt_wait", vd, pw, 4, &h.t_wait);
-	LLVMTypeRef pb[] = {g->i8p, g->i64p, g->i64, g->i64, g->i64, g->i64, g->i64};
-	h.f_writeback = cg_declare(g, "rt_writeback", vd, pb, 7, &h.t_writeback);
-	LLVMTypeRef pu[] = {g->i8p, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64};
-	h.f_update = cg_declare(g, "rt_update", vd, pu, 8, &h.t_update);
+	LLVMTypeRef pu[] = {g->i8p, g->i32, g->i64, g->i64, g->i64, g->i64};
+	h.f_update = cg_declare(g, "rt_update", vd, pu, 6, &h.t_update);
 	LLVMTypeRef pi[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_grad_in = cg_declare(g, "rt_grad_in", vd, pi, 5, &h.t_grad_in);
 	LLVMTypeRef pa[] = {g->i8p, g->i32, g->i64, g->i64};
@@ -538,7 +536,7 @@ static bool embeds(Program *p, Block *b, int v)
 	return false;
 }
 
-static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const int *adam)
+static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const int *adam, int fold, int refresh)
 {
 	Program *p = g->p;
 	Text t = {0};
@@ -548,7 +546,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	if (p->inputs.len > RT_MAX_INPUTS)
 		diag_error(p->inputs.data[RT_MAX_INPUTS].loc, "a model may have at most %d inputs; this is the %dth", RT_MAX_INPUTS,
 		           RT_MAX_INPUTS + 1);
-	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s\narena %lld\nloss %lld %s\n", o->model_name, ir_dt_name(p->real),
+	put(&t, ar_printf("dpc 1\nmodel %s\nprecision %s%s\narena %lld\nloss %lld %s\n", o->model_name, ir_dt_name(p->real),
+	                  p->mixed ? "-mixed" : "",
 	                  (long long)p->arena_bytes, (long long)p->values.data[p->loss].offset, ir_dt_name(ir_vtype(p, p->loss).dt)));
 	for (int i = 0; i < p->reports.len; i++) {
 		Value *v = &p->values.data[p->reports.data[i].value];
@@ -589,25 +588,35 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 			put(&t, ar_printf("state %s %lld %lld\n", q->name, (long long)p->values.data[q->opt_m].offset,
 			                  (long long)p->values.data[q->opt_v].offset));
 	}
+	for (int i = 0; i < p->params.len; i++) {
+		Param *q = &p->params.data[i];
+		if (q->master >= 0 && !q->streamed)
+			put(&t, ar_printf("master %s %lld %lld\n", q->name, (long long)p->values.data[q->master].offset,
+			                  (long long)p->values.data[q->gsum].offset));
+	}
 	put(&t, ar_printf("host %lld\n", (long long)p->host_bytes));
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		/* in the pool: the value, adam's moments; in the arena: their slots, the gradient's unit */
+		/* in the pool: the value, adam's moments, the master copy, the gradients come down to; in the arena:
+		 * the slots, the gradient's unit */
+		int64_t off[4] = {-1, -1, -1, -1};
+		int vs[4] = {q->opt_m, q->opt_v, q->master, q->hgrad};
+		for (int k = 0; k < 4; k++)
+			if (vs[k] >= 0)
+				off[k] = p->values.data[vs[k]].offset;
 		if (q->streamed)
 			put(&t, ar_printf("stream %s %lld %lld %lld %lld %lld %lld %lld\n", q->name, (long long)p->values.data[q->value].offset,
-			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_m].offset : -1LL,
-			                  q->opt_m >= 0 ? (long long)p->values.data[q->opt_v].offset : -1LL,
-			                  (long long)p->values.data[q->slot].offset,
-			                  q->opt_m >= 0 ? (long long)p->values.data[q->mslot].offset : -1LL,
-			                  q->opt_m >= 0 ? (long long)p->values.data[q->vslot].offset : -1LL,
-			                  (long long)p->values.data[q->grad].offset));
+			                  (long long)off[0], (long long)off[1], (long long)off[2], (long long)p->values.data[q->slot].offset,
+			                  (long long)p->values.data[q->grad].offset, (long long)off[3]));
 	}
-	put(&t, ar_printf("transfers slots %d ahead %d forward %lld %lld step %lld %lld sweep %lld %lld grads %lld\n", p->nslots,
+	put(&t, ar_printf("transfers slots %d ahead %d forward %lld %lld step %lld %lld numel %lld grads %lld\n", p->nslots,
 	                  p->ahead, (long long)p->h2d_bytes[0], (long long)p->d2h_bytes[0], (long long)p->h2d_bytes[1],
-	                  (long long)p->d2h_bytes[1], (long long)p->sweep_h2d, (long long)p->sweep_d2h, (long long)p->stream_grads));
+	                  (long long)p->d2h_bytes[1], (long long)p->stream_numel, (long long)p->stream_grads));
 	for (int dt = 0; dt <= DT_F64; dt++)
 		if (sgd[dt] >= 0)
 			put(&t, ar_printf("kernel sgd %s %d\nkernel adam %s %d\n", ir_dt_name((DType)dt), sgd[dt], ir_dt_name((DType)dt), adam[dt]));
+	if (fold >= 0)
+		put(&t, ar_printf("kernel fold f32 %d\nkernel refresh f32 %d\n", fold, refresh));
 	int64_t *ns = ar_alloc(sizeof *ns * (size_t)(g->kernels.len + 1));
 	memset(ns, 0, sizeof *ns * (size_t)(g->kernels.len + 1));
 	if (g->cuda)
@@ -693,11 +702,12 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->cpu_splits = o->cpu_splits;
 	g->simt = o->simt && !g->cuda;
 
-	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always */
-	int sgd[DT_F64 + 1], adam[DT_F64 + 1];
+	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always; under
+	 * bf16-mixed, f32's that also write the bf16 compute copy, and the gradient sum's and the copy's */
+	int sgd[DT_F64 + 1], adam[DT_F64 + 1], fold = -1, refresh = -1;
 	for (int dt = 0; dt <= DT_F64; dt++) {
-		bool used = dt == (int)p->real;
-		for (int i = 0; i < p->params.len; i++)
+		bool used = p->mixed ? dt == DT_F32 : dt == (int)p->real;
+		for (int i = 0; i < p->params.len && !p->mixed; i++)
 			used |= !p->params.data[i].buffer && p->params.data[i].type.dt == (DType)dt;
 		sgd[dt] = adam[dt] = -1;
 		if (!used)
@@ -705,12 +715,24 @@ static Cg *build(Program *p, const CgOptions *o)
 		KDesc opt;
 		memset(&opt, 0, sizeof opt);
 		opt.out.dt = (DType)dt;
+		opt.mode = p->mixed;
 		opt.kind = (OpKind)K_SGD;
-		opt.nargs = 4;
+		opt.nargs = p->mixed ? 5 : 4;
 		sgd[dt] = cg_kernel_id(g, &opt);
 		opt.kind = (OpKind)K_ADAM;
-		opt.nargs = 12;
+		opt.nargs = p->mixed ? 13 : 12;
 		adam[dt] = cg_kernel_id(g, &opt);
+	}
+	if (p->mixed) {
+		KDesc k;
+		memset(&k, 0, sizeof k);
+		k.out.dt = DT_F32;
+		k.kind = (OpKind)K_FOLD;
+		k.nargs = 3;
+		fold = cg_kernel_id(g, &k);
+		k.kind = (OpKind)K_REFRESH;
+		k.nargs = 2;
+		refresh = cg_kernel_id(g, &k);
 	}
 
 	g->slot_at = ar_alloc(sizeof(int64_t) * (size_t)(p->values.len + 1));
@@ -740,7 +762,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	cg_string_global(g, "dp_ptx", ptx);
 	if (o->target == CG_CUDA)
 		phase(o, ar_printf("codegen: %d kernels as PTX", g->kernels.len));
-	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam));
+	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam, fold, refresh));
 	if (o->kernels_json && o->target == CG_CUDA)
 		report(g, o, ptx, true, o->kernels_json);
 	if (o->target == CG_CUDA)

@@ -218,8 +218,10 @@ int cg_kernel_id(Cg *g, KDesc *k)
 const char *cg_kernel_label(const KDesc *k)
 {
 	switch ((int)k->kind) {
-	case K_SGD: return "sgd";
-	case K_ADAM: return "adam";
+	case K_SGD: return k->mode ? "sgd_mixed" : "sgd";
+	case K_ADAM: return k->mode ? "adam_mixed" : "adam";
+	case K_FOLD: return "grad_sum";
+	case K_REFRESH: return "compute_copy";
 	case K_LOOP: return ar_printf("%s[%lld]", k->actions ? "revolve" : "loop", (long long)k->out.dim[0]);
 	case K_ATTN_ROWS: {
 		static const char *const what[] = {[AR_SOFTMAX] = "softmax", [AR_STATS] = "stats", [AR_DS] = "ds", [AR_P] = "p",
@@ -957,6 +959,8 @@ static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLV
 	switch ((int)d->kind) {
 	case K_SGD:
 	case K_ADAM:
+	case K_FOLD:
+	case K_REFRESH:
 		cg_kernel_control(k, d, ptrs, args, idx);
 		return;
 	case K_FUSED:

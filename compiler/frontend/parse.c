@@ -703,7 +703,7 @@ static void parse_param(Parser *P, bool buffer)
 	q.buffer = buffer;
 	q.name = ident(P, buffer ? "a buffer name" : "a parameter name");
 	dup_check(P, q.name, q.loc);
-	q.grad = q.opt_m = q.opt_v = q.slot = q.mslot = q.vslot = -1;
+	q.grad = q.opt_m = q.opt_v = q.master = q.gsum = q.slot = q.hgrad = -1;
 	expect(P, ":", buffer ? "after the buffer name" : "after the parameter name");
 	Loc tl = P->tok.loc;
 	q.type = parse_type(P, &q.stacked);

@@ -211,7 +211,10 @@ typedef enum {
  * program writes: recomputations leave it alone. */
 /* VC_HOST: a forward value's copy in the host pool, offloaded after its
  * definition and fetched again for the adjoint (checkpoint_pass/graph.c). */
-typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP, VC_STAGE, VC_HOST } VarClass;
+/* VC_HGRAD: a streamed parameter's gradients in the host pool, [L, ...unit]:
+ * each reverse step's `update` copies its unit's gradient down there, and the
+ * host sums the micro-batches and applies the optimizer's step. */
+typedef enum { VC_NONE, VC_GRAD, VC_TAPE, VC_ACC, VC_SNAP, VC_OPT, VC_SLOT, VC_HSNAP, VC_STAGE, VC_HOST, VC_HGRAD } VarClass;
 
 /* The optimizer is chosen at compile time: its state is planned memory. */
 typedef enum { OPT_SGD, OPT_ADAM } Optimizer;
@@ -235,6 +238,16 @@ typedef struct {
 /* Value.alias_index of a product added into its acc's target as it is made */
 #define IR_ACC_INTO (-3)
 bool ir_adds_into(const Op *op);
+/* Whether the product an acc adds may be made into its target (IR_ACC_INTO,
+ * codegen's absorbed acc). Not into a stacked parameter's gradient (or a
+ * streamed one's unit), except under bf16-mixed: with --accum K a resident
+ * layer's gradient adds each micro-batch's to the earlier ones', while a
+ * streamed layer's is made on its own and added to the sum on the host
+ * (runtime/host_update.c); a product made into the sum (a GEMM adding its
+ * blocks of k one by one) would round otherwise, and the two plans differ
+ * alike. Under bf16-mixed each micro-batch's gradient is made on its own
+ * either way. */
+bool ir_may_absorb(const Program *p, const Op *acc);
 
 typedef struct {
 	Op **ops;
@@ -255,11 +268,18 @@ typedef struct {
 	Loc loc;
 	int value;        /* the OP_PARAM value */
 	int grad;         /* VK_VAR holding d loss / d param; -1 before ad_transform */
-	int opt_m, opt_v; /* Adam's moments (VK_VAR, VC_OPT); -1 without them */
-	/* streamed (stream_pass): the value and the moments live in the host pool,
-	 * grad is one unit's gradient, and the units pass through device slots */
+	int opt_m, opt_v; /* Adam's moments (VK_VAR, VC_OPT; f32 under bf16-mixed); -1 without them */
+	/* bf16-mixed (Program.mixed): value is the bf16 compute copy the program
+	 * reads; master is the f32 master copy the optimizer updates, gsum the f32
+	 * sum of the micro-batches' gradients (resident only: the host sums a
+	 * streamed one's); VK_VAR, VC_OPT; -1 otherwise */
+	int master, gsum;
+	/* streamed (stream_pass): the value, the master copy and the moments live
+	 * in the host pool, grad is one unit's gradient, the units pass through
+	 * device slots, and hgrad (VC_HGRAD) is where each unit's gradient goes
+	 * down to for the host's update */
 	bool streamed;
-	int slot, mslot, vslot; /* VC_SLOT variables of the unit, Adam's m and v; -1 when absent */
+	int slot, hgrad; /* -1 when absent */
 } Param;
 
 /* a value the loss block reports beside the loss (`report NAME = e`): a
@@ -348,6 +368,8 @@ struct Program {
 	Vec(Report) updates; /* `update B = e`: buffer B takes e's value after each training step */
 	bool has_grad;    /* set by ad_transform */
 	DType real;       /* what the source's f32 is stored as (--precision) */
+	bool mixed;       /* --precision bf16-mixed: real is bf16, and each trained parameter has an f32 master copy,
+	                   * gradient sum and optimizer state (Param.master, gsum) */
 	Optimizer optimizer;
 	const char *weights; /* `weights "FILE"`: its absolute path, which the executable starts from; NULL: none */
 	int ranks;         /* --ranks N > 1: a resident parameter's Adam moments are one rank's share, ceil(n / N) elements */
@@ -385,11 +407,9 @@ struct Program {
 	int64_t *mem_series;
 	int nslots, ahead; /* slots per streamed tensor, prefetch distance; 0 without streaming */
 	int64_t h2d_bytes[2], d2h_bytes[2];
-	/* of dp_step's copies, those only the reverse sweep's updates need: the
-	 * optimizer state fetched, and the write-backs (a deferred update skips
-	 * both: --clip-grad, --accum); and the bytes of the streamed parameters'
-	 * gradients, each unit's made once a step */
-	int64_t sweep_h2d, sweep_d2h, stream_grads;
+	/* the streamed parameters: their elements, the bytes of their gradients (each unit's copied down once a
+	 * micro-batch), and of dp_step's copies those of their units (the rest: snapshots, offloaded values) */
+	int64_t stream_numel, stream_grads, stream_h2d, stream_d2h;
 };
 
 /* construction */

@@ -187,19 +187,17 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fprintf(f, "h2d %s, %s[%s", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]), ir_value_name(p, op->in[2]));
 		if (op->shift)
 			fprintf(f, " %c %lld", op->shift < 0 ? '-' : '+', (long long)(op->shift < 0 ? -op->shift : op->shift));
-		fprintf(f, "]  # units %lld..%lld%s\n", (long long)op->lo, (long long)(op->lo + op->trip - 1),
-		        op->index ? ", for the update" : "");
+		fprintf(f, "]  # units %lld..%lld\n", (long long)op->lo, (long long)(op->lo + op->trip - 1));
 		return;
 	}
 	if (op->kind == OP_UPDATE) {
-		fprintf(f, "update %s[%s], %s", ir_value_name(p, op->in[0]), ir_value_name(p, op->in[2]), ir_value_name(p, op->in[1]));
-		for (int k = 3; k < op->nin; k++)
-			fprintf(f, ", %s[%s]", ir_value_name(p, op->in[k]), ir_value_name(p, op->in[2]));
-		fprintf(f, "  # %s %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd", p->params.data[op->index].name);
+		fprintf(f, "update %s[%s], %s  # %s %s on the host: the gradient down, added to the step's, the update there\n",
+		        ir_value_name(p, op->in[0]), ir_value_name(p, op->in[2]), ir_value_name(p, op->in[1]),
+		        p->optimizer == OPT_ADAM ? "adam" : "sgd", p->params.data[op->index].name);
 		return;
 	}
 	if (op->kind == OP_GRAD_IN) {
-		fprintf(f, "grad_in %s, %s  # %s: 0, or the micro-batches' sum so far\n", ir_value_name(p, op->in[0]),
+		fprintf(f, "grad_in %s, %s  # %s: 0, once the unit before it is down\n", ir_value_name(p, op->in[0]),
 		        ir_value_name(p, op->in[1]), p->params.data[op->index].name);
 		return;
 	}
@@ -219,11 +217,8 @@ static void print_op(FILE *f, Program *p, Op *op, int depth)
 		fprintf(f, "  # copy %d%s\n", op->index, op->kind == OP_OFFLOAD ? " to the host" : " done");
 		return;
 	}
-	if (op->kind == OP_D2H || op->kind == OP_WAIT) {
-		fprintf(f, "%s %s[%s]", name, ir_value_name(p, op->in[0]), ir_value_name(p, op->in[op->nin - 1]));
-		if (op->kind == OP_D2H)
-			fprintf(f, ", %s[%s]", ir_value_name(p, op->in[1]), ir_value_name(p, op->in[2]));
-		fputs("\n", f);
+	if (op->kind == OP_WAIT) {
+		fprintf(f, "%s %s[%s]\n", name, ir_value_name(p, op->in[0]), ir_value_name(p, op->in[1]));
 		return;
 	}
 	if (ir_ops[op->kind].flags & OPF_WRITE) {
@@ -283,7 +278,7 @@ static void print_block(FILE *f, Program *p, Block *b, int depth, int nforward)
 
 void ir_print(FILE *f, Program *p)
 {
-	fprintf(f, "# precision %s\n", ir_dt_name(p->real));
+	fprintf(f, "# precision %s%s\n", ir_dt_name(p->real), p->mixed ? "-mixed" : "");
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
 		fprintf(f, "%s %s : %s = %s%s\n", q->buffer ? "buffer" : "param", q->name, ir_decl_type_str(q->type, q->stacked), init_str(q),
@@ -299,7 +294,9 @@ void ir_print(FILE *f, Program *p)
 	for (int v = 0; v < p->values.len; v++)
 		if (p->values.data[v].kind == VK_VAR)
 			fprintf(f, "var %s : %s%s\n", ir_value_name(p, v), ir_type_str(p->values.data[v].type),
-			        p->values.data[v].vclass == VC_SLOT ? "  # device slots: [i] is slot i mod the first axis" : "");
+			        p->values.data[v].vclass == VC_SLOT ? "  # device slots: [i] is slot i mod the first axis"
+			        : p->values.data[v].vclass == VC_HGRAD ? "  # in host memory: each unit's gradient, copied down"
+			        : "");
 	fputs("\n", f);
 	print_block(f, p, &p->body, 0, p->has_grad ? p->nforward : -1);
 	fprintf(f, "loss %s\n", ir_value_name(p, p->loss));

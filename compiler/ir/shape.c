@@ -56,6 +56,16 @@ bool ir_adds_into(const Op *op)
 	       op->kind == OP_EMBED_GRAD;
 }
 
+bool ir_may_absorb(const Program *p, const Op *acc)
+{
+	if (p->mixed)
+		return true;
+	for (int i = 0; i < p->params.len; i++)
+		if (p->params.data[i].grad == acc->in[0] && p->params.data[i].stacked)
+			return false;
+	return true;
+}
+
 int64_t ir_op_flops(Program *p, Op *op)
 {
 	int64_t big = 0;

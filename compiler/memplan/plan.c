@@ -469,7 +469,7 @@ static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
 		acc_into(p, &op->body2, op, uses);
 		acc_into(p, &op->body3, op, uses);
 		Op *acc = ir_adds_into(op) && uses[op->out] == 1 ? acc_after(b, i) : NULL;
-		if (!acc)
+		if (!acc || !ir_may_absorb(p, acc))
 			continue;
 		/* the ops between (a product's other half, say) must not name the acc's variable: the product is
 		 * added in before them */
@@ -1511,21 +1511,38 @@ static void plan(Program *p);
  * planned with them, so that the budget covers them. With --ranks N each
  * rank keeps and updates one share of every parameter's (ZeRO stage 1):
  * ceil(n / N) elements, flat. The stream pass gives a parameter it streams
- * whole moments again (they live in host memory). */
+ * whole moments again (they live in host memory). Under bf16-mixed the
+ * state is f32, and each trained parameter has an f32 master copy and
+ * gradient sum besides its bf16 value and gradient. */
+static int state_var(Program *p, Type t, const char *name, Loc loc)
+{
+	int v = ir_new_value(p, VK_VAR, t, name, loc);
+	p->values.data[v].vclass = VC_OPT;
+	return v;
+}
+
 static void optimizer_state(Program *p)
 {
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (p->optimizer != OPT_ADAM || q->grad < 0 || q->opt_m >= 0)
+		if (q->grad < 0)
 			continue;
-		Type t = q->type;
+		Type whole = q->type;
+		if (p->mixed)
+			whole.dt = DT_F32;
+		if (p->mixed && q->master < 0) {
+			q->master = state_var(p, whole, ar_printf("master_%s", q->name), q->loc);
+			q->gsum = state_var(p, whole, ar_printf("grad_sum_%s", q->name), q->loc);
+		}
+		if (p->optimizer != OPT_ADAM || q->opt_m >= 0)
+			continue;
+		Type t = whole;
 		if (p->ranks > 1) {
 			int64_t n = ir_numel(q->type);
-			t = ir_type(q->type.dt, 1, (int64_t[]){(n + p->ranks - 1) / p->ranks});
+			t = ir_type(whole.dt, 1, (int64_t[]){(n + p->ranks - 1) / p->ranks});
 		}
-		q->opt_m = ir_new_value(p, VK_VAR, t, ar_printf("adam_m_%s", q->name), q->loc);
-		q->opt_v = ir_new_value(p, VK_VAR, t, ar_printf("adam_v_%s", q->name), q->loc);
-		p->values.data[q->opt_m].vclass = p->values.data[q->opt_v].vclass = VC_OPT;
+		q->opt_m = state_var(p, t, ar_printf("adam_m_%s", q->name), q->loc);
+		q->opt_v = state_var(p, t, ar_printf("adam_v_%s", q->name), q->loc);
 	}
 }
 
@@ -1569,14 +1586,18 @@ static void plan(Program *p)
 		if (p->params.data[i].grad >= 0)
 			at += place(p, p->params.data[i].grad, at);
 	p->plan_grads = at - mark, mark = at;
+	/* the optimizer's state: the moments, and under bf16-mixed the master copy and the gradients' sum;
+	 * a streamed parameter's in the host pool, with the place its gradients come down to */
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (q->opt_m >= 0 && q->streamed) {
-			host += host_place(p, q->opt_m, host);
-			host += host_place(p, q->opt_v, host);
-		} else if (q->opt_m >= 0) {
-			at += place(p, q->opt_m, at);
-			at += place(p, q->opt_v, at);
+		int state[5] = {q->opt_m, q->opt_v, q->master, q->gsum, q->hgrad};
+		for (int k = 0; k < 5; k++) {
+			if (state[k] < 0)
+				continue;
+			if (q->streamed)
+				host += host_place(p, state[k], host);
+			else
+				at += place(p, state[k], at);
 		}
 	}
 	p->plan_opt = at - mark, mark = at;
@@ -1663,7 +1684,8 @@ static void plan(Program *p)
 static bool scheduled(const Value *x)
 {
 	VarClass c = x->vclass;
-	return x->kind == VK_VAR && (c == VC_TAPE || c == VC_SNAP || c == VC_SLOT || c == VC_HSNAP || c == VC_STAGE || c == VC_HOST);
+	return x->kind == VK_VAR && (c == VC_TAPE || c == VC_SNAP || c == VC_SLOT || c == VC_HSNAP || c == VC_STAGE || c == VC_HOST ||
+	                              c == VC_HGRAD);
 }
 
 /* the value whose storage v is (VR_ALIAS chains followed) */
@@ -2056,8 +2078,8 @@ int64_t mem_peak_bound(Program *p)
 	int64_t base = 0;
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		int vs[4] = {q->value, q->grad, q->opt_m, q->opt_v};
-		for (int k = 0; k < 4; k++) {
+		int vs[6] = {q->value, q->grad, q->opt_m, q->opt_v, q->master, q->gsum};
+		for (int k = 0; k < 6; k++) {
 			if (vs[k] < 0)
 				continue;
 			fixed[vs[k]] = true;

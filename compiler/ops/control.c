@@ -58,40 +58,33 @@ const char *ops_shape_transfer(Program *p, Op *op, Type *out)
 	}
 	if (op->kind == OP_SETTLE)
 		return p->values.data[op->in[0]].kind == VK_SSA ? NULL : "settle of a variable";
-	int slot = op->kind == OP_D2H ? op->in[1] : op->in[0];
-	int host = op->kind == OP_D2H ? op->in[0] : op->in[1];
+	if (op->kind == OP_UPDATE) {
+		Value *h = &p->values.data[op->in[0]], *g = &p->values.data[op->in[1]];
+		if (h->kind != VK_VAR || h->vclass != VC_HGRAD || h->type.rank < 1)
+			return ar_printf("update: %s is not a streamed gradient in host memory", ir_value_name(p, op->in[0]));
+		if (ir_vtype(p, op->in[2]).dt != DT_INDEX)
+			return "slice index is not an index";
+		if (g->kind != VK_VAR || g->vclass != VC_GRAD || !ir_type_eq(g->type, ir_drop_first(h->type)))
+			return ar_printf("update of %s with the gradient %s", ops_ts(h->type), ops_ts(g->type));
+		if (op->index < 0 || op->index >= p->params.len || p->params.data[op->index].grad != op->in[1])
+			return "update of no parameter's gradient";
+		return NULL;
+	}
+	int slot = op->in[0], host = op->in[1];
 	int index = op->kind == OP_WAIT ? op->in[1] : op->in[2];
 	Value *s = &p->values.data[slot];
 	if (s->kind != VK_VAR || s->vclass != VC_SLOT || s->type.rank < 1)
 		return ar_printf("%s: %s is not a slot variable", ir_ops[op->kind].name, ir_value_name(p, slot));
 	if (ir_vtype(p, index).dt != DT_INDEX)
 		return "slice index is not an index";
-	Type unit = ir_drop_first(s->type);
-	switch (op->kind) {
-	case OP_WAIT:
+	if (op->kind == OP_WAIT)
 		return NULL;
-	case OP_H2D:
-	case OP_D2H: {
-		Type h = ir_vtype(p, host);
-		if (h.rank < 1 || !ir_type_eq(ir_drop_first(h), unit))
-			return ar_printf("%s between %s and slots %s", ir_ops[op->kind].name, ops_ts(h), ops_ts(s->type));
-		return NULL;
-	}
-	case OP_UPDATE:
-		if (op->nin != 3 && op->nin != 5)
-			return ar_printf("update takes 3 or 5 operands, got %d", op->nin);
-		if (!ir_type_eq(ir_vtype(p, op->in[1]), unit) || p->values.data[op->in[1]].kind != VK_VAR)
-			return ar_printf("update of slots %s with the gradient %s", ops_ts(s->type), ops_ts(ir_vtype(p, op->in[1])));
-		for (int k = 3; k < op->nin; k++)
-			if (p->values.data[op->in[k]].vclass != VC_SLOT || !ir_type_eq(ir_vtype(p, op->in[k]), s->type))
-				return ar_printf("update: optimizer state %s is not slots like %s", ops_ts(ir_vtype(p, op->in[k])),
-				                 ops_ts(s->type));
-		if (op->index < 0 || op->index >= p->params.len)
-			return "update of no parameter";
-		return NULL;
-	default:
-		unreachable();
-	}
+	Type h = ir_vtype(p, host);
+	if (h.rank < 1 || !ir_type_eq(ir_drop_first(h), ir_drop_first(s->type)))
+		return ar_printf("h2d between %s and slots %s", ops_ts(h), ops_ts(s->type));
+	if (op->index < 0 || op->index >= p->params.len || p->params.data[op->index].value != host)
+		return "h2d of no parameter";
+	return NULL;
 }
 
 const char *ops_shape_loop(Program *p, Op *op, Type *out)

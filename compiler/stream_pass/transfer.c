@@ -1,8 +1,9 @@
 /* stream: the transfer pass. Decides which parameters live in the pinned
  * host pool, and inserts the copies that bring their units (one layer W[l]
  * each) through device slots just in time: h2d ahead of use, wait before the
- * first read, and in the reverse sweep the optimizer's update of the unit
- * and its write-back. */
+ * first read, and in the reverse sweep each unit's gradient down to the
+ * host, whose optimizer step updates the unit there: its master copy and
+ * optimizer state never cross the link. */
 #include "stream.h"
 
 #include "../../common/revolve.h"
@@ -140,24 +141,25 @@ static Type slots_type(Param *q, int k)
 }
 
 /* device bytes streaming q with k slots saves: the parameter and its
- * gradient (and Adam's moments) against k slots and one unit of gradient
- * (and k slots per moment), all fixed regions */
+ * gradient (and Adam's moments, and under bf16-mixed the master copy and
+ * the gradients' sum) against k slots and one unit of gradient, all fixed
+ * regions */
 static int64_t saving(Program *p, Param *q, int k)
 {
-	int64_t whole = mem_aligned(p, q->type), slots = mem_aligned(p, slots_type(q, k));
-	int64_t resident = 2 * whole, streamed = slots + mem_aligned(p, ir_drop_first(q->type));
-	if (q->opt_m >= 0) {
-		resident += 2 * mem_aligned(p, ir_vtype(p, q->opt_m)); /* whole, or a rank's share */
-		streamed += 2 * slots;
-	}
+	int64_t resident = 2 * mem_aligned(p, q->type), streamed = mem_aligned(p, slots_type(q, k)) + mem_aligned(p, ir_drop_first(q->type));
+	int state[4] = {q->opt_m, q->opt_v, q->master, q->gsum};
+	for (int i = 0; i < 4; i++)
+		if (state[i] >= 0)
+			resident += mem_aligned(p, ir_vtype(p, state[i])); /* whole, or a rank's share */
 	return resident - streamed;
 }
 
 /* ---- the rewrite ---- */
 
-static Op *h2d(Program *p, Loc loc, int slots, int host, int ivar, int64_t shift, int64_t units)
+static Op *h2d(Program *p, Loc loc, int qi, int slots, int host, int ivar, int64_t shift, int64_t units)
 {
 	Op *op = ir_new_op(p, OP_H2D, loc, 3, (int[]){slots, host, ivar});
+	op->index = qi;
 	op->shift = shift;
 	op->lo = 0;
 	op->trip = units;
@@ -178,33 +180,36 @@ static void splice(Block *b, Ops *front, Ops *back)
 	*b = n;
 }
 
+static int new_var(Program *p, VarClass c, Type t, const char *name, Loc loc)
+{
+	int v = ir_new_value(p, VK_VAR, t, name, loc);
+	p->values.data[v].vclass = c;
+	return v;
+}
+
 static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 {
 	Param *q = &p->params.data[qi];
 	int64_t units = q->type.dim[0];
 	Loc loc = q->loc;
 	int w = q->value, g = q->grad;
-	bool adam = q->opt_m >= 0;
 	q->streamed = true;
-	if (adam && !ir_type_eq(ir_vtype(p, q->opt_m), q->type)) {
+	if (q->opt_m >= 0 && ir_numel(ir_vtype(p, q->opt_m)) != ir_numel(q->type)) {
 		/* a rank's share (--ranks): a streamed parameter's moments are whole, in host memory */
-		q->opt_m = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_m_%s", q->name), loc);
-		q->opt_v = ir_new_value(p, VK_VAR, q->type, ar_printf("adam_v_%s", q->name), loc);
-		p->values.data[q->opt_m].vclass = p->values.data[q->opt_v].vclass = VC_OPT;
+		Type t = ir_vtype(p, q->opt_m);
+		t = ir_type(t.dt, q->type.rank, q->type.dim);
+		q->opt_m = new_var(p, VC_OPT, t, ar_printf("adam_m_%s", q->name), loc);
+		q->opt_v = new_var(p, VC_OPT, t, ar_printf("adam_v_%s", q->name), loc);
 	}
-	q->slot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_%s", q->name), loc);
-	p->values.data[q->slot].vclass = VC_SLOT;
-	if (adam) {
-		q->mslot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_m_%s", q->name), loc);
-		q->vslot = ir_new_value(p, VK_VAR, slots_type(q, k), ar_printf("slots_v_%s", q->name), loc);
-		p->values.data[q->mslot].vclass = p->values.data[q->vslot].vclass = VC_SLOT;
-	}
-	int gu = ir_new_value(p, VK_VAR, ir_drop_first(q->type), ar_printf("grad_%s_unit", q->name), loc);
-	p->values.data[gu].vclass = VC_GRAD;
+	/* the host sums the micro-batches' gradients */
+	q->gsum = -1;
+	q->slot = new_var(p, VC_SLOT, slots_type(q, k), ar_printf("slots_%s", q->name), loc);
+	q->hgrad = new_var(p, VC_HGRAD, ir_vtype(p, g), ar_printf("host_grad_%s", q->name), loc);
+	int gu = new_var(p, VC_GRAD, ir_drop_first(ir_vtype(p, g)), ar_printf("grad_%s_unit", q->name), loc);
 	q->grad = gu;
 
-	/* the whole gradient is gone: no zeroing at the top, no sum across the ranks at the end (each
-	 * unit's is summed before its update) */
+	/* the whole gradient is gone: no zeroing at the top, no sum across the ranks at the end (the host
+	 * sums each unit's) */
 	int n = 0;
 	for (int i = 0; i < p->body.len; i++) {
 		Op *x = p->body.ops[i];
@@ -221,7 +226,6 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 			Block *b = bs[j].b;
 			int l = bs[j].ivar, dir = bs[j].reverse ? -1 : 1;
 			bool reads = false, owns = b == u->acc_body;
-			/* each unit is summed across the ranks before its update (rt_update), not here */
 			int kept = 0;
 			for (int i = 0; i < b->len; i++)
 				if (!(b->ops[i]->kind == OP_ALLREDUCE && b->ops[i]->in[0] == g))
@@ -244,34 +248,16 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 				continue;
 			Ops front = {0}, back = {0};
 			/* this step's unit first, then the next d ahead */
-			for (int a = 0; a <= d; a++) {
-				vec_push(&front, h2d(p, loc, q->slot, w, l, dir * a, units));
-				if (owns && adam) {
-					/* the moments: only the update reads them (index 1) */
-					vec_push(&front, h2d(p, loc, q->mslot, q->opt_m, l, dir * a, units));
-					front.data[front.len - 1]->index = 1;
-					vec_push(&front, h2d(p, loc, q->vslot, q->opt_v, l, dir * a, units));
-					front.data[front.len - 1]->index = 1;
-				}
-			}
+			for (int a = 0; a <= d; a++)
+				vec_push(&front, h2d(p, loc, qi, q->slot, w, l, dir * a, units));
 			vec_push(&front, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->slot, l}));
 			if (owns) {
 				Op *in = ir_new_op(p, OP_GRAD_IN, loc, 2, (int[]){gu, l});
 				in->index = qi;
 				vec_push(&front, in);
-				if (adam) {
-					vec_push(&back, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->mslot, l}));
-					vec_push(&back, ir_new_op(p, OP_WAIT, loc, 2, (int[]){q->vslot, l}));
-				}
-				Op *up = adam ? ir_new_op(p, OP_UPDATE, loc, 5, (int[]){q->slot, gu, l, q->mslot, q->vslot})
-				              : ir_new_op(p, OP_UPDATE, loc, 3, (int[]){q->slot, gu, l});
+				Op *up = ir_new_op(p, OP_UPDATE, loc, 3, (int[]){q->hgrad, gu, l});
 				up->index = qi;
 				vec_push(&back, up);
-				vec_push(&back, ir_new_op(p, OP_D2H, loc, 3, (int[]){w, q->slot, l}));
-				if (adam) {
-					vec_push(&back, ir_new_op(p, OP_D2H, loc, 3, (int[]){q->opt_m, q->mslot, l}));
-					vec_push(&back, ir_new_op(p, OP_D2H, loc, 3, (int[]){q->opt_v, q->vslot, l}));
-				}
 			}
 			splice(b, &front, &back);
 		}
@@ -283,8 +269,8 @@ static void stream_param(Program *p, int qi, const Usage *u, int k, int d)
 typedef struct {
 	Program *p;
 	int64_t **held;  /* per slot variable: the unit in each slot, + 1 (0: none) */
+	int64_t *sent;   /* per parameter: the lowest unit whose gradient has gone down (INT64_MAX: none) */
 	int64_t h2d, d2h;
-	int64_t opt_h2d; /* of h2d, the optimizer state's (fetched for the update only) */
 	Op *rev;         /* the revolve being simulated */
 } Sim;
 
@@ -296,14 +282,16 @@ static void sim_body(Sim *s, Block *b, int64_t i)
 	Program *p = s->p;
 	for (int j = 0; j < b->len; j++) {
 		Op *op = b->ops[j];
-		if (op->kind == OP_D2H) {
-			s->d2h += ir_bytes(p, ir_vtype(p, op->in[1])) / ir_vtype(p, op->in[1]).dim[0];
+		if (op->kind == OP_UPDATE) {
+			s->d2h += ir_bytes(p, ir_vtype(p, op->in[1]));
+			s->sent[op->index] = i < s->sent[op->index] ? i : s->sent[op->index];
 			continue;
 		}
 		if (op->kind != OP_H2D)
 			continue;
+		/* nothing reads a unit after its gradient is down (usage's rule): no fetch */
 		int64_t u = i + op->shift;
-		if (u < op->lo || u >= op->lo + op->trip)
+		if (u < op->lo || u >= op->lo + op->trip || u >= s->sent[op->index])
 			continue;
 		Type t = ir_vtype(p, op->in[0]);
 		int64_t *held = s->held[op->in[0]];
@@ -311,8 +299,6 @@ static void sim_body(Sim *s, Block *b, int64_t i)
 			continue;
 		held[u % t.dim[0]] = u + 1;
 		s->h2d += ir_bytes(p, t) / t.dim[0];
-		if (op->index)
-			s->opt_h2d += ir_bytes(p, t) / t.dim[0];
 	}
 }
 
@@ -336,7 +322,7 @@ static void sim_action(void *ctx, RevAction a, int64_t step, int64_t to, int slo
 static bool has_transfers(Block *b)
 {
 	for (int i = 0; i < b->len; i++)
-		if (b->ops[i]->kind == OP_H2D || b->ops[i]->kind == OP_D2H)
+		if (b->ops[i]->kind == OP_H2D || b->ops[i]->kind == OP_UPDATE)
 			return true;
 	return false;
 }
@@ -345,7 +331,10 @@ static bool has_transfers(Block *b)
  * each from slots that hold nothing: one walk, read at both ends. */
 static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 {
-	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), 0, 0, 0, NULL};
+	Sim s = {p, ar_alloc(sizeof(int64_t *) * (size_t)p->values.len), ar_alloc(sizeof(int64_t) * (size_t)(p->params.len + 1)),
+	         0, 0, NULL};
+	for (int i = 0; i < p->params.len; i++)
+		s.sent[i] = INT64_MAX;
 	for (int v = 0; v < p->values.len; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
 			s.held[v] = ar_alloc(sizeof(int64_t) * (size_t)p->values.data[v].type.dim[0]);
@@ -373,9 +362,6 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 	}
 	h2d_bytes[1] = s.h2d;
 	d2h_bytes[1] = s.d2h;
-	/* every d2h is a write-back after an update */
-	p->sweep_h2d = s.opt_h2d;
-	p->sweep_d2h = s.d2h;
 }
 
 /* ---- the decision ---- */
@@ -396,8 +382,14 @@ int64_t stream_min_host(Program *p)
 	int64_t host = 0;
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (!usage(p, q).why)
-			host += mem_aligned(p, q->type) * (q->opt_m >= 0 ? 3 : 1);
+		if (usage(p, q).why)
+			continue;
+		/* the value, its gradients as they come down, the moments (whole) and the master copy */
+		host += 2 * mem_aligned(p, q->type);
+		int state[3] = {q->opt_m, q->opt_v, q->master};
+		for (int k = 0; k < 3; k++)
+			if (state[k] >= 0)
+				host += mem_aligned(p, ir_type(ir_vtype(p, state[k]).dt, q->type.rank, q->type.dim));
 	}
 	return host;
 }
@@ -491,12 +483,16 @@ void stream_transfers(Program *p, const StreamOptions *o)
 void stream_count(Program *p)
 {
 	p->h2d_bytes[0] = p->h2d_bytes[1] = p->d2h_bytes[0] = p->d2h_bytes[1] = 0;
-	p->sweep_h2d = p->sweep_d2h = p->stream_grads = 0;
+	p->stream_numel = p->stream_grads = 0;
 	if (p->nslots)
 		simulate(p, p->h2d_bytes, p->d2h_bytes);
+	p->stream_h2d = p->h2d_bytes[1];
+	p->stream_d2h = p->d2h_bytes[1];
 	for (int i = 0; i < p->params.len; i++)
-		if (p->params.data[i].streamed)
-			p->stream_grads += ir_bytes(p, p->params.data[i].type);
+		if (p->params.data[i].streamed) {
+			p->stream_numel += ir_numel(p->params.data[i].type);
+			p->stream_grads += ir_bytes(p, ir_vtype(p, p->params.data[i].hgrad));
+		}
 	/* snapshots in host memory: each save goes down and each fetch comes up, whole */
 	for (int t = p->nforward; t < p->body.len; t++) {
 		Op *op = p->body.ops[t];

@@ -810,8 +810,12 @@ static void gpu_graph_end(void)
 
 static void gpu_graph_launch(void) { CU(p_cuGraphLaunch(graph_exec, stream)); }
 
+/* the host's optimizer thread (host_update.c) waits for copies: it needs the context. A copy's ring entry
+ * is recorded again only after the copy is done, so a wait that meets a newer copy there only waits longer. */
+static void gpu_thread_init(void) { CU(p_cuCtxSetCurrent(ctx)); }
+
 const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_alloc, gpu_h2d_async, gpu_d2h, gpu_d2h_async,
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
                                  gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at,
-                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait, gpu_gemm_items};
+                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait, gpu_gemm_items, gpu_thread_init};

@@ -29,7 +29,7 @@ fi
 expect cli/no-input 2 "no input file" "$DPC"
 expect cli/unknown-option 2 "unknown option '--frobnicate'" "$DPC" --frobnicate samples/resmlp.dp
 expect cli/bad-stage 2 "unknown stage 'bogus'" "$DPC" --emit=bogus samples/resmlp.dp
-expect cli/bad-precision 2 "f32, f64 or bf16" "$DPC" --precision f16 samples/resmlp.dp
+expect cli/bad-precision 2 "f32, f64, bf16 or bf16-mixed" "$DPC" --precision f16 samples/resmlp.dp
 expect cli/bad-define 2 "NAME=VALUE" "$DPC" -D B samples/resmlp.dp
 expect cli/bad-define-value 2 "must be an integer" "$DPC" -D B=x samples/resmlp.dp
 expect cli/unknown-define 1 "no const named" "$DPC" -D NOPE=3 --emit=ir samples/resmlp.dp

@@ -106,10 +106,10 @@ else
 fi
 expect train/optim-accum-zero 2 "--accum needs an integer in 1..1000000000, not '0'" "$o/sgd" --accum 0
 expect train/optim-clip-zero 2 "--clip-grad needs a norm above 0" "$o/sgd" --clip-grad 0
-# --clip-grad and --accum with streamed parameters, whose updates wait for the step's gradients:
-# parameters bitwise as resident ones, transfers as predicted and as --emit=schedule's deferred
-# figures add up (tests/train/deferred.py); SGD and AdamW, store-everything, binomial, and the
-# model 8x its budget (with snapshots in host memory)
+# --clip-grad and --accum with streamed parameters, whose optimizer steps run on the host:
+# parameters bitwise as resident ones, transfers as predicted, and K micro-batches of
+# --emit=schedule's bytes a step, none added (tests/train/host_update.py); SGD and AdamW,
+# store-everything, binomial, and the model 8x its budget (with snapshots in host memory)
 big="-D L=64 -D H=256 -D B=8"
 big_budget=$(( (64 * 256 * 256 + 64 * 256 + 32 * 256 + 256) * 4 * 3 / 8 ))
 for v in "sgd|--stream params|" "adamw|--optimizer adam --stream params|--optimizer adamw --weight-decay 0.1" \
@@ -120,7 +120,7 @@ for v in "sgd|--stream params|" "adamw|--optimizer adam --stream params|--optimi
 	ref_flags=$(echo "$flags" | sed 's/--stream params//; s/--device-mem [0-9]*//; s/--checkpoint binomial --snapshots 3//')
 	if "$DPC" --target cpu $flags --schedule-json "$o/def_$name.sched" samples/resmlp.dp -o "$o/def_$name" >"$l" 2>&1 &&
 		"$DPC" --target cpu $ref_flags samples/resmlp.dp -o "$o/def_${name}_res" >>"$l" 2>&1 &&
-		python3 tests/train/deferred.py "$o" "$o/def_$name" "$o/def_${name}_res" "$o/def_$name.sched" $args >>"$l" 2>&1; then
+		python3 tests/train/host_update.py "$o" "$o/def_$name" "$o/def_${name}_res" "$o/def_$name.sched" $args >>"$l" 2>&1; then
 		ok "train/deferred $name: --clip-grad and --accum streamed, bitwise as resident; transfers as predicted ($(tail -1 "$l"))"
 	else
 		notok "train/deferred $name: --clip-grad and --accum streamed" "$l"
