@@ -809,6 +809,8 @@ static Program *schedule(Program *p, const CkptOptions *o)
 
 Program *ckpt_pass(Program *p, const CkptOptions *o)
 {
+	/* the searches plan scratch values and take them back by length: the state's variables come first */
+	mem_optimizer_state(p);
 	if (!o->fit)
 		return schedule(p, o);
 	/* fitted to o->fit; the user's budget, if any, is checked by the memory plan as before */
@@ -967,7 +969,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 		fprintf(f, "  \"forward_steps\": %lld,\n  \"recomputed_steps\": %lld,\n", (long long)fwd, (long long)rec);
 		fprintf(f, "  \"forward_flops\": %lld,\n  \"recomputed_flops\": %lld,\n  \"recomputed_fraction\": %.9g,\n",
 		        (long long)fwd_flops, (long long)rec_flops, fwd_flops ? (double)rec_flops / (double)fwd_flops : 0.0);
-		fprintf(f, "  \"optimizer\": \"%s\",\n", p->optimizer == OPT_ADAM ? "adam" : "sgd");
+		fprintf(f, "  \"optimizer\": \"%s\",\n  \"precision\": \"%s%s\",\n", p->optimizer == OPT_ADAM ? "adam" : "sgd",
+		        ir_dt_name(p->real), p->mixed ? "-mixed" : "");
 		fprintf(f, "  \"streamed\": [");
 		for (int i = 0, n = 0; i < p->params.len; i++)
 			if (p->params.data[i].streamed)

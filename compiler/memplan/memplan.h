@@ -17,6 +17,9 @@
  * host_bytes, plan_*; Adam's moments made first where the optimizer needs
  * them) and returns the arena's size. */
 int64_t mem_plan(Program *p);
+/* Adam's moments and bf16-mixed's master copies and gradient sums, as variables of p: made once, before
+ * any search that plans scratch values and takes them back (the checkpoint pass makes them first) */
+void mem_optimizer_state(Program *p);
 /* The plan of p made again, checked: a compiler bug (die) where it differs
  * in size from the plan p had, or where two tensors of the work region that
  * are live at once share a byte. The driver's verifier runs it on the final

@@ -1521,7 +1521,7 @@ static int state_var(Program *p, Type t, const char *name, Loc loc)
 	return v;
 }
 
-static void optimizer_state(Program *p)
+void mem_optimizer_state(Program *p)
 {
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
@@ -1548,7 +1548,7 @@ static void optimizer_state(Program *p)
 
 int64_t mem_plan(Program *p)
 {
-	optimizer_state(p);
+	mem_optimizer_state(p);
 	plan(p);
 	return p->arena_bytes;
 }

@@ -53,6 +53,24 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j['ranks'] == 2 and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" "$o/$name.0.json"
 done
+# bf16-mixed across 2 ranks: each rank's f32 sums of its micro-batches' bf16 gradients are summed
+# across the ranks (the streamed ones' on the host) before the f32 update; streamed bitwise as
+# resident, the ranks' files byte-identical, the bytes summed as predicted
+margs="--optimizer adamw --weight-decay 0.1 --clip-grad 0.5 --accum 2"
+l="$o/mixed.log"
+if "$DPC" --target cpu --precision bf16-mixed --optimizer adam samples/resmlp.dp -o "$o/mixed" >"$l" 2>&1 &&
+	"$DPC" --target cpu --precision bf16-mixed --optimizer adam --stream params samples/resmlp.dp -o "$o/mixed-streamed" >>"$l" 2>&1 &&
+	mpi "$o/mixed" --steps 5 $data $margs --save "$o/mixed.%r.st" --quiet >>"$l" 2>&1 &&
+	mpi "$o/mixed-streamed" --steps 5 $data $margs --save "$o/mixed-streamed.%r.st" --summary-json "$o/mixed-streamed.%r.json" --quiet >>"$l" 2>&1; then
+	check "dist/mixed: bf16-mixed, 2 ranks, streamed bitwise as resident, the ranks' files identical" bash -c \
+		"cmp '$o/mixed.0.st' '$o/mixed.1.st' && cmp '$o/mixed-streamed.0.st' '$o/mixed-streamed.1.st' && cmp '$o/mixed.0.st' '$o/mixed-streamed.0.st'"
+	check "dist/mixed: the f32 sums' bytes summed across the ranks as predicted" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['precision'] == 'bf16-mixed' and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" "$o/mixed-streamed.0.json"
+else
+	notok "dist/mixed: compile and run" "$l"
+fi
 # ZeRO stage 1: dpc --ranks 2 plans one rank's share of Adam's state; under --shard-optimizer each rank
 # updates its share of every resident parameter and the parameters are gathered. Bitwise as the
 # unsharded 2 ranks (AdamW, clipped), less device memory, the gathered bytes as predicted; a state

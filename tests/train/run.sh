@@ -135,9 +135,10 @@ expect train/optim-bad-schedule 2 "--lr-schedule takes constant, cosine or linea
 # exact resume: each build trained 200 steps (AdamW, cosine after 20 warmup steps) saving its state
 # every step, killed with SIGKILL at 5 random moments and resumed each time; the final parameters
 # byte-identical to the uninterrupted run's (tests/train/kill_resume.sh)
-# (the streamed units' updates deferred too: clipped, accumulated)
+# (the streamed units' steps deferred too: clipped, accumulated; and bf16-mixed, resident and streamed)
 for v in "none" "binomial --checkpoint binomial" "streamed --stream params" "bf16 --precision bf16" \
-	"deferred --stream params|--clip-grad 0.5 --accum 2"; do
+	"deferred --stream params|--clip-grad 0.5 --accum 2" "mixed --precision bf16-mixed" \
+	"mixed-streamed --precision bf16-mixed --stream params|--accum 2"; do
 	IFS='|' read -r v extra <<<"$v"
 	set -- $v
 	name=$1
