@@ -285,7 +285,7 @@ expect stream/device-too-small 1 "needs at least .* ([0-9]* bytes) of device mem
 	"$DPC" $big --device-mem 100000 samples/resmlp.dp -o "$o/x"
 expect stream/host-too-small 1 "host pool needs .* ([0-9]* bytes) of pinned host memory (streamed values .*, their gradients as they come down .*), more than --host-mem .* (1000 bytes)" \
 	"$DPC" --stream params --host-mem 1000 samples/resmlp.dp -o "$o/x"
-expect stream/host-snapshots-too-small 1 "snapshots in host memory need .* ([0-9]* bytes) of pinned host memory, more than --host-mem .* (1000 bytes)" \
+expect stream/host-snapshots-too-small 1 "host pool needs .* ([0-9]* bytes) of pinned host memory (snapshots .*), more than --host-mem .* (1000 bytes)" \
 	"$DPC" --checkpoint binomial --snapshots 8 --device-mem 1400000 --host-mem 1000 samples/resmlp.dp -o "$o/x"
 expect stream/emit-host-snapshots 0 "revolve 0..8 snapshots 8 ([1-7] in host memory)" \
 	"$DPC" --checkpoint binomial --snapshots 8 --device-mem 1400000 --emit=stream samples/resmlp.dp
