@@ -195,7 +195,7 @@ int driver_run(DriverOptions *o)
 	verbose_opts = o;
 	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->reference, o->verbose,
 	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS"), NULL,
-	                getenv("DPC_SIMT") && *getenv("DPC_SIMT")};
+	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw};
 	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
 	 * object: from the code generation that makes the output, or one of their own for the stages
 	 * that end before it */
@@ -226,6 +226,9 @@ int driver_run(DriverOptions *o)
 	if (o->emit == EMIT_SCHEDULE) {
 		FILE *f = open_out(o->output);
 		ckpt_print_schedule(f, p, false, NULL);
+		/* on the GPU: the step's time as the cost model predicts it, and what bounds it */
+		if (o->target == CG_CUDA)
+			cg_emit_step(p, &cg, f);
 		close_out(f);
 		return 0;
 	}

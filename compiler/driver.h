@@ -29,6 +29,7 @@ typedef struct {
 	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
 	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
+	double host_bw;       /* --host-bw: the host update's memory bandwidth, bytes/s; 0: the cost model's default */
 	struct {              /* an ONNX model's conversion (import.c): the converter's options, NULL: its default */
 		const char *loss, *loss_on, *batchnorm;
 		Vec(const char *) shapes, freeze;

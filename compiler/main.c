@@ -21,7 +21,7 @@
 #endif
 
 typedef enum {
-	O_OUTPUT, O_EMIT, O_GPU, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
+	O_OUTPUT, O_EMIT, O_GPU, O_HOST_BW, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
 	O_HOST_MEM, O_STREAM, O_CHECKPOINT, O_OFFLOAD_COST, O_THREADS, O_SNAPSHOTS, O_SCHEDULE_JSON, O_NO_FUSE,
 	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_SHAPE, O_FREEZE, O_BATCHNORM, O_NO_LOOPS,
 } OptId;
@@ -64,6 +64,10 @@ static const Opt opts[] = {
 	{O_GPU, "--gpu", NULL, "h100|h200|a100", K_SPECIAL, 0, 0, NULL, NULL,
 	 "the GPU --emit=kernels and --schedule-json price launches on\n"
 	 "(default h100)"},
+	{O_HOST_BW, "--host-bw", NULL, "GB/s", K_SPECIAL, 0, 0, NULL, NULL,
+	 "the host memory bandwidth the streamed parameters' optimizer steps run\n"
+	 "at on the host, for the cost model's step time beside compute and the\n"
+	 "link (default 300: a two-socket server's)"},
 	{O_DEFINE, "-D", NULL, "NAME=VALUE", K_SPECIAL, 0, 0, NULL, NULL,
 	 "override `const NAME` in the program"},
 	{O_PRECISION, "--precision", NULL, "f32|f64|bf16|bf16-mixed", K_CHOICE, 0, 0, NULL, NULL,
@@ -325,6 +329,15 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 			usage_error("%s", ar_printf("unknown GPU '%s' for --gpu; known: %s", v, cg_gpu_names()));
 		o->gpu = v;
 		break;
+	case O_HOST_BW: {
+		char *end;
+		errno = 0;
+		double gb = strtod(v, &end);
+		if (*end || end == v || errno == ERANGE || !(gb > 0) || gb > 1e6)
+			usage_error("--host-bw needs a bandwidth in GB/s above 0 (at most 1e6), not '%s'", v);
+		o->host_bw = gb * 1e9;
+		break;
+	}
 	case O_DEFINE: define(o, v); break;
 	case O_PRECISION: o->real_bytes = real_bytes[k], o->mixed = k == 3; break;
 	case O_TARGET: g->target = v, g->target_from = "--target"; break;

@@ -394,7 +394,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   "  \"copy_calls\": %lld,\n"
 	                   "  \"threads\": %d,\n  \"ranks\": %d,\n  \"allreduce_bytes\": %lld,\n  \"predicted_allreduce_bytes\": %lld,\n"
 	                   "  \"allreduce_wait_s\": %.6f,\n  \"allgather_bytes\": %lld,\n  \"predicted_allgather_bytes\": %lld,\n"
-	                   "  \"graph_steps\": %ld,\n  \"reports\": {%s}\n}\n",
+	                   "  \"graph_steps\": %ld,\n  \"host_update_s\": %.6f,\n  \"reports\": {%s}\n}\n",
 	                   c->model->model, rt_precision(c->model), c->dev->name, c->model->adam ? "adam" : "sgd",
 	                   o->lr, r->steps, json_real(first, r->first), json_real(last, r->last), json_real(val, r->val), r->val_s,
 	                   r->train_s, steady, r->setup_s, r->save_s,
@@ -409,7 +409,7 @@ static void write_summary(RtCtx *c, const RtOpts *o, const Run *r)
 	                   (long long)n->copies, rt_threads, rt_nranks, (long long)n->allreduce_bytes,
 	                   (long long)(rt_distributed ? r->steps * grad_bytes(c->model, false) : 0), rt_dist_waited(),
 	                   (long long)n->allgather_bytes, (long long)(c->model->ranks > 1 ? r->steps * grad_bytes(c->model, true) : 0),
-	                   r->graph_steps, reports);
+	                   r->graph_steps, c->model->stream_numel ? rt_host_busy() : 0.0, reports);
 	rt_write_atomic(o->summary, buf, (size_t)len);
 }
 

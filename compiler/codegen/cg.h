@@ -22,7 +22,12 @@ typedef struct {
 	FILE *kernels_json; /* the CUDA target: the build also writes its launches there as --schedule-json's members */
 	bool simt;         /* DPC_SIMT: the CPU target runs the GPU's tensor-core kernels on the runtime's SIMT
 	                    * emulator (runtime/cpu/simt.c; testing) */
+	double host_bw;    /* --host-bw: the bytes a second the streamed parameters' steps on the host stream through
+	                    * its memory (cost.c); 0: CG_HOST_BW */
 } CgOptions;
+/* the host update's memory bandwidth when --host-bw is not given: a two-socket server's, as DeepSpeed's
+ * CPU Adam over 175B parameters is priced in issue 60 (300 GB/s) */
+#define CG_HOST_BW 300e9
 
 /* A GPU the cost model knows: its SMs, memory bandwidth (bytes/s), dense
  * peaks (FLOP/s: FP32, TF32 and bf16 on tensor cores), the host link's
@@ -45,5 +50,10 @@ void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out);        /* --emit=pt
  * with its predicted time on o->gpu; json: as members of --schedule-json's
  * object ("gpu", "kernels", "predicted_step_ms") */
 void cg_emit_kernels(Program *p, const CgOptions *o, FILE *out, bool json);
+/* --emit=schedule on the CUDA target: the step's predicted time on o->gpu, and what bounds it (compute, the
+ * link, the host update) */
+void cg_emit_step(Program *p, const CgOptions *o, FILE *out);
+/* the bytes of host memory one step's host update of the streamed parameters reads and writes */
+double cg_host_update_bytes(const Program *p);
 
 #endif

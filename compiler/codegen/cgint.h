@@ -371,7 +371,9 @@ typedef struct {
 /* each kernel's predicted time in ns on the GPU named (NULL: the H100), 0 when it has none */
 void cg_cost_kernels_ns(Cg *g, const char *gpu, int64_t *ns);
 /* prices the recorded launches on gpu (ptx: the kernels, for ptxas; NULL: none) */
-void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool verbose, FILE *f);
+/* the step's launches priced on gpu, with the link and the host update (its memory's bandwidth host_bw,
+ * bytes/s) beside them: a table of them (or as --schedule-json's members), or the step's summary alone */
+void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bool json, bool table, bool verbose, FILE *f);
 
 /* control.c: inside a fused loop, a kernel's items and a copy (NULL src: zeros) run inline */
 void cg_dev_kernel(Host *h, KDesc *d, LLVMValueRef *words);

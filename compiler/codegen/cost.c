@@ -418,21 +418,36 @@ static bool starved(const CgGpu *gpu, const CgLaunch *l)
 	return l->blocks >= 0 && l->blocks < gpu->sms && (l->bytes > (16 << 20) || l->flops > 1000000000);
 }
 
-/* the optimizer's pass over each trained parameter after the step */
+/* the optimizer's pass over each resident trained parameter after the step (a streamed one's runs on the
+ * host), and under bf16-mixed each one's gradient added into its f32 sum (the fold) */
 static void optimizer_launches(Cg *g)
 {
 	Program *p = g->p;
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (q->buffer || q->grad < 0)
+		if (q->buffer || q->grad < 0 || q->streamed)
 			continue;
-		int64_t n = ir_numel(q->type), e = ir_dt_bytes(q->type.dt);
+		int64_t n = ir_numel(q->type), e = p->mixed ? 4 : ir_dt_bytes(q->type.dt), copy = p->mixed ? 2 : 0;
 		bool adam = p->optimizer == OPT_ADAM;
 		CgLaunch l = {.kind = CL_KERNEL, .kernel = -1, .name = ar_printf("%s[%s]", adam ? "adam" : "sgd", q->name),
 		              .count = 1, .threads = n, .blocks = (n + 255) / 256,
-		              .bytes = n * (adam ? e * 3 + 4 * 4 : e * 3), .flops = n * (adam ? 12 : 2), .dt = q->type.dt};
+		              .bytes = n * ((adam ? e * 7 : e * 3) + copy), .flops = n * (adam ? 12 : 2), .dt = DT_F32};
 		vec_push(&g->launches, l);
+		if (p->mixed) {
+			l.name = ar_printf("grad_sum[%s]", q->name);
+			l.bytes = n * (2 + 4 + 4), l.flops = n;
+			vec_push(&g->launches, l);
+		}
 	}
+}
+
+double cg_host_update_bytes(const Program *p)
+{
+	/* each streamed element's step reads the value (the master copy), its gradient and Adam's moments,
+	 * and writes the value, the moments and under bf16-mixed the bf16 compute copy */
+	int e = p->mixed ? 4 : ir_dt_bytes(p->real), g = ir_dt_bytes(p->real);
+	int per = p->optimizer == OPT_ADAM ? e + g + 2 * e + 3 * e : e + g + e;
+	return (double)p->stream_numel * (per + (p->mixed ? 2 : 0));
 }
 
 /* each kernel's predicted time on the executable's GPU (--gpu, else the
@@ -457,7 +472,7 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool verbose, FILE *f)
+void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bool json, bool table, bool verbose, FILE *f)
 {
 	Program *p = g->p;
 	optimizer_launches(g);
@@ -473,7 +488,7 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool ve
 	int64_t launches = 0;
 	if (json)
 		fprintf(f, "\"gpu\": \"%s\",\n  \"kernels\": [", gpu->name);
-	else
+	else if (table)
 		fprintf(f, "# %s (%s): %d SMs, %.0f GB/s, FP32 %.1f TFLOP/s, TF32 %.0f, bf16 %.0f, link %.1f GB/s%s\n"
 		        "# %-8s %-40s %9s %7s %14s %14s %5s %6s %6s %12s %12s\n", gpu->name, gpu->desc, gpu->sms, gpu->bw / 1e9,
 		        gpu->fp32 / 1e12, gpu->tf32 / 1e12, gpu->bf16 / 1e12, gpu->link / 1e9,
@@ -490,9 +505,10 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool ve
 		const char *stack = r && r->known ? ar_printf("%d", r->stack) : "-";
 		const char *smem = r && r->known ? ar_printf("%d", r->smem) : "-";
 		if (!json) {
-			fprintf(f, "%-10lld %-40s %9lld %7d %14lld %14lld %5s %6s %6s %12.1f %12.1f%s\n", (long long)l->count, l->name,
-			        (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes, (long long)l->flops, regs, stack,
-			        smem, t * 1e6, t * 1e6 * (double)l->count, starved(gpu, l) ? "  STARVED" : "");
+			if (table)
+				fprintf(f, "%-10lld %-40s %9lld %7d %14lld %14lld %5s %6s %6s %12.1f %12.1f%s\n", (long long)l->count,
+				        l->name, (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes, (long long)l->flops, regs,
+				        stack, smem, t * 1e6, t * 1e6 * (double)l->count, starved(gpu, l) ? "  STARVED" : "");
 			continue;
 		}
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
@@ -504,14 +520,29 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, const char *ptx, bool json, bool ve
 		        (long long)l->flops, r && r->known ? regs : "null", r && r->known ? stack : "null",
 		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false");
 	}
+	/* the three run beside each other: the device's work, the link (a stream each way) and the streamed
+	 * parameters' steps on the host */
 	double link = (double)(p->h2d_bytes[1] > p->d2h_bytes[1] ? p->h2d_bytes[1] : p->d2h_bytes[1]) / gpu->link;
-	double step = fmax(total, link);
+	double host = cg_host_update_bytes(p) / host_bw;
+	double step = fmax(total, fmax(link, host));
+	const char *bound = step == total ? "compute" : step == link ? "link" : "host update";
 	if (json) {
-		fprintf(f, "%s],\n  \"predicted_launches\": %lld,\n  \"predicted_link_ms\": %.3f,\n  \"predicted_step_ms\": %.3f",
-		        g->launches.len ? "\n  " : "", (long long)launches, link * 1e3, step * 1e3);
+		fprintf(f, "%s],\n  \"predicted_launches\": %lld,\n  \"predicted_compute_ms\": %.3f,\n  \"predicted_link_ms\": %.3f,\n"
+		        "  \"predicted_host_update_ms\": %.3f,\n  \"host_bandwidth\": %.6g,\n  \"predicted_step_ms\": %.3f,\n"
+		        "  \"predicted_bound\": \"%s\"", g->launches.len ? "\n  " : "", (long long)launches, total * 1e3, link * 1e3,
+		        host * 1e3, host_bw, step * 1e3, bound);
 		return;
 	}
-	fprintf(f, "predicted step on %s: %.3f ms (%lld launches: kernels %.3f ms, GEMMs %.3f ms, convolutions %.3f ms, "
-	        "copies %.3f ms; the link %.3f ms, overlapped)\n", gpu->name, step * 1e3, (long long)launches, by[CL_KERNEL] * 1e3,
-	        by[CL_GEMM] * 1e3, by[CL_CONV] * 1e3, by[CL_COPY] * 1e3, link * 1e3);
+	if (!table) {
+		fprintf(f, "predicted step on %s: %.3f ms, bound by %s: compute %.3f ms (%lld launches), the link %.3f ms (%.4g GB "
+		        "up, %.4g GB down at %.4g GB/s a way), the host update %.3f ms (%.4g GB of host memory at %.4g GB/s), "
+		        "overlapped\n", gpu->name, step * 1e3, bound, total * 1e3, (long long)launches, link * 1e3,
+		        (double)p->h2d_bytes[1] / 1e9, (double)p->d2h_bytes[1] / 1e9, gpu->link / 1e9, host * 1e3,
+		        cg_host_update_bytes(p) / 1e9, host_bw / 1e9);
+		return;
+	}
+	fprintf(f, "predicted step on %s: %.3f ms, bound by %s (%lld launches: kernels %.3f ms, GEMMs %.3f ms, convolutions "
+	        "%.3f ms, copies %.3f ms; the link %.3f ms and the host update %.3f ms, overlapped)\n", gpu->name, step * 1e3,
+	        bound, (long long)launches, by[CL_KERNEL] * 1e3, by[CL_GEMM] * 1e3, by[CL_CONV] * 1e3, by[CL_COPY] * 1e3,
+	        link * 1e3, host * 1e3);
 }

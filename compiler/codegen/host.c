@@ -664,13 +664,13 @@ static void phase(const CgOptions *o, const char *what)
 		o->phase(what);
 }
 
-/* the cost model's prices of g's launches on o->gpu (--emit=kernels, --schedule-json) */
-static void report(Cg *g, const CgOptions *o, const char *ptx, bool json, FILE *out)
+/* the cost model's prices of g's launches on o->gpu (--emit=kernels, --schedule-json; table: each launch's) */
+static void report(Cg *g, const CgOptions *o, const char *ptx, bool json, bool table, FILE *out)
 {
 	const CgGpu *gpu = cg_gpu(o->gpu ? o->gpu : "h100");
 	if (!gpu)
 		die("unknown GPU %s", o->gpu);
-	cg_cost_report(g, gpu, ptx, json, o->verbose, out);
+	cg_cost_report(g, gpu, o->host_bw > 0 ? o->host_bw : CG_HOST_BW, ptx, json, table, o->verbose, out);
 }
 
 static Cg *build(Program *p, const CgOptions *o)
@@ -764,7 +764,7 @@ static Cg *build(Program *p, const CgOptions *o)
 		phase(o, ar_printf("codegen: %d kernels as PTX", g->kernels.len));
 	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam, fold, refresh));
 	if (o->kernels_json && o->target == CG_CUDA)
-		report(g, o, ptx, true, o->kernels_json);
+		report(g, o, ptx, true, true, o->kernels_json);
 	if (o->target == CG_CUDA)
 		g->kernels.len = 0, g->kslots = 0; /* the table (and its index) empty */
 	cg_cpu_kernels(g);
@@ -858,8 +858,20 @@ void cg_emit_kernels(Program *p, const CgOptions *o, FILE *out, bool json)
 		LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
 		size_t n;
 		const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
-		report(g, o, ar_strndup(s, n), false, out);
+		report(g, o, ar_strndup(s, n), false, true, out);
 	}
+	dispose(g);
+}
+
+void cg_emit_step(Program *p, const CgOptions *o, FILE *out)
+{
+	CgOptions cuda = *o;
+	cuda.target = CG_CUDA;
+	cuda.cost = true;
+	cuda.kernels_json = NULL;
+	cuda.verbose = false;
+	Cg *g = build(p, &cuda);
+	report(g, &cuda, NULL, false, false, out);
 	dispose(g);
 }
 

@@ -171,6 +171,33 @@ for v in resmlp:"$M" gpt:"$M" resmlp-f32:""; do
 	fi
 done
 
+# ---- the seeds' claim, planned: GPT-3 175B on one 80 GB GPU ----
+# (issue 60): GPT-3's shape, 2,048 tokens a step, bf16-mixed with Adam under an 80 GiB budget: it
+# plans, streaming the layers (each element up in at most 4 bytes and its gradient down in 2); the
+# step's time is the cost model's max of compute, the link and the host update, overlapped, and the
+# pinned host memory holds the 16 bytes an element of the master copies, moments, compute copies
+# and gradients
+gpt3="-D L=96 -D D=12288 -D H=96 -D T=2048 -D V=50257 -D B=1"
+if "$DPC" --target cuda $gpt3 $M --optimizer adam --device-mem 80G --gpu h100 --emit=schedule samples/gpt.dp \
+	>"$o/gpt3.txt" 2>&1; then
+	check "mixed/gpt3: 175B parameters plan on one 80 GB H100; bytes, host memory and the step's bound stated" python3 - "$o/gpt3.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+n, up, down = re.search(r"streamed parameters' (\d+) elements .* ([0-9.]+) and ([0-9.]+) bytes an element", t).groups()
+assert int(n) > 170e9 and float(up) <= 4 and float(down) == 2, (n, up, down)
+peak = int(re.search(r"predicted peak device memory (\d+) bytes", t).group(1))
+host = int(re.search(r"predicted pinned host memory (\d+) bytes", t).group(1))
+assert peak <= 80 * 2**30 and host >= 16 * int(n), (peak, host)
+m = re.search(r"predicted step on h100: ([0-9.]+) ms, bound by (\w[\w ]*): compute ([0-9.]+) ms .*the link ([0-9.]+) ms "
+              r".*the host update ([0-9.]+) ms", t)
+step, bound, parts = float(m.group(1)), m.group(2), [float(m.group(i)) for i in (3, 4, 5)]
+assert abs(step - max(parts)) < 1e-3 and bound == ("compute", "link", "host update")[parts.index(max(parts))], m.groups()
+print(m.group(0))
+PY
+else
+	notok "mixed/gpt3: plan" "$o/gpt3.txt"
+fi
+
 # ---- refused ----
 cat >"$o/f64.dp" <<'DP'
 param w : f64[4] = zeros
