@@ -48,7 +48,7 @@
  *                                     streamed parameters' elements and their gradients' bytes
  *   kernel sgd DTYPE ID               args: p, g, lr, scale[, copy]; over each element; one per element type
  *                                     of trained params (bf16-mixed: f32, writing the bf16 copy)
- *   kernel adam DTYPE ID              args: p, g, m, v, lr, beta1, beta2, eps, bc1, bc2, keep, scale[, copy]
+ *   kernel adam DTYPE ID              args: p, g, m, v, lr / bc1, beta1, beta2, eps, 1 / sqrt(bc2), keep, scale[, copy]
  *   kernel fold f32 ID                bf16-mixed: args sum, g, first: sum = (first ? 0 : sum) + g
  *   kernel refresh f32 ID             bf16-mixed: args copy, master: copy = bf16(master)
  *   kname ID LABEL                    every kernel's label, e.g. fused[64,32], for profiles

@@ -45,61 +45,61 @@ static inline void st(void *p, int t, int64_t i, float x)
 		((float *)p)[i] = x;
 }
 
-/* Elements [lo, hi) of one unit, in f32 arithmetic: the gradient g (type gt)
- * added to the step's sum (type pt: the parameter's, rounded as the
- * device's gradient variable rounds) where the step sums, then the step
- * itself on p, m, v (type pt) and the bf16 compute copy. Every flag is a
- * constant where it is inlined. */
+/* where an element's gradient comes from: the micro-batch's alone (0 + g, as a fold makes it), the
+ * step's sum, or the micro-batch's added to the sum (the first micro-batch's to 0) and stored there */
+enum { FROM_G, FROM_SUM, ADD_FIRST, ADD };
+
+/* Elements [lo, hi) of one unit in f32 arithmetic: the gradient (type gt; the sum's and the rest's pt,
+ * 0 f32, 1 bf16), then the step itself on p, m, v and the bf16 compute copy. Every flag is a constant
+ * where it is inlined, so each case is a loop of its own, vectorised. */
 static inline __attribute__((always_inline)) void step32(const RtHostStep *s, int64_t lo, int64_t hi, const int pt,
-                                                         const int gt, const bool add, const bool step, const bool adam,
-                                                         const bool copy)
+                                                         const int gt, const int from, const bool step,
+                                                         const bool adam, const bool copy)
 {
-	const float lr = (float)s->lr, b1 = (float)s->b1, b2 = (float)s->b2, eps = (float)s->eps;
-	const float bc1 = (float)s->bc1, bc2 = (float)s->bc2, keep = (float)s->keep, scale = (float)s->scale;
-	const bool first = s->first;
+	const float lr = (float)s->lr, size = (float)s->size, b1 = (float)s->b1, b2 = (float)s->b2, eps = (float)s->eps;
+	const float rbc2 = (float)s->rbc2, keep = (float)s->keep, scale = (float)s->scale;
+	const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+	const void *restrict gp = s->g;
+	void *restrict sum = s->sum, *restrict p = s->p, *restrict m = s->m, *restrict v = s->v;
+	uint16_t *restrict cp = s->copy;
 	for (int64_t i = lo; i < hi; i++) {
 		float g;
-		if (add) {
-			/* the sum of the micro-batches so far, and this one's: as the device's acc and fold add */
-			float was = first ? 0.0f : ld(s->sum, pt, i);
-			g = was + ld(s->g, gt, i);
-			st(s->sum, pt, i, g);
-			if (pt == 1)
-				g = ld(s->sum, pt, i);
-		} else if (s->sum) {
-			g = ld(s->sum, pt, i);
+		if (from == FROM_G) {
+			g = pt == 1 ? ld(gp, gt, i) : 0.0f + ld(gp, gt, i);
+		} else if (from == FROM_SUM) {
+			g = ld(sum, pt, i);
 		} else {
-			g = 0.0f + ld(s->g, gt, i);
-			if (pt == 1 && gt == 1)
-				g = ld(s->g, gt, i);
+			/* as the device's acc and fold add: in f32, stored in the sum's type, read back as stored */
+			g = (from == ADD_FIRST ? 0.0f : ld(sum, pt, i)) + ld(gp, gt, i);
+			st(sum, pt, i, g);
+			if (pt == 1)
+				g = ld(sum, pt, i);
 		}
 		if (!step)
 			continue;
-		float gv = g * scale, p = ld(s->p, pt, i), np;
+		float gv = g * scale, np;
 		if (adam) {
-			float mv = b1 * ld(s->m, pt, i) + (1.0f - b1) * gv;
-			float vv = b2 * ld(s->v, pt, i) + (1.0f - b2) * (gv * gv);
+			float mv = b1 * ld(m, pt, i) + c1 * gv, vv = b2 * ld(v, pt, i) + c2 * (gv * gv);
 			/* the kernel goes on with the moments unrounded */
-			st(s->m, pt, i, mv);
-			st(s->v, pt, i, vv);
-			float den = sqrtf(vv / bc2) + eps;
-			np = p * keep - lr * (mv / bc1) / den;
+			st(m, pt, i, mv);
+			st(v, pt, i, vv);
+			np = ld(p, pt, i) * keep - size * (mv / (sqrtf(vv) * rbc2 + eps));
 		} else {
-			np = p - lr * gv;
+			np = ld(p, pt, i) - lr * gv;
 		}
-		st(s->p, pt, i, np);
+		st(p, pt, i, np);
 		if (copy)
-			((uint16_t *)s->copy)[i] = to_bf16(np);
+			cp[i] = to_bf16(np);
 	}
 }
 
-static void step64(const RtHostStep *s, int64_t lo, int64_t hi, bool add, bool step, bool adam)
+static void step64(const RtHostStep *s, int64_t lo, int64_t hi, int from, bool step, bool adam)
 {
 	const double *gp = s->g;
 	double *sum = s->sum, *p = s->p, *m = s->m, *v = s->v;
 	for (int64_t i = lo; i < hi; i++) {
-		double g = add ? (s->first ? 0.0 : sum[i]) + gp[i] : sum ? sum[i] : 0.0 + gp[i];
-		if (add)
+		double g = from == FROM_G ? 0.0 + gp[i] : from == FROM_SUM ? sum[i] : (from == ADD_FIRST ? 0.0 : sum[i]) + gp[i];
+		if (from == ADD || from == ADD_FIRST)
 			sum[i] = g;
 		if (!step)
 			continue;
@@ -108,25 +108,40 @@ static void step64(const RtHostStep *s, int64_t lo, int64_t hi, bool add, bool s
 			double mv = s->b1 * m[i] + (1.0 - s->b1) * gv, vv = s->b2 * v[i] + (1.0 - s->b2) * (gv * gv);
 			m[i] = mv;
 			v[i] = vv;
-			p[i] = p[i] * s->keep - s->lr * (mv / s->bc1) / (sqrt(vv / s->bc2) + s->eps);
+			p[i] = p[i] * s->keep - s->size * (mv / (sqrt(vv) * s->rbc2 + s->eps));
 		} else {
 			p[i] = p[i] - s->lr * gv;
 		}
 	}
 }
 
-#define CASES(pt, gt, copy)                                                                                          \
+/* the loops of one type pair, by where the gradient comes from and what the step does */
+#define BY_FROM(pt, gt, copy)                                                                                        \
 	do {                                                                                                             \
-		if (add && step && adam)                                                                                     \
-			step32(s, lo, hi, pt, gt, true, true, true, copy);                                                       \
-		else if (add && step)                                                                                        \
-			step32(s, lo, hi, pt, gt, true, true, false, copy);                                                      \
-		else if (add)                                                                                                \
-			step32(s, lo, hi, pt, gt, true, false, false, false);                                                    \
-		else if (adam)                                                                                               \
-			step32(s, lo, hi, pt, gt, false, true, true, copy);                                                      \
-		else                                                                                                         \
-			step32(s, lo, hi, pt, gt, false, true, false, copy);                                                     \
+		if (!step) {                                                                                                 \
+			if (from == ADD_FIRST)                                                                                   \
+				step32(s, lo, hi, pt, gt, ADD_FIRST, false, false, false);                                           \
+			else                                                                                                     \
+				step32(s, lo, hi, pt, gt, ADD, false, false, false);                                                 \
+		} else if (adam) {                                                                                           \
+			if (from == FROM_G)                                                                                      \
+				step32(s, lo, hi, pt, gt, FROM_G, true, true, copy);                                                 \
+			else if (from == FROM_SUM)                                                                               \
+				step32(s, lo, hi, pt, gt, FROM_SUM, true, true, copy);                                               \
+			else if (from == ADD_FIRST)                                                                              \
+				step32(s, lo, hi, pt, gt, ADD_FIRST, true, true, copy);                                              \
+			else                                                                                                     \
+				step32(s, lo, hi, pt, gt, ADD, true, true, copy);                                                    \
+		} else {                                                                                                     \
+			if (from == FROM_G)                                                                                      \
+				step32(s, lo, hi, pt, gt, FROM_G, true, false, copy);                                                \
+			else if (from == FROM_SUM)                                                                               \
+				step32(s, lo, hi, pt, gt, FROM_SUM, true, false, copy);                                              \
+			else if (from == ADD_FIRST)                                                                              \
+				step32(s, lo, hi, pt, gt, ADD_FIRST, true, false, copy);                                             \
+			else                                                                                                     \
+				step32(s, lo, hi, pt, gt, ADD, true, false, copy);                                                   \
+		}                                                                                                            \
 	} while (0)
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -134,18 +149,19 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void rt_host_step(const RtHostStep *s, int64_t lo, int64_t hi)
 {
-	bool add = s->add, step = s->step, adam = s->m != NULL;
-	if (!add && !step)
+	bool step = s->step, adam = s->m != NULL;
+	int from = s->add ? (s->first ? ADD_FIRST : ADD) : s->sum ? FROM_SUM : FROM_G;
+	if (!s->add && !step)
 		return;
 	if (s->dt == 2) {
-		step64(s, lo, hi, add, step, adam);
+		step64(s, lo, hi, from, step, adam);
 		return;
 	}
 	/* under bf16-mixed an f32 parameter takes bf16 gradients and writes a bf16 copy */
 	if (s->dt == 0 && s->mixed)
-		CASES(0, 1, true);
+		BY_FROM(0, 1, true);
 	else if (s->dt == 0)
-		CASES(0, 0, false);
+		BY_FROM(0, 0, false);
 	else
-		CASES(1, 1, false);
+		BY_FROM(1, 1, false);
 }

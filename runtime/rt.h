@@ -263,7 +263,9 @@ typedef struct {
 	void *sum;           /* the micro-batches' sum (dt), or NULL: the step takes g */
 	void *p, *m, *v;     /* m = v = NULL: sgd */
 	void *copy;
-	double lr, b1, b2, eps, bc1, bc2, keep, scale; /* sgd: lr and scale */
+	/* sgd: lr and scale; adam: the step size lr / bc1, beta1, beta2, eps, 1 / sqrt(bc2) (bc1, bc2: the bias
+	 * corrections), AdamW's keep (1 - lr decay) and the gradient's scale */
+	double lr, size, b1, b2, eps, rbc2, keep, scale;
 } RtHostStep;
 void rt_host_step(const RtHostStep *s, int64_t lo, int64_t hi);
 /* The queue of such steps (host_update.c): rt_host_init before the first

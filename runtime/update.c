@@ -25,8 +25,8 @@ static void scalars(const RtCtx *c, const RtTensor *t, RtHostStep *s)
 	s->b1 = 0.9;
 	s->b2 = 0.999;
 	s->eps = 1e-8;
-	s->bc1 = 1 - pow(0.9, (double)c->step);
-	s->bc2 = 1 - pow(0.999, (double)c->step);
+	s->size = c->lr / (1 - pow(0.9, (double)c->step));
+	s->rbc2 = 1 / sqrt(1 - pow(0.999, (double)c->step));
 	/* decoupled decay on what has 2 or more dims a layer (not biases, gains) */
 	bool decays = c->decay > 0 && !t->nodecay && t->rank - (t->stacked ? 1 : 0) >= 2;
 	s->keep = decays ? 1 - c->lr * c->decay : 1;
@@ -139,15 +139,15 @@ void rt_apply_update(RtCtx *c, const RtTensor *t, uint64_t p, uint64_t g, uint64
 	int r = rt_real_index(t->dtype);
 	RtHostStep s;
 	scalars(c, t, &s);
-	uint64_t w[13] = {p, g};
+	uint64_t w[12] = {p, g};
 	if (c->model->adam) {
 		w[2] = m;
 		w[3] = v;
-		double d[8] = {s.lr, s.b1, s.b2, s.eps, s.bc1, s.bc2, s.keep, s.scale};
-		for (int i = 0; i < 8; i++)
+		double d[7] = {s.size, s.b1, s.b2, s.eps, s.rbc2, s.keep, s.scale};
+		for (int i = 0; i < 7; i++)
 			word_double(&w[4 + i], d[i]);
-		w[12] = copy;
-		rt_launch(c, c->model->k_adam[r], n, c->model->mixed ? 13 : 12, w);
+		w[11] = copy;
+		rt_launch(c, c->model->k_adam[r], n, c->model->mixed ? 12 : 11, w);
 	} else {
 		word_double(&w[2], s.lr);
 		word_double(&w[3], s.scale);

@@ -779,27 +779,28 @@ void cg_kernel_control(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *a
 		return;
 	}
 	case K_ADAM: {
-		/* words: p, g, m, v, lr, beta1, beta2, eps, the bias corrections, AdamW's keep, the gradient's scale;
-		 * mode 1 (bf16-mixed): all f32, and the bf16 compute copy of p at word 12. runtime/host_update.c
-		 * computes the same operations in the same order on the host. */
+		/* words: p, g, m, v, the step size lr / bc1, beta1, beta2, eps, 1 / sqrt(bc2) (bc1, bc2: the bias
+		 * corrections), AdamW's keep 1 - lr decay, the gradient's scale; mode 1 (bf16-mixed): all f32, and
+		 * the bf16 compute copy of p at word 11. One square root and one division an element, as
+		 * DeepSpeed's CPU Adam; runtime/host_step.c computes the same operations in the same order. */
 		LLVMValueRef p = cg_ptr(k, args[0], g->realp), gr = cg_ptr(k, args[1], g->realp);
 		LLVMValueRef m = cg_ptr(k, args[2], g->realp), v = cg_ptr(k, args[3], g->realp);
-		LLVMValueRef lr = cg_word_real(k, args[4]), b1 = cg_word_real(k, args[5]), b2 = cg_word_real(k, args[6]);
-		LLVMValueRef eps = cg_word_real(k, args[7]), bc1 = cg_word_real(k, args[8]), bc2 = cg_word_real(k, args[9]);
+		LLVMValueRef size = cg_word_real(k, args[4]), b1 = cg_word_real(k, args[5]), b2 = cg_word_real(k, args[6]);
+		LLVMValueRef eps = cg_word_real(k, args[7]), rbc2 = cg_word_real(k, args[8]);
 		/* AdamW's decoupled decay: p (1 - lr decay) first; 1 for Adam, which leaves p's bits */
-		LLVMValueRef keep = cg_word_real(k, args[10]);
-		LLVMValueRef gv = LLVMBuildFMul(B, cg_load(k, gr, idx), cg_word_real(k, args[11]), ""), one = cg_real(g, 1);
+		LLVMValueRef keep = cg_word_real(k, args[9]);
+		LLVMValueRef gv = LLVMBuildFMul(B, cg_load(k, gr, idx), cg_word_real(k, args[10]), ""), one = cg_real(g, 1);
 		LLVMValueRef mv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b1, cg_load(k, m, idx), ""), LLVMBuildFMul(B, LLVMBuildFSub(B, one, b1, ""), gv, ""), "");
 		LLVMValueRef vv = LLVMBuildFAdd(B, LLVMBuildFMul(B, b2, cg_load(k, v, idx), ""),
 		                                LLVMBuildFMul(B, LLVMBuildFSub(B, one, b2, ""), LLVMBuildFMul(B, gv, gv, ""), ""), "");
 		cg_store(k, m, idx, mv);
 		cg_store(k, v, idx, vv);
-		LLVMValueRef den = LLVMBuildFAdd(B, cg_sqrt(k, LLVMBuildFDiv(B, vv, bc2, "")), eps, "");
-		LLVMValueRef step = LLVMBuildFDiv(B, LLVMBuildFMul(B, lr, LLVMBuildFDiv(B, mv, bc1, ""), ""), den, "");
+		LLVMValueRef den = LLVMBuildFAdd(B, LLVMBuildFMul(B, cg_sqrt(k, vv), rbc2, ""), eps, "");
+		LLVMValueRef step = LLVMBuildFMul(B, size, LLVMBuildFDiv(B, mv, den, ""), "");
 		LLVMValueRef np = LLVMBuildFSub(B, LLVMBuildFMul(B, cg_load(k, p, idx), keep, ""), step, "");
 		cg_store(k, p, idx, np);
 		if (d->mode)
-			store_bf16(k, args[12], idx, np);
+			store_bf16(k, args[11], idx, np);
 		return;
 	}
 	case K_FOLD: {

@@ -720,7 +720,7 @@ static Cg *build(Program *p, const CgOptions *o)
 		opt.nargs = p->mixed ? 5 : 4;
 		sgd[dt] = cg_kernel_id(g, &opt);
 		opt.kind = (OpKind)K_ADAM;
-		opt.nargs = p->mixed ? 13 : 12;
+		opt.nargs = p->mixed ? 12 : 11;
 		adam[dt] = cg_kernel_id(g, &opt);
 	}
 	if (p->mixed) {
