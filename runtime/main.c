@@ -933,6 +933,7 @@ static void finish(Session *S)
 	Run *r = &S->r;
 	void **host = S->host;
 	c->dev->sync();
+	rt_host_drain(); /* the last step's host updates: the run's time includes them */
 	double t1 = now();
 	if (o->profile)
 		rt_prof_report(c, o->steps);
@@ -1157,14 +1158,15 @@ static void release(Session *S)
 	RtData *data = S->data, *val = S->val;
 	void **host = S->host, **mom = S->mom, **gbuf = S->gbuf;
 	c->dev->sync();
+	/* the host's last steps of the streamed units read and write the pool and the sums */
+	if (m->stream_numel)
+		rt_host_finish(m);
 	c->dev->free(c->base);
 	for (int i = 0; i < m->nparams; i++)
 		if (!m->params[i].streamed)
 			free(host[i]);
 	if (c->pool)
 		c->dev->host_free(c->pool);
-	if (m->stream_numel)
-		rt_host_finish(m);
 	if (c->sums)
 		c->dev->host_free(c->sums);
 	for (int i = 0; i < 2; i++)
