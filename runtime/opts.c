@@ -50,15 +50,16 @@ static const Opt opts[] = {
 	 "scale the gradients by min(1, X / (norm + 1e-6)) before the update, norm\n"
 	 "the L2 norm over every parameter's gradient, as clip_grad_norm_; X > 0.\n"
 	 "The resident gradients come to the host for the norm each step (counted\n"
-	 "in the summary's d2h bytes); streamed parameters' gradients wait in pinned\n"
-	 "host memory, and a pass after the step updates them (dpc --emit=schedule\n"
-	 "gives the bytes)"},
+	 "in the summary's d2h bytes); streamed parameters' gradients are there\n"
+	 "already, and their steps run on the host once the norm is known"},
 	{"--accum", NULL, "K", O_INT, 1, MAX_COUNT, AT(accum), NONE,
 	 "K micro-batches per optimizer step, 1 to 10^9 (default 1): each reads its\n"
 	 "own batch, the gradients summed in place (no memory beyond the plan's),\n"
 	 "then one update; the step's loss the micro-batches' mean. --steps counts\n"
-	 "optimizer steps. Streamed parameters' gradients wait between micro-batches\n"
-	 "in pinned host memory; with --graph, the last micro-batch is captured"},
+	 "optimizer steps. A layer's gradient is made on its own, then added; the\n"
+	 "streamed parameters' are added on the host, in pinned memory of their\n"
+	 "size (bf16-mixed: bf16 gradients into f32 sums); with --graph, the last\n"
+	 "micro-batch is captured"},
 	{"--lr-schedule", NULL, "constant|cosine|linear", O_SPECIAL, 0, 0, 0, NONE,
 	 "the rate after --warmup (default constant): cosine decays from --lr to\n"
 	 "--min-lr over the remaining steps, linear likewise in a straight line"},
