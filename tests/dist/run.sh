@@ -68,6 +68,12 @@ if "$DPC" --target cpu --precision bf16-mixed --optimizer adam samples/resmlp.dp
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j['precision'] == 'bf16-mixed' and j['allreduce_bytes'] == j['predicted_allreduce_bytes'] > 0, j" "$o/mixed-streamed.0.json"
+	# ZeRO stage 1 under bf16-mixed: each rank updates its share of the f32 master copies and moments, the
+	# shares gathered and the bf16 copies made again
+	check "dist/mixed: sharded (dpc --ranks 2) bitwise as unsharded" bash -c "mpi() { timeout 300 mpirun --oversubscribe -np 2 \"\$@\"; };
+		'$DPC' --target cpu --precision bf16-mixed --optimizer adam --ranks 2 samples/resmlp.dp -o '$o/mixed-zero' &&
+		mpi '$o/mixed-zero' --shard-optimizer --steps 5 $data $margs --save '$o/mixed-zero.%r.st' --quiet &&
+		cmp '$o/mixed-zero.0.st' '$o/mixed-zero.1.st' && cmp '$o/mixed-zero.0.st' '$o/mixed.0.st'"
 else
 	notok "dist/mixed: compile and run" "$l"
 fi
