@@ -711,7 +711,8 @@ static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_byte
 		snprintf(bufs, sizeof bufs, " and %d buffer%s", nbuf, nbuf == 1 ? "" : "s");
 	printf("%s: %d parameter tensors%s, %lld values (%s), %s; device %s arena %s = params %s + grads %s%s%s + inputs %s + tape %s%s%s + work %s%s%s%s\n",
 	       m->model, m->nparams - nbuf, bufs, (long long)count, mib(param_bytes), rt_precision(m), c->dev->name,
-	       mib(r->predicted), mib(m->plan_params), mib(m->plan_grads), m->plan_opt ? " + adam state " : "",
+	       mib(r->predicted), mib(m->plan_params), mib(m->plan_grads),
+	       !m->plan_opt ? "" : !m->mixed ? " + adam state " : m->adam ? " + f32 master copies, sums and adam state " : " + f32 master copies and sums ",
 	       m->plan_opt ? mib(m->plan_opt) : "", mib(m->plan_inputs), mib(m->plan_tape),
 	       m->plan_slots ? " + streaming slots " : "", m->plan_slots ? mib(m->plan_slots) : "", mib(m->plan_work),
 	       m->plan_snap ? " (snapshots among it, " : "", m->plan_snap ? mib(m->plan_snap) : "", m->plan_snap ? " in all)" : "");

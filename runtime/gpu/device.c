@@ -451,7 +451,7 @@ static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 	if (span)
 		CU(p_cuEventRecord(span[1], s));
 	CU(p_cuEventRecord(e, s));
-	copies++;
+	__atomic_store_n(&copies, copies + 1, __ATOMIC_RELEASE);
 	moved[copies % RING].up = to_device;
 	moved[copies % RING].dev = dev;
 	moved[copies % RING].host = (uintptr_t)host;
@@ -459,9 +459,12 @@ static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 	return copies;
 }
 
+/* the copies queued so far: the host update's thread reads it while the main thread queues more */
+static int64_t queued(void) { return __atomic_load_n(&copies, __ATOMIC_ACQUIRE); }
+
 static void check_event(int64_t event)
 {
-	if (event < 1 || event > copies)
+	if (event < 1 || event > queued())
 		rt_fail(70, "internal error: copy event %lld was never queued", (long long)event);
 }
 
@@ -475,7 +478,7 @@ static void gpu_copy_wait(int64_t event)
 static void gpu_copy_sync(int64_t event)
 {
 	check_event(event);
-	if (event > copies - RING)
+	if (event > queued() - RING)
 		CU(p_cuEventSynchronize(ring[event % RING]));
 }
 
