@@ -1016,7 +1016,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 	if (p->stream_numel)
 		fprintf(f, "the streamed parameters' %lld elements are updated on the host, where their %s stay: a micro-batch "
 		        "moves %lld bytes host->device and %lld bytes device->host of them, %.4g and %.4g bytes an element "
-		        "(the compute copy up, each unit's gradient down once); --clip-grad and --accum K add none\n",
+		        "(the compute copy up, each unit's gradient down once); --clip-grad and --accum K add none; the resident "
+		        "parameters are updated on the device\n",
 		        (long long)p->stream_numel, p->mixed ? (p->optimizer == OPT_ADAM ? "f32 master copy and Adam's moments"
 		                                                                    : "f32 master copy")
 		                                    : p->optimizer == OPT_ADAM ? "values and Adam's moments" : "values",
