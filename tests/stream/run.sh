@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Tensor streaming on the CPU device:
+# Tensor streaming on the CPU device, each streamed layer's optimizer step on
+# the host:
 #  - trained parameters and first-step gradients bitwise identical, streamed
 #    and all-resident, with SGD and Adam, store-everything and binomial;
 #  - the bytes the run moved equal the compiler's prediction, and under

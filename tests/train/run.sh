@@ -121,9 +121,9 @@ for v in "sgd|--stream params|" "adamw|--optimizer adam --stream params|--optimi
 	if "$DPC" --target cpu $flags --schedule-json "$o/def_$name.sched" samples/resmlp.dp -o "$o/def_$name" >"$l" 2>&1 &&
 		"$DPC" --target cpu $ref_flags samples/resmlp.dp -o "$o/def_${name}_res" >>"$l" 2>&1 &&
 		python3 tests/train/host_update.py "$o" "$o/def_$name" "$o/def_${name}_res" "$o/def_$name.sched" $args >>"$l" 2>&1; then
-		ok "train/deferred $name: --clip-grad and --accum streamed, bitwise as resident; transfers as predicted ($(tail -1 "$l"))"
+		ok "train/host-update $name: --clip-grad and --accum streamed, bitwise as resident; transfers as predicted ($(tail -1 "$l"))"
 	else
-		notok "train/deferred $name: --clip-grad and --accum streamed" "$l"
+		notok "train/host-update $name: --clip-grad and --accum streamed" "$l"
 	fi
 done
 # the options' bad values: exit 2 with the reason
