@@ -106,10 +106,19 @@ void rt_load_data(RtData *d, const RtTensor *t, const char *path)
 	free(v);
 }
 
-/* The synthetic default (see --help). */
+/* The synthetic default (see --help): random data, and the labels input (the one the loss reads only as its
+ * labels, when there is one) from a random teacher of the first input the loss computes from */
 void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed)
 {
-	int label = m->ninputs >= 2 ? m->ninputs - 1 : -1;
+	int label = -1, from = -1, nlabels = 0;
+	for (int k = 0; k < m->ninputs; k++) {
+		if (m->inputs[k].role == RT_ROLE_LABELS)
+			label = k, nlabels++;
+		if (m->inputs[k].role == RT_ROLE_DATA && from < 0)
+			from = k;
+	}
+	if (nlabels != 1 || from < 0)
+		label = -1;
 	for (int k = 0; k < m->ninputs; k++) {
 		const RtTensor *t = &m->inputs[k];
 		if (data[k].rows || k == label)
@@ -124,7 +133,7 @@ void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed)
 	if (label < 0 || data[label].rows)
 		return;
 	const RtTensor *t = &m->inputs[label];
-	RtData *x = &data[0], *y = &data[label];
+	RtData *x = &data[from], *y = &data[label];
 	int64_t Q = x->row, P = row_elems(t), C = t->classes > 0 ? t->classes : 1;
 	int64_t cols = !strcmp(t->dtype, "i32") ? P * C : P;
 	rng_state = seed * 7919 + 977;
@@ -139,7 +148,7 @@ void rt_synthesize(RtData *data, const RtModel *m, uint64_t seed)
 		for (int64_t j = 0; j < cols; j++) {
 			z[j] = 0;
 			for (int64_t q = 0; q < Q; q++)
-				z[j] += rt_get(x->rows, m->inputs[0].dtype, r * Q + q) * T[q * cols + j];
+				z[j] += rt_get(x->rows, m->inputs[from].dtype, r * Q + q) * T[q * cols + j];
 		}
 		for (int64_t p = 0; p < P; p++) {
 			double v;

@@ -289,6 +289,16 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			else if (!strcmp(k, "slots")) m->plan_slots = v;
 			else if (!strcmp(k, "work")) m->plan_work = v;
 			else bad(line, l);
+		} else if (!strcmp(key, "role")) {
+			char name[128], r[8];
+			word(&p, name, sizeof name, line, l);
+			word(&p, r, sizeof r, line, l);
+			int k = 0;
+			while (k < m->ninputs && strcmp(m->inputs[k].name, name))
+				k++;
+			if (k == m->ninputs || (strcmp(r, "data") && strcmp(r, "labels") && strcmp(r, "other")))
+				bad(line, l);
+			m->inputs[k].role = r[0] == 'd' ? RT_ROLE_DATA : r[0] == 'l' ? RT_ROLE_LABELS : RT_ROLE_OTHER;
 		} else if (!strcmp(key, "ids")) {
 			char name[128];
 			word(&p, name, sizeof name, line, l);

@@ -627,28 +627,86 @@ static void check_compiled(const RtModel *m, RtOpts *o)
 	}
 }
 
+/* the one input of a role (RT_ROLE_DATA: what the loss computes from; RT_ROLE_LABELS: what it reads only as
+ * its target) that an option binds, or that option's error naming the inputs */
+static int input_of_role(const RtModel *m, int role, const char *opt, const char *file)
+{
+	int k = -1, n = 0;
+	char names[512] = "";
+	for (int i = 0; i < m->ninputs; i++)
+		if (m->inputs[i].role == role) {
+			k = i, n++;
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n > 1 ? ", " : "", m->inputs[i].name);
+		}
+	if (n == 1)
+		return k;
+	char why[768];
+	if (n > 1)
+		snprintf(why, sizeof why, "%s %s: the model has %d inputs that %s (%s): give each by name, --input NAME=FILE "
+		         "(--val-input for validation)", opt, file, n, role == RT_ROLE_DATA ? "the loss computes from" : "its loss "
+		         "reads as labels", names);
+	else
+		snprintf(why, sizeof why, "%s %s: the model has no input that %s%s", opt, file,
+		         role == RT_ROLE_DATA ? "the loss computes from" : "its loss reads only as its labels",
+		         role == RT_ROLE_LABELS ? " (its inputs are data: give them with --data or --input NAME=FILE)" : "");
+	rt_usage("%s", why);
+}
+
+/* one set of data, training's or validation's: by role (--data, --labels) and by name (--input NAME=FILE),
+ * each input once, and once one has data every one; false when no option gave any */
+static bool bind_inputs(const RtModel *m, RtData *data, const char *const opt[3], const char *by_data,
+                        const char *by_labels, const char *const *names, const char *const *files, int nfiles)
+{
+	const char *from[RT_MAX_INPUTS] = {0};
+	int k;
+	for (int f = 0; f < nfiles + 2; f++) {
+		const char *file = f == 0 ? by_data : f == 1 ? by_labels : files[f - 2];
+		if (!file)
+			continue;
+		const char *how = f < 2 ? opt[f] : opt[2];
+		k = f == 0 ? input_of_role(m, RT_ROLE_DATA, how, file) : f == 1 ? input_of_role(m, RT_ROLE_LABELS, how, file)
+		                                                              : input_named(m, how, names[f - 2]);
+		if (from[k]) {
+			char why[256];
+			if (from[k] == how)
+				snprintf(why, sizeof why, "input '%s' is given twice, by %s", m->inputs[k].name, how);
+			else
+				snprintf(why, sizeof why, "input '%s' is given twice, by %s and by %s", m->inputs[k].name, from[k], how);
+			rt_usage("%s", why);
+		}
+		from[k] = how;
+		rt_load_data(&data[k], &m->inputs[k], file);
+	}
+	bool any = by_data || by_labels || nfiles;
+	for (int i = 0; any && i < m->ninputs; i++)
+		if (!from[i]) {
+			/* the option by role, where it would bind this input */
+			int role = m->inputs[i].role, n = 0;
+			for (int j = 0; j < m->ninputs; j++)
+				n += m->inputs[j].role == role;
+			char by[64] = "";
+			if (n == 1 && role != RT_ROLE_OTHER)
+				snprintf(by, sizeof by, "%s FILE or ", opt[role == RT_ROLE_DATA ? 0 : 1]);
+			char why[512];
+			snprintf(why, sizeof why, "input '%s' has no data: give it with %s%s %s=FILE (once one input has data, every "
+			         "one needs some; with no data option at all, every input is synthetic)", m->inputs[i].name, by,
+			         opt[2], m->inputs[i].name);
+			rt_usage("%s", why);
+		}
+	return any;
+}
+
 /* the training data (files, else synthetic) and the validation data, every file read and checked before
  * any work; under mpirun, the ranks' agreement on them. Whether there is validation data. */
-static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val)
+static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val, bool *synthetic)
 {
 	const RtModel *m = c->model;
 	/* inputs: files first, so that errors come before any work */
 	memset(data, 0, sizeof(RtData) * RT_MAX_INPUTS);
-	for (int f = 0; f < o->ninput_files; f++) {
-		int k = input_named(m, "--input", o->input_name[f]);
-		rt_load_data(&data[k], &m->inputs[k], o->input_file[f]);
-	}
-	if (o->data) {
-		if (m->ninputs < 1)
-			rt_usage("--data %s: the model has no inputs", o->data);
-		rt_load_data(&data[0], &m->inputs[0], o->data);
-	}
-	if (o->labels) {
-		if (m->ninputs < 2)
-			rt_usage("--labels %s: the model has fewer than two inputs", o->labels);
-		rt_load_data(&data[1], &m->inputs[1], o->labels);
-	}
-	rt_synthesize(data, m, (uint64_t)o->seed);
+	static const char *const train_opt[3] = {"--data", "--labels", "--input"};
+	*synthetic = !bind_inputs(m, data, train_opt, o->data, o->labels, o->input_name, o->input_file, o->ninput_files);
+	if (*synthetic)
+		rt_synthesize(data, m, (uint64_t)o->seed);
 	if (rt_distributed) {
 		if (!c->dev->collective)
 			rt_fail(1, "%d ranks: data parallelism on this device (%s) is not built yet; it runs on the CPU", rt_nranks,
@@ -658,35 +716,10 @@ static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val)
 			                           : "--dump-grads under mpirun is not built yet: it would dump one rank's gradients");
 		ranks_agree(m, o, data);
 	}
-	/* validation: rows for every input, the first's by --val-data, the second's by --val-labels,
-	 * any by --val-input NAME=FILE */
+	/* validation: rows for every input, by role or by name, as training's */
 	memset(val, 0, sizeof(RtData) * RT_MAX_INPUTS);
-	if (o->val_data) {
-		if (m->ninputs < 1)
-			rt_usage("--val-data %s: the model has no inputs", o->val_data);
-		rt_load_data(&val[0], &m->inputs[0], o->val_data);
-		if (m->ninputs == 2 && !o->val_labels && !o->nval_files)
-			rt_usage("--val-data %s: the model has two inputs; give --val-labels too", o->val_data);
-	}
-	if (o->val_labels) {
-		if (!o->val_data)
-			rt_usage("--val-labels %s needs --val-data", o->val_labels);
-		if (m->ninputs < 2)
-			rt_usage("--val-labels %s: the model has fewer than two inputs", o->val_labels);
-		rt_load_data(&val[1], &m->inputs[1], o->val_labels);
-	}
-	for (int f = 0; f < o->nval_files; f++) {
-		int k = input_named(m, "--val-input", o->val_name[f]);
-		if (val[k].rows)
-			rt_usage("--val-input: input '%s' has validation data already", o->val_name[f]);
-		rt_load_data(&val[k], &m->inputs[k], o->val_file[f]);
-	}
-	bool validate = o->val_data || o->nval_files;
-	for (int k = 0; validate && k < m->ninputs; k++)
-		if (!val[k].rows)
-			rt_usage("validation needs data for every input; input '%s' has none (--val-input NAME=FILE)",
-			         m->inputs[k].name);
-	return validate;
+	static const char *const val_opt[3] = {"--val-data", "--val-labels", "--val-input"};
+	return bind_inputs(m, val, val_opt, o->val_data, o->val_labels, o->val_name, o->val_file, o->nval_files);
 }
 
 /* the run's first lines: the parameters, the arena by category, streaming, the ranks, deferred updates */
@@ -699,9 +732,16 @@ static int64_t sums_bytes(const RtModel *m)
 	return b;
 }
 
-static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_bytes, int threads)
+static void announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_bytes, int threads, bool synthetic)
 {
 	const RtModel *m = c->model;
+	if (synthetic && m->ninputs) {
+		char names[512] = "";
+		for (int k = 0; k < m->ninputs; k++)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", m->inputs[k].name);
+		printf("%s: no --data, --labels or --input: training on synthetic data (%s; --help says how it is drawn)\n",
+		       m->model, names);
+	}
 	int64_t count = 0;
 	int nbuf = 0;
 	for (int i = 0; i < m->nparams; i++)
@@ -750,6 +790,7 @@ typedef struct {
 	RtCtx ctx;
 	RtData data[RT_MAX_INPUTS], val[RT_MAX_INPUTS]; /* the training and validation data */
 	bool validate, saves_state;
+	bool synthetic;               /* no data option: every input synthetic (said on the first line) */
 	int host_threads;             /* the threads of the streamed parameters' steps on the host */
 	void *host[RT_MAX_PARAMS];    /* the parameters on the host (the pool's, for streamed ones) */
 	void *mom[2 * RT_MAX_PARAMS]; /* adam's moments on the host, for state files */
@@ -811,7 +852,7 @@ static void read_data(Session *S)
 	RtModel *m = &S->model;
 	RtCtx *c = &S->ctx;
 	RtData *data = S->data, *val = S->val;
-	S->validate = load_inputs(c, o, data, val);
+	S->validate = load_inputs(c, o, data, val, &S->synthetic);
 	rt_choose_threads(o->threads);
 	rt_verbose = o->verbose;
 	if (o->verbose) {
@@ -921,7 +962,7 @@ static void allocate(Session *S)
 	c->seed = (uint64_t)o->seed;
 
 	if (!o->quiet)
-		announce(c, o, r, S->param_bytes, S->host_threads);
+		announce(c, o, r, S->param_bytes, S->host_threads, S->synthetic);
 }
 
 /* after the last step: the profile, the memory picture, the trace, the parameters saved, the summary

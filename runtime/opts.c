@@ -70,17 +70,22 @@ static const Opt opts[] = {
 	{"--seed", NULL, "N", O_INT, 0, INT64_MAX, AT(seed), NONE,
 	 "seed of parameter initialisation and synthetic data, 0 to 2^63-1 (default 0)"},
 	{"--data", NULL, "FILE", O_STR, 0, 0, AT(data), NONE,
-	 "the first input's data: a .npy file, or for an i32 input any other file\n"
-	 "as bytes (text)"},
-	{"--labels", NULL, "FILE", O_STR, 0, 0, AT(labels), NONE, "the second input's data, likewise"},
-	{"--input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE, "any input's data, by name, likewise"},
+	 "the data of the input the loss computes from (the one such input; a\n"
+	 "model with more names each by --input): a .npy file, or for an i32\n"
+	 "input any other file as bytes (text)"},
+	{"--labels", NULL, "FILE", O_STR, 0, 0, AT(labels), NONE,
+	 "the data of the input the loss reads only as its labels or target\n"
+	 "(cross_entropy's labels, mse's target), likewise"},
+	{"--input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE,
+	 "any input's data, by name, likewise. Once one input has data every\n"
+	 "one needs some; an input given twice is an error"},
 	{"--val-data", NULL, "FILE", O_STR, 0, 0, AT(val_data), NONE,
-	 "validation data for the first input, read like --data: every --eval-every\n"
+	 "validation data for --data's input, read like --data: every --eval-every\n"
 	 "steps and after the last, the mean loss over its rows in turn (dropout\n"
 	 "off, nothing updated), on the progress line as val and in --log-json\n"
 	 "and --summary-json as val_loss"},
 	{"--val-labels", NULL, "FILE", O_STR, 0, 0, AT(val_labels), NONE,
-	 "validation data for the second input, likewise"},
+	 "validation data for --labels' input, likewise"},
 	{"--val-input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE,
 	 "any input's validation data, by name, likewise; every input needs some\n"
 	 "once one has"},
@@ -172,11 +177,11 @@ static const char epilogue[] =
 	"bytes, each an id 0..255 (byte-level text); training reads windows of the input's row length at\n"
 	"random offsets, as nanoGPT samples. --eval and --gradcheck read rows in turn. The order is a\n"
 	"function of the seed and the step, so --resume continues it.\n"
-	"Ids of cross_entropy labels and embed tables must lie below their bound. An input without a file\n"
-	"gets a synthetic data set of 16 batches drawn from the seed: real inputs N(0, 1), i32 inputs ids\n"
-	"below their bound (else 0 or 1); when the program has two\n"
-	"or more inputs the last one is a label made by a fixed random teacher from the first input's row x:\n"
-	"tanh(x T) for real labels, argmax over classes of x T for i32 labels.\n"
+	"Ids of cross_entropy labels and embed tables must lie below their bound. With no --data, --labels\n"
+	"or --input at all every input gets a synthetic data set of 16 batches drawn from the seed (the\n"
+	"first line says so): real inputs N(0, 1), i32 inputs ids below their bound (else 0 or 1); the\n"
+	"labels input, where there is one, made by a fixed random teacher from the row x of the first input\n"
+	"the loss computes from: tanh(x T) for real labels, argmax over classes of x T for i32 labels.\n"
 	"\n"
 	"Gradient check. On batch 0, for each sampled entry, fd = (L(p+h) - L(p-h)) / 2h with\n"
 	"h = 1e-6 max(1, |p|); error = |ad - fd| / max(|ad|, |fd|), counted as 0 when |ad - fd| is below the\n"

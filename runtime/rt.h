@@ -34,12 +34,16 @@ typedef struct {
 	int stacked, classes;
 	bool has_ignore;      /* i32 labels: `ignore` is allowed besides 0..classes-1 */
 	bool ids;             /* an embed reads it: its elements are tokens */
+	int role;             /* an input: RT_ROLE_DATA (the loss computes from it), RT_ROLE_LABELS (the loss reads it
+	                       * only as its target) or RT_ROLE_OTHER; --data and --labels bind by it */
 	int ignore;
 	char init[16];
 	char saved[128];      /* load("NAME"): its name in the files --init reads and --save writes; "": name */
 	double a, b;
 	int64_t numel, bytes;
 } RtTensor;
+
+enum { RT_ROLE_OTHER, RT_ROLE_DATA, RT_ROLE_LABELS };
 
 typedef struct {
 	char model[128];

@@ -536,6 +536,44 @@ static bool embeds(Program *p, Block *b, int v)
 	return false;
 }
 
+/* Which inputs the loss computes from (data) and which it reads only as its target (labels): from the loss
+ * back through the forward program, a loss op's first operand and everything else an op reads carry the
+ * data mark, mse's and cross_entropy's second the target mark; a loop's results pass their marks to what
+ * makes them. Reports, which the loss does not read, mark nothing. mark[v]: bit 1 data, bit 2 target. */
+static bool mark_block(Program *p, Block *b, int nops, char *mark)
+{
+	bool changed = false;
+	for (int i = nops - 1; i >= 0; i--) {
+		Op *op = b->ops[i];
+		if (op->kind == OP_LOOP) {
+			for (int k = 0; k < op->ncarry; k++) {
+				char m = (char)(mark[op->cout[k]] | mark[op->carg[k]]);
+				for (int s = 0; s < 3; s++) {
+					int v = s == 0 ? op->cyield[k] : s == 1 ? op->in[k] : op->carg[k];
+					if ((mark[v] | m) != mark[v])
+						mark[v] |= m, changed = true;
+				}
+			}
+			changed |= mark_block(p, &op->body, op->body.len, mark);
+			continue;
+		}
+		if (op->out < 0 || !mark[op->out])
+			continue;
+		bool loss = op->kind == OP_MSE || op->kind == OP_XENT;
+		for (int k = 0; k < op->nin; k++) {
+			char m = loss ? (k == 0 ? 1 : 2) : mark[op->out];
+			if ((mark[op->in[k]] | m) != mark[op->in[k]])
+				mark[op->in[k]] |= m, changed = true;
+		}
+	}
+	return changed;
+}
+
+static const char *input_role(Program *p, const char *mark, int v)
+{
+	return mark[v] & 1 ? "data" : mark[v] & 2 ? "labels" : "other";
+}
+
 static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const int *adam, int fold, int refresh)
 {
 	Program *p = g->p;
@@ -571,6 +609,11 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	}
 	for (int i = 0; i < p->updates.len; i++)
 		put(&t, ar_printf("update %s %lld\n", p->updates.data[i].name, (long long)p->values.data[p->updates.data[i].value].offset));
+	char *mark = ar_alloc((size_t)p->values.len + 1);
+	memset(mark, 0, (size_t)p->values.len + 1);
+	mark[p->loss] = 1;
+	while (mark_block(p, &p->body, p->nforward, mark))
+		;
 	for (int i = 0; i < p->inputs.len; i++) {
 		Input *in = &p->inputs.data[i];
 		put(&t, ar_printf("input %s %s", in->name, ir_dt_name(in->type.dt)));
@@ -578,6 +621,7 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 		put(&t, ar_printf(" %lld %d %d %d\n", (long long)p->values.data[in->value].offset, in->classes, in->has_ignore, in->ignore));
 		if (embeds(p, &p->body, in->value))
 			put(&t, ar_printf("ids %s\n", in->name));
+		put(&t, ar_printf("role %s %s\n", in->name, input_role(p, mark, in->value)));
 	}
 	put(&t, ar_printf("optimizer %s\n", p->optimizer == OPT_ADAM ? "adam" : "sgd"));
 	if (p->ranks > 1 && p->optimizer == OPT_ADAM)

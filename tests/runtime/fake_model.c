@@ -53,7 +53,9 @@ const char dp_model_desc[] =
 	"param W " PREC " 2 4 2 0 80 0 normal 0.5 0\n"
 	"param b " PREC " 1 2 64 144 0 zeros 0 0\n"
 	"input x " PREC " 2 8 4 160 0 0 0\n"
+	"role x data\n"
 	"input y " PREC " 2 8 2 416 0 0 0\n"
+	"role y labels\n"
 	OPTIMIZER
 	"kernel sgd " PREC " 0\n"
 	"kernel adam " PREC " 1\n"

@@ -174,10 +174,10 @@ expect "runtime/fake-npy-no-closing-brace" 1 "nobrace.npy: malformed .npy header
 rawnpy "$f.v4.npy" 4 "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }" 128
 expect "runtime/fake-npy-version" 1 "v4.npy: unsupported .npy format version 4" "$f.f32" --data "$f.v4.npy"
 rawnpy "$f.v2.npy" 2 "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }" 128
-expect "runtime/fake-npy-version-2" 0 "fake: 1 steps" "$f.f32" --steps 1 --quiet --data "$f.v2.npy"
+expect "runtime/fake-npy-version-2" 0 "fake: 1 steps" "$f.f32" --steps 1 --quiet --data "$f.v2.npy" --labels "$f.y.npy"
 npy "$f.big.npy" "<f8" 8,4 "[1e100 if k == 5 else 0.0 for k in range(n)]"
 expect "runtime/fake-npy-f64-beyond-f32" 1 "big.npy: entry 5 is 1e+100, out of the f32 range of input 'x'" "$f.f32" --data "$f.big.npy"
-expect "runtime/fake-npy-f64-in-f64" 0 "fake: 1 steps" "$f.f64" --steps 1 --quiet --lr 0 --data "$f.big.npy"
+expect "runtime/fake-npy-f64-in-f64" 0 "fake: 1 steps" "$f.f64" --steps 1 --quiet --lr 0 --data "$f.big.npy" --labels "$f.y.npy"
 # st OUT JSON-HEADER DATA-PYTHON-EXPR: a safetensors file with this header
 st() { python3 -c "import struct, sys
 h = sys.argv[2].encode()
@@ -263,7 +263,7 @@ if command -v clang >/dev/null && echo 'int main(void){return 0;}' | clang -x c 
 	if clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -pthread -Iruntime runtime/*.c runtime/cpu/*.c \
 		common/*.c tests/runtime/fake_model.c -DADAM -o "$f.asan" -lopenblas -lm >"$f.asan.log" 2>&1; then
 		check "runtime/fake-asan-no-leaks" bash -c "ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --steps 5 --optimizer adam --profile \
-			--input x='$f.x13.npy' --save '$f.asan.st' --dump-grads '$f.asan.g.st' --summary-json '$f.asan.json' 2>&1 &&
+			--input x='$f.x13.npy' --input y='$f.y13.npy' --save '$f.asan.st' --dump-grads '$f.asan.g.st' --summary-json '$f.asan.json' 2>&1 &&
 			ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --steps 2 --init '$f.asan.st' --quiet 2>&1 &&
 			ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 '$f.asan' --gradcheck --gradcheck-threshold 10 2>&1"
 	else
@@ -299,7 +299,7 @@ expect "runtime/fake-gradcheck-samples-range" 2 "--gradcheck-samples needs an in
 expect "runtime/fake-steps-in-help" 0 "training steps, 1 to 10^9" "$f.f32" --help
 expect "runtime/fake-non-finite" 1 "loss is not finite at step" "$f.f32" --steps 100 --lr 1e30 --summary-json "$f.nan.json"
 check "runtime/fake-non-finite-summary" summary "$f.nan.json" "loss_last is None and steps < 100"
-expect "runtime/fake-desc-mismatch" 70 "model description line 13 not understood: stream W 3" "$f.baddesc"
+expect "runtime/fake-desc-mismatch" 70 "model description line 15 not understood: stream W 3" "$f.baddesc"
 
 
 "$DPC" samples/resmlp.dp -o "$o/resmlp" && "$DPC" samples/classifier.dp -o "$o/cls" &&
@@ -335,6 +335,35 @@ expect "runtime/npy-data" 0 "loss" "$o/resmlp" --steps 5 --data "$o/x.npy" --lab
 npy "$o/cx.npy" "<f8" 128,20 "[((k * 7) % 5) - 2.0 for k in range(n)]"
 npy "$o/cy.npy" "<i8" 128 "[k % 10 for k in range(n)]"
 expect "runtime/npy-labels" 0 "loss" "$o/cls" --steps 5 --input x="$o/cx.npy" --input y="$o/cy.npy"
+# inputs bind by role (issue 61): --data the one input the loss computes from, --labels the one it reads only as
+# labels; a model with an attention mask beside its data takes them by name, and refuses to start with data
+# left out, or given twice, rather than train on synthetic data; with no data option at all, the first line
+# says every input is synthetic
+cat >"$o/masked.dp" <<'DP'
+param W : f32[4, 3] = normal(0.5)
+input x : f32[8, 4]
+input mask : f32[8, 4]
+input y : i32[8]
+loss { return cross_entropy((x * mask) @ W, y) }
+DP
+"$DPC" --target cpu "$o/masked.dp" -o "$o/masked" >"$o/masked.log" 2>&1
+npy "$o/mx.npy" "<f4" 8,4 "[k / n for k in range(n)]"
+npy "$o/mm.npy" "<f4" 8,4 "[1.0] * n"
+npy "$o/my.npy" "<i4" 8 "[k % 3 for k in range(n)]"
+expect "runtime/bind-data-which" 2 "--data .*mx.npy: the model has 2 inputs that the loss computes from (x, mask): give each by name" \
+	"$o/masked" --steps 1 --data "$o/mx.npy" --labels "$o/my.npy"
+expect "runtime/bind-missing" 2 "input 'mask' has no data: give it with --input mask=FILE" "$o/masked" --steps 1 \
+	--input x="$o/mx.npy" --labels "$o/my.npy"
+expect "runtime/bind-twice" 2 "input 'y' is given twice, by --labels and by --input" "$o/masked" --steps 1 \
+	--input x="$o/mx.npy" --input mask="$o/mm.npy" --labels "$o/my.npy" --input y="$o/my.npy"
+expect "runtime/bind-by-role" 0 "masked: 1 steps" "$o/masked" --steps 1 --input x="$o/mx.npy" --input mask="$o/mm.npy" \
+	--labels "$o/my.npy"
+expect "runtime/bind-synthetic" 0 "masked: no --data, --labels or --input: training on synthetic data (x, mask, y" \
+	"$o/masked" --steps 1
+# a model whose loss reads no input only as labels (a language model's tokens are both)
+"$DPC" --target cpu samples/gpt.dp -o "$o/gpt_bind" >>"$o/masked.log" 2>&1
+expect "runtime/bind-no-labels" 2 "--labels .*: the model has no input that its loss reads only as its labels" \
+	"$o/gpt_bind" --steps 1 --labels "$o/my.npy"
 npy "$o/bad_label.npy" "<i4" 128 "[10] * n"
 expect "runtime/label-out-of-range" 1 "bad_label.npy: entry 0 is 10, not an id in 0..9" "$o/cls" --steps 1 --labels "$o/bad_label.npy"
 # i32 ids from a text file, as bytes; ids beyond an embedding's table are refused with their place

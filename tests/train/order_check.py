@@ -49,7 +49,7 @@ assert [l["step"] for l in lines if "val_loss" in l] == [5, 10, 12], lines
 assert all(l["val_loss"] == 7.5 for l in lines if "val_loss" in l), lines
 assert [int(l["loss"]) for l in lines] == rows[:12], (lines, rows[:12])
 assert json.load(open(f"{d}/val_sum.json"))["val_loss"] == 7.5
-# three inputs: --val-data for the first, --val-input for the others (each 0..15, 15..0, all 2)
+# three inputs, all of which the loss computes from: each by name, --val-input (each 0..15, 15..0, all 2)
 def npy(name, values):
     h = "{'descr': '<f8', 'fortran_order': False, 'shape': (16, 1, ), }"
     h += " " * (63 - (10 + len(h)) % 64) + "\n"
@@ -59,7 +59,7 @@ def npy(name, values):
 
 npy("y", range(15, -1, -1))
 npy("z", [2] * 16)
-subprocess.run([three, "--lr", "0", "--quiet", "--steps", "4", "--val-data", f"{d}/x.npy", "--val-input", f"y={d}/y.npy",
+subprocess.run([three, "--lr", "0", "--quiet", "--steps", "4", "--val-input", f"x={d}/x.npy", "--val-input", f"y={d}/y.npy",
                 "--val-input", f"z={d}/z.npy", "--summary-json", f"{d}/three.json"], check=True, stdout=subprocess.DEVNULL)
 assert json.load(open(f"{d}/three.json"))["val_loss"] == 7.5 + 750 + 20000, json.load(open(f"{d}/three.json"))
 # --accum 2: each step reads the next two rows of the order, its loss their mean

@@ -184,8 +184,13 @@ if "$DPC" --target cpu tests/train/order.dp -o "$o/order" >"$l" 2>&1 && "$DPC" -
 else
 	notok "train/data order" "$l"
 fi
-# validation of a model of three inputs: every input needs its rows
-expect train/val-missing-input 2 "input 'z' has none (--val-input NAME=FILE)" "$o/three" --steps 2 --val-data "$o/x.npy" --val-input "y=$o/x.npy"
+# validation of a model of three inputs, all of which the loss computes from: every input needs its
+# rows, each given once, by name (--val-data cannot say which)
+expect train/val-missing-input 2 "input 'z' has no data: give it with --val-input z=FILE" "$o/three" --steps 2 \
+	--val-input "x=$o/x.npy" --val-input "y=$o/x.npy"
 expect train/val-unknown-input 2 "the model has no input named 'q'" "$o/three" --steps 2 --val-input "q=$o/x.npy"
-expect train/val-input-twice 2 "input 'x' has validation data already" "$o/three" --steps 2 --val-data "$o/x.npy" --val-input "x=$o/x.npy"
+expect train/val-input-twice 2 "input 'x' is given twice, by --val-input" "$o/three" --steps 2 --val-input "x=$o/x.npy" \
+	--val-input "x=$o/x.npy" --val-input "y=$o/x.npy" --val-input "z=$o/x.npy"
+expect train/val-data-which 2 "--val-data .*: the model has 3 inputs that the loss computes from (x, y, z): give each by name" \
+	"$o/three" --steps 2 --val-data "$o/x.npy"
 finish
