@@ -209,6 +209,31 @@ def mask(out):
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, T, D])], [w("q.weight", D, D)], x, y)
 
 
+def castmask(out):
+    """an attention mask as BERT's legacy export reads it: an int64 input cast to BOOL, the tokens' embeddings
+    kept where it is set (Where), then a head; its ids, mask and labels as castmask.ids/mask/y.npy"""
+    B, T, V, D = 2, 6, 11, 4
+    n = helper.make_node
+    nodes = [n("Gather", ["wte", "ids"], ["emb"]),
+             n("Cast", ["mask"], ["keep"], to=TensorProto.BOOL),
+             n("Unsqueeze", ["keep", "axis"], ["keep3"]),
+             const("axis", np.array([2], np.int64)),
+             const("zero", np.array(0.0, np.float32)),
+             n("Where", ["keep3", "emb", "zero"], ["kept"]),
+             n("MatMul", ["kept", "head"], ["logits"])]
+    nodes = [nodes[3], nodes[4]] + nodes[:3] + nodes[5:]
+    g = helper.make_graph(nodes, "castmask", [helper.make_tensor_value_info("ids", TensorProto.INT64, [B, T]),
+                                              helper.make_tensor_value_info("mask", TensorProto.INT64, [B, T])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [B, T, V])],
+                          [w("wte", V, D), w("head", D, V)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="tests/import")
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, "castmask.onnx"))
+    np.save(os.path.join(out, "castmask.ids.npy"), R.integers(0, V, (B, T)))
+    np.save(os.path.join(out, "castmask.mask.npy"), np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0]], np.int64))
+    np.save(os.path.join(out, "castmask.y.npy"), R.integers(0, V, (B, T)))
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -216,3 +241,4 @@ if __name__ == "__main__":
     gpt(out)
     seq(out)
     mask(out)
+    castmask(out)

@@ -37,6 +37,29 @@ done
 check "import: a causal mask too large for a literal is made from arange, not carried as a buffer" \
 	bash -c "grep -q 'where(reshape(cast(arange(80), f32), \[1, 80\])' '$d/mask64.dp' && ! grep -q '^buffer' '$d/mask64.dp'"
 
+# an integer attention mask cast to BOOL (BERT's legacy export): a well-typed program, the mask applied, the
+# loss the reference evaluator's in f64; the executable takes both inputs by name and the labels by role
+if "$DPC" "$d/castmask.onnx" --target cpu --precision f64 -o "$d/castmask" >"$d/castmask.log" 2>&1 &&
+	"$d/castmask" --eval --steps 1 --input ids="$d/castmask.ids.npy" --input mask="$d/castmask.mask.npy" \
+		--labels "$d/castmask.y.npy" --summary-json "$d/castmask.json" >>"$d/castmask.log" 2>&1; then
+	check "import: Cast of an int64 mask to BOOL, the mask applied: the reference evaluator's loss (1e-10)" python3 - "$d" <<'PY'
+import json, sys
+sys.path.insert(0, "tests/import")
+import numpy as np, onnx
+from onnx.reference import ReferenceEvaluator
+import reference
+d = sys.argv[1]
+m = reference.to_f64(onnx.load(f"{d}/castmask.onnx"))
+feeds = {k: np.load(f"{d}/castmask.{k}.npy") for k in ("ids", "mask")}
+logits = ReferenceEvaluator(m).run(None, feeds)[0]
+want = reference.cross_entropy(logits, np.load(f"{d}/castmask.y.npy"))
+got = json.load(open(f"{d}/castmask.json"))["loss"]
+assert abs(got - want) <= 1e-10 * abs(want), (got, want)
+PY
+else
+	notok "import: Cast of an int64 mask to BOOL compiles and runs" "$d/castmask.log"
+fi
+
 # models as PyTorch's own exporters write them (tests/import/torch/export.py, committed with PyTorch's
 # loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode) and
 # HuggingFace's GPT-2 (dynamo exporter), in f64

@@ -650,7 +650,9 @@ class Converter:
                 return x
             return self.let(node.output[0], f"cast({x.expr}, i32)", x.shape, "i32")
         if to == onnx.TensorProto.BOOL:
-            return self.let(node.output[0], f"{self.paren(x)} != 0", x.shape)
+            # dp compares reals: an integer's (an attention mask's 0 and 1) as f32 first
+            e = f"cast({x.expr}, f32)" if x.dtype == "i32" else self.paren(x)
+            return self.let(node.output[0], f"{e} != 0", x.shape)
         raise ImportError_(f"a cast to {onnx.TensorProto.DataType.Name(to)}")
 
     def op_RandomUniformLike(self, node, ins, a):
