@@ -131,7 +131,8 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	}
 	vec_push(&argv, "--weights");
 	vec_push(&argv, (char *)weights);
-	const char *flags[] = {"--loss", o->import.loss, "--output", o->import.loss_on, "--batchnorm", o->import.batchnorm};
+	const char *flags[] = {"--loss", o->import.loss, "--output", o->import.loss_on, "--batchnorm", o->import.batchnorm,
+	                       "--ignore-index", o->import.ignore_index};
 	for (size_t i = 0; i < sizeof flags / sizeof *flags; i += 2)
 		if (flags[i + 1]) {
 			vec_push(&argv, (char *)flags[i]);

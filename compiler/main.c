@@ -23,7 +23,7 @@
 typedef enum {
 	O_OUTPUT, O_EMIT, O_GPU, O_HOST_BW, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
 	O_HOST_MEM, O_STREAM, O_CHECKPOINT, O_OFFLOAD_COST, O_THREADS, O_SNAPSHOTS, O_SCHEDULE_JSON, O_NO_FUSE,
-	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_SHAPE, O_FREEZE, O_BATCHNORM, O_NO_LOOPS,
+	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_IGNORE_INDEX, O_SHAPE, O_FREEZE, O_BATCHNORM, O_NO_LOOPS,
 } OptId;
 
 typedef enum {
@@ -167,12 +167,19 @@ static const Opt opts[] = {
 	{O_HELP, "--help", "-h", NULL, K_FLAG, 0, 0, NULL, NULL,
 	 "this text"},
 	/* an ONNX model's conversion (docs/import.md) */
-	{O_LOSS, "--loss", NULL, "cross_entropy|mse|none", K_CHOICE, 0, 0, NULL, NULL,
+	{O_LOSS, "--loss", NULL, "cross_entropy|mse|none|causal_lm", K_CHOICE, 0, 0, NULL, NULL,
 	 "ONNX: the loss on the model's output (default cross_entropy, with an\n"
 	 "i32 labels input; mse takes a target input of the output's shape;\n"
-	 "none: the output is the loss)"},
+	 "none: the output is the loss; causal_lm: a language model's next-token\n"
+	 "loss as HuggingFace's labels= computes it, the logits of positions\n"
+	 "0..T-2 against labels 1..T-1 of a labels input [.., T], labels equal to\n"
+	 "--ignore-index counting for nothing)"},
 	{O_LOSS_ON, "--loss-on", NULL, "NAME", K_STR, 0, 0, NULL, NULL,
 	 "ONNX: the output the loss reads (default: the first)"},
+	{O_IGNORE_INDEX, "--ignore-index", NULL, "N", K_SPECIAL, 0, 0, NULL, NULL,
+	 "ONNX: the label that counts for nothing in cross_entropy and causal_lm\n"
+	 "(default -100 for causal_lm, none for cross_entropy; one outside the\n"
+	 "vocabulary other than -100 is refused)"},
 	{O_SHAPE, "--shape", NULL, "NAME=D0,D1,...", K_SPECIAL, 0, 0, NULL, NULL,
 	 "ONNX: fix an input's dimensions (needed for a dynamic one)"},
 	{O_FREEZE, "--freeze", NULL, "NAME", K_SPECIAL, 0, 0, NULL, NULL,
@@ -368,6 +375,15 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 	case O_HELP: usage(); exit(0);
 	case O_LOSS: o->import.loss = v; break;
 	case O_LOSS_ON: o->import.loss_on = v; break;
+	case O_IGNORE_INDEX: {
+		char *end;
+		errno = 0;
+		long long n = strtoll(v, &end, 10);
+		if (*end || end == v || errno == ERANGE || n < INT32_MIN || n > INT32_MAX)
+			usage_error("--ignore-index needs an integer label, not '%s'", v);
+		o->import.ignore_index = v;
+		break;
+	}
 	case O_SHAPE: vec_push(&o->import.shapes, v); break;
 	case O_FREEZE: vec_push(&o->import.freeze, v); break;
 	case O_BATCHNORM: o->import.batchnorm = v; break;

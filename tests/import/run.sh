@@ -60,6 +60,42 @@ else
 	notok "import: Cast of an int64 mask to BOOL compiles and runs" "$d/castmask.log"
 fi
 
+# --loss causal_lm (HuggingFace's labels=): position t's logits against label t + 1, -100 counting for nothing;
+# the gpt model's loss against the reference evaluator's logits shifted so (f64, 1e-10); an ignore index
+# outside the vocabulary other than -100 refused
+python3 - "$d" <<'PY'
+import numpy as np, sys
+d = sys.argv[1]
+ids = np.load(f"{d}/gpt.x.npy")
+lab = ids.copy()
+lab[0, 2] = lab[1, 7] = -100
+np.save(f"{d}/gpt.clm.npy", lab.astype(np.int64))
+PY
+if "$DPC" "$d/gpt.onnx" --target cpu --precision f64 --loss causal_lm -o "$d/gptclm" >"$d/gptclm.log" 2>&1 &&
+	"$d/gptclm" --eval --steps 1 --data "$d/gpt.x.npy" --labels "$d/gpt.clm.npy" --summary-json "$d/gptclm.json" >>"$d/gptclm.log" 2>&1; then
+	check "import: --loss causal_lm shifts the labels by one and ignores -100, as HuggingFace's labels= (1e-10)" python3 - "$d" <<'PY'
+import json, sys
+sys.path.insert(0, "tests/import")
+import numpy as np, onnx
+from onnx.reference import ReferenceEvaluator
+import reference
+d = sys.argv[1]
+m = reference.to_f64(onnx.load(f"{d}/gpt.onnx"))
+logits = ReferenceEvaluator(m, new_ops=[reference.Erf]).run(None, {"ids": np.load(f"{d}/gpt.x.npy")})[0][:, :-1]
+lab = np.load(f"{d}/gpt.clm.npy")[:, 1:]
+keep = lab != -100
+z = logits - logits.max(axis=-1, keepdims=True)
+logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+want = -np.take_along_axis(logp, np.where(keep, lab, 0)[..., None], axis=-1)[..., 0][keep].mean()
+got = json.load(open(f"{d}/gptclm.json"))["loss"]
+assert abs(got - want) <= 1e-10 * abs(want), (got, want)
+PY
+else
+	notok "import: --loss causal_lm compiles and runs" "$d/gptclm.log"
+fi
+expect import/ignore-index-outside 1 "--ignore-index 11: a label outside the 11 classes of 'logits' other than -100" \
+	"$DPC" "$d/gpt.onnx" --target cpu --loss causal_lm --ignore-index 11 -o "$d/never"
+
 # models as PyTorch's own exporters write them (tests/import/torch/export.py, committed with PyTorch's
 # loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode) and
 # HuggingFace's GPT-2 (dynamo exporter), in f64

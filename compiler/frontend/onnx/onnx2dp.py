@@ -2,7 +2,7 @@
 """onnx2dp: an ONNX inference graph as a dpc training program.
 
   python3 onnx2dp.py model.onnx -o model.dp [--weights model.safetensors]
-          [--loss cross_entropy|mse|none] [--output NAME] [--shape NAME=D0,D1,...]
+          [--loss cross_entropy|mse|none|causal_lm] [--ignore-index N] [--output NAME] [--shape NAME=D0,D1,...]
           [--freeze NAME ...] [--batchnorm train|frozen]
 
 writes a readable .dp program and a safetensors file of the model's
@@ -1140,18 +1140,34 @@ class Converter:
             if len(y.shape) != 0:
                 fail(f"--loss none needs a scalar output; '{want}' is {dims(y.shape)} (name a loss with --loss)")
             ret = y.expr
-        elif loss == "cross_entropy":
-            if len(y.shape) < 2:
-                fail(f"--loss cross_entropy needs logits [..., C]; '{want}' is {dims(y.shape)}")
+        elif loss in ("cross_entropy", "causal_lm"):
+            if len(y.shape) < (3 if loss == "causal_lm" else 2):
+                fail(f"--loss {loss} needs logits [{'B, T, ' if loss == 'causal_lm' else '..., '}C]; '{want}' is "
+                     f"{dims(y.shape)}")
+            ignore = self.args.ignore_index
+            if ignore is None and loss == "causal_lm":
+                ignore = -100  # HuggingFace's labels=: -100 counts for nothing
+            if ignore is not None and not 0 <= ignore < y.shape[-1] and ignore != -100:
+                fail(f"--ignore-index {ignore}: a label outside the {y.shape[-1]} classes of '{want}' other than "
+                     f"-100 (HuggingFace's)")
             lab = self.fresh("labels")
             self.decls.append(f"input {lab} : i32{dims(y.shape[:-1])}")
-            ret = f"cross_entropy({y.expr}, {lab})"
+            ign = f", ignore_index={ignore}" if ignore is not None else ""
+            if loss == "cross_entropy":
+                ret = f"cross_entropy({y.expr}, {lab}{ign})"
+            else:
+                # position t's logits predict token t + 1: HuggingFace shifts the labels it is given by one
+                T = y.shape[-2]
+                if T < 2:
+                    fail(f"--loss causal_lm needs 2 positions or more; '{want}' is {dims(y.shape)}")
+                lead = ":, " * (len(y.shape) - 3)
+                ret = f"cross_entropy({y.expr}[{lead}:, 0:{T - 1}], {lab}[{lead}:, 1:{T}]{ign})"
         elif loss == "mse":
             lab = self.fresh("target")
             self.decls.append(f"input {lab} : f32{dims(y.shape)}")
             ret = f"mse({y.expr}, {lab})"
         else:
-            fail(f"--loss {loss}: expected cross_entropy, mse or none")
+            fail(f"--loss {loss}: expected cross_entropy, mse, none or causal_lm")
         return ret
 
     def program(self, ret, weights):
@@ -1253,7 +1269,9 @@ def main(argv):
     ap.add_argument("-o", dest="out", metavar="FILE", help="the .dp program (default: stdout)")
     ap.add_argument("--weights", metavar="FILE", help="the initial weights (safetensors) the program starts from "
                     "(default: the program's name with .safetensors, or model.safetensors beside the model)")
-    ap.add_argument("--loss", default="cross_entropy", help="cross_entropy (default), mse or none")
+    ap.add_argument("--loss", default="cross_entropy", help="cross_entropy (default), mse, none or causal_lm")
+    ap.add_argument("--ignore-index", type=int, default=None,
+                    help="the label that counts for nothing (causal_lm: -100 by default)")
     ap.add_argument("--output", metavar="NAME", help="the model output the loss reads (default: the first)")
     ap.add_argument("--shape", action="append", metavar="NAME=D0,D1,...", help="fix an input's dimensions")
     ap.add_argument("--freeze", action="append", metavar="NAME", help="keep an initializer fixed (a buffer)")
