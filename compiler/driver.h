@@ -31,8 +31,8 @@ typedef struct {
 	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
 	double host_bw;       /* --host-bw: the host update's memory bandwidth, bytes/s; 0: the cost model's default */
 	struct {              /* an ONNX model's conversion (import.c): the converter's options, NULL: its default */
-		const char *loss, *loss_on, *batchnorm, *ignore_index;
-		Vec(const char *) shapes, freeze;
+		const char *loss, *loss_on, *batchnorm, *ignore_index, *params_from;
+		Vec(const char *) shapes, freeze, train;
 		bool no_loops;
 		const char *given;    /* the first of them given, for the error when the input is not ONNX */
 	} import;

@@ -132,7 +132,7 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	vec_push(&argv, "--weights");
 	vec_push(&argv, (char *)weights);
 	const char *flags[] = {"--loss", o->import.loss, "--output", o->import.loss_on, "--batchnorm", o->import.batchnorm,
-	                       "--ignore-index", o->import.ignore_index};
+	                       "--ignore-index", o->import.ignore_index, "--params-from", o->import.params_from};
 	for (size_t i = 0; i < sizeof flags / sizeof *flags; i += 2)
 		if (flags[i + 1]) {
 			vec_push(&argv, (char *)flags[i]);
@@ -149,6 +149,10 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	for (int i = 0; i < o->import.freeze.len; i++) {
 		vec_push(&argv, "--freeze");
 		vec_push(&argv, (char *)o->import.freeze.data[i]);
+	}
+	for (int i = 0; i < o->import.train.len; i++) {
+		vec_push(&argv, "--train-buffer");
+		vec_push(&argv, (char *)o->import.train.data[i]);
 	}
 	vec_push(&argv, NULL);
 	fflush(stdout);

@@ -23,7 +23,7 @@
 typedef enum {
 	O_OUTPUT, O_EMIT, O_GPU, O_HOST_BW, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
 	O_HOST_MEM, O_STREAM, O_CHECKPOINT, O_OFFLOAD_COST, O_THREADS, O_SNAPSHOTS, O_SCHEDULE_JSON, O_NO_FUSE,
-	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_IGNORE_INDEX, O_SHAPE, O_FREEZE, O_BATCHNORM, O_NO_LOOPS,
+	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_IGNORE_INDEX, O_SHAPE, O_FREEZE, O_PARAMS_FROM, O_TRAIN_BUFFER, O_BATCHNORM, O_NO_LOOPS,
 } OptId;
 
 typedef enum {
@@ -184,6 +184,15 @@ static const Opt opts[] = {
 	 "ONNX: fix an input's dimensions (needed for a dynamic one)"},
 	{O_FREEZE, "--freeze", NULL, "NAME", K_SPECIAL, 0, 0, NULL, NULL,
 	 "ONNX: keep the initializer NAME fixed (a buffer, not trained)"},
+	{O_PARAMS_FROM, "--params-from", NULL, "FILE", K_STR, 0, 0, NULL, NULL,
+	 "ONNX: the module's parameters by name (a .safetensors file of them, as\n"
+	 "safetensors.torch.save_file(dict(model.named_parameters())) writes, or\n"
+	 "a text file of names, one a line): every other initializer is a PyTorch\n"
+	 "buffer, kept fixed. The dynamo exporter records which are buffers, and\n"
+	 "they are kept fixed without it; the legacy exporter does not"},
+	{O_TRAIN_BUFFER, "--train-buffer", NULL, "NAME", K_SPECIAL, 0, 0, NULL, NULL,
+	 "ONNX: train the initializer NAME although PyTorch registered it as a\n"
+	 "buffer"},
 	{O_BATCHNORM, "--batchnorm", NULL, "train|frozen", K_CHOICE, 0, 0, NULL, NULL,
 	 "ONNX: BatchNormalization with the batch's statistics, updating the\n"
 	 "running ones, as PyTorch's train mode (train, the default), or with\n"
@@ -386,6 +395,8 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 	}
 	case O_SHAPE: vec_push(&o->import.shapes, v); break;
 	case O_FREEZE: vec_push(&o->import.freeze, v); break;
+	case O_PARAMS_FROM: o->import.params_from = v; break;
+	case O_TRAIN_BUFFER: vec_push(&o->import.train, v); break;
 	case O_BATCHNORM: o->import.batchnorm = v; break;
 	case O_NO_LOOPS: o->import.no_loops = true; break;
 	}

@@ -234,6 +234,29 @@ def castmask(out):
     np.save(os.path.join(out, "castmask.y.npy"), R.integers(0, V, (B, T)))
 
 
+def bufmod(out):
+    """a normalisation mean, a registered buffer, before a linear layer: bufmod.onnx marks it a buffer as the
+    dynamo exporter does (a value_info's metadata), bufplain.onnx does not (the legacy exporter's)"""
+    B, D, C = 4, 3, 2
+    n = helper.make_node
+    nodes = [n("Sub", ["x", "mean"], ["centred"]), n("MatMul", ["centred", "w"], ["logits"])]
+    for name, marked in (("bufmod", True), ("bufplain", False)):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, D])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [B, C])],
+                              [w("mean", D), w("w", D, C)])
+        if marked:
+            for t, kind in (("mean", "BUFFER"), ("w", "PARAMETER")):
+                vi = helper.make_tensor_value_info(t, TensorProto.FLOAT, [D] if t == "mean" else [D, C])
+                p = vi.metadata_props.add()
+                p.key, p.value = "pkg.torch.export.graph_signature.InputSpec.kind", kind
+                g.value_info.append(vi)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="tests/import")
+        onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+    np.save(os.path.join(out, "bufmod.x.npy"), R.standard_normal((B, D)))
+    np.save(os.path.join(out, "bufmod.y.npy"), R.integers(0, C, (B,)))
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -242,3 +265,4 @@ if __name__ == "__main__":
     seq(out)
     mask(out)
     castmask(out)
+    bufmod(out)

@@ -96,6 +96,44 @@ fi
 expect import/ignore-index-outside 1 "--ignore-index 11: a label outside the 11 classes of 'logits' other than -100" \
 	"$DPC" "$d/gpt.onnx" --target cpu --loss causal_lm --ignore-index 11 -o "$d/never"
 
+# PyTorch's buffers stay fixed (issue 61): the dynamo exporter marks them (bufmod.onnx, its mean), and
+# --params-from names the parameters for the legacy exporter's, which does not (bufplain.onnx); after a
+# step of training the parameter moved and the buffer, a constant now, is not among what --save writes;
+# --train-buffer trains one; an export that does not say is noted in the program
+d_buf() { "$DPC" "$@" --emit=dp -o "$d/buf.dp" >"$d/buf.log" 2>&1 && cat "$d/buf.dp"; }
+check "import: a buffer the dynamo exporter marks is fixed" bash -c "$(declare -f d_buf); d='$d' DPC='$DPC'
+	d_buf '$d/bufmod.onnx' | grep -q 'kept fixed, as PyTorch.s buffers.*: mean' && ! grep -q 'param mean' '$d/buf.dp'"
+printf 'w\n' >"$d/buf.params"
+check "import: --params-from names the parameters of a legacy export, the rest fixed" bash -c "$(declare -f d_buf); d='$d' DPC='$DPC'
+	d_buf '$d/bufplain.onnx' --params-from '$d/buf.params' | grep -q 'kept fixed.*: mean' && ! grep -q 'param mean' '$d/buf.dp'"
+check "import: an export that does not say which are buffers trains every one, and says so" bash -c "$(declare -f d_buf); d='$d' DPC='$DPC'
+	d_buf '$d/bufplain.onnx' | grep -q 'does not say which initializers are PyTorch buffers' && grep -q 'param mean' '$d/buf.dp'"
+check "import: --train-buffer trains a buffer" bash -c "$(declare -f d_buf); d='$d' DPC='$DPC'
+	d_buf '$d/bufmod.onnx' --train-buffer mean | grep -q 'param mean'"
+if "$DPC" "$d/bufmod.onnx" --target cpu -o "$d/bufmod" >"$d/bufmod.log" 2>&1 &&
+	"$d/bufmod" --steps 2 --lr 0.1 --data "$d/bufmod.x.npy" --labels "$d/bufmod.y.npy" --save "$d/bufmod.st" >>"$d/bufmod.log" 2>&1; then
+	check "import: trained, the parameter moved and the buffer is not among the saved tensors" python3 - "$d" <<'PY'
+import sys
+sys.path.insert(0, "tests/import")
+import numpy as np, onnx
+from onnx import numpy_helper
+import reference
+d = sys.argv[1]
+saved = reference.read_safetensors(f"{d}/bufmod.st") if hasattr(reference, "read_safetensors") else None
+import json, struct
+b = open(f"{d}/bufmod.st", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+names = {k for k in json.loads(b[8:8 + n]) if k != "__metadata__"}
+assert names == {"w"}, names
+PY
+else
+	notok "import: bufmod trains" "$d/bufmod.log"
+fi
+expect import/train-buffer-not-a-buffer 1 "--train-buffer names no PyTorch buffer of .*bufmod.onnx: w" \
+	"$DPC" "$d/bufmod.onnx" --train-buffer w --emit=dp -o "$d/never.dp"
+expect import/params-from-names-nothing 1 "--params-from .*buf.none names none of the initializers" \
+	bash -c "printf 'nothing\n' >'$d/buf.none'; '$DPC' '$d/bufplain.onnx' --params-from '$d/buf.none' --emit=dp -o '$d/never.dp'"
+
 # models as PyTorch's own exporters write them (tests/import/torch/export.py, committed with PyTorch's
 # loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode) and
 # HuggingFace's GPT-2 (dynamo exporter), in f64

@@ -3,7 +3,7 @@
 
   python3 onnx2dp.py model.onnx -o model.dp [--weights model.safetensors]
           [--loss cross_entropy|mse|none|causal_lm] [--ignore-index N] [--output NAME] [--shape NAME=D0,D1,...]
-          [--freeze NAME ...] [--batchnorm train|frozen]
+          [--freeze NAME ...] [--params-from FILE] [--train-buffer NAME ...] [--batchnorm train|frozen]
 
 writes a readable .dp program and a safetensors file of the model's
 initializers under their names in the ONNX file (PyTorch's state-dict names
@@ -244,9 +244,12 @@ class Converter:
         self.inference_patterns(g)
         self.inputs(g, inits)
         self.read_initializers(inits)
-        # the initializers that train: real, of rank 1 or more, read by a node; the others are constants
+        self.torch_buffers = self.buffers_of_module(g, inits)
+        # the initializers that train: real, of rank 1 or more, read by a node, not a PyTorch buffer; the
+        # others are constants (a buffer's subgraph, a rotary table from inv_freq, folds with the rest)
         self.trainable = {n for n, a in self.arrays.items()
-                          if np.issubdtype(a.dtype, np.floating) and a.ndim > 0 and n in self.consumers}
+                          if np.issubdtype(a.dtype, np.floating) and a.ndim > 0 and n in self.consumers and
+                          n not in self.torch_buffers}
         known = {n: a for n, a in self.arrays.items() if n not in self.trainable}
         for n, a in known.items():
             self.vals[n] = V(const=a)
@@ -413,6 +416,36 @@ class Converter:
             name = self.fresh(inp.name)
             self.decls.append(f"input {name} : {dt}{dims(shape)}")
             self.vals[inp.name] = V(name, shape, dt)
+
+    KIND = "pkg.torch.export.graph_signature.InputSpec.kind"
+
+    def buffers_of_module(self, g, inits):
+        """the initializers PyTorch registered as buffers, kept fixed: those the dynamo exporter marks so, or
+        with --params-from those it does not name; never BatchNormalization's running statistics (buffers
+        it updates), nor what --train-buffer names"""
+        marked = {vi.name for vi in g.value_info if vi.name in inits and
+                  any(p.key == self.KIND and p.value == "BUFFER" for p in vi.metadata_props)}
+        knows = any(p.key == self.KIND for vi in g.value_info for p in vi.metadata_props)
+        if self.args.params_from:
+            params = read_names(self.args.params_from)
+            if not params & set(inits):
+                fail(f"--params-from {self.args.params_from} names none of the initializers of {self.path}")
+            marked |= {n for n in inits if n not in params}
+            knows = True
+        stats = {n for node in g.node if node.op_type == "BatchNormalization" for n in node.input[3:5]}
+        train = set(self.args.train_buffer or [])
+        wrong = train - (marked - stats)
+        if wrong:
+            fail(f"--train-buffer names no PyTorch buffer of {self.path}: {', '.join(sorted(wrong))}")
+        buffers = marked - stats - train
+        real = {n for n in buffers if n in self.arrays and np.issubdtype(self.arrays[n].dtype, np.floating)}
+        if real:
+            self.notes.append(f"kept fixed, as PyTorch's buffers (--train-buffer NAME trains one): "
+                              f"{', '.join(sorted(real))}")
+        elif not knows:
+            self.notes.append("this export does not say which initializers are PyTorch buffers (the legacy exporter "
+                              "does not): every real one is trained; --params-from FILE names the parameters")
+        return buffers
 
     def read_initializers(self, inits):
         self.arrays = {}
@@ -1185,6 +1218,22 @@ class Converter:
         return "\n".join(lines) + "\n"
 
 
+def read_names(path):
+    """the tensor names of a .safetensors file, or the names of a text file, one a line"""
+    try:
+        b = open(path, "rb").read()
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}", 2)
+    if path.endswith(".safetensors"):
+        try:
+            n = struct.unpack("<Q", b[:8])[0]
+            head = json.loads(b[8:8 + n])
+        except Exception:
+            fail(f"{path}: not a safetensors file", 2)
+        return {k for k in head if k != "__metadata__"}
+    return {ln.strip() for ln in b.decode("utf-8", "replace").splitlines() if ln.strip() and not ln.startswith("#")}
+
+
 def write_atomic(path, data, mode="w"):
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -1275,6 +1324,9 @@ def main(argv):
     ap.add_argument("--output", metavar="NAME", help="the model output the loss reads (default: the first)")
     ap.add_argument("--shape", action="append", metavar="NAME=D0,D1,...", help="fix an input's dimensions")
     ap.add_argument("--freeze", action="append", metavar="NAME", help="keep an initializer fixed (a buffer)")
+    ap.add_argument("--params-from", metavar="FILE", help="the module's parameters by name (.safetensors, or a "
+                    "text file of names): every other initializer is a PyTorch buffer, kept fixed")
+    ap.add_argument("--train-buffer", action="append", metavar="NAME", help="train a PyTorch buffer")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the program header's notes on stderr")
     ap.add_argument("--no-loops", action="store_true", help="convert every layer as the file writes it, "
                     "without recovering loops")
