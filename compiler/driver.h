@@ -32,7 +32,7 @@ typedef struct {
 	double host_bw;       /* --host-bw: the host update's memory bandwidth, bytes/s; 0: the cost model's default */
 	struct {              /* an ONNX model's conversion (import.c): the converter's options, NULL: its default */
 		const char *loss, *loss_on, *batchnorm, *ignore_index, *params_from;
-		Vec(const char *) shapes, freeze, train;
+		Vec(const char *) shapes, freeze, train, padding;
 		bool no_loops;
 		const char *given;    /* the first of them given, for the error when the input is not ONNX */
 	} import;

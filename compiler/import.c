@@ -154,6 +154,10 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 		vec_push(&argv, "--train-buffer");
 		vec_push(&argv, (char *)o->import.train.data[i]);
 	}
+	for (int i = 0; i < o->import.padding.len; i++) {
+		vec_push(&argv, "--padding-idx");
+		vec_push(&argv, (char *)o->import.padding.data[i]);
+	}
 	vec_push(&argv, NULL);
 	fflush(stdout);
 	pid_t pid;

@@ -23,7 +23,7 @@
 typedef enum {
 	O_OUTPUT, O_EMIT, O_GPU, O_HOST_BW, O_DEFINE, O_PRECISION, O_TARGET, O_CPU, O_OPTIMIZER, O_RANKS, O_DEVICE_MEM,
 	O_HOST_MEM, O_STREAM, O_CHECKPOINT, O_OFFLOAD_COST, O_THREADS, O_SNAPSHOTS, O_SCHEDULE_JSON, O_NO_FUSE,
-	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_IGNORE_INDEX, O_SHAPE, O_FREEZE, O_PARAMS_FROM, O_TRAIN_BUFFER, O_BATCHNORM, O_NO_LOOPS,
+	O_REFERENCE, O_NO_VERIFY, O_VERBOSE, O_HELP, O_LOSS, O_LOSS_ON, O_IGNORE_INDEX, O_SHAPE, O_FREEZE, O_PARAMS_FROM, O_TRAIN_BUFFER, O_PADDING_IDX, O_BATCHNORM, O_NO_LOOPS,
 } OptId;
 
 typedef enum {
@@ -193,6 +193,11 @@ static const Opt opts[] = {
 	{O_TRAIN_BUFFER, "--train-buffer", NULL, "NAME", K_SPECIAL, 0, 0, NULL, NULL,
 	 "ONNX: train the initializer NAME although PyTorch registered it as a\n"
 	 "buffer"},
+	{O_PADDING_IDX, "--padding-idx", NULL, "NAME=IDX", K_SPECIAL, 0, 0, NULL, NULL,
+	 "ONNX: the embedding table NAME's row IDX gets no gradient, as\n"
+	 "nn.Embedding(padding_idx=IDX) (IDX none: every row trains). The\n"
+	 "dynamo exporter records padding_idx and it is carried without this;\n"
+	 "the legacy exporter loses it"},
 	{O_BATCHNORM, "--batchnorm", NULL, "train|frozen", K_CHOICE, 0, 0, NULL, NULL,
 	 "ONNX: BatchNormalization with the batch's statistics, updating the\n"
 	 "running ones, as PyTorch's train mode (train, the default), or with\n"
@@ -397,6 +402,7 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 	case O_FREEZE: vec_push(&o->import.freeze, v); break;
 	case O_PARAMS_FROM: o->import.params_from = v; break;
 	case O_TRAIN_BUFFER: vec_push(&o->import.train, v); break;
+	case O_PADDING_IDX: vec_push(&o->import.padding, v); break;
 	case O_BATCHNORM: o->import.batchnorm = v; break;
 	case O_NO_LOOPS: o->import.no_loops = true; break;
 	}

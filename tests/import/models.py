@@ -257,6 +257,86 @@ def bufmod(out):
     np.save(os.path.join(out, "bufmod.y.npy"), R.integers(0, C, (B,)))
 
 
+def gathers(out):
+    """gathers and scatters of constant indices as exporters write them (an attention mask's GatherND, a
+    token-type GatherElements, a Gather on axis 1, ScatterND of rows, ScatterElements), each read by an mse
+    loss: the gradient of a place read twice adds up, a place written over gets none"""
+    B, D, H = 4, 6, 8
+    n = helper.make_node
+    i64 = lambda a: np.array(a, np.int64)  # noqa: E731
+    nodes = [n("MatMul", ["x", "w"], ["h"]),
+             const("nd_idx", i64([[0, 1], [2, 3], [3, 7], [0, 1]])),
+             n("GatherND", ["h", "nd_idx"], ["g1"]),
+             const("ax1", i64([1])), n("Unsqueeze", ["g1", "ax1"], ["g1u"]),
+             const("s3", i64([B, 2, 4])), n("Reshape", ["h", "s3"], ["h3"]),
+             const("nd_b", i64([[1], [0], [1], [1]])),
+             n("GatherND", ["h3", "nd_b"], ["g2"], batch_dims=1),
+             const("el_idx", i64([[0, 7, 7], [1, 2, 3], [-1, 0, 4], [5, 5, 6]])),
+             n("GatherElements", ["h", "el_idx"], ["g3"], axis=1),
+             const("cols", i64([[5, 1, -7]])), n("Gather", ["h", "cols"], ["g4"], axis=1),
+             const("s43", i64([B, 3])), n("Reshape", ["g4", "s43"], ["g4r"]),
+             const("z", i64([0])), const("two", i64([2])), n("Slice", ["h", "z", "two", "z"], ["top"]),
+             const("k2", np.array(2.0, np.float32)), n("Mul", ["top", "k2"], ["upd"]),
+             const("rows", i64([[1], [3]])), n("ScatterND", ["h", "rows", "upd"], ["s1"]),
+             n("Slice", ["h", "z", "two", "ax1"], ["left"]), n("Tanh", ["left"], ["updl"]),
+             const("el_s", i64([[3, 4], [0, 1], [7, 6], [2, 5]])),
+             n("ScatterElements", ["h", "el_s", "updl"], ["s2"], axis=1),
+             n("Concat", ["g1u", "g2", "g3", "g4r", "s1", "s2"], ["y"], axis=1)]
+    x = R.standard_normal((B, D))
+    y = R.standard_normal((B, 27))
+    save(out, "gathers", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, D])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, 27])], [w("w", D, H)], x, y)
+
+
+def elementwise(out):
+    """the elementwise ops rotary embeddings, gated MLPs and masks export to (Sin, Cos, Neg, Reciprocal,
+    Sigmoid, Softplus, Exp, Log, Abs, Min, Max, Clip, Where, Mod both ways), Pad with a value and a crop,
+    Einsum (a matmul, a batched one, a transpose, a sum), and Range and ConstantOfShape folded from shapes"""
+    B, D = 4, 6
+    n = helper.make_node
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    nodes = [n("MatMul", ["x", "w"], ["h"]),
+             n("Sin", ["h"], ["e0"]), n("Cos", ["h"], ["e1"]), n("Neg", ["h"], ["e2"]),
+             n("Mul", ["h", "h"], ["hh"]), const("one", f32(1)), n("Add", ["hh", "one"], ["hh1"]),
+             n("Reciprocal", ["hh1"], ["e3"]), n("Sigmoid", ["h"], ["e4"]),
+             const("big", f32(30)), n("Mul", ["h", "big"], ["h30"]), n("Softplus", ["h30"], ["e5"]),
+             const("half", f32(0.5)), n("Mul", ["h", "half"], ["hh2"]), n("Exp", ["hh2"], ["e6"]),
+             n("Log", ["hh1"], ["e7"]), n("Abs", ["h"], ["e8"]),
+             const("c3", f32(0.3)), n("Min", ["h", "c3"], ["e9"]),
+             const("cm2", f32(-0.2)), n("Max", ["h", "cm2"], ["e10"]),
+             const("lo", f32(-0.5)), n("Clip", ["h", "lo", "half"], ["e11"]),
+             const("zero", f32(0)), n("Greater", ["h", "zero"], ["pos"]),
+             const("tenth", f32(0.1)), n("Mul", ["h", "tenth"], ["leak"]), n("Where", ["pos", "h", "leak"], ["e12"]),
+             const("c7", f32(0.7)), n("Mod", ["h", "c7"], ["e13"]),
+             n("Mod", ["h", "c7"], ["e14"], fmod=1),
+             n("Mod", ["c7", "hh1"], ["e15"]),
+             # Range and ConstantOfShape of the shape: folded at import
+             n("Shape", ["h"], ["sh"]), const("one_i", np.array(1, np.int64)),
+             n("Gather", ["sh", "one_i"], ["d"]), const("zero_i", np.array(0, np.int64)),
+             n("Range", ["zero_i", "d", "one_i"], ["pos_ids"]), n("Cast", ["pos_ids"], ["pos_f"], to=TensorProto.FLOAT),
+             n("Add", ["h", "pos_f"], ["hp"]),
+             n("ConstantOfShape", ["sh"], ["ones"], value=numpy_helper.from_array(f32([1.5]), "v")),
+             n("Mul", ["hp", "ones"], ["e16"]),
+             # Einsum: a matmul, a batched one, a transpose (an ellipsis), a sum
+             n("Einsum", ["h", "w2"], ["e17"], equation="bi,ij->bj"),
+             const("s3", np.array([B, 2, 3], np.int64)), n("Reshape", ["h", "s3"], ["h3"]),
+             n("Einsum", ["h3", "h3"], ["bb"], equation="bij,bkj->bik"),
+             n("Einsum", ["h3"], ["tt"], equation="...ij->...ji"),
+             n("Einsum", ["h3"], ["ss"], equation="bij->b"),
+             const("s4", np.array([B, 4], np.int64)), n("Reshape", ["bb", "s4"], ["e18"]),
+             const("s6", np.array([B, 6], np.int64)), n("Reshape", ["tt", "s6"], ["e19"]),
+             const("s1", np.array([B, 1], np.int64)), n("Reshape", ["ss", "s1"], ["e20"]),
+             # Pad: 1 before and 2 after on axis 1 with 0.25; on axis 0 one row cropped before, one added after
+             const("pads", np.array([-1, 1, 1, 2], np.int64)), const("pv", f32(0.25)),
+             n("Pad", ["h", "pads", "pv"], ["e21"]),
+             n("Concat", [f"e{i}" for i in range(22)], ["y"], axis=1)]
+    x = R.standard_normal((B, D))
+    width = 6 * 18 + 4 + 6 + 1 + 9
+    y = R.standard_normal((B, width))
+    save(out, "elementwise", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, D])],
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, width])], [w("w", D, D), w("w2", D, D)], x, y)
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -266,3 +346,5 @@ if __name__ == "__main__":
     mask(out)
     castmask(out)
     bufmod(out)
+    gathers(out)
+    elementwise(out)

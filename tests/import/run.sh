@@ -22,11 +22,11 @@ if ! python3 tests/import/models.py "$d" >"$d/models.log" 2>&1; then
 	exit 1
 fi
 
-for m in cnn gpt seq:mse mask:mse; do
+for m in cnn gpt seq:mse mask:mse gathers:mse elementwise:mse; do
 	loss=${m#*:} m=${m%%:*}
 	[ "$loss" = "$m" ] && loss=cross_entropy
 	half=
-	[ "$m" = seq ] || [ "$m" = mask ] && half=--no-half # its working set is most of its peak
+	case $m in seq | mask | gathers | elementwise) half=--no-half ;; esac # its working set is most of its peak
 	python3 tests/import/check.py "$DPC" "$d" "$m" --loss "$loss" $half >"$d/$m.log" 2>&1
 	cat "$d/$m.log"
 	grep -q '^\(not \)\?ok - ' "$d/$m.log" || notok "import/$m: check.py ran no check" "$d/$m.log"
@@ -210,6 +210,25 @@ onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["a"], name="mm"),
                  helper.make_node("Det", ["W"], ["c"], name="det_of_w"),
                  helper.make_node("Mul", ["b", "c"], ["y"], name="mul")]), d + "/unsupported.onnx")
 onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["y"])], opset=99), d + "/newopset.onnx")
+# refused, each saying why: a pad that is not constant, a range of computed bounds, an einsum of three, a
+# scatter that adds, a gather of computed indices on axis 1
+i64 = lambda a: numpy_helper.from_array(np.array(a, np.int64), "k")
+n = helper.make_node
+onnx.save(model([n("MatMul", ["x", "W"], ["a"]),
+                 n("Constant", [], ["p"], value=i64([0, 1, 0, 1])),
+                 n("Pad", ["a", "p"], ["b"], mode="reflect", name="pad_reflect"),
+                 n("ReduceSum", ["a"], ["s"], keepdims=0),
+                 n("Cast", ["s"], ["si"], to=TensorProto.INT64),
+                 n("Constant", [], ["one"], value=i64(1)),
+                 n("Range", ["one", "si", "one"], ["r"], name="range_of_data"),
+                 n("Einsum", ["a", "W", "W"], ["e"], equation="bi,ij,jk->bk", name="einsum3"),
+                 n("Constant", [], ["rows"], value=i64([[1]])),
+                 n("Constant", [], ["z"], value=i64([0])), n("Constant", [], ["one1"], value=i64([1])),
+                 n("Slice", ["a", "z", "one1", "z"], ["top"]),
+                 n("ScatterND", ["a", "rows", "top"], ["sc"], reduction="add", name="scatter_add"),
+                 n("Cast", ["a"], ["ai"], to=TensorProto.INT64),
+                 n("Gather", ["W", "ai"], ["g"], axis=1, name="gather_cols"),
+                 n("Add", ["e", "x"], ["y"])], opset=18), d + "/refused.onnx")
 dyn = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
 onnx.save(model([helper.make_node("MatMul", ["x", "W"], ["y"])], inputs=(dyn,)), d + "/dynamic.onnx")
 PY
@@ -219,6 +238,13 @@ expect "import: ... naming the first" 1 "node 'hard' (Hardmax) with inputs \[2, 
 expect "import: ... one after it, its input's shape from shape inference" 1 \
 	"node 'hard_after_hard' (Hardmax) with inputs \[2, 4\]: dpc has no such op" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
 expect "import: ... and the second" 1 "node 'det_of_w' (Det) with inputs \[4, 4\]" "$DPC" "$d/unsupported.onnx" --target cpu -o "$d/unsupported"
+for r in "node 'pad_reflect' (Pad) with inputs \[2, 4\], const \[4\]: a pad in mode 'reflect' (dpc pads with a constant)" \
+	"node 'range_of_data' (Range) .*: its start, limit and delta must be constants once shapes are fixed" \
+	"node 'einsum3' (Einsum) .*: an einsum of 3 operands ('bi,ij,jk->bk'; dpc takes one or two)" \
+	"node 'scatter_add' (ScatterND) .*: a scatter with reduction 'add' (dpc scatters only with reduction none)" \
+	"node 'gather_cols' (Gather) .*: a gather of computed indices on axis 1"; do
+	expect "import: refused, with the reason: ${r%%:*}" 1 "$r" "$DPC" "$d/refused.onnx" --target cpu --loss mse -o "$d/refused"
+done
 head -c 300 "$d/cnn.onnx" >"$d/truncated.onnx"
 expect "import: a truncated file is named, exit 2" 2 "truncated.onnx: not an ONNX model, or a truncated one" \
 	"$DPC" "$d/truncated.onnx" --target cpu -o "$d/truncated"

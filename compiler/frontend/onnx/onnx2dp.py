@@ -3,7 +3,8 @@
 
   python3 onnx2dp.py model.onnx -o model.dp [--weights model.safetensors]
           [--loss cross_entropy|mse|none|causal_lm] [--ignore-index N] [--output NAME] [--shape NAME=D0,D1,...]
-          [--freeze NAME ...] [--params-from FILE] [--train-buffer NAME ...] [--batchnorm train|frozen]
+          [--freeze NAME ...] [--params-from FILE] [--train-buffer NAME ...] [--padding-idx NAME=IDX ...]
+          [--batchnorm train|frozen]
 
 writes a readable .dp program and a safetensors file of the model's
 initializers under their names in the ONNX file (PyTorch's state-dict names
@@ -242,6 +243,7 @@ class Converter:
             for i, n in enumerate(node.input):
                 self.consumers.setdefault(n, []).append((node, i))
         self.inference_patterns(g)
+        self.paddings()
         self.inputs(g, inits)
         self.read_initializers(inits)
         self.torch_buffers = self.buffers_of_module(g, inits)
@@ -285,6 +287,9 @@ class Converter:
                 continue
             self.convert(nodes[i])
             i += 1
+        unused = set(self.padding) - self.padding_used
+        if unused:
+            fail(f"--padding-idx names no embedding table of {self.path}: {', '.join(sorted(unused))}")
         if self.unsupported:
             lines = "\n  ".join(self.unsupported)
             fail(f"{self.path}: {len(self.unsupported)} node(s) dpc cannot express:\n  {lines}")
@@ -388,7 +393,8 @@ class Converter:
                 s = self.shapes.get(n)  # after a node that failed: what shape inference says
                 shapes.append(dims(s) if s is not None and None not in s else "?")
             else:
-                shapes.append(("const " if v.is_const else "") + (dims(v.shape) if v.shape is not None else "?"))
+                shape = np.asarray(v.const).shape if v.is_const else v.shape
+                shapes.append(("const " if v.is_const else "") + (dims(shape) if shape is not None else "?"))
         return f"node '{node.name or node.output[0]}' ({node.op_type}) with inputs {', '.join(shapes) or 'none'}"
 
     def inputs(self, g, inits):
@@ -532,6 +538,11 @@ class Converter:
                                f"(a converter bug)")
 
     def fold(self, node, ins):
+        if node.op_type == "GatherElements":  # onnx's reference evaluator fails on a [1, N] gather of [1, M]
+            shape = np.asarray(ins[0].const).shape
+            ax = self.axis(node.attribute[0].i if node.attribute else 0, len(shape))
+            idx = np.asarray(ins[1].const, np.int64)
+            return [np.take_along_axis(np.asarray(ins[0].const), np.where(idx < 0, idx + shape[ax], idx), ax)]
         inputs = []
         feeds = {}
         for i, (n, v) in enumerate(zip(node.input, ins)):
@@ -570,7 +581,10 @@ class Converter:
     op_Erf = unary("erf({x})")
     op_Sign = unary("sign({x})")
     op_Reciprocal = unary("1 / {x}")
-    op_Softplus = unary("log(1 + exp({x}))")
+    # relu(x) + log(1 + exp(-|x|)): finite where exp(x) is not (f32 from x = 89)
+    op_Softplus = unary("relu({x}) + log(1 + exp(-abs({x})))")
+    op_Sin = unary("sin({x})")
+    op_Cos = unary("cos({x})")
     op_HardSwish = unary("{x} * minimum(maximum({x} / 6 + 0.5, 0), 1)")
 
     def op_HardSigmoid(self, node, ins, a):
@@ -1095,6 +1109,8 @@ class Converter:
         data, idx = ins
         ax = self.axis(a.get("axis", 0), len(self.shape_of(data)))
         d = self.tensor(data)
+        if idx.is_const and ax == 0 and self.padding_idx(node, d.shape[0]) is not None:
+            idx = self.literal(np.asarray(idx.const, np.int64) % d.shape[0], node.output[0] + "_ids")
         if idx.is_const:
             i = np.asarray(idx.const)
             n = d.shape[ax]
@@ -1107,15 +1123,306 @@ class Converter:
             if flat == list(range(flat[0], flat[0] + len(flat))):  # a range: a slice, shaped as the indices
                 v = self.take(d, ax, flat[0], flat[0] + len(flat), node.output[0] + "_rows")
                 return self.reshape_to(node, v, out)
-            if ax == 0 and len(d.shape) == 2:  # rows of a matrix: an embedding of constant ids
-                ids = self.literal(np.asarray(flat, np.int64).reshape(i.shape), node.output[0] + "_ids")
-                return self.let(node.output[0], f"embed({d.expr}, {ids.expr})", out)
-            raise ImportError_("a gather of constant indices that are not a range, other than rows of a matrix")
-        if ax != 0 or len(d.shape) != 2:
-            raise ImportError_("a gather of computed indices other than rows of a matrix (an embedding)")
+            outer = np.arange(int(np.prod(d.shape[:ax])), dtype=np.int64)
+            w = int(np.prod(d.shape[ax + 1:]))
+            rows = outer[:, None] * n + np.asarray(flat, np.int64)[None, :]
+            return self.gather_flat(node, d, (rows[..., None] * w + np.arange(w)).reshape(out))
+        if ax != 0:
+            raise ImportError_(f"a gather of computed indices on axis {ax} (dpc gathers computed indices on axis 0, "
+                               f"an embedding)")
         ids = idx if idx.dtype == "i32" else self.let(node.output[0] + "_ids", f"cast({idx.expr}, i32)",
                                                        idx.shape, "i32")
-        return self.let(node.output[0], f"embed({d.expr}, {ids.expr})", tuple(idx.shape) + (d.shape[1],))
+        rest = tuple(d.shape[1:])
+        w = int(np.prod(rest))
+        table = d if len(d.shape) == 2 else self.let(node.output[0] + "_table", f"reshape({d.expr}, [{d.shape[0]}, {w}])",
+                                                      (d.shape[0], w))
+        pad = self.padding_idx(node, d.shape[0])
+        pad = "" if pad is None else f", padding_idx={pad}"
+        v = self.let(node.output[0], f"embed({table.expr}, {ids.expr}{pad})", tuple(idx.shape) + (w,))
+        return self.reshape_to(node, v, tuple(idx.shape) + rest)
+
+    EMBEDDING = re.compile(r"aten\.embedding\.default\]\(args = \(%[\w.]+, %[\w.]+, (-?\d+)")
+
+    def padding_idx(self, node, rows):
+        """the row of the embedding node reads that gets no gradient: --padding-idx's, or PyTorch's
+        padding_idx as the dynamo exporter records the node it came from (aten.embedding's third argument)"""
+        table = node.input[0]
+        if table in self.padding:
+            p = self.padding[table]
+            self.padding_used.add(table)
+        else:
+            fx = next((m.value for m in node.metadata_props if m.key == "pkg.torch.onnx.fx_node"), "")
+            found = self.EMBEDDING.search(fx)
+            p = int(found.group(1)) if found else None
+            note = f"the embedding {table}'s row {p} gets no gradient, as its padding_idx in PyTorch " \
+                   f"(--padding-idx {table}=none trains it)"
+            if p is not None and p != -1 and note not in self.notes:  # PyTorch's -1 at this point: none
+                self.notes.append(note)
+            elif p == -1:
+                p = None
+            else:
+                p = None
+        if p is None:
+            return None
+        if not -rows <= p < rows:
+            fail(f"{self.path}: the padding index {p} of {table} lies outside its {rows} rows")
+        return p % rows
+
+    def paddings(self):
+        """--padding-idx NAME=IDX, by table"""
+        self.padding, self.padding_used = {}, set()
+        for opt in self.args.padding_idx or []:
+            name, eq, idx = opt.rpartition("=")
+            if not eq or not name:
+                fail(f"--padding-idx needs NAME=IDX, not '{opt}'")
+            if idx == "none":
+                self.padding[name] = None
+                continue
+            try:
+                self.padding[name] = int(idx)
+            except ValueError:
+                fail(f"--padding-idx {opt}: '{idx}' is not an integer row (or none)")
+
+    # ---- gathers and scatters of constant indices: embed of the data seen as a table of rows ----
+    def gather_flat(self, node, data, flat):
+        """the elements of data at the constant flat (row-major) indices flat, shaped as flat is: embed of
+        data seen as rows of the widest block the indices copy whole, whose adjoint adds each read
+        element's gradient back to its place"""
+        d = self.tensor(data)
+        flat = np.asarray(flat, np.int64)
+        size = int(np.prod(d.shape))
+        if flat.size == size and (flat.reshape(-1) == np.arange(size)).all():  # every element in order
+            return self.reshape_to(node, d, flat.shape)
+        width = 1
+        for j in range(len(d.shape)):  # the widest trailing block of data read whole each time
+            w = int(np.prod(d.shape[j:]))
+            if w > 1 and flat.size % w == 0:
+                rows = flat.reshape(-1, w)
+                if (rows[:, 0] % w == 0).all() and (rows == rows[:, :1] + np.arange(w)).all():
+                    width = w
+                    break
+        ids = flat.reshape(-1, width)[:, 0] // width
+        hint = node.output[0]
+        rows_v = d if tuple(d.shape) == (size // width, width) else \
+            self.let(hint + "_table", f"reshape({d.expr}, [{size // width}, {width}])", (size // width, width))
+        if ids.size and (ids == ids[0] + np.arange(ids.size)).all():  # a range of rows: a slice
+            v = self.take(rows_v, 0, int(ids[0]), int(ids[0]) + ids.size, hint + "_rows")
+        else:
+            table = rows_v if d.dtype == "f32" else self.let(hint + "_f", f"cast({rows_v.expr}, f32)", rows_v.shape)
+            i = self.literal(ids, hint + "_ids")
+            v = self.let(hint + "_rows", f"embed({table.expr}, {i.expr})", (ids.size, width))
+            if d.dtype == "i32":
+                v = self.let(hint + "_i", f"cast({v.expr}, i32)", v.shape, "i32")
+        out = self.reshape_to(node, v, flat.shape)
+        return V(out.expr, out.shape, d.dtype) if out.dtype != d.dtype else out
+
+    def indices(self, node, i, dim):
+        """constant indices into an axis of size dim, negatives from its end; out of range refused"""
+        idx = self.const_arg(node, i, "indices")
+        if idx is None:
+            raise ImportError_("its indices are missing")
+        idx = np.asarray(idx, np.int64)
+        dim = np.asarray(dim, np.int64)
+        if ((idx < -dim) | (idx >= dim)).any():
+            raise ImportError_("an index lies outside the data")
+        return np.where(idx < 0, idx + dim, idx)
+
+    def where_nd(self, node, ins, a):
+        """GatherND's and ScatterND's element positions: the flat index into data of each element the
+        indices name, shaped indices.shape[:-1] + data.shape[batch + k:]"""
+        shape = tuple(self.shape_of(ins[0]))
+        b = int(a.get("batch_dims", 0))
+        raw = self.const_arg(node, 1, "indices")
+        if raw is None or not self.arg(node, 1).is_const:
+            raise ImportError_("its indices must be constants once shapes are fixed")
+        k = raw.shape[-1]
+        inner = np.array(shape[b:b + k], np.int64)
+        idx = self.indices(node, 1, inner)
+        lead = int(np.prod(shape[b:b + k]))
+        pos = np.zeros(idx.shape[:-1], np.int64)
+        for j in range(k):
+            pos = pos * inner[j] + idx[..., j]
+        nb = int(np.prod(shape[:b]))
+        batch = np.arange(nb, dtype=np.int64).reshape(shape[:b] + (1,) * (idx.ndim - 1 - b))
+        rows = batch * lead + pos  # the row of data [batches * lead, rest] each index names
+        rest = shape[b + k:]
+        w = int(np.prod(rest))
+        return (rows[..., None] * w + np.arange(w)).reshape(rows.shape + rest)
+
+    def op_GatherND(self, node, ins, a):
+        return self.gather_flat(node, ins[0], self.where_nd(node, ins, a))
+
+    def where_elements(self, node, ins, a):
+        """GatherElements' and ScatterElements' positions: indices' own, but on the axis the index"""
+        shape = tuple(self.shape_of(ins[0]))
+        ax = self.axis(a.get("axis", 0), len(shape))
+        if not self.arg(node, 1).is_const:
+            raise ImportError_("its indices must be constants once shapes are fixed")
+        idx = self.indices(node, 1, shape[ax])
+        coords = list(np.indices(idx.shape, np.int64))
+        coords[ax] = idx
+        return np.ravel_multi_index(tuple(coords), shape)
+
+    def op_GatherElements(self, node, ins, a):
+        return self.gather_flat(node, ins[0], self.where_elements(node, ins, a))
+
+    def scatter(self, node, ins, a, where):
+        """data with the updates at constant places: where(placed, the updates gathered to their places,
+        data); the last of updates that share a place counts, as in numpy"""
+        if a.get("reduction", b"none") not in (b"none", "none"):
+            raise ImportError_(f"a scatter with reduction '{a['reduction'].decode()}' (dpc scatters only with "
+                               f"reduction none)")
+        data, upd = ins[0], ins[2]
+        shape = tuple(self.shape_of(data))
+        tgt = np.asarray(where(node, ins, a))
+        if tuple(tgt.shape) != tuple(self.shape_of(upd)):
+            raise ImportError_(f"updates of shape {dims(self.shape_of(upd))} for indices naming {dims(tgt.shape)}")
+        src = np.zeros(int(np.prod(shape)), np.int64)
+        placed = np.zeros(int(np.prod(shape)), bool)
+        src[tgt.reshape(-1)] = np.arange(tgt.size)
+        placed[tgt.reshape(-1)] = True
+        if placed.all():
+            return self.gather_flat(node, upd, src.reshape(shape))
+        # the places not written read update 0: masked off by where
+        moved = self.gather_flat(onnx.helper.make_node("Identity", [], [node.output[0] + "_moved"]), upd,
+                                 src.reshape(shape))
+        m = self.literal(placed.reshape(shape), node.output[0] + "_placed")
+        return self.let(node.output[0], f"where({m.expr}, {moved.expr}, {self.x(data)})", shape,
+                        data.dtype if not data.is_const else moved.dtype)
+
+    def op_ScatterND(self, node, ins, a):
+        return self.scatter(node, ins, a, self.where_nd)
+
+    def op_ScatterElements(self, node, ins, a):
+        return self.scatter(node, ins, a, self.where_elements)
+
+
+    # ---- Einsum, as transposes, sums and one matmul ----
+    def einsum_terms(self, eq, shapes):
+        """the equation's operand and result letters, an ellipsis written out as letters of its own"""
+        eq = eq.replace(" ", "")
+        lhs, out = eq.split("->") if "->" in eq else (eq, None)
+        terms = lhs.split(",")
+        spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
+        ell = None
+        for i, (t, s) in enumerate(zip(terms, shapes)):
+            if "..." in t:
+                k = len(s) - (len(t) - 3)
+                ell = ell if ell is not None and len(ell) >= k else "".join(spare[:k])
+                terms[i] = t.replace("...", ell[len(ell) - k:])
+        if out is None:  # implicit: the ellipsis, then the letters seen once, in order
+            once = sorted(c for c in set("".join(terms)) if "".join(terms).count(c) == 1 and c.islower())
+            out = (ell or "") + "".join(once)
+        elif "..." in out:
+            out = out.replace("...", ell or "")
+        for t, s in zip(terms, shapes):
+            if len(t) != len(s):
+                raise ImportError_(f"equation '{eq}' names {len(t)} axes of an operand of shape {dims(s)}")
+            if len(set(t)) != len(t):
+                raise ImportError_(f"equation '{eq}' repeats a letter in an operand (a diagonal)")
+        return terms, out
+
+    def einsum_sum(self, node, v, t, keep):
+        """v (letters t) summed over the letters it alone has and the result lacks"""
+        axes = [i for i, c in enumerate(t) if c not in keep]
+        if not axes:
+            return v, t
+        s = tuple(d for i, d in enumerate(v.shape) if i not in axes)
+        e = f"sum({v.expr}, {axes})" if len(axes) < len(v.shape) else f"sum({v.expr})"
+        return self.let(node.output[0] + "_sum", e, s), "".join(c for c in t if c in keep)
+
+    def arrange(self, node, v, t, order, hint):
+        """v (letters t) transposed to the letters' order"""
+        perm = [t.index(c) for c in order]
+        if perm == list(range(len(perm))):
+            return v
+        return self.let(node.output[0] + hint, f"transpose({v.expr}, {perm})", tuple(v.shape[p] for p in perm))
+
+    def op_Einsum(self, node, ins, a):
+        eq = a["equation"].decode() if isinstance(a["equation"], bytes) else a["equation"]
+        vs = [self.tensor(v) for v in ins]
+        if len(vs) > 2:
+            raise ImportError_(f"an einsum of {len(vs)} operands ('{eq}'; dpc takes one or two)")
+        terms, out = self.einsum_terms(eq, [v.shape for v in vs])
+        size = {}
+        for t, v in zip(terms, vs):
+            for c, d in zip(t, v.shape):
+                if size.setdefault(c, d) != d:
+                    raise ImportError_(f"equation '{eq}' gives axis '{c}' sizes {size[c]} and {d}")
+        if len(vs) == 1:
+            x, t = self.einsum_sum(node, vs[0], terms[0], out)
+            return self.arrange(node, x, t, out, "")
+        (x, tx), (y, ty) = (self.einsum_sum(node, v, t, out + other)
+                            for v, t, other in ((vs[0], terms[0], terms[1]), (vs[1], terms[1], terms[0])))
+        batch = [c for c in out if c in tx and c in ty]
+        left = [c for c in out if c in tx and c not in ty]
+        right = [c for c in out if c in ty and c not in tx]
+        inner = [c for c in tx if c in ty and c not in out]
+        B, M, N, K = (int(np.prod([size[c] for c in g])) for g in (batch, left, right, inner))
+        lead = [B] if batch else []
+        x = self.reshape_to(node, self.arrange(node, x, tx, batch + left + inner, "_a"), lead + [M, K])
+        y = self.reshape_to(node, self.arrange(node, y, ty, batch + inner + right, "_b"), lead + [K, N])
+        z = self.let(node.output[0] + "_mm", f"{x.expr} @ {y.expr}", tuple(lead + [M, N]))
+        got = batch + left + right
+        z = self.reshape_to(node, z, [size[c] for c in got])
+        return self.arrange(node, z, "".join(got), out, "")
+
+    # ---- shape ops, known at import ----
+    def op_Range(self, node, ins, a):
+        raise ImportError_("its start, limit and delta must be constants once shapes are fixed: here they "
+                           "depend on the data")
+
+    def op_ConstantOfShape(self, node, ins, a):
+        raise ImportError_("its shape must be a constant once shapes are fixed: here it depends on the data")
+
+    def op_Mod(self, node, ins, a):
+        """x - floor(x / y) * y (fmod: truncated), the rounding by a cast to i32: its gradient 1 in x and
+        -floor(x / y) in y, as PyTorch's remainder's; integers computed as reals, below 2^24 exact"""
+        x, y = ins
+        shape = np.broadcast_shapes(self.shape_of(x), self.shape_of(y))
+        ints = all(v.dtype == "i32" if not v.is_const else np.issubdtype(np.asarray(v.const).dtype, np.integer)
+                   for v in ins)
+        xe, ye = (f"cast({v.expr}, f32)" if not v.is_const and v.dtype == "i32" else self.paren(v) for v in ins)
+        q = self.let(node.output[0] + "_q", f"{xe} / {ye}", shape)
+        t = self.let(node.output[0] + "_t", f"cast(cast({q.expr}, i32), f32)", shape)
+        if not a.get("fmod", 0):  # toward minus infinity: one less where the cast rounded up
+            t = self.let(node.output[0] + "_f", f"{t.expr} - ({t.expr} > {q.expr})", shape)
+        r = self.let(node.output[0], f"{xe} - {t.expr} * {ye}", shape)
+        return self.let(node.output[0] + "_i", f"cast({r.expr}, i32)", shape, "i32") if ints else r
+
+    def op_Pad(self, node, ins, a):
+        """mode constant: zeros around x axis by axis (x - c padded, plus c, for another constant c); a
+        negative pad a slice"""
+        mode = a.get("mode", b"constant")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if mode != "constant":
+            raise ImportError_(f"a pad in mode '{mode}' (dpc pads with a constant)")
+        x = self.tensor(ins[0])
+        rank = len(x.shape)
+        pads = list(a["pads"]) if "pads" in a else [int(v) for v in self.const_arg(node, 1, "pads")]
+        c = 0.0
+        if "value" in a:
+            c = float(a["value"])
+        elif len(ins) > 2 and ins[2] is not None:
+            c = float(np.asarray(self.const_arg(node, 2, "constant value")).reshape(-1)[0])
+        axes = list(range(rank))
+        if len(ins) > 3 and ins[3] is not None:
+            axes = [self.axis(int(v), rank) for v in self.const_arg(node, 3, "axes")]
+        n = len(axes)
+        e, s = x.expr, list(x.shape)
+        if c and any(p > 0 for p in pads):
+            e = f"({e} - {num(c)})"
+        for ax, lo, hi in zip(axes, pads[:n], pads[n:]):
+            if lo < 0 or hi < 0:  # cropped first
+                a0, a1 = max(-lo, 0), s[ax] - max(-hi, 0)
+                e = f"{self.let(node.output[0] + '_crop', e, tuple(s)).expr}[{', '.join([':'] * ax + [f'{a0}:{a1}'])}]"
+                s[ax] = a1 - a0
+            if lo > 0 or hi > 0:
+                e = f"pad({e}, {ax}, {max(lo, 0)}, {max(hi, 0)})"
+                s[ax] += max(lo, 0) + max(hi, 0)
+        if c and any(p > 0 for p in pads):
+            e = f"{e} + {num(c)}"
+        return self.let(node.output[0], e, tuple(s))
 
     def reduce(self, node, ins, a, fn):
         x = self.tensor(ins[0])
@@ -1327,6 +1634,8 @@ def main(argv):
     ap.add_argument("--params-from", metavar="FILE", help="the module's parameters by name (.safetensors, or a "
                     "text file of names): every other initializer is a PyTorch buffer, kept fixed")
     ap.add_argument("--train-buffer", action="append", metavar="NAME", help="train a PyTorch buffer")
+    ap.add_argument("--padding-idx", action="append", metavar="NAME=IDX", help="the embedding table NAME's row "
+                    "IDX gets no gradient, as nn.Embedding(padding_idx=IDX); IDX none: every row trains")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the program header's notes on stderr")
     ap.add_argument("--no-loops", action="store_true", help="convert every layer as the file writes it, "
                     "without recovering loops")
