@@ -259,7 +259,8 @@ def bufmod(out):
 
 def gathers(out):
     """gathers and scatters of constant indices as exporters write them (an attention mask's GatherND, a
-    token-type GatherElements, a Gather on axis 1, ScatterND of rows, ScatterElements), each read by an mse
+    token-type GatherElements, a Gather on axis 1, ScatterND of rows, ScatterElements, slices with a step),
+    each read by an mse
     loss: the gradient of a place read twice adds up, a place written over gets none"""
     B, D, H = 4, 6, 8
     n = helper.make_node
@@ -281,11 +282,15 @@ def gathers(out):
              n("Slice", ["h", "z", "two", "ax1"], ["left"]), n("Tanh", ["left"], ["updl"]),
              const("el_s", i64([[3, 4], [0, 1], [7, 6], [2, 5]])),
              n("ScatterElements", ["h", "el_s", "updl"], ["s2"], axis=1),
-             n("Concat", ["g1u", "g2", "g3", "g4r", "s1", "s2"], ["y"], axis=1)]
+             # slices with a step (Swin's patch merging): every other column, and three backwards
+             const("st", i64([1])), const("en", i64([8])), n("Slice", ["h", "st", "en", "ax1", "two"], ["sl1"]),
+             const("st2", i64([6])), const("en2", i64([0])), const("back", i64([-2])),
+             n("Slice", ["h", "st2", "en2", "ax1", "back"], ["sl2"]),
+             n("Concat", ["g1u", "g2", "g3", "g4r", "s1", "s2", "sl1", "sl2"], ["y"], axis=1)]
     x = R.standard_normal((B, D))
-    y = R.standard_normal((B, 27))
+    y = R.standard_normal((B, 34))
     save(out, "gathers", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, D])],
-         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, 27])], [w("w", D, H)], x, y)
+         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, 34])], [w("w", D, H)], x, y)
 
 
 def elementwise(out):

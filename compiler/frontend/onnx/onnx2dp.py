@@ -1088,10 +1088,18 @@ class Converter:
             steps = [1] * len(starts)
         subs = [":"] * rank
         s = list(x.shape)
+        if any(int(sp) != 1 for sp in steps):  # every other row (Swin's patch merging): a gather
+            picks = [slice(None)] * rank
+            for st, en, ax, sp in zip(starts, ends, axes, steps):
+                if int(sp) == 0:
+                    raise ImportError_("a slice with step 0")
+                picks[self.axis(int(ax), rank)] = slice(*slice(int(st), int(en), int(sp)).indices(x.shape[self.axis(int(ax), rank)]))
+            flat = np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape)[tuple(picks)]
+            if flat.size == 0:
+                raise ImportError_("an empty slice")
+            return self.gather_flat(node, x, flat)
         for st, en, ax, sp in zip(starts, ends, axes, steps):
             ax = self.axis(int(ax), rank)
-            if int(sp) != 1:
-                raise ImportError_(f"a slice with step {int(sp)}")
             d = x.shape[ax]
             lo, hi, _ = slice(int(st), int(en)).indices(d)
             hi = max(hi, lo)
