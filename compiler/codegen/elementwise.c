@@ -50,6 +50,8 @@ static LLVMValueRef ew(K *k, OpKind op, LLVMValueRef a, LLVMValueRef b, LLVMValu
 	case OP_ABS: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, cg_kreal(k, 0), ""), LLVMBuildFNeg(B, a, ""), a, "");
 	case OP_SIGN: return LLVMBuildFSub(B, truth(k, LLVMRealOGT, a, cg_kreal(k, 0)), truth(k, LLVMRealOLT, a, cg_kreal(k, 0)), "");
 	case OP_ERF: return cg_math(k, "erf", a, NULL);
+	case OP_SIN: return cg_math(k, "sin", a, NULL);
+	case OP_COS: return cg_math(k, "cos", a, NULL);
 	case OP_POW: return cg_math(k, "pow", a, b);
 	case OP_GELU:
 	case OP_GELU_GRAD: {

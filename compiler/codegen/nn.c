@@ -124,7 +124,8 @@ static LLVMValueRef embed_id(K *k, LLVMValueRef ids, LLVMValueRef n, int64_t V, 
  * id out of range, which the runtime's data checks rule out);
  * embed_grad: work item (part, d) owns column d of one part of the
  * table's rows (cg_embed_parts), zeroes it, and walks all the ids, adding
- * the rows of g whose id falls in its part in the order of the ids: each
+ * the rows of g whose id falls in its part (and is not padding_idx, whose
+ * row keeps a zero gradient) in the order of the ids: each
  * result is the same sum in the same order however many parts there are,
  * so the bits do not depend on them. On the GPU the parts make the grid:
  * a thread per column alone was 3 blocks for GPT-2, each thread zeroing
@@ -171,6 +172,8 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
 	LLVMValueRef id = embed_id(k, ptrs[2], l.i, V, &ok);
 	/* in this part (and so in the table): id - lo below its rows, unsigned */
 	ok = LLVMBuildICmp(B, LLVMIntULT, LLVMBuildSub(B, id, lo, ""), rows, "");
+	if (d->attr.lab.has) /* padding_idx's ids add nothing */
+		ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntNE, id, cg_i64(g, d->attr.lab.ignore), ""), "");
 	LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "add"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
 	LLVMBuildCondBr(B, ok, add, join);
 	LLVMPositionBuilderAtEnd(B, add);

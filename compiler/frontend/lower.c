@@ -903,6 +903,21 @@ static int cross_entropy(Lower *L, Scope *s, Node *n)
 	return v;
 }
 
+/* embed's padding_idx=P (PyTorch's): a row of the table, negative counting
+ * from its end; ids equal to it add nothing to the table's gradient */
+static void padding_idx(Lower *L, Node *n, Op *op, int64_t P)
+{
+	Type t = ir_vtype(L->p, op->in[0]);
+	if (t.rank != 2)
+		return; /* the shape rule names the table's shape */
+	int64_t V = t.dim[0];
+	if (P < -V || P >= V)
+		diag_error(n->args.data[2]->loc, "padding_idx %lld is not a row of the table %s: it must lie in %lld..%lld (negative counts from the end)",
+		           (long long)P, ts(t), (long long)-V, (long long)V - 1);
+	op->attr.lab.has = true;
+	op->attr.lab.ignore = (int)(P < 0 ? P + V : P);
+}
+
 /* training(): 1 in a training step, 0 in evaluation (the executable's --eval) */
 static int training(Lower *L, Scope *s, Node *n)
 {
@@ -1028,9 +1043,13 @@ static int call(Lower *L, Scope *s, Node *n)
 		return emit(L, op);
 	}
 	case FE_EMBED: {
-		arity(n, 2, 2);
+		Arg a[] = {{"padding_idx", 0, false, false, INT64_MIN}};
+		builtin_args(L, s, n, 2, a, 1);
 		int in[2] = {tensor_expr(L, s, n->args.data[0]), tensor_expr(L, s, n->args.data[1])};
-		int v = emit(L, mk(L, OP_EMBED, n->loc, 2, in));
+		Op *op = mk(L, OP_EMBED, n->loc, 2, in);
+		if (n->args.len > 2)
+			padding_idx(L, n, op, (int64_t)a[0].value);
+		int v = emit(L, op);
 		record_ids(L, n, in[1], ir_vtype(L->p, in[0]).dim[0], NULL);
 		return v;
 	}

@@ -98,6 +98,7 @@ typedef enum {
 	AT_AXIS,    /* ax.axis, ax.at: range's first element, pad's zeros before, concat's a size; argmax's axis */
 	AT_WINDOW,  /* win */
 	AT_LABELS,  /* lab.has, lab.ignore: the label that counts for nothing */
+	AT_PADDING, /* lab.has, lab.ignore: embed's padding_idx, the row whose ids add nothing to the gradient */
 	AT_DROPOUT, /* drop.p, drop.site: its place in the program, which keys its draws */
 	AT_LITERAL, /* lit.v: a constant tensor's elements, row-major (arena memory, shared by copies) */
 } AttrKind;

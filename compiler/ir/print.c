@@ -127,6 +127,10 @@ static void print_attr(FILE *f, Program *p, Op *op)
 		if (a->lab.has)
 			fprintf(f, " ignore=%d", a->lab.ignore);
 		break;
+	case AT_PADDING:
+		if (a->lab.has)
+			fprintf(f, " padding_idx=%d", a->lab.ignore);
+		break;
 	case AT_DROPOUT:
 		fprintf(f, " p=%g site=%d", a->drop.p, a->drop.site);
 		break;

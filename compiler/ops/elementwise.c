@@ -25,6 +25,8 @@ double ops_eval_ew(OpKind k, const double *x)
 	case OP_ABS: return fabs(a);
 	case OP_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
 	case OP_ERF: return erf(a);
+	case OP_SIN: return sin(a);
+	case OP_COS: return cos(a);
 	case OP_GELU: return 0.5 * a * (1 + tanh(GELU_C * (a + GELU_A * a * a * a)));
 	case OP_GELU_GRAD: {
 		double t = tanh(GELU_C * (a + GELU_A * a * a * a));
@@ -158,6 +160,12 @@ void ops_adjoint_ew(Ad *a, Op *op, int g)
 	case OP_ERF: /* 2 / sqrt(pi) exp(-x^2) */
 		share(a, x, ad_op2(a, OP_MUL, loc, ad_op2(a, OP_MUL, loc, g, ad_const(a, loc, 1.1283791670955126)),
 		                   ad_op1(a, OP_EXP, loc, ad_op1(a, OP_NEG, loc, ad_op2(a, OP_MUL, loc, x, x)))), loc);
+		return;
+	case OP_SIN:
+		share(a, x, ad_op2(a, OP_MUL, loc, g, ad_op1(a, OP_COS, loc, x)), loc);
+		return;
+	case OP_COS: /* -sin */
+		share(a, x, ad_op1(a, OP_NEG, loc, ad_op2(a, OP_MUL, loc, g, ad_op1(a, OP_SIN, loc, x))), loc);
 		return;
 	case OP_GELU:
 		share(a, x, ad_op2(a, OP_MUL, loc, g, ad_op1(a, OP_GELU_GRAD, loc, x)), loc);

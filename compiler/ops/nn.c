@@ -19,6 +19,9 @@ const char *ops_shape_embed(Program *p, Op *op, Type *out)
 		return ar_printf("embed needs i32 ids, got %s (table %s)", ops_vs(p, op->in[1]), ops_vs(p, op->in[0]));
 	if (ids.rank + 1 > IR_MAXRANK)
 		return ar_printf("embed's ids %s have too many axes", ops_ts(ids));
+	int64_t V = grad ? op->to.dim[0] : t.dim[0];
+	if (op->attr.lab.has && (op->attr.lab.ignore < 0 || op->attr.lab.ignore >= V))
+		return ar_printf("embed's padding_idx %d is not a row of a table of %lld", op->attr.lab.ignore, (long long)V);
 	if (grad) {
 		*out = op->to;
 		return NULL;
@@ -36,6 +39,7 @@ void ops_adjoint_embed(Ad *a, Op *op, int g)
 		return;
 	Op *d = ir_new_op(ad_program(a), OP_EMBED_GRAD, op->loc, 2, (int[]){g, op->in[1]});
 	d->to = ir_vtype(ad_program(a), table);
+	d->attr = op->attr; /* padding_idx: its ids add nothing */
 	ad_contrib(a, table, ad_emit(a, d), op->loc);
 }
 
@@ -775,15 +779,18 @@ void ops_run_embed(Interp *m, Op *op)
 	double *x = ops_real(m, op->in[0]), *o = ops_real(m, op->out);
 	if (grad)
 		memset(o, 0, sizeof(double) * (size_t)(V * D));
-	for (int64_t n = 0; n < N; n++)
+	for (int64_t n = 0; n < N; n++) {
+		if (ids[n] < 0 || ids[n] >= V)
+			die("interp: id %d out of range 0..%lld", ids[n], (long long)V - 1);
+		if (grad && op->attr.lab.has && ids[n] == op->attr.lab.ignore)
+			continue; /* padding_idx: read in the forward, no gradient */
 		for (int64_t d = 0; d < D; d++) {
-			if (ids[n] < 0 || ids[n] >= V)
-				die("interp: id %d out of range 0..%lld", ids[n], (long long)V - 1);
 			if (grad)
 				o[ids[n] * D + d] += x[n * D + d];
 			else
 				o[n * D + d] = x[ids[n] * D + d];
 		}
+	}
 }
 
 /* the draws of the first training step with the default seed: the step

@@ -390,6 +390,34 @@ PY
 else
 	notok "runtime/text-ids" "$o/bytes.log"
 fi
+# padding_idx: the same program with and without it, the ids of "abab..." reaching the loss: the
+# forward and the loss are the same, row 98 ('b') of the table's gradient is exactly zero with it,
+# and every other row has the same bits (finite differences, tests/ops/embed_padding.dp, cannot see
+# a gradient that is not the derivative)
+for pad in "" ", padding_idx=98"; do
+	n=pad${pad:+ded}
+	sed "s/embed(table, ids)/embed(table, ids$pad)/g" "$o/bytes.dp" >"$o/$n.dp"
+	"$DPC" "$o/$n.dp" -o "$o/$n" >>"$o/padding.log" 2>&1 &&
+		"$o/$n" --steps 1 --lr 0 --quiet --data "$o/ab.txt" --dump-grads "$o/$n.grads" --summary-json "$o/$n.json" >>"$o/padding.log" 2>&1
+done
+if python3 - "$o/pad" "$o/padded" >>"$o/padding.log" 2>&1 <<'PY'; then
+import json, struct, sys
+def table(path):
+    b = open(path + ".grads", "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    m = json.loads(b[8:8 + n])["table"]
+    a, e = m["data_offsets"]
+    g = struct.unpack("<%df" % ((e - a) // 4), b[8 + n + a:8 + n + e])
+    return [g[r * 4:r * 4 + 4] for r in range(256)], json.load(open(path + ".json"))["loss_first"]
+(plain, lp), (padded, lq) = table(sys.argv[1]), table(sys.argv[2])
+assert lp == lq, (lp, lq)
+assert any(plain[98]) and not any(padded[98]), (plain[98], padded[98])
+assert any(plain[97]) and all(plain[r] == padded[r] for r in range(256) if r != 98)
+PY
+	ok "runtime/embed-padding: padding_idx's row has a zero gradient, the loss and the other rows the same bits"
+else
+	notok "runtime/embed-padding" "$o/padding.log"
+fi
 "$DPC" tests/ops/embed.dp -o "$o/embed5" >/dev/null 2>&1
 expect "runtime/text-id-out-of-range" 1 "ab.txt: entry 0 is 97, not an id in 0..4 of input 'ids'" "$o/embed5" --steps 1 --data "$o/ab.txt"
 printf 'abc' >"$o/short.txt"
