@@ -513,8 +513,10 @@ class Converter:
         f = getattr(self, "op_" + node.op_type, None)
         if f is None:
             raise ImportError_("dpc has no such op")
+        # a comparison draws the mask; the dynamo exporter's CastLike reads the uniform tensor for its type alone
         if any(hasattr(v, "uniform") for v in ins if v is not None) and \
-                node.op_type not in ("Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
+                node.op_type not in ("Less", "Greater", "LessOrEqual", "GreaterOrEqual") and \
+                not (node.op_type == "CastLike" and not hasattr(ins[0], "uniform")):
             raise ImportError_("reads a random uniform tensor: dpc draws one only as a mask, compared with a "
                                "constant (stochastic depth)")
         a = {at.name: onnx.helper.get_attribute_value(at) for at in node.attribute}
