@@ -342,6 +342,29 @@ def elementwise(out):
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, width])], [w("w", D, D), w("w2", D, D)], x, y)
 
 
+def pademb(out):
+    """an embedding with padding_idx 0: pademb.onnx carries it as the dynamo exporter does (the node's PyTorch
+    call in its metadata), padplain.onnx does not (the legacy exporter's); its ids hold 0 in three places"""
+    B, T, V, D = 2, 5, 7, 3
+    n = helper.make_node
+    for name, marked in (("pademb", True), ("padplain", False)):
+        emb = n("Gather", ["wte", "ids"], ["emb"], name="node_embedding")
+        if marked:
+            p = emb.metadata_props.add()
+            p.key = "pkg.torch.onnx.fx_node"
+            p.value = ("%embedding : [num_users=1] = call_function[target=torch.ops.aten.embedding.default]"
+                       "(args = (%p_wte, %ids, 0), kwargs = {})")
+        g = helper.make_graph([emb, n("MatMul", ["emb", "head"], ["logits"])], name,
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [B, T])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [B, T, V])],
+                              [w("wte", V, D), w("head", D, V)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="tests/import")
+        onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+    np.save(os.path.join(out, "pademb.x.npy"), np.array([[0, 3, 1, 0, 6], [2, 0, 5, 4, 1]], np.int64))
+    np.save(os.path.join(out, "pademb.y.npy"), R.integers(0, V, (B, T)))
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -353,3 +376,4 @@ if __name__ == "__main__":
     bufmod(out)
     gathers(out)
     elementwise(out)
+    pademb(out)

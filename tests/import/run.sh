@@ -134,6 +134,38 @@ expect import/train-buffer-not-a-buffer 1 "--train-buffer names no PyTorch buffe
 expect import/params-from-names-nothing 1 "--params-from .*buf.none names none of the initializers" \
 	bash -c "printf 'nothing\n' >'$d/buf.none'; '$DPC' '$d/bufplain.onnx' --params-from '$d/buf.none' --emit=dp -o '$d/never.dp'"
 
+# padding_idx (issue 61): the dynamo export's record of it carried into embed, said in the header; the
+# legacy export's given by --padding-idx; row 0's gradient exactly zero where ids hold 0, the others
+# the finite differences'; none trains it
+check "import: PyTorch's padding_idx from the dynamo export's node metadata" \
+	bash -c "'$DPC' '$d/pademb.onnx' --emit=dp -o '$d/pad.dp' && grep -q 'embed(wte, ids, padding_idx=0)' '$d/pad.dp' &&
+	         grep -q \"note: the embedding wte's row 0 gets no gradient, as its padding_idx\" '$d/pad.dp'"
+check "import: --padding-idx for the legacy export, which loses it" \
+	bash -c "'$DPC' '$d/padplain.onnx' --padding-idx wte=0 --emit=dp -o '$d/pad2.dp' && grep -q 'padding_idx=0' '$d/pad2.dp'"
+check "import: --padding-idx NAME=none trains every row" \
+	bash -c "'$DPC' '$d/pademb.onnx' --padding-idx wte=none --emit=dp -o '$d/pad3.dp' && ! grep -q 'padding_idx' '$d/pad3.dp'"
+expect "import: --padding-idx naming no embedding" 1 "--padding-idx names no embedding table of .*padplain.onnx: head" \
+	"$DPC" "$d/padplain.onnx" --padding-idx head=0 --emit=dp -o "$d/never.dp"
+expect "import: --padding-idx outside the table" 1 "the padding index 7 of wte lies outside its 7 rows" \
+	"$DPC" "$d/padplain.onnx" --padding-idx wte=7 --emit=dp -o "$d/never.dp"
+if "$DPC" "$d/pademb.onnx" --target cpu --precision f64 -o "$d/pademb" >"$d/pademb.log" 2>&1 &&
+	"$d/pademb" --steps 1 --data "$d/pademb.x.npy" --labels "$d/pademb.y.npy" --dump-grads "$d/pademb.grads" >>"$d/pademb.log" 2>&1 &&
+	"$DPC" "$d/pademb.onnx" --padding-idx wte=none --target cpu --precision f64 -o "$d/padnone" >>"$d/pademb.log" 2>&1 &&
+	"$d/padnone" --steps 1 --data "$d/pademb.x.npy" --labels "$d/pademb.y.npy" --dump-grads "$d/padnone.grads" >>"$d/pademb.log" 2>&1; then
+	check "import: the pad row's gradient is exactly zero, the other rows' as without padding_idx" python3 - "$d" <<'PY'
+import sys
+sys.path.insert(0, "tests/import")
+import numpy as np
+import reference
+d = sys.argv[1]
+a, b = reference.read_safetensors(f"{d}/pademb.grads"), reference.read_safetensors(f"{d}/padnone.grads")
+assert (a["wte"][0] == 0).all() and (b["wte"][0] != 0).any(), (a["wte"][0], b["wte"][0])
+assert np.array_equal(a["wte"][1:], b["wte"][1:]) and np.array_equal(a["head"], b["head"])
+PY
+else
+	notok "import: pademb compiles and runs" "$d/pademb.log"
+fi
+
 # models as PyTorch's own exporters write them (tests/import/torch/export.py, committed with PyTorch's
 # loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode) and
 # HuggingFace's GPT-2 (dynamo exporter), in f64

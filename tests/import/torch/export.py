@@ -26,7 +26,9 @@ float64: the file and the reference compute in float64 throughout), each seeded 
   bert   BertForSequenceClassification (2 layers of 16, 3 classes) of two inputs, ids
          (NAME.x.npy, name input_ids) and attention_mask (NAME.mask.npy): row 1 padded
          from position 12 (mask 0, id 0, BERT's pad id and its word embeddings'
-         padding_idx, whose row's gradient is zero in PyTorch); cross-entropy
+         padding_idx, whose row's gradient is zero in PyTorch), and id 0 once in row 0 where
+         it is attended (a padded position feeds nothing to the [CLS] output, so only there
+         does padding_idx change a gradient); cross-entropy
 llama's and bert's .onnx without the exporter's debugging metadata of each node (stack trace,
 namespace, class hierarchy, name scopes: 70% of the bytes); its fx_node, which the converter
 reads, stays. densenet and gpt2 draw from one seed in turn: regenerate them together.
@@ -131,6 +133,7 @@ def bert():
                                                  attention_probs_dropout_prob=0, num_labels=3, use_cache=False))
     x, mask = torch.randint(1, 64, (2, 16)), torch.ones(2, 16, dtype=torch.long)
     x[1, 12:], mask[1, 12:] = 0, 0
+    x[0, 3] = 0  # the pad id where it is attended: its row's gradient is zero only by padding_idx
     hf("bert", m, {"input_ids": x, "attention_mask": mask}, torch.tensor([2, 0]))
 
 
