@@ -167,12 +167,18 @@ else
 fi
 
 # models as PyTorch's own exporters write them (tests/import/torch/export.py, committed with PyTorch's
-# loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode) and
-# HuggingFace's GPT-2 (dynamo exporter), in f64
-for m in densenet gpt2; do
-	t=tests/import/torch
-	if "$DPC" "$t/$m.onnx" --target cpu --precision f64 -o "$d/torch_$m" >"$d/torch_$m.log" 2>&1 &&
-		"$d/torch_$m" --steps 1 --lr 0 --data "$t/$m.x.npy" --labels "$t/$m.y.npy" --summary-json "$d/torch_$m.json" \
+# loss and gradients): a DenseNet of torchvision's class (legacy exporter, training mode),
+# HuggingFace's GPT-2 (dynamo exporter), a Llama (dynamo: RMSNorm, rotary tables from the inv_freq
+# buffer, grouped-query attention; causal_lm labels holding -100) and a BERT classifier with an
+# attention mask padding row 1 and id 0, its word embeddings' padding_idx, once where it is attended;
+# in f64, against PyTorch computing in f64 throughout
+t=tests/import/torch
+for m in densenet gpt2 llama bert; do
+	loss= feed=(--data "$t/$m.x.npy")
+	[ $m = llama ] && loss="--loss causal_lm"
+	[ $m = bert ] && feed=(--input input_ids="$t/bert.x.npy" --input attention_mask="$t/bert.mask.npy")
+	if "$DPC" "$t/$m.onnx" --target cpu --precision f64 $loss -o "$d/torch_$m" >"$d/torch_$m.log" 2>&1 &&
+		"$d/torch_$m" --steps 1 --lr 0 "${feed[@]}" --labels "$t/$m.y.npy" --summary-json "$d/torch_$m.json" \
 			--dump-grads "$d/torch_$m.grads" >>"$d/torch_$m.log" 2>&1; then
 		python3 "$t/compare.py" "$m" "$d/torch_$m.json" "$d/torch_$m.grads" >"$d/torch_$m.cmp" 2>&1
 		cat "$d/torch_$m.cmp"
@@ -184,6 +190,20 @@ for m in densenet gpt2; do
 	fi
 done
 check "import/torch gpt2: HuggingFace's GPT-2 layers are one loop" grep -q '^  for l in 0\.\.2 {' "$d/torch_gpt2.dp"
+check "import/torch llama: the Llama's layers are one loop, inv_freq kept fixed" \
+	bash -c "grep -q '^  for l in 0\.\.2 {' '$d/torch_llama.dp' && grep -q 'kept fixed, as PyTorch.s buffers.*inv_freq' '$d/torch_llama.dp'"
+check "import/torch bert: BERT's layers are one loop, the pad row of its word embeddings carried" \
+	bash -c "grep -q '^  for l in 0\.\.2 {' '$d/torch_bert.dp' && grep -q 'embed(.*word_embeddings_weight, .*padding_idx=0)' '$d/torch_bert.dp'"
+# the pad row matters here: trained, its gradient is PyTorch's no longer
+if "$DPC" "$t/bert.onnx" --target cpu --precision f64 --padding-idx bert.embeddings.word_embeddings.weight=none \
+	-o "$d/torch_bertpad" >"$d/torch_bertpad.log" 2>&1 &&
+	"$d/torch_bertpad" --steps 1 --lr 0 --input input_ids="$t/bert.x.npy" --input attention_mask="$t/bert.mask.npy" \
+		--labels "$t/bert.y.npy" --summary-json "$d/torch_bertpad.json" --dump-grads "$d/torch_bertpad.grads" >>"$d/torch_bertpad.log" 2>&1; then
+	expect "import/torch bert: without padding_idx the pad row's gradient is not PyTorch's" 0 "^not ok - .*word_embeddings" \
+		python3 "$t/compare.py" bert "$d/torch_bertpad.json" "$d/torch_bertpad.grads"
+else
+	notok "import/torch bert: compiles and runs with --padding-idx NAME=none" "$d/torch_bertpad.log"
+fi
 
 # loops recovered: a block of layers alike is one loop over stacked parameters
 check "import: gpt's 8 layers are one loop" grep -q '^  for l in 0\.\.8 {' "$d/gpt64.dp"
