@@ -912,8 +912,8 @@ static void padding_idx(Lower *L, Node *n, Op *op, int64_t P)
 		return; /* the shape rule names the table's shape */
 	int64_t V = t.dim[0];
 	if (P < -V || P >= V)
-		diag_error(n->args.data[2]->loc, "padding_idx %lld is not a row of the table %s: it must lie in %lld..%lld (negative counts from the end)",
-		           (long long)P, ts(t), (long long)-V, (long long)V - 1);
+		diag_error(n->args.data[2]->loc, "padding_idx %lld is not a row of the table %s: it must lie in %lld..%lld "
+		           "(negative counts from the end)", (long long)P, ts(t), (long long)-V, (long long)V - 1);
 	op->attr.lab.has = true;
 	op->attr.lab.ignore = (int)(P < 0 ? P + V : P);
 }
