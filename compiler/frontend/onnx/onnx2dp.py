@@ -119,7 +119,7 @@ DP_BUILTINS = {"relu", "tanh", "sigmoid", "exp", "log", "sqrt", "abs", "sign", "
                "minimum", "where", "sum", "mean", "max", "min", "reshape", "transpose", "softmax", "log_softmax",
                "embed", "attention", "layernorm", "arange", "cast", "argmax", "dropout", "training", "mse",
                "cross_entropy", "pad", "concat", "conv2d", "max_pool2d", "avg_pool2d", "groupnorm", "upsample",
-               "neg"}
+               "neg", "sin", "cos"}
 
 
 class Converter:
