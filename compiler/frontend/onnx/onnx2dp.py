@@ -188,8 +188,10 @@ class Converter:
             v = V(name, arr.shape, "f32")
         else:
             name = self.fresh(hint)
-            # finite in float32, as the executable checks what it loads (an f64 export's masks hold float64's -max)
-            self.weights[name] = np.nan_to_num(np.clip(arr.astype(np.float64), -F32_MAX, F32_MAX)).astype(np.float32)
+            # finite in float32, as the executable checks what it loads (an f64 export's masks hold float64's -max);
+            # an f64 export's in float64, which an f64 build then reads unrounded
+            wide = np.float64 if arr.dtype == np.float64 else np.float32
+            self.weights[name] = np.nan_to_num(np.clip(arr.astype(np.float64), -F32_MAX, F32_MAX)).astype(wide)
             self.decls.append(f"buffer {name} : f32{dims(arr.shape)} = load(\"{name}\")   # a constant of the model")
             self.buffers.append(name)
             v = V(name, arr.shape, "f32")
