@@ -191,6 +191,9 @@ class Converter:
             # finite in float32, as the executable checks what it loads (an f64 export's masks hold float64's -max);
             # an f64 export's in float64, which an f64 build then reads unrounded
             wide = np.float64 if arr.dtype == np.float64 else np.float32
+            if np.issubdtype(arr.dtype, np.integer) and arr.size and np.abs(arr).max() > 2 ** 24:
+                raise ImportError_(f"a constant of {arr.size} integers up to {int(np.abs(arr).max())}: dpc carries "
+                                   f"a large one as float32, exact only to 2^24")
             self.weights[name] = np.nan_to_num(np.clip(arr.astype(np.float64), -F32_MAX, F32_MAX)).astype(wide)
             self.decls.append(f"buffer {name} : f32{dims(arr.shape)} = load(\"{name}\")   # a constant of the model")
             self.buffers.append(name)
