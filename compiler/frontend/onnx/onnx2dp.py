@@ -1298,7 +1298,17 @@ class Converter:
         placed[tgt.reshape(-1)] = True
         if placed.all():
             return self.gather_flat(node, upd, src.reshape(shape))
-        # the places not written read update 0: masked off by where
+        # the places not written are masked off by where: each reads the start of the updates' rows, so that
+        # whole rows written (ScatterND of rows) stay a gather of rows
+        for w in (int(np.prod(shape[j:])) for j in range(len(shape))):
+            rows = src.reshape(-1, w) if src.size % w == 0 and int(np.prod(self.shape_of(upd))) % w == 0 else None
+            if w > 1 and rows is not None:
+                pr = placed.reshape(-1, w)
+                whole = pr.all(axis=1) | ~pr.any(axis=1)
+                if whole.all() and ((rows[pr[:, 0]] - rows[pr[:, 0], :1]) == np.arange(w)).all() and \
+                        (rows[pr[:, 0], 0] % w == 0).all():
+                    rows[~pr[:, 0]] = np.arange(w)
+                    break
         moved = self.gather_flat(onnx.helper.make_node("Identity", [], [node.output[0] + "_moved"]), upd,
                                  src.reshape(shape))
         m = self.literal(placed.reshape(shape), node.output[0] + "_placed")
