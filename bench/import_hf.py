@@ -79,7 +79,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "../tests/import"))
 import reference  # noqa: E402  (a safetensors reader apart from dpc's)
-from import_torch import LR, aliases, find, grad_error, run, torch_variants, worst  # noqa: E402
+from import_torch import LR, aliases, find, grad_error, half_peak, run, torch_variants, worst  # noqa: E402
 
 MODELS = ["llama", "mistral", "qwen2", "neox", "bert"]
 B, T = 2, 16
@@ -386,29 +386,7 @@ def check(name, how, a, rows):
     if not (el32 <= 1e-4 or el32 <= 2 * own32):
         fails.append(f"10 SGD steps in f32: {el32:.2e}, PyTorch's f32 vs f64 {own32:.2e}")
 
-    # half the peak, checkpointed: the same bits
-    mem = json.load(open(f"{d}/m32.json"))["peak_device_bytes"]
-    fixed = sum(mem[k] for k in ("params", "grads", "optimizer", "inputs"))
-    budget = fixed + (mem["total"] - fixed) // 2
-    row["peak MB"] = f"{mem['total'] / 1e6:.2f}"
-    try:
-        run([dpc, f"{d}/m32.onnx", "--target", "cpu", "-o", f"{d}/half", "--device-mem", str(budget),
-             "--checkpoint", "auto", "--stream", "none", *loss])
-        run([f"{d}/half", "--steps", "1", "--lr", "0", "--dump-grads", f"{d}/ghalf.safetensors",
-             "--summary-json", f"{d}/shalf.json"] + data)
-        ga, gb = (reference.read_safetensors(f"{d}/{f}.safetensors") for f in ("g32", "ghalf"))
-        same = ga.keys() == gb.keys() and all(ga[k].tobytes() == gb[k].tobytes() for k in ga)
-        sh = json.load(open(f"{d}/shalf.json"))
-        row["half peak"] = (f"{budget / 1e6:.2f} MB, measured {sh['peak_device_bytes'] / 1e6:.2f}, "
-                            f"recomputed {sh.get('recomputed_steps', 0)} steps, {sh.get('recomputed_fraction', 0):.0%} of the "
-                            "forward FLOPs, " + ("bitwise" if same else "DIFFERENT"))
-        if not same:
-            fails.append("gradients under half the peak differ")
-        if sh["peak_device_bytes"] > budget:
-            fails.append(f"half the peak: measured {sh['peak_device_bytes']} over the budget {budget}")
-    except RuntimeError as e:
-        row["half peak"] = "does not fit"
-        fails.append(f"half the peak: {str(e).splitlines()[-1][:200]}")
+    half_peak(dpc, d, data, row, fails, loss)
 
     if name == "llama" and how == "dynamo" and not a.stream_only:
         streamed(a, d, loss, row, fails)
