@@ -768,6 +768,7 @@ static Program *schedule(Program *p, const CkptOptions *o)
 	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
 	p->sweep_fits = o->mode == CKPT_AUTO && !o->least && !o->fit;
 	p->search_threads = o->threads > 1 ? 2 : 1;
+	p->fit_probe = o->probe;
 	switch (o->mode) {
 	case CKPT_NONE:
 		return p;

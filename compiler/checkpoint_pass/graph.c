@@ -14,8 +14,10 @@
  * offload a candidate: copied to a host variable after its definition
  * (settled after its last forward use, which frees it) and fetched where
  * the adjoint first needs it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ckpt.h"
 
@@ -58,6 +60,23 @@ typedef struct {
 
 /* what the rewrite costs: its FLOPs, and its offloads at Program.offload_cost a byte each way */
 static int64_t cost(Graph *g) { return g->flops + 2 * g->p->offload_cost * g->moved; }
+
+/* DPC_SELECT_TRACE=1: each phase of the searches, its seconds and what it left (bytes planned, FLOPs), on
+ * stderr, so that a phase that never lowers either can be found (bench/RESULTS.md, issue 62) */
+static void trace(const char *phase, int64_t bytes, int64_t flops)
+{
+	static int on = -1;
+	static struct timespec last;
+	if (on < 0)
+		on = getenv("DPC_SELECT_TRACE") != NULL, clock_gettime(CLOCK_MONOTONIC, &last);
+	if (!on)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double s = (double)(now.tv_sec - last.tv_sec) + 1e-9 * (double)(now.tv_nsec - last.tv_nsec);
+	last = now;
+	fprintf(stderr, "select: %-18s %8.3f s  %14lld bytes  %16lld flops\n", phase, s, (long long)bytes, (long long)flops);
+}
 
 static bool is_view(Op *op) { return ir_ops[op->kind].flags & OPF_VIEW; }
 
@@ -1355,7 +1374,9 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	SelResult res, r;
 	int64_t floor = sel_floor(m->P), lo = floor, bytes = fit_model(g, m, hi, plan, best, &res, false);
 	hi = bytes;
+	trace("least: fit", hi, res.flops);
 	chain_start(g, m, plan, keep, best, &hi, &res.flops);
+	trace("least: chain start", hi, res.flops);
 	/* a fit is not monotone in the budget: a greedy search may fail at one and succeed below it.
 	 * After the bisection, probes 1/8 .. 1/64 below the least found restart it from any that fits.
 	 * Not on graphs of over twice GRAPH_SWEEP candidates: on bench/graphs.sh's the chain start is
@@ -1385,6 +1406,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 			break;
 		lo = floor;
 	}
+	trace("least: bisection", hi, res.flops);
 	/* on graphs of up to GRAPH_SWEEP candidates, a sweep of budgets evenly between the floor and the
 	 * least found: the greedy fits are noisy, and each costs a few milliseconds there */
 	int64_t top = hi;
@@ -1396,6 +1418,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 			memcpy(best, keep, (size_t)m->P->n);
 		}
 	}
+	trace("least: sweep", hi, res.flops);
 	/* more starts, each keeping one of the largest values and computing every other again where
 	 * needed, then descended on the model: the region of a U-Net's least (its largest concat kept,
 	 * the chains recomputed from it), which the searches that keep from nothing do not reach
@@ -1418,10 +1441,12 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 			take_planned(g, m, plan, keep, best, &hi, &res.flops);
 		}
 	}
+	trace("least: largest starts", hi, res.flops);
 	/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
 	memcpy(keep, best, (size_t)m->P->n);
 	sel_lower(m->P, 8, keep);
 	take_planned(g, m, plan, keep, best, &hi, &res.flops);
+	trace("least: descent", hi, res.flops);
 	/* two restarts from the least found, each descended: every value computed once there computed at each
 	 * use instead, and the reverse. The searches that keep from nothing make values once; computing them
 	 * each time frees them between uses (U-Net at B=8: 4,596,736 to 4,334,592 bytes, 24.8% of store-everything
@@ -1434,6 +1459,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}
+	trace("least: restarts", hi, res.flops);
 	/* threshold accepting from the least found, then a descent: a walk through choices up to a twentieth of
 	 * the peak worse reaches what changing one value, or kicking a few, does not (Inception at B=8: 2,354,432
 	 * to 2,096,384 bytes, 0.2 points of store-everything above the bound; the DenseNet sample: at a tenth,
@@ -1445,23 +1471,28 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}
+	trace("least: anneal", hi, res.flops);
 	/* two walks from the least found (each round is a descent): one that only descends, one that also crosses
 	 * plateaus */
 	memcpy(keep, best, (size_t)m->P->n);
 	iterated_descent(g, m, plan, keep, false, best, &hi, &res.flops);
 	iterated_descent(g, m, plan, keep, true, best, &hi, &res.flops);
+	trace("least: kicks", hi, res.flops);
 	/* on small graphs, a descent checked by the planner itself: each candidate's state changed where
 	 * that lowers the planned peak (the model's peak is within some 15% of the planner's, not exact) */
 	if (m->descent)
 		planner_descent(g, m, plan, best, &hi, &res.flops);
+	trace("least: planner descent", hi, res.flops);
 	/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
 	bytes = fit_model(g, m, hi, plan, keep, &r, false);
 	if (bytes <= hi && r.flops < res.flops) {
 		res = r;
 		memcpy(best, keep, (size_t)m->P->n);
 	}
+	trace("least: refit", hi, res.flops);
 	/* from the least found, what saves FLOPs at its own model peak, checked by the planner */
 	planner_rounds(g, m, hi, sel_eval(m->P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
+	trace("least: improve", hi, res.flops);
 	*out = res;
 	return hi;
 }
@@ -1479,7 +1510,8 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
 	SelResult r;
 	p->pack_effort = 1;
-	least_search(g, m, plan, other, &r);
+	int64_t again = least_search(g, m, plan, other, &r);
+	trace("least: packed hard", again, r.flops);
 	p->pack_effort = 2;
 	int64_t f, hi = planned(g, m, best, plan, &f), h = planned(g, m, other, plan, &r.flops);
 	if (h < hi || (h == hi && r.flops < f)) {
@@ -1494,6 +1526,7 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	r = sel_blocks(m->P, other);
 	h = planned(g, m, other, plan, &r.flops);
 	p->pack_effort = 0;
+	trace("least: blocks", h < hi ? h : hi, h < hi ? r.flops : f);
 	if (h < hi || (h == hi && r.flops < f)) {
 		memcpy(best, other, (size_t)m->P->n);
 		*res = r;
@@ -1628,6 +1661,7 @@ static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 {
+	trace("least: begin", 0, 0);
 	Graph g = {0};
 	init(&g, p);
 	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
@@ -1676,6 +1710,7 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 {
 	if (plan(p) <= budget)
 		return 0;
+	trace("fit: begin", budget, 0);
 	Graph g = {0};
 	init(&g, p);
 	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
@@ -1689,14 +1724,19 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
 		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
+		trace("fit: model", bytes, res.flops);
 		if (m.small && !ir_has_loops(p))
 			bytes = fit_packed_hard(&g, &m, budget, plan, keep, &res, bytes);
+		trace("fit: packed hard", bytes, res.flops);
 		if (m.small && !ir_has_loops(p))
 			bytes = fit_restarts(&g, &m, budget, plan, keep, &res, bytes);
-		if (bytes > budget)
+		trace("fit: restarts", bytes, res.flops);
+		if (bytes > budget && !p->fit_probe)
 			least_within(&g, &m, budget, plan, keep, &res, &bytes);
+		trace("fit: least within", bytes, res.flops);
 		if (m.small && !ir_has_loops(p) && bytes <= budget)
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
+		trace("fit: refill", bytes, res.flops);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
@@ -1711,6 +1751,7 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 	SelResult res;
 	int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
+	trace("fit: model", bytes, res.flops);
 	int64_t c = fit_planned(&g, budget, plan, most);
 	if (bytes > budget || (plan(p) <= budget && c <= res.flops))
 		return c;
