@@ -21,7 +21,16 @@
 #   below; PYTHON names a Python with torch and torchvision), imported with
 #   dpc MODEL.onnx (batch normalization in training mode, as exported): the
 #   least cut (--checkpoint min-memory) and what it recomputes, beside
-#   the hand-written row's and theirs, and the import's and plan's seconds.
+#   the hand-written row's and theirs, and the plan's seconds; then the plan
+#   at a budget one point past their cut (the weights, their gradients and
+#   (99 - theirs)% of the activation bytes): what it recomputes ("-": no plan)
+#   and its seconds.
+#   bash bench/graphs.sh phases [NET|FILE...]: which of the straight-line
+#   selection's stacked searches still find anything (issue 62, item 4): each
+#   network (or a .dp or .onnx file) planned with --checkpoint min-memory and
+#   at half its store-everything peak under DPC_SELECT_TRACE=1; per search
+#   phase, the seconds it took and how often it lowered the planned bytes (the
+#   least search) or the FLOPs (a budget's fit), and by how much in all.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
 #   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224;
 #   NASNet and DARTS at their sizes), each at half its peak.
@@ -136,7 +145,8 @@ if [ "${1:-}" = onnx ]; then
 	nets=("$@")
 	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
 	py=${PYTHON:-python3}
-	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s\n' network batch side full_MB act_MB cut rec@least theirs hand_cut compile_s
+	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %10s %8s\n' network batch side full_MB act_MB cut rec@least theirs hand_cut \
+		compile_s rec@them+1 fit_s
 	for net in "${nets[@]}"; do
 		"$py" - "$net" "$(batch "$net")" "$(side "$net")" "$out/$net.onnx" <<'PY'
 import sys, warnings
@@ -155,11 +165,82 @@ PY
 			-o /dev/null --schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
 		least=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec=$(frac)
 		mine=$(cut "$least") fw=$full ww=$weights
+		# a budget one point past their cut
+		past=$(python3 -c "print(int($weights + (1 - ($(theirs "$net") + 1) / 100) * ($full - $weights)))")
+		fit=- fit_s=$( { /usr/bin/time -f '%e' "$DPC" --target cpu "$out/$net.onnx" --device-mem "$past" --stream none \
+			--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; } 2>&1 | tail -1)
+		[ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $past")" = True ] && fit=$(frac)
+		rm -f "$out/s.json"
 		network "$net"
 		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		hand=$(cut "$(field "$out/s.json" "d['peak_device_bytes']['total']")")
-		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s\n' "$net" "$(batch "$net")" "$(side "$net")" \
-			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t"
+		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %10s %8s\n' "$net" "$(batch "$net")" "$(side "$net")" \
+			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t" \
+			"$fit" "$fit_s"
+	done
+	exit 0
+fi
+
+if [ "${1:-}" = phases ]; then
+	shift
+	nets=("$@")
+	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3 nasnet darts)
+	for net in "${nets[@]}"; do
+		case $net in
+		*.dp | *.onnx) f=$net ;;
+		*) network "$net" ;;
+		esac
+		"$DPC" --target cpu "$f" --checkpoint none --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+		for how in least half; do
+			case $how in least) args=(--checkpoint min-memory) ;; half) args=(--device-mem $((full / 2))) ;; esac
+			/usr/bin/time -f '%e' -o "$out/time" env DPC_SELECT_TRACE=1 "$DPC" --target cpu "$f" "${args[@]}" --stream none \
+				--emit=schedule -o /dev/null 2>"$out/trace" >/dev/null || true
+			t=$(tail -1 "$out/time")
+			python3 - "$(basename "$net") $how, $t s in all" "$out/trace" <<'PY'
+import re, sys
+title, path = sys.argv[1], sys.argv[2]
+line = re.compile(r"select: (\w+): (.+?)\s+([0-9.]+) s\s+(-?\d+) bytes\s+(-?\d+) flops")
+phases, order, prev = {}, [], None
+for text in open(path):
+    m = line.match(text)
+    if not m:
+        continue
+    kind, phase, sec, b, f = m.group(1), m.group(2), float(m.group(3)), int(m.group(4)), int(m.group(5))
+    if phase == "begin":
+        # the time since the last search ended: lowering, AD, the loops' rows and snapshots, planning
+        outside = phases.setdefault("(outside the searches)", [0, 0.0, 0, 0, 0])
+        outside[0] += 1
+        outside[1] += sec
+        prev = None
+        continue
+    key = kind + ": " + phase
+    if key not in phases:
+        phases[key] = [0, 0.0, 0, 0, 0]
+        order.append(key)
+    p = phases[key]
+    p[0] += 1
+    p[1] += sec
+    if prev is not None:
+        # the least search lowers bytes; a fit lowers FLOPs within the budget
+        gain = prev[0] - b if kind == "least" else prev[1] - f
+        if gain > 0:
+            p[2] += 1
+            p[3] += gain
+    prev = (b, f)
+print("%s (%d searches)" % (title, sum(1 for t in open(path) if "begin" in t)))
+print("  %-26s %5s %9s %7s %18s" % ("phase", "runs", "seconds", "helped", "lowered by"))
+for key in order + ["(outside the searches)"]:
+    if key not in phases:
+        continue
+    n, sec, helped, gain, _ = phases[key]
+    if key.startswith("("):
+        print("  %-26s %5d %9.2f" % (key, n, sec))
+        continue
+    unit = "bytes" if key.startswith("least") else "FLOPs"
+    print("  %-26s %5d %9.2f %7d %12d %s" % (key, n, sec, helped, gain, unit))
+PY
+		done
 	done
 	exit 0
 fi

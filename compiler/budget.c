@@ -159,6 +159,7 @@ static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck,
 		if (b < least)
 			best = q, pick = shapes[i], least = b;
 	}
+	ckpt_more_snapshots(best, final_bytes);
 	*planned = best;
 	return pick;
 }

@@ -49,6 +49,10 @@ Program *ckpt_pass(Program *p, const CkptOptions *o);
  * extra: more members of the JSON object (the kernels' costs), or NULL. */
 void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra);
 
+/* min-memory: each loop whose snapshots are all on the device takes the
+ * most slots that keep plan(p) at or below its bytes (fewer steps recomputed
+ * at the same peak) */
+void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *));
 /* what a training step recomputes of the program's loops, in FLOPs (saturating) */
 int64_t ckpt_recomputed_flops(Program *p);
 /* what the schedule costs: its recomputed FLOPs, and its offloads at Program.offload_cost a byte each way */

@@ -95,6 +95,9 @@ typedef struct {
  * takes on (three or four states each); beyond either, greedy. */
 #define SEL_WORK ((int64_t)1 << 26)
 #define SEL_EXACT_MOST 32
+/* sel_improve on more candidates and temporaries than this scores each lazily, from an estimate (search.c's
+ * first_estimates), where fewer are all scored before the first move */
+#define SEL_LAZY 1024
 
 SelProblem *sel_new(int n, int npos);
 /* A choice is keep[v] per value (fixed ones ignored), SEL_KEEP, SEL_ONCE
