@@ -101,7 +101,6 @@ static bool graph_has_candidates(Program *p)
 static int64_t share_cost(FeAst *ast, const DriverOptions *o, CkptOptions *c, double share, int64_t *best, double *pick)
 {
 	c->line_share = share;
-	c->probe = true;
 	Program *r = scratch_with(ast, o, c);
 	int64_t flops = mem_plan(r) <= o->device_mem ? ckpt_cost(r) : INT64_MAX;
 	if (flops < *best)

@@ -768,7 +768,6 @@ static Program *schedule(Program *p, const CkptOptions *o)
 	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
 	p->sweep_fits = o->mode == CKPT_AUTO && !o->least && !o->fit;
 	p->search_threads = o->threads > 1 ? 2 : 1;
-	p->fit_probe = o->probe;
 	switch (o->mode) {
 	case CKPT_NONE:
 		return p;
@@ -785,7 +784,11 @@ static Program *schedule(Program *p, const CkptOptions *o)
 		if (autofit && o->line_share > 0 && o->line_share < 1) {
 			/* the straight line first, in its share, the loops in their least shape; then the loops */
 			set_shape(p, 0, 1);
+			/* the share only makes room for the loops: a fit that misses it goes on as it is, without the
+			 * least search (the fit to the whole budget below runs it where that one misses) */
+			p->fit_probe = true;
 			ckpt_graph_fit(p, (int64_t)((double)p->device_mem * o->line_share), budget_plan(p, o), 12);
+			p->fit_probe = false;
 			place_snapshots(p, o);
 		}
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */

@@ -38,8 +38,6 @@ typedef struct {
 	bool each;          /* with fit: a revolve's taped step without rows computes the values its adjoint reads again
 	                     * for each op that reads them, but those it keeps where that saves FLOPs at no more peak
 	                     * (ckpt_steps_each) */
-	bool probe;         /* a scratch copy of the budget search (budget.c): a straight-line fit that misses its budget
-	                     * gives up there, without the least search that would name a budget that fits */
 	int threads;        /* --threads: the straight-line search's threads, 1 or 2 (Program.search_threads) */
 } CkptOptions;
 

@@ -389,8 +389,8 @@ struct Program {
 	double model_live[2], model_plan[2];
 	int64_t offload_cost; /* what moving one byte to the host, or back, is worth in FLOPs; 0: nothing is offloaded */
 	int search_threads;   /* the straight-line search's threads (1 or 2); the plan is the same for either */
-	bool fit_probe;       /* a scratch copy that asks only whether a budget is met: a fit that misses it is not
-	                       * searched further for the least peak (CkptOptions.probe) */
+	bool fit_probe;       /* the straight line's fit to its share of the budget (CkptOptions.line_share): one that
+	                       * misses it is not searched further for the least peak */
 	bool sweep_fits;      /* ckpt: a revolve's forward loop saves its snapshots wherever it can (auto under a budget:
 	                       * the fits measure that) */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
