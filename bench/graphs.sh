@@ -30,7 +30,8 @@
 #   network (or a .dp or .onnx file) planned with --checkpoint min-memory and
 #   at half its store-everything peak under DPC_SELECT_TRACE=1; per search
 #   phase, the seconds it took and how often it lowered the planned bytes (the
-#   least search) or the FLOPs (a budget's fit), and by how much in all.
+#   least search; or its FLOPs at the same bytes) or the FLOPs (a budget's
+#   fit), and by how much in all.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
 #   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224;
 #   NASNet and DARTS at their sizes), each at half its peak.
@@ -222,23 +223,24 @@ for text in open(path):
     p[0] += 1
     p[1] += sec
     if prev is not None:
-        # the least search lowers bytes; a fit lowers FLOPs within the budget
-        gain = prev[0] - b if kind == "least" else prev[1] - f
-        if gain > 0:
+        # the least search lowers bytes (or, at the same bytes, FLOPs); a fit lowers FLOPs within the budget
+        gain = prev[0] - b if kind == "least" else 0
+        fewer = prev[1] - f if kind == "fit" or b == prev[0] else 0
+        if gain > 0 or (gain == 0 and fewer > 0):
             p[2] += 1
-            p[3] += gain
+            p[3] += max(gain, 0)
+            p[4] += max(fewer, 0)
     prev = (b, f)
 print("%s (%d searches)" % (title, sum(1 for t in open(path) if "begin" in t)))
-print("  %-26s %5s %9s %7s %18s" % ("phase", "runs", "seconds", "helped", "lowered by"))
+print("  %-26s %5s %9s %7s %14s %18s" % ("phase", "runs", "seconds", "helped", "bytes lowered", "FLOPs lowered"))
 for key in order + ["(outside the searches)"]:
     if key not in phases:
         continue
-    n, sec, helped, gain, _ = phases[key]
+    n, sec, helped, gain, fewer = phases[key]
     if key.startswith("("):
         print("  %-26s %5d %9.2f" % (key, n, sec))
         continue
-    unit = "bytes" if key.startswith("least") else "FLOPs"
-    print("  %-26s %5d %9.2f %7d %12d %s" % (key, n, sec, helped, gain, unit))
+    print("  %-26s %5d %9.2f %7d %14d %18d" % (key, n, sec, helped, gain, fewer))
 PY
 		done
 	done

@@ -1033,12 +1033,12 @@ void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep)
 /* A descent by pairs for the peak: a kept value computed once instead
  * while another, not kept, is kept instead, where that lowers the peak (the
  * same bytes held across another stretch); passes while one helps. */
-static int64_t pair_lower(Work *w, const Cands *c, uint8_t *keep, int64_t peak, int64_t *f)
+static int64_t pair_lower(Work *w, const Cands *c, uint8_t *keep, int64_t peak, int64_t *f, int64_t limit)
 {
 	bool moved = true;
 	while (moved) {
 		moved = false;
-		for (int i = 0; i < c->nc && !moved; i++) {
+		for (int i = 0; i < c->nc && !moved && w->evals <= limit; i++) {
 			int u = c->c[i];
 			if (keep[u] != SEL_KEEP)
 				continue;
@@ -1069,8 +1069,11 @@ SelResult sel_blocks(const SelProblem *P, uint8_t *keep)
 	Cands c = candidates_of(P);
 	uint8_t *try = malloc((size_t)P->n + 1);
 	int64_t f, peak = sel_commit(&w, keep, &f);
-	for (int len = 32; len <= 64; len *= 2)
-		for (int s = 0; s < P->n; s += len / 2) {
+	/* its work limit, in evaluations: SEL_BLOCKS values and positions visited (the samples take some 15
+	 * million; the imported ResNet-152's straight line, 412 candidates, took 8 billion, 13 s, for 1.4% lower) */
+	int64_t limit = SEL_BLOCKS / (P->n + P->npos + 1);
+	for (int len = 32; len <= 64 && w.evals <= limit; len *= 2)
+		for (int s = 0; s < P->n && w.evals <= limit; s += len / 2) {
 			memcpy(try, keep, (size_t)P->n);
 			bool any = false;
 			for (int u = s; u < s + len && u < P->n; u++)
@@ -1080,7 +1083,7 @@ SelResult sel_blocks(const SelProblem *P, uint8_t *keep)
 				continue;
 			/* for the peak alone first: a descent that also saves FLOPs undoes the block at once */
 			int64_t f2, p2 = descend(&w, &c, 4, false, try, &f2);
-			p2 = pair_lower(&w, &c, try, p2, &f2);
+			p2 = pair_lower(&w, &c, try, p2, &f2, limit);
 			p2 = descend(&w, &c, 4, true, try, &f2);
 			if (p2 < peak || (p2 == peak && f2 < f)) {
 				peak = p2, f = f2;

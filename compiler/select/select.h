@@ -98,6 +98,8 @@ typedef struct {
 /* sel_improve on more candidates and temporaries than this scores each lazily, from an estimate (search.c's
  * first_estimates), where fewer are all scored before the first move */
 #define SEL_LAZY 1024
+/* sel_blocks' work limit, in values and positions visited: where it is spent, the windows left are not tried */
+#define SEL_BLOCKS ((int64_t)1 << 28)
 
 SelProblem *sel_new(int n, int npos);
 /* A choice is keep[v] per value (fixed ones ignored), SEL_KEEP, SEL_ONCE
@@ -168,7 +170,7 @@ int64_t sel_flops_bound(const SelProblem *P, int64_t budget);
  * one kept value for another) and for FLOPs; keep[] becomes the lowest
  * found (where recomputations' chains overlap, a module's values computed
  * at each use together hold less, which no change of one or two values
- * shows). */
+ * shows), within SEL_BLOCKS values and positions visited. */
 SelResult sel_blocks(const SelProblem *P, uint8_t *keep);
 
 #endif
