@@ -168,8 +168,10 @@ PY
 		mine=$(cut "$least") fw=$full ww=$weights
 		# a budget one point past their cut
 		past=$(python3 -c "print(int($weights + (1 - ($(theirs "$net") + 1) / 100) * ($full - $weights)))")
-		fit=- fit_s=$( { /usr/bin/time -f '%e' "$DPC" --target cpu "$out/$net.onnx" --device-mem "$past" --stream none \
-			--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1; } 2>&1 | tail -1)
+		fit=-
+		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.onnx" --device-mem "$past" --stream none \
+			--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1 || true
+		fit_s=$(tail -1 "$out/time")
 		[ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $past")" = True ] && fit=$(frac)
 		rm -f "$out/s.json"
 		network "$net"
