@@ -833,6 +833,14 @@ Program *ckpt_pass(Program *p, const CkptOptions *o)
  * stage's). Each revolve whose slots are all on the device takes more, one
  * loop at a time, the most that keep the plan at or below its bytes: slots
  * doubled while they fit, then the count between found by bisection. */
+/* v's slots, all on the device, its sweep as it was (set_slots would set it by Program.sweep_fits, which
+ * min-memory's fit leaves off: sweep_all chose it) */
+static void device_slots(Program *p, Op *v, int64_t s, bool swept)
+{
+	set_slots(p, v, s, 0);
+	set_swept(v, swept);
+}
+
 void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *))
 {
 	int64_t before = plan(p);
@@ -840,10 +848,11 @@ void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *))
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE || v->nhost || v->nsnap >= v->trip)
 			continue;
+		bool swept = v->swept;
 		int64_t lo = v->nsnap, hi = v->trip + 1;
 		/* lo fits; hi (or the trip count and beyond) does not, or is past the end */
 		for (int64_t s = 2 * lo; s <= v->trip; s *= 2) {
-			set_slots(p, v, s, 0);
+			device_slots(p, v, s, swept);
 			if (plan(p) > before) {
 				hi = s;
 				break;
@@ -851,7 +860,7 @@ void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *))
 			lo = s;
 		}
 		if (hi > v->trip && lo < v->trip) {
-			set_slots(p, v, v->trip, 0);
+			device_slots(p, v, v->trip, swept);
 			if (plan(p) <= before)
 				lo = v->trip;
 			else
@@ -859,13 +868,13 @@ void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *))
 		}
 		while (hi - lo > 1) {
 			int64_t mid = lo + (hi - lo) / 2;
-			set_slots(p, v, mid, 0);
+			device_slots(p, v, mid, swept);
 			if (plan(p) <= before)
 				lo = mid;
 			else
 				hi = mid;
 		}
-		set_slots(p, v, lo, 0);
+		device_slots(p, v, lo, swept);
 	}
 	plan(p);
 }

@@ -408,13 +408,6 @@ static void score_all(Work *w, const KeepScores *k, uint8_t *keep, int *round, i
 	free(todo);
 }
 
-/* From every candidate computed again once: while the peak is over the
- * budget, keep (or compute each time) the value that removes the most
- * bytes-times-positions above it (a kept value ends the chains of
- * recomputation through it, each of which would otherwise be computed
- * again at once and held); then keep the value that saves the most FLOPs
- * per byte it adds to the peak, while the peak fits. Where every score is
- * stale, all are scored at once (score_all; with `pair`, on two threads). */
 /* greedy_keep's first scores without evaluating: what each value's copies cost now (computed again once, or
  * at each position that needs it), the FLOPs that keeping it saves at the least, as a stale score */
 static void first_estimates(Work *w, const KeepScores *k, const uint8_t *keep, int *round)
@@ -429,6 +422,13 @@ static void first_estimates(Work *w, const KeepScores *k, const uint8_t *keep, i
 	}
 }
 
+/* From every candidate computed again once: while the peak is over the
+ * budget, keep (or compute each time) the value that removes the most
+ * bytes-times-positions above it (a kept value ends the chains of
+ * recomputation through it, each of which would otherwise be computed
+ * again at once and held); then keep the value that saves the most FLOPs
+ * per byte it adds to the peak, while the peak fits. Where every score is
+ * stale, all are scored at once (score_all; with `pair`, on two threads). */
 static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, bool from_nothing, bool lazy,
                            uint8_t *keep)
 {
