@@ -26,9 +26,32 @@ class Erf(OpRun):
         return (np.vectorize(math.erf, otypes=[x.dtype])(x),)
 
 
+class Pad(OpRun):
+    """Pad whose pads may be negative (a crop, as the ONNX spec allows; the evaluator's own refuses them)"""
+    op_domain = ""
+
+    def _run(self, x, pads, constant_value=None, axes=None, mode=None):
+        r = x.ndim
+        axes = list(range(r)) if axes is None else [int(a) % r for a in axes]
+        n = len(axes)
+        before, after = [0] * r, [0] * r
+        for i, a in enumerate(axes):
+            before[a], after[a] = int(pads[i]), int(pads[i + n])
+        x = x[tuple(slice(max(-b, 0), x.shape[k] - max(-e, 0)) for k, (b, e) in enumerate(zip(before, after)))]
+        widths = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
+        mode = (mode or "constant").decode() if isinstance(mode, bytes) else (mode or "constant")
+        if mode == "constant":
+            c = 0 if constant_value is None else constant_value.reshape(-1)[0] if constant_value.size else 0
+            return (np.pad(x, widths, mode="constant", constant_values=c).astype(x.dtype),)
+        return (np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode]),)
+
+
+NEW_OPS = [Erf, Pad]
+
+
 
 def to_f64(model):
-    """the same model computing in float64: initializers, constants, inputs and casts"""
+    """the same model computing in float64: initializers, constants (ConstantOfShape's too), inputs and casts"""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
@@ -41,7 +64,7 @@ def to_f64(model):
             vi.type.tensor_type.elem_type = TensorProto.DOUBLE
     for n in g.node:
         for at in n.attribute:
-            if n.op_type == "Constant" and at.name == "value" and at.t.data_type in REALS:
+            if n.op_type in ("Constant", "ConstantOfShape") and at.name == "value" and at.t.data_type in REALS:
                 a = numpy_helper.to_array(at.t).astype(np.float64)
                 at.t.CopyFrom(numpy_helper.from_array(a, at.t.name))
             if n.op_type == "Cast" and at.name == "to" and at.i in REALS:
@@ -85,7 +108,7 @@ def loss(model, x, y, kind="cross_entropy", train=False):
     inp = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}][0]
     if x.dtype.kind == "f":
         x = x.astype(np.float64)
-    outs = ReferenceEvaluator(m, new_ops=[Erf]).run(None, {inp: x})
+    outs = ReferenceEvaluator(m, new_ops=NEW_OPS).run(None, {inp: x})
     names = [o.name for o in m.graph.output]
     out = outs[0]
     if kind == "cross_entropy":

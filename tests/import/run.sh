@@ -28,7 +28,10 @@ for m in cnn gpt seq:mse mask:mse gathers:mse elementwise:mse; do
 	half=
 	case $m in seq | mask | gathers | elementwise) half=--no-half ;; esac # its working set is most of its peak
 	python3 tests/import/check.py "$DPC" "$d" "$m" --loss "$loss" $half >"$d/$m.log" 2>&1
+	rc=$?
 	cat "$d/$m.log"
+	# a check.py that stops part-way (an exception) fails, whatever it printed before
+	[ $rc = 0 ] || grep -q '^not ok - ' "$d/$m.log" || notok "import/$m: check.py ran to its end (status $rc)" "$d/$m.log"
 	grep -q '^\(not \)\?ok - ' "$d/$m.log" || notok "import/$m: check.py ran no check" "$d/$m.log"
 	npass=$((npass + $(grep -c '^ok - ' "$d/$m.log")))
 	nfail=$((nfail + $(grep -c '^not ok - ' "$d/$m.log")))
@@ -81,7 +84,7 @@ from onnx.reference import ReferenceEvaluator
 import reference
 d = sys.argv[1]
 m = reference.to_f64(onnx.load(f"{d}/gpt.onnx"))
-logits = ReferenceEvaluator(m, new_ops=[reference.Erf]).run(None, {"ids": np.load(f"{d}/gpt.x.npy")})[0][:, :-1]
+logits = ReferenceEvaluator(m, new_ops=reference.NEW_OPS).run(None, {"ids": np.load(f"{d}/gpt.x.npy")})[0][:, :-1]
 lab = np.load(f"{d}/gpt.clm.npy")[:, 1:]
 keep = lab != -100
 z = logits - logits.max(axis=-1, keepdims=True)
