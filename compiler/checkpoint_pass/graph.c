@@ -14,6 +14,7 @@
  * offload a candidate: copied to a host variable after its definition
  * (settled after its last forward use, which frees it) and fetched where
  * the adjoint first needs it. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@ typedef struct {
 	bool *drop;      /* per value: the adjoint computes it again */
 	bool *keep;      /* per value the adjoint does not read: kept for the recomputations that read it */
 	bool *each;      /* per value computed again: made again for each adjoint op that needs it, not held between */
+	int *hold;       /* per value computed again, the chain planner's (sel_chain): made again for each adjoint op
+	                  * before top-level op hold[v] that needs it, and held from there; -1: as each[] says */
 	bool *host;      /* per value dropped: offloaded and fetched instead of computed again */
 	int *fwd_end;    /* per forward value: the last top-level forward op that reads it or a view of it */
 	int *hvar, *copy; /* per value offloaded: its host variable and its offload's event in the current rewrite */
@@ -143,8 +146,10 @@ static bool needs(Graph *g, int w)
  * workspace always is */
 static bool made_each(Graph *g, int w)
 {
-	while (w < g->nv && g->pos[w] >= 0 && !g->each[w] && is_view(g->p->body.ops[g->pos[w]]))
+	while (w < g->nv && g->pos[w] >= 0 && !g->each[w] && g->hold[w] < 0 && is_view(g->p->body.ops[g->pos[w]]))
 		w = g->p->body.ops[g->pos[w]]->in[0];
+	if (w < g->nv && g->hold[w] >= 0)
+		return g->cur < g->hold[w];
 	return w < g->nv && (g->each[w] || (g->pos[w] >= 0 && g->p->body.ops[g->pos[w]]->kind == OP_SCRATCH));
 }
 
@@ -368,6 +373,7 @@ static void init(Graph *g, Program *p)
 	g->drop = ar_alloc((size_t)g->nv + 1);
 	g->keep = ar_alloc((size_t)g->nv + 1);
 	g->each = ar_alloc((size_t)g->nv + 1);
+	g->hold = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->memo = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->mark = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->host = ar_alloc((size_t)g->nv + 1);
@@ -377,7 +383,7 @@ static void init(Graph *g, Program *p)
 	g->hvar = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->copy = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	for (int v = 0; v < g->nv; v++)
-		g->pos[v] = -1;
+		g->pos[v] = g->hold[v] = -1;
 	for (int i = 0; i < p->nforward; i++)
 		if (p->body.ops[i]->out >= 0)
 			g->pos[p->body.ops[i]->out] = g->fwd_end[p->body.ops[i]->out] = i;
@@ -850,8 +856,10 @@ static Model build(Graph *g, const int *cand, int ncand)
 /* the program's choice: g->drop, g->keep and g->each from the problem's */
 static void choose(Graph *g, Model *m, const uint8_t *keep)
 {
-	for (int v = 0; v < g->nv; v++)
+	for (int v = 0; v < g->nv; v++) {
 		g->drop[v] = g->keep[v] = g->each[v] = g->host[v] = false;
+		g->hold[v] = -1;
+	}
 	for (int u = 0; u < m->P->n; u++) {
 		if (m->P->kind[u] == SEL_CAND && keep[u] != SEL_KEEP)
 			g->drop[m->val[u]] = true;
@@ -1096,6 +1104,72 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
 	choose(g, m, keep);
 	p->graph_search = res.method == SEL_EXACT ? 2 : 3;
 	p->graph_bound = res.bound;
+	p->graph_candidates = n;
+	apply(g);
+	return cost(g);
+}
+
+/* ---- nested checkpoints on chains (select.h's sel_chain) ---- */
+
+/* the most plans chain_fit makes */
+#define CHAIN_ROUNDS 8
+
+/* the chain planner's plan at `want` taken into g (choose, then the holds); its predicted FLOPs, INT64_MAX where
+ * the blocks' model fits nothing there (g then as it was) */
+static int64_t choose_chain(Graph *g, Model *m, int64_t want, uint8_t *keep, int *hold)
+{
+	int64_t f = sel_chain(m->P, g->p->nforward, want, keep, hold);
+	if (f == INT64_MAX)
+		return f;
+	choose(g, m, keep);
+	for (int u = 0; u < m->P->n; u++)
+		if (m->P->kind[u] != SEL_FIXED && keep[u] != SEL_KEEP)
+			g->hold[m->val[u]] = hold[u];
+	return f;
+}
+
+/* The chain plan that fits budget as planned, with the fewest FLOPs the
+ * rounds find: the programme's budget lowered by each plan's excess until
+ * one fits, then raised halfway toward the lowest that did not. Its bytes
+ * (INT64_MAX: none fits) and FLOPs; its budget in *at, for choose_chain. */
+static int64_t chain_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), int64_t *flops, int64_t *at)
+{
+	SelProblem *P = m->P;
+	uint8_t *keep = ar_alloc((size_t)P->n + 1);
+	int *hold = ar_alloc(sizeof(int) * (size_t)(P->n + 1));
+	int64_t want = budget, over = INT64_MAX, fits = -1, best = INT64_MAX;
+	*flops = INT64_MAX;
+	for (int round = 0; round < CHAIN_ROUNDS; round++) {
+		int64_t f, bytes = INT64_MAX;
+		if (choose_chain(g, m, want, keep, hold) < INT64_MAX)
+			bytes = eval(g, plan, &f);
+		if (bytes <= budget && f < *flops)
+			*flops = f, best = bytes, *at = want;
+		if (bytes <= budget)
+			fits = want;
+		else
+			over = want < over ? want : over;
+		if (bytes == INT64_MAX && fits < 0)
+			break; /* nothing at or below it fits the blocks' model */
+		int64_t next = fits < 0 ? want - (bytes - budget) : over == INT64_MAX ? want + (budget - bytes) : fits + (over - fits) / 2;
+		if (next == want || next <= 0 || (fits >= 0 && over - fits <= budget / 1024))
+			break;
+		want = next;
+	}
+	trace("fit: chain", best, *flops);
+	return best;
+}
+
+/* applies the chain planner's plan at `at` (chain_fit's) */
+static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n)
+{
+	Program *p = g->p;
+	uint8_t *keep = ar_alloc((size_t)m->P->n + 1);
+	int *hold = ar_alloc(sizeof(int) * (size_t)(m->P->n + 1));
+	if (choose_chain(g, m, at, keep, hold) == INT64_MAX)
+		die("the chain plan at %lld bytes is gone", (long long)at);
+	p->graph_search = 4;
+	p->graph_bound = bound;
 	p->graph_candidates = n;
 	apply(g);
 	return cost(g);
@@ -1737,10 +1811,14 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		if (m.small && !ir_has_loops(p) && bytes <= budget)
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
 		trace("fit: refill", bytes, res.flops);
+		/* nested checkpoints, where the forward is a chain and that recomputes less */
+		int64_t cflops = INT64_MAX, at = 0, cbytes = !p->offload_cost ? chain_fit(&g, &m, budget, plan, &cflops, &at) : INT64_MAX;
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
 			write_choice(&m, ar_printf("%s.fit", getenv("DPC_SELECT_DUMP")), keep);
+		else if (cbytes <= budget && (bytes > budget || cflops < res.flops || getenv("DPC_SELECT_CHAIN")))
+			return apply_chain(&g, &m, at, res.bound, nall);
 		return apply_model(&g, &m, keep, res, nall);
 	}
 	if (asked || !p->offload_cost)
@@ -1769,7 +1847,7 @@ static bool kept(Graph *g, Op *op)
 
 const char *ckpt_graph_search(const Program *p)
 {
-	static const char *name[] = {"none", "every subset planned", "exact", "greedy"};
+	static const char *name[] = {"none", "every subset planned", "exact", "greedy", "chain"};
 	return name[p->graph_search];
 }
 
@@ -1856,7 +1934,7 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		return;
 	fprintf(f, "straight-line search%s: %s over %d candidates", p->graph_least ? " for the least peak" : "",
 	        ckpt_graph_search(p), p->graph_candidates);
-	if (p->graph_search == 3 && p->graph_bound < INT64_MAX)
+	if (p->graph_search >= 3 && p->graph_bound < INT64_MAX)
 		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
 	fputs("\n", f);

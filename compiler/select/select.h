@@ -143,6 +143,15 @@ SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int
  * recomputed), and those crossing every `inner`-th (0: none), computed
  * once (held through their cut's stretch of the adjoint only) */
 void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep);
+/* Nested checkpoints on a chain (chain.c): where the forward (positions
+ * before nforward) is a chain of blocks between its narrowest cuts, Rotor's
+ * dynamic programme over the blocks at `budget`. The predicted FLOPs made
+ * again (INT64_MAX: the blocks' model fits nothing, or no chain), and the
+ * plan: keep[v] SEL_KEEP for what the forward keeps; a value not kept is
+ * made again for each position that needs it before hold[v], and once,
+ * held, from there (INT_MAX: at each use). sel_chain_blocks: the blocks. */
+int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold);
+int sel_chain_blocks(const SelProblem *P, int nforward);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */

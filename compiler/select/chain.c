@@ -1,0 +1,383 @@
+/* sel's chain planner: nested checkpoints on a forward that is a chain of
+ * blocks, as Rotor plans them (Beaumont, Eyraud-Dubois, Herrmann, Joly and
+ * Shilova, "Optimal checkpointing for heterogeneous chains"), on select.h's
+ * problem. The blocks lie between the forward's narrowest cuts (the
+ * positions the fewest values cross, as sel_chain_start finds them); a
+ * block's input is what crosses its cut. A dynamic programme over
+ * (first block, end block, bytes held) chooses for each segment of blocks
+ * whose input is held: the first block's values all held for its adjoint
+ * and the rest reversed after it ("all"), or the forward run to a later
+ * cut without keeping anything but what crosses it ("checkpoint"), the
+ * segment after it reversed, then the one before; the fewest FLOPs made
+ * again within the budget. The forward sweep itself is free: its "all"
+ * keeps a block's values and its checkpoints keep what crosses them.
+ *
+ * A plan is written as keep[] (SEL_KEEP: kept from the forward) and
+ * hold[]: a value not kept is made again for each position that needs it
+ * before hold[v] and once, held, from there (the position where the segment
+ * whose choice holds it starts its adjoint); INT_MAX: made at each use.
+ * That is Rotor's schedule where the adjoint makes copies lazily, as
+ * checkpoint_pass/graph.c does: at a segment's first adjoint position the
+ * values its last block needs are made from the nearest held ones, those
+ * held from there on kept, the rest let go.
+ *
+ * The model is the blocks': a block's adjoint needs the most the problem's
+ * base holds over its adjoint positions plus its own values, a forward run
+ * the largest op's operands and result of the blocks it runs, each beside
+ * what is held. It is the planner's guide, not its judge: graph.c plans
+ * each result and lowers the budget where the plan passes it. */
+#include "model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the most blocks the programme takes (more cuts are thinned evenly), and its memory's steps */
+enum { CHAIN_MOST = 96, CHAIN_STEPS = 128 };
+
+/* a segment's choice: its first block's values held (all of them, or lean: the costly ones, the cheap made again
+ * at each use from them), alone (a leaf) or before the rest; or k >= 0: a checkpoint at block k's cut */
+enum { PICK_NONE = -5, PICK_LEAF = -4, PICK_LEAF_LEAN = -3, PICK_ALL = -2, PICK_LEAN = -1 };
+
+/* a value is cheap to make again when its FLOPs are at most this many times its bytes (elementwise ops) */
+#define CHEAP 2
+
+typedef struct {
+	const SelProblem *P;
+	int nforward, L;
+	int *cut;        /* block b: forward positions cut[b] + 1 .. cut[b + 1]; cut[0] = -1, cut[L] = nforward - 1 */
+	int *blk;        /* per value (not fixed): its block, by its definition; -1 otherwise */
+	int64_t *f;      /* per block: the FLOPs of its values */
+	int64_t *xin;    /* per block: the bytes crossing its cut (its input); 0 for the first */
+	int64_t *abar[2]; /* per block: its candidates and what crosses its end; [1] lean: the cheap ones not */
+	int64_t *W[2];   /* per block: its adjoint's need, beside what is held; [1] lean */
+	int64_t *extra;  /* per block, lean: the FLOPs of its cheap candidates made again at each use */
+	bool *cheap;     /* per value: cheap to make again (CHEAP) */
+	int64_t *T;      /* per block: its forward's largest op (operands and result) */
+	int *A;          /* per block: its first adjoint position (INT_MAX: none) */
+	int64_t *base_at; /* per position: P->base */
+	int64_t budget, unit;
+	int K;
+	int64_t *c;      /* inner: (s, t, h) -> FLOPs */
+	int16_t *pick;
+	int64_t *top;    /* top level, t = L: (s, h) */
+	int16_t *top_pick;
+} Chain;
+
+#define INF INT64_MAX
+
+static int64_t units(const Chain *ch, int64_t bytes) { return (bytes + ch->unit - 1) / ch->unit; }
+static size_t at(const Chain *ch, int s, int t, int h) { return ((size_t)s * (size_t)(ch->L + 1) + (size_t)t) * (size_t)(ch->K + 1) + (size_t)h; }
+static int64_t add(int64_t a, int64_t b) { return a == INF || b == INF ? INF : a + b; }
+
+/* whether v, defined at or before cut position t, is read in the forward after it */
+static bool crosses(const SelProblem *P, int v, int t) { return P->def[v] <= t && P->fwd_last[v] > t; }
+
+/* the cuts: forward positions crossed by the fewest values (at most q, sel_chain_start's narrowest), each
+ * block holding a value of its own, thinned to CHAIN_MOST blocks */
+static void find_cuts(Chain *ch)
+{
+	const SelProblem *P = ch->P;
+	int F = ch->nforward;
+	int *cross = calloc((size_t)F + 2, sizeof(int)), *owns = calloc((size_t)F + 2, sizeof(int));
+	for (int v = 0; v < P->n; v++)
+		if (P->kind[v] != SEL_FIXED && P->def[v] < F) {
+			owns[P->def[v]]++;
+			if (P->fwd_last[v] > P->def[v])
+				cross[P->def[v]]++, cross[P->fwd_last[v] < F ? P->fwd_last[v] : F]--;
+		}
+	int *count = calloc((size_t)P->n + 2, sizeof(int)), q = 0;
+	for (int t = 0, run = 0; t < F; t++)
+		count[cross[t] = run += cross[t]]++;
+	for (int c = 1, seen = count[0]; c <= P->n && !q; c++)
+		if ((seen += count[c]) >= 16)
+			q = c;
+	int *cuts = malloc(sizeof(int) * (size_t)(F + 2)), n = 0, since = 0;
+	for (int t = 0; t + 1 < F; t++) {
+		since += owns[t];
+		if (cross[t] <= q && since) /* a block owns a value */
+			cuts[n++] = t, since = 0;
+	}
+	/* the last block owns one too: else its cut goes */
+	int rest = 0;
+	for (int t = n ? cuts[n - 1] + 1 : 0; t < F; t++)
+		rest += owns[t];
+	if (n && !rest)
+		n--;
+	int L = n + 1, keep = L > CHAIN_MOST ? CHAIN_MOST : L;
+	ch->cut = malloc(sizeof(int) * (size_t)(keep + 1));
+	ch->cut[0] = -1;
+	for (int i = 1; i < keep; i++)
+		ch->cut[i] = cuts[(int64_t)i * L / keep - 1];
+	ch->cut[keep] = F - 1;
+	ch->L = keep;
+	free(cuts), free(count), free(cross), free(owns);
+}
+
+/* v crosses the end of its block */
+static bool goes_out(const Chain *ch, int v) { return ch->blk[v] + 1 < ch->L && crosses(ch->P, v, ch->cut[ch->blk[v] + 1]); }
+
+/* held for its block's adjoint: a candidate, or what crosses the block's end; lean: not a cheap candidate */
+static bool held_by(const Chain *ch, int v, int lean)
+{
+	return goes_out(ch, v) || (ch->P->kind[v] == SEL_CAND && !(lean && ch->cheap[v]));
+}
+
+static void measure(Chain *ch)
+{
+	const SelProblem *P = ch->P;
+	int L = ch->L;
+	ch->blk = malloc(sizeof(int) * (size_t)(P->n + 1));
+	ch->cheap = calloc((size_t)P->n + 1, sizeof(bool));
+	ch->f = calloc((size_t)L + 1, sizeof(int64_t));
+	ch->xin = calloc((size_t)L + 1, sizeof(int64_t));
+	ch->extra = calloc((size_t)L + 1, sizeof(int64_t));
+	for (int o = 0; o < 2; o++)
+		ch->abar[o] = calloc((size_t)L + 1, sizeof(int64_t)), ch->W[o] = calloc((size_t)L + 1, sizeof(int64_t));
+	ch->T = calloc((size_t)L + 1, sizeof(int64_t));
+	ch->A = malloc(sizeof(int) * (size_t)(L + 1));
+	int *E = malloc(sizeof(int) * (size_t)(L + 1));
+	for (int b = 0; b < L; b++)
+		ch->A[b] = INT_MAX, E[b] = -1;
+	/* the block of each forward position */
+	int *of = malloc(sizeof(int) * (size_t)(ch->nforward + 1));
+	for (int b = 0; b < L; b++)
+		for (int t = ch->cut[b] + 1; t <= ch->cut[b + 1]; t++)
+			of[t] = b;
+	for (int v = 0; v < P->n; v++) {
+		ch->blk[v] = -1;
+		if (P->kind[v] == SEL_FIXED || P->def[v] >= ch->nforward || P->def[v] < 0)
+			continue;
+		int b = ch->blk[v] = of[P->def[v]];
+		ch->cheap[v] = P->flops[v] <= CHEAP * P->bytes[v];
+		ch->f[b] += P->flops[v];
+		for (int k = 1; k < L; k++)
+			if (crosses(P, v, ch->cut[k]))
+				ch->xin[k] += P->bytes[v];
+		for (int o = 0; o < 2; o++)
+			ch->abar[o][b] += held_by(ch, v, o) ? P->bytes[v] : 0;
+		if (P->kind[v] == SEL_CAND && !held_by(ch, v, 1))
+			ch->extra[b] += P->flops[v] * (P->nadj[v] > 1 ? P->nadj[v] : 1);
+		if (P->kind[v] == SEL_CAND && P->adj_first[v] >= 0) {
+			ch->A[b] = P->adj_first[v] < ch->A[b] ? P->adj_first[v] : ch->A[b];
+			E[b] = P->adj_last[v] > E[b] ? P->adj_last[v] : E[b];
+		}
+		int64_t op = P->bytes[v];
+		for (int k = 0; k < P->nin[v]; k++)
+			if (P->kind[P->in[v][k]] != SEL_FIXED)
+				op += P->bytes[P->in[v][k]];
+		ch->T[b] = op > ch->T[b] ? op : ch->T[b];
+	}
+	for (int b = 0; b < L; b++) {
+		int64_t most = 0;
+		for (int t = ch->A[b]; ch->A[b] < INT_MAX && t <= E[b]; t++)
+			most = P->base[t] > most ? P->base[t] : most;
+		ch->W[0][b] = most + ch->abar[0][b];
+		/* lean: the cheap made at each use beside what is held, the largest op's worth at a time */
+		ch->W[1][b] = most + ch->abar[1][b] + ch->T[b];
+	}
+	free(of), free(E);
+}
+
+/* where the segment s .. t - 1 starts its adjoint: its blocks' first adjoint position */
+static int seg_start(const Chain *ch, int s, int t)
+{
+	int a = INT_MAX;
+	for (int b = s; b < t; b++)
+		a = ch->A[b] < a ? ch->A[b] : a;
+	return a;
+}
+
+/* block s's values held (lean or not) before the rest of the segment, s + 1 .. t - 1, is reversed, with h steps
+ * held: its cost by `rest` (the rest's table at s + 1, t, or NULL for a leaf) and the forward's price */
+static int64_t hold_first(const Chain *ch, int s, int h, int lean, int64_t fwd, const int64_t *rest, int t, bool top)
+{
+	if ((int64_t)h * ch->unit + ch->W[lean][s] > ch->budget)
+		return INF;
+	int64_t c = add(fwd, lean ? ch->extra[s] : 0);
+	if (!rest)
+		return c;
+	int64_t h2 = h + units(ch, ch->abar[lean][s]);
+	if (h2 > ch->K)
+		return INF;
+	return add(c, top ? rest[(size_t)(s + 1) * (size_t)(ch->K + 1) + (size_t)h2] : rest[at(ch, s + 1, t, (int)h2)]);
+}
+
+/* the inner table, segments by length: each block's values made again */
+static void inner(Chain *ch)
+{
+	int L = ch->L, K = ch->K;
+	for (int d = 1; d <= L; d++)
+		for (int s = 0; s + d <= L; s++) {
+			int t = s + d, start = seg_start(ch, s, t);
+			int64_t base = start < INT_MAX ? ch->P->base[start] : 0;
+			for (int h = 0; h <= K; h++) {
+				int64_t best = INF, held = (int64_t)h * ch->unit;
+				int pick = PICK_NONE;
+				for (int lean = 0; lean < 2; lean++) {
+					int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
+					if (c < best)
+						best = c, pick = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
+				}
+				int64_t run = 0, most = 0;
+				for (int k = s + 1; k < t; k++) {
+					run += ch->f[k - 1];
+					most = ch->T[k - 1] > most ? ch->T[k - 1] : most;
+					int64_t hk = h + units(ch, ch->xin[k]);
+					if (hk > K || held + ch->xin[k] + most + base > ch->budget)
+						continue;
+					int64_t c = add(run, add(ch->c[at(ch, k, t, (int)hk)], ch->c[at(ch, s, k, h)]));
+					if (c < best)
+						best = c, pick = k;
+				}
+				ch->c[at(ch, s, t, h)] = best;
+				ch->pick[at(ch, s, t, h)] = (int16_t)pick;
+			}
+		}
+}
+
+/* the top level: the forward sweep is free */
+static void outer(Chain *ch)
+{
+	int L = ch->L, K = ch->K;
+	for (int s = L - 1; s >= 0; s--)
+		for (int h = 0; h <= K; h++) {
+			int64_t best = INF;
+			int pick = PICK_NONE;
+			bool leaf = s == L - 1;
+			for (int lean = 0; lean < 2; lean++) {
+				int64_t c = hold_first(ch, s, h, lean, 0, leaf ? NULL : ch->top, L, true);
+				if (c < best)
+					best = c, pick = leaf ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
+			}
+			for (int k = s + 1; k < L; k++) {
+				int64_t hk = h + units(ch, ch->xin[k]);
+				if (hk > K)
+					continue;
+				int64_t c = add(ch->top[(size_t)k * (size_t)(K + 1) + (size_t)hk], ch->c[at(ch, s, k, h)]);
+				if (c < best)
+					best = c, pick = k;
+			}
+			size_t i = (size_t)s * (size_t)(K + 1) + (size_t)h;
+			ch->top[i] = best;
+			ch->top_pick[i] = (int16_t)pick;
+		}
+}
+
+/* block b's values held for its adjoint: kept from the forward (top), else held from `from`; lean: the cheap
+ * candidates made at each use */
+static void hold_block(const Chain *ch, int b, int lean, bool top, int from, uint8_t *keep, int *hold)
+{
+	const SelProblem *P = ch->P;
+	for (int v = 0; v < P->n; v++) {
+		if (ch->blk[v] != b || !held_by(ch, v, lean))
+			continue;
+		if (top)
+			keep[v] = SEL_KEEP;
+		else
+			hold[v] = from < hold[v] ? from : hold[v];
+	}
+}
+
+/* what crosses cut k: kept from the forward (top), else held from `from` */
+static void hold_cut(const Chain *ch, int k, bool top, int from, uint8_t *keep, int *hold)
+{
+	const SelProblem *P = ch->P;
+	for (int v = 0; v < P->n; v++)
+		if (ch->blk[v] >= 0 && crosses(P, v, ch->cut[k])) {
+			if (top)
+				keep[v] = SEL_KEEP;
+			else
+				hold[v] = from < hold[v] ? from : hold[v];
+		}
+}
+
+static bool picks_first(int pick) { return pick >= PICK_LEAF && pick < 0; }
+static int lean_of(int pick) { return pick == PICK_LEAF_LEAN || pick == PICK_LEAN; }
+
+static void realize(const Chain *ch, int s, int t, int h, uint8_t *keep, int *hold)
+{
+	int from = seg_start(ch, s, t);
+	int pick = ch->pick[at(ch, s, t, h)];
+	if (picks_first(pick))
+		hold_block(ch, s, lean_of(pick), false, from, keep, hold);
+	if (pick == PICK_ALL || pick == PICK_LEAN) {
+		realize(ch, s + 1, t, h + (int)units(ch, ch->abar[lean_of(pick)][s]), keep, hold);
+	} else if (pick >= 0) {
+		hold_cut(ch, pick, false, from, keep, hold);
+		realize(ch, pick, t, h + (int)units(ch, ch->xin[pick]), keep, hold);
+		realize(ch, s, pick, h, keep, hold);
+	}
+}
+
+static void realize_top(const Chain *ch, int s, int h, uint8_t *keep, int *hold)
+{
+	int pick = ch->top_pick[(size_t)s * (size_t)(ch->K + 1) + (size_t)h];
+	if (picks_first(pick))
+		hold_block(ch, s, lean_of(pick), true, 0, keep, hold);
+	if (pick == PICK_ALL || pick == PICK_LEAN)
+		realize_top(ch, s + 1, h + (int)units(ch, ch->abar[lean_of(pick)][s]), keep, hold);
+	else if (pick >= 0) {
+		hold_cut(ch, pick, true, 0, keep, hold);
+		realize_top(ch, pick, h + (int)units(ch, ch->xin[pick]), keep, hold);
+		realize(ch, s, pick, h, keep, hold);
+	}
+}
+
+static void chain_free(Chain *ch)
+{
+	free(ch->cut), free(ch->blk), free(ch->cheap), free(ch->f), free(ch->xin), free(ch->extra), free(ch->T), free(ch->A);
+	for (int o = 0; o < 2; o++)
+		free(ch->abar[o]), free(ch->W[o]);
+	free(ch->c), free(ch->pick), free(ch->top), free(ch->top_pick);
+}
+
+int sel_chain_blocks(const SelProblem *P, int nforward)
+{
+	Chain ch = {.P = P, .nforward = nforward};
+	find_cuts(&ch);
+	free(ch.cut);
+	return ch.L;
+}
+
+int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold)
+{
+	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = CHAIN_STEPS};
+	find_cuts(&ch);
+	if (ch.L < 2 || budget <= 0) {
+		free(ch.cut);
+		return INF;
+	}
+	measure(&ch);
+	/* the steps of memory: the budget above the least any position's base holds, so that they measure what the
+	 * blocks may hold */
+	int64_t low = INF;
+	for (int t = 0; t < P->npos; t++)
+		low = P->base[t] < low ? P->base[t] : low;
+	int64_t room = budget > low ? budget - low : 1;
+	ch.unit = room / ch.K + 1;
+	size_t cells = (size_t)(ch.L + 1) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1);
+	ch.c = malloc(sizeof(int64_t) * cells);
+	ch.pick = malloc(sizeof(int16_t) * cells);
+	ch.top = malloc(sizeof(int64_t) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1));
+	ch.top_pick = malloc(sizeof(int16_t) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1));
+	inner(&ch);
+	outer(&ch);
+	int64_t flops = ch.top[0];
+	if (getenv("DPC_CHAIN_DEBUG")) {
+		fprintf(stderr, "chain: L %d budget %lld unit %lld flops %lld\n", ch.L, (long long)budget, (long long)ch.unit, (long long)flops);
+		for (int b = 0; b < ch.L && atoi(getenv("DPC_CHAIN_DEBUG")) > 1; b++)
+			fprintf(stderr, "  b %d cut %d f %lld xin %lld abar %lld W %lld T %lld A %d\n", b, ch.cut[b + 1], (long long)ch.f[b],
+			        (long long)ch.xin[b], (long long)ch.abar[0][b], (long long)ch.W[0][b], (long long)ch.T[b], ch.A[b]);
+	}
+	if (flops < INF) {
+		for (int v = 0; v < P->n; v++) {
+			keep[v] = P->kind[v] == SEL_FIXED ? SEL_KEEP : SEL_ONCE;
+			hold[v] = INT_MAX;
+		}
+		realize_top(&ch, 0, 0, keep, hold);
+	}
+	chain_free(&ch);
+	return flops;
+}
