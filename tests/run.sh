@@ -52,6 +52,11 @@ report() {
 	skip=$((skip + ${k:-0}))
 	pass=$((pass + p))
 	fail=$((fail + f))
+	# a part that passed leaves its log, not its files (the suite writes a few GB in all, and CI's disk can be
+	# small); a failing part's stay for inspection, and TEST_KEEP=1 keeps every part's
+	if [ "$f" -eq 0 ] && [ -z "${TEST_KEEP:-}" ]; then
+		rm -rf "${TEST_OUT:?}/$(basename "$(dirname "$1")")"
+	fi
 }
 declare -A part_of
 running=0
