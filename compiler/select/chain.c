@@ -40,6 +40,9 @@ enum { CHAIN_MOST = 96, CHAIN_STEPS = 128 };
  * at each use from them), alone (a leaf) or before the rest; or k >= 0: a checkpoint at block k's cut */
 enum { PICK_NONE = -5, PICK_LEAF = -4, PICK_LEAF_LEAN = -3, PICK_ALL = -2, PICK_LEAN = -1 };
 
+/* a value crossing a cut counts toward its width from this fraction of the largest value's bytes */
+#define TINY 1024
+
 /* a value is cheap to make again when its FLOPs are at most this many times its bytes (elementwise ops) */
 #define CHEAP 2
 
@@ -81,10 +84,15 @@ static void find_cuts(Chain *ch)
 	const SelProblem *P = ch->P;
 	int F = ch->nforward;
 	int *cross = calloc((size_t)F + 2, sizeof(int)), *owns = calloc((size_t)F + 2, sizeof(int));
+	/* what crosses counts where it is not tiny beside the largest value: a batch norm's statistics, read by
+	 * the running statistics' updates at the forward's end, cross every cut of an imported ResNet */
+	int64_t largest = 0;
+	for (int v = 0; v < P->n; v++)
+		largest = P->kind[v] != SEL_FIXED && P->bytes[v] > largest ? P->bytes[v] : largest;
 	for (int v = 0; v < P->n; v++)
 		if (P->kind[v] != SEL_FIXED && P->def[v] < F) {
 			owns[P->def[v]]++;
-			if (P->fwd_last[v] > P->def[v])
+			if (P->fwd_last[v] > P->def[v] && P->bytes[v] >= largest / TINY)
 				cross[P->def[v]]++, cross[P->fwd_last[v] < F ? P->fwd_last[v] : F]--;
 		}
 	int *count = calloc((size_t)P->n + 2, sizeof(int)), q = 0;
@@ -118,10 +126,11 @@ static void find_cuts(Chain *ch)
 /* v crosses the end of its block */
 static bool goes_out(const Chain *ch, int v) { return ch->blk[v] + 1 < ch->L && crosses(ch->P, v, ch->cut[ch->blk[v] + 1]); }
 
-/* held for its block's adjoint: a candidate, or what crosses the block's end; lean: not a cheap candidate */
+/* held for its block's adjoint: a candidate, or what crosses the block's end; lean: what crosses, and every
+ * value that is not cheap, a temporary too (a cheap candidate made at each use from it: tanh of a matmul) */
 static bool held_by(const Chain *ch, int v, int lean)
 {
-	return goes_out(ch, v) || (ch->P->kind[v] == SEL_CAND && !(lean && ch->cheap[v]));
+	return goes_out(ch, v) || (lean ? !ch->cheap[v] : ch->P->kind[v] == SEL_CAND);
 }
 
 static void measure(Chain *ch)
@@ -157,7 +166,7 @@ static void measure(Chain *ch)
 				ch->xin[k] += P->bytes[v];
 		for (int o = 0; o < 2; o++)
 			ch->abar[o][b] += held_by(ch, v, o) ? P->bytes[v] : 0;
-		if (P->kind[v] == SEL_CAND && !held_by(ch, v, 1))
+		if (!held_by(ch, v, 1))
 			ch->extra[b] += P->flops[v] * (P->nadj[v] > 1 ? P->nadj[v] : 1);
 		if (P->kind[v] == SEL_CAND && P->adj_first[v] >= 0) {
 			ch->A[b] = P->adj_first[v] < ch->A[b] ? P->adj_first[v] : ch->A[b];
@@ -369,7 +378,7 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 		fprintf(stderr, "chain: L %d budget %lld unit %lld flops %lld\n", ch.L, (long long)budget, (long long)ch.unit, (long long)flops);
 		for (int b = 0; b < ch.L && atoi(getenv("DPC_CHAIN_DEBUG")) > 1; b++)
 			fprintf(stderr, "  b %d cut %d f %lld xin %lld abar %lld W %lld T %lld A %d\n", b, ch.cut[b + 1], (long long)ch.f[b],
-			        (long long)ch.xin[b], (long long)ch.abar[0][b], (long long)ch.W[0][b], (long long)ch.T[b], ch.A[b]);
+			        (long long)ch.xin[b], (long long)ch.abar[1][b], (long long)ch.W[1][b], (long long)ch.T[b], ch.A[b]);
 	}
 	if (flops < INF) {
 		for (int v = 0; v < P->n; v++) {
