@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the most blocks the programme takes (more cuts are thinned evenly), and its memory's steps */
-enum { CHAIN_MOST = 96, CHAIN_STEPS = 128 };
+/* the most blocks the programme takes (more cuts are thinned evenly) */
+enum { CHAIN_MOST = 96 };
 
 /* a segment's choice: its first block's values held (all of them, or lean: the costly ones, the cheap made again
  * at each use from them), alone (a leaf) or before the rest; or k >= 0: a checkpoint at block k's cut */
@@ -352,7 +352,7 @@ int sel_chain_blocks(const SelProblem *P, int nforward)
 
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold)
 {
-	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = CHAIN_STEPS};
+	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS};
 	find_cuts(&ch);
 	if (ch.L < 2 || budget <= 0) {
 		free(ch.cut);
@@ -365,7 +365,7 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 	for (int t = 0; t < P->npos; t++)
 		low = P->base[t] < low ? P->base[t] : low;
 	int64_t room = budget > low ? budget - low : 1;
-	ch.unit = room / ch.K + 1;
+	ch.unit = (room + ch.K - 1) / ch.K;
 	size_t cells = (size_t)(ch.L + 1) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1);
 	ch.c = malloc(sizeof(int64_t) * cells);
 	ch.pick = malloc(sizeof(int16_t) * cells);
