@@ -1140,7 +1140,7 @@ static int64_t chain_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	int64_t want = budget, over = INT64_MAX, fits = -1, best = INT64_MAX;
 	*flops = INT64_MAX;
 	for (int round = 0; round < CHAIN_ROUNDS; round++) {
-		int64_t f, bytes = INT64_MAX;
+		int64_t f = INT64_MAX, bytes = INT64_MAX;
 		if (choose_chain(g, m, want, keep, hold) < INT64_MAX)
 			bytes = eval(g, plan, &f);
 		if (bytes <= budget && f < *flops)
@@ -1771,7 +1771,13 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		 * it bounds only the choices that fit there */
 		int64_t f, at = sel_flops_bound(m.P, sel_eval(m.P, best, &f, NULL));
 		res.bound = at < res.flops ? at : res.flops;
-		if (hi < planned_least)
+		/* nested checkpoints at the least's peak, where they recompute less there */
+		int64_t cflops = INT64_MAX, cat = 0, cbytes = !p->offload_cost && hi < planned_least && !getenv("DPC_SELECT_CHOICE")
+		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
+		                                                 : INT64_MAX;
+		if (cbytes <= hi && cflops < res.flops)
+			flops = apply_chain(&g, &m, cat, res.bound, nall);
+		else if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else
 			flops = fit_planned(&g, 0, plan, most);
