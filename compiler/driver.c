@@ -2,6 +2,7 @@
 #include "driver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -169,6 +170,43 @@ static void write_schedule(Schedule *s)
 	free(s->text);
 }
 
+/* Whether the flat conversion (o->import.flat) fits the budget with fewer recomputed FLOPs than p (its
+ * loops'), planned in a child process: a plan that does not fit ends it with the budget's error, which
+ * goes to /dev/null, and the loops stay */
+static bool flat_wins(const DriverOptions *o, Program *p)
+{
+	int64_t have = ckpt_cost(p), got[2] = {0, INT64_MAX};
+	int fd[2];
+	if (have == 0 || pipe(fd))
+		return false;
+	fflush(stdout), fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fd[0]), close(fd[1]);
+		return false;
+	}
+	if (pid == 0) {
+		driver_import_child();
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1), dup2(null, 2);
+		close(fd[0]);
+		DriverOptions c = *o;
+		c.input = o->import.flat;
+		c.verbose = false;
+		Emit st;
+		Program *q = driver_passes(fe_parse(c.input, c.defs.data, c.defs.len), &c, &st);
+		got[0] = 1, got[1] = ckpt_cost(q);
+		_exit(write(fd[1], got, sizeof got) == sizeof got ? 0 : 1);
+	}
+	close(fd[1]);
+	ssize_t n = read(fd[0], got, sizeof got);
+	close(fd[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return n == sizeof got && got[0] && got[1] < have;
+}
+
 int driver_run(DriverOptions *o)
 {
 	driver_phase(o, NULL);
@@ -183,6 +221,18 @@ int driver_run(DriverOptions *o)
 
 	Emit stop;
 	Program *p = driver_passes(ast, o, &stop);
+	if (o->import.flat) {
+		if (flat_wins(o, p)) {
+			o->input = driver_take_flat(o);
+			if (o->verbose)
+				fprintf(stderr, "dpc: the model's flat program (--no-loops) recomputes less within --device-mem than its "
+				                "loops: taken\n");
+			ast = fe_parse(o->input, o->defs.data, o->defs.len);
+			p = driver_passes(ast, o, &stop);
+		} else {
+			driver_drop_flat(o);
+		}
+	}
 	if (o->emit == stop) {
 		FILE *f = open_out(o->output);
 		ir_print(f, p);

@@ -35,6 +35,10 @@ typedef struct {
 		Vec(const char *) shapes, freeze, train, padding;
 		bool no_loops;
 		const char *given;    /* the first of them given, for the error when the input is not ONNX */
+		/* under a budget, where loops were recovered: the model converted flat too (--no-loops), planned
+		 * beside (driver_run), and taken where it fits with less recomputed; NULL: not converted. An
+		 * executable's flat files are `final`'s once taken (its program and weights), else removed */
+		const char *flat, *flat_weights, *final_dp, *final_weights;
 	} import;
 } DriverOptions;
 
@@ -45,6 +49,12 @@ bool driver_is_onnx(const char *path);
  * (import.c) and returns the program's path to compile; NULL when
  * --emit=dp printed it and nothing is left to do. */
 const char *driver_import(DriverOptions *o);
+/* the flat conversion taken: an executable's files moved to their final names; the program's path */
+const char *driver_take_flat(DriverOptions *o);
+/* the flat conversion not taken: an executable's flat files removed */
+void driver_drop_flat(DriverOptions *o);
+/* in a child process: the temporary folder is the parent's to remove */
+void driver_import_child(void);
 /* -v: the time since the last phase ended, under what, on stderr */
 void driver_phase(const DriverOptions *o, const char *what);
 /* the parsed program lowered to the forward IR (passes.c); verbose: -v's notes */

@@ -53,7 +53,15 @@ static const char *converter(void)
 }
 
 static char temp_dir[4096];
-static const char *temp_files[2];
+/* the files in it: copies outside the arena, which main frees before the exit handler runs */
+static char *temp_files[4];
+
+static const char *temp_file(int i, const char *path)
+{
+	if (!(temp_files[i] = strdup(path)))
+		fatal("out of memory");
+	return temp_files[i];
+}
 
 static void remove_temp_dir(void)
 {
@@ -118,7 +126,7 @@ static const char *model_name(const char *input)
 	return ar_strndup(base, strlen(base) - 5);
 }
 
-static void run_converter(const DriverOptions *o, const char *dp, const char *weights)
+static void run_converter(const DriverOptions *o, const char *dp, const char *weights, bool flat)
 {
 	const char *python = getenv("DPC_PYTHON");
 	Vec(char *) argv = {0};
@@ -142,7 +150,7 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 		vec_push(&argv, "--shape");
 		vec_push(&argv, (char *)o->import.shapes.data[i]);
 	}
-	if (o->import.no_loops)
+	if (o->import.no_loops || flat)
 		vec_push(&argv, "--no-loops");
 	if (o->verbose)
 		vec_push(&argv, "--verbose");
@@ -172,6 +180,8 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	exit(WIFEXITED(status) && WEXITSTATUS(status) <= 3 ? WEXITSTATUS(status) : 1);
 }
 
+static bool wants_flat(const DriverOptions *o, const char *dp);
+
 const char *driver_import(DriverOptions *o)
 {
 	if (o->emit == EMIT_DP) {
@@ -179,7 +189,7 @@ const char *driver_import(DriverOptions *o)
 		const char *weights = ar_printf("%s.safetensors", stem(file ? o->output : o->input));
 		if (file)
 			check_ours(o->output, weights);
-		run_converter(o, file ? o->output : NULL, weights);
+		run_converter(o, file ? o->output : NULL, weights, false);
 		return NULL;
 	}
 	if (o->emit == EMIT_EXE) {
@@ -187,12 +197,89 @@ const char *driver_import(DriverOptions *o)
 			o->output = model_name(o->input);
 		const char *dp = ar_printf("%s.dp", o->output), *weights = ar_printf("%s.safetensors", o->output);
 		check_ours(dp, weights);
-		run_converter(o, dp, weights);
+		run_converter(o, dp, weights, false);
+		if (wants_flat(o, dp)) {
+			o->import.flat = ar_printf("%s.flat.dp", o->output);
+			o->import.flat_weights = ar_printf("%s.flat.safetensors", o->output);
+			o->import.final_dp = dp, o->import.final_weights = weights;
+			check_ours(o->import.flat, o->import.flat_weights);
+			run_converter(o, o->import.flat, o->import.flat_weights, true);
+		}
 		return dp;
 	}
 	const char *dir = make_temp_dir(), *name = model_name(o->input);
-	temp_files[0] = ar_printf("%s/%s.dp", dir, name);
-	temp_files[1] = ar_printf("%s/%s.safetensors", dir, name);
-	run_converter(o, temp_files[0], temp_files[1]);
-	return temp_files[0];
+	const char *dp = temp_file(0, ar_printf("%s/%s.dp", dir, name));
+	run_converter(o, dp, temp_file(1, ar_printf("%s/%s.safetensors", dir, name)), false);
+	if (wants_flat(o, dp)) {
+		o->import.flat = temp_file(2, ar_printf("%s/%s.flat.dp", dir, name));
+		o->import.flat_weights = temp_file(3, ar_printf("%s/%s.flat.safetensors", dir, name));
+		run_converter(o, o->import.flat, o->import.flat_weights, true);
+	}
+	return dp;
 }
+
+/* The flat conversion is planned beside where a budget is fitted with checkpoints (not min-memory, not with
+ * every parameter streamed, which needs loops) and the converter recovered a loop: an imported ResNet-152's
+ * stages as loops recompute 1.5 forwards at Feng & Huang's cut + 1, its flat program, a chain that the chain
+ * planner nests, 0.45 (bench/RESULTS.md) */
+static bool wants_flat(const DriverOptions *o, const char *dp)
+{
+	if (!o->device_mem || o->ckpt.mode != CKPT_AUTO || o->ckpt.least || o->ckpt.stream_all || o->import.no_loops ||
+	    getenv("DPC_NO_FLAT"))
+		return false;
+	FILE *f = fopen(dp, "r");
+	if (!f)
+		return false;
+	char line[4096];
+	bool loop = false;
+	while (!loop && fgets(line, sizeof line, f))
+		loop = !strncmp(line, "  for ", 6);
+	fclose(f);
+	return loop;
+}
+
+/* the flat program's text with its weights line naming `weights` (a name beside it), written atomically to dp */
+static void rewrite_weights(const char *from, const char *dp, const char *weights)
+{
+	FILE *in = fopen(from, "r");
+	const char *tmp = ar_printf("%s.tmp", dp);
+	FILE *out = in ? fopen(tmp, "w") : NULL;
+	if (!out)
+		fatal("cannot rewrite %s as %s: %s", from, dp, strerror(errno));
+	const char *base = strrchr(weights, '/');
+	base = base ? base + 1 : weights;
+	char line[65536];
+	bool done = false;
+	while (fgets(line, sizeof line, in)) {
+		if (!done && !strncmp(line, "weights \"", 9)) {
+			fprintf(out, "weights \"%s\"\n", base);
+			done = true;
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	if (fclose(out) || rename(tmp, dp))
+		fatal("cannot write %s: %s", dp, strerror(errno));
+	unlink(from);
+}
+
+const char *driver_take_flat(DriverOptions *o)
+{
+	if (!o->import.final_dp)
+		return o->import.flat;
+	if (rename(o->import.flat_weights, o->import.final_weights))
+		fatal("cannot move %s to %s: %s", o->import.flat_weights, o->import.final_weights, strerror(errno));
+	rewrite_weights(o->import.flat, o->import.final_dp, o->import.final_weights);
+	return o->import.final_dp;
+}
+
+void driver_drop_flat(DriverOptions *o)
+{
+	if (o->import.final_dp) {
+		unlink(o->import.flat);
+		unlink(o->import.flat_weights);
+	}
+}
+
+void driver_import_child(void) { temp_dir[0] = 0; }
