@@ -204,7 +204,9 @@ static const Opt opts[] = {
 	 "the running ones, fixed (frozen)"},
 	{O_NO_LOOPS, "--no-loops", NULL, NULL, K_FLAG, 0, 0, NULL, NULL,
 	 "ONNX: every layer as the file writes it; by default consecutive\n"
-	 "blocks alike become one loop over stacked parameters"},
+	 "blocks alike become one loop over stacked parameters (under\n"
+	 "--device-mem the flat program is planned too, and taken where it\n"
+	 "recomputes less)"},
 };
 
 #define NOPTS (sizeof opts / sizeof *opts)
