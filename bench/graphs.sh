@@ -24,7 +24,9 @@
 #   the hand-written row's and theirs, and the plan's seconds; then the plan
 #   at a budget one point past their cut (the weights, their gradients and
 #   (99 - theirs)% of the activation bytes): what it recomputes ("-": no plan)
-#   and its seconds.
+#   and its seconds; and the same budget on the flat import (--no-loops: one
+#   straight line, which the chain planner may plan with nested checkpoints),
+#   what it recomputes, its seconds and the straight-line search it took.
 #   bash bench/graphs.sh phases [NET|FILE...]: which of the straight-line
 #   selection's stacked searches still find anything (issue 62, item 4): each
 #   network (or a .dp or .onnx file) planned with --checkpoint min-memory and
@@ -146,8 +148,8 @@ if [ "${1:-}" = onnx ]; then
 	nets=("$@")
 	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
 	py=${PYTHON:-python3}
-	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %10s %8s\n' network batch side full_MB act_MB cut rec@least theirs hand_cut \
-		compile_s rec@them+1 fit_s
+	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %10s %8s %10s %8s %6s\n' network batch side full_MB act_MB cut rec@least theirs \
+		hand_cut compile_s rec@them+1 fit_s flat@them+1 flat_s search
 	for net in "${nets[@]}"; do
 		"$py" - "$net" "$(batch "$net")" "$(side "$net")" "$out/$net.onnx" <<'PY'
 import sys, warnings
@@ -174,12 +176,21 @@ PY
 		fit_s=$(tail -1 "$out/time")
 		[ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $past")" = True ] && fit=$(frac)
 		rm -f "$out/s.json"
+		# the same budget on the flat import (--no-loops: one straight line, which the chain planner may nest)
+		flat=- search=-
+		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.onnx" --no-loops --device-mem "$past" \
+			--stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1 || true
+		flat_s=$(tail -1 "$out/time")
+		if [ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $past")" = True ]; then
+			flat=$(frac) search=$(field "$out/s.json" "d['straight_line']['search']")
+		fi
+		rm -f "$out/s.json"
 		network "$net"
 		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		hand=$(cut "$(field "$out/s.json" "d['peak_device_bytes']['total']")")
-		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %10s %8s\n' "$net" "$(batch "$net")" "$(side "$net")" \
+		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %10s %8s %10s %8s %6s\n' "$net" "$(batch "$net")" "$(side "$net")" \
 			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t" \
-			"$fit" "$fit_s"
+			"$fit" "$fit_s" "$flat" "$flat_s" "$search"
 	done
 	exit 0
 fi
