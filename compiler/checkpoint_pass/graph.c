@@ -1772,7 +1772,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		int64_t f, at = sel_flops_bound(m.P, sel_eval(m.P, best, &f, NULL));
 		res.bound = at < res.flops ? at : res.flops;
 		/* nested checkpoints at the least's peak, where they recompute less there */
-		int64_t cflops = INT64_MAX, cat = 0, cbytes = !p->offload_cost && hi < planned_least && !getenv("DPC_SELECT_CHOICE")
+		int64_t cflops = INT64_MAX, cat = 0, cbytes = hi < planned_least && !getenv("DPC_SELECT_CHOICE")
 		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
 		                                                 : INT64_MAX;
 		if (cbytes <= hi && cflops < res.flops)
@@ -1818,7 +1818,8 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
 		trace("fit: refill", bytes, res.flops);
 		/* nested checkpoints, where the forward is a chain and that recomputes less */
-		int64_t cflops = INT64_MAX, at = 0, cbytes = !p->offload_cost ? chain_fit(&g, &m, budget, plan, &cflops, &at) : INT64_MAX;
+		/* its cost is its FLOPs (it offloads nothing), the selection's with its offloads priced */
+		int64_t cflops = INT64_MAX, at = 0, cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
