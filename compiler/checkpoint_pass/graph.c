@@ -1129,30 +1129,41 @@ static int64_t choose_chain(Graph *g, Model *m, int64_t want, uint8_t *keep, int
 }
 
 /* The chain plan that fits budget as planned, with the fewest FLOPs the
- * rounds find: the programme's budget lowered by each plan's excess until
- * one fits, then raised halfway toward the lowest that did not. Its bytes
- * (INT64_MAX: none fits) and FLOPs; its budget in *at, for choose_chain. */
+ * rounds find. The programme's budget `want` is searched between the
+ * highest known too low (its model fits nothing there, or the plan fits:
+ * more may) and the lowest known too high (the plan passes the budget):
+ * lowered by a plan's excess, raised by a fit's room or by a sixteenth of
+ * the budget where the model fits nothing (it errs on the side of too much
+ * memory: ResNet-152's model fits nothing at 950 MB, its plan at a model's
+ * 1 GB is 934 MB), then halved between. Its bytes (INT64_MAX: none fits)
+ * and FLOPs; its budget in *at, for choose_chain. */
 static int64_t chain_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), int64_t *flops, int64_t *at)
 {
 	SelProblem *P = m->P;
 	uint8_t *keep = ar_alloc((size_t)P->n + 1);
 	int *hold = ar_alloc(sizeof(int) * (size_t)(P->n + 1));
-	int64_t want = budget, over = INT64_MAX, fits = -1, best = INT64_MAX;
+	int64_t want = budget, lo = -1, hi = INT64_MAX, best = INT64_MAX;
 	*flops = INT64_MAX;
 	for (int round = 0; round < CHAIN_ROUNDS; round++) {
-		int64_t f = INT64_MAX, bytes = INT64_MAX;
-		if (choose_chain(g, m, want, keep, hold) < INT64_MAX)
+		int64_t f = INT64_MAX, bytes = INT64_MAX, next;
+		bool none = choose_chain(g, m, want, keep, hold) == INT64_MAX;
+		if (!none)
 			bytes = eval(g, plan, &f);
 		if (bytes <= budget && f < *flops)
 			*flops = f, best = bytes, *at = want;
-		if (bytes <= budget)
-			fits = want;
+		if (none || bytes <= budget)
+			lo = want;
 		else
-			over = want < over ? want : over;
-		if (bytes == INT64_MAX && fits < 0)
-			break; /* nothing at or below it fits the blocks' model */
-		int64_t next = fits < 0 ? want - (bytes - budget) : over == INT64_MAX ? want + (budget - bytes) : fits + (over - fits) / 2;
-		if (next == want || next <= 0 || (fits >= 0 && over - fits <= budget / 1024))
+			hi = want;
+		if (hi < INT64_MAX && lo >= 0)
+			next = lo + (hi - lo) / 2;
+		else if (none)
+			next = want + budget / 16;
+		else if (bytes > budget)
+			next = want - (bytes - budget);
+		else
+			next = want + (budget - bytes);
+		if (next == want || next <= 0 || (hi < INT64_MAX && hi - lo <= budget / 1024))
 			break;
 		want = next;
 	}
