@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,22 +171,30 @@ static void write_schedule(Schedule *s)
 	free(s->text);
 }
 
-/* Whether the flat conversion (o->import.flat) fits the budget with fewer recomputed FLOPs than p (its
- * loops'), planned in a child process: a plan that does not fit ends it with the budget's error, which
- * goes to /dev/null, and the loops stay */
-static bool flat_wins(const DriverOptions *o, Program *p)
+/* The flat conversion (o->import.flat) planned in a child process beside the loops' own plan in this one: a
+ * plan that does not fit ends the child with the budget's error, which goes to /dev/null. flat_start forks
+ * it (NULL: none), flat_cost waits for its cost, recomputed FLOPs and offloads (INT64_MAX: no fit). */
+typedef struct {
+	pid_t pid;
+	int fd;
+} Flat;
+
+static Flat *flat_start(const DriverOptions *o)
 {
-	int64_t have = ckpt_cost(p), got[2] = {0, INT64_MAX};
 	int fd[2];
-	if (have == 0 || pipe(fd))
-		return false;
+	if (pipe(fd))
+		return NULL;
 	fflush(stdout), fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fd[0]), close(fd[1]);
-		return false;
+		return NULL;
 	}
 	if (pid == 0) {
+		/* it goes when dpc goes (a failed plan of the loops ends dpc before it is waited for) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
 		driver_import_child();
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1), dup2(null, 2);
@@ -195,16 +204,25 @@ static bool flat_wins(const DriverOptions *o, Program *p)
 		c.verbose = false;
 		Emit st;
 		Program *q = driver_passes(fe_parse(c.input, c.defs.data, c.defs.len), &c, &st);
-		got[0] = 1, got[1] = ckpt_cost(q);
-		_exit(write(fd[1], got, sizeof got) == sizeof got ? 0 : 1);
+		int64_t cost = ckpt_cost(q);
+		_exit(write(fd[1], &cost, sizeof cost) == sizeof cost ? 0 : 1);
 	}
 	close(fd[1]);
-	ssize_t n = read(fd[0], got, sizeof got);
-	close(fd[0]);
+	Flat *f = ar_alloc(sizeof *f);
+	f->pid = pid, f->fd = fd[0];
+	return f;
+}
+
+static int64_t flat_cost(Flat *f)
+{
+	int64_t cost = INT64_MAX;
+	if (read(f->fd, &cost, sizeof cost) != sizeof cost)
+		cost = INT64_MAX;
+	close(f->fd);
 	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(f->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	return n == sizeof got && got[0] && got[1] < have;
+	return cost;
 }
 
 int driver_run(DriverOptions *o)
@@ -220,9 +238,11 @@ int driver_run(DriverOptions *o)
 	}
 
 	Emit stop;
+	Flat *flat = o->import.flat ? flat_start(o) : NULL;
 	Program *p = driver_passes(ast, o, &stop);
 	if (o->import.flat) {
-		if (flat_wins(o, p)) {
+		int64_t have = ckpt_cost(p), cost = flat ? flat_cost(flat) : INT64_MAX;
+		if (have > 0 && cost < have) {
 			o->input = driver_take_flat(o);
 			if (o->verbose)
 				fprintf(stderr, "dpc: the model's flat program (--no-loops) recomputes less within --device-mem than its "
