@@ -29,7 +29,6 @@
 #include "model.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,14 +341,6 @@ static void chain_free(Chain *ch)
 	free(ch->c), free(ch->pick), free(ch->top), free(ch->top_pick);
 }
 
-int sel_chain_blocks(const SelProblem *P, int nforward)
-{
-	Chain ch = {.P = P, .nforward = nforward};
-	find_cuts(&ch);
-	free(ch.cut);
-	return ch.L;
-}
-
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold)
 {
 	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS};
@@ -374,12 +365,6 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 	inner(&ch);
 	outer(&ch);
 	int64_t flops = ch.top[0];
-	if (getenv("DPC_CHAIN_DEBUG")) {
-		fprintf(stderr, "chain: L %d budget %lld unit %lld flops %lld\n", ch.L, (long long)budget, (long long)ch.unit, (long long)flops);
-		for (int b = 0; b < ch.L && atoi(getenv("DPC_CHAIN_DEBUG")) > 1; b++)
-			fprintf(stderr, "  b %d cut %d f %lld xin %lld abar %lld W %lld T %lld A %d\n", b, ch.cut[b + 1], (long long)ch.f[b],
-			        (long long)ch.xin[b], (long long)ch.abar[1][b], (long long)ch.W[1][b], (long long)ch.T[b], ch.A[b]);
-	}
 	if (flops < INF) {
 		for (int v = 0; v < P->n; v++) {
 			keep[v] = P->kind[v] == SEL_FIXED ? SEL_KEEP : SEL_ONCE;

@@ -149,11 +149,10 @@ void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep);
  * again (INT64_MAX: the blocks' model fits nothing, or no chain), and the
  * plan: keep[v] SEL_KEEP for what the forward keeps; a value not kept is
  * made again for each position that needs it before hold[v], and once,
- * held, from there (INT_MAX: at each use). sel_chain_blocks: the blocks. */
+ * held, from there (INT_MAX: at each use). */
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold);
 /* its memory's steps: bytes held are counted in units of (budget - the least base) / SEL_CHAIN_STEPS, rounded up */
 #define SEL_CHAIN_STEPS 128
-int sel_chain_blocks(const SelProblem *P, int nforward);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */
