@@ -1828,9 +1828,10 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		if (m.small && !ir_has_loops(p) && bytes <= budget)
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
 		trace("fit: refill", bytes, res.flops);
-		/* nested checkpoints, where the forward is a chain and that recomputes less */
-		/* its cost is its FLOPs (it offloads nothing), the selection's with its offloads priced */
-		int64_t cflops = INT64_MAX, at = 0, cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
+		/* nested checkpoints, where the forward is a chain and that recomputes less (its cost is its FLOPs: it
+		 * offloads nothing; the selection's has its offloads priced); not planned where a file decides */
+		bool file = getenv("DPC_SELECT_CHOICE") || getenv("DPC_SELECT_DUMP");
+		int64_t cflops = INT64_MAX, at = 0, cbytes = file ? INT64_MAX : chain_fit(&g, &m, budget, plan, &cflops, &at);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
