@@ -49,6 +49,10 @@ static void graph_note(Program *p)
 		fprintf(stderr, " (the exact search passed its work limit of %lld values and positions visited, or has more "
 		        "than %d decisions); no fit recomputes fewer than %lld FLOPs", (long long)SEL_WORK, SEL_EXACT_MOST,
 		        (long long)p->graph_bound);
+	if (p->graph_walks_cut)
+		fprintf(stderr, "; its walks (threshold accepting, kicks) cut short in proportion to a problem of %lld values "
+		        "and positions, and its least search not run again packed harder (--emit=schedule prints the plan's "
+		        "gap to its peak's bound)", (long long)p->graph_walks_cut);
 	fputc('\n', stderr);
 }
 

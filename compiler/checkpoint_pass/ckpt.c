@@ -12,6 +12,7 @@
  * Op.swept). */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -621,6 +622,57 @@ static int64_t rows_floor(Program *p)
 	return f;
 }
 
+/* fit_rows' choices by what they were made from: the budget's search
+ * (compiler/budget.c) plans the same program in several scratch copies,
+ * the shares of the straight line often leaving it as it was (ResNet-152
+ * imported, at Feng & Huang's cut + 1: 12 fits of 2 programs, 1,027
+ * plans each, 18 of 19 s), and each fit plans every subset of rows. The
+ * key: the program as printed, the budget, the options but the line's
+ * share (the straight line has been fitted by then: the print shows
+ * it), and the fields of the program the memory plan reads that it does
+ * not print. */
+typedef struct {
+	uint64_t key;
+	unsigned best;
+	bool masks;
+} RowsChoice;
+
+enum { ROWS_MEMO = 32 };
+static RowsChoice rows_memo[ROWS_MEMO];
+static int nrows_memo;
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *b = data;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* the key of fit_rows' inputs, 0 where it cannot be made */
+static uint64_t rows_key(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return 0;
+	ir_print(f, p);
+	CkptOptions c;
+	memset(&c, 0, sizeof c);
+	c.snapshots = o->snapshots;
+	fprintf(f, "\n%lld %lld %p %d %d %d %d %lld %lld %d %d %d %d\n", (long long)budget, (long long)c.snapshots,
+	        (void *)(uintptr_t)plan, p->real, p->mixed, p->optimizer, p->ranks, (long long)p->device_mem,
+	        (long long)p->offload_cost, p->graph_least, p->pack_effort, p->fit_probe, p->values.len);
+	fclose(f);
+	uint64_t h = fnv(1469598103934665603ull, text, len);
+	free(text);
+	return h ? h : 1;
+}
+
+static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
+                            const int *cand, int n, unsigned *best, bool *best_masks);
+
 static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
 	int most = ROWS_EXHAUSTIVE, cand[ROWS_EXHAUSTIVE], drop[ROWS_EXHAUSTIVE];
@@ -636,6 +688,33 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	int n = ckpt_rows_candidates(p, cand, most);
 	unsigned best = 0;
 	bool best_masks = false;
+	uint64_t key = n > 0 ? rows_key(p, o, budget, plan) : 0;
+	int at = -1;
+	for (int i = 0; i < nrows_memo && key; i++)
+		if (rows_memo[i].key == key)
+			at = i;
+	if (at >= 0) {
+		best = rows_memo[at].best, best_masks = rows_memo[at].masks;
+	} else {
+		fit_rows_search(p, o, budget, plan, cand, n, &best, &best_masks);
+		if (key)
+			rows_memo[nrows_memo++ % ROWS_MEMO] = (RowsChoice){key, best, best_masks};
+	}
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (best >> i & 1)
+			drop[k++] = cand[i];
+	ckpt_rows_apply(p, drop, k, best_masks);
+	fit_tapes(p, o, budget, plan);
+}
+
+/* every subset of cand[0..n), with and without masks, fitted and planned:
+ * the fewest recomputed FLOPs that fit, then the fewest bytes, into *best
+ * and *best_masks */
+static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
+                            const int *cand, int n, unsigned *best, bool *best_masks)
+{
+	int drop[ROWS_EXHAUSTIVE];
 	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX;
 	/* masks in bits save bytes for nothing, but leave a relu's argument to be computed again where a dropped value needs it */
 	for (int masks = 0; masks < 2; masks++)
@@ -656,14 +735,8 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 			flops = bytes <= budget ? flops : INT64_MAX;
 			ckpt_rows_undo(r);
 			if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
-				best = m, best_masks = masks, best_flops = flops, best_bytes = bytes;
+				*best = m, *best_masks = masks, best_flops = flops, best_bytes = bytes;
 		}
-	int k = 0;
-	for (int i = 0; i < n; i++)
-		if (best >> i & 1)
-			drop[k++] = cand[i];
-	ckpt_rows_apply(p, drop, k, best_masks);
-	fit_tapes(p, o, budget, plan);
 }
 
 /* `rows` host slots of op's state, aligned as the host pool aligns them */

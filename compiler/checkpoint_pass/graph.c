@@ -364,8 +364,13 @@ static int64_t eval(Graph *g, int64_t (*plan)(Program *), int64_t *flops)
 	return bytes;
 }
 
+/* the largest problem whose walks walk_moves cut, or whose least search least_packed_hard did not run again,
+ * since init(): its values and positions (Program.graph_walks_cut) */
+static int64_t walks_cut;
+
 static void init(Graph *g, Program *p)
 {
+	walks_cut = 0;
 	g->p = p;
 	g->nv = p->values.len;
 	g->pos = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
@@ -576,6 +581,22 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
 #define GRAPH_KICKS 200
 /* the moves of the least search's threshold accepting */
 #define GRAPH_ANNEAL 50000
+/* The walks (threshold accepting, kicks) take all their moves on problems
+ * of up to GRAPH_WALK_SIZE values and positions (every sample's and test's
+ * graph: up to 1,199), fewer in proportion beyond: each move evaluates the
+ * whole problem, and on the straight line of torchvision's ResNet-152
+ * imported with its loops (3,060) the least's walks took 10.4 s of its
+ * 27 s to lower the plan taken by 2.8 KB (issue 62, item 4). */
+enum { GRAPH_WALK_SIZE = 1200 };
+
+static int64_t walk_moves(const SelProblem *P, int64_t most)
+{
+	int64_t size = (int64_t)P->n + P->npos;
+	if (size <= GRAPH_WALK_SIZE || !most)
+		return most;
+	walks_cut = size > walks_cut ? size : walks_cut;
+	return most * GRAPH_WALK_SIZE / size;
+}
 
 typedef struct {
 	SelProblem *P;
@@ -938,7 +959,7 @@ static SelResult swaps_move(const SelProblem *P, int64_t want, uint8_t *keep) { 
 static SelResult refill_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_refill(P, want, SEL_WORK, keep); }
 static SelResult anneal_move(const SelProblem *P, int64_t want, uint8_t *keep)
 {
-	return sel_anneal_fit(P, want, GRAPH_ANNEAL, 10, keep);
+	return sel_anneal_fit(P, want, walk_moves(P, GRAPH_ANNEAL), 10, keep);
 }
 
 /* Up to 4 rounds of a move on the model from keep[] at the model's budget
@@ -1105,6 +1126,7 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
 	p->graph_search = res.method == SEL_EXACT ? 2 : 3;
 	p->graph_bound = res.bound;
 	p->graph_candidates = n;
+	p->graph_walks_cut = walks_cut;
 	apply(g);
 	return cost(g);
 }
@@ -1182,6 +1204,7 @@ static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n)
 	p->graph_search = 4;
 	p->graph_bound = bound;
 	p->graph_candidates = n;
+	p->graph_walks_cut = walks_cut;
 	apply(g);
 	return cost(g);
 }
@@ -1372,7 +1395,7 @@ static void iterated_descent(Graph *g, Model *m, int64_t (*plan)(Program *), con
 	uint64_t seed = 0x2545f4914f6cdd1dull;
 	/* on up to twice GRAPH_SWEEP candidates, a few rounds (Inception-v3: 453 candidates, 10 rounds a walk, its
 	 * least 933 to 845 MB in 0.3 s); beyond, none (DenseNet-201: 0.5 s for nothing) */
-	int rounds = m->small ? GRAPH_KICKS : m->ncand <= 2 * GRAPH_SWEEP ? GRAPH_KICKS / 20 : 0;
+	int rounds = (int)walk_moves(P, m->small ? GRAPH_KICKS : m->ncand <= 2 * GRAPH_SWEEP ? GRAPH_KICKS / 20 : 0);
 	for (int round = 0; round < rounds; round++) {
 		memcpy(try, cur, (size_t)P->n);
 		for (int k = 0, n = 2 + (int)(seed % 4); k < n; k++) {
@@ -1552,7 +1575,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * of 453 to 1,329, 25,000 moves lowered nothing) */
 	if (m->small) {
 		memcpy(keep, best, (size_t)m->P->n);
-		sel_anneal(m->P, GRAPH_ANNEAL, 20, keep);
+		sel_anneal(m->P, walk_moves(m->P, GRAPH_ANNEAL), 20, keep);
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}
@@ -1586,23 +1609,33 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
  * (Program.pack_effort 1): the searches are greedy, and the peaks they
  * compare change with the packing, so each reaches choices the other does
  * not (issue 40's small Inception: the MILP's optimum). On graphs of up
- * to GRAPH_SWEEP candidates, where it costs about as much as the first.
- * best[] and *res become the lower of the two at the final plan's
+ * to GRAPH_SWEEP candidates and GRAPH_WALK_SIZE values and positions,
+ * where it costs about as much as the first. best[] and *res become the lower of the two at the final plan's
  * packing (pack_effort 2): its bytes. */
 static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res)
 {
 	Program *p = g->p;
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
 	SelResult r;
-	p->pack_effort = 1;
-	int64_t again = least_search(g, m, plan, other, &r);
-	trace("least: packed hard", again, r.flops);
-	p->pack_effort = 2;
-	int64_t f, hi = planned(g, m, best, plan, &f), h = planned(g, m, other, plan, &r.flops);
-	if (h < hi || (h == hi && r.flops < f)) {
-		memcpy(best, other, (size_t)m->P->n);
-		*res = r;
-		hi = h, f = r.flops;
+	/* the search again only on problems of up to GRAPH_WALK_SIZE values and positions, as the walks: on the
+	 * straight line of torchvision's ResNet-152 imported with its loops (3,060) it found nothing in 3 of 3, at
+	 * the cost of the first */
+	int64_t size = (int64_t)m->P->n + m->P->npos, f, hi, h;
+	if (size <= GRAPH_WALK_SIZE) {
+		p->pack_effort = 1;
+		int64_t again = least_search(g, m, plan, other, &r);
+		trace("least: packed hard", again, r.flops);
+		p->pack_effort = 2;
+		hi = planned(g, m, best, plan, &f), h = planned(g, m, other, plan, &r.flops);
+		if (h < hi || (h == hi && r.flops < f)) {
+			memcpy(best, other, (size_t)m->P->n);
+			*res = r;
+			hi = h, f = r.flops;
+		}
+	} else {
+		walks_cut = size > walks_cut ? size : walks_cut;
+		p->pack_effort = 2;
+		hi = planned(g, m, best, plan, &f);
 	}
 	/* from the lower, blocks of values computed once turned to each use together (sel_blocks), planned as
 	 * the final plan packs: the searches' packings may hold its choice higher (Inception's MILP optimum:
@@ -1928,9 +1961,9 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		offloaded(f, p, json, &moved);
 		fprintf(f, "]");
 		if (p->graph_search)
-			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld",
-			        ckpt_graph_search(p), p->graph_least ? "true" : "false", p->graph_candidates,
-			        (long long)p->graph_bound);
+			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld, "
+			        "\"walks_cut_at\": %lld", ckpt_graph_search(p), p->graph_least ? "true" : "false",
+			        p->graph_candidates, (long long)p->graph_bound, (long long)p->graph_walks_cut);
 		if (p->model_choices)
 			fprintf(f, ", \"model_checked\": {\"choices\": %d, \"over_live\": [%.6f, %.6f], \"over_plan\": [%.6f, %.6f]}",
 			        p->model_choices, p->model_live[0], p->model_live[1], p->model_plan[0], p->model_plan[1]);
@@ -1956,6 +1989,10 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 	if (p->graph_search >= 3 && p->graph_bound < INT64_MAX)
 		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
+	if (p->graph_walks_cut)
+		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves, and its least search "
+		        "not run again packed harder, on a problem of %lld values and positions (its gap to the bound is below)",
+		        GRAPH_WALK_SIZE, (long long)p->graph_walks_cut, (long long)p->graph_walks_cut);
 	fputs("\n", f);
 	if (p->model_choices)
 		fprintf(f, "its cost model against the memory plan, over the %d choices it planned: the model's peak %+.2f%% to "

@@ -383,6 +383,9 @@ struct Program {
 	int graph_search, graph_candidates;
 	int64_t graph_bound;
 	bool graph_least; /* --checkpoint min-memory: the least peak, not a budget's fewest FLOPs */
+	int64_t graph_walks_cut; /* the straight line's walks (threshold accepting, kicks) were cut short, and its least
+	                          * search not run again packed harder, on a problem of this many values and positions
+	                          * (checkpoint_pass/graph.c's walk_moves, least_packed_hard); 0: neither */
 	/* the straight-line search's model against the planner: the choices both priced, and the least and most of
 	 * (model - plan) / plan, the plan's tensors' bytes live at once [live] and its packed peak [plan] */
 	int model_choices;

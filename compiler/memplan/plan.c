@@ -1185,9 +1185,11 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 {
 	int (*order[])(const void *, const void *) = {by_size, by_busy, by_area, by_length};
 	int orders = p->pack_effort ? 4 : 1, walks = p->pack_effort > 1 ? PACK_WALKS : p->pack_effort;
-	/* a budget's final plan of many values packs without walks, which cost seconds there (a budget's fit
-	 * compares plans at pack_effort 2 only on graphs of few values); the least's walks on any */
-	if (p->pack_effort > 1 && !p->graph_least && n > PACK_WALK_MOST)
+	/* a final plan of many values packs without walks, which cost seconds there (a budget's fit compares
+	 * plans at pack_effort 2 only on graphs of few values). The least's plan walked on any until issue 62:
+	 * on bench/graphs.sh's six networks and four torchvision imports (1,329 to 7,000 values) its walks
+	 * lowered DARTS' least by 256 bytes and nothing else, in up to 2.2 s (Inception-v3 imported) */
+	if (p->pack_effort > 1 && n > PACK_WALK_MOST)
 		walks = 0;
 	/* the values all walks place: fewer rounds on large programs, where each packing costs more */
 	int64_t work = p->pack_effort > 1 ? PACK_WORK : PACK_WORK / 64;

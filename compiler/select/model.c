@@ -95,6 +95,7 @@ void sel_work_init(Work *w, const SelProblem *P)
 	w->cp = w->cp_t = NULL, w->ncp = w->cap_cp = 0;
 	w->sorted = NULL, w->cap_sorted = 0;
 	w->count = malloc(sizeof(int) * (size_t)(P->npos + 2));
+	w->pos_seen = calloc((size_t)P->npos + 1, sizeof(unsigned)), w->pos_gen = 0;
 	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->at = calloc((size_t)P->n + 1, sizeof(int *));
 	w->nat = calloc((size_t)P->n + 1, sizeof(int));
@@ -163,6 +164,7 @@ void sel_work_free(Work *w)
 	free(w->cp_t);
 	free(w->sorted);
 	free(w->count);
+	free(w->pos_seen);
 	free(w->prof);
 	free(w->lend_from);
 	free(w->earlier), free(w->twice);
@@ -490,10 +492,16 @@ static void own_needs(Work *w, const uint8_t *keep, int v)
 	int n = w->nat[v], *at = w->at[v], m = 0;
 	if (keep[v] != SEL_EACH || !n)
 		return;
-	sort_ints(at, n, 64);
+	/* each position once, then sorted: a value read by many copies made each time gets all their positions
+	 * (a DenseNet's concatenations: a sort of every one was a sixth of an evaluation) */
+	if (++w->pos_gen == 0) {
+		memset(w->pos_seen, 0, sizeof(unsigned) * (size_t)(w->P->npos + 1));
+		w->pos_gen = 1;
+	}
 	for (int k = 0; k < n; k++)
-		if (!m || at[k] != at[m - 1])
-			at[m++] = at[k];
+		if (w->pos_seen[at[k]] != w->pos_gen)
+			w->pos_seen[at[k]] = w->pos_gen, at[m++] = at[k];
+	sort_ints(at, m, 64);
 	w->nat[v] = m;
 }
 

@@ -6,6 +6,8 @@
  * optimizer state never cross the link. */
 #include "stream.h"
 
+#include <stdlib.h>
+
 #include "../../common/revolve.h"
 #include "../../common/abi.h"
 
@@ -40,97 +42,149 @@ static int nbodies(Op *op, Body *out)
 	return 0;
 }
 
-static bool names(Op *op, int v)
+/* usages' walk: per value, the parameter it is the value (w_of) or gradient (g_of) of, or -1; per parameter, the
+ * op it was last seen at (each op counts once for it) */
+typedef struct {
+	Program *p;
+	Usage *u;
+	int *w_of, *g_of, *seen_at, at;
+} Walk;
+
+static void fail(Walk *k, int q, const char *why)
 {
-	for (int k = 0; k < op->nin; k++)
-		if (op->in[k] == v)
-			return true;
-	for (int k = 0; k < op->ncarry; k++)
-		if (op->cyield[k] == v)
-			return true;
-	return false;
+	if (q >= 0 && !k->u[q].why)
+		k->u[q].why = why;
 }
 
-/* whether v is named anywhere in b, loops within included */
-static bool named_in(Block *b, int v)
+/* each parameter v names, once per op (k->at), to see(k, q) */
+static void each_param(Walk *k, Op *op, void (*see)(Walk *, Op *, int), int v)
+{
+	int qs[2] = {k->w_of[v], k->g_of[v]};
+	for (int j = 0; j < 2; j++)
+		if (qs[j] >= 0 && !k->u[qs[j]].why && k->seen_at[qs[j]] != k->at)
+			k->seen_at[qs[j]] = k->at, see(k, op, qs[j]);
+}
+
+static void each_named(Walk *k, Op *op, void (*see)(Walk *, Op *, int))
+{
+	for (int i = 0; i < op->nin; i++)
+		each_param(k, op, see, op->in[i]);
+	for (int i = 0; i < op->ncarry; i++)
+		each_param(k, op, see, op->cyield[i]);
+}
+
+static void outside(Walk *k, Op *op, int q)
+{
+	if (!((op->kind == OP_ZERO || op->kind == OP_ALLREDUCE) && op->in[0] == k->p->params.data[q].grad))
+		fail(k, q, "it is used outside a loop over its layers");
+}
+
+static void carried(Walk *k, Op *op, int q) { (void)op, fail(k, q, "a loop carries it"); }
+static void nested(Walk *k, Op *op, int q) { (void)op, fail(k, q, "it is used in a nested loop"); }
+
+/* every parameter named in b, loops within included, as nested */
+static void nested_in(Walk *k, Block *b)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
-		if (names(op, v) || named_in(&op->body, v) || named_in(&op->body2, v) || named_in(&op->body3, v))
-			return true;
+		each_named(k, op, nested);
+		nested_in(k, &op->body), nested_in(k, &op->body2), nested_in(k, &op->body3);
 	}
-	return false;
+}
+
+/* the loop and body a body op is seen in */
+static Op *cur_loop;
+static Body cur_body;
+
+static void in_body(Walk *k, Op *x, int q)
+{
+	Usage *u = &k->u[q];
+	int w = k->p->params.data[q].value, g = k->p->params.data[q].grad;
+	bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == cur_body.ivar;
+	bool acc = x->kind == OP_ACC_SLICE && x->in[0] == g && x->in[1] == cur_body.ivar && x->in[2] != w && x->in[2] != g;
+	if (!read && !acc) {
+		fail(k, q, "it is read other than as W[l] of the loop's index l");
+		return;
+	}
+	/* a forward loop's reads, or an adjoint's (a revolve's advance body is the adjoint's) */
+	Op **slot = cur_loop->kind == OP_LOOP && !cur_body.reverse ? &u->fwd : &u->adj;
+	if (*slot && *slot != cur_loop) {
+		fail(k, q, "more than one loop reads it");
+		return;
+	}
+	*slot = cur_loop;
+	if (acc) {
+		if (!cur_body.reverse || u->acc_body)
+			fail(k, q, "its gradient is accumulated in more than one place");
+		else
+			u->acc_body = cur_body.b;
+	}
 }
 
 /* A parameter streams when its only uses are W[l] directly in the bodies of
  * one forward loop over all its units and of that loop's adjoint, and its
  * gradient is zeroed once at the top and accumulated once per reverse step,
  * at [l]: then unit l's gradient is complete when reverse step l ends, and
- * nothing reads unit l after its update. */
-static Usage usage(Program *p, Param *q)
+ * nothing reads unit l after its update. Every parameter's usage, into
+ * u[], by one walk of the program: a fit plans a program thousands of
+ * times (under stream_min_plan), and a walk per parameter was a third of
+ * the budget's search on torchvision's ResNet-152 imported with its
+ * loops. Each parameter's first reason in program order stands. */
+static void usages(Program *p, Usage *u)
 {
-	Usage u = {0};
-	int w = q->value, g = q->grad;
-	if (q->buffer)
-		return (Usage){.why = "it is a buffer"};
-	if (!q->stacked)
-		return (Usage){.why = "it is not stacked"};
-	if (g < 0)
-		return (Usage){.why = "it has no gradient"};
-	int64_t units = q->type.dim[0];
+	int np = p->params.len, nv = p->values.len;
+	Walk k = {p, u, malloc(sizeof(int) * (size_t)(nv + 1)), malloc(sizeof(int) * (size_t)(nv + 1)),
+	          malloc(sizeof(int) * (size_t)(np + 1)), 0};
+	for (int v = 0; v < nv; v++)
+		k.w_of[v] = k.g_of[v] = -1;
+	for (int i = 0; i < np; i++) {
+		Param *q = &p->params.data[i];
+		u[i] = (Usage){0};
+		k.seen_at[i] = -1;
+		if (q->buffer)
+			u[i].why = "it is a buffer";
+		else if (!q->stacked)
+			u[i].why = "it is not stacked";
+		else if (q->grad < 0)
+			u[i].why = "it has no gradient";
+		else
+			k.w_of[q->value] = i, k.g_of[q->grad] = i;
+	}
 	for (int t = 0; t < p->body.len; t++) {
 		Op *op = p->body.ops[t];
 		Body bs[3];
 		int nb = nbodies(op, bs);
-		if (!nb) {
-			if ((op->kind == OP_ZERO || op->kind == OP_ALLREDUCE) && op->in[0] == g)
-				continue;
-			if (names(op, w) || names(op, g))
-				return (Usage){.why = "it is used outside a loop over its layers"};
-			continue;
-		}
-		if (names(op, w) || names(op, g))
-			return (Usage){.why = "a loop carries it"};
-		for (int j = 0; j < nb; j++) {
-			Block *b = bs[j].b;
-			for (int i = 0; i < b->len; i++) {
-				Op *x = b->ops[i];
-				bool nested = named_in(&x->body, w) || named_in(&x->body, g) || named_in(&x->body2, w) || named_in(&x->body2, g) ||
-				              named_in(&x->body3, w) || named_in(&x->body3, g);
-				if (nested)
-					return (Usage){.why = "it is used in a nested loop"};
+		k.at++;
+		each_named(&k, op, nb ? carried : outside);
+		for (int j = 0; j < nb; j++)
+			for (int i = 0; i < bs[j].b->len; i++) {
+				Op *x = bs[j].b->ops[i];
+				k.at++;
+				nested_in(&k, &x->body), nested_in(&k, &x->body2), nested_in(&k, &x->body3);
 				if (x->kind == OP_ALLREDUCE)
 					continue; /* the layer's sum across the ranks (dist_pass), which streaming drops */
-				bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == bs[j].ivar;
-				bool acc = x->kind == OP_ACC_SLICE && x->in[0] == g && x->in[1] == bs[j].ivar && x->in[2] != w && x->in[2] != g;
-				if (!read && !acc) {
-					if (names(x, w) || names(x, g))
-						return (Usage){.why = "it is read other than as W[l] of the loop's index l"};
-					continue;
-				}
-				/* a forward loop's reads, or an adjoint's (a revolve's advance body is the adjoint's) */
-				Op **slot = op->kind == OP_LOOP && !bs[j].reverse ? &u.fwd : &u.adj;
-				if (*slot && *slot != op)
-					return (Usage){.why = "more than one loop reads it"};
-				*slot = op;
-				if (acc) {
-					if (!bs[j].reverse || u.acc_body)
-						return (Usage){.why = "its gradient is accumulated in more than one place"};
-					u.acc_body = b;
-				}
+				k.at++;
+				cur_loop = op, cur_body = bs[j];
+				each_named(&k, x, in_body);
 			}
-		}
 	}
-	if (!u.acc_body)
-		return (Usage){.why = "its gradient is not accumulated per layer in a reverse loop"};
-	Op *a = u.adj;
-	if (!a || (!ir_is_loop(a)) || (u.fwd && a->primal != u.fwd))
-		return (Usage){.why = "its reads are not one loop and its adjoint"};
-	Op *f = a->primal;
-	if (!f || f->lo != 0 || f->trip != units || a->lo != 0 || a->trip != units)
-		return (Usage){.why = "the loop does not run over all its layers"};
-	u.fwd = f;
-	return u;
+	for (int i = 0; i < np; i++) {
+		Usage *x = &u[i];
+		Param *q = &p->params.data[i];
+		if (x->why)
+			continue;
+		Op *a = x->adj;
+		if (!x->acc_body)
+			x->why = "its gradient is not accumulated per layer in a reverse loop";
+		else if (!a || !ir_is_loop(a) || (x->fwd && a->primal != x->fwd))
+			x->why = "its reads are not one loop and its adjoint";
+		else if (!a->primal || a->primal->lo != 0 || a->primal->trip != q->type.dim[0] || a->lo != 0 ||
+		         a->trip != q->type.dim[0])
+			x->why = "the loop does not run over all its layers";
+		else
+			x->fwd = a->primal;
+	}
+	free(k.w_of), free(k.g_of), free(k.seen_at);
 }
 
 static Type slots_type(Param *q, int k)
@@ -289,7 +343,7 @@ static void sim_body(Sim *s, Block *b, int64_t i)
 		}
 		if (op->kind != OP_H2D)
 			continue;
-		/* nothing reads a unit after its gradient is down (usage's rule): no fetch */
+		/* nothing reads a unit after its gradient is down (usages' rule): no fetch */
 		int64_t u = i + op->shift;
 		if (u < op->lo || u >= op->lo + op->trip || u >= s->sent[op->index])
 			continue;
@@ -369,20 +423,25 @@ static void simulate(Program *p, int64_t h2d_bytes[2], int64_t d2h_bytes[2])
 int64_t stream_min_plan(Program *p)
 {
 	int64_t arena = mem_plan(p);
+	Usage *u = malloc(sizeof *u * (size_t)(p->params.len + 1));
+	usages(p, u);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (!q->streamed && !usage(p, q).why)
+		if (!q->streamed && !u[i].why)
 			arena -= saving(p, q, 2);
 	}
+	free(u);
 	return arena;
 }
 
 int64_t stream_min_host(Program *p)
 {
 	int64_t host = 0;
+	Usage *u = malloc(sizeof *u * (size_t)(p->params.len + 1));
+	usages(p, u);
 	for (int i = 0; i < p->params.len; i++) {
 		Param *q = &p->params.data[i];
-		if (usage(p, q).why)
+		if (u[i].why)
 			continue;
 		/* the value, its gradients as they come down, the moments (whole) and the master copy */
 		host += 2 * mem_aligned(p, q->type);
@@ -391,6 +450,7 @@ int64_t stream_min_host(Program *p)
 			if (state[k] >= 0)
 				host += mem_aligned(p, ir_type(ir_vtype(p, state[k]).dt, q->type.rank, q->type.dim));
 	}
+	free(u);
 	return host;
 }
 
@@ -401,10 +461,9 @@ void stream_transfers(Program *p, const StreamOptions *o)
 	int np = p->params.len;
 	Usage *u = ar_alloc(sizeof *u * (size_t)(np + 1));
 	int eligible = 0;
-	for (int i = 0; i < np; i++) {
-		u[i] = usage(p, &p->params.data[i]);
+	usages(p, u);
+	for (int i = 0; i < np; i++)
 		eligible += !u[i].why;
-	}
 	int64_t resident = mem_plan(p), budget = p->device_mem;
 	StreamMode mode = o->mode;
 	if (mode == STREAM_DEFAULT)
