@@ -625,12 +625,12 @@ static int64_t rows_floor(Program *p)
 /* fit_rows' choices by what they were made from: the budget's search
  * (compiler/budget.c) plans the same program in several scratch copies,
  * the shares of the straight line often leaving it as it was (ResNet-152
- * imported, at Feng & Huang's cut + 1: 12 fits of 2 programs, 1,027
- * plans each, 18 of 19 s), and each fit plans every subset of rows. The
- * key: the program as printed, the budget, the options but the line's
- * share (the straight line has been fitted by then: the print shows
- * it), and the fields of the program the memory plan reads that it does
- * not print. */
+ * imported, at half its peak: 12 fits of 2 programs, 1,027 plans each,
+ * 18 of 19 s), and each fit plans every subset of rows. The key: the
+ * program as printed (the straight line has been fitted by then: the
+ * print shows it, and the loops' shapes), the budget, --snapshots (the
+ * only option the fit reads), the plan it is measured by, and the fields
+ * of the program the memory plan reads that it does not print. */
 typedef struct {
 	uint64_t key;
 	unsigned best;
@@ -658,12 +658,10 @@ static uint64_t rows_key(Program *p, const CkptOptions *o, int64_t budget, int64
 	if (!f)
 		return 0;
 	ir_print(f, p);
-	CkptOptions c;
-	memset(&c, 0, sizeof c);
-	c.snapshots = o->snapshots;
-	fprintf(f, "\n%lld %lld %p %d %d %d %d %lld %lld %d %d %d %d\n", (long long)budget, (long long)c.snapshots,
+	fprintf(f, "\n%lld %lld %p %d %d %d %d %lld %lld %d %d %d %d %d %d\n", (long long)budget, (long long)o->snapshots,
 	        (void *)(uintptr_t)plan, p->real, p->mixed, p->optimizer, p->ranks, (long long)p->device_mem,
-	        (long long)p->offload_cost, p->graph_least, p->pack_effort, p->fit_probe, p->values.len);
+	        (long long)p->offload_cost, p->graph_least, p->pack_effort, p->fit_probe, p->values.len, p->nforward,
+	        p->sweep_fits);
 	fclose(f);
 	uint64_t h = fnv(1469598103934665603ull, text, len);
 	free(text);
