@@ -5,7 +5,8 @@ weights, as the graphs they search): resnet152, densenet121, densenet201,
 inception_v3 (at 299x299); darts and nasnet, the CIFAR-10 networks of 20
 cells of 36 channels with DARTS-V2's and NASNet-A's cells that Feng & Huang
 measure (at 32x32); darts_imagenet (DARTS-V2's ImageNet network, 14 cells of
-48 channels); resnet50 and resnet101 for bench/graphs.sh scale.
+48 channels); resnet50 and resnet101, and resnet152 and densenet121 at twice
+and four times their depth (resnet152x2, ...x4), for bench/graphs.sh scale.
 Batch norm is groupnorm with 32 groups (no batch statistics); the head is
 global average pooling and a linear layer to 1000 classes."""
 import math
@@ -261,6 +262,11 @@ NETS = {
     "darts": (lambda s: cells(s, DARTS_V2, 36, 20, False, 10), "DARTS-V2 (CIFAR-10)"),
     "nasnet": (lambda s: cells(s, NASNET, 36, 20, False, 10), "NASNet-A (CIFAR-10)"),
     "darts_imagenet": (lambda s: cells(s, DARTS_V2, 48, 14, True, 1000), "DARTS-V2 (ImageNet)"),
+    # twice and four times the depth, for the planner's time against the graph's size (bench/graphs.sh scale)
+    "resnet152x2": (lambda s: resnet((6, 16, 72, 6)), "ResNet-152, twice as deep"),
+    "resnet152x4": (lambda s: resnet((12, 32, 144, 12)), "ResNet-152, four times as deep"),
+    "densenet121x2": (lambda s: densenet((12, 24, 48, 32)), "DenseNet-121, twice as deep"),
+    "densenet121x4": (lambda s: densenet((24, 48, 96, 64)), "DenseNet-121, four times as deep"),
 }
 
 if __name__ == "__main__":

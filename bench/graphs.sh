@@ -35,8 +35,10 @@
 #   least search; or its FLOPs at the same bytes) or the FLOPs (a budget's
 #   fit), and by how much in all.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
-#   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224;
-#   NASNet and DARTS at their sizes), each at half its peak.
+#   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224,
+#   ResNet-152 and DenseNet-121 also at twice and four times their depth;
+#   NASNet and DARTS at their sizes), each at half its peak and with
+#   --checkpoint min-memory.
 # NET: at the sizes of Feng & Huang's code (their repository's
 # net/model_factory.py and README): resnet152 (batch 16), densenet121 (batch
 # 32), densenet201 (batch 16), each at 224x224, inception_v3 (batch 32,
@@ -261,10 +263,12 @@ PY
 fi
 
 if [ "${1:-}" = scale ]; then
-	# compile time and memory against the graph's size: ResNet-50, -101, -152, DenseNet-121 and -201
-	# at batch 16, 224x224, NASNet and DARTS at their sizes, each planned at half its store-everything peak
-	printf '%-10s %9s %11s %10s %8s %8s\n' network fwd_ops candidates rec@50 compile_s rss_MB
-	for net in resnet50 resnet101 resnet152 densenet121 densenet201 nasnet darts; do
+	# compile time and memory against the graph's size: ResNet-50, -101, -152 and ResNet-152 at twice and four
+	# times its depth, DenseNet-121 (and at twice and four times its depth) and -201, at batch 16, 224x224, NASNet
+	# and DARTS at their sizes; each planned at half its store-everything peak, and with --checkpoint min-memory
+	printf '%-13s %9s %11s %10s %8s %8s %9s %9s\n' network fwd_ops candidates rec@50 compile_s rss_MB least_s rss_MB
+	for net in resnet50 resnet101 resnet152 resnet152x2 resnet152x4 densenet121 densenet121x2 densenet121x4 densenet201 \
+		nasnet darts; do
 		f="$out/$net.dp"
 		case $net in
 		nasnet | darts) python3 bench/graphs.py "$net" "$(batch $net)" "$(side $net)" >"$f" ;;
@@ -275,8 +279,10 @@ if [ "${1:-}" = scale ]; then
 		ops=$("$DPC" --target cpu "$f" --emit=ir | grep -c ' = ')
 		t=$( { /usr/bin/time -f '%e %M' "$DPC" --target cpu "$f" --device-mem $((full / 2)) --stream none --emit=schedule \
 			-o /dev/null --schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
-		printf '%-10s %9s %11s %10s %8s %8.0f\n' "$net" "$ops" "$(field "$out/s.json" "d['straight_line']['candidates']")" \
-			"$(frac)" "${t% *}" "$(python3 -c "print(${t#* } / 1024)")"
+		l=$( { /usr/bin/time -f '%e %M' "$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule \
+			-o /dev/null >/dev/null; } 2>&1 | tail -1)
+		printf '%-13s %9s %11s %10s %8s %8.0f %9s %9.0f\n' "$net" "$ops" "$(field "$out/s.json" "d['straight_line']['candidates']")" \
+			"$(frac)" "${t% *}" "$(python3 -c "print(${t#* } / 1024)")" "${l% *}" "$(python3 -c "print(${l#* } / 1024)")"
 	done
 	exit 0
 fi
