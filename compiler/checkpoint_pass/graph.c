@@ -589,13 +589,21 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
  * 27 s to lower the plan taken by 2.8 KB (issue 62, item 4). */
 enum { GRAPH_WALK_SIZE = 1200 };
 
-static int64_t walk_moves(const SelProblem *P, int64_t most)
+/* P's size, noted in walks_cut where a search is cut on it */
+static int64_t walk_size(const SelProblem *P, bool cut)
 {
 	int64_t size = (int64_t)P->n + P->npos;
+	if (cut && size > walks_cut)
+		walks_cut = size;
+	return size;
+}
+
+static int64_t walk_moves(const SelProblem *P, int64_t most)
+{
+	int64_t size = walk_size(P, false);
 	if (size <= GRAPH_WALK_SIZE || !most)
 		return most;
-	walks_cut = size > walks_cut ? size : walks_cut;
-	return most * GRAPH_WALK_SIZE / size;
+	return most * GRAPH_WALK_SIZE / walk_size(P, true);
 }
 
 typedef struct {
@@ -1610,8 +1618,9 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
  * compare change with the packing, so each reaches choices the other does
  * not (issue 40's small Inception: the MILP's optimum). On graphs of up
  * to GRAPH_SWEEP candidates and GRAPH_WALK_SIZE values and positions,
- * where it costs about as much as the first. best[] and *res become the lower of the two at the final plan's
- * packing (pack_effort 2): its bytes. */
+ * where it costs about as much as the first. best[] and *res become the
+ * lower of the two at the final plan's packing (pack_effort 2): its
+ * bytes. */
 static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res)
 {
 	Program *p = g->p;
@@ -1620,8 +1629,8 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	/* the search again only on problems of up to GRAPH_WALK_SIZE values and positions, as the walks: on the
 	 * straight line of torchvision's ResNet-152 imported with its loops (3,060) it found nothing in 3 of 3, at
 	 * the cost of the first */
-	int64_t size = (int64_t)m->P->n + m->P->npos, f, hi, h;
-	if (size <= GRAPH_WALK_SIZE) {
+	int64_t f, hi, h;
+	if (walk_size(m->P, false) <= GRAPH_WALK_SIZE) {
 		p->pack_effort = 1;
 		int64_t again = least_search(g, m, plan, other, &r);
 		trace("least: packed hard", again, r.flops);
@@ -1633,7 +1642,7 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 			hi = h, f = r.flops;
 		}
 	} else {
-		walks_cut = size > walks_cut ? size : walks_cut;
+		walk_size(m->P, true);
 		p->pack_effort = 2;
 		hi = planned(g, m, best, plan, &f);
 	}

@@ -43,11 +43,13 @@ static int nbodies(Op *op, Body *out)
 }
 
 /* usages' walk: per value, the parameter it is the value (w_of) or gradient (g_of) of, or -1; per parameter, the
- * op it was last seen at (each op counts once for it) */
+ * op it was last seen at (each op counts once for it); the loop and body a body op is seen in */
 typedef struct {
 	Program *p;
 	Usage *u;
 	int *w_of, *g_of, *seen_at, at;
+	Op *loop;
+	Body body;
 } Walk;
 
 static void fail(Walk *k, int q, const char *why)
@@ -92,32 +94,28 @@ static void nested_in(Walk *k, Block *b)
 	}
 }
 
-/* the loop and body a body op is seen in */
-static Op *cur_loop;
-static Body cur_body;
-
 static void in_body(Walk *k, Op *x, int q)
 {
 	Usage *u = &k->u[q];
 	int w = k->p->params.data[q].value, g = k->p->params.data[q].grad;
-	bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == cur_body.ivar;
-	bool acc = x->kind == OP_ACC_SLICE && x->in[0] == g && x->in[1] == cur_body.ivar && x->in[2] != w && x->in[2] != g;
+	bool read = x->kind == OP_SLICE && x->in[0] == w && x->in[1] == k->body.ivar;
+	bool acc = x->kind == OP_ACC_SLICE && x->in[0] == g && x->in[1] == k->body.ivar && x->in[2] != w && x->in[2] != g;
 	if (!read && !acc) {
 		fail(k, q, "it is read other than as W[l] of the loop's index l");
 		return;
 	}
 	/* a forward loop's reads, or an adjoint's (a revolve's advance body is the adjoint's) */
-	Op **slot = cur_loop->kind == OP_LOOP && !cur_body.reverse ? &u->fwd : &u->adj;
-	if (*slot && *slot != cur_loop) {
+	Op **slot = k->loop->kind == OP_LOOP && !k->body.reverse ? &u->fwd : &u->adj;
+	if (*slot && *slot != k->loop) {
 		fail(k, q, "more than one loop reads it");
 		return;
 	}
-	*slot = cur_loop;
+	*slot = k->loop;
 	if (acc) {
-		if (!cur_body.reverse || u->acc_body)
+		if (!k->body.reverse || u->acc_body)
 			fail(k, q, "its gradient is accumulated in more than one place");
 		else
-			u->acc_body = cur_body.b;
+			u->acc_body = k->body.b;
 	}
 }
 
@@ -133,8 +131,8 @@ static void in_body(Walk *k, Op *x, int q)
 static void usages(Program *p, Usage *u)
 {
 	int np = p->params.len, nv = p->values.len;
-	Walk k = {p, u, malloc(sizeof(int) * (size_t)(nv + 1)), malloc(sizeof(int) * (size_t)(nv + 1)),
-	          malloc(sizeof(int) * (size_t)(np + 1)), 0};
+	Walk k = {.p = p, .u = u, .w_of = malloc(sizeof(int) * (size_t)(nv + 1)), .g_of = malloc(sizeof(int) * (size_t)(nv + 1)),
+	          .seen_at = malloc(sizeof(int) * (size_t)(np + 1))};
 	for (int v = 0; v < nv; v++)
 		k.w_of[v] = k.g_of[v] = -1;
 	for (int i = 0; i < np; i++) {
@@ -164,7 +162,7 @@ static void usages(Program *p, Usage *u)
 				if (x->kind == OP_ALLREDUCE)
 					continue; /* the layer's sum across the ranks (dist_pass), which streaming drops */
 				k.at++;
-				cur_loop = op, cur_body = bs[j];
+				k.loop = op, k.body = bs[j];
 				each_named(&k, x, in_body);
 			}
 	}
