@@ -52,6 +52,7 @@ typedef struct {
 	int *blk;        /* per value (not fixed): its block, by its definition; -1 otherwise */
 	int64_t *f;      /* per block: the FLOPs of its values */
 	int64_t *xin;    /* per block: the bytes crossing its cut (its input); 0 for the first */
+	int *uxin;       /* per block: xin in steps of memory */
 	int64_t *abar[2]; /* per block: its candidates and what crosses its end; [1] lean: the cheap ones not */
 	int64_t *W[2];   /* per block: its adjoint's need, beside what is held; [1] lean */
 	int64_t *extra;  /* per block, lean: the FLOPs of its cheap candidates made again at each use */
@@ -212,6 +213,15 @@ static int64_t hold_first(const Chain *ch, int s, int h, int lean, int64_t fwd, 
 	return add(c, top ? rest[(size_t)(s + 1) * (size_t)(ch->K + 1) + (size_t)h2] : rest[at(ch, s + 1, t, (int)h2)]);
 }
 
+/* Every cell's FLOPs grow with the steps already held (each choice's room
+ * shrinks with them, and so do its parts', by induction on the segment's
+ * length): past the first h where nothing fits, nothing does. */
+static void nothing_above(int64_t *c, int16_t *pick, int h, int K)
+{
+	for (int i = h + 1; i <= K; i++)
+		c[i] = INF, pick[i] = PICK_NONE;
+}
+
 /* the inner table, segments by length: each block's values made again */
 static void inner(Chain *ch)
 {
@@ -232,7 +242,7 @@ static void inner(Chain *ch)
 				for (int k = s + 1; k < t; k++) {
 					run += ch->f[k - 1];
 					most = ch->T[k - 1] > most ? ch->T[k - 1] : most;
-					int64_t hk = h + units(ch, ch->xin[k]);
+					int64_t hk = h + ch->uxin[k];
 					if (hk > K || held + ch->xin[k] + most + base > ch->budget)
 						continue;
 					int64_t c = add(run, add(ch->c[at(ch, k, t, (int)hk)], ch->c[at(ch, s, k, h)]));
@@ -241,6 +251,10 @@ static void inner(Chain *ch)
 				}
 				ch->c[at(ch, s, t, h)] = best;
 				ch->pick[at(ch, s, t, h)] = (int16_t)pick;
+				if (best == INF) {
+					nothing_above(ch->c + at(ch, s, t, 0), ch->pick + at(ch, s, t, 0), h, K);
+					break;
+				}
 			}
 		}
 }
@@ -260,7 +274,7 @@ static void outer(Chain *ch)
 					best = c, pick = leaf ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
 			}
 			for (int k = s + 1; k < L; k++) {
-				int64_t hk = h + units(ch, ch->xin[k]);
+				int64_t hk = h + ch->uxin[k];
 				if (hk > K)
 					continue;
 				int64_t c = add(ch->top[(size_t)k * (size_t)(K + 1) + (size_t)hk], ch->c[at(ch, s, k, h)]);
@@ -270,6 +284,10 @@ static void outer(Chain *ch)
 			size_t i = (size_t)s * (size_t)(K + 1) + (size_t)h;
 			ch->top[i] = best;
 			ch->top_pick[i] = (int16_t)pick;
+			if (best == INF) {
+				nothing_above(ch->top + i - h, ch->top_pick + i - h, h, K);
+				break;
+			}
 		}
 }
 
@@ -335,7 +353,7 @@ static void realize_top(const Chain *ch, int s, int h, uint8_t *keep, int *hold)
 
 static void chain_free(Chain *ch)
 {
-	free(ch->cut), free(ch->blk), free(ch->cheap), free(ch->f), free(ch->xin), free(ch->extra), free(ch->T), free(ch->A);
+	free(ch->cut), free(ch->blk), free(ch->cheap), free(ch->f), free(ch->xin), free(ch->uxin), free(ch->extra), free(ch->T), free(ch->A);
 	for (int o = 0; o < 2; o++)
 		free(ch->abar[o]), free(ch->W[o]);
 	free(ch->c), free(ch->pick), free(ch->top), free(ch->top_pick);
@@ -357,6 +375,9 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 		low = P->base[t] < low ? P->base[t] : low;
 	int64_t room = budget > low ? budget - low : 1;
 	ch.unit = (room + ch.K - 1) / ch.K;
+	ch.uxin = malloc(sizeof(int) * (size_t)(ch.L + 1));
+	for (int k = 0; k < ch.L; k++)
+		ch.uxin[k] = (int)(units(&ch, ch.xin[k]) < ch.K + 1 ? units(&ch, ch.xin[k]) : ch.K + 1);
 	size_t cells = (size_t)(ch.L + 1) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1);
 	ch.c = malloc(sizeof(int64_t) * cells);
 	ch.pick = malloc(sizeof(int16_t) * cells);

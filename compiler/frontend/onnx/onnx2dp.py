@@ -1638,10 +1638,42 @@ def load_model(path, opts):
             for v in shapes[inp.name]:
                 t.shape.dim.add().dim_value = v
     try:
-        m = shape_inference.infer_shapes(m, data_prop=True)
+        infer_light(m)
     except Exception as e:
         fail(f"{path}: shape inference failed: {str(e).splitlines()[0][:300]}")
     return m, opset
+
+
+SHAPE_CONST = 1024  # initializers with more elements are not values inference propagates (shapes, axes, pads)
+
+
+def infer_light(m):
+    """onnx's shape inference into m, run on a copy whose large initializers
+    are inputs of their type: inference serializes the model it is given,
+    and a network's weights (ResNet-152's 240 MB) took most of its time."""
+    g = m.graph
+    light = onnx.ModelProto()
+    light.ir_version = m.ir_version
+    light.opset_import.extend(m.opset_import)
+    light.functions.extend(m.functions)
+    lg = light.graph
+    lg.name = g.name
+    lg.node.extend(g.node)
+    lg.input.extend(g.input)
+    lg.output.extend(g.output)
+    lg.value_info.extend(g.value_info)
+    lg.sparse_initializer.extend(g.sparse_initializer)
+    inputs = {i.name for i in g.input}
+    for t in g.initializer:
+        if int(np.prod(t.dims, dtype=np.int64)) <= SHAPE_CONST:
+            lg.initializer.append(t)
+        elif t.name not in inputs:
+            lg.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    inferred = shape_inference.infer_shapes(light, data_prop=True).graph
+    del g.value_info[:]
+    g.value_info.extend(inferred.value_info)
+    del g.output[:]
+    g.output.extend(inferred.output)
 
 
 def main(argv):
