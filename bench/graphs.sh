@@ -27,6 +27,11 @@
 #   and its seconds; and the same budget on the flat import (--no-loops: one
 #   straight line, which the chain planner may plan with nested checkpoints),
 #   what it recomputes, its seconds and the straight-line search it took.
+#   bash bench/graphs.sh loops [NET...]: torchvision's export (default
+#   resnet152) with its loops as recovered against the flat import
+#   (--no-loops), each planned from its .dp at budgets from the least up
+#   (each's min-memory peak, then 95% down to 30% of the activation bytes
+#   cut): the fraction of a forward each recomputes and its seconds.
 #   bash bench/graphs.sh phases [NET|FILE...]: which of the straight-line
 #   selection's stacked searches still find anything (issue 62, item 4): each
 #   network (or a .dp or .onnx file) planned with --checkpoint min-memory and
@@ -119,6 +124,63 @@ network() {
 # cut PEAK: the share of store-everything's activation bytes that a plan of PEAK bytes cuts
 cut() { python3 -c "print('%.0f%%' % (100 * (1 - ($1 - $weights) / ($full - $weights))))"; }
 
+# export NET: torchvision's NET at its size to $out/NET.onnx (batch normalization in training mode)
+export() {
+	"${PYTHON:-python3}" - "$1" "$(batch "$1")" "$(side "$1")" "$out/$1.onnx" <<'PY'
+import sys, warnings
+import torch, torchvision
+warnings.filterwarnings("ignore")
+name, b, s, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+kw = {"aux_logits": False, "init_weights": True} if name == "inception_v3" else {}
+m = getattr(torchvision.models, name)(**kw).train()
+torch.onnx.export(m, (torch.randn(b, 3, s, s),), path, dynamo=False, opset_version=17,
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, input_names=["x"])
+PY
+}
+
+if [ "${1:-}" = loops ]; then
+	shift
+	nets=("$@")
+	[ ${#nets[@]} = 0 ] && nets=(resnet152)
+	# issue 62, item 1: the import with its loops (as recovered) against the flat one (--no-loops) at budgets from the
+	# loops' least up: what each recomputes (fraction of a forward; "-": no plan) and its seconds, from the .dp files
+	# (the converter's time apart)
+	printf '%-12s %12s %6s %10s %8s %10s %8s
+' network budget_MB cut loops loops_s flat flat_s
+	for net in "${nets[@]}"; do
+		[ -f "$out/$net.onnx" ] || export "$net"
+		"$DPC" --target cpu "$out/$net.onnx" --emit=dp -o "$out/$net.loops.dp" >/dev/null
+		"$DPC" --target cpu "$out/$net.onnx" --no-loops --emit=dp -o "$out/$net.flat.dp" >/dev/null
+		"$DPC" --target cpu "$out/$net.flat.dp" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
+		budgets=()
+		for w in loops flat; do
+			"$DPC" --target cpu "$out/$net.$w.dp" --checkpoint min-memory --stream none --emit=schedule -o /dev/null \
+				--schedule-json "$out/s.json" >/dev/null
+			budgets+=("$(field "$out/s.json" "d['peak_device_bytes']['total']")")
+		done
+		for c in 95 92 90 85 80 75 70 60 50 40 30; do
+			budgets+=("$(python3 -c "print(int($weights + (1 - $c / 100) * ($full - $weights)))")")
+		done
+		for b in $(printf '%s\n' "${budgets[@]}" | sort -n -u); do
+			row=()
+			for w in loops flat; do
+				rm -f "$out/s.json"
+				/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.$w.dp" --device-mem "$b" --stream none \
+					--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1 || true
+				if [ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $b")" = True ]; then
+					row+=("$(frac)" "$(tail -1 "$out/time")")
+				else
+					row+=(- "$(tail -1 "$out/time")")
+				fi
+			done
+			printf '%-12s %12.1f %6s %10s %8s %10s %8s\n' "$net" "$(python3 -c "print($b / 1e6)")" "$(cut "$b")" "${row[@]}"
+		done
+	done
+	exit 0
+fi
+
 if [ "${1:-}" = offload ]; then
 	shift
 	nets=("$@")
@@ -149,20 +211,10 @@ if [ "${1:-}" = onnx ]; then
 	shift
 	nets=("$@")
 	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
-	py=${PYTHON:-python3}
 	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %10s %8s %10s %8s %6s\n' network batch side full_MB act_MB cut rec@least theirs \
 		hand_cut compile_s rec@them+1 fit_s flat@them+1 flat_s search
 	for net in "${nets[@]}"; do
-		"$py" - "$net" "$(batch "$net")" "$(side "$net")" "$out/$net.onnx" <<'PY'
-import sys, warnings
-import torch, torchvision
-warnings.filterwarnings("ignore")
-name, b, s, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-kw = {"aux_logits": False, "init_weights": True} if name == "inception_v3" else {}
-m = getattr(torchvision.models, name)(**kw).train()
-torch.onnx.export(m, (torch.randn(b, 3, s, s),), path, dynamo=False, opset_version=17,
-                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, input_names=["x"])
-PY
+		export "$net"
 		"$DPC" --target cpu "$out/$net.onnx" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")

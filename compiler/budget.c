@@ -168,7 +168,8 @@ static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck,
  * min-memory's shapes reach (ResNet: 247,808 bytes against 210,944). A
  * budget between the two would be refused though a plan fits it: where the
  * fitted plan passes the budget (as the budget is measured: streaming when
- * it may), min-memory's plan is made, and taken where it is lower. */
+ * it may), min-memory's plan is made, and taken where it is lower; its
+ * loops then take the slots the budget leaves above its peak. */
 Program *driver_least_within(FeAst *ast, const DriverOptions *o, Program *p)
 {
 	CkptOptions ck = ckpt_options(o);
@@ -184,7 +185,11 @@ Program *driver_least_within(FeAst *ast, const DriverOptions *o, Program *p)
 	ck.rows = true;
 	least_fit(ast, o, ck, &q);
 	q->pack_effort = 2;
-	return plan(q) < have ? q : p;
+	if (plan(q) >= have)
+		return p;
+	/* the least's shape leaves the loops the fewest slots: the budget's room above its peak goes to them */
+	ckpt_fill_slots(q, o->device_mem, plan);
+	return q;
 }
 
 CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned)

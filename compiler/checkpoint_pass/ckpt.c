@@ -229,8 +229,9 @@ static void set_slots(Program *p, Op *op, int64_t nsnap, int64_t nhost)
 {
 	op->nsnap = (int)nsnap;
 	op->nhost = (int)nhost;
-	if (!op->ktape && op->swept != (p->sweep_fits && !nhost)) /* the forward loop cannot reach host slots */
-		set_swept(op, p->sweep_fits && !nhost);
+	bool sweep = p->sweep_fits && !nhost && !op->no_sweep; /* the forward loop cannot reach host slots */
+	if (!op->ktape && op->swept != sweep)
+		set_swept(op, sweep);
 	for (int k = 0; k < op->ncarry; k++) {
 		Value *x = &p->values.data[op->snap[k]];
 		x->type.dim[0] = nsnap - nhost + (nhost > 0);
@@ -548,6 +549,10 @@ static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > maxn)
 			maxn = p->body.ops[i]->trip;
 	int64_t base = plan(p), bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
+	/* the least shape passes the budget: every other would too, and the search below would step back to it
+	 * (the rows' search meets this in most of its choices under a tight budget: 1,953 of ResNet-152's 2,048) */
+	if (base > budget && !o->snapshots)
+		return base;
 	int64_t best = shape_cost(p, best_extra, 1, &bytes), best_bytes = bytes;
 	if (best < 0)
 		best = INT64_MAX;
@@ -768,8 +773,10 @@ static void place_snapshots(Program *p, const CkptOptions *o)
 {
 	int64_t budget = p->device_mem;
 	int64_t *want = ar_alloc(sizeof(int64_t) * (size_t)(p->body.len + 1));
-	for (int i = 0; i < p->body.len; i++)
+	for (int i = 0; i < p->body.len; i++) {
 		want[i] = p->body.ops[i]->kind == OP_REVOLVE ? p->body.ops[i]->nsnap : 0;
+		p->body.ops[i]->no_sweep = false; /* each fit chooses again (ckpt_fill_slots) */
+	}
 	set_snapshots(p, 0);
 	int64_t (*plan)(Program *) = budget_plan(p, o);
 	bool streams = plan != mem_plan;
@@ -821,7 +828,7 @@ static void sweep_all(Program *p, const CkptOptions *o)
 	p->pack_effort = 2;
 	for (int i = p->nforward; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE || v->nhost || v->swept)
+		if (v->kind != OP_REVOLVE || v->nhost || v->swept || v->no_sweep)
 			continue;
 		if (frugal && !plan)
 			plan = budget_plan(p, o), before = plan(p);
@@ -865,6 +872,8 @@ static Program *schedule(Program *p, const CkptOptions *o)
 		/* straight-line code recomputes what the budget cannot keep; the loops refit around it */
 		if (autofit && ckpt_graph_fit(p, p->device_mem, budget_plan(p, o), 12))
 			place_snapshots(p, o);
+		if (autofit && !o->snapshots && p->sweep_fits)
+			ckpt_fill_slots(p, p->device_mem, budget_plan(p, o));
 		if (o->least)
 			ckpt_graph_least(p, budget_plan(p, o));
 		if (each)
@@ -912,41 +921,95 @@ static void device_slots(Program *p, Op *v, int64_t s, bool swept)
 	set_swept(v, swept);
 }
 
+/* the most slots, from lo (which fits) up, all on the device and its sweep
+ * as given, that keep the plan at or below limit: doubled while they fit,
+ * then the count between found by bisection; v is left with them */
+static int64_t most_slots(Program *p, Op *v, bool swept, int64_t lo, int64_t limit, int64_t (*plan)(Program *))
+{
+	int64_t hi = v->trip + 1;
+	/* lo fits; hi (or the trip count and beyond) does not, or is past the end */
+	for (int64_t s = 2 * lo; s <= v->trip; s *= 2) {
+		device_slots(p, v, s, swept);
+		if (plan(p) > limit) {
+			hi = s;
+			break;
+		}
+		lo = s;
+	}
+	if (hi > v->trip && lo < v->trip) {
+		device_slots(p, v, v->trip, swept);
+		if (plan(p) <= limit)
+			lo = v->trip;
+		else
+			hi = v->trip;
+	}
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+		device_slots(p, v, mid, swept);
+		if (plan(p) <= limit)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	device_slots(p, v, lo, swept);
+	return lo;
+}
+
 void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *))
 {
 	int64_t before = plan(p);
 	for (int i = 0; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE || v->nhost || v->nsnap >= v->trip)
-			continue;
-		bool swept = v->swept;
-		int64_t lo = v->nsnap, hi = v->trip + 1;
-		/* lo fits; hi (or the trip count and beyond) does not, or is past the end */
-		for (int64_t s = 2 * lo; s <= v->trip; s *= 2) {
-			device_slots(p, v, s, swept);
-			if (plan(p) > before) {
-				hi = s;
-				break;
-			}
-			lo = s;
-		}
-		if (hi > v->trip && lo < v->trip) {
-			device_slots(p, v, v->trip, swept);
-			if (plan(p) <= before)
-				lo = v->trip;
-			else
-				hi = v->trip;
-		}
-		while (hi - lo > 1) {
-			int64_t mid = lo + (hi - lo) / 2;
-			device_slots(p, v, mid, swept);
-			if (plan(p) <= before)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		device_slots(p, v, lo, swept);
+		if (v->kind == OP_REVOLVE && !v->nhost && v->nsnap < v->trip)
+			most_slots(p, v, v->swept, v->nsnap, before, plan);
 	}
+	plan(p);
+}
+
+static int by_flops_first(const void *a, const void *b)
+{
+	int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
+	return (x < y) - (x > y);
+}
+
+/* Under a budget the forward loops save every loop's segment starts
+ * (Op.sweep): the first sweep costs nothing, but the snapshots are held
+ * from the forward on, across the turn where the straight line holds the
+ * most, and fit_snapshots gives every loop as many. A loop may do better
+ * advancing from its start: one pass more over its steps, its snapshots
+ * held only while its adjoint runs, so that more fit (ResNet-152 imported,
+ * at 1.05 GB: its 35-step stage reversed from one slot, 595 steps
+ * recomputed). Once the straight line has its choice, each loop without
+ * rows, the most recomputing first, takes the most slots that keep the
+ * plan within the budget either way, and the way that recomputes less (the
+ * way it was where equal). */
+void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *))
+{
+	if (plan(p) > budget)
+		return;
+	int n = 0;
+	int64_t *order = malloc(sizeof(int64_t) * 2 * (size_t)(p->body.len + 1));
+	for (int i = 0; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind == OP_REVOLVE && !v->ktape && !v->nhost && v->trip > 1)
+			order[2 * n] = revolve_flops(p, v), order[2 * n + 1] = i, n++;
+	}
+	qsort(order, (size_t)n, 2 * sizeof(int64_t), by_flops_first);
+	for (int j = 0; j < n; j++) {
+		Op *v = p->body.ops[order[2 * j + 1]];
+		bool was = v->swept;
+		int64_t s = most_slots(p, v, was, v->nsnap, budget, plan), f = revolve_flops(p, v);
+		v->no_sweep = was;
+		device_slots(p, v, 1, !was);
+		if (plan(p) <= budget) {
+			most_slots(p, v, !was, 1, budget, plan);
+			if (revolve_flops(p, v) < f)
+				continue;
+		}
+		v->no_sweep = !was;
+		device_slots(p, v, s, was);
+	}
+	free(order);
 	plan(p);
 }
 

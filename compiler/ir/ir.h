@@ -350,6 +350,7 @@ struct Op {
 	int *cyield3;
 	int64_t ktape;
 	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (rev_sweep_schedule) */
+	bool no_sweep;    /* OP_REVOLVE: a budget's fit chose to advance from the loop's start (ckpt_fill_slots) */
 	struct RevPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
 	                        * (rev_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
 	int64_t ptail;    /* with a pool: the steps its forward loop tapes (the pool's tail, for ir_loop_tail) */

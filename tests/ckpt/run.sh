@@ -439,6 +439,60 @@ PY
 		notok "ckpt/net-$s" "$nl"
 	fi
 done
+# a loop before a wide head, under a budget that leaves its sweep one slot at the turn: the fit
+# advances it from its start instead, its slots held only while its adjoint runs (fit_sweeps);
+# gradients bitwise as store-everything's, peak within the budget and as planned, the steps the
+# binomial formula counts, fewer than the sweep's with one slot
+sw="$o/sweeps" swl="$o/sweeps.log"
+if "$DPC" --target cpu --schedule-json "$sw.none.json" tests/ckpt/sweeps.dp -o "$sw.none" >"$swl" 2>&1 &&
+	"$sw.none" --steps 2 --quiet --dump-grads "$sw.none.g" >>"$swl" 2>&1 &&
+	budget=$(python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))['peak_device_bytes']
+fixed = d['params'] + d['grads'] + d['optimizer'] + d['inputs']
+print(fixed + (d['total'] - fixed) * 45 // 100)" "$sw.none.json") &&
+	under_budget "$sw.45" "$sw.none.g" "$swl" "$budget" tests/ckpt/sweeps.dp &&
+	PYTHONPATH="$o" python3 - "$sw.45.json" "$sw.45.run.json" "$budget" >>"$swl" 2>&1 <<'PY'
+import json, sys
+from counts import advances, sweep
+plan, run, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+(loop,) = plan["loops"]
+n, s = loop["n"], loop["s"]
+assert loop["schedule"] == "binomial" and s > 1, loop["schedule"]
+assert loop["recomputed_steps"] == advances(n, s) < sweep(n, 1), (loop["recomputed_steps"], advances(n, s), sweep(n, 1))
+print(f"advanced from its start with {s} slots: {loop['recomputed_steps']} steps, the sweep with one {sweep(n, 1)}")
+PY
+then
+	ok "ckpt/sweeps: $(tail -1 "$swl"); gradients bitwise, peak as planned"
+else
+	notok "ckpt/sweeps" "$swl"
+fi
+# a budget just above min-memory's peak, below what the fitted path reaches: min-memory's plan is
+# taken and its loops take the slots the budget leaves (ckpt_fill_slots): gradients bitwise as
+# store-everything's, peak within the budget and as planned, fewer FLOPs recomputed than min-memory's
+lw="$o/least_within" lwl="$o/least_within.log" n12=(-D N=12)
+if "$DPC" --target cpu "${n12[@]}" samples/resnet.dp -o "$lw.none" >"$lwl" 2>&1 &&
+	"$lw.none" --steps 2 --quiet --dump-grads "$lw.none.g" >>"$lwl" 2>&1 &&
+	"$DPC" --target cpu "${n12[@]}" --checkpoint none --emit=schedule --schedule-json "$lw.full.json" samples/resnet.dp -o /dev/null >>"$lwl" 2>&1 &&
+	"$DPC" --target cpu "${n12[@]}" --checkpoint min-memory --emit=schedule --schedule-json "$lw.least.json" samples/resnet.dp -o /dev/null >>"$lwl" 2>&1 &&
+	budget=$(($(json "$lw.least.json" peak_device_bytes total) + $(json "$lw.full.json" peak_device_bytes total) / 100)) &&
+	under_budget "$lw.b" "$lw.none.g" "$lwl" "$budget" "${n12[@]}" samples/resnet.dp &&
+	python3 - "$lw.b.json" "$lw.b.run.json" "$lw.least.json" "$budget" >>"$lwl" 2>&1 <<'PY'
+import json, sys
+plan, run, least, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), int(sys.argv[4])
+assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (run["recomputed_flops"], plan["recomputed_flops"])
+assert plan["recomputed_flops"] < least["recomputed_flops"], (plan["recomputed_flops"], least["recomputed_flops"])
+print("%.3f of a forward recomputed (min-memory's %.3f), slots %s (min-memory's %s)" % (plan["recomputed_fraction"],
+      least["recomputed_fraction"], [l["s"] for l in plan["loops"]], [l["s"] for l in least["loops"]]))
+PY
+then
+	ok "ckpt/least-within: $(tail -1 "$lwl"); gradients bitwise, peak as planned"
+else
+	notok "ckpt/least-within" "$lwl"
+fi
 # a loop's snapshots are work-region tensors, held only while they hold something: ResNet's three
 # loops reversed one after another with binomial (no sweep) share storage, and the run is bitwise
 # store-everything's with its peak as planned
