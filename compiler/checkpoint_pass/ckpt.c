@@ -979,10 +979,12 @@ static int by_flops_first(const void *a, const void *b)
  * advancing from its start: one pass more over its steps, its snapshots
  * held only while its adjoint runs, so that more fit (ResNet-152 imported,
  * at 1.05 GB: its 35-step stage reversed from one slot, 595 steps
- * recomputed). Once the straight line has its choice, each loop without
- * rows, the most recomputing first, takes the most slots that keep the
- * plan within the budget either way, and the way that recomputes less (the
- * way it was where equal). */
+ * recomputed). Once the straight line has its choice, each loop, the
+ * most recomputing first, takes the most slots that keep the plan within
+ * the budget (the fits' sums of bytes leave room where the loops' slots
+ * are not all live at once); one without rows also advancing from its
+ * start instead of swept or the reverse, taken where that recomputes less
+ * (rows are swept: their forward loop tapes the last steps). */
 void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 {
 	if (plan(p) > budget)
@@ -991,7 +993,7 @@ void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 	int64_t *order = malloc(sizeof(int64_t) * 2 * (size_t)(p->body.len + 1));
 	for (int i = 0; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
-		if (v->kind == OP_REVOLVE && !v->ktape && !v->nhost && v->trip > 1)
+		if (v->kind == OP_REVOLVE && !v->nhost && !v->pool && v->trip > 1)
 			order[2 * n] = revolve_flops(p, v), order[2 * n + 1] = i, n++;
 	}
 	qsort(order, (size_t)n, 2 * sizeof(int64_t), by_flops_first);
@@ -999,6 +1001,8 @@ void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 		Op *v = p->body.ops[order[2 * j + 1]];
 		bool was = v->swept;
 		int64_t s = most_slots(p, v, was, v->nsnap, budget, plan), f = revolve_flops(p, v);
+		if (v->ktape) /* rows are swept: their forward loop tapes the last steps */
+			continue;
 		v->no_sweep = was;
 		device_slots(p, v, 1, !was);
 		if (plan(p) <= budget) {

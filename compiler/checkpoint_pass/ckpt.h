@@ -51,8 +51,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra);
  * most slots that keep plan(p) at or below its bytes (fewer steps recomputed
  * at the same peak) */
 void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *));
-/* each loop without rows the most slots that keep the plan within budget,
- * advancing from its start or swept, whichever recomputes less */
+/* each loop the most slots that keep the plan within budget; one without
+ * rows advancing from its start or swept, whichever recomputes less */
 void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *));
 /* what a training step recomputes of the program's loops, in FLOPs (saturating) */
 int64_t ckpt_recomputed_flops(Program *p);
