@@ -966,12 +966,6 @@ void ckpt_more_snapshots(Program *p, int64_t (*plan)(Program *))
 	plan(p);
 }
 
-static int by_flops_first(const void *a, const void *b)
-{
-	int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
-	return (x < y) - (x > y);
-}
-
 /* Under a budget the forward loops save every loop's segment starts
  * (Op.sweep): the first sweep costs nothing, but the snapshots are held
  * from the forward on, across the turn where the straight line holds the
@@ -996,13 +990,14 @@ void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 		if (v->kind == OP_REVOLVE && !v->nhost && !v->pool && v->trip > 1)
 			order[2 * n] = revolve_flops(p, v), order[2 * n + 1] = i, n++;
 	}
-	qsort(order, (size_t)n, 2 * sizeof(int64_t), by_flops_first);
+	qsort(order, (size_t)n, 2 * sizeof(int64_t), ckpt_by_first_down);
 	for (int j = 0; j < n; j++) {
 		Op *v = p->body.ops[order[2 * j + 1]];
 		bool was = v->swept;
-		int64_t s = most_slots(p, v, was, v->nsnap, budget, plan), f = revolve_flops(p, v);
+		int64_t s = most_slots(p, v, was, v->nsnap, budget, plan);
 		if (v->ktape) /* rows are swept: their forward loop tapes the last steps */
 			continue;
+		int64_t f = revolve_flops(p, v);
 		v->no_sweep = was;
 		device_slots(p, v, 1, !was);
 		if (plan(p) <= budget) {

@@ -92,6 +92,8 @@ void ckpt_graph_print(FILE *f, Program *p, bool json);
 bool ckpt_pure(Program *p, Op *op);
 /* sorts value ids by their bytes, largest first, then in program order */
 void ckpt_largest_first(Program *p, int *v, int n);
+/* qsort's order of records whose first member is an int64_t: largest first */
+int ckpt_by_first_down(const void *a, const void *b);
 
 /* Loop rows (rows.c): under auto with a tape of rows, the row tapes whose
  * value the loop's adjoint step could compute again from the rest of its

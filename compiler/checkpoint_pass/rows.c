@@ -480,7 +480,7 @@ static void rebuild(Each *e, Op *v, const Orig *orig, int n)
 	}
 }
 
-static int by_flops_down(const void *a, const void *b)
+int ckpt_by_first_down(const void *a, const void *b)
 {
 	int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
 	return (x < y) - (x > y);
@@ -545,7 +545,7 @@ CkptSteps *ckpt_steps_each(Program *p)
 		st->nrev++;
 	}
 	if (st->cand.len)
-		qsort(st->cand.data, (size_t)st->cand.len / 3, sizeof(int64_t) * 3, by_flops_down);
+		qsort(st->cand.data, (size_t)st->cand.len / 3, sizeof(int64_t) * 3, ckpt_by_first_down);
 	return st;
 }
 
