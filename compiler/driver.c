@@ -171,23 +171,32 @@ static void write_schedule(Schedule *s)
 	free(s->text);
 }
 
+static int finish(DriverOptions *o, Program *p, Emit stop);
+
 /* The flat conversion (o->import.flat) planned in a child process beside the loops' own plan in this one: a
  * plan that does not fit ends the child with the budget's error, which goes to /dev/null. flat_start forks
- * it (NULL: none), flat_cost waits for its cost, recomputed FLOPs and offloads (INT64_MAX: no fit). */
+ * it (NULL: none); flat_cost waits for its cost, recomputed FLOPs and offloads (INT64_MAX: no fit), and
+ * flat_verdict tells it whether its program is taken: then the child makes the outputs from the plan it has
+ * (planning it again here took as long as the first plan, 1.9 s for ResNet-152) and this process ends with
+ * its status; else it ends. */
 typedef struct {
 	pid_t pid;
-	int fd;
+	int fd, go; /* its cost comes through fd; the verdict goes through go */
 } Flat;
 
 static Flat *flat_start(const DriverOptions *o)
 {
-	int fd[2];
+	int fd[2], go[2];
 	if (pipe(fd))
 		return NULL;
+	if (pipe(go)) {
+		close(fd[0]), close(fd[1]);
+		return NULL;
+	}
 	fflush(stdout), fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0) {
-		close(fd[0]), close(fd[1]);
+		close(fd[0]), close(fd[1]), close(go[0]), close(go[1]);
 		return NULL;
 	}
 	if (pid == 0) {
@@ -196,20 +205,32 @@ static Flat *flat_start(const DriverOptions *o)
 		if (getppid() == 1)
 			_exit(1);
 		driver_import_child();
-		int null = open("/dev/null", O_WRONLY);
+		int out = dup(1), err = dup(2), null = open("/dev/null", O_WRONLY);
 		dup2(null, 1), dup2(null, 2);
-		close(fd[0]);
+		close(fd[0]), close(go[1]);
 		DriverOptions c = *o;
 		c.input = o->import.flat;
 		c.verbose = false;
 		Emit st;
 		Program *q = driver_passes(fe_parse(c.input, c.defs.data, c.defs.len), &c, &st);
 		int64_t cost = ckpt_cost(q);
-		_exit(write(fd[1], &cost, sizeof cost) == sizeof cost ? 0 : 1);
+		char verdict = 0;
+		if (write(fd[1], &cost, sizeof cost) != sizeof cost || read(go[0], &verdict, 1) != 1 || verdict != 'y')
+			_exit(0);
+		/* taken: the outputs from this plan, said where the user sees them */
+		dup2(out, 1), dup2(err, 2);
+		c.verbose = o->verbose;
+		c.input = driver_take_flat(&c);
+		/* its weights moved beside the executable's name (the front end had the flat file's path) */
+		char *w = c.import.final_weights ? realpath(c.import.final_weights, NULL) : NULL;
+		if (w)
+			q->weights = ar_strdup(w);
+		free(w);
+		exit(finish(&c, q, st));
 	}
-	close(fd[1]);
+	close(fd[1]), close(go[0]);
 	Flat *f = ar_alloc(sizeof *f);
-	f->pid = pid, f->fd = fd[0];
+	f->pid = pid, f->fd = fd[0], f->go = go[1];
 	return f;
 }
 
@@ -219,10 +240,24 @@ static int64_t flat_cost(Flat *f)
 	if (read(f->fd, &cost, sizeof cost) != sizeof cost)
 		cost = INT64_MAX;
 	close(f->fd);
+	return cost;
+}
+
+/* the child told whether its program is taken; taken, its exit status (-1: it ended without one) */
+static int flat_verdict(Flat *f, bool taken)
+{
+	char v = taken ? 'y' : 'n';
+	/* a child whose plan failed is gone: its pipe's end closed, which is no signal to end this process */
+	void (*was)(int) = signal(SIGPIPE, SIG_IGN);
+	bool told = write(f->go, &v, 1) == 1;
+	signal(SIGPIPE, was);
+	close(f->go);
 	int status;
 	while (waitpid(f->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	return cost;
+	if (!taken)
+		return 0;
+	return told && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 int driver_run(DriverOptions *o)
@@ -242,17 +277,27 @@ int driver_run(DriverOptions *o)
 	Program *p = driver_passes(ast, o, &stop);
 	if (o->import.flat) {
 		int64_t have = ckpt_cost(p), cost = flat ? flat_cost(flat) : INT64_MAX;
-		if (have > 0 && cost < have) {
+		bool taken = have > 0 && cost < have;
+		if (taken && o->verbose)
+			fprintf(stderr, "dpc: the model's flat program (--no-loops) recomputes less within --device-mem than its "
+			                "loops: taken\n");
+		int rc = flat ? flat_verdict(flat, taken) : 0;
+		if (taken && rc >= 0)
+			return rc;
+		if (taken) {
+			/* the child ended without making the outputs: planned again here */
 			o->input = driver_take_flat(o);
-			if (o->verbose)
-				fprintf(stderr, "dpc: the model's flat program (--no-loops) recomputes less within --device-mem than its "
-				                "loops: taken\n");
-			ast = fe_parse(o->input, o->defs.data, o->defs.len);
-			p = driver_passes(ast, o, &stop);
+			p = driver_passes(fe_parse(o->input, o->defs.data, o->defs.len), o, &stop);
 		} else {
 			driver_drop_flat(o);
 		}
 	}
+	return finish(o, p, stop);
+}
+
+/* the outputs of the plan p: the stage `stop` printed, or the code, object and executable */
+static int finish(DriverOptions *o, Program *p, Emit stop)
+{
 	if (o->emit == stop) {
 		FILE *f = open_out(o->output);
 		ir_print(f, p);

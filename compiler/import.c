@@ -11,6 +11,7 @@
 #include "driver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,10 @@ static const char *model_name(const char *input)
 	return ar_strndup(base, strlen(base) - 5);
 }
 
-static void run_converter(const DriverOptions *o, const char *dp, const char *weights, bool flat)
+/* the converter on o->input: the program to dp (NULL: stdout) and its weights to `weights` (none written with
+ * no_weights: a compile that only plans never reads them); with `flat`, also the program without loops there
+ * (its weights beside it) where loops were recovered, from the same reading of the model */
+static void run_converter(const DriverOptions *o, const char *dp, const char *weights, const char *flat, bool no_weights)
 {
 	const char *python = getenv("DPC_PYTHON");
 	Vec(char *) argv = {0};
@@ -150,8 +154,14 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 		vec_push(&argv, "--shape");
 		vec_push(&argv, (char *)o->import.shapes.data[i]);
 	}
-	if (o->import.no_loops || flat)
+	if (o->import.no_loops)
 		vec_push(&argv, "--no-loops");
+	if (flat) {
+		vec_push(&argv, "--flat");
+		vec_push(&argv, (char *)flat);
+	}
+	if (no_weights)
+		vec_push(&argv, "--no-weights");
 	if (o->verbose)
 		vec_push(&argv, "--verbose");
 	for (int i = 0; i < o->import.freeze.len; i++) {
@@ -180,7 +190,23 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	exit(WIFEXITED(status) && WEXITSTATUS(status) <= 3 ? WEXITSTATUS(status) : 1);
 }
 
-static bool wants_flat(const DriverOptions *o, const char *dp);
+/* The flat conversion is planned beside where a budget is fitted with checkpoints (not min-memory, not with
+ * every parameter streamed, which needs loops) and the converter recovered a loop (it writes the flat program
+ * only then): an imported ResNet-152's stages as loops recompute 1.5 forwards at Feng & Huang's cut + 1, its
+ * flat program, a chain that the chain planner nests, 0.45 (bench/RESULTS.md) */
+static bool wants_flat(const DriverOptions *o)
+{
+	return o->device_mem && o->ckpt.mode == CKPT_AUTO && !o->ckpt.least && !o->ckpt.stream_all && !o->import.no_loops &&
+	       !getenv("DPC_NO_FLAT");
+}
+
+static void placeholder(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		fatal("cannot create %s: %s", path, strerror(errno));
+	close(fd);
+}
 
 const char *driver_import(DriverOptions *o)
 {
@@ -189,53 +215,45 @@ const char *driver_import(DriverOptions *o)
 		const char *weights = ar_printf("%s.safetensors", stem(file ? o->output : o->input));
 		if (file)
 			check_ours(o->output, weights);
-		run_converter(o, file ? o->output : NULL, weights, false);
+		run_converter(o, file ? o->output : NULL, weights, NULL, false);
 		return NULL;
 	}
+	const char *dp, *flat = NULL;
 	if (o->emit == EMIT_EXE) {
 		if (!o->output)
 			o->output = model_name(o->input);
-		const char *dp = ar_printf("%s.dp", o->output), *weights = ar_printf("%s.safetensors", o->output);
+		dp = ar_printf("%s.dp", o->output);
+		const char *weights = ar_printf("%s.safetensors", o->output);
 		check_ours(dp, weights);
-		run_converter(o, dp, weights, false);
-		if (wants_flat(o, dp)) {
-			o->import.flat = ar_printf("%s.flat.dp", o->output);
+		if (wants_flat(o)) {
+			flat = ar_printf("%s.flat.dp", o->output);
 			o->import.flat_weights = ar_printf("%s.flat.safetensors", o->output);
 			o->import.final_dp = dp, o->import.final_weights = weights;
-			check_ours(o->import.flat, o->import.flat_weights);
-			run_converter(o, o->import.flat, o->import.flat_weights, true);
+			check_ours(flat, o->import.flat_weights);
+			/* an earlier import's: the converter writes them again only where it finds loops */
+			unlink(flat), unlink(o->import.flat_weights);
 		}
-		return dp;
+		run_converter(o, dp, weights, flat, false);
+	} else {
+		/* a stage before the executable: the weights are never read */
+		const char *dir = make_temp_dir(), *name = model_name(o->input);
+		dp = temp_file(0, ar_printf("%s/%s.dp", dir, name));
+		if (wants_flat(o)) {
+			flat = temp_file(2, ar_printf("%s/%s.flat.dp", dir, name));
+			o->import.flat_weights = temp_file(3, ar_printf("%s/%s.flat.safetensors", dir, name));
+		}
+		const char *weights = temp_file(1, ar_printf("%s/%s.safetensors", dir, name));
+		run_converter(o, dp, weights, flat, true);
+		/* the program names its weights file, which the front end finds (an executable's path to it) but
+		 * these stages never open: an empty one in its place, gone with the folder (writing ResNet-152's
+		 * 240 MB took half a second of each conversion) */
+		placeholder(weights);
+		if (flat && access(flat, F_OK) == 0)
+			placeholder(o->import.flat_weights);
 	}
-	const char *dir = make_temp_dir(), *name = model_name(o->input);
-	const char *dp = temp_file(0, ar_printf("%s/%s.dp", dir, name));
-	run_converter(o, dp, temp_file(1, ar_printf("%s/%s.safetensors", dir, name)), false);
-	if (wants_flat(o, dp)) {
-		o->import.flat = temp_file(2, ar_printf("%s/%s.flat.dp", dir, name));
-		o->import.flat_weights = temp_file(3, ar_printf("%s/%s.flat.safetensors", dir, name));
-		run_converter(o, o->import.flat, o->import.flat_weights, true);
-	}
+	if (flat && access(flat, F_OK) == 0)
+		o->import.flat = flat;
 	return dp;
-}
-
-/* The flat conversion is planned beside where a budget is fitted with checkpoints (not min-memory, not with
- * every parameter streamed, which needs loops) and the converter recovered a loop: an imported ResNet-152's
- * stages as loops recompute 1.5 forwards at Feng & Huang's cut + 1, its flat program, a chain that the chain
- * planner nests, 0.45 (bench/RESULTS.md) */
-static bool wants_flat(const DriverOptions *o, const char *dp)
-{
-	if (!o->device_mem || o->ckpt.mode != CKPT_AUTO || o->ckpt.least || o->ckpt.stream_all || o->import.no_loops ||
-	    getenv("DPC_NO_FLAT"))
-		return false;
-	FILE *f = fopen(dp, "r");
-	if (!f)
-		return false;
-	char line[4096];
-	bool loop = false;
-	while (!loop && fgets(line, sizeof line, f))
-		loop = !strncmp(line, "  for ", 6);
-	fclose(f);
-	return loop;
 }
 
 /* the flat program's text with its weights line naming `weights` (a name beside it), written atomically to dp */

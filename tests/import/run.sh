@@ -451,6 +451,43 @@ else
 	notok "import: GPT-2 under a budget compiles with its loops and flat" "$d/g2.log"
 fi
 
+# A stage before the executable (here --emit=schedule) with the flat program taken prints the plan the
+# child process made of it, the one the flat conversion gets alone; where the loops fit (streaming their
+# layers) and the flat program does not, the loops' plan, dpc ending well though the child has ended
+"$DPC" --target cpu $g2 --device-mem "$b" --stream none --emit=schedule -o "$d/g2stage.txt" >"$d/g2stage.log" 2>&1
+"$DPC" --target cpu $g2 --no-loops --device-mem "$b" --stream none --emit=schedule -o "$d/g2nl.txt" >>"$d/g2stage.log" 2>&1
+check "import: a stage's output from the flat program taken is the flat conversion's own plan" cmp "$d/g2stage.txt" "$d/g2nl.txt"
+"$DPC" --target cpu $g2 --checkpoint min-memory --stream none --no-loops --emit=schedule -o /dev/null \
+	--schedule-json "$d/g2nl.least.json" >>"$d/g2stage.log" 2>&1
+"$DPC" --target cpu $g2 --device-mem 300000 --emit=schedule -o /dev/null --schedule-json "$d/g2stream.json" \
+	>>"$d/g2stage.log" 2>&1
+check "import: loops that fit (streamed) where the flat program cannot are taken" python3 - "$d" <<'PY'
+import json, sys
+d = sys.argv[1]
+least = json.load(open(f"{d}/g2nl.least.json"))["peak_device_bytes"]["total"]
+s = json.load(open(f"{d}/g2stream.json"))
+assert least > 300000 >= s["peak_device_bytes"]["total"] and s.get("loops"), (least, s["peak_device_bytes"], s.get("loops"))
+PY
+
+# the converter reads the model once for both programs: --flat writes the flat one only where loops were
+# recovered (not in castmask), as --no-loops writes it (but for the weights file it names); --no-weights
+# writes no weights
+c2=compiler/frontend/onnx/onnx2dp.py
+python3 $c2 $g2 -o "$d/c2.dp" --flat "$d/c2.flat.dp" --no-weights >"$d/c2.log" 2>&1
+python3 $c2 $g2 --no-loops -o "$d/c2nl.dp" --no-weights >>"$d/c2.log" 2>&1
+python3 $c2 "$d/castmask.onnx" -o "$d/c2mask.dp" --flat "$d/c2mask.flat.dp" >>"$d/c2.log" 2>&1
+check "import: the converter's --flat is its --no-loops program, written only where loops were found" python3 - "$d" <<'PY'
+import os, sys
+d = sys.argv[1]
+strip = lambda f: [ln for ln in open(f) if not ln.startswith("weights ")]
+assert "\n  for " in open(f"{d}/c2.dp").read()
+assert strip(f"{d}/c2.flat.dp") == strip(f"{d}/c2nl.dp")
+assert 'weights "c2.flat.safetensors"' in open(f"{d}/c2.flat.dp").read()
+assert not any(os.path.exists(f"{d}/{n}.safetensors") for n in ("c2", "c2.flat", "c2nl"))
+assert os.path.exists(f"{d}/c2mask.dp") and os.path.exists(f"{d}/c2mask.safetensors")
+assert not os.path.exists(f"{d}/c2mask.flat.dp") and not os.path.exists(f"{d}/c2mask.flat.safetensors")
+PY
+
 # the converter's package missing: python3 -S sees no site-packages
 printf '#!/bin/sh\nexec python3 -S "$@"\n' >"$d/bare-python"
 chmod +x "$d/bare-python"

@@ -1696,35 +1696,53 @@ def main(argv):
     ap.add_argument("-v", "--verbose", action="store_true", help="print the program header's notes on stderr")
     ap.add_argument("--no-loops", action="store_true", help="convert every layer as the file writes it, "
                     "without recovering loops")
+    ap.add_argument("--flat", metavar="FILE", help="where loops were recovered, also the program without them "
+                    "(as --no-loops writes it) to FILE, its weights beside it (FILE's name with .safetensors); "
+                    "nothing there where none was: one reading of the model for both (dpc plans the two)")
+    ap.add_argument("--no-weights", action="store_true", help="write no weights file (the program still names "
+                    "it): for a compile that only plans, which never reads the weights")
     ap.add_argument("--batchnorm", default="train", choices=["train", "frozen"],
                     help="BatchNormalization with batch statistics, updating the running ones (train, the "
                          "default), or with the running ones, fixed (frozen)")
     args = ap.parse_args(argv)
     if not args.model:
         ap.error("no model given")
-    out = args.out
+    if args.flat and args.no_loops:
+        ap.error("--flat with --no-loops: the program is flat already")
     m, opset = load_model(args.model, args)
-    c = Converter(m, args.model, args)
-    c.opset = opset
-    try:
-        ret = c.run()
-    except ImportError_ as e:
-        fail(f"{args.model}: {e}")
-    weights = args.weights or (os.path.splitext(out)[0] if out and out != "-" else
-                               os.path.splitext(args.model)[0]) + ".safetensors"
-    # the program names its weights file beside itself; printed, by its full path
-    where = os.path.relpath(weights, os.path.dirname(os.path.abspath(out))) if out and out != "-" else \
-        os.path.abspath(weights)
-    text = c.program(ret, where)
+    c = convert(m, opset, args)
     if args.verbose:
         for n in c.notes:
             sys.stderr.write(f"onnx2dp: note: {n}\n")
-    write_atomic(weights, safetensors_bytes(c.weights), "wb")
+    write_converted(c, args.out, args.weights or (os.path.splitext(args.out)[0] if args.out and args.out != "-" else
+                                                  os.path.splitext(args.model)[0]) + ".safetensors", args)
+    if args.flat and c.loops:
+        flat = convert(m, opset, argparse.Namespace(**dict(vars(args), no_loops=True)))
+        write_converted(flat, args.flat, os.path.splitext(args.flat)[0] + ".safetensors", args)
+    return 0
+
+
+def convert(m, opset, args):
+    c = Converter(m, args.model, args)
+    c.opset = opset
+    try:
+        c.ret = c.run()
+    except ImportError_ as e:
+        fail(f"{args.model}: {e}")
+    return c
+
+
+def write_converted(c, out, weights, args):
+    # the program names its weights file beside itself; printed, by its full path
+    where = os.path.relpath(weights, os.path.dirname(os.path.abspath(out))) if out and out != "-" else \
+        os.path.abspath(weights)
+    text = c.program(c.ret, where)
+    if not args.no_weights:
+        write_atomic(weights, safetensors_bytes(c.weights), "wb")
     if out and out != "-":
         write_atomic(out, text)
     else:
         sys.stdout.write(text)
-    return 0
 
 
 if __name__ == "__main__":
