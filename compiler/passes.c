@@ -51,8 +51,8 @@ static void graph_note(Program *p)
 		        (long long)p->graph_bound);
 	if (p->graph_walks_cut)
 		fprintf(stderr, "; its walks (threshold accepting, kicks) cut short in proportion to a problem of %lld values "
-		        "and positions, and its least search not run again packed harder (--emit=schedule prints the plan's "
-		        "gap to its peak's bound)", (long long)p->graph_walks_cut);
+		        "and positions, and its least search not run again packed harder nor refitted at the least it found "
+		        "(--emit=schedule prints the plan's gap to its peak's bound)", (long long)p->graph_walks_cut);
 	fputc('\n', stderr);
 }
 

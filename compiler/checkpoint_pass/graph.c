@@ -1599,16 +1599,23 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	if (m->descent)
 		planner_descent(g, m, plan, best, &hi, &res.flops);
 	trace("least: planner descent", hi, res.flops);
-	/* the least found is a budget of its own: its fit may recompute less than the probe's that found it */
-	bytes = fit_model(g, m, hi, plan, keep, &r, false);
-	if (bytes <= hi && r.flops < res.flops) {
-		res = r;
-		memcpy(best, keep, (size_t)m->P->n);
+	/* the least found is a budget of its own: its fit may recompute less than the probe's that found it;
+	 * then, from it, what saves FLOPs at its own model peak, checked by the planner. Both only on problems
+	 * the walks take whole: beyond GRAPH_WALK_SIZE values and positions neither saved a FLOP on any of
+	 * bench/graphs.sh's six networks, torchvision's four imports flat and ResNet-152's with its loops (bash
+	 * bench/graphs.sh phases, 2026-12-03), where they took up to 1.9 s of DenseNet-201's 25 s */
+	if (walk_size(m->P, false) <= GRAPH_WALK_SIZE) {
+		bytes = fit_model(g, m, hi, plan, keep, &r, false);
+		if (bytes <= hi && r.flops < res.flops) {
+			res = r;
+			memcpy(best, keep, (size_t)m->P->n);
+		}
+		trace("least: refit", hi, res.flops);
+		planner_rounds(g, m, hi, sel_eval(m->P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
+		trace("least: improve", hi, res.flops);
+	} else {
+		walk_size(m->P, true);
 	}
-	trace("least: refit", hi, res.flops);
-	/* from the least found, what saves FLOPs at its own model peak, checked by the planner */
-	planner_rounds(g, m, hi, sel_eval(m->P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
-	trace("least: improve", hi, res.flops);
 	*out = res;
 	return hi;
 }
@@ -2000,7 +2007,8 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
 	if (p->graph_walks_cut)
 		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves, and its least search "
-		        "not run again packed harder, on a problem of %lld values and positions (its gap to the bound is below)",
+		        "not run again packed harder nor refitted at the least it found, on a problem of %lld values and "
+		        "positions (its gap to the bound is below)",
 		        GRAPH_WALK_SIZE, (long long)p->graph_walks_cut, (long long)p->graph_walks_cut);
 	fputs("\n", f);
 	if (p->model_choices)
