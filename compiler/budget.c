@@ -19,9 +19,9 @@ static CkptOptions ckpt_options(const DriverOptions *o)
 }
 
 /* Within driver_budget, scratch copies made with the same options are one program: rows_fit's and share's
- * first copy are the same (ResNet-152 imported, its loops at Feng & Huang's cut + 1: 0.5 s of straight-line
- * fit each). Planning a copy only measures it. (The program the budget picks is not taken from here: the
- * stream pass after it sized a sample's tape otherwise, resmlp at 70%, for a reason not found.) */
+ * first copy are the same, and so is the program the budget picks, which then goes on from there instead of
+ * through the checkpoint pass again (ResNet-152 imported, its loops at Feng & Huang's cut + 1: 0.5 s of
+ * straight-line fit each time). Planning a copy only measures it. */
 enum { MEMO_MOST = 16 };
 static struct {
 	CkptOptions ck;
@@ -47,7 +47,8 @@ static Program *memo_find(const CkptOptions *ck)
 	return NULL;
 }
 
-/* a scratch copy through the checkpoint pass with these options */
+/* a scratch copy through the checkpoint pass with these options (checked after each pass with --verify, as
+ * the program is: it may become the program) */
 static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptions *ck)
 {
 	Program *q = memo_find(ck);
@@ -58,7 +59,13 @@ static Program *scratch_with(FeAst *ast, const DriverOptions *o, const CkptOptio
 	q->mixed = o->mixed;
 	q->ranks = o->ranks;
 	AdOptions ad = {ck->mode != CKPT_NONE, ck->rows};
-	q = ckpt_pass(ir_dce(ad_transform(q, &ad)), ck);
+	q = ad_transform(q, &ad);
+	if (o->verify)
+		ir_verify(q, "ad_transform");
+	q = ir_dce(q);
+	if (o->verify)
+		ir_verify(q, "dce");
+	q = ckpt_pass(q, ck);
 	if (memo_on && nmemo < MEMO_MOST)
 		memo[nmemo].ck = *ck, memo[nmemo++].p = q;
 	return q;
@@ -229,9 +236,9 @@ Program *driver_least_within(FeAst *ast, const DriverOptions *o, Program *p)
 	return q;
 }
 
-CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned)
+CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned, Program **made)
 {
-	*planned = NULL;
+	*planned = *made = NULL;
 	CkptOptions ck = ckpt_options(o);
 	if (ck.mode == CKPT_AUTO && o->device_mem && !ck.least && tape_fits(ast, o))
 		ck.mode = CKPT_NONE;
@@ -254,6 +261,7 @@ CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, 
 		if (rows_cost < cost)
 			ck = rows;
 	}
+	*made = memo_find(&ck);
 	memo_on = false, nmemo = 0;
 	return ck;
 }

@@ -61,9 +61,10 @@ void driver_phase(const DriverOptions *o, const char *what);
 Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose);
 /* the checkpoint pass's options for p, lowered from ast: under --checkpoint
  * auto and --device-mem, or min-memory with loops, chosen by planning
- * scratch copies (budget.c); *planned: the scratch copy already through the
- * checkpoint pass with them, or NULL */
-CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned);
+ * scratch copies (budget.c); *planned: min-memory's scratch copy already
+ * through the checkpoint pass with them, the program (or NULL); *made: a
+ * scratch copy through the checkpoint pass with them, to go on from, or NULL */
+CkptOptions driver_budget(FeAst *ast, const DriverOptions *o, const Program *p, Program **planned, Program **made);
 /* --checkpoint auto under --device-mem with loops: p, or min-memory's plan where p passes the budget and
  * that is lower (it may fit; if not, the error names the least) */
 Program *driver_least_within(FeAst *ast, const DriverOptions *o, Program *p);

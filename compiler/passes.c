@@ -76,14 +76,19 @@ Program *driver_passes(FeAst *ast, const DriverOptions *o, Emit *last)
 	driver_phase(o, "lower");
 	if (o->emit == (*last = EMIT_IR))
 		return p;
-	Program *planned;
-	CkptOptions ck = driver_budget(ast, o, p, &planned);
+	Program *planned, *made;
+	CkptOptions ck = driver_budget(ast, o, p, &planned, &made);
 	if (o->device_mem && o->ckpt.mode == CKPT_AUTO)
 		driver_phase(o, "auto: store, rows or recompute");
 	if (planned)
 		driver_phase(o, "min-memory: rows or recomputed steps");
 	if (planned && o->emit != EMIT_GRAD)
 		return checkpointed(o, planned, last);
+	if (made && o->emit != EMIT_GRAD) {
+		/* the budget's search took the program through AD, DCE and the checkpoint pass already */
+		driver_phase(o, "ad_transform, dce and the checkpoint pass: in the budget's search");
+		return checkpointed(o, driver_least_within(ast, o, made), last);
+	}
 	AdOptions ad = {ck.mode != CKPT_NONE, ck.rows};
 	p = ad_transform(p, &ad);
 	verify(o, p, "ad_transform");
