@@ -243,7 +243,7 @@ static int64_t flat_cost(Flat *f)
 	return cost;
 }
 
-/* the child told whether its program is taken; taken, its exit status (-1: it ended without one) */
+/* the child told whether its program is taken; taken, its exit status (-1: it was gone before it was told) */
 static int flat_verdict(Flat *f, bool taken)
 {
 	char v = taken ? 'y' : 'n';
@@ -257,7 +257,14 @@ static int flat_verdict(Flat *f, bool taken)
 		;
 	if (!taken)
 		return 0;
-	return told && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	if (!told)
+		return -1;
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "dpc: the compile of the model's flat program ended by signal %d (%s)\n", WTERMSIG(status),
+		        strsignal(WTERMSIG(status)));
+		return 1;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 int driver_run(DriverOptions *o)
@@ -285,7 +292,7 @@ int driver_run(DriverOptions *o)
 		if (taken && rc >= 0)
 			return rc;
 		if (taken) {
-			/* the child ended without making the outputs: planned again here */
+			/* the child was gone before it was told: the flat program planned again here */
 			o->input = driver_take_flat(o);
 			p = driver_passes(fe_parse(o->input, o->defs.data, o->defs.len), o, &stop);
 		} else {
