@@ -30,6 +30,8 @@ static struct {
 static int nmemo;
 static bool memo_on;
 
+/* every field of CkptOptions (one added there is compared here, or copies made with it differing are taken
+ * for one another) */
 static bool same_options(const CkptOptions *a, const CkptOptions *b)
 {
 	return a->mode == b->mode && a->snapshots == b->snapshots && a->may_stream == b->may_stream &&

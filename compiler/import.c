@@ -248,11 +248,12 @@ const char *driver_import(DriverOptions *o)
 		 * these stages never open: an empty one in its place, gone with the folder (writing ResNet-152's
 		 * 240 MB took half a second of each conversion) */
 		placeholder(weights);
-		if (flat && access(flat, F_OK) == 0)
+	}
+	if (flat && access(flat, F_OK) == 0) {
+		o->import.flat = flat;
+		if (o->emit != EMIT_EXE)
 			placeholder(o->import.flat_weights);
 	}
-	if (flat && access(flat, F_OK) == 0)
-		o->import.flat = flat;
 	return dp;
 }
 
