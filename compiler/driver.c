@@ -302,6 +302,24 @@ int driver_run(DriverOptions *o)
 	return finish(o, p, stop);
 }
 
+/* what the ranks of a job compare at start (the model description's build lines): the program (its
+ * file's name and a hash of its text), its constants after -D, and the options given that shape it */
+static const char *build_lines(const DriverOptions *o, const Program *p)
+{
+	uint64_t h = 1469598103934665603ull;
+	FILE *f = fopen(o->input, "rb");
+	for (int c; f && (c = getc(f)) != EOF;)
+		h = (h ^ (unsigned char)c) * 1099511628211ull;
+	if (f)
+		fclose(f);
+	const char *s = ar_printf("build program %s %016llx\n", base_name(o->input), (unsigned long long)h);
+	for (const char *c = p->consts ? p->consts : "", *nl; (nl = strchr(c, '\n')); c = nl + 1)
+		s = ar_printf("%sbuild const %.*s\n", s, (int)(nl - c), c);
+	for (int i = 0; i < o->given.len; i++)
+		s = ar_printf("%sbuild option %s\n", s, o->given.data[i]);
+	return s;
+}
+
 /* the outputs of the plan p: the stage `stop` printed, or the code, object and executable */
 static int finish(DriverOptions *o, Program *p, Emit stop)
 {
@@ -317,7 +335,7 @@ static int finish(DriverOptions *o, Program *p, Emit stop)
 	verbose_opts = o;
 	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->reference, o->verbose,
 	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS"), NULL,
-	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw};
+	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw, build_lines(o, p)};
 	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
 	 * object: from the code generation that makes the output, or one of their own for the stages
 	 * that end before it */

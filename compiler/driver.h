@@ -30,6 +30,8 @@ typedef struct {
 	const char *schedule_json;
 	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
 	double host_bw;       /* --host-bw: the host update's memory bandwidth, bytes/s; 0: the cost model's default */
+	Vec(const char *) given; /* the options given that shape the executable, "NAME VALUE" each (-D's are the
+	                          * program's constants), for the model description's build lines */
 	struct {              /* an ONNX model's conversion (import.c): the converter's options, NULL: its default */
 		const char *loss, *loss_on, *batchnorm, *ignore_index, *params_from;
 		Vec(const char *) shapes, freeze, train, padding;

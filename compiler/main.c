@@ -412,6 +412,19 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 		o->import.given = op->name;
 }
 
+/* whether the option shapes the executable: those that do are in its model description, which the ranks of
+ * a job compare at start, naming the option that differs (-D's are the program's constants, compared as
+ * such; what the outputs, the cost model's prices and the planner's threads are left out) */
+static bool shapes_build(OptId id)
+{
+	static const OptId not[] = {O_OUTPUT, O_EMIT, O_GPU, O_HOST_BW, O_DEFINE, O_THREADS, O_SCHEDULE_JSON,
+	                            O_NO_VERIFY, O_VERBOSE, O_HELP};
+	for (size_t i = 0; i < sizeof not / sizeof *not; i++)
+		if (not[i] == id)
+			return false;
+	return true;
+}
+
 /* the option argv[*i] names, with its value (from "--name=V" or the next argument) in *v; NULL: none */
 static const Opt *match(int argc, char **argv, int *i, const char **v)
 {
@@ -475,6 +488,9 @@ int main(int argc, char **argv)
 		if (op->kind == K_BYTES)
 			n = parse_bytes(v);
 		set(&o, &g, op, v, k, n);
+		if (shapes_build(op->id))
+			vec_push(&o.given, op->kind == K_BYTES ? ar_printf("%s %lld", op->name, n)
+			                   : ar_printf("%s %s", op->name, v ? v : "on"));
 	}
 	if (!o.input)
 		usage_error("%s", "no input file");

@@ -319,6 +319,8 @@ void rt_parse_desc(RtModel *m, const char *desc)
 				m->mem_series[i] = num(&p, line, l);
 		} else if (!strcmp(key, "budget")) {
 			m->device_mem = num(&p, line, l);
+		} else if (!strcmp(key, "build")) {
+			p += strlen(p); /* the ranks' comparison at start reads these lines from the text (main.c) */
 		} else if (!strcmp(key, "steps")) {
 			char k[16];
 			word(&p, k, sizeof k, line, l);

@@ -5,19 +5,35 @@
  * same update. libmpi is opened at run time, when mpirun started the
  * process, so a single process needs no MPI at all. Open MPI's handles are
  * the addresses of its predefined objects (mpi.h's MPI_COMM_WORLD is
- * &ompi_mpi_comm_world), and MPI_IN_PLACE is (void *)1. */
+ * &ompi_mpi_comm_world), and MPI_IN_PLACE is (void *)1.
+ *
+ * Nothing waits forever. MPI has no deadline on a collective, and a link
+ * that goes down mid-run leaves every rank waiting in one (TCP notices
+ * only after many minutes, if at all). So each collective is started
+ * non-blocking and tested until it is done or its deadline passes
+ * (--collective-timeout); then the rank says what it waited in and for
+ * whom, and ends the job through MPI_Abort, or by itself where that cannot
+ * reach mpirun. To name whom it waited for, a rank that has waited a
+ * second tells every other rank the number of the collective it waits in
+ * (a note): the ranks it has heard from are waiting with it, the others
+ * never came. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rt.h"
 
 int rt_rank, rt_nranks = 1;
 bool rt_distributed;
+long rt_dist_step;
 
 typedef void *Handle;
 static struct {
@@ -25,12 +41,20 @@ static struct {
 	int (*init_thread)(int *, char ***, int, int *);
 	int (*finalize)(void);
 	int (*abort)(Handle, int);
-	int (*allreduce)(const void *, void *, int, Handle, Handle, Handle);
-	int (*bcast)(void *, int, Handle, int, Handle);
-	int (*allgatherv)(const void *, int, Handle, void *, const int *, const int *, Handle, Handle);
+	int (*iallreduce)(const void *, void *, int, Handle, Handle, Handle, Handle *);
+	int (*ibcast)(void *, int, Handle, int, Handle, Handle *);
+	int (*iallgatherv)(const void *, int, Handle, void *, const int *, const int *, Handle, Handle, Handle *);
+	int (*isend)(const void *, int, Handle, int, int, Handle, Handle *);
+	int (*irecv)(void *, int, Handle, int, int, Handle, Handle *);
+	int (*test)(Handle *, int *, void *);
+	int (*cancel)(Handle *);
+	int (*wait)(Handle *, void *);
+	int (*request_free)(Handle *);
+	int (*comm_dup)(Handle, Handle *);
+	int (*comm_free)(Handle *);
 	int (*rank)(Handle, int *);
 	int (*size)(Handle, int *);
-	Handle world, f32, f64, u64, u16, i32, byte, sum, min, max;
+	Handle world, notes, f32, f64, u64, u16, i32, byte, sum, min, max;
 } mpi;
 
 #define IN_PLACE ((void *)1)
@@ -52,13 +76,278 @@ static void *sym(const char *name)
 	return p;
 }
 
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- each rank's host, its cores and the deadlines ---- */
+
+typedef struct {
+	char host[64];
+	int32_t cores;       /* the cores its affinity mask allows */
+	int32_t online;      /* its host's online cores */
+	int32_t local;       /* the ranks mpirun started on its host */
+	int32_t pad;
+} Peer;
+
+static Peer *peers;      /* every rank's, after the start-up handshake */
+static double timeout = RT_COLLECTIVE_TIMEOUT, startup = RT_STARTUP_TIMEOUT;
+static bool started;     /* the handshake is done: collectives take --collective-timeout */
+
+const char *rt_dist_host(int rank) { return peers ? peers[rank].host : "?"; }
+
+/* ---- notes: which collective each rank waits in ---- */
+
+static struct {
+	Handle *recv, *send; /* per peer: the receive always posted, the last note sent */
+	uint64_t *in, *out;  /* their buffers */
+	int64_t *heard;      /* per peer: the collective it last said it waits in, or -1 */
+	int64_t seq;         /* the collectives this rank has started */
+} note;
+
+enum { NOTE_TAG = 7 };
+
+static void post_note(int r)
+{
+	MPI(mpi.irecv(&note.in[r], 1, mpi.u64, r, NOTE_TAG, mpi.notes, &note.recv[r]));
+}
+
+/* the notes that came in since the last look */
+static void read_notes(void)
+{
+	for (int r = 0; r < rt_nranks; r++) {
+		int done = 0;
+		if (r == rt_rank || !note.recv[r])
+			continue;
+		MPI(mpi.test(&note.recv[r], &done, NULL));
+		if (done) {
+			note.heard[r] = (int64_t)note.in[r];
+			post_note(r);
+		}
+	}
+}
+
+/* every other rank told which collective this one waits in (a note still on its way to a rank is not
+ * sent again) */
+static void tell_peers(void)
+{
+	for (int r = 0; r < rt_nranks; r++) {
+		int done = 1;
+		if (r == rt_rank)
+			continue;
+		if (note.send[r])
+			MPI(mpi.test(&note.send[r], &done, NULL));
+		if (!done)
+			continue;
+		note.out[r] = (uint64_t)note.seq;
+		MPI(mpi.isend(&note.out[r], 1, mpi.u64, r, NOTE_TAG, mpi.notes, &note.send[r]));
+	}
+}
+
+static void open_notes(void)
+{
+	MPI(mpi.comm_dup(mpi.world, &mpi.notes));
+	note.recv = rt_host_alloc((int64_t)sizeof(Handle) * 2 * rt_nranks, "the ranks' notes");
+	note.send = note.recv + rt_nranks;
+	note.in = rt_host_alloc((int64_t)sizeof(uint64_t) * 2 * rt_nranks, "the ranks' notes");
+	note.out = note.in + rt_nranks;
+	note.heard = rt_host_alloc((int64_t)sizeof(int64_t) * rt_nranks, "the ranks' notes");
+	for (int r = 0; r < rt_nranks; r++) {
+		note.recv[r] = note.send[r] = NULL;
+		note.heard[r] = -1;
+		if (r != rt_rank)
+			post_note(r);
+	}
+}
+
+/* at a clean end: the receives still posted withdrawn, the notes sent let go */
+static void close_notes(void)
+{
+	if (!note.recv)
+		return;
+	for (int r = 0; r < rt_nranks; r++) {
+		if (note.recv[r]) {
+			MPI(mpi.cancel(&note.recv[r]));
+			MPI(mpi.wait(&note.recv[r], NULL));
+		}
+		if (note.send[r])
+			MPI(mpi.request_free(&note.send[r]));
+	}
+	MPI(mpi.comm_free(&mpi.notes));
+	free(note.recv);
+	free(note.in);
+	free(note.heard);
+	note.recv = NULL;
+}
+
+/* ---- the end of a job that cannot go on ---- */
+
+/* Where the link to mpirun is down, MPI_Abort cannot reach it: mpirun then waits for the daemon on the
+ * far host, and that daemon for mpirun, until TCP gives up (a quarter of an hour). So before a rank
+ * aborts it leaves a watcher: a process of its own session that outlives the rank by at most
+ * REAP_S seconds and, if the process that started the rank (Open MPI's orted, or mpirun on its own
+ * host) is still there then, ends it. Where MPI_Abort works, mpirun ends the job first and the watcher goes with it. */
+enum { REAP_S = 5 };
+
+/* 'd': Open MPI's daemon on this host (orted, prted), 'm': mpirun itself, 0: neither */
+static char launcher_kind(pid_t pid)
+{
+	char path[64], name[32] = "";
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(name, sizeof name, f))
+		name[0] = 0;
+	fclose(f);
+	name[strcspn(name, "\n")] = 0;
+	if (!strcmp(name, "orted") || !strcmp(name, "prted"))
+		return 'd';
+	if (!strcmp(name, "mpirun") || !strcmp(name, "mpiexec") || !strcmp(name, "orterun") || !strcmp(name, "prterun"))
+		return 'm';
+	return 0;
+}
+
+static void nap(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* waits up to s seconds for pid to be gone */
+static bool gone_within(pid_t pid, double s)
+{
+	for (double t = 0; t < s; t += 0.1) {
+		if (kill(pid, 0) != 0)
+			return true;
+		nap(0.1);
+	}
+	return kill(pid, 0) != 0;
+}
+
+static void leave_watcher(void)
+{
+	pid_t launcher = getppid();
+	char kind = launcher_kind(launcher);
+	if (!kind || fork() != 0)
+		return;
+	/* the watcher: only async-signal-safe calls from here (the rank has threads). Its own session, so
+	 * that mpirun's kill of the rank's group passes it by; no descriptor of the rank's, so that nothing
+	 * waits for it to close one */
+	setsid();
+	int null = open("/dev/null", O_RDWR);
+	for (int fd = 0; fd < 1024; fd++)
+		if (fd != null)
+			close(fd);
+	if (gone_within(launcher, REAP_S))
+		_exit(0);
+	/* an orted ends on SIGTERM, its own processes with it; mpirun, aborting already, takes a signal
+	 * as "forcibly" and crashes in its own finalize (Open MPI 4.1), so it is killed outright */
+	if (kind == 'm' || (kill(launcher, SIGTERM) == 0 && !gone_within(launcher, 3)))
+		kill(launcher, SIGKILL);
+	_exit(0);
+}
+
+static void abort_late(int sig)
+{
+	(void)sig;
+	_exit(1);
+}
+
+/* a rank that fails takes the others down with it at once, rather than leaving them waiting in a
+ * collective; where MPI_Abort does not end this rank within 5 s (mpirun out of reach), it ends alone */
+static void abort_world(int status)
+{
+	leave_watcher();
+	signal(SIGALRM, abort_late);
+	alarm(5);
+	mpi.abort(mpi.world, status ? status : 1);
+	_exit(status ? status : 1);
+}
+
+/* the ranks this one waited for: those not heard to wait in the same collective */
+static void waited_for(char *buf, size_t size)
+{
+	int n = 0, first = -1;
+	for (int r = 0; r < rt_nranks; r++)
+		if (r != rt_rank && note.heard && note.heard[r] != note.seq)
+			n++, first = first < 0 ? r : first;
+	if (!n) {
+		snprintf(buf, size, "every other rank, which all wait in it too (a link between them down?)");
+		return;
+	}
+	size_t len = (size_t)snprintf(buf, size, "%s", n == 1 ? "rank " : "ranks ");
+	int shown = 0;
+	for (int r = first; r < rt_nranks && len < size; r++) {
+		if (r == rt_rank || note.heard[r] == note.seq)
+			continue;
+		if (shown == 4) {
+			len += (size_t)snprintf(buf + len, size - len, " and %d more", n - shown);
+			break;
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%d (%s%s)", shown ? ", " : "", r, rt_dist_host(r),
+		                        note.heard[r] < 0 ? "" : ", in an earlier collective");
+		shown++;
+	}
+	if (len < size)
+		snprintf(buf + len, size - len, ", never heard to reach it");
+}
+
+static void timed_out(const char *what, double waited)
+{
+	char whom[400], step[48];
+	waited_for(whom, sizeof whom);
+	if (rt_dist_step > 0)
+		snprintf(step, sizeof step, "at step %ld", rt_dist_step);
+	else
+		snprintf(step, sizeof step, "%s", started ? "before the first step" : "at start-up");
+	fprintf(stderr,
+	        "%s: error: rank %d (%s) waited %.0f s in %s (collective %lld) %s for %s; the job ends "
+	        "(%s %g s: a link down, a host gone or a rank stopped; docs/distributed.md)\n",
+	        rt_prog, rt_rank, rt_dist_host(rt_rank), waited, what, (long long)note.seq, step, whom,
+	        started ? "--collective-timeout" : "the start-up handshake's deadline", started ? timeout : startup);
+	fflush(stderr);
+	abort_world(1);
+}
+
+/* req done, or the deadline passed. Tested at once for a while (a sum overlapped with the adjoint
+ * is usually there), then every 50 us so that a long wait leaves the cores to the work */
+static void await(Handle *req, const char *what)
+{
+	double t0 = seconds(), limit = started ? timeout : startup, tell = limit / 4 < 1 ? limit / 4 : 1;
+	bool told = false;
+	note.seq++;
+	for (long k = 0;; k++) {
+		int done = 0;
+		MPI(mpi.test(req, &done, NULL));
+		if (done)
+			return;
+		if (k < 2000)
+			continue;
+		double t = seconds() - t0;
+		if (note.recv && t > tell) {
+			if (!told)
+				tell_peers(), told = true;
+			read_notes();
+		}
+		if (t > limit)
+			timed_out(what, t);
+		nanosleep(&(struct timespec){0, 50000}, NULL);
+	}
+}
+
 /* ---- the sums in flight: a queue that one thread works through ---- */
 
 typedef struct {
-	int op;            /* RT_SUM, RT_BCAST */
+	int op;            /* RT_SUM, RT_BCAST, RT_GATHER */
 	void *buf;
 	int64_t n;         /* elements of dtype, or bytes when dtype is NULL */
 	const char *dtype;
+	const char *what;  /* the tensor, for a message */
 } Job;
 
 enum { QUEUE = 1024 };
@@ -91,9 +380,9 @@ static void *comm_thread(void *arg)
 	return NULL;
 }
 
-void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype)
+void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype, const char *what)
 {
-	Job j = {op, buf, n, dtype};
+	Job j = {op, buf, n, dtype, what};
 	if (!comm.threaded) {
 		run_job(&j);
 		return;
@@ -113,13 +402,6 @@ void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype)
 	pthread_mutex_unlock(&comm.mu);
 }
 
-static double seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void rt_dist_drain(void)
 {
 	if (!comm.running)
@@ -134,12 +416,7 @@ void rt_dist_drain(void)
 
 double rt_dist_waited(void) { return comm.waited; }
 
-/* a rank that fails takes the others down with it at once, rather than
- * leaving them waiting in a collective */
-static void abort_world(int status)
-{
-	mpi.abort(mpi.world, status ? status : 1);
-}
+/* ---- start and end ---- */
 
 void rt_dist_init(int *argc, char ***argv)
 {
@@ -157,9 +434,17 @@ void rt_dist_init(int *argc, char ***argv)
 	*(void **)&mpi.init_thread = sym("MPI_Init_thread");
 	*(void **)&mpi.finalize = sym("MPI_Finalize");
 	*(void **)&mpi.abort = sym("MPI_Abort");
-	*(void **)&mpi.allreduce = sym("MPI_Allreduce");
-	*(void **)&mpi.bcast = sym("MPI_Bcast");
-	*(void **)&mpi.allgatherv = sym("MPI_Allgatherv");
+	*(void **)&mpi.iallreduce = sym("MPI_Iallreduce");
+	*(void **)&mpi.ibcast = sym("MPI_Ibcast");
+	*(void **)&mpi.iallgatherv = sym("MPI_Iallgatherv");
+	*(void **)&mpi.isend = sym("MPI_Isend");
+	*(void **)&mpi.irecv = sym("MPI_Irecv");
+	*(void **)&mpi.test = sym("MPI_Test");
+	*(void **)&mpi.cancel = sym("MPI_Cancel");
+	*(void **)&mpi.wait = sym("MPI_Wait");
+	*(void **)&mpi.request_free = sym("MPI_Request_free");
+	*(void **)&mpi.comm_dup = sym("MPI_Comm_dup");
+	*(void **)&mpi.comm_free = sym("MPI_Comm_free");
 	*(void **)&mpi.rank = sym("MPI_Comm_rank");
 	*(void **)&mpi.size = sym("MPI_Comm_size");
 	mpi.world = sym("ompi_mpi_comm_world");
@@ -181,7 +466,39 @@ void rt_dist_init(int *argc, char ***argv)
 	MPI(mpi.size(mpi.world, &rt_nranks));
 	rt_distributed = true;
 	rt_fail_hook = abort_world;
-	(void)size;
+	/* the environment of a rank copied into a process that mpirun did not start: MPI then starts it
+	 * alone, a world of one, and it would train as if it were the whole job */
+	if (atoi(size) != rt_nranks)
+		rt_fail(1, "OMPI_COMM_WORLD_SIZE says %s ranks, but MPI started this process as one of %d: mpirun did not "
+		        "start it (run it as mpirun -np %s ..., or alone without Open MPI's variables)", size, rt_nranks, size);
+}
+
+static int env_int(const char *name, int or)
+{
+	const char *s = getenv(name);
+	return s && atoi(s) > 0 ? atoi(s) : or;
+}
+
+static void gather_bytes(const void *mine, void *all, int bytes, const char *what);
+
+void rt_dist_start(double collective_timeout)
+{
+	if (!rt_distributed)
+		return;
+	timeout = collective_timeout;
+	if (startup > timeout)
+		startup = timeout;
+	Peer me = {.cores = 1, .online = (int32_t)sysconf(_SC_NPROCESSORS_ONLN),
+	           .local = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)};
+	if (gethostname(me.host, sizeof me.host - 1) != 0)
+		snprintf(me.host, sizeof me.host, "?");
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		me.cores = CPU_COUNT(&set);
+	peers = rt_host_alloc((int64_t)sizeof(Peer) * rt_nranks, "the ranks' hosts");
+	gather_bytes(&me, peers, (int)sizeof me, "the start-up handshake (every rank's host)");
+	open_notes();
+	started = true;
 }
 
 void rt_dist_finish(void)
@@ -189,23 +506,41 @@ void rt_dist_finish(void)
 	if (!mpi.lib)
 		return;
 	rt_dist_drain();
+	close_notes();
+	free(peers);
+	peers = NULL;
 	rt_fail_hook = NULL;
 	MPI(mpi.finalize());
 }
 
+/* ---- the collectives ---- */
+
 /* in place, in pieces that fit an int count */
-static void allreduce(void *buf, int64_t n, Handle type, int64_t elem, Handle op)
+static void allreduce(void *buf, int64_t n, Handle type, int64_t elem, Handle op, const char *what)
 {
 	for (int64_t at = 0; at < n; at += INT_MAX / 2) {
 		int64_t k = n - at < INT_MAX / 2 ? n - at : INT_MAX / 2;
-		MPI(mpi.allreduce(IN_PLACE, (char *)buf + at * elem, (int)k, type, op, mpi.world));
+		Handle req;
+		MPI(mpi.iallreduce(IN_PLACE, (char *)buf + at * elem, (int)k, type, op, mpi.world, &req));
+		await(&req, what);
 	}
 }
 
-static void sum(void *buf, int64_t n, const char *dtype);
+/* each rank's bytes after every other's, in all (bytes * rt_nranks) */
+static void gather_bytes(const void *mine, void *all, int bytes, const char *what)
+{
+	int *counts = rt_host_alloc((int64_t)sizeof(int) * 2 * rt_nranks, "the ranks' counts");
+	for (int r = 0; r < rt_nranks; r++)
+		counts[r] = bytes, counts[rt_nranks + r] = r * bytes;
+	memcpy((char *)all + (size_t)rt_rank * (size_t)bytes, mine, (size_t)bytes);
+	Handle req;
+	MPI(mpi.iallgatherv(IN_PLACE, 0, mpi.byte, all, counts, counts + rt_nranks, mpi.byte, mpi.world, &req));
+	await(&req, what);
+	free(counts);
+}
 
 /* every rank's share of n elements, each rank's in place on every rank */
-static void gather(void *buf, int64_t n, const char *dtype)
+static void gather(void *buf, int64_t n, const char *dtype, const char *what)
 {
 	Handle type = !strcmp(dtype, "f64") ? mpi.f64 : !strcmp(dtype, "bf16") ? mpi.u16 : !strcmp(dtype, "i32") ? mpi.i32 : mpi.f32;
 	int *counts = rt_host_alloc((int64_t)sizeof(int) * 2 * rt_nranks, "the shares' counts");
@@ -218,74 +553,99 @@ static void gather(void *buf, int64_t n, const char *dtype)
 		counts[r] = (int)k;
 		counts[rt_nranks + r] = (int)lo;
 	}
-	MPI(mpi.allgatherv(IN_PLACE, 0, type, buf, counts, counts + rt_nranks, type, mpi.world));
+	Handle req;
+	MPI(mpi.iallgatherv(IN_PLACE, 0, type, buf, counts, counts + rt_nranks, type, mpi.world, &req));
+	await(&req, what);
 	free(counts);
 }
 
-static void run_job(const Job *j)
-{
-	if (j->op == RT_SUM)
-		sum(j->buf, j->n, j->dtype);
-	else if (j->op == RT_GATHER)
-		gather(j->buf, j->n, j->dtype);
-	else
-		for (int64_t at = 0, bytes = j->dtype ? j->n * rt_elem_bytes(j->dtype) : j->n; at < bytes; at += INT_MAX / 2) {
-			int64_t k = bytes - at < INT_MAX / 2 ? bytes - at : INT_MAX / 2;
-			MPI(mpi.bcast((char *)j->buf + at, (int)k, mpi.byte, 0, mpi.world));
-		}
-}
-
-void rt_dist_sum(void *buf, int64_t n, const char *dtype)
-{
-	if (!rt_distributed)
-		return;
-	rt_dist_drain();
-	sum(buf, n, dtype);
-}
-
-static void sum(void *buf, int64_t n, const char *dtype)
+static void sum(void *buf, int64_t n, const char *dtype, const char *what)
 {
 	if (!strcmp(dtype, "f64")) {
-		allreduce(buf, n, mpi.f64, 8, mpi.sum);
+		allreduce(buf, n, mpi.f64, 8, mpi.sum, what);
 	} else if (!strcmp(dtype, "f32")) {
-		allreduce(buf, n, mpi.f32, 4, mpi.sum);
+		allreduce(buf, n, mpi.f32, 4, mpi.sum, what);
 	} else {
 		/* bf16 (MPI has no such type): summed in f32, rounded once */
 		float *f = rt_host_alloc(n * 4, "a bf16 sum across ranks");
 		for (int64_t i = 0; i < n; i++)
 			f[i] = (float)rt_get(buf, dtype, i);
-		allreduce(f, n, mpi.f32, 4, mpi.sum);
+		allreduce(f, n, mpi.f32, 4, mpi.sum, what);
 		for (int64_t i = 0; i < n; i++)
 			rt_set(buf, dtype, i, f[i]);
 		free(f);
 	}
 }
 
-bool rt_dist_same(uint64_t h)
+static void bcast(void *buf, int64_t bytes, const char *what)
+{
+	for (int64_t at = 0; at < bytes; at += INT_MAX / 2) {
+		int64_t k = bytes - at < INT_MAX / 2 ? bytes - at : INT_MAX / 2;
+		Handle req;
+		MPI(mpi.ibcast((char *)buf + at, (int)k, mpi.byte, 0, mpi.world, &req));
+		await(&req, what);
+	}
+}
+
+/* a queued job's collective, named for a message: "the sum of W's gradient" */
+static void run_job(const Job *j)
+{
+	char what[160];
+	if (j->op == RT_SUM) {
+		snprintf(what, sizeof what, "the sum of %s's gradient", j->what);
+		sum(j->buf, j->n, j->dtype, what);
+	} else if (j->op == RT_GATHER) {
+		snprintf(what, sizeof what, "the gather of %s's shares", j->what);
+		gather(j->buf, j->n, j->dtype, what);
+	} else {
+		snprintf(what, sizeof what, "the broadcast of rank 0's %s", j->what);
+		bcast(j->buf, j->dtype ? j->n * rt_elem_bytes(j->dtype) : j->n, what);
+	}
+}
+
+void rt_dist_sum(void *buf, int64_t n, const char *dtype, const char *what)
+{
+	if (!rt_distributed)
+		return;
+	rt_dist_drain();
+	sum(buf, n, dtype, what);
+}
+
+bool rt_dist_same(uint64_t h, const char *what)
 {
 	if (!rt_distributed)
 		return true;
 	rt_dist_drain();
 	uint64_t lo = h, hi = h;
-	MPI(mpi.allreduce(IN_PLACE, &lo, 1, mpi.u64, mpi.min, mpi.world));
-	MPI(mpi.allreduce(IN_PLACE, &hi, 1, mpi.u64, mpi.max, mpi.world));
+	allreduce(&lo, 1, mpi.u64, 8, mpi.min, what);
+	allreduce(&hi, 1, mpi.u64, 8, mpi.max, what);
 	return lo == hi;
 }
 
-void rt_dist_bcast(void *buf, int64_t bytes)
+void rt_dist_bcast(void *buf, int64_t bytes, const char *what)
 {
 	if (!rt_distributed)
 		return;
 	rt_dist_drain();
-	run_job(&(Job){RT_BCAST, buf, bytes, NULL}); /* bytes */
+	bcast(buf, bytes, what);
 }
 
-void rt_dist_gather(void *buf, int64_t n, const char *dtype)
+void rt_dist_gather(void *buf, int64_t n, const char *dtype, const char *what)
 {
 	if (!rt_distributed)
 		return;
 	rt_dist_drain();
-	gather(buf, n, dtype);
+	gather(buf, n, dtype, what);
+}
+
+void rt_dist_allgather(const void *mine, void *all, int bytes, const char *what)
+{
+	if (!rt_distributed) {
+		memcpy(all, mine, (size_t)bytes);
+		return;
+	}
+	rt_dist_drain();
+	gather_bytes(mine, all, bytes, what);
 }
 
 void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)
@@ -297,5 +657,5 @@ void rt_allreduce(RtCtx *c, int param, uint64_t g, int64_t n)
 	c->no_graph = "data parallelism's sums run on a stream of their own";
 	const RtTensor *t = &c->model->params[param];
 	c->n.allreduce_bytes += n * rt_elem_bytes(t->dtype); /* the whole gradient, or one layer of it */
-	c->dev->collective(RT_SUM, g, n, t->dtype);
+	c->dev->collective(RT_SUM, g, n, t->dtype, t->name);
 }

@@ -61,6 +61,10 @@
  *   steps forward N recomputed N      loop steps one dp_step runs (as predicted)
  *   memplot N B0 .. BN-1              the plan's work region in use over one step, N maxima over runs of ops
  *   budget BYTES                      --device-mem, when it was given
+ *   build program FILE HASH           what the ranks of a job compare at start, by name: the source's file
+ *   build const NAME VALUE            name and a hash of its text, each constant after -D, each dpc option
+ *   build option NAME VALUE           given that shapes the executable (the runtime reads them from the
+ *                                     text; VALUE runs to the end of the line)
  *   flops forward F                   floating-point operations of dp_forward, as the op table counts them
  *   end
  *

@@ -520,7 +520,7 @@ static void ranks_identical(RtCtx *c, void **host)
 	uint64_t h = RT_HASH_START;
 	for (int i = 0; i < c->model->nparams; i++)
 		h = rt_hash(h, host[i], (size_t)c->model->params[i].bytes);
-	if (!rt_dist_same(h))
+	if (!rt_dist_same(h, "the comparison of the ranks' parameters after training"))
 		rt_fail(1, "the %d ranks' parameters differ after training (rank %d's hash %016llx); data parallelism must "
 		        "keep them identical", rt_nranks, rt_rank, (unsigned long long)h);
 }
@@ -544,7 +544,7 @@ static void download_moments(RtCtx *c, void **mom)
 			/* each rank's share, then every share on every rank (rank 0 writes the file) */
 			int64_t n, lo = rt_share(t, rt_rank, rt_nranks, &n), esz = rt_elem_bytes(t->dtype);
 			rt_d2h(c, (char *)mom[2 * i + k] + lo * esz, dev, n * esz);
-			rt_dist_gather(mom[2 * i + k], t->numel, t->dtype);
+			rt_dist_gather(mom[2 * i + k], t->numel, t->dtype, "the gather of Adam's moments for the state file");
 		}
 	}
 }
@@ -560,29 +560,252 @@ static void download_params(RtCtx *c, void **host, bool grads)
 	}
 }
 
-/* Data parallelism: every rank must run the same executable on the same
- * settings and data, or the sums mean nothing. Each agreed field is
- * compared across the ranks; the first that differs is named. */
-static void ranks_agree(const RtModel *m, const RtOpts *o, const RtData *data)
+/* Data parallelism: every rank must run the same executable on the same settings, data and starting
+ * point, or the sums mean nothing. Each rank lists what it has as fields (a name the user knows and
+ * its value); every rank's list goes to every rank, and where any field differs rank 0 names each such
+ * field with every rank's value, and every rank exits with status 1. A build field (how the model was
+ * made: its program, -D values and dpc's options) is named only where the model descriptions differ:
+ * an option given on one host that is the other's default builds the same model. */
+typedef struct {
+	char kind;       /* 'b' build, 'd' the model description, 'f' any other */
+	char name[47];
+	char value[80];
+} Field;
+enum { MAX_FIELDS = 128 };
+
+static Field *add_field(Field *f, int *n, char kind, const char *name)
 {
+	if (*n == MAX_FIELDS)
+		return NULL;
+	Field *x = &f[(*n)++];
+	memset(x, 0, sizeof *x);
+	x->kind = kind;
+	snprintf(x->name, sizeof x->name, "%.46s", name);
+	return x;
+}
+
+/* the model description's build lines as fields: "build const H 16" is -D H, 16 */
+static void build_fields(Field *f, int *n)
+{
+	for (const char *l = strstr(dp_model_desc, "build "); l; l = strstr(l + 1, "\nbuild ")) {
+		l += *l == '\n';
+		char kind[16], name[41], rest[80];
+		int len = (int)strcspn(l, "\n");
+		char line[256];
+		snprintf(line, sizeof line, "%.*s", len, l);
+		if (sscanf(line, "build %15s %40s %79[^\n]", kind, name, rest) != 3)
+			continue;
+		Field *x = add_field(f, n, 'b', "");
+		if (!x)
+			return;
+		if (!strcmp(kind, "const"))
+			snprintf(x->name, sizeof x->name, "-D %s", name);
+		else if (!strcmp(kind, "option"))
+			snprintf(x->name, sizeof x->name, "dpc %s", name);
+		else
+			snprintf(x->name, sizeof x->name, "the program");
+		if (!strcmp(kind, "program"))
+			snprintf(x->value, sizeof x->value, "%.40s (hash %.20s)", name, rest);
+		else
+			snprintf(x->value, sizeof x->value, "%s", rest);
+	}
+}
+
+/* the value a rank has for field (kind, name), or NULL */
+static const char *field_of(const Field *all, int rank, char kind, const char *name)
+{
+	const Field *f = all + (size_t)rank * MAX_FIELDS;
+	for (int i = 0; i < MAX_FIELDS && f[i].kind; i++)
+		if (f[i].kind == kind && !strcmp(f[i].name, name))
+			return f[i].value;
+	return NULL;
+}
+
+static bool alike(const char *v, const char *w) { return v && w ? !strcmp(v, w) : v == w; }
+
+/* "16 on rank 0, 32 on rank 1"; ranks alike grouped: "16 on ranks 0, 2; 32 on rank 1" */
+static void values_by_rank(const Field *all, char kind, const char *name, char *out, size_t size)
+{
+	const char *none = kind == 'b' && !strncmp(name, "dpc ", 4) ? "not given" : "none";
+	bool *done = rt_host_alloc(rt_nranks, "the ranks' fields");
+	memset(done, 0, (size_t)rt_nranks);
+	int groups = 0;
+	bool single = true; /* no two ranks alike */
+	for (int r = 0; r < rt_nranks; r++)
+		for (int q = r + 1; q < rt_nranks; q++)
+			single &= !alike(field_of(all, r, kind, name), field_of(all, q, kind, name));
+	size_t len = 0;
+	out[0] = 0;
+	for (int r = 0; r < rt_nranks && len < size; r++) {
+		if (done[r])
+			continue;
+		const char *v = field_of(all, r, kind, name);
+		len += (size_t)snprintf(out + len, size - len, "%s%s on rank", groups++ ? single ? ", " : "; " : "", v ? v : none);
+		int members = 0;
+		char list[96] = "";
+		size_t ll = 0;
+		for (int q = r; q < rt_nranks; q++) {
+			const char *w = field_of(all, q, kind, name);
+			if (alike(v, w)) {
+				done[q] = true;
+				if (members++ < 6 && ll < sizeof list)
+					ll += (size_t)snprintf(list + ll, sizeof list - ll, "%s%d", members > 1 ? ", " : "", q);
+			}
+		}
+		if (len < size)
+			len += (size_t)snprintf(out + len, size - len, "%s %s%s", members > 1 ? "s" : "", list,
+			                        members > 6 ? " and more" : "");
+		bool more = false;
+		for (int q = r + 1; q < rt_nranks; q++)
+			more |= !done[q];
+		if (groups == 4 && more) {
+			if (len < size)
+				snprintf(out + len, size - len, "; ...");
+			break;
+		}
+	}
+	free(done);
+}
+
+static bool same_everywhere(const Field *all, char kind, const char *name)
+{
+	const char *v = field_of(all, 0, kind, name);
+	for (int r = 1; r < rt_nranks; r++) {
+		if (!alike(v, field_of(all, r, kind, name)))
+			return false;
+	}
+	return true;
+}
+
+/* a field of any rank's list not yet listed by a lower rank: each name once */
+static bool listed_before(const Field *all, int rank, const Field *f)
+{
+	for (int r = 0; r < rank; r++)
+		if (field_of(all, r, f->kind, f->name))
+			return true;
+	return false;
+}
+
+static void agree(const RtModel *m, const Field *mine, const char *when)
+{
+	Field *all = rt_host_alloc((int64_t)sizeof(Field) * MAX_FIELDS * rt_nranks, "the ranks' fields");
+	char what[96];
+	snprintf(what, sizeof what, "the comparison of the ranks' %s", when);
+	rt_dist_allgather(mine, all, (int)(sizeof(Field) * MAX_FIELDS), what);
+	bool desc_differs = false, differs = false, build_named = false;
+	for (int r = 0; r < rt_nranks; r++)
+		for (const Field *f = all + (size_t)r * MAX_FIELDS; f < all + (size_t)(r + 1) * MAX_FIELDS && f->kind; f++)
+			if (!listed_before(all, r, f) && !same_everywhere(all, f->kind, f->name)) {
+				differs |= f->kind != 'b';
+				desc_differs |= f->kind == 'd';
+			}
+	if (differs && rt_rank == 0)
+		fprintf(stderr, "%s: error: the %d ranks differ in their %s: every rank must run the same build of %s with "
+		        "the same options, data and starting point\n", rt_prog, rt_nranks, when, m->model);
+	/* the build's fields first; the description itself only where none of them differs */
+	for (int pass = 0; pass < 2 && differs; pass++)
+		for (int r = 0; r < rt_nranks; r++)
+			for (const Field *f = all + (size_t)r * MAX_FIELDS; f < all + (size_t)(r + 1) * MAX_FIELDS && f->kind; f++) {
+				bool shown = pass == 0 ? f->kind == 'b' && desc_differs : f->kind == 'f' || (f->kind == 'd' && !build_named);
+				if (!shown || listed_before(all, r, f) || same_everywhere(all, f->kind, f->name))
+					continue;
+				char v[400];
+				values_by_rank(all, f->kind, f->name, v, sizeof v);
+				if (rt_rank == 0)
+					fprintf(stderr, "  %s: %s\n", f->name, v);
+				build_named |= f->kind == 'b';
+			}
+	free(all);
+	if (!differs)
+		return;
+	rt_dist_finish();
+	exit(1);
+}
+
+/* a state file's number as the user wrote it: the shortest form that reads back the same (0.01, not
+ * 0.010000000000000000); any other value as it is */
+static void shortest(char *out, size_t size, const char *v)
+{
+	char *end;
+	double x = strtod(v, &end);
+	snprintf(out, size, "%.79s", v);
+	if (end == v || *end || !strpbrk(v, ".eE"))
+		return;
+	for (int digits = 1; digits <= 17; digits++) {
+		snprintf(out, size, "%.*g", digits, x);
+		if (strtod(out, NULL) == x)
+			return;
+	}
+}
+
+/* what the ranks compare before they read their starting point: the build, the run's settings (those a
+ * state file records, as options), the steps, whether and when states are saved (saves are collective),
+ * and each input's data */
+static void ranks_agree(const RtModel *m, const RtOpts *o, const RtData *data, bool saves_state)
+{
+	Field *f = rt_host_alloc((int64_t)sizeof(Field) * MAX_FIELDS, "the ranks' fields");
+	memset(f, 0, sizeof(Field) * MAX_FIELDS);
+	int n = 0;
+	build_fields(f, &n);
 	const char *names[32];
 	char v[32][64];
-	int n = rt_run_fields(m, o, names, v);
-	snprintf(v[n], 64, "%ld", o->steps), names[n++] = "--steps";
-	for (int k = 0; k < m->ninputs && n < 31; k++) {
-		uint64_t h = rt_hash(RT_HASH_START, data[k].rows, (size_t)(data[k].n * data[k].row * rt_elem_bytes(m->inputs[k].dtype)));
-		snprintf(v[n], 64, "%lld rows, hash %016llx", (long long)data[k].n, (unsigned long long)h);
-		names[n++] = m->inputs[k].name;
+	int k = rt_run_fields(m, o, names, v);
+	for (int i = 0; i < k; i++) {
+		bool desc = !strcmp(names[i], "model_description"), precision = !strcmp(names[i], "precision");
+		char name[48];
+		snprintf(name, sizeof name, "%s%s", desc ? "the model description" : precision ? "the precision" : "--",
+		         desc || precision ? "" : names[i]);
+		for (char *c = name + 2; !desc && !precision && *c; c++)
+			*c = *c == '_' ? '-' : *c;
+		Field *x = add_field(f, &n, desc ? 'd' : 'f', name);
+		if (x)
+			shortest(x->value, sizeof x->value, v[i]);
 	}
-	for (int f = 0; f < n; f++)
-		if (!rt_dist_same(rt_hash(RT_HASH_START, v[f], strlen(v[f])))) {
-			/* every rank finds it, and says what it has */
-			fprintf(stderr, "%s: error: the %d ranks disagree on %s%s (rank %d has %s): every rank must run the same "
-			        "executable with the same options and data\n", rt_prog, rt_nranks, f < n - m->ninputs ? "" : "the data of input ",
-			        names[f], rt_rank, v[f]);
-			rt_dist_finish();
-			exit(1);
-		}
+	Field *x;
+	if ((x = add_field(f, &n, 'f', "--steps")))
+		snprintf(x->value, sizeof x->value, "%ld", o->steps);
+	if ((x = add_field(f, &n, 'f', "--save-state")))
+		snprintf(x->value, sizeof x->value, "%s", saves_state ? "given" : "not given");
+	if (o->save_every && (x = add_field(f, &n, 'f', "--save-every")))
+		snprintf(x->value, sizeof x->value, "%ld", o->save_every);
+	for (int i = 0; i < m->ninputs; i++) {
+		uint64_t h = rt_hash(RT_HASH_START, data[i].rows, (size_t)(data[i].n * data[i].row * rt_elem_bytes(m->inputs[i].dtype)));
+		char name[48];
+		snprintf(name, sizeof name, "the data of input %s", m->inputs[i].name);
+		if ((x = add_field(f, &n, 'f', name)))
+			snprintf(x->value, sizeof x->value, "%lld rows, hash %016llx", (long long)data[i].n, (unsigned long long)h);
+	}
+	agree(m, f, "build, options and data");
+	free(f);
+}
+
+/* what the ranks compare once each has its starting point: the step a state resumes at, and the
+ * parameters (and a state's moments) each starts from, with where they came from */
+static void ranks_start_alike(const RtModel *m, const RtOpts *o, long start, void *const *host, void *const *mom)
+{
+	Field f[MAX_FIELDS];
+	memset(f, 0, sizeof f);
+	int n = 0;
+	Field *x = add_field(f, &n, 'f', "--resume");
+	if (o->resume)
+		snprintf(x->value, sizeof x->value, "step %ld", start);
+	else
+		snprintf(x->value, sizeof x->value, "not given");
+	uint64_t h = RT_HASH_START;
+	for (int i = 0; i < m->nparams; i++) {
+		h = rt_hash(h, host[i], (size_t)m->params[i].bytes);
+		for (int k = 0; o->resume && m->adam && !m->params[i].buffer && k < 2; k++)
+			h = rt_hash(h, mom[2 * i + k], (size_t)m->params[i].bytes);
+	}
+	x = add_field(f, &n, 'f', "the starting point");
+	const char *from = o->resume ? o->resume : o->init ? o->init : m->weights[0] ? m->weights : NULL;
+	const char *slash = from ? strrchr(from, '/') : NULL;
+	if (from)
+		snprintf(x->value, sizeof x->value, "hash %016llx (%s %.40s)", (unsigned long long)h,
+		         o->resume ? "--resume" : o->init ? "--init" : "weights", slash ? slash + 1 : from);
+	else
+		snprintf(x->value, sizeof x->value, "hash %016llx (--seed %ld)", (unsigned long long)h, o->seed);
+	agree(m, f, "starting points");
 }
 
 /* the input an option names, or the option's error */
@@ -698,7 +921,7 @@ static bool bind_inputs(const RtModel *m, RtData *data, const char *const opt[3]
 
 /* the training data (files, else synthetic) and the validation data, every file read and checked before
  * any work; under mpirun, the ranks' agreement on them. Whether there is validation data. */
-static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val, bool *synthetic)
+static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val, bool *synthetic, bool saves_state)
 {
 	const RtModel *m = c->model;
 	/* inputs: files first, so that errors come before any work */
@@ -714,7 +937,7 @@ static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val, bo
 		if (o->dump_grads || o->gradcheck)
 			rt_usage("%s", o->gradcheck ? "--gradcheck runs in one process, not under mpirun"
 			                           : "--dump-grads under mpirun is not built yet: it would dump one rank's gradients");
-		ranks_agree(m, o, data);
+		ranks_agree(m, o, data, saves_state);
 	}
 	/* validation: rows for every input, by role or by name, as training's */
 	memset(val, 0, sizeof(RtData) * RT_MAX_INPUTS);
@@ -809,6 +1032,8 @@ static void options(Session *S, int argc, char **argv)
 {
 	RtOpts *o = &S->o;
 	rt_parse_opts(o, argc, argv);
+	/* every rank's host and cores, under the start-up handshake's deadline */
+	rt_dist_start(o->collective_timeout);
 	/* every rank takes part in a save (sharded moments are gathered), rank 0 writes it */
 	S->saves_state = o->save_state != NULL;
 	/* data parallelism: rank 0 speaks and writes; a path with %r is every rank's own */
@@ -852,7 +1077,7 @@ static void read_data(Session *S)
 	RtModel *m = &S->model;
 	RtCtx *c = &S->ctx;
 	RtData *data = S->data, *val = S->val;
-	S->validate = load_inputs(c, o, data, val, &S->synthetic);
+	S->validate = load_inputs(c, o, data, val, &S->synthetic, S->saves_state);
 	rt_choose_threads(o->threads);
 	rt_verbose = o->verbose;
 	if (o->verbose) {
@@ -935,6 +1160,8 @@ static void allocate(Session *S)
 	}
 	else
 		init_params(m, host, (uint64_t)o->seed);
+	if (rt_distributed)
+		ranks_start_alike(m, o, S->start, host, mom);
 
 	/* one device allocation: the planned arena, optimizer state included */
 	*r = (Run){.first = NAN, .last = NAN, .val = NAN, .predicted = m->arena};
@@ -1034,7 +1261,8 @@ static int train(Session *S)
 	double t_done[RT_INFLIGHT] = {0};
 	double micro[RT_INFLIGHT] = {0}; /* --accum: the step's micro-batch losses but its last */
 	int64_t moved[RT_INFLIGHT] = {0}; /* the bytes each step in flight moved between host and device */
-	Progress pg = {.tty = isatty(STDOUT_FILENO)};
+	/* under mpirun each rank's output is a terminal of Open MPI's, whatever the user's is: lines */
+	Progress pg = {.tty = isatty(STDOUT_FILENO) && !rt_distributed};
 	for (int k = 0; k < m->ninputs && !pg.tokens; k++)
 		if (m->inputs[k].ids)
 			pg.tokens = m->inputs[k].numel;
@@ -1048,6 +1276,7 @@ static int train(Session *S)
 			c->dev->fence_wait(slot);
 			int64_t before = c->n.h2d_bytes + c->n.d2h_bytes;
 			c->step = s + 1;
+			rt_dist_step = s + 1;
 			/* before dp_step: streamed units update inside it */
 			c->lr = rt_lr_at(o, s);
 			c->record = (o->profile && s == o->steps - 1) ||
@@ -1132,7 +1361,7 @@ static int train(Session *S)
 				/* across ranks, any rank's loss not finite: none saves */
 				double bad = !isfinite(rt_get(S->loss_slots + 8 * S->nres * slot, m->loss_dtype, 0));
 				if (rt_distributed)
-					rt_dist_sum(&bad, 1, "f64");
+					rt_dist_sum(&bad, 1, "f64", "the check that every rank's loss is finite before the state is saved");
 				if (!bad) {
 					int64_t d2h = c->n.d2h_bytes;
 					download_params(c, host, false);
@@ -1166,7 +1395,7 @@ static int train(Session *S)
 			double x[17] = {r->last};
 			for (int i = 0; i < m->nreports; i++)
 				x[1 + i] = r->report[i];
-			rt_dist_sum(x, 1 + m->nreports, "f64");
+			rt_dist_sum(x, 1 + m->nreports, "f64", "the mean of the ranks' losses");
 			r->last = x[0] / rt_nranks;
 			for (int i = 0; i < m->nreports; i++)
 				r->report[i] = x[1 + i] / rt_nranks;

@@ -122,6 +122,12 @@ static const Opt opts[] = {
 	{"--log-json", NULL, "FILE", O_STR, 0, 0, AT(log_json), NONE,
 	 "write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
 	 "between host and device), and the reports (tools/plot_runs draws them)"},
+	{"--collective-timeout", NULL, "S", O_REAL, 0, 0, AT(collective_timeout), AT(collective_timeout_set),
+	 "under mpirun: the longest a rank waits in a sum or other collective\n"
+	 "before it names the step, the collective and the ranks it waited for,\n"
+	 "and ends the job with status 1 (default 300 s; the start-up handshake\n"
+	 "waits at most 60 s, or S if less). A link down or a host gone mid-run\n"
+	 "ends the job this long after; a --save-state before it resumes"},
 	{"--quiet", NULL, NULL, O_FLAG, 0, 0, AT(quiet), NONE, "only errors and the final line"},
 	{"--verbose", "-v", NULL, O_FLAG, 0, 0, AT(verbose), NONE, "also say how many threads run and why"},
 	{"--threads", NULL, "N", O_INT, 1, RT_MAX_THREADS, AT(threads), NONE,
@@ -318,6 +324,7 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv)
 	o->gc_threshold = 1e-6;
 	o->log_every = -1;
 	o->accum = 1;
+	o->collective_timeout = RT_COLLECTIVE_TIMEOUT;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const Opt *opt = NULL;
@@ -358,6 +365,8 @@ void rt_parse_opts(RtOpts *o, int argc, char **argv)
 	if (o->weight_decay_set && (!o->optimizer || strcmp(o->optimizer, "adamw")))
 		rt_usage("%s", "--weight-decay is AdamW's decoupled decay: give --optimizer adamw (with an executable compiled "
 		         "with dpc --optimizer adam)");
+	if (o->collective_timeout_set && !(o->collective_timeout > 0))
+		rt_usage("%s", "--collective-timeout needs a number of seconds above 0");
 	if (o->save_every && !o->save_state)
 		rt_usage("%s", "--save-every needs --save-state FILE");
 	if (o->resume && o->init)

@@ -151,7 +151,7 @@ typedef struct {
 	 * the ranks (RT_SUM), or rank 0's given to every rank (RT_BCAST), in place, after the work queued
 	 * so far, to run beside the work queued after it; collective_wait orders the work queued later
 	 * after every collective queued so far. NULL where the device has no collectives yet. */
-	void (*collective)(int op, uint64_t dev, int64_t n, const char *dtype);
+	void (*collective)(int op, uint64_t dev, int64_t n, const char *dtype, const char *what);
 	void (*collective_wait)(void);
 	/* rt_gemm_items (dprt.h) in one call; NULL: a gemm per item */
 	void (*gemm_items)(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
@@ -336,23 +336,36 @@ extern void (*rt_fail_hook)(int status);
 
 /* Data parallelism over MPI (dist.c): under Open MPI's mpirun each process
  * is rank rt_rank of rt_nranks, and rt_distributed is set, even for one rank
- * (alone: 0 of 1, unset, and no MPI loaded).
+ * (alone: 0 of 1, unset, and no MPI loaded). rt_dist_start, once the
+ * options are read, exchanges every rank's host and cores (the start-up
+ * handshake, its deadline the lesser of RT_STARTUP_TIMEOUT and the
+ * collectives'); then every collective has the deadline given, and a rank
+ * that waits past it names the collective, the step (rt_dist_step) and the
+ * ranks it waited for, and ends the job.
  * rt_dist_sum sums n elements of buf (f32, f64, bf16) across the ranks in
  * place; rt_dist_same says whether every rank passed the same h;
- * rt_dist_bcast gives every rank rank 0's bytes. */
+ * rt_dist_bcast gives every rank rank 0's bytes; rt_dist_allgather puts
+ * each rank's bytes at all + rank * bytes on every rank. what names the
+ * collective in a message ("the mean of the loss"). */
+#define RT_COLLECTIVE_TIMEOUT 300.0
+#define RT_STARTUP_TIMEOUT 60.0
 extern int rt_rank, rt_nranks;
 extern bool rt_distributed;
+extern long rt_dist_step;
 void rt_dist_init(int *argc, char ***argv);
+void rt_dist_start(double collective_timeout);
 void rt_dist_finish(void);
-void rt_dist_sum(void *buf, int64_t n, const char *dtype);
-bool rt_dist_same(uint64_t h);
-void rt_dist_bcast(void *buf, int64_t bytes);
+const char *rt_dist_host(int rank);
+void rt_dist_sum(void *buf, int64_t n, const char *dtype, const char *what);
+bool rt_dist_same(uint64_t h, const char *what);
+void rt_dist_bcast(void *buf, int64_t bytes, const char *what);
+void rt_dist_allgather(const void *mine, void *all, int bytes, const char *what);
 /* every rank's share (rt_share) of n elements of dtype at buf, given to every rank, in place */
-void rt_dist_gather(void *buf, int64_t n, const char *dtype);
+void rt_dist_gather(void *buf, int64_t n, const char *dtype, const char *what);
 /* collectives on memory the host reaches, run one after another on a thread of their own while
- * the caller goes on (rt_dist_queue); rt_dist_drain returns once they are done, and the seconds
- * it has waited in all are rt_dist_waited's */
-void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype);
+ * the caller goes on (rt_dist_queue; what: the tensor's name); rt_dist_drain returns once they are
+ * done, and the seconds it has waited in all are rt_dist_waited's */
+void rt_dist_queue(int op, void *buf, int64_t n, const char *dtype, const char *what);
 void rt_dist_drain(void);
 double rt_dist_waited(void);
 
@@ -461,6 +474,8 @@ typedef struct {
 	const char *val_data, *val_labels; /* --val-data, --val-labels FILE */
 	long eval_every;                 /* the validation loss's interval (default --log-every's) */
 	long save_every;                 /* --save-every N: 0 only at the end */
+	double collective_timeout;       /* --collective-timeout S: under mpirun, the longest wait in a collective */
+	bool collective_timeout_set;
 	const char *input_name[RT_MAX_INPUT_FILES], *input_file[RT_MAX_INPUT_FILES];
 	int ninput_files;
 	const char *val_name[RT_MAX_INPUT_FILES], *val_file[RT_MAX_INPUT_FILES]; /* --val-input NAME=FILE */

@@ -50,8 +50,19 @@ static RtModel *state_model(const RtModel *m, void *const *params, void *const *
 	return &s;
 }
 
-/* FNV-1a of the model description: the program, its -D values and its plan */
-static uint64_t desc_hash(void) { return rt_hash(RT_HASH_START, dp_model_desc, strlen(dp_model_desc)); }
+/* FNV-1a of the model description: the program, its -D values and its plan; not its build lines, which
+ * name how it was made (the same program built with an option given that is also the default is the same
+ * model, and resumes its states) */
+static uint64_t desc_hash(void)
+{
+	uint64_t h = RT_HASH_START;
+	for (const char *l = dp_model_desc, *nl; *l; l = nl + (*nl != 0)) {
+		nl = l + strcspn(l, "\n");
+		if (strncmp(l, "build ", 6))
+			h = rt_hash(h, l, (size_t)(nl - l) + (*nl != 0));
+	}
+	return h;
+}
 
 /* the metadata fields, in order: what a resumed run must share with the saved one */
 /* (the description last: it covers the precision and more, so the specific field is named first) */

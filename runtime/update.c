@@ -9,6 +9,7 @@
  * (rt_fold), from which the f32 master copies are updated, each writing its
  * bf16 compute copy. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rt.h"
@@ -89,7 +90,7 @@ static void sum_gradients(RtCtx *c)
 	for (int i = 0; m->mixed && i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
 		if (!t->streamed && !t->buffer) {
-			c->dev->collective(RT_SUM, c->base + (uint64_t)t->grad, t->numel, t->dtype);
+			c->dev->collective(RT_SUM, c->base + (uint64_t)t->grad, t->numel, t->dtype, t->name);
 			c->n.allreduce_bytes += t->bytes;
 		}
 	}
@@ -104,7 +105,9 @@ static void sum_gradients(RtCtx *c)
 			continue;
 		const char *dtype;
 		void *g = (void *)streamed_grad(c, i, &dtype);
-		rt_dist_sum(g, t->numel, dtype);
+		char what[160];
+		snprintf(what, sizeof what, "the sum of %s's gradient (streamed, on the host)", t->name);
+		rt_dist_sum(g, t->numel, dtype, what);
 		c->n.allreduce_bytes += t->numel * rt_elem_bytes(dtype);
 	}
 }
@@ -123,7 +126,7 @@ static void update_shares(RtCtx *c)
 		if (n > 0)
 			rt_apply_update(c, t, c->base + (uint64_t)(t->offset + at), c->base + (uint64_t)(t->grad + at),
 			                c->base + (uint64_t)t->opt_m, c->base + (uint64_t)t->opt_v, copy, n);
-		c->dev->collective(RT_GATHER, c->base + (uint64_t)t->offset, t->numel, t->dtype);
+		c->dev->collective(RT_GATHER, c->base + (uint64_t)t->offset, t->numel, t->dtype, t->name);
 		c->n.allgather_bytes += t->bytes;
 	}
 	c->dev->collective_wait();
@@ -241,7 +244,7 @@ void rt_optimizer_step(RtCtx *c, const RtOpts *o, void **gbuf)
 		const RtTensor *t = &m->params[m->updates[i].param];
 		c->dev->d2d(c->base + (uint64_t)t->offset, c->base + (uint64_t)m->updates[i].offset, t->bytes);
 		if (rt_distributed)
-			c->dev->collective(RT_BCAST, c->base + (uint64_t)t->offset, t->numel, t->dtype);
+			c->dev->collective(RT_BCAST, c->base + (uint64_t)t->offset, t->numel, t->dtype, t->name);
 	}
 	if (rt_distributed && m->nupdates)
 		c->dev->collective_wait();

@@ -24,6 +24,8 @@ typedef struct {
 	                    * emulator (runtime/cpu/simt.c; testing) */
 	double host_bw;    /* --host-bw: the bytes a second the streamed parameters' steps on the host stream through
 	                    * its memory (cost.c); 0: CG_HOST_BW */
+	const char *build; /* the model description's build lines: what the ranks of a job compare at start,
+	                    * "build KIND NAME VALUE\n" each (runtime/dprt.h), or NULL */
 } CgOptions;
 /* the host update's memory bandwidth when --host-bw is not given: a two-socket server's, as DeepSpeed's
  * CPU Adam over 175B parameters is priced in issue 60 (300 GB/s) */

@@ -685,6 +685,8 @@ static const char *model_desc(Cg *g, const CgOptions *o, const int *sgd, const i
 	}
 	if (p->device_mem)
 		put(&t, ar_printf("budget %lld\n", (long long)p->device_mem));
+	if (o->build)
+		put(&t, o->build);
 	int64_t counts[2] = {0, 0};
 	count_steps(&p->body, 1, counts);
 	put(&t, ar_printf("steps forward %lld recomputed %lld\n", (long long)counts[RT_COUNT_FORWARD],

@@ -1640,5 +1640,9 @@ Program *fe_lower(FeAst *ast, const FeOptions *o)
 	check_uncalled(ast, L.called);
 	L.p->loss = v;
 	L.p->nforward = L.p->body.len;
+	const char *consts = "";
+	for (int i = 0; i < ast->consts.len; i++)
+		consts = ar_printf("%s%s %lld\n", consts, ast->consts.data[i].name, (long long)ast->consts.data[i].value);
+	L.p->consts = consts;
 	return L.p;
 }

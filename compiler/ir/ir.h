@@ -374,6 +374,8 @@ struct Program {
 	                   * gradient sum and optimizer state (Param.master, gsum) */
 	Optimizer optimizer;
 	const char *weights; /* `weights "FILE"`: its absolute path, which the executable starts from; NULL: none */
+	const char *consts;  /* the source's constants after -D, "NAME VALUE\n" each, for the model description's
+	                      * build lines (the ranks of a job compare them) */
 	int ranks;         /* --ranks N > 1: a resident parameter's Adam moments are one rank's share, ceil(n / N) elements */
 	/* memory plan (stream_pass) */
 	int64_t device_mem; /* the device budget (--device-mem) in bytes, 0: none: set by fe_lower, read by every

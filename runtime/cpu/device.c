@@ -582,7 +582,10 @@ static void cpu_sync(void) { cpu_copy_sync(cs_issued()); }
 
 /* the arena is host memory, and its work is done when queued: the collectives run on dist.c's
  * thread beside the work queued after them */
-static void cpu_collective(int op, uint64_t dev, int64_t n, const char *dtype) { rt_dist_queue(op, P(dev), n, dtype); }
+static void cpu_collective(int op, uint64_t dev, int64_t n, const char *dtype, const char *what)
+{
+	rt_dist_queue(op, P(dev), n, dtype, what);
+}
 
 static void cpu_free(uint64_t p) { free(P(p)); }
 static void cpu_host_free(void *p) { free(p); }

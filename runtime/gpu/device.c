@@ -748,14 +748,14 @@ static void nccl_start(void)
 	ncclUniqueId id;
 	if (rt_rank == 0)
 		NCCL(p_ncclGetUniqueId(&id));
-	rt_dist_bcast(&id, (int64_t)sizeof id);
+	rt_dist_bcast(&id, (int64_t)sizeof id, "the broadcast of NCCL's id");
 	NCCL(p_ncclCommInitRank(&nccl, rt_nranks, id, rt_rank));
 	CU(p_cuStreamCreate(&comm_stream, CU_STREAM_NON_BLOCKING));
 	CU(p_cuEventCreate(&comm_ready, CU_EVENT_DISABLE_TIMING));
 	CU(p_cuEventCreate(&comm_done, CU_EVENT_DISABLE_TIMING));
 }
 
-static void gpu_collective(int op, uint64_t dev, int64_t n, const char *dtype)
+static void gpu_collective(int op, uint64_t dev, int64_t n, const char *dtype, const char *what)
 {
 	if (!nccl)
 		nccl_start();

@@ -135,9 +135,9 @@ check "dist/resume: a state of 2 ranks resumed on 1 and on 2" bash -c "mpi() { t
 	mpi '$o/adamw' --steps 5 $data --optimizer adamw --resume '$o/st.st' --quiet --save '$o/r2.%r.st' --summary-json '$o/r2.json' &&
 	cmp '$o/r2.0.st' '$o/r2.1.st' && python3 -c \"import json; assert json.load(open('$o/r1.json'))['steps'] == 2 == json.load(open('$o/r2.json'))['steps']\""
 # the ranks must agree: another learning rate on rank 1 is refused, naming it
-expect dist/disagree 1 "ranks disagree on lr" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 $data --lr 0.01 : \
+expect dist/disagree 1 "--lr: 0.01 on rank 0, 0.02 on rank 1" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 $data --lr 0.01 : \
 	-np 1 "$o/f64" --steps 2 $data --lr 0.02
-expect dist/disagree-data 1 "ranks disagree on the data of input x" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 \
+expect dist/disagree-data 1 "the data of input x: 512 rows, hash" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 \
 	$data : -np 1 "$o/f64" --steps 2 --data "$o/x2.npy" --labels "$o/y.npy"
 # a rank killed with SIGKILL: the other does not hang; mpirun ends the job, non-zero, within 60 s
 l="$o/kill.log"
