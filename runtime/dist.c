@@ -87,6 +87,7 @@ static double seconds(void)
 
 typedef struct {
 	char host[64];
+	char bound[64];      /* those cores, as ranges: "0-3,8" */
 	int32_t cores;       /* the cores its affinity mask allows */
 	int32_t online;      /* its host's online cores */
 	int32_t local;       /* the ranks mpirun started on its host */
@@ -98,6 +99,51 @@ static double timeout = RT_COLLECTIVE_TIMEOUT, startup = RT_STARTUP_TIMEOUT;
 static bool started;     /* the handshake is done: collectives take --collective-timeout */
 
 const char *rt_dist_host(int rank) { return peers ? peers[rank].host : "?"; }
+
+void rt_dist_where(char *buf, size_t size)
+{
+	const Peer *p = &peers[rt_rank];
+	snprintf(buf, size, " rank %d on %s, bound to core%s %s (%d of its %d, %d rank%s there)", rt_rank, p->host,
+	         p->cores == 1 ? "" : "s", p->bound, p->cores, p->online, p->local, p->local == 1 ? "" : "s");
+}
+
+/* A rank bound to fewer cores than its host's share runs fewer threads than it could: Open MPI binds each
+ * rank to one core when it starts two ranks or fewer on a host (and to a socket above), across hosts too */
+void rt_dist_warn_binding(const char *model)
+{
+	int n = 0, first = -1;
+	for (int r = 0; r < rt_nranks; r++) {
+		const Peer *p = &peers[r];
+		if (p->cores < p->online / (p->local > 0 ? p->local : 1))
+			n++, first = first < 0 ? r : first;
+	}
+	if (rt_rank != 0 || !n)
+		return;
+	const Peer *p = &peers[first];
+	int share = p->online / (p->local > 0 ? p->local : 1);
+	fprintf(stderr,
+	        "%s: warning: %d of the %d ranks run on fewer cores than their host's share: rank %d on %s may use %d of its "
+	        "%d cores, with %d rank%s there (%d each); mpirun --bind-to none, or --map-by slot:pe=%d, lets each rank use "
+	        "its share (docs/distributed.md)\n",
+	        model, n, rt_nranks, first, p->host, p->cores, p->online, p->local, p->local == 1 ? "" : "s", share, share);
+}
+
+/* the cores in set as ranges, "0-3,8" */
+static void ranges(const cpu_set_t *set, char *buf, size_t size)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int c = 0; c < CPU_SETSIZE && len < size; c++) {
+		if (!CPU_ISSET(c, set))
+			continue;
+		int e = c;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
+			e++;
+		len += (size_t)(e > c ? snprintf(buf + len, size - len, "%s%d-%d", len ? "," : "", c, e)
+		                      : snprintf(buf + len, size - len, "%s%d", len ? "," : "", c));
+		c = e;
+	}
+}
 
 /* ---- notes: which collective each rank waits in ---- */
 
@@ -260,7 +306,7 @@ static void abort_late(int sig)
 
 /* a rank that fails takes the others down with it at once, rather than leaving them waiting in a
  * collective; where MPI_Abort does not end this rank within 5 s (mpirun out of reach), it ends alone */
-static void abort_world(int status)
+static noreturn void abort_world(int status)
 {
 	leave_watcher();
 	signal(SIGALRM, abort_late);
@@ -269,50 +315,62 @@ static void abort_world(int status)
 	_exit(status ? status : 1);
 }
 
-/* the ranks this one waited for: those not heard to wait in the same collective */
+/* the ranks this one waited for: those not heard to have reached its collective (a rank heard in a later
+ * one has passed it; one in an earlier one waits for someone else in turn) */
 static void waited_for(char *buf, size_t size)
 {
-	int n = 0, first = -1;
+	int n = 0;
 	for (int r = 0; r < rt_nranks; r++)
-		if (r != rt_rank && note.heard && note.heard[r] != note.seq)
-			n++, first = first < 0 ? r : first;
+		n += r != rt_rank && note.heard && note.heard[r] < note.seq;
 	if (!n) {
-		snprintf(buf, size, "every other rank, which all wait in it too (a link between them down?)");
+		snprintf(buf, size, "every other rank, each heard to be in it or past it (a link between them down?)");
 		return;
 	}
 	size_t len = (size_t)snprintf(buf, size, "%s", n == 1 ? "rank " : "ranks ");
 	int shown = 0;
-	for (int r = first; r < rt_nranks && len < size; r++) {
-		if (r == rt_rank || note.heard[r] == note.seq)
+	for (int r = 0; r < rt_nranks && len < size; r++) {
+		if (r == rt_rank || note.heard[r] >= note.seq)
 			continue;
 		if (shown == 4) {
 			len += (size_t)snprintf(buf + len, size - len, " and %d more", n - shown);
 			break;
 		}
-		len += (size_t)snprintf(buf + len, size - len, "%s%d (%s%s)", shown ? ", " : "", r, rt_dist_host(r),
-		                        note.heard[r] < 0 ? "" : ", in an earlier collective");
+		if (note.heard[r] < 0)
+			len += (size_t)snprintf(buf + len, size - len, "%s%d (%s: not heard from)", shown ? ", " : "", r, rt_dist_host(r));
+		else
+			len += (size_t)snprintf(buf + len, size - len, "%s%d (%s: waits in collective %lld)", shown ? ", " : "", r,
+			                        rt_dist_host(r), (long long)note.heard[r]);
 		shown++;
 	}
-	if (len < size)
-		snprintf(buf + len, size - len, ", never heard to reach it");
 }
 
-static void timed_out(const char *what, double waited)
+double rt_dist_timeout(void) { return started ? timeout : startup; }
+
+/* named: the ranks it waited for are known from the notes (a wait in MPI); else (a wait on the GPU's
+ * NCCL) not */
+static noreturn void end_waiting(const char *what, double waited, bool named)
 {
-	char whom[400], step[48];
-	waited_for(whom, sizeof whom);
+	char whom[400] = "every other rank", step[48], seq[40] = "";
+	if (named) {
+		waited_for(whom, sizeof whom);
+		snprintf(seq, sizeof seq, " (collective %lld)", (long long)note.seq);
+	}
 	if (rt_dist_step > 0)
 		snprintf(step, sizeof step, "at step %ld", rt_dist_step);
 	else
 		snprintf(step, sizeof step, "%s", started ? "before the first step" : "at start-up");
 	fprintf(stderr,
-	        "%s: error: rank %d (%s) waited %.0f s in %s (collective %lld) %s for %s; the job ends "
+	        "%s: error: rank %d (%s) waited %.0f s in %s%s %s for %s; the job ends "
 	        "(%s %g s: a link down, a host gone or a rank stopped; docs/distributed.md)\n",
-	        rt_prog, rt_rank, rt_dist_host(rt_rank), waited, what, (long long)note.seq, step, whom,
+	        rt_prog, rt_rank, rt_dist_host(rt_rank), waited, what, seq, step, whom,
 	        started ? "--collective-timeout" : "the start-up handshake's deadline", started ? timeout : startup);
 	fflush(stderr);
 	abort_world(1);
 }
+
+static noreturn void timed_out(const char *what, double waited) { end_waiting(what, waited, true); }
+
+void rt_dist_timed_out(const char *what, double waited) { end_waiting(what, waited, false); }
 
 /* req done, or the deadline passed. Tested at once for a while (a sum overlapped with the adjoint
  * is usually there), then every 50 us so that a long wait leaves the cores to the work */
@@ -493,8 +551,10 @@ void rt_dist_start(double collective_timeout)
 	if (gethostname(me.host, sizeof me.host - 1) != 0)
 		snprintf(me.host, sizeof me.host, "?");
 	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0)
+	if (sched_getaffinity(0, sizeof set, &set) == 0) {
 		me.cores = CPU_COUNT(&set);
+		ranges(&set, me.bound, sizeof me.bound);
+	}
 	peers = rt_host_alloc((int64_t)sizeof(Peer) * rt_nranks, "the ranks' hosts");
 	gather_bytes(&me, peers, (int)sizeof me, "the start-up handshake (every rank's host)");
 	open_notes();

@@ -1081,11 +1081,13 @@ static void read_data(Session *S)
 	rt_choose_threads(o->threads);
 	rt_verbose = o->verbose;
 	if (o->verbose) {
-		char rank[32] = "";
+		char rank[160] = "";
 		if (rt_distributed)
-			snprintf(rank, sizeof rank, " rank %d", rt_rank);
+			rt_dist_where(rank, sizeof rank);
 		fprintf(stderr, "%s%s: %d thread%s (%s)\n", m->model, rank, rt_threads, rt_threads == 1 ? "" : "s", rt_threads_why);
 	}
+	if (rt_distributed && !o->quiet)
+		rt_dist_warn_binding(m->model);
 }
 
 /* every buffer: the pinned batch and loss slots, the host pool, the parameters (initialised, loaded

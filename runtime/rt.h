@@ -356,6 +356,13 @@ void rt_dist_init(int *argc, char ***argv);
 void rt_dist_start(double collective_timeout);
 void rt_dist_finish(void);
 const char *rt_dist_host(int rank);
+/* the deadline of a wait on the collectives (seconds), and its end: the message, then the job aborted */
+double rt_dist_timeout(void);
+noreturn void rt_dist_timed_out(const char *what, double waited);
+/* " rank R on HOST, bound to cores 0-3 (4 of its 16, 2 ranks there)": where this rank runs, for -v */
+void rt_dist_where(char *buf, size_t size);
+/* rank 0: a warning where a rank is bound to fewer cores than its share of its host's */
+void rt_dist_warn_binding(const char *model);
 void rt_dist_sum(void *buf, int64_t n, const char *dtype, const char *what);
 bool rt_dist_same(uint64_t h, const char *what);
 void rt_dist_bcast(void *buf, int64_t bytes, const char *what);

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../rt.h"
 
@@ -20,7 +21,7 @@
 #define DRIVER(X) X(cuInit) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
 	X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamSynchronize) X(cuModuleLoadDataEx) X(cuModuleGetFunction) \
 	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemFree) X(cuMemFreeHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
-	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamWaitEvent) \
+	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamWaitEvent) \
 	X(cuMemHostRegister) X(cuMemHostUnregister) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
 	X(cuGraphLaunch)
 #define NAME_(x) #x
@@ -111,7 +112,8 @@ static uint64_t gpu_alloc(int64_t bytes)
 	return (uint64_t)p;
 }
 
-static void gpu_h2d(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
+static void sync_stream(CUstream s);
+static void gpu_h2d(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); sync_stream(stream); }
 static void gpu_h2d_async(uint64_t dst, const void *src, int64_t n) { CU(p_cuMemcpyHtoDAsync((CUdeviceptr)dst, src, (size_t)n, stream)); }
 
 /* Pinned once at start: pinning is slow, and copies from it run at full link speed. */
@@ -144,7 +146,7 @@ static void *gpu_host_alloc(int64_t bytes)
 	mapped[i].bytes = (size_t)bytes;
 	return p;
 }
-static void gpu_d2h(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); CU(p_cuStreamSynchronize(stream)); }
+static void gpu_d2h(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); sync_stream(stream); }
 static void gpu_d2h_async(void *dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, (size_t)n, stream)); }
 static void gpu_d2d(uint64_t dst, uint64_t src, int64_t n) { CU(p_cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, stream)); }
 static void gpu_zero(uint64_t dst, int64_t n) { CU(p_cuMemsetD8Async((CUdeviceptr)dst, 0, (size_t)n, stream)); }
@@ -425,6 +427,53 @@ static void gpu_copy_span(int64_t event, double *span)
 	}
 }
 
+/* A host wait on the device. Where NCCL's sums run (data parallelism) a peer that never joins one leaves
+ * its kernel spinning and every later wait waiting: so there the wait tests the event until the
+ * collectives' deadline (--collective-timeout), then aborts NCCL's communicator and the job (dist.c) */
+static bool nccl_on(void);
+static void nccl_stop(void);
+
+static double wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void wait_event(CUevent e)
+{
+	if (!nccl_on()) {
+		CU(p_cuEventSynchronize(e));
+		return;
+	}
+	double t0 = wall();
+	for (;;) {
+		CUresult r = p_cuEventQuery(e);
+		if (r == CUDA_SUCCESS)
+			return;
+		if (r != CUDA_ERROR_NOT_READY)
+			CU(r);
+		double t = wall() - t0;
+		if (t > rt_dist_timeout()) {
+			nccl_stop();
+			rt_dist_timed_out("the GPUs' sums (NCCL) the device waits for", t);
+		}
+		nanosleep(&(struct timespec){0, 50000}, NULL);
+	}
+}
+
+static CUevent synced;
+
+static void sync_stream(CUstream s)
+{
+	if (!nccl_on()) {
+		CU(p_cuStreamSynchronize(s));
+		return;
+	}
+	CU(p_cuEventRecord(synced, s));
+	wait_event(synced);
+}
+
 static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 {
 	if (!copy_stream) {
@@ -436,7 +485,7 @@ static int64_t gpu_copy(bool to_device, uint64_t dev, void *host, int64_t bytes)
 	}
 	CUevent e = ring[(copies + 1) % RING];
 	if (copies + 1 > RING)
-		CU(p_cuEventSynchronize(e));
+		wait_event(e);
 	CUstream s = to_device ? copy_stream : down_stream;
 	CU(p_cuEventRecord(queued_work, stream));
 	CU(p_cuStreamWaitEvent(s, queued_work, 0));
@@ -479,20 +528,20 @@ static void gpu_copy_sync(int64_t event)
 {
 	check_event(event);
 	if (event > queued() - RING)
-		CU(p_cuEventSynchronize(ring[event % RING]));
+		wait_event(ring[event % RING]);
 }
 
 static CUstream comm_stream;
 
 static void gpu_sync(void)
 {
-	CU(p_cuStreamSynchronize(stream));
+	sync_stream(stream);
 	if (copy_stream) {
-		CU(p_cuStreamSynchronize(copy_stream));
-		CU(p_cuStreamSynchronize(down_stream));
+		sync_stream(copy_stream);
+		sync_stream(down_stream);
 	}
 	if (comm_stream)
-		CU(p_cuStreamSynchronize(comm_stream));
+		sync_stream(comm_stream);
 }
 
 /* at exit, after a sync: errors are not worth reporting any more */
@@ -518,7 +567,7 @@ static void gpu_fence(int slot)
 static void gpu_fence_wait(int slot)
 {
 	if (fence_set[slot])
-		CU(p_cuEventSynchronize(fences[slot]));
+		wait_event(fences[slot]);
 }
 
 /* profiling marks: timing events, created as needed and kept */
@@ -726,7 +775,7 @@ static void gpu_conv(int kind, int elem_bytes, const int64_t *d, uint64_t x, uin
  * compute queued so far (an event) and runs on the comm stream beside what
  * follows; collective_wait makes the compute stream wait for it. */
 #define NCCL_FNS(X) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) X(ncclBroadcast) X(ncclGetErrorString) \
-	X(ncclGroupStart) X(ncclGroupEnd)
+	X(ncclGroupStart) X(ncclGroupEnd) X(ncclCommAbort) X(ncclCommGetAsyncError)
 NCCL_FNS(DECLARE)
 static ncclComm_t nccl;
 static CUevent comm_ready, comm_done;
@@ -753,6 +802,17 @@ static void nccl_start(void)
 	CU(p_cuStreamCreate(&comm_stream, CU_STREAM_NON_BLOCKING));
 	CU(p_cuEventCreate(&comm_ready, CU_EVENT_DISABLE_TIMING));
 	CU(p_cuEventCreate(&comm_done, CU_EVENT_DISABLE_TIMING));
+	CU(p_cuEventCreate(&synced, CU_EVENT_DISABLE_TIMING));
+}
+
+static bool nccl_on(void) { return nccl != NULL; }
+
+/* the communicator aborted: its kernels stop spinning, so that the job can end */
+static void nccl_stop(void)
+{
+	ncclComm_t c = nccl;
+	nccl = NULL;
+	p_ncclCommAbort(c);
 }
 
 static void gpu_collective(int op, uint64_t dev, int64_t n, const char *dtype, const char *what)
