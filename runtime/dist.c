@@ -89,7 +89,7 @@ typedef struct {
 	char host[64];
 	char bound[64];      /* those cores, as ranges: "0-3,8" */
 	int32_t cores;       /* the cores its affinity mask allows */
-	int32_t online;      /* its host's online cores */
+	int32_t online;      /* the cores the process that started it may use: the host's, as far as the job goes */
 	int32_t local;       /* the ranks mpirun started on its host */
 	int32_t pad;
 } Peer;
@@ -546,11 +546,15 @@ void rt_dist_start(double collective_timeout)
 	timeout = collective_timeout;
 	if (startup > timeout)
 		startup = timeout;
+	/* the launcher (orted, or mpirun on its own host) runs unbound: its mask is the cores the job may
+	 * use on this host (a container's or taskset's, not all the machine's) */
 	Peer me = {.cores = 1, .online = (int32_t)sysconf(_SC_NPROCESSORS_ONLN),
 	           .local = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)};
+	cpu_set_t set;
+	if (sched_getaffinity(getppid(), sizeof set, &set) == 0)
+		me.online = CPU_COUNT(&set);
 	if (gethostname(me.host, sizeof me.host - 1) != 0)
 		snprintf(me.host, sizeof me.host, "?");
-	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof set, &set) == 0) {
 		me.cores = CPU_COUNT(&set);
 		ranges(&set, me.bound, sizeof me.bound);

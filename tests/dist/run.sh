@@ -139,6 +139,77 @@ expect dist/disagree 1 "--lr: 0.01 on rank 0, 0.02 on rank 1" timeout 300 mpirun
 	-np 1 "$o/f64" --steps 2 $data --lr 0.02
 expect dist/disagree-data 1 "the data of input x: 512 rows, hash" timeout 300 mpirun --oversubscribe -np 1 "$o/f64" --steps 2 \
 	$data : -np 1 "$o/f64" --steps 2 --data "$o/x2.npy" --labels "$o/y.npy"
+# every difference at start named by its field, with each rank's value (issue 63): the build (-D constants,
+# dpc's options), the starting point (--init, --resume's step), saves; an option given on one rank that
+# is the other's default builds the same model and runs
+"$DPC" --target cpu --precision f64 -D H=64 samples/resmlp.dp -o "$o/h64" >/dev/null 2>&1
+"$DPC" --target cpu --precision f64 --checkpoint binomial samples/resmlp.dp -o "$o/f64b" >/dev/null 2>&1
+"$DPC" --target cpu --precision f64 --checkpoint none samples/resmlp.dp -o "$o/f64none" >/dev/null 2>&1
+two() { timeout 300 mpirun --oversubscribe -np 1 "$@"; }
+expect dist/disagree-define 1 "-D H: 128 on rank 0, 64 on rank 1" two "$o/f64" --steps 2 $data : -np 1 "$o/h64" --steps 2 $data
+expect dist/disagree-option 1 "dpc --checkpoint: not given on rank 0, binomial on rank 1" two "$o/f64" --steps 2 $data : \
+	-np 1 "$o/f64b" --steps 2 $data
+expect dist/default-given 0 "2 steps" two "$o/f64" --steps 2 $data : -np 1 "$o/f64none" --steps 2 $data
+"$o/f64" --steps 2 $data --save "$o/init2.st" --quiet && "$o/f64" --steps 3 $data --save "$o/init3.st" --quiet
+expect dist/disagree-init 1 "the starting point: hash [0-9a-f]* (--init init2.st) on rank 0, hash [0-9a-f]* (--init init3.st) on rank 1" \
+	two "$o/f64" --steps 4 $data --init "$o/init2.st" : -np 1 "$o/f64" --steps 4 $data --init "$o/init3.st"
+"$o/f64" --steps 3 $data --save-state "$o/s3.st" --quiet && "$o/f64" --steps 2 $data --save-state "$o/s2.st" --quiet
+expect dist/disagree-resume 1 "--resume: step 3 on rank 0, step 2 on rank 1" two "$o/f64" --steps 5 $data --resume "$o/s3.st" : \
+	-np 1 "$o/f64" --steps 5 $data --resume "$o/s2.st"
+expect dist/disagree-resume-one 1 "--resume: step 3 on rank 0, not given on rank 1" two "$o/f64" --steps 5 $data --resume "$o/s3.st" : \
+	-np 1 "$o/f64" --steps 5 $data
+expect dist/disagree-save 1 "--save-state: given on rank 0, not given on rank 1" two "$o/f64" --steps 2 $data --save-state "$o/s.%r.st" : \
+	-np 1 "$o/f64" --steps 2 $data
+expect dist/timeout-zero 2 "--collective-timeout needs a number of seconds above 0" "$o/f64" --steps 1 --collective-timeout 0
+expect dist/not-mpirun 1 "mpirun did not start it" env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 "$o/f64" --steps 1
+# progress under mpirun: each rank's output is a terminal of Open MPI's, but a log is lines at --log-every
+l="$o/progress.log"
+if mpi "$o/f32" --steps 100 --log-every 50 $data >"$l" 2>&1; then
+	check "dist/progress: lines at --log-every under mpirun, no carriage returns or escapes" python3 -c "
+import sys
+t = open(sys.argv[1], 'rb').read()
+assert b'\r' not in t and b'\x1b' not in t, t[:300]
+steps = [l for l in t.split(b'\n') if l.startswith(b'step ')]
+assert len(steps) == 2 and b'50/100' in steps[0] and b'100/100' in steps[1], steps" "$l"
+else
+	notok "dist/progress: run" "$l"
+fi
+# -v: each rank's host, cores and threads; a rank bound to fewer cores than the launcher may use is warned of
+l="$o/binding.log"
+timeout 300 mpirun --bind-to core -np 1 "$o/f32" --steps 1 $data -v >"$l" 2>&1
+if [ "$(nproc)" -gt 1 ]; then
+	check "dist/binding: -v names the rank's host and cores; one core of $(nproc) warned of" bash -c "grep -q 'rank 0 on .*, bound to core [0-9]* (1 of its $(nproc), 1 rank there): 1 thread' '$l' &&
+		grep -q 'warning: 1 of the 1 ranks run on fewer cores than their host.s share' '$l'"
+else
+	check "dist/binding: -v names the rank's host and cores; one core of one, no warning" bash -c "grep -q 'rank 0 on .*, bound to core [0-9]* (1 of its 1, 1 rank there)' '$l' && ! grep -q warning '$l'"
+fi
+# a rank stopped (SIGSTOP): the others wait at most --collective-timeout, then each names the step, the
+# collective and the rank it waited for, and the job ends, non-zero, with no process left
+l="$o/stop.log"
+start=$(date +%s)
+timeout 120 mpirun --oversubscribe -np 3 "$o/f32" --steps 100000000 --log-every 1000000 $data --collective-timeout 3 >"$l" 2>&1 &
+job=$!
+victim=""
+for i in $(seq 1 100); do
+	[ "$(pgrep -f "^$o/f32 --steps 100000000" | wc -l)" -ge 3 ] && break
+	sleep 0.1
+done
+sleep 1
+for p in $(pgrep -f "^$o/f32 --steps 100000000"); do
+	grep -qz '^OMPI_COMM_WORLD_RANK=2$' /proc/$p/environ 2>/dev/null && victim=$p
+done
+[ -n "$victim" ] && kill -STOP $victim
+wait $job
+rc=$?
+took=$(($(date +%s) - start))
+sleep 1
+if [ -n "$victim" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $took -lt 40 ] && ! pgrep -f "^$o/f32 --steps 100000000" >/dev/null &&
+	grep -q "rank 0 (.*) waited 3 s in .* at step [0-9]* for rank 2 (.*: not heard from)" "$l"; then
+	ok "dist/stopped: a rank stopped, the job ended in ${took}s with status $rc, rank 2 named"
+else
+	notok "dist/stopped: victim '$victim', status $rc after ${took}s" "$l"
+	pkill -9 -f "^$o/f32 --steps 100000000"
+fi
 # a rank killed with SIGKILL: the other does not hang; mpirun ends the job, non-zero, within 60 s
 l="$o/kill.log"
 start=$(date +%s)
