@@ -115,17 +115,18 @@ static const Opt opts[] = {
 	 "loop steps"},
 	{"--log-every", NULL, "N", O_INT, 1, MAX_COUNT, AT(log_every), NONE,
 	 "progress line interval, 1 to 10^9 (default steps/10), when the output\n"
-	 "is not a terminal (on a terminal the line redraws in place); the line\n"
-	 "shows the loss, its smoothed value (an exponential average over 10\n"
-	 "steps), ms/step and steps/s (tokens/s when an embed reads an input's ids)\n"
-	 "of the steps since the previous line, the elapsed time and the ETA"},
+	 "is not a terminal or runs under mpirun (on a terminal the line redraws\n"
+	 "in place); the line shows the loss, its smoothed value (an exponential\n"
+	 "average over 10 steps), ms/step and steps/s (tokens/s when an embed\n"
+	 "reads an input's ids) of the steps since the previous line, the elapsed\n"
+	 "time and the ETA"},
 	{"--log-json", NULL, "FILE", O_STR, 0, 0, AT(log_json), NONE,
 	 "write one JSON line per step: step, loss, smoothed, lr, ms, bytes (moved\n"
 	 "between host and device), and the reports (tools/plot_runs draws them)"},
 	{"--collective-timeout", NULL, "S", O_REAL, 0, 0, AT(collective_timeout), AT(collective_timeout_set),
 	 "under mpirun: the longest a rank waits in a sum or other collective\n"
 	 "before it names the step, the collective and the ranks it waited for,\n"
-	 "and ends the job with status 1 (default 300 s; the start-up handshake\n"
+	 "and the job ends, non-zero (default 300 s; the start-up handshake\n"
 	 "waits at most 60 s, or S if less). A link down or a host gone mid-run\n"
 	 "ends the job this long after; a --save-state before it resumes"},
 	{"--quiet", NULL, NULL, O_FLAG, 0, 0, AT(quiet), NONE, "only errors and the final line"},
