@@ -2,7 +2,8 @@
 # Data parallelism across two hosts on this machine (docs/distributed.md, "Across machines"): two
 # network namespaces joined by a veth pair (tests/hosts/net.sh), Open MPI over TCP between them.
 #   bash bench/hosts.sh     as root: resmlp (H = 512, L = 16, 17 MiB of gradients, B = 64 a rank,
-#                           one thread a rank) as 2 ranks on one host and as 2 ranks on two hosts:
+#                           one thread a rank, unbound: each namespace would bind its rank to
+#                           core 0, the same core) as 2 ranks on one host and as 2 ranks on two hosts:
 #                           the step times and their ratio, the time a step waited for the sums;
 #                           then the link cut mid-run at a deadline of T s (T=10 by default):
 #                           the seconds from the cut to mpirun's end and to both hosts being empty,
@@ -23,9 +24,9 @@ exe=$TEST_OUT/dp
 bin/dpc --target cpu -D H=512 -D L=16 samples/resmlp.dp -o $exe >/dev/null || exit 1
 echo "$(date -u +%F) $(uname -m), $(nproc) cores; $exe, $steps steps; 2 ranks, one thread each"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-mpi_hosts -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -np 2 -H $NET.1,$NET.1 $exe --steps $steps --lr 0.001 --quiet \
+mpi_hosts -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS --bind-to none -np 2 -H $NET.1,$NET.1 $exe --steps $steps --lr 0.001 --quiet \
 	--summary-json $TEST_OUT/one_host.json >/dev/null || exit 1
-mpi_hosts -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -np 2 -H $NET.1,$NET.2 $exe --steps $steps --lr 0.001 --quiet \
+mpi_hosts -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS --bind-to none -np 2 -H $NET.1,$NET.2 $exe --steps $steps --lr 0.001 --quiet \
 	--summary-json $TEST_OUT/two_hosts.json >/dev/null || exit 1
 python3 - "$TEST_OUT" <<'PY'
 import json, sys
