@@ -476,6 +476,27 @@ double rt_dist_waited(void) { return comm.waited; }
 
 /* ---- start and end ---- */
 
+/* MPI_Init and MPI_Finalize wait for every rank through mpirun's daemons, with no deadline of their
+ * own: a host gone then would leave this rank waiting. An alarm ends it, saying which call it was */
+static char guarded[160];
+
+static void guard_late(int sig)
+{
+	(void)sig;
+	if (write(STDERR_FILENO, guarded, strlen(guarded)) < 0) {
+	}
+	_exit(1);
+}
+
+static void guard(double s, const char *call)
+{
+	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+	snprintf(guarded, sizeof guarded, "%s: error: rank %s: %s did not return within %.0f s (a host of the job gone or "
+	         "out of reach); this rank ends\n", rt_prog, rank ? rank : "?", call, s);
+	signal(SIGALRM, guard_late);
+	alarm((unsigned)(s + 0.999));
+}
+
 void rt_dist_init(int *argc, char ***argv)
 {
 	const char *size = getenv("OMPI_COMM_WORLD_SIZE");
@@ -521,7 +542,9 @@ void rt_dist_init(int *argc, char ***argv)
 	/* the sums of a step's gradients run on a thread of their own while the adjoint goes on; the
 	 * other calls wait for it to be idle: MPI_THREAD_SERIALIZED (2 in Open MPI's numbering) */
 	int provided = 0;
+	guard(RT_STARTUP_TIMEOUT, "MPI_Init");
 	MPI(mpi.init_thread(argc, argv, 2, &provided));
+	alarm(0);
 	comm.threaded = provided >= 2;
 	MPI(mpi.rank(mpi.world, &rt_rank));
 	MPI(mpi.size(mpi.world, &rt_nranks));
@@ -577,7 +600,9 @@ void rt_dist_finish(void)
 	free(peers);
 	peers = NULL;
 	rt_fail_hook = NULL;
+	guard(timeout, "MPI_Finalize");
 	MPI(mpi.finalize());
+	alarm(0);
 }
 
 /* ---- the collectives ---- */
