@@ -54,7 +54,7 @@ static struct {
 	int (*comm_free)(Handle *);
 	int (*rank)(Handle, int *);
 	int (*size)(Handle, int *);
-	Handle world, notes, f32, f64, u64, u16, i32, byte, sum, min, max;
+	Handle world, notes, request_null, f32, f64, u64, u16, i32, byte, sum, min, max;
 } mpi;
 
 #define IN_PLACE ((void *)1)
@@ -219,7 +219,7 @@ static void close_notes(void)
 			MPI(mpi.cancel(&note.recv[r]));
 			MPI(mpi.wait(&note.recv[r], NULL));
 		}
-		if (note.send[r])
+		if (note.send[r] && note.send[r] != mpi.request_null)
 			MPI(mpi.request_free(&note.send[r]));
 	}
 	MPI(mpi.comm_free(&mpi.notes));
@@ -530,6 +530,7 @@ void rt_dist_init(int *argc, char ***argv)
 	*(void **)&mpi.rank = sym("MPI_Comm_rank");
 	*(void **)&mpi.size = sym("MPI_Comm_size");
 	mpi.world = sym("ompi_mpi_comm_world");
+	mpi.request_null = sym("ompi_request_null"); /* a request done and tested */
 	mpi.f32 = sym("ompi_mpi_float");
 	mpi.f64 = sym("ompi_mpi_double");
 	mpi.u64 = sym("ompi_mpi_uint64_t");

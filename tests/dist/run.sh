@@ -210,6 +210,21 @@ else
 	notok "dist/stopped: victim '$victim', status $rc after ${took}s" "$l"
 	pkill -9 -f "^$o/f32 --steps 100000000"
 fi
+# a rank paused below the deadline (SIGSTOP, 3 s, SIGCONT): the other waits, tells it which sum it waits
+# in, and the run ends as any other, its notes withdrawn at MPI_Finalize
+l="$o/pause.log"
+timeout 300 mpirun --oversubscribe -np 2 "$o/f32" --steps 3000 --log-every 3000 $data --collective-timeout 60 --save "$o/pause.st" >"$l" 2>&1 &
+job=$!
+sleep 2
+victim=$(pgrep -f "^$o/f32 --steps 3000 " | tail -1)
+[ -n "$victim" ] && kill -STOP $victim && sleep 3 && kill -CONT $victim
+wait $job
+rc=$?
+if [ -n "$victim" ] && [ $rc -eq 0 ] && [ -f "$o/pause.st" ]; then
+	ok "dist/pause: a rank paused 3 s below the deadline, the run ended as any other"
+else
+	notok "dist/pause: victim '$victim', status $rc" "$l"
+fi
 # a rank killed with SIGKILL: the other does not hang; mpirun ends the job, non-zero, within 60 s
 l="$o/kill.log"
 start=$(date +%s)
