@@ -64,6 +64,8 @@
 #     min-memory --device-mem 1G); prints peak memory and ms per step.
 set -eu
 cd "$(dirname "$0")/.."
+# on the GPU machine: gpu_build/'s packed folders (tests/gpu/unpack.sh)
+[ -f gpu_build/dirs.tar.xz ] && { bash tests/gpu/unpack.sh || exit 1; }
 DPC=${DPC:-bin/dpc}
 G=gpu_build/graphs
 size() { case $1 in unet) echo 64 ;; *) echo 32 ;; esac; }

@@ -4,6 +4,8 @@
 # same model, the same GPU, in the same run.
 set -u
 cd "$(dirname "$0")/.."
+# on the GPU machine: gpu_build/'s packed folders (tests/gpu/unpack.sh)
+[ -f gpu_build/dirs.tar.xz ] && { bash tests/gpu/unpack.sh || exit 1; }
 B=gpu_build
 steps=${STEPS:-30}
 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'

@@ -16,6 +16,8 @@
 #   bash bench/sim.sh run      on the GPU machine: runs those, PyTorch and JAX beside them
 set -u
 cd "$(dirname "$0")/.."
+# on the GPU machine: gpu_build/'s packed folders (tests/gpu/unpack.sh)
+[ -f gpu_build/dirs.tar.xz ] && { bash tests/gpu/unpack.sh || exit 1; }
 mode=${1:-cpu}
 case $mode in
 cpu) target=cpu dir=${TMPDIR:-/tmp}/dpc_sim dev=cpu ;;

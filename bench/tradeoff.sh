@@ -19,6 +19,8 @@
 # no PyTorch run beside it.
 set -u
 cd "$(dirname "$0")/.."
+# on the GPU machine: gpu_build/'s packed folders (tests/gpu/unpack.sh)
+[ -f gpu_build/dirs.tar.xz ] && { bash tests/gpu/unpack.sh || exit 1; }
 mode=${1:-cpu}
 case $mode in
 cpu) L=${L:-256} H=${H:-128} target=cpu dir=${TMPDIR:-/tmp}/dpc_tradeoff ;;

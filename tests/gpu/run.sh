@@ -159,6 +159,10 @@ build)
 	# 160 executables 33 MB, as one tar.xz a fifth of that ("run" unpacks both)
 	xz -9 -T2 $B/lib/* || exit 1
 	tar -C $B -cf - ops | xz -9 -T2 >$B/ops.tar.xz && rm -rf $B/ops || exit 1
+	# the folders of the further checks and benches likewise (84 MB in all on 2026-12-03 without this;
+	# tests/gpu/unpack.sh unpacks them, and every script that reads them runs it)
+	dirs=$(cd $B && ls -d fuse stream tradeoff sim graphs 2>/dev/null)
+	tar -C $B -cf - $dirs | xz -9 -T2 >$B/dirs.tar.xz && rm -rf $(printf "$B/%s " $dirs) || exit 1
 	echo "built into $B/ ($(du -sh $B | cut -f1))"
 	exit 0
 	;;
@@ -177,9 +181,7 @@ for z in $B/lib/*.xz; do
 	python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$z" "$LIBS/$(basename "$z" .xz)" || exit 1
 done
 export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
-if [ -f $B/ops.tar.xz ] && [ ! -d $B/ops ]; then
-	python3 -c "import tarfile, sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" $B/ops.tar.xz $B || exit 1
-fi
+bash tests/gpu/unpack.sh $B || exit 1
 TEST_OUT=${OUT:-/tmp}/gpu_out
 . $B/lib.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /'
