@@ -372,8 +372,8 @@ static noreturn void timed_out(const char *what, double waited) { end_waiting(wh
 
 void rt_dist_timed_out(const char *what, double waited) { end_waiting(what, waited, false); }
 
-/* req done, or the deadline passed. Tested at once for a while (a sum overlapped with the adjoint
- * is usually there), then every 50 us so that a long wait leaves the cores to the work */
+/* req done, or the deadline passed: tested at once for a while (a sum overlapped with the adjoint is
+ * usually there), then as below */
 static void await(Handle *req, const char *what)
 {
 	double t0 = seconds(), limit = started ? timeout : startup, tell = limit / 4 < 1 ? limit / 4 : 1;
@@ -394,7 +394,12 @@ static void await(Handle *req, const char *what)
 		}
 		if (t > limit)
 			timed_out(what, t);
-		sched_yield();
+		/* the first millisecond the core is yielded (a sum nearly done finishes at once), then let go
+		 * 50 us at a time: where more threads than cores run, a thread that keeps testing slows them */
+		if (t < 0.001)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){0, 50000}, NULL);
 	}
 }
 
