@@ -587,13 +587,11 @@ static Field *add_field(Field *f, int *n, char kind, const char *name)
 /* the model description's build lines as fields: "build const H 16" is -D H, 16 */
 static void build_fields(Field *f, int *n)
 {
-	for (const char *l = strstr(dp_model_desc, "build "); l; l = strstr(l + 1, "\nbuild ")) {
-		l += *l == '\n';
-		char kind[16], name[41], rest[80];
-		int len = (int)strcspn(l, "\n");
-		char line[256];
-		snprintf(line, sizeof line, "%.*s", len, l);
-		if (sscanf(line, "build %15s %40s %79[^\n]", kind, name, rest) != 3)
+	for (const char *l = dp_model_desc, *nl; *l; l = nl + (*nl != 0)) {
+		nl = l + strcspn(l, "\n");
+		char kind[16], name[41], rest[80], line[256];
+		snprintf(line, sizeof line, "%.*s", (int)(nl - l), l);
+		if (strncmp(line, "build ", 6) || sscanf(line, "build %15s %40s %79[^\n]", kind, name, rest) != 3)
 			continue;
 		Field *x = add_field(f, n, 'b', "");
 		if (!x)
