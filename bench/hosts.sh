@@ -47,10 +47,7 @@ cut
 wait $job
 rc=$?
 ended=$(python3 -c "print($(date +%s.%N) - $start)")
-for i in $(seq 1 300); do
-	[ -z "$(left)" ] && break
-	sleep 0.1
-done
+drain 30 >/dev/null
 empty=$(python3 -c "print($(date +%s.%N) - $start)")
 python3 -c "print(f'link cut at a deadline of $T s: mpirun ended after {$ended:.1f} s (status $rc; deadline + {$ended - $T:.1f} s), '
       f'both hosts empty after {$empty:.1f} s (deadline + {$empty - $T:.1f} s)')"

@@ -7,6 +7,7 @@
 #   mpi_hosts ARGS  mpirun on host a across both hosts: mpi_hosts -np 2 ./model ... (ended after 120 s)
 #   cut / mend      the link down / up again
 #   left            the processes still running in either namespace (none: empty)
+#   drain S         waits up to S seconds for both to be empty; prints what is left then
 #   hosts_down      every process in them killed, the namespaces removed
 # NET, NS_A, NS_B and the agent's file are this shell's own ($$), so that two runs never meet.
 id=$$
@@ -87,6 +88,16 @@ mend() {
 }
 
 left() { { ip netns pids "$NS_A"; ip netns pids "$NS_B"; } 2>/dev/null | xargs -r ps -o pid=,args= -p 2>/dev/null; }
+
+drain() {
+	local rest
+	for i in $(seq 1 $(($1 * 10))); do
+		rest=$(left)
+		[ -z "$rest" ] && return 0
+		sleep 0.1
+	done
+	echo "$rest"
+}
 
 hosts_down() {
 	for ns in "$NS_A" "$NS_B"; do

@@ -83,11 +83,7 @@ rc=$?
 took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
 # host b, which hears nothing from host a, ends on its own: its rank at its deadline, then the daemon
 # by the rank's watcher (its 5 s, then SIGTERM)
-for i in $(seq 1 200); do
-	rest=$(left)
-	[ -z "$rest" ] && break
-	sleep 0.1
-done
+rest=$(drain 20)
 empty=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && python3 -c "import sys; sys.exit(not $took <= $T + 10 and $empty <= $T + 15)" &&
 	[ -z "$rest" ] && grep -q "rank 0 (hosta) waited $T s in .* at step [0-9]* for rank 1 (hostb: not heard from); the job ends" "$l"; then
