@@ -47,6 +47,8 @@ typedef struct {
 	int parts_align;   /* K_ATTN_ROWS: the bytes that the workspace's dP and P parts are aligned to (16 at most) */
 	int stage;         /* a reduction over the grid in two launches: 1, each block's share into a
 	                    * module array; 2, their total (cross_entropy on the GPU); 0: one kernel */
+	int64_t pitch[2];  /* cross_entropy and its gradient: the rows' pitch of operand 0, the logits [0], and of
+	                    * the result [1] (memplan/pitch.c); 0: rows packed */
 } KDesc;
 
 /* kinds beyond the IR's: the optimizers, runs of elementwise ops fused into

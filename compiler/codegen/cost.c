@@ -506,19 +506,20 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 		const char *smem = r && r->known ? ar_printf("%d", r->smem) : "-";
 		if (!json) {
 			if (table)
-				fprintf(f, "%-10lld %-40s %9lld %7d %14lld %14lld %5s %6s %6s %12.1f %12.1f%s\n", (long long)l->count,
+				fprintf(f, "%-10lld %-40s %9lld %7d %14lld %14lld %5s %6s %6s %12.1f %12.1f%s%s\n", (long long)l->count,
 				        l->name, (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes, (long long)l->flops, regs,
-				        stack, smem, t * 1e6, t * 1e6 * (double)l->count, starved(gpu, l) ? "  STARVED" : "");
+				        stack, smem, t * 1e6, t * 1e6 * (double)l->count, starved(gpu, l) ? "  STARVED" : "",
+				        l->odd ? "  UNALIGNED" : "");
 			continue;
 		}
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
 		json_str(f, l->name);
 		fprintf(f, ", \"kind\": \"%s\", \"kernel\": %d, \"count\": %lld, \"blocks\": %lld, \"threads\": %d, \"bytes\": %lld, "
 		        "\"flops\": %lld, \"registers\": %s, \"stack_bytes\": %s, \"shared_bytes\": %s, \"predicted_us\": %.3f, "
-		        "\"starved\": %s}", (const char *[]){"kernel", "gemm", "conv", "copy"}[l->kind], l->kernel,
+		        "\"starved\": %s, \"unaligned\": %s}", (const char *[]){"kernel", "gemm", "conv", "copy"}[l->kind], l->kernel,
 		        (long long)l->count, (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes,
 		        (long long)l->flops, r && r->known ? regs : "null", r && r->known ? stack : "null",
-		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false");
+		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false", l->odd ? "true" : "false");
 	}
 	/* the three run beside each other: the device's work, the link (a stream each way) and the streamed
 	 * parameters' steps on the host */

@@ -166,6 +166,8 @@ void cg_lower_kernel(Host *h, Op *op, LLVMValueRef into)
 		d.in[j] = ir_vtype(p, op->in[j]);
 		words[nw++] = cg_addr(h, op->in[j]);
 	}
+	d.pitch[0] = op->nin ? p->values.data[op->in[0]].pitch : 0;
+	d.pitch[1] = op->out >= 0 ? p->values.data[op->out].pitch : 0;
 	if (!h->device && cg_reduce_parts(h->g, &d) > 1) {
 		/* the parts, then their totals (reduce.c, body_reduce) */
 		for (d.stage = 1; d.stage <= 2; d.stage++)

@@ -57,7 +57,10 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 	int64_t m = c.dim[c.rank - 2], n = c.dim[c.rank - 1];
 	int64_t k = op->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
 	int64_t batch = ir_numel(c) / (m * n);
-	int64_t sa = a.dim[a.rank - 2] * a.dim[a.rank - 1], sb = b.rank == 2 ? 0 : b.dim[b.rank - 2] * b.dim[b.rank - 1];
+	/* leading dimensions: the rows' pitches in storage (memplan/pitch.c); the result's is dst's, which is
+	 * an acc's target (never pitched) where the product is added into it */
+	int64_t lda = ir_row_pitch(p, op->in[0]), ldb = ir_row_pitch(p, op->in[1]), ldc = ir_row_pitch(p, op->out);
+	int64_t sa = a.dim[a.rank - 2] * lda, sb = b.rank == 2 ? 0 : b.dim[b.rank - 2] * ldb;
 	if (b.rank == 2 && batch > 1 && !op->attr.mm.ta) {
 		/* a stack of row blocks times one matrix is one tall GEMM */
 		m *= batch;
@@ -67,13 +70,13 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 	LLVMValueRef args[18] = {
 		h->ctx, LLVMConstInt(g->i32, (unsigned long long)ir_dt_bytes(c.dt), 0), LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.ta, 0), LLVMConstInt(g->i32, (unsigned long long)op->attr.mm.tb, 0),
 		cg_i64(g, m), cg_i64(g, n), cg_i64(g, k),
-		cg_addr(h, op->in[0]), cg_i64(g, a.dim[a.rank - 1]), cg_i64(g, sa),
-		cg_addr(h, op->in[1]), cg_i64(g, b.dim[b.rank - 1]), cg_i64(g, sb),
-		dst, cg_i64(g, n), cg_i64(g, m * n),
+		cg_addr(h, op->in[0]), cg_i64(g, lda), cg_i64(g, sa),
+		cg_addr(h, op->in[1]), cg_i64(g, ldb), cg_i64(g, sb),
+		dst, cg_i64(g, ldc), cg_i64(g, m * ldc),
 		cg_i64(g, batch), LLVMConstReal(g->f64, beta),
 	};
 	cg_call(h, h->t_gemm, h->f_gemm, args, 18);
-	cg_cost_gemm(h, ir_dt_bytes(c.dt), m, n, k, batch, (int64_t[]){a.dim[a.rank - 1], b.dim[b.rank - 1], n});
+	cg_cost_gemm(h, ir_dt_bytes(c.dt), m, n, k, batch, (int64_t[]){lda, ldb, ldc});
 }
 
 /* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */

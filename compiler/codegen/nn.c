@@ -26,7 +26,8 @@ static void body_xent_grad(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRe
 {
 	Cg *g = k->g;
 	int64_t C = d->out.dim[d->out.rank - 1];
-	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, n, "");
+	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, cg_i64(g, d->pitch[0] ? d->pitch[0] : C), "");
+	LLVMValueRef obase = LLVMBuildMul(k->b, row, cg_i64(g, d->pitch[1] ? d->pitch[1] : C), "");
 	LLVMValueRef out = ptrs[0], x = ptrs[1];
 	/* ptrs: out, logits, labels, seed */
 	LLVMValueRef valid, lab = row_label(k, d, ptrs[2], row, &valid);
@@ -37,7 +38,7 @@ static void body_xent_grad(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRe
 	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
 	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(k->b, cg_load(k, x, at), lse, ""));
 	LLVMValueRef hot = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, l.i, lab, ""), cg_real(g, 1), cg_real(g, 0), "");
-	cg_store(k, out, at, LLVMBuildFMul(k->b, seed, LLVMBuildFSub(k->b, p, hot, ""), ""));
+	cg_store(k, out, LLVMBuildAdd(k->b, obase, l.i, ""), LLVMBuildFMul(k->b, seed, LLVMBuildFSub(k->b, p, hot, ""), ""));
 	cg_for_end(k, &l, n);
 }
 
@@ -310,7 +311,7 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 		l = cg_for_lanes(k, nr);
 	}
 	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
-	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, C), ""), valid;
+	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, d->pitch[0] ? d->pitch[0] : C), ""), valid;
 	LLVMValueRef lab = row_label(k, d, ptrs[2], l.i, &valid);
 	LLVMValueRef mx, lse = cg_row_lse(k, ptrs[1], base, C, warps, &mx);
 	LLVMValueRef pick = cg_load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
@@ -557,6 +558,7 @@ bool cg_host_nn(Host *h, Op *op)
 			d.in[i] = ir_vtype(p, op->in[i]);
 			words[1 + i] = cg_addr(h, op->in[i]);
 		}
+		d.pitch[0] = p->values.data[op->in[0]].pitch;
 		for (d.stage = 1; d.stage <= 2; d.stage++)
 			cg_launch(h, &d, words, 1 + op->nin);
 		return true;

@@ -35,6 +35,8 @@ typedef struct {
 	 * on tensor cores (Attr.attn.flash) where attn_gemm is off: on the CUDA
 	 * target, or on the CPU's SIMT emulator (DPC_SIMT, testing) */
 	bool simt;
+	/* Program.pitch_rows: on the CUDA target, or where DPC_PITCH=on asks (testing: the CPU's bits stay) */
+	bool pitch_rows;
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

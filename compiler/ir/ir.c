@@ -131,6 +131,34 @@ int64_t ir_bytes(const Program *p, Type t)
 	return ir_numel(t) * ir_dt_bytes(t.dt);
 }
 
+int64_t ir_value_bytes(const Program *p, const Value *x)
+{
+	int64_t n = ir_bytes(p, x->type);
+	if (x->pitch && x->type.rank > 0 && x->type.dim[x->type.rank - 1] > 0)
+		n = n / x->type.dim[x->type.rank - 1] * x->pitch;
+	return n;
+}
+
+int64_t ir_row_pitch(const Program *p, int v)
+{
+	const Value *x = &p->values.data[v];
+	return x->pitch ? x->pitch : x->type.rank ? x->type.dim[x->type.rank - 1] : 1;
+}
+
+bool ir_pitch_ok(Program *p, const Op *op, int k)
+{
+	switch (op->kind) {
+	case OP_MATMUL: return !ir_small_matmul(p, (Op *)op);
+	case OP_XENT: return k == 0;
+	case OP_XENT_GRAD: return k <= 0;
+	case OP_RESHAPE: {
+		Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->out);
+		return a.rank >= 2 && b.rank >= 2 && a.dim[a.rank - 1] == b.dim[b.rank - 1];
+	}
+	default: return false;
+	}
+}
+
 int ir_dt_bytes(DType dt)
 {
 	switch (dt) {

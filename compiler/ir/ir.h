@@ -232,6 +232,10 @@ typedef struct {
 	int64_t offset;
 	int alias_of;
 	int alias_index;  /* -1, the index of the slice of alias_of it lives in, IR_IN_PLACE or IR_ACC_INTO */
+	/* the memory plan's row pitch (memplan/pitch.c): the elements a row of the last axis takes in storage,
+	 * more than the axis where that is not a whole number of 16 bytes and only GEMMs and cross_entropy
+	 * touch the value; 0: rows are packed */
+	int64_t pitch;
 } Value;
 
 /* Value.alias_index of an elementwise result computed in its dying operand's storage */
@@ -401,6 +405,7 @@ struct Program {
 	                       * the fits measure that) */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;
 	int64_t *inner_live; /* where set, mem_plan fills it: per top-level op, the most bytes the tensors made inside it hold at once */
+	bool pitch_rows;   /* the memory plan pads the rows of GEMM operands and results to 16 bytes (memplan/pitch.c) */
 	int pack_effort;   /* the memory plan's packing: 0 the searches', 2 once the choices are made (memplan/plan.c) */
 	int64_t plan_live; /* the most bytes the work region's tensors hold at once (plan_work less its packing's gaps) */
 	/* a vector of ones in the arena per real element type: reductions as GEMMs */
@@ -447,6 +452,14 @@ Type ir_scalar(DType dt);
 int64_t ir_numel(Type t);
 bool ir_too_large(Type t);
 int64_t ir_bytes(const Program *p, Type t);
+/* a value's storage, rows at their pitch (Value.pitch) */
+int64_t ir_value_bytes(const Program *p, const Value *x);
+/* the elements from one row of v's last axis to the next in storage */
+int64_t ir_row_pitch(const Program *p, int v);
+/* whether op may read (k >= 0: operand k) or write (k < 0: its result) a value whose rows have a pitch:
+ * a GEMM takes it as a leading dimension, cross_entropy and its gradient as a row stride, and a reshape
+ * that keeps the last axis passes it on */
+bool ir_pitch_ok(Program *p, const Op *op, int k);
 bool ir_type_eq(Type a, Type b);
 Type ir_drop_first(Type t); /* t without its leading axis: the type of x[i] */
 const char *ir_type_str(Type t); /* "f32[64, 32]" */

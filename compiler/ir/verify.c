@@ -146,6 +146,8 @@ static void check_op(Check *c, Op *op)
 		Value *v = &p->values.data[op->in[k]];
 		if (v->def && v->def->kind == OP_CONST && !(info->flags & OPF_EW))
 			BAD(c, op, "a constant operand outside an elementwise op");
+		if (v->pitch && !ir_pitch_ok(p, op, k))
+			BAD(c, op, "an operand whose rows have a pitch (memplan/pitch.c), which this op does not take");
 	}
 	Type t;
 	const char *err = ir_check_op(p, op, &t);
@@ -157,6 +159,8 @@ static void check_op(Check *c, Op *op)
 		return;
 	}
 	def(c, op, op->out);
+	if (p->values.data[op->out].pitch && !ir_pitch_ok(p, op, -1))
+		BAD(c, op, "a result whose rows have a pitch (memplan/pitch.c), which this op does not take");
 	if (p->values.data[op->out].def != op)
 		BAD(c, op, "result's def is another op");
 	if (!ir_type_eq(t, ir_vtype(p, op->out)))

@@ -33,6 +33,9 @@ void mem_verify(Program *p);
  * once) and what every plan holds across it (the forward's values up to
  * their last forward reader, the adjoint's up to their last reader). */
 int64_t mem_peak_bound(Program *p);
+/* Value.pitch for every value of p (pitch.c): rows of GEMM operands and results at a whole number of 16
+ * bytes where Program.pitch_rows asks and every op that touches them allows; mem_plan runs it first */
+void mem_pitch(Program *p);
 /* a tensor's bytes in a fixed region, aligned */
 int64_t mem_aligned(Program *p, Type t);
 /* --emit=stream: the plan's regions, every tensor's place */

@@ -399,7 +399,8 @@ static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const 
 			for (int j = 0; j < op->nin; j++)
 				alone &= j == k || rt[op->in[j]] != r || op->in[j] == x;
 			if (!alone || last[r] != i || R->res != VR_NONE || R->kind != VK_SSA || !R->def ||
-			    R->def->kind == OP_CONST || !ir_type_eq(ir_vtype(p, x), Y->type))
+			    R->def->kind == OP_CONST || !ir_type_eq(ir_vtype(p, x), Y->type) ||
+			    p->values.data[x].pitch != Y->pitch)
 				continue;
 			Y->res = VR_ALIAS;
 			Y->alias_of = x;
@@ -1333,7 +1334,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	Item *items = calloc((size_t)p->values.len + 1, sizeof *items);
 	for (int v = 0; v < p->values.len; v++) {
 		Value *x = &p->values.data[v];
-		if (x->res == VR_NONE && x->kind != VK_INDEX && ir_bytes(p, x->type) > 0 && L->defpos[v] >= 0 &&
+		if (x->res == VR_NONE && x->kind != VK_INDEX && ir_value_bytes(p, x) > 0 && L->defpos[v] >= 0 &&
 		    !(x->def && x->def->kind == OP_CONST))
 			items[n++] = (Item){v, L->defpos[v]};
 	}
@@ -1348,7 +1349,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	int64_t peak = 0;
 	for (int i = 0; i < n; i++) {
 		Value *x = &p->values.data[items[i].v];
-		int64_t size = align_up(ir_bytes(p, x->type)), start = items[i].start, len;
+		int64_t size = align_up(ir_value_bytes(p, x)), start = items[i].start, len;
 		/* slots that ended before this start are free: each merges with the gaps beside it */
 		while (live.len && live.data[0].end < start) {
 			Slot s = heap_pop(&live);
@@ -1386,7 +1387,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		for (int i = 0; i < n; i++) {
 			int v = items[i].v;
 			q[i] = (Placed){v, items[i].start, L->last[v] >= items[i].start ? L->last[v] : items[i].start,
-			                align_up(ir_bytes(p, p->values.data[v].type)), 0, 0};
+			                align_up(ir_value_bytes(p, &p->values.data[v])), 0, 0};
 			npos = q[i].end + 1 > npos ? q[i].end + 1 : npos;
 		}
 		int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, live_most = 0;
@@ -1451,7 +1452,7 @@ static void series(Program *p, Live *L, int64_t npos, int64_t base, int64_t ones
 		if (x->res != VR_ARENA || x->offset < base || L->defpos[v] < 0)
 			continue;
 		int64_t last = L->last[v] > L->defpos[v] ? L->last[v] : L->defpos[v];
-		e[n++] = (Extent){ones + x->offset - base + align_up(ir_bytes(p, x->type)), (int)(L->defpos[v] * nb / (npos + 1)),
+		e[n++] = (Extent){ones + x->offset - base + align_up(ir_value_bytes(p, x)), (int)(L->defpos[v] * nb / (npos + 1)),
 		                  (int)(last * nb / (npos + 1))};
 	}
 	qsort(e, (size_t)n, sizeof *e, by_top);
@@ -1495,8 +1496,8 @@ static void inner_live(Program *p, Live *L, int64_t npos, int64_t base)
 		if (!(ir_is_loop(op)) || def <= start[i] || def >= end)
 			continue;
 		int64_t last = L->last[v] < def ? def : L->last[v] > end ? end : L->last[v];
-		d[def] += align_up(ir_bytes(p, x->type));
-		d[last + 1] -= align_up(ir_bytes(p, x->type));
+		d[def] += align_up(ir_value_bytes(p, x));
+		d[last + 1] -= align_up(ir_value_bytes(p, x));
 	}
 	int64_t run = 0;
 	for (int64_t t = 0; t < npos; t++) {
@@ -1533,7 +1534,7 @@ static int64_t place(Program *p, int v, int64_t at)
 	Value *x = &p->values.data[v];
 	x->res = VR_ARENA;
 	x->offset = at;
-	int64_t size = align_up(ir_bytes(p, x->type));
+	int64_t size = align_up(ir_value_bytes(p, x));
 	return extend(p, v, at, size) - at;
 }
 
@@ -1591,7 +1592,7 @@ static int64_t host_place(Program *p, int v, int64_t at)
 	Value *x = &p->values.data[v];
 	x->res = VR_HOST;
 	x->offset = at;
-	return extend(p, v, at, align_up(ir_bytes(p, x->type))) - at;
+	return extend(p, v, at, align_up(ir_value_bytes(p, x))) - at;
 }
 
 static void plan(Program *p)
@@ -1602,6 +1603,7 @@ static void plan(Program *p)
 		p->values.data[v].alias_of = -1;
 		p->values.data[v].alias_index = -1;
 	}
+	mem_pitch(p);
 	mark_aliases(p, &p->body);
 
 	/* Fixed regions first: they live for the whole step. */
@@ -1659,7 +1661,7 @@ static void plan(Program *p)
 	p->plan_snap = 0;
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SNAP)
-			p->plan_snap += align_up(ir_bytes(p, p->values.data[v].type));
+			p->plan_snap += align_up(ir_value_bytes(p, &p->values.data[v]));
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_SLOT)
 			at += place(p, v, at);
@@ -2168,10 +2170,10 @@ void mem_print(FILE *f, Program *p)
 		Value *x = &p->values.data[v];
 		if (x->res == VR_HOST)
 			fprintf(f, "#   %-24s host @ %-5lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
-			        (long long)ir_bytes(p, x->type));
+			        (long long)ir_value_bytes(p, x));
 		else if (x->res == VR_ARENA)
-			fprintf(f, "#   %-24s @ %-10lld %lld bytes\n", ir_value_name(p, v), (long long)x->offset,
-			        (long long)ir_bytes(p, x->type));
+			fprintf(f, "#   %-24s @ %-10lld %lld bytes%s\n", ir_value_name(p, v), (long long)x->offset,
+			        (long long)ir_value_bytes(p, x), x->pitch ? ar_printf(", rows of %lld elements", (long long)x->pitch) : "");
 		else if (x->res == VR_ALIAS && x->def && (x->alias_index == IR_IN_PLACE || (ir_ops[x->def->kind].flags & OPF_EW)))
 			fprintf(f, "#   %-24s in %s%s%s%s, %s\n", ir_value_name(p, v), ir_value_name(p, x->alias_of),
 			        x->alias_index >= 0 ? "[" : "", x->alias_index >= 0 ? ir_value_name(p, x->alias_index) : "",

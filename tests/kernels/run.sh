@@ -86,6 +86,52 @@ plan starved "$o/starved.dp"
 expect "kernels/starved: a one-block row over 32 MiB fails the check" 1 "starved: softmax" \
 	python3 tests/kernels/check.py "$o/starved.json"
 
+# aligned leading dimensions (memplan/pitch.c): on the GPU the rows of GPT-2's
+# logits [B, T, 50257] and of their gradient are padded to 16 bytes in the
+# plan, so that none of the plans' GEMMs has an unaligned leading dimension;
+# with packed rows (DPC_PITCH=off) the vocabulary's three are
+aligned() {
+	python3 - "$@" <<'PY'
+import json, sys
+want, files = int(sys.argv[1]), sys.argv[2:]
+for f in files:
+    ks = [k for k in json.load(open(f))['kernels'] if k['kind'] == 'gemm']
+    vocab = [k['name'] for k in ks if '50257' in k['name']]
+    odd = [k['name'] for k in ks if k['unaligned']]
+    assert len(vocab) == 3, (f, vocab)
+    assert (odd == vocab) if want else not odd, (f, odd)
+PY
+}
+check "kernels/gpt2 bf16 and fp32: no unaligned GEMM, the vocabulary's three included" aligned 0 "$o/gpt2bf.json" "$o/gpt2.json"
+DPC_PITCH=off plan gpt2bf_packed $gpt2 -D B=32 --precision bf16 samples/gpt.dp
+check "kernels/gpt2 bf16 with packed rows (DPC_PITCH=off): the vocabulary's three GEMMs unaligned" aligned 1 "$o/gpt2bf_packed.json"
+# the same on HuggingFace's GPT-2 as imported (tests/import/torch), with GPT-2's vocabulary
+"$DPC" tests/import/torch/gpt2.onnx --emit=dp 2>"$o/hf.log" | sed -e '/^weights /d' -e 's/= load("[^"]*")/= normal(0.02)/' \
+	-e 's/lm_head_weight : f32\[64, 32\]/lm_head_weight : f32[50257, 32]/' >"$o/hf50257.dp"
+plan hf50257 --precision bf16 "$o/hf50257.dp"
+check "kernels/imported GPT-2 at V = 50257, bf16: no unaligned GEMM" aligned 0 "$o/hf50257.json"
+DPC_PITCH=off plan hf50257_packed --precision bf16 "$o/hf50257.dp"
+check "kernels/imported GPT-2 at V = 50257, packed rows: the vocabulary's three GEMMs unaligned" aligned 1 "$o/hf50257_packed.json"
+# padded rows change no bit: the CPU target with the GPU's pitches (DPC_PITCH=on), 3 AdamW steps of the
+# import at V = 50257 (f32 and bf16) and of samples/gpt.dp at V = 250 (B = 8: its vocabulary's matmuls
+# are GEMMs), under store-everything and min-memory, save the bytes the packed rows save; the logits'
+# bytes in the plan are their rows' pitch (50304 bf16 elements, 252 f32) times the rows
+pitched() {
+	local name=$1 bytes=$2 src=$3
+	shift 3
+	DPC_PITCH=on "$DPC" --target cpu --optimizer adam "$@" "$src" --emit=stream >"$o/$name.stream" 2>&1 &&
+		grep -q "^#   %\(logits\|linear\)\.[0-9]* *@ [0-9]* *$bytes bytes" "$o/$name.stream" || { echo "no pitched logits of $bytes bytes"; return 1; }
+	for m in on off; do
+		DPC_PITCH=$m "$DPC" --target cpu --optimizer adam "$@" "$src" -o "$o/$name.$m" && "$o/$name.$m" --steps 3 --quiet --save "$o/$name.$m.st" || return 1
+	done
+	cmp "$o/$name.on.st" "$o/$name.off.st"
+}
+check "kernels/pitched rows on the CPU: the import at V = 50257, f32, bitwise as packed" pitched hf_f32 $((32 * 50272 * 4)) "$o/hf50257.dp"
+check "kernels/pitched rows on the CPU: the import at V = 50257, bf16, bitwise as packed" pitched hf_bf16 $((32 * 50304 * 2)) "$o/hf50257.dp" --precision bf16
+check "kernels/pitched rows on the CPU: gpt.dp at V = 250, bitwise as packed" pitched gpt_f32 $((256 * 252 * 4)) samples/gpt.dp -D V=250 -D B=8
+check "kernels/pitched rows on the CPU: gpt.dp at V = 250, min-memory, bitwise as packed" pitched gpt_min $((256 * 252 * 4)) samples/gpt.dp -D V=250 -D B=8 --checkpoint min-memory
+expect "kernels/DPC_PITCH: on or off" 1 "DPC_PITCH takes on or off" env DPC_PITCH=yes "$DPC" --emit=ir samples/gpt.dp
+
 # --emit=kernels: the table, on the GPU named
 "$DPC" --target cuda --emit=kernels $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_h100.txt" 2>&1
 "$DPC" --target cuda --emit=kernels --gpu a100 $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_a100.txt" 2>&1
