@@ -9,9 +9,10 @@
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
 #  4. GPT-2's GEMMs one a call (the default) against strided-batched calls
-#     (DPC_GEMM_BATCHED=1); bf16 GPT-2 with attention on dpc's tensor-core
-#     kernels in FlashAttention-2's order (DPC_ATTN_GEMM=off) against cuBLAS's
-#     GEMMs (the default), which says which should be the default;
+#     (DPC_GEMM_BATCHED=1); bf16 GPT-2 with attention where the cost model
+#     prices it cheaper (2 above: dpc's tensor-core kernels in
+#     FlashAttention-2's order since 2026-12-03) against cuBLAS's GEMMs
+#     (DPC_ATTN_GEMM=256), which says whether the model chose right;
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
@@ -101,16 +102,17 @@ for name in gpt2 gpt2bf; do
 done
 say ""
 
-# bf16 attention on dpc's tensor-core kernels (FlashAttention-2's order, never timed on a GPU before)
-say "### bf16 attention: dpc's tensor-core kernels against cuBLAS's GEMMs"
+# bf16 attention: gpt2bf above is the cost model's choice, dpc's tensor-core kernels in FlashAttention-2's
+# order (never timed on a GPU before 2026-12-03's choice); the same plan with attention on cuBLAS's GEMMs
+say "### bf16 attention: dpc's tensor-core kernels (gpt2bf) against cuBLAS's GEMMs"
 say ""
-if [ -f /tmp/q_gpt2bf.ms ] && timeout 60 "$B/gpt2bf_mma.cuda" --steps "$steps" --lr 1e-4 --quiet \
-	--summary-json /tmp/q_gpt2bf_mma.json >>"$log" 2>&1; then
-	mt=$(field /tmp/q_gpt2bf_mma.json ms_per_step)
-	say "- gpt2bf: $(printf %.2f "$(cat /tmp/q_gpt2bf.ms)") ms/step on GEMMs, $(printf %.2f "$mt") on tensor-core kernels (predicted $(printf %.2f "$(field "$B/kernels/gpt2bf_mma.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field /tmp/q_gpt2bf_mma.json loss_first)") -> $(printf %.4f "$(field /tmp/q_gpt2bf_mma.json loss_last)")"
-	timeout 30 "$B/gpt2bf_mma.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
+if timeout 60 "$B/gpt2bf_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
+	--summary-json /tmp/q_gpt2bf_gemm.json >>"$log" 2>&1; then
+	gt=$(field /tmp/q_gpt2bf_gemm.json ms_per_step)
+	say "- gpt2bf: $(cat /tmp/q_gpt2bf.ms 2>/dev/null || echo '-') ms/step on tensor-core kernels, $(printf %.2f "$gt") on GEMMs (predicted $(printf %.2f "$(field "$B/kernels/gpt2bf_gemm.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field /tmp/q_gpt2bf_gemm.json loss_first)") -> $(printf %.4f "$(field /tmp/q_gpt2bf_gemm.json loss_last)")"
+	timeout 30 "$B/gpt2bf.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
 else
-	say "- gpt2bf on tensor-core kernels: failed or did not start (gpu_quick.log)"
+	say "- gpt2bf on GEMMs: failed or did not start (gpu_quick.log)"
 fi
 say ""
 

@@ -912,6 +912,46 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	}
 }
 
+/* What a launch of body_attn_mma does, counted from its structure above, for
+ * the cost model (CgMix): per block of MMA_ROWS rows, the steps of the other
+ * side's tiles its loop takes (causal: the keys up to the block's last query
+ * row, or the queries from its first key row); per warp and step, scores()'s
+ * and acc_mma()'s products and ldmatrix loads, and per thread the tile's
+ * exponentials and the arithmetic around them (mask and scale, the online
+ * softmax or the probabilities, packing P or dS to bf16 for the next
+ * product, the forward's rescaling of its sums); per block and step the
+ * tiles' cp.async bytes; per block its own rows in and its results out. */
+void cg_attn_mma_mix(const KDesc *d, CgMix *mix)
+{
+	Type q = d->in[0];
+	OpKind kind = d->kind;
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, dh = C / H;
+	int64_t bh = ir_numel(q) / (T * C) * H, tk = mma_tile(kind), nj = tk / 8;
+	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
+	bool with_dp = kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV;
+	bool fwd = kind == OP_ATTENTION || kind == OP_ATTN_LSE;
+	int accs = (kind == OP_ATTENTION || kind == OP_ATTN_DV || kind == OP_ATTN_DKV) + with_dp;
+	int tiles = kind == OP_ATTN_LSE ? 1 : 2, sides = 1 + with_dp;
+	int64_t steps = 0, blocks = (T + MMA_ROWS - 1) / MMA_ROWS;
+	for (int64_t i = 0; i < blocks; i++) {
+		int64_t row0 = i * MMA_ROWS, lo = keyside && causal ? row0 : 0;
+		int64_t hi = !keyside && causal ? (row0 + MMA_ROWS < T ? row0 + MMA_ROWS : T) : T;
+		steps += (hi - lo + tk - 1) / tk;
+	}
+	double warp_steps = (double)(steps * bh) * (MMA_ROWS / 16), block_steps = (double)(steps * bh);
+	double e = (double)tk / 2; /* a thread's scores a step */
+	mix->mma = warp_steps * (double)((dh / 16) * nj * sides + accs * (tk / 16) * (dh / 8));
+	mix->ldmatrix = warp_steps * (double)((dh / 16) * sides + (dh / 16) * (nj / 2) * sides + accs * (tk / 16) * (dh / 16));
+	mix->ex2 = warp_steps * (e + (fwd ? 2 : 0));
+	double per = 5 + (fwd ? 4 : 2 + 3 * with_dp) + 4 * accs; /* mask and scale; softmax or P (and dS); packing */
+	int64_t copies = tiles * tk * dh / 8;                     /* 16-byte cp.async copies a step, over 256 threads */
+	mix->alu = warp_steps * (e * per + (fwd ? (double)dh / 2 + 12 : 0) + 20 + 10.0 * (double)copies / CG_BLOCK);
+	double tile_bytes = (double)(tiles * tk * dh * 2 + (keyside ? 8 * tk : 0));
+	double own = (double)(MMA_ROWS * dh * 2 * sides);
+	mix->shared = mix->ldmatrix * 512 + block_steps * tile_bytes + (double)(blocks * bh) * own;
+	mix->l2 = block_steps * tile_bytes;
+}
+
 static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef r);
 
 /* A kernel item of an attention op: the lowering its shape and target take */

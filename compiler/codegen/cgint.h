@@ -65,6 +65,15 @@ typedef struct {
 	bool step;         /* lowered in dp_step (a forward loop's tail tapes rows there) */
 } CgLoop;
 
+/* What a launch of a tensor-core attention kernel does (attention.c, cg_attn_mma_mix), in the units the
+ * cost model prices each of the SM's pipes by: warp instructions of mma.m16n8k16, of ldmatrix.x4, of
+ * ex2 and of the rest (integer and FP32 arithmetic, selects, shuffles), bytes through shared memory
+ * (ldmatrix, cp.async's and the tiles' stores), bytes read again from L2 (the other side's tiles), and
+ * the tensors' own bytes (operands and results once) */
+typedef struct {
+	double mma, ldmatrix, ex2, alu, shared, l2, dram;
+} CgMix;
+
 /* One launch of dp_step for the cost model (cost.c): a kernel of the
  * table, or a library call or copy the runtime makes; per launch, and
  * how many times one step makes it. */
@@ -81,6 +90,7 @@ typedef struct {
 	bool dw;           /* conv2d_dw */
 	bool odd;          /* a GEMM with a leading dimension that is not a whole number of 16 bytes */
 	int64_t scans;     /* embed_grad: the ids its threads read, all of them (each part of the rows reads every id) */
+	CgMix mix;         /* attention on tensor cores (attention == 2): what it does, priced pipe by pipe */
 } CgLaunch;
 
 /* GPU threads of a fused loop's block */
@@ -351,6 +361,7 @@ int64_t cg_embed_parts(const Cg *g, const KDesc *d);
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);
+void cg_attn_mma_mix(const KDesc *d, CgMix *mix);
 void cg_attention_lse(Host *h, Block *b, int i); /* an attention and the attn_lse it writes as it goes */
 /* what a K_ATTN_ROWS kernel computes (KDesc.mode; body_attn_rows) */
 enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };

@@ -60,8 +60,10 @@ static const CgGpu gpus[] = {
  * - attention in tiles (a thread per row, serial dot products from shared
  *   memory) took 547 ms of GPT-2's fp32 step over its five kernels: each
  *   multiply-add also reads shared memory, ATTN_TILED_EFF of FP32 peak;
- *   on tensor cores (bf16) 133 ms at B = 32: ATTN_MMA_EFF of bf16 peak
- *   (loads without cp.async, one block an SM by its registers);
+ *   on tensor cores (bf16) an earlier kernel took 133 ms at B = 32 (loads
+ *   without cp.async, one block an SM by its registers); the kernel of
+ *   today (ldmatrix, cp.async, 2 blocks an SM) is priced from what it does
+ *   (mma_time below), not yet against a profile;
  * - a launch costs about LAUNCH_US of the GPU's time between kernels;
  * - embed_grad, each of its threads (a part of the table's rows, a column)
  *   reading every id and adding the matching rows: SCAN_RATE ids a second
@@ -76,7 +78,19 @@ static const CgGpu gpus[] = {
 #define CONV_EFF 0.25
 #define CONV_DW_EFF 0.035
 #define ATTN_TILED_EFF 0.0233
-#define ATTN_MMA_EFF 0.0259
+/* Attention on tensor cores, pipe by pipe (mma_time): an SM issues 4 warp
+ * instructions a clock (one per scheduler), does 128 FP32 lanes' work, 16
+ * ex2, moves 128 bytes through shared memory (an ldmatrix.x4: 512) and
+ * mma.sync's bf16 products at the data sheet's dense peak on the A100 and
+ * half of it on Hopper, whose full rate is wgmma's (mma.sync reached about
+ * half in published microbenchmarks). The other side's tiles come from L2,
+ * taken at MMA_L2 times the memory's bandwidth. The busiest pipe bounds the
+ * launch; MMA_OVERLAP is the fraction of that bound reached when 16 warps
+ * an SM hide each other's latencies (FlashAttention-2 reached 50-73% of
+ * the A100's peak, Dao 2023), less with fewer. Assumptions until a profile
+ * of these kernels says otherwise. */
+#define MMA_L2 2.0
+#define MMA_OVERLAP 0.6
 #define LAUNCH_US 2.0
 #define SCAN_RATE 4.25e9
 
@@ -213,6 +227,12 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 	              .flops = kernel_flops(h, d), .dt = d->out.dt, .access = ir_dt_bytes(d->out.dt) * (d->vec > 1 ? d->vec : 1)};
 	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS)
 		l.attention = cg_attn_mma(g, d) ? 2 : 1;
+	if (l.attention == 2) {
+		cg_attn_mma_mix(d, &l.mix);
+		l.mix.dram = (double)ir_bytes(g->p, d->out);
+		for (int j = 0; j < d->nin && j < 5; j++)
+			l.mix.dram += (double)ir_bytes(g->p, d->in[j]);
+	}
 	if ((int)d->kind == K_ATTN_ROWS) /* S's rows 16 bytes a lane where they are whole vectors */
 		l.access = cg_attn_rows_vec(d) * (d->out.dt == DT_F64 ? 8 : 4);
 	if ((int)d->kind == OP_EMBED_GRAD)
@@ -389,6 +409,60 @@ static double peak_flops(const CgGpu *gpu, DType dt, bool tensor)
 	return gpu->fp32;
 }
 
+/* attention on tensor cores: its busiest pipe (MMA_OVERLAP above), over the SMs its blocks fill */
+static double mma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per_sm)
+{
+	double clock = gpu->fp32 / (256.0 * gpu->sms), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
+	double mma_rate = gpu->bf16 * (strcmp(gpu->arch, "sm_90") ? 1 : 0.5) / 4096; /* m16n8k16: 4096 FLOPs */
+	double pipe[5] = {
+		x->mma / (mma_rate * sms / gpu->sms),
+		(x->mma + x->ldmatrix + x->ex2 + x->alu) / (4 * sms * clock),
+		x->ex2 * 32 / (16 * sms * clock),
+		x->shared / (128 * sms * clock),
+		x->dram / gpu->bw + x->l2 / (MMA_L2 * gpu->bw),
+	};
+	double t = 0;
+	for (int i = 0; i < 5; i++)
+		t = fmax(t, pipe[i]);
+	return t / (MMA_OVERLAP * fmin(1, per_sm * 8 / 16.0));
+}
+
+double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t rows, bool mma)
+{
+	const CgGpu *gpu = cg_gpu(name ? name : "h100");
+	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], bh = ir_numel(q) / (T * C) * heads, dh = C / heads;
+	double launch = LAUNCH_US * 1e-6, qb = (double)ir_bytes(NULL, q);
+	if (!gpu || T <= 0 || dh <= 0)
+		return INFINITY;
+	if (mma) {
+		/* the forward (q, k, v in; o and the log-sum-exp out), attn_dkv (q, k, v, dO, stats in; dk, dv
+		 * out), attn_dq (q, k, v, dO, stats in; dq out), and attn_delta's pass over dO and O */
+		static const OpKind kinds[3] = {OP_ATTENTION, OP_ATTN_DKV, OP_ATTN_DQ};
+		static const double tensors[3] = {4, 6, 5};
+		double t = launch + 2 * qb / gpu->bw;
+		for (int i = 0; i < 3; i++) {
+			KDesc d;
+			memset(&d, 0, sizeof d);
+			d.kind = kinds[i];
+			d.in[0] = q;
+			d.attr.attn.heads = heads;
+			d.attr.attn.causal = causal;
+			d.attr.attn.flash = true;
+			CgMix x;
+			cg_attn_mma_mix(&d, &x);
+			x.dram = tensors[i] * qb;
+			t += launch + mma_time(gpu, &x, bh * ((T + 127) / 128), 2);
+		}
+		return t;
+	}
+	double scores = 0, blocks = 0;
+	for (int64_t r0 = 0; r0 < T; r0 += rows, blocks++) {
+		int64_t nq = r0 + rows < T ? rows : T - r0, nk = causal ? r0 + nq : T;
+		scores += (double)nq * (double)nk * (double)bh;
+	}
+	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / (gpu->bf16 * GEMM_BF16_EFF) + 20 * scores / gpu->bw;
+}
+
 static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 {
 	double launch = LAUNCH_US * 1e-6;
@@ -403,12 +477,14 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	default:
 		break;
 	}
+	if (l->attention == 2)
+		return launch + mma_time(gpu, &l->mix, l->blocks, blocks_per_sm(gpu, r));
 	int64_t resident = (int64_t)gpu->sms * blocks_per_sm(gpu, r);
 	double warps = (double)(l->blocks < resident ? l->blocks : resident) * 8;
 	double width = l->access > 0 ? l->access / 4.0 : 1;
 	double mem = fmin(1, warps * width / (gpu->sms * MEM_WARPS)), alu = fmin(1, warps / (gpu->sms * FLOP_WARPS));
-	double eff = l->attention == 1 ? ATTN_TILED_EFF : l->attention == 2 ? ATTN_MMA_EFF : 1;
-	double peak = peak_flops(gpu, l->dt, l->attention == 2);
+	double eff = l->attention == 1 ? ATTN_TILED_EFF : 1;
+	double peak = peak_flops(gpu, l->dt, false);
 	double t = fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));
 	return launch + fmax(t, (double)l->scans / (SCAN_RATE * gpu->sms));
 }

@@ -37,6 +37,7 @@ typedef struct {
 	bool simt;
 	/* Program.pitch_rows: on the CUDA target, or where DPC_PITCH=on asks (testing: the CPU's bits stay) */
 	bool pitch_rows;
+	const char *gpu;  /* --gpu: the GPU the cost model prices attention's two paths on (NULL: the h100) */
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

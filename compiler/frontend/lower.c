@@ -6,6 +6,7 @@
 
 #include "ast.h"
 #include "../ops/ops.h"
+#include "../codegen/cg.h"
 
 typedef enum { B_VALUE, B_IVAR } BindKind;
 
@@ -438,22 +439,49 @@ static void arity(Node *n, int lo, int hi)
 	}
 }
 
+/* why dpc's tensor-core attention kernels do not take q's shape, or NULL */
+static const char *mma_refuses(Type q, int64_t dh)
+{
+	if (q.dt != DT_BF16)
+		return ar_printf("they take bf16, and this attention is %s", ir_dt_name(q.dt));
+	if (dh % 16 || dh > 64)
+		return ar_printf("they take heads of 16 to 64 elements, a multiple of 16, and these are %lld wide", (long long)dh);
+	return NULL;
+}
+
 /* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k
- * and v fit; or on tensor cores (FeOptions.simt) */
+ * and v fit; or on tensor cores (FeOptions.simt). On the GPU by default,
+ * bf16 attention of a shape the tensor-core kernels take goes where the
+ * cost model prices it cheaper (cg_attn_price); -v says which and why. */
 static void attention_path(Lower *L, Op *op)
 {
 	Program *p = L->p;
 	Type q = ir_vtype(p, op->in[0]);
-	bool gemm = L->o->attn_gemm > 0 || (L->o->cuda && !L->o->reference && L->o->attn_gemm == 0);
+	bool chosen = L->o->cuda && !L->o->reference && L->o->attn_gemm == 0;
+	bool gemm = L->o->attn_gemm > 0 || chosen;
 	if (q.rank < 2 || !ir_is_real(q.dt) || !op->attr.attn.heads || q.dim[q.rank - 1] % op->attr.attn.heads)
 		return;
 	for (int i = 1; i < 3; i++)
 		if (!ir_type_eq(ir_vtype(p, op->in[i]), q))
 			return; /* the shape rule says why */
 	int64_t dh = q.dim[q.rank - 1] / op->attr.attn.heads;
+	const char *refuses = mma_refuses(q, dh);
+	if (chosen && !refuses) {
+		int heads = op->attr.attn.heads;
+		bool causal = op->attr.attn.causal;
+		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
+		double mma = cg_attn_price(L->o->gpu, q, heads, causal, rows, true);
+		double on_gemm = cg_attn_price(L->o->gpu, q, heads, causal, rows, false);
+		gemm = on_gemm <= mma;
+		if (L->o->verbose)
+			diag_note(op->loc, "attention on %s: the cost model's %.3f ms (forward and adjoint) on dpc's tensor-core "
+			          "kernels against at least %.3f ms on GEMMs, on the %s (DPC_ATTN_GEMM=off or =N takes one)",
+			          gemm ? "GEMMs" : "tensor cores", mma * 1e3, on_gemm * 1e3, L->o->gpu ? L->o->gpu : "h100");
+	} else if (chosen && L->o->verbose && q.dt == DT_BF16) { /* f32's path is GEMMs, as designed */
+		diag_note(op->loc, "attention on GEMMs: dpc's tensor-core kernels do not take it: %s", refuses);
+	}
 	if (!gemm) {
-		op->attr.attn.flash = (L->o->cuda || L->o->simt) && !L->o->reference && q.dt == DT_BF16 && dh % 16 == 0 &&
-		                      dh <= 64;
+		op->attr.attn.flash = (L->o->cuda || L->o->simt) && !L->o->reference && !refuses;
 		return;
 	}
 	Op *ws = mk(L, OP_SCRATCH, op->loc, 0, NULL);

@@ -95,6 +95,11 @@ static int64_t attn_items(Type q, int heads, int64_t rows, int64_t most, int64_t
 }
 
 /* [items a call, parts x heads x rows x T]: each part holds every item's heads */
+int64_t ops_attn_rows(Type q, int heads, bool causal, int64_t most, int64_t budget)
+{
+	return attn_rows(q, heads, causal, most, budget);
+}
+
 Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budget)
 {
 	int64_t rows = attn_rows(q, heads, causal, most, budget);

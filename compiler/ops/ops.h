@@ -109,6 +109,8 @@ double ops_eval_ew(OpKind k, const double *x);
  * caps the block's rows, budget (--device-mem) its bytes */
 int ops_attn_operands(OpKind k);
 Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budget);
+/* the query rows of a block that attention on GEMMs takes at a time (its workspace's) */
+int64_t ops_attn_rows(Type q, int heads, bool causal, int64_t most, int64_t budget);
 
 /* the workspace of a convolution of x by w into y (a scratch value's type) */
 Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows);

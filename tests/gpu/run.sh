@@ -84,9 +84,10 @@ build)
 	# bench/nets.sh: GPT-2 124M's shape, a ResNet-56-like net at batch 128, and the 250,004-layer ResNet
 	bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp -o $B/gpt2.cuda || exit 1
 	bin/dpc --target cuda -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp -o $B/resnet56.cuda || exit 1
+	# bf16: attention where the cost model prices it cheaper (dpc's tensor-core kernels since 2026-12-03), and on GEMMs
 	bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp -o $B/gpt2bf.cuda || exit 1
-	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
-		-o $B/gpt2bf_mma.cuda || exit 1
+	DPC_ATTN_GEMM=256 bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
+		-o $B/gpt2bf_gemm.cuda || exit 1
 	bin/dpc --target cuda -D N=41666 --checkpoint binomial samples/resnet.dp -o $B/resnet250k.cuda || exit 1
 	# bench/gpu_quick.sh: each of those three plans' launches priced by the cost model on the H100 and the H200
 	mkdir -p $B/kernels
@@ -95,8 +96,8 @@ build)
 			--emit=schedule --schedule-json $B/kernels/gpt2.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
 			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
-		DPC_ATTN_GEMM=off bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
-			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_mma.$gpu.json >/dev/null || exit 1
+		DPC_ATTN_GEMM=256 bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_gemm.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
 			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
@@ -120,7 +121,9 @@ build)
 	for s in matmul bmm wide conv2d attention attention_heads16 layernorm cross_entropy embed; do
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
-	# bf16 attention on GEMMs (the default) and on dpc's tensor-core kernels (heads 32 and 64 wide) against the per-row kernels
+	# bf16 attention on GEMMs (DPC_ATTN_GEMM=256: the cost model may take the tensor-core kernels by default) and
+	# on dpc's tensor-core kernels (heads 32 and 64 wide) against the per-row kernels
+	DPC_ATTN_GEMM=256 bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf || exit 1
 	bin/dpc --target cuda --precision bf16 --reference-kernels tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_ref || exit 1
 	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_mma || exit 1
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
@@ -201,7 +204,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | gpt2bf_mma.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -396,9 +399,10 @@ if [ -n "$SAN" ]; then
 	# the shared-memory and shuffle paths: races and uninitialised reads too
 	# (seg_xent: two block reductions in a row, raced on 2026-11-27)
 	for tool in memcheck racecheck synccheck initcheck; do
-		for s in wide attention_tiles attention_heads16 seg_xent; do
+		for s in wide attention_tiles attention_heads16 attention_mma seg_xent; do
 			x=$B/ops/$s.cuda
 			[ $s = attention_heads16 ] && x=$B/ops/$s.cudabf
+			[ $s = attention_mma ] && x=$B/ops/attention_heads16.cudabf_mma
 			check "gpu/compute-sanitizer $tool $s" bash -c "'$SAN' --tool $tool --error-exitcode 3 $x --steps 2 >$TEST_OUT/san_${tool}_$s.log 2>&1 && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)' $TEST_OUT/san_${tool}_$s.log || { cat $TEST_OUT/san_${tool}_$s.log; false; }"
 		done
 	done

@@ -27,8 +27,20 @@ check "kernels/gpt2 fp32: no starved launch, no stack in attention or cross-entr
 	python3 tests/kernels/check.py "$o/gpt2.json" "attn_softmax[/rows=$((12 * 8 * 1024 * 12))" \
 	"attn_delta[/rows=$((12 * 8 * 1024 * 12))" "attn_stats[=0" "attn_lse[=0" "attn_softmax[96,=48" \
 	"cross_entropy.1[=1" "cross_entropy.2[=1" "embed_grad[=1"
+# bf16 attention goes where the cost model prices it cheaper (lower.c, attention_path): on the H100,
+# dpc's tensor-core kernels; DPC_ATTN_GEMM=256 takes GEMMs in the blocks of 256 rows they would take
 plan gpt2bf $gpt2 -D B=32 --precision bf16 samples/gpt.dp
-check "kernels/gpt2 bf16: the launch check" python3 tests/kernels/check.py "$o/gpt2bf.json" \
+check "kernels/gpt2 bf16: the cost model takes the tensor-core kernels" python3 tests/kernels/check.py "$o/gpt2bf.json" \
+	"attention[=12" "attn_dkv[=12" "attn_dq[=12" "attn_softmax[=0" "gemm[256,=0"
+"$DPC" -v --target cuda $gpt2 -D B=32 --precision bf16 --emit=ir samples/gpt.dp >"$o/choice.log" 2>&1
+"$DPC" -v --target cuda --gpu a100 $gpt2 -D B=32 --precision bf16 --emit=ir samples/gpt.dp >"$o/choice_a100.log" 2>&1
+"$DPC" -v --target cuda --precision bf16 --emit=ir tests/ops/attention.dp >"$o/choice_narrow.log" 2>&1
+check "kernels/attention's path: -v gives both prices; tensor cores on the h100, GEMMs on the a100, GEMMs for heads 2 wide and why" \
+	bash -c "grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on tensor cores: the cost model.s [0-9.]* ms .* against at least [0-9.]* ms on GEMMs, on the h100' '$o/choice.log' &&
+		grep -q 'note: attention on GEMMs: the cost model.s .* on the a100' '$o/choice_a100.log' &&
+		grep -q 'attention.dp:11:11: note: attention on GEMMs: dpc.s tensor-core kernels do not take it: they take heads of 16 to 64 elements, a multiple of 16, and these are 2 wide' '$o/choice_narrow.log'"
+DPC_ATTN_GEMM=256 plan gpt2bf_gemm $gpt2 -D B=32 --precision bf16 samples/gpt.dp
+check "kernels/gpt2 bf16 on GEMMs: the launch check" python3 tests/kernels/check.py "$o/gpt2bf_gemm.json" \
 	"attn_softmax[/rows=$((12 * 32 * 1024 * 12))" "attn_ds[/rows=$((2 * 12 * 32 * 1024 * 12))" \
 	"attn_delta[/rows=$((12 * 32 * 1024 * 12))" "attn_stats[=0" "attn_lse[=0"
 # the scores' GEMMs a step: per layer and block of query rows, the forward's
