@@ -12,7 +12,7 @@
 #     (DPC_GEMM_BATCHED=1); bf16 GPT-2 with attention where the cost model
 #     prices it cheaper (2 above: dpc's tensor-core kernels in
 #     FlashAttention-2's order since 2026-12-03) against cuBLAS's GEMMs
-#     (DPC_ATTN_GEMM=256), which says whether the model chose right;
+#     (DPC_ATTN_GEMM=on), which says whether the model chose right;
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile

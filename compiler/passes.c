@@ -34,12 +34,15 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 		fatal("DPC_ATTN_APART takes 1 (attention's passes apart on GEMMs: attn_lse on its own, attn_dk and attn_dv "
 		      "rather than attn_dkv; for testing), got '%s'", apart);
 	ir_attn_apart = apart && *apart;
+	if (ag && *ag && strcmp(ag, "off") && strcmp(ag, "on") && atoll(ag) <= 0)
+		fatal("DPC_ATTN_GEMM takes on (attention on GEMMs in the blocks the GPU would take), off (dpc's own "
+		      "kernels) or N > 0 (GEMMs in blocks of at most N query rows, two items a call; for testing), got '%s'", ag);
 	const char *pitch = getenv("DPC_PITCH");
 	if (pitch && *pitch && strcmp(pitch, "on") && strcmp(pitch, "off"))
 		fatal("DPC_PITCH takes on or off (rows of GEMM operands padded to 16 bytes; on by default on the GPU "
 		      "only; for testing), got '%s'", pitch);
 	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
-	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : atoll(ag),
+	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),
 	              pitch && *pitch ? !strcmp(pitch, "on") : o->target == CG_CUDA, o->gpu};
 	return fe_lower(ast, &fo);

@@ -39,12 +39,19 @@ static const CgGpu gpus[] = {
 };
 
 /* Calibration, from the H100 profile of 2026-11-25 (bench/RESULTS.md):
- * - a grid needs about 32 warps an SM in flight, each loading 4 bytes a
- *   thread, to reach the memory's bandwidth (wider loads need fewer):
- *   cross_entropy's one block of 8 warps moved GPT-2's f32 logits twice
- *   (3.3 GB) in 516 ms, 6.4 GB/s, 1/528 of 3.35 TB/s = 8 warps of 132 x
- *   32; in bf16 (2-byte loads) at B = 32 it took 2,039 ms for 6.6 GB,
- *   half the rate, as loads in flight times their width predicts;
+ * - the memory's bandwidth takes bw x MEM_LATENCY bytes in flight (Little's
+ *   law), each resident warp keeping one access of its width a lane in
+ *   flight: on the H200 (2026-11-28) cross_entropy_grad, a block of 256
+ *   lanes a row with 4-byte loads (fp32, B = 8), moved GPT-2's logits
+ *   three times (the log-sum-exp's pass, then read and write) at 2.25 TB/s
+ *   with 64 warps an SM, 8 KiB in flight an SM: 482 ns; with 2-byte loads
+ *   (bf16, B = 32) at 1.52 TB/s, 4 KiB an SM: 356 ns; MEM_LATENCY is
+ *   their geometric mean, which prices both within 16%. (Until then 32
+ *   warps an SM of 4-byte loads were taken to reach the bandwidth, from
+ *   cross_entropy's one block on the H100 of 2026-11-25: an SM alone
+ *   fetches with less latency than a loaded GPU.) A row's second pass
+ *   over a row too long for the rows in flight to stay in L2 (GPT-2's
+ *   logits) is counted again (kernel_bytes);
  * - FP32 arithmetic needs 8 warps an SM (two per scheduler);
  * - cuBLAS's FP32 GEMMs ran at 0.79 of peak (the vocabulary projection,
  *   632 GFLOP in about 12 ms at B = 8); on the H200 (2026-11-27) its bf16
@@ -70,7 +77,7 @@ static const CgGpu gpus[] = {
  *   an SM, from the H200's GPT-2 fp32 step (2026-11-28: 66,048 threads x
  *   8,192 ids in 0.964 ms); its bf16 step (32,768 ids) is then priced at
  *   3.86 ms, measured 4.21. */
-#define MEM_WARPS 32.0
+#define MEM_LATENCY 414e-9
 #define FLOP_WARPS 8.0
 #define GEMM_F32_EFF 0.79
 #define GEMM_BF16_EFF 0.67
@@ -187,6 +194,11 @@ static int64_t kernel_bytes(Cg *g, const KDesc *d)
 	}
 	for (int j = 0; j < d->nin && j < 5; j++)
 		b += ir_bytes(g->p, d->in[j]);
+	/* the log-sum-exp's pass, then the pass that writes: rows of 32 KiB or more, 8 blocks of them on each
+	 * SM, are more than L2 holds (50 MiB on the H100), so the second pass reads the row from memory again */
+	bool twice = (int)d->kind == OP_XENT_GRAD || (int)d->kind == OP_SOFTMAX || (int)d->kind == OP_LOG_SOFTMAX;
+	if (twice && d->nin > 0 && d->in[0].rank > 0 && d->in[0].dim[d->in[0].rank - 1] * ir_dt_bytes(d->in[0].dt) >= (32 << 10))
+		b += ir_bytes(g->p, d->in[0]);
 	if (whole(d) && d->stage == 2) /* the blocks' sums (and cross_entropy's counts) */
 		return ((int)d->kind == OP_XENT ? 2 : 1) * cg_total_blocks(d) * ir_dt_bytes(d->out.dt) + ir_bytes(g->p, d->out);
 	if (d->stage == 2) /* a reduction's parts */
@@ -482,7 +494,7 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	int64_t resident = (int64_t)gpu->sms * blocks_per_sm(gpu, r);
 	double warps = (double)(l->blocks < resident ? l->blocks : resident) * 8;
 	double width = l->access > 0 ? l->access / 4.0 : 1;
-	double mem = fmin(1, warps * width / (gpu->sms * MEM_WARPS)), alu = fmin(1, warps / (gpu->sms * FLOP_WARPS));
+	double mem = fmin(1, warps * 32 * width * 4 / (gpu->bw * MEM_LATENCY)), alu = fmin(1, warps / (gpu->sms * FLOP_WARPS));
 	double eff = l->attention == 1 ? ATTN_TILED_EFF : 1;
 	double peak = peak_flops(gpu, l->dt, false);
 	double t = fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));

@@ -85,6 +85,7 @@ static int vector_width(Cg *g, const KDesc *d)
 		return ir_numel(d->in[d->nin - 1]) % v == 0 ? v : 1;
 	case OP_FILL:
 	case OP_MSE_GRAD:
+	case OP_DROPOUT:
 		return ir_numel(d->out) % v == 0 ? v : 1;
 	default:
 		return 1;

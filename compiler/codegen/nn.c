@@ -478,14 +478,20 @@ void cg_kernel_nn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, 
 		body_pool(k, d, ptrs, idx);
 		return;
 	case OP_DROPOUT: {
-		/* element idx is kept when the top 53 bits of mix(key ^ idx) reach p 2^53;
-		 * in evaluation (word 3 is 0) every element passes unscaled */
-		LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], idx, "")), cg_i64(g, 11), "");
-		LLVMValueRef keep = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->attr.drop.p), 0), "");
+		/* element i is kept when the top 53 bits of mix(key ^ i) reach p 2^53; in evaluation
+		 * (word 3 is 0) every element passes unscaled. A vector of k->vec elements from e (16-byte
+		 * accesses: bf16's 2-byte ones kept too few bytes in flight), each element drawn as alone */
+		LLVMValueRef keep = k->vec > 1 ? LLVMGetUndef(LLVMVectorType(LLVMInt1TypeInContext(g->ctx), (unsigned)k->vec)) : NULL;
+		for (int j = 0; j < k->vec; j++) {
+			LLVMValueRef at = LLVMBuildAdd(B, e, cg_i64(g, j), "");
+			LLVMValueRef draw = LLVMBuildLShr(B, cg_mix(g, B, LLVMBuildXor(B, args[2], at, "")), cg_i64(g, 11), "");
+			LLVMValueRef kj = LLVMBuildICmp(B, LLVMIntUGE, draw, LLVMConstInt(g->i64, dp_drop_threshold(d->attr.drop.p), 0), "");
+			keep = k->vec > 1 ? LLVMBuildInsertElement(B, keep, kj, cg_i64(g, j), "") : kj;
+		}
 		LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, args[3], cg_i64(g, 0), "");
-		LLVMValueRef x = cg_load(k, ptrs[1], idx), scaled = LLVMBuildFMul(B, x, cg_real(g, 1 / (1 - d->attr.drop.p)), "");
-		LLVMValueRef train = LLVMBuildSelect(B, keep, scaled, cg_real(g, 0), "");
-		cg_store(k, ptrs[0], idx, LLVMBuildSelect(B, on, train, x, ""));
+		LLVMValueRef x = cg_vload(k, ptrs[1], e), scaled = LLVMBuildFMul(B, x, cg_splat(k, cg_real(g, 1 / (1 - d->attr.drop.p))), "");
+		LLVMValueRef train = LLVMBuildSelect(B, keep, scaled, cg_splat(k, cg_real(g, 0)), "");
+		cg_vstore(k, ptrs[0], e, LLVMBuildSelect(B, on, train, x, ""));
 		return;
 	}
 	case OP_XENT_COUNT:

@@ -25,9 +25,11 @@ typedef struct {
 	bool cuda;       /* the target: cuDNN takes tensors of fewer than 2^31 elements */
 	bool verbose;    /* -v: a note for each conv2d that takes the reference path, and why */
 	/* attention on GEMMs, with a workspace operand (ops_attn_scratch): by
-	 * default (0) on the CUDA target; DPC_ATTN_GEMM=N (the driver) asks for
-	 * it on any target, blocks of at most N query rows; DPC_ATTN_GEMM=off
-	 * (-1) for none (dpc's attention kernels) */
+	 * default (0) on the CUDA target, but for bf16 where the cost model
+	 * prices dpc's tensor-core kernels cheaper; DPC_ATTN_GEMM=N (the driver)
+	 * asks for it on any target, blocks of at most N query rows;
+	 * DPC_ATTN_GEMM=on (-2) for it in the blocks the default takes;
+	 * DPC_ATTN_GEMM=off (-1) for none (dpc's attention kernels) */
 	int64_t attn_gemm;
 	int64_t device_mem; /* --device-mem, or 0: the program keeps it (Program.device_mem); a convolution's
 	                     * workspace takes at most a sixteenth of it */

@@ -458,7 +458,7 @@ static void attention_path(Lower *L, Op *op)
 	Program *p = L->p;
 	Type q = ir_vtype(p, op->in[0]);
 	bool chosen = L->o->cuda && !L->o->reference && L->o->attn_gemm == 0;
-	bool gemm = L->o->attn_gemm > 0 || chosen;
+	bool gemm = L->o->attn_gemm > 0 || L->o->attn_gemm == -2 || chosen;
 	if (q.rank < 2 || !ir_is_real(q.dt) || !op->attr.attn.heads || q.dim[q.rank - 1] % op->attr.attn.heads)
 		return;
 	for (int i = 1; i < 3; i++)
@@ -475,7 +475,7 @@ static void attention_path(Lower *L, Op *op)
 		gemm = on_gemm <= mma;
 		if (L->o->verbose)
 			diag_note(op->loc, "attention on %s: the cost model's %.3f ms (forward and adjoint) on dpc's tensor-core "
-			          "kernels against at least %.3f ms on GEMMs, on the %s (DPC_ATTN_GEMM=off or =N takes one)",
+			          "kernels against at least %.3f ms on GEMMs, on the %s (DPC_ATTN_GEMM=off or =on takes one)",
 			          gemm ? "GEMMs" : "tensor cores", mma * 1e3, on_gemm * 1e3, L->o->gpu ? L->o->gpu : "h100");
 	} else if (chosen && L->o->verbose && q.dt == DT_BF16) { /* f32's path is GEMMs, as designed */
 		diag_note(op->loc, "attention on GEMMs: dpc's tensor-core kernels do not take it: %s", refuses);

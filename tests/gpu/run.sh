@@ -86,7 +86,7 @@ build)
 	bin/dpc --target cuda -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp -o $B/resnet56.cuda || exit 1
 	# bf16: attention where the cost model prices it cheaper (dpc's tensor-core kernels since 2026-12-03), and on GEMMs
 	bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp -o $B/gpt2bf.cuda || exit 1
-	DPC_ATTN_GEMM=256 bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
+	DPC_ATTN_GEMM=on bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
 		-o $B/gpt2bf_gemm.cuda || exit 1
 	bin/dpc --target cuda -D N=41666 --checkpoint binomial samples/resnet.dp -o $B/resnet250k.cuda || exit 1
 	# bench/gpu_quick.sh: each of those three plans' launches priced by the cost model on the H100 and the H200
@@ -96,7 +96,7 @@ build)
 			--emit=schedule --schedule-json $B/kernels/gpt2.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
 			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
-		DPC_ATTN_GEMM=256 bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
+		DPC_ATTN_GEMM=on bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_gemm.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
 			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
@@ -121,9 +121,9 @@ build)
 	for s in matmul bmm wide conv2d attention attention_heads16 layernorm cross_entropy embed; do
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
-	# bf16 attention on GEMMs (DPC_ATTN_GEMM=256: the cost model may take the tensor-core kernels by default) and
+	# bf16 attention on GEMMs (DPC_ATTN_GEMM=on: the cost model may take the tensor-core kernels by default) and
 	# on dpc's tensor-core kernels (heads 32 and 64 wide) against the per-row kernels
-	DPC_ATTN_GEMM=256 bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf || exit 1
+	DPC_ATTN_GEMM=on bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf || exit 1
 	bin/dpc --target cuda --precision bf16 --reference-kernels tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_ref || exit 1
 	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf_mma || exit 1
 	bin/dpc --target cuda --precision bf16 samples/resmlp.dp -o $B/resmlp.cudabf || exit 1
