@@ -1177,7 +1177,7 @@ static void ag_gemm(Ag *a, bool scores, int ta, int tb, int64_t m, int64_t n, in
 	pt[21] = g->f64;
 	LLVMValueRef f = cg_declare(g, "rt_gemm_items", LLVMVoidTypeInContext(g->ctx), pt, 22, &ft);
 	cg_call(h, ft, f, args, 22);
-	cg_cost_gemm(h, (int)a->elt, m, n, k, a->H * a->ib, (int64_t[]){lda, ldb, ldc});
+	cg_cost_gemm(h, (int)a->elt, m, n, k, a->H * a->ib, (int64_t[]){lda, ldb, ldc}, true);
 }
 
 /* the row kernel over S [items, H, nq, nk]: words S, dP, stats, dO, O, P */

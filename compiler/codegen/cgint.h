@@ -89,6 +89,7 @@ typedef struct {
 	int access;        /* bytes a thread loads at a time: the element's times the vector's */
 	bool dw;           /* conv2d_dw */
 	bool odd;          /* a GEMM with a leading dimension that is not a whole number of 16 bytes */
+	bool items;        /* attention's GEMMs batched over address arrays (rt_gemm_items) */
 	int64_t scans;     /* embed_grad: the ids its threads read, all of them (each part of the rows reads every id) */
 	CgMix mix;         /* attention on tensor cores (attention == 2): what it does, priced pipe by pipe */
 } CgLaunch;
@@ -372,7 +373,8 @@ int cg_attn_rows_vec(const KDesc *d);
  * bytes, a copy or with zero a memset); cg_cost_revolve: how often a binomial schedule runs its
  * advance, taped-step, tape and snapshot functions in one step */
 void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block);
-void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3]);
+/* items: attention's GEMMs batched over address arrays (rt_gemm_items), priced apart */
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3], bool items);
 void cg_cost_conv(Host *h, Op *op, int64_t bytes);
 void cg_cost_copy(Host *h, int64_t bytes, bool zero);
 void cg_cost_revolve(Host *h, Op *op, int64_t times[4]);

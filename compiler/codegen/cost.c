@@ -54,16 +54,25 @@ static const CgGpu gpus[] = {
  *   logits) is counted again (kernel_bytes);
  * - FP32 arithmetic needs 8 warps an SM (two per scheduler);
  * - cuBLAS's FP32 GEMMs ran at 0.79 of peak (the vocabulary projection,
- *   632 GFLOP in about 12 ms at B = 8); on the H200 (2026-11-27) its bf16
+ *   632 GFLOP in about 12 ms at B = 8), those under 100 GFLOP at 0.645 (on
+ *   the H200 on 2026-11-28 GPT-2's blocks' GEMMs at 0.62 to 0.67);
+ *   attention's batched GEMMs over address arrays (cublasGemmBatchedEx, k
+ *   or n the head's 64) at 0.415 in FP32 and 0.134 of the tensor cores'
+ *   bf16 peak: what the H200's GPT-2 steps of 2026-11-28 spent in GEMMs
+ *   (166.4 ms fp32, 148.0 bf16) less the vocabulary's and the blocks'
+ *   (priced as above) took 1.9 and 5.0 times the 0.79 and 0.67 figures;
+ *   on the H200 (2026-11-27) its bf16
  *   ones at 0.67 of the tensor cores' peak (GPT-2's [32768 x 768 x 768]
  *   and [32768 x 3072 x 768]: 655 and 688 TFLOP/s), and at 0.125 where a
  *   leading dimension is not a whole number of 16 bytes (the vocabulary
  *   projection's three, 50,257 wide: 7.6 TFLOP in 61 ms), where FP32's
  *   lose nothing;
  * - cuDNN's conv2d_dw took 44% of ResNet-56's 31.7 ms step at batch 128
- *   (about 34 GFLOP in 14 ms: 0.035 of FP32 peak, the least-memory
- *   deterministic algorithm); its forward and conv2d_dx are taken at 0.25
- *   until measured apart;
+ *   on the H100 (about 34 GFLOP in 14 ms: 0.035 of FP32 peak, the
+ *   least-memory deterministic algorithm, on FMA); since its workspace
+ *   lets cuDNN take its TF32 algorithms, the H200's profile of 2026-11-28
+ *   measured it 3.35 times faster than that figure: 0.117; its forward and
+ *   conv2d_dx are taken at 0.25 until measured apart;
  * - attention in tiles (a thread per row, serial dot products from shared
  *   memory) took 547 ms of GPT-2's fp32 step over its five kernels: each
  *   multiply-add also reads shared memory, ATTN_TILED_EFF of FP32 peak;
@@ -82,8 +91,11 @@ static const CgGpu gpus[] = {
 #define GEMM_F32_EFF 0.79
 #define GEMM_BF16_EFF 0.67
 #define GEMM_BF16_ODD_EFF 0.125
+#define GEMM_F32_SMALL_EFF 0.645
+#define GEMM_ITEMS_F32_EFF 0.415
+#define GEMM_ITEMS_BF16_EFF 0.134
 #define CONV_EFF 0.25
-#define CONV_DW_EFF 0.035
+#define CONV_DW_EFF 0.117
 #define ATTN_TILED_EFF 0.0233
 /* Attention on tensor cores, pipe by pipe (mma_time): an SM issues 4 warp
  * instructions a clock (one per scheduler), does 128 FP32 lanes' work, 16
@@ -253,7 +265,7 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 }
 
 /* ld: A's, B's and C's leading dimensions, in elements */
-void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3])
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3], bool items)
 {
 	CgLaunch l = {.kind = CL_GEMM, .kernel = -1, .name = ar_printf("gemm[%lld,%lld,%lld]x%lld", (long long)m,
 	              (long long)n, (long long)k, (long long)batch), .blocks = -1,
@@ -261,6 +273,7 @@ void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t ba
 	              .dt = elem == 2 ? DT_BF16 : elem == 8 ? DT_F64 : DT_F32};
 	for (int i = 0; i < 3; i++)
 		l.odd |= ld[i] * elem % 16 != 0;
+	l.items = items;
 	record(h, l);
 }
 
@@ -472,7 +485,18 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 		int64_t nq = r0 + rows < T ? rows : T - r0, nk = causal ? r0 + nq : T;
 		scores += (double)nq * (double)nk * (double)bh;
 	}
-	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / (gpu->bf16 * GEMM_BF16_EFF) + 20 * scores / gpu->bw;
+	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / (gpu->bf16 * GEMM_ITEMS_BF16_EFF) + 20 * scores / gpu->bw;
+}
+
+/* the fraction of peak cuBLAS reaches (the calibration above) */
+static double gemm_eff(const CgLaunch *l)
+{
+	bool bf16 = l->dt == DT_BF16;
+	if (l->items)
+		return bf16 ? GEMM_ITEMS_BF16_EFF : GEMM_ITEMS_F32_EFF;
+	if (bf16)
+		return l->odd ? GEMM_BF16_ODD_EFF : GEMM_BF16_EFF;
+	return l->flops < (int64_t)100e9 ? GEMM_F32_SMALL_EFF : GEMM_F32_EFF;
 }
 
 static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
@@ -480,8 +504,7 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	double launch = LAUNCH_US * 1e-6;
 	switch (l->kind) {
 	case CL_GEMM:
-		return launch + (double)l->flops / (peak_flops(gpu, l->dt, l->dt == DT_BF16) *
-		                                     (l->dt != DT_BF16 ? GEMM_F32_EFF : l->odd ? GEMM_BF16_ODD_EFF : GEMM_BF16_EFF));
+		return launch + (double)l->flops / (peak_flops(gpu, l->dt, l->dt == DT_BF16) * gemm_eff(l));
 	case CL_CONV:
 		return launch + (double)l->flops / (gpu->fp32 * (l->dw ? CONV_DW_EFF : CONV_EFF));
 	case CL_COPY:

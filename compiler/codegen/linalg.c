@@ -76,7 +76,7 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 		cg_i64(g, batch), LLVMConstReal(g->f64, beta),
 	};
 	cg_call(h, h->t_gemm, h->f_gemm, args, 18);
-	cg_cost_gemm(h, ir_dt_bytes(c.dt), m, n, k, batch, (int64_t[]){lda, ldb, ldc});
+	cg_cost_gemm(h, ir_dt_bytes(c.dt), m, n, k, batch, (int64_t[]){lda, ldb, ldc}, false);
 }
 
 /* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */
@@ -94,7 +94,7 @@ bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta)
 		dst, cg_i64(g, n), cg_i64(g, 0), cg_i64(g, 1), LLVMConstReal(g->f64, beta),
 	};
 	cg_call(h, h->t_gemm, h->f_gemm, args, 18);
-	cg_cost_gemm(h, ir_dt_bytes(dt), 1, n, m, 1, (int64_t[]){m, n, n});
+	cg_cost_gemm(h, ir_dt_bytes(dt), 1, n, m, 1, (int64_t[]){m, n, n}, false);
 	return true;
 }
 

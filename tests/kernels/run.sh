@@ -9,6 +9,8 @@ cd "$(dirname "$0")/../.."
 o="$TEST_OUT/kernels"
 mkdir -p "$o"
 gpt2="-D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257"
+# the step a --emit=kernels table predicts, in ms
+ms() { sed -n 's/^predicted step on [a-z0-9]*: \([0-9.]*\) ms.*/\1/p' "$1"; }
 
 # plan NAME ARGS...: the CUDA target's schedule JSON, with its kernels
 plan() {
@@ -33,11 +35,11 @@ plan gpt2bf $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16: the cost model takes the tensor-core kernels" python3 tests/kernels/check.py "$o/gpt2bf.json" \
 	"attention[=12" "attn_dkv[=12" "attn_dq[=12" "attn_softmax[=0" "gemm[256,=0"
 "$DPC" -v --target cuda $gpt2 -D B=32 --precision bf16 --emit=ir samples/gpt.dp >"$o/choice.log" 2>&1
-"$DPC" -v --target cuda --gpu a100 $gpt2 -D B=32 --precision bf16 --emit=ir samples/gpt.dp >"$o/choice_a100.log" 2>&1
+"$DPC" -v --target cuda -D B=1 -D H=2 -D D=128 -D T=128 --precision bf16 --emit=ir samples/gpt.dp >"$o/choice_small.log" 2>&1
 "$DPC" -v --target cuda --precision bf16 --emit=ir tests/ops/attention.dp >"$o/choice_narrow.log" 2>&1
-check "kernels/attention's path: -v gives both prices; tensor cores on the h100, GEMMs on the a100, GEMMs for heads 2 wide and why" \
+check "kernels/attention's path: -v gives both prices; tensor cores for GPT-2, GEMMs for 2 blocks of 128 rows, GEMMs for heads 2 wide and why" \
 	bash -c "grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on tensor cores: the cost model.s [0-9.]* ms .* against at least [0-9.]* ms on GEMMs, on the h100' '$o/choice.log' &&
-		grep -q 'note: attention on GEMMs: the cost model.s .* on the a100' '$o/choice_a100.log' &&
+		grep -q 'note: attention on GEMMs: the cost model.s .* on the h100' '$o/choice_small.log' &&
 		grep -q 'attention.dp:11:11: note: attention on GEMMs: dpc.s tensor-core kernels do not take it: they take heads of 16 to 64 elements, a multiple of 16, and these are 2 wide' '$o/choice_narrow.log'"
 DPC_ATTN_GEMM=on plan gpt2bf_gemm $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16 on GEMMs: the launch check" python3 tests/kernels/check.py "$o/gpt2bf_gemm.json" \
@@ -160,10 +162,22 @@ for f, measured in ((sys.argv[1], 2.2), (sys.argv[2], 6.5)):
     assert len(ks) == 1 and 0.8 <= ms / measured <= 1.25, (f, ms, measured)
     print(f, round(ms, 3), measured)" "$o/cal_f32.json" "$o/cal_bf16.json"
 
+# the whole step against the H200's measured steps of 2026-11-28 (bench/RESULTS.md), the plans as they
+# were then (rows packed, bf16 attention on GEMMs): GPT-2 fp32 188.47 ms, bf16 220.40, ResNet-56 19.19;
+# the issue's 0.8 to 1.25. Part of the constants were fitted to that profile (docs/kernels.md): this says
+# the model is consistent with it, and should move to each new profile's figures
+DPC_PITCH=off DPC_ATTN_GEMM=on "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels >"$o/m_f32.txt" 2>&1
+DPC_PITCH=off DPC_ATTN_GEMM=on "$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D B=32 samples/gpt.dp --emit=kernels >"$o/m_bf16.txt" 2>&1
+"$DPC" --target cuda --gpu h200 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp --emit=kernels >"$o/m_resnet.txt" 2>&1
+check "kernels/calibration: the steps within 0.8-1.25 of the H200's measured ($(ms "$o/m_f32.txt"), $(ms "$o/m_bf16.txt"), $(ms "$o/m_resnet.txt") ms against 188.47, 220.40, 19.19)" \
+	python3 -c "
+import sys
+for p, m in zip(sys.argv[1:4], (188.47, 220.40, 19.19)):
+    assert 0.8 <= float(p) / m <= 1.25, (p, m)" "$(ms "$o/m_f32.txt")" "$(ms "$o/m_bf16.txt")" "$(ms "$o/m_resnet.txt")"
+
 # --emit=kernels: the table, on the GPU named
 "$DPC" --target cuda --emit=kernels $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_h100.txt" 2>&1
 "$DPC" --target cuda --emit=kernels --gpu a100 $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_a100.txt" 2>&1
-ms() { sed -n 's/^predicted step on [a-z0-9]*: \([0-9.]*\) ms.*/\1/p' "$1"; }
 check "kernels/--emit=kernels: a row per launch and the step's total" \
 	grep -q "^1 *cross_entropy.1\[\] *1024 *256 " "$o/gpt2_h100.txt"
 check "kernels/--gpu a100: slower than the h100 ($(ms "$o/gpt2_a100.txt") ms against $(ms "$o/gpt2_h100.txt"))" \
