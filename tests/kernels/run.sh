@@ -120,8 +120,9 @@ check "kernels/gpt2 bf16 and fp32: no unaligned GEMM, the vocabulary's three inc
 DPC_PITCH=off plan gpt2bf_packed $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16 with packed rows (DPC_PITCH=off): the vocabulary's three GEMMs unaligned" aligned 1 "$o/gpt2bf_packed.json"
 # the same on HuggingFace's GPT-2 as imported (tests/import/torch), with GPT-2's vocabulary
-"$DPC" tests/import/torch/gpt2.onnx --emit=dp 2>"$o/hf.log" | sed -e '/^weights /d' -e 's/= load("[^"]*")/= normal(0.02)/' \
-	-e 's/lm_head_weight : f32\[64, 32\]/lm_head_weight : f32[50257, 32]/' >"$o/hf50257.dp"
+"$DPC" tests/import/torch/gpt2.onnx --emit=dp -o "$o/hf.dp" >"$o/hf.log" 2>&1
+sed -e '/^weights /d' -e 's/= load("[^"]*")/= normal(0.02)/' -e 's/lm_head_weight : f32\[64, 32\]/lm_head_weight : f32[50257, 32]/' \
+	"$o/hf.dp" >"$o/hf50257.dp"
 plan hf50257 --precision bf16 "$o/hf50257.dp"
 check "kernels/imported GPT-2 at V = 50257, bf16: no unaligned GEMM" aligned 0 "$o/hf50257.json"
 DPC_PITCH=off plan hf50257_packed --precision bf16 "$o/hf50257.dp"
