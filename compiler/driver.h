@@ -29,6 +29,7 @@ typedef struct {
 	bool verbose;         /* -v: each phase's time on stderr */
 	const char *schedule_json;
 	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
+	AttnPrice attn_price; /* FeOptions.attn_price: cg_attn_price (main.c), NULL where code generation is not linked */
 	double host_bw;       /* --host-bw: the host update's memory bandwidth, bytes/s; 0: the cost model's default */
 	Vec(const char *) given; /* the options given that shape the executable, "NAME VALUE" each (-D's are the
 	                          * program's constants), for the model description's build lines */

@@ -463,6 +463,7 @@ int main(int argc, char **argv)
 	o.verify = true;
 	o.ckpt.threads = 2;
 	o.ranks = 1;
+	o.attn_price = cg_attn_price;
 	/* an H100 (DESIGN.md): 51.6 TFLOP/s of f32 GEMM over a 54.7 GB/s pinned link */
 	Given g = {getenv("DPC_TARGET"), "the environment variable DPC_TARGET", getenv("DPC_CPU"),
 	           "the environment variable DPC_CPU", false, 943};

@@ -44,7 +44,7 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),
-	              pitch && *pitch ? !strcmp(pitch, "on") : o->target == CG_CUDA, o->gpu};
+	              pitch && *pitch ? !strcmp(pitch, "on") : o->target == CG_CUDA, o->gpu, o->attn_price};
 	return fe_lower(ast, &fo);
 }
 

@@ -19,6 +19,8 @@ FeAst *fe_parse(const char *path, const FeDefine *defs, int ndefs);
 /* The same for a program in memory (len bytes, NULs refused); path names it in errors. */
 FeAst *fe_parse_text(const char *path, const char *text, size_t len, const FeDefine *defs, int ndefs);
 void fe_print_ast(FILE *f, FeAst *ast); /* --emit=ast */
+typedef double (*AttnPrice)(const char *gpu, Type q, int heads, bool causal, int64_t rows, bool mma);
+
 typedef struct {
 	int real_bytes;  /* 2, 4 or 8: --precision bf16, f32 or f64 */
 	bool reference;  /* --reference-kernels: conv2d as unfold + GEMM, the reference the tests compare with */
@@ -40,6 +42,9 @@ typedef struct {
 	/* Program.pitch_rows: on the CUDA target, or where DPC_PITCH=on asks (testing: the CPU's bits stay) */
 	bool pitch_rows;
 	const char *gpu;  /* --gpu: the GPU the cost model prices attention's two paths on (NULL: the h100) */
+	/* the cost model's seconds for an attention on either path (cg_attn_price, codegen/cg.h), passed in so
+	 * that the frontend does not link code generation; NULL: GEMMs, as without a choice */
+	AttnPrice attn_price;
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

@@ -6,7 +6,6 @@
 
 #include "ast.h"
 #include "../ops/ops.h"
-#include "../codegen/cg.h"
 
 typedef enum { B_VALUE, B_IVAR } BindKind;
 
@@ -466,12 +465,12 @@ static void attention_path(Lower *L, Op *op)
 			return; /* the shape rule says why */
 	int64_t dh = q.dim[q.rank - 1] / op->attr.attn.heads;
 	const char *refuses = mma_refuses(q, dh);
-	if (chosen && !refuses) {
+	if (chosen && !refuses && L->o->attn_price) {
 		int heads = op->attr.attn.heads;
 		bool causal = op->attr.attn.causal;
 		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
-		double mma = cg_attn_price(L->o->gpu, q, heads, causal, rows, true);
-		double on_gemm = cg_attn_price(L->o->gpu, q, heads, causal, rows, false);
+		double mma = L->o->attn_price(L->o->gpu, q, heads, causal, rows, true);
+		double on_gemm = L->o->attn_price(L->o->gpu, q, heads, causal, rows, false);
 		gemm = on_gemm <= mma;
 		if (L->o->verbose)
 			diag_note(op->loc, "attention on %s: the cost model's %.3f ms (forward and adjoint) on dpc's tensor-core "
