@@ -920,8 +920,9 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
  * exponentials and the arithmetic around them (mask and scale, the online
  * softmax or the probabilities, packing P or dS to bf16 for the next
  * product, the forward's rescaling of its sums); per block and step the
- * tiles' cp.async bytes; per block its own rows in and its results out. */
-void cg_attn_mma_mix(const KDesc *d, CgMix *mix)
+ * tiles' cp.async bytes; per block its own rows in and its results out.
+ * Returns the launch's blocks. */
+int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix)
 {
 	Type q = d->in[0];
 	OpKind kind = d->kind;
@@ -950,6 +951,7 @@ void cg_attn_mma_mix(const KDesc *d, CgMix *mix)
 	double own = (double)(MMA_ROWS * dh * 2 * sides);
 	mix->shared = mix->ldmatrix * 512 + block_steps * tile_bytes + (double)(blocks * bh) * own;
 	mix->l2 = block_steps * tile_bytes;
+	return blocks * bh;
 }
 
 static void body_attn_rows(K *k, const KDesc *d, LLVMValueRef *args, LLVMValueRef r);

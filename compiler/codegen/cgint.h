@@ -362,7 +362,7 @@ int64_t cg_embed_parts(const Cg *g, const KDesc *d);
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);
-void cg_attn_mma_mix(const KDesc *d, CgMix *mix);
+int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
 void cg_attention_lse(Host *h, Block *b, int i); /* an attention and the attn_lse it writes as it goes */
 /* what a K_ATTN_ROWS kernel computes (KDesc.mode; body_attn_rows) */
 enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };

@@ -474,9 +474,9 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 			d.attr.attn.causal = causal;
 			d.attr.attn.flash = true;
 			CgMix x;
-			cg_attn_mma_mix(&d, &x);
+			int64_t blocks = cg_attn_mma_mix(&d, &x);
 			x.dram = tensors[i] * qb;
-			t += launch + mma_time(gpu, &x, bh * ((T + 127) / 128), 2);
+			t += launch + mma_time(gpu, &x, blocks, 2);
 		}
 		return t;
 	}
