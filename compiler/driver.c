@@ -302,6 +302,16 @@ int driver_run(DriverOptions *o)
 	return finish(o, p, stop);
 }
 
+/* DPC_ROW_VECTORS=off: the GPU's row kernels an element at a time (CgOptions.scalar_rows; testing) */
+static bool scalar_rows(void)
+{
+	const char *e = getenv("DPC_ROW_VECTORS");
+	if (e && *e && strcmp(e, "on") && strcmp(e, "off"))
+		fatal("DPC_ROW_VECTORS takes on or off (the GPU's row kernels and embed_grad's ids in 16-byte vectors "
+		      "where aligned, the default, or an element at a time; for testing), got '%s'", e);
+	return e && !strcmp(e, "off");
+}
+
 /* what the ranks of a job compare at start (the model description's build lines): the program (its
  * file's name and a hash of its text), its constants after -D, and the options given that shape it */
 static const char *build_lines(const DriverOptions *o, const Program *p)
@@ -335,7 +345,7 @@ static int finish(DriverOptions *o, Program *p, Emit stop)
 	verbose_opts = o;
 	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->reference, o->verbose,
 	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS"), NULL,
-	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw, build_lines(o, p)};
+	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw, build_lines(o, p), scalar_rows()};
 	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
 	 * object: from the code generation that makes the output, or one of their own for the stages
 	 * that end before it */

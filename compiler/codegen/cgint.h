@@ -135,7 +135,12 @@ typedef struct {
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
 	int *lslot, lslots; /* the launches' hash table (cost.c) */
 	bool cpu_splits;  /* CgOptions.cpu_splits */
+	bool scalar_rows; /* CgOptions.scalar_rows */
 	bool simt;        /* CgOptions.simt, on the CPU target */
+	/* while a wrapper emits a body (cg_gpu_items, the SIMT emulator's
+	 * threads): i1, whether this thread's row repeats another group's,
+	 * the rows having run out in its warp; NULL where none can */
+	LLVMValueRef dup;
 	Vec(CgLaunch) launches;
 } Cg;
 
@@ -194,6 +199,15 @@ typedef struct {
 	int vec;           /* elementwise values are vectors of this many */
 	int lanes;         /* threads sharing one output (GPU reductions) */
 	LLVMValueRef lane; /* this thread's place among them, i64 */
+	/* rows on the GPU (cg_fold, cg_each, cg_row_lse): i1, whether this row's
+	 * every access is 16-byte aligned (cg_aligned), where the body knows;
+	 * then the lanes take the row in 16-byte vectors, else an element at a
+	 * time. vec16: inside that branch, k->vec elements at aligned addresses */
+	LLVMValueRef aligned;
+	bool vec16;
+	/* i1: this thread's row repeats another's (Cg.dup): it takes part in
+	 * the row's collectives and stores nothing (cg_each, cg_store_once) */
+	LLVMValueRef dup;
 } K;
 
 /* A counted loop inside a kernel body: for (i = start; i < n; i += step). */
@@ -268,6 +282,16 @@ LLVMValueRef cg_global_array(K *k, const char *name, int64_t n);
 typedef LLVMValueRef CgTerm(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i);
 typedef void CgEach(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i);
 LLVMValueRef cg_fold(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx);
+/* rows in GPU form: the lanes share them (the GPU, and the SIMT emulator's blocks) */
+bool cg_gpu_form(const K *k);
+/* i1: each p[j] + off[j] elements (off[j] NULL: + 0) is a multiple of 16
+ * bytes; NULL outside GPU form (the CPU's rows need no alignment) */
+LLVMValueRef cg_aligned(K *k, int n, const LLVMValueRef *p, const LLVMValueRef *off);
+/* reals of storage in 16 bytes: a GPU row's vector */
+int cg_row_vec(const Cg *g);
+/* the bytes a lane of kernel d loads at a time on the GPU where its rows
+ * take vectors (16: the rows' pitch a whole number of 16 bytes), else 0 */
+int cg_row_access(const Cg *g, const KDesc *d);
 void cg_each(K *k, LLVMValueRef base, int64_t n, CgEach *fn, void *ctx);
 LLVMValueRef cg_row_load(K *k, LLVMValueRef base, LLVMValueRef i);
 void cg_row_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
@@ -358,6 +382,9 @@ int64_t cg_reduce_parts(const Cg *g, const KDesc *d);
  * the parts of embed_grad's table rows (a work item per part and column) */
 int64_t cg_total_blocks(const KDesc *d);
 int64_t cg_embed_parts(const Cg *g, const KDesc *d);
+/* the ids embed_grad's threads read a step: 8 in two 16-byte loads where the count allows (and not
+ * DPC_ROW_VECTORS=off), else 1 */
+int cg_embed_ids(const Cg *g, const KDesc *d);
 /* attention.c: the tile sizes of an attention kernel; false: one row per item.
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);

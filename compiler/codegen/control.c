@@ -514,6 +514,8 @@ void cg_dev_kernel(Host *h, KDesc *d, LLVMValueRef *words)
 {
 	Cg *g = h->g;
 	cg_kernel_shape(g, d);
+	if (!g->gpu && (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_ROWS)
+		d->lanes = 1; /* inside a loop's kernel on the CPU a row is one thread's, SIMT emulator or not */
 	LLVMValueRef n = cg_i64(g, cg_kernel_size(g, d));
 	if (g->gpu) {
 		cg_gpu_items(g, h->fn, d, words, h->tid, h->tid, cg_i64(g, CG_BLOCK), n);

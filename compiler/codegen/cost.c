@@ -85,7 +85,10 @@ static const CgGpu gpus[] = {
  *   reading every id and adding the matching rows: SCAN_RATE ids a second
  *   an SM, from the H200's GPT-2 fp32 step (2026-11-28: 66,048 threads x
  *   8,192 ids in 0.964 ms); its bf16 step (32,768 ids) is then priced at
- *   3.86 ms, measured 4.21. */
+ *   3.86 ms, measured 4.21. That kernel read one id at a time, each read
+ *   waiting on the last; today's reads 8 a step in two 16-byte loads
+ *   issued together (cg_embed_ids), counted as one: an assumption until a
+ *   profile says. */
 #define MEM_LATENCY 414e-9
 #define FLOP_WARPS 8.0
 #define GEMM_F32_EFF 0.79
@@ -257,10 +260,12 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 		for (int j = 0; j < d->nin && j < 5; j++)
 			l.mix.dram += (double)ir_bytes(g->p, d->in[j]);
 	}
+	if (cg_row_access(g, d)) /* the rows' 16-byte vectors (cg_fold) */
+		l.access = cg_row_access(g, d);
 	if ((int)d->kind == K_ATTN_ROWS) /* S's rows 16 bytes a lane where they are whole vectors */
 		l.access = cg_attn_rows_vec(d) * (d->out.dt == DT_F64 ? 8 : 4);
 	if ((int)d->kind == OP_EMBED_GRAD)
-		l.scans = threads * ir_numel(d->in[1]);
+		l.scans = threads * ir_numel(d->in[1]) / cg_embed_ids(g, d); /* a step's loads in flight at once */
 	record(h, l);
 }
 

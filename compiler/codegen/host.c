@@ -749,6 +749,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->cost = o->cost || o->target == CG_CUDA; /* the executable's --profile prints the predictions */
 	g->cpu_splits = o->cpu_splits;
 	g->simt = o->simt && !g->cuda;
+	g->scalar_rows = o->scalar_rows;
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always; under
 	 * bf16-mixed, f32's that also write the bf16 compute copy, and the gradient sum's and the copy's */

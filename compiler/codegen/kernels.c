@@ -135,10 +135,36 @@ int64_t cg_reduce_parts(const Cg *g, const KDesc *d)
 	return p >= 2 ? p : 1;
 }
 
+/* a row kernel's lanes a row on the GPU */
+static int row_lanes(const KDesc *d)
+{
+	/* few long rows: a block each, not a warp (ResNet's last groupnorm: 256 rows of 2,048) */
+	int64_t n = d->out.dim[d->out.rank - 1];
+	int l = lanes_for(n);
+	return l == 32 && n >= 1024 && cg_rows(d->out) * 32 < 65536 ? 256 : l;
+}
+
+/* DPC_SIMT: the kernels the CPU runs on the SIMT emulator as the GPU would,
+ * in blocks of CG_BLOCK threads: the tensor-core attention and the rows */
+static bool simt_kernel(Cg *g, const KDesc *d)
+{
+	if (!g->simt || g->cuda)
+		return false;
+	if (low_class(d) == LW_HEADS)
+		return cg_attn_mma(g, d);
+	return low_class(d) == LW_ROWS && (int)d->kind < OP__COUNT && row_lanes(d) > 1;
+}
+
+/* a SIMT row kernel's rows in one block: CG_BLOCK / lanes of them, as the GPU's warps take them (cg_gpu_items) */
+static int64_t simt_rows_per_block(const KDesc *d) { return d->lanes >= CG_BLOCK ? 1 : CG_BLOCK / d->lanes; }
+
 static int lane_count(Cg *g, const KDesc *d)
 {
-	if (!g->cuda)
-		return g->simt && low_class(d) == LW_HEADS && cg_attn_mma(g, d) ? CG_BLOCK : 1;
+	if (!g->cuda) {
+		if (!simt_kernel(g, d))
+			return 1;
+		return low_class(d) == LW_HEADS ? CG_BLOCK : row_lanes(d);
+	}
 	if ((int)d->kind == K_LOOP)
 		return CG_BLOCK; /* one item: the block */
 	if ((int)d->kind == K_ATTN_ROWS)
@@ -146,12 +172,8 @@ static int lane_count(Cg *g, const KDesc *d)
 	switch (low_class(d)) {
 	case LW_TOTAL:
 		return 256;
-	case LW_ROWS: {
-		/* few long rows: a block each, not a warp (ResNet's last groupnorm: 256 rows of 2,048) */
-		int64_t n = d->out.dim[d->out.rank - 1];
-		int l = lanes_for(n);
-		return l == 32 && n >= 1024 && cg_rows(d->out) * 32 < 65536 ? 256 : l;
-	}
+	case LW_ROWS:
+		return row_lanes(d);
 	case LW_HEADS: {
 		int64_t tq, tk;
 		if (cg_attn_mma(g, d))
@@ -256,8 +278,9 @@ int64_t cg_kernel_size(Cg *g, const KDesc *k)
 	switch (low_class(k)) {
 	case LW_TOTAL:
 		return k->stage == 1 ? cg_total_blocks(k) : 1;
-	case LW_ROWS:
-		return cg_rows(k->out);
+	case LW_ROWS: /* a row per item; on the SIMT emulator a block's rows */
+		return !g->cuda && k->lanes > 1 ? (cg_rows(k->out) + simt_rows_per_block(k) - 1) / simt_rows_per_block(k)
+		                                : cg_rows(k->out);
 	case LW_COLS:
 		return k->out.dim[1] * ((int)k->kind == OP_EMBED_GRAD ? cg_embed_parts(g, k) : 1);
 	case LW_HEADS: { /* a tile of query (key) rows of one head each, or one row */
@@ -284,7 +307,7 @@ int64_t cg_kernel_work(Cg *g, const KDesc *k)
 		return k->out.dim[0] / cg_embed_parts(g, k) + ir_numel(k->in[1]);
 	switch (low_class(k)) {
 	case LW_ROWS:
-		return k->out.rank ? k->out.dim[k->out.rank - 1] : 1;
+		return (k->out.rank ? k->out.dim[k->out.rank - 1] : 1) * (!g->cuda && k->lanes > 1 ? simt_rows_per_block(k) : 1);
 	case LW_HEADS: {
 		Type q = k->in[0];
 		int64_t T = q.dim[q.rank - 2], dh = q.dim[q.rank - 1] / k->attr.attn.heads, tq, tk;
@@ -383,16 +406,59 @@ LLVMValueRef cg_splat(K *k, LLVMValueRef x)
 
 LLVMValueRef cg_vec_index(K *k, LLVMValueRef idx) { return k->vec > 1 ? LLVMBuildMul(k->b, idx, cg_i64(k->g, k->vec), "") : idx; }
 
-/* k->vec elements from element i: aligned to 16 bytes, or to anything */
+/* On the GPU, bf16 vectors move as 32-bit words, two reals to a word, and
+ * are widened and rounded from and to words: NVPTX splits a load of 8 i16
+ * into two 8-byte accesses (ld.v4.u16), and LLVM turns a load of words
+ * bitcast to i16 back into one; ld.v4.u32 takes all 16 bytes at once. */
+static bool bf16_words(K *k, unsigned align) { return k->g->gpu && k->g->bf16 && align >= 4 && k->vec % 2 == 0; }
+
+static LLVMValueRef lanes_mask(K *k, int n, int first, int step, int wrap)
+{
+	LLVMValueRef e[16];
+	for (int j = 0; j < n; j++)
+		e[j] = LLVMConstInt(k->g->i32, (unsigned long long)(wrap ? (j % 2) * wrap + j / 2 : first + step * j), 0);
+	return LLVMConstVector(e, (unsigned)n);
+}
+
+/* words of two bf16 each (the lower half first) to k->vec f32 */
+static LLVMValueRef words_to_f32(K *k, LLVMValueRef w)
+{
+	Cg *g = k->g;
+	int h = k->vec / 2;
+	LLVMTypeRef ft = LLVMVectorType(g->real, (unsigned)h), wt = LLVMTypeOf(w);
+	LLVMValueRef lo = LLVMBuildBitCast(k->b, LLVMBuildShl(k->b, w, int_of(wt, 16), ""), ft, "");
+	LLVMValueRef hi = LLVMBuildBitCast(k->b, LLVMBuildAnd(k->b, w, int_of(wt, 0xffff0000u), ""), ft, "");
+	return LLVMBuildShuffleVector(k->b, lo, hi, lanes_mask(k, k->vec, 0, 0, h), "");
+}
+
+/* k->vec f32, rounded to bf16, as words of two */
+static LLVMValueRef f32_to_words(K *k, LLVMValueRef v)
+{
+	Cg *g = k->g;
+	int h = k->vec / 2;
+	LLVMTypeRef wt = LLVMVectorType(g->i32, (unsigned)k->vec);
+	LLVMValueRef x = LLVMBuildZExt(k->b, to_bf16(k, v), wt, "");
+	LLVMValueRef even = LLVMBuildShuffleVector(k->b, x, LLVMGetUndef(wt), lanes_mask(k, h, 0, 2, 0), "");
+	LLVMValueRef odd = LLVMBuildShuffleVector(k->b, x, LLVMGetUndef(wt), lanes_mask(k, h, 1, 2, 0), "");
+	return LLVMBuildOr(k->b, even, LLVMBuildShl(k->b, odd, int_of(LLVMTypeOf(odd), 16), ""), "");
+}
+
+/* k->vec elements from element i: aligned to 16 bytes, or to anything (a
+ * GPU row's aligned branch, k->vec16, takes 16) */
 static LLVMValueRef vec_load(K *k, LLVMValueRef base, LLVMValueRef i, unsigned align)
 {
 	if (k->vec == 1)
 		return cg_load(k, base, i);
-	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
+	if (k->vec16)
+		align = 16;
+	bool words = bf16_words(k, align);
+	LLVMTypeRef mt = words ? LLVMVectorType(k->g->i32, (unsigned)k->vec / 2) : LLVMVectorType(k->g->rstore, (unsigned)k->vec);
 	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
-	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
-	LLVMValueRef v = LLVMBuildLoad2(k->b, st, p, "");
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(mt, 0), "");
+	LLVMValueRef v = LLVMBuildLoad2(k->b, mt, p, "");
 	LLVMSetAlignment(v, align);
+	if (words)
+		return words_to_f32(k, v);
 	return k->g->bf16 ? from_bf16(k, v) : v;
 }
 
@@ -402,10 +468,13 @@ static void vec_store(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v, u
 		cg_store(k, base, i, v);
 		return;
 	}
-	LLVMTypeRef st = LLVMVectorType(k->g->rstore, (unsigned)k->vec);
+	if (k->vec16)
+		align = 16;
+	bool words = bf16_words(k, align);
+	LLVMValueRef w = words ? f32_to_words(k, v) : k->g->bf16 ? to_bf16(k, v) : v;
 	LLVMValueRef p = LLVMBuildGEP2(k->b, k->g->rstore, base, &i, 1, "");
-	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(st, 0), "");
-	LLVMSetAlignment(LLVMBuildStore(k->b, k->g->bf16 ? to_bf16(k, v) : v, p), align);
+	p = LLVMBuildBitCast(k->b, p, LLVMPointerType(LLVMTypeOf(w), 0), "");
+	LLVMSetAlignment(LLVMBuildStore(k->b, w, p), align);
 }
 
 /* i a multiple of k->vec */
@@ -773,7 +842,10 @@ void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 		return;
 	}
 	LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "join");
-	LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(k->g, 0), ""), put, join);
+	LLVMValueRef first = LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(k->g, 0), "");
+	if (k->dup)
+		first = LLVMBuildAnd(k->b, first, LLVMBuildNot(k->b, k->dup, ""), "");
+	LLVMBuildCondBr(k->b, first, put, join);
 	LLVMPositionBuilderAtEnd(k->b, put);
 	cg_store(k, base, i, v);
 	LLVMBuildBr(k->b, join);
@@ -781,35 +853,142 @@ void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v)
 }
 
 /* ---- folds and maps over a row of contiguous elements ----
- * On the GPU the lanes share the row (cg_for_lanes), an element at a time,
- * and a fold's partials meet in cg_all_reduce. On the CPU the row goes
- * CG_ROW_BYTES at a time as vectors (k->vec elements, unaligned), whose
- * partials combine in element order after the loop, then the tail an
- * element at a time: independent partial sums, so that the CPU keeps its
- * adders busy instead of waiting on one running sum. The terms and maps
- * see k->vec set to the width they compute at (splat their scalars). */
+ * On the GPU the lanes share the row (cg_for_lanes), and a fold's partials
+ * meet in cg_all_reduce. Where the body says the row is aligned
+ * (k->aligned), each lane takes 16 bytes at a time (vectors of
+ * cg_row_vec, chunk c at lane c mod lanes), then the tail an element at a
+ * time; else an element at a time throughout (the same code, the other
+ * branch). One access of 2 bytes a lane kept bf16's loss at a third of
+ * the memory's bandwidth (cost.c). On the CPU the row goes CG_ROW_BYTES at
+ * a time as vectors (k->vec elements, unaligned), whose partials combine
+ * in element order after the loop, then the tail an element at a time:
+ * independent partial sums, so that the CPU keeps its adders busy instead
+ * of waiting on one running sum. The terms and maps see k->vec set to the
+ * width they compute at (splat their scalars). */
 #define CG_ROW_BYTES 64
+
+bool cg_gpu_form(const K *k) { return k->g->cuda || k->lanes > 1; }
+
+int cg_row_vec(const Cg *g) { return 16 / (g->bf16 ? 2 : g->real == g->f64 ? 8 : 4); }
+
+LLVMValueRef cg_aligned(K *k, int n, const LLVMValueRef *p, const LLVMValueRef *off)
+{
+	Cg *g = k->g;
+	if (!cg_gpu_form(k))
+		return NULL;
+	if (g->scalar_rows)
+		return NULL;
+	int es = g->bf16 ? 2 : g->real == g->f64 ? 8 : 4;
+	LLVMValueRef bits = cg_i64(g, 0);
+	for (int j = 0; j < n; j++) {
+		LLVMValueRef a = LLVMBuildPtrToInt(k->b, p[j], g->i64, "");
+		if (off && off[j])
+			a = LLVMBuildAdd(k->b, a, LLVMBuildMul(k->b, off[j], cg_i64(g, es), ""), "");
+		bits = LLVMBuildOr(k->b, bits, a, "");
+	}
+	return LLVMBuildICmp(k->b, LLVMIntEQ, LLVMBuildAnd(k->b, bits, cg_i64(g, 15), ""), cg_i64(g, 0), "");
+}
+
+int cg_row_access(const Cg *g, const KDesc *d)
+{
+	if (!g->cuda || g->scalar_rows || (int)d->kind >= OP__COUNT || !d->nin)
+		return 0;
+	bool rows = ir_ops[d->kind].low == LW_ROWS, xent = (int)d->kind == OP_XENT && d->stage < 2 && d->lanes >= 64;
+	if (!rows && !xent)
+		return 0;
+	Type t = d->in[0];
+	int64_t C = t.dim[t.rank - 1], es = ir_dt_bytes(t.dt);
+	int64_t in = d->pitch[0] ? d->pitch[0] : C, out = d->pitch[1] ? d->pitch[1] : C;
+	if (C * es < 16 || in * es % 16 || (rows && out * es % 16))
+		return 0;
+	return 16;
+}
 
 static int row_width(K *k)
 {
-	if (k->g->cuda || k->vec != 1)
+	if (cg_gpu_form(k) || k->vec != 1)
 		return 1;
 	return CG_ROW_BYTES / (k->g->real == k->g->f64 ? 8 : 4);
+}
+
+/* this lane's share of elements from..n of the row, an element at a time */
+static LLVMValueRef fold_lanes(K *k, LLVMValueRef base, int64_t from, int64_t n, bool max, LLVMValueRef init, CgTerm *term,
+                               void *ctx)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = cg_for_from(k, LLVMBuildAdd(k->b, k->lane, cg_i64(k->g, from), ""), k->lanes, nn);
+	Acc a = cg_acc(k, &l, init);
+	LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, l.i, ""), l.i), max);
+	cg_acc_next(k, &a, next);
+	cg_for_end(k, &l, nn);
+	return cg_acc_result(k, &l, init, next);
+}
+
+/* this lane's share in aligned vectors, its elements combined in order, then the tail's */
+static LLVMValueRef fold_vectors(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx)
+{
+	Cg *g = k->g;
+	int v = cg_row_vec(g);
+	int64_t chunks = n / v;
+	LLVMValueRef nc = cg_i64(g, chunks);
+	k->vec = v;
+	k->vec16 = true;
+	LLVMValueRef vinit = cg_splat(k, init);
+	Loop l = cg_for_lanes(k, nc);
+	Acc a = cg_acc(k, &l, vinit);
+	LLVMValueRef i = LLVMBuildMul(k->b, l.i, cg_i64(g, v), "");
+	LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, i, ""), i), max);
+	cg_acc_next(k, &a, next);
+	cg_for_end(k, &l, nc);
+	LLVMValueRef part = cg_acc_result(k, &l, vinit, next);
+	k->vec = 1;
+	k->vec16 = false;
+	LLVMValueRef r = LLVMBuildExtractElement(k->b, part, cg_i64(g, 0), "");
+	for (int e = 1; e < v; e++)
+		r = cg_combine(k, r, LLVMBuildExtractElement(k->b, part, cg_i64(g, e), ""), max);
+	return fold_lanes(k, base, chunks * v, n, max, r, term, ctx);
+}
+
+/* if (k->aligned) the vectors' fold else the elements': the lane's partial */
+static LLVMValueRef fold_gpu(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx)
+{
+	if (!k->aligned || n < cg_row_vec(k->g))
+		return fold_lanes(k, base, 0, n, max, init, term, ctx);
+	LLVMValueRef aligned = k->aligned;
+	LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "row_vectors");
+	LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "row_elements");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(k->g->ctx, k->fn, "row_done");
+	LLVMBuildCondBr(k->b, aligned, vb, sb);
+	LLVMPositionBuilderAtEnd(k->b, vb);
+	LLVMValueRef r[2];
+	LLVMBasicBlockRef from[2];
+	r[0] = fold_vectors(k, base, n, max, init, term, ctx);
+	from[0] = LLVMGetInsertBlock(k->b);
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, sb);
+	r[1] = fold_lanes(k, base, 0, n, max, init, term, ctx);
+	from[1] = LLVMGetInsertBlock(k->b);
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, join);
+	LLVMValueRef phi = LLVMBuildPhi(k->b, LLVMTypeOf(r[0]), "");
+	LLVMAddIncoming(phi, r, from, 2);
+	return phi;
 }
 
 LLVMValueRef cg_fold(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx)
 {
 	Cg *g = k->g;
+	if (cg_gpu_form(k))
+		return cg_all_reduce(k, fold_gpu(k, base, n, max, init, term, ctx), max);
 	int v = row_width(k);
 	if (v == 1 || n < v) {
 		LLVMValueRef nn = cg_i64(g, n);
-		Loop l = k->g->cuda ? cg_for_lanes(k, nn) : cg_for(k, nn);
+		Loop l = cg_for(k, nn);
 		Acc a = cg_acc(k, &l, init);
 		LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, l.i, ""), l.i), max);
 		cg_acc_next(k, &a, next);
 		cg_for_end(k, &l, nn);
-		LLVMValueRef r = cg_acc_result(k, &l, init, next);
-		return k->g->cuda ? cg_all_reduce(k, r, max) : r;
+		return cg_acc_result(k, &l, init, next);
 	}
 	int64_t chunks = n / v;
 	k->vec = v;
@@ -832,9 +1011,56 @@ LLVMValueRef cg_fold(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef 
 	return r;
 }
 
+/* fn at elements from..n of the row, this lane's share of them */
+static void each_lanes(K *k, LLVMValueRef base, int64_t from, int64_t n, CgEach *fn, void *ctx)
+{
+	LLVMValueRef nn = cg_i64(k->g, n);
+	Loop l = cg_for_from(k, LLVMBuildAdd(k->b, k->lane, cg_i64(k->g, from), ""), k->lanes, nn);
+	fn(k, ctx, LLVMBuildAdd(k->b, base, l.i, ""), l.i);
+	cg_for_end(k, &l, nn);
+}
+
+static void each_gpu(K *k, LLVMValueRef base, int64_t n, CgEach *fn, void *ctx)
+{
+	Cg *g = k->g;
+	int v = cg_row_vec(g);
+	if (!k->aligned || n < v) {
+		each_lanes(k, base, 0, n, fn, ctx);
+		return;
+	}
+	LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "row_vectors");
+	LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "row_elements");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "row_done");
+	LLVMBuildCondBr(k->b, k->aligned, vb, sb);
+	LLVMPositionBuilderAtEnd(k->b, vb);
+	int64_t chunks = n / v;
+	LLVMValueRef nc = cg_i64(g, chunks);
+	k->vec = v;
+	k->vec16 = true;
+	Loop l = cg_for_lanes(k, nc);
+	LLVMValueRef i = LLVMBuildMul(k->b, l.i, cg_i64(g, v), "");
+	fn(k, ctx, LLVMBuildAdd(k->b, base, i, ""), i);
+	cg_for_end(k, &l, nc);
+	k->vec = 1;
+	k->vec16 = false;
+	each_lanes(k, base, chunks * v, n, fn, ctx);
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, sb);
+	each_lanes(k, base, 0, n, fn, ctx);
+	LLVMBuildBr(k->b, join);
+	LLVMPositionBuilderAtEnd(k->b, join);
+}
+
 void cg_each(K *k, LLVMValueRef base, int64_t n, CgEach *fn, void *ctx)
 {
 	Cg *g = k->g;
+	if (cg_gpu_form(k)) {
+		LLVMBasicBlockRef join = k->dup ? cg_if(k, LLVMBuildNot(k->b, k->dup, "")) : NULL;
+		each_gpu(k, base, n, fn, ctx);
+		if (join)
+			cg_end_if(k, join);
+		return;
+	}
 	int v = row_width(k);
 	int64_t chunks = v == 1 ? 0 : n / v;
 	if (chunks) {
@@ -847,7 +1073,7 @@ void cg_each(K *k, LLVMValueRef base, int64_t n, CgEach *fn, void *ctx)
 		k->vec = 1;
 	}
 	LLVMValueRef nn = cg_i64(g, n);
-	Loop l = k->g->cuda ? cg_for_lanes(k, nn) : cg_for_from(k, cg_i64(g, chunks * v), 1, nn);
+	Loop l = cg_for_from(k, cg_i64(g, chunks * v), 1, nn);
 	fn(k, ctx, LLVMBuildAdd(k->b, base, l.i, ""), l.i);
 	cg_for_end(k, &l, nn);
 }
@@ -951,7 +1177,7 @@ static KernelFn *const family_kernel[OP__COUNT] = {
 
 static void body(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LLVMValueRef idx, LLVMValueRef lane)
 {
-	K kk = {g, fn, g->b, d->vec, d->lanes, lane}, *k = &kk;
+	K kk = {.g = g, .fn = fn, .b = g->b, .vec = d->vec, .lanes = d->lanes, .lane = lane, .dup = g->dup}, *k = &kk;
 	LLVMValueRef ptrs[8];
 	/* pointer views of the argument words: the result, then each operand */
 	ptrs[0] = cg_ptr(k, args[0], g->realp);
@@ -995,7 +1221,11 @@ static void load_words(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *arg
 }
 
 /* DPC_SIMT: kernel d's body as one GPU thread, for the emulator's blocks:
- * void (const uint64_t *args, int64_t item), rt_simt_tid() its lane */
+ * void (const uint64_t *args, int64_t block), rt_simt_tid() its place in
+ * the block. A block is one work item, or for rows shared by fewer lanes
+ * than a block CG_BLOCK / lanes rows, thread t taking row t / lanes of
+ * them as lane t mod lanes, the last row again where the rows run out
+ * (cg_gpu_items does the same on the GPU) */
 static LLVMValueRef simt_thread(Cg *g, const KDesc *d, const char *name)
 {
 	LLVMTypeRef params[2] = {g->i64p, g->i64};
@@ -1008,7 +1238,18 @@ static LLVMValueRef simt_thread(Cg *g, const KDesc *d, const char *name)
 	LLVMValueRef tid = LLVMGetNamedFunction(g->mod, "rt_simt_tid");
 	if (!tid)
 		tid = LLVMAddFunction(g->mod, "rt_simt_tid", tft);
-	cg_kernel_body(g, fn, d, args, LLVMGetParam(fn, 1), LLVMBuildCall2(g->b, tft, tid, NULL, 0, ""));
+	LLVMValueRef t = LLVMBuildCall2(g->b, tft, tid, NULL, 0, ""), item = LLVMGetParam(fn, 1), lane = t;
+	if (d->lanes < CG_BLOCK) {
+		int64_t per = simt_rows_per_block(d), last = cg_rows(d->out) - 1;
+		LLVMValueRef want = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, item, cg_i64(g, per), ""),
+		                                 LLVMBuildUDiv(g->b, t, cg_i64(g, d->lanes), ""), "");
+		LLVMValueRef in = LLVMBuildICmp(g->b, LLVMIntSLE, want, cg_i64(g, last), "");
+		item = LLVMBuildSelect(g->b, in, want, cg_i64(g, last), "");
+		lane = LLVMBuildURem(g->b, t, cg_i64(g, d->lanes), "");
+		g->dup = LLVMBuildNot(g->b, in, "");
+	}
+	cg_kernel_body(g, fn, d, args, item, lane);
+	g->dup = NULL;
 	LLVMBuildRetVoid(g->b);
 	return fn;
 }
@@ -1028,7 +1269,7 @@ void cg_cpu_kernels(Cg *g)
 		LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
 		LLVMSetLinkage(fn, LLVMInternalLinkage);
 		fns[i] = fn;
-		LLVMValueRef thread = d->lanes == CG_BLOCK ? simt_thread(g, d, ar_printf("%s_thread", name)) : NULL;
+		LLVMValueRef thread = d->lanes > 1 ? simt_thread(g, d, ar_printf("%s_thread", name)) : NULL;
 		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
 		LLVMPositionBuilderAtEnd(g->b, entry);
 		LLVMValueRef args[16];

@@ -22,24 +22,51 @@ static LLVMValueRef row_label(K *k, const KDesc *d, LLVMValueRef labels, LLVMVal
 }
 
 /* cross_entropy_grad: one row per item, g (softmax(row) - onehot(label)) / rows */
+typedef struct {
+	LLVMValueRef x, out, obase, lse, lab, seed;
+} XentGrad;
+
+/* the gradient at element i of the row (k->vec of them from i) */
+static void xent_grad_at(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	XentGrad *s = ctx;
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(B, cg_row_load(k, s->x, at), cg_splat(k, s->lse), ""));
+	LLVMValueRef col = i, lab = s->lab;
+	if (k->vec > 1) { /* the vector's columns: i, i + 1, ... */
+		LLVMValueRef e[16];
+		for (int j = 0; j < k->vec; j++)
+			e[j] = cg_i64(g, j);
+		LLVMValueRef iota = LLVMConstVector(e, (unsigned)k->vec);
+		LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(g->i32, (unsigned)k->vec));
+		LLVMTypeRef vt = LLVMVectorType(g->i64, (unsigned)k->vec);
+		col = LLVMBuildAdd(B, LLVMBuildShuffleVector(B, LLVMBuildInsertElement(B, LLVMGetUndef(vt), i, cg_i64(g, 0), ""),
+		                                             LLVMGetUndef(vt), zeros, ""), iota, "");
+		lab = LLVMBuildShuffleVector(B, LLVMBuildInsertElement(B, LLVMGetUndef(vt), lab, cg_i64(g, 0), ""), LLVMGetUndef(vt),
+		                             zeros, "");
+	}
+	LLVMValueRef hot = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, col, lab, ""), cg_kreal(k, 1), cg_kreal(k, 0), "");
+	cg_row_store(k, s->out, LLVMBuildAdd(B, s->obase, i, ""), LLVMBuildFMul(B, cg_splat(k, s->seed), LLVMBuildFSub(B, p, hot, ""), ""));
+}
+
 static void body_xent_grad(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
 {
 	Cg *g = k->g;
 	int64_t C = d->out.dim[d->out.rank - 1];
-	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, cg_i64(g, d->pitch[0] ? d->pitch[0] : C), "");
+	LLVMValueRef base = LLVMBuildMul(k->b, row, cg_i64(g, d->pitch[0] ? d->pitch[0] : C), "");
 	LLVMValueRef obase = LLVMBuildMul(k->b, row, cg_i64(g, d->pitch[1] ? d->pitch[1] : C), "");
-	LLVMValueRef out = ptrs[0], x = ptrs[1];
 	/* ptrs: out, logits, labels, seed */
-	LLVMValueRef valid, lab = row_label(k, d, ptrs[2], row, &valid);
-	LLVMValueRef seed = LLVMBuildFDiv(k->b, cg_load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, (double)cg_rows(d->out)), "");
-	seed = LLVMBuildSelect(k->b, valid, seed, cg_real(g, 0), "");
-	LLVMValueRef mx, lse = cg_row_lse(k, x, base, C, true, &mx);
-	Loop l = cg_for_lanes(k, n);
-	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
-	LLVMValueRef p = cg_exp(k, LLVMBuildFSub(k->b, cg_load(k, x, at), lse, ""));
-	LLVMValueRef hot = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, l.i, lab, ""), cg_real(g, 1), cg_real(g, 0), "");
-	cg_store(k, out, LLVMBuildAdd(k->b, obase, l.i, ""), LLVMBuildFMul(k->b, seed, LLVMBuildFSub(k->b, p, hot, ""), ""));
-	cg_for_end(k, &l, n);
+	XentGrad s = {ptrs[1], ptrs[0], obase, NULL, NULL, NULL};
+	LLVMValueRef valid;
+	s.lab = row_label(k, d, ptrs[2], row, &valid);
+	s.seed = LLVMBuildFDiv(k->b, cg_load(k, ptrs[3], cg_i64(g, 0)), cg_real(g, (double)cg_rows(d->out)), "");
+	s.seed = LLVMBuildSelect(k->b, valid, s.seed, cg_real(g, 0), "");
+	k->aligned = cg_aligned(k, 2, (LLVMValueRef[]){s.x, s.out}, (LLVMValueRef[]){base, obase});
+	LLVMValueRef mx;
+	s.lse = cg_row_lse(k, s.x, base, C, true, &mx);
+	cg_each(k, base, C, xent_grad_at, &s);
+	k->aligned = NULL;
 }
 
 typedef struct {
@@ -103,6 +130,10 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	int64_t C = d->out.dim[d->out.rank - 1];
 	LLVMValueRef n = cg_i64(g, C), inv = cg_real(g, 1.0 / (double)C);
 	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL, 0, d, ptrs[0], ptrs[3], NULL, NULL};
+	/* the row's out and x (and dy), and g and b whole, 16-byte aligned: vectors on the GPU */
+	int np = d->kind == OP_LAYERNORM_HAT ? 2 : 4;
+	LLVMValueRef off[4] = {s.base, s.base, NULL, d->kind == OP_LAYERNORM_GRAD ? s.base : NULL};
+	k->aligned = cg_aligned(k, np, (LLVMValueRef[]){ptrs[0], ptrs[1], ptrs[2], ptrs[3]}, off);
 	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
 	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
 	s.r = LLVMBuildFDiv(B, cg_real(g, 1), cg_sqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->attr.value), "")), "");
@@ -111,6 +142,7 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 		s.s2 = LLVMBuildFMul(B, norm_sum(k, &s, C, 3), inv, "");
 	}
 	cg_each(k, s.base, C, norm_out, &s);
+	k->aligned = NULL;
 }
 
 /* id n of an embedding's ids, and whether it names a row of a V-row table */
@@ -138,6 +170,37 @@ int64_t cg_embed_parts(const Cg *g, const KDesc *d)
 	int64_t p = g->cuda ? (65536 + D - 1) / D : N * V * D <= (1 << 20) ? 4 : 1;
 	int64_t per = (V + p - 1) / p;
 	return (V + per - 1) / per; /* none empty: 4 parts of 5 rows are 3 of 2 */
+}
+
+/* embed_grad's ids a step where they come in 16-byte loads (cg_embed_ids) */
+#define EMBED_IDS 8
+
+int cg_embed_ids(const Cg *g, const KDesc *d)
+{
+	int64_t N = ir_numel(d->in[1]);
+	return N % EMBED_IDS || N < EMBED_IDS || g->scalar_rows ? 1 : EMBED_IDS;
+}
+
+typedef struct {
+	const KDesc *d;
+	LLVMValueRef *ptrs, lo, rows, col, cols;
+} EmbedGrad;
+
+/* id n (the id given): its row of g added into column col of the result
+ * where it falls in this item's part (and is not padding_idx) */
+static void embed_add(K *k, EmbedGrad *e, LLVMValueRef n, LLVMValueRef id)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	/* in this part (and so in the table): id - lo below its rows, unsigned */
+	LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntULT, LLVMBuildSub(B, id, e->lo, ""), e->rows, "");
+	if (e->d->attr.lab.has) /* padding_idx's ids add nothing */
+		ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntNE, id, cg_i64(g, e->d->attr.lab.ignore), ""), "");
+	LLVMBasicBlockRef join = cg_if(k, ok);
+	LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, id, e->cols, ""), e->col, "");
+	LLVMValueRef gv = cg_load(k, e->ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, n, e->cols, ""), e->col, ""));
+	cg_store(k, e->ptrs[0], at, LLVMBuildFAdd(B, cg_load(k, e->ptrs[0], at), gv, ""));
+	cg_end_if(k, join);
 }
 
 static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef idx)
@@ -168,22 +231,45 @@ static void body_embed(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef id
 		cg_store(k, ptrs[0], LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, lo, z.i, ""), cols, ""), col, ""), cg_real(g, 0));
 		cg_for_end(k, &z, rows);
 	}
-	LLVMValueRef nn = cg_i64(g, ir_numel(d->in[1]));
-	Loop l = cg_for(k, nn);
-	LLVMValueRef id = embed_id(k, ptrs[2], l.i, V, &ok);
-	/* in this part (and so in the table): id - lo below its rows, unsigned */
-	ok = LLVMBuildICmp(B, LLVMIntULT, LLVMBuildSub(B, id, lo, ""), rows, "");
-	if (d->attr.lab.has) /* padding_idx's ids add nothing */
-		ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntNE, id, cg_i64(g, d->attr.lab.ignore), ""), "");
-	LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "add"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
-	LLVMBuildCondBr(B, ok, add, join);
-	LLVMPositionBuilderAtEnd(B, add);
-	LLVMValueRef at = LLVMBuildAdd(B, LLVMBuildMul(B, id, cols, ""), col, "");
-	LLVMValueRef gv = cg_load(k, ptrs[1], LLVMBuildAdd(B, LLVMBuildMul(B, l.i, cols, ""), col, ""));
-	cg_store(k, ptrs[0], at, LLVMBuildFAdd(B, cg_load(k, ptrs[0], at), gv, ""));
-	LLVMBuildBr(B, join);
-	LLVMPositionBuilderAtEnd(B, join);
-	cg_for_end(k, &l, nn);
+	EmbedGrad e = {d, ptrs, lo, rows, col, cols};
+	int64_t N = ir_numel(d->in[1]);
+	LLVMValueRef nn = cg_i64(g, N);
+	if (cg_embed_ids(g, d) == 1) {
+		Loop l = cg_for(k, nn);
+		embed_add(k, &e, l.i, embed_id(k, ptrs[2], l.i, V, &ok));
+		cg_for_end(k, &l, nn);
+		return;
+	}
+	/* EMBED_IDS ids a step, in 16-byte loads where the ids are aligned (the plan's are), else one at a time */
+	LLVMValueRef aligned = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, LLVMBuildPtrToInt(B, ptrs[2], g->i64, ""), cg_i64(g, 15), ""),
+	                                     cg_i64(g, 0), "");
+	LLVMBasicBlockRef wide = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "ids_wide");
+	LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "ids_one");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "ids_done");
+	LLVMBuildCondBr(B, aligned, wide, one);
+	LLVMPositionBuilderAtEnd(B, wide);
+	LLVMValueRef steps = cg_i64(g, N / EMBED_IDS);
+	Loop l = cg_for(k, steps);
+	LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+	LLVMValueRef first = LLVMBuildMul(B, l.i, cg_i64(g, EMBED_IDS), ""), four[EMBED_IDS / 4];
+	for (int j = 0; j < EMBED_IDS / 4; j++) { /* the loads first: all in flight at once */
+		LLVMValueRef at = LLVMBuildAdd(B, first, cg_i64(g, 4 * j), "");
+		LLVMValueRef p = LLVMBuildBitCast(B, LLVMBuildGEP2(B, g->i32, ptrs[2], &at, 1, ""), LLVMPointerType(v4, 0), "");
+		four[j] = LLVMBuildLoad2(B, v4, p, "");
+		LLVMSetAlignment(four[j], 16);
+	}
+	for (int j = 0; j < EMBED_IDS; j++) {
+		LLVMValueRef id = LLVMBuildSExt(B, LLVMBuildExtractElement(B, four[j / 4], cg_i64(g, j % 4), ""), g->i64, "");
+		embed_add(k, &e, LLVMBuildAdd(B, first, cg_i64(g, j), ""), id);
+	}
+	cg_for_end(k, &l, steps);
+	LLVMBuildBr(B, done);
+	LLVMPositionBuilderAtEnd(B, one);
+	Loop l1 = cg_for(k, nn);
+	embed_add(k, &e, l1.i, embed_id(k, ptrs[2], l1.i, V, &ok));
+	cg_for_end(k, &l1, nn);
+	LLVMBuildBr(B, done);
+	LLVMPositionBuilderAtEnd(B, done);
 }
 
 /* mean over the rows (those whose label is not ignored) of lse - the
@@ -294,7 +380,7 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 	LLVMValueRef nr = cg_i64(g, R), zero = cg_real(g, 0);
 	int lanes = k->lanes;
 	LLVMValueRef lane = k->lane;
-	bool warps = g->cuda && lanes >= 64;
+	bool warps = cg_gpu_form(k) && lanes >= 64;
 	Loop l;
 	if (warps) {
 		int64_t stride = lanes / 32 * (d->stage == 1 ? cg_total_blocks(d) : 1);
@@ -313,7 +399,10 @@ static void body_xent(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef ite
 	Acc s = cg_acc(k, &l, zero), c = cg_acc(k, &l, zero);
 	LLVMValueRef base = LLVMBuildMul(k->b, l.i, cg_i64(g, d->pitch[0] ? d->pitch[0] : C), ""), valid;
 	LLVMValueRef lab = row_label(k, d, ptrs[2], l.i, &valid);
+	if (warps) /* a row's 16-byte vectors where it is aligned */
+		k->aligned = cg_aligned(k, 1, &ptrs[1], &base);
 	LLVMValueRef mx, lse = cg_row_lse(k, ptrs[1], base, C, warps, &mx);
+	k->aligned = NULL;
 	LLVMValueRef pick = cg_load(k, ptrs[1], LLVMBuildAdd(k->b, base, lab, ""));
 	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, LLVMBuildSelect(k->b, valid, LLVMBuildFSub(k->b, lse, pick, ""), zero, ""), "");
 	LLVMValueRef nc = LLVMBuildFAdd(k->b, c.phi, LLVMBuildSelect(k->b, valid, cg_real(g, 1), zero, ""), "");

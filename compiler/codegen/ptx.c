@@ -96,9 +96,12 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 	LLVMValueRef item = i;
 	if (per > 1) {
 		LLVMValueRef want = LLVMBuildAdd(g->b, i, group, ""), last = LLVMBuildSub(g->b, n, cg_i64(g, 1), "");
-		item = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, want, n, ""), want, last, "");
+		LLVMValueRef in = LLVMBuildICmp(g->b, LLVMIntSLT, want, n, "");
+		item = LLVMBuildSelect(g->b, in, want, last, "");
+		g->dup = LLVMBuildNot(g->b, in, "");
 	}
 	cg_kernel_body(g, fn, d, args, item, lane);
+	g->dup = NULL;
 	LLVMValueRef next = LLVMBuildAdd(g->b, i, stride, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(i, &next, &latch, 1);

@@ -181,28 +181,101 @@ LLVMValueRef cg_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LL
 	return row_lse_online(k, x, raw, base, n, scale, k->lanes > 1, max_out);
 }
 
+/* the running max and sum after entry v: one exp an entry */
+static void lse_step(K *k, LLVMValueRef v, LLVMValueRef *m, LLVMValueRef *s)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	LLVMValueRef ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0), one = cg_real(g, 1);
+	LLVMValueRef d = LLVMBuildFSub(B, v, *m, ""), up = LLVMBuildFCmp(B, LLVMRealOGT, d, zero, "");
+	LLVMValueRef e = cg_exp(k, LLVMBuildSelect(B, up, LLVMBuildFNeg(B, d, ""), d, ""));
+	e = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, v, ninf, ""), zero, e, "");
+	*s = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, LLVMBuildFMul(B, *s, e, ""), one, ""), LLVMBuildFAdd(B, *s, e, ""), "");
+	*m = LLVMBuildSelect(B, up, v, *m, "");
+}
+
+/* entries from..n (this lane's share where split) into the running max and sum */
+static void lse_elements(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LLVMValueRef from, LLVMValueRef n, double scale,
+                         bool split, LLVMValueRef *m, LLVMValueRef *s)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	Loop l = split ? cg_for_from(k, LLVMBuildAdd(B, k->lane, from, ""), k->lanes, n) : cg_for_from(k, from, 1, n);
+	Acc am = cg_acc(k, &l, *m), as = cg_acc(k, &l, *s);
+	LLVMValueRef at = LLVMBuildAdd(B, base, l.i, "");
+	LLVMValueRef v = raw ? LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, x, &at, 1, ""), "") : cg_load(k, x, at);
+	if (scale != 1)
+		v = LLVMBuildFMul(B, v, cg_real(g, scale), "");
+	LLVMValueRef nm = am.phi, ns = as.phi;
+	lse_step(k, v, &nm, &ns);
+	cg_acc_next(k, &am, nm);
+	cg_acc_next(k, &as, ns);
+	cg_for_end(k, &l, n);
+	LLVMValueRef m0 = *m;
+	*m = cg_acc_result(k, &l, m0, nm);
+	*s = cg_acc_result(k, &l, *s, ns);
+}
+
+/* the lanes' share of the row in aligned 16-byte vectors, each vector's
+ * entries in order, then the tail's entries */
+static void lse_vectors(K *k, LLVMValueRef x, LLVMValueRef base, LLVMValueRef n, double scale, LLVMValueRef *m, LLVMValueRef *s)
+{
+	Cg *g = k->g;
+	LLVMBuilderRef B = k->b;
+	int w = cg_row_vec(g);
+	LLVMValueRef nc = LLVMBuildUDiv(B, n, cg_i64(g, w), "");
+	Loop l = cg_for_lanes(k, nc);
+	Acc am = cg_acc(k, &l, *m), as = cg_acc(k, &l, *s);
+	k->vec = w;
+	k->vec16 = true;
+	LLVMValueRef chunk = cg_row_load(k, x, LLVMBuildAdd(B, base, LLVMBuildMul(B, l.i, cg_i64(g, w), ""), ""));
+	k->vec = 1;
+	k->vec16 = false;
+	LLVMValueRef nm = am.phi, ns = as.phi;
+	for (int e = 0; e < w; e++) {
+		LLVMValueRef v = LLVMBuildExtractElement(B, chunk, cg_i64(g, e), "");
+		if (scale != 1)
+			v = LLVMBuildFMul(B, v, cg_real(g, scale), "");
+		lse_step(k, v, &nm, &ns);
+	}
+	cg_acc_next(k, &am, nm);
+	cg_acc_next(k, &as, ns);
+	cg_for_end(k, &l, nc);
+	*m = cg_acc_result(k, &l, *m, nm);
+	*s = cg_acc_result(k, &l, *s, ns);
+	lse_elements(k, x, false, base, LLVMBuildMul(B, nc, cg_i64(g, w), ""), n, scale, true, m, s);
+}
+
 static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef base, LLVMValueRef n, double scale,
                                    bool split, LLVMValueRef *max_out)
 {
 	Cg *g = k->g;
 	LLVMBuilderRef B = k->b;
-	LLVMValueRef ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0), one = cg_real(g, 1);
-	Loop l = split ? cg_for_lanes(k, n) : cg_for(k, n);
-	Acc m = cg_acc(k, &l, ninf), s = cg_acc(k, &l, zero);
-	LLVMValueRef at = LLVMBuildAdd(B, base, l.i, "");
-	LLVMValueRef v = raw ? LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, x, &at, 1, ""), "") : cg_load(k, x, at);
-	if (scale != 1)
-		v = LLVMBuildFMul(B, v, cg_real(g, scale), "");
-	LLVMValueRef d = LLVMBuildFSub(B, v, m.phi, ""), up = LLVMBuildFCmp(B, LLVMRealOGT, d, zero, "");
-	LLVMValueRef e = cg_exp(k, LLVMBuildSelect(B, up, LLVMBuildFNeg(B, d, ""), d, ""));
-	e = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, v, ninf, ""), zero, e, "");
-	LLVMValueRef ns = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, LLVMBuildFMul(B, s.phi, e, ""), one, ""),
-	                                  LLVMBuildFAdd(B, s.phi, e, ""), "");
-	LLVMValueRef nm = LLVMBuildSelect(B, up, v, m.phi, "");
-	cg_acc_next(k, &m, nm);
-	cg_acc_next(k, &s, ns);
-	cg_for_end(k, &l, n);
-	LLVMValueRef mx = cg_acc_result(k, &l, ninf, nm), sum = cg_acc_result(k, &l, zero, ns);
+	LLVMValueRef ninf = cg_real(g, -INFINITY), zero = cg_real(g, 0);
+	LLVMValueRef mx = ninf, sum = zero;
+	if (split && !raw && k->aligned) { /* the row's 16-byte vectors where it is aligned (cg_fold) */
+		LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "lse_vectors");
+		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "lse_elements");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "lse_done");
+		LLVMBuildCondBr(B, k->aligned, vb, sb);
+		LLVMValueRef m[2] = {ninf, ninf}, s[2] = {zero, zero};
+		LLVMBasicBlockRef from[2];
+		LLVMPositionBuilderAtEnd(B, vb);
+		lse_vectors(k, x, base, n, scale, &m[0], &s[0]);
+		from[0] = LLVMGetInsertBlock(B);
+		LLVMBuildBr(B, join);
+		LLVMPositionBuilderAtEnd(B, sb);
+		lse_elements(k, x, false, base, cg_i64(g, 0), n, scale, true, &m[1], &s[1]);
+		from[1] = LLVMGetInsertBlock(B);
+		LLVMBuildBr(B, join);
+		LLVMPositionBuilderAtEnd(B, join);
+		mx = LLVMBuildPhi(B, g->real, "");
+		LLVMAddIncoming(mx, m, from, 2);
+		sum = LLVMBuildPhi(B, g->real, "");
+		LLVMAddIncoming(sum, s, from, 2);
+	} else {
+		lse_elements(k, x, raw, base, cg_i64(g, 0), n, scale, split, &mx, &sum);
+	}
 	if (split) {
 		LLVMValueRef all = cg_all_reduce(k, mx, true);
 		LLVMValueRef scale = cg_exp(k, LLVMBuildFSub(B, mx, all, ""));
@@ -221,7 +294,7 @@ static LLVMValueRef row_lse_online(K *k, LLVMValueRef x, bool raw, LLVMValueRef 
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out)
 {
 	Cg *g = k->g;
-	if (!g->cuda) {
+	if (!cg_gpu_form(k)) {
 		LLVMValueRef first = cg_load(k, x, base);
 		Lse s = {x, NULL};
 		s.mx = cg_fold(k, base, C, true, first, lse_x, &s);
@@ -232,40 +305,65 @@ LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool
 }
 
 /* softmax, log_softmax and their gradients: each work item is one row of C
- * entries, shared by the lanes */
+ * entries, shared by the lanes (cg_fold, cg_each: on the GPU in 16-byte
+ * vectors where the row is aligned) */
+typedef struct {
+	const KDesc *d;
+	LLVMValueRef out, x, y, gr, lse, sum;
+} Rows;
+
+/* softmax and log_softmax at element at */
+static void rows_out(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	Rows *r = ctx;
+	LLVMValueRef ls = LLVMBuildFSub(k->b, cg_row_load(k, r->x, at), cg_splat(k, r->lse), "");
+	cg_row_store(k, r->out, at, r->d->kind == OP_SOFTMAX ? cg_exp(k, ls) : ls);
+}
+
+/* what the gradients' row sum adds up: g y (softmax), g (log_softmax) */
+static LLVMValueRef rows_term(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	Rows *r = ctx;
+	LLVMValueRef g = cg_row_load(k, r->gr, at);
+	return r->d->kind == OP_SOFTMAX_GRAD ? LLVMBuildFMul(k->b, g, cg_row_load(k, r->y, at), "") : g;
+}
+
+/* SOFTMAX_GRAD (y, g): y (g - sum g y); LOG_SOFTMAX_GRAD (y, g): g - exp(y) sum g */
+static void rows_grad(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
+{
+	Rows *r = ctx;
+	LLVMValueRef yv = cg_row_load(k, r->y, at), gv = cg_row_load(k, r->gr, at), sum = cg_splat(k, r->sum);
+	LLVMValueRef v = r->d->kind == OP_SOFTMAX_GRAD ? LLVMBuildFMul(k->b, yv, LLVMBuildFSub(k->b, gv, sum, ""), "")
+	                                               : LLVMBuildFSub(k->b, gv, LLVMBuildFMul(k->b, cg_exp(k, yv), sum, ""), "");
+	cg_row_store(k, r->out, at, v);
+}
+
 static void body_rows(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row)
 {
 	Cg *g = k->g;
 	int64_t C = d->out.dim[d->out.rank - 1];
 	LLVMValueRef n = cg_i64(g, C), base = LLVMBuildMul(k->b, row, n, "");
-	LLVMValueRef out = ptrs[0], x = ptrs[1];
+	Rows r = {d, ptrs[0], ptrs[1], ptrs[1], d->nin > 1 ? ptrs[2] : NULL, NULL, NULL};
+	k->aligned = cg_aligned(k, d->nin > 1 ? 3 : 2, (LLVMValueRef[]){r.out, r.x, r.gr}, (LLVMValueRef[]){base, base, base});
 	if (d->kind == OP_SOFTMAX || d->kind == OP_LOG_SOFTMAX) {
-		LLVMValueRef mx, lse = cg_row_lse(k, x, base, C, true, &mx);
-		Loop l = cg_for_lanes(k, n);
-		LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
-		LLVMValueRef ls = LLVMBuildFSub(k->b, cg_load(k, x, at), lse, "");
-		cg_store(k, out, at, d->kind == OP_SOFTMAX ? cg_exp(k, ls) : ls);
-		cg_for_end(k, &l, n);
+		LLVMValueRef mx;
+		r.lse = cg_row_lse(k, r.x, base, C, true, &mx);
+		cg_each(k, base, C, rows_out, &r);
+		k->aligned = NULL;
 		return;
 	}
-	/* SOFTMAX_GRAD (y, g): y (g - sum g y); LOG_SOFTMAX_GRAD (y, g): g - exp(y) sum g */
-	LLVMValueRef y = ptrs[1], gr = ptrs[2];
-	bool soft = d->kind == OP_SOFTMAX_GRAD;
-	Loop l = cg_for_lanes(k, n);
-	Acc s = cg_acc(k, &l, cg_real(g, 0));
-	LLVMValueRef at = LLVMBuildAdd(k->b, base, l.i, "");
-	LLVMValueRef term = soft ? LLVMBuildFMul(k->b, cg_load(k, gr, at), cg_load(k, y, at), "") : cg_load(k, gr, at);
-	LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, term, "");
-	cg_acc_next(k, &s, ns);
-	cg_for_end(k, &l, n);
-	LLVMValueRef sum = cg_all_reduce(k, cg_acc_result(k, &l, cg_real(g, 0), ns), false);
-	Loop l2 = cg_for_lanes(k, n);
-	LLVMValueRef at2 = LLVMBuildAdd(k->b, base, l2.i, "");
-	LLVMValueRef yv = cg_load(k, y, at2), gv = cg_load(k, gr, at2);
-	LLVMValueRef v = soft ? LLVMBuildFMul(k->b, yv, LLVMBuildFSub(k->b, gv, sum, ""), "")
-	                      : LLVMBuildFSub(k->b, gv, LLVMBuildFMul(k->b, cg_exp(k, yv), sum, ""), "");
-	cg_store(k, out, at2, v);
-	cg_for_end(k, &l2, n);
+	if (cg_gpu_form(k)) {
+		r.sum = cg_fold(k, base, C, false, cg_real(g, 0), rows_term, &r);
+	} else { /* one running sum, in the row's order */
+		Loop l = cg_for(k, n);
+		Acc s = cg_acc(k, &l, cg_real(g, 0));
+		LLVMValueRef ns = LLVMBuildFAdd(k->b, s.phi, rows_term(k, &r, LLVMBuildAdd(k->b, base, l.i, ""), l.i), "");
+		cg_acc_next(k, &s, ns);
+		cg_for_end(k, &l, n);
+		r.sum = cg_acc_result(k, &l, cg_real(g, 0), ns);
+	}
+	cg_each(k, base, C, rows_grad, &r);
+	k->aligned = NULL;
 }
 
 void cg_kernel_reduce(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef idx)
