@@ -12,6 +12,7 @@
  *   const RtKernelFn dp_cpu_kernels[]; CPU target: kernel table, by id
  *   const int dp_cpu_nkernels;
  *   const char dp_ptx[];              CUDA target: the kernels as PTX; "" for the CPU
+ *   const int32_t dp_kernel_smem[];   each kernel's dynamic shared memory in bytes, by id (0: none)
  *
  * and calls only the rt_* functions declared here. Device memory is one arena
  * laid out by the compiler; generated code addresses it as rt_base(c) + offset.
@@ -214,5 +215,6 @@ void dp_forward(RtCtx *c);
 extern const RtKernelFn dp_cpu_kernels[];
 extern const int dp_cpu_nkernels;
 extern const char dp_ptx[];
+extern const int32_t dp_kernel_smem[];
 
 #endif

@@ -349,15 +349,18 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 /* ---- attention on tensor cores: bf16 on the GPU ----
  * FlashAttention-2's order of work on mma.m16n8k16 (bf16 operands, f32
  * sums), for attention ops the frontend marked (Attr.attn.flash: bf16,
- * heads of 16 to 64 elements, a multiple of 16). An item is a tile of 128
+ * heads of 16 to 128 elements, a multiple of 16; past 64 the tile memory
+ * passes PTX's 48 KiB of static shared memory and is the launch's dynamic
+ * shared memory, cg_attn_smem, and a thread may take 255 registers, one
+ * block an SM). An item is a tile of 128
  * rows of one head, 16 for each warp of the block: query rows for
  * attention (which writes its rows' log-sum-exp as it goes when an
  * attn_lse follows it), attn_lse and attn_dq; key rows for attn_dkv, and
  * attn_dk and attn_dv apart. The other side's rows come through shared
- * memory (rows padded by 8 elements against bank conflicts), 64 at a time
- * for the forward, 32 for attn_dq and 16 for the key rows, so that the
+ * memory (rows padded by 8 elements against bank conflicts), 32 at a time
+ * for the forward, 16 for attn_dq and the key rows (mma_tile), so that the
  * scores, the accumulators and the warp's own rows stay within 128
- * registers; the key-side kernels take the tile's statistics (from
+ * registers (255 for heads wider than 64); the key-side kernels take the tile's statistics (from
  * attn_delta, in f32) with it. Fragments follow PTX's layout for
  * m16n8k16: a thread is (g, t) = (lane / 4, lane % 4) of its warp; A's
  * four registers hold rows g and g + 8 at columns 2t, 2t + 1 and 2t + 8,
@@ -367,7 +370,9 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
  * in registers, rounded to bf16 as FlashAttention-2 does. On the CPU the
  * SIMT emulator runs the same kernels (DPC_SIMT, runtime/cpu/simt.c). */
 
-enum { MMA_ROWS = 128, MMA_PAD = 8 };
+/* heads of 16 to MMA_MAX_DH elements, a multiple of 16; a block's static
+ * shared memory at most MMA_STATIC_SMEM bytes (PTX's limit), dynamic past it */
+enum { MMA_ROWS = 128, MMA_PAD = 8, MMA_MAX_DH = 128, MMA_STATIC_SMEM = 48 << 10 };
 
 bool cg_attn_mma(const Cg *g, const KDesc *d)
 {
@@ -392,6 +397,24 @@ typedef struct {
 	LLVMValueRef mine0;          /* this warp's first row */
 	LLVMTypeRef mma_t;           /* {float, float, float, float} */
 } Mma;
+
+/* the 32-bit words of a block's tile memory: two buffers (sets), each two
+ * tiles of the other side's rows and two floats per row of statistics,
+ * then the block's own rows (one set, or two where dP is computed) */
+static int64_t mma_words(const KDesc *d)
+{
+	Type q = d->in[0];
+	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, stride = dh + MMA_PAD, tk = mma_tile(d->kind);
+	bool with_dp = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DKV;
+	int64_t set = 2 * tk * stride + 4 * tk;
+	return (2 * set + (1 + with_dp) * MMA_ROWS * stride) / 2;
+}
+
+int64_t cg_attn_smem(const KDesc *d)
+{
+	int64_t bytes = 4 * mma_words(d);
+	return bytes > MMA_STATIC_SMEM ? bytes : 0;
+}
 
 static LLVMValueRef i64c(Mma *m, int64_t v) { return cg_i64(m->k->g, v); }
 static LLVMValueRef add(Mma *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(m->k->b, a, b, ""); }
@@ -661,7 +684,7 @@ static void store_rows(Mma *m, LLVMValueRef to, LLVMValueRef acc, LLVMValueRef m
  * and dP = own2 x second^T where the kind needs it */
 static void scores(Mma *m, int64_t abase, int64_t a2base, LLVMValueRef sc[8][4], LLVMValueRef dp[8][4])
 {
-	LLVMValueRef own[4][4], own2[4][4], zero = cg_real(m->k->g, 0);
+	LLVMValueRef own[MMA_MAX_DH / 16][4], own2[MMA_MAX_DH / 16][4], zero = cg_real(m->k->g, 0);
 	for (int j = 0; j < m->nj; j++)
 		for (int i = 0; i < 4; i++)
 			sc[j][i] = dp[j][i] = zero;
@@ -792,12 +815,14 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
 	bool with_dp = kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV; /* dP, then dS */
 	m->keyside = keyside, m->with_dp = with_dp, m->nj = nj, m->tile = tile;
-	int64_t set = 2 * tile + 4 * m->tk, words = (2 * set + (1 + with_dp) * MMA_ROWS * m->stride) / 2;
+	int64_t set = 2 * tile + 4 * m->tk, words = mma_words(d);
 	/* named by its size: a module's kernels share one global per name, and
-	 * heads of another width need another size */
+	 * heads of another width need another size; past MMA_STATIC_SMEM the
+	 * GPU's is the launch's dynamic shared memory (cg_attn_smem), the SIMT
+	 * emulator's a thread-local array as always */
 	char name[48];
 	snprintf(name, sizeof name, "dp_tile_mma_%lld", (long long)words);
-	LLVMValueRef s = cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
+	LLVMValueRef s = g->gpu && cg_attn_smem(d) ? cg_dynamic_shared(g) : cg_shared_array(g, name, LLVMArrayType(g->i32, (unsigned)words));
 	m->space = g->gpu ? 3 : 0;
 	m->smem = LLVMBuildBitCast(B, s, LLVMPointerType(g->i32, m->space), "");
 	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
@@ -1374,12 +1399,12 @@ bool cg_host_attention(Host *h, Op *op)
 		return true;
 	}
 	if (op->kind == OP_ATTENTION && h->step && h->g->cuda && h->g->verbose && !h->g->reference) {
-		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 64 wide: Attr.attn.flash) */
+		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 128 wide: Attr.attn.flash) */
 		KDesc d = cg_kdesc(op);
 		d.in[0] = ir_vtype(h->g->p, op->in[0]);
 		if (!cg_attn_mma(h->g, &d))
 			diag_note(op->loc, "attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 "
-			          "heads of 16 to 64 elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
+			          "heads of 16 to 128 elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
 			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
 	}
 	return false;

@@ -91,6 +91,7 @@ typedef struct {
 	bool odd;          /* a GEMM with a leading dimension that is not a whole number of 16 bytes */
 	bool items;        /* attention's GEMMs batched over address arrays (rt_gemm_items) */
 	int64_t scans;     /* embed_grad: the ids its threads read, all of them (each part of the rows reads every id) */
+	int dynamic_smem;  /* the shared memory a launch asks for beside ptxas's static (cg_attn_smem) */
 	CgMix mix;         /* attention on tensor cores (attention == 2): what it does, priced pipe by pipe */
 } CgLaunch;
 
@@ -271,6 +272,8 @@ void cg_store_once(K *k, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v);
 /* a block's shared array, one per name (on the CPU, for the SIMT emulator:
  * thread-local), and a generic pointer to its first element of type elem */
 LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at);
+/* the GPU module's dynamic shared memory (extern .shared, sized at launch), as i32 words */
+LLVMValueRef cg_dynamic_shared(Cg *g);
 LLVMValueRef cg_shared_ptr(K *k, LLVMValueRef s, LLVMTypeRef elem);
 /* n reals of the compute type in the GPU module's global memory, zeroed, one
  * array per name: its first element's generic address */
@@ -390,6 +393,10 @@ int cg_embed_ids(const Cg *g, const KDesc *d);
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);
 int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
+/* a tensor-core attention kernel's dynamic shared memory: its tile memory's
+ * bytes where they pass PTX's 48 KiB of static shared memory (heads wider
+ * than 64), else 0 */
+int64_t cg_attn_smem(const KDesc *d);
 void cg_attention_lse(Host *h, Block *b, int i); /* an attention and the attn_lse it writes as it goes */
 /* what a K_ATTN_ROWS kernel computes (KDesc.mode; body_attn_rows) */
 enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };

@@ -256,6 +256,7 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 		l.attention = cg_attn_mma(g, d) ? 2 : 1;
 	if (l.attention == 2) {
 		cg_attn_mma_mix(d, &l.mix);
+		l.dynamic_smem = (int)cg_attn_smem(d);
 		l.mix.dram = (double)ir_bytes(g->p, d->out);
 		for (int j = 0; j < d->nin && j < 5; j++)
 			l.mix.dram += (double)ir_bytes(g->p, d->in[j]);
@@ -481,7 +482,8 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 			CgMix x;
 			int64_t blocks = cg_attn_mma_mix(&d, &x);
 			x.dram = tensors[i] * qb;
-			t += launch + mma_time(gpu, &x, blocks, 2);
+			/* two blocks an SM at 128 registers; heads wider than 64 take up to 255, one */
+			t += launch + mma_time(gpu, &x, blocks, cg_attn_smem(&d) ? 1 : 2);
 		}
 		return t;
 	}
@@ -612,7 +614,9 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 		        "flops", "regs", "stack", "smem", "us each", "us in step");
 	for (int i = 0; i < g->launches.len; i++) {
 		CgLaunch *l = &g->launches.data[i];
-		const CgRes *r = l->kernel >= 0 ? &res[l->kernel] : NULL;
+		CgRes with = l->kernel >= 0 ? res[l->kernel] : (CgRes){0};
+		with.smem += with.known ? l->dynamic_smem : 0; /* the launch's static and dynamic shared memory */
+		const CgRes *r = l->kernel >= 0 ? &with : NULL;
 		double t = predict(gpu, l, r);
 		total += t * (double)l->count;
 		by[l->kind] += t * (double)l->count;

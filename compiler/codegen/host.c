@@ -706,6 +706,24 @@ void cg_string_global(Cg *g, const char *name, const char *text)
 	LLVMSetGlobalConstant(v, 1);
 }
 
+/* dp_kernel_smem: each kernel's dynamic shared memory in bytes, by id (the
+ * tensor-core attention's with heads wider than 64: cg_attn_smem; 0 for the
+ * rest, and for every kernel of the CPU target) */
+static void kernel_smem_table(Cg *g)
+{
+	int n = g->kernels.len;
+	LLVMValueRef *v = ar_alloc(sizeof *v * (size_t)(n + 1));
+	for (int i = 0; i < n; i++) {
+		KDesc *d = &g->kernels.data[i];
+		bool mma = g->cuda && (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_mma(g, d);
+		v[i] = LLVMConstInt(g->i32, mma ? (unsigned long long)cg_attn_smem(d) : 0, 0);
+	}
+	v[n] = LLVMConstInt(g->i32, 0, 0); /* one entry at least */
+	LLVMValueRef t = LLVMAddGlobal(g->mod, LLVMArrayType(g->i32, (unsigned)n + 1), "dp_kernel_smem");
+	LLVMSetInitializer(t, LLVMConstArray(g->i32, v, (unsigned)n + 1));
+	LLVMSetGlobalConstant(t, 1);
+}
+
 static void phase(const CgOptions *o, const char *what)
 {
 	if (o->phase)
@@ -809,6 +827,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
 	const char *ptx = o->target == CG_CUDA ? cg_ptx(g) : "";
 	cg_string_global(g, "dp_ptx", ptx);
+	kernel_smem_table(g);
 	if (o->target == CG_CUDA)
 		phase(o, ar_printf("codegen: %d kernels as PTX", g->kernels.len));
 	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam, fold, refresh));

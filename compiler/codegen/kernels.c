@@ -773,6 +773,17 @@ LLVMValueRef cg_shared_array(Cg *g, const char *name, LLVMTypeRef at)
 	return s;
 }
 
+LLVMValueRef cg_dynamic_shared(Cg *g)
+{
+	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, "dp_dynamic_shared");
+	if (!s) {
+		s = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType(g->i32, 0), "dp_dynamic_shared", 3);
+		LLVMSetLinkage(s, LLVMExternalLinkage);
+		LLVMSetAlignment(s, 16);
+	}
+	return s;
+}
+
 LLVMValueRef cg_shared_ptr(K *k, LLVMValueRef s, LLVMTypeRef elem)
 {
 	if (!k->g->gpu)

@@ -35,7 +35,7 @@ typedef struct {
 	int64_t attn_gemm;
 	int64_t device_mem; /* --device-mem, or 0: the program keeps it (Program.device_mem); a convolution's
 	                     * workspace takes at most a sixteenth of it */
-	/* attention in bf16 with heads of 16 to 64 elements, a multiple of 16,
+	/* attention in bf16 with heads of 16 to 128 elements, a multiple of 16,
 	 * on tensor cores (Attr.attn.flash) where attn_gemm is off: on the CUDA
 	 * target, or on the CPU's SIMT emulator (DPC_SIMT, testing) */
 	bool simt;

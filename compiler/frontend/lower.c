@@ -443,8 +443,8 @@ static const char *mma_refuses(Type q, int64_t dh)
 {
 	if (q.dt != DT_BF16)
 		return ar_printf("they take bf16, and this attention is %s", ir_dt_name(q.dt));
-	if (dh % 16 || dh > 64)
-		return ar_printf("they take heads of 16 to 64 elements, a multiple of 16, and these are %lld wide", (long long)dh);
+	if (dh % 16 || dh > 128)
+		return ar_printf("they take heads of 16 to 128 elements, a multiple of 16, and these are %lld wide", (long long)dh);
 	return NULL;
 }
 

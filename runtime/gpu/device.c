@@ -23,7 +23,7 @@
 	X(cuMemAlloc) X(cuMemAllocHost) X(cuMemFree) X(cuMemFreeHost) X(cuMemsetD8Async) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
 	X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) X(cuStreamWaitEvent) \
 	X(cuMemHostRegister) X(cuMemHostUnregister) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
-	X(cuGraphLaunch)
+	X(cuGraphLaunch) X(cuFuncSetAttribute)
 #define NAME_(x) #x
 #define NAME(x) NAME_(x)
 #define DECLARE(f) static __typeof__(&f) p_##f;
@@ -164,6 +164,10 @@ static CUfunction function(int id)
 		char name[32];
 		snprintf(name, sizeof name, "dp_k%d", id);
 		CU(p_cuModuleGetFunction(&fns[id], module, name));
+		/* tensor-core attention with heads wider than 64: more than 48 KiB of shared memory, which a
+		 * kernel must ask for */
+		if (dp_kernel_smem[id] > 0)
+			CU(p_cuFuncSetAttribute(fns[id], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dp_kernel_smem[id]));
 	}
 	return fns[id];
 }
@@ -182,7 +186,7 @@ static void gpu_launch(int kernel, int64_t n, int64_t work, int nargs, const uin
 	int64_t blocks = (n + 255) / 256;
 	if (blocks > (1 << 20))
 		blocks = 1 << 20; /* the kernels stride over the rest */
-	CU(p_cuLaunchKernel(function(kernel), (unsigned)blocks, 1, 1, 256, 1, 1, 0, stream, params, NULL));
+	CU(p_cuLaunchKernel(function(kernel), (unsigned)blocks, 1, 1, 256, 1, 1, (unsigned)dp_kernel_smem[kernel], stream, params, NULL));
 }
 
 /* One product, not a batch: cublasSgemm, cublasDgemm or cublasGemmEx, as

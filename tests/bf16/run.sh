@@ -76,10 +76,10 @@ fi
 # every op program: bf16 gradients against f32's at the bf16 run's parameters; then attention's again
 # on GEMMs (DPC_ATTN_GEMM=5, the GPU's lowering: scores in f32, P and dS rounded to bf16), in blocks of 5
 # rows, and on the GPU's tensor-core kernels, run on the SIMT emulator (DPC_SIMT=1: heads of 32 and 64,
-# and GPT's causal heads of 16, whose key bias's gradient, zero in exact arithmetic, is rounding noise
+# of 128 and 80 (past 48 KiB of shared memory on the GPU), and GPT's causal heads of 16, whose key bias's gradient, zero in exact arithmetic, is rounding noise
 # up to 1e-4 of the largest; the executable must hold them)
 for dp in tests/ops/*.dp attn-gemm:tests/ops/attention.dp attn-gemm:tests/ops/attention_heads16.dp attn-gemm:tests/ops/attention_tiles.dp \
-	simt:tests/ops/attention_heads16.dp simt-gpt:samples/gpt.dp; do
+	simt:tests/ops/attention_heads16.dp simt:tests/ops/attention_heads128.dp simt-gpt:samples/gpt.dp; do
 	gemm= simt= defs= floor=1e-6
 	case $dp in
 	attn-gemm:*) gemm=5 dp=${dp#attn-gemm:} ;;

@@ -118,9 +118,11 @@ build)
 		bin/dpc --target cuda --precision f64 "$dp" -o $B/ops/$s.cuda64 || exit 1
 	done
 	# bf16 on the GPU (GemmEx, tensor cores): a few op programs against the CPU's f32 at the same parameters
-	for s in matmul bmm wide conv2d attention attention_heads16 layernorm cross_entropy embed; do
+	for s in matmul bmm wide conv2d attention attention_heads16 layernorm cross_entropy embed rows; do
 		bin/dpc --target cuda --precision bf16 tests/ops/$s.dp -o $B/ops/$s.cudabf || exit 1
 	done
+	# heads of 128 and 80 on the tensor cores: dynamic shared memory past 48 KiB (2026-12-03)
+	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 tests/ops/attention_heads128.dp -o $B/ops/attention_heads128.cudabf || exit 1
 	# bf16 attention on GEMMs (DPC_ATTN_GEMM=on: the cost model may take the tensor-core kernels by default) and
 	# on dpc's tensor-core kernels (heads 32 and 64 wide) against the per-row kernels
 	DPC_ATTN_GEMM=on bin/dpc --target cuda --precision bf16 tests/ops/attention_heads16.dp -o $B/ops/attention_heads16.cudabf || exit 1

@@ -40,7 +40,7 @@ check "kernels/gpt2 bf16: the cost model takes the tensor-core kernels" python3 
 check "kernels/attention's path: -v gives both prices; tensor cores for GPT-2, GEMMs for 2 blocks of 128 rows, GEMMs for heads 2 wide and why" \
 	bash -c "grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on tensor cores: the cost model.s [0-9.]* ms .* against at least [0-9.]* ms on GEMMs, on the h100' '$o/choice.log' &&
 		grep -q 'note: attention on GEMMs: the cost model.s .* on the h100' '$o/choice_small.log' &&
-		grep -q 'attention.dp:11:11: note: attention on GEMMs: dpc.s tensor-core kernels do not take it: they take heads of 16 to 64 elements, a multiple of 16, and these are 2 wide' '$o/choice_narrow.log'"
+		grep -q 'attention.dp:11:11: note: attention on GEMMs: dpc.s tensor-core kernels do not take it: they take heads of 16 to 128 elements, a multiple of 16, and these are 2 wide' '$o/choice_narrow.log'"
 DPC_ATTN_GEMM=on plan gpt2bf_gemm $gpt2 -D B=32 --precision bf16 samples/gpt.dp
 check "kernels/gpt2 bf16 on GEMMs: the launch check" python3 tests/kernels/check.py "$o/gpt2bf_gemm.json" \
 	"attn_softmax[/rows=$((12 * 32 * 1024 * 12))" "attn_ds[/rows=$((2 * 12 * 32 * 1024 * 12))" \
@@ -66,6 +66,41 @@ import json, sys
 ks = [k for k in json.load(open(sys.argv[1]))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
 assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), ks" \
 	"$o/gpt2mma.json"
+# heads of 128 (Llama's): the tile memory passes 48 KiB, so it is the launch's dynamic shared memory
+# (extern .shared; the bytes in the executable's dp_kernel_smem, the same the table prints), up to 255
+# registers a thread, no stack; the cost model takes the tensor cores on the H100 for 16 heads of 128
+# over 2,048 rows at B = 4, GEMMs on the A100
+cat >"$o/heads128.dp" <<'DP'
+const B = 4, T = 2048, C = 2048
+param wq : f32[C, C] = normal(0.02)
+param wk : f32[C, C] = normal(0.02)
+param wv : f32[C, C] = normal(0.02)
+param w : f32[B, T, C] = normal(1)
+input x : f32[B, T, C]
+loss { return mean(attention(x @ wq, x @ wk, x @ wv, heads=16, causal=1) * w) }
+DP
+plan heads128 --precision bf16 "$o/heads128.dp"
+"$DPC" --target cuda --precision bf16 "$o/heads128.dp" --emit=ptx -o "$o/heads128.ptx" >/dev/null 2>&1
+"$DPC" --target cuda --precision bf16 "$o/heads128.dp" -o "$o/heads128.cuda" >/dev/null 2>&1
+"$DPC" -v --target cuda --gpu a100 --precision bf16 --emit=ir "$o/heads128.dp" >"$o/heads128_a100.log" 2>&1
+check "kernels/heads of 128 on tensor cores: dynamic shared memory (70,144 and 87,296 bytes), at most 255 registers, no stack; GEMMs on the A100" python3 - "$o" <<'PY'
+import json, re, subprocess, sys
+o = sys.argv[1]
+ks = {k['name'].split('[')[0]: k for k in json.load(open(f'{o}/heads128.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))}
+assert sorted(ks) == ['attention', 'attn_dkv', 'attn_dq'], sorted(ks)
+smem = {'attention': 70144, 'attn_dkv': 87296, 'attn_dq': 87296}
+for n, k in ks.items():
+    assert k['registers'] is not None and 128 < k['registers'] <= 255 and k['stack_bytes'] == 0 and k['shared_bytes'] == smem[n], k
+ptx = open(f'{o}/heads128.ptx').read()
+assert '.extern .shared .align 16 .b8 dp_dynamic_shared[];' in ptx
+for n, k in ks.items():
+    body = re.search(r'\.visible \.entry dp_k%d\((.*?)\n}' % k['kernel'], ptx, re.S).group(0)
+    assert '.maxnreg 255' in body and 'dp_dynamic_shared' in body, n
+# the executable carries the same bytes by kernel id
+sym = subprocess.run(['nm', '-S', f'{o}/heads128.cuda'], capture_output=True, text=True).stdout
+assert 'dp_kernel_smem' in sym
+assert 'note: attention on GEMMs: the cost model' in open(f'{o}/heads128_a100.log').read()
+PY
 plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
 # 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights
 check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" \

@@ -152,7 +152,7 @@ fi
 # on the GPU attention is on GEMMs, and -v says nothing; with dpc's own kernels (DPC_ATTN_GEMM=off), -v
 # names an attention that tensor cores do not take (bf16 heads of 2 here), and none in bf16 at heads 32 and 64 wide
 DPC_ATTN_GEMM=off expect "reference/attention-note: -v names an attention on the tiled kernels" 0 \
-	"attention.dp:11:11: note: attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 heads of 16 to 64 elements, a multiple of 16; these are bf16 of 2" \
+	"attention.dp:11:11: note: attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 heads of 16 to 128 elements, a multiple of 16; these are bf16 of 2" \
 	"$DPC" --target cuda -v --precision bf16 --emit=obj tests/ops/attention.dp -o "$o/att.o"
 "$DPC" --target cuda -v --emit=obj tests/ops/attention.dp -o "$o/att32.o" >"$o/att32.log" 2>&1
 if ! grep -q "note: attention" "$o/att32.log" && grep -q "rt_gemm" <("$DPC" --target cuda --emit=llvm tests/ops/attention.dp); then

@@ -73,6 +73,7 @@ const char dp_model_desc[] =
 	"end\n";
 
 const char dp_ptx[] = "";
+const int32_t dp_kernel_smem[1] = {0};
 
 static REAL *ptr(uint64_t w) { return (REAL *)(uintptr_t)w; }
 
