@@ -410,6 +410,12 @@ static int64_t mma_words(const KDesc *d)
 	return (2 * set + (1 + with_dp) * MMA_ROWS * stride) / 2;
 }
 
+bool cg_attn_wide(const KDesc *d)
+{
+	Type q = d->in[0];
+	return q.dim[q.rank - 1] / d->attr.attn.heads > 64;
+}
+
 int64_t cg_attn_smem(const KDesc *d)
 {
 	int64_t bytes = 4 * mma_words(d);

@@ -26,9 +26,9 @@ typedef struct {
 	                    * its memory (cost.c); 0: CG_HOST_BW */
 	const char *build; /* the model description's build lines: what the ranks of a job compare at start,
 	                    * "build KIND NAME VALUE\n" each (runtime/dprt.h), or NULL */
-	bool scalar_rows;  /* DPC_ROW_VECTORS=off: the GPU's row kernels an element at a time a lane and
-	                    * embed_grad's ids one at a time, as before 2026-12-03 (the code the H200 profile of
-	                    * 2026-11-28 measured; testing) */
+	bool scalar_rows;  /* DPC_ROW_VECTORS=off: the GPU's row kernels an element at a time a lane,
+	                    * embed_grad's ids one at a time and bf16 vectors as 16-bit elements, as before
+	                    * 2026-12-03 (the code the H200 profile of 2026-11-28 measured; testing) */
 } CgOptions;
 /* the host update's memory bandwidth when --host-bw is not given: a two-socket server's, as DeepSpeed's
  * CPU Adam over 175B parameters is priced in issue 60 (300 GB/s) */

@@ -92,6 +92,7 @@ typedef struct {
 	bool items;        /* attention's GEMMs batched over address arrays (rt_gemm_items) */
 	int64_t scans;     /* embed_grad: the ids its threads read, all of them (each part of the rows reads every id) */
 	int dynamic_smem;  /* the shared memory a launch asks for beside ptxas's static (cg_attn_smem) */
+	bool wide;         /* tensor-core attention with heads wider than 64 (cg_attn_wide): one block an SM */
 	CgMix mix;         /* attention on tensor cores (attention == 2): what it does, priced pipe by pipe */
 } CgLaunch;
 
@@ -397,6 +398,8 @@ int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
  * bytes where they pass PTX's 48 KiB of static shared memory (heads wider
  * than 64), else 0 */
 int64_t cg_attn_smem(const KDesc *d);
+/* heads wider than 64: the tensor-core kernels may take 255 registers a thread (one block an SM) */
+bool cg_attn_wide(const KDesc *d);
 void cg_attention_lse(Host *h, Block *b, int i); /* an attention and the attn_lse it writes as it goes */
 /* what a K_ATTN_ROWS kernel computes (KDesc.mode; body_attn_rows) */
 enum { AR_SOFTMAX, AR_STATS, AR_DS, AR_P, AR_LSE, AR_SOFTMAX_LSE, AR_DELTA, AR_DS_P };

@@ -257,6 +257,7 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 	if (l.attention == 2) {
 		cg_attn_mma_mix(d, &l.mix);
 		l.dynamic_smem = (int)cg_attn_smem(d);
+		l.wide = cg_attn_wide(d);
 		l.mix.dram = (double)ir_bytes(g->p, d->out);
 		for (int j = 0; j < d->nin && j < 5; j++)
 			l.mix.dram += (double)ir_bytes(g->p, d->in[j]);
@@ -483,7 +484,7 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 			int64_t blocks = cg_attn_mma_mix(&d, &x);
 			x.dram = tensors[i] * qb;
 			/* two blocks an SM at 128 registers; heads wider than 64 take up to 255, one */
-			t += launch + mma_time(gpu, &x, blocks, cg_attn_smem(&d) ? 1 : 2);
+			t += launch + mma_time(gpu, &x, blocks, cg_attn_wide(&d) ? 1 : 2);
 		}
 		return t;
 	}
@@ -519,8 +520,12 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	default:
 		break;
 	}
-	if (l->attention == 2)
-		return launch + mma_time(gpu, &l->mix, l->blocks, blocks_per_sm(gpu, r));
+	if (l->attention == 2) {
+		/* without ptxas's figures (--profile's per-kernel predictions), the registers the kernels carry
+		 * (ptx.c): 128, two blocks an SM; 255 for heads wider than 64, one */
+		int per = r && r->known ? blocks_per_sm(gpu, r) : l->wide ? 1 : 2;
+		return launch + mma_time(gpu, &l->mix, l->blocks, per);
+	}
 	int64_t resident = (int64_t)gpu->sms * blocks_per_sm(gpu, r);
 	double warps = (double)(l->blocks < resident ? l->blocks : resident) * 8;
 	double width = l->access > 0 ? l->access / 4.0 : 1;

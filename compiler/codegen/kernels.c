@@ -409,8 +409,12 @@ LLVMValueRef cg_vec_index(K *k, LLVMValueRef idx) { return k->vec > 1 ? LLVMBuil
 /* On the GPU, bf16 vectors move as 32-bit words, two reals to a word, and
  * are widened and rounded from and to words: NVPTX splits a load of 8 i16
  * into two 8-byte accesses (ld.v4.u16), and LLVM turns a load of words
- * bitcast to i16 back into one; ld.v4.u32 takes all 16 bytes at once. */
-static bool bf16_words(K *k, unsigned align) { return k->g->gpu && k->g->bf16 && align >= 4 && k->vec % 2 == 0; }
+ * bitcast to i16 back into one; ld.v4.u32 takes all 16 bytes at once.
+ * DPC_ROW_VECTORS=off keeps the i16 vectors, as they were. */
+static bool bf16_words(K *k, unsigned align)
+{
+	return k->g->gpu && k->g->bf16 && align >= 4 && k->vec % 2 == 0 && !k->g->scalar_rows;
+}
 
 static LLVMValueRef lanes_mask(K *k, int n, int first, int step, int wrap)
 {

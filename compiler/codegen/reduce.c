@@ -141,9 +141,13 @@ static void body_reduce(K *k, const KDesc *d, LLVMValueRef out, LLVMValueRef in,
 	if (d->kind == OP_MEAN)
 		total = LLVMBuildFDiv(k->b, total, cg_real(g, (double)count), "");
 	if (d->accumulate) {
-		/* what the absorbed acc did: v + x, in that order; lane 0 alone reads and writes */
+		/* what the absorbed acc did: v + x, in that order; lane 0 alone reads and writes (and not a group
+		 * that repeats the warp's last item: it would add twice) */
 		LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "put"), join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "join");
-		LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), ""), put, join);
+		LLVMValueRef first = LLVMBuildICmp(k->b, LLVMIntEQ, k->lane, cg_i64(g, 0), "");
+		if (k->dup)
+			first = LLVMBuildAnd(k->b, first, LLVMBuildNot(k->b, k->dup, ""), "");
+		LLVMBuildCondBr(k->b, first, put, join);
 		LLVMPositionBuilderAtEnd(k->b, put);
 		cg_store(k, out, idx, LLVMBuildFAdd(k->b, cg_load(k, out, idx), total, ""));
 		LLVMBuildBr(k->b, join);

@@ -101,6 +101,17 @@ sym = subprocess.run(['nm', '-S', f'{o}/heads128.cuda'], capture_output=True, te
 assert 'dp_kernel_smem' in sym
 assert 'note: attention on GEMMs: the cost model' in open(f'{o}/heads128_a100.log').read()
 PY
+# heads of 80, 96 and 112 (on tensor cores by DPC_ATTN_GEMM=off): up to 255 registers a thread, no stack
+for dh in 80 96 112; do
+	sed "s/C = 2048/C = $((dh * 4))/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/heads$dh.dp"
+	DPC_ATTN_GEMM=off plan heads$dh --precision bf16 "$o/heads$dh.dp"
+done
+check "kernels/heads of 80, 96 and 112 on tensor cores: at most 255 registers, no stack" python3 - "$o" <<'PY'
+import json, sys
+for dh in (80, 96, 112):
+    ks = [k for k in json.load(open(f'{sys.argv[1]}/heads{dh}.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
+    assert len(ks) == 3 and all(k['registers'] is not None and k['registers'] <= 255 and k['stack_bytes'] == 0 for k in ks), (dh, ks)
+PY
 plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
 # 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights
 check "kernels/resnet56: the launch check; 61 convolutions' weights' gradients" \
