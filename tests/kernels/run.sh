@@ -230,10 +230,10 @@ for p, m in zip(sys.argv[1:4], (188.47, 220.40, 19.19)):
 # PTX, layernorm and the loss's kernels load and store 16 bytes a lane (bf16 as four 32-bit words), and
 # embed_grad reads its ids 4 to a load; only DPC_ROW_VECTORS=off takes them back to an element at a
 # time; the model prices the vectors so
-rows_ptx() { # NAME ARGS...
+rows_ptx() { # NAME ARGS...: GPT-2's shapes, two layers of them (the kernels are the same at twelve)
 	local n=$1
 	shift
-	"$DPC" --target cuda "$@" $gpt2 samples/gpt.dp --emit=ptx -o "$o/rows_$n.ptx" --schedule-json "$o/rows_$n.json" >/dev/null 2>&1
+	"$DPC" --target cuda "$@" $gpt2 -D L=2 samples/gpt.dp --emit=ptx -o "$o/rows_$n.ptx" --schedule-json "$o/rows_$n.json" >/dev/null 2>&1
 }
 rows_ptx bf --precision bf16 -D B=32
 DPC_ROW_VECTORS=off rows_ptx bf_scalar --precision bf16 -D B=32
