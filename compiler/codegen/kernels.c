@@ -939,17 +939,19 @@ static LLVMValueRef fold_lanes(K *k, LLVMValueRef base, int64_t from, int64_t n,
 	return cg_acc_result(k, &l, init, next);
 }
 
-/* this lane's share in aligned vectors, its elements combined in order, then the tail's */
-static LLVMValueRef fold_vectors(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx)
+/* the fold of chunks vectors of v elements from base (this lane's share of
+ * them, 16-byte aligned, on the GPU; all, at any alignment, on the CPU),
+ * the vector's elements then combined in element order */
+static LLVMValueRef fold_chunks(K *k, LLVMValueRef base, int64_t chunks, int v, bool max, LLVMValueRef init, CgTerm *term,
+                                void *ctx)
 {
 	Cg *g = k->g;
-	int v = cg_row_vec(g);
-	int64_t chunks = n / v;
+	bool gpu = cg_gpu_form(k);
 	LLVMValueRef nc = cg_i64(g, chunks);
 	k->vec = v;
-	k->vec16 = true;
+	k->vec16 = gpu;
 	LLVMValueRef vinit = cg_splat(k, init);
-	Loop l = cg_for_lanes(k, nc);
+	Loop l = gpu ? cg_for_lanes(k, nc) : cg_for(k, nc);
 	Acc a = cg_acc(k, &l, vinit);
 	LLVMValueRef i = LLVMBuildMul(k->b, l.i, cg_i64(g, v), "");
 	LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, i, ""), i), max);
@@ -961,7 +963,15 @@ static LLVMValueRef fold_vectors(K *k, LLVMValueRef base, int64_t n, bool max, L
 	LLVMValueRef r = LLVMBuildExtractElement(k->b, part, cg_i64(g, 0), "");
 	for (int e = 1; e < v; e++)
 		r = cg_combine(k, r, LLVMBuildExtractElement(k->b, part, cg_i64(g, e), ""), max);
-	return fold_lanes(k, base, chunks * v, n, max, r, term, ctx);
+	return r;
+}
+
+/* this lane's share in aligned vectors, then the tail's */
+static LLVMValueRef fold_vectors(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef init, CgTerm *term, void *ctx)
+{
+	int v = cg_row_vec(k->g);
+	LLVMValueRef r = fold_chunks(k, base, n / v, v, max, init, term, ctx);
+	return fold_lanes(k, base, n / v * v, n, max, r, term, ctx);
 }
 
 /* if (k->aligned) the vectors' fold else the elements': the lane's partial */
@@ -1006,19 +1016,7 @@ LLVMValueRef cg_fold(K *k, LLVMValueRef base, int64_t n, bool max, LLVMValueRef 
 		return cg_acc_result(k, &l, init, next);
 	}
 	int64_t chunks = n / v;
-	k->vec = v;
-	LLVMValueRef vinit = cg_splat(k, init), nc = cg_i64(g, chunks);
-	Loop l = cg_for(k, nc);
-	Acc a = cg_acc(k, &l, vinit);
-	LLVMValueRef i = LLVMBuildMul(k->b, l.i, cg_i64(g, v), "");
-	LLVMValueRef next = cg_combine(k, a.phi, term(k, ctx, LLVMBuildAdd(k->b, base, i, ""), i), max);
-	cg_acc_next(k, &a, next);
-	cg_for_end(k, &l, nc);
-	LLVMValueRef part = cg_acc_result(k, &l, vinit, next);
-	k->vec = 1;
-	LLVMValueRef r = LLVMBuildExtractElement(k->b, part, cg_i64(g, 0), "");
-	for (int e = 1; e < v; e++)
-		r = cg_combine(k, r, LLVMBuildExtractElement(k->b, part, cg_i64(g, e), ""), max);
+	LLVMValueRef r = fold_chunks(k, base, chunks, v, max, init, term, ctx);
 	for (int64_t t = chunks * v; t < n; t++) {
 		LLVMValueRef it = cg_i64(g, t);
 		r = cg_combine(k, r, term(k, ctx, LLVMBuildAdd(k->b, base, it, ""), it), max);
