@@ -59,6 +59,12 @@ bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 		*tk = mma_tile(d->kind);
 		return true;
 	}
+	if (cg_attn_flash(g, d)) {
+		/* in FMA: rows shared by lanes, the other side's rows a tile at a time */
+		*tq = cg_attn_fma_rows(d);
+		*tk = cg_attn_fma_tile();
+		return true;
+	}
 	if (!g->cuda) {
 		/* the item's rows and tiles live on the stack: at most 1 MiB of it */
 		*tq = *tk = 8;
@@ -374,10 +380,12 @@ static void body_attn(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
  * shared memory at most MMA_STATIC_SMEM bytes (PTX's limit), dynamic past it */
 enum { MMA_ROWS = 128, MMA_PAD = 8, MMA_MAX_DH = 128, MMA_STATIC_SMEM = 48 << 10 };
 
-bool cg_attn_mma(const Cg *g, const KDesc *d)
+bool cg_attn_flash(const Cg *g, const KDesc *d)
 {
 	return d->attr.attn.flash && (g->cuda || g->simt) && !g->reference && (int)d->kind != OP_ATTN_DELTA;
 }
+
+bool cg_attn_mma(const Cg *g, const KDesc *d) { return cg_attn_flash(g, d) && d->in[0].dt == DT_BF16; }
 
 
 typedef struct {
@@ -997,6 +1005,8 @@ void cg_kernel_attention(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef 
 	int64_t tq, tk;
 	if (cg_attn_mma(k->g, d))
 		body_attn_mma(k, d, ptrs, args, idx);
+	else if (cg_attn_flash(k->g, d))
+		cg_attn_fma(k, d, ptrs, args, idx);
 	else if (cg_attn_tiles(k->g, d, &tq, &tk))
 		body_attn_tiled(k, d, ptrs, idx, tq, tk);
 	else
@@ -1380,14 +1390,14 @@ void cg_attention_lse(Host *h, Block *b, int i)
 }
 
 /* DPC_SIMT: an attention op that the CPU target runs as the GPU's
- * tensor-core kernel, on the runtime's emulator */
+ * tensor-core or FMA kernel, on the runtime's emulator */
 static bool simt_attention(Cg *g, Op *op)
 {
 	if (!g->simt)
 		return false;
 	KDesc d = cg_kdesc(op);
 	d.in[0] = ir_vtype(g->p, op->in[0]);
-	return cg_attn_mma(g, &d);
+	return cg_attn_flash(g, &d);
 }
 
 bool cg_host_attention(Host *h, Op *op)
@@ -1405,13 +1415,15 @@ bool cg_host_attention(Host *h, Op *op)
 		return true;
 	}
 	if (op->kind == OP_ATTENTION && h->step && h->g->cuda && h->g->verbose && !h->g->reference) {
-		/* -v: an attention that tensor cores do not take (bf16, heads 16 to 128 wide: Attr.attn.flash) */
+		/* -v: an attention that neither tensor cores (bf16, heads 16 to 128 wide) nor the FMA kernels take */
 		KDesc d = cg_kdesc(op);
 		d.in[0] = ir_vtype(h->g->p, op->in[0]);
-		if (!cg_attn_mma(h->g, &d))
-			diag_note(op->loc, "attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 "
-			          "heads of 16 to 128 elements, a multiple of 16; these are %s of %lld", ir_dt_name(d.in[0].dt),
-			          (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads));
+		if (!cg_attn_flash(h->g, &d))
+			diag_note(op->loc, "attention on dpc's tiled kernels (DPC_ATTN_GEMM=off): %s",
+			          d.in[0].dt == DT_BF16 ? ar_printf("the tensor-core kernels take bf16 heads of 16 to 128 elements, a "
+			                                            "multiple of 16, and these are %lld wide",
+			                                            (long long)(d.in[0].dim[d.in[0].rank - 1] / op->attr.attn.heads))
+			                                : ar_printf("the FMA kernels refuse it: %s", ops_attn_fma_refuses(d.in[0], op->attr.attn.heads)));
 	}
 	return false;
 }

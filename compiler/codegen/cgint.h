@@ -72,6 +72,7 @@ typedef struct {
  * the tensors' own bytes (operands and results once) */
 typedef struct {
 	double mma, ldmatrix, ex2, alu, shared, l2, dram;
+	double fma, lds, shfl; /* attention in FMA (attn_fma.c): FMAs, vector loads from shared memory, shuffles */
 } CgMix;
 
 /* One launch of dp_step for the cost model (cost.c): a kernel of the
@@ -393,6 +394,17 @@ int cg_embed_ids(const Cg *g, const KDesc *d);
  * cg_attn_mma: its items run on tensor cores, a block of 8 warps each */
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk);
 bool cg_attn_mma(const Cg *g, const KDesc *d);
+/* attention the frontend marked (Attr.attn.flash) on the GPU or the SIMT
+ * emulator: on tensor cores in bf16 (cg_attn_mma), else in FMA (attn_fma.c:
+ * cg_attn_fma, a block of 256 threads taking cg_attn_fma_rows rows of a
+ * head, the other side's rows cg_attn_fma_tile at a time) */
+bool cg_attn_flash(const Cg *g, const KDesc *d);
+void cg_attn_fma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, LLVMValueRef item);
+int64_t cg_attn_fma_rows(const KDesc *d);
+int64_t cg_attn_fma_tile(void);
+int64_t cg_attn_fma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
+/* the value of the lane whose number differs from this one's in bit `mask` (a warp shuffle) */
+LLVMValueRef cg_shuffle_xor(K *k, LLVMValueRef v, int mask);
 int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
 /* a tensor-core attention kernel's dynamic shared memory: its tile memory's
  * bytes where they pass PTX's 48 KiB of static shared memory (heads wider

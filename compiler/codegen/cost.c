@@ -253,11 +253,15 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 	              .blocks = one_block ? 1 : (threads + 255) / 256, .bytes = kernel_bytes(g, d),
 	              .flops = kernel_flops(h, d), .dt = d->out.dt, .access = ir_dt_bytes(d->out.dt) * (d->vec > 1 ? d->vec : 1)};
 	if ((int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS)
-		l.attention = cg_attn_mma(g, d) ? 2 : 1;
-	if (l.attention == 2) {
-		cg_attn_mma_mix(d, &l.mix);
-		l.dynamic_smem = (int)cg_attn_smem(d);
-		l.wide = cg_attn_wide(d);
+		l.attention = cg_attn_mma(g, d) ? 2 : cg_attn_flash(g, d) ? 3 : 1;
+	if (l.attention >= 2) {
+		if (l.attention == 2) {
+			cg_attn_mma_mix(d, &l.mix);
+			l.dynamic_smem = (int)cg_attn_smem(d);
+			l.wide = cg_attn_wide(d);
+		} else {
+			cg_attn_fma_mix(d, &l.mix);
+		}
 		l.mix.dram = (double)ir_bytes(g->p, d->out);
 		for (int j = 0; j < d->nin && j < 5; j++)
 			l.mix.dram += (double)ir_bytes(g->p, d->in[j]);
@@ -459,16 +463,40 @@ static double mma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per
 	return t / (MMA_OVERLAP * fmin(1, per_sm * 8 / 16.0));
 }
 
-double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t rows, bool mma)
+/* attention in FMA (attn_fma.c), pipe by pipe as mma_time: 4 warp
+ * instructions a clock, FP32's 128 lanes (the FMAs and the arithmetic
+ * around them), a warp's vector load from shared memory a clock (its
+ * rows' lanes read at most 128 distinct bytes, the rest broadcast), a
+ * shuffle a clock, 16 ex2; the tiles from L2; two blocks an SM (128
+ * registers) */
+static double fma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per_sm)
+{
+	double clock = gpu->fp32 / (256.0 * gpu->sms), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
+	double pipe[6] = {
+		(x->fma + x->alu + x->lds + x->shfl + x->ex2) / (4 * sms * clock),
+		(x->fma + x->alu) / (4 * sms * clock),
+		x->lds / (sms * clock),
+		x->shfl / (sms * clock),
+		x->ex2 * 32 / (16 * sms * clock),
+		x->dram / gpu->bw + x->l2 / (MMA_L2 * gpu->bw),
+	};
+	double t = 0;
+	for (int i = 0; i < 6; i++)
+		t = fmax(t, pipe[i]);
+	return t / (MMA_OVERLAP * fmin(1, per_sm * 8 / 16.0));
+}
+
+double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t rows, bool flash)
 {
 	const CgGpu *gpu = cg_gpu(name ? name : "h100");
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], bh = ir_numel(q) / (T * C) * heads, dh = C / heads;
 	double launch = LAUNCH_US * 1e-6, qb = (double)ir_bytes(NULL, q);
 	if (!gpu || T <= 0 || dh <= 0)
 		return INFINITY;
-	if (mma) {
+	if (flash) {
 		/* the forward (q, k, v in; o and the log-sum-exp out), attn_dkv (q, k, v, dO, stats in; dk, dv
-		 * out), attn_dq (q, k, v, dO, stats in; dq out), and attn_delta's pass over dO and O */
+		 * out), attn_dq (q, k, v, dO, stats in; dq out), and attn_delta's pass over dO and O; on tensor
+		 * cores in bf16, else in FMA */
 		static const OpKind kinds[3] = {OP_ATTENTION, OP_ATTN_DKV, OP_ATTN_DQ};
 		static const double tensors[3] = {4, 6, 5};
 		double t = launch + 2 * qb / gpu->bw;
@@ -481,6 +509,13 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 			d.attr.attn.causal = causal;
 			d.attr.attn.flash = true;
 			CgMix x;
+			memset(&x, 0, sizeof x);
+			if (q.dt != DT_BF16) {
+				int64_t blocks = cg_attn_fma_mix(&d, &x);
+				x.dram = tensors[i] * qb;
+				t += launch + fma_time(gpu, &x, blocks, 2);
+				continue;
+			}
 			int64_t blocks = cg_attn_mma_mix(&d, &x);
 			x.dram = tensors[i] * qb;
 			/* two blocks an SM at 128 registers; heads wider than 64 take up to 255, one */
@@ -493,7 +528,9 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 		int64_t nq = r0 + rows < T ? rows : T - r0, nk = causal ? r0 + nq : T;
 		scores += (double)nq * (double)nk * (double)bh;
 	}
-	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / (gpu->bf16 * GEMM_ITEMS_BF16_EFF) + 20 * scores / gpu->bw;
+	double rate = q.dt == DT_BF16 ? gpu->bf16 * GEMM_ITEMS_BF16_EFF : peak_flops(gpu, q.dt, false) * GEMM_ITEMS_F32_EFF;
+	double per_score = q.dt == DT_F64 ? 40 : 20; /* the scores and their gradient in f32 (f64) */
+	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / rate + per_score * scores / gpu->bw;
 }
 
 /* the fraction of peak cuBLAS reaches (the calibration above) */
@@ -526,6 +563,8 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 		int per = r && r->known ? blocks_per_sm(gpu, r) : l->wide ? 1 : 2;
 		return launch + mma_time(gpu, &l->mix, l->blocks, per);
 	}
+	if (l->attention == 3)
+		return launch + fma_time(gpu, &l->mix, l->blocks, r && r->known ? blocks_per_sm(gpu, r) : 2);
 	int64_t resident = (int64_t)gpu->sms * blocks_per_sm(gpu, r);
 	double warps = (double)(l->blocks < resident ? l->blocks : resident) * 8;
 	double width = l->access > 0 ? l->access / 4.0 : 1;

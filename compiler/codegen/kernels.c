@@ -151,7 +151,7 @@ static bool simt_kernel(Cg *g, const KDesc *d)
 	if (!g->simt || g->cuda)
 		return false;
 	if (low_class(d) == LW_HEADS)
-		return cg_attn_mma(g, d);
+		return cg_attn_flash(g, d);
 	return low_class(d) == LW_ROWS && (int)d->kind < OP__COUNT && row_lanes(d) > 1;
 }
 
@@ -176,7 +176,7 @@ static int lane_count(Cg *g, const KDesc *d)
 		return row_lanes(d);
 	case LW_HEADS: {
 		int64_t tq, tk;
-		if (cg_attn_mma(g, d))
+		if (cg_attn_flash(g, d))
 			return CG_BLOCK;
 		return cg_attn_tiles(g, d, &tq, &tk) ? (int)tq : 1;
 	}
@@ -727,8 +727,7 @@ LLVMValueRef cg_intrinsic(K *k, const char *name, LLVMTypeRef ret, LLVMValueRef 
 	return call_named(k, name, ret, args, n);
 }
 
-/* the value of the lane whose number differs from this one's in bit `mask` */
-static LLVMValueRef shuffle_xor(K *k, LLVMValueRef v, int mask)
+LLVMValueRef cg_shuffle_xor(K *k, LLVMValueRef v, int mask)
 {
 	Cg *g = k->g;
 	LLVMValueRef all = LLVMConstInt(g->i32, 0xffffffffu, 0), m = LLVMConstInt(g->i32, (unsigned)mask, 0);
@@ -822,7 +821,7 @@ LLVMValueRef cg_all_reduce(K *k, LLVMValueRef v, bool max)
 	if (k->lanes == 1)
 		return v;
 	for (int m = (k->lanes < 32 ? k->lanes : 32) / 2; m >= 1; m /= 2)
-		v = cg_combine(k, v, shuffle_xor(k, v, m), max);
+		v = cg_combine(k, v, cg_shuffle_xor(k, v, m), max);
 	if (k->lanes <= 32)
 		return v;
 	int nwarps = k->lanes / 32;

@@ -26,17 +26,17 @@ static LLVMValueRef sreg(Cg *g, const char *name)
 }
 
 /* A kernel entry; every launch has 256 threads per block (runtime/gpu), which
- * the block-wide reductions rely on. Tensor-core attention keeps to 128
- * registers a thread (two blocks an SM), heads wider than 64 to 255 (one
+ * the block-wide reductions rely on. Attention on tensor cores and in FMA
+ * keeps to 128 registers a thread (two blocks an SM); on tensor cores heads wider than 64 to 255 (one
  * block an SM, cg_attn_wide; its shared memory dynamic past 48 KiB:
  * cg_attn_smem), and ptxas must
  * fit it there (tests/kernels checks that it spills nothing). */
 static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 {
 	static const char *keys[3] = {"kernel", "maxntidx", "maxnreg"};
-	bool mma = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_mma(g, d);
-	int vals[3] = {1, 256, mma && cg_attn_wide(d) ? 255 : 128};
-	for (int i = 0; i < 2 + mma; i++) {
+	bool flash = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_flash(g, d);
+	int vals[3] = {1, 256, cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : 128};
+	for (int i = 0; i < 2 + flash; i++) {
 		LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
 		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
 		LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));

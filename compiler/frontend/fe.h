@@ -19,7 +19,7 @@ FeAst *fe_parse(const char *path, const FeDefine *defs, int ndefs);
 /* The same for a program in memory (len bytes, NULs refused); path names it in errors. */
 FeAst *fe_parse_text(const char *path, const char *text, size_t len, const FeDefine *defs, int ndefs);
 void fe_print_ast(FILE *f, FeAst *ast); /* --emit=ast */
-typedef double (*AttnPrice)(const char *gpu, Type q, int heads, bool causal, int64_t rows, bool mma);
+typedef double (*AttnPrice)(const char *gpu, Type q, int heads, bool causal, int64_t rows, bool flash);
 
 typedef struct {
 	int real_bytes;  /* 2, 4 or 8: --precision bf16, f32 or f64 */
@@ -35,9 +35,10 @@ typedef struct {
 	int64_t attn_gemm;
 	int64_t device_mem; /* --device-mem, or 0: the program keeps it (Program.device_mem); a convolution's
 	                     * workspace takes at most a sixteenth of it */
-	/* attention in bf16 with heads of 16 to 128 elements, a multiple of 16,
-	 * on tensor cores (Attr.attn.flash) where attn_gemm is off: on the CUDA
-	 * target, or on the CPU's SIMT emulator (DPC_SIMT, testing) */
+	/* attention on dpc's own kernels in FlashAttention-2's order
+	 * (Attr.attn.flash: bf16 with heads of 16 to 128 elements, a multiple of
+	 * 16, on tensor cores; f32 and f64 in FMA) where attn_gemm is off: on
+	 * the CUDA target, or on the CPU's SIMT emulator (DPC_SIMT, testing) */
 	bool simt;
 	/* Program.pitch_rows: on the CUDA target, or where DPC_PITCH=on asks (testing: the CPU's bits stay) */
 	bool pitch_rows;

@@ -449,9 +449,11 @@ static const char *mma_refuses(Type q, int64_t dh)
 }
 
 /* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k
- * and v fit; or on tensor cores (FeOptions.simt). On the GPU by default,
- * bf16 attention of a shape the tensor-core kernels take goes where the
- * cost model prices it cheaper (cg_attn_price); -v says which and why. */
+ * and v fit; or on dpc's own kernels in FlashAttention-2's order
+ * (Attr.attn.flash: on tensor cores in bf16, in FMA in f32 and f64). On
+ * the GPU by default an attention of a shape those kernels take goes where
+ * the cost model prices it cheaper (cg_attn_price); -v says which and why.
+ * On the SIMT emulator (FeOptions.simt) the own kernels take it. */
 static void attention_path(Lower *L, Op *op)
 {
 	Program *p = L->p;
@@ -464,20 +466,23 @@ static void attention_path(Lower *L, Op *op)
 		if (!ir_type_eq(ir_vtype(p, op->in[i]), q))
 			return; /* the shape rule says why */
 	int64_t dh = q.dim[q.rank - 1] / op->attr.attn.heads;
-	const char *refuses = mma_refuses(q, dh);
+	bool bf16 = q.dt == DT_BF16;
+	const char *refuses = bf16 ? mma_refuses(q, dh) : ops_attn_fma_refuses(q, op->attr.attn.heads);
+	const char *own = bf16 ? "dpc's tensor-core kernels" : "dpc's FMA kernels";
 	if (chosen && !refuses && L->o->attn_price) {
 		int heads = op->attr.attn.heads;
 		bool causal = op->attr.attn.causal;
 		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
-		double mma = L->o->attn_price(L->o->gpu, q, heads, causal, rows, true);
+		double flash = L->o->attn_price(L->o->gpu, q, heads, causal, rows, true);
 		double on_gemm = L->o->attn_price(L->o->gpu, q, heads, causal, rows, false);
-		gemm = on_gemm <= mma;
+		gemm = on_gemm <= flash;
 		if (L->o->verbose)
-			diag_note(op->loc, "attention on %s: the cost model's %.3f ms (forward and adjoint) on dpc's tensor-core "
-			          "kernels against at least %.3f ms on GEMMs, on the %s (DPC_ATTN_GEMM=off or =on takes one)",
-			          gemm ? "GEMMs" : "tensor cores", mma * 1e3, on_gemm * 1e3, L->o->gpu ? L->o->gpu : "h100");
-	} else if (chosen && L->o->verbose && q.dt == DT_BF16) { /* f32's path is GEMMs, as designed */
-		diag_note(op->loc, "attention on GEMMs: dpc's tensor-core kernels do not take it: %s", refuses);
+			diag_note(op->loc, "attention on %s: the cost model's %.3f ms (forward and adjoint) on %s against at "
+			          "least %.3f ms on GEMMs, on the %s (DPC_ATTN_GEMM=off or =on takes one)",
+			          gemm ? "GEMMs" : bf16 ? "tensor cores" : "FMA kernels", flash * 1e3, own, on_gemm * 1e3,
+			          L->o->gpu ? L->o->gpu : "h100");
+	} else if (chosen && L->o->verbose) {
+		diag_note(op->loc, "attention on GEMMs: %s do not take it: %s", own, refuses);
 	}
 	if (!gemm) {
 		op->attr.attn.flash = (L->o->cuda || L->o->simt) && !L->o->reference && !refuses;

@@ -94,6 +94,47 @@ static int64_t attn_items(Type q, int heads, int64_t rows, int64_t most, int64_t
 	return n < 1 ? 1 : n > items ? items : n;
 }
 
+/* the values a lane keeps of each row it shares: q and O (attention), q,
+ * dO and dq (attn_dq), k, v, dk and dv (the key side), at most 48 in f32
+ * between them, 24 in f64, whose values take two registers each (the
+ * kernels then fit 128 registers with no stack: ptxas spilled GPT-2's key
+ * side at 64). A head of at most 1 KiB keeps two tiles of the other side's
+ * rows within 17 KiB of shared memory. */
+static int64_t fma_most(Type q, OpKind k)
+{
+	int arrays = k == OP_ATTENTION || k == OP_ATTN_LSE ? 2 : k == OP_ATTN_DQ ? 3 : 4;
+	return (q.dt == DT_F64 ? 24 : 48) / arrays;
+}
+
+static int fma_lanes(Type q, int heads, OpKind k)
+{
+	int64_t dh = q.dim[q.rank - 1] / heads;
+	if (dh * ir_dt_bytes(q.dt) > 1024)
+		return 0;
+	for (int lanes = 1; lanes <= 32; lanes *= 2)
+		if (dh % lanes == 0 && dh / lanes <= fma_most(q, k))
+			return lanes;
+	return 0;
+}
+
+const char *ops_attn_fma_refuses(Type q, int heads)
+{
+	if (q.dt != DT_F32 && q.dt != DT_F64)
+		return ar_printf("they take f32 and f64, and this attention is %s", ir_dt_name(q.dt));
+	if (q.rank < 2 || heads < 1 || q.dim[q.rank - 1] % heads)
+		return "its heads do not divide its width";
+	int64_t dh = q.dim[q.rank - 1] / heads;
+	static const OpKind sides[3] = {OP_ATTENTION, OP_ATTN_DQ, OP_ATTN_DKV};
+	for (int i = 0; i < 3; i++)
+		if (!fma_lanes(q, heads, sides[i]))
+			return ar_printf("they take heads of at most 1 KiB that split into equal shares of at most %lld values over "
+			                 "1 to 32 lanes, and these are %lld %s elements wide",
+			                 (long long)fma_most(q, sides[i]), (long long)dh, ir_dt_name(q.dt));
+	return NULL;
+}
+
+int ops_attn_fma_lanes(Type q, int heads, OpKind k) { return ops_attn_fma_refuses(q, heads) ? 0 : fma_lanes(q, heads, k); }
+
 /* [items a call, parts x heads x rows x T]: each part holds every item's heads */
 int64_t ops_attn_rows(Type q, int heads, bool causal, int64_t most, int64_t budget)
 {

@@ -111,6 +111,14 @@ int ops_attn_operands(OpKind k);
 Type ops_attn_scratch(Type q, int heads, bool causal, int64_t most, int64_t budget);
 /* the query rows of a block that attention on GEMMs takes at a time (its workspace's) */
 int64_t ops_attn_rows(Type q, int heads, bool causal, int64_t most, int64_t budget);
+/* attention in f32 or f64 on dpc's FMA kernels (Attr.attn.flash,
+ * codegen/attn_fma.c): the lanes that share a row of kind k (attention,
+ * attn_dq, or the key side), so that a lane holds at most 64 values of the
+ * rows it keeps (32 in f64); 0 where they do not take q. Why they do not,
+ * or NULL. The other side's rows come OPS_ATTN_FMA_TILE at a time. */
+enum { OPS_ATTN_FMA_TILE = 8 };
+int ops_attn_fma_lanes(Type q, int heads, OpKind k);
+const char *ops_attn_fma_refuses(Type q, int heads);
 
 /* the workspace of a convolution of x by w into y (a scratch value's type) */
 Type ops_conv_scratch(Type x, Type w, Type y, int64_t rows);

@@ -19,12 +19,13 @@ plan() {
 	"$DPC" --target cuda "$@" --emit=schedule --schedule-json "$o/$name.json" >"$o/$name.txt" 2>&1
 }
 
-# fp32 attention on GEMMs: its row kernels take each layer's 8 x 1024 query
+# fp32 attention on GEMMs (DPC_ATTN_GEMM=on; the cost model takes the FMA
+# kernels, below): its row kernels take each layer's 8 x 1024 query
 # rows of 12 heads once, the 8 items in one group (4 launches a layer: blocks
 # of 256 rows), and each GEMM all 96 heads (rt_gemm_items). The forward's
 # softmax rows keep their log-sum-exp, so the adjoint's stats (attn_delta)
 # read dO and O alone: no attn_stats, and no attn_lse of its own
-plan gpt2 $gpt2 -D B=8 samples/gpt.dp
+DPC_ATTN_GEMM=on plan gpt2 $gpt2 -D B=8 samples/gpt.dp
 check "kernels/gpt2 fp32: no starved launch, no stack in attention or cross-entropy; 12 attentions, 1 loss" \
 	python3 tests/kernels/check.py "$o/gpt2.json" "attn_softmax[/rows=$((12 * 8 * 1024 * 12))" \
 	"attn_delta[/rows=$((12 * 8 * 1024 * 12))" "attn_stats[=0" "attn_lse[=0" "attn_softmax[96,=48" \
@@ -54,6 +55,29 @@ import json, sys
 ks = json.load(open(sys.argv[1]))['kernels']
 n = sum(k['count'] for k in ks if k['name'].startswith('gemm[') and k['name'].endswith(']x96'))
 assert n == 432, n" "$o/gpt2.json"
+# fp32 attention by default where the cost model prices dpc's FMA kernels
+# cheaper (attn_fma.c): GPT-2's on the H100 and the H200, in
+# FlashAttention-2's order (the forward writes its log-sum-exp, attn_delta,
+# dK and dV in one kernel, dQ), the scores never in memory, at most 128
+# registers and no stack; -v says so with both prices, and the predicted
+# step is below the GEMMs' path
+plan gpt2fma $gpt2 -D B=8 samples/gpt.dp
+check "kernels/gpt2 fp32: the cost model takes the FMA kernels, FlashAttention-2's" python3 tests/kernels/check.py "$o/gpt2fma.json" \
+	"attention[=12" "attn_lse[=0" "attn_stats[=0" "attn_delta[=12" "attn_dkv[=12" "attn_dq[=12" "attn_softmax[=0" "gemm[256,=0"
+check "kernels/gpt2 fp32 FMA attention: at most 128 registers, no stack" python3 -c "
+import json, sys
+ks = [k for k in json.load(open(sys.argv[1]))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
+assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), ks" \
+	"$o/gpt2fma.json"
+"$DPC" -v --target cuda --gpu h200 $gpt2 -D B=8 --emit=ir samples/gpt.dp >"$o/choice_f32.log" 2>&1
+"$DPC" -v --target cuda -D H=5 -D D=65 --emit=ir samples/gpt.dp >"$o/choice_f32_odd.log" 2>&1
+check "kernels/fp32 attention's path: -v gives both prices for GPT-2; GEMMs for heads of 13 f32 and why" \
+	bash -c "grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on FMA kernels: the cost model.s [0-9.]* ms .* on dpc.s FMA kernels against at least [0-9.]* ms on GEMMs, on the h200' '$o/choice_f32.log' &&
+		grep -q 'note: attention on GEMMs: dpc.s FMA kernels do not take it: they take heads of at most 1 KiB that split into equal shares of at most 12 values over 1 to 32 lanes, and these are 13 f32 elements wide' '$o/choice_f32_odd.log'"
+f32_fma=$("$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
+f32_gemm=$(DPC_ATTN_GEMM=on "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
+check "kernels/gpt2 fp32: the predicted step on the H200 with the FMA kernels ($f32_fma ms) below the GEMMs' ($f32_gemm)" \
+	python3 -c "import sys; sys.exit(not float('$f32_fma') < float('$f32_gemm'))"
 # dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16 in
 # FlashAttention-2's order (the forward keeps its log-sum-exp; attn_delta,
 # then dK and dV in one kernel, then dQ), no stack, at most 128 registers
@@ -111,6 +135,17 @@ import json, sys
 for dh in (80, 96, 112):
     ks = [k for k in json.load(open(f'{sys.argv[1]}/heads{dh}.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
     assert len(ks) == 3 and all(k['registers'] is not None and k['registers'] <= 255 and k['stack_bytes'] == 0 for k in ks), (dh, ks)
+PY
+# heads of 128 (f32) and 64 (f64) on the FMA kernels (DPC_ATTN_GEMM=off): within 128 registers, no stack
+sed "s/C = 2048/C = 512/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma128.dp"
+DPC_ATTN_GEMM=off plan fma128 "$o/fma128.dp"
+sed "s/C = 2048/C = 256/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma64.dp"
+DPC_ATTN_GEMM=off plan fma64 --precision f64 "$o/fma64.dp"
+check "kernels/FMA attention: heads of 128 in f32 and of 64 in f64 within 128 registers, no stack" python3 - "$o" <<'PY'
+import json, sys
+for n in ('fma128', 'fma64'):
+    ks = [k for k in json.load(open(f'{sys.argv[1]}/{n}.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
+    assert len(ks) == 3 and all(k['registers'] is not None and k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), (n, ks)
 PY
 plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
 # 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights

@@ -43,7 +43,12 @@ unit() {
 	done
 }
 unit "" tests/ops/*.dp samples/*.dp
-DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
+# (under make test-sanitize attention.dp and GPT alone: the interpreter on the others takes minutes there)
+if $sanitized; then
+	DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention.dp samples/gpt.dp
+else
+	DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
+fi
 # On GEMMs the forward's softmax rows write each row's log-sum-exp (attn_lse,
 # kept for the adjoint's stats), and attn_dkv computes dk and dv in one pass
 # over the scores: the same bits as attn_lse computed by a pass of its own
@@ -51,7 +56,8 @@ DPC_ATTN_GEMM=5 unit attn-gemm- tests/ops/attention*.dp samples/gpt.dp
 # min-memory and auto schedules, which recompute the attention and its
 # attn_lse (f32, 3 steps). The same for the GPU's tensor-core kernels in
 # bf16 (Attr.attn.flash: heads of 16 here) on the SIMT emulator, whose
-# forward writes the log-sum-exp as it goes.
+# forward writes the log-sum-exp as it goes, and for the GPU's FMA kernels
+# in f32 (the same order and ops, attn_fma.c).
 lse_run() { # NAME DPC-ARGS...: compile and train GPT as $lse_env says, parameters and first gradients kept
 	local name=$1 d="$TEST_OUT/$lse_dir"
 	shift
@@ -60,10 +66,11 @@ lse_run() { # NAME DPC-ARGS...: compile and train GPT as $lse_env says, paramete
 		"$d/$name" --steps 3 --lr 0.01 --quiet --save "$d/$name.p" --dump-grads "$d/$name.g" >>"$d/$name.log" 2>&1
 }
 lse_same() { lse_run "$@" && cmp "$TEST_OUT/$lse_dir/$1.p" "$TEST_OUT/$lse_dir/fused.p" && cmp "$TEST_OUT/$lse_dir/$1.g" "$TEST_OUT/$lse_dir/fused.g"; }
-for lse_dir in attn_lse attn_flash; do
+for lse_dir in attn_lse attn_flash attn_fma; do
 	case $lse_dir in
 	attn_lse) lse_env=DPC_ATTN_GEMM=5 lse_args= what="on GEMMs" ;;
 	attn_flash) lse_env=DPC_SIMT=1 lse_args="--precision bf16 -D H=2" what="on tensor cores (SIMT)" ;;
+	attn_fma) lse_env=DPC_SIMT=1 lse_args= what="in FMA (SIMT)" ;;
 	esac
 	if lse_run fused $lse_args; then
 		DPC_ATTN_APART=1 check "$lse_dir: $what, written by the forward, and attn_dkv, bitwise as their passes apart" \
@@ -104,8 +111,10 @@ if "$DPC_BUILD/build/simt" >"$TEST_OUT/simt.log" 2>&1; then
 else
 	notok "simt" "$TEST_OUT/simt.log"
 fi
-# the optimiser of what the adjoint keeps, against brute force on random DAGs
-if "$DPC_BUILD/build/select" >"$TEST_OUT/select.log" 2>&1; then
+# the optimiser of what the adjoint keeps, against brute force on random DAGs (a quarter of them under make test-sanitize)
+quick=
+$sanitized && quick=--quick
+if "$DPC_BUILD/build/select" $quick >"$TEST_OUT/select.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/select.log"
 	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/select.log")))
 else

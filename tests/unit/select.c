@@ -274,14 +274,16 @@ static void chain_check(void)
 		       budgets, agree);
 }
 
-int main(void)
+/* --quick (make test-sanitize): a quarter of the random DAGs, the same checks on each */
+int main(int argc, char **argv)
 {
+	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
 	group = "select";
 	/* every score the greedy searches take from a committed choice is evaluated whole too */
 	sel_check_tries(true);
 	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, anneal_opt = 0, refill_opt = 0, offloading = 0;
 	double worst_gap = 0;
-	for (int iter = 0; iter < 300; iter++) {
+	for (int iter = 0; iter < (quick ? 75 : 300); iter++) {
 		int n = 6 + rnd(8);
 		bool offload = iter % 2;
 		SelProblem *P = random_problem(n, 1 + rnd(2), offload, 0);
@@ -432,7 +434,7 @@ int main(void)
 	 * profile has many blocks and the changes reach far): every greedy
 	 * entry point, each result evaluated again, each try checked whole */
 	int large = 0, large_fits = 0;
-	for (int iter = 0; iter < 24; iter++) {
+	for (int iter = 0; iter < (quick ? 6 : 24); iter++) {
 		int n = 120 + rnd(200);
 		SelProblem *P = random_problem(n, 1 + rnd(3), iter % 2, n / 2 + rnd(n));
 		P->threads = 1 + iter % 2;
