@@ -9,10 +9,11 @@
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
 #  4. GPT-2's GEMMs one a call (the default) against strided-batched calls
-#     (DPC_GEMM_BATCHED=1); bf16 GPT-2 with attention where the cost model
-#     prices it cheaper (2 above: dpc's tensor-core kernels in
-#     FlashAttention-2's order since 2026-12-03) against cuBLAS's GEMMs
-#     (DPC_ATTN_GEMM=on), which says whether the model chose right;
+#     (DPC_GEMM_BATCHED=1); GPT-2 with attention where the cost model
+#     prices it cheaper (1 and 2 above: dpc's FMA kernels in fp32 and
+#     tensor-core kernels in bf16, in FlashAttention-2's order, since
+#     2026-12-03) against cuBLAS's GEMMs (DPC_ATTN_GEMM=on), which says
+#     whether the model chose right;
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
@@ -46,7 +47,7 @@ field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.ar
 say "### correctness first"
 say ""
 if timeout 60 "$B/gpt.cuda64" --gradcheck >>"$log" 2>&1; then say "- gpt --gradcheck in f64 on the GPU: passed"; else say "- gpt --gradcheck in f64 on the GPU: **FAILED** (gpu_quick.log)"; fi
-for x in cuda cudabf cudabf_mma; do
+for x in cuda cudabf cudabf_mma cuda_fma; do
 	if timeout 30 "$B/gpt.$x" --steps 3 --lr 0.01 --quiet --save /tmp/q_ga.p >>"$log" 2>&1 &&
 		timeout 30 "$B/gpt.${x}_apart" --steps 3 --lr 0.01 --quiet --save /tmp/q_gap.p >>"$log" 2>&1 && cmp -s /tmp/q_ga.p /tmp/q_gap.p; then
 		say "- gpt.$x: attention's kept log-sum-exp and attn_dkv bitwise as the passes apart"
@@ -103,9 +104,18 @@ done
 say ""
 
 # bf16 attention: gpt2bf above is the cost model's choice, dpc's tensor-core kernels in FlashAttention-2's
-# order (never timed on a GPU before 2026-12-03's choice); the same plan with attention on cuBLAS's GEMMs
-say "### bf16 attention: dpc's tensor-core kernels (gpt2bf) against cuBLAS's GEMMs"
+# order (never timed on a GPU before 2026-12-03's choice); fp32's (gpt2) dpc's FMA kernels in the same
+# order (attn_fma.c, since 2026-12-03); each against the same plan with attention on cuBLAS's GEMMs
+say "### attention: dpc's own kernels (the cost model's choice) against cuBLAS's GEMMs"
 say ""
+if timeout 60 "$B/gpt2_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
+	--summary-json /tmp/q_gpt2_gemm.json >>"$log" 2>&1; then
+	gt=$(field /tmp/q_gpt2_gemm.json ms_per_step)
+	say "- gpt2 (fp32): $(cat /tmp/q_gpt2.ms 2>/dev/null || echo '-') ms/step on FMA kernels, $(printf %.2f "$gt") on GEMMs (predicted $(printf %.2f "$(field "$B/kernels/gpt2_gemm.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field /tmp/q_gpt2_gemm.json loss_first)") -> $(printf %.4f "$(field /tmp/q_gpt2_gemm.json loss_last)")"
+	timeout 30 "$B/gpt2.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
+else
+	say "- gpt2 on GEMMs: failed or did not start (gpu_quick.log)"
+fi
 if timeout 60 "$B/gpt2bf_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
 	--summary-json /tmp/q_gpt2bf_gemm.json >>"$log" 2>&1; then
 	gt=$(field /tmp/q_gpt2bf_gemm.json ms_per_step)

@@ -167,18 +167,35 @@ static void copy_stats(Fma *f, LLVMValueRef stats, LLVMValueRef r0, int64_t at)
 	cg_end_if(k, j);
 }
 
-/* x . (row j of the tile at `at`): this lane's share, then the sum over the row's lanes, the same bits in each */
-static LLVMValueRef dot_row(Fma *f, const LLVMValueRef *x, int64_t at, LLVMValueRef j)
+/* x . (row j of the tile at `at`), this lane's share; with acc, also acc += s (the row), each of the
+ * row's vectors used by both as it comes (no row of the tile held whole) */
+static LLVMValueRef partial(Fma *f, const LLVMValueRef *x, int64_t at, LLVMValueRef j, LLVMValueRef acc, LLVMValueRef s)
 {
-	LLVMValueRef s = NULL, y[4];
+	LLVMValueRef sum = NULL, y[4];
 	for (int c = 0; c < f->chunks; c++) {
 		vload(f, f->tile, add(f, add(f, c64(f, at), mul(f, j, f->dh)), col(f, c)), y);
-		for (int e = 0; e < f->V; e++)
-			s = s ? f_fma(f, x[c * f->V + e], y[e], s) : f_mul(f, x[c * f->V + e], y[e]);
+		for (int e = 0; e < f->V; e++) {
+			int i = c * f->V + e;
+			sum = sum ? f_fma(f, x[i], y[e], sum) : f_mul(f, x[i], y[e]);
+			if (acc)
+				wr(f, acc, i, f_fma(f, s, y[e], rd(f, acc, i)));
+		}
 	}
+	return sum;
+}
+
+/* a lane's share of a sum, then the row's whole sum over its lanes, the same bits in each */
+static LLVMValueRef lanes_sum(Fma *f, LLVMValueRef s)
+{
 	for (int m = f->L / 2; m >= 1; m /= 2)
 		s = f_add(f, s, cg_shuffle_xor(f->k, s, m));
 	return s;
+}
+
+/* x . (row j of the tile at `at`) */
+static LLVMValueRef dot_row(Fma *f, const LLVMValueRef *x, int64_t at, LLVMValueRef j)
+{
+	return lanes_sum(f, partial(f, x, at, j, NULL, NULL));
 }
 
 /* acc += s (row j of the tile at `at`), this lane's share */
@@ -190,6 +207,15 @@ static void axpy_row(Fma *f, LLVMValueRef acc, LLVMValueRef s, int64_t at, LLVMV
 		for (int e = 0; e < f->V; e++)
 			wr(f, acc, c * f->V + e, f_fma(f, s, y[e], rd(f, acc, c * f->V + e)));
 	}
+}
+
+/* no load moves across it, nor is one kept across it in place of a second
+ * (an empty asm that may write memory) */
+static void fence(Fma *f)
+{
+	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(f->g->ctx), NULL, 0, 0);
+	LLVMValueRef asm_ = LLVMGetInlineAsm(ft, "", 0, "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(f->B, ft, asm_, NULL, 0, "");
 }
 
 /* the block's threads meet (on the SIMT emulator too) */
@@ -363,16 +389,19 @@ void cg_attn_fma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef *args, L
 			LLVMValueRef at = add(f, c64(f, St), mul(f, j, 2));
 			LLVMValueRef lse_j = LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, f->tile, &at, 1, ""), "");
 			LLVMValueRef p = LLVMBuildSelect(B, ok, expo(f, f_sub(f, sc, f_mul(f, lse_j, sunit))), zero, "");
-			LLVMValueRef ds = NULL;
+			LLVMValueRef dv = kind == OP_ATTN_DKV ? acc2 : acc;
 			if (want_dk) {
+				/* dP = v . dO_j, and dv += P dO_j from the same vectors; then dS, and dk += dS q_j with
+				 * q_j read again: with k, v, dk and dv in registers, neither query row is held whole */
 				LLVMValueRef at1 = add(f, at, c64(f, 1));
 				LLVMValueRef d_j = LLVMBuildLoad2(B, g->real, LLVMBuildGEP2(B, g->real, f->tile, &at1, 1, ""), "");
-				ds = f_mul(f, f_mul(f, p, f_sub(f, dot_row(f, mine2, Bt, j), d_j)), scale);
-			}
-			if (want_dv)
-				axpy_row(f, kind == OP_ATTN_DKV ? acc2 : acc, p, Bt, j);
-			if (want_dk)
+				LLVMValueRef dp = lanes_sum(f, partial(f, mine2, Bt, j, want_dv ? dv : NULL, p));
+				LLVMValueRef ds = f_mul(f, f_mul(f, p, f_sub(f, dp, d_j)), scale);
+				fence(f);
 				axpy_row(f, acc, ds, A, j);
+			} else {
+				axpy_row(f, dv, p, Bt, j);
+			}
 		}
 		cg_for_end(k, &jl, c64(f, FMA_TK));
 	}
@@ -434,18 +463,29 @@ int64_t cg_attn_fma_mix(const KDesc *d, CgMix *mix)
 			}
 		}
 	}
-	/* per other row and thread: the dot products (a vector load and W FMAs each, then the shuffles), the
-	 * accumulations (a vector load and W FMAs each) */
+	/* per other row and thread: the dot products (a vector load and W FMAs each, then the shuffles and
+	 * their adds), the accumulations (W FMAs; the tile's vectors the dot products loaded), the exponential;
+	 * the rest as GPT-2's kernels' PTX has it (tests/kernels counts it there): in the forward (unrolled)
+	 * 9 a key (the mask, the max, the exponent's argument, the sum) and the tile's rescaling of O; in
+	 * the gradients' loop 16 (the loop, the tile's indices, the mask, the exponent's argument), and dS's
+	 * 3. A double crosses a shuffle as two words, with about 9 more to split and join them; its
+	 * exponential is libdevice's exp, about 30 instructions (f64 is priced roughly: the checks count f32). */
 	int dots = fwd ? 1 : dq ? 2 : 1 + dk, axpys = kind == OP_ATTN_LSE ? 0 : fwd || dq ? 1 : dk + dv;
 	double rows = (double)(warp_tiles * bh) * FMA_TK; /* warp instructions: one per thread's row step */
-	mix->fma = rows * (double)(W * (dots + axpys));
-	/* a tile row's vectors loaded once for its dot product and its sum (the compiler keeps them), the
-	 * queries' statistics in one load */
-	mix->lds = rows * (double)(vecs * (kind == OP_ATTN_LSE ? 1 : 2) + (keyside ? 1 : 0));
-	mix->shfl = rows * (double)(shuffles * dots) * (q.dt == DT_F64 ? 2 : 1);
-	mix->ex2 = rows * (fwd ? 1 + 1.0 / FMA_TK : 1);
-	/* masks and selects, the exponent's argument, dS's three, the softmax's max and sum and its rescaling per tile */
-	mix->alu = rows * (4 + (dq || dk ? 3 : 0) + (fwd ? 2 + (double)W / FMA_TK : 0)) + (double)(block_tiles * bh) * 40;
+	bool f64 = q.dt == DT_F64;
+	double shfl = (double)(shuffles * dots) * (f64 ? 2 : 1), fma = (double)(W * (dots + axpys));
+	double lds = (double)(vecs * (kind == OP_ATTN_LSE ? 1 : keyside && dk ? 3 : 2) + (keyside ? 1 : 0)), ex2 = fwd ? 1 + 1.0 / FMA_TK : 1;
+	double alu = (double)(shuffles * dots) * (f64 ? 10 : 1) + (fwd ? 9 + (double)W / FMA_TK : 16 + (dq || dk ? 3 : 0)) +
+	             (f64 ? 30 * ex2 : 0);
+	mix->f64 = f64;
+	mix->per_step = fma + lds + shfl + ex2 + alu;
+	mix->fma = rows * fma;
+	/* a tile row's vectors loaded once for its dot product and its sum (the compiler keeps them; the key
+	 * side's q_j twice, for dS), the queries' statistics in one load */
+	mix->lds = rows * lds;
+	mix->shfl = rows * shfl;
+	mix->ex2 = rows * ex2;
+	mix->alu = rows * alu + (double)(block_tiles * bh) * 40; /* and a tile's barriers, bounds and skip */
 	int tiles = kind == OP_ATTN_LSE ? 1 : 2;
 	double tile_bytes = (double)(tiles * FMA_TK * dh + (keyside ? 2 * FMA_TK : 0)) * (double)ir_dt_bytes(q.dt);
 	/* a warp's vector load reads L distinct vectors, within one pass of the shared memory's 128 bytes */

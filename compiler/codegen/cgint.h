@@ -73,6 +73,8 @@ typedef struct {
 typedef struct {
 	double mma, ldmatrix, ex2, alu, shared, l2, dram;
 	double fma, lds, shfl; /* attention in FMA (attn_fma.c): FMAs, vector loads from shared memory, shuffles */
+	double per_step;       /* attention in FMA: a thread's warp instructions for one row of the other side */
+	bool f64;              /* attention in FMA in f64: its FMAs at half FP32's rate */
 } CgMix;
 
 /* One launch of dp_step for the cost model (cost.c): a kernel of the

@@ -465,7 +465,7 @@ static double mma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per
 
 /* attention in FMA (attn_fma.c), pipe by pipe as mma_time: 4 warp
  * instructions a clock, FP32's 128 lanes (the FMAs and the arithmetic
- * around them), a warp's vector load from shared memory a clock (its
+ * around them; f64's FMAs at half the rate), a warp's vector load from shared memory a clock (its
  * rows' lanes read at most 128 distinct bytes, the rest broadcast), a
  * shuffle a clock, 16 ex2; the tiles from L2; two blocks an SM (128
  * registers) */
@@ -474,7 +474,7 @@ static double fma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per
 	double clock = gpu->fp32 / (256.0 * gpu->sms), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
 	double pipe[6] = {
 		(x->fma + x->alu + x->lds + x->shfl + x->ex2) / (4 * sms * clock),
-		(x->fma + x->alu) / (4 * sms * clock),
+		(x->fma * (x->f64 ? 2 : 1) + x->alu) / (4 * sms * clock),
 		x->lds / (sms * clock),
 		x->shfl / (sms * clock),
 		x->ex2 * 32 / (16 * sms * clock),
@@ -680,10 +680,13 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 		json_str(f, l->name);
 		fprintf(f, ", \"kind\": \"%s\", \"kernel\": %d, \"count\": %lld, \"blocks\": %lld, \"threads\": %d, \"bytes\": %lld, "
 		        "\"flops\": %lld, \"registers\": %s, \"stack_bytes\": %s, \"shared_bytes\": %s, \"predicted_us\": %.3f, "
-		        "\"starved\": %s, \"unaligned\": %s}", (const char *[]){"kernel", "gemm", "conv", "copy"}[l->kind], l->kernel,
+		        "\"starved\": %s, \"unaligned\": %s", (const char *[]){"kernel", "gemm", "conv", "copy"}[l->kind], l->kernel,
 		        (long long)l->count, (long long)l->blocks, l->blocks < 0 ? 0 : 256, (long long)l->bytes,
 		        (long long)l->flops, r && r->known ? regs : "null", r && r->known ? stack : "null",
 		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false", l->odd ? "true" : "false");
+		if (l->attention == 3) /* what the FMA kernels' model counts in a step of a row (tests/kernels reads the PTX's) */
+			fprintf(f, ", \"instructions_per_step\": %.2f", l->mix.per_step);
+		fputc('}', f);
 	}
 	/* the three run beside each other: the device's work, the link (a stream each way) and the streamed
 	 * parameters' steps on the host */

@@ -95,15 +95,15 @@ static int64_t attn_items(Type q, int heads, int64_t rows, int64_t most, int64_t
 }
 
 /* the values a lane keeps of each row it shares: q and O (attention), q,
- * dO and dq (attn_dq), k, v, dk and dv (the key side), at most 48 in f32
- * between them, 24 in f64, whose values take two registers each (the
- * kernels then fit 128 registers with no stack: ptxas spilled GPT-2's key
- * side at 64). A head of at most 1 KiB keeps two tiles of the other side's
+ * dO and dq (attn_dq), at most 48 in f32 between them, 24 in f64, whose
+ * values take two registers each; k, v, dk and dv (the key side, which
+ * holds no row of the tile whole), 64 in f32: the kernels then fit 128
+ * registers with no stack (ptxas spilled GPT-2's forward at 64). A head of at most 1 KiB keeps two tiles of the other side's
  * rows within 17 KiB of shared memory. */
 static int64_t fma_most(Type q, OpKind k)
 {
 	int arrays = k == OP_ATTENTION || k == OP_ATTN_LSE ? 2 : k == OP_ATTN_DQ ? 3 : 4;
-	return (q.dt == DT_F64 ? 24 : 48) / arrays;
+	return (q.dt == DT_F64 ? 24 : arrays == 4 ? 64 : 48) / arrays;
 }
 
 static int fma_lanes(Type q, int heads, OpKind k)

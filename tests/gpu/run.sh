@@ -98,6 +98,8 @@ build)
 			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
 		DPC_ATTN_GEMM=on bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_gemm.$gpu.json >/dev/null || exit 1
+		DPC_ATTN_GEMM=on bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_gemm.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
 			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
@@ -137,6 +139,17 @@ build)
 	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 -D H=2 samples/gpt.dp -o $B/gpt.cudabf_mma || exit 1
 	DPC_ATTN_GEMM=off DPC_ATTN_APART=1 bin/dpc --target cuda --precision bf16 -D H=2 samples/gpt.dp -o $B/gpt.cudabf_mma_apart || exit 1
 	bin/dpc --target cpu -D H=2 samples/gpt.dp -o $B/gpt_h2.cpu || exit 1
+	# f32 and f64 attention on dpc's FMA kernels (DPC_ATTN_GEMM=off; attn_fma.c, 2026-12-03, never run on a GPU
+	# before): the attention op programs against the CPU and finite differences in f64, GPT's fused passes
+	# bitwise as apart, and GPT-2 fp32 on GEMMs for bench/gpu_quick.sh (the cost model takes the FMA kernels)
+	for s in attention attention_tiles attention_heads16 attention_heads128; do
+		DPC_ATTN_GEMM=off bin/dpc --target cuda tests/ops/$s.dp -o $B/ops/$s.cuda_fma || exit 1
+		DPC_ATTN_GEMM=off bin/dpc --target cuda --precision f64 tests/ops/$s.dp -o $B/ops/$s.cuda64_fma || exit 1
+	done
+	DPC_ATTN_GEMM=off bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma || exit 1
+	DPC_ATTN_GEMM=off DPC_ATTN_APART=1 bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma_apart || exit 1
+	DPC_ATTN_GEMM=on bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
+		-o $B/gpt2_gemm.cuda || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
 	for s in cell rnn; do
@@ -206,7 +219,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_gemm.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -237,6 +250,15 @@ for exe in $B/ops/*.cuda; do
 	check "gpu/op $s: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda.st $TEST_OUT/op_$s.cpu.st 1e-4
 	check "gpu/op $s: gradcheck f64 on the GPU" $B/ops/$s.cuda64 --gradcheck
 done
+# attention in f32 and f64 on the FMA kernels (never run on a GPU before this script's first run after 2026-12-03)
+for exe in $B/ops/*.cuda_fma; do
+	s=$(basename "$exe" .cuda_fma)
+	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda_fma.st >$TEST_OUT/op_$s.cuda_fma.log 2>&1 &&
+		$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu_fma.st >>$TEST_OUT/op_$s.cuda_fma.log 2>&1 ||
+		{ notok "gpu/op $s on the FMA kernels: run" $TEST_OUT/op_$s.cuda_fma.log; continue; }
+	check "gpu/op $s on the FMA kernels: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda_fma.st $TEST_OUT/op_$s.cpu_fma.st 1e-4
+	check "gpu/op $s on the FMA kernels: gradcheck f64 on the GPU" $B/ops/$s.cuda64_fma --gradcheck
+done
 for exe in $B/ops/*.cudabf; do
 	s=$(basename "$exe" .cudabf)
 	$exe --steps 1 --lr 0 --save $TEST_OUT/bf_$s.p.st --dump-grads $TEST_OUT/bf_$s.cuda.st >$TEST_OUT/bf_$s.log 2>&1 &&
@@ -258,9 +280,9 @@ else
 fi
 # attention on GEMMs: the forward's log-sum-exp written by its softmax rows and attn_dkv, bitwise
 # as those passes apart (DPC_ATTN_APART=1), in f32 and bf16, and the same on dpc's tensor-core
-# kernels (cudabf_mma); and every GEMM through cuBLAS's strided-batched calls
+# kernels (cudabf_mma) and FMA kernels (cuda_fma); and every GEMM through cuBLAS's strided-batched calls
 # (DPC_GEMM_BATCHED=1) against one product a call, within 1e-4
-for x in cuda cudabf cudabf_mma; do
+for x in cuda cudabf cudabf_mma cuda_fma; do
 	$B/gpt.$x --steps 3 --lr 0.01 --quiet --save $TEST_OUT/ga.$x.p --dump-grads $TEST_OUT/ga.$x.g >$TEST_OUT/ga.$x.log 2>&1 &&
 		$B/gpt.${x}_apart --steps 3 --lr 0.01 --quiet --save $TEST_OUT/gap.$x.p --dump-grads $TEST_OUT/gap.$x.g \
 			>>$TEST_OUT/ga.$x.log 2>&1 || { notok "gpu/attention $x: run" $TEST_OUT/ga.$x.log; continue; }

@@ -70,10 +70,10 @@ ks = [k for k in json.load(open(sys.argv[1]))['kernels'] if k['name'].startswith
 assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), ks" \
 	"$o/gpt2fma.json"
 "$DPC" -v --target cuda --gpu h200 $gpt2 -D B=8 --emit=ir samples/gpt.dp >"$o/choice_f32.log" 2>&1
-"$DPC" -v --target cuda -D H=5 -D D=65 --emit=ir samples/gpt.dp >"$o/choice_f32_odd.log" 2>&1
-check "kernels/fp32 attention's path: -v gives both prices for GPT-2; GEMMs for heads of 13 f32 and why" \
+"$DPC" -v --target cuda -D H=5 -D D=85 --emit=ir samples/gpt.dp >"$o/choice_f32_odd.log" 2>&1
+check "kernels/fp32 attention's path: -v gives both prices for GPT-2; GEMMs for heads of 17 f32 and why" \
 	bash -c "grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on FMA kernels: the cost model.s [0-9.]* ms .* on dpc.s FMA kernels against at least [0-9.]* ms on GEMMs, on the h200' '$o/choice_f32.log' &&
-		grep -q 'note: attention on GEMMs: dpc.s FMA kernels do not take it: they take heads of at most 1 KiB that split into equal shares of at most 12 values over 1 to 32 lanes, and these are 13 f32 elements wide' '$o/choice_f32_odd.log'"
+		grep -q 'note: attention on GEMMs: dpc.s FMA kernels do not take it: they take heads of at most 1 KiB that split into equal shares of at most 16 values over 1 to 32 lanes, and these are 17 f32 elements wide' '$o/choice_f32_odd.log'"
 f32_fma=$("$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
 f32_gemm=$(DPC_ATTN_GEMM=on "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
 check "kernels/gpt2 fp32: the predicted step on the H200 with the FMA kernels ($f32_fma ms) below the GEMMs' ($f32_gemm)" \
@@ -136,8 +136,13 @@ for dh in (80, 96, 112):
     ks = [k for k in json.load(open(f'{sys.argv[1]}/heads{dh}.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
     assert len(ks) == 3 and all(k['registers'] is not None and k['registers'] <= 255 and k['stack_bytes'] == 0 for k in ks), (dh, ks)
 PY
-# heads of 128 (f32) and 64 (f64) on the FMA kernels (DPC_ATTN_GEMM=off): within 128 registers, no stack
+# the FMA kernels' model counts a step's instructions as the PTX has them (GPT-2's and heads of 128, f32)
+"$DPC" --target cuda $gpt2 -D L=1 -D B=8 samples/gpt.dp --emit=ptx -o "$o/gpt2fma.ptx" --schedule-json "$o/gpt2fma1.json" >/dev/null 2>&1
 sed "s/C = 2048/C = 512/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma128.dp"
+DPC_ATTN_GEMM=off "$DPC" --target cuda "$o/fma128.dp" --emit=ptx -o "$o/fma128.ptx" --schedule-json "$o/fma128_1.json" >/dev/null 2>&1
+check "kernels/FMA attention: the model's instructions a step within 10% of the PTX's (GPT-2, heads of 128)" \
+	bash -c "python3 tests/kernels/fma_steps.py '$o/gpt2fma1.json' '$o/gpt2fma.ptx' && python3 tests/kernels/fma_steps.py '$o/fma128_1.json' '$o/fma128.ptx'"
+# heads of 128 (f32) and 64 (f64) on the FMA kernels (DPC_ATTN_GEMM=off): within 128 registers, no stack
 DPC_ATTN_GEMM=off plan fma128 "$o/fma128.dp"
 sed "s/C = 2048/C = 256/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma64.dp"
 DPC_ATTN_GEMM=off plan fma64 --precision f64 "$o/fma64.dp"
