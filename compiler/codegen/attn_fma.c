@@ -467,15 +467,15 @@ int64_t cg_attn_fma_mix(const KDesc *d, CgMix *mix)
 	 * their adds), the accumulations (W FMAs; the tile's vectors the dot products loaded), the exponential;
 	 * the rest as GPT-2's kernels' PTX has it (tests/kernels counts it there): in the forward (unrolled)
 	 * 9 a key (the mask, the max, the exponent's argument, the sum) and the tile's rescaling of O; in
-	 * the gradients' loop 16 (the loop, the tile's indices, the mask, the exponent's argument), and dS's
-	 * 3. A double crosses a shuffle as two words, with about 9 more to split and join them; its
+	 * the gradients' loop 16 (the loop, the tile's indices, the mask, the exponent's argument), dS's 3,
+	 * and the key side's 6 more to read q_j again. A double crosses a shuffle as two words, with about 9 more to split and join them; its
 	 * exponential is libdevice's exp, about 30 instructions (f64 is priced roughly: the checks count f32). */
 	int dots = fwd ? 1 : dq ? 2 : 1 + dk, axpys = kind == OP_ATTN_LSE ? 0 : fwd || dq ? 1 : dk + dv;
 	double rows = (double)(warp_tiles * bh) * FMA_TK; /* warp instructions: one per thread's row step */
 	bool f64 = q.dt == DT_F64;
 	double shfl = (double)(shuffles * dots) * (f64 ? 2 : 1), fma = (double)(W * (dots + axpys));
 	double lds = (double)(vecs * (kind == OP_ATTN_LSE ? 1 : keyside && dk ? 3 : 2) + (keyside ? 1 : 0)), ex2 = fwd ? 1 + 1.0 / FMA_TK : 1;
-	double alu = (double)(shuffles * dots) * (f64 ? 10 : 1) + (fwd ? 9 + (double)W / FMA_TK : 16 + (dq || dk ? 3 : 0)) +
+	double alu = (double)(shuffles * dots) * (f64 ? 10 : 1) + (fwd ? 9 + (double)W / FMA_TK : 16 + (dq || dk ? 3 : 0) + (keyside && dk ? 6 : 0)) +
 	             (f64 ? 30 * ex2 : 0);
 	mix->f64 = f64;
 	mix->per_step = fma + lds + shfl + ex2 + alu;
