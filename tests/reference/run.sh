@@ -149,14 +149,17 @@ else
 	notok "reference/refused-conv-ir"
 fi
 
-# on the GPU attention is on GEMMs, and -v says nothing; with dpc's own kernels (DPC_ATTN_GEMM=off), -v
-# names an attention that tensor cores do not take (bf16 heads of 2 here), and none in bf16 at heads 32 and 64 wide
+# on the GPU attention goes where the cost model prices it cheaper, and -v says which (f32 here: dpc's
+# FMA kernels; DPC_ATTN_GEMM=on takes GEMMs); with dpc's own kernels (DPC_ATTN_GEMM=off), -v names an
+# attention that they do not take (bf16 heads of 2 here), and none in bf16 at heads 32 and 64 wide
 DPC_ATTN_GEMM=off expect "reference/attention-note: -v names an attention on the tiled kernels" 0 \
-	"attention.dp:11:11: note: attention on dpc's tiled kernels (DPC_ATTN_GEMM=off), not tensor cores: those take bf16 heads of 16 to 128 elements, a multiple of 16; these are bf16 of 2" \
+	"attention.dp:11:11: note: attention on dpc's tiled kernels (DPC_ATTN_GEMM=off): the tensor-core kernels take bf16 heads of 16 to 128 elements, a multiple of 16, and these are 2 wide" \
 	"$DPC" --target cuda -v --precision bf16 --emit=obj tests/ops/attention.dp -o "$o/att.o"
 "$DPC" --target cuda -v --emit=obj tests/ops/attention.dp -o "$o/att32.o" >"$o/att32.log" 2>&1
-if ! grep -q "note: attention" "$o/att32.log" && grep -q "rt_gemm" <("$DPC" --target cuda --emit=llvm tests/ops/attention.dp); then
-	ok "reference/attention-gemm: f32 attention on the GPU on GEMMs, no note"
+if grep -q "attention.dp:11:11: note: attention on FMA kernels: the cost model's" "$o/att32.log" &&
+	grep -q "rt_gemm_items" <(DPC_ATTN_GEMM=on "$DPC" --target cuda --emit=llvm tests/ops/attention.dp) &&
+	! grep -q "rt_gemm_items" <("$DPC" --target cuda --emit=llvm tests/ops/attention.dp); then
+	ok "reference/attention-gemm: f32 attention on the GPU where the cost model says, -v saying so; GEMMs with DPC_ATTN_GEMM=on"
 else
 	notok "reference/attention-gemm" "$o/att32.log"
 fi
