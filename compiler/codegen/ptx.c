@@ -35,7 +35,8 @@ static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 {
 	static const char *keys[3] = {"kernel", "maxntidx", "maxnreg"};
 	bool flash = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_flash(g, d);
-	int vals[3] = {1, 256, cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : 128};
+	/* (attr.attn is read only for attention: another kernel's attr holds something else) */
+	int vals[3] = {1, 256, flash && cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : 128};
 	for (int i = 0; i < 2 + flash; i++) {
 		LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
 		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
