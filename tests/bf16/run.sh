@@ -78,8 +78,11 @@ fi
 # rows, and on the GPU's tensor-core kernels, run on the SIMT emulator (DPC_SIMT=1: heads of 32 and 64,
 # of 128 and 80 (past 48 KiB of shared memory on the GPU), and GPT's causal heads of 16, whose key bias's gradient, zero in exact arithmetic, is rounding noise
 # up to 1e-4 of the largest; the executable must hold them)
-for dp in tests/ops/*.dp attn-gemm:tests/ops/attention.dp attn-gemm:tests/ops/attention_heads16.dp attn-gemm:tests/ops/attention_tiles.dp \
-	simt:tests/ops/attention_heads16.dp simt:tests/ops/attention_heads128.dp simt-gpt:samples/gpt.dp; do
+# (under make test-sanitize attention on GEMMs on attention.dp alone, and the emulator on heads of 16 and GPT)
+extra="attn-gemm:tests/ops/attention.dp attn-gemm:tests/ops/attention_heads16.dp attn-gemm:tests/ops/attention_tiles.dp
+	simt:tests/ops/attention_heads16.dp simt:tests/ops/attention_heads128.dp simt-gpt:samples/gpt.dp"
+$sanitized && extra="attn-gemm:tests/ops/attention.dp simt:tests/ops/attention_heads16.dp simt-gpt:samples/gpt.dp"
+for dp in tests/ops/*.dp $extra; do
 	gemm= simt= defs= floor=1e-6
 	case $dp in
 	attn-gemm:*) gemm=5 dp=${dp#attn-gemm:} ;;

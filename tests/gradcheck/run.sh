@@ -6,7 +6,10 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 limit=1e-6
-for dp in tests/ops/*.dp samples/*.dp; do
+# (under make test-sanitize the op programs and GPT: tests/unit builds and runs every sample in f64 there)
+programs="tests/ops/*.dp samples/*.dp"
+$sanitized && programs="tests/ops/*.dp samples/gpt.dp"
+for dp in $programs; do
 	name=$(basename "$dp" .dp)
 	exe="$TEST_OUT/gc_$name"
 	log="$exe.log"
