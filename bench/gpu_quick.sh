@@ -108,22 +108,21 @@ say ""
 # order (attn_fma.c, since 2026-12-03); each against the same plan with attention on cuBLAS's GEMMs
 say "### attention: dpc's own kernels (the cost model's choice) against cuBLAS's GEMMs"
 say ""
-if timeout 60 "$B/gpt2_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
-	--summary-json /tmp/q_gpt2_gemm.json >>"$log" 2>&1; then
-	gt=$(field /tmp/q_gpt2_gemm.json ms_per_step)
-	say "- gpt2 (fp32): $(cat /tmp/q_gpt2.ms 2>/dev/null || echo '-') ms/step on FMA kernels, $(printf %.2f "$gt") on GEMMs (predicted $(printf %.2f "$(field "$B/kernels/gpt2_gemm.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field /tmp/q_gpt2_gemm.json loss_first)") -> $(printf %.4f "$(field /tmp/q_gpt2_gemm.json loss_last)")"
-	timeout 30 "$B/gpt2.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
-else
-	say "- gpt2 on GEMMs: failed or did not start (gpu_quick.log)"
-fi
-if timeout 60 "$B/gpt2bf_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
-	--summary-json /tmp/q_gpt2bf_gemm.json >>"$log" 2>&1; then
-	gt=$(field /tmp/q_gpt2bf_gemm.json ms_per_step)
-	say "- gpt2bf: $(cat /tmp/q_gpt2bf.ms 2>/dev/null || echo '-') ms/step on tensor-core kernels, $(printf %.2f "$gt") on GEMMs (predicted $(printf %.2f "$(field "$B/kernels/gpt2bf_gemm.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field /tmp/q_gpt2bf_gemm.json loss_first)") -> $(printf %.4f "$(field /tmp/q_gpt2bf_gemm.json loss_last)")"
-	timeout 30 "$B/gpt2bf.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
-else
-	say "- gpt2bf on GEMMs: failed or did not start (gpu_quick.log)"
-fi
+# own NAME LABEL WHAT: NAME's step (above) on dpc's own kernels (WHAT) against NAME_gemm's on GEMMs, and
+# NAME's --profile lines for attention
+own() {
+	local name=$1 label=$2 what=$3 gt
+	if timeout 60 "$B/${name}_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
+		--summary-json "/tmp/q_${name}_gemm.json" >>"$log" 2>&1; then
+		gt=$(field "/tmp/q_${name}_gemm.json" ms_per_step)
+		say "- $label: $(cat "/tmp/q_$name.ms" 2>/dev/null || echo '-') ms/step on $what, $(printf %.2f "$gt") on GEMMs (predicted $(printf %.2f "$(field "$B/kernels/${name}_gemm.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field "/tmp/q_${name}_gemm.json" loss_first)") -> $(printf %.4f "$(field "/tmp/q_${name}_gemm.json" loss_last)")"
+		timeout 30 "$B/$name.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
+	else
+		say "- $name on GEMMs: failed or did not start (gpu_quick.log)"
+	fi
+}
+own gpt2 "gpt2 (fp32)" "FMA kernels"
+own gpt2bf gpt2bf "tensor-core kernels"
 say ""
 
 say "### streaming"
