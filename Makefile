@@ -28,22 +28,23 @@ CUDA_LIB := $(if $(HAVE_CUDA),$(O)runtime/libdprt_cuda.a)
 # dpc's default target: cuda when the toolkit is here
 CUDA_DEF := $(if $(HAVE_CUDA),-DDPC_HAVE_CUDA)
 
-all: $(O)bin/dpc $(O)runtime/libdprt.a $(CUDA_LIB)
+all: $(O)bin/dpc $(O)runtime/libdprt.a $(CUDA_LIB) $(if $(O),$(O)runtime/dpc.map $(O)runtime/dpc.h)
 
 $(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/ir/ops.def common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' -DDPC_SOURCE='"$(CURDIR)"' $(CUDA_DEF) -c $< -o $@
 
+# the runtime is position-independent: dpc --emit=lib links it into a shared library
 $(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fPIC -pthread -c $< -o $@
 
 # the streamed parameters' optimizer step on the host: vector code, and no contraction into fused
 # multiply-adds, which the device's kernels do not make either, and sqrtf as an instruction, which
 # vectorises (errno is not read) (runtime/host_step.c)
 $(B)/runtime/host_step.o: runtime/host_step.c $(wildcard runtime/*.h common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -O3 -ffp-contract=off -fno-math-errno -pthread -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fPIC -O3 -ffp-contract=off -fno-math-errno -pthread -c $< -o $@
 
 $(B)/libdpc.a: $(COMPILER_OBJ)
 	@rm -f $@
@@ -56,17 +57,24 @@ $(O)bin/dpc: $(B)/compiler/main.o $(B)/libdpc.a
 # common/: one source each, in the compiler and in the runtime
 $(B)/common/%.o: common/%.c $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
 
 $(O)runtime/libdprt.a: $(RUNTIME_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
+# beside a build elsewhere (O=...): the library's symbol list and its API's header, as in runtime/
+ifneq ($(O),)
+$(O)runtime/dpc.map $(O)runtime/dpc.h: $(O)runtime/%: runtime/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+endif
+
 # The CUDA device, built when the CUDA toolkit is here (CUDA_HOME).
 $(B)/runtime/gpu/device.o: runtime/gpu/device.c runtime/rt.h runtime/dprt.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
 
 $(O)runtime/libdprt_cuda.a: $(B)/runtime/gpu/device.o
 	@mkdir -p $(dir $@)

@@ -106,7 +106,9 @@ static void run_cc(char **argv, const char *obj)
 		fatal("linking failed (%s exited with status %d)", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
-static void link_exe(const char *obj, const char *exe, CgTarget target)
+/* the executable, or with lib the shared library whose only exported symbols are dpc.h's (the runtime's
+ * dpc.map), its API's object pulled from the archive */
+static void link_exe(const char *obj, const char *exe, CgTarget target, bool lib)
 {
 	/* $CC may carry flags, as in make: CC='cc -fsanitize=address' */
 	const char *cc = getenv("CC");
@@ -119,6 +121,11 @@ static void link_exe(const char *obj, const char *exe, CgTarget target)
 	argv[n++] = "-o";
 	argv[n++] = (char *)exe;
 	argv[n++] = (char *)obj;
+	if (lib) {
+		argv[n++] = "-shared";
+		argv[n++] = "-Wl,--undefined=dpc_version";
+		argv[n++] = (char *)ar_printf("-Wl,--version-script=%s", runtime_lib("dpc.map"));
+	}
 	if (target == CG_CUDA) {
 		/* the CUDA device and cuBLAS; the runtime opens the driver's libcuda itself */
 		argv[n++] = "-Wl,--undefined=rt_cuda_device";
@@ -349,7 +356,8 @@ static int finish(DriverOptions *o, Program *p, Emit stop)
 	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
 	 * object: from the code generation that makes the output, or one of their own for the stages
 	 * that end before it */
-	bool codegen = o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->emit == EMIT_OBJ || o->emit == EMIT_EXE;
+	bool codegen = o->emit == EMIT_LLVM || o->emit == EMIT_PTX || o->emit == EMIT_OBJ || o->emit == EMIT_EXE ||
+	               o->emit == EMIT_LIB;
 	Schedule sj = {o, p, NULL, NULL, 0};
 	if (o->schedule_json && o->target == CG_CUDA) {
 		if (!(sj.kernels = open_memstream(&sj.text, &sj.len)))
@@ -395,11 +403,12 @@ static int finish(DriverOptions *o, Program *p, Emit stop)
 		write_schedule(&sj);
 		return 0;
 	}
-	const char *exe = o->output ? o->output : name;
+	bool lib = o->emit == EMIT_LIB;
+	const char *exe = o->output ? o->output : lib ? ar_printf("lib%s.so", name) : name;
 	make_temp_obj();
 	cg_emit_object(p, &cg, temp_obj);
 	write_schedule(&sj);
-	link_exe(temp_obj, exe, o->target);
+	link_exe(temp_obj, exe, o->target, lib);
 	driver_phase(o, "link");
 	return 0;
 }

@@ -7,7 +7,7 @@
 #include "frontend/fe.h"
 #include "stream_pass/stream.h"
 
-typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_KERNELS, EMIT_OBJ, EMIT_DP } Emit;
+typedef enum { EMIT_EXE, EMIT_AST, EMIT_IR, EMIT_GRAD, EMIT_CKPT, EMIT_STREAM, EMIT_SCHEDULE, EMIT_MEMPLOT, EMIT_LLVM, EMIT_PTX, EMIT_KERNELS, EMIT_OBJ, EMIT_DP, EMIT_LIB } Emit;
 
 typedef struct {
 	const char *input;

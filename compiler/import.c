@@ -119,6 +119,16 @@ static const char *stem(const char *path)
 	return ar_strndup(path, dot && dot != base ? (size_t)(dot - path) : strlen(path));
 }
 
+/* a library's path without its extension and its name's lib: build/libresnet.so -> build/resnet */
+static const char *lib_stem(const char *path)
+{
+	const char *st = stem(path), *base = strrchr(st, '/');
+	base = base ? base + 1 : st;
+	if (strncmp(base, "lib", 3) || !base[3])
+		return st;
+	return ar_printf("%.*s%s", (int)(base - st), st, base + 3);
+}
+
 /* the model's base name without .onnx: the executable's default name */
 static const char *model_name(const char *input)
 {
@@ -219,15 +229,17 @@ const char *driver_import(DriverOptions *o)
 		return NULL;
 	}
 	const char *dp, *flat = NULL;
-	if (o->emit == EMIT_EXE) {
+	if (o->emit == EMIT_EXE || o->emit == EMIT_LIB) {
 		if (!o->output)
-			o->output = model_name(o->input);
-		dp = ar_printf("%s.dp", o->output);
-		const char *weights = ar_printf("%s.safetensors", o->output);
+			o->output = o->emit == EMIT_LIB ? ar_printf("lib%s.so", model_name(o->input)) : model_name(o->input);
+		/* beside the executable, its name; beside a library libNAME.so, NAME */
+		const char *at = o->emit == EMIT_LIB ? lib_stem(o->output) : o->output;
+		dp = ar_printf("%s.dp", at);
+		const char *weights = ar_printf("%s.safetensors", at);
 		check_ours(dp, weights);
 		if (wants_flat(o)) {
-			flat = ar_printf("%s.flat.dp", o->output);
-			o->import.flat_weights = ar_printf("%s.flat.safetensors", o->output);
+			flat = ar_printf("%s.flat.dp", at);
+			o->import.flat_weights = ar_printf("%s.flat.safetensors", at);
 			o->import.final_dp = dp, o->import.final_weights = weights;
 			check_ours(flat, o->import.flat_weights);
 			/* an earlier import's: the converter writes them again only where it finds loops */
@@ -251,7 +263,7 @@ const char *driver_import(DriverOptions *o)
 	}
 	if (flat && access(flat, F_OK) == 0) {
 		o->import.flat = flat;
-		if (o->emit != EMIT_EXE)
+		if (o->emit != EMIT_EXE && o->emit != EMIT_LIB)
 			placeholder(o->import.flat_weights);
 	}
 	return dp;

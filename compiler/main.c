@@ -60,7 +60,9 @@ static const Opt opts[] = {
 	 "bytes, FLOPs, registers, stack and shared memory from ptxas -v, and\n"
 	 "the time the cost model predicts on --gpu; docs/kernels.md),\n"
 	 "obj (object file), dp (an ONNX model's converted program, with its\n"
-	 "weights file beside -o's FILE.dp); default: the executable"},
+	 "weights file beside -o's FILE.dp), lib (a shared library with the C\n"
+	 "API of runtime/dpc.h, default libMODEL.so; docs/python.md);\n"
+	 "default: the executable"},
 	{O_GPU, "--gpu", NULL, "h100|h200|a100", K_SPECIAL, 0, 0, NULL, NULL,
 	 "the GPU --emit=kernels and --schedule-json price launches on\n"
 	 "(default h100)"},
@@ -327,7 +329,7 @@ static void emit_stage(DriverOptions *o, const char *v)
 	static const struct { const char *name; Emit e; } stages[] = {
 		{"ast", EMIT_AST}, {"ir", EMIT_IR}, {"grad", EMIT_GRAD}, {"ckpt", EMIT_CKPT}, {"stream", EMIT_STREAM},
 		{"schedule", EMIT_SCHEDULE}, {"memplot", EMIT_MEMPLOT}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
-		{"kernels", EMIT_KERNELS}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE}, {"dp", EMIT_DP},
+		{"kernels", EMIT_KERNELS}, {"obj", EMIT_OBJ}, {"exe", EMIT_EXE}, {"dp", EMIT_DP}, {"lib", EMIT_LIB},
 	};
 	size_t k = 0;
 	while (k < sizeof stages / sizeof *stages && strcmp(stages[k].name, v))

@@ -207,6 +207,8 @@ void rt_upload_batch(RtCtx *c, RtData *data, long step, int slot, bool train)
 	for (int k = 0; k < m->ninputs; k++) {
 		const RtTensor *t = &m->inputs[k];
 		RtData *d = &data[k];
+		if (d->on_device)
+			continue;
 		int64_t B = rt_batch_rows(t), esz = rt_elem_bytes(t->dtype);
 		/* training across ranks: rank r takes rows r B .. r B + B - 1 of each global batch of ranks B rows */
 		int64_t first = train ? ((int64_t)step * rt_nranks + rt_rank) * B : (int64_t)step * B;

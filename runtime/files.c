@@ -19,7 +19,7 @@
 #include "rt.h"
 
 const char *rt_prog = "model";
-jmp_buf *rt_fail_trap;
+_Thread_local jmp_buf *rt_fail_trap;
 
 void (*rt_fail_hook)(int status);
 
@@ -30,16 +30,24 @@ uint64_t rt_hash(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+char rt_fail_msg[2048];
+int rt_fail_status;
+
 noreturn void rt_fail(int status, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "%s: error: ", rt_prog);
 	va_start(ap, fmt);
+	if (rt_fail_trap) {
+		/* the message for the trap's setter to give (dpc.h's dpc_error), not printed */
+		vsnprintf(rt_fail_msg, sizeof rt_fail_msg, fmt, ap);
+		va_end(ap);
+		rt_fail_status = status;
+		longjmp(*rt_fail_trap, 1);
+	}
+	fprintf(stderr, "%s: error: ", rt_prog);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	if (rt_fail_trap)
-		longjmp(*rt_fail_trap, 1);
 	if (rt_fail_hook)
 		rt_fail_hook(status);
 	exit(status);

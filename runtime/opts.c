@@ -203,7 +203,7 @@ static const char epilogue[] =
 
 /* --help: each option's name and value in a column of 22, its help beside
  * (below a longer name's line, continued at the same column) */
-static void help(void)
+void rt_help(void)
 {
 	printf("usage: %s [options]\n\nTrains the model compiled into this executable by dpc.\n\n", rt_prog);
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
@@ -227,9 +227,11 @@ static void help(void)
 
 noreturn void rt_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "%s: error: ", rt_prog);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(%s --help lists the options)\n", rt_prog);
+	char msg[1024];
+	snprintf(msg, sizeof msg, fmt, arg);
+	if (rt_fail_trap)
+		rt_fail(2, "%s", msg);
+	fprintf(stderr, "%s: error: %s\n(%s --help lists the options)\n", rt_prog, msg, rt_prog);
 	exit(2);
 }
 
@@ -241,8 +243,9 @@ static long int_value(const char *opt, const char *s, long lo, long hi)
 	long v = strtol(s, &end, 10);
 	bool digits = (*s >= '0' && *s <= '9') || (*s == '-' && s[1] >= '0' && s[1] <= '9');
 	if (!digits || end == s || *end || errno == ERANGE || v < lo || v > hi) {
-		fprintf(stderr, "%s: error: %s needs an integer in %ld..%ld, not '%s'\n", rt_prog, opt, lo, hi, s);
-		exit(2);
+		char why[256];
+		snprintf(why, sizeof why, "%s needs an integer in %ld..%ld, not '%%s'", opt, lo, hi);
+		rt_usage(why, s);
 	}
 	return v;
 }
@@ -252,8 +255,9 @@ static double real_value(const char *opt, const char *s)
 	char *end;
 	double v = strtod(s, &end);
 	if (end == s || *end || !isfinite(v) || v < 0) {
-		fprintf(stderr, "%s: error: %s needs a non-negative number, not '%s'\n", rt_prog, opt, s);
-		exit(2);
+		char why[256];
+		snprintf(why, sizeof why, "%s needs a non-negative number, not '%%s'", opt);
+		rt_usage(why, s);
 	}
 	return v;
 }
@@ -262,7 +266,9 @@ static double real_value(const char *opt, const char *s)
 static void special(RtOpts *o, const char *name, const char *v)
 {
 	if (!strcmp(name, "--help")) {
-		help();
+		if (rt_fail_trap)
+			rt_fail(2, "--help is the executable's: it prints the options a session takes");
+		rt_help();
 		exit(0);
 	} else if (!strcmp(name, "--tf32")) {
 		rt_tf32 = true;

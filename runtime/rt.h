@@ -326,10 +326,14 @@ int rt_trace_write(RtCtx *c, const char *path, long from, long to);
 int64_t *rt_trace_bytes(long step, int *n);
 
 /* errors: a message on stderr, then exit with the status; or, while
- * rt_fail_trap is set (a fuzzer, a test), longjmp(*rt_fail_trap, 1) */
+ * rt_fail_trap is set (the API's calls, a fuzzer), the message into
+ * rt_fail_msg and the status into rt_fail_status, nothing printed, and
+ * longjmp(*rt_fail_trap, 1) */
 noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *rt_prog;
-extern jmp_buf *rt_fail_trap;
+extern _Thread_local jmp_buf *rt_fail_trap; /* this thread's: a failure on another thread exits */
+extern char rt_fail_msg[2048];
+extern int rt_fail_status;
 
 /* called by rt_fail before it exits (not while trapped): data parallelism's abort of the other ranks */
 extern void (*rt_fail_hook)(int status);
@@ -502,8 +506,10 @@ int rt_run_fields(const RtModel *m, const RtOpts *o, const char **names, char (*
 long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **params, void **moments);
 /* the learning rate of 0-based step t: --lr-schedule after --warmup */
 double rt_lr_at(const RtOpts *o, long t);
-/* a bad command line: the message, a pointer to --help, exit 2 */
+/* a bad command line: the message, a pointer to --help, exit 2 (trapped: rt_fail's status 2) */
 noreturn void rt_usage(const char *fmt, const char *arg);
+/* --help's text on stdout */
+void rt_help(void);
 
 /* an input's data (data.c) */
 typedef struct {
@@ -513,6 +519,7 @@ typedef struct {
 	bool windows;      /* training reads windows at random elements (a text file) */
 	int64_t *perm, perm_epoch;
 	void *batch[RT_INFLIGHT]; /* pinned staging, one per step in flight */
+	bool on_device;    /* the API's batch put in device memory, in the input's place already: no upload */
 } RtData;
 /* a file's rows for input t, every entry checked against its type */
 void rt_load_data(RtData *d, const RtTensor *t, const char *path);
