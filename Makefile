@@ -98,13 +98,17 @@ $(B)/simt: tests/unit/simt.c tests/unit/check.h runtime/cpu/simt.c $(wildcard ru
 $(B)/binomial: tests/unit/binomial.c tests/unit/check.h $(B)/libdpc.a
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ tests/unit/binomial.c $(B)/libdpc.a -lm
 
-# Debian packages dpc needs to build and test (run as root), and the ONNX
-# converter's Python packages (pinned).
+# Debian packages dpc needs to build and test (run as root), the ONNX
+# converter's Python packages (pinned), and the Python package (python/dpc,
+# its own pinned requirements), which finds this repository's bin/dpc.
 deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential clang-14 libclang-rt-14-dev llvm-14-dev \
 		libopenblas-dev libdnnl-dev python3 python3-pip openmpi-bin
 	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q -r compiler/frontend/onnx/requirements.txt
+	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q -r python/requirements.txt
+	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q ./python
+	rm -rf python/build python/*.egg-info
 
 # The builds the test targets start use every core this make may (nproc),
 # unless make was given -j itself.

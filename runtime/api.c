@@ -141,6 +141,7 @@ static void describe(const RtTensor *t, int kind, DpcTensor *d)
 {
 	memset(d, 0, sizeof *d);
 	d->name = t->name;
+	d->file = t->saved[0] ? t->saved : t->name;
 	d->dtype = t->dtype;
 	d->rank = t->rank;
 	for (int i = 0; i < t->rank && i < 8; i++)

@@ -61,7 +61,9 @@ typedef struct DpcSession DpcSession;
 
 /* a tensor of the model: an input (dpc_input) or a parameter or buffer (dpc_param) */
 typedef struct {
-	const char *name;  /* valid while the session is open */
+	const char *name;  /* the program's name for it; valid while the session is open */
+	const char *file;  /* its name in the files --init, --save and the state read and write (an import's
+	                    * module names: layer1.0.conv1.weight); name where the program gives none */
 	const char *dtype; /* "f32", "f64", "bf16" or "i32" */
 	int rank;
 	int64_t dims[8];
@@ -78,7 +80,8 @@ int dpc_version(void);
  * (dpc_error(*out) says why, and dpc_close ends it); NULL only when out is. */
 int dpc_open(DpcSession **out, int argc, const char *const *argv);
 
-/* the message of the session's last failed call ("" after a success) */
+/* the message of the session's last failed call ("" after a success); dpc_error(NULL): why the last
+ * dpc_open that gave no session refused */
 const char *dpc_error(const DpcSession *s);
 
 /* the model: its name, its inputs, parameters and buffers, the reports its loss block makes, the
@@ -116,7 +119,7 @@ int dpc_report(const DpcSession *s, int i, const char **name, double *value);
 int dpc_get(DpcSession *s, const char *name, int what, void *dst, int64_t bytes);
 int dpc_set(DpcSession *s, const char *name, int what, const void *src, int64_t bytes);
 
-/* the parameters and buffers to a safetensors file (the executable's --save); the whole state, moments
+/* the parameters and buffers to a safetensors file under their file names (the executable's --save); the whole state, moments
  * and step included (--save-state); a state saved so, resumed (--resume): the steps go on from its step.
  * Files are written atomically. */
 int dpc_save(DpcSession *s, const char *path);
@@ -127,8 +130,8 @@ int dpc_resume(DpcSession *s, const char *path);
  * --eval, or --gradcheck; its lines printed, its files written. The status the executable exits with. */
 int dpc_run(DpcSession *s);
 
-/* Ends the session: after steps through the API, the executable's closing work (--summary, --trace,
- * --memplot, --profile's report, the last line unless --quiet), then everything given back. The session
+/* Ends the session: after steps through the API, the executable's closing work (--save, --summary,
+ * --trace, --memplot, --profile's report, the last line unless --quiet), then everything given back. The session
  * is closed even when that work fails (the code says so); later calls on it return DPC_ERR_STATE. */
 int dpc_close(DpcSession *s);
 

@@ -23,7 +23,7 @@ jobs="${TEST_JOBS:-$(nproc)}"
 parts=(tests/ckpt/run.sh tests/least/run.sh tests/unit/run.sh tests/ptx/run.sh tests/bf16/run.sh tests/import/run.sh
        tests/threads/run.sh tests/train/run.sh tests/stream/run.sh tests/reference/run.sh tests/runtime/run.sh
        tests/errors/run.sh tests/fuse/run.sh tests/dist/run.sh tests/hosts/run.sh tests/gradcheck/run.sh tests/cli/run.sh
-       tests/kernels/run.sh tests/golden/run.sh tests/observe/run.sh tests/mixed/run.sh tests/api/run.sh)
+       tests/kernels/run.sh tests/golden/run.sh tests/observe/run.sh tests/mixed/run.sh tests/api/run.sh tests/python/run.sh)
 pass=0
 fail=0
 skip=0

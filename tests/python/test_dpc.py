@@ -1,0 +1,146 @@
+"""The Python package's checks (tests/python/run.sh): OUT is the folder to write in."""
+import json
+import os
+import subprocess
+import sys
+import traceback
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import dpc
+
+out = sys.argv[1]
+dpc_exe = os.environ["DPC"]
+results = []
+
+
+def check(name, cond, detail=""):
+    print("%s - python: %s" % ("ok" if cond else "not ok", name))
+    if not cond and detail:
+        print("    " + str(detail).replace("\n", "\n    "))
+    results.append(bool(cond))
+
+
+def refused(name, fn, code, pat):
+    try:
+        fn()
+    except dpc.Error as e:
+        check(name, e.code == code and pat in str(e), "code %d, message: %s" % (e.code, e))
+        return
+    check(name, False, "no error")
+
+
+def mlp(path, batch=8):
+    """a two-layer classifier as an exporter writes one: Gemm, Relu, Gemm; the weights under module names"""
+    r = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((r.standard_normal((4, 16)) * 0.5).astype(np.float32), "fc1.weight"),
+             numpy_helper.from_array(np.zeros(16, np.float32), "fc1.bias"),
+             numpy_helper.from_array((r.standard_normal((16, 3)) * 0.5).astype(np.float32), "fc2.weight"),
+             numpy_helper.from_array(np.zeros(3, np.float32), "fc2.bias")]
+    nodes = [helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"]),
+             helper.make_node("Relu", ["h"], ["a"]),
+             helper.make_node("Gemm", ["a", "fc2.weight", "fc2.bias"], ["logits"])]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 3])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def main():
+    model = os.path.join(out, "mlp.onnx")
+    mlp(model)
+    r = np.random.default_rng(1)
+    x = r.standard_normal((8, 4)).astype(np.float32)
+    y = (np.arange(8) % 3).astype(np.int64)  # PyTorch's labels are int64: taken as i32
+    np.save(os.path.join(out, "x.npy"), x)
+    np.save(os.path.join(out, "y.npy"), y.astype(np.int32))
+
+    # the executable on the same model, batch, seed and options
+    exe = os.path.join(out, "mlp")
+    subprocess.run([dpc_exe, model, "--optimizer", "adam", "-o", exe], check=True, capture_output=True)
+    cli = os.path.join(out, "cli.safetensors")
+    subprocess.run([exe, "--seed", "3", "--quiet", "--steps", "5", "--data", os.path.join(out, "x.npy"), "--labels",
+                    os.path.join(out, "y.npy"), "--save", cli, "--summary-json", os.path.join(out, "cli.json")],
+                   check=True, capture_output=True)
+
+    summary, log = os.path.join(out, "py.json"), os.path.join(out, "py.log.jsonl")
+    t = dpc.compile_file(model, optimizer="adam",
+                         run=dict(seed=3, quiet=True, summary_json=summary, log_json=log, log_every=1))
+    check("compile_file: the model's inputs, the labels the loss adds",
+          [i["name"] for i in t.inputs] == ["x", "labels"] and t.inputs[1]["classes"] == 3, t.inputs)
+    check("the parameters under the module's names",
+          [p["file"] for p in t.params] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"], t.params)
+    check("trainer.plan is the schedule's (peak, bound, optimizer)",
+          t.plan.get("optimizer") == "adam" and t.plan["peak_device_bytes"]["total"] > 0 and
+          t.plan["peak_lower_bound"] <= t.plan["peak_device_bytes"]["total"], t.plan)
+
+    losses = []
+    for i in range(5):
+        if i == 2:  # refusals between the steps change nothing
+            refused("a wrong dtype", lambda: t.step(x.astype(np.float64), y), 2, "input 'x' is f32, and the batch given is f64")
+            refused("a wrong shape", lambda: t.step(x[:4], y), 2, "input 'x' has shape [8, 4], and the batch given has shape [4, 4]")
+            refused("a name not in the model", lambda: t.put("z", x), 2, "no input named 'z' (its inputs: x, labels)")
+            refused("a label out of range", lambda: t.step(x, y + 3), 2, "not a class in 0..2")
+            refused("too many arrays", lambda: t.step(x, y, y), 2, "3 arrays given, and the model has 2 inputs")
+            refused("a parameter not in the model", lambda: t.get("fc9.weight"), 2, "no parameter or buffer named 'fc9.weight'")
+            refused("a save that cannot be written", lambda: t.save("/nonexistent-dir/p.safetensors"), 1, "/nonexistent-dir")
+            w = t.get("fc1.weight")
+            t.set("fc1.weight", w)
+            check("get and set of a parameter", w.shape == (4, 16) and w.dtype == np.float32)
+            check("Adam's moments by name", t.get("fc2.bias", "adam_v").min() >= 0)
+        losses.append(t.step(x, y))
+    check("five steps, the loss falls", losses[-1] < losses[0], losses)
+    check("steps_done", t.steps_done == 5)
+    py = os.path.join(out, "py.safetensors")
+    t.save(py)
+    check("the parameters after 5 steps are the executable's, byte for byte",
+          open(py, "rb").read() == open(cli, "rb").read())
+    sd = t.state_dict("numpy")
+    want = dpc._read_safetensors(cli)
+    check("state_dict: the module's names, the executable's values",
+          sorted(sd) == sorted(want) and all(np.array_equal(sd[k], want[k]) for k in sd))
+    ev = t.eval(x, y)
+    check("eval: a finite loss, nothing updated", np.isfinite(ev) and t.steps_done == 5)
+    t.close()
+    refused("a closed trainer", lambda: t.step(x, y), 3, "closed")
+    s = json.load(open(summary))
+    c = json.load(open(os.path.join(out, "cli.json")))
+    check("--summary through the API: the executable's steps and losses",
+          s["steps"] == 5 and s["loss_first"] == c["loss_first"] and s["loss_last"] == c["loss_last"],
+          (s.get("steps"), s.get("loss_first"), c.get("loss_first"), s.get("loss_last"), c.get("loss_last")))
+    lines = [json.loads(l) for l in open(log)]
+    check("--log-json through the API: a line a step", len(lines) == 5 and lines[-1]["step"] == 5, lines[-1:])
+
+    # a loader's batches: a generator of arrays, a step each
+    t2 = dpc.compile_file(model, output=os.path.join(out, "libmlp.so"), run=["--seed", "4", "--quiet"])
+    batches = ((r.standard_normal((8, 4)).astype(np.float32), r.integers(0, 3, 8)) for _ in range(20))
+    first = last = None
+    for bx, by in batches:
+        last = t2.step(bx, by)
+        first = first if first is not None else last
+    check("twenty batches from a loader", t2.steps_done == 20 and np.isfinite(last))
+    refused("a second session of the same library at once", lambda: dpc.load(os.path.join(out, "libmlp.so")), 3,
+            "open in this process already")
+    t2.close()
+    t3 = dpc.load(os.path.join(out, "libmlp.so"), run={"seed": 4, "quiet": True})
+    check("dpc.load: the library again, the plan beside it", t3.plan.get("optimizer") == "sgd")
+    t3.close()
+
+    # the compiler's and the runtime's refusals
+    refused("an option the compiler refuses", lambda: dpc.compile_file(model, checkpoint="sideways"), 2, "--checkpoint")
+    refused("a budget below the least", lambda: dpc.compile_file(model, device_mem="1KB"), 1, "device")
+    refused("a file that is not there", lambda: dpc.compile_file(os.path.join(out, "none.onnx")), 2, "no such file")
+    refused("an option the runtime refuses", lambda: dpc.compile_file(model, run={"lr": "fast"}), 2, "--lr needs")
+    bad = os.path.join(out, "bad.onnx")
+    with open(bad, "wb") as f:
+        f.write(b"not a model")
+    refused("a malformed ONNX file: the converter's message", lambda: dpc.compile_file(bad), 2, "bad.onnx: not an ONNX model")
+
+
+try:
+    main()
+except Exception:
+    check("test_dpc.py ran to its end", False, traceback.format_exc())
+print("%d passed, %d failed" % (sum(results), len(results) - sum(results)))
+sys.exit(0 if all(results) else 1)
