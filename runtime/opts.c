@@ -76,6 +76,10 @@ static const Opt opts[] = {
 	{"--labels", NULL, "FILE", O_STR, 0, 0, AT(labels), NONE,
 	 "the data of the input the loss reads only as its labels or target\n"
 	 "(cross_entropy's labels, mse's target), likewise"},
+	{"--in-order", NULL, NULL, O_FLAG, 0, 0, AT(in_order), NONE,
+	 "read the rows of the training .npy files in their order, batch after\n"
+	 "batch, each epoch alike, not shuffled (data already put in order, as a\n"
+	 "loader's batches saved one after another)"},
 	{"--input", NULL, "NAME=FILE", O_SPECIAL, 0, 0, 0, NONE,
 	 "any input's data, by name, likewise. Once one input has data every\n"
 	 "one needs some; an input given twice is an error"},
@@ -180,9 +184,9 @@ static const Opt opts[] = {
 static const char epilogue[] =
 	"Data. A .npy file for an input of shape [B, ...] holds [N, ...] rows (N >= 1) or exactly [B, ...];\n"
 	"float32/64 and int32/64 are accepted. Training reads N > B rows in an order shuffled for each epoch\n"
-	"from the seed (inputs of as many rows alike). For an i32 input, a file not named *.npy is read as\n"
-	"bytes, each an id 0..255 (byte-level text); training reads windows of the input's row length at\n"
-	"random offsets, as nanoGPT samples. --eval and --gradcheck read rows in turn. The order is a\n"
+	"from the seed (inputs of as many rows alike; --in-order: in the files' order). For an i32 input, a\n"
+	"file not named *.npy is read as bytes, each an id 0..255 (byte-level text); training reads windows\n"
+	"of the input's row length at random offsets, as nanoGPT samples. --eval and --gradcheck read rows in turn. The order is a\n"
 	"function of the seed and the step, so --resume continues it.\n"
 	"Ids of cross_entropy labels and embed tables must lie below their bound. With no --data, --labels\n"
 	"or --input at all every input gets a synthetic data set of 16 batches drawn from the seed (the\n"

@@ -467,6 +467,7 @@ typedef struct {
 	long steps, log_every, seed, gc_samples;
 	double lr, gc_threshold;
 	bool quiet, verbose, gradcheck, lr_set, profile, eval, steps_set, graph;
+	bool in_order;         /* --in-order: the training rows in the files' order, never shuffled */
 	long threads;          /* --threads N: 0 not given */
 	bool shard_optimizer;  /* --shard-optimizer: each rank updates its share (an executable of dpc --ranks N) */
 	int schedule;          /* RT_LR_CONSTANT, _COSINE, _LINEAR */

@@ -246,6 +246,8 @@ static bool load_inputs(RtCtx *c, const RtOpts *o, RtData *data, RtData *val, bo
 	memset(data, 0, sizeof(RtData) * RT_MAX_INPUTS);
 	static const char *const train_opt[3] = {"--data", "--labels", "--input"};
 	*synthetic = !bind_inputs(m, data, train_opt, o->data, o->labels, o->input_name, o->input_file, o->ninput_files);
+	for (int k = 0; o->in_order && k < m->ninputs; k++)
+		data[k].shuffle = false;
 	if (*synthetic)
 		rt_synthesize(data, m, (uint64_t)o->seed);
 	if (rt_distributed) {

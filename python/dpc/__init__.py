@@ -136,7 +136,8 @@ def compile(module, example_inputs, loss="cross_entropy", *, exporter="auto", in
     from . import _export
     tmp = tempfile.mkdtemp(prefix="dpc-")
     try:
-        onnx_path, prefix = _export.export(module, example_inputs, os.path.join(tmp, "model.onnx"), exporter,
+        name = "".join(c for c in type(module).__name__.lower() if c.isalnum()) or "model"
+        onnx_path, prefix = _export.export(module, example_inputs, os.path.join(tmp, name + ".onnx"), exporter,
                                            input_names)
     except Error:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -144,7 +145,7 @@ def compile(module, example_inputs, loss="cross_entropy", *, exporter="auto", in
     except Exception as e:  # the exporter's own error, with what it names
         shutil.rmtree(tmp, ignore_errors=True)
         raise Error("the module does not export to ONNX: %s: %s" % (type(e).__name__, e), _capi.ERR_USAGE) from e
-    lib = output or os.path.join(tmp, "libmodel.so")
+    lib = output or os.path.join(tmp, "lib%s.so" % name)
     try:
         t = compile_file(onnx_path, output=lib, run=run, loss=loss, **options)
     except Error:
@@ -386,7 +387,12 @@ class Trainer:
         import torch
         sd = self.state_dict("torch")
         with torch.no_grad():
-            return module.load_state_dict(sd, strict=False)
+            res = module.load_state_dict(sd, strict=False)
+        # a tied weight (GPT-2's embedding and head) is one tensor under two names: loaded under either
+        loaded = {t.data_ptr() for k, t in module.state_dict().items() if k in sd}
+        own = module.state_dict()
+        missing = [k for k in res.missing_keys if own[k].data_ptr() not in loaded]
+        return type(res)(missing, res.unexpected_keys)
 
     # files
     def save(self, path):

@@ -1,6 +1,9 @@
 """A PyTorch module to ONNX as docs/import.md's recipe exports it, for dpc.compile."""
+import contextlib
 import copy
 import inspect
+import io
+import warnings
 
 
 def _is_transformers(module):
@@ -62,15 +65,25 @@ def export(module, example_inputs, path, exporter="auto", input_names=None):
     if not isinstance(out, torch.Tensor):
         m, prefix = _wrap(torch, m), "m."
     names = _names(module, len(example_inputs), input_names)
+    if exporter not in ("auto", "legacy", "dynamo"):
+        raise ValueError("exporter is 'auto', 'legacy' or 'dynamo', not %r" % exporter)
     if exporter == "auto":
         exporter = "dynamo" if _is_transformers(module) else "legacy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporters' notes on what they leave out, which dpc knows
+        _run(torch, m, example_inputs, path, exporter, names)
+    return path, prefix
+
+
+def _run(torch, m, example_inputs, path, exporter, names):
     if exporter == "legacy":
         torch.onnx.export(m, example_inputs, path, dynamo=False, opset_version=17,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=names, output_names=["logits"])
     elif exporter == "dynamo":
-        torch.onnx.export(m, example_inputs, path, dynamo=True, optimize=False, input_names=names,
-                          output_names=["logits"])
+        # its progress lines are print()s: quiet, as the legacy exporter is
+        with contextlib.redirect_stdout(io.StringIO()):
+            torch.onnx.export(m, example_inputs, path, dynamo=True, optimize=False, input_names=names,
+                              output_names=["logits"])
     else:
         raise ValueError("exporter is 'auto', 'legacy' or 'dynamo', not %r" % exporter)
-    return path, prefix

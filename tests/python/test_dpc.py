@@ -32,6 +32,12 @@ def refused(name, fn, code, pat):
     check(name, False, "no error")
 
 
+def same(a, b):
+    """two safetensors files' tensors: the same names, the same bits (the files name their models)"""
+    x, y = dpc._read_safetensors(a), dpc._read_safetensors(b)
+    return sorted(x) == sorted(y) and all(x[k].tobytes() == y[k].tobytes() for k in x)
+
+
 def mlp(path, batch=8):
     """a two-layer classifier as an exporter writes one: Gemm, Relu, Gemm; the weights under module names"""
     r = np.random.default_rng(0)
@@ -114,12 +120,21 @@ def main():
 
     # a loader's batches: a generator of arrays, a step each
     t2 = dpc.compile_file(model, output=os.path.join(out, "libmlp.so"), run=["--seed", "4", "--quiet"])
-    batches = ((r.standard_normal((8, 4)).astype(np.float32), r.integers(0, 3, 8)) for _ in range(20))
-    first = last = None
+    batches = [(r.standard_normal((8, 4)).astype(np.float32), r.integers(0, 3, 8)) for _ in range(20)]
+    last = None
     for bx, by in batches:
         last = t2.step(bx, by)
-        first = first if first is not None else last
     check("twenty batches from a loader", t2.steps_done == 20 and np.isfinite(last))
+    t2.save(os.path.join(out, "loader.safetensors"))
+    # the executable on the same batches one after another (--in-order: not shuffled)
+    np.save(os.path.join(out, "xs.npy"), np.concatenate([b[0] for b in batches]))
+    np.save(os.path.join(out, "ys.npy"), np.concatenate([b[1] for b in batches]).astype(np.int32))
+    subprocess.run([dpc_exe, model, "-o", exe + "_sgd"], check=True, capture_output=True)
+    subprocess.run([exe + "_sgd", "--seed", "4", "--quiet", "--steps", "20", "--in-order", "--data",
+                    os.path.join(out, "xs.npy"), "--labels", os.path.join(out, "ys.npy"), "--save",
+                    os.path.join(out, "cli_loader.safetensors")], check=True, capture_output=True)
+    check("the loader's twenty batches give the executable's parameters (--in-order), bit for bit",
+          same(os.path.join(out, "loader.safetensors"), os.path.join(out, "cli_loader.safetensors")))
     refused("a second session of the same library at once", lambda: dpc.load(os.path.join(out, "libmlp.so")), 3,
             "open in this process already")
     t2.close()
