@@ -3,6 +3,7 @@ import contextlib
 import copy
 import inspect
 import io
+import os
 import warnings
 
 
@@ -72,7 +73,36 @@ def export(module, example_inputs, path, exporter="auto", input_names=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the exporters' notes on what they leave out, which dpc knows
         _run(torch, m, example_inputs, path, exporter, names)
+    _restore_buffers(module, path, prefix)
     return path, prefix
+
+
+def _restore_buffers(module, path, prefix):
+    """The export traces the module by running it, which moves batch norm's running statistics in the copy
+    it exports (and by how much depends on the example and on PyTorch's threads): the trainer must start
+    from the user's module as it is, so each initializer that differs from the module's own tensor of
+    that name goes back to the module's value."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    own = {prefix + k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+    model = onnx.load(path)
+    changed = 0
+    for init in model.graph.initializer:
+        t = own.get(init.name)
+        if t is None:
+            continue
+        cur = numpy_helper.to_array(init)
+        want = t.numpy() if t.dtype != torch.bfloat16 else None
+        if want is None or cur.shape != want.shape or cur.dtype != want.dtype or cur.tobytes() == want.tobytes():
+            continue
+        init.CopyFrom(numpy_helper.from_array(want, init.name))
+        changed += 1
+    if not changed:
+        return
+    big = model.ByteSize() > (1 << 31) - (1 << 26)
+    onnx.save(model, path, save_as_external_data=big, all_tensors_to_one_file=True,
+              location=os.path.basename(path) + ".data" if big else None)
 
 
 def _run(torch, m, example_inputs, path, exporter, names):
