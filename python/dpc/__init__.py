@@ -334,7 +334,8 @@ class Trainer:
         for p in self.params:
             if name in (p["name"], p["file"]):
                 return p
-        raise Error("the model has no parameter or buffer named '%s'" % name, _capi.ERR_USAGE)
+        raise Error("the model has no parameter or buffer named '%s' (it has: %s)"
+                    % (name, ", ".join(p["file"] for p in self.params)), _capi.ERR_USAGE)
 
     def get(self, name, what="value"):
         """a parameter's value, gradient ("grad") or Adam moment ("adam_m", "adam_v") as a NumPy array
