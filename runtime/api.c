@@ -115,6 +115,11 @@ int dpc_open(DpcSession **out, int argc, const char *const *argv)
 		if (!S->o.steps_set) {
 			if (S->o.schedule != RT_LR_CONSTANT)
 				rt_usage("%s", "--lr-schedule other than constant needs --steps through the API: its length");
+			if ((S->o.trace || S->o.memplot) && !S->o.trace_steps_set)
+				rt_usage("%s", "--trace and --memplot through the API need --trace-steps FIRST:LAST (or --steps: the "
+				         "last step is theirs)");
+			if (S->o.profile)
+				rt_usage("%s", "--profile through the API needs --steps N: it profiles step N");
 			S->o.steps = 1000000000;
 		}
 		if (S->o.graph)

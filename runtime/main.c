@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 	rt_executable = true;
 	rt_dist_init(&argc, &argv);
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--help")) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			rt_help();
 			return 0;
 		}

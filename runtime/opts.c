@@ -306,6 +306,7 @@ static void special(RtOpts *o, const char *name, const char *v)
 		if (!colon || colon == v || colon - v >= (long)sizeof first || !colon[1])
 			rt_usage("--trace-steps takes FIRST:LAST, such as 3:5, not '%s'", v);
 		snprintf(first, sizeof first, "%.*s", (int)(colon - v), v);
+		o->trace_steps_set = true;
 		o->trace_from = int_value("--trace-steps", first, 1, MAX_COUNT);
 		o->trace_to = int_value("--trace-steps", colon + 1, 1, MAX_COUNT);
 		if (o->trace_to < o->trace_from)

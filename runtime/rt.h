@@ -480,6 +480,7 @@ typedef struct {
 	const char *trace;     /* --trace FILE */
 	const char *memplot;   /* --memplot FILE.svg */
 	long trace_from, trace_to; /* --trace-steps a:b; 0: the last step */
+	bool trace_steps_set;      /* --trace-steps was given */
 	const char *optimizer; /* as asked for: it must be the one compiled in */
 	const char *data, *labels, *init, *save, *dump_grads, *summary, *log_json;
 	const char *save_state, *resume; /* --save-state, --resume FILE */

@@ -65,6 +65,14 @@ static bool fence_set[RT_FENCES];
 
 static void gpu_init(void)
 {
+	/* a library's second session in the process: the context, stream, module and cuBLAS are the first's */
+	static bool up;
+	if (up) {
+		for (int i = 0; i < RT_FENCES; i++)
+			fence_set[i] = false;
+		CUBLAS(cublasSetMathMode(blas, rt_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+		return;
+	}
 	const char *why = load_driver();
 	if (why)
 		rt_fail(1, "this executable was compiled for NVIDIA GPUs (dpc --target cuda), but %s; "
@@ -101,6 +109,7 @@ static void gpu_init(void)
 	CUBLAS(cublasCreate(&blas));
 	CUBLAS(cublasSetStream(blas, (cudaStream_t)stream));
 	CUBLAS(cublasSetMathMode(blas, rt_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+	up = true;
 }
 
 static uint64_t gpu_alloc(int64_t bytes)

@@ -55,6 +55,10 @@ build)
 	bin/dpc --target cuda -D B=8 -D S=32 --checkpoint min-memory --device-mem 1G --schedule-json $B/offload.json \
 		samples/densenet.dp -o $B/offload.gpu || exit 1
 	python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['straight_line']['offloaded_bytes'] > 0" $B/offload.json || exit 1
+	# the C API (dpc --emit=lib): the classifier as a library for each target, for tests/gpu/api_gpu.py
+	mkdir -p $B/api
+	bin/dpc --target cuda samples/classifier.dp --emit=lib -o $B/api/libclassifier_cuda.so || exit 1
+	bin/dpc --target cpu samples/classifier.dp --emit=lib -o $B/api/libclassifier_cpu.so || exit 1
 	# streaming: resmlp with every stackable parameter streamed, against resident (tolerance 0)
 	mkdir -p $B/stream
 	for opt in sgd adam; do
@@ -234,6 +238,7 @@ for exe in $B/*.cuda; do
 	$B/$s.cudaa $args --dump-grads $TEST_OUT/$s.cudaa.st >$TEST_OUT/$s.cudaa.log 2>&1
 	check "gpu/$s: auto (tapes of rows) gradients identical to store-everything" compare_grads $TEST_OUT/$s.cudaa.st $TEST_OUT/$s.cuda.st 0
 done
+check "gpu/api: CUDA tensors put without a host copy, the same bits as host arrays" python3 tests/gpu/api_gpu.py $B/api
 $B/rows_none.gpu --steps 3 --dump-grads $TEST_OUT/rows_none.st >$TEST_OUT/rows.log 2>&1 &&
 	$B/rows_drop.gpu --steps 3 --dump-grads $TEST_OUT/rows_drop.st --summary-json $TEST_OUT/rows_drop.json >>$TEST_OUT/rows.log 2>&1
 check "gpu/rows: rows that keep less, gradients identical to store-everything" compare_grads $TEST_OUT/rows_drop.st $TEST_OUT/rows_none.st 0

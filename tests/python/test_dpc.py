@@ -118,6 +118,19 @@ def main():
     lines = [json.loads(l) for l in open(log)]
     check("--log-json through the API: a line a step", len(lines) == 5 and lines[-1]["step"] == 5, lines[-1:])
 
+    # --trace through the API: the steps it names, written at close
+    trace = os.path.join(out, "trace.json")
+    t4 = dpc.compile_file(model, output=os.path.join(out, "libtrace.so"),
+                          run={"seed": 3, "quiet": True, "trace": trace, "trace_steps": "2:3"})
+    for i in range(4):
+        t4.step(x, y)
+    t4.close()
+    ev = json.load(open(trace))["traceEvents"]
+    steps = {e["args"]["step"] for e in ev if e.get("ph") == "X"}
+    check("--trace through the API: steps 2 and 3 traced", steps == {2, 3}, steps)
+    refused("--trace through the API without the steps it traces",
+            lambda: dpc.load(os.path.join(out, "libtrace.so"), run={"trace": trace}), 2, "--trace-steps")
+
     # a loader's batches: a generator of arrays, a step each
     t2 = dpc.compile_file(model, output=os.path.join(out, "libmlp.so"), run=["--seed", "4", "--quiet"])
     batches = [(r.standard_normal((8, 4)).astype(np.float32), r.integers(0, 3, 8)) for _ in range(20)]
