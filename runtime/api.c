@@ -177,9 +177,18 @@ int dpc_param(const DpcSession *s, int i, DpcTensor *t)
 static const char *names(const RtTensor *t, int n)
 {
 	static char buf[1024];
+	size_t len = 0;
 	buf[0] = 0;
-	for (int i = 0; i < n; i++)
-		snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? ", " : "", t[i].name);
+	for (int i = 0; i < n; i++) {
+		size_t k = strlen(t[i].name) + (i ? 2 : 0);
+		if (len + k + 5 >= sizeof buf) { /* the list cut where the message would be too long */
+			memcpy(buf + len, ", ...", 6);
+			break;
+		}
+		memcpy(buf + len, ", ", i ? 2 : 0);
+		memcpy(buf + len + (i ? 2 : 0), t[i].name, strlen(t[i].name) + 1);
+		len += k;
+	}
 	return buf;
 }
 
@@ -536,10 +545,47 @@ int dpc_resume(DpcSession *s, const char *path)
 	if (!path)
 		LEAVE(fail(s, DPC_ERR_USAGE, "%s", "dpc_resume: no path (NULL)"));
 	Session *S = &s->S;
+	const RtModel *m = &S->model;
 	moments(S);
 	S->ctx.dev->sync();
 	rt_host_drain();
-	long step = rt_load_state(path, &S->model, &S->o, S->host, S->mom);
+	/* the state read into buffers of this call's own where a failure would leave the session's live memory
+	 * half-written: the streamed parameters and their moments, in the host pool (a resident parameter's
+	 * host buffer is only the way to the device) */
+	static void *into[3 * RT_MAX_PARAMS];
+	void **mom_into = into + RT_MAX_PARAMS;
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		into[i] = t->streamed ? rt_host_alloc(t->bytes, t->name) : S->host[i];
+		for (int k = 0; k < 2; k++)
+			mom_into[2 * i + k] = t->streamed && S->mom[2 * i + k] ? rt_host_alloc(t->bytes, t->name) : S->mom[2 * i + k];
+	}
+	jmp_buf inner;
+	if (setjmp(inner)) {
+		char why[sizeof rt_fail_msg];
+		int status = rt_fail_status;
+		memcpy(why, rt_fail_msg, sizeof why);
+		for (int i = 0; i < m->nparams; i++)
+			if (m->params[i].streamed)
+				free(into[i]), free(mom_into[2 * i]), free(mom_into[2 * i + 1]);
+		rt_fail_trap = &trap_;
+		rt_fail(status, "%s", why);
+	}
+	rt_fail_trap = &inner;
+	long step = rt_load_state(path, m, &S->o, into, mom_into);
+	rt_fail_trap = &trap_;
+	for (int i = 0; i < m->nparams; i++) {
+		const RtTensor *t = &m->params[i];
+		if (!t->streamed)
+			continue;
+		memcpy(S->host[i], into[i], (size_t)t->bytes);
+		free(into[i]);
+		for (int k = 0; k < 2; k++)
+			if (S->mom[2 * i + k]) {
+				memcpy(S->mom[2 * i + k], mom_into[2 * i + k], (size_t)t->bytes);
+				free(mom_into[2 * i + k]);
+			}
+	}
 	S->start = S->done = step;
 	rt_upload_state(S);
 	LEAVE(DPC_OK);

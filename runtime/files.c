@@ -207,13 +207,16 @@ static void set_tmp(const char *path)
 	tmp_live = 1;
 }
 
-void rt_write_atomic(const char *path, const void *data, size_t len)
+/* rt_write_atomic's work: NULL, or why it failed (the caller frees its own memory before it fails) */
+static const char *write_atomic(const char *path, const void *data, size_t len)
 {
+	static char why[4400];
 	set_tmp(path);
 	FILE *f = fopen(tmp_path, "wb");
 	if (!f) {
 		tmp_live = 0;
-		rt_fail(1, "cannot write %s: %s", tmp_path, strerror(errno));
+		snprintf(why, sizeof why, "cannot write %s: %s", tmp_path, strerror(errno));
+		return why;
 	}
 	bool ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
 	ok &= fclose(f) == 0;
@@ -221,9 +224,18 @@ void rt_write_atomic(const char *path, const void *data, size_t len)
 		int e = errno;
 		unlink(tmp_path);
 		tmp_live = 0;
-		rt_fail(1, "cannot write %s: %s", path, strerror(e));
+		snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(e));
+		return why;
 	}
 	tmp_live = 0;
+	return NULL;
+}
+
+void rt_write_atomic(const char *path, const void *data, size_t len)
+{
+	const char *why = write_atomic(path, data, len);
+	if (why)
+		rt_fail(1, "%s", why);
 }
 
 void rt_check_output(const char *path)
@@ -612,9 +624,12 @@ void rt_save_tensors(const char *path, const RtModel *m, void *const *bufs, bool
 		memcpy(out + at, bufs[i], (size_t)m->params[i].bytes);
 		at += (size_t)m->params[i].bytes;
 	}
-	rt_write_atomic(path, out, total);
-	free(out);
 	free(h);
+	/* under the API a failed write goes on: nothing of this call's is left allocated */
+	const char *why = write_atomic(path, out, total);
+	free(out);
+	if (why)
+		rt_fail(1, "%s", why);
 }
 
 void rt_safetensors_parse(const char *name, const unsigned char *b, size_t len, const RtModel *m, void **bufs, RtMeta *meta)

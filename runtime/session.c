@@ -445,7 +445,7 @@ void rt_allocate(Session *S)
 	c->seed = (uint64_t)o->seed;
 
 	if (!o->quiet)
-		rt_announce(c, o, r, S->param_bytes, S->host_threads, S->synthetic);
+		rt_announce(c, o, r, S->param_bytes, S->host_threads, S->synthetic && !S->api); /* a host program puts its batches */
 }
 
 
@@ -503,6 +503,10 @@ void rt_release(Session *S)
 		free((char *)o->val_name[f]);
 	for (int i = 0; i < 7; i++)
 		free(S->rank_paths[i]);
+	/* the description's tables (rt_parse_desc) */
+	for (int i = 0; i < m->nkname; i++)
+		free(m->kname[i]);
+	free(m->kname), free(m->kwork), free(m->kpred), free(m->mem_series);
 }
 
 

@@ -125,7 +125,9 @@ long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **p
 	void **bufs;
 	RtModel *s = state_model(m, params, moments, &bufs);
 	/* a state of another model fails on its fields, not on its first tensor that does not fit:
-	 * the tensors' error, trapped, stands only once the fields agree */
+	 * the tensors' error, trapped, stands only once the fields agree. The error is said once what
+	 * this call holds is freed (under the API the session goes on). */
+	char why[2400] = "";
 	{
 		jmp_buf trap, *outer = rt_fail_trap;
 		rt_fail_trap = &trap;
@@ -134,30 +136,32 @@ long rt_load_state(const char *path, const RtModel *m, const RtOpts *o, void **p
 			rt_safetensors_parse(path, b, len, s, bufs, &meta);
 		rt_fail_trap = outer;
 		const char *content = lookup(&meta, "content");
-		if (!content || strcmp(content, "state"))
-			rt_fail(1, "%s: not a state file (%s); --save-state writes one, --save writes parameters only", path,
-			        content ? content : "no content field");
 		char v[NFIELDS][64];
 		fields(m, o, v);
-		for (int f = 0; f < NFIELDS; f++) {
+		if (!content || strcmp(content, "state"))
+			snprintf(why, sizeof why, "%.1000s: not a state file (%.200s); --save-state writes one, --save writes "
+			         "parameters only", path, content ? content : "no content field");
+		for (int f = 0; !why[0] && f < NFIELDS; f++) {
 			const char *got = lookup(&meta, field_name[f]);
 			if (!got || strcmp(got, v[f]))
-				rt_fail(1, "%s: saved with %s %s, this run has %s%s", path, field_name[f], got ? got : "(none)", v[f],
-				        f == F_DESC ? " (another model, -D value or memory plan)" : "");
+				snprintf(why, sizeof why, "%.1000s: saved with %s %.200s, this run has %s%s", path, field_name[f],
+				         got ? got : "(none)", v[f], f == F_DESC ? " (another model, -D value or memory plan)" : "");
 		}
-		if (failed) /* the fields agree, so the tensors' error stands: run it again, untrapped */
-			rt_safetensors_parse(path, b, len, s, bufs, NULL);
+		if (!why[0] && failed) /* the fields agree, so the tensors' error stands */
+			snprintf(why, sizeof why, "%s", rt_fail_msg);
 	}
 	const char *st = lookup(&meta, "step");
 	char *end;
 	long step = st ? strtol(st, &end, 10) : -1;
-	if (!st || *end || step < 1)
-		rt_fail(1, "%s: no valid step in the state (%s)", path, st ? st : "none");
-	if (step > o->steps)
-		rt_fail(1, "%s: the state is at step %ld, past --steps %ld", path, step, o->steps);
+	if (!why[0] && (!st || *end || step < 1))
+		snprintf(why, sizeof why, "%.1000s: no valid step in the state (%.100s)", path, st ? st : "none");
+	if (!why[0] && step > o->steps)
+		snprintf(why, sizeof why, "%.1000s: the state is at step %ld, past --steps %ld", path, step, o->steps);
 	for (int i = 0; i < meta.n; i++)
 		free(meta.key[i]), free(meta.val[i]);
 	free(bufs);
 	free(b);
+	if (why[0])
+		rt_fail(1, "%s", why);
 	return step;
 }

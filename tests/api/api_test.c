@@ -65,6 +65,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *dir = argv[1];
+	setvbuf(stdout, NULL, _IOLBF, 0); /* each line out as it is made, whatever ends the process */
 	float *x = slurp(dir, "x.bin", 4L * B * D);
 	int *y = slurp(dir, "y.bin", 4L * B);
 	int64_t xd[2] = {B, D}, yd[1] = {B}, bad[2] = {B, D + 1};

@@ -39,8 +39,9 @@ if $CC_ -std=c11 -Wall -Wextra -Werror -Iruntime -o "$o/api_test" tests/api/api_
 	ok "a host program compiles and links against the library"
 	"$o/api_test" "$o" >"$o/api.log" 2>&1
 	rc=$?
-	grep -E '^(not )?ok - |^    ' "$o/api.log" | while IFS= read -r l; do echo "$l"; done
-	[ $rc -le 1 ] || notok "api_test exited with status $rc" "$o/api.log"
+	grep -E '^(not )?ok - |^    ' "$o/api.log"
+	# a status without a failed check is the process's own end (a sanitizer's report: a leak)
+	[ $rc -eq 0 ] || grep -q '^not ok - ' "$o/api.log" || notok "api_test exited with status $rc" "$o/api.log"
 	npass=$((npass + $(grep -c '^ok - ' "$o/api.log")))
 	nfail=$((nfail + $(grep -c '^not ok - ' "$o/api.log")))
 else
