@@ -155,6 +155,43 @@ def main():
     check("dpc.load: the library again, the plan beside it", t3.plan.get("optimizer") == "sgd")
     t3.close()
 
+    # a resume that fails leaves the session as it was: the streamed parameters and their moments live in
+    # the host pool, and a state whose last value is not finite fails after the tensors before it are read
+    lib = os.path.join(out, "libres.so")
+    res = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "resmlp.dp")
+    a = dpc.compile_file(res, output=lib, stream="params", optimizer="adam", run={"seed": 5, "quiet": True})
+    a.step(), a.step()
+    state = os.path.join(out, "res.state")
+    a.save_state(state)
+    raw = bytearray(open(state, "rb").read())
+    raw[-4:] = np.array([np.nan], np.float32).tobytes()
+    bad_state = os.path.join(out, "res_bad.state")
+    open(bad_state, "wb").write(bytes(raw))
+    a.step(), a.step()  # past the state: what a half-read state would write differs from what is there
+    before = {p["file"]: a.get(p["file"]).copy() for p in a.params}
+    mom = a.get("W", "adam_m").copy()
+    refused("a resume from a state with a value not finite", lambda: a.resume(bad_state), 1, "not a finite number")
+    check("a failed resume leaves the parameters and moments as they were (streamed ones too)",
+          all(np.array_equal(before[k], a.get(k)) for k in before) and np.array_equal(mom, a.get("W", "adam_m")))
+    a.step()
+    a.save(os.path.join(out, "res_after.safetensors"))
+    a.close()
+    b = dpc.load(lib, run={"seed": 5, "quiet": True})
+    for _ in range(5):
+        b.step()
+    b.save(os.path.join(out, "res_plain.safetensors"))
+    b.close()
+    check("and the steps after it are a plain run's, bit for bit",
+          same(os.path.join(out, "res_after.safetensors"), os.path.join(out, "res_plain.safetensors")))
+    c = dpc.load(lib, run={"seed": 5, "quiet": True})
+    c.resume(state)
+    for _ in range(3):
+        c.step()
+    c.save(os.path.join(out, "res_resumed.safetensors"))
+    c.close()
+    check("a streamed model resumed at step 2: 3 more steps are the plain run's (5 steps)",
+          same(os.path.join(out, "res_resumed.safetensors"), os.path.join(out, "res_plain.safetensors")))
+
     # the compiler's and the runtime's refusals
     refused("an option the compiler refuses", lambda: dpc.compile_file(model, checkpoint="sideways"), 2, "--checkpoint")
     refused("a budget below the least", lambda: dpc.compile_file(model, device_mem="1KB"), 1, "device")
