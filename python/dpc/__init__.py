@@ -239,7 +239,7 @@ class Trainer:
         except OSError as e:
             raise Error("%s does not load: %s" % (path, e), _capi.ERR_USAGE) from e
         args = _flags(run)
-        argv = (ctypes_char_p * len(args))(*[a.encode() for a in args])
+        argv = (_capi.ctypes.c_char_p * len(args))(*[a.encode() for a in args])
         s = _capi.ctypes.c_void_p()
         rc = self._lib.dpc_open(_capi.ctypes.byref(s), len(args), argv)
         if rc != _capi.OK:
@@ -439,5 +439,3 @@ class Trainer:
             getattr(self, "model", "?"), len(getattr(self, "inputs", [])), len(getattr(self, "params", [])),
             getattr(self, "optimizer", "?"), self.steps_done if self._s is not None else 0)
 
-
-ctypes_char_p = _capi.ctypes.c_char_p
