@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _capi
 
+__version__ = "0.1.0"
 __all__ = ["Error", "Trainer", "compile", "compile_file", "load", "find_dpc"]
 
 
@@ -185,6 +186,9 @@ class _Batch:
             names = {torch.float32: "f32", torch.float64: "f64", torch.int32: "i32", torch.bfloat16: "bf16"}
             if want == "i32" and not a.is_floating_point() and a.dtype != torch.int32:
                 a = self._labels_t(a, torch)
+            reals = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16}
+            if want in reals and a.is_floating_point() and a.dtype != reals[want]:
+                a = a.to(reals[want])  # the model's precision, as the executable reads a .npy file
             self.dtype = names.get(a.dtype, str(a.dtype).replace("torch.", ""))
             a = a.contiguous()
             if a.is_cuda:
@@ -197,7 +201,11 @@ class _Batch:
             if a.size and (a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max):
                 raise Error("the labels do not fit in i32", _capi.ERR_USAGE)
             a = a.astype(np.int32)
-        self.dtype = _NP.get(a.dtype, str(a.dtype))
+        if want in ("f32", "f64", "bf16") and a.dtype.kind == "f" and _NP.get(a.dtype) != want:
+            a = _to_bf16(a) if want == "bf16" else a.astype(_NP_OF[want])
+            self.dtype = want
+        else:
+            self.dtype = _NP.get(a.dtype, str(a.dtype))
         self.keep, self.ptr, self.shape = a, a.ctypes.data, a.shape
 
     @staticmethod
@@ -205,6 +213,16 @@ class _Batch:
         if a.numel() and (int(a.min()) < -2**31 or int(a.max()) >= 2**31):
             raise Error("the labels do not fit in i32", _capi.ERR_USAGE)
         return a.to(torch.int32)
+
+
+def _to_bf16(a):
+    """float values as bfloat16's bits (uint16), rounded to nearest even from float32, as the runtime
+    rounds (a value rounded twice, f64 to f32 to bf16, as the executable reads an f64 .npy file)"""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    nan = np.isnan(np.asarray(a, dtype=np.float32))
+    r[nan] = 0x7FC0
+    return np.ascontiguousarray(r.astype(np.uint16))
 
 
 def _read_safetensors(path):

@@ -84,7 +84,10 @@ def main():
     losses = []
     for i in range(5):
         if i == 2:  # refusals between the steps change nothing
-            refused("a wrong dtype", lambda: t.step(x.astype(np.float64), y), 2, "input 'x' is f32, and the batch given is f64")
+            refused("a wrong dtype: reals for labels", lambda: t.step(x, y.astype(np.float32)), 2,
+                    "input 'labels' is i32, and the batch given is f32")
+            refused("a wrong dtype: integers for reals", lambda: t.step(x.astype(np.int32), y), 2,
+                    "input 'x' is f32, and the batch given is i32")
             refused("a wrong shape", lambda: t.step(x[:4], y), 2, "input 'x' has shape [8, 4], and the batch given has shape [4, 4]")
             refused("a name not in the model", lambda: t.put("z", x), 2, "no input named 'z' (its inputs: x, labels)")
             refused("a label out of range", lambda: t.step(x, y + 3), 2, "not a class in 0..2")
@@ -117,6 +120,24 @@ def main():
           (s.get("steps"), s.get("loss_first"), c.get("loss_first"), s.get("loss_last"), c.get("loss_last")))
     lines = [json.loads(l) for l in open(log)]
     check("--log-json through the API: a line a step", len(lines) == 5 and lines[-1]["step"] == 5, lines[-1:])
+
+    # reals in the model's precision, as the executable reads a .npy file: f64 arrays into an f32 model,
+    # f32 into a bf16-mixed one (rounded to nearest even), the executable's bits
+    for prec, arr in (("f32", x.astype(np.float64)), ("bf16-mixed", x)):
+        lib = os.path.join(out, "libmlp_%s.so" % prec)
+        tp = dpc.compile_file(model, output=lib, precision=prec, optimizer="adam", run={"seed": 3, "quiet": True})
+        for _ in range(3):
+            tp.step(arr, y)
+        tp.save(os.path.join(out, "prec_%s.safetensors" % prec))
+        tp.close()
+        subprocess.run([dpc_exe, model, "--precision", prec, "--optimizer", "adam", "-o", exe + "_" + prec], check=True,
+                       capture_output=True)
+        np.save(os.path.join(out, "x64.npy"), arr)
+        subprocess.run([exe + "_" + prec, "--seed", "3", "--quiet", "--steps", "3", "--data", os.path.join(out, "x64.npy"),
+                        "--labels", os.path.join(out, "y.npy"), "--save", os.path.join(out, "prec_cli_%s.safetensors" % prec)],
+                       check=True, capture_output=True)
+        check("%s arrays into a %s model: the executable's bits from the same .npy" % (arr.dtype, prec),
+              same(os.path.join(out, "prec_%s.safetensors" % prec), os.path.join(out, "prec_cli_%s.safetensors" % prec)))
 
     # --trace through the API: the steps it names, written at close
     trace = os.path.join(out, "trace.json")
