@@ -297,6 +297,8 @@ void rt_announce(RtCtx *c, const RtOpts *o, const Run *r, int64_t param_bytes, i
 	}
 }
 
+/* --eval: the forward program on each batch, dropout off; the means of the loss and of each report,
+ * printed and in --summary-json */
 int rt_evaluate(RtCtx *c, const RtOpts *o, RtData *data)
 {
 	RtModel *m = c->model;

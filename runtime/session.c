@@ -13,8 +13,6 @@
 
 bool rt_tf32, rt_conv_fp32, rt_verbose;
 
-/* --eval: the forward program on each batch, dropout off; the means of the
- * loss and of each report */
 /* the batches that hold a data set's rows once (at least one) */
 long rt_batches(const RtModel *m, const RtData *data)
 {
@@ -49,7 +47,7 @@ double rt_mean_loss(RtCtx *c, RtData *data, long nb, double *rep)
 
 /* ---- parameters ---- */
 
-void rt_init_params(const RtModel *m, void **host, uint64_t seed)
+static void init_params(const RtModel *m, void **host, uint64_t seed)
 {
 	for (int i = 0; i < m->nparams; i++) {
 		const RtTensor *t = &m->params[i];
@@ -430,7 +428,7 @@ void rt_allocate(Session *S)
 		rt_load_safetensors(m->weights, m, host);
 	}
 	else
-		rt_init_params(m, host, (uint64_t)o->seed);
+		init_params(m, host, (uint64_t)o->seed);
 	if (rt_distributed)
 		rt_ranks_start_alike(m, o, S->start, host, mom);
 
