@@ -27,7 +27,6 @@ struct DpcSession {
 	int nargs;
 	char err[2048];
 	char open_err[1950]; /* why dpc_open failed */
-	int nrep;
 };
 
 /* one session a process: the runtime's device, threads and options are the process's */
@@ -42,17 +41,22 @@ static int fail(DpcSession *s, int code, const char *fmt, const char *arg)
 	return code;
 }
 
+/* after rt_fail jumped back to a call's trap: its message the session's, its status the call's code */
+static int trapped(DpcSession *s)
+{
+	rt_fail_trap = NULL;
+	snprintf(s->err, sizeof s->err, "%s", rt_fail_msg);
+	return rt_fail_status == 2 ? DPC_ERR_USAGE : rt_fail_status == 1 ? DPC_ERR_RUN : DPC_ERR_INTERNAL;
+}
+
 /* every call: the session open and up (or its reason), then a trap for rt_fail around the call's body */
-#define ENTER(s)                                                                              \
-	jmp_buf trap_;                                                                            \
-	int ready_ = ready(s);                                                                    \
-	if (ready_ != DPC_OK)                                                                     \
-		return ready_;                                                                        \
-	if (setjmp(trap_)) {                                                                      \
-		rt_fail_trap = NULL;                                                                  \
-		snprintf((s)->err, sizeof (s)->err, "%s", rt_fail_msg);                               \
-		return rt_fail_status == 2 ? DPC_ERR_USAGE : rt_fail_status == 1 ? DPC_ERR_RUN : DPC_ERR_INTERNAL; \
-	}                                                                                         \
+#define ENTER(s)                      \
+	jmp_buf trap_;                    \
+	int ready_ = ready(s);            \
+	if (ready_ != DPC_OK)             \
+		return ready_;                \
+	if (setjmp(trap_))                \
+		return trapped(s);            \
 	rt_fail_trap = &trap_
 #define LEAVE(code) return (rt_fail_trap = NULL, (code))
 
@@ -101,10 +105,8 @@ int dpc_open(DpcSession **out, int argc, const char *const *argv)
 	s->nargs = argc + 1;
 	jmp_buf trap_;
 	if (setjmp(trap_)) {
-		rt_fail_trap = NULL;
-		snprintf(s->err, sizeof s->err, "%s", rt_fail_msg);
 		snprintf(s->open_err, sizeof s->open_err, "%.1900s", rt_fail_msg);
-		return rt_fail_status == 2 ? DPC_ERR_USAGE : rt_fail_status == 1 ? DPC_ERR_RUN : DPC_ERR_INTERNAL;
+		return trapped(s);
 	}
 	rt_fail_trap = &trap_;
 	rt_options(S, s->nargs, s->args);
@@ -128,7 +130,6 @@ int dpc_open(DpcSession **out, int argc, const char *const *argv)
 	rt_read_data(S);
 	rt_allocate(S);
 	S->done = S->start;
-	s->nrep = S->model.nreports;
 	s->up = true;
 	LEAVE(DPC_OK);
 }
@@ -620,9 +621,7 @@ int dpc_close(DpcSession *s)
 	jmp_buf trap_;
 	if (setjmp(trap_)) {
 		/* the closing work failed: what it could not do is said; the rest is given back all the same */
-		rt_fail_trap = NULL;
-		snprintf(s->err, sizeof s->err, "%s", rt_fail_msg);
-		code = rt_fail_status == 2 ? DPC_ERR_USAGE : rt_fail_status == 1 ? DPC_ERR_RUN : DPC_ERR_INTERNAL;
+		code = trapped(s);
 		S->finished = true;
 	}
 	rt_fail_trap = &trap_;
