@@ -95,9 +95,13 @@ void rt_progress(Progress *pg, const RtOpts *o, const RtModel *m, const Run *r, 
 		snprintf(rate, sizeof rate, "%.4g tokens/s", per_s * (double)pg->tokens);
 	else
 		snprintf(rate, sizeof rate, "%.4g steps/s", per_s);
-	printf("%sstep %7ld/%ld  loss %-12.6g smoothed %-12.6g %8.3f ms/step  %s  elapsed %s  ETA %s", pg->tty ? "\r" : "",
-	       done, o->steps, r->last, smooth, n ? 1000 * dt / (double)n : 0.0, rate, duration(el, t),
-	       duration(eta, t / (double)done * (double)(o->steps - done)));
+	char of[48] = "";
+	if (!pg->open_ended)
+		snprintf(of, sizeof of, "/%ld", o->steps);
+	printf("%sstep %7ld%s  loss %-12.6g smoothed %-12.6g %8.3f ms/step  %s  elapsed %s", pg->tty ? "\r" : "", done, of,
+	       r->last, smooth, n ? 1000 * dt / (double)n : 0.0, rate, duration(el, t));
+	if (!pg->open_ended)
+		printf("  ETA %s", duration(eta, t / (double)done * (double)(o->steps - done)));
 	for (int i = 0; i < m->nreports; i++)
 		printf("  %s %.6g", m->reports[i].name, r->report[i]);
 	if (r->val_step)

@@ -35,6 +35,7 @@ typedef struct {
 	double t_step;    /* when the last step completed */
 	int64_t tokens;   /* ids a step reads (the first input an embed reads), else 0 */
 	FILE *log;        /* --log-json */
+	bool open_ended;  /* a library's session without --steps: no last step, no ETA */
 	RtJson json;
 } Progress;
 

@@ -180,6 +180,10 @@ void rt_progress_open(Session *S)
 	const RtModel *m = &S->model;
 	/* under mpirun each rank's output is a terminal of Open MPI's, whatever the user's is: lines */
 	*pg = (Progress){.tty = isatty(STDOUT_FILENO) && !rt_distributed};
+	/* a host program asks for the steps one at a time: with no --steps there is no last one to count
+	 * down to, and no last line to end a line redrawn in place */
+	if (S->api && !S->o.steps_set)
+		pg->open_ended = true, pg->tty = false;
 	for (int k = 0; k < m->ninputs && !pg->tokens; k++)
 		if (m->inputs[k].ids)
 			pg->tokens = m->inputs[k].numel;

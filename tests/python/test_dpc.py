@@ -139,6 +139,29 @@ def main():
         check("%s arrays into a %s model: the executable's bits from the same .npy" % (arr.dtype, prec),
               same(os.path.join(out, "prec_%s.safetensors" % prec), os.path.join(out, "prec_cli_%s.safetensors" % prec)))
 
+    # the progress line through the API: each --log-every steps; with no --steps no total and no ETA
+    lines_of = {}
+    for name, extra in (("open", {}), ("steps", {"steps": 4})):
+        t5 = dpc.compile_file(model, output=os.path.join(out, "libprog_%s.so" % name), run=dict(log_every=2, **extra))
+        path = os.path.join(out, "progress_%s.txt" % name)
+        sys.stdout.flush()
+        saved = os.dup(1)
+        with open(path, "w") as f:
+            os.dup2(f.fileno(), 1)  # the library prints to the process's stdout
+            try:
+                for _ in range(4):
+                    t5.step(x, y)
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+        t5.close()
+        lines_of[name] = [l for l in open(path) if l.startswith("step ")]
+    o, w = lines_of["open"], lines_of["steps"]
+    check("progress lines through the API at --log-every 2, open-ended: 'step 2', 'step 4', no ETA",
+          [l.split()[1] for l in o] == ["2", "4"] and not any("ETA" in l for l in o), o)
+    check("and with --steps 4: 'step 2/4', 'step 4/4' and the ETA",
+          [l.split()[1] for l in w] == ["2/4", "4/4"] and all("ETA" in l for l in w), w)
+
     # --trace through the API: the steps it names, written at close
     trace = os.path.join(out, "trace.json")
     t4 = dpc.compile_file(model, output=os.path.join(out, "libtrace.so"),
