@@ -89,7 +89,11 @@ void rt_parse_desc(RtModel *m, const char *desc)
 	for (int i = 0; i < 3; i++)
 		m->k_sgd[i] = m->k_adam[i] = -1;
 	m->k_fold = m->k_refresh = -1;
-	char *copy = strdup(desc), *save = NULL;
+	/* held where a failure trapped by the API's call can still reach it: freed by the next parse */
+	static char *copy;
+	free(copy);
+	copy = strdup(desc);
+	char *save = NULL;
 	int line = 0;
 	bool ended = false;
 	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -340,6 +344,7 @@ void rt_parse_desc(RtModel *m, const char *desc)
 			bad(line, l);
 	}
 	free(copy);
+	copy = NULL;
 	if (!ended || !m->real_bytes || !m->has_optimizer || !m->loss_dtype[0] ||
 	    (m->mixed && (m->k_fold < 0 || m->k_refresh < 0)))
 		rt_fail(70, "internal error: incomplete model description");
