@@ -461,18 +461,28 @@ static bool size_fits(DpcSession *s, const RtTensor *t, int64_t bytes, const voi
 	return false;
 }
 
+/* dpc_get's and dpc_set's parameter `name`, its place for `what` and the buffer's size checked, then the
+ * device and the host's streamed steps done with it: its index, or -1 and the session's error */
+static int reach(DpcSession *s, const char *name, int what, bool set, const void *p, int64_t bytes,
+                 unsigned char **host, uint64_t *dev)
+{
+	int i = param_named(s, name);
+	if (i < 0 || !place(s, i, what, set, host, dev) || !size_fits(s, &s->S.model.params[i], bytes, p))
+		return -1;
+	s->S.ctx.dev->sync();
+	rt_host_drain(); /* the streamed parameters' steps read and write the pool */
+	return i;
+}
+
 int dpc_get(DpcSession *s, const char *name, int what, void *dst, int64_t bytes)
 {
 	ENTER(s);
-	Session *S = &s->S;
-	RtCtx *c = &S->ctx;
-	int i = param_named(s, name);
+	RtCtx *c = &s->S.ctx;
 	unsigned char *host;
 	uint64_t dev;
-	if (i < 0 || !place(s, i, what, false, &host, &dev) || !size_fits(s, &S->model.params[i], bytes, dst))
+	int i = reach(s, name, what, false, dst, bytes, &host, &dev);
+	if (i < 0)
 		LEAVE(DPC_ERR_USAGE);
-	c->dev->sync();
-	rt_host_drain(); /* the streamed parameters' steps write the pool */
 	if (what == DPC_GRAD && !dev)
 		rt_streamed_grad(c, i, dst);
 	else if (host)
@@ -485,21 +495,18 @@ int dpc_get(DpcSession *s, const char *name, int what, void *dst, int64_t bytes)
 int dpc_set(DpcSession *s, const char *name, int what, const void *src, int64_t bytes)
 {
 	ENTER(s);
-	Session *S = &s->S;
-	RtCtx *c = &S->ctx;
-	int i = param_named(s, name);
+	RtCtx *c = &s->S.ctx;
 	unsigned char *host;
 	uint64_t dev;
-	if (i < 0 || !place(s, i, what, true, &host, &dev) || !size_fits(s, &S->model.params[i], bytes, src))
+	int i = reach(s, name, what, true, src, bytes, &host, &dev);
+	if (i < 0)
 		LEAVE(DPC_ERR_USAGE);
-	c->dev->sync();
-	rt_host_drain();
 	if (host)
 		memcpy(host, src, (size_t)bytes);
 	else
 		rt_h2d(c, dev, src, bytes);
 	if (what == DPC_VALUE)
-		rt_refresh(c, &S->model.params[i]); /* bf16-mixed: the compute copy of the new master */
+		rt_refresh(c, &s->S.model.params[i]); /* bf16-mixed: the compute copy of the new master */
 	LEAVE(DPC_OK);
 }
 
