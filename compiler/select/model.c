@@ -74,6 +74,8 @@ typedef struct Base {
 	int cap_node;
 	int *scratch, cap_scratch;
 	int *merged, cap_merged;          /* most_at's copies at a position, in value order */
+	int nnode;                        /* the lists' entries in this try */
+	int *at2, cap_at2, *cp2, cap_cp2; /* take_try's new at and cp, swapped in */
 } Base;
 
 
@@ -657,6 +659,7 @@ static void base_free(Base *b)
 	if (!b)
 		return;
 	free(b->cur), free(b->r), free(b->last), free(b->at_from), free(b->at), free(b->cp_from), free(b->cp);
+	free(b->at2), free(b->cp2);
 	free(b->prof), free(b->most), free(b->sorted), free(b->sum), free(b->shift), free(b->users_from), free(b->users);
 	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
 	free(b->pts), free(b->again), free(b->pt_gen), free(b->head), free(b->tail), free(b->head_gen),
@@ -739,7 +742,7 @@ static Base *base_new(const SelProblem *P)
 }
 
 /* keep[] evaluated and made the choice sel_eval_try measures from */
-int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
+static int64_t commit_whole(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	int64_t peak = sel_evaluate(w, keep, flops);
@@ -933,16 +936,15 @@ static void changed_copies(Work *w, const uint8_t *keep)
 			b->tail[t] = n;
 		}
 	}
+	b->nnode = n;
 }
 
-/* what the copies made at t hold at once under keep[]: eval's made_here over
- * the committed copies there, the changed values' own (changed_copies) in
- * place of theirs */
-static int64_t most_at(Work *w, const uint8_t *keep, int t)
+/* the copies made at t under keep[], in value order, from out[0] on: the
+ * committed ones there that did not change, merged with the changed
+ * values' own (changed_copies); their count */
+static int merge_at(Base *b, int t, int **out, int *cap, int from)
 {
-	Base *b = w->base;
-	/* merged with the committed ones there that did not change */
-	int m = 0, j = b->head_gen[t] == b->gen ? b->head[t] : -1;
+	int m = from, j = b->head_gen[t] == b->gen ? b->head[t] : -1;
 	for (int k = b->cp_from[t]; k < b->cp_from[t + 1] || j >= 0;) {
 		int v;
 		if (k < b->cp_from[t + 1] && (j < 0 || b->cp[k] < b->node[j].v)) {
@@ -951,9 +953,18 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 		} else {
 			v = b->node[j].v, j = b->node[j].next;
 		}
-		b->merged = grow(b->merged, &b->cap_merged, m + 1, sizeof(int));
-		b->merged[m++] = v;
+		*out = grow(*out, cap, m + 1, sizeof(int));
+		(*out)[m++] = v;
 	}
+	return m - from;
+}
+
+/* what the copies made at t hold at once under keep[]: eval's made_here over
+ * the copies there (merge_at) */
+static int64_t most_at(Work *w, const uint8_t *keep, int t)
+{
+	Base *b = w->base;
+	int m = merge_at(b, t, &b->merged, &b->cap_merged, 0);
 	made_here(w, keep, t, b->merged, m);
 	int64_t most = extra(w, keep, t);
 	w->made[t] = w->most[t] = 0;
@@ -964,9 +975,12 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 /* The values whose needs change from the committed choice to keep[], from
  * the seeds, operands after their users (b->changed, stamped; w's r, last
  * and at theirs under keep[]), with their spans' changes as events and
- * their copies' positions, before and after; the change in FLOPs. False
- * where they pass `most`. */
-static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *df)
+ * their copies' positions, before and after; the change in FLOPs. However
+ * far they reach, a try costs about what a whole evaluation does at most:
+ * each value and position it visits, the evaluation visits too (a limit of
+ * an eighth of the values, past which the try gave way to sel_evaluate,
+ * cost DenseNet-201's least search a quarter of its time). */
+static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
@@ -985,10 +999,6 @@ static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *d
 		if (keep[v] == b->cur[v] && w->r[v] == b->r[v] && w->last[v] == b->last[v] && w->nat[v] == n &&
 		    (!n || !memcmp(w->at[v], b->at + from, sizeof(int) * (size_t)n)))
 			continue;
-		if (b->nchanged == most) {
-			restore(w, v);
-			return false;
-		}
 		b->changed[b->nchanged++] = v;
 		b->stamp[v] = b->gen;
 		/* what it is, then (restored a moment) what it was */
@@ -1010,19 +1020,20 @@ static bool reach(Work *w, const uint8_t *keep, int nseeds, int most, int64_t *d
 				b->queued[u] = b->gen, heap_push(b, &nheap, u);
 		}
 	}
-	return true;
 }
 
-/* keep[]'s peak, FLOPs (*flops) and excess (w->excess) exactly as sel_evaluate()
- * finds them, from the committed choice, where keep[] differs from it in at
- * most TRY_MOST values and the changes reach at most an eighth of them;
- * otherwise by sel_evaluate() */
-int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
+/* keep[] measured from the committed choice, exactly as sel_evaluate()
+ * finds it: its peak in *peak, FLOPs in *flops, excess in w->excess.
+ * -1 where it must be evaluated whole (no committed choice at this budget,
+ * or more than TRY_MOST values changed); 0 where it is the committed
+ * choice; 1 where measured, the changed values' r, last and at in w then
+ * keep[]'s (restored by sel_eval_try, or taken by sel_commit) */
+static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
 	if (!b || b->budget != w->budget)
-		return sel_evaluate(w, keep, flops);
+		return -1;
 	int nseeds = 0;
 	for (int v = 0; v < P->n; v += 256) {
 		/* 256 states at a time: most are as committed */
@@ -1032,14 +1043,14 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 		for (int u = v; u < v + m; u++)
 			if (keep[u] != b->cur[u]) {
 				if (nseeds == TRY_MOST)
-					return sel_evaluate(w, keep, flops);
+					return -1;
 				b->seed[nseeds++] = u;
 			}
 	}
 	if (!nseeds) {
 		w->evals++;
-		*flops = b->flops, w->excess = b->excess;
-		return b->peak;
+		*flops = b->flops, w->excess = b->excess, *peak_out = b->peak;
+		return 0;
 	}
 	if (b->dirty) {
 		/* a whole evaluation since the commit wrote over w's r, last and at */
@@ -1050,60 +1061,200 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 	b->gen++;
 	b->nev = b->npts = b->nchanged = 0;
 	int64_t df;
-	bool ok = reach(w, keep, nseeds, w->nlive / 8 > TRY_MOST ? w->nlive / 8 : TRY_MOST, &df);
-	int64_t peak = 0, ex = 0, budget = w->budget;
-	if (ok) {
-		w->evals++;
-		/* the positions where copies are made, before or after, laid out again */
-		if (b->npts)
-			sort_ints(b->pts, b->npts, 64);
-		int npts = b->npts;
-		b->again = realloc(b->again, sizeof(int64_t) * (size_t)(npts + 1));
-		changed_copies(w, keep);
-		for (int k = 0; k < npts; k++)
-			b->again[k] = most_at(w, keep, b->pts[k]);
-		/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
-		if (b->nev)
-			sort_events(b->ev, b->nev, 64);
-		int64_t d = 0, dex = 0;
-		for (int t = 0, e = 0, q = 0; t < P->npos;) {
-			while (e < b->nev && b->ev[e].pos <= t)
-				d += b->ev[e++].delta;
-			if (q < npts && b->pts[q] == t) {
-				int64_t was = b->prof[t], m = was + d - b->most[t] + b->again[q++];
-				peak = m > peak ? m : peak;
-				if (budget != INT64_MAX)
-					dex += (m > budget ? m - budget : 0) - (was > budget ? was - budget : 0);
-				t++;
-				continue;
-			}
-			int next = e < b->nev && b->ev[e].pos < P->npos ? b->ev[e].pos : P->npos;
-			next = q < npts && b->pts[q] < next ? b->pts[q] : next;
-			int64_t above, before;
-			int64_t m = range(b, t, next - 1, d, budget, &above);
+	reach(w, keep, nseeds, &df);
+	int64_t peak = 0, budget = w->budget;
+	w->evals++;
+	/* the positions where copies are made, before or after, laid out again */
+	if (b->npts)
+		sort_ints(b->pts, b->npts, 64);
+	int npts = b->npts;
+	b->again = realloc(b->again, sizeof(int64_t) * (size_t)(npts + 1));
+	changed_copies(w, keep);
+	for (int k = 0; k < npts; k++)
+		b->again[k] = most_at(w, keep, b->pts[k]);
+	/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
+	if (b->nev)
+		sort_events(b->ev, b->nev, 64);
+	int64_t d = 0, dex = 0;
+	for (int t = 0, e = 0, q = 0; t < P->npos;) {
+		while (e < b->nev && b->ev[e].pos <= t)
+			d += b->ev[e++].delta;
+		if (q < npts && b->pts[q] == t) {
+			int64_t was = b->prof[t], m = was + d - b->most[t] + b->again[q++];
 			peak = m > peak ? m : peak;
-			if (d && budget != INT64_MAX) {
-				range(b, t, next - 1, 0, budget, &before);
-				dex += above - before;
-			}
-			t = next;
+			if (budget != INT64_MAX)
+				dex += (m > budget ? m - budget : 0) - (was > budget ? was - budget : 0);
+			t++;
+			continue;
 		}
-		ex = b->excess + dex;
+		int next = e < b->nev && b->ev[e].pos < P->npos ? b->ev[e].pos : P->npos;
+		next = q < npts && b->pts[q] < next ? b->pts[q] : next;
+		int64_t above, before;
+		int64_t m = range(b, t, next - 1, d, budget, &above);
+		peak = m > peak ? m : peak;
+		if (d && budget != INT64_MAX) {
+			range(b, t, next - 1, 0, budget, &before);
+			dex += above - before;
+		}
+		t = next;
 	}
-	for (int i = 0; i < b->nchanged; i++)
-		restore(w, b->changed[i]);
-	if (!ok)
-		return sel_evaluate(w, keep, flops);
+	w->excess = b->excess + dex;
 	*flops = b->flops + df;
-	w->excess = ex;
-	if (checking) {
-		int64_t f2, p2 = sel_evaluate(w, keep, &f2);
+	*peak_out = peak;
+	return 1;
+}
+
+/* keep[]'s peak, FLOPs (*flops) and excess (w->excess) exactly as sel_evaluate()
+ * finds them, from the committed choice, where keep[] differs from it in at
+ * most TRY_MOST values; otherwise by sel_evaluate() */
+int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
+{
+	Base *b = w->base;
+	int64_t peak;
+	int got = measure(w, keep, &peak, flops);
+	if (got < 0)
+		return sel_evaluate(w, keep, flops);
+	for (int i = 0; got > 0 && i < b->nchanged; i++)
+		restore(w, b->changed[i]);
+	if (checking && got > 0) {
+		int64_t f2, ex = w->excess, p2 = sel_evaluate(w, keep, &f2);
 		w->evals--;
 		if (p2 != peak || f2 != *flops || w->excess != ex)
 			die("select: a try's peak %lld, FLOPs %lld, excess %lld; evaluated whole, %lld, %lld, %lld",
 			    (long long)peak, (long long)*flops, (long long)ex, (long long)p2, (long long)f2,
 			    (long long)w->excess);
 	}
+	return peak;
+}
+
+/* The try measure() just measured made the committed choice: its changed
+ * values' r, last and at (w's now), the copies at the positions it laid
+ * out again, and the profile: each block that only moved takes a shift,
+ * the others are sorted again (as commit_whole does). */
+static void take_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	int npos = P->npos, nblocks = (npos + BLOCK - 1) / BLOCK;
+	int total = b->at_from[P->n];
+	for (int i = 0; i < b->nchanged; i++) {
+		int v = b->changed[i];
+		total += w->nat[v] - (b->at_from[v + 1] - b->at_from[v]);
+		b->r[v] = w->r[v], b->last[v] = w->last[v];
+	}
+	b->at2 = grow(b->at2, &b->cap_at2, total + 1, sizeof(int));
+	/* a value's old start is overwritten once its list is made */
+	int k = 0;
+	for (int v = 0, from = 0; v < P->n; v++) {
+		int n = b->at_from[v + 1] - from;
+		const int *src = b->at + from;
+		from = b->at_from[v + 1];
+		if (b->stamp[v] == b->gen)
+			n = w->nat[v], src = w->at[v];
+		b->at_from[v] = k;
+		if (n)
+			memcpy(b->at2 + k, src, sizeof(int) * (size_t)n);
+		k += n;
+	}
+	b->at_from[P->n] = k;
+	int *t0 = b->at, c0 = b->cap_at;
+	b->at = b->at2, b->cap_at = b->cap_at2, b->at2 = t0, b->cap_at2 = c0;
+	/* the copies per position: those it laid out again merged, the others as they were (a position's old
+	 * start is overwritten once its list is made) */
+	b->cp2 = grow(b->cp2, &b->cap_cp2, b->cp_from[npos] + b->nnode + 1, sizeof(int));
+	int m = 0;
+	for (int t = 0; t < npos; t++) {
+		int from = b->cp_from[t], n = b->cp_from[t + 1] - from;
+		if (b->pt_gen[t] == b->gen)
+			n = merge_at(b, t, &b->cp2, &b->cap_cp2, m);
+		else if (n)
+			memcpy(b->cp2 + m, b->cp + from, sizeof(int) * (size_t)n);
+		b->cp_from[t] = m;
+		m += n;
+	}
+	b->cp_from[npos] = m;
+	t0 = b->cp, c0 = b->cap_cp;
+	b->cp = b->cp2, b->cap_cp = b->cap_cp2, b->cp2 = t0, b->cap_cp2 = c0;
+	/* the profile, as measure() found it: the committed one shifted by the spans' changes, and at the
+	 * positions laid out again what the copies there hold */
+	int64_t *delta = w->diff, d = 0;
+	for (int t = 0, e = 0, q = 0; t < npos; t++) {
+		while (e < b->nev && b->ev[e].pos <= t)
+			d += b->ev[e++].delta;
+		delta[t] = d;
+		if (q < b->npts && b->pts[q] == t)
+			delta[t] += b->again[q] - b->most[t], b->most[t] = b->again[q++];
+	}
+	for (int k = 0; k < nblocks; k++) {
+		int from = k * BLOCK, to = from + BLOCK < npos ? from + BLOCK : npos;
+		bool moved = true;
+		for (int t = from; t < to; t++)
+			b->prof[t] += delta[t], moved = moved && delta[t] == delta[from];
+		if (moved)
+			b->shift[k] += delta[from];
+		else
+			sort_block(b, k, npos);
+	}
+	memcpy(b->cur, keep, (size_t)P->n);
+	b->peak = peak, b->flops = flops, b->excess = w->excess;
+	b->gen++;
+}
+
+/* the committed choice's arrays against those a whole commit makes (sel_check_tries) */
+static void check_commit(Work *w, const uint8_t *keep)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	int n = P->n, npos = P->npos, nat = b->at_from[n], ncp = b->cp_from[npos];
+	int64_t peak = b->peak, flops = b->flops, excess = b->excess, f;
+	int *r = malloc(sizeof(int) * (size_t)(2 * n + 1)), *last = r + n;
+	int *at_from = malloc(sizeof(int) * (size_t)(n + 1)), *at = malloc(sizeof(int) * (size_t)(nat + 1));
+	int *cp_from = malloc(sizeof(int) * (size_t)(npos + 1)), *cp = malloc(sizeof(int) * (size_t)(ncp + 1));
+	int64_t *prof = malloc(sizeof(int64_t) * (size_t)(2 * npos + 1)), *most = prof + npos;
+	memcpy(r, b->r, sizeof(int) * (size_t)n), memcpy(last, b->last, sizeof(int) * (size_t)n);
+	memcpy(at_from, b->at_from, sizeof(int) * (size_t)(n + 1)), memcpy(at, b->at, sizeof(int) * (size_t)nat);
+	memcpy(cp_from, b->cp_from, sizeof(int) * (size_t)(npos + 1)), memcpy(cp, b->cp, sizeof(int) * (size_t)ncp);
+	memcpy(prof, b->prof, sizeof(int64_t) * (size_t)npos), memcpy(most, b->most, sizeof(int64_t) * (size_t)npos);
+	/* each block sorted, less its shift */
+	for (int k = 0; k * BLOCK < npos; k++)
+		for (int t = k * BLOCK + 1; t < (k + 1) * BLOCK && t < npos; t++)
+			if (b->sorted[t] < b->sorted[t - 1] || b->sum[t] != b->sum[t - 1] + b->sorted[t])
+				die("select: a commit from a try left block %d of the profile unsorted", k);
+	for (int k = 0; k * BLOCK < npos; k++) {
+		int64_t most_b = INT64_MIN;
+		for (int t = k * BLOCK; t < (k + 1) * BLOCK && t < npos; t++)
+			most_b = b->prof[t] > most_b ? b->prof[t] : most_b;
+		int top = ((k + 1) * BLOCK < npos ? (k + 1) * BLOCK : npos) - 1;
+		if (b->sorted[top] + b->shift[k] != most_b)
+			die("select: a commit from a try left block %d's largest %lld, where its positions' is %lld", k,
+			    (long long)(b->sorted[top] + b->shift[k]), (long long)most_b);
+	}
+	int64_t p2 = commit_whole(w, keep, &f);
+	bool same = p2 == peak && f == flops && w->excess == excess && !memcmp(r, b->r, sizeof(int) * (size_t)n) &&
+	            !memcmp(last, b->last, sizeof(int) * (size_t)n) && b->at_from[n] == nat &&
+	            !memcmp(at_from, b->at_from, sizeof(int) * (size_t)(n + 1)) && !memcmp(at, b->at, sizeof(int) * (size_t)nat) &&
+	            b->cp_from[npos] == ncp && !memcmp(cp_from, b->cp_from, sizeof(int) * (size_t)(npos + 1)) &&
+	            !memcmp(cp, b->cp, sizeof(int) * (size_t)ncp) && !memcmp(prof, b->prof, sizeof(int64_t) * (size_t)npos) &&
+	            !memcmp(most, b->most, sizeof(int64_t) * (size_t)npos);
+	if (!same)
+		die("select: a commit from a try (peak %lld, FLOPs %lld, excess %lld) differs from the whole commit's "
+		    "(%lld, %lld, %lld) or its arrays", (long long)peak, (long long)flops, (long long)excess, (long long)p2,
+		    (long long)f, (long long)w->excess);
+	free(r), free(at_from), free(at), free(cp_from), free(cp), free(prof);
+}
+
+/* keep[] evaluated and made the choice sel_eval_try measures from: from the
+ * committed one where a try can measure it, else whole */
+int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
+{
+	int64_t peak;
+	int got = measure(w, keep, &peak, flops);
+	if (got < 0)
+		return commit_whole(w, keep, flops);
+	if (got > 0)
+		take_try(w, keep, peak, *flops);
+	if (checking)
+		check_commit(w, keep);
 	return peak;
 }
 

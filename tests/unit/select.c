@@ -478,7 +478,8 @@ int main(int argc, char **argv)
 	}
 	if (!fail)
 		printf("ok - select: %d larger DAGs (%d fits): every greedy search's result is as evaluated, and each of their "
-		       "scores from a committed choice equals a whole evaluation\n", large, large_fits);
+		       "scores from a committed choice equals a whole evaluation, each commit made from a try a whole commit\n",
+		       large, large_fits);
 	/* sel_improve on over SEL_LAZY candidates scores lazily, from estimates: from every value computed again
 	 * once, or at each use but those crossing every 4th cut (the chain start, as on the imported networks), its
 	 * result is as evaluated, at or below the start's peak, and recomputes less than the start */
