@@ -204,11 +204,11 @@ static bool mentions(Program *p, Op *op, int r)
  * x in place: every element is read and written by the same thread; any
  * other op that computes its result whole (a kernel, a GEMM, a library
  * call) may write x's storage when it does not read it. */
-static void coalesce(Program *p, Block *b, int at, int y, int x, int index, const int *uses)
+static void coalesce(Program *p, Block *b, int at, int y, int x, int index, const int *uses, const bool *res)
 {
 	Value *Y = &p->values.data[y];
 	Type t = index >= 0 ? ir_drop_first(ir_vtype(p, x)) : ir_vtype(p, x);
-	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || ir_is_result(p, y) || !ir_type_eq(Y->type, t))
+	if (Y->res != VR_NONE || Y->kind != VK_SSA || !Y->def || res[y] || !ir_type_eq(Y->type, t))
 		return;
 	Op *def = Y->def;
 	int flags = ir_ops[def->kind].flags;
@@ -246,34 +246,34 @@ static void coalesce(Program *p, Block *b, int at, int y, int x, int index, cons
 
 /* A body's yields computed in the carried values' storage. The copies at
  * the body's end run in order: no other yield may read a carried value. */
-static void coalesce_yields(Program *p, Op *op, Block *b, const int *yields, const int *uses)
+static void coalesce_yields(Program *p, Op *op, Block *b, const int *yields, const int *uses, const bool *res)
 {
 	for (int k = 0; k < op->ncarry; k++) {
 		bool read = false;
 		for (int j = 0; j < op->ncarry; j++)
 			read |= j != k && root(p, yields[j]) == root(p, op->carg[k]);
 		if (!read)
-			coalesce(p, b, b->len, yields[k], op->carg[k], -1, uses);
+			coalesce(p, b, b->len, yields[k], op->carg[k], -1, uses, res);
 	}
 }
 
 /* norow: a forward loop's row index; its stores run in some iterations only */
-static void coalesce_block(Program *p, Block *b, const int *uses, int norow)
+static void coalesce_block(Program *p, Block *b, const int *uses, const bool *res, int norow)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		if (op->kind == OP_ASSIGN)
-			coalesce(p, b, i, op->in[1], op->in[0], -1, uses);
+			coalesce(p, b, i, op->in[1], op->in[0], -1, uses, res);
 		if (op->kind == OP_STORE_SLICE && op->in[1] != norow)
-			coalesce(p, b, i, op->in[2], op->in[0], op->in[1], uses);
+			coalesce(p, b, i, op->in[2], op->in[0], op->in[1], uses, res);
 		if (!ir_is_loop(op))
 			continue;
-		coalesce_yields(p, op, &op->body, op->cyield, uses);
+		coalesce_yields(p, op, &op->body, op->cyield, uses, res);
 		if (op->body3.len)
-			coalesce_yields(p, op, &op->body3, op->cyield3, uses);
-		coalesce_block(p, &op->body, uses, ir_loop_tail(op) ? op->irow : -1);
-		coalesce_block(p, &op->body2, uses, -1);
-		coalesce_block(p, &op->body3, uses, -1);
+			coalesce_yields(p, op, &op->body3, op->cyield3, uses, res);
+		coalesce_block(p, &op->body, uses, res, ir_loop_tail(op) ? op->irow : -1);
+		coalesce_block(p, &op->body2, uses, res, -1);
+		coalesce_block(p, &op->body3, uses, res, -1);
 	}
 }
 
@@ -360,7 +360,7 @@ static void count_named(Block *b, int *n)
  * is, or NULL at the top level). In a body, only storage local to one
  * iteration of it: every value of that storage made in b and named nowhere
  * else (all: how often each value is named in the program). */
-static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const int *all)
+static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const int *all, const bool *res)
 {
 	int nv = p->values.len, *last = malloc(sizeof(int) * (size_t)(nv + 1)), *in = NULL;
 	bool *shut = NULL; /* per storage root: named outside b */
@@ -387,7 +387,7 @@ static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const 
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		Value *Y = op->out >= 0 ? &p->values.data[op->out] : NULL;
-		if (!Y || Y->res != VR_NONE || Y->kind != VK_SSA || ir_is_result(p, op->out))
+		if (!Y || Y->res != VR_NONE || Y->kind != VK_SSA || res[op->out])
 			continue;
 		for (int k = 0; k < op->nin; k++) {
 			if (!ir_may_lend(op, k))
@@ -418,19 +418,19 @@ static void in_place_block(Program *p, Block *b, const Op *loop, int *rt, const 
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		if (ir_is_loop(op)) {
-			in_place_block(p, &op->body, op, rt, all);
-			in_place_block(p, &op->body3, op, rt, all);
-			in_place_block(p, &op->body2, op, rt, all);
+			in_place_block(p, &op->body, op, rt, all, res);
+			in_place_block(p, &op->body3, op, rt, all, res);
+			in_place_block(p, &op->body2, op, rt, all, res);
 		}
 	}
 }
 
-static void in_place(Program *p)
+static void in_place(Program *p, const bool *res)
 {
 	int nv = p->values.len, *rt = malloc(sizeof(int) * (size_t)(nv + 1)), *all = calloc((size_t)nv + 1, sizeof(int));
 	alias_roots(p, rt);
 	count_named(&p->body, all);
-	in_place_block(p, &p->body, NULL, rt, all);
+	in_place_block(p, &p->body, NULL, rt, all, res);
 	free(rt);
 	free(all);
 }
@@ -462,13 +462,13 @@ static Op *acc_after(Block *b, int i)
 	return NULL;
 }
 
-static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
+static void acc_into(Program *p, Block *b, const Op *loop, const int *uses, const bool *res)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
-		acc_into(p, &op->body, op, uses);
-		acc_into(p, &op->body2, op, uses);
-		acc_into(p, &op->body3, op, uses);
+		acc_into(p, &op->body, op, uses, res);
+		acc_into(p, &op->body2, op, uses, res);
+		acc_into(p, &op->body3, op, uses, res);
 		Op *acc = ir_adds_into(op) && uses[op->out] == 1 ? acc_after(b, i) : NULL;
 		if (!acc || !ir_may_absorb(p, acc))
 			continue;
@@ -485,7 +485,7 @@ static void acc_into(Program *p, Block *b, const Op *loop, const int *uses)
 		             (acc->in[1] == loop->ivar || acc->in[1] == loop->ivar2);
 		Value *Y = &p->values.data[op->out];
 		int r = root(p, acc->in[0]);
-		if (!(whole || layer) || Y->res != VR_NONE || Y->kind != VK_SSA || ir_is_result(p, op->out) ||
+		if (!(whole || layer) || Y->res != VR_NONE || Y->kind != VK_SSA || res[op->out] ||
 		    mentions(p, op, r) || p->values.data[r].res == VR_HOST)
 			continue;
 		Y->res = VR_ALIAS;
@@ -1650,9 +1650,15 @@ static void plan(Program *p)
 	p->plan_inputs = at - mark, mark = at;
 	/* tapes and snapshots that something still reads or writes */
 	int *used = ir_count_uses(p);
-	coalesce_block(p, &p->body, used, -1);
-	in_place(p);
-	acc_into(p, &p->body, NULL, used);
+	/* the results, marked once (ir_is_result walks every update: ResNet-152's 310) */
+	bool *res = calloc((size_t)nv + 1, 1);
+	for (int i = 0; i < ir_nresults(p); i++)
+		if (ir_result(p, i) >= 0)
+			res[ir_result(p, i)] = true;
+	coalesce_block(p, &p->body, used, res, -1);
+	in_place(p, res);
+	acc_into(p, &p->body, NULL, used, res);
+	free(res);
 	for (int v = 0; v < nv; v++)
 		if (p->values.data[v].kind == VK_VAR && p->values.data[v].vclass == VC_TAPE && used[v])
 			at += place(p, v, at);

@@ -1220,16 +1220,20 @@ static void check_commit(Work *w, const uint8_t *keep)
 		for (int t = k * BLOCK + 1; t < (k + 1) * BLOCK && t < npos; t++)
 			if (b->sorted[t] < b->sorted[t - 1] || b->sum[t] != b->sum[t - 1] + b->sorted[t])
 				die("select: a commit from a try left block %d of the profile unsorted", k);
+	/* and holding the block's positions' values, less its shift */
+	int64_t *block = malloc(sizeof(int64_t) * BLOCK);
 	for (int k = 0; k * BLOCK < npos; k++) {
-		int64_t most_b = INT64_MIN;
-		for (int t = k * BLOCK; t < (k + 1) * BLOCK && t < npos; t++)
-			most_b = b->prof[t] > most_b ? b->prof[t] : most_b;
-		int top = ((k + 1) * BLOCK < npos ? (k + 1) * BLOCK : npos) - 1;
-		if (b->sorted[top] + b->shift[k] != most_b)
-			die("select: a commit from a try left block %d's largest %lld, where its positions' is %lld", k,
-			    (long long)(b->sorted[top] + b->shift[k]), (long long)most_b);
+		int from = k * BLOCK, to = from + BLOCK < npos ? from + BLOCK : npos;
+		for (int t = from; t < to; t++)
+			block[t - from] = b->prof[t] - b->shift[k];
+		sort_int64s(block, to - from, 64);
+		if (memcmp(block, b->sorted + from, sizeof(int64_t) * (size_t)(to - from)))
+			die("select: a commit from a try left block %d of the profile sorted from other values than its positions'", k);
 	}
+	free(block);
 	int64_t p2 = commit_whole(w, keep, &f);
+	/* counted as one evaluation, as the commit it checks is */
+	w->evals--;
 	bool same = p2 == peak && f == flops && w->excess == excess && !memcmp(r, b->r, sizeof(int) * (size_t)n) &&
 	            !memcmp(last, b->last, sizeof(int) * (size_t)n) && b->at_from[n] == nat &&
 	            !memcmp(at_from, b->at_from, sizeof(int) * (size_t)(n + 1)) && !memcmp(at, b->at, sizeof(int) * (size_t)nat) &&
@@ -1253,6 +1257,12 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 		return commit_whole(w, keep, flops);
 	if (got > 0)
 		take_try(w, keep, peak, *flops);
+	if (!got && w->base->dirty) {
+		/* as a whole commit leaves them: w's r, last and at the committed choice's */
+		for (int i = 0; i < w->nlive; i++)
+			restore(w, w->live[i]);
+		w->base->dirty = false;
+	}
 	if (checking)
 		check_commit(w, keep);
 	return peak;
