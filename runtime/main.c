@@ -10,8 +10,6 @@
 #include "dpc.h"
 #include "rt.h"
 
-extern bool rt_executable;
-
 /* the error as rt_fail prints it where nothing traps it; a bad command line points to --help */
 static int failed(DpcSession *s, int code)
 {

@@ -331,6 +331,8 @@ int64_t *rt_trace_bytes(long step, int *n);
  * longjmp(*rt_fail_trap, 1) */
 noreturn void rt_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern const char *rt_prog;
+/* set by the executable's main (api.c reads it): the session is the executable's, its signals and messages */
+extern bool rt_executable;
 extern _Thread_local jmp_buf *rt_fail_trap; /* this thread's: a failure on another thread exits */
 extern char rt_fail_msg[2048];
 extern int rt_fail_status;
