@@ -63,7 +63,7 @@ typedef struct Base {
 	bool dirty;                       /* an sel_evaluate() since the commit: w's r, last and at are not its */
 	/* a try's scratch */
 	int *stamp, *queued, gen;         /* values changed in this try; values queued in it */
-	int *heap, *seed, *changed, nchanged;
+	int *heap, *seed, nseed, *changed, nchanged;
 	Event *ev;                        /* the changed spans' ends */
 	int cap_ev, nev;
 	int *pts, npts, cap_pts;          /* positions where copies are made, before or after, each once */
@@ -76,6 +76,12 @@ typedef struct Base {
 	int *merged, cap_merged;          /* most_at's copies at a position, in value order */
 	int nnode;                        /* the lists' entries in this try */
 	int *at2, cap_at2, *cp2, cap_cp2; /* take_try's new at and cp, swapped in */
+	/* the last try sel_eval_try measured, kept until the next (last_gen: its gen, 0 where none is kept),
+	 * for a commit of the same choice: its changes, its results, and its changed values' r, last and at */
+	int last_gen, nlast, *last_seed;
+	uint8_t *last_state;
+	int64_t last_peak, last_flops, last_excess;
+	int *last_r, *last_last, *last_from, *last_at, cap_last_at;
 } Base;
 
 
@@ -240,6 +246,19 @@ static void at_push(Work *w, int u, int t)
 		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
 	}
 	w->at[u][w->nat[u]++] = t;
+}
+
+/* u's positions set to list[0..n) at once */
+static void at_set(Work *w, int u, const int *list, int n)
+{
+	if (n > w->cap[u]) {
+		while (w->cap[u] < n)
+			w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
+		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
+	}
+	if (n)
+		memcpy(w->at[u], list, sizeof(int) * (size_t)n);
+	w->nat[u] = n;
 }
 
 static int by_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
@@ -711,6 +730,11 @@ static Base *base_new(const SelProblem *P)
 	b->heap = malloc(sizeof(int) * (size_t)(n + 1));
 	b->seed = malloc(sizeof(int) * (size_t)(TRY_MOST + 1));
 	b->changed = malloc(sizeof(int) * (size_t)(n + 1));
+	b->last_seed = malloc(sizeof(int) * (size_t)(TRY_MOST + 1));
+	b->last_state = malloc((size_t)TRY_MOST + 1);
+	b->last_r = malloc(sizeof(int) * (size_t)(n + 1));
+	b->last_last = malloc(sizeof(int) * (size_t)(n + 1));
+	b->last_from = malloc(sizeof(int) * (size_t)(n + 2));
 	/* users, each once */
 	b->users_from = calloc((size_t)n + 2, sizeof(int));
 	int *last_user = malloc(sizeof(int) * (size_t)(n + 1));
@@ -909,10 +933,8 @@ static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
 static void restore(Work *w, int v)
 {
 	Base *b = w->base;
-	int n = b->at_from[v + 1] - b->at_from[v];
-	w->r[v] = b->r[v], w->last[v] = b->last[v], w->nat[v] = 0;
-	for (int k = 0; k < n; k++)
-		at_push(w, v, b->at[b->at_from[v] + k]);
+	w->r[v] = b->r[v], w->last[v] = b->last[v];
+	at_set(w, v, b->at + b->at_from[v], b->at_from[v + 1] - b->at_from[v]);
 }
 
 /* the changed values' copies under keep[], listed per position in value
@@ -1011,9 +1033,8 @@ static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df)
 		restore(w, v);
 		*df -= cost_of(w, b->cur, v);
 		spans_of(w, b->cur, v, -1);
-		w->r[v] = r, w->last[v] = last, w->nat[v] = 0;
-		for (int k = 0; k < nat; k++)
-			at_push(w, v, b->scratch[k]);
+		w->r[v] = r, w->last[v] = last;
+		at_set(w, v, b->scratch, nat);
 		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k];
 			if (P->kind[u] != SEL_FIXED && b->queued[u] != b->gen)
@@ -1052,6 +1073,7 @@ static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flo
 		*flops = b->flops, w->excess = b->excess, *peak_out = b->peak;
 		return 0;
 	}
+	b->nseed = nseeds;
 	if (b->dirty) {
 		/* a whole evaluation since the commit wrote over w's r, last and at */
 		for (int i = 0; i < w->nlive; i++)
@@ -1104,6 +1126,61 @@ static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flo
 	return 1;
 }
 
+/* the try measure() just measured kept (b's last_*), before its changed
+ * values' r, last and at are restored: the greedy searches commit the
+ * move they last tried, and a commit then takes it without measuring it
+ * again (the tries of a choice that computes much again cost tens of ms) */
+static void keep_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
+{
+	Base *b = w->base;
+	b->last_gen = b->gen, b->nlast = b->nseed;
+	for (int i = 0; i < b->nseed; i++)
+		b->last_seed[i] = b->seed[i], b->last_state[i] = keep[b->seed[i]];
+	b->last_peak = peak, b->last_flops = flops, b->last_excess = w->excess;
+	int total = 0;
+	for (int i = 0; i < b->nchanged; i++)
+		total += w->nat[b->changed[i]];
+	b->last_at = grow(b->last_at, &b->cap_last_at, total + 1, sizeof(int));
+	b->last_from[0] = 0;
+	for (int i = 0, k = 0; i < b->nchanged; i++) {
+		int v = b->changed[i];
+		b->last_r[i] = w->r[v], b->last_last[i] = w->last[v];
+		if (w->nat[v])
+			memcpy(b->last_at + k, w->at[v], sizeof(int) * (size_t)w->nat[v]), k += w->nat[v];
+		b->last_from[i + 1] = k;
+	}
+}
+
+/* whether keep[] is the choice of the try last kept, which nothing measured
+ * or committed since; then w's changed values' r, last and at are the
+ * try's again, and its results in *peak, *flops and w->excess */
+static bool kept_try(Work *w, const uint8_t *keep, int64_t *peak, int64_t *flops)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	if (!b || !b->last_gen || b->last_gen != b->gen || b->budget != w->budget)
+		return false;
+	int n = 0;
+	for (int v = 0; v < P->n; v += 256) {
+		int m = P->n - v < 256 ? P->n - v : 256;
+		if (!memcmp(keep + v, b->cur + v, (size_t)m))
+			continue;
+		for (int u = v; u < v + m; u++)
+			if (keep[u] != b->cur[u] && (n == b->nlast || b->last_seed[n] != u || b->last_state[n++] != keep[u]))
+				return false;
+	}
+	if (n != b->nlast)
+		return false;
+	for (int i = 0; i < b->nchanged; i++) {
+		int v = b->changed[i];
+		w->r[v] = b->last_r[i], w->last[v] = b->last_last[i];
+		at_set(w, v, b->last_at + b->last_from[i], b->last_from[i + 1] - b->last_from[i]);
+	}
+	w->evals++;
+	*peak = b->last_peak, *flops = b->last_flops, w->excess = b->last_excess;
+	return true;
+}
+
 /* keep[]'s peak, FLOPs (*flops) and excess (w->excess) exactly as sel_evaluate()
  * finds them, from the committed choice, where keep[] differs from it in at
  * most TRY_MOST values; otherwise by sel_evaluate() */
@@ -1114,6 +1191,8 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 	int got = measure(w, keep, &peak, flops);
 	if (got < 0)
 		return sel_evaluate(w, keep, flops);
+	if (got > 0)
+		keep_try(w, keep, peak, *flops);
 	for (int i = 0; got > 0 && i < b->nchanged; i++)
 		restore(w, b->changed[i]);
 	if (checking && got > 0) {
@@ -1252,6 +1331,18 @@ static void check_commit(Work *w, const uint8_t *keep)
 int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	int64_t peak;
+	if (kept_try(w, keep, &peak, flops)) {
+		take_try(w, keep, peak, *flops);
+		if (w->base->dirty) {
+			/* a whole evaluation since the try wrote over the others' r, last and at */
+			for (int i = 0; i < w->nlive; i++)
+				restore(w, w->live[i]);
+			w->base->dirty = false;
+		}
+		if (checking)
+			check_commit(w, keep);
+		return peak;
+	}
 	int got = measure(w, keep, &peak, flops);
 	if (got < 0)
 		return commit_whole(w, keep, flops);
