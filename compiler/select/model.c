@@ -1331,25 +1331,15 @@ static void check_commit(Work *w, const uint8_t *keep)
 int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	int64_t peak;
-	if (kept_try(w, keep, &peak, flops)) {
-		take_try(w, keep, peak, *flops);
-		if (w->base->dirty) {
-			/* a whole evaluation since the try wrote over the others' r, last and at */
-			for (int i = 0; i < w->nlive; i++)
-				restore(w, w->live[i]);
-			w->base->dirty = false;
-		}
-		if (checking)
-			check_commit(w, keep);
-		return peak;
-	}
-	int got = measure(w, keep, &peak, flops);
+	/* the try just measured, kept (1), or measured now */
+	int got = kept_try(w, keep, &peak, flops) ? 1 : measure(w, keep, &peak, flops);
 	if (got < 0)
 		return commit_whole(w, keep, flops);
 	if (got > 0)
 		take_try(w, keep, peak, *flops);
-	if (!got && w->base->dirty) {
-		/* as a whole commit leaves them: w's r, last and at the committed choice's */
+	if (w->base->dirty) {
+		/* as a whole commit leaves them: w's r, last and at the committed choice's (a whole evaluation since
+		 * a kept try wrote over the others') */
 		for (int i = 0; i < w->nlive; i++)
 			restore(w, w->live[i]);
 		w->base->dirty = false;
