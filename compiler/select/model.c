@@ -765,6 +765,26 @@ static Base *base_new(const SelProblem *P)
 	return b;
 }
 
+/* w's r, last and at of list[0..n) (of values 0..n-1 where list is NULL)
+ * into r[i], last[i] and at, the i-th's positions from from[i] */
+static void save_needs(const Work *w, const int *list, int n, int *r, int *last, int *from, int **at, int *cap)
+{
+	int total = 0;
+	for (int i = 0; i < n; i++) {
+		int v = list ? list[i] : i;
+		total += w->P->kind[v] != SEL_FIXED ? w->nat[v] : 0;
+	}
+	*at = grow(*at, cap, total + 1, sizeof(int));
+	from[0] = 0;
+	for (int i = 0, k = 0; i < n; i++) {
+		int v = list ? list[i] : i;
+		r[i] = w->r[v], last[i] = w->last[v];
+		if (w->P->kind[v] != SEL_FIXED && w->nat[v])
+			memcpy(*at + k, w->at[v], sizeof(int) * (size_t)w->nat[v]), k += w->nat[v];
+		from[i + 1] = k;
+	}
+}
+
 /* keep[] evaluated and made the choice sel_eval_try measures from */
 static int64_t commit_whole(Work *w, const uint8_t *keep, int64_t *flops)
 {
@@ -776,17 +796,7 @@ static int64_t commit_whole(Work *w, const uint8_t *keep, int64_t *flops)
 	int npos = P->npos, nblocks = (npos + BLOCK - 1) / BLOCK;
 	b->peak = peak, b->flops = *flops, b->excess = w->excess, b->budget = w->budget;
 	memcpy(b->cur, keep, (size_t)P->n);
-	int nat = 0;
-	for (int i = 0; i < w->nlive; i++)
-		nat += w->nat[w->live[i]];
-	b->at = grow(b->at, &b->cap_at, nat + 1, sizeof(int));
-	b->at_from[0] = 0;
-	for (int v = 0, k = 0; v < P->n; v++) {
-		b->r[v] = w->r[v], b->last[v] = w->last[v];
-		if (P->kind[v] != SEL_FIXED && w->nat[v])
-			memcpy(b->at + k, w->at[v], sizeof(int) * (size_t)w->nat[v]), k += w->nat[v];
-		b->at_from[v + 1] = k;
-	}
+	save_needs(w, NULL, P->n, b->r, b->last, b->at_from, &b->at, &b->cap_at);
 	/* the copies per position, in value order */
 	memset(b->cp_from, 0, sizeof(int) * (size_t)(npos + 2));
 	int total = 0;
@@ -1137,18 +1147,7 @@ static void keep_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
 	for (int i = 0; i < b->nseed; i++)
 		b->last_seed[i] = b->seed[i], b->last_state[i] = keep[b->seed[i]];
 	b->last_peak = peak, b->last_flops = flops, b->last_excess = w->excess;
-	int total = 0;
-	for (int i = 0; i < b->nchanged; i++)
-		total += w->nat[b->changed[i]];
-	b->last_at = grow(b->last_at, &b->cap_last_at, total + 1, sizeof(int));
-	b->last_from[0] = 0;
-	for (int i = 0, k = 0; i < b->nchanged; i++) {
-		int v = b->changed[i];
-		b->last_r[i] = w->r[v], b->last_last[i] = w->last[v];
-		if (w->nat[v])
-			memcpy(b->last_at + k, w->at[v], sizeof(int) * (size_t)w->nat[v]), k += w->nat[v];
-		b->last_from[i + 1] = k;
-	}
+	save_needs(w, b->changed, b->nchanged, b->last_r, b->last_last, b->last_from, &b->last_at, &b->cap_last_at);
 }
 
 /* whether keep[] is the choice of the try last kept, which nothing measured
