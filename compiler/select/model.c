@@ -683,6 +683,7 @@ static void base_free(Base *b)
 	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
 	free(b->pts), free(b->again), free(b->pt_gen), free(b->head), free(b->tail), free(b->head_gen),
 	    free(b->node), free(b->scratch), free(b->merged);
+	free(b->last_seed), free(b->last_state), free(b->last_r), free(b->last_last), free(b->last_from), free(b->last_at);
 	free(b);
 }
 
