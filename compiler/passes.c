@@ -41,10 +41,15 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	if (pitch && *pitch && strcmp(pitch, "on") && strcmp(pitch, "off"))
 		fatal("DPC_PITCH takes on or off (rows of GEMM operands padded to 16 bytes; on by default on the GPU "
 		      "only; for testing), got '%s'", pitch);
+	const char *split = getenv("DPC_GEMM_SPLIT");
+	if (split && *split && strcmp(split, "on") && strcmp(split, "off"))
+		fatal("DPC_GEMM_SPLIT takes on or off (a bf16 GEMM whose n or k is not a whole number of 16 bytes made as "
+		      "its aligned bulk and the rest; on by default on the GPU only; for testing), got '%s'", split);
 	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),
-	              pitch && *pitch ? !strcmp(pitch, "on") : o->target == CG_CUDA, o->gpu, o->attn_price};
+	              pitch && *pitch ? !strcmp(pitch, "on") : o->target == CG_CUDA, o->gpu, o->attn_price,
+	              split && *split ? !strcmp(split, "on") : o->target == CG_CUDA};
 	return fe_lower(ast, &fo);
 }
 

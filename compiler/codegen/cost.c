@@ -66,7 +66,15 @@ static const CgGpu gpus[] = {
  *   and [32768 x 3072 x 768]: 655 and 688 TFLOP/s), and at 0.125 where a
  *   leading dimension is not a whole number of 16 bytes (the vocabulary
  *   projection's three, 50,257 wide: 7.6 TFLOP in 61 ms), where FP32's
- *   lose nothing;
+ *   lose nothing; on 2026-12-04 (the H200) it was n and k, not the leading
+ *   dimensions, that made them slow: with every leading dimension pitched
+ *   the logits' GEMM (n = 50,257) ran at 0.096 and its adjoint into x
+ *   (k = 50,257) at 0.132, the adjoint into the table (m = 50,257) at 0.53;
+ * - a GEMM with too little arithmetic for its bytes (sums over leading
+ *   axes as ones[1, M] @ x, GEMM_MEM_*) is bound by the memory: on the
+ *   H200 (2026-12-04) GPT-2's [1 x 768 x M] and [1 x 3072 x M] in bf16
+ *   and fp32 took 5 us beyond the launch plus their bytes at 0.83 of the
+ *   bandwidth, all four within 5%;
  * - cuDNN's conv2d_dw took 44% of ResNet-56's 31.7 ms step at batch 128
  *   on the H100 (about 34 GFLOP in 14 ms: 0.035 of FP32 peak, the
  *   least-memory deterministic algorithm, on FMA); since its workspace
@@ -97,6 +105,8 @@ static const CgGpu gpus[] = {
 #define GEMM_F32_SMALL_EFF 0.645
 #define GEMM_ITEMS_F32_EFF 0.415
 #define GEMM_ITEMS_BF16_EFF 0.134
+#define GEMM_MEM_EFF 0.83
+#define GEMM_MEM_US 5.0
 #define CONV_EFF 0.25
 #define CONV_DW_EFF 0.117
 #define ATTN_TILED_EFF 0.0233
@@ -109,10 +119,22 @@ static const CgGpu gpus[] = {
  * taken at MMA_L2 times the memory's bandwidth. The busiest pipe bounds the
  * launch; MMA_OVERLAP is the fraction of that bound reached when 16 warps
  * an SM hide each other's latencies (FlashAttention-2 reached 50-73% of
- * the A100's peak, Dao 2023), less with fewer. Assumptions until a profile
- * of these kernels says otherwise. */
+ * the A100's peak, Dao 2023), less with fewer. MMA_OVERLAP was 0.6, an
+ * assumption, until the H200's profile of 2026-12-04: GPT-2's three
+ * tensor-core kernels (bf16, B = 32) took 24.7 ms where 0.6 said 15.7, and
+ * the FMA kernels (fp32, B = 8; fma_time, the same overlap) 51.1 ms where
+ * it said 31.1: 0.64 and 0.61 of the figure, so 0.37 for both, which
+ * prices each of the six launches within 0.82 to 1.24 of its measure. */
 #define MMA_L2 2.0
-#define MMA_OVERLAP 0.6
+#define MMA_OVERLAP 0.37
+/* Attention on GEMMs (cg_attn_price's other path): its row kernels pass
+ * over the scores at ATTN_ROWS_BW of the bandwidth. On the H200
+ * (2026-12-04) GPT-2's attention on GEMMs took 6.55 ms a layer in bf16 (B =
+ * 32) and 3.29 in fp32 (B = 8), the steps' difference from the own
+ * kernels' plus those kernels' measured time; with the scores' bytes at the
+ * full bandwidth the price said 3.29 and 2.93, at 0.3 of it 5.75 and 3.54
+ * (0.88 and 1.08 of the measures). */
+#define ATTN_ROWS_BW 0.3
 #define LAUNCH_US 2.0
 #define SCAN_RATE 4.25e9
 
@@ -284,6 +306,10 @@ void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t ba
 	              .dt = elem == 2 ? DT_BF16 : elem == 8 ? DT_F64 : DT_F32};
 	for (int i = 0; i < 3; i++)
 		l.odd |= ld[i] * elem % 16 != 0;
+	/* in bf16 also n and k, the contiguous extents of C and A in cuBLAS's column-major call (linalg.c); not
+	 * those under 16 bytes, the rest of a split GEMM, which no split could align */
+	if (elem == 2)
+		l.odd |= (n > 8 && n % 8) || (k > 8 && k % 8);
 	l.items = items;
 	record(h, l);
 }
@@ -530,7 +556,7 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 	}
 	double rate = q.dt == DT_BF16 ? gpu->bf16 * GEMM_ITEMS_BF16_EFF : peak_flops(gpu, q.dt, false) * GEMM_ITEMS_F32_EFF;
 	double per_score = q.dt == DT_F64 ? 40 : 20; /* the scores and their gradient in f32 (f64) */
-	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / rate + per_score * scores / gpu->bw;
+	return blocks * 7 * launch + 9 * 2 * (double)dh * scores / rate + per_score * scores / (gpu->bw * ATTN_ROWS_BW);
 }
 
 /* the fraction of peak cuBLAS reaches (the calibration above) */
@@ -549,7 +575,8 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	double launch = LAUNCH_US * 1e-6;
 	switch (l->kind) {
 	case CL_GEMM:
-		return launch + (double)l->flops / (peak_flops(gpu, l->dt, l->dt == DT_BF16) * gemm_eff(l));
+		return launch + fmax((double)l->flops / (peak_flops(gpu, l->dt, l->dt == DT_BF16) * gemm_eff(l)),
+		                     GEMM_MEM_US * 1e-6 + (double)l->bytes / (gpu->bw * GEMM_MEM_EFF));
 	case CL_CONV:
 		return launch + (double)l->flops / (gpu->fp32 * (l->dw ? CONV_DW_EFF : CONV_EFF));
 	case CL_COPY:

@@ -46,6 +46,8 @@ typedef struct {
 	/* the cost model's seconds for an attention on either path (cg_attn_price, codegen/cg.h), passed in so
 	 * that the frontend does not link code generation; NULL: GEMMs, as without a choice */
 	AttnPrice attn_price;
+	/* Program.split_gemms: on the CUDA target, or where DPC_GEMM_SPLIT=on asks (testing) */
+	bool split_gemms;
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

@@ -1659,6 +1659,7 @@ Program *fe_lower(FeAst *ast, const FeOptions *o)
 	L.p = ir_new_program(o->real_bytes);
 	L.p->device_mem = o->device_mem;
 	L.p->pitch_rows = o->pitch_rows;
+	L.p->split_gemms = o->split_gemms;
 	L.out = &L.p->body;
 	L.called = ar_alloc(sizeof(bool) * (size_t)(ast->fns.len + 1));
 	Scope global = {0};

@@ -381,10 +381,17 @@ static void widen(float *f, uint64_t x, int64_t n)
 		f[i] = rt_bf16_to_f32(((const uint16_t *)P(x))[i]);
 }
 
+/* a matrix's elements from its first to its last: rows - 1 leading dimensions and one row (a part of a larger
+ * matrix, a split GEMM's rest (codegen/linalg.c), may end well before its last row's leading dimension would) */
+static int64_t span(int64_t rows, int64_t ld, int64_t cols)
+{
+	return rows > 0 && cols > 0 ? (rows - 1) * ld + cols : 0;
+}
+
 static void bf16_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda, int64_t sa, uint64_t b,
                       int64_t ldb, int64_t sb, uint64_t c, int64_t ldc, int64_t sc, int64_t batch, double beta, bool out32)
 {
-	int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
+	int64_t na = span(ta ? k : m, lda, ta ? m : k), nb = span(tb ? n : k, ldb, tb ? k : n), nc = span(m, ldc, n);
 	float *A = rt_host_alloc((int64_t)sizeof(float) * (na + nb + nc), "a bf16 GEMM"), *Bm = A + na, *C = Bm + nb;
 	for (int64_t i = 0; i < batch; i++) {
 		widen(A, a + (uint64_t)(2 * i * sa), na);
