@@ -9,11 +9,10 @@
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
 #  4. GPT-2's GEMMs one a call (the default) against strided-batched calls
-#     (DPC_GEMM_BATCHED=1); GPT-2 with attention where the cost model
-#     prices it cheaper (1 and 2 above: dpc's FMA kernels in fp32 and
-#     tensor-core kernels in bf16, in FlashAttention-2's order, since
-#     2026-12-03) against cuBLAS's GEMMs (DPC_ATTN_GEMM=on), which says
-#     whether the model chose right;
+#     (DPC_GEMM_BATCHED=1); the cost model's choices in 1 and 2 against the
+#     other way: fp32 attention on GEMMs against dpc's FMA kernels, bf16 on
+#     dpc's tensor-core kernels against GEMMs, bf16's vocabulary GEMMs split
+#     at 50,256 against whole (DPC_GEMM_SPLIT=off);
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
@@ -103,26 +102,29 @@ for name in gpt2 gpt2bf; do
 done
 say ""
 
-# bf16 attention: gpt2bf above is the cost model's choice, dpc's tensor-core kernels in FlashAttention-2's
-# order (never timed on a GPU before 2026-12-03's choice); fp32's (gpt2) dpc's FMA kernels in the same
-# order (attn_fma.c, since 2026-12-03); each against the same plan with attention on cuBLAS's GEMMs
-say "### attention: dpc's own kernels (the cost model's choice) against cuBLAS's GEMMs"
+# each GPT-2 (1 and 2 above: the cost model's choices) against the same plan with one choice the other way:
+# fp32's attention on GEMMs (the model's choice since 2026-12-04) against dpc's FMA kernels; bf16's on dpc's
+# tensor-core kernels in FlashAttention-2's order against cuBLAS's GEMMs (DPC_ATTN_GEMM=on), and its
+# vocabulary's GEMMs split at 50,256 (since 2026-12-04) against whole (DPC_GEMM_SPLIT=off). This says whether
+# the model chose right and what each choice is worth
+say "### the cost model's choices against the other way"
 say ""
-# own NAME LABEL WHAT: NAME's step (above) on dpc's own kernels (WHAT) against NAME_gemm's on GEMMs, and
-# NAME's --profile lines for attention
-own() {
-	local name=$1 label=$2 what=$3 gt
-	if timeout 60 "$B/${name}_gemm.cuda" --steps "$steps" --lr 1e-4 --quiet \
-		--summary-json "/tmp/q_${name}_gemm.json" >>"$log" 2>&1; then
-		gt=$(field "/tmp/q_${name}_gemm.json" ms_per_step)
-		say "- $label: $(cat "/tmp/q_$name.ms" 2>/dev/null || echo '-') ms/step on $what, $(printf %.2f "$gt") on GEMMs (predicted $(printf %.2f "$(field "$B/kernels/${name}_gemm.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field "/tmp/q_${name}_gemm.json" loss_first)") -> $(printf %.4f "$(field "/tmp/q_${name}_gemm.json" loss_last)")"
-		timeout 30 "$B/$name.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_" | head -8 >>"$out"
+# other NAME OTHER LABEL: NAME's step (above) against OTHER's, each beside its prediction; NAME's --profile
+# lines for attention and the vocabulary's GEMMs
+other() {
+	local name=$1 alt=$2 label=$3 ot
+	if timeout 60 "$B/$alt.cuda" --steps "$steps" --lr 1e-4 --quiet \
+		--summary-json "/tmp/q_$alt.json" >>"$log" 2>&1; then
+		ot=$(field "/tmp/q_$alt.json" ms_per_step)
+		say "- $label: $(printf %.2f "$(cat "/tmp/q_$name.ms" 2>/dev/null || echo 0)") ms/step as the model chose (predicted $(printf %.2f "$(field "$B/kernels/$name.$kind.json" predicted_step_ms)")), $(printf %.2f "$ot") the other way (predicted $(printf %.2f "$(field "$B/kernels/$alt.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field "/tmp/q_$alt.json" loss_first)") -> $(printf %.4f "$(field "/tmp/q_$alt.json" loss_last)")"
+		timeout 30 "$B/$alt.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_|5025" | head -8 >>"$out"
 	else
-		say "- $name on GEMMs: failed or did not start (gpu_quick.log)"
+		say "- $alt: failed or did not start (gpu_quick.log)"
 	fi
 }
-own gpt2 "gpt2 (fp32)" "FMA kernels"
-own gpt2bf gpt2bf "tensor-core kernels"
+other gpt2 gpt2_fma "gpt2 (fp32): attention on GEMMs against the FMA kernels"
+other gpt2bf gpt2bf_gemm "gpt2bf: attention on the tensor-core kernels against GEMMs"
+other gpt2bf gpt2bf_whole "gpt2bf: the vocabulary's GEMMs split against whole"
 say ""
 
 say "### streaming"

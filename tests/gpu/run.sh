@@ -102,8 +102,10 @@ build)
 			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
 		DPC_ATTN_GEMM=on bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_gemm.$gpu.json >/dev/null || exit 1
-		DPC_ATTN_GEMM=on bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
-			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_gemm.$gpu.json >/dev/null || exit 1
+		DPC_ATTN_GEMM=off bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_fma.$gpu.json >/dev/null || exit 1
+		DPC_GEMM_SPLIT=off bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_whole.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
 			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
@@ -143,17 +145,26 @@ build)
 	DPC_ATTN_GEMM=off bin/dpc --target cuda --precision bf16 -D H=2 samples/gpt.dp -o $B/gpt.cudabf_mma || exit 1
 	DPC_ATTN_GEMM=off DPC_ATTN_APART=1 bin/dpc --target cuda --precision bf16 -D H=2 samples/gpt.dp -o $B/gpt.cudabf_mma_apart || exit 1
 	bin/dpc --target cpu -D H=2 samples/gpt.dp -o $B/gpt_h2.cpu || exit 1
+	# bf16 GEMMs split where n or k is not a whole number of 16 bytes (codegen/linalg.c, 2026-12-04; never run on
+	# a GPU before): GPT at V = 251, split (the default) and whole, against the CPU's f32
+	bin/dpc --target cuda --precision bf16 -D V=251 -D B=8 samples/gpt.dp -o $B/gpt_v251.cudabf || exit 1
+	DPC_GEMM_SPLIT=off bin/dpc --target cuda --precision bf16 -D V=251 -D B=8 samples/gpt.dp -o $B/gpt_v251.cudabf_whole || exit 1
+	bin/dpc --target cpu -D V=251 -D B=8 samples/gpt.dp -o $B/gpt_v251.cpu || exit 1
 	# f32 and f64 attention on dpc's FMA kernels (DPC_ATTN_GEMM=off; attn_fma.c, 2026-12-03, never run on a GPU
 	# before): the attention op programs against the CPU and finite differences in f64, GPT's fused passes
-	# bitwise as apart, and GPT-2 fp32 on GEMMs for bench/gpu_quick.sh (the cost model takes the FMA kernels)
+	# bitwise as apart
 	for s in attention attention_tiles attention_heads16 attention_heads128; do
 		DPC_ATTN_GEMM=off bin/dpc --target cuda tests/ops/$s.dp -o $B/ops/$s.cuda_fma || exit 1
 		DPC_ATTN_GEMM=off bin/dpc --target cuda --precision f64 tests/ops/$s.dp -o $B/ops/$s.cuda64_fma || exit 1
 	done
 	DPC_ATTN_GEMM=off bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma || exit 1
 	DPC_ATTN_GEMM=off DPC_ATTN_APART=1 bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma_apart || exit 1
-	DPC_ATTN_GEMM=on bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
-		-o $B/gpt2_gemm.cuda || exit 1
+	# GPT-2 fp32 on the FMA kernels for bench/gpu_quick.sh (the cost model takes GEMMs since the H200's profile of
+	# 2026-12-04), and bf16 with the vocabulary's GEMMs whole (DPC_GEMM_SPLIT=off: the split's gain)
+	DPC_ATTN_GEMM=off bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
+		-o $B/gpt2_fma.cuda || exit 1
+	DPC_GEMM_SPLIT=off bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
+		-o $B/gpt2bf_whole.cuda || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
 	mkdir -p $B/fuse
 	for s in cell rnn; do
@@ -228,7 +239,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_gemm.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_fma.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | gpt2bf_whole.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -308,6 +319,17 @@ if $B/gpt.cudabf_mma --steps 1 --lr 0 --quiet --save $TEST_OUT/gm.p --dump-grads
 else
 	notok "gpu/attention cudabf_mma: run" $TEST_OUT/gm.log
 fi
+# the vocabulary's GEMMs split at 248 of V = 251 in bf16 (the logits' n, their adjoint's k) and whole: GPT's
+# first gradients within 3% of the CPU's f32 at the same parameters (on the CPU target the split's are 0.8%)
+for x in cudabf cudabf_whole; do
+	if $B/gpt_v251.$x --steps 1 --lr 0 --quiet --save $TEST_OUT/gv.$x.p --dump-grads $TEST_OUT/gv.$x.g >$TEST_OUT/gv.$x.log 2>&1 &&
+		$B/gpt_v251.cpu --steps 1 --lr 0 --quiet --init $TEST_OUT/gv.$x.p --dump-grads $TEST_OUT/gv.$x.cpu.g >>$TEST_OUT/gv.$x.log 2>&1; then
+		COMPARE_FLOOR=1e-4 check "gpu/gemm $x at V = 251: GPT's gradients within 3% of the CPU's f32" compare_grads \
+			$TEST_OUT/gv.$x.g $TEST_OUT/gv.$x.cpu.g 0.03
+	else
+		notok "gpu/gemm $x at V = 251: run" $TEST_OUT/gv.$x.log
+	fi
+done
 if DPC_GEMM_BATCHED=1 $B/gpt.cuda --steps 3 --lr 0.01 --quiet --dump-grads $TEST_OUT/gb.g >$TEST_OUT/gb.log 2>&1; then
 	check "gpu/gemm: one product a call against strided-batched, gradients within 1e-4" compare_grads $TEST_OUT/gb.g \
 		$TEST_OUT/ga.cuda.g 1e-4
