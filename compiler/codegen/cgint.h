@@ -433,6 +433,7 @@ void cg_cost_revolve(Host *h, Op *op, int64_t times[4]);
 typedef struct {
 	bool known;
 	int regs, stack, smem;
+	int instr; /* from the PTX: a thread's instructions for one work item (cost.c, ptx_instr), 0 unknown */
 } CgRes;
 /* each kernel's predicted time in ns on the GPU named (NULL: the H100), 0 when it has none */
 void cg_cost_kernels_ns(Cg *g, const char *gpu, int64_t *ns);

@@ -136,6 +136,11 @@ static const CgGpu gpus[] = {
  * (0.88 and 1.08 of the measures). */
 #define ATTN_ROWS_BW 0.3
 #define LAUNCH_US 2.0
+/* An elementwise kernel's instructions (ptx_instr) at ISSUE_EFF of 4 warp
+ * instructions a clock an SM: GPT-2's GELU and its adjoint in bf16 (the
+ * H200, 2026-12-04: 24 launches in 7.57 ms) have instructions for 5.73 ms
+ * at the full rate. */
+#define ISSUE_EFF 0.76
 #define SCAN_RATE 4.25e9
 
 const CgGpu *cg_gpu(const char *name)
@@ -445,6 +450,101 @@ static const char *run_ptxas(const char *ptx, const CgGpu *gpu, CgRes *res, int 
 	return why;
 }
 
+/* A kernel's instructions for one work item, from the PTX: the body of its
+ * grid-stride loop (the first label a later branch goes back to, to that
+ * branch) and of the functions it calls there (libdevice's __nv_expf, not
+ * inlined), one per line; 0 where the loop holds another (a row kernel's
+ * passes, a fused loop), whose trips the text does not say. An elementwise
+ * kernel of many operations per element is bound by issuing them, not by
+ * its bytes: GPT-2's GELU in bf16 takes some 640 instructions for a work
+ * item of 8 elements (an IEEE division, an exponential, bf16's rounding by
+ * hand), which at 4 a clock an SM is 0.24 ms a launch, where its bytes
+ * are 0.09. */
+static bool ptx_op(const char *l, const char *end)
+{
+	while (l < end && (*l == ' ' || *l == '\t'))
+		l++;
+	if (l == end || l == end - 1 || *l == '.' || *l == '/' || *l == '{' || *l == '}' || *l == '(' || *l == ')')
+		return false;
+	const char *e = end;
+	while (e > l && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		e--;
+	return e > l && e[-1] == ';' && (l[0] == '@' || (l[0] >= 'a' && l[0] <= 'z'));
+}
+
+/* the instructions of lines [a, b) of the PTX, with those of the functions called there */
+static int ptx_count(const char *a, const char *b, const char *ptx, int depth)
+{
+	int n = 0;
+	for (const char *l = a; l < b;) {
+		const char *e = memchr(l, '\n', (size_t)(b - l));
+		e = e ? e : b;
+		if (ptx_op(l, e))
+			n++;
+		const char *c = strstr(l, "call.uni");
+		if (c && c < e) {
+			/* the callee's name is the next line's first word */
+			const char *s = e + 1;
+			while (s < b && (*s == ' ' || *s == '\t'))
+				s++;
+			const char *t = s;
+			while (t < b && (*t == '_' || *t == '$' || (*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9')))
+				t++;
+			char name[128];
+			if (t > s && t - s < (long)sizeof name - 8) {
+				/* its definition, " NAME(" (a declaration puts its parameters on the next line), then its
+				 * body in braces; a call from there is not followed (libdevice's leaves call nothing) */
+				snprintf(name, sizeof name, " %.*s(", (int)(t - s), s);
+				const char *f = strstr(ptx, name), *open = f ? strstr(f, "\n{") : NULL;
+				const char *close = open ? strstr(open, "\n}") : NULL;
+				if (close && !depth)
+					n += ptx_count(open + 2, close, ptx, depth + 1);
+			}
+		}
+		l = e + 1;
+	}
+	return n;
+}
+
+static int ptx_instr(const char *ptx, int kernel)
+{
+	char head[64];
+	snprintf(head, sizeof head, ".entry dp_k%d(", kernel);
+	const char *k = strstr(ptx, head), *end = k ? strstr(k, "\n}") : NULL;
+	if (!end)
+		return 0;
+	/* its labels ("LBB3_2:" at a line's start) and the branches back to one */
+	const char *loop = NULL, *back = NULL;
+	int backs = 0;
+	for (const char *l = k; l < end;) {
+		const char *e = memchr(l, '\n', (size_t)(end - l));
+		e = e ? e : end;
+		const char *bra = strstr(l, "bra");
+		if (bra && bra < e) {
+			const char *t = bra + 3;
+			while (t < e && *t != ' ' && *t != '\t')
+				t++;
+			while (t < e && (*t == ' ' || *t == '\t'))
+				t++;
+			const char *u = t;
+			while (u < e && *u != ';')
+				u++;
+			char label[80];
+			if (u > t && u - t < (long)sizeof label - 3) {
+				snprintf(label, sizeof label, "\n%.*s:", (int)(u - t), t);
+				const char *at = strstr(k, label);
+				if (at && at < l) {
+					backs++;
+					if (!loop || at < loop)
+						loop = at + 1, back = e;
+				}
+			}
+		}
+		l = e + 1;
+	}
+	return backs == 1 ? ptx_count(loop, back, ptx, 0) : 0;
+}
+
 /* ---- the prediction ---- */
 
 /* blocks of 256 threads an SM holds at once, by its registers and shared memory */
@@ -599,6 +699,11 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	double eff = l->attention == 1 ? ATTN_TILED_EFF : 1;
 	double peak = peak_flops(gpu, l->dt, false);
 	double t = fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));
+	if (r && r->instr > 0 && l->blocks == (l->threads + 255) / 256) {
+		/* its instructions (ptx_instr), 4 warp instructions a clock an SM, at ISSUE_EFF of that */
+		double clock = gpu->fp32 / (256.0 * gpu->sms), sms = l->blocks < gpu->sms ? (double)l->blocks : gpu->sms;
+		t = fmax(t, (double)l->threads * r->instr / 32 / (4 * sms * clock * ISSUE_EFF));
+	}
 	return launch + fmax(t, (double)l->scans / (SCAN_RATE * gpu->sms));
 }
 
@@ -671,6 +776,8 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 	CgRes *res = ar_alloc(sizeof *res * (size_t)(nk + 1));
 	memset(res, 0, sizeof *res * (size_t)(nk + 1));
 	const char *why = ptx ? run_ptxas(ptx, gpu, res, nk) : "the target is not cuda";
+	for (int k = 0; ptx && k < nk; k++)
+		res[k].instr = ptx_instr(ptx, k);
 	if (why && verbose)
 		fprintf(stderr, "dpc: note: --emit=kernels without registers, stack and shared memory: %s\n", why);
 	double total = 0, by[4] = {0};
@@ -713,6 +820,8 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false", l->odd ? "true" : "false");
 		if (l->attention == 3) /* what the FMA kernels' model counts in a step of a row (tests/kernels reads the PTX's) */
 			fprintf(f, ", \"instructions_per_step\": %.2f", l->mix.per_step);
+		if (r && r->instr > 0) /* a thread's instructions for one work item, from the PTX (ptx_instr) */
+			fprintf(f, ", \"instructions_per_item\": %d, \"items\": %lld", r->instr, (long long)l->threads);
 		fputc('}', f);
 	}
 	/* the three run beside each other: the device's work, the link (a stream each way) and the streamed

@@ -152,6 +152,13 @@ sed "s/C = 2048/C = 512/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128
 DPC_ATTN_GEMM=off "$DPC" --target cuda "$o/fma128.dp" --emit=ptx -o "$o/fma128.ptx" --schedule-json "$o/fma128_1.json" >/dev/null 2>&1
 check "kernels/FMA attention: the model's instructions a step within 10% of the PTX's (GPT-2, heads of 128)" \
 	bash -c "python3 tests/kernels/fma_steps.py '$o/gpt2fma1.json' '$o/gpt2fma.ptx' && python3 tests/kernels/fma_steps.py '$o/fma128_1.json' '$o/fma128.ptx'"
+# the elementwise kernels' instructions a work item, counted in the PTX (cost.c, ptx_instr) as
+# tests/kernels/ptx_items.py counts them on its own, and GPT-2's GELU in bf16 priced by them: issue-bound
+# (the H200 measured its 24 launches at 7.57 ms on 2026-12-04; their bytes at the bandwidth are 2.0)
+"$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D L=1 -D B=32 samples/gpt.dp --emit=ptx -o "$o/items.ptx" \
+	--schedule-json "$o/items.json" >/dev/null 2>&1
+check "kernels/elementwise kernels: instructions a work item as the PTX has them; GPT-2's GELU bound by issuing them" \
+	python3 tests/kernels/ptx_items.py "$o/items.json" "$o/items.ptx"
 # heads of 128 (f32) and 64 (f64) on the FMA kernels (DPC_ATTN_GEMM=off): within 128 registers, no stack
 DPC_ATTN_GEMM=off plan fma128 "$o/fma128.dp"
 sed "s/C = 2048/C = 256/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma64.dp"
