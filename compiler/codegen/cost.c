@@ -464,7 +464,7 @@ static bool ptx_op(const char *l, const char *end)
 {
 	while (l < end && (*l == ' ' || *l == '\t'))
 		l++;
-	if (l == end || l == end - 1 || *l == '.' || *l == '/' || *l == '{' || *l == '}' || *l == '(' || *l == ')')
+	if (end - l < 2 || *l == '.' || *l == '/' || *l == '{' || *l == '}' || *l == '(' || *l == ')')
 		return false;
 	const char *e = end;
 	while (e > l && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
@@ -472,54 +472,89 @@ static bool ptx_op(const char *l, const char *end)
 	return e > l && e[-1] == ';' && (l[0] == '@' || (l[0] >= 'a' && l[0] <= 'z'));
 }
 
-/* the instructions of lines [a, b) of the PTX, with those of the functions called there */
-static int ptx_count(const char *a, const char *b, const char *ptx, int depth)
+static const char *line_end(const char *l, const char *end)
+{
+	const char *e = memchr(l, '\n', (size_t)(end - l));
+	return e ? e : end;
+}
+
+static bool name_char(char c)
+{
+	return c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* the module's functions (".func (...) NAME(" then a body in braces; a declaration puts its parameters on the
+ * next line) and their instructions, a call in them not followed (libdevice's leaves call nothing) */
+typedef struct {
+	const char *name;
+	int len, instr;
+} PtxFunc;
+
+static int ptx_funcs(const char *ptx, PtxFunc **out)
+{
+	int n = 0, cap = 0;
+	PtxFunc *f = NULL;
+	const char *end = ptx + strlen(ptx);
+	for (const char *s = ptx; (s = strstr(s, "\n.func"));) {
+		const char *e = line_end(s + 1, end), *open;
+		s = e;
+		if (e[-1] != '(') /* a declaration */
+			continue;
+		const char *u = e - 1;
+		while (name_char(u[-1]))
+			u--;
+		if (!(open = strstr(e, "\n{")))
+			break;
+		const char *close = strstr(open, "\n}");
+		if (!close)
+			break;
+		int k = 0;
+		for (const char *l = open + 2; l < close; l = line_end(l, close) + 1)
+			k += ptx_op(l, line_end(l, close));
+		if (n == cap) {
+			f = ar_realloc(f, sizeof *f * (size_t)cap, sizeof *f * (size_t)(cap ? 2 * cap : 16));
+			cap = cap ? 2 * cap : 16;
+		}
+		f[n++] = (PtxFunc){u, (int)(e - 1 - u), k};
+		s = close;
+	}
+	*out = f;
+	return n;
+}
+
+/* the instructions of lines [a, b), with those of the functions called there */
+static int ptx_count(const char *a, const char *b, const PtxFunc *f, int nf)
 {
 	int n = 0;
 	for (const char *l = a; l < b;) {
-		const char *e = memchr(l, '\n', (size_t)(b - l));
-		e = e ? e : b;
-		if (ptx_op(l, e))
-			n++;
+		const char *e = line_end(l, b);
+		n += ptx_op(l, e);
 		const char *c = strstr(l, "call.uni");
-		if (c && c < e) {
+		if (c && c < e && e < b) {
 			/* the callee's name is the next line's first word */
 			const char *s = e + 1;
 			while (s < b && (*s == ' ' || *s == '\t'))
 				s++;
-			const char *t = s;
-			while (t < b && (*t == '_' || *t == '$' || (*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9')))
-				t++;
-			char name[128];
-			if (t > s && t - s < (long)sizeof name - 8) {
-				/* its definition, " NAME(" (a declaration puts its parameters on the next line), then its
-				 * body in braces; a call from there is not followed (libdevice's leaves call nothing) */
-				snprintf(name, sizeof name, " %.*s(", (int)(t - s), s);
-				const char *f = strstr(ptx, name), *open = f ? strstr(f, "\n{") : NULL;
-				const char *close = open ? strstr(open, "\n}") : NULL;
-				if (close && !depth)
-					n += ptx_count(open + 2, close, ptx, depth + 1);
-			}
+			int len = 0;
+			while (s + len < b && name_char(s[len]))
+				len++;
+			for (int i = 0; i < nf; i++)
+				if (f[i].len == len && !memcmp(f[i].name, s, (size_t)len))
+					n += f[i].instr;
 		}
 		l = e + 1;
 	}
 	return n;
 }
 
-static int ptx_instr(const char *ptx, int kernel)
+/* kernel k's instructions for a work item (lines [k, end) of the PTX): the body of its one loop, from the
+ * label a later branch goes back to, to that branch; 0 where there is no loop or more than one */
+static int kernel_instr(const char *k, const char *end, const PtxFunc *f, int nf)
 {
-	char head[64];
-	snprintf(head, sizeof head, ".entry dp_k%d(", kernel);
-	const char *k = strstr(ptx, head), *end = k ? strstr(k, "\n}") : NULL;
-	if (!end)
-		return 0;
-	/* its labels ("LBB3_2:" at a line's start) and the branches back to one */
 	const char *loop = NULL, *back = NULL;
 	int backs = 0;
 	for (const char *l = k; l < end;) {
-		const char *e = memchr(l, '\n', (size_t)(end - l));
-		e = e ? e : end;
-		const char *bra = strstr(l, "bra");
+		const char *e = line_end(l, end), *bra = strstr(l, "bra");
 		if (bra && bra < e) {
 			const char *t = bra + 3;
 			while (t < e && *t != ' ' && *t != '\t')
@@ -529,20 +564,33 @@ static int ptx_instr(const char *ptx, int kernel)
 			const char *u = t;
 			while (u < e && *u != ';')
 				u++;
-			char label[80];
-			if (u > t && u - t < (long)sizeof label - 3) {
-				snprintf(label, sizeof label, "\n%.*s:", (int)(u - t), t);
-				const char *at = strstr(k, label);
-				if (at && at < l) {
+			/* the label, "NAME:" at the start of a line before this one */
+			for (const char *m = k; u > t && m < l; m = line_end(m, end) + 1)
+				if (line_end(m, end) - m == u - t + 1 && !memcmp(m, t, (size_t)(u - t)) && m[u - t] == ':') {
 					backs++;
-					if (!loop || at < loop)
-						loop = at + 1, back = e;
+					loop = m, back = e;
+					break;
 				}
-			}
 		}
 		l = e + 1;
 	}
-	return backs == 1 ? ptx_count(loop, back, ptx, 0) : 0;
+	return backs == 1 ? ptx_count(loop, back, f, nf) : 0;
+}
+
+/* every kernel's instructions for a work item into res[N].instr (dp_kN), one pass over the PTX */
+static void ptx_instr(const char *ptx, CgRes *res, int nk)
+{
+	PtxFunc *f;
+	int nf = ptx_funcs(ptx, &f);
+	for (const char *s = ptx; (s = strstr(s, ".entry dp_k"));) {
+		int k = atoi(s + 11);
+		const char *end = strstr(s, "\n}");
+		if (!end)
+			break;
+		if (k >= 0 && k < nk)
+			res[k].instr = kernel_instr(s, end, f, nf);
+		s = end;
+	}
 }
 
 /* ---- the prediction ---- */
@@ -776,8 +824,8 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 	CgRes *res = ar_alloc(sizeof *res * (size_t)(nk + 1));
 	memset(res, 0, sizeof *res * (size_t)(nk + 1));
 	const char *why = ptx ? run_ptxas(ptx, gpu, res, nk) : "the target is not cuda";
-	for (int k = 0; ptx && k < nk; k++)
-		res[k].instr = ptx_instr(ptx, k);
+	if (ptx)
+		ptx_instr(ptx, res, nk);
 	if (why && verbose)
 		fprintf(stderr, "dpc: note: --emit=kernels without registers, stack and shared memory: %s\n", why);
 	double total = 0, by[4] = {0};
