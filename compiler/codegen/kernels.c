@@ -353,10 +353,28 @@ static LLVMValueRef from_bf16(K *k, LLVMValueRef v)
 	return LLVMBuildBitCast(k->b, w, like(v, k->g->real), "");
 }
 
-/* f32 to bf16 bits, rounded to nearest even; NaN stays a (quiet) NaN */
+/* f32 to bf16 bits, rounded to nearest even; NaN stays a (quiet) NaN. On
+ * the GPU one cvt.rn.bf16.f32 an element (sm_80), the same bits for every
+ * number (NaN: 0x7fff rather than 0x7fc0): the rounding by hand is some 8
+ * instructions an element with the packing, 641 instructions of a work item
+ * of GPT-2's GELU in bf16 where cvt takes 457 (cost.c counts them).
+ * DPC_ROW_VECTORS=off rounds by hand, as the code the H200 measured on
+ * 2026-11-28 did */
 static LLVMValueRef to_bf16(K *k, LLVMValueRef x)
 {
 	LLVMTypeRef wt = like(x, k->g->i32), ht = like(x, LLVMInt16TypeInContext(k->g->ctx));
+	if (k->g->gpu && !k->g->scalar_rows) {
+		LLVMTypeRef i16 = LLVMInt16TypeInContext(k->g->ctx);
+		if (LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMVectorTypeKind)
+			return cg_intrinsic(k, "llvm.nvvm.f2bf16.rn", i16, &x, 1);
+		LLVMValueRef h = LLVMGetUndef(ht);
+		for (unsigned i = 0; i < LLVMGetVectorSize(LLVMTypeOf(x)); i++) {
+			LLVMValueRef e = LLVMBuildExtractElement(k->b, x, LLVMConstInt(k->g->i32, i, 0), "");
+			h = LLVMBuildInsertElement(k->b, h, cg_intrinsic(k, "llvm.nvvm.f2bf16.rn", i16, &e, 1),
+			                           LLVMConstInt(k->g->i32, i, 0), "");
+		}
+		return h;
+	}
 	LLVMValueRef w = LLVMBuildBitCast(k->b, x, wt, "");
 	LLVMValueRef odd = LLVMBuildAnd(k->b, LLVMBuildLShr(k->b, w, int_of(wt, 16), ""), int_of(wt, 1), "");
 	w = LLVMBuildAdd(k->b, w, LLVMBuildAdd(k->b, odd, int_of(wt, 0x7fff), ""), "");
@@ -435,11 +453,23 @@ static LLVMValueRef words_to_f32(K *k, LLVMValueRef w)
 	return LLVMBuildShuffleVector(k->b, lo, hi, lanes_mask(k, k->vec, 0, 0, h), "");
 }
 
-/* k->vec f32, rounded to bf16, as words of two */
+/* k->vec f32, rounded to bf16, as words of two: on the GPU a
+ * cvt.rn.bf16x2.f32 a word, which puts its first operand in the upper half
+ * (the PTX ISA), so the odd element first */
 static LLVMValueRef f32_to_words(K *k, LLVMValueRef v)
 {
 	Cg *g = k->g;
 	int h = k->vec / 2;
+	if (g->gpu && !g->scalar_rows) {
+		LLVMValueRef w = LLVMGetUndef(LLVMVectorType(g->i32, (unsigned)h));
+		for (int j = 0; j < h; j++) {
+			LLVMValueRef ab[2] = {LLVMBuildExtractElement(k->b, v, LLVMConstInt(g->i32, (unsigned)(2 * j + 1), 0), ""),
+			                      LLVMBuildExtractElement(k->b, v, LLVMConstInt(g->i32, (unsigned)(2 * j), 0), "")};
+			w = LLVMBuildInsertElement(k->b, w, cg_intrinsic(k, "llvm.nvvm.ff2bf16x2.rn", g->i32, ab, 2),
+			                           LLVMConstInt(g->i32, (unsigned)j, 0), "");
+		}
+		return w;
+	}
 	LLVMTypeRef wt = LLVMVectorType(g->i32, (unsigned)k->vec);
 	LLVMValueRef x = LLVMBuildZExt(k->b, to_bf16(k, v), wt, "");
 	LLVMValueRef even = LLVMBuildShuffleVector(k->b, x, LLVMGetUndef(wt), lanes_mask(k, h, 0, 2, 0), "");

@@ -349,6 +349,28 @@ rows_ptx() { # NAME ARGS...: GPT-2's shapes, two layers of them (the kernels are
 rows_ptx bf --precision bf16 -D B=32
 DPC_ROW_VECTORS=off rows_ptx bf_scalar --precision bf16 -D B=32
 rows_ptx f32 -D B=8
+# bf16 rounded by cvt.rn.bf16x2.f32 (two a word) and cvt.rn.bf16.f32 in GPT-2's elementwise and row kernels
+# on the GPU: none of the rounding by hand (adding 0x7fff, a NaN's 0x7fc0) there; DPC_ROW_VECTORS=off keeps
+# it, as on 2026-11-28. (The tensor-core attention packs its P and dS by hand: cvt there cost attn_dkv a
+# spill for no time in the model.)
+check "kernels/bf16 rounded by cvt in GPT-2's elementwise and row kernels (two a word), by hand with DPC_ROW_VECTORS=off" \
+	python3 - "$o" <<'PY'
+import json, re, sys
+o = sys.argv[1]
+def bodies(name):
+    text = open(f'{o}/rows_{name}.ptx').read()
+    body = {int(m.group(1)): m.group(2) for m in re.finditer(r'\.visible \.entry dp_k(\d+)\((.*?)\n}', text, re.S)}
+    ks = json.load(open(f'{o}/rows_{name}.json'))['kernels']
+    return {k['name']: body[k['kernel']] for k in ks if k['kind'] == 'kernel' and k['kernel'] >= 0
+            and not k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))}
+by_hand = lambda b: re.search(r'add\.s32\s+%r\d+, %r\d+, 32767;', b) or re.search(r'selp\.b16\s+%rs\d+, 32704,', b)
+vec, scalar = bodies('bf'), bodies('bf_scalar')
+assert any('cvt.rn.bf16x2.f32' in b for b in vec.values()) and any('cvt.rn.bf16.f32' in b for b in vec.values())
+assert not [n for n, b in vec.items() if by_hand(b)], [n for n, b in vec.items() if by_hand(b)]
+assert not [n for n, b in scalar.items() if 'cvt.rn.bf16' in b] and any(by_hand(b) for b in scalar.values())
+for n in ('fused[32,1024,3072]', 'layernorm[32,1024,768]', 'cross_entropy_grad[32,1024,50257]'):
+    assert 'cvt.rn.bf16' in vec[n], n
+PY
 check "kernels/rows in vectors: GPT-2's layernorm, layernorm_grad, cross_entropy, its gradient and embed_grad's ids load 16 bytes a lane (bf16 and fp32), none with DPC_ROW_VECTORS=off" \
 	python3 - "$o" <<'PY'
 import json, re, sys
