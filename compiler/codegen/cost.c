@@ -90,13 +90,15 @@ static const CgGpu gpus[] = {
  *   (mma_time below), not yet against a profile;
  * - a launch costs about LAUNCH_US of the GPU's time between kernels;
  * - embed_grad, each of its threads (a part of the table's rows, a column)
- *   reading every id and adding the matching rows: SCAN_RATE ids a second
- *   an SM, from the H200's GPT-2 fp32 step (2026-11-28: 66,048 threads x
- *   8,192 ids in 0.964 ms); its bf16 step (32,768 ids) is then priced at
- *   3.86 ms, measured 4.21. That kernel read one id at a time, each read
- *   waiting on the last; today's reads 8 a step in two 16-byte loads
- *   issued together (cg_embed_ids), counted as one: an assumption until a
- *   profile says. */
+ *   reading every id and adding the matching rows, step after step: a step
+ *   of k ids takes SCAN_STEP_CYCLES + k SCAN_ID_CYCLES. On the H200 GPT-2's
+ *   66,048 threads (two blocks an SM) took 0.964 ms over 8,192 ids one a
+ *   step (fp32, 2026-11-28) and 4.21 over 32,768 (bf16): 118 and 129 ns a
+ *   step; reading 8 a step in two 16-byte loads, 0.592 and 2.530 ms
+ *   (2026-12-04): 578 and 618 ns. Each id costs about 68 ns (134 cycles)
+ *   and a step 55 (109): the ids' compares and branches, not the loads,
+ *   set the time. (It had been priced as SCAN_RATE ids a second an SM, a
+ *   step's 8 ids as one: 0.48 ms in bf16.) */
 #define MEM_LATENCY 414e-9
 #define FLOP_WARPS 8.0
 #define GEMM_F32_EFF 0.79
@@ -141,7 +143,8 @@ static const CgGpu gpus[] = {
  * H200, 2026-12-04: 24 launches in 7.57 ms) have instructions for 5.73 ms
  * at the full rate. */
 #define ISSUE_EFF 0.76
-#define SCAN_RATE 4.25e9
+#define SCAN_STEP_CYCLES 109.0
+#define SCAN_ID_CYCLES 134.0
 
 const CgGpu *cg_gpu(const char *name)
 {
@@ -298,7 +301,7 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 	if ((int)d->kind == K_ATTN_ROWS) /* S's rows 16 bytes a lane where they are whole vectors */
 		l.access = cg_attn_rows_vec(d) * (d->out.dt == DT_F64 ? 8 : 4);
 	if ((int)d->kind == OP_EMBED_GRAD)
-		l.scans = threads * ir_numel(d->in[1]) / cg_embed_ids(g, d); /* a step's loads in flight at once */
+		l.scan_ids = ir_numel(d->in[1]), l.scan_step = cg_embed_ids(g, d);
 	record(h, l);
 }
 
@@ -752,7 +755,13 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 		double clock = gpu->fp32 / (256.0 * gpu->sms), sms = l->blocks < gpu->sms ? (double)l->blocks : gpu->sms;
 		t = fmax(t, (double)l->threads * r->instr / 32 / (4 * sms * clock * ISSUE_EFF));
 	}
-	return launch + fmax(t, (double)l->scans / (SCAN_RATE * gpu->sms));
+	if (l->scan_ids > 0) {
+		/* embed_grad: each thread's steps over the ids one after the other, in waves of the resident blocks */
+		double clock = gpu->fp32 / (256.0 * gpu->sms), waves = ceil((double)l->blocks / (double)resident);
+		double step = SCAN_STEP_CYCLES + SCAN_ID_CYCLES * (double)l->scan_step;
+		t = fmax(t, waves * (double)(l->scan_ids / l->scan_step) * step / clock);
+	}
+	return launch + t;
 }
 
 static bool starved(const CgGpu *gpu, const CgLaunch *l)
