@@ -94,6 +94,7 @@ typedef struct {
 	bool odd;          /* a GEMM with a leading dimension that is not a whole number of 16 bytes */
 	bool items;        /* attention's GEMMs batched over address arrays (rt_gemm_items) */
 	int64_t scan_ids, scan_step; /* embed_grad: the ids each thread reads (every one), and how many a step */
+	double scan_hit;             /* embed_grad: the chance an id falls in a thread's part of the rows */
 	int dynamic_smem;  /* the shared memory a launch asks for beside ptxas's static (cg_attn_smem) */
 	bool wide;         /* tensor-core attention with heads wider than 64 (cg_attn_wide): one block an SM */
 	CgMix mix;         /* attention on tensor cores (attention == 2): what it does, priced pipe by pipe */

@@ -98,7 +98,11 @@ static const CgGpu gpus[] = {
  *   (2026-12-04): 578 and 618 ns. Each id costs about 68 ns (134 cycles)
  *   and a step 55 (109): the ids' compares and branches, not the loads,
  *   set the time. (It had been priced as SCAN_RATE ids a second an SM, a
- *   step's 8 ids as one: 0.48 ms in bf16.) */
+ *   step's 8 ids as one: 0.48 ms in bf16.) Since then a step tests its 8
+ *   ids at once, without a branch between, and goes through them one by
+ *   one only where one falls in the thread's part (1 in 86 ids for
+ *   GPT-2's): SCAN_TEST_CYCLES an id for the test is an assumption (3
+ *   instructions, four warps a scheduler) until a profile says. */
 #define MEM_LATENCY 414e-9
 #define FLOP_WARPS 8.0
 #define GEMM_F32_EFF 0.79
@@ -145,6 +149,7 @@ static const CgGpu gpus[] = {
 #define ISSUE_EFF 0.76
 #define SCAN_STEP_CYCLES 109.0
 #define SCAN_ID_CYCLES 134.0
+#define SCAN_TEST_CYCLES 8.0
 
 const CgGpu *cg_gpu(const char *name)
 {
@@ -300,8 +305,10 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 		l.access = cg_row_access(g, d);
 	if ((int)d->kind == K_ATTN_ROWS) /* S's rows 16 bytes a lane where they are whole vectors */
 		l.access = cg_attn_rows_vec(d) * (d->out.dt == DT_F64 ? 8 : 4);
-	if ((int)d->kind == OP_EMBED_GRAD)
-		l.scan_ids = ir_numel(d->in[1]), l.scan_step = cg_embed_ids(g, d);
+	if ((int)d->kind == OP_EMBED_GRAD) {
+		int64_t V = d->out.dim[0], parts = cg_embed_parts(g, d);
+		l.scan_ids = ir_numel(d->in[1]), l.scan_step = cg_embed_ids(g, d), l.scan_hit = (double)((V + parts - 1) / parts) / (double)V;
+	}
 	record(h, l);
 }
 
@@ -758,7 +765,9 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	if (l->scan_ids > 0) {
 		/* embed_grad: each thread's steps over the ids one after the other, in waves of the resident blocks */
 		double clock = gpu->fp32 / (256.0 * gpu->sms), waves = ceil((double)l->blocks / (double)resident);
-		double step = SCAN_STEP_CYCLES + SCAN_ID_CYCLES * (double)l->scan_step;
+		double k = (double)l->scan_step, step = SCAN_STEP_CYCLES + SCAN_ID_CYCLES;
+		if (l->scan_step > 1) /* all k tested at once; where one falls in the part, each as one a step is */
+			step = SCAN_STEP_CYCLES + SCAN_TEST_CYCLES * k + (1 - pow(1 - l->scan_hit, k)) * SCAN_ID_CYCLES * k;
 		t = fmax(t, waves * (double)(l->scan_ids / l->scan_step) * step / clock);
 	}
 	return launch + t;
