@@ -466,10 +466,10 @@ static const char *run_ptxas(const char *ptx, const CgGpu *gpu, CgRes *res, int 
  * inlined), one per line; 0 where the loop holds another (a row kernel's
  * passes, a fused loop), whose trips the text does not say. An elementwise
  * kernel of many operations per element is bound by issuing them, not by
- * its bytes: GPT-2's GELU in bf16 takes some 640 instructions for a work
- * item of 8 elements (an IEEE division, an exponential, bf16's rounding by
- * hand), which at 4 a clock an SM is 0.24 ms a launch, where its bytes
- * are 0.09. */
+ * its bytes: GPT-2's GELU in bf16 took 641 instructions for a work item
+ * of 8 elements (an IEEE division, an exponential, bf16's rounding by hand;
+ * 457 since that rounding is cvt's), at 4 a clock an SM 0.24 ms a launch,
+ * where its bytes are 0.09. */
 static bool ptx_op(const char *l, const char *end)
 {
 	while (l < end && (*l == ' ' || *l == '\t'))
@@ -620,6 +620,9 @@ static int blocks_per_sm(const CgGpu *gpu, const CgRes *r)
 	return b > 0 ? b : 1;
 }
 
+/* an SM's clock: FP32's peak over its 256 FLOPs a clock (128 lanes' FMAs) */
+static double sm_clock(const CgGpu *gpu) { return gpu->fp32 / (256.0 * gpu->sms); }
+
 static double peak_flops(const CgGpu *gpu, DType dt, bool tensor)
 {
 	if (dt == DT_F64)
@@ -632,7 +635,7 @@ static double peak_flops(const CgGpu *gpu, DType dt, bool tensor)
 /* attention on tensor cores: its busiest pipe (MMA_OVERLAP above), over the SMs its blocks fill */
 static double mma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per_sm)
 {
-	double clock = gpu->fp32 / (256.0 * gpu->sms), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
+	double clock = sm_clock(gpu), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
 	double mma_rate = gpu->bf16 * (strcmp(gpu->arch, "sm_90") ? 1 : 0.5) / 4096; /* m16n8k16: 4096 FLOPs */
 	double pipe[5] = {
 		x->mma / (mma_rate * sms / gpu->sms),
@@ -655,7 +658,7 @@ static double mma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per
  * registers) */
 static double fma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per_sm)
 {
-	double clock = gpu->fp32 / (256.0 * gpu->sms), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
+	double clock = sm_clock(gpu), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
 	double pipe[6] = {
 		(x->fma + x->alu + x->lds + x->shfl + x->ex2) / (4 * sms * clock),
 		(x->fma * (x->f64 ? 2 : 1) + x->alu) / (4 * sms * clock),
@@ -759,12 +762,12 @@ static double predict(const CgGpu *gpu, const CgLaunch *l, const CgRes *r)
 	double t = fmax((double)l->bytes / (gpu->bw * mem), (double)l->flops / (peak * alu * eff));
 	if (r && r->instr > 0 && l->blocks == (l->threads + 255) / 256) {
 		/* its instructions (ptx_instr), 4 warp instructions a clock an SM, at ISSUE_EFF of that */
-		double clock = gpu->fp32 / (256.0 * gpu->sms), sms = l->blocks < gpu->sms ? (double)l->blocks : gpu->sms;
+		double clock = sm_clock(gpu), sms = l->blocks < gpu->sms ? (double)l->blocks : gpu->sms;
 		t = fmax(t, (double)l->threads * r->instr / 32 / (4 * sms * clock * ISSUE_EFF));
 	}
 	if (l->scan_ids > 0) {
 		/* embed_grad: each thread's steps over the ids one after the other, in waves of the resident blocks */
-		double clock = gpu->fp32 / (256.0 * gpu->sms), waves = ceil((double)l->blocks / (double)resident);
+		double clock = sm_clock(gpu), waves = ceil((double)l->blocks / (double)resident);
 		double k = (double)l->scan_step, step = SCAN_STEP_CYCLES + SCAN_ID_CYCLES;
 		if (l->scan_step > 1) /* all k tested at once; where one falls in the part, each as one a step is */
 			step = SCAN_STEP_CYCLES + SCAN_TEST_CYCLES * k + (1 - pow(1 - l->scan_hit, k)) * SCAN_ID_CYCLES * k;
