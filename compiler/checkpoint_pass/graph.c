@@ -1439,39 +1439,61 @@ static void take_planned(Graph *g, Model *m, int64_t (*plan)(Program *), const u
 	}
 }
 
-/* The least search's start for long chains (sel_chain_start, issue 40):
- * the spacing of the kept cuts doubled from 4 while that lowers the
- * model's peak by a sixteenth; then cuts between them computed once, at
- * half that spacing or less, while the peak stays within an eighth of the
- * least (each recomputation's chain shorter: fewer FLOPs, and quicker to
- * search); then kept more where that saves FLOPs at the start's peak
- * (sel_improve), and planned. ResNet-152: 870.1 to 799.5 MB; NASNet: 565.1
- * to 321.9 MB. */
+/* sel_chain_start's spacing: the kept cuts' doubled from 4 while that
+ * lowers the model's peak by a sixteenth; then cuts between them computed
+ * once, at half that spacing or less, while the peak stays within an
+ * eighth of the least (each recomputation's chain shorter: fewer FLOPs,
+ * and quicker to search). The start's peak, its FLOPs in *flops. */
+static int64_t chain_spacing(SelProblem *P, bool tiny, int *every, int *inner, int64_t *flops)
+{
+	int64_t least = INT64_MAX, start, fewest = INT64_MAX, f, peak;
+	uint8_t *keep = ar_alloc((size_t)P->n + 1);
+	*every = *inner = 0;
+	for (int k = 4; k <= P->n; k *= 2) {
+		sel_chain_start(P, k, 0, tiny, keep);
+		peak = sel_eval(P, keep, &f, NULL);
+		if (least < INT64_MAX && peak > least - least / 16)
+			break;
+		least = peak, fewest = f, *every = k;
+	}
+	start = least;
+	for (int k = *every / 2; k >= 2; k /= 2) {
+		sel_chain_start(P, *every, k, tiny, keep);
+		peak = sel_eval(P, keep, &f, NULL);
+		if (peak > least + least / 8 || f >= fewest)
+			break;
+		start = peak, fewest = f, *inner = k;
+	}
+	*flops = fewest;
+	return start;
+}
+
+/* The least search's start for long chains (sel_chain_start, issue 40),
+ * spaced by chain_spacing, with values tiny beside the largest kept and
+ * without, the lower (or, within a 64th, the one of fewer FLOPs) then kept
+ * more where that saves FLOPs at its peak (sel_improve), and planned.
+ * Kept, the tiny values cost next to nothing held, where made at each use
+ * they make their chains again for each reader (an imported batch norm's
+ * statistics, read by its elementwise ops): the flat import of
+ * torchvision's ResNet-152 starts at 1.4e14 FLOPs recomputed with them
+ * kept, 2.5e14 without, at a lower peak, and its improvement takes 3 s
+ * against 15; Inception-v3's is lower without. ResNet-152: 870.1 to
+ * 799.5 MB; NASNet: 565.1 to 321.9 MB. */
 static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *keep, uint8_t *best, int64_t *hi,
                         int64_t *flops)
 {
 	SelProblem *P = m->P;
-	int64_t least = INT64_MAX, start, fewest = INT64_MAX, f, peak;
-	int every = 0, inner = 0;
-	for (int k = 4; k <= P->n; k *= 2) {
-		sel_chain_start(P, k, 0, keep);
-		peak = sel_eval(P, keep, &f, NULL);
-		if (least < INT64_MAX && peak > least - least / 16)
-			break;
-		least = peak, fewest = f, every = k;
-	}
-	if (!every)
+	int every[2], inner[2];
+	int64_t f[2], start[2];
+	for (int t = 0; t < 2; t++)
+		start[t] = chain_spacing(P, t, &every[t], &inner[t], &f[t]);
+	if (!every[0] && !every[1])
 		return;
-	start = least;
-	for (int k = every / 2; k >= 2; k /= 2) {
-		sel_chain_start(P, every, k, keep);
-		peak = sel_eval(P, keep, &f, NULL);
-		if (peak > least + least / 8 || f >= fewest)
-			break;
-		start = peak, fewest = f, inner = k;
-	}
-	sel_chain_start(P, every, inner, keep);
-	sel_improve(P, start, keep);
+	int t = !every[0] || (every[1] && (start[1] < start[0] - start[0] / 64 ||
+	                                   (start[1] <= start[0] + start[0] / 64 && f[1] < f[0])));
+	trace(t ? "least: chain start, tiny kept" : "least: chain start, none kept", start[t], f[t]);
+	sel_chain_start(P, every[t], inner[t], t, keep);
+	sel_improve(P, start[t], keep);
 	take_planned(g, m, plan, keep, best, hi, flops);
 }
 
@@ -1490,6 +1512,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	SelResult res, r;
 	int64_t floor = sel_floor(m->P), lo = floor, bytes = fit_model(g, m, hi, plan, best, &res, false);
 	hi = bytes;
+	int64_t all = hi;
 	trace("least: fit", hi, res.flops);
 	chain_start(g, m, plan, keep, best, &hi, &res.flops);
 	trace("least: chain start", hi, res.flops);
@@ -1616,6 +1639,10 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	} else {
 		walk_size(m->P, true);
 	}
+	/* the fit at store-everything's plan may be exact (nothing dropped); anything lower is the searches' (the
+	 * imported ResNet-152's least was said to be "exact over 1408 candidates") */
+	if (hi < all)
+		res.method = SEL_GREEDY;
 	*out = res;
 	return hi;
 }
@@ -1831,11 +1858,13 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		 * it bounds only the choices that fit there */
 		int64_t f, at = sel_flops_bound(m.P, sel_eval(m.P, best, &f, NULL));
 		res.bound = at < res.flops ? at : res.flops;
-		/* nested checkpoints at the least's peak, where they recompute less there */
+		/* nested checkpoints within the least's peak, where they plan lower, or as low recomputing less (their
+		 * fewest FLOPs within it may be at a lower peak: Inception-v3 imported, for CUDA, 977.1 MB against the
+		 * selection's 1,017.5; a bound at a higher peak holds at a lower one) */
 		int64_t cflops = INT64_MAX, cat = 0, cbytes = hi < planned_least && !getenv("DPC_SELECT_CHOICE")
 		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
 		                                                 : INT64_MAX;
-		if (cbytes <= hi && cflops < res.flops)
+		if (cbytes < hi || (cbytes == hi && cflops < res.flops))
 			flops = apply_chain(&g, &m, cat, res.bound, nall);
 		else if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);

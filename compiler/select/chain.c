@@ -39,9 +39,6 @@ enum { CHAIN_MOST = 96 };
  * at each use from them), alone (a leaf) or before the rest; or k >= 0: a checkpoint at block k's cut */
 enum { PICK_NONE = -5, PICK_LEAF = -4, PICK_LEAF_LEAN = -3, PICK_ALL = -2, PICK_LEAN = -1 };
 
-/* a value crossing a cut counts toward its width from this fraction of the largest value's bytes */
-#define TINY 1024
-
 /* a value is cheap to make again when its FLOPs are at most this many times its bytes (elementwise ops) */
 #define CHEAP 2
 
@@ -92,7 +89,7 @@ static void find_cuts(Chain *ch)
 	for (int v = 0; v < P->n; v++)
 		if (P->kind[v] != SEL_FIXED && P->def[v] < F) {
 			owns[P->def[v]]++;
-			if (P->fwd_last[v] > P->def[v] && P->bytes[v] >= largest / TINY)
+			if (P->fwd_last[v] > P->def[v] && P->bytes[v] >= largest / SEL_TINY)
 				cross[P->def[v]]++, cross[P->fwd_last[v] < F ? P->fwd_last[v] : F]--;
 		}
 	int *count = calloc((size_t)P->n + 2, sizeof(int)), q = 0;

@@ -141,8 +141,12 @@ SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int
  * values cross), kept, so that no chain of recomputations runs back past
  * one (without them, ResNet-152's run from its input: 312 forwards
  * recomputed), and those crossing every `inner`-th (0: none), computed
- * once (held through their cut's stretch of the adjoint only) */
-void sel_chain_start(const SelProblem *P, int every, int inner, uint8_t *keep);
+ * once (held through their cut's stretch of the adjoint only); with
+ * `tiny`, values tiny beside the largest (SEL_TINY) kept too */
+void sel_chain_start(const SelProblem *P, int every, int inner, bool tiny, uint8_t *keep);
+/* a value of fewer bytes than the largest's / SEL_TINY is tiny beside it: sel_chain_start keeps it, and the
+ * chain planner does not count it toward a cut's width */
+#define SEL_TINY 1024
 /* Nested checkpoints on a chain (chain.c): where the forward (positions
  * before nforward) is a chain of blocks between its narrowest cuts, Rotor's
  * dynamic programme over the blocks at `budget`. The predicted FLOPs made

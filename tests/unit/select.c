@@ -411,24 +411,30 @@ int main(int argc, char **argv)
 				P->in[v][0] = v - 1;
 			}
 		}
-		for (int inner = 0; inner <= 2; inner += 2) {
-			uint8_t got[40];
-			got[0] = 7;
-			sel_chain_start(P, 4, inner, got);
-			bool right = got[0] == 7;
-			for (int v = 1; v < n; v++) {
-				uint8_t want = v % 4 == 0 && v < n - 1 ? SEL_KEEP : inner && v % 2 == 0 && v < n - 1 ? SEL_ONCE : SEL_EACH;
-				right &= got[v] == want;
+		for (int inner = 0; inner <= 2; inner += 2)
+			for (int tiny = 0; tiny < 2; tiny++) {
+				/* with tiny, value 5 is 1 byte beside the others' 2,048 (under SEL_TINY): kept */
+				for (int v = 1; v < n; v++)
+					P->bytes[v] = tiny ? (v == 5 ? 1 : 2048) : 8;
+				uint8_t got[40];
+				got[0] = 7;
+				sel_chain_start(P, 4, inner, tiny, got);
+				bool right = got[0] == 7;
+				for (int v = 1; v < n; v++) {
+					uint8_t want = (v % 4 == 0 && v < n - 1) || (tiny && v == 5) ? SEL_KEEP
+					               : inner && v % 2 == 0 && v < n - 1        ? SEL_ONCE
+					                                                         : SEL_EACH;
+					right &= got[v] == want;
+				}
+				char what[128];
+				snprintf(what, sizeof what, "the chain start on a chain of %d values, cuts kept every 4, once every %d%s",
+				         n, inner, tiny ? ", a tiny value kept" : "");
+				check(right, what);
+				chain_ok += right;
 			}
-			char what[96];
-			snprintf(what, sizeof what, "the chain start on a chain of %d values, cuts kept every 4, once every %d", n,
-			         inner);
-			check(right, what);
-			chain_ok += right;
-		}
-		if (chain_ok == 2)
+		if (chain_ok == 4)
 			printf("ok - select: the chain start on a chain keeps every 4th of its narrowest cuts and computes every 2nd "
-			       "between once\n");
+			       "between once, and keeps a tiny value where asked\n");
 	}
 	/* Larger DAGs (hundreds of values and positions, so the committed
 	 * profile has many blocks and the changes reach far): every greedy
@@ -485,7 +491,7 @@ int main(int argc, char **argv)
 	 * result is as evaluated, at or below the start's peak, and recomputes less than the start */
 	{
 		int lazy_ok = 0;
-		for (int iter = 0; iter < 2; iter++) {
+		for (int iter = 0; iter < 3; iter++) {
 			int n = 1250, choices = 0;
 			SelProblem *P = random_problem(n, 2, false, 64);
 			/* none free, so that the choices pass SEL_LAZY */
@@ -495,7 +501,7 @@ int main(int argc, char **argv)
 			}
 			uint8_t *got = malloc((size_t)n);
 			if (iter)
-				sel_chain_start(P, 4, 2, got);
+				sel_chain_start(P, 4, 2, iter > 1, got);
 			else
 				for (int v = 0; v < n; v++)
 					got[v] = SEL_ONCE;
@@ -511,9 +517,9 @@ int main(int argc, char **argv)
 			lazy_ok += right;
 			free(got);
 		}
-		if (lazy_ok == 2)
+		if (lazy_ok == 3)
 			printf("ok - select: sel_improve on over %d choices (lazy scores), from every value made once and from the "
-			       "chain start: as evaluated, no higher, fewer FLOPs, on DAGs of 1,250 values\n", SEL_LAZY);
+			       "chain start (tiny values kept or not): as evaluated, no higher, fewer FLOPs, on DAGs of 1,250 values\n", SEL_LAZY);
 	}
 	chain_check();
 	printf("%d checks, %d failed\n", pass + fail, fail);
