@@ -27,6 +27,17 @@ static void verify(const DriverOptions *o, Program *p, const char *pass)
 		ir_verify(p, pass);
 }
 
+/* a testing switch of on or off in the environment `name` (what it does: `what`); unset or empty: on the GPU */
+static bool on_off(const char *name, const char *what, bool gpu)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return gpu;
+	if (strcmp(v, "on") && strcmp(v, "off"))
+		fatal("%s takes on or off (%s; on by default on the GPU only; for testing), got '%s'", name, what, v);
+	return !strcmp(v, "on");
+}
+
 Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 {
 	const char *ag = getenv("DPC_ATTN_GEMM"), *apart = getenv("DPC_ATTN_APART");
@@ -37,19 +48,14 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	if (ag && *ag && strcmp(ag, "off") && strcmp(ag, "on") && atoll(ag) <= 0)
 		fatal("DPC_ATTN_GEMM takes on (attention on GEMMs in the blocks the GPU would take), off (dpc's own "
 		      "kernels) or N > 0 (GEMMs in blocks of at most N query rows, two items a call; for testing), got '%s'", ag);
-	const char *pitch = getenv("DPC_PITCH");
-	if (pitch && *pitch && strcmp(pitch, "on") && strcmp(pitch, "off"))
-		fatal("DPC_PITCH takes on or off (rows of GEMM operands padded to 16 bytes; on by default on the GPU "
-		      "only; for testing), got '%s'", pitch);
-	const char *split = getenv("DPC_GEMM_SPLIT");
-	if (split && *split && strcmp(split, "on") && strcmp(split, "off"))
-		fatal("DPC_GEMM_SPLIT takes on or off (a bf16 GEMM whose n or k is not a whole number of 16 bytes made as "
-		      "its aligned bulk and the rest; on by default on the GPU only; for testing), got '%s'", split);
-	FeOptions fo = {o->real_bytes, o->reference, o->target == CG_CUDA, verbose && o->verbose,
+	bool gpu = o->target == CG_CUDA;
+	bool pitch = on_off("DPC_PITCH", "rows of GEMM operands padded to 16 bytes", gpu);
+	bool split = on_off("DPC_GEMM_SPLIT", "a bf16 GEMM whose n or k is not a whole number of 16 bytes made as its "
+	                    "aligned bulk and the rest", gpu);
+	FeOptions fo = {o->real_bytes, o->reference, gpu, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),
-	              pitch && *pitch ? !strcmp(pitch, "on") : o->target == CG_CUDA, o->gpu, o->attn_price,
-	              split && *split ? !strcmp(split, "on") : o->target == CG_CUDA};
+	              pitch, o->gpu, o->attn_price, split};
 	return fe_lower(ast, &fo);
 }
 

@@ -1444,7 +1444,7 @@ static void take_planned(Graph *g, Model *m, int64_t (*plan)(Program *), const u
  * once, at half that spacing or less, while the peak stays within an
  * eighth of the least (each recomputation's chain shorter: fewer FLOPs,
  * and quicker to search). The start's peak, its FLOPs in *flops. */
-static int64_t chain_spacing(SelProblem *P, bool tiny, int *every, int *inner, int64_t *flops)
+static int64_t chain_spacing(const SelProblem *P, bool tiny, int *every, int *inner, int64_t *flops)
 {
 	int64_t least = INT64_MAX, start, fewest = INT64_MAX, f, peak;
 	uint8_t *keep = ar_alloc((size_t)P->n + 1);
@@ -1483,14 +1483,17 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
                         int64_t *flops)
 {
 	SelProblem *P = m->P;
-	int every[2], inner[2];
-	int64_t f[2], start[2];
-	for (int t = 0; t < 2; t++)
+	int every[2] = {0, 0}, inner[2];
+	int64_t f[2], start[2], below = sel_tiny_below(P);
+	/* with no value tiny, the two starts are one */
+	bool any = false;
+	for (int v = 0; v < P->n && !any; v++)
+		any = P->kind[v] != SEL_FIXED && P->bytes[v] < below;
+	for (int t = 0; t < 1 + any; t++)
 		start[t] = chain_spacing(P, t, &every[t], &inner[t], &f[t]);
-	if (!every[0] && !every[1])
+	if (!every[0])
 		return;
-	int t = !every[0] || (every[1] && (start[1] < start[0] - start[0] / 64 ||
-	                                   (start[1] <= start[0] + start[0] / 64 && f[1] < f[0])));
+	int t = every[1] && (start[1] < start[0] - start[0] / 64 || (start[1] <= start[0] + start[0] / 64 && f[1] < f[0]));
 	trace(t ? "least: chain start, tiny kept" : "least: chain start, none kept", start[t], f[t]);
 	sel_chain_start(P, every[t], inner[t], t, keep);
 	sel_improve(P, start[t], keep);
@@ -1860,7 +1863,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		res.bound = at < res.flops ? at : res.flops;
 		/* nested checkpoints within the least's peak, where they plan lower, or as low recomputing less (their
 		 * fewest FLOPs within it may be at a lower peak: Inception-v3 imported, for CUDA, 977.1 MB against the
-		 * selection's 1,017.5; a bound at a higher peak holds at a lower one) */
+		 * selection's 1,021.3 before; a bound at a higher peak holds at a lower one) */
 		int64_t cflops = INT64_MAX, cat = 0, cbytes = hi < planned_least && !getenv("DPC_SELECT_CHOICE")
 		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
 		                                                 : INT64_MAX;

@@ -83,13 +83,11 @@ static void find_cuts(Chain *ch)
 	int *cross = calloc((size_t)F + 2, sizeof(int)), *owns = calloc((size_t)F + 2, sizeof(int));
 	/* what crosses counts where it is not tiny beside the largest value: a batch norm's statistics, read by
 	 * the running statistics' updates at the forward's end, cross every cut of an imported ResNet */
-	int64_t largest = 0;
-	for (int v = 0; v < P->n; v++)
-		largest = P->kind[v] != SEL_FIXED && P->bytes[v] > largest ? P->bytes[v] : largest;
+	int64_t tiny = sel_tiny_below(P);
 	for (int v = 0; v < P->n; v++)
 		if (P->kind[v] != SEL_FIXED && P->def[v] < F) {
 			owns[P->def[v]]++;
-			if (P->fwd_last[v] > P->def[v] && P->bytes[v] >= largest / SEL_TINY)
+			if (P->fwd_last[v] > P->def[v] && P->bytes[v] >= tiny)
 				cross[P->def[v]]++, cross[P->fwd_last[v] < F ? P->fwd_last[v] : F]--;
 		}
 	int *count = calloc((size_t)P->n + 2, sizeof(int)), q = 0;

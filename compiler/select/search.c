@@ -1009,6 +1009,14 @@ static bool crosses(const SelProblem *P, const int *cut, int v)
 	return to > from && cut[to - 1] > (from ? cut[from - 1] : 0);
 }
 
+int64_t sel_tiny_below(const SelProblem *P)
+{
+	int64_t largest = 0;
+	for (int v = 0; v < P->n; v++)
+		largest = P->kind[v] != SEL_FIXED && P->bytes[v] > largest ? P->bytes[v] : largest;
+	return largest / SEL_TINY;
+}
+
 void sel_chain_start(const SelProblem *P, int every, int inner, bool tiny, uint8_t *keep)
 {
 	int *cross = malloc(sizeof(int) * (size_t)(P->npos + 1)), end;
@@ -1023,14 +1031,12 @@ void sel_chain_start(const SelProblem *P, int every, int inner, bool tiny, uint8
 		}
 		cut[t] = n, cut2[t] = n2;
 	}
-	int64_t largest = 0;
-	for (int v = 0; v < P->n; v++)
-		largest = P->kind[v] != SEL_FIXED && P->bytes[v] > largest ? P->bytes[v] : largest;
+	int64_t below = tiny ? sel_tiny_below(P) : 0;
 	for (int v = 0; v < P->n; v++)
 		if (P->kind[v] != SEL_FIXED)
-			keep[v] = crosses(P, cut, v) || (tiny && P->bytes[v] < largest / SEL_TINY) ? SEL_KEEP
-			          : crosses(P, cut2, v)                              ? SEL_ONCE
-			                                                             : SEL_EACH;
+			keep[v] = crosses(P, cut, v) || P->bytes[v] < below ? SEL_KEEP
+			          : crosses(P, cut2, v)                  ? SEL_ONCE
+			                                                 : SEL_EACH;
 	free(cut);
 	free(cross);
 }

@@ -147,6 +147,8 @@ void sel_chain_start(const SelProblem *P, int every, int inner, bool tiny, uint8
 /* a value of fewer bytes than the largest's / SEL_TINY is tiny beside it: sel_chain_start keeps it, and the
  * chain planner does not count it toward a cut's width */
 #define SEL_TINY 1024
+/* the bytes below which a value is tiny: the largest value's (not fixed) / SEL_TINY */
+int64_t sel_tiny_below(const SelProblem *P);
 /* Nested checkpoints on a chain (chain.c): where the forward (positions
  * before nforward) is a chain of blocks between its narrowest cuts, Rotor's
  * dynamic programme over the blocks at `budget`. The predicted FLOPs made
