@@ -38,7 +38,7 @@ static bool same_options(const CkptOptions *a, const CkptOptions *b)
 	       a->stream_all == b->stream_all && a->min_plan == b->min_plan && a->min_host == b->min_host &&
 	       a->host_mem == b->host_mem && a->rows == b->rows && a->full_rows == b->full_rows &&
 	       a->line_share == b->line_share && a->offload_cost == b->offload_cost && a->least == b->least &&
-	       a->fit == b->fit && a->each == b->each && a->threads == b->threads;
+	       a->fit == b->fit && a->each == b->each && a->threads == b->threads && a->least_past == b->least_past;
 }
 
 static Program *memo_find(const CkptOptions *ck)
@@ -187,23 +187,38 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck, i
  * where the adjoint first reads them. Fitted to 1 byte, which nothing
  * meets, that path plans the fewest bytes it can, with tapes of rows and
  * without; the lowest of the three, or store-everything where that is
- * lower still, is taken, and its scratch copy is the program (*planned). */
+ * lower still, is taken (the first of those in that order where two are
+ * as low), and its scratch copy is the program (*planned).
+ * The taped steps recomputed are planned first (the lowest on the imports
+ * measured): a shape planned after one lower has its straight line's least
+ * search stop after the bisection where it is already an eighth past that
+ * (CkptOptions.least_past). */
 static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
-	Program *best = scratch_with(ast, o, &ck);
-	int64_t least = final_bytes(best);
-	CkptOptions pick = ck, f = ck, none = ck;
+	CkptOptions f = ck, none = ck;
 	f.least = false, f.may_stream = false, f.fit = 1;
 	/* a small loop's snapshots and state may cost more than its whole tape: then store-everything is least */
 	none.mode = CKPT_NONE, none.least = false, none.rows = false;
-	CkptOptions shapes[3] = {f, f, none};
-	shapes[0].rows = false, shapes[0].each = true, shapes[1].rows = true;
-	for (int i = 0; i < 3; i++) {
-		Program *q = scratch_with(ast, o, &shapes[i]);
-		int64_t b = final_bytes(q);
-		if (b < least)
-			best = q, pick = shapes[i], least = b;
+	/* in the order they are taken where two plan as low; planned in order[] */
+	CkptOptions shapes[4] = {ck, f, f, none};
+	shapes[1].rows = false, shapes[1].each = true, shapes[2].rows = true;
+	static const int order[4] = {1, 0, 2, 3};
+	Program *q[4];
+	int64_t bytes[4], least = INT64_MAX;
+	for (int j = 0; j < 4; j++) {
+		int i = order[j];
+		if (least < INT64_MAX)
+			shapes[i].least_past = least + least / 8;
+		q[i] = scratch_with(ast, o, &shapes[i]);
+		bytes[i] = final_bytes(q[i]);
+		least = bytes[i] < least ? bytes[i] : least;
 	}
+	int at = 0;
+	for (int i = 1; i < 4; i++)
+		if (bytes[i] < bytes[at])
+			at = i;
+	Program *best = q[at];
+	CkptOptions pick = shapes[at];
 	ckpt_more_snapshots(best, final_bytes);
 	*planned = best;
 	return pick;

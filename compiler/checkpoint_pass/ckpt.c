@@ -540,19 +540,36 @@ static int64_t fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_
  * count) and tape rows that fit the budget with the fewest recomputed FLOPs.
  * Each candidate row count k gives its snapshots what is left; the plan is
  * linear in both but for alignment, which the final check steps back from. */
-static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
+static int64_t fit_tapes_from(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t slot,
+                              int64_t base, int64_t above);
+
+/* the least shape: one snapshot and one row each, no pooled rows; one slot of every loop, in bytes */
+static int64_t least_shape(Program *p)
 {
 	for (int i = 0; i < p->body.len; i++)
 		p->body.ops[i]->pool = NULL;
-	int64_t maxn = 0, slot = set_shape(p, 0, 1);
+	return set_shape(p, 0, 1);
+}
+
+static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
+{
+	int64_t slot = least_shape(p);
+	return fit_tapes_from(p, o, budget, plan, slot, plan(p), INT64_MAX);
+}
+
+/* Every loop the same shape: the snapshots (or the --snapshots count) and
+ * rows of fewest recomputed FLOPs by the sums of their bytes within the
+ * budget, the least shape's plan taking `base` bytes (slot: one slot of
+ * every loop); its FLOPs (INT64_MAX: none), its snapshots beyond one and
+ * rows in *extra and *k. The fewer bytes where two recompute as much. */
+static int64_t uniform_shape(Program *p, const CkptOptions *o, int64_t budget, int64_t slot, int64_t base, int64_t *extra_out,
+                             int64_t *k_out)
+{
+	int64_t maxn = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > maxn)
 			maxn = p->body.ops[i]->trip;
-	int64_t base = plan(p), bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
-	/* the least shape passes the budget: every other would too, and the search below would step back to it
-	 * (the rows' search meets this in most of its choices under a tight budget: 1,953 of ResNet-152's 2,048) */
-	if (base > budget && !o->snapshots)
-		return base;
+	int64_t bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
 	int64_t best = shape_cost(p, best_extra, 1, &bytes), best_bytes = bytes;
 	if (best < 0)
 		best = INT64_MAX;
@@ -578,11 +595,50 @@ static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64
 		if (cost < best || (cost == best && bytes < best_bytes))
 			best = cost, best_extra = extra, best_k = k, best_bytes = bytes;
 	}
+	*extra_out = best_extra, *k_out = best_k;
+	return best;
+}
+
+static int count_revolves(const Program *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->body.len; i++)
+		n += p->body.ops[i]->kind == OP_REVOLVE;
+	return n;
+}
+
+/* No fewer FLOPs than fit_tapes_from recomputes from the least shape, set
+ * (slot: one slot of every loop), whose plan takes `base` bytes or more:
+ * the straight line's, and the fewer of the loops' uniform shape and their
+ * own shapes chosen together in all the room above base (fit_tapes_from's
+ * tries give them less, and stepping back recomputes more; more room
+ * recomputes no more). 0 with --snapshots, and for one loop, which may
+ * take pooled rows (fit_pool). The least shape is set again. */
+static int64_t tapes_bound(Program *p, const CkptOptions *o, int64_t budget, int64_t slot, int64_t base)
+{
+	if (o->snapshots || count_revolves(p) < 2 || base > budget)
+		return 0;
+	int64_t e, k, least = uniform_shape(p, o, budget, slot, base, &e, &k), own = fit_loops(p, o, budget - base);
+	least = own >= 0 && own < least ? own : least;
+	set_shape(p, 0, 1);
+	return least == INT64_MAX ? 0 : rev_sat_add(least, ir_recomputed_flops(p, &p->body));
+}
+
+/* fit_tapes from the least shape, set, and its plan's bytes (base); -1, nothing planned, where no shape it
+ * could take recomputes `above` FLOPs or fewer (tapes_bound) */
+static int64_t fit_tapes_from(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t slot,
+                              int64_t base, int64_t above)
+{
+	/* the least shape passes the budget: every other would too, and the search below would step back to it
+	 * (the rows' search meets this in most of its choices under a tight budget: 1,953 of ResNet-152's 2,048) */
+	if (base > budget && !o->snapshots)
+		return base;
+	if (above < INT64_MAX && tapes_bound(p, o, budget, slot, base) > above)
+		return -1;
+	int64_t best_extra, best_k, best = uniform_shape(p, o, budget, slot, base, &best_extra, &best_k);
 	/* several loops: each its own shape, chosen together, where that recomputes no more and the plan fits (the
 	 * room it is given lowered by the plan's excess, for alignment) */
-	int nloops = 0;
-	for (int i = 0; i < p->body.len; i++)
-		nloops += p->body.ops[i]->kind == OP_REVOLVE;
+	int nloops = count_revolves(p);
 	for (int64_t tries = 0, room = budget - base; nloops > 1 && tries < 4 && room >= 0; tries++) {
 		int64_t flops = fit_loops(p, o, room), planned;
 		if (flops < 0 || flops > best)
@@ -675,6 +731,8 @@ static uint64_t rows_key(Program *p, const CkptOptions *o, int64_t budget, int64
 
 static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
                             const int *cand, int n, unsigned *best, bool *best_masks);
+static void least_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
+                              const int *cand, int n, unsigned *best, bool *best_masks);
 
 static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
@@ -699,7 +757,10 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	if (at >= 0) {
 		best = rows_memo[at].best, best_masks = rows_memo[at].masks;
 	} else {
-		fit_rows_search(p, o, budget, plan, cand, n, &best, &best_masks);
+		if (plan == mem_plan && p->plan_params + p->plan_grads + p->plan_opt + p->plan_inputs > budget)
+			least_rows_search(p, o, budget, plan, cand, n, &best, &best_masks);
+		else
+			fit_rows_search(p, o, budget, plan, cand, n, &best, &best_masks);
 		if (key)
 			rows_memo[nrows_memo++ % ROWS_MEMO] = (RowsChoice){key, best, best_masks};
 	}
@@ -711,17 +772,26 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	fit_tapes(p, o, budget, plan);
 }
 
-/* every subset of cand[0..n), with and without masks, fitted and planned:
- * the fewest recomputed FLOPs that fit, then the fewest bytes, into *best
- * and *best_masks */
+/* Every subset of cand[0..n), with and without masks, fitted and planned:
+ * the fewest recomputed FLOPs that fit, then the fewest bytes, then the
+ * first in the order (masks, then subsets by number); into *best and
+ * *best_masks. The choices are tried with the most dropped first (the
+ * smallest rows, which leave the most room: ResNet-152 imported under a
+ * budget fits best with all 8 dropped), so that the first fits bound the
+ * rest: a choice whose FLOPs cannot be fewer than the best fit's, however
+ * shaped (rows_floor, and tapes_bound from the bytes no packing goes
+ * below), is not fitted. The order changes which are fitted, not the
+ * choice: ResNet-152 imported at Feng & Huang's cut + 1 fitted all 2,048
+ * choices of its 4 searches, 3 to 10 plans each (9 s of its 11.9); now most
+ * end at tapes_bound, the whole budget in 4.7 s, the same plan. */
 static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
                             const int *cand, int n, unsigned *best, bool *best_masks)
 {
 	int drop[ROWS_EXHAUSTIVE];
-	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX;
+	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX, best_at = INT64_MAX;
 	/* masks in bits save bytes for nothing, but leave a relu's argument to be computed again where a dropped value needs it */
 	for (int masks = 0; masks < 2; masks++)
-		for (unsigned m = 0; m < 1u << n; m++) {
+		for (int64_t m = (1 << n) - 1; m >= 0; m--) {
 			int k = 0;
 			for (int i = 0; i < n; i++)
 				if (m >> i & 1)
@@ -733,13 +803,77 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 				ckpt_rows_undo(r);
 				continue;
 			}
-			int64_t planned = fit_tapes(p, o, budget, plan);
+			int64_t slot = least_shape(p), at = (int64_t)masks << n | m;
+			/* bounded first from the bytes no packing of the least shape goes below, which is cheaper than
+			 * its plan (on ResNet-152 at their cut + 1, most choices end there): one that cannot fit where
+			 * another did, nor recompute fewer FLOPs, and where none fits yet, one that cannot plan fewer
+			 * bytes */
+			if (plan == mem_plan && best_bytes < INT64_MAX) {
+				int64_t floor = mem_plan_floor(p);
+				bool fewer = floor < best_bytes || (floor == best_bytes && at < best_at);
+				if (floor > budget ? best_flops < INT64_MAX || !fewer
+				                   : best_flops < INT64_MAX && tapes_bound(p, o, budget, slot, floor) > best_flops) {
+					ckpt_rows_undo(r);
+					continue;
+				}
+			}
+			int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), best_flops);
+			if (planned < 0) {
+				ckpt_rows_undo(r);
+				continue;
+			}
 			int64_t flops = ckpt_recomputed_flops(p), bytes = flops > best_flops ? INT64_MAX : planned;
 			flops = bytes <= budget ? flops : INT64_MAX;
 			ckpt_rows_undo(r);
-			if (flops < best_flops || (flops == best_flops && bytes < best_bytes))
-				*best = m, *best_masks = masks, best_flops = flops, best_bytes = bytes;
+			if (flops < best_flops || (flops == best_flops && (bytes < best_bytes || (bytes == best_bytes && at < best_at))))
+				*best = (unsigned)m, *best_masks = masks, best_flops = flops, best_bytes = bytes, best_at = at;
 		}
+}
+
+/* the bytes planned with the values of cand[] in m dropped from the rows (masks in bits or not), fitted */
+static int64_t rows_bytes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), const int *cand,
+                          int n, unsigned m, bool masks)
+{
+	int drop[ROWS_EXHAUSTIVE], k = 0;
+	for (int i = 0; i < n; i++)
+		if (m >> i & 1)
+			drop[k++] = cand[i];
+	CkptRows *r = ckpt_rows_apply(p, drop, k, masks);
+	int64_t bytes = fit_tapes(p, o, budget, plan);
+	ckpt_rows_undo(r);
+	return bytes;
+}
+
+/* No choice fits where the budget is below the regions every plan holds
+ * (min-memory fits to 1 byte): the fewest bytes are wanted, and planning
+ * every subset (512) was half of min-memory's time on ResNet-152 imported.
+ * A descent instead: from every candidate dropped (the smallest rows), with
+ * masks in bits and without, the one change of a candidate or of the masks
+ * that plans the fewest bytes is made while it plans fewer; n + 1 plans a
+ * step. */
+static void least_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
+                              const int *cand, int n, unsigned *best, bool *best_masks)
+{
+	unsigned m = n ? (1u << n) - 1 : 0;
+	int64_t with = rows_bytes(p, o, budget, plan, cand, n, m, true), without = rows_bytes(p, o, budget, plan, cand, n, m, false);
+	bool masks = with < without;
+	int64_t bytes = masks ? with : without;
+	for (;;) {
+		unsigned step_m = m;
+		bool step_masks = masks;
+		int64_t step = bytes;
+		for (int i = 0; i <= n; i++) {
+			unsigned mm = i < n ? m ^ 1u << i : m;
+			bool mk = i < n ? masks : !masks;
+			int64_t b = rows_bytes(p, o, budget, plan, cand, n, mm, mk);
+			if (b < step)
+				step = b, step_m = mm, step_masks = mk;
+		}
+		if (step >= bytes)
+			break;
+		bytes = step, m = step_m, masks = step_masks;
+	}
+	*best = m, *best_masks = masks;
 }
 
 /* `rows` host slots of op's state, aligned as the host pool aligns them */
@@ -846,6 +980,7 @@ static Program *schedule(Program *p, const CkptOptions *o)
 	p->offload_cost = o->mode == CKPT_AUTO ? o->offload_cost : 0;
 	p->sweep_fits = o->mode == CKPT_AUTO && !o->least && !o->fit;
 	p->search_threads = o->threads > 1 ? 2 : 1;
+	p->least_past = o->least_past;
 	switch (o->mode) {
 	case CKPT_NONE:
 		return p;

@@ -39,6 +39,8 @@ typedef struct {
 	                     * for each op that reads them, but those it keeps where that saves FLOPs at no more peak
 	                     * (ckpt_steps_each) */
 	int threads;        /* --threads: the straight-line search's threads, 1 or 2 (Program.search_threads) */
+	int64_t least_past; /* min-memory's shapes (budget.c's least_fit): bytes past which another shape is lower
+	                     * (Program.least_past); 0: none */
 } CkptOptions;
 
 Program *ckpt_pass(Program *p, const CkptOptions *o);

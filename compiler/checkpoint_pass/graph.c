@@ -1201,6 +1201,17 @@ static int64_t chain_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	return best;
 }
 
+/* Whether the chain planner is worth its plans (8 at most, each of the
+ * whole program): not with loops, where the straight line is what lies
+ * between them (ResNet-152 imported: the stem, each stage's first block,
+ * the head), and the loops hold the chain. There it found nothing in the 9
+ * fits of ResNet-152 imported at Feng & Huang's cut + 1 and min-memory,
+ * 0.2 s each (2026-12-04). */
+static bool chain_worth(const Program *p)
+{
+	return !ir_has_loops(p);
+}
+
 /* applies the chain planner's plan at `at` (chain_fit's) */
 static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n)
 {
@@ -1549,10 +1560,25 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 		lo = floor;
 	}
 	trace("least: bisection", hi, res.flops);
+	/* min-memory's other shapes of the loops (budget.c's least_fit): where this one is already an eighth past
+	 * the lowest, the searches after the bisection are not worth their seconds (on ResNet-152 imported they
+	 * lowered its straight line's least by 4% at most, 2.4 s of two shapes 38% and 72% past the lowest) */
+	if (p->least_past && hi > p->least_past) {
+		p->least_cut = true;
+		res.method = SEL_GREEDY;
+		*out = res;
+		return hi;
+	}
 	/* on graphs of up to GRAPH_SWEEP candidates, a sweep of budgets evenly between the floor and the
-	 * least found: the greedy fits are noisy, and each costs a few milliseconds there */
+	 * least found: the greedy fits are noisy, and each costs a few milliseconds there. Not on problems
+	 * past GRAPH_WALK_SIZE values and positions: on the straight line of ResNet-152 imported with its
+	 * loops (113 candidates, 3,060), each fit took 35 ms, and the sweep lowered its least by 0.1% at most
+	 * (bash bench/graphs.sh phases, 2026-12-04) */
 	int64_t top = hi;
-	for (int k = 1; k < 16 && m->small; k++) {
+	bool sweep = m->small && walk_size(m->P, false) <= GRAPH_WALK_SIZE;
+	if (m->small && !sweep)
+		walk_size(m->P, true);
+	for (int k = 1; k < 16 && sweep; k++) {
 		int64_t b = floor + (top - floor) * k / 16;
 		bytes = fit_model(g, m, b, plan, keep, &r, false);
 		if (bytes < hi) {
@@ -1809,7 +1835,7 @@ static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	uint8_t *best = ar_alloc((size_t)m->P->n + 1);
 	SelResult least;
 	int64_t hi = least_search(g, m, plan, best, &least);
-	if (m->small)
+	if (m->small && !g->p->least_cut)
 		hi = least_packed_hard(g, m, plan, best, &least);
 	if (hi >= *bytes)
 		return;
@@ -1851,7 +1877,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		uint8_t *best = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
 		int64_t hi = least_search(&g, &m, plan, best, &res);
-		if (m.small)
+		if (m.small && !p->least_cut)
 			hi = least_packed_hard(&g, &m, plan, best, &res);
 		if (getenv("DPC_SELECT_CHOICE"))
 			hi = read_choice(&m, getenv("DPC_SELECT_CHOICE"), best, &res);
@@ -1864,7 +1890,8 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		/* nested checkpoints within the least's peak, where they plan lower, or as low recomputing less (their
 		 * fewest FLOPs within it may be at a lower peak: Inception-v3 imported, for CUDA, 977.1 MB against the
 		 * selection's 1,021.3 before; a bound at a higher peak holds at a lower one) */
-		int64_t cflops = INT64_MAX, cat = 0, cbytes = hi < planned_least && !getenv("DPC_SELECT_CHOICE")
+		int64_t cflops = INT64_MAX, cat = 0, cbytes = hi < planned_least && !getenv("DPC_SELECT_CHOICE") && !p->least_cut &&
+		                                                 chain_worth(p)
 		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
 		                                                 : INT64_MAX;
 		if (cbytes < hi || (cbytes == hi && cflops < res.flops))
@@ -1910,9 +1937,11 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
 		trace("fit: refill", bytes, res.flops);
 		/* nested checkpoints, where the forward is a chain and that recomputes less (its cost is its FLOPs: it
-		 * offloads nothing; the selection's has its offloads priced); not planned where a file decides */
+		 * offloads nothing; the selection's has its offloads priced); not planned where a file decides, nor
+		 * with loops (chain_worth) */
 		bool file = getenv("DPC_SELECT_CHOICE") || getenv("DPC_SELECT_DUMP");
-		int64_t cflops = INT64_MAX, at = 0, cbytes = file ? INT64_MAX : chain_fit(&g, &m, budget, plan, &cflops, &at);
+		int64_t cflops = INT64_MAX, at = 0,
+		        cbytes = file || !chain_worth(p) ? INT64_MAX : chain_fit(&g, &m, budget, plan, &cflops, &at);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
@@ -2039,9 +2068,12 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
 	if (p->graph_walks_cut)
 		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves, and its least search "
-		        "not run again packed harder nor refitted at the least it found, on a problem of %lld values and "
-		        "positions (its gap to the bound is below)",
+		        "without its sweep of budgets, not run again packed harder nor refitted at the least it found, on a "
+		        "problem of %lld values and positions (its gap to the bound is below)",
 		        GRAPH_WALK_SIZE, (long long)p->graph_walks_cut, (long long)p->graph_walks_cut);
+	if (p->least_cut)
+		fprintf(f, "; its least search stopped after its bisection, an eighth past the peak of another shape of the "
+		        "loops that min-memory planned (this one planned lower in the end)");
 	fputs("\n", f);
 	if (p->model_choices)
 		fprintf(f, "its cost model against the memory plan, over the %d choices it planned: the model's peak %+.2f%% to "

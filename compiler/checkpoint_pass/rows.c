@@ -562,6 +562,11 @@ void ckpt_steps_keep(CkptSteps *st, int64_t (*plan)(Program *))
 		rebuild(e, st->revs[r], st->orig[r], st->norig[r]);
 	if (plan(p) <= peak)
 		return;
+	/* Each value kept is planned; one that saves under a 4,096th of what keeping them all would is not (its
+	 * own FLOPs say little: a batch norm's mean kept spares the convolution before it, but most of the cheap
+	 * ones spare a few thousand FLOPs). ResNet-152 imported: 220 candidates, 32 plans where there were 163
+	 * (0.9 s), the recomputed FLOPs 0.08% more. */
+	int64_t small = (flops - ckpt_recomputed_flops(p)) >> 12;
 	for (int c = 0; c < st->cand.len; c += 3) {
 		Op *op = st->orig[st->cand.data[c + 1]][st->cand.data[c + 2]].op;
 		e->def[op->out] = op;
@@ -577,7 +582,7 @@ void ckpt_steps_keep(CkptSteps *st, int64_t (*plan)(Program *))
 		p->values.len = mark;
 		rebuild(e, st->revs[r], st->orig[r], st->norig[r]);
 		int64_t fl = ckpt_recomputed_flops(p);
-		if (fl < flops && plan(p) <= peak) {
+		if (flops - fl > small && plan(p) <= peak) {
 			flops = fl;
 			mark = p->values.len;
 			continue;

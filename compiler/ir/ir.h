@@ -401,6 +401,10 @@ struct Program {
 	int search_threads;   /* the straight-line search's threads (1 or 2); the plan is the same for either */
 	bool fit_probe;       /* the straight line's fit to its share of the budget (CkptOptions.line_share): one that
 	                       * misses it is not searched further for the least peak */
+	int64_t least_past;   /* min-memory's shapes of the loops (budget.c's least_fit): a least search whose least after
+	                       * its bisection plans past these bytes stops there (least_cut set), another shape being
+	                       * lower; 0: none */
+	bool least_cut;
 	bool sweep_fits;      /* ckpt: a revolve's forward loop saves its snapshots wherever it can (auto under a budget:
 	                       * the fits measure that) */
 	int64_t plan_params, plan_grads, plan_opt, plan_inputs, plan_tape, plan_snap, plan_work;

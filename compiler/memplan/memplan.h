@@ -17,6 +17,9 @@
  * host_bytes, plan_*; Adam's moments made first where the optimizer needs
  * them) and returns the arena's size. */
 int64_t mem_plan(Program *p);
+/* the bytes no packing of p's plan goes below: mem_plan's fixed regions and the most bytes its work region
+ * holds at once, without packing it (a search's bound); the values' offsets are left unset */
+int64_t mem_plan_floor(Program *p);
 /* Adam's moments and bf16-mixed's master copies and gradient sums, as variables of p: made once, before
  * any search that plans scratch values and takes them back (the checkpoint pass makes them first) */
 void mem_optimizer_state(Program *p);

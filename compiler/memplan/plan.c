@@ -1328,6 +1328,28 @@ static void dump_peak(Program *p, const Placed *q, int n, int64_t at, int64_t li
 	}
 }
 
+/* mem_plan_floor's plan: the work region's most bytes live at once, not packed */
+static bool floor_only;
+
+/* the most bytes live at once of the values of items[0..n) (L's lifetimes) */
+static int64_t most_live(Program *p, Live *L, const Item *items, int n)
+{
+	int64_t npos = 1, run = 0, most = 0;
+	for (int i = 0; i < n; i++)
+		npos = L->last[items[i].v] + 1 > npos ? L->last[items[i].v] + 1 : npos;
+	for (int i = 0; i < n; i++)
+		npos = items[i].start + 1 > npos ? items[i].start + 1 : npos;
+	int64_t *d = calloc((size_t)npos + 1, sizeof *d);
+	for (int i = 0; i < n; i++) {
+		int64_t size = align_up(ir_value_bytes(p, &p->values.data[items[i].v])), end = L->last[items[i].v];
+		d[items[i].start] += size, d[(end >= items[i].start ? end : items[i].start) + 1] -= size;
+	}
+	for (int64_t t = 0; t < npos; t++)
+		most = (run += d[t]) > most ? run : most;
+	free(d);
+	return most;
+}
+
 static int64_t pack(Program *p, Live *L, int64_t base)
 {
 	int n = 0;
@@ -1337,6 +1359,11 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		if (x->res == VR_NONE && x->kind != VK_INDEX && ir_value_bytes(p, x) > 0 && L->defpos[v] >= 0 &&
 		    !(x->def && x->def->kind == OP_CONST))
 			items[n++] = (Item){v, L->defpos[v]};
+	}
+	if (floor_only) {
+		int64_t most = most_live(p, L, items, n);
+		free(items);
+		return most;
 	}
 	qsort(items, (size_t)n, sizeof *items, by_start);
 	/* sized so that vec_push never grows them (each value inserts at most two gaps, and is live once), and
@@ -1583,6 +1610,15 @@ int64_t mem_plan(Program *p)
 {
 	mem_optimizer_state(p);
 	plan(p);
+	return p->arena_bytes;
+}
+
+int64_t mem_plan_floor(Program *p)
+{
+	mem_optimizer_state(p);
+	floor_only = true;
+	plan(p);
+	floor_only = false;
 	return p->arena_bytes;
 }
 
