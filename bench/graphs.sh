@@ -21,7 +21,8 @@
 #   below; PYTHON names a Python with torch and torchvision), imported with
 #   dpc MODEL.onnx (batch normalization in training mode, as exported): the
 #   least cut (--checkpoint min-memory) and what it recomputes, beside
-#   the hand-written row's and theirs, and the plan's seconds; then the plan
+#   the hand-written row's and theirs, and the plan's seconds (conv_s: of
+#   them, the converter's, from -v); then the plan
 #   at a budget one point past their cut (the weights, their gradients and
 #   (99 - theirs)% of the activation bytes): what it recomputes ("-": no plan)
 #   and its seconds; and the same budget on the flat import (--no-loops: one
@@ -213,15 +214,18 @@ if [ "${1:-}" = onnx ]; then
 	shift
 	nets=("$@")
 	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
-	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %10s %8s %10s %8s %6s\n' network batch side full_MB act_MB cut rec@least theirs \
-		hand_cut compile_s rec@them+1 fit_s flat@them+1 flat_s search
+	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %7s %10s %8s %10s %8s %6s\n' network batch side full_MB act_MB cut rec@least \
+		theirs hand_cut compile_s conv_s rec@them+1 fit_s flat@them+1 flat_s search
 	for net in "${nets[@]}"; do
 		export "$net"
 		"$DPC" --target cpu "$out/$net.onnx" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
-		t=$( { /usr/bin/time -f '%e' "$DPC" --target cpu "$out/$net.onnx" --checkpoint min-memory --stream none --emit=schedule \
-			-o /dev/null --schedule-json "$out/s.json" >/dev/null; } 2>&1 | tail -1)
+		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.onnx" --checkpoint min-memory --stream none -v \
+			--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>"$out/err"
+		t=$(tail -1 "$out/time")
+		# of it, the converter's seconds (-v's phase)
+		conv=$(awk '/^dpc: import: the ONNX converter/ { printf "%.2f", $(NF - 1) / 1000 }' "$out/err")
 		least=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec=$(frac)
 		mine=$(cut "$least") fw=$full ww=$weights
 		# a budget one point past their cut
@@ -244,9 +248,9 @@ if [ "${1:-}" = onnx ]; then
 		network "$net"
 		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		hand=$(cut "$(field "$out/s.json" "d['peak_device_bytes']['total']")")
-		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %10s %8s %10s %8s %6s\n' "$net" "$(batch "$net")" "$(side "$net")" \
+		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %7s %10s %8s %10s %8s %6s\n' "$net" "$(batch "$net")" "$(side "$net")" \
 			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t" \
-			"$fit" "$fit_s" "$flat" "$flat_s" "$search"
+			"${conv:--}" "$fit" "$fit_s" "$flat" "$flat_s" "$search"
 	done
 	exit 0
 fi

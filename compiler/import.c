@@ -188,14 +188,17 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 	}
 	vec_push(&argv, NULL);
 	fflush(stdout);
+	driver_phase(o, NULL);
 	pid_t pid;
 	int rc = posix_spawnp(&pid, argv.data[0], NULL, NULL, argv.data, environ), status = 0;
 	if (rc != 0)
 		fatal("cannot run %s for the ONNX converter: %s (install Python 3, or set DPC_PYTHON)", argv.data[0], strerror(rc));
 	if (waitpid(pid, &status, 0) < 0)
 		fatal("waiting for the ONNX converter: %s", strerror(errno));
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		driver_phase(o, "import: the ONNX converter");
 		return;
+	}
 	/* the converter said why on stderr: 1 a model dpc cannot train, 2 a file it cannot read, 3 a package missing */
 	exit(WIFEXITED(status) && WEXITSTATUS(status) <= 3 ? WEXITSTATUS(status) : 1);
 }
