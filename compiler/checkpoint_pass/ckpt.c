@@ -783,12 +783,16 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
  * below), is not fitted. The order changes which are fitted, not the
  * choice: ResNet-152 imported at Feng & Huang's cut + 1 fitted all 2,048
  * choices of its 4 searches, 3 to 10 plans each (9 s of its 11.9); now most
- * end at tapes_bound, the whole budget in 4.7 s, the same plan. */
+ * end at tapes_bound, the whole budget in 4.7 s, the same plan.
+ * DPC_ROWS_UNBOUNDED=1 fits every choice (tests/ckpt checks the plans are
+ * the same). */
 static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
                             const int *cand, int n, unsigned *best, bool *best_masks)
 {
 	int drop[ROWS_EXHAUSTIVE];
 	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX, best_at = INT64_MAX;
+	const char *all = getenv("DPC_ROWS_UNBOUNDED");
+	bool bounded = !all || strcmp(all, "1");
 	/* masks in bits save bytes for nothing, but leave a relu's argument to be computed again where a dropped value needs it */
 	for (int masks = 0; masks < 2; masks++)
 		for (int64_t m = (1 << n) - 1; m >= 0; m--) {
@@ -799,7 +803,7 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 			CkptRows *r = ckpt_rows_apply(p, drop, k, masks);
 			/* a choice that cannot recompute fewer FLOPs than the best fit, however shaped, is not fitted,
 			 * nor one fitted that recomputes more planned */
-			if (best_flops < INT64_MAX && rows_floor(p) > best_flops) {
+			if (bounded && best_flops < INT64_MAX && rows_floor(p) > best_flops) {
 				ckpt_rows_undo(r);
 				continue;
 			}
@@ -808,7 +812,7 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 			 * its plan (on ResNet-152 at their cut + 1, most choices end there): one that cannot fit where
 			 * another did, nor recompute fewer FLOPs, and where none fits yet, one that cannot plan fewer
 			 * bytes */
-			if (plan == mem_plan && best_bytes < INT64_MAX) {
+			if (bounded && plan == mem_plan && best_bytes < INT64_MAX) {
 				int64_t floor = mem_plan_floor(p);
 				bool fewer = floor < best_bytes || (floor == best_bytes && at < best_at);
 				if (floor > budget ? best_flops < INT64_MAX || !fewer
@@ -817,7 +821,7 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 					continue;
 				}
 			}
-			int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), best_flops);
+			int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), bounded ? best_flops : INT64_MAX);
 			if (planned < 0) {
 				ckpt_rows_undo(r);
 				continue;
