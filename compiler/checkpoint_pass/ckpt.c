@@ -734,9 +734,19 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 static void least_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
                               const int *cand, int n, unsigned *best, bool *best_masks);
 
+/* the rows with the values of cand[] in m (bit i: cand[i]) dropped, masks in bits or not (ckpt_rows_apply) */
+static CkptRows *rows_choose(Program *p, const int *cand, int n, unsigned m, bool masks)
+{
+	int drop[ROWS_EXHAUSTIVE], k = 0;
+	for (int i = 0; i < n; i++)
+		if (m >> i & 1)
+			drop[k++] = cand[i];
+	return ckpt_rows_apply(p, drop, k, masks);
+}
+
 static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
-	int most = ROWS_EXHAUSTIVE, cand[ROWS_EXHAUSTIVE], drop[ROWS_EXHAUSTIVE];
+	int most = ROWS_EXHAUSTIVE, cand[ROWS_EXHAUSTIVE];
 	int64_t steps = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
@@ -764,11 +774,7 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 		if (key)
 			rows_memo[nrows_memo++ % ROWS_MEMO] = (RowsChoice){key, best, best_masks};
 	}
-	int k = 0;
-	for (int i = 0; i < n; i++)
-		if (best >> i & 1)
-			drop[k++] = cand[i];
-	ckpt_rows_apply(p, drop, k, best_masks);
+	rows_choose(p, cand, n, best, best_masks);
 	fit_tapes(p, o, budget, plan);
 }
 
@@ -789,18 +795,13 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
                             const int *cand, int n, unsigned *best, bool *best_masks)
 {
-	int drop[ROWS_EXHAUSTIVE];
 	int64_t best_flops = INT64_MAX, best_bytes = INT64_MAX, best_at = INT64_MAX;
 	const char *all = getenv("DPC_ROWS_UNBOUNDED");
 	bool bounded = !all || strcmp(all, "1");
 	/* masks in bits save bytes for nothing, but leave a relu's argument to be computed again where a dropped value needs it */
 	for (int masks = 0; masks < 2; masks++)
 		for (int64_t m = (1 << n) - 1; m >= 0; m--) {
-			int k = 0;
-			for (int i = 0; i < n; i++)
-				if (m >> i & 1)
-					drop[k++] = cand[i];
-			CkptRows *r = ckpt_rows_apply(p, drop, k, masks);
+			CkptRows *r = rows_choose(p, cand, n, (unsigned)m, masks);
 			/* a choice that cannot recompute fewer FLOPs than the best fit, however shaped, is not fitted,
 			 * nor one fitted that recomputes more planned */
 			if (bounded && best_flops < INT64_MAX && rows_floor(p) > best_flops) {
@@ -838,11 +839,7 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 static int64_t rows_bytes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), const int *cand,
                           int n, unsigned m, bool masks)
 {
-	int drop[ROWS_EXHAUSTIVE], k = 0;
-	for (int i = 0; i < n; i++)
-		if (m >> i & 1)
-			drop[k++] = cand[i];
-	CkptRows *r = ckpt_rows_apply(p, drop, k, masks);
+	CkptRows *r = rows_choose(p, cand, n, m, masks);
 	int64_t bytes = fit_tapes(p, o, budget, plan);
 	ckpt_rows_undo(r);
 	return bytes;

@@ -1331,21 +1331,29 @@ static void dump_peak(Program *p, const Placed *q, int n, int64_t at, int64_t li
 /* mem_plan_floor's plan: the work region's most bytes live at once, not packed */
 static bool floor_only;
 
-/* the most bytes live at once of the values of items[0..n) (L's lifetimes) */
-static int64_t most_live(Program *p, Live *L, const Item *items, int n)
+/* items[0..n) as values to place: their lifetimes (L's) and aligned bytes, into q[]; the positions they span */
+static int64_t placed_of(Program *p, Live *L, const Item *items, int n, Placed *q)
 {
-	int64_t npos = 1, run = 0, most = 0;
-	for (int i = 0; i < n; i++)
-		npos = L->last[items[i].v] + 1 > npos ? L->last[items[i].v] + 1 : npos;
-	for (int i = 0; i < n; i++)
-		npos = items[i].start + 1 > npos ? items[i].start + 1 : npos;
-	int64_t *d = calloc((size_t)npos + 1, sizeof *d);
+	int64_t npos = 1;
 	for (int i = 0; i < n; i++) {
-		int64_t size = align_up(ir_value_bytes(p, &p->values.data[items[i].v])), end = L->last[items[i].v];
-		d[items[i].start] += size, d[(end >= items[i].start ? end : items[i].start) + 1] -= size;
+		int v = items[i].v;
+		q[i] = (Placed){v, items[i].start, L->last[v] >= items[i].start ? L->last[v] : items[i].start,
+		                align_up(ir_value_bytes(p, &p->values.data[v])), 0, 0};
+		npos = q[i].end + 1 > npos ? q[i].end + 1 : npos;
 	}
+	return npos;
+}
+
+/* the most bytes q[0..n) hold at once, and the first position where they do in *at */
+static int64_t most_live(const Placed *q, int n, int64_t npos, int64_t *at)
+{
+	int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, most = 0;
+	for (int i = 0; i < n; i++)
+		d[q[i].start] += q[i].size, d[q[i].end + 1] -= q[i].size;
+	*at = 0;
 	for (int64_t t = 0; t < npos; t++)
-		most = (run += d[t]) > most ? run : most;
+		if ((run += d[t]) > most)
+			most = run, *at = t;
 	free(d);
 	return most;
 }
@@ -1361,7 +1369,9 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 			items[n++] = (Item){v, L->defpos[v]};
 	}
 	if (floor_only) {
-		int64_t most = most_live(p, L, items, n);
+		Placed *q = malloc(sizeof *q * (size_t)(n + 1));
+		int64_t at, most = most_live(q, n, placed_of(p, L, items, n, q), &at);
+		free(q);
 		free(items);
 		return most;
 	}
@@ -1410,21 +1420,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	 * other is tried. */
 	if (n > 1) {
 		Placed *q = malloc(sizeof *q * (size_t)n);
-		int64_t npos = 1;
-		for (int i = 0; i < n; i++) {
-			int v = items[i].v;
-			q[i] = (Placed){v, items[i].start, L->last[v] >= items[i].start ? L->last[v] : items[i].start,
-			                align_up(ir_value_bytes(p, &p->values.data[v])), 0, 0};
-			npos = q[i].end + 1 > npos ? q[i].end + 1 : npos;
-		}
-		int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, live_most = 0;
-		for (int i = 0; i < n; i++)
-			d[q[i].start] += q[i].size, d[q[i].end + 1] -= q[i].size;
-		int64_t at_most = 0;
-		for (int64_t t = 0; t < npos; t++)
-			if ((run += d[t]) > live_most)
-				live_most = run, at_most = t;
-		free(d);
+		int64_t npos = placed_of(p, L, items, n, q), at_most, live_most = most_live(q, n, npos, &at_most);
 		if (p->pack_effort && getenv("DPC_PEAK_DUMP"))
 			dump_peak(p, q, n, at_most, live_most);
 		p->plan_live = live_most;
