@@ -60,6 +60,7 @@ typedef struct {
 	int64_t budget, unit;
 	int K;
 	int64_t *c;      /* inner: (s, t, h) -> FLOPs */
+	int *fin;        /* inner: (s, t) -> the first h whose cell is INF (K + 1: none) */
 	int16_t *pick;
 	int64_t *top;    /* top level, t = L: (s, h) */
 	int16_t *top_pick;
@@ -69,6 +70,7 @@ typedef struct {
 
 static int64_t units(const Chain *ch, int64_t bytes) { return (bytes + ch->unit - 1) / ch->unit; }
 static size_t at(const Chain *ch, int s, int t, int h) { return ((size_t)s * (size_t)(ch->L + 1) + (size_t)t) * (size_t)(ch->K + 1) + (size_t)h; }
+static size_t at2(const Chain *ch, int s, int t) { return (size_t)s * (size_t)(ch->L + 1) + (size_t)t; }
 static int64_t add(int64_t a, int64_t b) { return a == INF || b == INF ? INF : a + b; }
 
 /* whether v, defined at or before cut position t, is read in the forward after it */
@@ -217,7 +219,11 @@ static void nothing_above(int64_t *c, int16_t *pick, int h, int K)
 		c[i] = INF, pick[i] = PICK_NONE;
 }
 
-/* the inner table, segments by length: each block's values made again */
+/* the inner table, segments by length: each block's values made again.
+ * A segment's cells (one per h held) are filled together, each choice's
+ * parts read along h in order: the cells' order of choices and their
+ * ties are those of one cell at a time, at a third of the time (the parts'
+ * rows lie K + 1 cells apart, and in L + 1 rows apart the other way). */
 static void inner(Chain *ch)
 {
 	int L = ch->L, K = ch->K;
@@ -225,32 +231,41 @@ static void inner(Chain *ch)
 		for (int s = 0; s + d <= L; s++) {
 			int t = s + d, start = seg_start(ch, s, t);
 			int64_t base = start < INT_MAX ? ch->P->base[start] : 0;
+			int64_t *best = ch->c + at(ch, s, t, 0);
+			int16_t *pick = ch->pick + at(ch, s, t, 0);
 			for (int h = 0; h <= K; h++) {
-				int64_t best = INF, held = (int64_t)h * ch->unit;
-				int pick = PICK_NONE;
+				best[h] = INF, pick[h] = PICK_NONE;
 				for (int lean = 0; lean < 2; lean++) {
 					int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
-					if (c < best)
-						best = c, pick = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
-				}
-				int64_t run = 0, most = 0;
-				for (int k = s + 1; k < t; k++) {
-					run += ch->f[k - 1];
-					most = ch->T[k - 1] > most ? ch->T[k - 1] : most;
-					int64_t hk = h + ch->uxin[k];
-					if (hk > K || held + ch->xin[k] + most + base > ch->budget)
-						continue;
-					int64_t c = add(run, add(ch->c[at(ch, k, t, (int)hk)], ch->c[at(ch, s, k, h)]));
-					if (c < best)
-						best = c, pick = k;
-				}
-				ch->c[at(ch, s, t, h)] = best;
-				ch->pick[at(ch, s, t, h)] = (int16_t)pick;
-				if (best == INF) {
-					nothing_above(ch->c + at(ch, s, t, 0), ch->pick + at(ch, s, t, 0), h, K);
-					break;
+					if (c < best[h])
+						best[h] = c, pick[h] = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
 				}
 			}
+			int64_t run = 0, most = 0;
+			for (int k = s + 1; k < t; k++) {
+				run += ch->f[k - 1];
+				most = ch->T[k - 1] > most ? ch->T[k - 1] : most;
+				const int64_t *before = ch->c + at(ch, s, k, 0), *after = ch->c + at(ch, k, t, 0) + ch->uxin[k];
+				/* the h where both parts are finite (each row's cells are, below its first that is not) and the
+				 * bytes held fit */
+				int64_t room = ch->budget - ch->xin[k] - most - base;
+				if (room < 0)
+					continue;
+				int64_t end = room / ch->unit + 1;
+				end = end < ch->fin[at2(ch, s, k)] ? end : ch->fin[at2(ch, s, k)];
+				end = end < ch->fin[at2(ch, k, t)] - ch->uxin[k] ? end : ch->fin[at2(ch, k, t)] - ch->uxin[k];
+				for (int h = 0; h < end; h++) {
+					int64_t c = run + after[h] + before[h];
+					if (c < best[h])
+						best[h] = c, pick[h] = (int16_t)k;
+				}
+			}
+			/* past the first h where nothing fits, nothing does (nothing_above) */
+			int fin = K + 1;
+			for (int h = 0; h <= K && fin > K; h++)
+				if (best[h] == INF)
+					nothing_above(best, pick, h, K), fin = h;
+			ch->fin[at2(ch, s, t)] = fin;
 		}
 }
 
@@ -351,7 +366,7 @@ static void chain_free(Chain *ch)
 	free(ch->cut), free(ch->blk), free(ch->cheap), free(ch->f), free(ch->xin), free(ch->uxin), free(ch->extra), free(ch->T), free(ch->A);
 	for (int o = 0; o < 2; o++)
 		free(ch->abar[o]), free(ch->W[o]);
-	free(ch->c), free(ch->pick), free(ch->top), free(ch->top_pick);
+	free(ch->c), free(ch->fin), free(ch->pick), free(ch->top), free(ch->top_pick);
 }
 
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold)
@@ -376,6 +391,7 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 	size_t cells = (size_t)(ch.L + 1) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1);
 	ch.c = malloc(sizeof(int64_t) * cells);
 	ch.pick = malloc(sizeof(int16_t) * cells);
+	ch.fin = malloc(sizeof(int) * (size_t)(ch.L + 1) * (size_t)(ch.L + 1));
 	ch.top = malloc(sizeof(int64_t) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1));
 	ch.top_pick = malloc(sizeof(int16_t) * (size_t)(ch.L + 1) * (size_t)(ch.K + 1));
 	inner(&ch);

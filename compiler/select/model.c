@@ -376,39 +376,42 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
 	}
 	w->touched[w->ntouched++] = t;
-	if (2 * n > w->cap_here) {
-		w->cap_here = 4 * n;
+	int ops = 0;
+	for (int i = 0; i < n; i++)
+		ops += P->nin[list[i]];
+	if (2 * n + ops > w->cap_here) {
+		w->cap_here = 2 * (2 * n + ops);
 		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
-	int *readers = w->here, *tr = w->here + n;
+	/* js: each operand's index among the copies made here before its reader (before()), or -1, found once */
+	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n;
 	w->seen_gen++;
 	for (int i = 0; i < n; i++)
 		w->index[list[i]] = i, w->index_gen[list[i]] = w->seen_gen;
 	/* an operand made here is transient or lasting; one not made here is neither (select.h) */
 	for (int i = 0; i < n; i++)
 		readers[i] = 0, tr[i] = keep[list[i]] != SEL_KEEP && transient(w, keep, list[i], t);
-	/* how many copies here read each transient one */
-	for (int i = 0; i < n; i++) {
+	/* how many copies here read each transient one; and the last copy here reading each value not made here:
+	 * one held to here that dies here is freed after it */
+	for (int i = 0, o = 0; i < n; i++) {
 		int v = list[i];
-		for (int k = 0; k < P->nin[v]; k++) {
-			int j = before(w, i, P->in[v][k]);
-			if (j >= 0 && tr[j] && !operand_earlier(w, v, k))
-				readers[j]++;
+		for (int k = 0; k < P->nin[v]; k++, o++) {
+			int u = P->in[v][k], j = js[o] = before(w, i, u);
+			if (j >= 0) {
+				if (tr[j] && !operand_earlier(w, v, k))
+					readers[j]++;
+			} else if (P->kind[u] != SEL_FIXED) {
+				w->lastread[u] = i, w->lastread_gen[u] = w->seen_gen;
+			}
 		}
 	}
-	/* the last copy here reading each value not made here: one held to here that dies here is freed after it */
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < P->nin[list[i]]; k++) {
-			int u = P->in[list[i]][k];
-			if (P->kind[u] != SEL_FIXED && before(w, i, u) < 0)
-				w->lastread[u] = i, w->lastread_gen[u] = w->seen_gen;
-		}
 	/* made: the lasting copies while the others are made (an operand whose storage one took still counted by
 	 * its span); at_op: the lasting copies while the op runs, less the values held to here that only copies
 	 * here read (their spans end here, but they are freed before the op) */
 	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0, freed = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0, o = 0; i < n; o += P->nin[list[i]], i++) {
 		int v = list[i];
+		const int *jv = js + o;
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
 		 * waiting ones), or one a span holds to here */
 		int64_t take = 0;
@@ -419,7 +422,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (!(P->share[v] >> k & 1) || P->kind[u] == SEL_FIXED || operand_twice(w, v, k))
 				continue;
 			int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
-			int j = before(w, i, u);
+			int j = jv[k];
 			if (j >= 0 && tr[j]) {
 				if (readers[j] == 1)
 					take = same, from_copy = true;
@@ -430,7 +433,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		int64_t b = made + waiting + P->bytes[v] - take - freed;
 		most = b > most ? b : most;
 		for (int k = 0; k < P->nin[v]; k++) {
-			int u = P->in[v][k], j = before(w, i, u);
+			int u = P->in[v][k], j = jv[k];
 			if (P->kind[u] == SEL_FIXED || operand_earlier(w, v, k))
 				continue;
 			/* its transient operands read for the last time here are freed */
