@@ -1484,49 +1484,76 @@ static void take_planned(Graph *g, Model *m, int64_t (*plan)(Program *), const u
 	}
 }
 
-/* sel_chain_start's spacing: the kept cuts' doubled from 4 while that
- * lowers the model's peak by a sixteenth; then cuts between them computed
- * once, at half that spacing or less, while the peak stays within an
- * eighth of the least (each recomputation's chain shorter: fewer FLOPs,
- * and quicker to search). The start's peak, its FLOPs in *flops. */
-static int64_t chain_spacing(const SelProblem *P, bool tiny, int *every, int *inner, int64_t *flops)
-{
-	int64_t least = INT64_MAX, start, fewest = INT64_MAX, f, peak;
-	uint8_t *keep = malloc((size_t)P->n + 1);
-	*every = *inner = 0;
-	for (int k = 4; k <= P->n; k *= 2) {
-		sel_chain_start(P, k, 0, tiny, keep);
-		peak = sel_eval(P, keep, &f, NULL);
-		if (least < INT64_MAX && peak > least - least / 16)
-			break;
-		least = peak, fewest = f, *every = k;
-	}
-	start = least;
-	for (int k = *every / 2; k >= 2; k /= 2) {
-		sel_chain_start(P, *every, k, tiny, keep);
-		peak = sel_eval(P, keep, &f, NULL);
-		if (peak > least + least / 8 || f >= fewest)
-			break;
-		start = peak, fewest = f, *inner = k;
-	}
-	*flops = fewest;
-	free(keep);
-	return start;
-}
-
-/* one of chain_start's two spacings, on a thread of its own */
+/* one start of sel_chain_start's evaluated: its peak and FLOPs */
 typedef struct {
 	const SelProblem *P;
 	bool tiny;
 	int every, inner;
-	int64_t flops, start;
-} Spacing;
+	int64_t peak, flops;
+} Start;
 
-static void *spacing_apart(void *arg)
+static void *start_eval(void *arg)
 {
-	Spacing *s = arg;
-	s->start = chain_spacing(s->P, s->tiny, &s->every, &s->inner, &s->flops);
+	Start *e = arg;
+	uint8_t *keep = malloc((size_t)e->P->n + 1);
+	sel_chain_start(e->P, e->every, e->inner, e->tiny, keep);
+	e->peak = sel_eval(e->P, keep, &e->flops, NULL);
+	free(keep);
 	return NULL;
+}
+
+/* a[0], and a[1] where `two` (on a second thread where the search has two: the spacing's next step, evaluated
+ * before it knows it wants it) */
+static void start_evals(Start *a, bool two)
+{
+	pthread_t side;
+	bool apart = two && a->P->threads > 1 && pthread_create(&side, NULL, start_eval, &a[1]) == 0;
+	start_eval(&a[0]);
+	if (apart)
+		pthread_join(side, NULL);
+	else if (two)
+		start_eval(&a[1]);
+}
+
+/* sel_chain_start's spacing: the kept cuts' doubled from 4 while that
+ * lowers the model's peak by a sixteenth; then cuts between them computed
+ * once, at half that spacing or less, while the peak stays within an
+ * eighth of the least (each recomputation's chain shorter: fewer FLOPs,
+ * and quicker to search). The start's peak, its FLOPs in *flops. Two
+ * steps evaluated at a time (each a whole evaluation: DenseNet-121
+ * imported, 80 ms a step without the tiny values kept, 7 steps), the
+ * second used only where the first does not end the walk: the same
+ * choices as one at a time. */
+static int64_t chain_spacing(const SelProblem *P, bool tiny, int *every, int *inner, int64_t *flops)
+{
+	int64_t least = INT64_MAX, start, fewest = INT64_MAX;
+	Start e[2] = {{.P = P, .tiny = tiny}, {.P = P, .tiny = tiny}};
+	*every = *inner = 0;
+	bool done = false;
+	for (int k = 4; k <= P->n && !done; k *= 4) {
+		bool two = 2 * k <= P->n;
+		e[0].every = k, e[1].every = 2 * k, e[0].inner = e[1].inner = 0;
+		start_evals(e, two);
+		for (int j = 0; j < 1 + two && !done; j++) {
+			if ((done = least < INT64_MAX && e[j].peak > least - least / 16))
+				break;
+			least = e[j].peak, fewest = e[j].flops, *every = e[j].every;
+		}
+	}
+	start = least;
+	done = false;
+	for (int k = *every / 2; k >= 2 && !done; k /= 4) {
+		bool two = k / 2 >= 2;
+		e[0].every = e[1].every = *every, e[0].inner = k, e[1].inner = k / 2;
+		start_evals(e, two);
+		for (int j = 0; j < 1 + two && !done; j++) {
+			if ((done = e[j].peak > least + least / 8 || e[j].flops >= fewest))
+				break;
+			start = e[j].peak, fewest = e[j].flops, *inner = e[j].inner;
+		}
+	}
+	*flops = fewest;
+	return start;
 }
 
 /* The least search's start for long chains (sel_chain_start, issue 40),
@@ -1550,18 +1577,8 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 	bool any = false;
 	for (int v = 0; v < P->n && !any; v++)
 		any = P->kind[v] != SEL_FIXED && P->bytes[v] < below;
-	/* with two threads, the start with the tiny values kept beside the other (each a few whole evaluations:
-	 * DenseNet-121 imported, 0.65 s of both) */
-	Spacing side = {.P = P, .tiny = true};
-	pthread_t apart;
-	bool two = any && P->threads > 1 && pthread_create(&apart, NULL, spacing_apart, &side) == 0;
-	start[0] = chain_spacing(P, false, &every[0], &inner[0], &f[0]);
-	if (two) {
-		pthread_join(apart, NULL);
-		start[1] = side.start, every[1] = side.every, inner[1] = side.inner, f[1] = side.flops;
-	} else if (any) {
-		start[1] = chain_spacing(P, true, &every[1], &inner[1], &f[1]);
-	}
+	for (int t = 0; t < 1 + any; t++)
+		start[t] = chain_spacing(P, t, &every[t], &inner[t], &f[t]);
 	if (!every[0])
 		return;
 	int t = every[1] && (start[1] < start[0] - start[0] / 64 || (start[1] <= start[0] + start[0] / 64 && f[1] < f[0]));

@@ -9,6 +9,7 @@
 #include "../util/sort.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1220,11 +1221,47 @@ static int fit_try(Fit *f, int (*rank)(const void *, const void *), int64_t cap)
 	return fit_run(f);
 }
 
+/* a Fit's own arrays, for n values over `leaves` positions (its overlaps, ovs and ov, set) */
+static void fit_alloc(Fit *f)
+{
+	size_t tree = sizeof(int64_t) * (size_t)(2 * f->leaves), n = (size_t)f->n;
+	f->tmax = malloc(tree), f->tadd = malloc(tree), f->kmin = malloc(tree), f->kmax = malloc(tree), f->hmin = malloc(tree);
+	f->floor = malloc(sizeof(int64_t) * n);
+	f->rank = malloc(sizeof(int) * n);
+	f->byrank = malloc(sizeof(int) * n);
+	f->placed = malloc(n);
+	f->undo_v = malloc(sizeof(int) * (size_t)(f->ovs[f->n] + 1));
+	f->undo_f = malloc(sizeof(int64_t) * (size_t)(f->ovs[f->n] + 1));
+}
+
+static void fit_free(Fit *f)
+{
+	free(f->tmax), free(f->tadd), free(f->kmin), free(f->kmax), free(f->hmin), free(f->floor), free(f->rank), free(f->byrank);
+	free(f->placed), free(f->undo_v), free(f->undo_f);
+}
+
+/* a second search at the same cap, in another order of ranks, on a thread of its own */
+typedef struct {
+	Fit f;
+	int (*rank)(const void *, const void *);
+	int64_t cap, work;
+	int found;
+} FitSide;
+
+static void *fit_side(void *arg)
+{
+	FitSide *s = arg;
+	s->f.work = s->work;
+	s->found = fit_try(&s->f, s->rank, s->cap);
+	return NULL;
+}
+
 /* The search from a packing at peak towards the bytes live at once
  * (live): the cap at live first, then halfway to the lowest found,
- * PACK_CAPS caps in all, each with each order of ranks. best[] becomes the lowest
- * found; its top. */
-static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t peak, Placed *best)
+ * PACK_CAPS caps in all, each with each order of ranks (with `pair`, two
+ * orders at a time on two threads, the first in order that fits taken: the
+ * packing one thread finds). best[] becomes the lowest found; its top. */
+static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t peak, Placed *best, bool pair)
 {
 	int (*rank[])(const void *, const void *) = {rank_busy_length, by_length, rank_busy_area, by_area};
 	/* a (floor, rank) key is floor * n + rank */
@@ -1233,25 +1270,33 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 	Fit f = {.q = q, .n = n, .leaves = 1};
 	while (f.leaves < npos || f.leaves < n)
 		f.leaves *= 2;
-	f.tmax = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
-	f.tadd = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
-	f.kmin = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
-	f.kmax = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
-	f.hmin = malloc(sizeof(int64_t) * (size_t)(2 * f.leaves));
-	f.floor = malloc(sizeof(int64_t) * (size_t)n);
-	f.rank = malloc(sizeof(int) * (size_t)n);
-	f.byrank = malloc(sizeof(int) * (size_t)n);
-	f.placed = malloc((size_t)n);
 	fit_overlaps(&f, q, n, npos);
-	f.undo_v = malloc(sizeof(int) * (size_t)(f.ovs[n] + 1));
-	f.undo_f = malloc(sizeof(int64_t) * (size_t)(f.ovs[n] + 1));
-	int64_t lo = live, cap = live;
+	fit_alloc(&f);
+	FitSide side = {.f = f};
+	if (pair) {
+		side.f.q = malloc(sizeof *q * (size_t)n);
+		memcpy(side.f.q, q, sizeof *q * (size_t)n);
+		fit_alloc(&side.f);
+	}
+	int64_t lo = live, cap = live, work = PACK_SEARCH_WORK / (4 * PACK_CAPS) < (int64_t)n * PACK_SEARCH_EACH
+	                                          ? PACK_SEARCH_WORK / (4 * PACK_CAPS) : (int64_t)n * PACK_SEARCH_EACH;
 	for (int round = 0; round < PACK_CAPS && cap < peak; round++) {
 		bool found = false;
-		for (int k = 0; k < 4 && !found; k++) {
-			f.work = PACK_SEARCH_WORK / (4 * PACK_CAPS) < (int64_t)n * PACK_SEARCH_EACH ? PACK_SEARCH_WORK / (4 * PACK_CAPS)
-			                                                                          : (int64_t)n * PACK_SEARCH_EACH;
+		for (int k = 0; k < 4 && !found; k += pair ? 2 : 1) {
+			pthread_t t;
+			side.rank = rank[k + 1], side.cap = cap, side.work = work;
+			bool apart = pair && pthread_create(&t, NULL, fit_side, &side) == 0;
+			f.work = work;
 			found = fit_try(&f, rank[k], cap) == 1;
+			if (pair && !apart)
+				fit_side(&side);
+			if (apart)
+				pthread_join(t, NULL);
+			if (pair && !found && side.found == 1) {
+				found = true;
+				for (int i = 0; i < n; i++)
+					q[i].off = side.f.q[i].off;
+			}
 		}
 		if (found) {
 			peak = 0;
@@ -1264,8 +1309,10 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 		if (cap < lo)
 			break;
 	}
-	free(f.tmax), free(f.tadd), free(f.kmin), free(f.kmax), free(f.hmin), free(f.floor), free(f.rank), free(f.byrank);
-	free(f.placed), free(f.ovs), free(f.ov), free(f.undo_v), free(f.undo_f);
+	fit_free(&f);
+	if (pair)
+		fit_free(&side.f), free(side.f.q);
+	free(f.ovs), free(f.ov);
 	return peak;
 }
 
@@ -1335,7 +1382,7 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 		memcpy(from, best, sizeof *q * (size_t)n);
 	}
 	if (hard && orders && peak > live) {
-		int64_t top = fit_search(q, n, npos, live, peak, best);
+		int64_t top = fit_search(q, n, npos, live, peak, best, p->search_threads > 1);
 		found |= top < peak, peak = top;
 	}
 	if (from && peak > live) {
