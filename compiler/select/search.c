@@ -645,10 +645,10 @@ static Outcome refill(Work *w, const Cands *c, int64_t budget, uint8_t *keep, in
 }
 
 /* the greedy search that drops from store-everything, polished, on a Work
- * of its own. It ran on a thread beside the one that keeps from nothing;
- * it is the quicker (DenseNet-121 imported at Feng & Huang's cut + 1: a
- * twelfth of the other), which now scores on both threads after it
- * (greedy_keep's pair): their cut + 1 planned in 2.30 s, not 2.72 */
+ * of its own. sel_fit runs it before the one that keeps from nothing, not
+ * beside it: it is the quicker (DenseNet-121 imported at Feng & Huang's
+ * cut + 1: a twelfth of the other), and the keep's scoring rounds then
+ * have both threads (greedy_keep's pair) */
 static Outcome drop_search(const SelProblem *P, const Cands *c, int64_t budget, uint8_t *keep)
 {
 	Work w;
