@@ -1284,8 +1284,11 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 		bool found = false;
 		for (int k = 0; k < 4 && !found; k += pair ? 2 : 1) {
 			pthread_t t;
-			side.rank = rank[k + 1], side.cap = cap, side.work = work;
-			bool apart = pair && pthread_create(&t, NULL, fit_side, &side) == 0;
+			bool apart = false;
+			if (pair) {
+				side.rank = rank[k + 1], side.cap = cap, side.work = work;
+				apart = pthread_create(&t, NULL, fit_side, &side) == 0;
+			}
 			f.work = work;
 			found = fit_try(&f, rank[k], cap) == 1;
 			if (pair && !apart)
