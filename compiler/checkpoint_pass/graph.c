@@ -15,7 +15,6 @@
  * (settled after its last forward use, which frees it) and fetched where
  * the adjoint first needs it. */
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1506,13 +1505,13 @@ static void *start_eval(void *arg)
  * before it knows it wants it) */
 static void start_evals(Start *a, bool two)
 {
-	pthread_t side;
-	bool apart = two && a->P->threads > 1 && pthread_create(&side, NULL, start_eval, &a[1]) == 0;
-	start_eval(&a[0]);
-	if (apart)
-		pthread_join(side, NULL);
-	else if (two)
-		start_eval(&a[1]);
+	if (two && a->P->threads > 1)
+		util_pair(start_eval, &a[0], start_eval, &a[1]);
+	else {
+		start_eval(&a[0]);
+		if (two)
+			start_eval(&a[1]);
+	}
 }
 
 /* sel_chain_start's spacing: the kept cuts' doubled from 4 while that

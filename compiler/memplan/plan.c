@@ -9,7 +9,6 @@
 #include "../util/sort.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1240,7 +1239,7 @@ static void fit_free(Fit *f)
 	free(f->placed), free(f->undo_v), free(f->undo_f);
 }
 
-/* a second search at the same cap, in another order of ranks, on a thread of its own */
+/* one search at a cap in one order of ranks: with `pair`, two at once, the second on a thread of its own */
 typedef struct {
 	Fit f;
 	int (*rank)(const void *, const void *);
@@ -1267,38 +1266,32 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 	/* a (floor, rank) key is floor * n + rank */
 	if (peak >= INT64_MAX / 4 / (n + 1))
 		return peak;
-	Fit f = {.q = q, .n = n, .leaves = 1};
-	while (f.leaves < npos || f.leaves < n)
-		f.leaves *= 2;
-	fit_overlaps(&f, q, n, npos);
-	fit_alloc(&f);
-	FitSide side = {.f = f};
+	/* s[0] places q itself; s[1], with `pair`, a copy of it */
+	FitSide s[2] = {{.f = {.q = q, .n = n, .leaves = 1}}};
+	Fit *f = &s[0].f;
+	while (f->leaves < npos || f->leaves < n)
+		f->leaves *= 2;
+	fit_overlaps(f, q, n, npos);
+	fit_alloc(f);
 	if (pair) {
-		side.f.q = malloc(sizeof *q * (size_t)n);
-		memcpy(side.f.q, q, sizeof *q * (size_t)n);
-		fit_alloc(&side.f);
+		s[1].f = *f;
+		s[1].f.q = malloc(sizeof *q * (size_t)n);
+		memcpy(s[1].f.q, q, sizeof *q * (size_t)n);
+		fit_alloc(&s[1].f);
 	}
 	int64_t lo = live, cap = live, work = PACK_SEARCH_WORK / (4 * PACK_CAPS) < (int64_t)n * PACK_SEARCH_EACH
 	                                          ? PACK_SEARCH_WORK / (4 * PACK_CAPS) : (int64_t)n * PACK_SEARCH_EACH;
 	for (int round = 0; round < PACK_CAPS && cap < peak; round++) {
 		bool found = false;
 		for (int k = 0; k < 4 && !found; k += pair ? 2 : 1) {
-			pthread_t t;
-			bool apart = false;
-			if (pair) {
-				side.rank = rank[k + 1], side.cap = cap, side.work = work;
-				apart = pthread_create(&t, NULL, fit_side, &side) == 0;
-			}
-			f.work = work;
-			found = fit_try(&f, rank[k], cap) == 1;
-			if (pair && !apart)
-				fit_side(&side);
-			if (apart)
-				pthread_join(t, NULL);
-			if (pair && !found && side.found == 1) {
+			for (int i = 0; i < 1 + pair; i++)
+				s[i].rank = rank[k + i], s[i].cap = cap, s[i].work = work;
+			util_pair(fit_side, &s[0], pair ? fit_side : NULL, &s[1]);
+			found = s[0].found == 1;
+			if (pair && !found && s[1].found == 1) {
 				found = true;
 				for (int i = 0; i < n; i++)
-					q[i].off = side.f.q[i].off;
+					q[i].off = s[1].f.q[i].off;
 			}
 		}
 		if (found) {
@@ -1312,10 +1305,10 @@ static int64_t fit_search(Placed *q, int n, int64_t npos, int64_t live, int64_t 
 		if (cap < lo)
 			break;
 	}
-	fit_free(&f);
+	fit_free(f);
 	if (pair)
-		fit_free(&side.f), free(side.f.q);
-	free(f.ovs), free(f.ov);
+		fit_free(&s[1].f), free(s[1].f.q);
+	free(f->ovs), free(f->ov);
 	return peak;
 }
 

@@ -28,7 +28,6 @@
 #include "model.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -357,21 +356,26 @@ static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
 	keep[v] = was;
 }
 
+/* some of score_all's candidates, todo[from], todo[from + step], ...,
+ * scored with w (a second thread's own Work commits its copy of the
+ * choice first) */
 typedef struct {
-	Work w;
+	Work *w;
 	const KeepScores *k;
 	uint8_t *keep;
 	const int *todo;
-	int n;
-} Half;
+	int n, from, step;
+	bool commit;
+} Part;
 
-static void *score_half(void *arg)
+static void *score_part(void *arg)
 {
-	Half *h = arg;
+	Part *h = arg;
 	int64_t f;
-	sel_commit(&h->w, h->keep, &f);
-	for (int j = 1; j < h->n; j += 2)
-		score_keep(&h->w, h->k, h->keep, h->todo[j]);
+	if (h->commit)
+		sel_commit(h->w, h->keep, &f);
+	for (int j = h->from; j < h->n; j += h->step)
+		score_keep(h->w, h->k, h->keep, h->todo[j]);
 	return NULL;
 }
 
@@ -386,25 +390,21 @@ static void score_all(Work *w, const KeepScores *k, uint8_t *keep, int *round, i
 	for (int i = 0; i < k->c->nc; i++)
 		if (keep[k->c->c[i]] != SEL_KEEP)
 			todo[n++] = i, round[i] = now;
-	Half h = {.k = k, .todo = todo, .n = n};
-	pthread_t side;
-	bool apart = false;
+	Part mine = {.w = w, .k = k, .keep = keep, .todo = todo, .n = n, .step = 1};
 	if (pair && n > 1) {
-		sel_work_init(&h.w, P);
-		h.w.budget = w->budget;
-		h.keep = malloc((size_t)P->n + 1);
-		memcpy(h.keep, keep, (size_t)P->n);
-		apart = pthread_create(&side, NULL, score_half, &h) == 0;
-	}
-	for (int j = 0; j < n; j += apart ? 2 : 1)
-		score_keep(w, k, keep, todo[j]);
-	if (apart)
-		pthread_join(side, NULL);
-	if (pair && n > 1) {
-		w->evals += h.w.evals;
-		sel_work_free(&h.w);
-		free(h.keep);
-	}
+		Work side;
+		sel_work_init(&side, P);
+		side.budget = w->budget;
+		Part other = {.w = &side, .k = k, .keep = malloc((size_t)P->n + 1), .todo = todo, .n = n, .from = 1, .step = 2,
+		              .commit = true};
+		memcpy(other.keep, keep, (size_t)P->n);
+		mine.step = 2;
+		util_pair(score_part, &mine, score_part, &other);
+		w->evals += side.evals;
+		sel_work_free(&side);
+		free(other.keep);
+	} else
+		score_part(&mine);
 	free(todo);
 }
 

@@ -1,5 +1,7 @@
 #include "util.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,4 +223,15 @@ noreturn void fatal(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	stop();
+}
+
+void util_pair(void *(*here)(void *), void *a, void *(*side)(void *), void *b)
+{
+	pthread_t t;
+	bool apart = side && pthread_create(&t, NULL, side, b) == 0;
+	here(a);
+	if (apart)
+		pthread_join(t, NULL);
+	else if (side)
+		side(b);
 }

@@ -43,6 +43,12 @@ typedef struct {
 int map_get(const Map *m, const char *key); /* -1 when absent */
 void map_put(Map *m, const char *key, int val);
 
+/* Two pieces of work at once: side(b) on a second thread while here(a)
+ * runs on this one, both done on return; where no thread starts, side(b)
+ * runs here after here(a), and with side NULL here(a) alone. The two must
+ * write nothing the other reads (the searches give each its own copy). */
+void util_pair(void *(*here)(void *), void *a, void *(*side)(void *), void *b);
+
 /* Compiler bugs: never a user's fault. Names the compiler source location. */
 noreturn void die_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
