@@ -1067,11 +1067,12 @@ static void improve_fit(Graph *g, Model *m, int64_t budget, int64_t want, int64_
  * choice's model peak by the excess (doubling each round) and searches
  * again, up to 8 times. A budget's fit (for_budget) is then improved where
  * the planner allows, and without a fit the least peak the search reaches
- * is taken if the planner agrees it is less (for the plan's error);
+ * is taken if the planner agrees it is less (for the plan's error; not on
+ * large graphs where the caller searches for the least itself: least_after);
  * otherwise the fit is a step of the least search. The choice in keep[]
  * (not applied); its planned bytes; the search and its bound in *out. */
 static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Program *), uint8_t *keep, SelResult *out,
-                         bool for_budget)
+                         bool for_budget, bool least_after)
 {
 	SelProblem *P = m->P;
 	uint8_t *try = ar_alloc((size_t)P->n + 1);
@@ -1110,7 +1111,11 @@ static int64_t fit_model(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	}
 	if (res.fits && for_budget)
 		improve_fit(g, m, budget, want, plan, keep, &res, &best_bytes);
-	if (!res.fits && for_budget) {
+	/* without a fit, the least by the model's own bisection (sel_least), where the caller does not search for
+	 * the least itself (least_within) on a large graph: there it was always far above the least search's, at
+	 * half the compile's time (ResNet-152 imported flat at 950 MB: 5.3 s for 1,199 MB, the least search 877
+	 * MB; NASNet 2.5 s for 568 MB, 329; DenseNet-121, Inception-v3 and DARTS alike) */
+	if (!res.fits && for_budget && !(least_after && !m->small)) {
 		int64_t floor, flops;
 		SelResult r = sel_least(P, m->work, try, &floor);
 		int64_t bytes = planned(g, m, try, plan, &flops);
@@ -1600,7 +1605,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	memset(tried, 0, (size_t)m->P->n + 1);
 	int64_t hi = plan(p);
 	SelResult res, r;
-	int64_t floor = sel_floor(m->P), lo = floor, bytes = fit_model(g, m, hi, plan, best, &res, false);
+	int64_t floor = sel_floor(m->P), lo = floor, bytes = fit_model(g, m, hi, plan, best, &res, false, false);
 	hi = bytes;
 	int64_t all = hi;
 	trace("least: fit", hi, res.flops);
@@ -1613,7 +1618,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	for (int again = 0; again < 3 && m->ncand <= 2 * GRAPH_SWEEP; again++) {
 		for (int step = 0; step < 10 && lo < hi && hi - lo > hi / 256; step++) {
 			int64_t mid = lo + (hi - lo) / 2;
-			bytes = fit_model(g, m, mid, plan, keep, &r, false);
+			bytes = fit_model(g, m, mid, plan, keep, &r, false, false);
 			/* a choice over mid may still be below the least so far: taken, the bisection goes on above mid */
 			if (bytes < hi) {
 				hi = bytes, res = r;
@@ -1625,7 +1630,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 		bool lower = false;
 		for (int j = 3; j <= 6 && !lower; j++) {
 			int64_t probe = hi - (hi >> j);
-			bytes = fit_model(g, m, probe, plan, keep, &r, false);
+			bytes = fit_model(g, m, probe, plan, keep, &r, false, false);
 			if (bytes < hi) {
 				hi = bytes, res = r, lower = bytes <= probe;
 				memcpy(best, keep, (size_t)m->P->n);
@@ -1656,7 +1661,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 		walk_size(m->P, true);
 	for (int k = 1; k < 16 && sweep; k++) {
 		int64_t b = floor + (top - floor) * k / 16;
-		bytes = fit_model(g, m, b, plan, keep, &r, false);
+		bytes = fit_model(g, m, b, plan, keep, &r, false, false);
 		if (bytes < hi) {
 			hi = bytes, res = r;
 			memcpy(best, keep, (size_t)m->P->n);
@@ -1733,7 +1738,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * bench/graphs.sh's six networks, torchvision's four imports flat and ResNet-152's with its loops (bash
 	 * bench/graphs.sh phases, 2026-12-03), where they took up to 1.9 s of DenseNet-201's 25 s */
 	if (walk_size(m->P, false) <= GRAPH_WALK_SIZE) {
-		bytes = fit_model(g, m, hi, plan, keep, &r, false);
+		bytes = fit_model(g, m, hi, plan, keep, &r, false, false);
 		if (bytes <= hi && r.flops < res.flops) {
 			res = r;
 			memcpy(best, keep, (size_t)m->P->n);
@@ -1817,7 +1822,7 @@ static int64_t fit_packed_hard(Graph *g, Model *m, int64_t budget, int64_t (*pla
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
 	SelResult r;
 	p->pack_effort = 1;
-	fit_model(g, m, budget, plan, other, &r, true);
+	fit_model(g, m, budget, plan, other, &r, true, false);
 	p->pack_effort = 2;
 	int64_t f, hi = planned(g, m, keep, plan, &f), f2, h = planned(g, m, other, plan, &f2);
 	p->pack_effort = 0;
@@ -2005,7 +2010,7 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		Model m = calibrated(&g, all, nall, plan);
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
-		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
+		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true, !p->fit_probe);
 		trace("fit: model", bytes, res.flops);
 		if (m.small && !ir_has_loops(p))
 			bytes = fit_packed_hard(&g, &m, budget, plan, keep, &res, bytes);
@@ -2040,7 +2045,7 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	Model m = calibrated(&g, all, nall, plan);
 	uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 	SelResult res;
-	int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true);
+	int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true, false);
 	trace("fit: model", bytes, res.flops);
 	int64_t c = fit_planned(&g, budget, plan, most);
 	if (bytes > budget || (plan(p) <= budget && c <= res.flops))
