@@ -333,52 +333,69 @@ void ckpt_set_shape(Program *p, int64_t s, int64_t k)
 	set_shape(p, s - 1, k);
 }
 
-/* loop v's recomputed FLOPs with s snapshots and a tape of k rows (sweep
- * schedule; per and again: its step's FLOPs, and what a taped step
- * computes again), and in *bytes those snapshots' and rows' beyond one
- * each; -1 when a snapshot or tape tensor would pass 2^40 elements */
-static int64_t loop_cost(Program *p, Op *v, int64_t s, int64_t k, int64_t per, int64_t again, int64_t *bytes)
+/* what a loop's shapes cost, read once for a search over them: its step's
+ * FLOPs (per) and what a taped step computes again (again); its largest
+ * carry and tape row in elements, the carries' bytes and a row's */
+typedef struct {
+	Op *v;
+	int64_t per, again, carry_most, carry_bytes, row_most, row;
+} LoopStep;
+
+static LoopStep loop_step(Program *p, Op *v)
 {
-	int64_t n = v->trip, kk = v->ktape ? (k < n ? k : n) : 1;
-	s = s < n ? s : n;
-	*bytes = 0;
+	LoopStep l = {.v = v, .per = ir_block_flops(p, &v->body, 0, v->body.len), .again = ir_recomputed_flops(p, &v->body2)};
 	for (int c = 0; c < v->ncarry; c++) {
 		Type t = ir_vtype(p, v->carg[c]);
-		if (ir_numel(t) > IR_MAX_ELEMS / s)
-			return -1;
-		*bytes += (s - 1) * ir_bytes(p, t);
+		l.carry_most = ir_numel(t) > l.carry_most ? ir_numel(t) : l.carry_most;
+		l.carry_bytes += ir_bytes(p, t);
 	}
 	for (int j = 0; j < v->body3.len; j++) {
 		Op *st = v->body3.ops[j];
+		int64_t n;
 		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow &&
-		    ir_numel(ir_drop_first(ir_vtype(p, st->in[0]))) > IR_MAX_ELEMS / kk)
-			return -1;
+		    (n = ir_numel(ir_drop_first(ir_vtype(p, st->in[0])))) > l.row_most)
+			l.row_most = n;
 	}
-	if (v->ktape)
-		*bytes += (kk - 1) * row_bytes(p, v);
-	return rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), per), rev_sat_mul(n, again));
+	l.row = v->ktape ? row_bytes(p, v) : 0;
+	return l;
 }
 
-static void step_flops(Program *p, Op *v, int64_t *per, int64_t *again)
+/* loop l's recomputed FLOPs with s snapshots and a tape of k rows (sweep
+ * schedule), and in *bytes those snapshots' and rows' beyond one each; -1
+ * when a snapshot or tape tensor would pass 2^40 elements */
+static int64_t loop_cost(const LoopStep *l, int64_t s, int64_t k, int64_t *bytes)
 {
-	*per = ir_block_flops(p, &v->body, 0, v->body.len);
-	*again = ir_recomputed_flops(p, &v->body2);
+	const Op *v = l->v;
+	int64_t n = v->trip, kk = v->ktape ? (k < n ? k : n) : 1;
+	s = s < n ? s : n;
+	*bytes = 0;
+	if (l->carry_most > IR_MAX_ELEMS / s || l->row_most > IR_MAX_ELEMS / kk)
+		return -1;
+	*bytes = (s - 1) * l->carry_bytes + (v->ktape ? (kk - 1) * l->row : 0);
+	return rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), l->per), rev_sat_mul(n, l->again));
+}
+
+/* the loops' LoopSteps, in order; their count in *n (freed by the caller) */
+static LoopStep *loop_steps(Program *p, int *n)
+{
+	LoopStep *l = malloc(sizeof *l * (size_t)(p->body.len + 1));
+	*n = 0;
+	for (int i = 0; i < p->body.len; i++)
+		if (p->body.ops[i]->kind == OP_REVOLVE)
+			l[(*n)++] = loop_step(p, p->body.ops[i]);
+	return l;
 }
 
 /* The recomputed FLOPs of a training step under that shape (sweep schedules),
  * and the bytes of its snapshots and tape rows beyond one each; -1 when a
  * snapshot or tape tensor would pass 2^40 elements. */
-static int64_t shape_cost(Program *p, int64_t extra, int64_t k, int64_t *bytes)
+static int64_t shape_cost(const LoopStep *l, int nl, int64_t extra, int64_t k, int64_t *bytes)
 {
 	int64_t flops = 0;
 	*bytes = 0;
-	for (int i = 0; i < p->body.len; i++) {
-		Op *v = p->body.ops[i];
-		if (v->kind != OP_REVOLVE)
-			continue;
-		int64_t per, again, b, c;
-		step_flops(p, v, &per, &again);
-		if ((c = loop_cost(p, v, 1 + extra, k, per, again, &b)) < 0)
+	for (int i = 0; i < nl; i++) {
+		int64_t b, c;
+		if ((c = loop_cost(&l[i], 1 + extra, k, &b)) < 0)
 			return -1;
 		*bytes += b;
 		flops = rev_sat_add(flops, c);
@@ -436,14 +453,14 @@ static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE)
 			continue;
-		int64_t n = v->trip, per, again, b, c;
-		step_flops(p, v, &per, &again);
+		int64_t n = v->trip, b, c;
+		LoopStep ls = loop_step(p, v);
 		nopt = 0;
 		/* the bytes grow with s and with k: a k whose fewest snapshots pass the room ends the grid */
 		for (int64_t k = 1, had = -1; k <= (v->ktape ? n : 1) && nopt > had; k += k < 256 ? 1 : k / 32) {
 			had = nopt;
 			for (int64_t s = o->snapshots ? o->snapshots : 1; s <= n || s == o->snapshots; s += s < 256 ? 1 : s / 32) {
-				if ((c = loop_cost(p, v, s, k, per, again, &b)) < 0 || b > room)
+				if ((c = loop_cost(&ls, s, k, &b)) < 0 || b > room)
 					break;
 				if (nopt == cap) {
 					cap = cap ? 2 * cap : 256;
@@ -569,32 +586,35 @@ static int64_t uniform_shape(Program *p, const CkptOptions *o, int64_t budget, i
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > maxn)
 			maxn = p->body.ops[i]->trip;
+	int nl;
+	LoopStep *l = loop_steps(p, &nl);
 	int64_t bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
-	int64_t best = shape_cost(p, best_extra, 1, &bytes), best_bytes = bytes;
+	int64_t best = shape_cost(l, nl, best_extra, 1, &bytes), best_bytes = bytes;
 	if (best < 0)
 		best = INT64_MAX;
 	for (int64_t k = 1; k <= maxn; k += k < 256 ? 1 : k / 32) {
-		int64_t extra = o->snapshots ? o->snapshots - 1 : 0, cost = shape_cost(p, 0, k, &bytes);
+		int64_t extra = o->snapshots ? o->snapshots - 1 : 0, cost = shape_cost(l, nl, 0, k, &bytes);
 		if (cost < 0 || base + bytes > budget)
 			break;
 		if (!o->snapshots && slot)
 			extra = (budget - base - bytes) / slot;
-		cost = shape_cost(p, extra, k, &bytes);
+		cost = shape_cost(l, nl, extra, k, &bytes);
 		if (cost < 0 || base + bytes > budget)
 			break;
 		/* the budget is a limit: the fewest snapshots that cost no more */
 		for (int64_t lo = 0, hi = extra; !o->snapshots && lo < hi;) {
 			int64_t mid = lo + (hi - lo) / 2, b;
-			if (shape_cost(p, mid, k, &b) <= cost)
+			if (shape_cost(l, nl, mid, k, &b) <= cost)
 				hi = mid;
 			else
 				lo = mid + 1;
 			extra = hi;
 		}
-		shape_cost(p, extra, k, &bytes);
+		shape_cost(l, nl, extra, k, &bytes);
 		if (cost < best || (cost == best && bytes < best_bytes))
 			best = cost, best_extra = extra, best_k = k, best_bytes = bytes;
 	}
+	free(l);
 	*extra_out = best_extra, *k_out = best_k;
 	return best;
 }
