@@ -4,7 +4,8 @@
 # important first, within 8 minutes on one H100 or H200:
 #  0. first, 30 s of correctness: the GPT sample's --gradcheck in f64 on the
 #     GPU, and attention's fused passes bitwise as the passes apart (on GEMMs
-#     in f32 and bf16, and on the tensor-core kernels);
+#     in f32 and bf16, and on the tensor-core kernels), and the GEMMs'
+#     epilogues (cuBLASLt) against apart;
 #  1. GPT-2 124M fp32 (B = 8): dpc, PyTorch eager and torch.compile;
 #  2. GPT-2 124M bf16 (B = 32): the same;
 #  3. ResNet-56 (B = 128): the same;
@@ -12,7 +13,9 @@
 #     (DPC_GEMM_BATCHED=1); the cost model's choices in 1 and 2 against the
 #     other way: fp32 attention on GEMMs against dpc's FMA kernels, bf16 on
 #     dpc's tensor-core kernels against GEMMs, bf16's vocabulary GEMMs split
-#     at 50,256 against whole (DPC_GEMM_SPLIT=off);
+#     at 50,256 against whole (DPC_GEMM_SPLIT=off), and each with its GEMMs'
+#     epilogues (bias, GELU, GELU's derivative: cuBLASLt) against apart
+#     (DPC_EPILOGUE=off);
 #  5. the streamed resmlp (1 GiB of weights in 128 MiB) against
 #     max(resident, bytes / link);
 #  6. predicted against measured, per kernel, for 1 to 3 (dpc --profile
@@ -52,6 +55,19 @@ for x in cuda cudabf cudabf_mma cuda_fma; do
 		say "- gpt.$x: attention's kept log-sum-exp and attn_dkv bitwise as the passes apart"
 	else
 		say "- gpt.$x: attention's fused passes **differ** from the passes apart, or did not run (gpu_quick.log)"
+	fi
+done
+# the GEMMs' epilogues (cuBLASLt; tests/gpu/run.sh checks them further): GPT at D = 128, its first gradients
+# against the same plan apart at the same parameters
+for pr in f32 bf16; do
+	tol=1e-3
+	[ $pr = bf16 ] && tol=0.03
+	if timeout 30 "$B/gpt_ep.$pr" --steps 1 --lr 0 --quiet --save /tmp/q_ge.p --dump-grads /tmp/q_ge.g >>"$log" 2>&1 &&
+		timeout 30 "$B/gpt_ep.$pr.off" --steps 1 --lr 0 --quiet --init /tmp/q_ge.p --dump-grads /tmp/q_ge_off.g >>"$log" 2>&1 &&
+		COMPARE_FLOOR=1e-4 python3 "$B/compare.py" /tmp/q_ge.g /tmp/q_ge_off.g $tol >>"$log" 2>&1; then
+		say "- gpt_ep.$pr: the GEMMs' epilogues (cuBLASLt) within $tol of apart"
+	else
+		say "- gpt_ep.$pr: the GEMMs' epilogues **differ** from apart by more than $tol, or did not run (gpu_quick.log)"
 	fi
 done
 say ""
@@ -117,7 +133,7 @@ other() {
 		--summary-json "/tmp/q_$alt.json" >>"$log" 2>&1; then
 		ot=$(field "/tmp/q_$alt.json" ms_per_step)
 		say "- $label: $(printf %.2f "$(cat "/tmp/q_$name.ms" 2>/dev/null || echo 0)") ms/step as the model chose (predicted $(printf %.2f "$(field "$B/kernels/$name.$kind.json" predicted_step_ms)")), $(printf %.2f "$ot") the other way (predicted $(printf %.2f "$(field "$B/kernels/$alt.$kind.json" predicted_step_ms)")), loss $(printf %.4f "$(field "/tmp/q_$alt.json" loss_first)") -> $(printf %.4f "$(field "/tmp/q_$alt.json" loss_last)")"
-		timeout 30 "$B/$alt.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_|5025" | head -8 >>"$out"
+		timeout 30 "$B/$alt.cuda" --steps 2 --lr 1e-4 --quiet --profile 2>>"$log" | grep -E "attention|attn_|5025|gemm\+" | head -12 >>"$out"
 	else
 		say "- $alt: failed or did not start (gpu_quick.log)"
 	fi
@@ -125,6 +141,8 @@ other() {
 other gpt2 gpt2_fma "gpt2 (fp32): attention on GEMMs against the FMA kernels"
 other gpt2bf gpt2bf_gemm "gpt2bf: attention on the tensor-core kernels against GEMMs"
 other gpt2bf gpt2bf_whole "gpt2bf: the vocabulary's GEMMs split against whole"
+other gpt2bf gpt2bf_apart "gpt2bf: the GEMMs' epilogues (cuBLASLt) against apart"
+other gpt2 gpt2_apart "gpt2 (fp32): the GEMMs' epilogues (cuBLASLt) against apart"
 say ""
 
 say "### streaming"

@@ -25,6 +25,9 @@ enum { RT_ACTION_STEP = 31, RT_ACTION_FIELD = 29, RT_ACTION_KIND = RT_ACTION_STE
 /* rt_gemm's elem_bytes for A and B in bf16 and C in f32 (attention's scores) */
 #define RT_GEMM_BF16_F32 3
 
+/* rt_gemm_ep's epilogues (dprt.h) */
+enum { RT_EP_BIAS = 1, RT_EP_GELU_BIAS, RT_EP_DGELU, RT_EP_BGRAD };
+
 /* rt_conv's dims, in this order */
 enum {
 	RT_CONV_N, RT_CONV_C, RT_CONV_H, RT_CONV_W, RT_CONV_O, RT_CONV_HO, RT_CONV_WO, RT_CONV_KH, RT_CONV_KW,

@@ -127,13 +127,15 @@ static void link_exe(const char *obj, const char *exe, CgTarget target, bool lib
 		argv[n++] = (char *)ar_printf("-Wl,--version-script=%s", runtime_lib("dpc.map"));
 	}
 	if (target == CG_CUDA) {
-		/* the CUDA device and cuBLAS; the runtime opens the driver's libcuda itself */
+		/* the CUDA device, cuBLAS and cuBLASLt (GEMMs with epilogues); the runtime opens the driver's libcuda
+		 * itself */
 		argv[n++] = "-Wl,--undefined=rt_cuda_device";
 		argv[n++] = (char *)runtime_lib("libdprt_cuda.a");
 		argv[n++] = (char *)runtime_lib("libdprt.a");
 		argv[n++] = "-L" DPC_CUDA_HOME "/lib64";
 		argv[n++] = "-Wl,-rpath," DPC_CUDA_HOME "/lib64";
 		argv[n++] = "-lcublas";
+		argv[n++] = "-lcublasLt";
 		argv[n++] = "-ldl";
 	} else {
 		argv[n++] = (char *)runtime_lib("libdprt.a");

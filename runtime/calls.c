@@ -50,6 +50,25 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
 		rt_prof_end(c);
 }
 
+int rt_gemm_ep(RtCtx *c, int epi, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+               uint64_t b, int64_t ldb, uint64_t cc, int64_t ldc, double beta, uint64_t bias, uint64_t aux, int64_t ldaux)
+{
+	static const char *const names[] = {"", "+bias", "+gelu_bias", "+dgelu", "+bgrad"};
+	if (!c->dev->gemm_ep)
+		return 0;
+	if (c->record) {
+		char label[80];
+		snprintf(label, sizeof label, "gemm%s%s%s [%lld x %lld x %lld]%s", names[epi], ta ? " A^T" : "", tb ? " B^T" : "",
+		         (long long)m, (long long)n, (long long)k, beta != 0 ? " +=" : "");
+		rt_prof_begin(c, RT_CALL_GEMM, label);
+	}
+	int done = c->dev->gemm_ep(epi, elem_bytes, ta, tb, m, n, k, a, lda, b, ldb, cc, ldc, beta, bias, aux, ldaux);
+	if (c->record && done) /* not done: the entry begun is the next call's to fill */
+		rt_prof_end(c);
+	c->n.gemms += done;
+	return done;
+}
+
 void rt_gemm_items(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
                    int64_t sa, int64_t oa, uint64_t b, int64_t ldb, int64_t sb, int64_t ob, uint64_t cc, int64_t ldc,
                    int64_t sc, int64_t oc, int64_t batch, int64_t items, double beta)

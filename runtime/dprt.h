@@ -99,6 +99,19 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
              uint64_t b, int64_t ldb, int64_t stride_b,
              uint64_t cc, int64_t ldc, int64_t stride_c,
              int64_t batch, double beta);
+/* A GEMM with an epilogue, as cuBLASLt applies it (the CUDA device): C = op(A) op(B), batch 1, beta
+ * 0 or 1 as rt_gemm's, with `epi` applied to the product P on its way to C:
+ * - RT_EP_BIAS: C = P + bias, bias n elements, one a column;
+ * - RT_EP_GELU_BIAS: C = gelu(P + bias) (GPT-2's tanh form), and where aux is not 0 P + bias
+ *   written to aux too (a leading dimension of ldaux elements);
+ * - RT_EP_DGELU: C = P * gelu'(aux), aux read; where bias is not 0, each column's sum of C
+ *   written to it (n elements);
+ * - RT_EP_BGRAD: C as rt_gemm's, and bias[j] = the sum over the depth of op(B)'s column j.
+ * Returns 1, or 0 where the device has no such GEMM (the CPU, or no algorithm in cuBLASLt for
+ * the shape): nothing was written, and the caller makes it apart. elem_bytes: 2 or 4. RT_EP_*: abi.h. */
+int rt_gemm_ep(RtCtx *c, int epi, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k,
+               uint64_t a, int64_t lda, uint64_t b, int64_t ldb, uint64_t cc, int64_t ldc, double beta,
+               uint64_t bias, uint64_t aux, int64_t ldaux);
 /* rt_gemm for each of `items` items, item i's matrices oa, ob and oc
  * elements after item i - 1's (attention's heads of several batch items:
  * two strides, so one strided batch does not reach them all) */

@@ -157,6 +157,10 @@ typedef struct {
 	void (*gemm_items)(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
 	                   int64_t sa, int64_t oa, uint64_t b, int64_t ldb, int64_t sb, int64_t ob, uint64_t c, int64_t ldc,
 	                   int64_t sc, int64_t oc, int64_t batch, int64_t items, double beta);
+	/* rt_gemm_ep (dprt.h): 1 done, 0 no such GEMM here; NULL: none on this device */
+	int (*gemm_ep)(int epi, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+	               uint64_t b, int64_t ldb, uint64_t c, int64_t ldc, double beta, uint64_t bias, uint64_t aux,
+	               int64_t ldaux);
 	/* called first by a thread other than the main one that calls copy_sync (host_update.c); NULL: nothing */
 	void (*thread_init)(void);
 } RtDevice;

@@ -136,6 +136,7 @@ typedef struct {
 	int *uses;        /* per value: how many operands name it */
 	int *root;        /* per value: its storage root (VR_ALIAS followed), -1 not yet known: a long chain of
 	                   * in-place results is walked once, not at each of its values */
+	int moved_from, moved_to; /* cg_addr gives value moved_from the storage of moved_to (linalg.c's epilogues) */
 	int *addr_from;   /* per value: where cg_addr starts, the first up its chain that is in the arena or is
 	                   * a slice (itself included); -1 not yet known */
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
@@ -377,6 +378,10 @@ int cg_lower_fused(Host *h, Block *b, int from, int to);
 /* linalg.c: C = A @ B into dst (beta 1 adds to it); a sum over leading axes
  * as ones @ x, false when op is not one */
 void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
+/* the GEMM b[i] and the elementwise ops after it that an epilogue applies in one call (rt_gemm_ep), where
+ * Program.epilogues asks: false if none; else the positions of the ops it took in at[0..*nat) */
+bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat);
+#define CG_EPILOGUE_OPS 3
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);
@@ -427,6 +432,9 @@ int cg_attn_rows_vec(const KDesc *d);
 void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block);
 /* items: attention's GEMMs batched over address arrays (rt_gemm_items), priced apart */
 void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3], bool items);
+/* a GEMM with epilogue epi (RT_EP_*; bgrad: with the sum of the result's rows), aux: it writes or reads a
+ * matrix the size of the result beside it */
+void cg_cost_gemm_ep(Host *h, int epi, bool bgrad, int elem, int64_t m, int64_t n, int64_t k, const int64_t ld[3], bool aux);
 void cg_cost_conv(Host *h, Op *op, int64_t bytes);
 void cg_cost_copy(Host *h, int64_t bytes, bool zero);
 void cg_cost_revolve(Host *h, Op *op, int64_t times[4]);

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../common/abi.h"
 #include "cgint.h"
 #include "../../common/revolve.h"
 
@@ -313,9 +314,10 @@ void cg_cost_kernel(Host *h, int id, int64_t threads, bool one_block)
 }
 
 /* ld: A's, B's and C's leading dimensions, in elements */
-void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3], bool items)
+static CgLaunch gemm_launch(const char *what, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3],
+                            bool items)
 {
-	CgLaunch l = {.kind = CL_GEMM, .kernel = -1, .name = ar_printf("gemm[%lld,%lld,%lld]x%lld", (long long)m,
+	CgLaunch l = {.kind = CL_GEMM, .kernel = -1, .name = ar_printf("gemm%s[%lld,%lld,%lld]x%lld", what, (long long)m,
 	              (long long)n, (long long)k, (long long)batch), .blocks = -1,
 	              .bytes = (m * k + k * n + 2 * m * n) * batch * elem, .flops = 2 * m * n * k * batch,
 	              .dt = elem == 2 ? DT_BF16 : elem == 8 ? DT_F64 : DT_F32};
@@ -326,6 +328,21 @@ void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t ba
 	if (elem == 2)
 		l.odd |= (n > 8 && n % 8) || (k > 8 && k % 8);
 	l.items = items;
+	return l;
+}
+
+void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t batch, const int64_t ld[3], bool items)
+{
+	record(h, gemm_launch("", elem, m, n, k, batch, ld, items));
+}
+
+/* a GEMM with an epilogue (linalg.c): the GEMM's time, its bytes and the epilogue's (the bias's; z written
+ * or x read, the size of the result) */
+void cg_cost_gemm_ep(Host *h, int epi, bool bgrad, int elem, int64_t m, int64_t n, int64_t k, const int64_t ld[3], bool aux)
+{
+	static const char *const names[] = {"", "+bias", "+gelu_bias", "+dgelu", "+bgrad"};
+	CgLaunch l = gemm_launch(bgrad && epi == RT_EP_DGELU ? "+dgelu_bgrad" : names[epi], elem, m, n, k, 1, ld, false);
+	l.bytes += n * elem + (aux ? m * n * elem : 0);
 	record(h, l);
 }
 

@@ -57,6 +57,8 @@ static bool addressed(Program *p, int v)
 LLVMValueRef cg_addr(Host *h, int v)
 {
 	Program *p = h->g->p;
+	if (v == h->g->moved_from)
+		v = h->g->moved_to;
 	v = chain_end(p, h->g->addr_from, v, addressed);
 	Value *x = &p->values.data[v];
 	if (x->res == VR_ARENA)
@@ -246,6 +248,8 @@ static void lower_op(Host *h, Op *op)
 void cg_extent(Cg *g, int v, int64_t *lo, int64_t *hi)
 {
 	Program *p = g->p;
+	if (v == g->moved_from)
+		v = g->moved_to;
 	v = chain_end(p, g->root, v, not_alias);
 	*lo = p->values.data[v].offset;
 	*hi = *lo + ir_bytes(p, p->values.data[v].type);
@@ -258,9 +262,21 @@ static void phase_mark(Host *h, int phase)
 	cg_call(h, h->t_phase, h->f_phase, args, 2);
 }
 
+/* the first position after i that an epilogue took (held[0..nheld)), else to */
+static int held_after(const int *held, int nheld, int i, int to)
+{
+	for (int k = 0; k < nheld; k++)
+		if (held[k] > i && held[k] < to)
+			to = held[k];
+	return to;
+}
+
 static void lower_ops(Host *h, Block *b, int from, int to)
 {
 	Vec(Op *) absorbed = {0};
+	/* the positions of elementwise ops made by a GEMM's epilogue (cg_gemm_epilogue): skipped, their
+	 * recomputed FLOPs counted */
+	IntVec held = {0};
 	bool top = b == &h->g->p->body; /* recomputed ops in loop bodies: rt_revolve counts them */
 	for (int i = from; i < to; i++) {
 		Op *op = b->ops[i];
@@ -275,9 +291,17 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 		bool skip = !h->step && (op->kind == OP_OFFLOAD || op->kind == OP_SETTLE);
 		for (int k = 0; k < absorbed.len; k++)
 			skip |= absorbed.data[k] == op;
-		if (skip)
+		bool made = false;
+		for (int k = 0; k < held.len; k++)
+			made |= held.data[k] == i;
+		if (made && top && op->recomputed) {
+			LLVMValueRef args[3] = {h->ctx, LLVMConstInt(h->g->i32, RT_COUNT_FLOPS, 0), cg_i64(h->g, ir_op_flops(h->g->p, op))};
+			cg_call(h, h->t_count, h->f_count, args, 3);
+		}
+		if (skip || made)
 			continue;
 		int64_t m, n;
+		int at[CG_EPILOGUE_OPS], nat;
 		int j = ir_adds_into(op) ? absorbed_acc(h, b, i, to) : -1;
 		if (planned_into(h->g->p, op) && j < 0)
 			die("codegen: %s was planned added into its acc, which cannot absorb it", ir_value_name(h->g->p, op->out));
@@ -291,7 +315,10 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 				cg_lower_kernel(h, op, dst);
 			vec_push(&absorbed, b->ops[j]);
 		} else if (ir_ops[op->kind].flags & OPF_EW) {
-			i += cg_lower_fused(h, b, i, to) - 1;
+			i += cg_lower_fused(h, b, i, held_after(held.data, held.len, i, to)) - 1;
+		} else if (op->kind == OP_MATMUL && cg_gemm_epilogue(h, b, i, to, at, &nat)) {
+			for (int k = 0; k < nat; k++)
+				vec_push(&held, at[k]);
 		} else if (op->kind == OP_ATTENTION && i + 1 < to && ir_attn_lse_fused(b, i + 1)) {
 			cg_attention_lse(h, b, i++); /* the rows' log-sum-exp as it goes */
 		} else {
@@ -764,6 +791,7 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->addr_from = ar_alloc(sizeof(int) * (size_t)(p->values.len + 1));
 	for (int v = 0; v < p->values.len; v++)
 		g->root[v] = g->addr_from[v] = -1;
+	g->moved_from = -1;
 	g->cost = o->cost || o->target == CG_CUDA; /* the executable's --profile prints the predictions */
 	g->cpu_splits = o->cpu_splits;
 	g->simt = o->simt && !g->cuda;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../common/abi.h"
 #include "cgint.h"
 
 /* a small matmul's result element idx: the dot product of a row of a and a
@@ -119,8 +120,8 @@ static void gemm_split(Host *h, Gemm q, double beta)
 	gemm_call(h, &q, beta);
 }
 
-/* C = A @ B into dst; beta 1 accumulates into what dst holds */
-void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
+/* the GEMM op makes, C into dst */
+static Gemm gemm_of(Host *h, Op *op, LLVMValueRef dst)
 {
 	Program *p = h->g->p;
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]), c = ir_vtype(p, op->out);
@@ -138,7 +139,13 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
 	}
 	q.sc = q.m * q.ldc;
 	q.a = cg_addr(h, op->in[0]), q.b = cg_addr(h, op->in[1]), q.c = dst;
-	gemm_split(h, q, beta);
+	return q;
+}
+
+/* C = A @ B into dst; beta 1 accumulates into what dst holds */
+void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta)
+{
+	gemm_split(h, gemm_of(h, op, dst), beta);
 }
 
 /* sum over leading axes: ones[1, M] @ x[M, N], one GEMM instead of a long serial sum per output */
@@ -166,5 +173,255 @@ bool cg_host_linalg(Host *h, Op *op)
 		cg_lower_kernel(h, op, NULL);
 	else
 		cg_gemm(h, op, cg_addr(h, op->out), 0);
+	return true;
+}
+
+/* ---- a GEMM and the elementwise ops after it in one call ----
+ * cuBLASLt applies a bias, GELU, or GELU's derivative to a product on its
+ * way to memory (its epilogues, rt_gemm_ep), so the product never makes a
+ * round trip through memory and the elementwise kernel is not launched:
+ * - P = A @ B; y = P + bias          one call writing y (RT_EP_BIAS)
+ * - P = A @ B; z = P + bias; y = gelu(z)
+ *                                    one call writing y, and z where
+ *                                    anything else reads it (the adjoint's)
+ * - P = A @ B; g = gelu_grad(x); y = P * g
+ *                                    one call reading x, writing y (RT_EP_DGELU),
+ *                                    and the sum of y's rows where a sum_to
+ *                                    right after takes it (the bias's gradient)
+ * The call is made where the GEMM was, so what the ops after it read must
+ * exist by then and what they write must not be touched in between (the
+ * plan gave those bytes to these values only from their ops on). Where
+ * the device has no such GEMM (the CPU; a shape cuBLASLt has no kernel
+ * for), rt_gemm_ep returns 0 and the same place makes them apart: the
+ * GEMM into y's (or z's) storage, then the ops as one fused kernel reading
+ * the product there. So on the CPU the bits are those of the ops apart,
+ * while the order and the storage are the GPU's (tests/kernels). */
+typedef struct {
+	int epi;            /* RT_EP_* */
+	int bias, aux, out; /* values: the bias (-1: none), z or x (-1: none), y */
+	int at[3], nat;     /* the ops taken: adjacent positions in the block, elementwise but a last sum_to */
+	int ew;             /* how many of them are elementwise */
+	bool aux_written;   /* z, made by the call */
+	bool bias_written;  /* the sum of y's rows, made by the call */
+} Epilogue;
+
+/* the one op of b after i that reads v, where nothing else does; -1 if none */
+static int only_reader(Host *h, Block *b, int i, int to, int v)
+{
+	if (h->uses[v] != 1 || ir_is_result(h->g->p, v))
+		return -1;
+	for (int j = i + 1; j < to; j++)
+		for (int k = 0; k < b->ops[j]->nin; k++)
+			if (b->ops[j]->in[k] == v)
+				return j;
+	return -1;
+}
+
+/* v holds n reals in a row: [n], or [1, ..., 1, n] */
+static bool row_vector(Program *p, int v, Type of)
+{
+	Type t = ir_vtype(p, v);
+	if (t.dt != of.dt || t.rank < 1 || t.dim[t.rank - 1] != of.dim[of.rank - 1])
+		return false;
+	for (int i = 0; i < t.rank - 1; i++)
+		if (t.dim[i] != 1)
+			return false;
+	return true;
+}
+
+/* op j's other operand than v, where it has two and one is v */
+static int other(const Op *op, int v)
+{
+	if (op->nin != 2 || (op->in[0] == v) == (op->in[1] == v))
+		return -1;
+	return op->in[0] == v ? op->in[1] : op->in[0];
+}
+
+/* which epilogue the ops after the GEMM b[i] make, if any */
+static bool match_epilogue(Host *h, Block *b, int i, int to, Epilogue *e)
+{
+	Program *p = h->g->p;
+	int pv = b->ops[i]->out, j = only_reader(h, b, i, to, pv);
+	if (j < 0)
+		return false;
+	Op *op = b->ops[j];
+	Type pt = ir_vtype(p, pv);
+	int x = other(op, pv);
+	if (x < 0 || !ir_type_eq(ir_vtype(p, op->out), pt))
+		return false;
+	memset(e, 0, sizeof *e);
+	e->aux = -1;
+	if (op->kind == OP_ADD && row_vector(p, x, pt)) {
+		e->bias = x, e->out = op->out, e->at[e->nat++] = j;
+		Op *next = j + 1 < to ? b->ops[j + 1] : NULL;
+		if (next && next->kind == OP_GELU && next->in[0] == op->out) {
+			e->epi = RT_EP_GELU_BIAS, e->out = next->out, e->at[e->nat++] = j + 1;
+			if (h->uses[op->out] > 1 || ir_is_result(p, op->out))
+				e->aux = op->out, e->aux_written = true;
+		} else {
+			e->epi = RT_EP_BIAS;
+		}
+		e->ew = e->nat;
+		return true;
+	}
+	Op *prev = b->ops[j - 1];
+	if (op->kind == OP_MUL && j - 1 > i && prev->kind == OP_GELU_GRAD && prev->out == x && h->uses[x] == 1 &&
+	    !ir_is_result(p, x) && ir_type_eq(ir_vtype(p, prev->in[0]), pt)) {
+		e->epi = RT_EP_DGELU, e->bias = -1, e->aux = prev->in[0], e->out = op->out;
+		e->at[e->nat++] = j - 1, e->at[e->nat++] = j;
+		e->ew = 2;
+		/* the sum over y's rows into storage of its own (not planned into the acc after it, which adds) */
+		Op *sum = j + 1 < to ? b->ops[j + 1] : NULL;
+		int64_t rows, cols;
+		if (sum && sum->kind == OP_SUM_TO && sum->in[0] == op->out && row_vector(p, sum->out, pt) &&
+		    p->values.data[sum->out].res == VR_ARENA && ir_leading_sum(p, sum, &rows, &cols))
+			e->bias = sum->out, e->bias_written = true, e->at[e->nat++] = j + 1;
+		return true;
+	}
+	return false;
+}
+
+/* whether the storage of v and w may share bytes (values without storage, such as indices, share none) */
+static bool overlaps(Cg *g, int v, int w)
+{
+	Value *x = &g->p->values.data[v], *y = &g->p->values.data[w];
+	if ((x->res != VR_ARENA && x->res != VR_ALIAS) || (y->res != VR_ARENA && y->res != VR_ALIAS))
+		return false;
+	int64_t a, b, c, d;
+	cg_extent(g, v, &a, &b);
+	cg_extent(g, w, &c, &d);
+	return a < d && c < b;
+}
+
+static bool taken(const Epilogue *e, int j)
+{
+	for (int k = 0; k < e->nat; k++)
+		if (e->at[k] == j)
+			return true;
+	return false;
+}
+
+/* whether v exists at the GEMM b[i], for the call to read: made before it, or a slice made after it of
+ * a value made before it at an index known there */
+static bool ready(Host *h, Block *b, int i, int last, int v)
+{
+	for (int j = i + 1; j <= last; j++) {
+		Op *op = b->ops[j];
+		if (op->out != v)
+			continue;
+		return op->kind == OP_SLICE && h->index[op->in[1]] && ready(h, b, i, j - 1, op->in[0]);
+	}
+	return true;
+}
+
+/* whether the call may be made at the GEMM b[i]: what it reads exists, what it writes (y, z) is read or
+ * written by nothing in between and is apart from what it reads, the rows packed (no pitch) */
+static bool may_move(Host *h, Block *b, int i, const Epilogue *e)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Op *mm = b->ops[i];
+	int last = e->at[e->nat - 1];
+	int writes[3] = {e->out, e->aux_written ? e->aux : -1, e->bias_written ? e->bias : -1};
+	int reads[4] = {mm->in[0], mm->in[1], e->bias_written ? -1 : e->bias, e->aux_written ? -1 : e->aux};
+	for (int w = 0; w < 3; w++) {
+		if (writes[w] < 0)
+			continue;
+		Type t = ir_vtype(p, writes[w]);
+		if (ir_row_pitch(p, writes[w]) != t.dim[t.rank - 1])
+			return false;
+		for (int r = 0; r < 4; r++)
+			if (reads[r] >= 0 && overlaps(g, writes[w], reads[r]))
+				return false;
+		for (int v = 0; v < w; v++)
+			if (writes[v] >= 0 && overlaps(g, writes[w], writes[v]))
+				return false;
+	}
+	for (int r = 2; r < 4; r++)
+		if (reads[r] >= 0 && !ready(h, b, i, last, reads[r]))
+			return false;
+	for (int j = i + 1; j <= last; j++) {
+		Op *op = b->ops[j];
+		if (taken(e, j))
+			continue;
+		if (ir_is_loop(op))
+			return false;
+		for (int w = 0; w < 3; w++) {
+			if (writes[w] < 0)
+				continue;
+			if (op->out >= 0 && overlaps(g, writes[w], op->out))
+				return false;
+			for (int k = 0; k < op->nin; k++)
+				if (overlaps(g, writes[w], op->in[k]))
+					return false;
+		}
+	}
+	return true;
+}
+
+/* the elementwise ops e took, made apart at the GEMM b[i] (where rt_gemm_ep did not): the GEMM into
+ * y's storage (z's where the call writes z), then the ops as one kernel, which reads the product there */
+static void apart(Host *h, Block *b, int i, const Epilogue *e, Gemm q)
+{
+	Cg *g = h->g;
+	int into = e->aux_written ? e->aux : e->out;
+	q.c = cg_addr(h, into);
+	gemm_split(h, q, 0);
+	Op *ops[2] = {b->ops[e->at[0]], e->ew > 1 ? b->ops[e->at[1]] : NULL};
+	Block run = {ops, e->ew, e->ew};
+	g->moved_from = b->ops[i]->out, g->moved_to = into;
+	if (cg_lower_fused(h, &run, 0, e->ew) != e->ew)
+		die("codegen: an epilogue's %d ops were not one kernel", e->ew);
+	g->moved_from = -1;
+	if (e->bias_written)
+		cg_leading_sum(h, b->ops[e->at[e->ew]], cg_addr(h, e->bias), 0);
+}
+
+bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Op *mm = b->ops[i];
+	Epilogue e;
+	if (!p->epilogues || h->device || ir_small_matmul(p, mm) || !match_epilogue(h, b, i, to, &e))
+		return false;
+	if (!may_move(h, b, i, &e) && e.bias_written) /* without the sum, whose storage the plan may share */
+		e.bias = -1, e.bias_written = false, e.nat--;
+	if (!may_move(h, b, i, &e))
+		return false;
+	Gemm q = gemm_of(h, mm, cg_addr(h, e.out));
+	int64_t al = 16 / q.elem;
+	/* one product of f32 or bf16, not one a bf16 split would make in two (gemm_split) */
+	if (q.batch != 1 || (q.elem != 2 && q.elem != 4) || (p->split_gemms && q.elem == 2 && (q.n % al || q.k % al)))
+		return false;
+	int64_t ldaux = e.aux >= 0 ? ir_row_pitch(p, e.aux) : 0;
+	LLVMValueRef zero = cg_i64(g, 0);
+	LLVMValueRef args[18] = {
+		h->ctx, LLVMConstInt(g->i32, (unsigned long long)e.epi, 0), LLVMConstInt(g->i32, (unsigned long long)q.elem, 0),
+		LLVMConstInt(g->i32, (unsigned long long)q.ta, 0), LLVMConstInt(g->i32, (unsigned long long)q.tb, 0),
+		cg_i64(g, q.m), cg_i64(g, q.n), cg_i64(g, q.k), q.a, cg_i64(g, q.lda), q.b, cg_i64(g, q.ldb), q.c, cg_i64(g, q.ldc),
+		LLVMConstReal(g->f64, 0), e.bias >= 0 ? cg_addr(h, e.bias) : zero, e.aux >= 0 ? cg_addr(h, e.aux) : zero,
+		cg_i64(g, ldaux),
+	};
+	LLVMTypeRef pt[18] = {g->i8p, g->i32, g->i32, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
+	                      g->i64, g->i64, g->f64, g->i64, g->i64, g->i64};
+	LLVMTypeRef ft;
+	LLVMValueRef f = cg_declare(g, "rt_gemm_ep", g->i32, pt, 18, &ft);
+	LLVMValueRef done = LLVMBuildCall2(g->b, ft, f, args, 18, "");
+	cg_cost_gemm_ep(h, e.epi, e.bias_written, q.elem, q.m, q.n, q.k, (int64_t[]){q.lda, q.ldb, q.ldc}, e.aux >= 0);
+	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "apart"),
+	                  join = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "made");
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, done, LLVMConstInt(g->i32, 0, 0), ""), no, join);
+	LLVMPositionBuilderAtEnd(g->b, no);
+	/* the fallback is not priced: the model takes the call's */
+	int64_t times = h->times;
+	h->times = 0;
+	apart(h, b, i, &e, q);
+	h->times = times;
+	LLVMBuildBr(g->b, join);
+	LLVMPositionBuilderAtEnd(g->b, join);
+	for (int k = 0; k < e.nat; k++)
+		at[k] = e.at[k];
+	*nat = e.nat;
 	return true;
 }

@@ -600,4 +600,4 @@ static void cpu_host_free(void *p) { free(p); }
 const RtDevice rt_cpu_device = {"cpu", cpu_init, cpu_alloc, cpu_h2d, cpu_host_alloc, cpu_h2d, cpu_d2h, cpu_d2h, cpu_d2d, cpu_zero,
                                 cpu_launch, cpu_gemm, cpu_sync, cpu_fence, cpu_fence, cpu_mark, cpu_mark_ms, cpu_free, cpu_host_free,
                                 cpu_copy, cpu_copy_sync, cpu_copy_sync, NULL, NULL, NULL, cpu_copy_timing, cpu_copy_span,
-                                cpu_mark_at, rt_cpu_conv, rt_cpu_attention, cpu_collective, rt_dist_drain, NULL, NULL};
+                                cpu_mark_at, rt_cpu_conv, rt_cpu_attention, cpu_collective, rt_dist_drain, NULL, NULL, NULL};

@@ -2,6 +2,7 @@
  * API; GEMMs go to cuBLAS; all work is ordered on one stream, so a step has
  * no host synchronisation until the loss is read. Every driver and cuBLAS
  * call is checked and reported with its file, line and error name. */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cudnn.h>
@@ -58,6 +59,7 @@ static CUcontext ctx;
 static CUmodule module;
 static CUstream stream;
 static cublasHandle_t blas;
+static cublasLtHandle_t lt;
 static CUfunction *fns;
 static int nfns;
 static CUevent fences[RT_FENCES];
@@ -107,6 +109,7 @@ static void gpu_init(void)
 		rt_fail(70, "internal error: the GPU rejected the generated PTX (%s): %s", n, log);
 	}
 	CUBLAS(cublasCreate(&blas));
+	CUBLAS(cublasLtCreate(&lt));
 	CUBLAS(cublasSetStream(blas, (cudaStream_t)stream));
 	CUBLAS(cublasSetMathMode(blas, rt_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 	up = true;
@@ -252,6 +255,137 @@ static void gpu_gemm(int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64
 		CUBLAS(cublasSgemmStridedBatched(blas, opb, opa, (int)n, (int)m, (int)k, &one, (const float *)b, (int)ldb, sb,
 		                                 (const float *)a, (int)lda, sa, &fb, (float *)c, (int)ldc, sc, (int)batch));
 	}
+}
+
+/* cuBLAS's workspace under --graph (captured GEMMs may not allocate their own), and cuBLASLt's: one
+ * allocation, as both run on the one stream */
+enum { GEMM_WORKSPACE = 32 << 20 };
+static uint64_t gemm_workspace(void)
+{
+	static uint64_t w;
+	if (!w && !(w = gpu_alloc(GEMM_WORKSPACE)))
+		rt_fail(1, "cannot allocate cuBLAS's %d MiB workspace", GEMM_WORKSPACE >> 20);
+	return w;
+}
+
+/* ---- GEMMs with epilogues: cuBLASLt (rt_gemm_ep) ----
+ * A call site's shape, pointers' alignments and epilogue make a plan: the
+ * descriptors and the algorithm cuBLASLt's heuristic chose, found once
+ * (a step repeats the same few shapes). The product is column-major as
+ * in gpu_gemm: cuBLASLt's A is our B, its B our A, D is C^T (n x m), so a
+ * bias of n elements is one per row of D, as cuBLASLt lays its bias. */
+typedef struct {
+	int64_t key[12];
+	bool none; /* cuBLASLt has no algorithm for it: the caller makes it apart */
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t la, lb, lc;
+	cublasLtMatmulAlgo_t algo;
+} LtPlan;
+
+static LtPlan lt_plans[128];
+static int lt_nplans;
+static char lt_shape[160]; /* the call being made, for an error's message */
+
+#define LT(call) do { \
+	cublasStatus_t s_ = (call); \
+	if (s_ != CUBLAS_STATUS_SUCCESS) \
+		rt_fail(1, "%s:%d: %s failed for %s: %s", __FILE__, __LINE__, #call, lt_shape, cublasGetStatusName(s_)); \
+} while (0)
+
+/* the largest power of two up to 256 that divides p (0: 256) */
+static uint32_t align_of(uint64_t p)
+{
+	uint32_t a = 256;
+	while (a > 1 && p % a)
+		a /= 2;
+	return a;
+}
+
+static cublasLtEpilogue_t lt_epilogue(int epi, uint64_t bias, uint64_t aux)
+{
+	switch (epi) {
+	case RT_EP_BIAS: return CUBLASLT_EPILOGUE_BIAS;
+	case RT_EP_GELU_BIAS: return aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+	case RT_EP_DGELU: return bias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+	case RT_EP_BGRAD: return CUBLASLT_EPILOGUE_BGRADA;
+	default: rt_fail(70, "internal error: rt_gemm_ep's epilogue %d", epi);
+	}
+}
+
+static LtPlan *lt_plan(const int64_t *key, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                       int64_t lda, int64_t ldb, int64_t ldc, cublasLtEpilogue_t ep, uint64_t bias, uint64_t aux,
+                       int64_t ldaux, const uint32_t *align)
+{
+	for (int i = 0; i < lt_nplans; i++)
+		if (!memcmp(lt_plans[i].key, key, sizeof lt_plans[i].key))
+			return &lt_plans[i];
+	if (lt_nplans == (int)(sizeof lt_plans / sizeof lt_plans[0]))
+		rt_fail(70, "internal error: more than %d GEMM shapes with epilogues", lt_nplans);
+	LtPlan *q = &lt_plans[lt_nplans++];
+	memcpy(q->key, key, sizeof q->key);
+	cudaDataType_t t = elem_bytes == 2 ? CUDA_R_16BF : CUDA_R_32F;
+	cublasComputeType_t ct = elem_bytes == 4 && rt_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	LT(cublasLtMatmulDescCreate(&q->desc, ct, CUDA_R_32F));
+	int32_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+	uint32_t e = (uint32_t)ep;
+	LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+	LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+	LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+	/* the heuristic reads the bias and aux pointers' alignment (the key holds it) */
+	LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+	if (aux) {
+		LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+		LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof ldaux));
+	}
+	LT(cublasLtMatrixLayoutCreate(&q->la, t, (uint64_t)(tb ? k : n), (uint64_t)(tb ? n : k), ldb));
+	LT(cublasLtMatrixLayoutCreate(&q->lb, t, (uint64_t)(ta ? m : k), (uint64_t)(ta ? k : m), lda));
+	LT(cublasLtMatrixLayoutCreate(&q->lc, t, (uint64_t)n, (uint64_t)m, ldc));
+	cublasLtMatmulPreference_t pref;
+	LT(cublasLtMatmulPreferenceCreate(&pref));
+	uint64_t ws = GEMM_WORKSPACE;
+	LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+	static const cublasLtMatmulPreferenceAttributes_t at[4] = {
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+	for (int i = 0; i < 4; i++)
+		LT(cublasLtMatmulPreferenceSetAttribute(pref, at[i], &align[i], sizeof align[i]));
+	cublasLtMatmulHeuristicResult_t r;
+	int found = 0;
+	cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1, &r, &found);
+	LT(cublasLtMatmulPreferenceDestroy(pref));
+	if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+		q->none = true;
+		return q;
+	}
+	LT(s);
+	q->algo = r.algo;
+	return q;
+}
+
+static int gpu_gemm_ep(int epi, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
+                       uint64_t b, int64_t ldb, uint64_t c, int64_t ldc, double beta, uint64_t bias, uint64_t aux,
+                       int64_t ldaux)
+{
+	if (elem_bytes != 2 && elem_bytes != 4)
+		return 0;
+	cublasLtEpilogue_t ep = lt_epilogue(epi, bias, aux);
+	snprintf(lt_shape, sizeof lt_shape, "a GEMM of [%lld x %lld x %lld]%s%s in %s with epilogue %d", (long long)m,
+	         (long long)n, (long long)k, ta ? " A^T" : "", tb ? " B^T" : "", elem_bytes == 2 ? "bf16" : "f32", (int)ep);
+	/* A and B as cuBLASLt names them (our B and A), C and D */
+	uint32_t align[4] = {align_of(b), align_of(a), align_of(c), align_of(c)};
+	int64_t key[12] = {(int64_t)ep | (int64_t)elem_bytes << 16 | (int64_t)ta << 24 | (int64_t)tb << 25 | (int64_t)(beta != 0) << 26,
+	                   m, n, k, lda, ldb, ldc, ldaux, align[0] | (int64_t)align[1] << 16 | (int64_t)align[2] << 32,
+	                   align_of(bias) | (int64_t)align_of(aux) << 16 | (int64_t)!!bias << 32 | (int64_t)!!aux << 33, 0, 0};
+	LtPlan *q = lt_plan(key, elem_bytes, ta, tb, m, n, k, lda, ldb, ldc, ep, bias, aux, ldaux, align);
+	if (q->none)
+		return 0;
+	LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+	if (aux)
+		LT(cublasLtMatmulDescSetAttribute(q->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+	float one = 1, fb = (float)beta;
+	LT(cublasLtMatmul(lt, q->desc, &one, (const void *)b, q->la, (const void *)a, q->lb, &fb, (const void *)c, q->lc,
+	                  (void *)c, q->lc, &q->algo, (void *)gemm_workspace(), GEMM_WORKSPACE, (cudaStream_t)stream));
+	return 1;
 }
 
 /* rt_gemm_items: cublasGemmBatchedEx over arrays of every item's and
@@ -867,13 +1001,10 @@ static CUgraphExec graph_exec;
 
 static void gpu_graph_begin(void)
 {
-	static uint64_t workspace;
-	enum { WORKSPACE = 32 << 20 };
-	if (!workspace) {
-		if (!(workspace = gpu_alloc(WORKSPACE)))
-			rt_fail(1, "cannot allocate cuBLAS's %d MiB workspace for --graph", WORKSPACE >> 20);
-		CUBLAS(cublasSetWorkspace(blas, (void *)workspace, WORKSPACE));
-	}
+	static bool set;
+	if (!set)
+		CUBLAS(cublasSetWorkspace(blas, (void *)gemm_workspace(), GEMM_WORKSPACE));
+	set = true;
 	CU(p_cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED));
 }
 
@@ -894,4 +1025,5 @@ const RtDevice rt_cuda_device = {"cuda", gpu_init, gpu_alloc, gpu_h2d, gpu_host_
                                  gpu_d2d, gpu_zero, gpu_launch, gpu_gemm, gpu_sync, gpu_fence, gpu_fence_wait, gpu_mark,
                                  gpu_mark_ms, gpu_free, gpu_host_free, gpu_copy, gpu_copy_wait, gpu_copy_sync,
                                  gpu_graph_begin, gpu_graph_end, gpu_graph_launch, gpu_copy_timing, gpu_copy_span, gpu_mark_at,
-                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait, gpu_gemm_items, gpu_thread_init};
+                                 gpu_conv, NULL, gpu_collective, gpu_collective_wait, gpu_gemm_items, gpu_gemm_ep,
+                                 gpu_thread_init};

@@ -106,6 +106,10 @@ build)
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_fma.$gpu.json >/dev/null || exit 1
 		DPC_GEMM_SPLIT=off bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_whole.$gpu.json >/dev/null || exit 1
+		DPC_EPILOGUE=off bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_apart.$gpu.json >/dev/null || exit 1
+		DPC_EPILOGUE=off bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_apart.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp \
 			--emit=schedule --schedule-json $B/kernels/resnet56.$gpu.json >/dev/null || exit 1
 		bin/dpc --target cuda --gpu $gpu -D L=256 --checkpoint binomial --snapshots 20 --stream params --device-mem 128M \
@@ -150,6 +154,18 @@ build)
 	bin/dpc --target cuda --precision bf16 -D V=251 -D B=8 samples/gpt.dp -o $B/gpt_v251.cudabf || exit 1
 	DPC_GEMM_SPLIT=off bin/dpc --target cuda --precision bf16 -D V=251 -D B=8 samples/gpt.dp -o $B/gpt_v251.cudabf_whole || exit 1
 	bin/dpc --target cpu -D V=251 -D B=8 samples/gpt.dp -o $B/gpt_v251.cpu || exit 1
+	# GEMMs with cuBLASLt's epilogues (codegen/linalg.c, 2026-12-05; never run on a GPU before): GPT at D = 128
+	# (its GEMMs cuBLAS's, not small kernels) with them and apart (DPC_EPILOGUE=off), f32 and bf16, and the CPU's
+	# f32; GPT-2 apart for bench/gpu_quick.sh
+	for pr in f32 bf16; do
+		bin/dpc --target cuda --precision $pr -D D=128 -D B=8 samples/gpt.dp -o $B/gpt_ep.$pr || exit 1
+		DPC_EPILOGUE=off bin/dpc --target cuda --precision $pr -D D=128 -D B=8 samples/gpt.dp -o $B/gpt_ep.$pr.off || exit 1
+	done
+	bin/dpc --target cpu -D D=128 -D B=8 samples/gpt.dp -o $B/gpt_ep.cpu || exit 1
+	DPC_EPILOGUE=off bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
+		-o $B/gpt2_apart.cuda || exit 1
+	DPC_EPILOGUE=off bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
+		-o $B/gpt2bf_apart.cuda || exit 1
 	# f32 and f64 attention on dpc's FMA kernels (DPC_ATTN_GEMM=off; attn_fma.c, 2026-12-03, never run on a GPU
 	# before): the attention op programs against the CPU and finite differences in f64, GPT's fused passes
 	# bitwise as apart
@@ -239,7 +255,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_fma.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | gpt2bf_whole.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_fma.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | gpt2bf_whole.cuda | gpt2_apart.cuda | gpt2bf_apart.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -328,6 +344,27 @@ for x in cudabf cudabf_whole; do
 			$TEST_OUT/gv.$x.g $TEST_OUT/gv.$x.cpu.g 0.03
 	else
 		notok "gpu/gemm $x at V = 251: run" $TEST_OUT/gv.$x.log
+	fi
+done
+# GEMMs with cuBLASLt's epilogues (bias; bias and GELU, z beside; GELU's derivative): GPT at D = 128, its first
+# gradients against the same plan apart (DPC_EPILOGUE=off) and the CPU's f32 at the same parameters, f32 within
+# 1e-3 (the epilogue's GELU is cuBLASLt's), bf16 within 3% (one rounding fewer); and the epilogues taken, not
+# made apart (--profile names each call)
+for pr in f32 bf16; do
+	tol=1e-3
+	[ $pr = bf16 ] && tol=0.03
+	if $B/gpt_ep.$pr --steps 1 --lr 0 --quiet --save $TEST_OUT/ge.$pr.p --dump-grads $TEST_OUT/ge.$pr.g >$TEST_OUT/ge.$pr.log 2>&1 &&
+		$B/gpt_ep.$pr.off --steps 1 --lr 0 --quiet --init $TEST_OUT/ge.$pr.p --dump-grads $TEST_OUT/ge.$pr.off.g >>$TEST_OUT/ge.$pr.log 2>&1 &&
+		$B/gpt_ep.cpu --steps 1 --lr 0 --quiet --init $TEST_OUT/ge.$pr.p --dump-grads $TEST_OUT/ge.$pr.cpu.g >>$TEST_OUT/ge.$pr.log 2>&1; then
+		COMPARE_FLOOR=1e-4 check "gpu/epilogues $pr: GPT's gradients within $tol of apart" compare_grads $TEST_OUT/ge.$pr.g \
+			$TEST_OUT/ge.$pr.off.g $tol
+		COMPARE_FLOOR=1e-4 check "gpu/epilogues $pr: GPT's gradients within $tol of the CPU's f32" compare_grads $TEST_OUT/ge.$pr.g \
+			$TEST_OUT/ge.$pr.cpu.g $tol
+		check "gpu/epilogues $pr: cuBLASLt made them (--profile's gemm+bias, gemm+gelu_bias, gemm+dgelu)" bash -c \
+			"$B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile 2>&1 | grep -q 'gemm+bias' && $B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile 2>&1 |
+			grep -q 'gemm+gelu_bias' && $B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile 2>&1 | grep -q 'gemm+dgelu'"
+	else
+		notok "gpu/epilogues $pr: run" $TEST_OUT/ge.$pr.log
 	fi
 done
 if DPC_GEMM_BATCHED=1 $B/gpt.cuda --steps 3 --lr 0.01 --quiet --dump-grads $TEST_OUT/gb.g >$TEST_OUT/gb.log 2>&1; then

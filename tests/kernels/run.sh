@@ -154,8 +154,9 @@ check "kernels/FMA attention: the model's instructions a step within 10% of the 
 	bash -c "python3 tests/kernels/fma_steps.py '$o/gpt2fma1.json' '$o/gpt2fma.ptx' && python3 tests/kernels/fma_steps.py '$o/fma128_1.json' '$o/fma128.ptx'"
 # the elementwise kernels' instructions a work item, counted in the PTX (cost.c, ptx_instr) as
 # tests/kernels/ptx_items.py counts them on its own, and GPT-2's GELU in bf16 priced by them: issue-bound
-# (the H200 measured its 24 launches at 7.57 ms on 2026-12-04; their bytes at the bandwidth are 2.0)
-"$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D L=1 -D B=32 samples/gpt.dp --emit=ptx -o "$o/items.ptx" \
+# (the H200 measured its 24 launches at 7.57 ms on 2026-12-04; their bytes at the bandwidth are 2.0). The
+# GELU kernels as they ran then, apart from the GEMMs (DPC_EPILOGUE=off)
+DPC_EPILOGUE=off "$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D L=1 -D B=32 samples/gpt.dp --emit=ptx -o "$o/items.ptx" \
 	--schedule-json "$o/items.json" >/dev/null 2>&1
 check "kernels/elementwise kernels: instructions a work item as the PTX has them; GPT-2's GELU bound by issuing them" \
 	python3 tests/kernels/ptx_items.py "$o/items.json" "$o/items.ptx"
@@ -326,11 +327,11 @@ for f, measured in ((sys.argv[1], 2.2), (sys.argv[2], 6.5)):
 # the issue's 0.8 to 1.25 (rows an element at a time a lane: DPC_ROW_VECTORS=off). Part of the constants
 # were fitted to that profile (docs/kernels.md): this says the model is consistent with it, and should
 # move to each new profile's figures
-export DPC_ROW_VECTORS=off
+export DPC_ROW_VECTORS=off DPC_EPILOGUE=off
 DPC_PITCH=off DPC_ATTN_GEMM=on "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels >"$o/m_f32.txt" 2>&1
 DPC_PITCH=off DPC_ATTN_GEMM=on "$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D B=32 samples/gpt.dp --emit=kernels >"$o/m_bf16.txt" 2>&1
 "$DPC" --target cuda --gpu h200 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp --emit=kernels >"$o/m_resnet.txt" 2>&1
-unset DPC_ROW_VECTORS
+unset DPC_ROW_VECTORS DPC_EPILOGUE
 check "kernels/calibration: the steps within 0.8-1.25 of the H200's measured ($(ms "$o/m_f32.txt"), $(ms "$o/m_bf16.txt"), $(ms "$o/m_resnet.txt") ms against 188.47, 220.40, 19.19)" \
 	python3 -c "
 import sys
@@ -341,10 +342,11 @@ for p, m in zip(sys.argv[1:4], (188.47, 220.40, 19.19)):
 # PTX, layernorm and the loss's kernels load and store 16 bytes a lane (bf16 as four 32-bit words), and
 # embed_grad reads its ids 4 to a load; only DPC_ROW_VECTORS=off takes them back to an element at a
 # time; the model prices the vectors so
-rows_ptx() { # NAME ARGS...: GPT-2's shapes, two layers of them (the kernels are the same at twelve)
+rows_ptx() { # NAME ARGS...: GPT-2's shapes, two layers of them (the kernels are the same at twelve), the GELU
+	# kernels apart from the GEMMs (DPC_EPILOGUE=off) as they were measured
 	local n=$1
 	shift
-	"$DPC" --target cuda "$@" $gpt2 -D L=2 samples/gpt.dp --emit=ptx -o "$o/rows_$n.ptx" --schedule-json "$o/rows_$n.json" >/dev/null 2>&1
+	DPC_EPILOGUE=off "$DPC" --target cuda "$@" $gpt2 -D L=2 samples/gpt.dp --emit=ptx -o "$o/rows_$n.ptx" --schedule-json "$o/rows_$n.json" >/dev/null 2>&1
 }
 rows_ptx bf --precision bf16 -D B=32
 DPC_ROW_VECTORS=off rows_ptx bf_scalar --precision bf16 -D B=32
@@ -395,6 +397,71 @@ bf_vec=$("$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D B=32 samples/
 check "kernels/rows in vectors: GPT-2 bf16's predicted step on the H200 $bf_vec ms, under PyTorch eager's measured 126.9 (an element at a time: $bf_scalar)" \
 	python3 -c "import sys; v, s = float('$bf_vec'), float('$bf_scalar'); sys.exit(not (v <= 126.9 and v < s))"
 expect "kernels/DPC_ROW_VECTORS: on or off" 1 "DPC_ROW_VECTORS takes on or off" env DPC_ROW_VECTORS=yes "$DPC" --target cuda --emit=kernels samples/gpt.dp
+
+# GEMM epilogues (codegen/linalg.c, cg_gemm_epilogue; cuBLASLt's on the GPU): in GPT-2's plans every bias
+# added after a GEMM, the MLP's bias and GELU (with z, which the adjoint reads, written beside) and GELU's
+# derivative in the adjoint are the GEMMs' epilogues: per layer the 4 attention GEMMs and the projection
+# + bias, the first MLP GEMM + bias and GELU, its adjoint into x + GELU's derivative; no GELU kernel
+# left, 84 launches fewer than apart (DPC_EPILOGUE=off), and the step predicted lower
+for pr in f32 bf16; do
+	b=8
+	[ $pr = bf16 ] && b=32
+	plan ep_$pr $gpt2 -D B=$b --precision $pr --gpu h200 samples/gpt.dp
+	DPC_EPILOGUE=off plan ep_${pr}_off $gpt2 -D B=$b --precision $pr --gpu h200 samples/gpt.dp
+done
+epilogues() {
+	python3 - "$@" <<'PY'
+import json, sys
+for on, off in zip(sys.argv[1::2], sys.argv[2::2]):
+    ks, ko = (json.load(open(f))['kernels'] for f in (on, off))
+    count = lambda ks, p: sum(k['count'] for k in ks if k['name'].startswith(p))
+    m = 32768 if 'bf16' in on else 8192
+    got = {p: count(ks, p) for p in ('gemm+bias[%d,768,768]' % m, 'gemm+bias[%d,768,3072]' % m,
+                                    'gemm+gelu_bias[%d,3072,768]' % m, 'gemm+dgelu[%d,3072,768]' % m)}
+    assert list(got.values()) == [48, 12, 12, 12], (on, got)
+    assert count(ks, 'fused[') < count(ko, 'fused[') and not [k for k in ks if k['name'].endswith(',3072]') and k['name'].startswith('fused[')], on
+    launches = lambda ks: sum(k['count'] for k in ks)
+    assert launches(ko) - launches(ks) == 84, (on, launches(ko), launches(ks))
+PY
+}
+check "kernels/epilogues: GPT-2's biases, GELU and its derivative in the GEMMs (fp32 and bf16), 84 launches fewer" \
+	epilogues "$o/ep_f32.json" "$o/ep_f32_off.json" "$o/ep_bf16.json" "$o/ep_bf16_off.json"
+for pr in f32 bf16; do
+	b=8
+	[ $pr = bf16 ] && b=32
+	on=$("$DPC" --target cuda --gpu h200 --precision $pr $gpt2 -D B=$b samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
+	off=$(DPC_EPILOGUE=off "$DPC" --target cuda --gpu h200 --precision $pr $gpt2 -D B=$b samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
+	check "kernels/epilogues: GPT-2 $pr's predicted step on the H200 $on ms, apart $off" \
+		python3 -c "import sys; sys.exit(not float('$on') < float('$off'))"
+done
+# on the CPU rt_gemm_ep makes nothing: each epilogue's ops are made apart at the GEMM, the product in
+# their result's storage (the GPU's order and storage), so the bits must be those of the plain schedule
+# (DPC_EPILOGUE=off): 3 SGD or AdamW steps, the saved parameters byte for byte, and the epilogues there
+ep_same() { # NAME KINDS SRC ARGS...: KINDS the epilogues (RT_EP_*) the plan must make, as "1 2 3"
+	local name=$1 kinds=$2 src=$3
+	shift 3
+	for m in on off; do
+		DPC_EPILOGUE=$m "$DPC" --target cpu "$@" "$src" -o "$o/ep_$name.$m" >/dev/null 2>&1 &&
+			"$o/ep_$name.$m" --steps 3 --quiet --save "$o/ep_$name.$m.st" >/dev/null || return 1
+	done
+	local got
+	got=$(DPC_EPILOGUE=on "$DPC" --target cpu "$@" "$src" --emit=llvm 2>/dev/null |
+		sed -n 's/.*call i32 @rt_gemm_ep(i8\* %[0-9]*, i32 \([0-9]\),.*/\1/p' | sort -u | tr '\n' ' ')
+	[ "$got" = "$kinds " ] || { echo "epilogues made: '$got', want '$kinds'"; return 1; }
+	cmp "$o/ep_$name.on.st" "$o/ep_$name.off.st"
+}
+check "kernels/epilogues on the CPU: gpt.dp (D = 64) bitwise as apart" ep_same gpt "1 2 3" samples/gpt.dp -D D=64 -D B=8
+check "kernels/epilogues on the CPU: gpt.dp in bf16 bitwise as apart" ep_same gpt_bf16 "1 2 3" samples/gpt.dp -D D=64 -D B=8 --precision bf16
+check "kernels/epilogues on the CPU: gpt.dp in bf16-mixed with AdamW bitwise as apart" ep_same gpt_mixed "1 2 3" samples/gpt.dp \
+	-D D=64 -D B=8 --precision bf16-mixed --optimizer adam
+check "kernels/epilogues on the CPU: gpt.dp under min-memory bitwise as apart" ep_same gpt_min "1 2" samples/gpt.dp -D D=64 -D B=8 \
+	--checkpoint min-memory
+check "kernels/epilogues on the CPU: gpt.dp in 2 MB (recomputed, streamed) bitwise as apart" ep_same gpt_2m "1 2" samples/gpt.dp \
+	-D D=64 -D B=8 -D L=4 --device-mem 2M
+check "kernels/epilogues on the CPU: gpt.dp under binomial checkpoints bitwise as apart" ep_same gpt_bin "1 2 3" samples/gpt.dp \
+	-D D=64 -D B=8 -D L=6 --checkpoint binomial
+check "kernels/epilogues on the CPU: resmlp.dp bitwise as apart" ep_same resmlp "1" samples/resmlp.dp
+expect "kernels/DPC_EPILOGUE: on or off" 1 "DPC_EPILOGUE takes on or off" env DPC_EPILOGUE=yes "$DPC" --emit=ir samples/gpt.dp
 
 # --emit=kernels: the table, on the GPU named
 "$DPC" --target cuda --emit=kernels $gpt2 -D B=8 samples/gpt.dp >"$o/gpt2_h100.txt" 2>&1
