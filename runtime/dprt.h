@@ -107,6 +107,8 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
  * - RT_EP_DGELU: C = P * gelu'(aux), aux read; where bias is not 0, each column's sum of C
  *   written to it (n elements);
  * - RT_EP_BGRAD: C as rt_gemm's, and bias[j] = the sum over the depth of op(B)'s column j.
+ * GELU and its derivative take beta 0 only (cuBLASLt would apply them to P + C); the aux matrix's
+ * leading dimension a multiple of 8, at least n.
  * Returns 1, or 0 where the device has no such GEMM (the CPU, or no algorithm in cuBLASLt for
  * the shape): nothing was written, and the caller makes it apart. elem_bytes: 2 or 4. RT_EP_*: abi.h. */
 int rt_gemm_ep(RtCtx *c, int epi, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k,

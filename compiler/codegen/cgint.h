@@ -381,7 +381,13 @@ void cg_gemm(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* the GEMM b[i] and the elementwise ops after it that an epilogue applies in one call (rt_gemm_ep), where
  * Program.epilogues asks: false if none; else the positions of the ops it took in at[0..*nat) */
 bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat);
+/* the sum over leading axes b[i] (a bias's gradient, dY's column sums) made by the call of a later GEMM
+ * X^T @ dY (the weight's gradient) as its epilogue: false if none; else the positions of the ops it took
+ * (the GEMM, and the acc it adds into) in at[0..*nat) */
+bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat);
 #define CG_EPILOGUE_OPS 3
+/* host.c: the acc after the GEMM b[i] that absorbs its product, or -1 */
+int cg_absorbed_acc(Host *h, Block *b, int i, int to);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);
 /* reduce.c: the log-sum-exp of C entries of x from base (split: the lanes share the row), and their max */
 LLVMValueRef cg_row_lse(K *k, LLVMValueRef x, LLVMValueRef base, int64_t C, bool split, LLVMValueRef *max_out);

@@ -190,7 +190,7 @@ static bool planned_into(Program *p, const Op *op)
  * makes: when nothing in between touches its variable, the GEMM adds into
  * the variable itself (beta = 1), saving the product's round trip through
  * memory and a kernel. Returns the acc's position, or -1. */
-static int absorbed_acc(Host *h, Block *b, int i, int to)
+int cg_absorbed_acc(Host *h, Block *b, int i, int to)
 {
 	Program *p = h->g->p;
 	Op *op = b->ops[i];
@@ -302,7 +302,7 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			continue;
 		int64_t m, n;
 		int at[CG_EPILOGUE_OPS], nat;
-		int j = ir_adds_into(op) ? absorbed_acc(h, b, i, to) : -1;
+		int j = ir_adds_into(op) ? cg_absorbed_acc(h, b, i, to) : -1;
 		if (planned_into(h->g->p, op) && j < 0)
 			die("codegen: %s was planned added into its acc, which cannot absorb it", ir_value_name(h->g->p, op->out));
 		if (j >= 0) {
@@ -316,7 +316,8 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			vec_push(&absorbed, b->ops[j]);
 		} else if (ir_ops[op->kind].flags & OPF_EW) {
 			i += cg_lower_fused(h, b, i, held_after(held.data, held.len, i, to)) - 1;
-		} else if (op->kind == OP_MATMUL && cg_gemm_epilogue(h, b, i, to, at, &nat)) {
+		} else if ((op->kind == OP_MATMUL && cg_gemm_epilogue(h, b, i, to, at, &nat)) ||
+		           (op->kind == OP_SUM_TO && cg_gemm_bgrad(h, b, i, to, at, &nat))) {
 			for (int k = 0; k < nat; k++)
 				vec_push(&held, at[k]);
 		} else if (op->kind == OP_ATTENTION && i + 1 < to && ir_attn_lse_fused(b, i + 1)) {

@@ -293,25 +293,41 @@ static bool overlaps(Cg *g, int v, int w)
 	return a < d && c < b;
 }
 
-static bool taken(const Epilogue *e, int j)
-{
-	for (int k = 0; k < e->nat; k++)
-		if (e->at[k] == j)
-			return true;
-	return false;
-}
-
-/* whether v exists at the GEMM b[i], for the call to read: made before it, or a slice made after it of
- * a value made before it at an index known there */
+/* whether v exists at b[i], for the call made there to read: made before it, or made after it as a view
+ * (a slice at an index known at b[i], a reshape) of a value that exists there */
 static bool ready(Host *h, Block *b, int i, int last, int v)
 {
 	for (int j = i + 1; j <= last; j++) {
 		Op *op = b->ops[j];
 		if (op->out != v)
 			continue;
-		return op->kind == OP_SLICE && h->index[op->in[1]] && ready(h, b, i, j - 1, op->in[0]);
+		if (h->g->p->values.data[v].res != VR_ALIAS)
+			return false;
+		if (op->kind == OP_SLICE)
+			return h->index[op->in[1]] && ready(h, b, i, j - 1, op->in[0]);
+		return op->kind == OP_RESHAPE && ready(h, b, i, j - 1, op->in[0]);
 	}
 	return true;
+}
+
+/* whether an op of b in (i, last], other than those at skip[0..nskip), reads or writes bytes of v, or is a
+ * loop (whose body is not looked into) */
+static bool touched(Host *h, Block *b, int i, int last, const int *skip, int nskip, int v)
+{
+	for (int j = i + 1; j <= last; j++) {
+		Op *op = b->ops[j];
+		bool skipped = false;
+		for (int k = 0; k < nskip; k++)
+			skipped |= skip[k] == j;
+		if (skipped)
+			continue;
+		if (ir_is_loop(op) || (op->out >= 0 && overlaps(h->g, v, op->out)))
+			return true;
+		for (int k = 0; k < op->nin; k++)
+			if (overlaps(h->g, v, op->in[k]))
+				return true;
+	}
+	return false;
 }
 
 /* whether the call may be made at the GEMM b[i]: what it reads exists, what it writes (y, z) is read or
@@ -340,23 +356,49 @@ static bool may_move(Host *h, Block *b, int i, const Epilogue *e)
 	for (int r = 2; r < 4; r++)
 		if (reads[r] >= 0 && !ready(h, b, i, last, reads[r]))
 			return false;
-	for (int j = i + 1; j <= last; j++) {
-		Op *op = b->ops[j];
-		if (taken(e, j))
-			continue;
-		if (ir_is_loop(op))
+	for (int w = 0; w < 3; w++)
+		if (writes[w] >= 0 && touched(h, b, i, last, e->at, e->nat, writes[w]))
 			return false;
-		for (int w = 0; w < 3; w++) {
-			if (writes[w] < 0)
-				continue;
-			if (op->out >= 0 && overlaps(g, writes[w], op->out))
-				return false;
-			for (int k = 0; k < op->nin; k++)
-				if (overlaps(g, writes[w], op->in[k]))
-					return false;
-		}
-	}
 	return true;
+}
+
+/* where ep_call left off: the block after the call, and the step's count of its launches */
+typedef struct {
+	LLVMBasicBlockRef join;
+	int64_t times;
+} Made;
+
+/* The call rt_gemm_ep(q, epi, ...), priced; the builder is left where it returned 0, for the caller to make
+ * the same apart (not priced: the model takes the call's), then ep_made. */
+static Made ep_call(Host *h, int epi, bool bgrad, const Gemm *q, double beta, LLVMValueRef bias, LLVMValueRef aux,
+                    int64_t ldaux)
+{
+	Cg *g = h->g;
+	LLVMValueRef args[18] = {
+		h->ctx, LLVMConstInt(g->i32, (unsigned long long)epi, 0), LLVMConstInt(g->i32, (unsigned long long)q->elem, 0),
+		LLVMConstInt(g->i32, (unsigned long long)q->ta, 0), LLVMConstInt(g->i32, (unsigned long long)q->tb, 0),
+		cg_i64(g, q->m), cg_i64(g, q->n), cg_i64(g, q->k), q->a, cg_i64(g, q->lda), q->b, cg_i64(g, q->ldb), q->c,
+		cg_i64(g, q->ldc), LLVMConstReal(g->f64, beta), bias, aux, cg_i64(g, ldaux),
+	};
+	LLVMTypeRef pt[18] = {g->i8p, g->i32, g->i32, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
+	                      g->i64, g->i64, g->f64, g->i64, g->i64, g->i64};
+	LLVMTypeRef ft;
+	LLVMValueRef f = cg_declare(g, "rt_gemm_ep", g->i32, pt, 18, &ft);
+	LLVMValueRef done = LLVMBuildCall2(g->b, ft, f, args, 18, "");
+	cg_cost_gemm_ep(h, epi, bgrad, q->elem, q->m, q->n, q->k, (int64_t[]){q->lda, q->ldb, q->ldc}, ldaux > 0);
+	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "apart");
+	Made m = {LLVMAppendBasicBlockInContext(g->ctx, h->fn, "made"), h->times};
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, done, LLVMConstInt(g->i32, 0, 0), ""), no, m.join);
+	LLVMPositionBuilderAtEnd(g->b, no);
+	h->times = 0;
+	return m;
+}
+
+static void ep_made(Host *h, Made m)
+{
+	h->times = m.times;
+	LLVMBuildBr(h->g->b, m.join);
+	LLVMPositionBuilderAtEnd(h->g->b, m.join);
 }
 
 /* the elementwise ops e took, made apart at the GEMM b[i] (where rt_gemm_ep did not): the GEMM into
@@ -395,33 +437,74 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat)
 	if (q.batch != 1 || (q.elem != 2 && q.elem != 4) || (p->split_gemms && q.elem == 2 && (q.n % al || q.k % al)))
 		return false;
 	int64_t ldaux = e.aux >= 0 ? ir_row_pitch(p, e.aux) : 0;
+	if (ldaux % 8) /* cuBLASLt takes an aux matrix of rows a multiple of 8 elements */
+		return false;
 	LLVMValueRef zero = cg_i64(g, 0);
-	LLVMValueRef args[18] = {
-		h->ctx, LLVMConstInt(g->i32, (unsigned long long)e.epi, 0), LLVMConstInt(g->i32, (unsigned long long)q.elem, 0),
-		LLVMConstInt(g->i32, (unsigned long long)q.ta, 0), LLVMConstInt(g->i32, (unsigned long long)q.tb, 0),
-		cg_i64(g, q.m), cg_i64(g, q.n), cg_i64(g, q.k), q.a, cg_i64(g, q.lda), q.b, cg_i64(g, q.ldb), q.c, cg_i64(g, q.ldc),
-		LLVMConstReal(g->f64, 0), e.bias >= 0 ? cg_addr(h, e.bias) : zero, e.aux >= 0 ? cg_addr(h, e.aux) : zero,
-		cg_i64(g, ldaux),
-	};
-	LLVMTypeRef pt[18] = {g->i8p, g->i32, g->i32, g->i32, g->i32, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64, g->i64,
-	                      g->i64, g->i64, g->f64, g->i64, g->i64, g->i64};
-	LLVMTypeRef ft;
-	LLVMValueRef f = cg_declare(g, "rt_gemm_ep", g->i32, pt, 18, &ft);
-	LLVMValueRef done = LLVMBuildCall2(g->b, ft, f, args, 18, "");
-	cg_cost_gemm_ep(h, e.epi, e.bias_written, q.elem, q.m, q.n, q.k, (int64_t[]){q.lda, q.ldb, q.ldc}, e.aux >= 0);
-	LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "apart"),
-	                  join = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "made");
-	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, done, LLVMConstInt(g->i32, 0, 0), ""), no, join);
-	LLVMPositionBuilderAtEnd(g->b, no);
-	/* the fallback is not priced: the model takes the call's */
-	int64_t times = h->times;
-	h->times = 0;
+	Made m = ep_call(h, e.epi, e.bias_written, &q, 0, e.bias >= 0 ? cg_addr(h, e.bias) : zero,
+	                 e.aux >= 0 ? cg_addr(h, e.aux) : zero, ldaux);
 	apart(h, b, i, &e, q);
-	h->times = times;
-	LLVMBuildBr(g->b, join);
-	LLVMPositionBuilderAtEnd(g->b, join);
+	ep_made(h, m);
 	for (int k = 0; k < e.nat; k++)
 		at[k] = e.at[k];
 	*nat = e.nat;
+	return true;
+}
+
+/* ---- a bias's gradient in the weight's GEMM ----
+ * A linear layer's adjoint sums dY over its rows (a sum_to, the bias's
+ * gradient) and multiplies X^T @ dY (the weight's gradient, most often
+ * added into its acc): the GEMM reduces over the same rows, so cuBLASLt's
+ * BGRADA epilogue writes the sum as it goes. The sum_to comes first in the
+ * program, so the call is made there, the GEMM (and the acc it adds into)
+ * taken from later: what it reads must exist then, and what it writes be
+ * touched by nothing in between. Apart: the sum and the GEMM there. */
+bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Op *sum = b->ops[i];
+	int64_t rows, cols;
+	if (!p->epilogues || h->device || !ir_leading_sum(p, sum, &rows, &cols) || p->values.data[sum->out].res != VR_ARENA)
+		return false;
+	int y = sum->in[0], j = i + 1;
+	/* the first GEMM after it of X^T and dY (as it is, or a view of its rows) */
+	for (; j < to; j++) {
+		Op *op = b->ops[j];
+		int x = op->kind == OP_MATMUL && op->attr.mm.ta && !op->attr.mm.tb ? op->in[1] : -1;
+		Value *xv = x >= 0 ? &p->values.data[x] : NULL;
+		if (x == y || (xv && xv->def && xv->def->kind == OP_RESHAPE && xv->def->in[0] == y))
+			break;
+	}
+	if (j == to || ir_small_matmul(p, b->ops[j]))
+		return false;
+	Op *mm = b->ops[j];
+	Type yt = ir_vtype(p, y);
+	if (ir_vtype(p, mm->in[1]).dim[ir_vtype(p, mm->in[1]).rank - 1] != yt.dim[yt.rank - 1] ||
+	    !row_vector(p, sum->out, yt))
+		return false;
+	int acc = cg_absorbed_acc(h, b, j, to);
+	if (acc < 0 && p->values.data[mm->out].alias_index == IR_ACC_INTO)
+		return false;
+	int dst = acc >= 0 ? b->ops[acc]->in[0] : mm->out;
+	int skip[2] = {j, acc};
+	Gemm q = gemm_of(h, mm, acc >= 0 ? cg_acc_target(h, b->ops[acc]) : cg_addr(h, mm->out));
+	int64_t al = 16 / q.elem;
+	if (q.batch != 1 || (q.elem != 2 && q.elem != 4) || (p->split_gemms && q.elem == 2 && (q.n % al || q.k % al)) ||
+	    q.n != cols || q.k != rows)
+		return false;
+	/* X and dY exist here; nothing in between touches the weight's gradient; the sum's bytes are apart from
+	 * what the GEMM reads and writes */
+	if (!ready(h, b, i, j, mm->in[0]) || !ready(h, b, i, j, mm->in[1]) || touched(h, b, i, j, skip, 1, dst) ||
+	    overlaps(g, sum->out, mm->in[0]) || overlaps(g, sum->out, y) || overlaps(g, sum->out, dst))
+		return false;
+	double beta = acc >= 0 ? 1 : 0;
+	Made m = ep_call(h, RT_EP_BGRAD, false, &q, beta, cg_addr(h, sum->out), cg_i64(g, 0), 0);
+	cg_leading_sum(h, sum, cg_addr(h, sum->out), 0);
+	gemm_split(h, q, beta);
+	ep_made(h, m);
+	at[0] = j;
+	*nat = 1;
+	if (acc >= 0)
+		at[(*nat)++] = acc;
 	return true;
 }

@@ -353,7 +353,9 @@ static LtPlan *lt_plan(const int64_t *key, int elem_bytes, int ta, int tb, int64
 	int found = 0;
 	cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1, &r, &found);
 	LT(cublasLtMatmulPreferenceDestroy(pref));
-	if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+	/* no kernel for it (a shape or an aux leading dimension it declines as invalid): made apart */
+	if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
+	    (s == CUBLAS_STATUS_SUCCESS && (found == 0 || r.state != CUBLAS_STATUS_SUCCESS))) {
 		q->none = true;
 		return q;
 	}
@@ -366,7 +368,10 @@ static int gpu_gemm_ep(int epi, int elem_bytes, int ta, int tb, int64_t m, int64
                        uint64_t b, int64_t ldb, uint64_t c, int64_t ldc, double beta, uint64_t bias, uint64_t aux,
                        int64_t ldaux)
 {
-	if (elem_bytes != 2 && elem_bytes != 4)
+	/* cuBLASLt applies an epilogue to alpha A B + beta C: GELU and its derivative only where beta is 0;
+	 * the aux matrix's leading dimension a multiple of 8 and at least D's rows */
+	if ((elem_bytes != 2 && elem_bytes != 4) || (beta != 0 && (epi == RT_EP_GELU_BIAS || epi == RT_EP_DGELU)) ||
+	    (epi == RT_EP_DGELU && !aux) || (aux && (ldaux % 8 || ldaux < n)))
 		return 0;
 	cublasLtEpilogue_t ep = lt_epilogue(epi, bias, aux);
 	snprintf(lt_shape, sizeof lt_shape, "a GEMM of [%lld x %lld x %lld]%s%s in %s with epilogue %d", (long long)m,

@@ -346,7 +346,8 @@ for x in cudabf cudabf_whole; do
 		notok "gpu/gemm $x at V = 251: run" $TEST_OUT/gv.$x.log
 	fi
 done
-# GEMMs with cuBLASLt's epilogues (bias; bias and GELU, z beside; GELU's derivative): GPT at D = 128, its first
+# GEMMs with cuBLASLt's epilogues (bias; bias and GELU, z beside; GELU's derivative; a bias's gradient in the
+# weight's GEMM): GPT at D = 128, its first
 # gradients against the same plan apart (DPC_EPILOGUE=off) and the CPU's f32 at the same parameters, f32 within
 # 1e-3 (the epilogue's GELU is cuBLASLt's), bf16 within 3% (one rounding fewer); and the epilogues taken, not
 # made apart (--profile names each call)
@@ -360,9 +361,10 @@ for pr in f32 bf16; do
 			$TEST_OUT/ge.$pr.off.g $tol
 		COMPARE_FLOOR=1e-4 check "gpu/epilogues $pr: GPT's gradients within $tol of the CPU's f32" compare_grads $TEST_OUT/ge.$pr.g \
 			$TEST_OUT/ge.$pr.cpu.g $tol
-		check "gpu/epilogues $pr: cuBLASLt made them (--profile's gemm+bias, gemm+gelu_bias, gemm+dgelu)" bash -c \
-			"$B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile 2>&1 | grep -q 'gemm+bias' && $B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile 2>&1 |
-			grep -q 'gemm+gelu_bias' && $B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile 2>&1 | grep -q 'gemm+dgelu'"
+		$B/gpt_ep.$pr --steps 2 --lr 0 --quiet --profile >$TEST_OUT/ge.$pr.prof 2>&1
+		check "gpu/epilogues $pr: cuBLASLt made them (--profile's gemm+bias, gemm+gelu_bias, gemm+dgelu, gemm+bgrad)" bash -c \
+			"grep -q 'gemm+bias' $TEST_OUT/ge.$pr.prof && grep -q 'gemm+gelu_bias' $TEST_OUT/ge.$pr.prof &&
+			grep -q 'gemm+dgelu' $TEST_OUT/ge.$pr.prof && grep -q 'gemm+bgrad' $TEST_OUT/ge.$pr.prof"
 	else
 		notok "gpu/epilogues $pr: run" $TEST_OUT/ge.$pr.log
 	fi

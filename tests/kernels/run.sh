@@ -401,8 +401,10 @@ expect "kernels/DPC_ROW_VECTORS: on or off" 1 "DPC_ROW_VECTORS takes on or off" 
 # GEMM epilogues (codegen/linalg.c, cg_gemm_epilogue; cuBLASLt's on the GPU): in GPT-2's plans every bias
 # added after a GEMM, the MLP's bias and GELU (with z, which the adjoint reads, written beside) and GELU's
 # derivative in the adjoint are the GEMMs' epilogues: per layer the 4 attention GEMMs and the projection
-# + bias, the first MLP GEMM + bias and GELU, its adjoint into x + GELU's derivative; no GELU kernel
-# left, 84 launches fewer than apart (DPC_EPILOGUE=off), and the step predicted lower
+# + bias, the first MLP GEMM + bias and GELU, its adjoint into x + GELU's derivative; and the biases'
+# gradients of the projection, the MLP's first GEMM and the attention's output in the weights' GEMMs
+# (the other three's bytes the plan shares with their GEMM's result); no GELU kernel left, 120 launches
+# fewer than apart (DPC_EPILOGUE=off), and the step predicted lower
 for pr in f32 bf16; do
 	b=8
 	[ $pr = bf16 ] && b=32
@@ -417,14 +419,16 @@ for on, off in zip(sys.argv[1::2], sys.argv[2::2]):
     count = lambda ks, p: sum(k['count'] for k in ks if k['name'].startswith(p))
     m = 32768 if 'bf16' in on else 8192
     got = {p: count(ks, p) for p in ('gemm+bias[%d,768,768]' % m, 'gemm+bias[%d,768,3072]' % m,
-                                    'gemm+gelu_bias[%d,3072,768]' % m, 'gemm+dgelu[%d,3072,768]' % m)}
-    assert list(got.values()) == [48, 12, 12, 12], (on, got)
+                                    'gemm+gelu_bias[%d,3072,768]' % m, 'gemm+dgelu[%d,3072,768]' % m,
+                                    'gemm+bgrad[3072,768,%d]' % m, 'gemm+bgrad[768,3072,%d]' % m,
+                                    'gemm+bgrad[768,768,%d]' % m)}
+    assert list(got.values()) == [48, 12, 12, 12, 12, 12, 12], (on, got)
     assert count(ks, 'fused[') < count(ko, 'fused[') and not [k for k in ks if k['name'].endswith(',3072]') and k['name'].startswith('fused[')], on
     launches = lambda ks: sum(k['count'] for k in ks)
-    assert launches(ko) - launches(ks) == 84, (on, launches(ko), launches(ks))
+    assert launches(ko) - launches(ks) == 120, (on, launches(ko), launches(ks))
 PY
 }
-check "kernels/epilogues: GPT-2's biases, GELU and its derivative in the GEMMs (fp32 and bf16), 84 launches fewer" \
+check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradients in the GEMMs (fp32 and bf16), 120 launches fewer" \
 	epilogues "$o/ep_f32.json" "$o/ep_f32_off.json" "$o/ep_bf16.json" "$o/ep_bf16_off.json"
 for pr in f32 bf16; do
 	b=8
@@ -450,15 +454,17 @@ ep_same() { # NAME KINDS SRC ARGS...: KINDS the epilogues (RT_EP_*) the plan mus
 	[ "$got" = "$kinds " ] || { echo "epilogues made: '$got', want '$kinds'"; return 1; }
 	cmp "$o/ep_$name.on.st" "$o/ep_$name.off.st"
 }
-check "kernels/epilogues on the CPU: gpt.dp (D = 64) bitwise as apart" ep_same gpt "1 2 3" samples/gpt.dp -D D=64 -D B=8
-check "kernels/epilogues on the CPU: gpt.dp in bf16 bitwise as apart" ep_same gpt_bf16 "1 2 3" samples/gpt.dp -D D=64 -D B=8 --precision bf16
+check "kernels/epilogues on the CPU: gpt.dp (D = 64) bitwise as apart" ep_same gpt "1 2 3 4" samples/gpt.dp -D D=64 -D B=8
+check "kernels/epilogues on the CPU: gpt.dp in bf16 bitwise as apart" ep_same gpt_bf16 "1 2 3 4" samples/gpt.dp -D D=64 -D B=8 --precision bf16
+check "kernels/epilogues on the CPU: gpt.dp at D = 256 in bf16 (biases' gradients where their bytes are free) bitwise as apart" \
+	ep_same gpt_256 "1 2 3 4" samples/gpt.dp -D D=256 -D H=4 -D B=4 -D T=64 --precision bf16
 check "kernels/epilogues on the CPU: gpt.dp in bf16-mixed with AdamW bitwise as apart" ep_same gpt_mixed "1 2 3" samples/gpt.dp \
 	-D D=64 -D B=8 --precision bf16-mixed --optimizer adam
 check "kernels/epilogues on the CPU: gpt.dp under min-memory bitwise as apart" ep_same gpt_min "1 2" samples/gpt.dp -D D=64 -D B=8 \
 	--checkpoint min-memory
-check "kernels/epilogues on the CPU: gpt.dp in 2 MB (recomputed, streamed) bitwise as apart" ep_same gpt_2m "1 2" samples/gpt.dp \
+check "kernels/epilogues on the CPU: gpt.dp in 2 MB (recomputed, streamed) bitwise as apart" ep_same gpt_2m "1 2 4" samples/gpt.dp \
 	-D D=64 -D B=8 -D L=4 --device-mem 2M
-check "kernels/epilogues on the CPU: gpt.dp under binomial checkpoints bitwise as apart" ep_same gpt_bin "1 2 3" samples/gpt.dp \
+check "kernels/epilogues on the CPU: gpt.dp under binomial checkpoints bitwise as apart" ep_same gpt_bin "1 2 3 4" samples/gpt.dp \
 	-D D=64 -D B=8 -D L=6 --checkpoint binomial
 check "kernels/epilogues on the CPU: resmlp.dp bitwise as apart" ep_same resmlp "1" samples/resmlp.dp
 expect "kernels/DPC_EPILOGUE: on or off" 1 "DPC_EPILOGUE takes on or off" env DPC_EPILOGUE=yes "$DPC" --emit=ir samples/gpt.dp
