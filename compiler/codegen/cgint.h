@@ -137,6 +137,8 @@ typedef struct {
 	int *root;        /* per value: its storage root (VR_ALIAS followed), -1 not yet known: a long chain of
 	                   * in-place results is walked once, not at each of its values */
 	int moved_from, moved_to; /* cg_addr gives value moved_from the storage of moved_to (linalg.c's epilogues) */
+	int ep_made[5], ep_apart; /* -v: the GEMM epilogues' call sites by kind (RT_EP_*), and those the plan's
+	                           * storage left apart (linalg.c) */
 	int *addr_from;   /* per value: where cg_addr starts, the first up its chain that is in the arena or is
 	                   * a slice (itself included); -1 not yet known */
 	bool cost;        /* record dp_step's launches for the cost model (cost.c) */
@@ -386,6 +388,8 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat);
  * (the GEMM, and the acc it adds into) in at[0..*nat) */
 bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat);
 #define CG_EPILOGUE_OPS 3
+/* -v: what cg_gemm_epilogue and cg_gemm_bgrad made, on stderr */
+void cg_epilogue_note(const Cg *g);
 /* host.c: the acc after the GEMM b[i] that absorbs its product, or -1 */
 int cg_absorbed_acc(Host *h, Block *b, int i, int to);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);

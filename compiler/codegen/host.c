@@ -853,6 +853,8 @@ static Cg *build(Program *p, const CgOptions *o)
 	host_function(g, "dp_forward", p->nforward);
 	host_function(g, "dp_step", p->body.len);
 	phase(o, "codegen: host schedule");
+	if (o->verbose && o->target == CG_CUDA)
+		cg_epilogue_note(g);
 	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
 	const char *ptx = o->target == CG_CUDA ? cg_ptx(g) : "";
 	cg_string_global(g, "dp_ptx", ptx);

@@ -3,6 +3,7 @@
  * sums over leading axes (a vector of ones times a matrix). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../common/abi.h"
@@ -428,9 +429,11 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat)
 	if (!p->epilogues || h->device || ir_small_matmul(p, mm) || !match_epilogue(h, b, i, to, &e))
 		return false;
 	if (!may_move(h, b, i, &e) && e.bias_written) /* without the sum, whose storage the plan may share */
-		e.bias = -1, e.bias_written = false, e.nat--;
-	if (!may_move(h, b, i, &e))
+		e.bias = -1, e.bias_written = false, e.nat--, g->ep_apart++;
+	if (!may_move(h, b, i, &e)) {
+		g->ep_apart++;
 		return false;
+	}
 	Gemm q = gemm_of(h, mm, cg_addr(h, e.out));
 	int64_t al = 16 / q.elem;
 	/* one product of f32 or bf16, not one a bf16 split would make in two (gemm_split) */
@@ -440,6 +443,7 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat)
 	if (ldaux % 8) /* cuBLASLt takes an aux matrix of rows a multiple of 8 elements */
 		return false;
 	LLVMValueRef zero = cg_i64(g, 0);
+	g->ep_made[e.epi]++;
 	Made m = ep_call(h, e.epi, e.bias_written, &q, 0, e.bias >= 0 ? cg_addr(h, e.bias) : zero,
 	                 e.aux >= 0 ? cg_addr(h, e.aux) : zero, ldaux);
 	apart(h, b, i, &e, q);
@@ -495,8 +499,11 @@ bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat)
 	/* X and dY exist here; nothing in between touches the weight's gradient; the sum's bytes are apart from
 	 * what the GEMM reads and writes */
 	if (!ready(h, b, i, j, mm->in[0]) || !ready(h, b, i, j, mm->in[1]) || touched(h, b, i, j, skip, 1, dst) ||
-	    overlaps(g, sum->out, mm->in[0]) || overlaps(g, sum->out, y) || overlaps(g, sum->out, dst))
+	    overlaps(g, sum->out, mm->in[0]) || overlaps(g, sum->out, y) || overlaps(g, sum->out, dst)) {
+		g->ep_apart++;
 		return false;
+	}
+	g->ep_made[RT_EP_BGRAD]++;
 	double beta = acc >= 0 ? 1 : 0;
 	Made m = ep_call(h, RT_EP_BGRAD, false, &q, beta, cg_addr(h, sum->out), cg_i64(g, 0), 0);
 	cg_leading_sum(h, sum, cg_addr(h, sum->out), 0);
@@ -507,4 +514,15 @@ bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat)
 	if (acc >= 0)
 		at[(*nat)++] = acc;
 	return true;
+}
+
+void cg_epilogue_note(const Cg *g)
+{
+	const int *n = g->ep_made;
+	if (!g->p->epilogues || n[1] + n[2] + n[3] + n[4] + g->ep_apart == 0)
+		return;
+	fprintf(stderr, "dpc: GEMM epilogues (cuBLASLt's; DPC_EPILOGUE=off makes them apart): %d call sites with a bias, %d "
+	        "with a bias and GELU, %d with GELU's derivative, %d with a bias's gradient; %d left apart, what they "
+	        "write sharing bytes with what lies between or what they read\n", n[RT_EP_BIAS], n[RT_EP_GELU_BIAS],
+	        n[RT_EP_DGELU], n[RT_EP_BGRAD], g->ep_apart);
 }

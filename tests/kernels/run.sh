@@ -438,6 +438,10 @@ for pr in f32 bf16; do
 	check "kernels/epilogues: GPT-2 $pr's predicted step on the H200 $on ms, apart $off" \
 		python3 -c "import sys; sys.exit(not float('$on') < float('$off'))"
 done
+"$DPC" -v --target cuda --precision bf16 $gpt2 -D B=32 samples/gpt.dp --emit=kernels >/dev/null 2>"$o/ep_v.log"
+check "kernels/epilogues: -v counts the call sites by kind and those left apart (GPT-2 bf16)" grep -q \
+	"GEMM epilogues (cuBLASLt's; DPC_EPILOGUE=off makes them apart): 10 call sites with a bias, 2 with a bias and GELU, 1 with GELU's derivative, 3 with a bias's gradient; 4 left apart" \
+	"$o/ep_v.log"
 # on the CPU rt_gemm_ep makes nothing: each epilogue's ops are made apart at the GEMM, the product in
 # their result's storage (the GPU's order and storage), so the bits must be those of the plain schedule
 # (DPC_EPILOGUE=off): 3 SGD or AdamW steps, the saved parameters byte for byte, and the epilogues there
