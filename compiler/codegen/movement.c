@@ -257,6 +257,24 @@ bool cg_host_movement(Host *h, Op *op)
 	case OP_COPY:
 		cg_copy(h, cg_addr(h, op->out), cg_addr(h, op->in[0]), ir_bytes(p, ir_vtype(p, op->out)));
 		return true;
+	case OP_RANGE: {
+		/* the operand's address advanced to the range's first element, so that ranges of one shape at
+		 * different places share a kernel (a concat's adjoint makes one for each of its operands: DenseNet-121
+		 * made 593 kernels of them, each compiled apart) */
+		KDesc d = cg_kdesc(op);
+		Type x = ir_vtype(p, op->in[0]);
+		int64_t inner = 1;
+		for (int i = op->attr.ax.axis + 1; i < x.rank; i++)
+			inner *= x.dim[i];
+		d.attr.ax.at = 0;
+		d.nin = 1;
+		d.in[0] = x;
+		d.out = ir_vtype(p, op->out);
+		LLVMValueRef words[2] = {cg_addr(h, op->out), LLVMBuildAdd(h->g->b, cg_addr(h, op->in[0]),
+		                                                           cg_i64(h->g, op->attr.ax.at * inner * ir_dt_bytes(x.dt)), "")};
+		cg_launch(h, &d, words, 2);
+		return true;
+	}
 	default:
 		return false;
 	}
