@@ -34,15 +34,24 @@ $(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' -DDPC_SOURCE='"$(CURDIR)"' $(CUDA_DEF) -c $< -o $@
 
+# Which optional headers the runtime finds (__has_include: oneDNN's; OpenBLAS's cblas.h), in a stamp
+# rewritten only when the answer changes, so that a runtime built before `make deps` installed them is
+# built again with them
+HEADERS_FOUND := $(shell for h in oneapi/dnnl/dnnl.h cblas.h; do echo "\#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 && echo $$h; done)
+$(B)/runtime/headers.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(HEADERS_FOUND)' | cmp -s - $@ || echo '$(HEADERS_FOUND)' >$@
+FORCE:
+
 # the runtime is position-independent: dpc --emit=lib links it into a shared library
-$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc common/*.h)
+$(B)/runtime/%.o: runtime/%.c $(wildcard runtime/*.h runtime/*/*.h runtime/*/*.inc common/*.h) $(B)/runtime/headers.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -pthread -c $< -o $@
 
 # the streamed parameters' optimizer step on the host: vector code, and no contraction into fused
 # multiply-adds, which the device's kernels do not make either, and sqrtf as an instruction, which
 # vectorises (errno is not read) (runtime/host_step.c)
-$(B)/runtime/host_step.o: runtime/host_step.c $(wildcard runtime/*.h common/*.h)
+$(B)/runtime/host_step.o: runtime/host_step.c $(wildcard runtime/*.h common/*.h) $(B)/runtime/headers.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -O3 -ffp-contract=off -fno-math-errno -pthread -c $< -o $@
 
@@ -72,7 +81,7 @@ $(O)runtime/dpc.map $(O)runtime/dpc.h: $(O)runtime/%: runtime/%
 endif
 
 # The CUDA device, built when the CUDA toolkit is here (CUDA_HOME).
-$(B)/runtime/gpu/device.o: runtime/gpu/device.c runtime/rt.h runtime/dprt.h
+$(B)/runtime/gpu/device.o: runtime/gpu/device.c runtime/rt.h runtime/dprt.h $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
 
