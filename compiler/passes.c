@@ -53,7 +53,8 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	bool split = on_off("DPC_GEMM_SPLIT", "a bf16 GEMM whose n or k is not a whole number of 16 bytes made as its "
 	                    "aligned bulk and the rest", gpu);
 	bool epilogues = on_off("DPC_EPILOGUE", "a GEMM applies the bias, GELU or GELU's derivative after it in its "
-	                        "epilogue (cuBLASLt's), made apart where the device has none", gpu);
+	                        "epilogue (cuBLASLt's), made apart where the device has none, and a layernorm the "
+	                        "residual add next to it", gpu);
 	FeOptions fo = {o->real_bytes, o->reference, gpu, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),

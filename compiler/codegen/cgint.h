@@ -388,6 +388,12 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat);
  * (the GEMM, and the acc it adds into) in at[0..*nat) */
 bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat);
 #define CG_EPILOGUE_OPS 3
+/* nn.c: the residual add before a layernorm, or after a layernorm_grad, b[i] and b[i + 1] as one kernel
+ * (KDesc.mode, below) where Program.epilogues asks: false if not; else at[0] the position it took */
+bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat);
+/* a layernorm kernel's mode: x = a + res made as it goes, stored beside (words: m, a, g, b, res, x); or the
+ * gradient added to res (words: y, x, g, dy, res), stored beside (then the word after, v) */
+enum { NORM_ADD = 1, NORM_GRAD_ADD, NORM_GRAD_ADD_BOTH };
 /* -v: what cg_gemm_epilogue and cg_gemm_bgrad made, on stderr */
 void cg_epilogue_note(const Cg *g);
 /* host.c: the acc after the GEMM b[i] that absorbs its product, or -1 */

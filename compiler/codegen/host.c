@@ -314,6 +314,10 @@ static void lower_ops(Host *h, Block *b, int from, int to)
 			else
 				cg_lower_kernel(h, op, dst);
 			vec_push(&absorbed, b->ops[j]);
+		} else if ((op->kind == OP_ADD || op->kind == OP_LAYERNORM_GRAD) &&
+		           cg_norm_add(h, b, i, held_after(held.data, held.len, i, to), at, &nat)) {
+			for (int k = 0; k < nat; k++)
+				vec_push(&held, at[k]);
 		} else if (ir_ops[op->kind].flags & OPF_EW) {
 			i += cg_lower_fused(h, b, i, held_after(held.data, held.len, i, to)) - 1;
 		} else if ((op->kind == OP_MATMUL && cg_gemm_epilogue(h, b, i, to, at, &nat)) ||

@@ -255,8 +255,10 @@ const char *cg_kernel_label(const KDesc *k)
 	}
 	}
 	Type t = k->out;
-	const char *s = ar_printf("%s%s[", (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name,
-	                          k->stage ? ar_printf(".%d", k->stage) : "");
+	bool norm = (int)k->kind == OP_LAYERNORM || (int)k->kind == OP_LAYERNORM_GRAD;
+	const char *s = ar_printf("%s%s%s%s[", norm && k->mode == NORM_ADD ? "add+" : "",
+	                          (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name, k->stage ? ar_printf(".%d", k->stage) : "",
+	                          norm && k->mode >= NORM_GRAD_ADD ? "+add" : "");
 	for (int i = 0; i < t.rank; i++)
 		s = ar_printf("%s%s%lld", s, i ? "," : "", (long long)t.dim[i]);
 	return ar_printf("%s]", s);

@@ -74,11 +74,21 @@ typedef struct {
 	int which;                            /* the sum that norm_term adds up */
 	const KDesc *d;
 	LLVMValueRef out, b, s1, s2;          /* what the result needs besides */
+	LLVMValueRef res, out2;               /* a residual add's other operand, and the second result (mode) */
 } Norm;
+
+/* the row's x at element at: as stored, or (NORM_ADD) the sum a + res, rounded as its store rounds it */
+static LLVMValueRef norm_x(K *k, Norm *s, LLVMValueRef at)
+{
+	LLVMValueRef x = cg_row_load(k, s->x, at);
+	if (s->d->mode != NORM_ADD)
+		return x;
+	return cg_stored(k, LLVMBuildFAdd(k->b, x, cg_row_load(k, s->res, at), ""));
+}
 
 static LLVMValueRef norm_hat(K *k, Norm *s, LLVMValueRef at)
 {
-	return LLVMBuildFMul(k->b, LLVMBuildFSub(k->b, cg_row_load(k, s->x, at), cg_splat(k, s->mean), ""), cg_splat(k, s->r), "");
+	return LLVMBuildFMul(k->b, LLVMBuildFSub(k->b, norm_x(k, s, at), cg_splat(k, s->mean), ""), cg_splat(k, s->r), "");
 }
 
 /* what layernorm's row sums add up: x, (x - mean)^2, dy g, dy g hat */
@@ -87,9 +97,9 @@ static LLVMValueRef norm_term(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 	Norm *s = ctx;
 	LLVMValueRef v;
 	switch (s->which) {
-	case 0: return cg_row_load(k, s->x, at);
+	case 0: return norm_x(k, s, at);
 	case 1:
-		v = LLVMBuildFSub(k->b, cg_row_load(k, s->x, at), cg_splat(k, s->mean), "");
+		v = LLVMBuildFSub(k->b, norm_x(k, s, at), cg_splat(k, s->mean), "");
 		return LLVMBuildFMul(k->b, v, v, "");
 	default:
 		v = LLVMBuildFMul(k->b, cg_row_load(k, s->dy, at), cg_row_load(k, s->g, i), "");
@@ -118,6 +128,15 @@ static void norm_out(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 		v = LLVMBuildFMul(B, cg_splat(k, s->r), LLVMBuildFSub(B, LLVMBuildFSub(B, norm_term(k, s, at, i), cg_splat(k, s->s1), ""),
 		                                                       LLVMBuildFMul(B, hat, cg_splat(k, s->s2), ""), ""), "");
 	}
+	if (s->d->mode == NORM_ADD) { /* the sum, stored as the add stores it */
+		cg_row_store(k, s->out2, at, norm_x(k, s, at));
+	} else if (s->d->mode >= NORM_GRAD_ADD) {
+		/* the gradient as its store rounds it (and stored, where read elsewhere), then res + it */
+		v = cg_stored(k, v);
+		if (s->d->mode == NORM_GRAD_ADD_BOTH)
+			cg_row_store(k, s->out2, at, v);
+		v = LLVMBuildFAdd(B, cg_row_load(k, s->res, at), v, "");
+	}
 	cg_row_store(k, s->out, at, v);
 }
 
@@ -129,11 +148,16 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	LLVMBuilderRef B = k->b;
 	int64_t C = d->out.dim[d->out.rank - 1];
 	LLVMValueRef n = cg_i64(g, C), inv = cg_real(g, 1.0 / (double)C);
-	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL, 0, d, ptrs[0], ptrs[3], NULL, NULL};
-	/* the row's out and x (and dy), and g and b whole, 16-byte aligned: vectors on the GPU */
+	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL, 0, d, ptrs[0], ptrs[3], NULL, NULL,
+	          d->mode ? ptrs[4] : NULL, d->mode == NORM_ADD || d->mode == NORM_GRAD_ADD_BOTH ? ptrs[5] : NULL};
+	/* the row's out and x (and dy), and g and b whole, 16-byte aligned: vectors on the GPU; a residual
+	 * add's operand and second result as the row's */
 	int np = d->kind == OP_LAYERNORM_HAT ? 2 : 4;
-	LLVMValueRef off[4] = {s.base, s.base, NULL, d->kind == OP_LAYERNORM_GRAD ? s.base : NULL};
-	k->aligned = cg_aligned(k, np, (LLVMValueRef[]){ptrs[0], ptrs[1], ptrs[2], ptrs[3]}, off);
+	LLVMValueRef off[6] = {s.base, s.base, NULL, d->kind == OP_LAYERNORM_GRAD ? s.base : NULL, s.base, s.base};
+	LLVMValueRef at[6] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], s.res, s.out2};
+	if (s.res)
+		np = s.out2 ? 6 : 5;
+	k->aligned = cg_aligned(k, np, at, off);
 	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
 	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
 	s.r = LLVMBuildFDiv(B, cg_real(g, 1), cg_sqrt(k, LLVMBuildFAdd(B, var, cg_real(g, d->attr.value), "")), "");
@@ -689,5 +713,97 @@ bool cg_host_nn(Host *h, Op *op)
 	words[2] = key;
 	words[3] = LLVMBuildCall2(b, h->t_on, h->f_on, &h->ctx, 1, "");
 	cg_launch(h, &d, words, 4);
+	return true;
+}
+
+/* ---- a layernorm and the residual add next to it, one kernel ----
+ * A pre-LN block adds its branch into the residual stream and normalizes
+ * the sum (x = a + res; m = layernorm(x, g, b)); its adjoint adds the
+ * layernorm's gradient into the stream's (y = res + layernorm_grad(x, g,
+ * dy)). Each pair is one kernel over the rows (KDesc.mode, body_norm): the
+ * sum made again at each pass over the row from a and res, rounded as its
+ * store rounds it, and stored with the result; the gradient rounded as
+ * stored, then added. The same bits as the two kernels (tests/kernels);
+ * where Program.epilogues asks, and the results share no bytes with the
+ * operands but each one's own place (an element read and written by one
+ * thread), as a fused kernel allows. */
+static bool full(Program *p, int v, Type t)
+{
+	Value *x = &p->values.data[v];
+	return !(x->def && x->def->kind == OP_CONST) && ir_type_eq(x->type, t) && ir_row_pitch(p, v) == t.dim[t.rank - 1];
+}
+
+/* whether result v may be written in one kernel that reads w: apart, or at the same place and shape */
+static bool apart_or_same(Cg *g, int v, int w)
+{
+	int64_t a, b, c, d;
+	Value *x = &g->p->values.data[v], *y = &g->p->values.data[w];
+	if ((x->res != VR_ARENA && x->res != VR_ALIAS) || (y->res != VR_ARENA && y->res != VR_ALIAS))
+		return true;
+	cg_extent(g, v, &a, &b);
+	cg_extent(g, w, &c, &d);
+	return b <= c || d <= a || (a == c && b == d && ir_type_eq(x->type, y->type));
+}
+
+/* a view with no code (a slice at an index known here, a reshape) */
+static bool no_code(Host *h, const Op *op)
+{
+	return h->g->p->values.data[op->out].res == VR_ALIAS &&
+	       (op->kind == OP_RESHAPE || (op->kind == OP_SLICE && h->index[op->in[1]]));
+}
+
+bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	/* the op after, past views that make no code (a layer's g and b, sliced from the stacked parameters) */
+	int j = i + 1;
+	while (b->ops[i]->kind == OP_ADD && j < to && no_code(h, b->ops[j]))
+		j++;
+	Op *op = b->ops[i], *next = j < to ? b->ops[j] : NULL;
+	if (!p->epilogues || h->device || !next)
+		return false;
+	Op *add = op->kind == OP_ADD ? op : next, *ln = op->kind == OP_ADD ? next : op;
+	if (add->kind != OP_ADD || add->nin != 2 || (ln->kind != OP_LAYERNORM && ln->kind != OP_LAYERNORM_GRAD) ||
+	    (ln == next) != (ln->kind == OP_LAYERNORM))
+		return false;
+	Type t = ir_vtype(p, add->out);
+	if (!ir_type_eq(ir_vtype(p, ln->out), t) || !full(p, add->in[0], t) || !full(p, add->in[1], t) || !full(p, add->out, t) ||
+	    !full(p, ln->out, t) || !full(p, ln->in[0], t) || (ln->kind == OP_LAYERNORM_GRAD && !full(p, ln->in[2], t)))
+		return false;
+	int mode, res, out, out2, x, w[6];
+	if (ln->kind == OP_LAYERNORM) {
+		/* x = a + res, then m = layernorm(x, g, b) */
+		if (ln->in[0] != add->out)
+			return false;
+		mode = NORM_ADD, x = add->in[0], res = add->in[1], out = ln->out, out2 = add->out;
+	} else {
+		/* v = layernorm_grad(x, g, dy), then y = res + v */
+		res = add->in[0] == ln->out ? add->in[1] : add->in[1] == ln->out ? add->in[0] : -1;
+		if (res < 0 || res == ln->out)
+			return false;
+		bool both = h->uses[ln->out] > 1 || ir_is_result(p, ln->out);
+		mode = both ? NORM_GRAD_ADD_BOTH : NORM_GRAD_ADD, x = ln->in[0], out = add->out, out2 = both ? ln->out : -1;
+	}
+	int reads[4] = {x, ln->in[1], ln->in[2], res}, writes[2] = {out, out2};
+	for (int k = 0; k < 2; k++)
+		for (int j = 0; j < 4 && writes[k] >= 0; j++)
+			if (!apart_or_same(g, writes[k], reads[j]))
+				return false;
+	if (out2 >= 0 && !apart_or_same(g, out, out2))
+		return false;
+	KDesc d = cg_kdesc(ln);
+	d.mode = mode;
+	d.out = t;
+	d.nin = out2 >= 0 ? 5 : 4; /* the operands, and the second result (its bytes: cost.c) */
+	d.in[0] = t, d.in[1] = ir_vtype(p, ln->in[1]), d.in[2] = ir_vtype(p, ln->in[2]), d.in[3] = t, d.in[4] = t;
+	w[0] = out, w[1] = x, w[2] = ln->in[1], w[3] = ln->in[2], w[4] = res, w[5] = out2;
+	LLVMValueRef words[6];
+	int n = out2 >= 0 ? 6 : 5;
+	for (int k = 0; k < n; k++)
+		words[k] = cg_addr(h, w[k]);
+	cg_launch(h, &d, words, n);
+	at[0] = j;
+	*nat = 1;
 	return true;
 }

@@ -411,7 +411,8 @@ struct Program {
 	int64_t *inner_live; /* where set, mem_plan fills it: per top-level op, the most bytes the tensors made inside it hold at once */
 	bool pitch_rows;   /* the memory plan pads the rows of GEMM operands and results to 16 bytes (memplan/pitch.c) */
 	bool epilogues;    /* a GEMM applies the bias, GELU or GELU's derivative after it in its epilogue
-	                    * (codegen/linalg.c, cg_gemm_epilogue) */
+	                    * (codegen/linalg.c, cg_gemm_epilogue), a layernorm the residual add next to it
+	                    * (codegen/nn.c, cg_norm_add) */
 	bool split_gemms;  /* a bf16 GEMM whose n or k is not a whole number of 16 bytes is made as its aligned bulk and
 	                    * the rest (codegen/linalg.c) */
 	int pack_effort;   /* the memory plan's packing: 0 the searches', 2 once the choices are made (memplan/plan.c) */

@@ -403,7 +403,8 @@ expect "kernels/DPC_ROW_VECTORS: on or off" 1 "DPC_ROW_VECTORS takes on or off" 
 # derivative in the adjoint are the GEMMs' epilogues: per layer the 4 attention GEMMs and the projection
 # + bias, the first MLP GEMM + bias and GELU, its adjoint into x + GELU's derivative; and the biases'
 # gradients of the projection, the MLP's first GEMM and the attention's output in the weights' GEMMs
-# (the other three's bytes the plan shares with their GEMM's result); no GELU kernel left, 120 launches
+# (the other three's bytes the plan shares with their GEMM's result); and the residual add before the
+# second layernorm and after both layernorms' adjoints in their kernels; no GELU kernel left, 156 launches
 # fewer than apart (DPC_EPILOGUE=off), and the step predicted lower
 for pr in f32 bf16; do
 	b=8
@@ -421,14 +422,14 @@ for on, off in zip(sys.argv[1::2], sys.argv[2::2]):
     got = {p: count(ks, p) for p in ('gemm+bias[%d,768,768]' % m, 'gemm+bias[%d,768,3072]' % m,
                                     'gemm+gelu_bias[%d,3072,768]' % m, 'gemm+dgelu[%d,3072,768]' % m,
                                     'gemm+bgrad[3072,768,%d]' % m, 'gemm+bgrad[768,3072,%d]' % m,
-                                    'gemm+bgrad[768,768,%d]' % m)}
-    assert list(got.values()) == [48, 12, 12, 12, 12, 12, 12], (on, got)
+                                    'gemm+bgrad[768,768,%d]' % m, 'add+layernorm[', 'layernorm_grad+add[')}
+    assert list(got.values()) == [48, 12, 12, 12, 12, 12, 12, 12, 24], (on, got)
     assert count(ks, 'fused[') < count(ko, 'fused[') and not [k for k in ks if k['name'].endswith(',3072]') and k['name'].startswith('fused[')], on
     launches = lambda ks: sum(k['count'] for k in ks)
-    assert launches(ko) - launches(ks) == 120, (on, launches(ko), launches(ks))
+    assert launches(ko) - launches(ks) == 156, (on, launches(ko), launches(ks))
 PY
 }
-check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradients in the GEMMs (fp32 and bf16), 120 launches fewer" \
+check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradients in the GEMMs, residual adds in the layernorms (fp32 and bf16), 156 launches fewer" \
 	epilogues "$o/ep_f32.json" "$o/ep_f32_off.json" "$o/ep_bf16.json" "$o/ep_bf16_off.json"
 for pr in f32 bf16; do
 	b=8
@@ -456,6 +457,11 @@ ep_same() { # NAME KINDS SRC ARGS...: KINDS the epilogues (RT_EP_*) the plan mus
 	got=$(DPC_EPILOGUE=on "$DPC" --target cpu "$@" "$src" --emit=llvm 2>/dev/null |
 		sed -n 's/.*call i32 @rt_gemm_ep(i8\* %[0-9]*, i32 \([0-9]\),.*/\1/p' | sort -u | tr '\n' ' ')
 	[ "$got" = "$kinds " ] || { echo "epilogues made: '$got', want '$kinds'"; return 1; }
+	case $src in *gpt.dp) # and the residual adds in the layernorms' kernels
+		DPC_EPILOGUE=on "$DPC" --target cpu "$@" "$src" --emit=llvm 2>/dev/null | grep -q '^define.*"dp_k[0-9]*_add+layernorm\[' &&
+			DPC_EPILOGUE=on "$DPC" --target cpu "$@" "$src" --emit=llvm 2>/dev/null | grep -q '^define.*"dp_k[0-9]*_layernorm_grad+add\[' ||
+			{ echo "no add+layernorm or layernorm_grad+add kernel"; return 1; } ;;
+	esac
 	cmp "$o/ep_$name.on.st" "$o/ep_$name.off.st"
 }
 check "kernels/epilogues on the CPU: gpt.dp (D = 64) bitwise as apart" ep_same gpt "1 2 3 4" samples/gpt.dp -D D=64 -D B=8
