@@ -778,7 +778,11 @@ bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
 			return false;
 		mode = NORM_ADD, x = add->in[0], res = add->in[1], out = ln->out, out2 = add->out;
 	} else {
-		/* v = layernorm_grad(x, g, dy), then y = res + v */
+		/* v = layernorm_grad(x, g, dy), then y = res + v; in bf16 only: in f32 (vectors of 4 reals, the
+		 * row's sums beside) ptxas spilled 28 bytes at the 64 registers it keeps a 256-thread kernel to,
+		 * and at 96 (told 128) the cost model priced it slower than apart (2 blocks an SM, not 4) */
+		if (t.dt != DT_BF16)
+			return false;
 		res = add->in[0] == ln->out ? add->in[1] : add->in[1] == ln->out ? add->in[0] : -1;
 		if (res < 0 || res == ln->out)
 			return false;
