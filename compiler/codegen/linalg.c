@@ -311,6 +311,21 @@ static bool ready(Host *h, Block *b, int i, int last, int v)
 	return true;
 }
 
+/* whether an op of b in (i, last] moves bytes between the host and the device or orders work after such
+ * a move (a fetched value is ready only after its settle, which stays before its first reader: a call
+ * made earlier would read it before its copy is done) */
+static bool transfers(Block *b, int i, int last)
+{
+	for (int j = i + 1; j <= last; j++)
+		switch (b->ops[j]->kind) {
+		case OP_H2D: case OP_WAIT: case OP_OFFLOAD: case OP_FETCH: case OP_SETTLE: case OP_UPDATE: case OP_GRAD_IN:
+			return true;
+		default:
+			break;
+		}
+	return false;
+}
+
 /* whether an op of b in (i, last], other than those at skip[0..nskip), reads or writes bytes of v, or is a
  * loop (whose body is not looked into) */
 static bool touched(Host *h, Block *b, int i, int last, const int *skip, int nskip, int v)
@@ -357,6 +372,8 @@ static bool may_move(Host *h, Block *b, int i, const Epilogue *e)
 	for (int r = 2; r < 4; r++)
 		if (reads[r] >= 0 && !ready(h, b, i, last, reads[r]))
 			return false;
+	if (transfers(b, i, last))
+		return false;
 	for (int w = 0; w < 3; w++)
 		if (writes[w] >= 0 && touched(h, b, i, last, e->at, e->nat, writes[w]))
 			return false;
@@ -498,7 +515,7 @@ bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat)
 		return false;
 	/* X and dY exist here; nothing in between touches the weight's gradient; the sum's bytes are apart from
 	 * what the GEMM reads and writes */
-	if (!ready(h, b, i, j, mm->in[0]) || !ready(h, b, i, j, mm->in[1]) || touched(h, b, i, j, skip, 1, dst) ||
+	if (!ready(h, b, i, j, mm->in[0]) || !ready(h, b, i, j, mm->in[1]) || transfers(b, i, j) || touched(h, b, i, j, skip, 1, dst) ||
 	    overlaps(g, sum->out, mm->in[0]) || overlaps(g, sum->out, y) || overlaps(g, sum->out, dst)) {
 		g->ep_apart++;
 		return false;

@@ -131,11 +131,13 @@ static void norm_out(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 	if (s->d->mode == NORM_ADD) { /* the sum, stored as the add stores it */
 		cg_row_store(k, s->out2, at, norm_x(k, s, at));
 	} else if (s->d->mode >= NORM_GRAD_ADD) {
-		/* the gradient as its store rounds it (and stored, where read elsewhere), then res + it */
+		/* the gradient as its store rounds it (and stored, where read elsewhere), then res + it; res read
+		 * before anything is stored (a result may be at its place) */
+		LLVMValueRef res = cg_row_load(k, s->res, at);
 		v = cg_stored(k, v);
 		if (s->d->mode == NORM_GRAD_ADD_BOTH)
 			cg_row_store(k, s->out2, at, v);
-		v = LLVMBuildFAdd(B, cg_row_load(k, s->res, at), v, "");
+		v = LLVMBuildFAdd(B, res, v, "");
 	}
 	cg_row_store(k, s->out, at, v);
 }
