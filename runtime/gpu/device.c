@@ -380,7 +380,8 @@ static int gpu_gemm_ep(int epi, int elem_bytes, int ta, int tb, int64_t m, int64
 	uint32_t align[4] = {align_of(b), align_of(a), align_of(c), align_of(c)};
 	int64_t key[12] = {(int64_t)ep | (int64_t)elem_bytes << 16 | (int64_t)ta << 24 | (int64_t)tb << 25 | (int64_t)(beta != 0) << 26,
 	                   m, n, k, lda, ldb, ldc, ldaux, align[0] | (int64_t)align[1] << 16 | (int64_t)align[2] << 32,
-	                   align_of(bias) | (int64_t)align_of(aux) << 16 | (int64_t)!!bias << 32 | (int64_t)!!aux << 33, 0, 0};
+	                   align_of(bias) | (int64_t)align_of(aux) << 16 | (int64_t)!!bias << 32 | (int64_t)!!aux << 33,
+	                   rt_tf32, 0}; /* TF32 as this session asks (a library's sessions may differ) */
 	LtPlan *q = lt_plan(key, elem_bytes, ta, tb, m, n, k, lda, ldb, ldc, ep, bias, aux, ldaux, align);
 	if (q->none)
 		return 0;
