@@ -218,10 +218,13 @@ static int only_reader(Host *h, Block *b, int i, int to, int v)
 	return -1;
 }
 
-/* v holds n reals in a row: [n], or [1, ..., 1, n] */
+/* v holds n reals in a row, in storage (not an immediate): [n], or [1, ..., 1, n] */
 static bool row_vector(Program *p, int v, Type of)
 {
 	Type t = ir_vtype(p, v);
+	Value *x = &p->values.data[v];
+	if ((x->res != VR_ARENA && x->res != VR_ALIAS) || (x->def && x->def->kind == OP_CONST))
+		return false;
 	if (t.dt != of.dt || t.rank < 1 || t.dim[t.rank - 1] != of.dim[of.rank - 1])
 		return false;
 	for (int i = 0; i < t.rank - 1; i++)
@@ -266,8 +269,10 @@ static bool match_epilogue(Host *h, Block *b, int i, int to, Epilogue *e)
 		return true;
 	}
 	Op *prev = b->ops[j - 1];
+	Value *xv = &p->values.data[prev->in[0]];
 	if (op->kind == OP_MUL && j - 1 > i && prev->kind == OP_GELU_GRAD && prev->out == x && h->uses[x] == 1 &&
-	    !ir_is_result(p, x) && ir_type_eq(ir_vtype(p, prev->in[0]), pt)) {
+	    !ir_is_result(p, x) && ir_type_eq(ir_vtype(p, prev->in[0]), pt) && (xv->res == VR_ARENA || xv->res == VR_ALIAS) &&
+	    !(xv->def && xv->def->kind == OP_CONST)) {
 		e->epi = RT_EP_DGELU, e->bias = -1, e->aux = prev->in[0], e->out = op->out;
 		e->at[e->nat++] = j - 1, e->at[e->nat++] = j;
 		e->ew = 2;

@@ -732,7 +732,8 @@ bool cg_host_nn(Host *h, Op *op)
 static bool full(Program *p, int v, Type t)
 {
 	Value *x = &p->values.data[v];
-	return !(x->def && x->def->kind == OP_CONST) && ir_type_eq(x->type, t) && ir_row_pitch(p, v) == t.dim[t.rank - 1];
+	return (x->res == VR_ARENA || x->res == VR_ALIAS) && !(x->def && x->def->kind == OP_CONST) && ir_type_eq(x->type, t) &&
+	       ir_row_pitch(p, v) == t.dim[t.rank - 1];
 }
 
 /* whether result v may be written in one kernel that reads w: apart, or at the same place and shape */
