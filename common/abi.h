@@ -25,8 +25,9 @@ enum { RT_ACTION_STEP = 31, RT_ACTION_FIELD = 29, RT_ACTION_KIND = RT_ACTION_STE
 /* rt_gemm's elem_bytes for A and B in bf16 and C in f32 (attention's scores) */
 #define RT_GEMM_BF16_F32 3
 
-/* rt_gemm_ep's epilogues (dprt.h) */
+/* rt_gemm_ep's epilogues (dprt.h), and their names in labels (--profile, --emit=kernels) */
 enum { RT_EP_BIAS = 1, RT_EP_GELU_BIAS, RT_EP_DGELU, RT_EP_BGRAD };
+#define RT_EP_NAMES {"", "+bias", "+gelu_bias", "+dgelu", "+bgrad"}
 
 /* rt_conv's dims, in this order */
 enum {

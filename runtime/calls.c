@@ -53,7 +53,7 @@ void rt_gemm(RtCtx *c, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int
 int rt_gemm_ep(RtCtx *c, int epi, int elem_bytes, int ta, int tb, int64_t m, int64_t n, int64_t k, uint64_t a, int64_t lda,
                uint64_t b, int64_t ldb, uint64_t cc, int64_t ldc, double beta, uint64_t bias, uint64_t aux, int64_t ldaux)
 {
-	static const char *const names[] = {"", "+bias", "+gelu_bias", "+dgelu", "+bgrad"};
+	static const char *const names[] = RT_EP_NAMES;
 	if (!c->dev->gemm_ep)
 		return 0;
 	if (c->record) {

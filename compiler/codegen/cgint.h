@@ -396,6 +396,12 @@ bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat);
 enum { NORM_ADD = 1, NORM_GRAD_ADD, NORM_GRAD_ADD_BOTH };
 /* -v: what cg_gemm_epilogue and cg_gemm_bgrad made, on stderr */
 void cg_epilogue_note(const Cg *g);
+/* host.c: whether v has bytes in the arena (its own, or as a view); and, as an operand, is not a
+ * constant (an immediate in a fused kernel) */
+bool cg_in_arena(const Program *p, int v);
+bool cg_operand_in_arena(const Program *p, int v);
+/* whether op is a view that makes no code where the host is now (a reshape, a slice at an index known) */
+bool cg_view_here(Host *h, const Op *op);
 /* host.c: the acc after the GEMM b[i] that absorbs its product, or -1 */
 int cg_absorbed_acc(Host *h, Block *b, int i, int to);
 bool cg_leading_sum(Host *h, Op *op, LLVMValueRef dst, double beta);

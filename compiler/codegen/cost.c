@@ -340,7 +340,7 @@ void cg_cost_gemm(Host *h, int elem, int64_t m, int64_t n, int64_t k, int64_t ba
  * or x read, the size of the result) */
 void cg_cost_gemm_ep(Host *h, int epi, bool bgrad, int elem, int64_t m, int64_t n, int64_t k, const int64_t ld[3], bool aux)
 {
-	static const char *const names[] = {"", "+bias", "+gelu_bias", "+dgelu", "+bgrad"};
+	static const char *const names[] = RT_EP_NAMES;
 	CgLaunch l = gemm_launch(bgrad && epi == RT_EP_DGELU ? "+dgelu_bgrad" : names[epi], elem, m, n, k, 1, ld, false);
 	l.bytes += n * elem + (aux ? m * n * elem : 0);
 	record(h, l);

@@ -244,6 +244,24 @@ static void lower_op(Host *h, Op *op)
 }
 
 
+bool cg_in_arena(const Program *p, int v)
+{
+	Residence r = p->values.data[v].res;
+	return r == VR_ARENA || r == VR_ALIAS;
+}
+
+bool cg_operand_in_arena(const Program *p, int v)
+{
+	const Value *x = &p->values.data[v];
+	return cg_in_arena(p, v) && !(x->def && x->def->kind == OP_CONST);
+}
+
+bool cg_view_here(Host *h, const Op *op)
+{
+	return h->g->p->values.data[op->out].res == VR_ALIAS &&
+	       (op->kind == OP_RESHAPE || (op->kind == OP_SLICE && h->index[op->in[1]]));
+}
+
 /* The arena bytes a value's storage may touch: its root's whole extent. */
 void cg_extent(Cg *g, int v, int64_t *lo, int64_t *hi)
 {

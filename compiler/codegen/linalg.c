@@ -121,10 +121,9 @@ static void gemm_split(Host *h, Gemm q, double beta)
 	gemm_call(h, &q, beta);
 }
 
-/* the GEMM op makes, C into dst */
-static Gemm gemm_of(Host *h, Op *op, LLVMValueRef dst)
+/* the GEMM op makes: its shape, leading dimensions and strides (no addresses: no code) */
+static Gemm gemm_dims(Program *p, Op *op)
 {
-	Program *p = h->g->p;
 	Type a = ir_vtype(p, op->in[0]), b = ir_vtype(p, op->in[1]), c = ir_vtype(p, op->out);
 	Gemm q = {.elem = ir_dt_bytes(c.dt), .ta = op->attr.mm.ta, .tb = op->attr.mm.tb,
 	          .m = c.dim[c.rank - 2], .n = c.dim[c.rank - 1], .k = op->attr.mm.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1]};
@@ -139,8 +138,23 @@ static Gemm gemm_of(Host *h, Op *op, LLVMValueRef dst)
 		q.batch = 1;
 	}
 	q.sc = q.m * q.ldc;
+	return q;
+}
+
+/* the GEMM op makes, C into dst */
+static Gemm gemm_of(Host *h, Op *op, LLVMValueRef dst)
+{
+	Gemm q = gemm_dims(h->g->p, op);
 	q.a = cg_addr(h, op->in[0]), q.b = cg_addr(h, op->in[1]), q.c = dst;
 	return q;
+}
+
+/* whether q is one product of f32 or bf16, as rt_gemm_ep takes, and not one that a bf16 split makes in two
+ * (gemm_split) */
+static bool one_call(const Program *p, const Gemm *q)
+{
+	int64_t al = 16 / q->elem;
+	return q->batch == 1 && (q->elem == 2 || q->elem == 4) && !(p->split_gemms && q->elem == 2 && (q->n % al || q->k % al));
 }
 
 /* C = A @ B into dst; beta 1 accumulates into what dst holds */
@@ -222,8 +236,7 @@ static int only_reader(Host *h, Block *b, int i, int to, int v)
 static bool row_vector(Program *p, int v, Type of)
 {
 	Type t = ir_vtype(p, v);
-	Value *x = &p->values.data[v];
-	if ((x->res != VR_ARENA && x->res != VR_ALIAS) || (x->def && x->def->kind == OP_CONST))
+	if (!cg_operand_in_arena(p, v))
 		return false;
 	if (t.dt != of.dt || t.rank < 1 || t.dim[t.rank - 1] != of.dim[of.rank - 1])
 		return false;
@@ -269,10 +282,8 @@ static bool match_epilogue(Host *h, Block *b, int i, int to, Epilogue *e)
 		return true;
 	}
 	Op *prev = b->ops[j - 1];
-	Value *xv = &p->values.data[prev->in[0]];
 	if (op->kind == OP_MUL && j - 1 > i && prev->kind == OP_GELU_GRAD && prev->out == x && h->uses[x] == 1 &&
-	    !ir_is_result(p, x) && ir_type_eq(ir_vtype(p, prev->in[0]), pt) && (xv->res == VR_ARENA || xv->res == VR_ALIAS) &&
-	    !(xv->def && xv->def->kind == OP_CONST)) {
+	    !ir_is_result(p, x) && ir_type_eq(ir_vtype(p, prev->in[0]), pt) && cg_operand_in_arena(p, prev->in[0])) {
 		e->epi = RT_EP_DGELU, e->bias = -1, e->aux = prev->in[0], e->out = op->out;
 		e->at[e->nat++] = j - 1, e->at[e->nat++] = j;
 		e->ew = 2;
@@ -290,8 +301,7 @@ static bool match_epilogue(Host *h, Block *b, int i, int to, Epilogue *e)
 /* whether the storage of v and w may share bytes (values without storage, such as indices, share none) */
 static bool overlaps(Cg *g, int v, int w)
 {
-	Value *x = &g->p->values.data[v], *y = &g->p->values.data[w];
-	if ((x->res != VR_ARENA && x->res != VR_ALIAS) || (y->res != VR_ARENA && y->res != VR_ALIAS))
+	if (!cg_in_arena(g->p, v) || !cg_in_arena(g->p, w))
 		return false;
 	int64_t a, b, c, d;
 	cg_extent(g, v, &a, &b);
@@ -305,13 +315,8 @@ static bool ready(Host *h, Block *b, int i, int last, int v)
 {
 	for (int j = i + 1; j <= last; j++) {
 		Op *op = b->ops[j];
-		if (op->out != v)
-			continue;
-		if (h->g->p->values.data[v].res != VR_ALIAS)
-			return false;
-		if (op->kind == OP_SLICE)
-			return h->index[op->in[1]] && ready(h, b, i, j - 1, op->in[0]);
-		return op->kind == OP_RESHAPE && ready(h, b, i, j - 1, op->in[0]);
+		if (op->out == v)
+			return cg_view_here(h, op) && ready(h, b, i, j - 1, op->in[0]);
 	}
 	return true;
 }
@@ -448,7 +453,8 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat)
 	Program *p = g->p;
 	Op *mm = b->ops[i];
 	Epilogue e;
-	if (!p->epilogues || h->device || ir_small_matmul(p, mm) || !match_epilogue(h, b, i, to, &e))
+	Gemm q = gemm_dims(p, mm);
+	if (!p->epilogues || h->device || ir_small_matmul(p, mm) || !one_call(p, &q) || !match_epilogue(h, b, i, to, &e))
 		return false;
 	if (!may_move(h, b, i, &e) && e.bias_written) /* without the sum, whose storage the plan may share */
 		e.bias = -1, e.bias_written = false, e.nat--, g->ep_apart++;
@@ -456,14 +462,10 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat)
 		g->ep_apart++;
 		return false;
 	}
-	Gemm q = gemm_of(h, mm, cg_addr(h, e.out));
-	int64_t al = 16 / q.elem;
-	/* one product of f32 or bf16, not one a bf16 split would make in two (gemm_split) */
-	if (q.batch != 1 || (q.elem != 2 && q.elem != 4) || (p->split_gemms && q.elem == 2 && (q.n % al || q.k % al)))
-		return false;
 	int64_t ldaux = e.aux >= 0 ? ir_row_pitch(p, e.aux) : 0;
 	if (ldaux % 8) /* cuBLASLt takes an aux matrix of rows a multiple of 8 elements */
 		return false;
+	q = gemm_of(h, mm, cg_addr(h, e.out));
 	LLVMValueRef zero = cg_i64(g, 0);
 	g->ep_made[e.epi]++;
 	Made m = ep_call(h, e.epi, e.bias_written, &q, 0, e.bias >= 0 ? cg_addr(h, e.bias) : zero,
@@ -513,10 +515,8 @@ bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat)
 		return false;
 	int dst = acc >= 0 ? b->ops[acc]->in[0] : mm->out;
 	int skip[2] = {j, acc};
-	Gemm q = gemm_of(h, mm, acc >= 0 ? cg_acc_target(h, b->ops[acc]) : cg_addr(h, mm->out));
-	int64_t al = 16 / q.elem;
-	if (q.batch != 1 || (q.elem != 2 && q.elem != 4) || (p->split_gemms && q.elem == 2 && (q.n % al || q.k % al)) ||
-	    q.n != cols || q.k != rows)
+	Gemm q = gemm_dims(p, mm);
+	if (!one_call(p, &q) || q.n != cols || q.k != rows)
 		return false;
 	/* X and dY exist here; nothing in between touches the weight's gradient; the sum's bytes are apart from
 	 * what the GEMM reads and writes */
@@ -526,6 +526,7 @@ bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat)
 		return false;
 	}
 	g->ep_made[RT_EP_BGRAD]++;
+	q = gemm_of(h, mm, acc >= 0 ? cg_acc_target(h, b->ops[acc]) : cg_addr(h, mm->out));
 	double beta = acc >= 0 ? 1 : 0;
 	Made m = ep_call(h, RT_EP_BGRAD, false, &q, beta, cg_addr(h, sum->out), cg_i64(g, 0), 0);
 	cg_leading_sum(h, sum, cg_addr(h, sum->out), 0);

@@ -731,28 +731,18 @@ bool cg_host_nn(Host *h, Op *op)
  * thread), as a fused kernel allows. */
 static bool full(Program *p, int v, Type t)
 {
-	Value *x = &p->values.data[v];
-	return (x->res == VR_ARENA || x->res == VR_ALIAS) && !(x->def && x->def->kind == OP_CONST) && ir_type_eq(x->type, t) &&
-	       ir_row_pitch(p, v) == t.dim[t.rank - 1];
+	return cg_operand_in_arena(p, v) && ir_type_eq(ir_vtype(p, v), t) && ir_row_pitch(p, v) == t.dim[t.rank - 1];
 }
 
 /* whether result v may be written in one kernel that reads w: apart, or at the same place and shape */
 static bool apart_or_same(Cg *g, int v, int w)
 {
 	int64_t a, b, c, d;
-	Value *x = &g->p->values.data[v], *y = &g->p->values.data[w];
-	if ((x->res != VR_ARENA && x->res != VR_ALIAS) || (y->res != VR_ARENA && y->res != VR_ALIAS))
+	if (!cg_in_arena(g->p, v) || !cg_in_arena(g->p, w))
 		return true;
 	cg_extent(g, v, &a, &b);
 	cg_extent(g, w, &c, &d);
-	return b <= c || d <= a || (a == c && b == d && ir_type_eq(x->type, y->type));
-}
-
-/* a view with no code (a slice at an index known here, a reshape) */
-static bool no_code(Host *h, const Op *op)
-{
-	return h->g->p->values.data[op->out].res == VR_ALIAS &&
-	       (op->kind == OP_RESHAPE || (op->kind == OP_SLICE && h->index[op->in[1]]));
+	return b <= c || d <= a || (a == c && b == d && ir_type_eq(ir_vtype(g->p, v), ir_vtype(g->p, w)));
 }
 
 bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
@@ -761,7 +751,7 @@ bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
 	Program *p = g->p;
 	/* the op after, past views that make no code (a layer's g and b, sliced from the stacked parameters) */
 	int j = i + 1;
-	while (b->ops[i]->kind == OP_ADD && j < to && no_code(h, b->ops[j]))
+	while (b->ops[i]->kind == OP_ADD && j < to && cg_view_here(h, b->ops[j]))
 		j++;
 	Op *op = b->ops[i], *next = j < to ? b->ops[j] : NULL;
 	if (!p->epilogues || h->device || !next)
@@ -794,8 +784,8 @@ bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
 	}
 	int reads[4] = {x, ln->in[1], ln->in[2], res}, writes[2] = {out, out2};
 	for (int k = 0; k < 2; k++)
-		for (int j = 0; j < 4 && writes[k] >= 0; j++)
-			if (!apart_or_same(g, writes[k], reads[j]))
+		for (int r = 0; r < 4 && writes[k] >= 0; r++)
+			if (!apart_or_same(g, writes[k], reads[r]))
 				return false;
 	if (out2 >= 0 && !apart_or_same(g, out, out2))
 		return false;
