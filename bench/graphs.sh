@@ -40,6 +40,11 @@
 #   phase, the seconds it took and how often it lowered the planned bytes (the
 #   least search; or its FLOPs at the same bytes) or the FLOPs (a budget's
 #   fit), and by how much in all.
+#   bash bench/graphs.sh codegen [NET...]: the whole compile of torchvision's
+#   exports (as for onnx; from their flat .dp, store-everything) to an
+#   executable for cuda and for cpu, on one thread and on nproc (--threads):
+#   the seconds, code generation's share (-v), the kernels and their units,
+#   and whether the two executables are the same bytes.
 #   bash bench/graphs.sh scale: compile time and memory against the size of
 #   the graph (ResNet-50, -101, -152, DenseNet-121, -201 at batch 16, 224x224,
 #   ResNet-152 and DenseNet-121 also at twice and four times their depth;
@@ -251,6 +256,35 @@ if [ "${1:-}" = onnx ]; then
 		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %7s %10s %8s %10s %8s %6s\n' "$net" "$(batch "$net")" "$(side "$net")" \
 			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t" \
 			"${conv:--}" "$fit" "$fit_s" "$flat" "$flat_s" "$search"
+	done
+	exit 0
+fi
+
+if [ "${1:-}" = codegen ]; then
+	shift
+	nets=("$@")
+	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
+	# the whole compile of torchvision's export (from its .dp, store-everything) to an executable, on each
+	# target, on one thread and on all (--threads): the seconds, and of them code generation's (the kernels'
+	# IR, LLVM's optimizer and code generator over the host module and the kernels' units), from -v
+	printf '%-12s %6s %8s %6s %10s %10s %10s %10s %7s\n' network target kernels units "1 thread s" codegen_s \
+		"$(nproc) threads s" codegen_s same
+	for net in "${nets[@]}"; do
+		[ -f "$out/$net.onnx" ] || export "$net"
+		"$DPC" --target cpu "$out/$net.onnx" --no-loops --emit=dp -o "$out/$net.dp" >/dev/null
+		for target in cuda cpu; do
+			row=()
+			for t in 1 "$(nproc)"; do
+				/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target $target --threads "$t" -v "$out/$net.dp" \
+					-o "$out/$net.$target.$t" 2>"$out/v.log" >/dev/null
+				cg=$(awk '/^dpc: (codegen: [0-9]|LLVM optimizer)/ { s += $(NF - 1) } END { printf "%.2f", s / 1000 }' "$out/v.log")
+				row+=("$(tail -1 "$out/time")" "$cg")
+			done
+			k=$(sed -n 's/^dpc: codegen: \([0-9]*\) kernels .* in \([0-9]*\) units.*/\1 \2/p' "$out/v.log")
+			same=no
+			cmp -s "$out/$net.$target.1" "$out/$net.$target.$(nproc)" && same=yes
+			printf '%-12s %6s %8s %6s %10s %10s %10s %10s %7s\n' "$net" $target $k "${row[@]}" $same
+		done
 	done
 	exit 0
 fi

@@ -56,50 +56,77 @@ static const char *runtime_lib(const char *name)
 	return lib;
 }
 
-/* The temporary object file, removed if dpc is interrupted while it exists. */
-static char temp_obj[4096];
+/* The temporary object files (the host module's, then the kernels' units'), removed if dpc is
+ * interrupted while they exist. */
+static char temps[1 + CG_UNITS_MOST + 1][4096];
+static int ntemps;
+
+static void remove_temps(void)
+{
+	for (int i = 0; i < ntemps; i++)
+		if (temps[i][0])
+			unlink(temps[i]);
+	ntemps = 0;
+}
 
 static void remove_temp(int sig)
 {
-	if (temp_obj[0])
-		unlink(temp_obj);
+	remove_temps();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
-static void remove_temp_at_exit(void)
-{
-	if (temp_obj[0])
-		unlink(temp_obj);
-}
-
-static void make_temp_obj(void)
+/* a new temporary object file's path */
+static const char *make_temp_obj(void)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	if (ntemps == sizeof temps / sizeof *temps)
+		die("more temporary objects than units");
+	char *t = temps[ntemps];
 	const char *dir = getenv("TMPDIR");
-	if (!dir || !*dir || strlen(dir) > sizeof temp_obj - 32)
+	if (!dir || !*dir || strlen(dir) > sizeof *temps - 32)
 		dir = "/tmp";
-	snprintf(temp_obj, sizeof temp_obj, "%s/dpc-XXXXXX.o", dir);
-	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-		signal(sigs[i], remove_temp);
-	atexit(remove_temp_at_exit);
-	int fd = mkstemps(temp_obj, 2);
+	snprintf(t, sizeof *temps, "%s/dpc-XXXXXX.o", dir);
+	if (ntemps == 0) {
+		for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+			signal(sigs[i], remove_temp);
+		atexit(remove_temps);
+	}
+	int fd = mkstemps(t, 2);
 	if (fd < 0) {
-		temp_obj[0] = 0;
+		t[0] = 0;
 		fatal("cannot create a temporary object file: %s", strerror(errno));
 	}
 	close(fd);
+	ntemps++;
+	return t;
 }
 
-/* Runs the linker; the temporary object goes in every case. */
-static void run_cc(char **argv, const char *obj)
+/* the kernels' units' objects (cg_emit_object) written to temporary files: their paths */
+static const char **unit_objects(const CgObjects *more)
+{
+	const char **paths = ar_alloc(sizeof *paths * (size_t)(more->n + 1));
+	for (int i = 0; i < more->n; i++) {
+		paths[i] = make_temp_obj();
+		FILE *f = fopen(paths[i], "wb");
+		bool ok = f && fwrite(more->data[i], 1, more->len[i], f) == more->len[i];
+		if (f && fclose(f) != 0)
+			ok = false;
+		if (!ok)
+			fatal("cannot write the temporary object file %s: %s", paths[i], strerror(errno));
+	}
+	paths[more->n] = NULL;
+	return paths;
+}
+
+/* Runs the linker; the temporary objects go in every case. */
+static void run_cc(char **argv)
 {
 	pid_t pid;
 	int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
 	int status = 0;
 	bool ok = rc == 0 && waitpid(pid, &status, 0) >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	unlink(obj);
-	temp_obj[0] = 0;
+	remove_temps();
 	if (rc != 0)
 		fatal("cannot run %s: %s", argv[0], strerror(rc));
 	if (!ok)
@@ -108,11 +135,11 @@ static void run_cc(char **argv, const char *obj)
 
 /* the executable, or with lib the shared library whose only exported symbols are dpc.h's (the runtime's
  * dpc.map), its API's object pulled from the archive */
-static void link_exe(const char *obj, const char *exe, CgTarget target, bool lib)
+static void link_exe(const char *obj, const char **units, const char *exe, CgTarget target, bool lib)
 {
 	/* $CC may carry flags, as in make: CC='cc -fsanitize=address' */
 	const char *cc = getenv("CC");
-	char *argv[64];
+	char *argv[80];
 	int n = 0;
 	for (char *w = strtok(ar_strdup(cc && *cc ? cc : "cc"), " \t"); w && n < 40; w = strtok(NULL, " \t"))
 		argv[n++] = w;
@@ -121,6 +148,8 @@ static void link_exe(const char *obj, const char *exe, CgTarget target, bool lib
 	argv[n++] = "-o";
 	argv[n++] = (char *)exe;
 	argv[n++] = (char *)obj;
+	for (int i = 0; units[i]; i++)
+		argv[n++] = (char *)units[i];
 	if (lib) {
 		argv[n++] = "-shared";
 		argv[n++] = "-Wl,--undefined=dpc_version";
@@ -144,7 +173,7 @@ static void link_exe(const char *obj, const char *exe, CgTarget target, bool lib
 	argv[n++] = "-lpthread";
 	argv[n++] = "-lm";
 	argv[n] = NULL;
-	run_cc(argv, obj);
+	run_cc(argv);
 }
 
 /* The input's base name without .dp: the model's name and its executable's. */
@@ -354,7 +383,8 @@ static int finish(DriverOptions *o, Program *p, Emit stop)
 	verbose_opts = o;
 	CgOptions cg = {o->target, name, !o->no_fuse, o->verbose ? cg_phase : NULL, o->reference, o->verbose,
 	                o->generic_cpu, o->gpu, false, getenv("DPC_CPU_SPLITS") && *getenv("DPC_CPU_SPLITS"), NULL,
-	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw, build_lines(o, p), scalar_rows()};
+	                getenv("DPC_SIMT") && *getenv("DPC_SIMT"), o->host_bw, build_lines(o, p), scalar_rows(),
+	                o->threads ? o->threads : util_cpus()};
 	/* --schedule-json, with the CUDA target's launches and their predicted times as members of the
 	 * object: from the code generation that makes the output, or one of their own for the stages
 	 * that end before it */
@@ -401,16 +431,17 @@ static int finish(DriverOptions *o, Program *p, Emit stop)
 		return 0;
 	}
 	if (o->emit == EMIT_OBJ) {
-		cg_emit_object(p, &cg, o->output ? o->output : ar_printf("%s.o", name));
+		cg_emit_object(p, &cg, o->output ? o->output : ar_printf("%s.o", name), NULL);
 		write_schedule(&sj);
 		return 0;
 	}
 	bool lib = o->emit == EMIT_LIB;
 	const char *exe = o->output ? o->output : lib ? ar_printf("lib%s.so", name) : name;
-	make_temp_obj();
-	cg_emit_object(p, &cg, temp_obj);
+	const char *obj = make_temp_obj();
+	CgObjects more = {0};
+	cg_emit_object(p, &cg, obj, &more);
 	write_schedule(&sj);
-	link_exe(temp_obj, exe, o->target, lib);
+	link_exe(obj, unit_objects(&more), exe, o->target, lib);
 	driver_phase(o, "link");
 	return 0;
 }

@@ -27,6 +27,7 @@ typedef struct {
 	bool reference;       /* --reference-kernels: conv2d as unfold + GEMM, attention as dpc's row kernels */
 	bool generic_cpu;     /* --cpu generic */
 	bool verbose;         /* -v: each phase's time on stderr */
+	int threads;          /* --threads for code generation; 0: the CPUs dpc may run on (util_cpus) */
 	const char *schedule_json;
 	const char *gpu;      /* --gpu: the GPU --emit=kernels and --schedule-json price launches on */
 	AttnPrice attn_price; /* FeOptions.attn_price: cg_attn_price (main.c), NULL where code generation is not linked */

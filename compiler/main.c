@@ -139,7 +139,8 @@ static const Opt opts[] = {
 	 "where that costs less (priced both ways); 0, or --stream none: never"},
 	{O_THREADS, "--threads", NULL, "N", K_COUNT, 1, 1024, "a count", "1024",
 	 "threads the search for what straight-line code keeps may use (default 2;\n"
-	 "it uses at most 2); the plan is the same for any N"},
+	 "it uses at most 2), and code generation (default: the CPUs dpc may run\n"
+	 "on); the plan and the code are the same for any N"},
 	{O_SNAPSHOTS, "--snapshots", NULL, "N", K_COUNT, 1, INT_MAX, "a count", "2^31 - 1",
 	 "binomial and auto: snapshot slots per loop, the initial state's included\n"
 	 "(default: as many as --device-mem allows, else ceil(sqrt(n)) + 1,\n"
@@ -383,7 +384,7 @@ static void set(DriverOptions *o, Given *g, const Opt *op, const char *v, int k,
 	case O_CHECKPOINT: g->ckpt_given = true, o->ckpt.mode = ckpts[k], o->ckpt.least = k == 3; break;
 	/* priced bytes times this stay far from int64's end */
 	case O_OFFLOAD_COST: g->offload_cost = n; break;
-	case O_THREADS: o->ckpt.threads = (int)n; break;
+	case O_THREADS: o->ckpt.threads = o->threads = (int)n; break;
 	case O_SNAPSHOTS: o->ckpt.snapshots = n; break;
 	case O_SCHEDULE_JSON: o->schedule_json = v; break;
 	case O_NO_FUSE: o->no_fuse = true; break;

@@ -8,6 +8,9 @@
 
 typedef enum { CG_CPU, CG_CUDA } CgTarget;
 
+/* the kernels are split into at most this many units, each compiled on a thread of its own (units.c) */
+enum { CG_UNITS_MOST = 8 };
+
 typedef struct {
 	CgTarget target;
 	const char *model_name;
@@ -29,6 +32,8 @@ typedef struct {
 	bool scalar_rows;  /* DPC_ROW_VECTORS=off: the GPU's row kernels an element at a time a lane,
 	                    * embed_grad's ids one at a time and bf16 vectors as 16-bit elements, as before
 	                    * 2026-12-03 (the code the H200 profile of 2026-11-28 measured; testing) */
+	int threads;       /* threads the kernels' code is generated on (units.c); 0: 1. The code is the same
+	                    * for any count */
 } CgOptions;
 /* the host update's memory bandwidth when --host-bw is not given: a two-socket server's, as DeepSpeed's
  * CPU Adam over 175B parameters is priced in issue 60 (300 GB/s) */
@@ -49,7 +54,14 @@ const char *cg_gpu_names(void);        /* "h100, h200, a100" */
 /* The program must have been through ad_transform and stream_pass (every
  * value planned). */
 void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out);       /* --emit=llvm */
-void cg_emit_object(Program *p, const CgOptions *o, const char *path);
+/* the host module's object at path; more: NULL, every kernel in it; else the kernels' units, compiled on
+ * o->threads threads beside it, as objects in memory that the link must add (units.c) */
+typedef struct {
+	int n;
+	char *data[CG_UNITS_MOST + 1];
+	size_t len[CG_UNITS_MOST + 1];
+} CgObjects;
+void cg_emit_object(Program *p, const CgOptions *o, const char *path, CgObjects *more);
 void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out);        /* --emit=ptx */
 /* --emit=kernels: every launch of one training step on the CUDA target,
  * with its predicted time on o->gpu; json: as members of --schedule-json's

@@ -146,6 +146,14 @@ typedef struct {
 	bool cpu_splits;  /* CgOptions.cpu_splits */
 	bool scalar_rows; /* CgOptions.scalar_rows */
 	bool simt;        /* CgOptions.simt, on the CPU target */
+	int threads;      /* CgOptions.threads */
+	bool module_array; /* a kernel built since it was cleared read or wrote a module array (cg_global_array) */
+	/* the kernels' units (units.c): modules of ctx, compiled apart; the CPU target's first unit is mod */
+	LLVMModuleRef units[CG_UNITS_MOST];
+	int nunits;
+	bool units_ptx;   /* units[0..nunits) are the CUDA target's PTX units, not yet made PTX */
+	bool one_unit;    /* every kernel in one unit (--emit=llvm and obj: one module, one object) */
+	bool generic_cpu; /* CgOptions.generic_cpu */
 	/* while a wrapper emits a body (cg_gpu_items, the SIMT emulator's
 	 * threads): i1, whether this thread's row repeats another group's,
 	 * the rows having run out in its warp; NULL where none can */
@@ -193,7 +201,19 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *k, LLVMValueRef *args, LL
                   LLVMValueRef threads, LLVMValueRef n);
 void cg_barrier(Cg *g);                             /* bar.sync 0: the block's threads meet */
 void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the table */
-const char *cg_ptx(Cg *g);                          /* the kernels as NVPTX: PTX text */
+
+
+/* ---- the kernels' code in units, compiled on several threads (units.c) ---- */
+int cg_units(const Cg *g);                     /* how many units g's kernels are split into */
+int cg_unit_of(const Cg *g, int kernel, int units);
+void cg_ptx_units(Cg *g);                      /* the CUDA target's kernels as NVPTX IR in g->units (ptx.c) */
+/* g->units compiled (and disposed) on g->threads threads, beside host(arg) where host is not NULL: the
+ * PTX units' text as one module, or (the CPU target) NULL and the units' objects added to objs */
+const char *cg_units_compile(Cg *g, void (*host)(void *), void *arg, CgObjects *objs);
+LLVMTargetMachineRef cg_host_machine(bool generic); /* host.c: x86 for this CPU, or any x86-64 */
+void cg_target_module(LLVMModuleRef m, LLVMTargetMachineRef tm); /* m's triple and data layout tm's */
+#define CG_PTX_TRIPLE "nvptx64-nvidia-cuda"
+LLVMTargetMachineRef cg_ptx_machine(void);     /* sm_80, PTX 7.5 (the NVPTX target initialized) */
 /* the standard module pipeline; with tm, that target's costs */
 void cg_optimize(LLVMModuleRef m, unsigned level, LLVMTargetMachineRef tm);
 

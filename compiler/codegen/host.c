@@ -789,8 +789,14 @@ static void report(Cg *g, const CgOptions *o, const char *ptx, bool json, bool t
 	cg_cost_report(g, gpu, o->host_bw > 0 ? o->host_bw : CG_HOST_BW, ptx, json, table, o->verbose, out);
 }
 
-static Cg *build(Program *p, const CgOptions *o)
+/* what build makes of the kernels: HERE, the CUDA target's PTX, and the CPU target's kernels in one unit,
+ * the host module (--emit=llvm and obj); APART, their units, compiled later beside the host module
+ * (cg_emit_object); NO_PTX, the CUDA target's launches priced without their code (--emit=schedule) */
+typedef enum { HERE, APART, NO_PTX } Build;
+
+static Cg *build(Program *p, const CgOptions *o, Build how)
 {
+	bool apart = how == APART;
 	Cg *g = ar_alloc(sizeof *g);
 	g->p = p;
 	g->ctx = LLVMContextCreate();
@@ -818,6 +824,9 @@ static Cg *build(Program *p, const CgOptions *o)
 	g->cost = o->cost || o->target == CG_CUDA; /* the executable's --profile prints the predictions */
 	g->cpu_splits = o->cpu_splits;
 	g->simt = o->simt && !g->cuda;
+	g->threads = o->threads > 0 ? o->threads : 1;
+	g->one_unit = !apart && o->target == CG_CPU;
+	g->generic_cpu = o->generic_cpu;
 	g->scalar_rows = o->scalar_rows;
 
 	/* the optimizers' kernels, one pair per element type of trained parameters, and p->real's always; under
@@ -877,20 +886,26 @@ static Cg *build(Program *p, const CgOptions *o)
 	phase(o, "codegen: host schedule");
 	if (o->verbose && o->target == CG_CUDA)
 		cg_epilogue_note(g);
-	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table */
-	const char *ptx = o->target == CG_CUDA ? cg_ptx(g) : "";
-	cg_string_global(g, "dp_ptx", ptx);
+	/* the CPU target runs x86 kernels; the CUDA target embeds PTX and has an empty table. Apart, the PTX is
+	 * made beside the host module's code (cg_emit_object) */
+	const char *ptx = "";
+	if (o->target == CG_CUDA && how != NO_PTX) {
+		cg_ptx_units(g);
+		if (!apart)
+			ptx = cg_units_compile(g, NULL, NULL, NULL);
+	}
+	if (!apart || o->target != CG_CUDA)
+		cg_string_global(g, "dp_ptx", ptx);
 	kernel_smem_table(g);
-	if (o->target == CG_CUDA)
-		phase(o, ar_printf("codegen: %d kernels as PTX", g->kernels.len));
+	if (o->target == CG_CUDA && how != NO_PTX)
+		phase(o, ar_printf(apart ? "codegen: %d kernels as NVPTX IR in %d units" : "codegen: %d kernels as PTX in %d units",
+		                   g->kernels.len, g->nunits ? g->nunits : cg_units(g)));
 	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam, fold, refresh));
-	if (o->kernels_json && o->target == CG_CUDA)
+	if (o->kernels_json && o->target == CG_CUDA && !apart)
 		report(g, o, ptx, true, true, o->kernels_json);
-	if (o->target == CG_CUDA)
-		g->kernels.len = 0, g->kslots = 0; /* the table (and its index) empty */
 	cg_cpu_kernels(g);
 	if (o->target == CG_CPU)
-		phase(o, ar_printf("codegen: %d kernels for x86", g->kernels.len));
+		phase(o, ar_printf("codegen: %d kernels for x86 in %d units", g->kernels.len, g->nunits));
 
 	char *err = NULL;
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
@@ -903,7 +918,7 @@ static Cg *build(Program *p, const CgOptions *o)
  * vector width, AVX2 or AVX-512 where it has them), or with generic any
  * x86-64. The bits of results are the same either way: no operation is
  * contracted (fused multiply-add) in either. */
-static LLVMTargetMachineRef host_machine(bool generic)
+LLVMTargetMachineRef cg_host_machine(bool generic)
 {
 	LLVMInitializeX86TargetInfo();
 	LLVMInitializeX86Target();
@@ -923,15 +938,14 @@ static LLVMTargetMachineRef host_machine(bool generic)
 	return tm;
 }
 
-static void optimize(Cg *g, LLVMTargetMachineRef tm)
+void cg_target_module(LLVMModuleRef m, LLVMTargetMachineRef tm)
 {
 	char *triple = LLVMGetTargetMachineTriple(tm);
-	LLVMSetTarget(g->mod, triple);
+	LLVMSetTarget(m, triple);
 	LLVMDisposeMessage(triple);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-	LLVMSetModuleDataLayout(g->mod, td); /* copies it */
+	LLVMSetModuleDataLayout(m, td); /* copies it */
 	LLVMDisposeTargetData(td);
-	cg_optimize(g->mod, 2, tm);
 }
 
 /* Everything build made in LLVM: the builder, the module, the context. */
@@ -960,7 +974,7 @@ void cg_emit_ptx(Program *p, const CgOptions *o, FILE *out)
 {
 	CgOptions cuda = *o;
 	cuda.target = CG_CUDA;
-	Cg *g = build(p, &cuda);
+	Cg *g = build(p, &cuda, HERE);
 	LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
 	size_t n;
 	const char *s = LLVMGetAsString(LLVMGetInitializer(v), &n);
@@ -974,7 +988,7 @@ void cg_emit_kernels(Program *p, const CgOptions *o, FILE *out, bool json)
 	cuda.target = CG_CUDA;
 	cuda.cost = true;
 	cuda.kernels_json = json ? out : NULL;
-	Cg *g = build(p, &cuda);
+	Cg *g = build(p, &cuda, HERE);
 	if (!json) {
 		LLVMValueRef v = LLVMGetNamedGlobal(g->mod, "dp_ptx");
 		size_t n;
@@ -991,30 +1005,82 @@ void cg_emit_step(Program *p, const CgOptions *o, FILE *out)
 	cuda.cost = true;
 	cuda.kernels_json = NULL;
 	cuda.verbose = false;
-	Cg *g = build(p, &cuda);
+	Cg *g = build(p, &cuda, NO_PTX);
 	report(g, &cuda, NULL, false, false, out);
 	dispose(g);
 }
 
 void cg_emit_llvm(Program *p, const CgOptions *o, FILE *out)
 {
-	Cg *g = build(p, o);
+	Cg *g = build(p, o, HERE);
 	char *s = LLVMPrintModuleToString(g->mod);
 	fputs(s, out);
 	LLVMDisposeMessage(s);
 	dispose(g);
 }
 
-void cg_emit_object(Program *p, const CgOptions *o, const char *path)
+/* the host module's optimizer and object, on whichever thread takes it (cg_units_compile) */
+typedef struct {
+	Cg *g;
+	LLVMTargetMachineRef tm;
+	const char *path;
+	char *err;
+} HostJob;
+
+static void host_job(void *arg)
 {
-	Cg *g = build(p, o);
-	LLVMTargetMachineRef tm = host_machine(o->generic_cpu);
-	optimize(g, tm);
-	phase(o, "LLVM optimizer (host module)");
+	HostJob *h = arg;
+	cg_target_module(h->g->mod, h->tm);
+	cg_optimize(h->g->mod, 2, h->tm);
+	if (LLVMTargetMachineEmitToFile(h->tm, h->g->mod, (char *)h->path, LLVMObjectFile, &h->err) == 0)
+		h->err = NULL;
+}
+
+/* the CUDA target's PTX as an object of its own, dp_ptx, for the runtime (dprt.h) */
+static void ptx_object(LLVMTargetMachineRef tm, const char *ptx, CgObjects *more)
+{
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef m = LLVMModuleCreateWithNameInContext("dp_ptx", ctx);
+	cg_target_module(m, tm);
+	LLVMValueRef s = LLVMConstStringInContext(ctx, ptx, (unsigned)strlen(ptx), 0);
+	LLVMValueRef v = LLVMAddGlobal(m, LLVMTypeOf(s), "dp_ptx");
+	LLVMSetInitializer(v, s);
+	LLVMSetGlobalConstant(v, 1);
 	char *err = NULL;
-	if (LLVMTargetMachineEmitToFile(tm, g->mod, (char *)path, LLVMObjectFile, &err))
-		fatal("cannot write %s: %s", path, err);
-	phase(o, "object file");
+	LLVMMemoryBufferRef out;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, &out))
+		die("the PTX's object: %s", err);
+	size_t n = LLVMGetBufferSize(out);
+	more->data[more->n] = ar_alloc(n + 1);
+	memcpy(more->data[more->n], LLVMGetBufferStart(out), n);
+	more->len[more->n++] = n;
+	LLVMDisposeMemoryBuffer(out);
+	LLVMDisposeModule(m);
+	LLVMContextDispose(ctx);
+}
+
+void cg_emit_object(Program *p, const CgOptions *o, const char *path, CgObjects *more)
+{
+	Cg *g = build(p, o, more ? APART : HERE);
+	LLVMTargetMachineRef tm = cg_host_machine(o->generic_cpu);
+	HostJob h = {g, tm, path, NULL};
+	int units = g->nunits, kernels = g->kernels.len;
+	/* the kernels' units beside the host module, where any is apart from it */
+	const char *ptx = NULL;
+	if (g->nunits > (g->units_ptx ? 0 : 1))
+		ptx = cg_units_compile(g, host_job, &h, more);
+	else
+		host_job(&h);
+	if (h.err)
+		fatal("cannot write %s: %s", path, h.err);
+	phase(o, ar_printf("LLVM optimizer and object files: the host module%s, on %d thread%s",
+	                   units > 1 || (ptx && units) ? ar_printf(" and %d units of %d kernels", units, kernels) : "",
+	                   g->threads, g->threads > 1 ? "s" : ""));
+	if (ptx) {
+		ptx_object(tm, ptx, more);
+		if (o->kernels_json)
+			report(g, o, ptx, true, true, o->kernels_json);
+	}
 	LLVMDisposeTargetMachine(tm);
 	dispose(g);
 }

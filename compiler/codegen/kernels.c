@@ -832,6 +832,8 @@ LLVMValueRef cg_global_array(K *k, const char *name, int64_t n)
 	LLVMTypeRef at = LLVMArrayType(g->real, (unsigned)n);
 	LLVMValueRef s = LLVMGetNamedGlobal(g->mod, name);
 	unsigned space = g->gpu ? 1 : 0;
+	/* the kernels that share it must be in one unit (cg_unit_of) */
+	g->module_array = true;
 	if (!s) {
 		s = LLVMAddGlobalInAddressSpace(g->mod, at, name, space);
 		LLVMSetInitializer(s, LLVMConstNull(at));
@@ -1299,20 +1301,41 @@ static LLVMValueRef simt_thread(Cg *g, const KDesc *d, const char *name)
 }
 
 /* x86: void kN(const uint64_t *args, int64_t begin, int64_t end); under
- * DPC_SIMT a kernel of GPU blocks runs each item as a block on the emulator */
+ * DPC_SIMT a kernel of GPU blocks runs each item as a block on the emulator.
+ * The kernels of the first unit (cg_unit_of) in the host module, the
+ * others' in modules of their own (g->units), declared in the host module
+ * for its table; none on the CUDA target (its table is empty). */
 void cg_cpu_kernels(Cg *g)
 {
 	LLVMTypeRef params[3] = {g->i64p, g->i64, g->i64};
 	LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 3, 0);
 	LLVMTypeRef fpt = LLVMPointerType(ft, 0);
-	int n = g->kernels.len;
+	int n = g->cuda ? 0 : g->kernels.len;
+	LLVMModuleRef host = g->mod;
+	if (!g->cuda)
+		g->nunits = n ? cg_units(g) : 0;
+	for (int u = 1; u < g->nunits && !g->cuda; u++) {
+		g->units[u] = LLVMModuleCreateWithNameInContext(ar_printf("dp_kernels%d", u), g->ctx);
+		LLVMSetTarget(g->units[u], LLVMGetTarget(host));
+		LLVMSetDataLayout(g->units[u], LLVMGetDataLayoutStr(host));
+	}
 	LLVMValueRef *fns = ar_alloc(sizeof(LLVMValueRef) * (size_t)(n + 1));
 	for (int i = 0; i < n; i++) {
 		KDesc *d = &g->kernels.data[i];
 		const char *name = ar_printf("dp_k%d_%s", i, cg_kernel_label(d));
+		int u = cg_unit_of(g, i, g->nunits);
+		g->mod = u ? g->units[u] : host;
+		g->module_array = false;
 		LLVMValueRef fn = LLVMAddFunction(g->mod, name, ft);
-		LLVMSetLinkage(fn, LLVMInternalLinkage);
-		fns[i] = fn;
+		/* another unit's kernel: the host module's table names it, the link resolves it */
+		if (u) {
+			LLVMSetVisibility(fn, LLVMHiddenVisibility);
+			fns[i] = LLVMAddFunction(host, name, ft);
+			LLVMSetVisibility(fns[i], LLVMHiddenVisibility);
+		} else {
+			LLVMSetLinkage(fn, LLVMInternalLinkage);
+			fns[i] = fn;
+		}
 		LLVMValueRef thread = d->lanes > 1 ? simt_thread(g, d, ar_printf("%s_thread", name)) : NULL;
 		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
 		LLVMPositionBuilderAtEnd(g->b, entry);
@@ -1333,7 +1356,10 @@ void cg_cpu_kernels(Cg *g)
 		}
 		cg_for_end(&k, &l, count);
 		LLVMBuildRetVoid(g->b);
+		if (g->module_array && u != 0)
+			die("kernel %d (%s) uses a module array outside the first unit", i, cg_kernel_label(d));
 	}
+	g->mod = host;
 	LLVMTypeRef at = LLVMArrayType(fpt, (unsigned)n);
 	LLVMValueRef table = LLVMAddGlobal(g->mod, at, "dp_cpu_kernels");
 	LLVMSetInitializer(table, LLVMConstArray(fpt, fns, (unsigned)n));

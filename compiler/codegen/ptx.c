@@ -4,17 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/Analysis.h>
-#include <llvm-c/BitReader.h>
-#include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
 #include "cgint.h"
-
-#ifndef DPC_CUDA_HOME
-#define DPC_CUDA_HOME "/usr/local/cuda"
-#endif
 
 static LLVMValueRef sreg(Cg *g, const char *name)
 {
@@ -42,28 +35,6 @@ static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
 		LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
 	}
-}
-
-static void link_libdevice(Cg *g)
-{
-	const char *env = getenv("DPC_LIBDEVICE");
-	const char *path = env ? env : DPC_CUDA_HOME "/nvvm/libdevice/libdevice.10.bc";
-	LLVMMemoryBufferRef buf;
-	char *err = NULL;
-	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err))
-		fatal("cannot read CUDA's libdevice at %s (set DPC_LIBDEVICE): %s", path, err);
-	LLVMModuleRef lib;
-	if (LLVMParseBitcodeInContext2(g->ctx, buf, &lib))
-		fatal("cannot parse %s", path);
-	LLVMDisposeMemoryBuffer(buf); /* the module holds what it needs */
-	LLVMSetTarget(lib, LLVMGetTarget(g->mod));
-	LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(g->mod));
-	if (LLVMLinkModules2(g->mod, lib)) /* and disposes lib */
-		die("linking libdevice failed");
-	/* keep only what the kernels call */
-	for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f))
-		if (!LLVMIsDeclaration(f) && strncmp(LLVMGetValueName(f), "dp_k", 4) != 0)
-			LLVMSetLinkage(f, LLVMInternalLinkage);
 }
 
 void cg_barrier(Cg *g)
@@ -112,29 +83,32 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 	LLVMPositionBuilderAtEnd(g->b, done);
 }
 
-const char *cg_ptx(Cg *g)
+/* The kernels as NVPTX IR in cg_units' modules (g->units), each kernel in
+ * its unit's (cg_unit_of); cg_units_ptx makes them PTX. */
+void cg_ptx_units(Cg *g)
 {
 	LLVMInitializeNVPTXTargetInfo();
 	LLVMInitializeNVPTXTarget();
 	LLVMInitializeNVPTXTargetMC();
 	LLVMInitializeNVPTXAsmPrinter();
-	const char *triple = "nvptx64-nvidia-cuda";
-	LLVMTargetRef target;
-	char *err = NULL;
-	if (LLVMGetTargetFromTriple(triple, &target, &err))
-		die("no NVPTX target in this LLVM: %s", err);
-	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "sm_80", "+ptx75", LLVMCodeGenLevelAggressive,
-	                                                  LLVMRelocDefault, LLVMCodeModelDefault);
-	LLVMModuleRef host = g->mod;
-	g->mod = LLVMModuleCreateWithNameInContext("dp_kernels", g->ctx);
-	g->gpu = true;
-	LLVMSetTarget(g->mod, triple);
+	LLVMTargetMachineRef tm = cg_ptx_machine();
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-	LLVMSetModuleDataLayout(g->mod, td);
+	LLVMModuleRef host = g->mod, *units = g->units;
+	int n = g->nunits = cg_units(g);
+	g->units_ptx = true;
+	for (int u = 0; u < n; u++) {
+		units[u] = LLVMModuleCreateWithNameInContext("dp_kernels", g->ctx);
+		LLVMSetTarget(units[u], CG_PTX_TRIPLE);
+		LLVMSetModuleDataLayout(units[u], td);
+	}
 	LLVMDisposeTargetData(td);
-
+	LLVMDisposeTargetMachine(tm);
+	g->gpu = true;
 	for (int i = 0; i < g->kernels.len; i++) {
 		KDesc *d = &g->kernels.data[i];
+		int u = cg_unit_of(g, i, n);
+		g->mod = units[u];
+		g->module_array = false;
 		LLVMTypeRef params[17];
 		for (int j = 0; j <= d->nargs; j++)
 			params[j] = g->i64;
@@ -151,24 +125,10 @@ const char *cg_ptx(Cg *g)
 		LLVMValueRef threads = LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ntid, "");
 		cg_gpu_items(g, fn, d, args, gid, tid, threads, n);
 		LLVMBuildRetVoid(g->b);
+		/* the kernels that share a module array (the two launches of a grid's reduction) in one unit */
+		if (g->module_array && u != 0)
+			die("kernel %d (%s) uses a module array outside the first unit", i, cg_kernel_label(d));
 	}
-	link_libdevice(g);
-	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
-		die("generated NVPTX module is invalid: %s", err);
-	LLVMDisposeMessage(err);
-	cg_optimize(g->mod, 3, NULL);
-
-	LLVMMemoryBufferRef out;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, LLVMAssemblyFile, &err, &out))
-		die("NVPTX code generation failed: %s", err);
-	size_t len = LLVMGetBufferSize(out);
-	while (len && LLVMGetBufferStart(out)[len - 1] == 0)
-		len--;
-	const char *ptx = ar_strndup(LLVMGetBufferStart(out), len);
-	LLVMDisposeMemoryBuffer(out);
-	LLVMDisposeTargetMachine(tm);
-	LLVMDisposeModule(g->mod);
 	g->mod = host;
 	g->gpu = false;
-	return ptx;
 }

@@ -1,6 +1,8 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +225,43 @@ noreturn void fatal(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	stop();
+}
+
+typedef struct {
+	void (*each)(void *, int);
+	void *arg;
+	int n, next;
+} Pieces;
+
+static void *take_pieces(void *a)
+{
+	Pieces *w = a;
+	for (int i; (i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->n;)
+		w->each(w->arg, i);
+	return NULL;
+}
+
+void util_parallel(int n, int threads, void (*each)(void *arg, int i), void *arg)
+{
+	enum { MOST = 64 };
+	Pieces w = {each, arg, n, 0};
+	pthread_t t[MOST];
+	int started = 0;
+	threads = threads < n ? threads : n;
+	while (started < threads - 1 && started < MOST && pthread_create(&t[started], NULL, take_pieces, &w) == 0)
+		started++;
+	take_pieces(&w);
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+int util_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
 }
 
 void util_pair(void *(*here)(void *), void *a, void *(*side)(void *), void *b)

@@ -49,6 +49,13 @@ void map_put(Map *m, const char *key, int val);
  * write nothing the other reads (the searches give each its own copy). */
 void util_pair(void *(*here)(void *), void *a, void *(*side)(void *), void *b);
 
+/* Pieces of work 0..n-1, each(arg, i) once for each, on up to `threads`
+ * threads (this one among them), all done on return. Which thread runs a
+ * piece may differ from run to run: each must write only what is its own. */
+void util_parallel(int n, int threads, void (*each)(void *arg, int i), void *arg);
+/* the CPUs this process may run on (its affinity), at least 1 */
+int util_cpus(void);
+
 /* Compiler bugs: never a user's fault. Names the compiler source location. */
 noreturn void die_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)

@@ -483,6 +483,27 @@ check "kernels/epilogues on the CPU: gpt.dp in 2 MB (recomputed, streamed) bitwi
 check "kernels/epilogues on the CPU: gpt.dp under binomial checkpoints bitwise as apart" ep_same gpt_bin "1 2 3 4" samples/gpt.dp \
 	-D D=64 -D B=8 -D L=6 --checkpoint binomial
 check "kernels/epilogues on the CPU: resmlp.dp bitwise as apart" ep_same resmlp "1" samples/resmlp.dp
+# the kernels in units (codegen/units.c) on the CPU: the trained bits those of one module (the SIMT
+# emulator's shared arrays renamed per unit; a grid reduction's two launches, which share a module array,
+# in the first unit), and the executable the same bytes on one thread and on two
+units_same() { # NAME ENV SRC ARGS...: ENV a VAR=VALUE for dpc ("-" none)
+	local name=$1 env=$2 src=$3
+	shift 3
+	[ "$env" = - ] && env=DPC_UNITS_NONE=1
+	for u in 1 3; do
+		env "$env" DPC_CODEGEN_UNITS=$u "$DPC" -v --target cpu "$@" "$src" -o "$o/units_$name.$u" >"$o/units_$name.$u.log" 2>&1 &&
+			"$o/units_$name.$u" --steps 3 --quiet --save "$o/units_$name.$u.st" >/dev/null || return 1
+	done
+	grep -q "the host module and 3 units of" "$o/units_$name.3.log" || { echo "not split in 3 units"; return 1; }
+	env "$env" DPC_CODEGEN_UNITS=3 "$DPC" --threads 1 --target cpu "$@" "$src" -o "$o/units_$name.3t1" >/dev/null 2>&1 &&
+		cmp "$o/units_$name.3" "$o/units_$name.3t1" && cmp "$o/units_$name.1.st" "$o/units_$name.3.st"
+}
+check "kernels/units on the CPU: gpt.dp in 3 units bitwise as in one" units_same gpt - samples/gpt.dp -D D=64 -D B=8
+check "kernels/units on the CPU: gpt.dp on the SIMT emulator in 3 units bitwise as in one" units_same gpt_simt DPC_SIMT=1 \
+	samples/gpt.dp -D D=64 -D B=8 -D T=64
+check "kernels/units on the CPU: resmlp.dp's reductions in two launches, in 3 units bitwise as in one" \
+	units_same resmlp_splits DPC_CPU_SPLITS=1 samples/resmlp.dp
+check "kernels/units on the CPU: densenet.dp in 3 units bitwise as in one" units_same densenet - samples/densenet.dp
 expect "kernels/DPC_EPILOGUE: on or off" 1 "DPC_EPILOGUE takes on or off" env DPC_EPILOGUE=yes "$DPC" --emit=ir samples/gpt.dp
 
 # --emit=kernels: the table, on the GPU named

@@ -216,7 +216,7 @@ fi
 if "$DPC" -v --target cpu --device-mem 4M samples/gpt.dp -o "$o/gptv" >"$o/v.log" 2>&1; then
 	miss=""
 	for phase in parse lower "auto: store, rows or recompute" ad_transform checkpoint_pass stream_pass "codegen: host schedule" \
-		"LLVM optimizer" "object file" link; do
+		"LLVM optimizer and object files" link; do
 		grep -Eq "^dpc: $phase.* [0-9.]+ ms$" "$o/v.log" || miss="$miss [$phase]"
 	done
 	[ -z "$miss" ] && ok "observe/dpc -v: the phases and their times" || notok "observe/dpc -v: missing$miss" "$o/v.log"

@@ -71,6 +71,25 @@ done
 check "ptx-quality/block partials read after the barrier (every sample and op program, ResNet-56)" \
 	python3 tests/ptx/barriers.py "$TEST_OUT"/*.ptx
 
+# the kernels in units (compiler/codegen/units.c), forced on every sample: one PTX module that ptxas takes,
+# each kernel's code that of one module; the CUDA executable the same bytes on one thread and on two
+for dp in samples/*.dp; do
+	name=$(basename "$dp" .dp)
+	ptx="$TEST_OUT/$name.units.ptx"
+	if DPC_CODEGEN_UNITS=4 "$DPC" --emit=ptx "$dp" -o "$ptx" 2>"$ptx.log" &&
+		"$PTXAS" --gpu-name sm_90 "$ptx" -o "$ptx.cubin" >>"$ptx.log" 2>&1 &&
+		python3 tests/ptx/units.py "$TEST_OUT/$name.f32.ptx" "$ptx" >>"$ptx.log" 2>&1; then
+		ok "ptx/units: $name in 4 units assembles, each kernel as in one module"
+	else
+		notok "ptx/units: $name in 4 units assembles, each kernel as in one module" "$ptx.log"
+	fi
+done
+for t in 1 2; do
+	DPC_CODEGEN_UNITS=3 "$DPC" --target cuda --threads $t samples/gpt.dp -o "$TEST_OUT/units_gpt.$t" >"$TEST_OUT/units_gpt.log" 2>&1
+done
+check "ptx/units: the CUDA executable in 3 units the same bytes on 1 thread and on 2" \
+	cmp "$TEST_OUT/units_gpt.1" "$TEST_OUT/units_gpt.2"
+
 for dp in samples/*.dp; do
 	name=$(basename "$dp" .dp)
 	exe="$TEST_OUT/cuda_$name"
