@@ -280,7 +280,7 @@ if [ "${1:-}" = codegen ]; then
 				cg=$(awk '/^dpc: (codegen: [0-9]|LLVM optimizer)/ { s += $(NF - 1) } END { printf "%.2f", s / 1000 }' "$out/v.log")
 				row+=("$(tail -1 "$out/time")" "$cg")
 			done
-			k=$(sed -n 's/^dpc: codegen: \([0-9]*\) kernels .* in \([0-9]*\) units.*/\1 \2/p' "$out/v.log")
+			k=$(sed -n 's/^dpc: codegen: \([0-9]*\) kernels .* in \([0-9]*\) unit.*/\1 \2/p' "$out/v.log")
 			same=no
 			cmp -s "$out/$net.$target.1" "$out/$net.$target.$(nproc)" && same=yes
 			printf '%-12s %6s %8s %6s %10s %10s %10s %10s %7s\n' "$net" $target $k "${row[@]}" $same

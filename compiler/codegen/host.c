@@ -897,15 +897,16 @@ static Cg *build(Program *p, const CgOptions *o, Build how)
 	if (!apart || o->target != CG_CUDA)
 		cg_string_global(g, "dp_ptx", ptx);
 	kernel_smem_table(g);
+	int units = g->nunits ? g->nunits : cg_units(g);
 	if (o->target == CG_CUDA && how != NO_PTX)
-		phase(o, ar_printf(apart ? "codegen: %d kernels as NVPTX IR in %d units" : "codegen: %d kernels as PTX in %d units",
-		                   g->kernels.len, g->nunits ? g->nunits : cg_units(g)));
+		phase(o, ar_printf("codegen: %d kernels as %s in %d unit%s", g->kernels.len, apart ? "NVPTX IR" : "PTX", units,
+		                   units > 1 ? "s" : ""));
 	cg_string_global(g, "dp_model_desc", model_desc(g, o, sgd, adam, fold, refresh));
 	if (o->kernels_json && o->target == CG_CUDA && !apart)
 		report(g, o, ptx, true, true, o->kernels_json);
 	cg_cpu_kernels(g);
 	if (o->target == CG_CPU)
-		phase(o, ar_printf("codegen: %d kernels for x86 in %d units", g->kernels.len, g->nunits));
+		phase(o, ar_printf("codegen: %d kernels for x86 in %d unit%s", g->kernels.len, g->nunits, g->nunits > 1 ? "s" : ""));
 
 	char *err = NULL;
 	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
@@ -1074,7 +1075,8 @@ void cg_emit_object(Program *p, const CgOptions *o, const char *path, CgObjects 
 	if (h.err)
 		fatal("cannot write %s: %s", path, h.err);
 	phase(o, ar_printf("LLVM optimizer and object files: the host module%s, on %d thread%s",
-	                   units > 1 || (ptx && units) ? ar_printf(" and %d units of %d kernels", units, kernels) : "",
+	                   units > 1 || (ptx && units) ? ar_printf(" and %d unit%s of %d kernels", units, units > 1 ? "s" : "", kernels)
+	                                               : "",
 	                   g->threads, g->threads > 1 ? "s" : ""));
 	if (ptx) {
 		ptx_object(tm, ptx, more);
