@@ -27,8 +27,9 @@
 #define DPC_CUDA_HOME "/usr/local/cuda"
 #endif
 
-/* kernels a unit holds at least before the kernels are split: a sample's
- * (a few dozen to a few hundred) stay one unit */
+/* the most kernels a unit holds: a sample's (a few dozen to 160) stay one
+ * unit; each unit costs about 50 ms more than its kernels in one module
+ * (libdevice read and linked again, the pass managers made again) */
 enum { UNIT_KERNELS = 160 };
 
 int cg_units(const Cg *g)
@@ -37,7 +38,7 @@ int cg_units(const Cg *g)
 		return 1;
 	/* DPC_CODEGEN_UNITS=N: N units whatever the count (testing) */
 	const char *e = getenv("DPC_CODEGEN_UNITS");
-	int n = e && *e ? atoi(e) : g->kernels.len / UNIT_KERNELS;
+	int n = e && *e ? atoi(e) : (g->kernels.len + UNIT_KERNELS - 1) / UNIT_KERNELS;
 	return n < 1 ? 1 : n > CG_UNITS_MOST ? CG_UNITS_MOST : n;
 }
 

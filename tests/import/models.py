@@ -342,6 +342,33 @@ def elementwise(out):
          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, width])], [w("w", D, D), w("w2", D, D)], x, y)
 
 
+def gelutanh(out):
+    """GPT-2's MLP as HuggingFace's Conv1D and NewGELUActivation export it: a Gemm with its bias on the rows,
+    a Reshape to [B, T, 4D], GELU's tanh form written out (Pow, Mul, Add, Tanh), the Reshape back, a Gemm;
+    again wide enough for the GPU's GEMMs (gelutanh_big, compiled only)"""
+    n = helper.make_node
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    for name, B, T, D in (("gelutanh", 2, 3, 4), ("gelutanh_big", 4, 64, 256)):
+        F = 4 * D
+        nodes = [const("rows", np.array([B * T, D], np.int64)), n("Reshape", ["x", "rows"], ["x2"]),
+                 n("Gemm", ["x2", "fc.weight", "fc.bias"], ["h2"]),
+                 const("btf", np.array([B, T, F], np.int64)), n("Reshape", ["h2", "btf"], ["h"]),
+                 const("half", f32(0.5)), n("Mul", ["h", "half"], ["hh"]),
+                 const("three", f32(3)), n("Pow", ["h", "three"], ["h3"]),
+                 const("c", f32(0.044715)), n("Mul", ["h3", "c"], ["h3c"]), n("Add", ["h", "h3c"], ["in"]),
+                 const("k", f32(np.sqrt(2 / np.pi))), n("Mul", ["k", "in"], ["ink"]),
+                 n("Tanh", ["ink"], ["t"]), const("one", f32(1)), n("Add", ["one", "t"], ["t1"]),
+                 n("Mul", ["hh", "t1"], ["g"], name="/mlp/act/Mul_3"),
+                 const("rowsf", np.array([B * T, F], np.int64)), n("Reshape", ["g", "rowsf"], ["g2"]),
+                 n("Gemm", ["g2", "proj.weight", "proj.bias"], ["y2"]),
+                 const("btd", np.array([B, T, D], np.int64)), n("Reshape", ["y2", "btd"], ["y"])]
+        inits = [w("fc.weight", D, F), w("fc.bias", F, scale=0.1), w("proj.weight", F, D), w("proj.bias", D, scale=0.1)]
+        x = R.standard_normal((B, T, D))
+        y = R.standard_normal((B, T, D))
+        save(out, name, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, T, D])],
+             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, T, D])], inits, x, y)
+
+
 def pademb(out):
     """an embedding with padding_idx 0: pademb.onnx carries it as the dynamo exporter does (the node's PyTorch
     call in its metadata), padplain.onnx does not (the legacy exporter's); its ids hold 0 in three places"""
@@ -376,4 +403,5 @@ if __name__ == "__main__":
     bufmod(out)
     gathers(out)
     elementwise(out)
+    gelutanh(out)
     pademb(out)

@@ -37,6 +37,36 @@ for m in cnn gpt seq:mse mask:mse gathers:mse elementwise:mse; do
 	nfail=$((nfail + $(grep -c '^not ok - ' "$d/$m.log")))
 done
 
+# GPT-2's GELU written out in its tanh form after a Conv1D's Gemm and view (tests/import/models.py gelutanh):
+# one gelu() on the Gemm's rows, the view after it, so that the GPU's GEMM applies the bias and GELU (cuBLASLt's
+# epilogue; RT_EP_GELU_BIAS, 2) where the plain form leaves only the bias (1)
+"$DPC" "$d/gelutanh.onnx" --target cpu --loss mse --emit=dp -o "$d/gelutanh.dp" >/dev/null 2>&1
+check "import: GPT-2's GELU in its tanh form written out is one gelu() on the Gemm's rows" \
+	bash -c "grep -q '^  let h_gelu_rows = gelu(h2)\$' '$d/gelutanh.dp' && ! grep -q 'tanh(\|pow(' '$d/gelutanh.dp'"
+if "$DPC" "$d/gelutanh.onnx" --target cpu --loss mse -o "$d/gelutanh" >"$d/gelutanh.log" 2>&1 &&
+	"$d/gelutanh" --eval --steps 1 --data "$d/gelutanh.x.npy" --labels "$d/gelutanh.y.npy" \
+		--summary-json "$d/gelutanh.json" >>"$d/gelutanh.log" 2>&1; then
+	check "import: that gelu(): the loss the reference evaluator's (f64, the file's constants) within f32's rounding" \
+		python3 - "$d" <<'PY'
+import json, sys
+sys.path.insert(0, "tests/import")
+import numpy as np, onnx
+from onnx.reference import ReferenceEvaluator
+import reference
+d = sys.argv[1]
+m = reference.to_f64(onnx.load(f"{d}/gelutanh.onnx"))
+y = ReferenceEvaluator(m).run(None, {"x": np.load(f"{d}/gelutanh.x.npy")})[0]
+want = float(np.mean((y - np.load(f"{d}/gelutanh.y.npy")) ** 2))
+got = json.load(open(f"{d}/gelutanh.json"))["loss"]
+assert abs(got - want) <= 1e-6 * abs(want), (got, want)
+PY
+else
+	notok "import: GPT-2's GELU written out compiles and runs" "$d/gelutanh.log"
+fi
+eps=$(DPC_EPILOGUE=on "$DPC" "$d/gelutanh_big.onnx" --target cpu --loss mse --emit=llvm 2>/dev/null |
+	sed -n 's/.*call i32 @rt_gemm_ep(i8\* %[0-9]*, i32 \([0-9]\),.*/\1/p' | sort -u | tr '\n' ' ')
+check "import: that GELU and its bias in the GEMM's epilogue on the GPU (kinds made: '$eps', want '1 2 ')" test "$eps" = "1 2 "
+
 check "import: a causal mask too large for a literal is made from arange, not carried as a buffer" \
 	bash -c "grep -q 'where(reshape(cast(arange(80), f32), \[1, 80\])' '$d/mask64.dp' && ! grep -q '^buffer' '$d/mask64.dp'"
 
@@ -193,6 +223,8 @@ for m in densenet gpt2 llama bert; do
 	fi
 done
 check "import/torch gpt2: HuggingFace's GPT-2 layers are one loop" grep -q '^  for l in 0\.\.2 {' "$d/torch_gpt2.dp"
+check "import/torch gpt2: a float64 export's GELU kept as written (its float32 constants are not gelu()'s there)" \
+	bash -c "grep -q 'tanh(' '$d/torch_gpt2.dp' && ! grep -q 'gelu(' '$d/torch_gpt2.dp'"
 check "import/torch llama: the Llama's layers are one loop, inv_freq kept fixed" \
 	bash -c "grep -q '^  for l in 0\.\.2 {' '$d/torch_llama.dp' && grep -q 'kept fixed, as PyTorch.s buffers.*inv_freq' '$d/torch_llama.dp'"
 check "import/torch bert: BERT's layers are one loop, the pad row of its word embeddings carried" \

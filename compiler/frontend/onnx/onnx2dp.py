@@ -240,9 +240,10 @@ class Converter:
     def run(self):
         g = self.model.graph
         inits = {t.name: t for t in g.initializer}
-        self.shapes = {}
+        self.shapes, self.elem = {}, {}
         for vi in list(g.value_info) + list(g.input) + list(g.output):
             t = vi.type.tensor_type
+            self.elem[vi.name] = t.elem_type
             if t.HasField("shape"):
                 self.shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         self.consumers = {}
@@ -281,6 +282,7 @@ class Converter:
                         known[o] = np.asarray(self.vals[o].const)
             else:
                 nodes.append(node)
+        nodes = self.gelu_tanh(nodes, known)
         values = dict(known, **{n: self.arrays[n] for n in self.trainable})
         self.loops = [] if self.args.no_loops else loops.find(nodes, values, self.trainable,
                                                                {o.name for o in g.output})
@@ -313,6 +315,82 @@ class Converter:
             s = self.shapes.get(node.input[0])
             return s is not None and None not in s
         return all(not n or n in known for n in node.input)
+
+    def gelu_tanh(self, nodes, known):
+        """GPT-2's GELU written out, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (HuggingFace's
+        NewGELUActivation: Pow, three Mul, two Add and a Tanh), as one Gelu node of the tanh form: dpc's
+        gelu(), which a GPU's GEMM before it applies in its epilogue. Only where every constant is GPT-2's,
+        nothing else reads a step between x and the result, and the graph computes in float32 (or 16 bits):
+        the exporter writes the constants in float32, gelu()'s there; a float64 export keeps its GELU as
+        written (its float32 constants are 5e-8 from gelu()'s float64 ones)."""
+        made = {o: n for n in nodes for o in n.output}
+        readers = {}
+        for n in nodes:
+            for x in n.input:
+                readers.setdefault(x, []).append(n)
+
+        def scalar(name, want):
+            v = known.get(name)
+            if v is None or np.asarray(v).size != 1:
+                return False
+            return abs(float(np.asarray(v).reshape(-1)[0]) - want) <= 1e-5 * abs(want)
+
+        def other(node, op, want):
+            """node is op of the constant want and one more input: that input's name, else None"""
+            if node is None or node.op_type != op or len(node.input) != 2:
+                return None
+            a, b = node.input
+            return a if scalar(b, want) else b if scalar(a, want) else None
+
+        def only(name, reader):
+            return [id(r) for r in readers.get(name, [])] == [id(reader)]
+
+        gone, swap = set(), {}
+        low = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
+        for t in nodes:
+            if t.op_type != "Tanh" or self.elem.get(t.input[0]) not in low:
+                continue
+            s = made.get(t.input[0])
+            inner = made.get(other(s, "Mul", float(np.sqrt(2 / np.pi))))
+            if inner is None or inner.op_type != "Add" or len(inner.input) != 2:
+                continue
+            for x, q in (inner.input, inner.input[::-1]):
+                cube = made.get(other(made.get(q), "Mul", 0.044715))
+                if cube is not None and cube.op_type == "Pow" and cube.input[0] == x and scalar(cube.input[1], 3.0):
+                    break
+            else:
+                continue
+            plus = (readers.get(t.output[0]) or [None])[0]
+            if other(plus, "Add", 1.0) != t.output[0]:
+                continue
+            out = (readers.get(plus.output[0]) or [None])[0]
+            if out is None or out.op_type != "Mul" or len(out.input) != 2:
+                continue
+            half = made.get(out.input[1] if out.input[0] == plus.output[0] else out.input[0])
+            steps = [(cube, made[q]), (made[q], inner), (inner, s), (s, t), (t, plus), (plus, out), (half, out)]
+            if other(half, "Mul", 0.5) != x or not all(only(a.output[0], b) for a, b in steps):
+                continue
+            gone.update(id(a) for a, _ in steps)
+            # x a reshape that keeps rows (a Conv1D's view of its GEMM's result): the GELU on the rows, then the
+            # reshape, so that the GELU follows the GEMM's bias as the GPU's epilogue takes it
+            view = made.get(x)
+            if view is not None and view.op_type == "Reshape" and self.keeps_rows(view) and \
+                    all(r in (cube, inner, half) for r in readers.get(x, [])):
+                rows = x + "_gelu_rows"
+                swap[id(out)] = [onnx.helper.make_node("Gelu", [view.input[0]], [rows], name=out.name, approximate="tanh"),
+                                 onnx.helper.make_node("Reshape", [rows, view.input[1]], [out.output[0]], name=view.name)]
+                gone.add(id(view))
+            else:
+                swap[id(out)] = [onnx.helper.make_node("Gelu", [x], [out.output[0]], name=out.name, approximate="tanh")]
+        if swap:
+            self.notes.append(f"{len(swap)} GELU(s) written out in GPT-2's tanh form (from "
+                              f"'{next(iter(swap.values()))[0].name}') read as gelu()")
+        return [m for n in nodes if id(n) not in gone for m in swap.get(id(n), [n])]
+
+    def keeps_rows(self, node):
+        """a Reshape whose input and output have one last dimension, both known (from shape inference)"""
+        a, b = self.shapes.get(node.input[0]), self.shapes.get(node.output[0])
+        return bool(a) and bool(b) and None not in a and None not in b and a[-1] == b[-1]
 
     def inference_patterns(self, g):
         """what an inference export did that training cannot undo, said in the program's header (and by -v)"""
