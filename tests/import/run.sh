@@ -39,7 +39,8 @@ done
 
 # GPT-2's GELU written out in its tanh form after a Conv1D's Gemm and view (tests/import/models.py gelutanh):
 # one gelu() on the Gemm's rows, the view after it, so that the GPU's GEMM applies the bias and GELU (cuBLASLt's
-# epilogue; RT_EP_GELU_BIAS, 2) where the plain form leaves only the bias (1)
+# epilogue; RT_EP_GELU_BIAS, 2) where the plain form leaves only the bias (1); the next Gemm's view back to rows
+# taken away, so that in the adjoint its gradient's GEMM applies GELU's derivative (RT_EP_DGELU, 3)
 "$DPC" "$d/gelutanh.onnx" --target cpu --loss mse --emit=dp -o "$d/gelutanh.dp" >/dev/null 2>&1
 check "import: GPT-2's GELU in its tanh form written out is one gelu() on the Gemm's rows" \
 	bash -c "grep -q '^  let h_gelu_rows = gelu(h2)\$' '$d/gelutanh.dp' && ! grep -q 'tanh(\|pow(' '$d/gelutanh.dp'"
@@ -65,7 +66,10 @@ else
 fi
 eps=$(DPC_EPILOGUE=on "$DPC" "$d/gelutanh_big.onnx" --target cpu --loss mse --emit=llvm 2>/dev/null |
 	sed -n 's/.*call i32 @rt_gemm_ep(i8\* %[0-9]*, i32 \([0-9]\),.*/\1/p' | sort -u | tr '\n' ' ')
-check "import: that GELU and its bias in the GEMM's epilogue on the GPU (kinds made: '$eps', want '1 2 ')" test "$eps" = "1 2 "
+check "import: that GELU and its bias, and its derivative, in the GEMMs' epilogues on the GPU (kinds made: '$eps', want '1 2 3 ')" \
+	test "$eps" = "1 2 3 "
+check "import: a view back to what a view started from is that value (no reshape of h_gelu_rows's view)" \
+	bash -c "grep -q '^  let y2 = h_gelu_rows @ proj_weight + proj_bias\$' '$d/gelutanh.dp'"
 
 check "import: a causal mask too large for a literal is made from arange, not carried as a buffer" \
 	bash -c "grep -q 'where(reshape(cast(arange(80), f32), \[1, 80\])' '$d/mask64.dp' && ! grep -q '^buffer' '$d/mask64.dp'"

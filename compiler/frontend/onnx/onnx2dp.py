@@ -141,6 +141,7 @@ class Converter:
         self.params = []
         self.buffers = []
         self.stat = {"nodes": 0}
+        self.reshaped = {}  # a reshape's name -> the value it reshapes
         self.indent = "  "
         self.layer = None  # the loop variable while a loop's body is converted
 
@@ -1035,11 +1036,16 @@ class Converter:
     def reshape_to(self, node, x, shape):
         x = self.tensor(x)
         shape = tuple(int(d) for d in shape)
+        # a reshape back to what a reshape started from is that value (a Conv1D's view of its rows and the next
+        # one's view back: the GEMMs, and in the adjoint their gradients, meet the elementwise ops beside them)
+        x = self.reshaped.get(x.expr, x) if tuple(self.reshaped.get(x.expr, x).shape) == shape else x
         if tuple(x.shape) == shape:
             return x
         if len(shape) == 0:
             return self.let(node.output[0], f"sum({x.expr})", shape)  # one element
-        return self.let(node.output[0], f"reshape({x.expr}, {dims(shape)})", shape)
+        v = self.let(node.output[0], f"reshape({x.expr}, {dims(shape)})", shape)
+        self.reshaped[v.expr] = x
+        return v
 
     def op_Reshape(self, node, ins, a):
         x = ins[0]
