@@ -155,17 +155,17 @@ static void emitted(Unit *u, LLVMMemoryBufferRef out, bool text)
 	LLVMDisposeMemoryBuffer(out);
 }
 
-/* LLVM's NVPTX back end numbers the call sequences it writes (in comments)
- * from one counter in the process, which the units' threads share: the
- * numbers depend on which units ran before on which thread. Each unit's
- * are numbered again from 0 in the order they appear (each number once:
- * a sequence's two comments keep one number). Into a new malloc'd text. */
+/* LLVM's NVPTX back end numbers the call sequences it writes (in comments,
+ * "{ // callseq N, 0" ... "} // callseq N") from one counter in the
+ * process, which the units' threads share: the numbers depend on which
+ * units ran before on which thread. Each unit's are numbered again from 0
+ * in the order they open, a closing comment taking its opening's number.
+ * Into a new malloc'd text. */
 static char *number_calls(const char *ptx)
 {
 	static const char key[] = "// callseq ";
-	size_t n = strlen(ptx), cap = n + n / 8 + 64, len = 0, seen = 0, most = 0;
+	size_t n = strlen(ptx), cap = n + n / 8 + 64, len = 0, next = 0, open = 0;
 	char *out = malloc(cap);
-	unsigned long *old = NULL;
 	for (const char *at = ptx; *at;) {
 		const char *hit = strstr(at, key);
 		size_t keep = hit ? (size_t)(hit - at) + sizeof key - 1 : strlen(at);
@@ -175,28 +175,19 @@ static char *number_calls(const char *ptx)
 		len += keep, at += keep;
 		if (!hit)
 			break;
-		char *end;
-		unsigned long v = strtoul(at, &end, 10);
-		size_t k = 0;
-		while (k < seen && old[k] != v)
-			k++;
-		if (k == seen) {
-			if (seen == most)
-				old = realloc(old, sizeof *old * (most = most ? 2 * most : 64));
-			old[seen++] = v;
-		}
-		len += (size_t)snprintf(out + len, 24, "%zu", k);
-		at = end;
+		if (hit - ptx >= 2 && hit[-2] == '{')
+			open = next++;
+		len += (size_t)snprintf(out + len, 24, "%zu", open);
+		while (*at >= '0' && *at <= '9')
+			at++;
 	}
 	out[len] = 0;
-	free(old);
 	return out;
 }
 
 static void ptx_unit(Unit *u, LLVMContextRef ctx, LLVMModuleRef m)
 {
 	char *err = NULL;
-
 	if (!(u->err = link_libdevice(ctx, m, u)) && LLVMVerifyModule(m, LLVMReturnStatusAction, &err))
 		u->err = copy_message("generated NVPTX module is invalid", err);
 	else
