@@ -206,6 +206,8 @@ void cg_cpu_kernels(Cg *g);                         /* x86 wrappers and the tabl
 /* ---- the kernels' code in units, compiled on several threads (units.c) ---- */
 int cg_units(const Cg *g);                     /* how many units g's kernels are split into */
 int cg_unit_of(const Cg *g, int kernel, int units);
+/* after kernel's body is built into unit: one that used a module array (g->module_array) is in the first */
+void cg_unit_built(const Cg *g, int kernel, int unit);
 void cg_ptx_units(Cg *g);                      /* the CUDA target's kernels as NVPTX IR in g->units (ptx.c) */
 /* g->units compiled (and disposed) on g->threads threads, beside host(arg) where host is not NULL: the
  * PTX units' text as one module, or (the CPU target) NULL and the units' objects added to objs */

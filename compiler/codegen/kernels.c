@@ -1312,12 +1312,13 @@ void cg_cpu_kernels(Cg *g)
 	LLVMTypeRef fpt = LLVMPointerType(ft, 0);
 	int n = g->cuda ? 0 : g->kernels.len;
 	LLVMModuleRef host = g->mod;
-	if (!g->cuda)
+	if (!g->cuda) {
 		g->nunits = n ? cg_units(g) : 0;
-	for (int u = 1; u < g->nunits && !g->cuda; u++) {
-		g->units[u] = LLVMModuleCreateWithNameInContext(ar_printf("dp_kernels%d", u), g->ctx);
-		LLVMSetTarget(g->units[u], LLVMGetTarget(host));
-		LLVMSetDataLayout(g->units[u], LLVMGetDataLayoutStr(host));
+		for (int u = 1; u < g->nunits; u++) {
+			g->units[u] = LLVMModuleCreateWithNameInContext(ar_printf("dp_kernels%d", u), g->ctx);
+			LLVMSetTarget(g->units[u], LLVMGetTarget(host));
+			LLVMSetDataLayout(g->units[u], LLVMGetDataLayoutStr(host));
+		}
 	}
 	LLVMValueRef *fns = ar_alloc(sizeof(LLVMValueRef) * (size_t)(n + 1));
 	for (int i = 0; i < n; i++) {
@@ -1356,8 +1357,7 @@ void cg_cpu_kernels(Cg *g)
 		}
 		cg_for_end(&k, &l, count);
 		LLVMBuildRetVoid(g->b);
-		if (g->module_array && u != 0)
-			die("kernel %d (%s) uses a module array outside the first unit", i, cg_kernel_label(d));
+		cg_unit_built(g, i, u);
 	}
 	g->mod = host;
 	LLVMTypeRef at = LLVMArrayType(fpt, (unsigned)n);

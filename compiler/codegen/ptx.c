@@ -84,7 +84,7 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 }
 
 /* The kernels as NVPTX IR in cg_units' modules (g->units), each kernel in
- * its unit's (cg_unit_of); cg_units_ptx makes them PTX. */
+ * its unit's (cg_unit_of); cg_units_compile makes them PTX. */
 void cg_ptx_units(Cg *g)
 {
 	LLVMInitializeNVPTXTargetInfo();
@@ -125,9 +125,7 @@ void cg_ptx_units(Cg *g)
 		LLVMValueRef threads = LLVMBuildMul(g->b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ntid, "");
 		cg_gpu_items(g, fn, d, args, gid, tid, threads, n);
 		LLVMBuildRetVoid(g->b);
-		/* the kernels that share a module array (the two launches of a grid's reduction) in one unit */
-		if (g->module_array && u != 0)
-			die("kernel %d (%s) uses a module array outside the first unit", i, cg_kernel_label(d));
+		cg_unit_built(g, i, u);
 	}
 	g->mod = host;
 	g->gpu = false;

@@ -49,6 +49,12 @@ int cg_unit_of(const Cg *g, int kernel, int units)
 	return g->kernels.data[kernel].stage ? 0 : kernel % units;
 }
 
+void cg_unit_built(const Cg *g, int kernel, int unit)
+{
+	if (g->module_array && unit != 0)
+		die("kernel %d (%s) uses a module array outside the first unit", kernel, cg_kernel_label(&g->kernels.data[kernel]));
+}
+
 LLVMTargetMachineRef cg_ptx_machine(void)
 {
 	LLVMTargetRef target;
@@ -274,7 +280,6 @@ static const char *past_header(const char *ptx, int u)
 /* the units and the host module's job (first: it is the longest), taken by the threads in turn */
 typedef struct {
 	Unit *u;
-	int n;
 	void (*host)(void *);
 	void *arg;
 } Jobs;
@@ -282,7 +287,6 @@ typedef struct {
 static void run_job(void *arg, int i)
 {
 	Jobs *j = arg;
-
 	if (j->host && i-- == 0)
 		j->host(j->arg);
 	else
@@ -307,7 +311,7 @@ const char *cg_units_compile(Cg *g, void (*host)(void *), void *arg, CgObjects *
 		u[i].tm = lib ? NULL : cg_host_machine(g->generic_cpu);
 	}
 	g->nunits = 0;
-	Jobs jobs = {u, n, host, arg};
+	Jobs jobs = {u, host, arg};
 	util_parallel(n + !!host, g->threads, run_job, &jobs);
 	for (int i = 0; i < n; i++)
 		if (u[i].err)

@@ -376,7 +376,7 @@ class Converter:
             # reshape, so that the GELU follows the GEMM's bias as the GPU's epilogue takes it
             view = made.get(x)
             if view is not None and view.op_type == "Reshape" and self.keeps_rows(view) and \
-                    all(r in (cube, inner, half) for r in readers.get(x, [])):
+                    all(id(r) in (id(cube), id(inner), id(half)) for r in readers.get(x, [])):
                 rows = x + "_gelu_rows"
                 swap[id(out)] = [onnx.helper.make_node("Gelu", [view.input[0]], [rows], name=out.name, approximate="tanh"),
                                  onnx.helper.make_node("Reshape", [rows, view.input[1]], [out.output[0]], name=view.name)]
@@ -1038,7 +1038,9 @@ class Converter:
         shape = tuple(int(d) for d in shape)
         # a reshape back to what a reshape started from is that value (a Conv1D's view of its rows and the next
         # one's view back: the GEMMs, and in the adjoint their gradients, meet the elementwise ops beside them)
-        x = self.reshaped.get(x.expr, x) if tuple(self.reshaped.get(x.expr, x).shape) == shape else x
+        src = self.reshaped.get(x.expr)
+        if src is not None and tuple(src.shape) == shape:
+            return src
         if tuple(x.shape) == shape:
             return x
         if len(shape) == 0:
