@@ -73,6 +73,9 @@ static void graph_note(Program *p)
 		fprintf(stderr, " (the exact search passed its work limit of %lld values and positions visited, or has more "
 		        "than %d decisions); no fit recomputes fewer than %lld FLOPs", (long long)SEL_WORK, SEL_EXACT_MOST,
 		        (long long)p->graph_bound);
+	if (p->graph_chain_only)
+		fprintf(stderr, "; the chain plan recomputes so little (at most 1/%d of a forward's FLOPs) that the "
+		        "selection's fit was not searched", CKPT_CHAIN_ENOUGH);
 	if (p->graph_walks_cut)
 		fprintf(stderr, "; its walks (threshold accepting, kicks) cut short in proportion to a problem of %lld values "
 		        "and positions, and its least search not run again packed harder nor refitted at the least it found "

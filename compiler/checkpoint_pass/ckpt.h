@@ -86,6 +86,9 @@ int64_t ckpt_graph_eval(Program *p, const int *drop, const bool *each, int n, bo
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
 /* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));
+/* a large straight line's chain plan that fits the budget recomputing at most 1 / CKPT_CHAIN_ENOUGH of a
+ * forward is taken without the selection's fit searched (Program.graph_chain_only) */
+#define CKPT_CHAIN_ENOUGH 16
 /* the search the fit ran (Program.graph_search): "exact", "greedy", ... */
 const char *ckpt_graph_search(const Program *p);
 /* the kept set and the ops computed again, for --emit=schedule (json: a "straight_line" member) */

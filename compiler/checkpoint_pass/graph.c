@@ -1250,6 +1250,16 @@ static bool chain_worth(const Program *p)
 	return !ir_has_loops(p);
 }
 
+/* A chain plan that fits a large graph's budget recomputing at most 1 / CKPT_CHAIN_ENOUGH of a forward's FLOPs
+ * is taken without the selection's fit searched after it. On torchvision's exports at Feng & Huang's cut
+ * + 1 the chain plan was taken over the fit's wherever it recomputed that little (DenseNet-121: 0.025 of a
+ * forward, DenseNet-201 0.06, against the fit's 0.027 and 0.19), and the fit took 1.1 and 3.5 s of 1.9 and 5.8
+ * (2026-12-05) */
+static bool chain_enough(Program *p, int64_t budget, int64_t bytes, int64_t flops)
+{
+	return bytes <= budget && flops <= ir_block_flops(p, &p->body, 0, p->nforward) / CKPT_CHAIN_ENOUGH;
+}
+
 /* applies the chain planner's plan at `at` (chain_fit's) */
 static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n)
 {
@@ -2010,6 +2020,20 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		Model m = calibrated(&g, all, nall, plan);
 		uint8_t *keep = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
+		/* nested checkpoints, where the forward is a chain and that recomputes less (its cost is its FLOPs: it
+		 * offloads nothing; the selection's has its offloads priced); not planned where a file decides, nor
+		 * with loops (chain_worth). On a large graph first: where its plan recomputes little enough
+		 * (chain_enough), the selection's fit is not searched */
+		bool file = getenv("DPC_SELECT_CHOICE") || getenv("DPC_SELECT_DUMP"), chain = !file && chain_worth(p);
+		int64_t cflops = INT64_MAX, at = 0, cbytes = INT64_MAX;
+		if (chain && !m.small) {
+			cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
+			chain = false;
+			if (chain_enough(p, budget, cbytes, cflops)) {
+				p->graph_chain_only = true;
+				return apply_chain(&g, &m, at, sel_flops_bound(m.P, budget), nall);
+			}
+		}
 		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true, !p->fit_probe);
 		trace("fit: model", bytes, res.flops);
 		if (m.small && !ir_has_loops(p))
@@ -2024,12 +2048,8 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		if (m.small && !ir_has_loops(p) && bytes <= budget)
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
 		trace("fit: refill", bytes, res.flops);
-		/* nested checkpoints, where the forward is a chain and that recomputes less (its cost is its FLOPs: it
-		 * offloads nothing; the selection's has its offloads priced); not planned where a file decides, nor
-		 * with loops (chain_worth) */
-		bool file = getenv("DPC_SELECT_CHOICE") || getenv("DPC_SELECT_DUMP");
-		int64_t cflops = INT64_MAX, at = 0,
-		        cbytes = file || !chain_worth(p) ? INT64_MAX : chain_fit(&g, &m, budget, plan, &cflops, &at);
+		if (chain)
+			cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
@@ -2127,8 +2147,9 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		fprintf(f, "]");
 		if (p->graph_search)
 			fprintf(f, ", \"search\": \"%s\", \"least_peak\": %s, \"candidates\": %d, \"flops_bound\": %lld, "
-			        "\"walks_cut_at\": %lld", ckpt_graph_search(p), p->graph_least ? "true" : "false",
-			        p->graph_candidates, (long long)p->graph_bound, (long long)p->graph_walks_cut);
+			        "\"walks_cut_at\": %lld, \"fit_searched\": %s", ckpt_graph_search(p), p->graph_least ? "true" : "false",
+			        p->graph_candidates, (long long)p->graph_bound, (long long)p->graph_walks_cut,
+			        p->graph_chain_only ? "false" : "true");
 		if (p->model_choices)
 			fprintf(f, ", \"model_checked\": {\"choices\": %d, \"over_live\": [%.6f, %.6f], \"over_plan\": [%.6f, %.6f]}",
 			        p->model_choices, p->model_live[0], p->model_live[1], p->model_plan[0], p->model_plan[1]);
@@ -2154,6 +2175,9 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 	if (p->graph_search >= 3 && p->graph_bound < INT64_MAX)
 		fprintf(f, "; no fit recomputes fewer than %lld FLOPs (gap %.3g%%)", (long long)p->graph_bound,
 		        flops > p->graph_bound ? 100.0 * (double)(flops - p->graph_bound) / (double)(flops ? flops : 1) : 0.0);
+	if (p->graph_chain_only)
+		fprintf(f, "; the selection's fit not searched: the chain plan recomputes at most 1/%d of a forward's FLOPs",
+		        CKPT_CHAIN_ENOUGH);
 	if (p->graph_walks_cut)
 		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves, and its least search "
 		        "without its sweep of budgets, not run again packed harder nor refitted at the least it found, on a "

@@ -390,6 +390,8 @@ struct Program {
 	int graph_search, graph_candidates;
 	int64_t graph_bound;
 	bool graph_least; /* --checkpoint min-memory: the least peak, not a budget's fewest FLOPs */
+	bool graph_chain_only; /* the chain planner's plan recomputed so little that the selection's fit was not
+	                        * searched (checkpoint_pass/graph.c's chain_enough) */
 	int64_t graph_walks_cut; /* the straight line's walks (threshold accepting, kicks) were cut short, and its least
 	                          * search not run again packed harder, on a problem of this many values and positions
 	                          * (checkpoint_pass/graph.c's walk_moves, least_packed_hard); 0: neither */

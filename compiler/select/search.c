@@ -331,14 +331,15 @@ typedef struct {
 	uint8_t *to;
 } KeepScores;
 
-/* candidate i's score: the best of keeping it, computing it each time (over
- * the budget) and offloading it; keep[] as it was */
-static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
+/* candidate i's score, into *score and its move into *to: the best of
+ * keeping it, computing it each time (over the budget) and offloading it;
+ * keep[] as it was */
+static void score_of(Work *w, const KeepScores *k, uint8_t *keep, int i, double *score, uint8_t *to)
 {
 	const SelProblem *P = w->P;
 	int v = k->c->c[i];
 	uint8_t was = keep[v];
-	k->score[i] = 0;
+	*score = 0;
 	/* over the budget, computing it each time is a move too; offloading it always */
 	static const uint8_t to_try[3] = {SEL_KEEP, SEL_EACH, SEL_HOST};
 	for (int j = 0; j < 3; j++) {
@@ -350,10 +351,136 @@ static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
 		double sc = k->over ? (double)(k->ex - w->excess)
 		                    /* no gain, or over the budget: out until something else is kept */
 		                    : p2 > k->budget || f2 >= k->f ? 0 : (double)(k->f - f2) / (double)((p2 > k->peak ? p2 - k->peak : 0) + 1);
-		if (sc > k->score[i])
-			k->score[i] = sc, k->to[i] = st;
+		if (sc > *score)
+			*score = sc, *to = st;
 	}
 	keep[v] = was;
+}
+
+static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
+{
+	score_of(w, k, keep, i, &k->score[i], &k->to[i]);
+}
+
+/* The lazy loop's scores on two threads: while one thread scores the top
+ * candidate, whose score is stale, the other scores the next stale one on
+ * a Work of its own, into ahead (its commit of the choice first where a
+ * move was taken since). The loop takes that score when that candidate
+ * comes to the top while the choice is unchanged, the same score it would
+ * have evaluated there: the same moves as on one thread. */
+typedef struct {
+	Work w;
+	const KeepScores *k;
+	uint8_t *keep;        /* its copy of the choice */
+	int moves;            /* the moves its Work has committed (-1: none yet) */
+	int i, want;          /* the candidate it scores now, and the moves the choice has taken */
+	int *round;           /* per candidate: the round of its score ahead (-1: none) */
+	double *score;
+	uint8_t *to;
+} Ahead;
+
+static void *score_ahead(void *arg)
+{
+	Ahead *a = arg;
+	int64_t f;
+	if (a->moves != a->want)
+		sel_commit(&a->w, a->keep, &f), a->moves = a->want;
+	score_of(&a->w, a->k, a->keep, a->i, &a->score[a->i], &a->to[a->i]);
+	return NULL;
+}
+
+typedef struct {
+	Work *w;
+	const KeepScores *k;
+	uint8_t *keep;
+	int i;
+} Here;
+
+static void *score_here(void *arg)
+{
+	Here *h = arg;
+	score_keep(h->w, h->k, h->keep, h->i);
+	return NULL;
+}
+
+static Ahead *ahead_new(const Work *w, const KeepScores *k)
+{
+	const SelProblem *P = w->P;
+	Ahead *a = calloc(1, sizeof *a);
+	sel_work_init(&a->w, P);
+	a->w.budget = w->budget;
+	a->k = k;
+	a->keep = malloc((size_t)P->n + 1);
+	a->moves = -1;
+	a->round = malloc(sizeof(int) * (size_t)(k->c->nc + 1));
+	a->score = malloc(sizeof(double) * (size_t)(k->c->nc + 1));
+	a->to = malloc((size_t)k->c->nc + 1);
+	for (int i = 0; i < k->c->nc; i++)
+		a->round[i] = -1;
+	return a;
+}
+
+static void ahead_free(Ahead *a, Work *w)
+{
+	if (!a)
+		return;
+	w->evals += a->w.evals;
+	sel_work_free(&a->w);
+	free(a->keep), free(a->round), free(a->score), free(a->to);
+	free(a);
+}
+
+typedef struct {
+	Work *w;
+	const uint8_t *keep;
+	int64_t peak, flops;
+} Commit;
+
+static void *commit_one(void *arg)
+{
+	Commit *c = arg;
+	c->peak = sel_commit(c->w, c->keep, &c->flops);
+	return NULL;
+}
+
+/* a move committed to w, and beside it to ahead's Work (`moves` taken); w's peak, and its FLOPs in *flops */
+static int64_t commit_both(Work *w, const uint8_t *keep, int64_t *flops, Ahead *a, int moves)
+{
+	Commit here = {w, keep, 0, 0};
+	if (a) {
+		memcpy(a->keep, keep, (size_t)w->P->n);
+		Commit side = {&a->w, a->keep, 0, 0};
+		a->moves = moves;
+		util_pair(commit_one, &here, commit_one, &side);
+	} else
+		commit_one(&here);
+	*flops = here.flops;
+	return here.peak;
+}
+
+/* the lazy loop's stale top candidate scored (round `now`, after `moves` moves): from ahead where it was scored
+ * there in this round; else here, with the next stale one beside it where there is an ahead */
+static void score_top(Work *w, const KeepScores *k, uint8_t *keep, int top, const int *round, int now, int moves,
+                      Ahead *a)
+{
+	if (a && a->round[top] == now) {
+		k->score[top] = a->score[top], k->to[top] = a->to[top];
+		return;
+	}
+	int next = -1;
+	for (int i = 0; a && i < k->c->nc; i++)
+		if (i != top && keep[k->c->c[i]] != SEL_KEEP && k->score[i] > 0 && round[i] != now && a->round[i] != now &&
+		    (next < 0 || k->score[i] > k->score[next]))
+			next = i;
+	if (next < 0) {
+		score_keep(w, k, keep, top);
+		return;
+	}
+	if (a->moves != moves)
+		memcpy(a->keep, keep, (size_t)w->P->n);
+	a->i = next, a->want = moves, a->round[next] = now;
+	Here h = {w, k, keep, top};
+	util_pair(score_here, &h, score_ahead, a);
 }
 
 /* some of score_all's candidates, todo[from], todo[from + step], ...,
@@ -452,6 +579,9 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		first_estimates(w, &k, keep, round);
 	else
 		score_all(w, &k, keep, round, now, pair);
+	/* lazy on two threads: the next stale score evaluated beside the top's (score_top) */
+	Ahead *ahead = lazy && pair ? ahead_new(w, &k) : NULL;
+	int moves = 0;
 	for (;;) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
@@ -467,14 +597,14 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		if (top < 0)
 			break;
 		if (round[top] != now) {
-			score_keep(w, &k, keep, top);
+			score_top(w, &k, keep, top, round, now, moves, ahead);
 			round[top] = now;
 			continue;
 		}
 		keep[c->c[top]] = k.to[top];
-		now++;
+		now++, moves++;
 		refreshed = false;
-		k.peak = sel_commit(w, keep, &k.f);
+		k.peak = commit_both(w, keep, &k.f, ahead, moves);
 		k.ex = w->excess;
 		bool was = k.over;
 		k.over = k.peak > budget;
@@ -483,6 +613,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		if (was != k.over)
 			score_all(w, &k, keep, round, now, pair);
 	}
+	ahead_free(ahead, w);
 	free(score);
 	free(round);
 	free(k.to);
