@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -459,8 +462,21 @@ static const Opt *match(int argc, char **argv, int *i, const char **v)
 	return NULL;
 }
 
+/* The planner's searches allocate and free arrays of megabytes many times (an evaluator's per value and
+ * position, a plan's): kept in the heap rather than mapped and unmapped by glibc each time, they do not fault
+ * their pages in again (DenseNet-121 imported, min-memory: 1.49 to 1.39 s, 161 to 175 MB) */
+static void heap_kept(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 128 << 20);
+	mallopt(M_TOP_PAD, 16 << 20);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+	heap_kept();
 	DriverOptions o = {0};
 	o.real_bytes = 4;
 	o.verify = true;

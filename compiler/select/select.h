@@ -176,6 +176,10 @@ SelResult sel_refill(const SelProblem *P, int64_t budget, int64_t work, uint8_t 
  * choice (the greedy searches' scores) is evaluated whole too, and a
  * difference is a compiler bug (die) */
 void sel_check_tries(bool on);
+/* a test's switch: the lazy keep greedy scores ahead on its second thread on problems of `size` values and
+ * positions or more (-1: the default, 32,768); and how many scores ahead it has taken since */
+void sel_ahead_from(int size);
+int64_t sel_ahead_taken(void);
 /* that floor alone: the most any position holds less every candidate that could be freed there */
 int64_t sel_floor(const SelProblem *P);
 /* no choice whose peak is within budget recomputes fewer FLOPs (INT64_MAX: none fits) */
