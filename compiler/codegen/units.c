@@ -75,7 +75,20 @@ typedef struct {
 	LLVMTargetMachineRef tm; /* x86: made on the calling thread (targets are initialized there), disposed here */
 	char *out, *err;
 	size_t out_len;
+	char *diag;              /* the first error LLVM reported in its context (LLVM's own handler would exit) */
+	bool bad_lib;            /* libdevice did not read: the user's file, not a compiler bug */
 } Unit;
+
+/* LLVM's errors in a unit's context (a bitcode that does not read reports there), kept for the unit's message */
+static void on_diag(LLVMDiagnosticInfoRef info, void *arg)
+{
+	Unit *u = arg;
+	if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || u->diag)
+		return;
+	char *d = LLVMGetDiagInfoDescription(info);
+	u->diag = strdup(d);
+	LLVMDisposeMessage(d);
+}
 
 /* a module-scope name of the unit's own: not a kernel (dp_k...), an
  * intrinsic, or a function that is only declared (resolved by LLVM's code
@@ -119,14 +132,16 @@ static char *copy_message(const char *what, char *msg)
 }
 
 /* libdevice linked into m, every function of it that no kernel calls dropped by the optimizer */
-static char *link_libdevice(LLVMContextRef ctx, LLVMModuleRef m, const Unit *u)
+static char *link_libdevice(LLVMContextRef ctx, LLVMModuleRef m, Unit *u)
 {
 	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(u->libdevice, u->lib_len, "libdevice", 0);
 	LLVMModuleRef lib;
 	bool bad = LLVMParseBitcodeInContext2(ctx, buf, &lib);
 	LLVMDisposeMemoryBuffer(buf); /* the module holds what it needs */
-	if (bad)
-		return copy_message("cannot parse CUDA's libdevice", NULL);
+	if (bad) {
+		u->bad_lib = true;
+		return copy_message("it does not read as LLVM bitcode", u->diag ? strdup(u->diag) : NULL);
+	}
 	LLVMSetTarget(lib, LLVMGetTarget(m));
 	LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(m));
 	if (LLVMLinkModules2(m, lib)) /* and disposes lib */
@@ -239,6 +254,7 @@ static void x86_unit(Unit *u, LLVMModuleRef m)
 static void compile_unit(Unit *u)
 {
 	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(ctx, on_diag, u);
 	LLVMModuleRef m = read_unit(u, ctx);
 	if (m && u->libdevice)
 		ptx_unit(u, ctx, m);
@@ -249,13 +265,20 @@ static void compile_unit(Unit *u)
 	LLVMContextDispose(ctx);
 	if (u->tm)
 		LLVMDisposeTargetMachine(u->tm);
+	free(u->diag);
 }
 
-/* libdevice's bitcode (DPC_LIBDEVICE, or CUDA's), malloc'd */
-static char *read_libdevice(size_t *len)
+/* where libdevice is read from: DPC_LIBDEVICE, or CUDA's */
+static const char *libdevice_path(void)
 {
 	const char *env = getenv("DPC_LIBDEVICE");
-	const char *path = env ? env : DPC_CUDA_HOME "/nvvm/libdevice/libdevice.10.bc";
+	return env ? env : DPC_CUDA_HOME "/nvvm/libdevice/libdevice.10.bc";
+}
+
+/* libdevice's bitcode, malloc'd */
+static char *read_libdevice(size_t *len)
+{
+	const char *path = libdevice_path();
 	LLVMMemoryBufferRef buf;
 	char *err = NULL;
 	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err))
@@ -313,6 +336,9 @@ const char *cg_units_compile(Cg *g, void (*host)(void *), void *arg, CgObjects *
 	g->nunits = 0;
 	Jobs jobs = {u, host, arg};
 	util_parallel(n + !!host, g->threads, run_job, &jobs);
+	for (int i = 0; i < n; i++)
+		if (u[i].bad_lib)
+			fatal("cannot use CUDA's libdevice at %s (set DPC_LIBDEVICE): %s", libdevice_path(), u[i].err);
 	for (int i = 0; i < n; i++)
 		if (u[i].err)
 			die("unit %d of %d: %s", u[i].unit, first + n, u[i].err);

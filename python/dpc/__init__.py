@@ -114,7 +114,12 @@ def compile_file(path, output=None, run=None, defines=None, **options):
             shutil.rmtree(tmp, ignore_errors=True)
         raise Error((p.stderr or p.stdout).strip() or "dpc exited with status %d" % p.returncode,
                     _capi.ERR_USAGE if p.returncode == 2 else _capi.ERR_RUN)
-    t = Trainer(output, run, plan=plan, _temp=tmp)
+    try:
+        t = Trainer(output, run, plan=plan, _temp=tmp)
+    except BaseException:  # a session option refused: the temporary folder goes with it
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     t.compile_log = (p.stdout + p.stderr).strip()
     return t
 

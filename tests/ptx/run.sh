@@ -90,6 +90,17 @@ done
 check "ptx/units: the CUDA executable in 3 units the same bytes on 1 thread and on 2" \
 	cmp "$TEST_OUT/units_gpt.1" "$TEST_OUT/units_gpt.2"
 
+# a libdevice that is not bitcode, or cut short: an error naming the file, exit 1, nothing written (once the
+# default diagnostic handler's "Invalid bitcode signature" and exit, from any unit's thread)
+printf 'not bitcode\n' >"$TEST_OUT/notbc.bc"
+head -c 2000 "$CUDA_HOME/nvvm/libdevice/libdevice.10.bc" >"$TEST_OUT/short.bc"
+for bad in notbc short; do
+	rm -f "$TEST_OUT/badlib"
+	expect "ptx/libdevice: $bad.bc named" 1 "dpc: error: cannot use CUDA's libdevice at $TEST_OUT/$bad.bc (set DPC_LIBDEVICE): it does not read as LLVM bitcode" \
+		env DPC_LIBDEVICE="$TEST_OUT/$bad.bc" DPC_CODEGEN_UNITS=2 "$DPC" --target cuda samples/classifier.dp -o "$TEST_OUT/badlib"
+	check "ptx/libdevice: $bad.bc, no executable written" test ! -e "$TEST_OUT/badlib"
+done
+
 for dp in samples/*.dp; do
 	name=$(basename "$dp" .dp)
 	exe="$TEST_OUT/cuda_$name"

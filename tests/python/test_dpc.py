@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import traceback
 
 import numpy as np
@@ -236,7 +237,10 @@ def main():
     check("a streamed model resumed at step 2: 3 more steps are the plain run's (5 steps)",
           same(os.path.join(out, "res_resumed.safetensors"), os.path.join(out, "res_plain.safetensors")))
 
-    # the compiler's and the runtime's refusals
+    # the compiler's and the runtime's refusals, each leaving no temporary folder behind
+    scratch = os.path.join(out, "tmp")
+    os.makedirs(scratch, exist_ok=True)
+    tempfile.tempdir = scratch
     refused("an option the compiler refuses", lambda: dpc.compile_file(model, checkpoint="sideways"), 2, "--checkpoint")
     refused("a budget below the least", lambda: dpc.compile_file(model, device_mem="1KB"), 1, "device")
     refused("a file that is not there", lambda: dpc.compile_file(os.path.join(out, "none.onnx")), 2, "no such file")
@@ -245,6 +249,8 @@ def main():
     with open(bad, "wb") as f:
         f.write(b"not a model")
     refused("a malformed ONNX file: the converter's message", lambda: dpc.compile_file(bad), 2, "bad.onnx: not an ONNX model")
+    tempfile.tempdir = None
+    check("the refusals left no temporary folder", os.listdir(scratch) == [], os.listdir(scratch))
 
 
 try:
