@@ -79,14 +79,19 @@ typedef struct {
 	bool bad_lib;            /* libdevice did not read: the user's file, not a compiler bug */
 } Unit;
 
-/* LLVM's errors in a unit's context (a bitcode that does not read reports there), kept for the unit's message */
+/* LLVM's errors in a unit's context (a bitcode that does not read reports there), kept for the unit's message;
+ * its warnings printed, as its own handler prints them */
 static void on_diag(LLVMDiagnosticInfoRef info, void *arg)
 {
 	Unit *u = arg;
-	if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || u->diag)
+	LLVMDiagnosticSeverity sev = LLVMGetDiagInfoSeverity(info);
+	if (sev != LLVMDSError && sev != LLVMDSWarning)
 		return;
 	char *d = LLVMGetDiagInfoDescription(info);
-	u->diag = strdup(d);
+	if (sev == LLVMDSWarning)
+		fprintf(stderr, "warning: %s\n", d);
+	else if (!u->diag)
+		u->diag = strdup(d);
 	LLVMDisposeMessage(d);
 }
 
