@@ -569,6 +569,7 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
 	}
 	set_choice(g, cand, n, best, states);
 	p->graph_search = 1;
+	p->graph_chain_only = false;
 	p->graph_bound = top.flops;
 	p->graph_candidates = n;
 	apply(g);
@@ -1137,6 +1138,7 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
 	Program *p = g->p;
 	choose(g, m, keep);
 	p->graph_search = res.method == SEL_EXACT ? 2 : 3;
+	p->graph_chain_only = false;
 	p->graph_bound = res.bound;
 	p->graph_candidates = n;
 	p->graph_walks_cut = walks_cut;
@@ -1260,8 +1262,8 @@ static bool chain_enough(Program *p, int64_t budget, int64_t bytes, int64_t flop
 	return bytes <= budget && flops <= ir_block_flops(p, &p->body, 0, p->nforward) / CKPT_CHAIN_ENOUGH;
 }
 
-/* applies the chain planner's plan at `at` (chain_fit's) */
-static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n)
+/* applies the chain planner's plan at `at` (chain_fit's); `only`: the selection's fit was not searched */
+static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n, bool only)
 {
 	Program *p = g->p;
 	uint8_t *keep = ar_alloc((size_t)m->P->n + 1);
@@ -1269,6 +1271,7 @@ static int64_t apply_chain(Graph *g, Model *m, int64_t at, int64_t bound, int n)
 	if (choose_chain(g, m, at, keep, hold) == INT64_MAX)
 		die("the chain plan at %lld bytes is gone", (long long)at);
 	p->graph_search = 4;
+	p->graph_chain_only = only;
 	p->graph_bound = bound;
 	p->graph_candidates = n;
 	p->graph_walks_cut = walks_cut;
@@ -1993,7 +1996,7 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
 		                                                 : INT64_MAX;
 		if (cbytes < hi || (cbytes == hi && cflops < res.flops))
-			flops = apply_chain(&g, &m, cat, res.bound, nall);
+			flops = apply_chain(&g, &m, cat, res.bound, nall, false);
 		else if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else
@@ -2028,11 +2031,8 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		int64_t cflops = INT64_MAX, at = 0, cbytes = INT64_MAX;
 		if (chain && !m.small) {
 			cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
-			chain = false;
-			if (chain_enough(p, budget, cbytes, cflops)) {
-				p->graph_chain_only = true;
-				return apply_chain(&g, &m, at, sel_flops_bound(m.P, budget), nall);
-			}
+			if (chain_enough(p, budget, cbytes, cflops))
+				return apply_chain(&g, &m, at, sel_flops_bound(m.P, budget), nall, true);
 		}
 		int64_t bytes = fit_model(&g, &m, budget, plan, keep, &res, true, !p->fit_probe);
 		trace("fit: model", bytes, res.flops);
@@ -2048,14 +2048,14 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		if (m.small && !ir_has_loops(p) && bytes <= budget)
 			refill_fit(&g, &m, budget, plan, keep, &res, &bytes);
 		trace("fit: refill", bytes, res.flops);
-		if (chain)
+		if (chain && m.small)
 			cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
 			write_choice(&m, ar_printf("%s.fit", getenv("DPC_SELECT_DUMP")), keep);
 		else if (cbytes <= budget && (bytes > budget || cflops < res.flops || getenv("DPC_SELECT_CHAIN")))
-			return apply_chain(&g, &m, at, res.bound, nall);
+			return apply_chain(&g, &m, at, res.bound, nall, false);
 		return apply_model(&g, &m, keep, res, nall);
 	}
 	if (asked || !p->offload_cost)

@@ -362,12 +362,6 @@ static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
 	score_of(w, k, keep, i, &k->score[i], &k->to[i]);
 }
 
-/* The lazy loop's scores on two threads: while one thread scores the top
- * candidate, whose score is stale, the other scores the next stale one on
- * a Work of its own, into ahead (its commit of the choice first where a
- * move was taken since). The loop takes that score when that candidate
- * comes to the top while the choice is unchanged, the same score it would
- * have evaluated there: the same moves as on one thread. */
 /* The least problem (values and positions) whose lazy loop scores ahead on a second thread. Both threads'
  * evaluations are long on memory (made_here) and each pair starts a thread: DenseNet-201 imported (44,418)
  * took its chain start's keep greedy in 3.07 s against 3.83, DenseNet-121 (23,450) in 0.46 against 0.37, with
@@ -384,6 +378,12 @@ void sel_ahead_from(int size)
 
 int64_t sel_ahead_taken(void) { return ahead_taken; }
 
+/* The lazy loop's scores on two threads: while one thread scores the top
+ * candidate, whose score is stale, the other scores the next stale one on
+ * a Work of its own, into ahead (its commit of the choice first where a
+ * move was taken since). The loop takes that score when that candidate
+ * comes to the top while the choice is unchanged, the same score it would
+ * have evaluated there: the same moves as on one thread. */
 typedef struct {
 	Work w;
 	const KeepScores *k;
