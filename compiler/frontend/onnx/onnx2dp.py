@@ -19,6 +19,7 @@ Exit status: 0, 1 (a model dpc cannot train), 2 (a file that cannot be read).
 """
 import argparse
 import json
+import mmap
 import os
 import re
 import struct
@@ -28,8 +29,8 @@ try:
     import numpy as np
     import onnx
     import loops
+    from google.protobuf.message import DecodeError
     from onnx import numpy_helper, shape_inference
-    from onnx.reference import ReferenceEvaluator
 except ImportError as e:  # the message dpc shows
     sys.stderr.write(f"onnx2dp: error: the Python package '{e.name}' is not installed; run `make deps` "
                      f"(it installs compiler/frontend/onnx/requirements.txt)\n")
@@ -261,6 +262,7 @@ class Converter:
         self.trainable = {n for n, a in self.arrays.items()
                           if np.issubdtype(a.dtype, np.floating) and a.ndim > 0 and n in self.consumers and
                           n not in self.torch_buffers}
+        self.real_constants(inits)
         known = {n: a for n, a in self.arrays.items() if n not in self.trainable}
         for n, a in known.items():
             self.vals[n] = V(const=a)
@@ -543,15 +545,43 @@ class Converter:
         # read once per model: --flat converts it a second time (ResNet-152: 0.14 s of reading); nothing writes
         # into these arrays (stacking and folding make new ones)
         if id(self.model) in READ:
-            self.arrays = dict(READ[id(self.model)])
+            self.arrays, self.stood = dict(READ[id(self.model)][0]), set(READ[id(self.model)][1])
             return
-        self.arrays = {}
+        self.arrays, self.stood = {}, set()
         for name, t in inits.items():
-            try:
-                self.arrays[name] = numpy_helper.to_array(t, base_dir=os.path.dirname(os.path.abspath(self.path)))
-            except Exception as e:
-                fail(f"{self.path}: initializer '{name}' cannot be read: {e}", 2)
-        READ[id(self.model)] = dict(self.arrays)
+            stand = self.stand_in(t) if self.args.no_weights and name in self.consumers else None
+            if stand is not None:
+                self.stood.add(name)
+            self.arrays[name] = stand if stand is not None else self.array(name, t)
+        READ[id(self.model)] = dict(self.arrays), set(self.stood)
+
+    def array(self, name, t):
+        try:
+            return numpy_helper.to_array(t, base_dir=os.path.dirname(os.path.abspath(self.path)))
+        except Exception as e:
+            fail(f"{self.path}: initializer '{name}' cannot be read: {e}", 2)
+
+    STAND_INS = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64,
+                 onnx.TensorProto.FLOAT16: np.float16}
+
+    @classmethod
+    def stand_in(cls, t):
+        """--no-weights: a large real initializer as zeros of its type and shape that take no memory, where
+        it may train (its values are then never read: only written to the weights file, which is not written);
+        a constant's real values replace it (real_constants). ResNet-152: 0.13 s of reading 240 MB."""
+        dt = cls.STAND_INS.get(t.data_type)
+        if dt is None or not t.dims or int(np.prod(t.dims, dtype=np.int64)) <= BIG_LITERAL:
+            return None
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            return None  # read, so that a missing or short file still fails here
+        a = np.broadcast_to(np.zeros((), dt), tuple(t.dims))
+        return a if a.nbytes == len(t.raw_data) else None
+
+    def real_constants(self, inits):
+        """the stand-ins of initializers that do not train replaced by their values"""
+        for n in sorted(self.stood - self.trainable):
+            self.arrays[n] = self.array(n, inits[n])
+        self.stood &= self.trainable
 
     def weight_kind(self, name):
         if name in self.bn_stats:
@@ -649,6 +679,7 @@ class Converter:
         g = onnx.helper.make_graph([node], "fold", inputs, outputs)
         m = onnx.helper.make_model(g, opset_imports=self.model.opset_import)
         try:
+            from onnx.reference import ReferenceEvaluator  # 17 ms to import, where a node folds on it
             res = ReferenceEvaluator(m).run(None, feeds)
         except Exception as e:
             raise ImportError_(f"its constant inputs could not be folded: {e}")
@@ -1693,11 +1724,29 @@ def safetensors_bytes(tensors):
     return struct.pack("<Q", len(h)) + h + b"".join(blobs)
 
 
+def read_model(path):
+    """the model as onnx.load reads it (external data left), parsed from the file mapped: read into a buffer
+    first, ResNet-152's 240 MB took 0.29 s against 0.17"""
+    if not path.endswith(".onnx"):
+        return onnx.load(path, load_external_data=False)  # onnx picks a text format by the name
+    with open(path, "rb") as f:
+        try:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):
+            return onnx.load(path, load_external_data=False)  # an empty file: onnx's own error
+    with mm, memoryview(mm) as data:
+        m = onnx.ModelProto()
+        used = m.ParseFromString(data)  # copies what it keeps: the map may close
+        if used is not None and used != len(data):
+            raise DecodeError(f"Protobuf decoding consumed too few bytes: {used} out of {len(data)}")
+    return m
+
+
 def load_model(path, opts):
     if not os.path.exists(path):
         fail(f"{path}: no such file", 2)
     try:
-        m = onnx.load(path, load_external_data=False)
+        m = read_model(path)
     except Exception as e:
         fail(f"{path}: not an ONNX model, or a truncated one ({type(e).__name__}: {str(e).splitlines()[0][:200]})", 2)
     if not m.graph.node:
