@@ -67,7 +67,7 @@ static int by_flops(const void *a, const void *b)
 
 /* store-everything: every candidate kept but the free ones; free values made again at each use (that holds
  * them least) */
-static void store_everything(const SelProblem *P, uint8_t *keep)
+void sel_store_everything(const SelProblem *P, uint8_t *keep)
 {
 	for (int v = 0; v < P->n; v++)
 		keep[v] = P->kind[v] != SEL_FIXED && is_free(P, v) ? SEL_EACH : P->kind[v] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
@@ -76,7 +76,7 @@ static void store_everything(const SelProblem *P, uint8_t *keep)
 Cands sel_candidates(const SelProblem *P, uint8_t *keep)
 {
 	Cands c = {malloc(sizeof(int) * (size_t)(P->n + 1)), 0};
-	store_everything(P, keep);
+	sel_store_everything(P, keep);
 	for (int v = 0; v < P->n; v++)
 		if ((P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v))
 			c.c[c.nc++] = v;
@@ -864,7 +864,7 @@ SelResult sel_fit(const SelProblem *P, int64_t budget, int64_t work, bool for_le
 		/* the greedy searches, each polished: dropping from store-everything (not for the least), and
 		 * keeping from nothing kept, its scores on the search's threads */
 		uint8_t *other = malloc((size_t)P->n + 1);
-		store_everything(P, keep);
+		sel_store_everything(P, keep);
 		memcpy(other, keep, (size_t)P->n);
 		Outcome a = for_least ? (Outcome){false, INT64_MAX, INT64_MAX} : drop_search(P, &c, budget, keep);
 		Outcome b = greedy_keep(&w, &c, budget, P->threads > 1, true, false, other);

@@ -109,6 +109,8 @@ SelProblem *sel_new(int n, int npos);
  * sel_eval: the choice's peak; its recomputed FLOPs in *flops; the memory
  * at each position in prof unless NULL. */
 int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof);
+/* store-everything into keep[]: every candidate kept, the free values made again at each use */
+void sel_store_everything(const SelProblem *P, uint8_t *keep);
 /* The fewest recomputed FLOPs whose peak fits budget: the choice in
  * keep[]. Without a fit, the least peak the search found. work: the
  * exact search's limit (SEL_WORK); 0 forces the greedy search. for_least:
