@@ -587,7 +587,13 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
  * graph: up to 1,199), fewer in proportion beyond: each move evaluates the
  * whole problem, and on the straight line of torchvision's ResNet-152
  * imported with its loops (3,060) the least's walks took 10.4 s of its
- * 27 s to lower the plan taken by 2.8 KB (issue 62, item 4). */
+ * 27 s to lower the plan taken by 2.8 KB (issue 62, item 4). Beyond, the
+ * least search's threshold accepting is not run at all: cut short, it took
+ * 0.14 s of that import's 2.3 s at min-memory and lowered nothing the plan
+ * kept (without it the plan is 1,280 bytes lower and recomputes 0.02 of a
+ * forward less; the hand-written Inception-v3's and the imports' other
+ * loops' are the same, 2026-12-05). The kicks stay: on the hand-written
+ * Inception-v3 their few rounds lowered its least by 10 MB in 0.03 s. */
 enum { GRAPH_WALK_SIZE = 1200 };
 
 /* P's size, noted in walks_cut where a search is cut on it */
@@ -1746,10 +1752,10 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * the peak worse reaches what changing one value, or kicking a few, does not (Inception at B=8: 2,354,432
 	 * to 2,096,384 bytes, 0.2 points of store-everything above the bound; the DenseNet sample: at a tenth,
 	 * 134,400 bytes, at a twentieth 132,352). On graphs of up to GRAPH_SWEEP candidates (on bench/graphs.sh's,
-	 * of 453 to 1,329, 25,000 moves lowered nothing) */
-	if (m->small) {
+	 * of 453 to 1,329, 25,000 moves lowered nothing) and problems of up to GRAPH_WALK_SIZE values and positions */
+	if (m->small && walk_size(m->P, false) <= GRAPH_WALK_SIZE) {
 		memcpy(keep, best, (size_t)m->P->n);
-		sel_anneal(m->P, walk_moves(m->P, GRAPH_ANNEAL), 20, keep);
+		sel_anneal(m->P, GRAPH_ANNEAL, 20, keep);
 		sel_lower(m->P, 8, keep);
 		take_planned(g, m, plan, keep, best, &hi, &res.flops);
 	}
@@ -2199,10 +2205,10 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		fprintf(f, "; the selection's fit not searched: the chain plan recomputes at most 1/%d of a forward's FLOPs",
 		        CKPT_CHAIN_ENOUGH);
 	if (p->graph_walks_cut)
-		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves, and its least search "
-		        "without its sweep of budgets, not run again packed harder nor refitted at the least it found, on a "
-		        "problem of %lld values and positions (its gap to the bound is below)",
-		        GRAPH_WALK_SIZE, (long long)p->graph_walks_cut, (long long)p->graph_walks_cut);
+		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves (its least search's "
+		        "threshold accepting not run), and its least search without its sweep of budgets, not run again "
+		        "packed harder nor refitted at the least it found, on a problem of %lld values and positions (its gap "
+		        "to the bound is below)", GRAPH_WALK_SIZE, (long long)p->graph_walks_cut, (long long)p->graph_walks_cut);
 	if (p->least_cut)
 		fprintf(f, "; its least search stopped after its bisection, an eighth past the peak of another shape of the "
 		        "loops that min-memory planned (this one planned lower in the end)");
