@@ -772,21 +772,28 @@ fi
 
 # the rows' search bounds its choices before it plans them (fit_rows_search: tapes_bound from mem_plan_floor):
 # the plan is the one that fitting every choice makes (DPC_ROWS_UNBOUNDED=1), on the ResNet sample's three
-# loops at budgets from 90% of store-everything's peak down, streaming or not
+# loops at budgets from 90% of store-everything's peak down, streaming or not; and on two CPUs, where half
+# the choices are searched in a child process each half bounded by its own best only, the one the search
+# makes on one CPU (taskset: all in one process, each bounded by all before it)
 rb="$o/rows_bound"
 full=$("$DPC" --target cpu samples/resnet.dp --checkpoint none --stream none --emit=schedule -o /dev/null \
 	--schedule-json "$rb.json" >/dev/null 2>&1 && python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_device_bytes']['total'])" "$rb.json")
-same=0 differ=""
+same=0 differ="" cpu=$(python3 -c "import os; print(min(os.sched_getaffinity(0)))")
 for pct in 90 80 70 60 50; do
 	for stream in none auto; do
 		args=(--target cpu samples/resnet.dp --device-mem $((full * pct / 100)) --stream $stream --emit=schedule)
 		"$DPC" "${args[@]}" -o "$rb.bounded" >/dev/null 2>&1
 		DPC_ROWS_UNBOUNDED=1 "$DPC" "${args[@]}" -o "$rb.all" >/dev/null 2>&1
-		if [ -s "$rb.all" ] && cmp -s "$rb.bounded" "$rb.all"; then same=$((same + 1)); else differ="$differ $pct%/$stream"; fi
+		taskset -c "$cpu" "$DPC" "${args[@]}" -o "$rb.one" >/dev/null 2>&1
+		if [ -s "$rb.all" ] && cmp -s "$rb.bounded" "$rb.all" && cmp -s "$rb.bounded" "$rb.one"; then
+			same=$((same + 1))
+		else
+			differ="$differ $pct%/$stream"
+		fi
 	done
 done
 if [ -n "$full" ] && [ -z "$differ" ]; then
-	ok "ckpt/rows-bounded: the ResNet sample's plans with the rows' choices bounded are those of fitting them all, $same budgets"
+	ok "ckpt/rows-bounded: the ResNet sample's plans with the rows' choices bounded are those of fitting them all, and on one CPU those on $(nproc), $same budgets"
 else
 	notok "ckpt/rows-bounded: plans differ at$differ (store-everything ${full:-not planned})"
 fi
