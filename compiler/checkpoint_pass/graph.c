@@ -1579,6 +1579,19 @@ static int64_t chain_spacing(const SelProblem *P, bool tiny, int *every, int *in
 	return start;
 }
 
+/* the least search's starts from the largest values, each descended on the model (util_parallel's piece) */
+enum { GRAPH_STARTS = 16 }; /* the most starts from the largest values */
+typedef struct {
+	const SelProblem *P;
+	uint8_t *keep[GRAPH_STARTS];
+} Starts;
+
+static void lower_start(void *arg, int i)
+{
+	Starts *s = arg;
+	sel_lower(s->P, 8, s->keep[i]);
+}
+
 /* The least search's start for long chains (sel_chain_start, issue 40),
  * spaced by chain_spacing, with values tiny beside the largest kept and
  * without, the lower (or, within a 64th, the one of fewer FLOPs) then kept
@@ -1711,9 +1724,11 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * needed, then descended on the model: the region of a U-Net's least (its largest concat kept,
 	 * the chains recomputed from it), which the searches that keep from nothing do not reach
 	 * (issue 40). 16 on up to GRAPH_SWEEP candidates, 4 on up to twice that (Inception-v3: 453
-	 * candidates, 1.7% lower and 29% fewer FLOPs), none beyond: each costs a descent */
+	 * candidates, 1.7% lower and 29% fewer FLOPs), none beyond: each costs a descent. No start reads
+	 * another's result: their descents run on the search's threads, then each is planned in order */
 	{
-		int starts = m->small ? 16 : m->ncand <= 2 * GRAPH_SWEEP ? 4 : 0;
+		int starts = m->small ? GRAPH_STARTS : m->ncand <= 2 * GRAPH_SWEEP ? 4 : 0, ns = 0;
+		Starts st = {m->P, {0}};
 		for (int tries = 0; tries < starts; tries++) {
 			int c = -1;
 			for (int u = 0; u < m->P->n; u++)
@@ -1722,12 +1737,14 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 			if (c < 0)
 				break;
 			tried[c] = 1;
+			uint8_t *k = st.keep[ns++] = ar_alloc((size_t)m->P->n + 1);
 			for (int u = 0; u < m->P->n; u++)
-				keep[u] = m->P->kind[u] == SEL_CAND ? SEL_EACH : SEL_ONCE;
-			keep[c] = SEL_KEEP;
-			sel_lower(m->P, 8, keep);
-			take_planned(g, m, plan, keep, best, &hi, &res.flops);
+				k[u] = m->P->kind[u] == SEL_CAND ? SEL_EACH : SEL_ONCE;
+			k[c] = SEL_KEEP;
 		}
+		util_parallel(ns, m->P->threads > 1 ? 2 : 1, lower_start, &st);
+		for (int i = 0; i < ns; i++)
+			take_planned(g, m, plan, st.keep[i], best, &hi, &res.flops);
 	}
 	trace("least: largest starts", hi, res.flops);
 	/* a descent on the model from the least found: a fit's greedy moves aim at FLOPs, not at the peak */
