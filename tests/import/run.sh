@@ -524,6 +524,37 @@ assert os.path.exists(f"{d}/c2mask.dp") and os.path.exists(f"{d}/c2mask.safetens
 assert not os.path.exists(f"{d}/c2mask.flat.dp") and not os.path.exists(f"{d}/c2mask.flat.safetensors")
 PY
 
+# --no-weights reads the model without its large initializers' raw data (read_model's slim read): a weight
+# that trains (q.weight, 64 KiB) stands in for itself unread, and a constant (a causal mask as an initializer
+# of 64 KiB, a buffer by --params-from) is read from the file where its values decide the program (from
+# arange); the program is the one converted with every byte read
+python3 - "$d" <<'PY' >"$d/slim.log" 2>&1
+import os, sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+T, D = 128, 128
+m = np.where(np.arange(T)[None, :] > np.arange(T)[:, None], np.float32(-1e9), 0).astype(np.float32)[None]
+n = helper.make_node
+nodes = [n("MatMul", ["x", "q.weight"], ["q"]), n("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+         n("MatMul", ["q", "xt"], ["s"]), n("Add", ["s", "causal"], ["sm"]), n("Softmax", ["sm"], ["p"], axis=-1),
+         n("MatMul", ["p", "x"], ["y"])]
+inits = [numpy_helper.from_array(np.random.default_rng(3).standard_normal((D, D)).astype(np.float32), "q.weight"),
+         numpy_helper.from_array(m, "causal")]
+g = helper.make_graph(nodes, "slim", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, T, D])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, T, D])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), f"{d}/slim.onnx")
+open(f"{d}/slim.params", "w").write("q.weight\n")
+PY
+python3 $c2 "$d/slim.onnx" --loss mse --params-from "$d/slim.params" -o "$d/slim.dp" >>"$d/slim.log" 2>&1
+python3 $c2 "$d/slim.onnx" --loss mse --params-from "$d/slim.params" -o "$d/slim.nw.dp" --no-weights \
+	>>"$d/slim.log" 2>&1
+check "import: --no-weights leaves large initializers unread but a constant's values, the same program" bash -c "
+	grep -q 'where(reshape(cast(arange(128), f32), \[1, 128\])' '$d/slim.nw.dp' &&
+	diff <(grep -v '^weights ' '$d/slim.dp') <(grep -v '^weights ' '$d/slim.nw.dp') >/dev/null &&
+	test -s '$d/slim.safetensors' && ! test -e '$d/slim.nw.safetensors'"
+
 # the converter's package missing: python3 -S sees no site-packages
 printf '#!/bin/sh\nexec python3 -S "$@"\n' >"$d/bare-python"
 chmod +x "$d/bare-python"

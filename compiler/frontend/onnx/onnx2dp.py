@@ -544,6 +544,7 @@ class Converter:
     def read_initializers(self, inits):
         # read once per model: --flat converts it a second time (ResNet-152: 0.14 s of reading); nothing writes
         # into these arrays (stacking and folding make new ones)
+        self.left_out = LEFT_OUT.get(id(self.model), (None, {}))[1]
         if id(self.model) in READ:
             self.arrays, self.stood = dict(READ[id(self.model)][0]), set(READ[id(self.model)][1])
             return
@@ -557,6 +558,14 @@ class Converter:
 
     def array(self, name, t):
         try:
+            if name in self.left_out:  # its raw data where the slim read left it (read_model)
+                whole = onnx.TensorProto()
+                whole.CopyFrom(t)
+                start, end = self.left_out[name]
+                with open(LEFT_OUT[id(self.model)][0], "rb") as f:
+                    f.seek(start)
+                    whole.raw_data = f.read(end - start)
+                t = whole
             return numpy_helper.to_array(t, base_dir=os.path.dirname(os.path.abspath(self.path)))
         except Exception as e:
             fail(f"{self.path}: initializer '{name}' cannot be read: {e}", 2)
@@ -564,18 +573,18 @@ class Converter:
     STAND_INS = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64,
                  onnx.TensorProto.FLOAT16: np.float16}
 
-    @classmethod
-    def stand_in(cls, t):
+    def stand_in(self, t):
         """--no-weights: a large real initializer as zeros of its type and shape that take no memory, where
         it may train (its values are then never read: only written to the weights file, which is not written);
         a constant's real values replace it (real_constants). ResNet-152: 0.13 s of reading 240 MB."""
-        dt = cls.STAND_INS.get(t.data_type)
+        dt = self.STAND_INS.get(t.data_type)
         if dt is None or not t.dims or int(np.prod(t.dims, dtype=np.int64)) <= BIG_LITERAL:
             return None
         if t.data_location == onnx.TensorProto.EXTERNAL:
             return None  # read, so that a missing or short file still fails here
         a = np.broadcast_to(np.zeros((), dt), tuple(t.dims))
-        return a if a.nbytes == len(t.raw_data) else None
+        start, end = self.left_out.get(t.name, (0, len(t.raw_data)))
+        return a if a.nbytes == end - start else None
 
     def real_constants(self, inits):
         """the stand-ins of initializers that do not train replaced by their values"""
@@ -1724,9 +1733,12 @@ def safetensors_bytes(tensors):
     return struct.pack("<Q", len(h)) + h + b"".join(blobs)
 
 
-def read_model(path):
+def read_model(path, slim=False):
     """the model as onnx.load reads it (external data left), parsed from the file mapped: read into a buffer
-    first, ResNet-152's 240 MB took 0.29 s against 0.17"""
+    first, ResNet-152's 240 MB took 0.29 s against 0.17. slim (--no-weights): the raw data of the graph's
+    large initializers is left in the file, each one's place in LEFT_OUT under the model's id (0.15 s less
+    on ResNet-152: what protobuf parses is 0.2 MB); Converter.array reads one there where its values are
+    needed (a constant), and stand_in reads only its length"""
     if not path.endswith(".onnx"):
         return onnx.load(path, load_external_data=False)  # onnx picks a text format by the name
     with open(path, "rb") as f:
@@ -1734,19 +1746,125 @@ def read_model(path):
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except (ValueError, OSError):
             return onnx.load(path, load_external_data=False)  # an empty file: onnx's own error
+    left = {}
     with mm, memoryview(mm) as data:
         m = onnx.ModelProto()
-        used = m.ParseFromString(data)  # copies what it keeps: the map may close
-        if used is not None and used != len(data):
-            raise DecodeError(f"Protobuf decoding consumed too few bytes: {used} out of {len(data)}")
+        try:
+            text = slim_model(data, left) if slim else None
+        except ValueError:
+            text = None  # not what the walk reads: protobuf's own parse, and its error
+        if text is None:
+            left = {}
+            text = data
+        used = m.ParseFromString(text)  # copies what it keeps: the map may close
+        if used is not None and used != len(text):
+            raise DecodeError(f"Protobuf decoding consumed too few bytes: {used} out of {len(text)}")
+    if left:
+        LEFT_OUT[id(m)] = (path, left)
     return m
+
+
+# the raw data left out of a slim model's initializers: by id of the model, (its file, {name: (start, end)})
+LEFT_OUT = {}
+# a raw_data longer than this is left out by a slim read: an initializer of more than BIG_LITERAL elements of
+# any type, which only a constant's folding reads
+SLIM_RAW = 16 * BIG_LITERAL
+
+
+def wire_fields(data, start, end):
+    """the protobuf fields of data[start:end] in order: (number, wire type, start of field, start of payload,
+    end); ValueError where the bytes are not a message this walk reads (groups, a field past the end)"""
+    i = start
+    while i < end:
+        at = i
+        key, i = wire_varint(data, i, end)
+        number, kind = key >> 3, key & 7
+        if kind == 0:
+            _, i = wire_varint(data, i, end)
+            body = i
+        elif kind == 1:
+            body, i = i, i + 8
+        elif kind == 5:
+            body, i = i, i + 4
+        elif kind == 2:
+            n, body = wire_varint(data, i, end)
+            i = body + n
+        else:
+            raise ValueError("a group")
+        if i > end or number == 0:
+            raise ValueError("a field past its message")
+        yield number, kind, at, body, i
+
+
+def wire_varint(data, i, end):
+    v = shift = 0
+    while True:
+        if i >= end or shift > 63:
+            raise ValueError("a varint past its message")
+        b = data[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            return v, i
+        shift += 7
+
+
+def wire_length(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def slim_model(data, left):
+    """the bytes of a ModelProto (field 7: its GraphProto, whose field 5 is each initializer, a TensorProto of
+    name 8 and raw_data 9) without the raw data of SLIM_RAW bytes or more; None where nothing is left out"""
+    out, was = [], 0
+    for number, kind, at, body, end in wire_fields(data, 0, len(data)):
+        if number == 7 and kind == 2:
+            graph = slim_graph(data, body, end, left)
+            if graph is not None:
+                out += [data[was:at], b"\x3a", wire_length(len(graph)), graph]
+                was = end
+    if not left:
+        return None
+    out.append(data[was:])
+    return b"".join(out)
+
+
+def slim_graph(data, start, end, left):
+    out, was, seen = [], start, set()
+    for number, kind, at, body, stop in wire_fields(data, start, end):
+        if number != 5 or kind != 2:
+            continue
+        name, raw = None, None
+        for n, k, a, b, e in wire_fields(data, body, stop):
+            if n == 8 and k == 2:
+                name = bytes(data[b:e]).decode("utf-8", "replace")
+            elif n == 9 and k == 2 and e - b >= SLIM_RAW:
+                raw = (a, b, e)
+        if name in seen:
+            raise ValueError("two initializers of one name")  # which one a name reads is protobuf's to say
+        seen.add(name)
+        if raw is None or name is None:
+            continue
+        tensor = b"".join([data[body:raw[0]], data[raw[2]:stop]])
+        out += [data[was:at], b"\x2a", wire_length(len(tensor)), tensor]
+        was = stop
+        left[name] = (raw[1], raw[2])
+    if was == start:
+        return None
+    out.append(data[was:end])
+    return b"".join(out)
 
 
 def load_model(path, opts):
     if not os.path.exists(path):
         fail(f"{path}: no such file", 2)
     try:
-        m = read_model(path)
+        m = read_model(path, slim=opts.no_weights)
     except Exception as e:
         fail(f"{path}: not an ONNX model, or a truncated one ({type(e).__name__}: {str(e).splitlines()[0][:200]})", 2)
     if not m.graph.node:
