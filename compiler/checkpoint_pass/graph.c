@@ -592,8 +592,14 @@ static int64_t fit_planned(Graph *g, int64_t budget, int64_t (*plan)(Program *),
  * 0.14 s of that import's 2.3 s at min-memory and lowered nothing the plan
  * kept (without it the plan is 1,280 bytes lower and recomputes 0.02 of a
  * forward less; the hand-written Inception-v3's and the imports' other
- * loops' are the same, 2026-12-05). The kicks stay: on the hand-written
- * Inception-v3 their few rounds lowered its least by 10 MB in 0.03 s. */
+ * loops' are the same, 2026-12-05). The kicks stay, a twentieth of their
+ * rounds beyond as on graphs of over GRAPH_SWEEP candidates, then fewer in
+ * proportion: on the hand-written Inception-v3 (453 candidates) their 2
+ * rounds a walk lowered its least by 10 MB in 0.03 s; on the straight line
+ * of ResNet-152 imported with its loops (113 candidates), 78 rounds a walk
+ * took 0.2 s of its 1.9 s at min-memory and lowered its least by 512 bytes
+ * of 820 MB, 3 rounds by nothing (its plans at 821 MB to 1 GB 0 or 512
+ * bytes higher, recomputing as much or less, 2026-12-05). */
 enum { GRAPH_WALK_SIZE = 1200 };
 
 /* P's size, noted in walks_cut where a search is cut on it */
@@ -1469,9 +1475,12 @@ static void iterated_descent(Graph *g, Model *m, int64_t (*plan)(Program *), con
 	memcpy(cur, start, (size_t)P->n);
 	int64_t f, peak = sel_eval(P, cur, &f, NULL);
 	uint64_t seed = 0x2545f4914f6cdd1dull;
-	/* on up to twice GRAPH_SWEEP candidates, a few rounds (Inception-v3: 453 candidates, 10 rounds a walk, its
-	 * least 933 to 845 MB in 0.3 s); beyond, none (DenseNet-201: 0.5 s for nothing) */
-	int rounds = (int)walk_moves(P, m->small ? GRAPH_KICKS : m->ncand <= 2 * GRAPH_SWEEP ? GRAPH_KICKS / 20 : 0);
+	/* all their rounds on up to GRAPH_SWEEP candidates and GRAPH_WALK_SIZE values and positions; else on up to
+	 * twice GRAPH_SWEEP candidates, a few rounds (Inception-v3: 453 candidates, 10 rounds a walk, its least 933
+	 * to 845 MB in 0.3 s), fewer in proportion past GRAPH_WALK_SIZE; beyond, none (DenseNet-201: 0.5 s for
+	 * nothing) */
+	bool whole = m->small && walk_size(P, false) <= GRAPH_WALK_SIZE;
+	int rounds = (int)walk_moves(P, whole ? GRAPH_KICKS : m->ncand <= 2 * GRAPH_SWEEP ? GRAPH_KICKS / 20 : 0);
 	for (int round = 0; round < rounds; round++) {
 		memcpy(try, cur, (size_t)P->n);
 		for (int k = 0, n = 2 + (int)(seed % 4); k < n; k++) {
@@ -2222,8 +2231,9 @@ void ckpt_graph_print(FILE *f, Program *p, bool json)
 		fprintf(f, "; the selection's fit not searched: the chain plan recomputes at most 1/%d of a forward's FLOPs",
 		        CKPT_CHAIN_ENOUGH);
 	if (p->graph_walks_cut)
-		fprintf(f, "; its walks (threshold accepting, kicks) cut short to %d of every %lld moves (its least search's "
-		        "threshold accepting not run), and its least search without its sweep of budgets, not run again "
+		fprintf(f, "; its walks (threshold accepting, kicks) cut short: its least search's threshold accepting not "
+		        "run, its kicks a twentieth of their rounds, then %d of every %lld; and its least search without its "
+		        "sweep of budgets, not run again "
 		        "packed harder nor refitted at the least it found, on a problem of %lld values and positions (its gap "
 		        "to the bound is below)", GRAPH_WALK_SIZE, (long long)p->graph_walks_cut, (long long)p->graph_walks_cut);
 	if (p->least_cut)

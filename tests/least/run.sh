@@ -303,7 +303,7 @@ t20, t24 = (open(f"{o}/cut.{c}.txt").read() for c in ("chain20", "chain24"))
 assert d20["straight_line"]["walks_cut_at"] == 0 and "cut short" not in t20, d20["straight_line"]
 cut = d24["straight_line"]["walks_cut_at"]
 assert cut > 1200, d24["straight_line"]
-assert f"cut short to 1200 of every {cut} moves" in t24 and "no plan goes below" in t24, t24
+assert f"its kicks a twentieth of their rounds, then 1200 of every {cut}" in t24 and "no plan goes below" in t24, t24
 assert d24["peak_device_bytes"]["total"] >= d24["peak_lower_bound"] > 0, d24
 print(f"chain24: cut at {cut} values and positions, {d24['peak_gap']:.3f} of its least above the bound")
 PY
