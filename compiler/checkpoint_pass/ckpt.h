@@ -86,6 +86,10 @@ int64_t ckpt_graph_eval(Program *p, const int *drop, const bool *each, int n, bo
 int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), int most);
 /* the least peak instead (--checkpoint min-memory), at the fewest FLOPs the search finds for it */
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *));
+/* the lowest peak after its bisection at which a least search stopped on Program.least_past since the last
+ * call (INT64_MAX: none stopped), and a fresh count: a search that stops at a peak above a shape's least_past
+ * stops at any least_past below it (budget.c's least_fit plans shapes ahead with least_past 1) */
+int64_t ckpt_least_cut_low(void);
 /* a large straight line's chain plan that fits the budget recomputing at most 1 / CKPT_CHAIN_ENOUGH of a
  * forward is taken without the selection's fit searched (Program.graph_chain_only) */
 #define CKPT_CHAIN_ENOUGH 16

@@ -1653,6 +1653,15 @@ static int64_t start_fit(Graph *g, Model *m, int64_t hi, int64_t (*plan)(Program
 	return fit_model(g, m, hi, plan, best, res, false, false);
 }
 
+static int64_t cut_low = INT64_MAX;
+
+int64_t ckpt_least_cut_low(void)
+{
+	int64_t low = cut_low;
+	cut_low = INT64_MAX;
+	return low;
+}
+
 /* The least peak the model's searches reach, each choice checked by the
  * planner: the chain start, bisection over budgets, probes, a sweep, starts
  * from the largest values, iterated descents, a descent checked by the planner, then the
@@ -1707,6 +1716,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	 * lowered its straight line's least by 4% at most, 2.4 s of two shapes 38% and 72% past the lowest) */
 	if (p->least_past && hi > p->least_past) {
 		p->least_cut = true;
+		cut_low = hi < cut_low ? hi : cut_low;
 		res.method = SEL_GREEDY;
 		*out = res;
 		return hi;

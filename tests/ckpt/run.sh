@@ -797,4 +797,25 @@ if [ -n "$full" ] && [ -z "$differ" ]; then
 else
 	notok "ckpt/rows-bounded: plans differ at$differ (store-everything ${full:-not planned})"
 fi
+
+# min-memory with loops plans its shapes after the first in a child process beside it where dpc has two CPUs,
+# each shape's searches stopped after their bisection, and takes the child's bytes for a shape only where every
+# search stopped above the shape's own least_past (budget.c's least_fit): the plan of every loop sample is the
+# one made on one CPU, where the parent plans all four shapes itself
+lm="$o/least_ahead" same=0 differ=""
+for s in dranet gpt oscillator resmlp resnet; do
+	args=(--target cpu samples/$s.dp --checkpoint min-memory --stream none --emit=schedule)
+	"$DPC" "${args[@]}" -o "$lm.$s.two" >/dev/null 2>&1
+	taskset -c "$cpu" "$DPC" "${args[@]}" -o "$lm.$s.one" >/dev/null 2>&1
+	if [ -s "$lm.$s.two" ] && cmp -s "$lm.$s.two" "$lm.$s.one"; then
+		same=$((same + 1))
+	else
+		differ="$differ $s"
+	fi
+done
+if [ -z "$differ" ]; then
+	ok "ckpt/least-ahead: min-memory's plans of the $same loop samples on $(nproc) CPUs are those on one"
+else
+	notok "ckpt/least-ahead: plans differ on$differ"
+fi
 finish
