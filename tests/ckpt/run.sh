@@ -801,10 +801,14 @@ fi
 # min-memory with loops plans its shapes after the first in a child process beside it where dpc has two CPUs,
 # each shape's searches stopped after their bisection, and takes the child's bytes for a shape only where every
 # search stopped above the shape's own least_past (budget.c's least_fit): the plan of every loop sample is the
-# one made on one CPU, where the parent plans all four shapes itself
+# one made on one CPU, where the parent plans all four shapes itself; tests/ckpt/least_none.dp takes the last
+# shape (store-everything), which the parent plans again after the child: its plan is --checkpoint none's
 lm="$o/least_ahead" same=0 differ=""
-for s in dranet gpt oscillator resmlp resnet; do
-	args=(--target cpu samples/$s.dp --checkpoint min-memory --stream none --emit=schedule)
+for s in dranet gpt oscillator resmlp resnet tests/ckpt/least_none; do
+	f=samples/$s.dp
+	[ -f "$f" ] || f=$s.dp
+	s=$(basename "$s")
+	args=(--target cpu "$f" --checkpoint min-memory --stream none --emit=schedule)
 	"$DPC" "${args[@]}" -o "$lm.$s.two" >/dev/null 2>&1
 	taskset -c "$cpu" "$DPC" "${args[@]}" -o "$lm.$s.one" >/dev/null 2>&1
 	if [ -s "$lm.$s.two" ] && cmp -s "$lm.$s.two" "$lm.$s.one"; then
@@ -813,8 +817,14 @@ for s in dranet gpt oscillator resmlp resnet; do
 		differ="$differ $s"
 	fi
 done
+"$DPC" --target cpu tests/ckpt/least_none.dp --checkpoint none --stream none --emit=schedule -o "$lm.none" >/dev/null 2>&1
+planned_peak() { sed -n 's/^predicted peak device memory \([0-9]*\) bytes.*/\1/p' "$1"; }
+if ! grep -q "store everything" "$lm.least_none.two" 2>/dev/null || [ "$(planned_peak "$lm.least_none.two")" != "$(planned_peak "$lm.none")" ] ||
+	[ -z "$(planned_peak "$lm.none")" ]; then
+	differ="$differ least_none (not store-everything's plan)"
+fi
 if [ -z "$differ" ]; then
-	ok "ckpt/least-ahead: min-memory's plans of the $same loop samples on $(nproc) CPUs are those on one"
+	ok "ckpt/least-ahead: min-memory's plans of the loop samples and least_none ($same) on $(nproc) CPUs are those on one; least_none's is store-everything's"
 else
 	notok "ckpt/least-ahead: plans differ on$differ"
 fi
