@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,20 +186,6 @@ static double share(FeAst *ast, const DriverOptions *o, const CkptOptions *ck, i
 	return pick;
 }
 
-/* --checkpoint min-memory with loops: their least shape (every row kept,
- * the fewest snapshots) holds more than the fitted path can: its taped
- * steps may be recomputed instead, each value the step's adjoint reads
- * computed again for each op that reads it but those whose keeping costs
- * no peak (ckpt_steps_each), or their rows may drop values, computed again
- * where the adjoint first reads them. Fitted to 1 byte, which nothing
- * meets, that path plans the fewest bytes it can, with tapes of rows and
- * without; the lowest of the three, or store-everything where that is
- * lower still, is taken (the first of those in that order where two are
- * as low), and its scratch copy is the program (*planned).
- * The taped steps recomputed are planned first (the lowest on the imports
- * measured): a shape planned after one lower has its straight line's least
- * search stop after the bisection where it is already an eighth past that
- * (CkptOptions.least_past). */
 enum { SHAPES = 4 };
 
 /* What the shapes after the first plan with least_past 1 (their least searches stopped after each bisection):
@@ -217,8 +205,13 @@ static void shapes_ahead(FeAst *ast, const DriverOptions *o, const CkptOptions *
 	if (pipe(io))
 		return;
 	fflush(stdout), fflush(stderr);
+	pid_t parent = getpid();
 	if ((*pid = fork()) == 0) {
 		close(io[0]);
+		/* it goes when dpc goes (an error in the first shape ends dpc before the child is read) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
 		/* its notes and traces are the parent's to print, for the shapes it plans itself */
 		int null = open("/dev/null", O_WRONLY);
 		if (null >= 0)
@@ -250,6 +243,20 @@ static bool ahead_read(pid_t pid, int fd, Ahead *a)
 	return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* --checkpoint min-memory with loops: their least shape (every row kept,
+ * the fewest snapshots) holds more than the fitted path can: its taped
+ * steps may be recomputed instead, each value the step's adjoint reads
+ * computed again for each op that reads it but those whose keeping costs
+ * no peak (ckpt_steps_each), or their rows may drop values, computed again
+ * where the adjoint first reads them. Fitted to 1 byte, which nothing
+ * meets, that path plans the fewest bytes it can, with tapes of rows and
+ * without; the lowest of the three, or store-everything where that is
+ * lower still, is taken (the first of those in that order where two are
+ * as low), and its scratch copy is the program (*planned).
+ * The taped steps recomputed are planned first (the lowest on the imports
+ * measured): a shape planned after one lower has its straight line's least
+ * search stop after the bisection where it is already an eighth past that
+ * (CkptOptions.least_past). */
 static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck, Program **planned)
 {
 	CkptOptions f = ck, none = ck;
