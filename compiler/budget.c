@@ -8,13 +8,6 @@
 
 #include "ad_transform/ad.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 /* the checkpoint pass's options, with the stream pass's prices: the
  * checkpoint pass knows the memory plan, not the later pass */
 static CkptOptions ckpt_options(const DriverOptions *o)
@@ -195,52 +188,26 @@ typedef struct {
 	int64_t bytes[SHAPES], cut[SHAPES];
 } Ahead;
 
-/* shapes[order[1..]] planned ahead in a forked child (*pid; -1: none), beside the first planned here: the
- * result comes through *fd */
-static void shapes_ahead(FeAst *ast, const DriverOptions *o, const CkptOptions *shapes, const int *order, pid_t *pid,
-                         int *fd)
-{
-	int io[2];
-	*pid = -1;
-	if (pipe(io))
-		return;
-	fflush(stdout), fflush(stderr);
-	pid_t parent = getpid();
-	if ((*pid = fork()) == 0) {
-		close(io[0]);
-		/* it goes when dpc goes (an error in the first shape ends dpc before the child is read) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		/* its notes and traces are the parent's to print, for the shapes it plans itself */
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0)
-			dup2(null, 1), dup2(null, 2);
-		Ahead a;
-		for (int j = 1; j < SHAPES; j++) {
-			int i = order[j];
-			CkptOptions c = shapes[i];
-			c.least_past = 1;
-			ckpt_least_cut_low();
-			a.bytes[i] = final_bytes(scratch_with(ast, o, &c));
-			a.cut[i] = ckpt_least_cut_low();
-		}
-		_exit(write(io[1], &a, sizeof a) == sizeof a ? 0 : 1);
-	}
-	close(io[1]);
-	if (*pid < 0)
-		close(io[0]);
-	*fd = io[0];
-}
+/* shapes[order[1..]] planned ahead in a child process (util_child_start), beside the first planned here */
+typedef struct {
+	FeAst *ast;
+	const DriverOptions *o;
+	const CkptOptions *shapes;
+	const int *order;
+} AheadArgs;
 
-static bool ahead_read(pid_t pid, int fd, Ahead *a)
+static void shapes_ahead(void *arg, void *out)
 {
-	bool got = read(fd, a, sizeof *a) == sizeof *a;
-	close(fd);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	AheadArgs *h = arg;
+	Ahead *a = out;
+	for (int j = 1; j < SHAPES; j++) {
+		int i = h->order[j];
+		CkptOptions c = h->shapes[i];
+		c.least_past = 1;
+		ckpt_least_cut_low();
+		a->bytes[i] = final_bytes(scratch_with(h->ast, h->o, &c));
+		a->cut[i] = ckpt_least_cut_low();
+	}
 }
 
 /* --checkpoint min-memory with loops: their least shape (every row kept,
@@ -271,20 +238,21 @@ static CkptOptions least_fit(FeAst *ast, const DriverOptions *o, CkptOptions ck,
 	 * child beside it, their searches stopped after each bisection. A search stopped there at a peak above
 	 * the least_past it is given here plans the same as it: then the child's bytes are the shape's, and the
 	 * shape is planned here only where it is taken (ResNet-152 imported: 0.3 s of its 1.7 s, the same plan) */
-	pid_t pid = -1;
-	int fd = -1;
+	UtilChild child = {-1, -1};
 	Ahead a;
+	AheadArgs args = {ast, o, shapes, order};
 	if (ck.threads > 1 && util_cpus() > 1)
-		shapes_ahead(ast, o, shapes, order, &pid, &fd);
+		child = util_child_start(shapes_ahead, &args, sizeof a);
+	bool ahead = child.pid > 0;
 	Program *q[SHAPES] = {0};
 	int64_t bytes[SHAPES], least = INT64_MAX;
 	for (int j = 0; j < SHAPES; j++) {
 		int i = order[j];
 		if (least < INT64_MAX)
 			shapes[i].least_past = least + least / 8;
-		if (j == 1 && pid > 0 && !ahead_read(pid, fd, &a))
-			pid = -1;
-		if (j > 0 && pid > 0 && a.cut[i] > shapes[i].least_past) {
+		if (j == 1 && ahead)
+			ahead = util_child_result(child, &a, sizeof a);
+		if (j > 0 && ahead && a.cut[i] > shapes[i].least_past) {
 			bytes[i] = a.bytes[i];
 		} else {
 			q[i] = scratch_with(ast, o, &shapes[i]);

@@ -7,7 +7,6 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -231,17 +230,12 @@ static Flat *flat_start(const DriverOptions *o)
 		close(fd[0]), close(fd[1]);
 		return NULL;
 	}
-	fflush(stdout), fflush(stderr);
-	pid_t pid = fork();
+	pid_t pid = util_fork();
 	if (pid < 0) {
 		close(fd[0]), close(fd[1]), close(go[0]), close(go[1]);
 		return NULL;
 	}
 	if (pid == 0) {
-		/* it goes when dpc goes (a failed plan of the loops ends dpc before it is waited for) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
-			_exit(1);
 		driver_import_child();
 		int out = dup(1), err = dup(2), null = open("/dev/null", O_WRONLY);
 		dup2(null, 1), dup2(null, 2);

@@ -10,6 +10,7 @@ sanitized=false
 case "${CC:-}" in *-fsanitize=*) sanitized=true ;; esac
 npass=0
 nfail=0
+nskip=0
 ok() { echo "ok - $1"; npass=$((npass + 1)); }
 notok() {
 	echo "not ok - $1"
@@ -42,8 +43,13 @@ expect() {
 		ok "$name"
 	fi
 }
+# skip NAME WHY: a check this machine cannot run, said and counted (tests/run.sh sums them)
+skip() {
+	echo "# skipped - $1: $2"
+	nskip=$((nskip + 1))
+}
 finish() {
-	echo "$npass passed, $nfail failed"
+	if [ "$nskip" -gt 0 ]; then echo "$npass passed, $nfail failed, $nskip skipped"; else echo "$npass passed, $nfail failed"; fi
 	[ "$nfail" -eq 0 ]
 }
 json() { # FILE KEY [SUBKEY]: a number of a JSON summary or schedule

@@ -10,14 +10,11 @@
  * recomputed FLOPs, and lets each forward loop whose revolve keeps its
  * slots on the device save the sweep schedule's segment starts (Op.sweep,
  * Op.swept). */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "ckpt.h"
 
@@ -852,26 +849,23 @@ static void rows_search_part(Program *p, const CkptOptions *o, int64_t budget, i
 	}
 }
 
-/* the subsets with masks in bits searched in a child process (a fork, *pid; -1 where none) beside those
- * without in this one: its best comes back through *fd */
-static void rows_search_child(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *),
-                              const int *cand, int n, bool bounded, pid_t *pid, int *fd)
+/* the subsets with masks in bits, searched in a child process (util_child_start) beside those without */
+typedef struct {
+	Program *p;
+	const CkptOptions *o;
+	int64_t budget;
+	int64_t (*plan)(Program *);
+	const int *cand;
+	int n;
+	bool bounded;
+} RowsArgs;
+
+static void rows_search_child(void *arg, void *out)
 {
-	int io[2];
-	*pid = -1;
-	if (pipe(io))
-		return;
-	fflush(stdout), fflush(stderr);
-	if ((*pid = fork()) == 0) {
-		close(io[0]);
-		RowsBest b = {INT64_MAX, INT64_MAX, INT64_MAX};
-		rows_search_part(p, o, budget, plan, cand, n, 1, bounded, &b);
-		_exit(write(io[1], &b, sizeof b) == sizeof b ? 0 : 1);
-	}
-	close(io[1]);
-	if (*pid < 0)
-		close(io[0]);
-	*fd = io[0];
+	RowsArgs *a = arg;
+	RowsBest *b = out;
+	*b = (RowsBest){INT64_MAX, INT64_MAX, INT64_MAX};
+	rows_search_part(a->p, a->o, a->budget, a->plan, a->cand, a->n, 1, a->bounded, b);
 }
 
 /* Every subset of cand[0..n), with and without masks, fitted and planned:
@@ -901,23 +895,14 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 	const char *all = getenv("DPC_ROWS_UNBOUNDED");
 	bool bounded = !all || strcmp(all, "1");
 	RowsBest b = {INT64_MAX, INT64_MAX, INT64_MAX}, c = b;
-	pid_t pid = -1;
-	int fd = -1;
+	UtilChild child = {-1, -1};
+	RowsArgs args = {p, o, budget, plan, cand, n, bounded};
 	if (p->search_threads > 1 && n >= 4 && util_cpus() > 1)
-		rows_search_child(p, o, budget, plan, cand, n, bounded, &pid, &fd);
+		child = util_child_start(rows_search_child, &args, sizeof c);
 	/* masks in bits save bytes for nothing, but leave a relu's argument to be computed again where a dropped value needs it */
 	rows_search_part(p, o, budget, plan, cand, n, 0, bounded, &b);
-	if (pid > 0) {
-		if (read(fd, &c, sizeof c) != sizeof c)
-			c = (RowsBest){INT64_MAX, INT64_MAX, INT64_MAX};
-		close(fd);
-		int status;
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		if (c.at == INT64_MAX && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-			pid = -1; /* it came back with nothing: the half searched here */
-	}
-	if (pid > 0) {
+	/* a child that came back with nothing: its half searched here */
+	if (util_child_result(child, &c, sizeof c)) {
 		if (rows_better(c, b))
 			b = c;
 	} else {

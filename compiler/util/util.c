@@ -1,7 +1,12 @@
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -262,6 +267,57 @@ int util_cpus(void)
 		return CPU_COUNT(&set);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
+}
+
+int util_fork(void)
+{
+	fflush(stdout), fflush(stderr);
+	pid_t parent = getpid(), pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* this process ended before the signal was asked for: compared by pid, not with 1, since dpc may be a
+		 * container's first process */
+		if (getppid() != parent)
+			_exit(1);
+	}
+	return pid;
+}
+
+UtilChild util_child_start(void (*run)(void *arg, void *out), void *arg, size_t size)
+{
+	int io[2];
+	if (pipe(io))
+		return (UtilChild){-1, -1};
+	pid_t pid = util_fork();
+	if (pid == 0) {
+		close(io[0]);
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 1), dup2(null, 2);
+		void *out = calloc(1, size + 1);
+		if (!out)
+			_exit(1);
+		run(arg, out);
+		_exit(write(io[1], out, size) == (ssize_t)size ? 0 : 1);
+	}
+	close(io[1]);
+	if (pid < 0) {
+		close(io[0]);
+		return (UtilChild){-1, -1};
+	}
+	return (UtilChild){pid, io[0]};
+}
+
+bool util_child_result(UtilChild c, void *out, size_t size)
+{
+	if (c.pid < 0)
+		return false;
+	bool got = read(c.fd, out, size) == (ssize_t)size;
+	close(c.fd);
+	int status;
+	while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 void util_pair(void *(*here)(void *), void *a, void *(*side)(void *), void *b)

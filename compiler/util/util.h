@@ -1,9 +1,10 @@
-/* util: arena memory, growable arrays, compiler-bug aborts, user diagnostics. */
+/* util: arena memory, growable arrays, threads and child processes, compiler-bug aborts, user diagnostics. */
 #ifndef DPC_UTIL_H
 #define DPC_UTIL_H
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
@@ -55,6 +56,23 @@ void util_pair(void *(*here)(void *), void *a, void *(*side)(void *), void *b);
 void util_parallel(int n, int threads, void (*each)(void *arg, int i), void *arg);
 /* the CPUs this process may run on (its affinity), at least 1 */
 int util_cpus(void);
+
+/* fork() with stdout and stderr flushed first, whose child ends when this
+ * process ends (it is killed: a compile that fails ends dpc before its
+ * children are waited for). 0 in the child, its pid here, -1 where none. */
+int util_fork(void);
+
+/* A piece of work in a child process beside this one: run(arg, out)
+ * fills out[0..size), its output to stdout and stderr dropped (this
+ * process prints what it keeps), and util_child_result reads it back and
+ * waits for the child: true where the whole result came and the child
+ * ended with status 0. With no child (fork or pipe failed), pid is -1 and
+ * the caller does the work itself. */
+typedef struct {
+	int pid, fd;
+} UtilChild;
+UtilChild util_child_start(void (*run)(void *arg, void *out), void *arg, size_t size);
+bool util_child_result(UtilChild c, void *out, size_t size);
 
 /* Compiler bugs: never a user's fault. Names the compiler source location. */
 noreturn void die_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -493,6 +493,15 @@ fi
 "$DPC" --target cpu $g2 --device-mem "$b" --stream none --emit=schedule -o "$d/g2stage.txt" >"$d/g2stage.log" 2>&1
 "$DPC" --target cpu $g2 --no-loops --device-mem "$b" --stream none --emit=schedule -o "$d/g2nl.txt" >>"$d/g2stage.log" 2>&1
 check "import: a stage's output from the flat program taken is the flat conversion's own plan" cmp "$d/g2stage.txt" "$d/g2nl.txt"
+# dpc as the first process of a PID namespace (a container's, say): the flat conversion's child plans beside
+# it as elsewhere (it took a parent of PID 1 for dpc gone and ended at once, and the loops' plan was taken)
+if unshare --pid --fork true 2>/dev/null; then
+	unshare --pid --fork "$DPC" --target cpu $g2 --device-mem "$b" --stream none --emit=schedule -o "$d/g2pid1.txt" \
+		>"$d/g2pid1.log" 2>&1
+	check "import: dpc as PID 1 takes the flat conversion's plan, as elsewhere" cmp "$d/g2pid1.txt" "$d/g2nl.txt"
+else
+	skip "import: dpc as PID 1" "this machine cannot make a PID namespace (unshare --pid --fork)"
+fi
 "$DPC" --target cpu $g2 --checkpoint min-memory --stream none --no-loops --emit=schedule -o /dev/null \
 	--schedule-json "$d/g2nl.least.json" >>"$d/g2stage.log" 2>&1
 "$DPC" --target cpu $g2 --device-mem 300000 --emit=schedule -o /dev/null --schedule-json "$d/g2stream.json" \
