@@ -1840,7 +1840,66 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
  * where it costs about as much as the first. best[] and *res become the
  * lower of the two at the final plan's packing (pack_effort 2): its
  * bytes. */
-static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res)
+/* the least search packed harder (least_packed_hard's second), in a child process beside the first where
+ * the two cannot differ from one after the other (hard_start) */
+typedef struct {
+	Graph *g;
+	Model *m;
+	int64_t (*plan)(Program *);
+	int choices; /* the choices the model was checked on before (Program.model_choices) */
+} Hard;
+
+typedef struct {
+	int64_t again;
+	SelResult r;
+	int choices; /* Program.model_choices and its ranges after the search: its plans' checks of the model */
+	double live[2], plan[2];
+} HardResult; /* then the choice, P->n bytes */
+
+static void hard_search(void *arg, void *out)
+{
+	Hard *h = arg;
+	HardResult *res = out;
+	Program *p = h->g->p;
+	p->pack_effort = 1;
+	res->again = least_search(h->g, h->m, h->plan, (uint8_t *)out + sizeof *res, &res->r);
+	res->choices = p->model_choices;
+	memcpy(res->live, p->model_live, sizeof res->live), memcpy(res->plan, p->model_plan, sizeof res->plan);
+}
+
+/* the child's checks of the model added to this process's, as if its plans had been made here */
+static void hard_checks(Program *p, const Hard *h, const HardResult *r)
+{
+	if (r->choices <= h->choices)
+		return;
+	if (!p->model_choices) {
+		memcpy(p->model_live, r->live, sizeof r->live), memcpy(p->model_plan, r->plan, sizeof r->plan);
+	} else {
+		p->model_live[0] = r->live[0] < p->model_live[0] ? r->live[0] : p->model_live[0];
+		p->model_live[1] = r->live[1] > p->model_live[1] ? r->live[1] : p->model_live[1];
+		p->model_plan[0] = r->plan[0] < p->model_plan[0] ? r->plan[0] : p->model_plan[0];
+		p->model_plan[1] = r->plan[1] > p->model_plan[1] ? r->plan[1] : p->model_plan[1];
+	}
+	p->model_choices += r->choices - h->choices;
+}
+
+/* The second search started in a child (util_child_start) before the first, on two CPUs with two threads: it
+ * reads nothing the first leaves it but the exact search's work limit (Model.work, 0 once a fit went greedy),
+ * and none of its fits searches exactly on a problem of more decisions than SEL_EXACT_MOST; nor does the
+ * first stop after its bisection for a lower shape (least_past). Its phases are not traced (DPC_SELECT_TRACE):
+ * the wait for it is "least: packed hard". {-1, -1}: none. */
+static UtilChild hard_start(Graph *g, Model *m, int64_t (*plan)(Program *), Hard *h)
+{
+	Program *p = g->p;
+	*h = (Hard){g, m, plan, p->model_choices};
+	if (!m->small || walk_size(m->P, false) > GRAPH_WALK_SIZE || p->least_past || p->search_threads < 2 ||
+	    util_cpus() < 2 || !sel_exact_past(m->P))
+		return (UtilChild){-1, -1};
+	return util_child_start(hard_search, h, sizeof(HardResult) + (size_t)m->P->n);
+}
+
+static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res,
+                                 UtilChild child, const Hard *hard)
 {
 	Program *p = g->p;
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
@@ -1849,9 +1908,20 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	 * straight line of torchvision's ResNet-152 imported with its loops (3,060) it found nothing in 3 of 3, at
 	 * the cost of the first */
 	int64_t f, hi, h;
+	size_t size = sizeof(HardResult) + (size_t)m->P->n;
+	HardResult *ahead = child.pid > 0 ? ar_alloc(size + 1) : NULL;
+	if (ahead && !util_child_result(child, ahead, size))
+		ahead = NULL;
 	if (walk_size(m->P, false) <= GRAPH_WALK_SIZE) {
-		p->pack_effort = 1;
-		int64_t again = least_search(g, m, plan, other, &r);
+		int64_t again;
+		if (ahead) {
+			again = ahead->again, r = ahead->r;
+			memcpy(other, (uint8_t *)ahead + sizeof *ahead, (size_t)m->P->n);
+			hard_checks(p, hard, ahead);
+		} else {
+			p->pack_effort = 1;
+			again = least_search(g, m, plan, other, &r);
+		}
 		trace("least: packed hard", again, r.flops);
 		p->pack_effort = 2;
 		hi = planned(g, m, best, plan, &f), h = planned(g, m, other, plan, &r.flops);
@@ -1990,9 +2060,11 @@ static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 {
 	uint8_t *best = ar_alloc((size_t)m->P->n + 1);
 	SelResult least;
+	Hard h;
+	UtilChild child = hard_start(g, m, plan, &h);
 	int64_t hi = least_search(g, m, plan, best, &least);
 	if (m->small && !g->p->least_cut)
-		hi = least_packed_hard(g, m, plan, best, &least);
+		hi = least_packed_hard(g, m, plan, best, &least, child, &h);
 	if (hi >= *bytes)
 		return;
 	int64_t bound = res->bound, f;
@@ -2039,9 +2111,11 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			dump_problem(&g, &m, getenv("DPC_SELECT_DUMP"));
 		uint8_t *best = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
+		Hard h;
+		UtilChild child = hard_start(&g, &m, plan, &h);
 		int64_t hi = least_search(&g, &m, plan, best, &res);
 		if (m.small && !p->least_cut)
-			hi = least_packed_hard(&g, &m, plan, best, &res);
+			hi = least_packed_hard(&g, &m, plan, best, &res, child, &h);
 		if (getenv("DPC_SELECT_CHOICE"))
 			hi = read_choice(&m, getenv("DPC_SELECT_CHOICE"), best, &res);
 		else if (getenv("DPC_SELECT_DUMP"))

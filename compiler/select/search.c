@@ -85,6 +85,14 @@ Cands sel_candidates(const SelProblem *P, uint8_t *keep)
 	return c;
 }
 
+bool sel_exact_past(const SelProblem *P)
+{
+	int n = 0;
+	for (int v = 0; v < P->n && n <= SEL_EXACT_MOST; v++)
+		n += (P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v);
+	return n > SEL_EXACT_MOST;
+}
+
 /* ---- exact search ---- */
 
 typedef struct {

@@ -165,6 +165,9 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */
 SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep);
+/* whether P has more decisions than the exact search takes (SEL_EXACT_MOST): then every fit and least search
+ * on it is greedy, whatever work limit it is given */
+bool sel_exact_past(const SelProblem *P);
 /* from a choice that fits budget: swaps (a value kept, or computed once,
  * while another changes state) that save FLOPs and still fit, within
  * `work` values and positions visited */

@@ -298,7 +298,15 @@ UtilChild util_child_start(void (*run)(void *arg, void *out), void *arg, size_t 
 		if (!out)
 			_exit(1);
 		run(arg, out);
-		_exit(write(io[1], out, size) == (ssize_t)size ? 0 : 1);
+		for (size_t done = 0; done < size;) {
+			ssize_t n = write(io[1], (char *)out + done, size - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				_exit(1);
+			done += (size_t)n;
+		}
+		_exit(0);
 	}
 	close(io[1]);
 	if (pid < 0) {
@@ -312,7 +320,17 @@ bool util_child_result(UtilChild c, void *out, size_t size)
 {
 	if (c.pid < 0)
 		return false;
-	bool got = read(c.fd, out, size) == (ssize_t)size;
+	/* a result past the pipe's buffer comes in pieces */
+	size_t done = 0;
+	while (done < size) {
+		ssize_t n = read(c.fd, (char *)out + done, size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	bool got = done == size;
 	close(c.fd);
 	int status;
 	while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR)
