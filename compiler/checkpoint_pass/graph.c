@@ -59,6 +59,7 @@ typedef struct {
 	Vec(Op *) fetches; /* its fetches, in order */
 	Vec(int) fetch_at; /* for each, the top-level op that first needs it */
 	int nforward;    /* the forward ops before it */
+	bool *result;    /* per value: one the runtime reads after the step (ir_is_result, which walks every update) */
 } Graph;
 
 /* what the rewrite costs: its FLOPs, and its offloads at Program.offload_cost a byte each way */
@@ -129,7 +130,7 @@ static void note_last(void *ctx, int w) { ((LastRead *)ctx)->last[w] = ((LastRea
 static bool needs(Graph *g, int w)
 {
 	Program *p = g->p;
-	if (w >= g->nv || g->pos[w] < 0 || ir_is_result(p, w))
+	if (w >= g->nv || g->pos[w] < 0 || g->result[w])
 		return false;
 	Op *d = p->body.ops[g->pos[w]];
 	/* a workspace holds nothing: made again for each recomputation (a
@@ -387,6 +388,10 @@ static void init(Graph *g, Program *p)
 	g->fwd_end = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->hvar = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
 	g->copy = ar_alloc(sizeof(int) * (size_t)(g->nv + 1));
+	g->result = ar_alloc((size_t)g->nv + 1);
+	for (int i = 0; i < ir_nresults(p); i++)
+		if (ir_result(p, i) >= 0 && ir_result(p, i) < g->nv)
+			g->result[ir_result(p, i)] = true;
 	for (int v = 0; v < g->nv; v++)
 		g->pos[v] = g->hold[v] = -1;
 	for (int i = 0; i < p->nforward; i++)
