@@ -39,7 +39,9 @@
 #   at half its store-everything peak under DPC_SELECT_TRACE=1; per search
 #   phase, the seconds it took and how often it lowered the planned bytes (the
 #   least search; or its FLOPs at the same bytes) or the FLOPs (a budget's
-#   fit), and by how much in all.
+#   fit), and by how much in all. Where the least search's second pass (packed
+#   harder) runs in a child beside the first (two CPUs), its phases are one,
+#   "least: packed hard"; run under taskset -c 0 to see them apart.
 #   bash bench/graphs.sh codegen [NET...]: the whole compile of torchvision's
 #   exports (as for onnx; from their flat .dp, store-everything) to an
 #   executable for cuda and for cpu, on one thread and on nproc (--threads):
