@@ -903,27 +903,62 @@ static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *o
 	return m;
 }
 
+/* lowest_clear over the extents ext[idx[0..m)], each below top: bucketed
+ * by the highest 8 bits of top as they are gathered (one pass fewer over
+ * the neighbours than gathering, then bucketing by the bits they differ
+ * in), then each bucket in order scanned as clear_lazy does. The result is
+ * the lowest clear offset whatever the buckets. */
+static int64_t lowest_clear_of(const Taken *ext, const int *idx, int m, int64_t top, int64_t size, Taken *near,
+                               Taken *tmp)
+{
+	if (m < 64) {
+		for (int k = 0; k < m; k++)
+			near[k] = ext[idx[k]];
+		return lowest_clear(near, tmp, m, size);
+	}
+	int high = 63 - __builtin_clzll((uint64_t)top | 1), shift = high >= 7 ? high - 7 : 0;
+	int start[257] = {0}, at[256];
+	for (int k = 0; k < m; k++) {
+		near[k] = ext[idx[k]];
+		start[(near[k].off >> shift) + 1]++;
+	}
+	for (int b = 0; b < 256; b++)
+		start[b + 1] += start[b];
+	memcpy(at, start, sizeof at);
+	for (int k = 0; k < m; k++)
+		tmp[at[near[k].off >> shift]++] = near[k];
+	int64_t off = 0;
+	for (int b = 0; b < 256; b++) {
+		int c = start[b + 1] - start[b];
+		if (c && clear_lazy(tmp + start[b], near + start[b], c, size, &off))
+			break;
+	}
+	return off;
+}
+
 /* q[] packed in its order, each at the lowest offset clear of the values
  * placed before it whose lifetimes overlap its own, into q[].off; stops
- * where the top reaches limit. The top. */
+ * where the top reaches limit. The top. ext[i]: q[i]'s extent once placed,
+ * read in place of q[] (a third of its bytes) by the neighbours' gather. */
 static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 {
 	Lifetimes t = lifetimes_new(npos);
-	Taken *near = malloc(sizeof *near * (size_t)n), *tmp = malloc(sizeof *tmp * (size_t)n);
+	Taken *near = malloc(sizeof *near * (size_t)n), *tmp = malloc(sizeof *tmp * (size_t)n),
+	      *ext = malloc(sizeof *ext * (size_t)n);
 	int *idx = malloc(sizeof(int) * (size_t)n);
 	int64_t top = 0;
 	for (int i = 0; i < n && top < limit; i++) {
 		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
-		for (int k = 0; k < m; k++)
-			near[k] = (Taken){q[idx[k]].off, q[idx[k]].off + q[idx[k]].size};
-		int64_t off = lowest_clear(near, tmp, m, q[i].size);
+		int64_t off = lowest_clear_of(ext, idx, m, top, q[i].size, near, tmp);
 		q[i].off = off;
+		ext[i] = (Taken){off, off + q[i].size};
 		top = off + q[i].size > top ? off + q[i].size : top;
 		lifetimes_add(&t, i, q[i].start, q[i].end);
 	}
 	lifetimes_free(&t);
 	free(near);
 	free(tmp);
+	free(ext);
 	free(idx);
 	return top;
 }
