@@ -1837,14 +1837,6 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 	return hi;
 }
 
-/* The least search again where its plans pack nearer the final plan
- * (Program.pack_effort 1): the searches are greedy, and the peaks they
- * compare change with the packing, so each reaches choices the other does
- * not (issue 40's small Inception: the MILP's optimum). On graphs of up
- * to GRAPH_SWEEP candidates and GRAPH_WALK_SIZE values and positions,
- * where it costs about as much as the first. best[] and *res become the
- * lower of the two at the final plan's packing (pack_effort 2): its
- * bytes. */
 /* the least search packed harder (least_packed_hard's second), in a child process beside the first where
  * the two cannot differ from one after the other (hard_start) */
 typedef struct {
@@ -1903,6 +1895,14 @@ static UtilChild hard_start(Graph *g, Model *m, int64_t (*plan)(Program *), Hard
 	return util_child_start(hard_search, h, sizeof(HardResult) + (size_t)m->P->n);
 }
 
+/* The least search again where its plans pack nearer the final plan
+ * (Program.pack_effort 1): the searches are greedy, and the peaks they
+ * compare change with the packing, so each reaches choices the other does
+ * not (issue 40's small Inception: the MILP's optimum). On graphs of up
+ * to GRAPH_SWEEP candidates and GRAPH_WALK_SIZE values and positions,
+ * where it costs about as much as the first (with `child`, hard_start's,
+ * its result read back). best[] and *res become the lower of the two at
+ * the final plan's packing (pack_effort 2): its bytes. */
 static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res,
                                  UtilChild child, const Hard *hard)
 {
