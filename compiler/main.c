@@ -142,8 +142,9 @@ static const Opt opts[] = {
 	 "where that costs less (priced both ways); 0, or --stream none: never"},
 	{O_THREADS, "--threads", NULL, "N", K_COUNT, 1, 1024, "a count", "1024",
 	 "threads the search for what straight-line code keeps may use (default 2;\n"
-	 "it uses at most 2; with 2 and two CPUs, loops' rows, and min-memory's\n"
-	 "shapes of loops, are searched in two processes), and code generation\n"
+	 "it uses at most 2; with 2 and two CPUs, loops' rows, min-memory's\n"
+	 "shapes of loops, and the least search's two passes on small graphs\n"
+	 "are searched in two processes), and code generation\n"
 	 "(default: the CPUs dpc may run on); the plan and the code are the same\n"
 	 "for any N"},
 	{O_SNAPSHOTS, "--snapshots", NULL, "N", K_COUNT, 1, INT_MAX, "a count", "2^31 - 1",
