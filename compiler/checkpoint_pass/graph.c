@@ -1843,7 +1843,8 @@ typedef struct {
 	Graph *g;
 	Model *m;
 	int64_t (*plan)(Program *);
-	int choices; /* the choices the model was checked on before (Program.model_choices) */
+	int choices;     /* the choices the model was checked on before (Program.model_choices) */
+	UtilChild child; /* the child searching ({-1, -1}: none) */
 } Hard;
 
 typedef struct {
@@ -1884,15 +1885,14 @@ static void hard_checks(Program *p, const Hard *h, const HardResult *r)
  * reads nothing the first leaves it but the exact search's work limit (Model.work, 0 once a fit went greedy),
  * and none of its fits searches exactly on a problem of more decisions than SEL_EXACT_MOST; nor does the
  * first stop after its bisection for a lower shape (least_past). Its phases are not traced (DPC_SELECT_TRACE):
- * the wait for it is "least: packed hard". {-1, -1}: none. */
-static UtilChild hard_start(Graph *g, Model *m, int64_t (*plan)(Program *), Hard *h)
+ * the wait for it is "least: packed hard". */
+static void hard_start(Graph *g, Model *m, int64_t (*plan)(Program *), Hard *h)
 {
 	Program *p = g->p;
-	*h = (Hard){g, m, plan, p->model_choices};
-	if (!m->small || walk_size(m->P, false) > GRAPH_WALK_SIZE || p->least_past || p->search_threads < 2 ||
-	    util_cpus() < 2 || !sel_exact_past(m->P))
-		return (UtilChild){-1, -1};
-	return util_child_start(hard_search, h, sizeof(HardResult) + (size_t)m->P->n);
+	*h = (Hard){g, m, plan, p->model_choices, {-1, -1}};
+	if (m->small && walk_size(m->P, false) <= GRAPH_WALK_SIZE && !p->least_past && p->search_threads > 1 &&
+	    util_cpus() > 1 && sel_exact_past(m->P))
+		h->child = util_child_start(hard_search, h, sizeof(HardResult) + (size_t)m->P->n);
 }
 
 /* The least search again where its plans pack nearer the final plan
@@ -1900,11 +1900,11 @@ static UtilChild hard_start(Graph *g, Model *m, int64_t (*plan)(Program *), Hard
  * compare change with the packing, so each reaches choices the other does
  * not (issue 40's small Inception: the MILP's optimum). On graphs of up
  * to GRAPH_SWEEP candidates and GRAPH_WALK_SIZE values and positions,
- * where it costs about as much as the first (with `child`, hard_start's,
- * its result read back). best[] and *res become the lower of the two at
+ * where it costs about as much as the first (where hard_start started it
+ * in a child, its result read back). best[] and *res become the lower of the two at
  * the final plan's packing (pack_effort 2): its bytes. */
 static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t *best, SelResult *res,
-                                 UtilChild child, const Hard *hard)
+                                 const Hard *hard)
 {
 	Program *p = g->p;
 	uint8_t *other = ar_alloc((size_t)m->P->n + 1);
@@ -1914,8 +1914,8 @@ static int64_t least_packed_hard(Graph *g, Model *m, int64_t (*plan)(Program *),
 	 * the cost of the first */
 	int64_t f, hi, h;
 	size_t size = sizeof(HardResult) + (size_t)m->P->n;
-	HardResult *ahead = child.pid > 0 ? ar_alloc(size + 1) : NULL;
-	if (ahead && !util_child_result(child, ahead, size))
+	HardResult *ahead = hard->child.pid > 0 ? ar_alloc(size + 1) : NULL;
+	if (ahead && !util_child_result(hard->child, ahead, size))
 		ahead = NULL;
 	if (walk_size(m->P, false) <= GRAPH_WALK_SIZE) {
 		int64_t again;
@@ -2066,10 +2066,10 @@ static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	uint8_t *best = ar_alloc((size_t)m->P->n + 1);
 	SelResult least;
 	Hard h;
-	UtilChild child = hard_start(g, m, plan, &h);
+	hard_start(g, m, plan, &h);
 	int64_t hi = least_search(g, m, plan, best, &least);
 	if (m->small && !g->p->least_cut)
-		hi = least_packed_hard(g, m, plan, best, &least, child, &h);
+		hi = least_packed_hard(g, m, plan, best, &least, &h);
 	if (hi >= *bytes)
 		return;
 	int64_t bound = res->bound, f;
@@ -2117,10 +2117,10 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		uint8_t *best = ar_alloc((size_t)m.P->n + 1);
 		SelResult res;
 		Hard h;
-		UtilChild child = hard_start(&g, &m, plan, &h);
+		hard_start(&g, &m, plan, &h);
 		int64_t hi = least_search(&g, &m, plan, best, &res);
 		if (m.small && !p->least_cut)
-			hi = least_packed_hard(&g, &m, plan, best, &res, child, &h);
+			hi = least_packed_hard(&g, &m, plan, best, &res, &h);
 		if (getenv("DPC_SELECT_CHOICE"))
 			hi = read_choice(&m, getenv("DPC_SELECT_CHOICE"), best, &res);
 		else if (getenv("DPC_SELECT_DUMP"))

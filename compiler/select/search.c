@@ -44,6 +44,12 @@ static bool is_free(const SelProblem *P, int v)
 	return true;
 }
 
+/* whether v is one of the search's decisions (sel_candidates; sel_exact_past counts them) */
+static bool decides(const SelProblem *P, int v)
+{
+	return (P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v);
+}
+
 /* whether v may be in state st: offloaded only where it has a host cost */
 static bool may(const SelProblem *P, int v, uint8_t st)
 {
@@ -78,7 +84,7 @@ Cands sel_candidates(const SelProblem *P, uint8_t *keep)
 	Cands c = {malloc(sizeof(int) * (size_t)(P->n + 1)), 0};
 	sel_store_everything(P, keep);
 	for (int v = 0; v < P->n; v++)
-		if ((P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v))
+		if (decides(P, v))
 			c.c[c.nc++] = v;
 	sort_problem = P;
 	qsort(c.c, (size_t)c.nc, sizeof(int), by_flops);
@@ -89,7 +95,7 @@ bool sel_exact_past(const SelProblem *P)
 {
 	int n = 0;
 	for (int v = 0; v < P->n && n <= SEL_EXACT_MOST; v++)
-		n += (P->kind[v] == SEL_CAND || P->kind[v] == SEL_TEMP) && !is_free(P, v);
+		n += decides(P, v);
 	return n > SEL_EXACT_MOST;
 }
 

@@ -294,6 +294,8 @@ UtilChild util_child_start(void (*run)(void *arg, void *out), void *arg, size_t 
 		int null = open("/dev/null", O_WRONLY);
 		if (null >= 0)
 			dup2(null, 1), dup2(null, 2);
+		if (null > 2)
+			close(null);
 		void *out = calloc(1, size + 1);
 		if (!out)
 			_exit(1);
