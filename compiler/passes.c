@@ -55,10 +55,15 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	bool epilogues = on_off("DPC_EPILOGUE", "a GEMM applies the bias, GELU or GELU's derivative after it in its "
 	                        "epilogue (cuBLASLt's), made apart where the device has none, and a layernorm the "
 	                        "residual add next to it", gpu);
+	/* unset: by the cost model on the GPU, never on the SIMT emulator */
+	const char *tf = getenv("DPC_ATTN_TF32");
+	int tf32 = !tf || !*tf ? 0 : on_off("DPC_ATTN_TF32", "f32 attention on dpc's kernels on tensor cores as 3xTF32, "
+	                                    "not in FMA; by default on the GPU where the cost model prices it cheaper", gpu)
+	                                    ? 1 : -1;
 	FeOptions fo = {o->real_bytes, o->reference, gpu, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),
-	              pitch, o->gpu, o->attn_price, split};
+	              pitch, o->gpu, o->attn_price, split, tf32};
 	Program *p = fe_lower(ast, &fo);
 	p->epilogues = epilogues;
 	return p;

@@ -217,6 +217,8 @@ void rt_simt_barrier(void);
 float rt_simt_shfl_bfly_f32(int32_t mask, float v, int32_t lanemask, int32_t clamp);
 int32_t rt_simt_shfl_bfly_i32(int32_t mask, int32_t v, int32_t lanemask, int32_t clamp);
 void rt_simt_mma_bf16(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1, float *c);
+void rt_simt_mma_tf32(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1, float *c);
+int32_t rt_simt_f2tf32_rna(float x);
 /* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: d, this thread's four words */
 void rt_simt_ldmatrix_x4(const void *p, int32_t trans, int32_t *d);
 /* cp.async.cg.shared.global (16 bytes), cp.async.commit_group, cp.async.wait_group n */

@@ -46,8 +46,17 @@ static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMVa
 
 #define ATTN_SMEM 32768 /* bytes of shared memory per block on the GPU */
 
-/* on tensor cores (body_attn_mma), the other side's rows a step */
-static int64_t mma_tile(OpKind k) { return k == OP_ATTENTION || k == OP_ATTN_LSE ? 32 : 16; }
+/* on tensor cores (body_attn_mma), the other side's rows a step: 32 for the
+ * forward in bf16, else 16 (f32's 3xTF32 needs the registers of 16 more
+ * scores for its operands' split halves) */
+static int64_t mma_tile(const KDesc *d)
+{
+	OpKind k = d->kind;
+	bool bf16 = d->in[0].dt == DT_BF16;
+	if (!bf16 && (k == OP_ATTN_DKV || k == OP_ATTN_DK || k == OP_ATTN_DV))
+		return 8;
+	return (k == OP_ATTENTION || k == OP_ATTN_LSE) && bf16 ? 32 : 16;
+}
 
 bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 {
@@ -56,7 +65,7 @@ bool cg_attn_tiles(const Cg *g, const KDesc *d, int64_t *tq, int64_t *tk)
 	if (cg_attn_mma(g, d)) {
 		/* 16 rows a warp on tensor cores, the other side 32 or 16 at a time (mma_tile) */
 		*tq = 128;
-		*tk = mma_tile(d->kind);
+		*tk = mma_tile(d);
 		return true;
 	}
 	if (cg_attn_flash(g, d)) {
@@ -385,7 +394,35 @@ bool cg_attn_flash(const Cg *g, const KDesc *d)
 	return d->attr.attn.flash && (g->cuda || g->simt) && !g->reference && (int)d->kind != OP_ATTN_DELTA;
 }
 
-bool cg_attn_mma(const Cg *g, const KDesc *d) { return cg_attn_flash(g, d) && d->in[0].dt == DT_BF16; }
+bool cg_attn_mma(const Cg *g, const KDesc *d)
+{
+	DType dt = d->in[0].dt;
+	return cg_attn_flash(g, d) && (dt == DT_BF16 || (dt == DT_F32 && d->attr.attn.tf32));
+}
+
+/* f32 on tensor cores as 3xTF32: a product a b as a_hi b_hi + a_hi b_lo +
+ * a_lo b_hi, each operand's high part its value rounded to TF32 (cvt.rna)
+ * and its low part the rest rounded again, m16n8k8's products. PTX's
+ * fragments for m16n8k8 .tf32: A's four registers hold rows g and g + 8
+ * at columns t, then t + 4; B's two rows (k) t and t + 4 of column (n) g;
+ * C as m16n8k16's. An ldmatrix of 16-bit elements over f32 rows gives each
+ * thread the word at row g, column t of each 8 x 4 matrix: A's fragment
+ * and, from a tile whose rows are B's columns, B's; from a tile whose rows
+ * are B's k (V, dO, Q, K for the second products), each thread loads its
+ * two words itself. A tile of scores in C's layout is the A operand of the
+ * next product with k permuted, as a sum allows: A's column t is the
+ * scores' 2t and t + 4 their 2t + 1, B's rows the same. */
+static bool tf32_of(const KDesc *d) { return d->in[0].dt == DT_F32; }
+
+/* a shared row's 16-bit halves: the row's bytes, and 16 bytes against
+ * bank conflicts (f32's: a row 4 words past a multiple of 32 banks, so
+ * that both ldmatrix's eight rows and the loads of rows 2t apart fall in
+ * 32 different banks) */
+static int64_t mma_stride(const KDesc *d)
+{
+	Type q = d->in[0];
+	return q.dim[q.rank - 1] / d->attr.attn.heads * (tf32_of(d) ? 2 : 1) + MMA_PAD;
+}
 
 
 typedef struct {
@@ -404,6 +441,9 @@ typedef struct {
 	int64_t nj, tile;            /* the tile's n-tiles of 8, and its elements in shared memory */
 	LLVMValueRef mine0;          /* this warp's first row */
 	LLVMTypeRef mma_t;           /* {float, float, float, float} */
+	bool tf32;                   /* f32 as 3xTF32 (tf32_of) */
+	LLVMValueRef cur;            /* this step's buffer, in halves from the tile memory's start */
+	LLVMValueRef kn;             /* f32: this thread's word of a tile whose rows are B's k: row 2t, column g */
 } Mma;
 
 /* the 32-bit words of a block's tile memory: two buffers (sets), each two
@@ -411,8 +451,7 @@ typedef struct {
  * then the block's own rows (one set, or two where dP is computed) */
 static int64_t mma_words(const KDesc *d)
 {
-	Type q = d->in[0];
-	int64_t dh = q.dim[q.rank - 1] / d->attr.attn.heads, stride = dh + MMA_PAD, tk = mma_tile(d->kind);
+	int64_t stride = mma_stride(d), tk = mma_tile(d);
 	bool with_dp = d->kind == OP_ATTN_DQ || d->kind == OP_ATTN_DK || d->kind == OP_ATTN_DKV;
 	int64_t set = 2 * tk * stride + 4 * tk;
 	return (2 * set + (1 + with_dp) * MMA_ROWS * stride) / 2;
@@ -434,13 +473,13 @@ static LLVMValueRef i64c(Mma *m, int64_t v) { return cg_i64(m->k->g, v); }
 static LLVMValueRef add(Mma *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(m->k->b, a, b, ""); }
 static LLVMValueRef mulc(Mma *m, LLVMValueRef a, int64_t c) { return LLVMBuildMul(m->k->b, a, i64c(m, c), ""); }
 
-/* the word at element e (even) of a bf16 tensor */
+/* the word at element e of a tensor: of bf16 (e even) two elements, of f32 one */
 static LLVMValueRef word_at(Mma *m, LLVMValueRef p, LLVMValueRef e)
 {
 	LLVMBuilderRef B = m->k->b;
 	Cg *g = m->k->g;
 	LLVMValueRef w = LLVMBuildBitCast(B, p, g->i32p, "");
-	LLVMValueRef i = LLVMBuildLShr(B, e, i64c(m, 1), "");
+	LLVMValueRef i = m->tf32 ? e : LLVMBuildLShr(B, e, i64c(m, 1), "");
 	return LLVMBuildLoad2(B, g->i32, LLVMBuildGEP2(B, g->i32, w, &i, 1, ""), "");
 }
 
@@ -494,6 +533,18 @@ static void frag_b_rows(Mma *m, int64_t base, int64_t n0, int64_t k0, LLVMValueR
 	b[0] = d[0], b[1] = d[2], b2[0] = d[1], b2[1] = d[3];
 }
 
+/* f32: the B fragment (two words) for columns n0.. from a shared tile at
+ * base (halves) whose rows are B's k (k0.., 8 of them, permuted as the
+ * scores' columns are: rows 2t and 2t + 1) and whose elements are B's
+ * columns */
+static void frag_b_cols_f32(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueRef *b)
+{
+	LLVMBuilderRef B = m->k->b;
+	LLVMValueRef at = add(m, LLVMBuildLShr(B, m->cur, i64c(m, 1), ""), add(m, m->kn, i64c(m, (base + k0 * m->stride) / 2 + n0)));
+	for (int i = 0; i < 2; i++)
+		b[i] = LLVMBuildLoad2(B, m->k->g->i32, smem_word(m, add(m, at, i64c(m, i * m->stride / 2))), "");
+}
+
 /* B fragments for columns n0.. and n0 + 8.. from a shared tile whose rows
  * are B's k (k0..) and whose elements are B's columns: the transposed load */
 static void frag_b_cols(Mma *m, int64_t base, int64_t k0, int64_t n0, LLVMValueRef *b, LLVMValueRef *b2)
@@ -512,13 +563,41 @@ static LLVMValueRef ex2(Mma *m, LLVMValueRef x)
 	return cg_intrinsic(m->k, "llvm.nvvm.ex2.approx.f", m->k->g->real, &y, 1);
 }
 
-/* c += a b, the four floats in place */
-static void mma(Mma *m, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c)
+/* c += a b, the four floats in place: bf16's m16n8k16, or f32's as
+ * 3xTF32 (a and b each their n high parts, then their n low parts) */
+static void mma_one(Mma *m, const char *name, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c)
 {
 	LLVMValueRef args[10] = {a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3]};
-	LLVMValueRef r = cg_intrinsic(m->k, "llvm.nvvm.mma.m16n8k16.row.col.bf16", m->mma_t, args, 10);
+	LLVMValueRef r = cg_intrinsic(m->k, name, m->mma_t, args, 10);
 	for (int i = 0; i < 4; i++)
 		c[i] = LLVMBuildExtractValue(m->k->b, r, (unsigned)i, "");
+}
+
+static void mma(Mma *m, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *c)
+{
+	if (!m->tf32) {
+		mma_one(m, "llvm.nvvm.mma.m16n8k16.row.col.bf16", a, b, c);
+		return;
+	}
+	/* the small products first, so that the large one's rounding comes last */
+	static const char *tf = "llvm.nvvm.mma.m16n8k8.row.col.tf32";
+	mma_one(m, tf, a + 4, b, c);
+	mma_one(m, tf, a, b + 2, c);
+	mma_one(m, tf, a, b, c);
+}
+
+/* f32: the TF32 high parts of n words (f32 bits) in v[0..n), their low parts in v[n..2n) */
+static void split(Mma *m, LLVMValueRef *v, int n)
+{
+	LLVMBuilderRef B = m->k->b;
+	Cg *g = m->k->g;
+	for (int i = 0; i < n; i++) {
+		LLVMValueRef x = LLVMBuildBitCast(B, v[i], g->real, "");
+		LLVMValueRef hi = cg_intrinsic(m->k, "llvm.nvvm.f2tf32.rna", g->i32, &x, 1);
+		LLVMValueRef rest = LLVMBuildFSub(B, x, LLVMBuildBitCast(B, hi, g->real, ""), "");
+		v[i] = hi;
+		v[n + i] = cg_intrinsic(m->k, "llvm.nvvm.f2tf32.rna", g->i32, &rest, 1);
+	}
 }
 
 /* two f32 to a word of bf16, rounded to nearest even (the lower first) */
@@ -536,9 +615,18 @@ static LLVMValueRef pack(Mma *m, LLVMValueRef lo, LLVMValueRef hi)
 	return LLVMBuildOr(B, h[0], LLVMBuildShl(B, h[1], LLVMConstInt(g->i32, 16, 0), ""), "");
 }
 
-/* the A fragments of columns 16kc.. of a 16-row tile held as C fragments (columns 8j..8j+7 in s[j]) */
+/* the A fragments of columns 16kc.. of a 16-row tile held as C fragments
+ * (columns 8j..8j+7 in s[j]); f32: of columns 8kc.., permuted (tf32_of),
+ * split (a[0..8)) */
 static void as_a(Mma *m, LLVMValueRef s[8][4], int kc, LLVMValueRef *a)
 {
+	if (m->tf32) {
+		static const int from[4] = {0, 2, 1, 3};
+		for (int i = 0; i < 4; i++)
+			a[i] = LLVMBuildBitCast(m->k->b, s[kc][from[i]], m->k->g->i32, "");
+		split(m, a, 4);
+		return;
+	}
 	a[0] = pack(m, s[2 * kc][0], s[2 * kc][1]);
 	a[1] = pack(m, s[2 * kc][2], s[2 * kc][3]);
 	a[2] = pack(m, s[2 * kc + 1][0], s[2 * kc + 1][1]);
@@ -568,11 +656,11 @@ static void load_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, int64_t base, int
 	K *k = m->k;
 	LLVMBuilderRef B = k->b;
 	Cg *g = k->g;
-	int64_t words = n * m->dh / 2;
+	int64_t per = m->tf32 ? m->dh : m->dh / 2, words = n * per; /* a row's words */
 	Loop l = cg_for_from(k, m->lane, CG_BLOCK, i64c(m, words));
-	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, m->dh / 2), ""), col = LLVMBuildURem(B, l.i, i64c(m, m->dh / 2), "");
+	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, per), ""), col = LLVMBuildURem(B, l.i, i64c(m, per), "");
 	LLVMValueRef r = add(m, r0, row), in = LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), "");
-	LLVMValueRef e = add(m, head_row(m, LLVMBuildSelect(B, in, r, i64c(m, 0), "")), mulc(m, col, 2));
+	LLVMValueRef e = add(m, head_row(m, LLVMBuildSelect(B, in, r, i64c(m, 0), "")), m->tf32 ? col : mulc(m, col, 2));
 	LLVMValueRef v = LLVMBuildSelect(B, in, word_at(m, p, e), LLVMConstInt(g->i32, 0, 0), "");
 	LLVMBuildStore(B, v, smem_word(m, add(m, i64c(m, base / 2), add(m, mulc(m, row, m->stride / 2), col))));
 	cg_for_end(k, &l, i64c(m, words));
@@ -611,9 +699,11 @@ static void issue_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, LLVMValueRef at)
 	LLVMBuilderRef B = k->b;
 	Cg *g = k->g;
 	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx), v4 = LLVMVectorType(g->i32, 4);
-	int64_t per = m->dh / 8, n = m->tk * per;
+	LLVMTypeRef et = m->tf32 ? g->real : i16; /* the tensor's element */
+	int64_t per = m->dh / (m->tf32 ? 4 : 8), n = m->tk * per; /* 16-byte copies a row */
 	Loop l = cg_for_from(k, m->lane, CG_BLOCK, i64c(m, n));
-	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, per), ""), col = mulc(m, LLVMBuildURem(B, l.i, i64c(m, per), ""), 8);
+	LLVMValueRef part = LLVMBuildURem(B, l.i, i64c(m, per), "");
+	LLVMValueRef row = LLVMBuildUDiv(B, l.i, i64c(m, per), ""), col = mulc(m, part, 8); /* halves */
 	LLVMValueRef r = add(m, r0, row), e = add(m, at, add(m, mulc(m, row, m->stride), col));
 	LLVMValueRef dst = LLVMBuildGEP2(B, i16, m->halves, &e, 1, "");
 	LLVMBasicBlockRef copy = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "copy");
@@ -621,8 +711,9 @@ static void issue_tile(Mma *m, LLVMValueRef p, LLVMValueRef r0, LLVMValueRef at)
 	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->ctx, k->fn, "copied");
 	LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, r, i64c(m, m->T), ""), copy, zero);
 	LLVMPositionBuilderAtEnd(B, copy);
-	LLVMValueRef x = add(m, head_row(m, r), col);
-	LLVMValueRef src = LLVMBuildBitCast(B, LLVMBuildGEP2(B, i16, p, &x, 1, ""), g->i8p, "");
+	LLVMValueRef x = add(m, head_row(m, r), m->tf32 ? mulc(m, part, 4) : col);
+	LLVMValueRef ep = LLVMBuildBitCast(B, p, LLVMPointerType(et, 0), "");
+	LLVMValueRef src = LLVMBuildBitCast(B, LLVMBuildGEP2(B, et, ep, &x, 1, ""), g->i8p, "");
 	if (m->space) /* the generic address of global memory, in its own space */
 		src = LLVMBuildAddrSpaceCast(B, src, LLVMPointerType(g->i8, 1), "");
 	LLVMValueRef args[2] = {LLVMBuildBitCast(B, dst, LLVMPointerType(g->i8, m->space), ""), src};
@@ -663,7 +754,22 @@ static void issue_tiles(Mma *m, const Tiles *t, LLVMValueRef r0, LLVMValueRef at
 static void acc_mma(Mma *m, LLVMValueRef acc, LLVMValueRef s[8][4], int64_t base)
 {
 	K *k = m->k;
-	for (int c = 0; c < m->tk / 16; c++) {
+	/* f32: the tile's keys 8 at a time */
+	for (int c = 0; m->tf32 && c < m->tk / 8; c++) {
+		LLVMValueRef a[8];
+		as_a(m, s, c, a);
+		for (int n = 0; n < m->dh / 8; n++) {
+			LLVMValueRef bf[4], cc[4];
+			frag_b_cols_f32(m, base, 8 * c, 8 * n, bf);
+			split(m, bf, 2);
+			for (int i = 0; i < 4; i++)
+				cc[i] = rd_c(k, acc, i64c(m, 4 * n + i));
+			mma(m, a, bf, cc);
+			for (int i = 0; i < 4; i++)
+				wr_c(k, acc, i64c(m, 4 * n + i), cc[i]);
+		}
+	}
+	for (int c = 0; !m->tf32 && c < m->tk / 16; c++) {
 		LLVMValueRef a[4];
 		as_a(m, s, c, a);
 		for (int n = 0; n < m->dh / 8; n += 2) {
@@ -694,6 +800,27 @@ static void store_rows(Mma *m, LLVMValueRef to, LLVMValueRef acc, LLVMValueRef m
 		}
 }
 
+/* f32: out += the warp's 16 rows at abase times the tile's rows at tbase
+ * (transposed), in steps of 8 of k (16 halves), as 3xTF32 */
+static void scores_tf32(Mma *m, int64_t abase, int64_t tbase, LLVMValueRef out[8][4])
+{
+	for (int c = 0; c < m->dh / 8; c++) {
+		LLVMValueRef a[8];
+		frag_a_shared(m, abase, 16 * c, a);
+		split(m, a, 4);
+		for (int j = 0; j < m->nj; j += 2) {
+			/* the n-tiles j and j + 1, where the tile has them (a tile of 8 rows: j's alone, the load's
+			 * rows past it unused) */
+			LLVMValueRef bf[2][4];
+			frag_b_rows(m, tbase, 8 * j, 16 * c, bf[0], bf[1]);
+			for (int h = 0; h < 2 && j + h < m->nj; h++) {
+				split(m, bf[h], 2);
+				mma(m, a, bf[h], out[j + h]);
+			}
+		}
+	}
+}
+
 /* the scores of the warp's 16 rows against the tile's: S = own x other^T,
  * and dP = own2 x second^T where the kind needs it */
 static void scores(Mma *m, int64_t abase, int64_t a2base, LLVMValueRef sc[8][4], LLVMValueRef dp[8][4])
@@ -702,6 +829,13 @@ static void scores(Mma *m, int64_t abase, int64_t a2base, LLVMValueRef sc[8][4],
 	for (int j = 0; j < m->nj; j++)
 		for (int i = 0; i < 4; i++)
 			sc[j][i] = dp[j][i] = zero;
+	if (m->tf32) {
+		/* S, then dP: the split fragments of one product at a time, within 128 registers */
+		scores_tf32(m, abase, 0, sc);
+		if (m->with_dp)
+			scores_tf32(m, a2base, m->tile, dp);
+		return;
+	}
 	for (int c = 0; c < m->dh / 16; c++) {
 		frag_a_shared(m, abase, 16 * c, own[c]);
 		if (m->with_dp)
@@ -810,8 +944,9 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	m->k = k, m->d = d, m->ptrs = ptrs;
 	m->T = q.dim[q.rank - 2], m->C = q.dim[q.rank - 1], m->H = d->attr.attn.heads;
 	m->dh = m->C / m->H;
-	m->stride = m->dh + MMA_PAD;
-	m->tk = mma_tile(kind);
+	m->stride = mma_stride(d);
+	m->tf32 = tf32_of(d);
+	m->tk = mma_tile(d);
 	LLVMTypeRef f4[4] = {g->real, g->real, g->real, g->real};
 	m->mma_t = LLVMStructTypeInContext(g->ctx, f4, 4, 0);
 	int64_t nt = (m->T + MMA_ROWS - 1) / MMA_ROWS, nd = m->dh / 8, nj = m->tk / 8, tile = m->tk * m->stride;
@@ -824,6 +959,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMValueRef l32 = LLVMBuildAnd(B, k->lane, i64c(m, 31), "");
 	m->g = LLVMBuildLShr(B, l32, i64c(m, 2), "");
 	m->t = LLVMBuildAnd(B, l32, i64c(m, 3), "");
+	m->kn = add(m, mulc(m, m->t, m->stride), m->g); /* row 2t's word g: (2t) stride / 2 + g */
 	/* two buffers, each two tiles of shared rows and two floats per row of
 	 * statistics (set halves), then the block's own rows (one or two sets) */
 	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
@@ -907,21 +1043,32 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	async_wait(m, 1);
 	barrier_all(m);
 	m->ld_tile = LLVMBuildGEP2(B, i16, m->ld_at, &cur, 1, "");
+	m->cur = cur;
 	LLVMValueRef st0 = add(m, cur, i64c(m, 2 * tile));
 	LLVMValueRef statp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, i16, halves, &st0, 1, ""), LLVMPointerType(g->real, m->space), "");
 	LLVMValueRef stat_at = at_c(k, statp, mulc(m, m->t, 4));
 	LLVMValueRef sc[8][4], dp[8][4];
+	/* a causal mask that hides the whole tile from the warp's 16 rows (keys past its last query row, queries
+	 * before its first key row) leaves its sums as they are: the warp skips the step */
+	LLVMBasicBlockRef seen = NULL;
+	if (causal) {
+		LLVMValueRef hidden = keyside ? LLVMBuildICmp(B, LLVMIntSLT, add(m, o.i, i64c(m, m->tk - 1)), mine0, "")
+		                              : LLVMBuildICmp(B, LLVMIntSGT, o.i, add(m, mine0, i64c(m, 15)), "");
+		seen = cg_if(k, LLVMBuildNot(B, hidden, ""));
+	}
+	/* pacc += P V (attention), P^T dO (key rows: the second tile); sacc += dS K (attn_dq), dS^T Q (key rows: the first) */
 	scores(m, abase, a2base, sc, dp);
 	mask(m, o.i, sc);
 	if (fwd)
 		online_softmax(m, sc, mrow, lrow, p_acc ? pacc : NULL);
 	else
 		probabilities(m, sc, dp, stat_at, st);
-	/* pacc += P V (attention), P^T dO (key rows: the second tile); sacc += dS K (attn_dq), dS^T Q (key rows: the first) */
 	if (p_acc)
 		acc_mma(m, pacc, sc, tile);
 	if (s_acc)
 		acc_mma(m, sacc, dp, 0);
+	if (seen)
+		cg_end_if(k, seen);
 	cg_for_end(k, &o, oend);
 	async_wait(m, 0); /* the last group is empty: nothing left in flight */
 
@@ -946,7 +1093,7 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 		if (kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV)
 			store_rows(m, args[0], sacc, mine0, r, NULL);
 		if (kind == OP_ATTN_DKV) /* dv after dk */
-			store_rows(m, LLVMBuildAdd(B, args[0], i64c(m, ir_numel(q) * 2), ""), pacc, mine0, r, NULL);
+			store_rows(m, LLVMBuildAdd(B, args[0], i64c(m, ir_numel(q) * (m->tf32 ? 4 : 2)), ""), pacc, mine0, r, NULL);
 		cg_end_if(k, j);
 	}
 }
@@ -954,33 +1101,58 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 /* What a launch of body_attn_mma does, counted from its structure above, for
  * the cost model (CgMix): per block of MMA_ROWS rows, the steps of the other
  * side's tiles its loop takes (causal: the keys up to the block's last query
- * row, or the queries from its first key row); per warp and step, scores()'s
+ * row, or the queries from its first key row); per warp and step (but
+ * those a causal mask hides from the warp's rows), scores()'s
  * and acc_mma()'s products and ldmatrix loads, and per thread the tile's
  * exponentials and the arithmetic around them (mask and scale, the online
  * softmax or the probabilities, packing P or dS to bf16 for the next
  * product, the forward's rescaling of its sums); per block and step the
  * tiles' cp.async bytes; per block its own rows in and its results out.
+ * f32 as 3xTF32: three m16n8k8 products for each of m16n8k16's halves,
+ * each operand word split (two cvt.rna and a subtraction), and the second
+ * products' B fragments loaded a word at a time, not by ldmatrix.
  * Returns the launch's blocks. */
 int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix)
 {
 	Type q = d->in[0];
 	OpKind kind = d->kind;
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], H = d->attr.attn.heads, dh = C / H;
-	int64_t bh = ir_numel(q) / (T * C) * H, tk = mma_tile(kind), nj = tk / 8;
+	int64_t bh = ir_numel(q) / (T * C) * H, tk = mma_tile(d), nj = tk / 8;
 	bool keyside = kind == OP_ATTN_DK || kind == OP_ATTN_DV || kind == OP_ATTN_DKV, causal = d->attr.attn.causal;
 	bool with_dp = kind == OP_ATTN_DQ || kind == OP_ATTN_DK || kind == OP_ATTN_DKV;
 	bool fwd = kind == OP_ATTENTION || kind == OP_ATTN_LSE;
 	int accs = (kind == OP_ATTENTION || kind == OP_ATTN_DV || kind == OP_ATTN_DKV) + with_dp;
 	int tiles = kind == OP_ATTN_LSE ? 1 : 2, sides = 1 + with_dp;
-	int64_t steps = 0, blocks = (T + MMA_ROWS - 1) / MMA_ROWS;
+	int64_t steps = 0, seen = 0, blocks = (T + MMA_ROWS - 1) / MMA_ROWS;
 	for (int64_t i = 0; i < blocks; i++) {
 		int64_t row0 = i * MMA_ROWS, lo = keyside && causal ? row0 : 0;
 		int64_t hi = !keyside && causal ? (row0 + MMA_ROWS < T ? row0 + MMA_ROWS : T) : T;
 		steps += (hi - lo + tk - 1) / tk;
+		/* the warps' steps not hidden by a causal mask (body_attn_mma skips those) */
+		for (int64_t o = lo; o < hi; o += tk)
+			for (int64_t mine = row0; mine < row0 + MMA_ROWS; mine += 16)
+				seen += !causal || (keyside ? o + tk - 1 >= mine : o <= mine + 15);
 	}
-	double warp_steps = (double)(steps * bh) * (MMA_ROWS / 16), block_steps = (double)(steps * bh);
+	double warp_steps = (double)(seen * bh), block_steps = (double)(steps * bh);
 	double e = (double)tk / 2; /* a thread's scores a step */
-	mix->mma = warp_steps * (double)((dh / 16) * nj * sides + accs * (tk / 16) * (dh / 8));
+	if (tf32_of(d)) {
+		double kc = (double)dh / 8, n = (double)dh / 8, kt = (double)tk / 8; /* k steps of 8; n-tiles; the tile's k steps */
+		mix->tf32 = true;
+		mix->per_step = 3 * (kc * (double)nj * sides + accs * kt * n);
+		mix->mma = warp_steps * mix->per_step;
+		mix->ldmatrix = warp_steps * (kc * sides + kc * (double)((nj + 1) / 2) * sides);
+		double lds = warp_steps * accs * kt * n * 2, splits = kc * sides * (4 + 2.0 * (double)nj) + accs * kt * (4 + 2 * n);
+		double per = 5 + (fwd ? 4 : 2 + 3 * with_dp); /* mask and scale; softmax or P (and dS) */
+		int64_t copies = tiles * tk * dh / 4;
+		mix->alu = lds + warp_steps * (3 * splits + e * per + (fwd ? (double)dh / 2 + 12 : 0) + 20 + 10.0 * (double)copies / CG_BLOCK);
+		double tile_bytes = (double)(tiles * tk * dh * 4 + (keyside ? 8 * tk : 0));
+		mix->shared = mix->ldmatrix * 512 + lds * 128 + block_steps * tile_bytes + (double)(blocks * bh) * (double)(MMA_ROWS * dh * 4 * sides);
+		mix->l2 = block_steps * tile_bytes;
+		mix->ex2 = warp_steps * (e + (fwd ? 2 : 0));
+		return blocks * bh;
+	}
+	mix->per_step = (double)((dh / 16) * nj * sides + accs * (tk / 16) * (dh / 8));
+	mix->mma = warp_steps * mix->per_step;
 	mix->ldmatrix = warp_steps * (double)((dh / 16) * sides + (dh / 16) * (nj / 2) * sides + accs * (tk / 16) * (dh / 16));
 	mix->ex2 = warp_steps * (e + (fwd ? 2 : 0));
 	double per = 5 + (fwd ? 4 : 2 + 3 * with_dp) + 4 * accs; /* mask and scale; softmax or P (and dS); packing */

@@ -73,11 +73,11 @@ void cg_emit_step(Program *p, const CgOptions *o, FILE *out);
 /* the bytes of host memory one step's host update of the streamed parameters reads and writes */
 double cg_host_update_bytes(const Program *p);
 /* The cost model's seconds for one attention over q (its forward and adjoint) on gpu (NULL: the h100):
- * on dpc's own kernels in FlashAttention-2's order (flash: the forward, attn_delta, attn_dkv, attn_dq, on
- * tensor cores in bf16 and in FMA otherwise, priced as --emit=kernels prices them, at 2 blocks an SM), or
- * on GEMMs in blocks of `rows` query rows (at least: its nine GEMMs a block at cuBLAS's rate, the row
+ * on dpc's own kernels in FlashAttention-2's order (ATTN_OWN: the forward, attn_delta, attn_dkv, attn_dq, on
+ * tensor cores in bf16 and in FMA otherwise; ATTN_TF32: f32 on tensor cores as 3xTF32; priced as
+ * --emit=kernels prices them, at 2 blocks an SM), or on GEMMs (ATTN_GEMMS) in blocks of `rows` query rows (at least: its nine GEMMs a block at cuBLAS's rate, the row
  * kernels' 20 bytes a score in f32 at the memory's bandwidth, their launches). The frontend takes the
  * cheaper on the GPU (lower.c, attention_path). */
-double cg_attn_price(const char *gpu, Type q, int heads, bool causal, int64_t rows, bool flash);
+double cg_attn_price(const char *gpu, Type q, int heads, bool causal, int64_t rows, AttnPath path);
 
 #endif

@@ -73,8 +73,10 @@ typedef struct {
 typedef struct {
 	double mma, ldmatrix, ex2, alu, shared, l2, dram;
 	double fma, lds, shfl; /* attention in FMA (attn_fma.c): FMAs, vector loads from shared memory, shuffles */
-	double per_step;       /* attention in FMA: a thread's warp instructions for one row of the other side */
+	double per_step;       /* attention in FMA: a thread's warp instructions for one row of the other side; on
+	                        * tensor cores: a warp's mma instructions a step */
 	bool f64;              /* attention in FMA in f64: its FMAs at half FP32's rate */
+	bool tf32;             /* on tensor cores as 3xTF32: mma is m16n8k8 .tf32's count, at TF32's rate */
 } CgMix;
 
 /* One launch of dp_step for the cost model (cost.c): a kernel of the

@@ -653,7 +653,8 @@ static double peak_flops(const CgGpu *gpu, DType dt, bool tensor)
 static double mma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per_sm)
 {
 	double clock = sm_clock(gpu), sms = blocks < gpu->sms ? (double)blocks : gpu->sms;
-	double mma_rate = gpu->bf16 * (strcmp(gpu->arch, "sm_90") ? 1 : 0.5) / 4096; /* m16n8k16: 4096 FLOPs */
+	/* bf16's m16n8k16: 4096 FLOPs; tf32's m16n8k8: 2048, at half bf16's rate in FLOPs: as many a second */
+	double mma_rate = (x->tf32 ? gpu->tf32 / 2048 : gpu->bf16 / 4096) * (strcmp(gpu->arch, "sm_90") ? 1 : 0.5);
 	double pipe[5] = {
 		x->mma / (mma_rate * sms / gpu->sms),
 		(x->mma + x->ldmatrix + x->ex2 + x->alu) / (4 * sms * clock),
@@ -690,17 +691,17 @@ static double fma_time(const CgGpu *gpu, const CgMix *x, int64_t blocks, int per
 	return t / (MMA_OVERLAP * fmin(1, per_sm * 8 / 16.0));
 }
 
-double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t rows, bool flash)
+double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t rows, AttnPath path)
 {
 	const CgGpu *gpu = cg_gpu(name ? name : "h100");
 	int64_t T = q.dim[q.rank - 2], C = q.dim[q.rank - 1], bh = ir_numel(q) / (T * C) * heads, dh = C / heads;
 	double launch = LAUNCH_US * 1e-6, qb = (double)ir_bytes(NULL, q);
 	if (!gpu || T <= 0 || dh <= 0)
 		return INFINITY;
-	if (flash) {
+	if (path != ATTN_GEMMS) {
 		/* the forward (q, k, v in; o and the log-sum-exp out), attn_dkv (q, k, v, dO, stats in; dk, dv
 		 * out), attn_dq (q, k, v, dO, stats in; dq out), and attn_delta's pass over dO and O; on tensor
-		 * cores in bf16, else in FMA */
+		 * cores in bf16 and in f32 as 3xTF32 (ATTN_TF32), else in FMA */
 		static const OpKind kinds[3] = {OP_ATTENTION, OP_ATTN_DKV, OP_ATTN_DQ};
 		static const double tensors[3] = {4, 6, 5};
 		double t = launch + 2 * qb / gpu->bw;
@@ -712,9 +713,10 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 			d.attr.attn.heads = heads;
 			d.attr.attn.causal = causal;
 			d.attr.attn.flash = true;
+			d.attr.attn.tf32 = path == ATTN_TF32 && q.dt == DT_F32;
 			CgMix x;
 			memset(&x, 0, sizeof x);
-			if (q.dt != DT_BF16) {
+			if (q.dt != DT_BF16 && !d.attr.attn.tf32) {
 				int64_t blocks = cg_attn_fma_mix(&d, &x);
 				x.dram = tensors[i] * qb;
 				t += launch + fma_time(gpu, &x, blocks, 2);
@@ -906,6 +908,8 @@ void cg_cost_report(Cg *g, const CgGpu *gpu, double host_bw, const char *ptx, bo
 		        r && r->known ? smem : "null", t * 1e6, starved(gpu, l) ? "true" : "false", l->odd ? "true" : "false");
 		if (l->attention == 3) /* what the FMA kernels' model counts in a step of a row (tests/kernels reads the PTX's) */
 			fprintf(f, ", \"instructions_per_step\": %.2f", l->mix.per_step);
+		if (l->attention == 2) /* the tensor-core kernels' mma instructions a warp's step (as the PTX's loop has them) */
+			fprintf(f, ", \"mma_per_step\": %.0f", l->mix.per_step);
 		if (r && r->instr > 0) /* a thread's instructions for one work item, from the PTX (ptx_instr) */
 			fprintf(f, ", \"instructions_per_item\": %d, \"items\": %lld", r->instr, (long long)l->threads);
 		fputc('}', f);

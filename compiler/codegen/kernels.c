@@ -711,6 +711,8 @@ static const struct {
 	{"llvm.nvvm.shfl.sync.bfly.f32", "rt_simt_shfl_bfly_f32", SIMT_PLAIN},
 	{"llvm.nvvm.shfl.sync.bfly.i32", "rt_simt_shfl_bfly_i32", SIMT_PLAIN},
 	{"llvm.nvvm.mma.m16n8k16.row.col.bf16", "rt_simt_mma_bf16", SIMT_MMA},
+	{"llvm.nvvm.mma.m16n8k8.row.col.tf32", "rt_simt_mma_tf32", SIMT_MMA},
+	{"llvm.nvvm.f2tf32.rna", "rt_simt_f2tf32_rna", SIMT_PLAIN},
 	{"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p0i8", "rt_simt_ldmatrix_x4", SIMT_LDMATRIX},
 	{"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p0i8", "rt_simt_ldmatrix_x4", SIMT_LDMATRIX_T},
 };

@@ -19,7 +19,8 @@ FeAst *fe_parse(const char *path, const FeDefine *defs, int ndefs);
 /* The same for a program in memory (len bytes, NULs refused); path names it in errors. */
 FeAst *fe_parse_text(const char *path, const char *text, size_t len, const FeDefine *defs, int ndefs);
 void fe_print_ast(FILE *f, FeAst *ast); /* --emit=ast */
-typedef double (*AttnPrice)(const char *gpu, Type q, int heads, bool causal, int64_t rows, bool flash);
+/* the cost model's seconds for an attention on `path` (ir.h's AttnPath) */
+typedef double (*AttnPrice)(const char *gpu, Type q, int heads, bool causal, int64_t rows, AttnPath path);
 
 typedef struct {
 	int real_bytes;  /* 2, 4 or 8: --precision bf16, f32 or f64 */
@@ -48,6 +49,10 @@ typedef struct {
 	AttnPrice attn_price;
 	/* Program.split_gemms: on the CUDA target, or where DPC_GEMM_SPLIT=on asks (testing) */
 	bool split_gemms;
+	/* f32 attention on dpc's kernels as 3xTF32 on tensor cores (Attr.attn.tf32) rather than in FMA:
+	 * DPC_ATTN_TF32=on (1) or off (-1); by default (0) on the CUDA target where the cost model prices it
+	 * cheaper, never on the SIMT emulator */
+	int attn_tf32;
 } FeOptions;
 
 /* Lowers the loss block (functions inlined) to IR. More than fe_max_ops

@@ -448,12 +448,28 @@ static const char *mma_refuses(Type q, int64_t dh)
 	return NULL;
 }
 
+/* why f32 attention cannot go on tensor cores as 3xTF32 (NULL: it can): its
+ * attn_dq's tile memory (codegen's cg_attn_smem) is 640 (2 dh + 8) + 256
+ * bytes, within the A100's 163 KiB a block up to heads of 112 (148,736
+ * bytes; 128 would take 169,216) */
+static const char *tf32_refuses(Type q, int64_t dh)
+{
+	if (q.dt != DT_F32)
+		return ar_printf("it takes f32, and this attention is %s", ir_dt_name(q.dt));
+	if (dh % 16 || dh > 112)
+		return ar_printf("it takes heads of 16 to 112 elements, a multiple of 16 (its shared memory within the A100's), "
+		                 "and these are %lld wide", (long long)dh);
+	return NULL;
+}
+
 /* attention on GEMMs (FeOptions.attn_gemm): its workspace, when its q, k
  * and v fit; or on dpc's own kernels in FlashAttention-2's order
- * (Attr.attn.flash: on tensor cores in bf16, in FMA in f32 and f64). On
- * the GPU by default an attention of a shape those kernels take goes where
- * the cost model prices it cheaper (cg_attn_price); -v says which and why.
- * On the SIMT emulator (FeOptions.simt) the own kernels take it. */
+ * (Attr.attn.flash: on tensor cores in bf16, in FMA in f32 and f64, or f32
+ * on tensor cores as 3xTF32, Attr.attn.tf32). On the GPU by default an
+ * attention of a shape those kernels take goes where the cost model prices
+ * it cheapest (cg_attn_price); -v says which and why. On the SIMT emulator
+ * (FeOptions.simt) the own kernels take it, in FMA for f32 unless
+ * DPC_ATTN_TF32=on asks. */
 static void attention_path(Lower *L, Op *op)
 {
 	Program *p = L->p;
@@ -467,25 +483,40 @@ static void attention_path(Lower *L, Op *op)
 			return; /* the shape rule says why */
 	int64_t dh = q.dim[q.rank - 1] / op->attr.attn.heads;
 	bool bf16 = q.dt == DT_BF16;
-	const char *refuses = bf16 ? mma_refuses(q, dh) : ops_attn_fma_refuses(q, op->attr.attn.heads);
-	const char *own = bf16 ? "dpc's tensor-core kernels" : "dpc's FMA kernels";
-	if (chosen && !refuses && L->o->attn_price) {
-		int heads = op->attr.attn.heads;
-		bool causal = op->attr.attn.causal;
+	int heads = op->attr.attn.heads;
+	bool causal = op->attr.attn.causal;
+	const char *fma_no = bf16 ? NULL : ops_attn_fma_refuses(q, heads);
+	const char *tf32_no = bf16 || L->o->attn_tf32 < 0 ? "DPC_ATTN_TF32=off" : tf32_refuses(q, dh);
+	if (q.dt == DT_F32 && L->o->attn_tf32 >= 0 && tf32_no && (L->o->attn_tf32 > 0 || L->o->cuda) && L->o->verbose)
+		diag_note(op->loc, "attention not on tensor cores as 3xTF32: %s", tf32_no);
+	/* the own kernels' way: 3xTF32 where asked (DPC_ATTN_TF32=on), or on the GPU where priced cheaper than FMA */
+	bool tf32 = !tf32_no && (L->o->attn_tf32 > 0 || (L->o->cuda && !L->o->simt && L->o->attn_price));
+	double in_fma = -1; /* the FMA kernels' price, where compared */
+	if (tf32 && L->o->attn_tf32 == 0 && !fma_no) {
 		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
-		double flash = L->o->attn_price(L->o->gpu, q, heads, causal, rows, true);
-		double on_gemm = L->o->attn_price(L->o->gpu, q, heads, causal, rows, false);
+		in_fma = L->o->attn_price(L->o->gpu, q, heads, causal, rows, ATTN_OWN);
+		tf32 = L->o->attn_price(L->o->gpu, q, heads, causal, rows, ATTN_TF32) < in_fma;
+	}
+	const char *refuses = bf16 ? mma_refuses(q, dh) : tf32 ? NULL : fma_no;
+	const char *own = bf16 ? "dpc's tensor-core kernels" : tf32 ? "dpc's 3xTF32 tensor-core kernels" : "dpc's FMA kernels";
+	if (tf32 && in_fma >= 0)
+		own = ar_printf("%s (%.3f ms in FMA; DPC_ATTN_TF32=off takes those)", own, in_fma * 1e3);
+	if (chosen && !refuses && L->o->attn_price) {
+		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
+		double flash = L->o->attn_price(L->o->gpu, q, heads, causal, rows, tf32 ? ATTN_TF32 : ATTN_OWN);
+		double on_gemm = L->o->attn_price(L->o->gpu, q, heads, causal, rows, ATTN_GEMMS);
 		gemm = on_gemm <= flash;
 		if (L->o->verbose)
 			diag_note(op->loc, "attention on %s: the cost model's %.3f ms (forward and adjoint) on %s against at "
 			          "least %.3f ms on GEMMs, on the %s (DPC_ATTN_GEMM=off or =on takes one)",
-			          gemm ? "GEMMs" : bf16 ? "tensor cores" : "FMA kernels", flash * 1e3, own, on_gemm * 1e3,
+			          gemm ? "GEMMs" : bf16 || tf32 ? "tensor cores" : "FMA kernels", flash * 1e3, own, on_gemm * 1e3,
 			          L->o->gpu ? L->o->gpu : "h100");
 	} else if (chosen && L->o->verbose) {
 		diag_note(op->loc, "attention on GEMMs: %s do not take it: %s", own, refuses);
 	}
 	if (!gemm) {
 		op->attr.attn.flash = (L->o->cuda || L->o->simt) && !L->o->reference && !refuses;
+		op->attr.attn.tf32 = op->attr.attn.flash && tf32;
 		return;
 	}
 	Op *ws = mk(L, OP_SCRATCH, op->loc, 0, NULL);

@@ -106,6 +106,11 @@ typedef enum {
 /* An op's attributes, tagged by its kind (AttrKind). Ops are made zeroed
  * and copied whole, so equal attributes are equal bytes: codegen hashes
  * kernel descriptions that hold them. */
+/* the ways an attention can go, as the cost model prices them (cg_attn_price): on GEMMs with a workspace;
+ * on dpc's own kernels in FlashAttention-2's order (on tensor cores in bf16, in FMA in f32 and f64); f32 on
+ * tensor cores as 3xTF32 (Attr.attn.tf32) */
+typedef enum { ATTN_GEMMS, ATTN_OWN, ATTN_TF32 } AttnPath;
+
 typedef union {
 	double value;
 	uint32_t axes;
@@ -121,6 +126,10 @@ typedef union {
 		 * log-sum-exp (attn_lse), the adjoint takes attn_delta, attn_dkv
 		 * and attn_dq */
 		bool flash;
+		/* in f32, flash on tensor cores as 3xTF32: each product the sum of
+		 * three TF32 products of the operands' high and low parts (the
+		 * frontend's choice, priced against the FMA kernels and GEMMs) */
+		bool tf32;
 	} attn;
 	struct {
 		int axis;

@@ -110,7 +110,8 @@ static void print_attr(FILE *f, Program *p, Op *op)
 		fputs("]", f);
 		break;
 	case AT_HEADS:
-		fprintf(f, " heads=%d%s%s", a->attn.heads, a->attn.causal ? " causal" : "", a->attn.flash ? " flash" : "");
+		fprintf(f, " heads=%d%s%s%s", a->attn.heads, a->attn.causal ? " causal" : "", a->attn.flash ? " flash" : "",
+		        a->attn.tf32 ? " tf32" : "");
 		break;
 	case AT_AXIS:
 		fprintf(f, " axis=%d", a->ax.axis);

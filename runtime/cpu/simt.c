@@ -35,7 +35,7 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_
 #define STACK (256 << 10) /* bytes of each thread's stack */
 
 enum { RUN, AT_BARRIER, AT_WARP, DONE };
-enum { W_SHFL_BFLY, W_MMA_BF16, W_LDMATRIX };
+enum { W_SHFL_BFLY, W_MMA_BF16, W_MMA_TF32, W_LDMATRIX };
 
 typedef struct {
 	void *sp;          /* its stack pointer while it waits */
@@ -206,6 +206,32 @@ void rt_simt_mma_bf16(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0
 		c[i] = float_of(f->out[i]);
 }
 
+/* d = a b + c, m16n8k8 with A and B in TF32 (f32 words whose low 13 bits
+ * the product ignores), C and D in f32 */
+void rt_simt_mma_tf32(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1, float *c)
+{
+	Fiber *f = &blk->f[blk->cur];
+	int32_t w[6] = {a0, a1, a2, a3, b0, b1};
+	for (int i = 0; i < 6; i++)
+		f->in[i] = (uint32_t)w[i];
+	for (int i = 0; i < 4; i++)
+		f->in[6 + i] = bits_of(c[i]);
+	at_warp(W_MMA_TF32);
+	for (int i = 0; i < 4; i++)
+		c[i] = float_of(f->out[i]);
+}
+
+/* cvt.rna.tf32.f32: x rounded to TF32's 10 bits of fraction, to nearest
+ * with ties away from zero, as f32 bits with the low 13 zero; NaN and the
+ * infinities as they are (a NaN's payload kept in its high bits) */
+int32_t rt_simt_f2tf32_rna(float x)
+{
+	uint32_t u = bits_of(x);
+	if ((u & 0x7f800000u) == 0x7f800000u)
+		return (int32_t)((u & 0x7fffffu) ? (u | 0x400000u) & ~0x1fffu : u);
+	return (int32_t)((u + 0x1000u) & ~0x1fffu);
+}
+
 /* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: four 8 x 8 matrices of
  * b16 from shared memory, lanes 8i to 8i + 7 giving the addresses of
  * matrix i's rows; d[i] is this thread's word of matrix i */
@@ -292,6 +318,34 @@ static void mma_warp(Fiber *w)
 	}
 }
 
+/* PTX ISA, "Matrix fragments for mma.m16n8k8" with .tf32: lane l is in
+ * group g = l / 4 at t = l % 4. A (16 x 8): word i holds row g + 8 (i & 1)
+ * at column t + 4 (i >> 1). B (8 x 8): word i holds row t + 4i of column g.
+ * C, D as m16n8k16's. Each operand's low 13 bits are ignored. */
+static void mma_tf32_warp(Fiber *w)
+{
+	float A[16][8], Bm[8][8], C[16][8];
+	for (int l = 0; l < 32; l++) {
+		int g = l / 4, t = l % 4;
+		for (int i = 0; i < 4; i++)
+			A[g + 8 * (i & 1)][t + 4 * (i >> 1)] = float_of(w[l].in[i] & ~0x1fffu);
+		for (int i = 0; i < 2; i++)
+			Bm[t + 4 * i][g] = float_of(w[l].in[4 + i] & ~0x1fffu);
+		for (int i = 0; i < 4; i++)
+			C[g + 8 * (i >> 1)][2 * t + (i & 1)] = float_of(w[l].in[6 + i]);
+	}
+	for (int l = 0; l < 32; l++) {
+		int g = l / 4, t = l % 4;
+		for (int i = 0; i < 4; i++) {
+			int r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
+			double s = 0; /* TF32 products are exact in double; their sum is rounded once */
+			for (int k = 0; k < 8; k++)
+				s += (double)A[r][k] * Bm[k][c];
+			w[l].out[i] = bits_of((float)(s + C[r][c]));
+		}
+	}
+}
+
 /* shfl.sync.bfly: lane l reads lane l ^ b, unless that is past the
  * segment's last lane (c's low bits and segment mask, PTX ISA) */
 static void shfl_warp(Fiber *w, int warp)
@@ -331,7 +385,7 @@ static void ldmatrix_warp(Fiber *w, int warp)
 
 static const char *warp_op_name(int op)
 {
-	return op == W_SHFL_BFLY ? "shfl.sync.bfly" : op == W_MMA_BF16 ? "mma.sync" : "ldmatrix";
+	return op == W_SHFL_BFLY ? "shfl.sync.bfly" : op == W_MMA_BF16 ? "mma.sync (bf16)" : op == W_MMA_TF32 ? "mma.sync (tf32)" : "ldmatrix";
 }
 
 /* a warp whose every lane waits at one collective: done, and its lanes run again */
@@ -350,6 +404,8 @@ static bool warp_ready(int warp)
 			rt_fail(70, "SIMT: warp %d: lane 0 at %s, lane %d at %s", warp, warp_op_name(w[0].op), l, warp_op_name(w[l].op));
 	if (w[0].op == W_MMA_BF16)
 		mma_warp(w);
+	else if (w[0].op == W_MMA_TF32)
+		mma_tf32_warp(w);
 	else if (w[0].op == W_LDMATRIX)
 		ldmatrix_warp(w, warp);
 	else

@@ -70,4 +70,25 @@ simt rows '_(layernorm|softmax|log_softmax|cross_entropy_grad)[^ ]*_thread$' $si
 simt_attn="tests/ops/attention.dp tests/ops/attention_tiles.dp tests/ops/attention_heads16.dp tests/ops/attention_heads128.dp"
 $sanitized && simt_attn="tests/ops/attention.dp tests/ops/attention_tiles.dp"
 simt "attention in FMA" '_attn_dkv[^ ]*_thread$' $simt_attn
+# f32 attention on tensor cores as 3xTF32 (DPC_ATTN_TF32=on, attention.c; heads of 16 to 112, a
+# multiple of 16: the two programs' heads of 32, 64 and 80, GPT's of 16): no f64 of it, so against the
+# CPU's own kernels in f32 alone, within 1e-5 of the largest (each product of TF32's high parts alone,
+# 1xTF32, is 6e-4 off on attention_heads16.dp)
+simt_tf32() { # NAME DP DEFS...
+	local name=$1 dp=$2 exe="$TEST_OUT/tf32_$1" log="$TEST_OUT/tf32_$1.log"
+	shift 2
+	if DPC_SIMT=1 DPC_ATTN_TF32=on "$DPC" "$@" "$dp" -o "$exe" >"$log" 2>&1 &&
+		nm "$exe" | grep -q rt_simt_mma_tf32 &&
+		"$DPC" "$@" "$dp" -o "$exe.cpu" >>"$log" 2>&1 &&
+		"$exe" --steps 1 --lr 0 --quiet --dump-grads "$exe.g" >>"$log" 2>&1 &&
+		"$exe.cpu" --steps 1 --lr 0 --quiet --dump-grads "$exe.cpu.g" >>"$log" 2>&1 &&
+		COMPARE_FLOOR=1e-4 python3 tests/unit/compare.py "$exe.g" "$exe.cpu.g" 1e-5 >>"$log" 2>&1; then
+		ok "gradcheck/attention as 3xTF32 on the SIMT emulator: $name (f32 $(grep 'max difference' "$log" | tail -1 | cut -d' ' -f3) from the CPU's)"
+	else
+		notok "gradcheck/attention as 3xTF32 on the SIMT emulator: $name" "$log"
+	fi
+}
+simt_tf32 attention_heads16 tests/ops/attention_heads16.dp
+$sanitized || simt_tf32 attention_heads128 tests/ops/attention_heads128.dp
+$sanitized || simt_tf32 gpt samples/gpt.dp -D H=2
 finish

@@ -55,16 +55,18 @@ import json, sys
 ks = json.load(open(sys.argv[1]))['kernels']
 n = sum(k['count'] for k in ks if k['name'].startswith('gemm[') and k['name'].endswith(']x96'))
 assert n == 432, n" "$o/gpt2.json"
-# fp32 attention goes where the cost model prices it cheaper: on dpc's FMA
-# kernels (attn_fma.c) or on GEMMs. On the H200 on 2026-12-04 GPT-2's step
-# (B = 8, T = 1024) took 189.6 ms on the FMA kernels and 177.7 on GEMMs;
-# the model, calibrated on that profile, takes GEMMs there, and the FMA
-# kernels for the short sequences of T = 256. The FMA kernels themselves
-# (DPC_ATTN_GEMM=off): FlashAttention-2's order (the forward writes its
-# log-sum-exp, attn_delta, dK and dV in one kernel, dQ), the scores never
-# in memory, at most 128 registers and no stack; -v says which with both
-# prices, and the predicted steps rank the two as measured
-DPC_ATTN_GEMM=off plan gpt2fma $gpt2 -D B=8 samples/gpt.dp
+# fp32 attention goes where the cost model prices it cheapest: on dpc's
+# 3xTF32 tensor-core kernels (attention.c), its FMA kernels (attn_fma.c) or
+# GEMMs. On the H200 on 2026-12-04 GPT-2's step (B = 8, T = 1024) took
+# 189.6 ms on the FMA kernels and 177.7 on GEMMs; the model, calibrated on
+# that profile, takes GEMMs there without the 3xTF32 kernels
+# (DPC_ATTN_TF32=off), and the FMA kernels for the short sequences of T =
+# 256. The FMA kernels themselves (DPC_ATTN_GEMM=off DPC_ATTN_TF32=off):
+# FlashAttention-2's order (the forward writes its log-sum-exp,
+# attn_delta, dK and dV in one kernel, dQ), the scores never in memory, at
+# most 128 registers and no stack; -v says which with both prices, and the
+# predicted steps rank the two as measured
+DPC_ATTN_GEMM=off DPC_ATTN_TF32=off plan gpt2fma $gpt2 -D B=8 samples/gpt.dp
 check "kernels/gpt2 fp32 on dpc's FMA kernels: FlashAttention-2's" python3 tests/kernels/check.py "$o/gpt2fma.json" \
 	"attention[=12" "attn_lse[=0" "attn_stats[=0" "attn_delta[=12" "attn_dkv[=12" "attn_dq[=12" "attn_softmax[=0" "gemm[256,=0"
 check "kernels/gpt2 fp32 FMA attention: at most 128 registers, no stack" python3 -c "
@@ -72,20 +74,21 @@ import json, sys
 ks = [k for k in json.load(open(sys.argv[1]))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
 assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), ks" \
 	"$o/gpt2fma.json"
-plan gpt2f32 --gpu h200 $gpt2 -D B=8 samples/gpt.dp
-plan gpt2f32_256 --gpu h200 $gpt2 -D B=32 -D T=256 samples/gpt.dp
-check "kernels/gpt2 fp32: the cost model takes GEMMs at T = 1024 on the H200, the FMA kernels at T = 256" bash -c "
+DPC_ATTN_TF32=off plan gpt2f32 --gpu h200 $gpt2 -D B=8 samples/gpt.dp
+DPC_ATTN_TF32=off plan gpt2f32_256 --gpu h200 $gpt2 -D B=32 -D T=256 samples/gpt.dp
+check "kernels/gpt2 fp32 without 3xTF32: the cost model takes GEMMs at T = 1024 on the H200, the FMA kernels at T = 256" bash -c "
 	python3 tests/kernels/check.py '$o/gpt2f32.json' 'attention[=0' 'attn_dkv[=0' 'attn_softmax[=48' &&
 	python3 tests/kernels/check.py '$o/gpt2f32_256.json' 'attention[=12' 'attn_dkv[=12' 'attn_softmax[=0'"
-"$DPC" -v --target cuda --gpu h200 $gpt2 -D B=8 --emit=ir samples/gpt.dp >"$o/choice_f32.log" 2>&1
-"$DPC" -v --target cuda --gpu h200 $gpt2 -D B=32 -D T=256 --emit=ir samples/gpt.dp >"$o/choice_f32_256.log" 2>&1
+DPC_ATTN_TF32=off "$DPC" -v --target cuda --gpu h200 $gpt2 -D B=8 --emit=ir samples/gpt.dp >"$o/choice_f32.log" 2>&1
+DPC_ATTN_TF32=off "$DPC" -v --target cuda --gpu h200 $gpt2 -D B=32 -D T=256 --emit=ir samples/gpt.dp >"$o/choice_f32_256.log" 2>&1
 "$DPC" -v --target cuda -D H=5 -D D=85 --emit=ir samples/gpt.dp >"$o/choice_f32_odd.log" 2>&1
 check "kernels/fp32 attention's path: -v gives both prices for GPT-2 (GEMMs at T = 1024, FMA at 256); GEMMs for heads of 17 f32 and why" \
 	bash -c "grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on GEMMs: the cost model.s [0-9.]* ms .* on dpc.s FMA kernels against at least [0-9.]* ms on GEMMs, on the h200' '$o/choice_f32.log' &&
 		grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on FMA kernels: the cost model.s [0-9.]* ms .* on dpc.s FMA kernels against at least [0-9.]* ms on GEMMs, on the h200' '$o/choice_f32_256.log' &&
+		grep -q 'note: attention not on tensor cores as 3xTF32: it takes heads of 16 to 112 elements, a multiple of 16 (its shared memory within the A100.s), and these are 17 wide' '$o/choice_f32_odd.log' &&
 		grep -q 'note: attention on GEMMs: dpc.s FMA kernels do not take it: they take heads of at most 1 KiB that split into equal shares of at most 16 values over 1 to 32 lanes, and these are 17 f32 elements wide' '$o/choice_f32_odd.log'"
-f32_fma=$(DPC_ATTN_GEMM=off "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
-f32_gemm=$("$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
+f32_fma=$(DPC_ATTN_GEMM=off DPC_ATTN_TF32=off "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
+f32_gemm=$(DPC_ATTN_TF32=off "$DPC" --target cuda --gpu h200 $gpt2 -D B=8 samples/gpt.dp --emit=kernels 2>&1 | ms /dev/stdin)
 check "kernels/gpt2 fp32: the predicted step on the H200 on GEMMs ($f32_gemm ms) below the FMA kernels' ($f32_fma), as measured" \
 	python3 -c "import sys; sys.exit(not float('$f32_gemm') < float('$f32_fma'))"
 # dpc's own attention kernels (DPC_ATTN_GEMM=off): tensor cores in bf16 in
@@ -147,9 +150,9 @@ for dh in (80, 96, 112):
     assert len(ks) == 3 and all(k['registers'] is not None and k['registers'] <= 255 and k['stack_bytes'] == 0 for k in ks), (dh, ks)
 PY
 # the FMA kernels' model counts a step's instructions as the PTX has them (GPT-2's and heads of 128, f32)
-DPC_ATTN_GEMM=off "$DPC" --target cuda $gpt2 -D L=1 -D B=8 samples/gpt.dp --emit=ptx -o "$o/gpt2fma.ptx" --schedule-json "$o/gpt2fma1.json" >/dev/null 2>&1
+DPC_ATTN_GEMM=off DPC_ATTN_TF32=off "$DPC" --target cuda $gpt2 -D L=1 -D B=8 samples/gpt.dp --emit=ptx -o "$o/gpt2fma.ptx" --schedule-json "$o/gpt2fma1.json" >/dev/null 2>&1
 sed "s/C = 2048/C = 512/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma128.dp"
-DPC_ATTN_GEMM=off "$DPC" --target cuda "$o/fma128.dp" --emit=ptx -o "$o/fma128.ptx" --schedule-json "$o/fma128_1.json" >/dev/null 2>&1
+DPC_ATTN_GEMM=off DPC_ATTN_TF32=off "$DPC" --target cuda "$o/fma128.dp" --emit=ptx -o "$o/fma128.ptx" --schedule-json "$o/fma128_1.json" >/dev/null 2>&1
 check "kernels/FMA attention: the model's instructions a step within 10% of the PTX's (GPT-2, heads of 128)" \
 	bash -c "python3 tests/kernels/fma_steps.py '$o/gpt2fma1.json' '$o/gpt2fma.ptx' && python3 tests/kernels/fma_steps.py '$o/fma128_1.json' '$o/fma128.ptx'"
 # the elementwise kernels' instructions a work item, counted in the PTX (cost.c, ptx_instr) as
@@ -161,7 +164,7 @@ DPC_EPILOGUE=off "$DPC" --target cuda --gpu h200 --precision bf16 $gpt2 -D L=1 -
 check "kernels/elementwise kernels: instructions a work item as the PTX has them; GPT-2's GELU bound by issuing them" \
 	python3 tests/kernels/ptx_items.py "$o/items.json" "$o/items.ptx"
 # heads of 128 (f32) and 64 (f64) on the FMA kernels (DPC_ATTN_GEMM=off): within 128 registers, no stack
-DPC_ATTN_GEMM=off plan fma128 "$o/fma128.dp"
+DPC_ATTN_GEMM=off DPC_ATTN_TF32=off plan fma128 "$o/fma128.dp"
 sed "s/C = 2048/C = 256/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/fma64.dp"
 DPC_ATTN_GEMM=off plan fma64 --precision f64 "$o/fma64.dp"
 check "kernels/FMA attention: heads of 128 in f32 and of 64 in f64 within 128 registers, no stack" python3 - "$o" <<'PY'
@@ -169,6 +172,49 @@ import json, sys
 for n in ('fma128', 'fma64'):
     ks = [k for k in json.load(open(f'{sys.argv[1]}/{n}.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))]
     assert len(ks) == 3 and all(k['registers'] is not None and k['registers'] <= 128 and k['stack_bytes'] == 0 for k in ks), (n, ks)
+PY
+# f32 attention on tensor cores as 3xTF32 (attention.c; PyTorch's memory-efficient kernel's arithmetic
+# in f32 on these GPUs): the cost model's choice for GPT-2 at T = 1024 and 256 on the H200, over GEMMs
+# and the FMA kernels, -v giving the three prices; FlashAttention-2's kernels, within 128 registers (255
+# for heads wider than 64, whose tile memory is dynamic past 48 KiB; DPC_ATTN_TF32=on, where the model
+# prices these small shapes cheaper in FMA) and no stack; heads of 128 refused (their attn_dq would take
+# 169,216 bytes of shared memory, past the A100's 163 KiB a block), and why; each kernel's
+# m16n8k8 .tf32 products and cvt.rna splits in the PTX as many as the model counts a warp's step
+plan gpt2tf32 --gpu h200 $gpt2 -D B=8 samples/gpt.dp
+plan gpt2tf32_256 --gpu h200 $gpt2 -D B=32 -D T=256 samples/gpt.dp
+"$DPC" -v --target cuda --gpu h200 $gpt2 -D B=8 --emit=ir samples/gpt.dp >"$o/choice_tf32.log" 2>&1
+f32_tf32=$(ms "$o/gpt2tf32.txt")
+check "kernels/gpt2 fp32: 3xTF32 on tensor cores at T = 1024 and 256 on the H200, the model's step ($f32_tf32 ms) below GEMMs' ($f32_gemm)" bash -c "
+	python3 tests/kernels/check.py '$o/gpt2tf32.json' 'attention[=12' 'attn_lse[=0' 'attn_delta[=12' 'attn_dkv[=12' 'attn_dq[=12' 'attn_softmax[=0' 'gemm[256,=0' &&
+	python3 tests/kernels/check.py '$o/gpt2tf32_256.json' 'attention[=12' 'attn_dkv[=12' 'attn_softmax[=0' &&
+	grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on tensor cores: the cost model.s [0-9.]* ms .* on dpc.s 3xTF32 tensor-core kernels ([0-9.]* ms in FMA; DPC_ATTN_TF32=off takes those) against at least [0-9.]* ms on GEMMs, on the h200' '$o/choice_tf32.log' &&
+	python3 -c 'import sys; sys.exit(not float(\"$f32_tf32\") < float(\"$f32_gemm\"))'"
+"$DPC" --target cuda $gpt2 -D L=1 -D B=8 samples/gpt.dp --emit=ptx -o "$o/gpt2tf32.ptx" --schedule-json "$o/gpt2tf32_1.json" >/dev/null 2>&1
+sed "s/C = 2048/C = 448/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/tf32_112.dp"
+DPC_ATTN_GEMM=off DPC_ATTN_TF32=on "$DPC" --target cuda "$o/tf32_112.dp" --emit=ptx -o "$o/tf32_112.ptx" >/dev/null 2>&1
+DPC_ATTN_TF32=on "$DPC" -v --target cuda "$o/fma128.dp" --emit=ir >"$o/tf32_128.log" 2>&1
+for dh in 80 96 112; do
+	DPC_ATTN_GEMM=off DPC_ATTN_TF32=on plan tf32_$dh "$o/heads$dh.dp"
+done
+check "kernels/3xTF32 attention: at most 128 registers for heads of 64, 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts" python3 - "$o" <<'PY'
+import json, re, sys
+o = sys.argv[1]
+kinds = ('attention[', 'attn_dkv[', 'attn_dq[')
+for name, most in (('gpt2tf32', 128), ('tf32_80', 255), ('tf32_96', 255), ('tf32_112', 255)):
+    ks = [k for k in json.load(open(f'{o}/{name}.json'))['kernels'] if k['name'].startswith(kinds)]
+    assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= most and k['stack_bytes'] == 0 for k in ks), (name, ks)
+ptx = open(f'{o}/gpt2tf32.ptx').read()
+ks = [k for k in json.load(open(f'{o}/gpt2tf32_1.json'))['kernels'] if k['name'].startswith(kinds)]
+assert len(ks) == 3, ks
+for k in ks:
+    body = re.search(r'\.visible \.entry dp_k%d\((.*?)\n}' % k['kernel'], ptx, re.S).group(0)
+    n = body.count('mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32')
+    assert n == k['mma_per_step'] and n % 3 == 0 and 'bf16' not in body, (k['name'], n, k['mma_per_step'])
+    # each product's operands split in two by cvt.rna (A's four words, B's two)
+    assert body.count("cvt.rna.tf32.f32") >= 4 * (n // 3), (k['name'], body.count('cvt.rna.tf32.f32'))
+assert '.extern .shared .align 16 .b8 dp_dynamic_shared[];' in open(f'{o}/tf32_112.ptx').read()
+assert 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32' in open(f'{o}/tf32_112.ptx').read()
+assert 'note: attention not on tensor cores as 3xTF32: it takes heads of 16 to 112 elements' in open(f'{o}/tf32_128.log').read()
 PY
 plan resnet56 -D B=128 -D S=32 -D C=16 -D N=9 samples/resnet.dp
 # 6N + 7 convolutions (samples/resnet.dp), each with a gradient of its weights

@@ -56,8 +56,9 @@ fi
 # min-memory and auto schedules, which recompute the attention and its
 # attn_lse (f32, 3 steps). The same for the GPU's tensor-core kernels in
 # bf16 (Attr.attn.flash: heads of 16 here) on the SIMT emulator, whose
-# forward writes the log-sum-exp as it goes, and for the GPU's FMA kernels
-# in f32 (the same order and ops, attn_fma.c).
+# forward writes the log-sum-exp as it goes, for the GPU's FMA kernels
+# in f32 (the same order and ops, attn_fma.c), and for f32 on the tensor
+# cores as 3xTF32 (DPC_ATTN_TF32=on, heads of 16).
 lse_run() { # NAME DPC-ARGS...: compile and train GPT as $lse_env says, parameters and first gradients kept
 	local name=$1 d="$TEST_OUT/$lse_dir"
 	shift
@@ -66,11 +67,12 @@ lse_run() { # NAME DPC-ARGS...: compile and train GPT as $lse_env says, paramete
 		"$d/$name" --steps 3 --lr 0.01 --quiet --save "$d/$name.p" --dump-grads "$d/$name.g" >>"$d/$name.log" 2>&1
 }
 lse_same() { lse_run "$@" && cmp "$TEST_OUT/$lse_dir/$1.p" "$TEST_OUT/$lse_dir/fused.p" && cmp "$TEST_OUT/$lse_dir/$1.g" "$TEST_OUT/$lse_dir/fused.g"; }
-for lse_dir in attn_lse attn_flash attn_fma; do
+for lse_dir in attn_lse attn_flash attn_fma attn_tf32; do
 	case $lse_dir in
 	attn_lse) lse_env=DPC_ATTN_GEMM=5 lse_args= what="on GEMMs" ;;
 	attn_flash) lse_env=DPC_SIMT=1 lse_args="--precision bf16 -D H=2" what="on tensor cores (SIMT)" ;;
 	attn_fma) lse_env=DPC_SIMT=1 lse_args= what="in FMA (SIMT)" ;;
+	attn_tf32) lse_env="DPC_SIMT=1 DPC_ATTN_TF32=on" lse_args="-D H=2" what="in f32 on tensor cores as 3xTF32 (SIMT)" ;;
 	esac
 	if lse_run fused $lse_args; then
 		DPC_ATTN_APART=1 check "$lse_dir: $what, written by the forward, and attn_dkv, bitwise as their passes apart" \

@@ -105,6 +105,40 @@ static void mma_body(const uint64_t *a, int64_t item)
 			D[i < 2 ? gid : gid + 8][tig * 2 + (i & 1)] = c[i];
 }
 
+/* ---- mma.m16n8k8.row.col.f32.tf32.tf32.f32 and cvt.rna.tf32.f32 ---- */
+
+static float At[16][8], Bt[8][8], Ab[16][8], Bb[8][8]; /* the operands, and their TF32 parts */
+
+static int32_t word_of(float x)
+{
+	int32_t u;
+	memcpy(&u, &x, 4);
+	return u;
+}
+
+/* PTX ISA, "Matrix Fragments for mma.m16n8k8" with .tf32: A's a_i at row
+ * groupID for i = 0, 2, else groupID + 8; column threadID_in_group for
+ * i < 2, else that + 4. B's b_i at row threadID_in_group (+ 4 for b_1),
+ * column groupID. C and D as m16n8k16's. */
+static void mma_tf32_body(const uint64_t *a, int64_t item)
+{
+	(void)a, (void)item;
+	int64_t tid = rt_simt_tid();
+	int lane = (int)(tid % 32), gid = lane >> 2, tig = lane % 4;
+	int32_t ae[4], be[2];
+	float c[4];
+	for (int i = 0; i < 4; i++)
+		ae[i] = word_of(At[(i % 2) ? gid + 8 : gid][tig + (i < 2 ? 0 : 4)]);
+	for (int i = 0; i < 2; i++)
+		be[i] = word_of(Bt[tig + 4 * i][gid]);
+	for (int i = 0; i < 4; i++)
+		c[i] = C[i < 2 ? gid : gid + 8][tig * 2 + (i & 1)];
+	rt_simt_mma_tf32(ae[0], ae[1], ae[2], ae[3], be[0], be[1], c);
+	if (tid < 32)
+		for (int i = 0; i < 4; i++)
+			D[i < 2 ? gid : gid + 8][tig * 2 + (i & 1)] = c[i];
+}
+
 /* ---- ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 ---- */
 
 static _Alignas(16) uint16_t M[16][24]; /* a 16 x 16 block, rows 48 bytes apart */
@@ -249,6 +283,37 @@ int main(void)
 			ok &= D[r][c] == s;
 		}
 	t(ok, "mma.m16n8k16 bf16: D = A B + C from the ISA's fragments, exactly");
+
+	/* TF32 operands with bits below TF32's 10 of fraction set, which the product ignores */
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 8; c++)
+			Ab[r][c] = (float)(rand() % 17 - 8) / 4, At[r][c] = Ab[r][c] * (1 + 0x1p-20f);
+	for (int r = 0; r < 8; r++)
+		for (int c = 0; c < 8; c++)
+			Bb[r][c] = (float)(rand() % 17 - 8) / 8, Bt[r][c] = Bb[r][c] * (1 + 0x1p-16f);
+	run(mma_tf32_body);
+	ok = true;
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 8; c++) {
+			float s = C[r][c];
+			for (int k = 0; k < 8; k++)
+				s += Ab[r][k] * Bb[k][c]; /* the operands' TF32 parts, small multiples: exact */
+			ok &= D[r][c] == s;
+		}
+	t(ok, "mma.m16n8k8 tf32: D = A B + C from the ISA's fragments, the operands' low 13 bits ignored");
+
+	/* cvt.rna.tf32.f32: to nearest, ties away from zero; the infinities kept, a NaN a NaN */
+	/* (a TF32 step above 1 is 2^-10: 2^-11 is half of it) */
+	float in[] = {1.0f, 1 + 0x1p-11f, 1 + 0x1p-11f - 0x1p-20f, 1 + 0x1p-11f + 0x1p-20f, 1 + 0x1p-10f + 0x1p-11f,
+	              -(1 + 0x1p-11f), -(1 + 0x1p-12f), 0x1.fffffep127f, 1.0f / 0.0f, -1.0f / 0.0f};
+	float want[] = {1.0f, 1 + 0x1p-10f, 1.0f, 1 + 0x1p-10f, 1 + 0x1p-9f, -(1 + 0x1p-10f), -1.0f, 1.0f / 0.0f,
+	                1.0f / 0.0f, -1.0f / 0.0f};
+	ok = true;
+	for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+		ok &= rt_simt_f2tf32_rna(in[i]) == word_of(want[i]);
+	uint32_t nan = (uint32_t)rt_simt_f2tf32_rna(0.0f / 0.0f);
+	ok &= (nan & 0x7f800000u) == 0x7f800000u && (nan & 0x7fe000u) != 0 && (nan & 0x1fffu) == 0;
+	t(ok, "cvt.rna.tf32.f32: 10 bits of fraction, to nearest with ties away from zero; infinities, NaN");
 
 	for (int r = 0; r < 16; r++)
 		for (int c = 0; c < 16; c++)
