@@ -49,7 +49,7 @@ field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.ar
 say "### correctness first"
 say ""
 if timeout 60 "$B/gpt.cuda64" --gradcheck >>"$log" 2>&1; then say "- gpt --gradcheck in f64 on the GPU: passed"; else say "- gpt --gradcheck in f64 on the GPU: **FAILED** (gpu_quick.log)"; fi
-for x in cuda cudabf cudabf_mma cuda_fma; do
+for x in cuda cudabf cudabf_mma cuda_fma cuda_tf32; do
 	if timeout 30 "$B/gpt.$x" --steps 3 --lr 0.01 --quiet --save /tmp/q_ga.p >>"$log" 2>&1 &&
 		timeout 30 "$B/gpt.${x}_apart" --steps 3 --lr 0.01 --quiet --save /tmp/q_gap.p >>"$log" 2>&1 && cmp -s /tmp/q_ga.p /tmp/q_gap.p; then
 		say "- gpt.$x: attention's kept log-sum-exp and attn_dkv bitwise as the passes apart"
@@ -70,6 +70,14 @@ for pr in f32 bf16; do
 		say "- gpt_ep.$pr: the GEMMs' epilogues **differ** from apart by more than $tol, or did not run (gpu_quick.log)"
 	fi
 done
+# f32 attention as 3xTF32 (GPT-2's default since 2026-12-06) against the CPU's f32 at the same parameters
+if timeout 30 "$B/gpt.cuda_tf32" --steps 1 --lr 0 --quiet --save /tmp/q_gt.p --dump-grads /tmp/q_gt.g >>"$log" 2>&1 &&
+	timeout 30 "$B/gpt_h2.cpu" --steps 1 --lr 0 --quiet --init /tmp/q_gt.p --dump-grads /tmp/q_gt_cpu.g >>"$log" 2>&1 &&
+	COMPARE_FLOOR=1e-4 python3 "$B/compare.py" /tmp/q_gt.g /tmp/q_gt_cpu.g 1e-4 >>"$log" 2>&1; then
+	say "- gpt.cuda_tf32: attention as 3xTF32 on tensor cores within 1e-4 of the CPU's f32"
+else
+	say "- gpt.cuda_tf32: attention as 3xTF32 **differs** from the CPU's f32 by more than 1e-4, or did not run (gpu_quick.log)"
+fi
 say ""
 
 # net NAME EXE LIMIT TORCH-ARGS...: dpc's ms/step (60 s at most), then PyTorch's eager and
@@ -119,7 +127,8 @@ done
 say ""
 
 # each GPT-2 (1 and 2 above: the cost model's choices) against the same plan with one choice the other way:
-# fp32's attention on GEMMs (the model's choice since 2026-12-04) against dpc's FMA kernels; bf16's on dpc's
+# fp32's attention on dpc's 3xTF32 tensor-core kernels (the model's choice since 2026-12-06) against GEMMs
+# (its choice from 2026-12-04) and against dpc's FMA kernels; bf16's on dpc's
 # tensor-core kernels in FlashAttention-2's order against cuBLAS's GEMMs (DPC_ATTN_GEMM=on), and its
 # vocabulary's GEMMs split at 50,256 (since 2026-12-04) against whole (DPC_GEMM_SPLIT=off). This says whether
 # the model chose right and what each choice is worth
@@ -138,7 +147,8 @@ other() {
 		say "- $alt: failed or did not start (gpu_quick.log)"
 	fi
 }
-other gpt2 gpt2_fma "gpt2 (fp32): attention on GEMMs against the FMA kernels"
+other gpt2 gpt2_gemm "gpt2 (fp32): attention as 3xTF32 on tensor cores against GEMMs"
+other gpt2 gpt2_fma "gpt2 (fp32): attention as 3xTF32 on tensor cores against the FMA kernels"
 other gpt2bf gpt2bf_gemm "gpt2bf: attention on the tensor-core kernels against GEMMs"
 other gpt2bf gpt2bf_whole "gpt2bf: the vocabulary's GEMMs split against whole"
 other gpt2bf gpt2bf_apart "gpt2bf: the GEMMs' epilogues (cuBLASLt) against apart"

@@ -120,7 +120,8 @@ static const CgGpu gpus[] = {
 /* Attention on tensor cores, pipe by pipe (mma_time): an SM issues 4 warp
  * instructions a clock (one per scheduler), does 128 FP32 lanes' work, 16
  * ex2, moves 128 bytes through shared memory (an ldmatrix.x4: 512) and
- * mma.sync's bf16 products at the data sheet's dense peak on the A100 and
+ * mma.sync's bf16 products (f32's 3xTF32: m16n8k8 .tf32's, at TF32's peak)
+ * at the data sheet's dense peak on the A100 and
  * half of it on Hopper, whose full rate is wgmma's (mma.sync reached about
  * half in published microbenchmarks). The other side's tiles come from L2,
  * taken at MMA_L2 times the memory's bandwidth. The busiest pipe bounds the

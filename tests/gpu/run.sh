@@ -102,8 +102,10 @@ build)
 			--emit=schedule --schedule-json $B/kernels/gpt2bf.$gpu.json >/dev/null || exit 1
 		DPC_ATTN_GEMM=on bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_gemm.$gpu.json >/dev/null || exit 1
-		DPC_ATTN_GEMM=off bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
+		DPC_ATTN_GEMM=off DPC_ATTN_TF32=off bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_fma.$gpu.json >/dev/null || exit 1
+		DPC_ATTN_TF32=off bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
+			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2_gemm.$gpu.json >/dev/null || exit 1
 		DPC_GEMM_SPLIT=off bin/dpc --target cuda --gpu $gpu --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 \
 			samples/gpt.dp --emit=schedule --schedule-json $B/kernels/gpt2bf_whole.$gpu.json >/dev/null || exit 1
 		DPC_EPILOGUE=off bin/dpc --target cuda --gpu $gpu -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} \
@@ -170,15 +172,25 @@ build)
 	# before): the attention op programs against the CPU and finite differences in f64, GPT's fused passes
 	# bitwise as apart
 	for s in attention attention_tiles attention_heads16 attention_heads128; do
-		DPC_ATTN_GEMM=off bin/dpc --target cuda tests/ops/$s.dp -o $B/ops/$s.cuda_fma || exit 1
+		DPC_ATTN_GEMM=off DPC_ATTN_TF32=off bin/dpc --target cuda tests/ops/$s.dp -o $B/ops/$s.cuda_fma || exit 1
 		DPC_ATTN_GEMM=off bin/dpc --target cuda --precision f64 tests/ops/$s.dp -o $B/ops/$s.cuda64_fma || exit 1
 	done
-	DPC_ATTN_GEMM=off bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma || exit 1
-	DPC_ATTN_GEMM=off DPC_ATTN_APART=1 bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma_apart || exit 1
-	# GPT-2 fp32 on the FMA kernels for bench/gpu_quick.sh (the cost model takes GEMMs since the H200's profile of
-	# 2026-12-04), and bf16 with the vocabulary's GEMMs whole (DPC_GEMM_SPLIT=off: the split's gain)
-	DPC_ATTN_GEMM=off bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
+	DPC_ATTN_GEMM=off DPC_ATTN_TF32=off bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma || exit 1
+	DPC_ATTN_GEMM=off DPC_ATTN_TF32=off DPC_ATTN_APART=1 bin/dpc --target cuda samples/gpt.dp -o $B/gpt.cuda_fma_apart || exit 1
+	# f32 attention on tensor cores as 3xTF32 (DPC_ATTN_TF32=on; 2026-12-06, never run on a GPU before): the
+	# op programs with heads of 32 to 80 against the CPU, GPT's (heads of 16) fused passes bitwise as apart
+	for s in attention_heads16 attention_heads128; do
+		DPC_ATTN_GEMM=off DPC_ATTN_TF32=on bin/dpc --target cuda tests/ops/$s.dp -o $B/ops/$s.cuda_tf32 || exit 1
+	done
+	DPC_ATTN_GEMM=off DPC_ATTN_TF32=on bin/dpc --target cuda -D H=2 samples/gpt.dp -o $B/gpt.cuda_tf32 || exit 1
+	DPC_ATTN_GEMM=off DPC_ATTN_TF32=on DPC_ATTN_APART=1 bin/dpc --target cuda -D H=2 samples/gpt.dp -o $B/gpt.cuda_tf32_apart || exit 1
+	# GPT-2 fp32 for bench/gpu_quick.sh the other ways: on the FMA kernels and on GEMMs (the cost model's choice
+	# from the H200's profile of 2026-12-04 to the 3xTF32 kernels of 2026-12-06), and bf16 with the
+	# vocabulary's GEMMs whole (DPC_GEMM_SPLIT=off: the split's gain)
+	DPC_ATTN_GEMM=off DPC_ATTN_TF32=off bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
 		-o $B/gpt2_fma.cuda || exit 1
+	DPC_ATTN_TF32=off bin/dpc --target cuda -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=${GPT_B:-8} samples/gpt.dp \
+		-o $B/gpt2_gemm.cuda || exit 1
 	DPC_GEMM_SPLIT=off bin/dpc --target cuda --precision bf16 -D L=12 -D D=768 -D H=12 -D T=1024 -D V=50257 -D B=32 samples/gpt.dp \
 		-o $B/gpt2bf_whole.cuda || exit 1
 	# fused loops: one block's kernel against the unfused build and the CPU
@@ -255,7 +267,7 @@ PY
 }
 compare_grads() { python3 $B/compare.py "$@"; } # A.safetensors B.safetensors TOL
 for exe in $B/*.cuda; do
-	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_fma.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | gpt2bf_whole.cuda | gpt2_apart.cuda | gpt2bf_apart.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
+	case $(basename "$exe") in resmlp_big.cuda | resmlp_1024*.cuda | longstack*.cuda | stream_*.cuda | gpt2.cuda | gpt2_fma.cuda | gpt2_gemm.cuda | gpt2bf.cuda | gpt2bf_gemm.cuda | gpt2bf_whole.cuda | gpt2_apart.cuda | gpt2bf_apart.cuda | resnet56.cuda | resnet250k.cuda | gpt_scale.cuda | dp.cuda) continue ;; esac # benchmarks: bench/ (dp.cuda: bench/dp.sh gpu)
 	s=$(basename "$exe" .cuda)
 	case $s in classifier) lr=0.5 ;; oscillator) lr=0.1 ;; *) lr=0.01 ;; esac
 	args="--steps 20 --log-every 1 --lr $lr --conv-fp32" # exact f32 convolutions: compared at 1e-4
@@ -296,6 +308,15 @@ for exe in $B/ops/*.cuda_fma; do
 	check "gpu/op $s on the FMA kernels: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda_fma.st $TEST_OUT/op_$s.cpu_fma.st 1e-4
 	check "gpu/op $s on the FMA kernels: gradcheck f64 on the GPU" $B/ops/$s.cuda64_fma --gradcheck
 done
+# f32 attention on tensor cores as 3xTF32 (never run on a GPU before this script's first run after 2026-12-06):
+# within 1e-4 of the CPU's f32 (the SIMT emulator, tests/gradcheck, within 1e-5)
+for exe in $B/ops/*.cuda_tf32; do
+	s=$(basename "$exe" .cuda_tf32)
+	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda_tf32.st >$TEST_OUT/op_$s.cuda_tf32.log 2>&1 &&
+		$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu_tf32.st >>$TEST_OUT/op_$s.cuda_tf32.log 2>&1 ||
+		{ notok "gpu/op $s as 3xTF32: run" $TEST_OUT/op_$s.cuda_tf32.log; continue; }
+	check "gpu/op $s as 3xTF32: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda_tf32.st $TEST_OUT/op_$s.cpu_tf32.st 1e-4
+done
 for exe in $B/ops/*.cudabf; do
 	s=$(basename "$exe" .cudabf)
 	$exe --steps 1 --lr 0 --save $TEST_OUT/bf_$s.p.st --dump-grads $TEST_OUT/bf_$s.cuda.st >$TEST_OUT/bf_$s.log 2>&1 &&
@@ -317,9 +338,9 @@ else
 fi
 # attention on GEMMs: the forward's log-sum-exp written by its softmax rows and attn_dkv, bitwise
 # as those passes apart (DPC_ATTN_APART=1), in f32 and bf16, and the same on dpc's tensor-core
-# kernels (cudabf_mma) and FMA kernels (cuda_fma); and every GEMM through cuBLAS's strided-batched calls
-# (DPC_GEMM_BATCHED=1) against one product a call, within 1e-4
-for x in cuda cudabf cudabf_mma cuda_fma; do
+# kernels (cudabf_mma), FMA kernels (cuda_fma) and 3xTF32 kernels (cuda_tf32); and every GEMM through cuBLAS's
+# strided-batched calls (DPC_GEMM_BATCHED=1) against one product a call, within 1e-4
+for x in cuda cudabf cudabf_mma cuda_fma cuda_tf32; do
 	$B/gpt.$x --steps 3 --lr 0.01 --quiet --save $TEST_OUT/ga.$x.p --dump-grads $TEST_OUT/ga.$x.g >$TEST_OUT/ga.$x.log 2>&1 &&
 		$B/gpt.${x}_apart --steps 3 --lr 0.01 --quiet --save $TEST_OUT/gap.$x.p --dump-grads $TEST_OUT/gap.$x.g \
 			>>$TEST_OUT/ga.$x.log 2>&1 || { notok "gpu/attention $x: run" $TEST_OUT/ga.$x.log; continue; }
@@ -334,6 +355,14 @@ if $B/gpt.cudabf_mma --steps 1 --lr 0 --quiet --save $TEST_OUT/gm.p --dump-grads
 		$TEST_OUT/gm.g $TEST_OUT/gm.cpu.g 0.03
 else
 	notok "gpu/attention cudabf_mma: run" $TEST_OUT/gm.log
+fi
+# and as 3xTF32 against the CPU's f32 at the same parameters, within 1e-4
+if $B/gpt.cuda_tf32 --steps 1 --lr 0 --quiet --save $TEST_OUT/gt.p --dump-grads $TEST_OUT/gt.g >$TEST_OUT/gt.log 2>&1 &&
+	$B/gpt_h2.cpu --steps 1 --lr 0 --quiet --init $TEST_OUT/gt.p --dump-grads $TEST_OUT/gt.cpu.g >>$TEST_OUT/gt.log 2>&1; then
+	COMPARE_FLOOR=1e-4 check "gpu/attention cuda_tf32: GPT's gradients within 1e-4 of the CPU's f32" compare_grads \
+		$TEST_OUT/gt.g $TEST_OUT/gt.cpu.g 1e-4
+else
+	notok "gpu/attention cuda_tf32: run" $TEST_OUT/gt.log
 fi
 # the vocabulary's GEMMs split at 248 of V = 251 in bf16 (the logits' n, their adjoint's k) and whole: GPT's
 # first gradients within 3% of the CPU's f32 at the same parameters (on the CPU target the split's are 0.8%)
