@@ -463,9 +463,11 @@ bool cg_attn_wide(const KDesc *d)
 	return q.dim[q.rank - 1] / d->attr.attn.heads > 64;
 }
 
+int64_t cg_attn_tile_bytes(const KDesc *d) { return 4 * mma_words(d); }
+
 int64_t cg_attn_smem(const KDesc *d)
 {
-	int64_t bytes = 4 * mma_words(d);
+	int64_t bytes = cg_attn_tile_bytes(d);
 	return bytes > MMA_STATIC_SMEM ? bytes : 0;
 }
 

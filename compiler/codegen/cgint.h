@@ -463,6 +463,7 @@ int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
 /* a tensor-core attention kernel's dynamic shared memory: its tile memory's
  * bytes where they pass PTX's 48 KiB of static shared memory (heads wider
  * than 64), else 0 */
+int64_t cg_attn_tile_bytes(const KDesc *d); /* a tensor-core attention block's tile memory, static or not */
 int64_t cg_attn_smem(const KDesc *d);
 /* heads wider than 64: the tensor-core kernels may take 255 registers a thread (one block an SM) */
 bool cg_attn_wide(const KDesc *d);

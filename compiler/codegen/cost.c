@@ -725,8 +725,10 @@ double cg_attn_price(const char *name, Type q, int heads, bool causal, int64_t r
 			}
 			int64_t blocks = cg_attn_mma_mix(&d, &x);
 			x.dram = tensors[i] * qb;
-			/* two blocks an SM at 128 registers; heads wider than 64 take up to 255, one */
-			t += launch + mma_time(gpu, &x, blocks, cg_attn_wide(&d) ? 1 : 2);
+			/* two blocks an SM at 128 registers; heads wider than 64 take up to 255, one; fewer where their
+			 * tile memory passes the SM's (the A100's 164 KiB: one of f32's 87 KiB at heads of 64) */
+			int per = cg_attn_wide(&d) ? 1 : 2, by_smem = gpu->smem_sm / (int)cg_attn_tile_bytes(&d);
+			t += launch + mma_time(gpu, &x, blocks, by_smem < per ? (by_smem > 0 ? by_smem : 1) : per);
 		}
 		return t;
 	}
