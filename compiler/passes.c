@@ -57,9 +57,10 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	                        "residual add next to it", gpu);
 	/* unset: by the cost model on the GPU, never on the SIMT emulator */
 	const char *tf = getenv("DPC_ATTN_TF32");
-	int tf32 = !tf || !*tf ? 0 : on_off("DPC_ATTN_TF32", "f32 attention on dpc's kernels on tensor cores as 3xTF32, "
-	                                    "not in FMA; by default on the GPU where the cost model prices it cheaper", gpu)
-	                                    ? 1 : -1;
+	if (tf && *tf && strcmp(tf, "on") && strcmp(tf, "off"))
+		fatal("DPC_ATTN_TF32 takes on or off (f32 attention on dpc's kernels as 3xTF32 on tensor cores, or not; "
+		      "unset: on the GPU where the cost model prices it cheaper than in FMA; for testing), got '%s'", tf);
+	int tf32 = !tf || !*tf ? 0 : !strcmp(tf, "on") ? 1 : -1;
 	FeOptions fo = {o->real_bytes, o->reference, gpu, verbose && o->verbose,
 	              !ag || !*ag ? 0 : !strcmp(ag, "off") ? -1 : !strcmp(ag, "on") ? -2 : atoll(ag),
 	              o->device_mem, o->target == CG_CPU && getenv("DPC_SIMT") && *getenv("DPC_SIMT"),

@@ -47,8 +47,9 @@ static void axpy(K *k, LLVMValueRef out, LLVMValueRef ob, LLVMValueRef s, LLVMVa
 #define ATTN_SMEM 32768 /* bytes of shared memory per block on the GPU */
 
 /* on tensor cores (body_attn_mma), the other side's rows a step: 32 for the
- * forward in bf16, else 16 (f32's 3xTF32 needs the registers of 16 more
- * scores for its operands' split halves) */
+ * forward in bf16, else 16; in f32 (3xTF32, whose operands' split halves
+ * take registers of the scores') 16 for query rows and 8 for key rows,
+ * whose two sums take 64 */
 static int64_t mma_tile(const KDesc *d)
 {
 	OpKind k = d->kind;
@@ -415,9 +416,9 @@ bool cg_attn_mma(const Cg *g, const KDesc *d)
 static bool tf32_of(const KDesc *d) { return d->in[0].dt == DT_F32; }
 
 /* a shared row's 16-bit halves: the row's bytes, and 16 bytes against
- * bank conflicts (f32's: a row 4 words past a multiple of 32 banks, so
- * that both ldmatrix's eight rows and the loads of rows 2t apart fall in
- * 32 different banks) */
+ * bank conflicts (f32's: dh + 4 words, 4 or 20 past a multiple of the 32
+ * banks for heads a multiple of 16, so that both ldmatrix's eight rows and
+ * the words of rows 2t apart, column g, fall in 32 different banks) */
 static int64_t mma_stride(const KDesc *d)
 {
 	Type q = d->in[0];
@@ -433,7 +434,9 @@ typedef struct {
 	LLVMValueRef b, h, bh, warp, g, t, lane;
 	LLVMValueRef smem;           /* the block's tile memory, as i32 words (in the shared address space) */
 	unsigned space;              /* its address space */
-	LLVMValueRef ld_at;          /* this thread's row address for ldmatrix, as bf16 elements (i16) */
+	LLVMValueRef ld_at;          /* this thread's row address for ldmatrix, as bf16 elements (i16); a tile of 8
+	                              * rows (nj 1): lanes 8 to 15 and 24 to 31 give rows 0 to 7 again, so that
+	                              * matrices 1 and 3 repeat 0 and 2 inside the tile */
 	LLVMValueRef ld_warp;        /* the same past the warp's first 16 rows */
 	LLVMValueRef ld_tile;        /* the same in the buffer of this step's tiles */
 	LLVMValueRef halves;         /* the tile memory as bf16 elements (i16) */
@@ -811,8 +814,7 @@ static void scores_tf32(Mma *m, int64_t abase, int64_t tbase, LLVMValueRef out[8
 		frag_a_shared(m, abase, 16 * c, a);
 		split(m, a, 4);
 		for (int j = 0; j < m->nj; j += 2) {
-			/* the n-tiles j and j + 1, where the tile has them (a tile of 8 rows: j's alone, the load's
-			 * rows past it unused) */
+			/* the n-tiles j and j + 1, where the tile has them (a tile of 8 rows: j's alone, Mma.ld_at) */
 			LLVMValueRef bf[2][4];
 			frag_b_rows(m, tbase, 8 * j, 16 * c, bf[0], bf[1]);
 			for (int h = 0; h < 2 && j + h < m->nj; h++) {
@@ -980,10 +982,13 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 	LLVMTypeRef i16 = LLVMInt16TypeInContext(g->ctx);
 	LLVMValueRef halves = LLVMBuildBitCast(B, m->smem, LLVMPointerType(i16, m->space), "");
 	LLVMValueRef lr = add(m, LLVMBuildAnd(B, l32, i64c(m, 7), ""), mulc(m, LLVMBuildAnd(B, LLVMBuildLShr(B, l32, i64c(m, 3), ""), i64c(m, 1), ""), 8));
-	LLVMValueRef e0 = add(m, mulc(m, lr, m->stride), mulc(m, LLVMBuildLShr(B, l32, i64c(m, 4), ""), 8));
-	m->ld_at = LLVMBuildGEP2(B, i16, halves, &e0, 1, "");
+	LLVMValueRef col = mulc(m, LLVMBuildLShr(B, l32, i64c(m, 4), ""), 8);
+	LLVMValueRef e0 = add(m, mulc(m, lr, m->stride), col);
 	LLVMValueRef w0 = mulc(m, m->warp, 16 * m->stride);
-	m->ld_warp = LLVMBuildGEP2(B, i16, m->ld_at, &w0, 1, "");
+	m->ld_warp = LLVMBuildGEP2(B, i16, LLVMBuildGEP2(B, i16, halves, &e0, 1, ""), &w0, 1, "");
+	if (nj == 1)
+		e0 = add(m, mulc(m, LLVMBuildAnd(B, l32, i64c(m, 7), ""), m->stride), col);
+	m->ld_at = LLVMBuildGEP2(B, i16, halves, &e0, 1, "");
 	m->halves = halves;
 	bool fwd = kind == OP_ATTENTION || kind == OP_ATTN_LSE;
 	bool p_acc = kind == OP_ATTENTION || kind == OP_ATTN_DV || kind == OP_ATTN_DKV;  /* += P V, P^T dO */
@@ -1130,10 +1135,14 @@ int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix)
 		int64_t row0 = i * MMA_ROWS, lo = keyside && causal ? row0 : 0;
 		int64_t hi = !keyside && causal ? (row0 + MMA_ROWS < T ? row0 + MMA_ROWS : T) : T;
 		steps += (hi - lo + tk - 1) / tk;
-		/* the warps' steps not hidden by a causal mask (body_attn_mma skips those) */
-		for (int64_t o = lo; o < hi; o += tk)
-			for (int64_t mine = row0; mine < row0 + MMA_ROWS; mine += 16)
-				seen += !causal || (keyside ? o + tk - 1 >= mine : o <= mine + 15);
+		/* each warp's steps not hidden by a causal mask (body_attn_mma skips those): query rows see the
+		 * steps from lo with o <= mine + 15, key rows those with o + tk - 1 >= mine */
+		int64_t n = (hi - lo + tk - 1) / tk;
+		for (int64_t mine = row0; mine < row0 + MMA_ROWS; mine += 16) {
+			int64_t first = keyside ? (mine - lo) / tk : 0;
+			int64_t last = keyside ? n : (mine + 15 - lo) / tk + 1;
+			seen += !causal ? n : (last < n ? last : n) - first > 0 ? (last < n ? last : n) - first : 0;
+		}
 	}
 	double warp_steps = (double)(seen * bh), block_steps = (double)(steps * bh);
 	double e = (double)tk / 2; /* a thread's scores a step */

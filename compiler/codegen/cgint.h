@@ -460,10 +460,10 @@ int64_t cg_attn_fma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
 /* the value of the lane whose number differs from this one's in bit `mask` (a warp shuffle) */
 LLVMValueRef cg_shuffle_xor(K *k, LLVMValueRef v, int mask);
 int64_t cg_attn_mma_mix(const KDesc *d, CgMix *mix); /* the launch's blocks */
-/* a tensor-core attention kernel's dynamic shared memory: its tile memory's
- * bytes where they pass PTX's 48 KiB of static shared memory (heads wider
- * than 64), else 0 */
 int64_t cg_attn_tile_bytes(const KDesc *d); /* a tensor-core attention block's tile memory, static or not */
+/* a tensor-core attention kernel's dynamic shared memory: its tile memory's
+ * bytes where they pass PTX's 48 KiB of static shared memory (bf16's heads
+ * wider than 64, f32's of 64 and wider), else 0 */
 int64_t cg_attn_smem(const KDesc *d);
 /* heads wider than 64: the tensor-core kernels may take 255 registers a thread (one block an SM) */
 bool cg_attn_wide(const KDesc *d);

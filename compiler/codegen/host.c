@@ -757,8 +757,8 @@ void cg_string_global(Cg *g, const char *name, const char *text)
 }
 
 /* dp_kernel_smem: each kernel's dynamic shared memory in bytes, by id (the
- * tensor-core attention's with heads wider than 64: cg_attn_smem; 0 for the
- * rest, and for every kernel of the CPU target) */
+ * tensor-core attention's past 48 KiB: cg_attn_smem; 0 for the rest, and
+ * for every kernel of the CPU target) */
 static void kernel_smem_table(Cg *g)
 {
 	int n = g->kernels.len;

@@ -487,20 +487,23 @@ static void attention_path(Lower *L, Op *op)
 	bool causal = op->attr.attn.causal;
 	const char *fma_no = bf16 ? NULL : ops_attn_fma_refuses(q, heads);
 	const char *tf32_no = bf16 || L->o->attn_tf32 < 0 ? "DPC_ATTN_TF32=off" : tf32_refuses(q, dh);
-	if (q.dt == DT_F32 && L->o->attn_tf32 >= 0 && tf32_no && (L->o->attn_tf32 > 0 || L->o->cuda) && L->o->verbose)
+	if (q.dt == DT_F32 && L->o->attn_tf32 >= 0 && tf32_no && (L->o->cuda || L->o->simt) && L->o->verbose)
 		diag_note(op->loc, "attention not on tensor cores as 3xTF32: %s", tf32_no);
 	/* the own kernels' way: 3xTF32 where asked (DPC_ATTN_TF32=on), or on the GPU where priced cheaper than FMA */
 	bool tf32 = !tf32_no && (L->o->attn_tf32 > 0 || (L->o->cuda && !L->o->simt && L->o->attn_price));
-	double in_fma = -1; /* the FMA kernels' price, where compared */
+	double in_fma = -1, in_tf32 = -1; /* the two kernels' prices, where compared */
 	if (tf32 && L->o->attn_tf32 == 0 && !fma_no) {
 		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
 		in_fma = L->o->attn_price(L->o->gpu, q, heads, causal, rows, ATTN_OWN);
-		tf32 = L->o->attn_price(L->o->gpu, q, heads, causal, rows, ATTN_TF32) < in_fma;
+		in_tf32 = L->o->attn_price(L->o->gpu, q, heads, causal, rows, ATTN_TF32);
+		tf32 = in_tf32 < in_fma;
 	}
 	const char *refuses = bf16 ? mma_refuses(q, dh) : tf32 ? NULL : fma_no;
 	const char *own = bf16 ? "dpc's tensor-core kernels" : tf32 ? "dpc's 3xTF32 tensor-core kernels" : "dpc's FMA kernels";
 	if (tf32 && in_fma >= 0)
 		own = ar_printf("%s (%.3f ms in FMA; DPC_ATTN_TF32=off takes those)", own, in_fma * 1e3);
+	else if (in_tf32 >= 0)
+		own = ar_printf("%s (%.3f ms as 3xTF32 on tensor cores; DPC_ATTN_TF32=on takes those)", own, in_tf32 * 1e3);
 	if (chosen && !refuses && L->o->attn_price) {
 		int64_t rows = ops_attn_rows(q, heads, causal, 0, L->p->device_mem);
 		double flash = L->o->attn_price(L->o->gpu, q, heads, causal, rows, tf32 ? ATTN_TF32 : ATTN_OWN);
