@@ -190,13 +190,15 @@ check "kernels/gpt2 fp32: 3xTF32 on tensor cores at T = 1024 and 256 on the H200
 	grep -q 'gpt.dp:[0-9]*:[0-9]*: note: attention on tensor cores: the cost model.s [0-9.]* ms .* on dpc.s 3xTF32 tensor-core kernels ([0-9.]* ms in FMA; DPC_ATTN_TF32=off takes those) against at least [0-9.]* ms on GEMMs, on the h200' '$o/choice_tf32.log' &&
 	python3 -c 'import sys; sys.exit(not float(\"$f32_tf32\") < float(\"$f32_gemm\"))'"
 "$DPC" --target cuda $gpt2 -D L=1 -D B=8 samples/gpt.dp --emit=ptx -o "$o/gpt2tf32.ptx" --schedule-json "$o/gpt2tf32_1.json" >/dev/null 2>&1
+"$DPC" --target cuda --precision bf16 $gpt2 -D L=1 -D B=32 samples/gpt.dp --emit=ptx -o "$o/gpt2bf_mma.ptx" \
+	--schedule-json "$o/gpt2bf_mma1.json" >/dev/null 2>&1
 sed "s/C = 2048/C = 448/; s/heads=16/heads=4/; s/T = 2048/T = 256/" "$o/heads128.dp" >"$o/tf32_112.dp"
 DPC_ATTN_GEMM=off DPC_ATTN_TF32=on "$DPC" --target cuda "$o/tf32_112.dp" --emit=ptx -o "$o/tf32_112.ptx" >/dev/null 2>&1
 DPC_ATTN_TF32=on "$DPC" -v --target cuda "$o/fma128.dp" --emit=ir >"$o/tf32_128.log" 2>&1
 for dh in 80 96 112; do
 	DPC_ATTN_GEMM=off DPC_ATTN_TF32=on plan tf32_$dh "$o/heads$dh.dp"
 done
-check "kernels/3xTF32 attention: at most 128 registers for heads of 64, 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts" python3 - "$o" <<'PY'
+check "kernels/3xTF32 attention: at most 128 registers for heads of 64, 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts, and bf16's mma" python3 - "$o" <<'PY'
 import json, re, sys
 o = sys.argv[1]
 kinds = ('attention[', 'attn_dkv[', 'attn_dq[')
@@ -212,6 +214,13 @@ for k in ks:
     assert n == k['mma_per_step'] and n % 3 == 0 and 'bf16' not in body, (k['name'], n, k['mma_per_step'])
     # each product's operands split in two by cvt.rna (A's four words, B's two)
     assert body.count("cvt.rna.tf32.f32") >= 4 * (n // 3), (k['name'], body.count('cvt.rna.tf32.f32'))
+# bf16's m16n8k16 the same way
+ptx = open(f'{o}/gpt2bf_mma.ptx').read()
+ks = [k for k in json.load(open(f'{o}/gpt2bf_mma1.json'))['kernels'] if k['name'].startswith(kinds)]
+assert len(ks) == 3, ks
+for k in ks:
+    body = re.search(r'\.visible \.entry dp_k%d\((.*?)\n}' % k['kernel'], ptx, re.S).group(0)
+    assert body.count('mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32') == k['mma_per_step'], k
 assert '.extern .shared .align 16 .b8 dp_dynamic_shared[];' in open(f'{o}/tf32_112.ptx').read()
 assert 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32' in open(f'{o}/tf32_112.ptx').read()
 assert 'note: attention not on tensor cores as 3xTF32: it takes heads of 16 to 112 elements' in open(f'{o}/tf32_128.log').read()
