@@ -190,35 +190,33 @@ float rt_simt_shfl_bfly_f32(int32_t mask, float v, int32_t lanemask, int32_t cla
 	return float_of((uint32_t)rt_simt_shfl_bfly_i32(mask, (int32_t)bits_of(v), lanemask, clamp));
 }
 
+/* a thread's part of a warp's tensor-core product `op`: its A and B words
+ * in, its four floats of C in c, replaced by D's */
+static void mma_at_warp(int op, const int32_t *w, float *c)
+{
+	Fiber *f = &blk->f[blk->cur];
+	for (int i = 0; i < 6; i++)
+		f->in[i] = (uint32_t)w[i];
+	for (int i = 0; i < 4; i++)
+		f->in[6 + i] = bits_of(c[i]);
+	at_warp(op);
+	for (int i = 0; i < 4; i++)
+		c[i] = float_of(f->out[i]);
+}
+
 /* d = a b + c on a warp's tensor cores, m16n8k16, A row-major and B
  * column-major in bf16, C and D in f32: this thread's fragments (a: four
  * words of two bf16, b: two, c: four floats, replaced by d's) */
 void rt_simt_mma_bf16(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1, float *c)
 {
-	Fiber *f = &blk->f[blk->cur];
-	int32_t w[6] = {a0, a1, a2, a3, b0, b1};
-	for (int i = 0; i < 6; i++)
-		f->in[i] = (uint32_t)w[i];
-	for (int i = 0; i < 4; i++)
-		f->in[6 + i] = bits_of(c[i]);
-	at_warp(W_MMA_BF16);
-	for (int i = 0; i < 4; i++)
-		c[i] = float_of(f->out[i]);
+	mma_at_warp(W_MMA_BF16, (int32_t[]){a0, a1, a2, a3, b0, b1}, c);
 }
 
 /* d = a b + c, m16n8k8 with A and B in TF32 (f32 words whose low 13 bits
  * the product ignores), C and D in f32 */
 void rt_simt_mma_tf32(int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1, float *c)
 {
-	Fiber *f = &blk->f[blk->cur];
-	int32_t w[6] = {a0, a1, a2, a3, b0, b1};
-	for (int i = 0; i < 6; i++)
-		f->in[i] = (uint32_t)w[i];
-	for (int i = 0; i < 4; i++)
-		f->in[6 + i] = bits_of(c[i]);
-	at_warp(W_MMA_TF32);
-	for (int i = 0; i < 4; i++)
-		c[i] = float_of(f->out[i]);
+	mma_at_warp(W_MMA_TF32, (int32_t[]){a0, a1, a2, a3, b0, b1}, c);
 }
 
 /* cvt.rna.tf32.f32: x rounded to TF32's 10 bits of fraction, to nearest

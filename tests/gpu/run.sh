@@ -299,23 +299,20 @@ for exe in $B/ops/*.cuda; do
 	check "gpu/op $s: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda.st $TEST_OUT/op_$s.cpu.st 1e-4
 	check "gpu/op $s: gradcheck f64 on the GPU" $B/ops/$s.cuda64 --gradcheck
 done
-# attention in f32 and f64 on the FMA kernels (never run on a GPU before this script's first run after 2026-12-03)
-for exe in $B/ops/*.cuda_fma; do
-	s=$(basename "$exe" .cuda_fma)
-	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda_fma.st >$TEST_OUT/op_$s.cuda_fma.log 2>&1 &&
-		$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu_fma.st >>$TEST_OUT/op_$s.cuda_fma.log 2>&1 ||
-		{ notok "gpu/op $s on the FMA kernels: run" $TEST_OUT/op_$s.cuda_fma.log; continue; }
-	check "gpu/op $s on the FMA kernels: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda_fma.st $TEST_OUT/op_$s.cpu_fma.st 1e-4
-	check "gpu/op $s on the FMA kernels: gradcheck f64 on the GPU" $B/ops/$s.cuda64_fma --gradcheck
-done
-# f32 attention on tensor cores as 3xTF32 (never run on a GPU before this script's first run after 2026-12-06):
-# within 1e-4 of the CPU's f32 (the SIMT emulator, tests/gradcheck, within 1e-5)
-for exe in $B/ops/*.cuda_tf32; do
-	s=$(basename "$exe" .cuda_tf32)
-	$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda_tf32.st >$TEST_OUT/op_$s.cuda_tf32.log 2>&1 &&
-		$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu_tf32.st >>$TEST_OUT/op_$s.cuda_tf32.log 2>&1 ||
-		{ notok "gpu/op $s as 3xTF32: run" $TEST_OUT/op_$s.cuda_tf32.log; continue; }
-	check "gpu/op $s as 3xTF32: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda_tf32.st $TEST_OUT/op_$s.cpu_tf32.st 1e-4
+# attention in f32 and f64 on the FMA kernels (never run on a GPU before this script's first run after
+# 2026-12-03), and f32 on tensor cores as 3xTF32 (before its first after 2026-12-06): within 1e-4 of the CPU's
+# f32 (the SIMT emulator, tests/gradcheck, within 1e-5 as 3xTF32), the FMA kernels' f64 against finite differences
+for way in fma tf32; do
+	what="on the FMA kernels"
+	[ $way = tf32 ] && what="as 3xTF32"
+	for exe in $B/ops/*.cuda_$way; do
+		s=$(basename "$exe" .cuda_$way)
+		$exe --steps 1 --dump-grads $TEST_OUT/op_$s.cuda_$way.st >$TEST_OUT/op_$s.cuda_$way.log 2>&1 &&
+			$B/ops/$s.cpu --steps 1 --dump-grads $TEST_OUT/op_$s.cpu_$way.st >>$TEST_OUT/op_$s.cuda_$way.log 2>&1 ||
+			{ notok "gpu/op $s $what: run" $TEST_OUT/op_$s.cuda_$way.log; continue; }
+		check "gpu/op $s $what: gradients cuda vs cpu" compare_grads $TEST_OUT/op_$s.cuda_$way.st $TEST_OUT/op_$s.cpu_$way.st 1e-4
+		[ $way = fma ] && check "gpu/op $s $what: gradcheck f64 on the GPU" $B/ops/$s.cuda64_fma --gradcheck
+	done
 done
 for exe in $B/ops/*.cudabf; do
 	s=$(basename "$exe" .cudabf)
