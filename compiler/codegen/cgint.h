@@ -49,6 +49,7 @@ typedef struct {
 	                    * module array; 2, their total (cross_entropy on the GPU); 0: one kernel */
 	int64_t pitch[2];  /* cross_entropy and its gradient: the rows' pitch of operand 0, the logits [0], and of
 	                    * the result [1] (memplan/pitch.c); 0: rows packed */
+	bool hat;          /* layernorm_grad: also writes dy hat (the scale's gradient's rows) at its last word */
 } KDesc;
 
 /* kinds beyond the IR's: the optimizers, runs of elementwise ops fused into
@@ -413,7 +414,8 @@ bool cg_gemm_epilogue(Host *h, Block *b, int i, int to, int *at, int *nat);
 bool cg_gemm_bgrad(Host *h, Block *b, int i, int to, int *at, int *nat);
 #define CG_EPILOGUE_OPS 3
 /* nn.c: the residual add before a layernorm, or after a layernorm_grad, b[i] and b[i + 1] as one kernel
- * (KDesc.mode, below) where Program.epilogues asks: false if not; else at[0] the position it took */
+ * (KDesc.mode, below), and a layernorm_grad's dy hat (KDesc.hat), where Program.epilogues asks: false if
+ * neither; else the positions of the ops it took in at[0..*nat) */
 bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat);
 /* a layernorm kernel's mode: x = a + res made as it goes, stored beside (words: m, a, g, b, res, x); or the
  * gradient added to res (words: y, x, g, dy, res), stored beside (then the word after, v) */

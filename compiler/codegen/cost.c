@@ -54,9 +54,12 @@ static const CgGpu gpus[] = {
  *   over a row too long for the rows in flight to stay in L2 (GPT-2's
  *   logits) is counted again (kernel_bytes);
  * - FP32 arithmetic needs 8 warps an SM (two per scheduler);
- * - cuBLAS's FP32 GEMMs ran at 0.79 of peak (the vocabulary projection,
- *   632 GFLOP in about 12 ms at B = 8), those under 100 GFLOP at 0.645 (on
- *   the H200 on 2026-11-28 GPT-2's blocks' GEMMs at 0.62 to 0.67);
+ * - cuBLAS's FP32 GEMMs: on the H200 on 2026-12-04 (bench/profiles) GPT-2's
+ *   three vocabulary GEMMs (632 GFLOP each) took 36.9 ms, 0.768 of peak,
+ *   and its blocks' (216 launches, the six shapes of [8192 | 768 | 3072]^3
+ *   under 100 GFLOP) 89.5 ms, 0.70: each shape within 0.93-1.06 of these
+ *   two figures (it had been 0.79 and 0.645, from 2026-11-28's 0.62 to 0.67
+ *   of the forward's: 0.94-1.15 of the 12-04 measures, the step 1.03);
  *   attention's batched GEMMs over address arrays (cublasGemmBatchedEx, k
  *   or n the head's 64) at 0.415 in FP32 and 0.134 of the tensor cores'
  *   bf16 peak: what the H200's GPT-2 steps of 2026-11-28 spent in GEMMs
@@ -106,10 +109,10 @@ static const CgGpu gpus[] = {
  *   instructions, four warps a scheduler) until a profile says. */
 #define MEM_LATENCY 414e-9
 #define FLOP_WARPS 8.0
-#define GEMM_F32_EFF 0.79
+#define GEMM_F32_EFF 0.768
 #define GEMM_BF16_EFF 0.67
 #define GEMM_BF16_ODD_EFF 0.125
-#define GEMM_F32_SMALL_EFF 0.645
+#define GEMM_F32_SMALL_EFF 0.70
 #define GEMM_ITEMS_F32_EFF 0.415
 #define GEMM_ITEMS_BF16_EFF 0.134
 #define GEMM_MEM_EFF 0.83

@@ -256,9 +256,9 @@ const char *cg_kernel_label(const KDesc *k)
 	}
 	Type t = k->out;
 	bool norm = (int)k->kind == OP_LAYERNORM || (int)k->kind == OP_LAYERNORM_GRAD;
-	const char *s = ar_printf("%s%s%s%s[", norm && k->mode == NORM_ADD ? "add+" : "",
+	const char *s = ar_printf("%s%s%s%s%s[", norm && k->mode == NORM_ADD ? "add+" : "",
 	                          (int)k->kind == K_FUSED ? "fused" : ir_ops[k->kind].name, k->stage ? ar_printf(".%d", k->stage) : "",
-	                          norm && k->mode >= NORM_GRAD_ADD ? "+add" : "");
+	                          norm && k->mode >= NORM_GRAD_ADD ? "+add" : "", k->hat ? "+hat" : "");
 	for (int i = 0; i < t.rank; i++)
 		s = ar_printf("%s%s%lld", s, i ? "," : "", (long long)t.dim[i]);
 	return ar_printf("%s]", s);

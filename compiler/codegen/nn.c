@@ -75,6 +75,7 @@ typedef struct {
 	const KDesc *d;
 	LLVMValueRef out, b, s1, s2;          /* what the result needs besides */
 	LLVMValueRef res, out2;               /* a residual add's other operand, and the second result (mode) */
+	LLVMValueRef dyhat;                   /* layernorm_grad's dy hat, the scale's gradient's rows (KDesc.hat) */
 } Norm;
 
 /* the row's x at element at: as stored, or (NORM_ADD) the sum a + res, rounded as its store rounds it */
@@ -139,6 +140,8 @@ static void norm_out(K *k, void *ctx, LLVMValueRef at, LLVMValueRef i)
 			cg_row_store(k, s->out2, at, v);
 		v = LLVMBuildFAdd(B, res, v, "");
 	}
+	if (s->dyhat) /* hat as layernorm_hat stores it, times dy, as mul stores it */
+		cg_row_store(k, s->dyhat, at, LLVMBuildFMul(B, cg_row_load(k, s->dy, at), cg_stored(k, hat), ""));
 	cg_row_store(k, s->out, at, v);
 }
 
@@ -151,14 +154,18 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	int64_t C = d->out.dim[d->out.rank - 1];
 	LLVMValueRef n = cg_i64(g, C), inv = cg_real(g, 1.0 / (double)C);
 	Norm s = {ptrs[1], ptrs[2], ptrs[3], LLVMBuildMul(B, row, n, ""), NULL, NULL, 0, d, ptrs[0], ptrs[3], NULL, NULL,
-	          d->mode ? ptrs[4] : NULL, d->mode == NORM_ADD || d->mode == NORM_GRAD_ADD_BOTH ? ptrs[5] : NULL};
+	          d->mode ? ptrs[4] : NULL, d->mode == NORM_ADD || d->mode == NORM_GRAD_ADD_BOTH ? ptrs[5] : NULL, NULL};
 	/* the row's out and x (and dy), and g and b whole, 16-byte aligned: vectors on the GPU; a residual
-	 * add's operand and second result as the row's */
+	 * add's operand and second result, and dy hat, as the row's */
 	int np = d->kind == OP_LAYERNORM_HAT ? 2 : 4;
-	LLVMValueRef off[6] = {s.base, s.base, NULL, d->kind == OP_LAYERNORM_GRAD ? s.base : NULL, s.base, s.base};
-	LLVMValueRef at[6] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], s.res, s.out2};
 	if (s.res)
 		np = s.out2 ? 6 : 5;
+	if (d->hat)
+		s.dyhat = ptrs[np++]; /* the word after the others */
+	LLVMValueRef off[7] = {s.base, s.base, NULL, d->kind == OP_LAYERNORM_GRAD ? s.base : NULL, s.base, s.base, s.base};
+	LLVMValueRef at[7] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], s.res, s.out2, s.dyhat};
+	if (d->hat)
+		at[np - 1] = s.dyhat;
 	k->aligned = cg_aligned(k, np, at, off);
 	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
 	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");
@@ -745,6 +752,75 @@ static bool apart_or_same(Cg *g, int v, int w)
 	return b <= c || d <= a || (a == c && b == d && ir_type_eq(ir_vtype(g->p, v), ir_vtype(g->p, w)));
 }
 
+/* whether v's arena bytes and [lo, hi) meet */
+static bool meets(Cg *g, int v, int64_t lo, int64_t hi)
+{
+	int64_t a, z;
+	if (v < 0 || !cg_in_arena(g->p, v))
+		return false;
+	cg_extent(g, v, &a, &z);
+	return a < hi && lo < z;
+}
+
+/* A layernorm's adjoint makes the scale's gradient from dy hat: layernorm_hat(x) and mul(dy, it) later
+ * in the block, then summed. layernorm_grad(x, g, dy) at b[i] reads x and dy and has hat, so its kernel
+ * writes dy hat too: hat as layernorm_hat stores it, the product as mul stores it (the same bits), one pass
+ * over the rows and a kernel fewer. Where the hat is read by the mul alone, and nothing from b[i] up to
+ * the mul touches the product's bytes or writes x's and dy's: the mul's position in *jm and the hat's in
+ * *jh, or false. */
+static bool norm_dyhat(Host *h, Block *b, int i, int to, Type t, int *jh, int *jm)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Op *ln = b->ops[i], *hat = NULL, *mul = NULL;
+	for (int j = i + 1; j < to && !mul; j++) {
+		Op *x = b->ops[j];
+		if (ir_is_loop(x))
+			return false;
+		if (!hat && x->kind == OP_LAYERNORM_HAT && x->in[0] == ln->in[0] && x->attr.value == ln->attr.value)
+			hat = x, *jh = j;
+		else if (hat && x->kind == OP_MUL && x->nin == 2 && (x->in[0] == hat->out || x->in[1] == hat->out))
+			mul = x, *jm = j;
+	}
+	if (!mul || h->uses[hat->out] != 1 || ir_is_result(p, hat->out) || mul->in[mul->in[0] == hat->out] != ln->in[2] ||
+	    !full(p, mul->out, t))
+		return false;
+	int64_t lo, hi, xlo, xhi, dlo, dhi;
+	cg_extent(g, mul->out, &lo, &hi);
+	for (int r = 0; r < 3; r++) /* apart from the kernel's operands */
+		if (meets(g, ln->in[r], lo, hi))
+			return false;
+	cg_extent(g, ln->in[0], &xlo, &xhi);
+	cg_extent(g, ln->in[2], &dlo, &dhi);
+	for (int j = i + 1; j < *jm; j++) {
+		Op *x = b->ops[j];
+		if (j == *jh)
+			continue;
+		/* the ops between: none touches the product's bytes; none writes x's or dy's (its result, or
+		 * an acc's, assign's or store's target) */
+		int w = x->out >= 0 ? x->out : x->nin > 0 ? x->in[0] : -1;
+		if (meets(g, x->out, lo, hi) || meets(g, w, xlo, xhi) || meets(g, w, dlo, dhi))
+			return false;
+		for (int k = 0; k < x->nin; k++)
+			if (meets(g, x->in[k], lo, hi))
+				return false;
+	}
+	return true;
+}
+
+/* v = layernorm_grad(x, g, dy), then y = res + v, as one kernel: res, or -1 where not. In bf16 only: in
+ * f32 (vectors of 4 reals, the row's sums beside) ptxas spilled 28 bytes at the 64 registers it keeps a
+ * 256-thread kernel to, and at 96 (told 128) the cost model priced it slower than apart (2 blocks an SM,
+ * not 4) */
+static int grad_add_res(Program *p, Op *ln, Op *add, Type t)
+{
+	if (!add || add->kind != OP_ADD || add->nin != 2 || t.dt != DT_BF16 || !ir_type_eq(ir_vtype(p, add->out), t) ||
+	    !full(p, add->in[0], t) || !full(p, add->in[1], t) || !full(p, add->out, t))
+		return -1;
+	int res = add->in[0] == ln->out ? add->in[1] : add->in[1] == ln->out ? add->in[0] : -1;
+	return res == ln->out ? -1 : res;
+}
+
 bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
 {
 	Cg *g = h->g;
@@ -754,53 +830,74 @@ bool cg_norm_add(Host *h, Block *b, int i, int to, int *at, int *nat)
 	while (b->ops[i]->kind == OP_ADD && j < to && cg_view_here(h, b->ops[j]))
 		j++;
 	Op *op = b->ops[i], *next = j < to ? b->ops[j] : NULL;
-	if (!p->epilogues || h->device || !next)
+	if (!p->epilogues || h->device)
 		return false;
-	Op *add = op->kind == OP_ADD ? op : next, *ln = op->kind == OP_ADD ? next : op;
-	if (add->kind != OP_ADD || add->nin != 2 || (ln->kind != OP_LAYERNORM && ln->kind != OP_LAYERNORM_GRAD) ||
-	    (ln == next) != (ln->kind == OP_LAYERNORM))
+	Op *ln = op->kind == OP_ADD ? next : op, *add = op->kind == OP_ADD ? op : next;
+	if (!ln || (ln->kind != OP_LAYERNORM && ln->kind != OP_LAYERNORM_GRAD) || (ln == next) != (ln->kind == OP_LAYERNORM))
 		return false;
-	Type t = ir_vtype(p, add->out);
-	if (!ir_type_eq(ir_vtype(p, ln->out), t) || !full(p, add->in[0], t) || !full(p, add->in[1], t) || !full(p, add->out, t) ||
-	    !full(p, ln->out, t) || !full(p, ln->in[0], t) || (ln->kind == OP_LAYERNORM_GRAD && !full(p, ln->in[2], t)))
+	Type t = ir_vtype(p, ln->out);
+	if (!full(p, ln->out, t) || !full(p, ln->in[0], t) || (ln->kind == OP_LAYERNORM_GRAD && !full(p, ln->in[2], t)))
 		return false;
-	int mode, res, out, out2, x, w[6];
+	int mode = 0, res = -1, out = ln->out, out2 = -1, x = ln->in[0], w[7], jh = -1, jm = -1;
 	if (ln->kind == OP_LAYERNORM) {
 		/* x = a + res, then m = layernorm(x, g, b) */
-		if (ln->in[0] != add->out)
+		if (add->kind != OP_ADD || add->nin != 2 || ln->in[0] != add->out || !ir_type_eq(ir_vtype(p, add->out), t) ||
+		    !full(p, add->in[0], t) || !full(p, add->in[1], t) || !full(p, add->out, t))
 			return false;
 		mode = NORM_ADD, x = add->in[0], res = add->in[1], out = ln->out, out2 = add->out;
 	} else {
-		/* v = layernorm_grad(x, g, dy), then y = res + v; in bf16 only: in f32 (vectors of 4 reals, the
-		 * row's sums beside) ptxas spilled 28 bytes at the 64 registers it keeps a 256-thread kernel to,
-		 * and at 96 (told 128) the cost model priced it slower than apart (2 blocks an SM, not 4) */
-		if (t.dt != DT_BF16)
+		if (!norm_dyhat(h, b, i, to, t, &jh, &jm))
+			jh = jm = -1;
+		else if (jh == i + 1 && jm == i + 2) /* the add after dy hat's ops (ops_adjoint_layernorm's order) */
+			j = jm + 1, add = j < to ? b->ops[j] : NULL;
+		if ((res = grad_add_res(p, ln, add, t)) >= 0) {
+			bool both = h->uses[ln->out] > 1 || ir_is_result(p, ln->out);
+			mode = both ? NORM_GRAD_ADD_BOTH : NORM_GRAD_ADD, out = add->out, out2 = both ? ln->out : -1;
+		}
+		if (mode == 0 && jm < 0)
 			return false;
-		res = add->in[0] == ln->out ? add->in[1] : add->in[1] == ln->out ? add->in[0] : -1;
-		if (res < 0 || res == ln->out)
-			return false;
-		bool both = h->uses[ln->out] > 1 || ir_is_result(p, ln->out);
-		mode = both ? NORM_GRAD_ADD_BOTH : NORM_GRAD_ADD, x = ln->in[0], out = add->out, out2 = both ? ln->out : -1;
 	}
 	int reads[4] = {x, ln->in[1], ln->in[2], res}, writes[2] = {out, out2};
 	for (int k = 0; k < 2; k++)
 		for (int r = 0; r < 4 && writes[k] >= 0; r++)
-			if (!apart_or_same(g, writes[k], reads[r]))
-				return false;
+			if (res >= 0 || r < 3)
+				if (!apart_or_same(g, writes[k], reads[r]))
+					return false;
 	if (out2 >= 0 && !apart_or_same(g, out, out2))
+		return false;
+	if (mode == NORM_GRAD_ADD_BOTH) /* a word more than KDesc's operands hold */
+		jm = -1;
+	if (jm >= 0) { /* dy hat apart from the other results and res */
+		int64_t lo, hi;
+		cg_extent(g, b->ops[jm]->out, &lo, &hi);
+		if (meets(g, out, lo, hi) || meets(g, out2, lo, hi) || meets(g, res, lo, hi))
+			jm = -1;
+	}
+	if (mode == 0 && jm < 0)
 		return false;
 	KDesc d = cg_kdesc(ln);
 	d.mode = mode;
+	d.hat = jm >= 0;
 	d.out = t;
-	d.nin = out2 >= 0 ? 5 : 4; /* the operands, and the second result (its bytes: cost.c) */
+	/* the operands, and the second result and dy hat as operands (their bytes: cost.c) */
+	d.nin = (mode ? (out2 >= 0 ? 5 : 4) : 3) + d.hat;
 	d.in[0] = t, d.in[1] = ir_vtype(p, ln->in[1]), d.in[2] = ir_vtype(p, ln->in[2]), d.in[3] = t, d.in[4] = t;
-	w[0] = out, w[1] = x, w[2] = ln->in[1], w[3] = ln->in[2], w[4] = res, w[5] = out2;
-	LLVMValueRef words[6];
-	int n = out2 >= 0 ? 6 : 5;
+	int n = 0;
+	w[n++] = out, w[n++] = x, w[n++] = ln->in[1], w[n++] = ln->in[2];
+	if (mode)
+		w[n++] = res;
+	if (out2 >= 0)
+		w[n++] = out2;
+	if (d.hat)
+		w[n++] = b->ops[jm]->out;
+	LLVMValueRef words[7];
 	for (int k = 0; k < n; k++)
 		words[k] = cg_addr(h, w[k]);
 	cg_launch(h, &d, words, n);
-	at[0] = j;
-	*nat = 1;
+	*nat = 0;
+	if (mode)
+		at[(*nat)++] = j;
+	if (d.hat)
+		at[(*nat)++] = jh, at[(*nat)++] = jm;
 	return true;
 }

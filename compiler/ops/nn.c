@@ -472,21 +472,28 @@ const char *ops_shape_layernorm(Program *p, Op *op, Type *out)
 	return NULL;
 }
 
-/* dx from layernorm_grad; dg = sum of dy * hat, db = sum of dy over the rows */
+/* dx from layernorm_grad; dg = sum of dy * hat, db = sum of dy over the rows. dy hat is made right after
+ * dx, before dx is added anywhere: the GPU's layernorm_grad kernel writes it as it goes (codegen/nn.c,
+ * norm_dyhat), into bytes the plan has not given to a value that dies in between */
 void ops_adjoint_layernorm(Ad *a, Op *op, int g)
 {
-	int x = op->in[0], scale = op->in[1], shift = op->in[2];
+	int x = op->in[0], scale = op->in[1], shift = op->in[2], dx = -1;
 	Loc loc = op->loc;
 	if (ad_active(a, x)) {
 		Op *d = ir_new_op(ad_program(a), OP_LAYERNORM_GRAD, loc, 3, (int[]){x, scale, g});
 		d->attr = op->attr;
-		ad_contrib(a, x, ad_emit(a, d), loc);
+		dx = ad_emit(a, d);
 	}
 	if (ad_active(a, scale)) {
 		Op *h = ir_new_op(ad_program(a), OP_LAYERNORM_HAT, loc, 1, &x);
 		h->attr = op->attr;
-		ad_contrib(a, scale, ad_unbroadcast(a, ad_op2(a, OP_MUL, loc, g, ad_emit(a, h)), scale, loc), loc);
+		int dyhat = ad_op2(a, OP_MUL, loc, g, ad_emit(a, h));
+		if (dx >= 0)
+			ad_contrib(a, x, dx, loc), dx = -1;
+		ad_contrib(a, scale, ad_unbroadcast(a, dyhat, scale, loc), loc);
 	}
+	if (dx >= 0)
+		ad_contrib(a, x, dx, loc);
 	if (ad_active(a, shift))
 		ad_contrib(a, shift, ad_unbroadcast(a, g, shift, loc), loc);
 }

@@ -459,9 +459,10 @@ expect "kernels/DPC_ROW_VECTORS: on or off" 1 "DPC_ROW_VECTORS takes on or off" 
 # + bias, the first MLP GEMM + bias and GELU, its adjoint into x + GELU's derivative; and the biases'
 # gradients of the projection, the MLP's first GEMM and the attention's output in the weights' GEMMs
 # (the other three's bytes the plan shares with their GEMM's result); and the residual add before the
-# second layernorm, and in bf16 after both layernorms' adjoints, in their kernels; no GELU kernel left, 156
-# launches fewer than apart (DPC_EPILOGUE=off) in bf16, 132 in fp32, and the step predicted lower; no
-# stack in the layernorms' new kernels
+# second layernorm, and in bf16 after both layernorms' adjoints, in their kernels; each layernorm's
+# adjoint writing dy hat (the scale's gradient's rows) beside dx, no layernorm_hat kernel left; no GELU
+# kernel left, 182 launches fewer than apart (DPC_EPILOGUE=off) in bf16, 158 in fp32, and the step
+# predicted lower; no stack in the layernorms' new kernels
 for pr in f32 bf16; do
 	b=8
 	[ $pr = bf16 ] && b=32
@@ -478,17 +479,18 @@ for on, off in zip(sys.argv[1::2], sys.argv[2::2]):
     got = {p: count(ks, p) for p in ('gemm+bias[%d,768,768]' % m, 'gemm+bias[%d,768,3072]' % m,
                                     'gemm+gelu_bias[%d,3072,768]' % m, 'gemm+dgelu[%d,3072,768]' % m,
                                     'gemm+bgrad[3072,768,%d]' % m, 'gemm+bgrad[768,3072,%d]' % m,
-                                    'gemm+bgrad[768,768,%d]' % m, 'add+layernorm[', 'layernorm_grad+add[')}
+                                    'gemm+bgrad[768,768,%d]' % m, 'add+layernorm[', 'layernorm_grad+add+hat[',
+                                    'layernorm_grad+hat[', 'layernorm_hat[', 'layernorm_grad[')}
     bf16 = 'bf16' in on
-    assert list(got.values()) == [48, 12, 12, 12, 12, 12, 12, 12, 24 if bf16 else 0], (on, got)
+    assert list(got.values()) == [48, 12, 12, 12, 12, 12, 12, 12, 24 if bf16 else 0, 1 if bf16 else 25, 0, 0], (on, got)
     assert count(ks, 'fused[') < count(ko, 'fused[') and not [k for k in ks if k['name'].endswith(',3072]') and k['name'].startswith('fused[')], on
     launches = lambda ks: sum(k['count'] for k in ks)
-    norms = [k for k in ks if '+layernorm[' in k['name'] or 'layernorm_grad+add[' in k['name']]
+    norms = [k for k in ks if '+layernorm[' in k['name'] or k['name'].startswith('layernorm_grad+')]
     assert norms and all(k['stack_bytes'] == 0 for k in norms), (on, norms)
-    assert launches(ko) - launches(ks) == (156 if bf16 else 132), (on, launches(ko), launches(ks))
+    assert launches(ko) - launches(ks) == (182 if bf16 else 158), (on, launches(ko), launches(ks))
 PY
 }
-check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradients in the GEMMs, residual adds in the layernorms (fp32 and bf16), 156 and 132 launches fewer" \
+check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradients in the GEMMs, residual adds and dy hat in the layernorms (fp32 and bf16), 158 and 182 launches fewer" \
 	epilogues "$o/ep_f32.json" "$o/ep_f32_off.json" "$o/ep_bf16.json" "$o/ep_bf16_off.json"
 for pr in f32 bf16; do
 	b=8
@@ -516,12 +518,16 @@ ep_same() { # NAME KINDS SRC ARGS...: KINDS the epilogues (RT_EP_*) the plan mus
 	got=$(DPC_EPILOGUE=on "$DPC" --target cpu "$@" "$src" --emit=llvm 2>/dev/null |
 		sed -n 's/.*call i32 @rt_gemm_ep(i8\* %[0-9]*, i32 \([0-9]\),.*/\1/p' | sort -u | tr '\n' ' ')
 	[ "$got" = "$kinds " ] || { echo "epilogues made: '$got', want '$kinds'"; return 1; }
-	case $src in *gpt.dp) # and the residual adds in the layernorms' kernels (the adjoint's in bf16 only)
+	case $src in *gpt.dp) # and the residual adds in the layernorms' kernels (the adjoint's in bf16 only), dy hat
+		# in the adjoint's (where min-memory makes a layer's values again between dx and hat, some stay apart)
 		DPC_EPILOGUE=on "$DPC" --target cpu "$@" "$src" --emit=llvm 2>/dev/null | grep '^define' >"$o/ep_$name.defs"
 		grep -q '"dp_k[0-9]*_add+layernorm\[' "$o/ep_$name.defs" || { echo "no add+layernorm kernel"; return 1; }
-		case "$*" in *bf16*) grep -q '"dp_k[0-9]*_layernorm_grad+add\[' "$o/ep_$name.defs" ;;
-		*) ! grep -q '"dp_k[0-9]*_layernorm_grad+add\[' "$o/ep_$name.defs" ;; esac ||
-			{ echo "layernorm_grad+add where bf16 is not, or none where it is"; return 1; } ;;
+		case "$*" in *bf16*) grep -q '"dp_k[0-9]*_layernorm_grad+add+hat\[' "$o/ep_$name.defs" ;;
+		*) ! grep -q '"dp_k[0-9]*_layernorm_grad+add' "$o/ep_$name.defs" ;; esac ||
+			{ echo "layernorm_grad+add where bf16 is not, or none where it is"; return 1; }
+		grep -q '"dp_k[0-9]*_layernorm_grad+hat\[' "$o/ep_$name.defs" &&
+			{ case "$*" in *min-memory*) ;; *) ! grep -q '"dp_k[0-9]*_layernorm_hat\[' "$o/ep_$name.defs" ;; esac; } ||
+			{ echo "a layernorm_hat kernel left, or no layernorm_grad+hat"; return 1; } ;;
 	esac
 	cmp "$o/ep_$name.on.st" "$o/ep_$name.off.st"
 }
@@ -538,6 +544,27 @@ check "kernels/epilogues on the CPU: gpt.dp in 2 MB (recomputed, streamed) bitwi
 check "kernels/epilogues on the CPU: gpt.dp under binomial checkpoints bitwise as apart" ep_same gpt_bin "1 2 3 4" samples/gpt.dp \
 	-D D=64 -D B=8 -D L=6 --checkpoint binomial
 check "kernels/epilogues on the CPU: resmlp.dp bitwise as apart" ep_same resmlp "1" samples/resmlp.dp
+# the layernorms' kernels as the GPU runs them (the SIMT emulator: vectors of 16 bytes, a warp a row), dy hat
+# and the residual adds in them, bitwise as apart: the state after 3 AdamW steps, moments and all (in
+# bf16-mixed its f32 moments keep what a bf16 parameter's update would round away)
+ep_simt() { # ARGS...
+	for m in on off; do
+		DPC_SIMT=1 DPC_EPILOGUE=$m "$DPC" --target cpu --optimizer adam "$@" samples/gpt.dp -D D=64 -D B=8 -D T=64 -o "$o/eps.$m" \
+			>/dev/null 2>&1 && "$o/eps.$m" --steps 3 --quiet --save-state "$o/eps.$m.st" >/dev/null || return 1
+	done
+	DPC_SIMT=1 DPC_EPILOGUE=on "$DPC" --target cpu --optimizer adam "$@" samples/gpt.dp -D D=64 -D B=8 -D T=64 --emit=llvm 2>/dev/null |
+		grep -q '^define.*_layernorm_grad+\(add+\)\{0,1\}hat\[' || { echo "no layernorm_grad+hat kernel"; return 1; }
+	python3 - "$o/eps.on.st" "$o/eps.off.st" <<'PY'
+import struct, sys
+def data(f):  # the tensors' bytes: the headers name the plan, which differs
+    b = open(f, 'rb').read()
+    return b[8 + struct.unpack('<Q', b[:8])[0]:]
+sys.exit(data(sys.argv[1]) != data(sys.argv[2]))
+PY
+}
+check "kernels/epilogues on the SIMT emulator: gpt.dp's layernorms' kernels (dy hat beside dx) bitwise as apart" ep_simt
+check "kernels/epilogues on the SIMT emulator: gpt.dp's layernorms' kernels (dy hat and the residual add) in bf16-mixed bitwise as apart" \
+	ep_simt --precision bf16-mixed
 # the kernels in units (codegen/units.c) on the CPU: the trained bits those of one module (the SIMT
 # emulator's shared arrays renamed per unit; a grid reduction's two launches, which share a module array,
 # in the first unit), and the executable the same bytes on one thread and on two
