@@ -54,7 +54,7 @@ Program *driver_lower(FeAst *ast, const DriverOptions *o, bool verbose)
 	                    "aligned bulk and the rest", gpu);
 	bool epilogues = on_off("DPC_EPILOGUE", "a GEMM applies the bias, GELU or GELU's derivative after it in its "
 	                        "epilogue (cuBLASLt's), made apart where the device has none, and a layernorm the "
-	                        "residual add next to it", gpu);
+	                        "residual add next to it (its adjoint also dy hat)", gpu);
 	/* unset: by the cost model on the GPU, never on the SIMT emulator */
 	const char *tf = getenv("DPC_ATTN_TF32");
 	if (tf && *tf && strcmp(tf, "on") && strcmp(tf, "off"))

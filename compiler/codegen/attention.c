@@ -1078,6 +1078,17 @@ static void body_attn_mma(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef
 		cg_end_if(k, seen);
 	cg_for_end(k, &o, oend);
 	async_wait(m, 0); /* the last group is empty: nothing left in flight */
+	if (g->item_slot) {
+		/* the work item read back, and what the rows' places come from made again from it: kept across
+		 * the loop they took registers the loop wanted (ptxas spilled at some shapes) */
+		LLVMValueRef again = LLVMBuildLoad2(B, g->i64, g->item_slot, "");
+		LLVMSetVolatile(again, 1);
+		m->bh = LLVMBuildUDiv(B, again, i64c(m, nt), "");
+		m->h = LLVMBuildURem(B, m->bh, i64c(m, m->H), "");
+		m->b = LLVMBuildUDiv(B, m->bh, i64c(m, m->H), "");
+		row0 = mulc(m, LLVMBuildURem(B, again, i64c(m, nt), ""), MMA_ROWS);
+		mine0 = m->mine0 = add(m, row0, mulc(m, m->warp, 16));
+	}
 
 	/* the warp's rows out, rows g and g + 8 below T. The quads' shuffles
 	 * come first, while every thread of the warp takes part. */

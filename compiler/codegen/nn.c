@@ -808,13 +808,13 @@ static bool norm_dyhat(Host *h, Block *b, int i, int to, Type t, int *jh, int *j
 	return true;
 }
 
-/* v = layernorm_grad(x, g, dy), then y = res + v, as one kernel: res, or -1 where not. In bf16 only: in
- * f32 (vectors of 4 reals, the row's sums beside) ptxas spilled 28 bytes at the 64 registers it keeps a
- * 256-thread kernel to, and at 96 (told 128) the cost model priced it slower than apart (2 blocks an SM,
- * not 4) */
+/* v = layernorm_grad(x, g, dy), then y = res + v, as one kernel: res, or -1 where not. (Until dy hat
+ * came into the kernel, in bf16 only: in f32 ptxas spilled 28 bytes at the 64 registers it then kept a
+ * 256-thread kernel to, and at 96 the model priced it slower than apart; with dy hat f32's kernel is
+ * bounded at 96 either way, ptx.c, and the add in it is priced 0.2 ms a GPT-2 step faster than apart.) */
 static int grad_add_res(Program *p, Op *ln, Op *add, Type t)
 {
-	if (!add || add->kind != OP_ADD || add->nin != 2 || t.dt != DT_BF16 || !ir_type_eq(ir_vtype(p, add->out), t) ||
+	if (!add || add->kind != OP_ADD || add->nin != 2 || !ir_type_eq(ir_vtype(p, add->out), t) ||
 	    !full(p, add->in[0], t) || !full(p, add->in[1], t) || !full(p, add->out, t))
 		return -1;
 	int res = add->in[0] == ln->out ? add->in[1] : add->in[1] == ln->out ? add->in[0] : -1;

@@ -28,9 +28,15 @@ static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 {
 	static const char *keys[3] = {"kernel", "maxntidx", "maxnreg"};
 	bool flash = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_flash(g, d);
+	/* a layernorm with its residual add or dy hat: without a bound ptxas keeps it to 64 registers for
+	 * sm_80 and spills (16 bytes in GPT-2's f32 layernorm_grad+hat, 8 in bf16's add+layernorm); at 96 none
+	 * spills, f32 and bf16, rows of 256 to 4,096, sm_80 and sm_90 (at 72 and 80 some still did). bf16's
+	 * adjoints spill nothing unbounded and take fewer registers (64-80, not 90-93: blocks an SM) */
+	bool norm = ((int)d->kind == OP_LAYERNORM || (int)d->kind == OP_LAYERNORM_GRAD) && (d->mode || d->hat) &&
+	            (d->out.dt != DT_BF16 || d->mode == NORM_ADD);
 	/* (attr.attn is read only for attention: another kernel's attr holds something else) */
-	int vals[3] = {1, 256, flash && cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : 128};
-	for (int i = 0; i < 2 + flash; i++) {
+	int vals[3] = {1, 256, flash && cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : norm ? 96 : 128};
+	for (int i = 0; i < 2 + (flash || norm); i++) {
 		LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
 		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
 		LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
@@ -44,6 +50,16 @@ void cg_barrier(Cg *g)
 	if (!f)
 		f = LLVMAddFunction(g->mod, "llvm.nvvm.barrier0", ft);
 	LLVMBuildCall2(g->b, ft, f, NULL, 0, "");
+}
+
+/* attn_dkv on tensor cores: a block a work item (a tile of key rows), a loop over the query tiles. Its work
+ * item goes through the warp's word of shared memory (Cg.item_slot): kept in a register across the loop,
+ * ptxas spilled it, or values made from it, at rows of 256 to 2,048 (8 bytes for sm_90 in f32, 32-48 for
+ * sm_80); so none for sm_90 and 8-24 for sm_80. The forward's and attn_dq's spill less without it (GPT-2's
+ * f32 attn_dq spilled 8 bytes with it, none without). */
+static bool key_side_mma(const Cg *g, const KDesc *d)
+{
+	return (int)d->kind == OP_ATTN_DKV && cg_attn_flash(g, d) && cg_attn_mma(g, d) && d->lanes == 256;
 }
 
 /* d->lanes consecutive threads share each work item. The items are walked
@@ -68,6 +84,12 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 	LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
 	LLVMAddIncoming(i, &first, &entry, 1);
 	LLVMValueRef item = i;
+	if (key_side_mma(g, d)) {
+		LLVMValueRef slots = cg_shared_array(g, "dp_item_slots", LLVMArrayType(g->i64, 256 / 32));
+		LLVMValueRef at[2] = {cg_i64(g, 0), LLVMBuildLShr(g->b, lane, cg_i64(g, 5), "")};
+		g->item_slot = LLVMBuildGEP2(g->b, LLVMArrayType(g->i64, 256 / 32), slots, at, 2, "");
+		LLVMSetVolatile(LLVMBuildStore(g->b, i, g->item_slot), 1);
+	}
 	if (per > 1) {
 		LLVMValueRef want = LLVMBuildAdd(g->b, i, group, ""), last = LLVMBuildSub(g->b, n, cg_i64(g, 1), "");
 		LLVMValueRef in = LLVMBuildICmp(g->b, LLVMIntSLT, want, n, "");
@@ -76,7 +98,13 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 	}
 	cg_kernel_body(g, fn, d, args, item, lane);
 	g->dup = NULL;
-	LLVMValueRef next = LLVMBuildAdd(g->b, i, stride, "");
+	LLVMValueRef now = i;
+	if (g->item_slot) {
+		now = LLVMBuildLoad2(g->b, g->i64, g->item_slot, "");
+		LLVMSetVolatile(now, 1);
+		g->item_slot = NULL;
+	}
+	LLVMValueRef next = LLVMBuildAdd(g->b, now, stride, "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(i, &next, &latch, 1);
 	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, n, ""), loop, done);
