@@ -161,10 +161,10 @@ typedef struct {
 	 * threads): i1, whether this thread's row repeats another group's,
 	 * the rows having run out in its warp; NULL where none can */
 	LLVMValueRef dup;
-	/* while cg_gpu_items emits attn_dkv on tensor cores (ptx.c, key_side_mma): the warp's i64 of shared
-	 * memory holding its work item, read back (volatile) after the loop over tiles and at the next item, so
-	 * that the item is not kept in a register across the loop (ptxas spilled it at some shapes); NULL
-	 * otherwise */
+	/* while cg_gpu_items emits attn_dkv or attn_dq on tensor cores (ptx.c, item_in_shared): the warp's i64
+	 * of shared memory holding its work item, read back (volatile) after the loop over tiles and at the
+	 * next item, so that the item is not kept in a register across the loop (ptxas spilled it at some
+	 * shapes); NULL otherwise */
 	LLVMValueRef item_slot;
 	Vec(CgLaunch) launches;
 } Cg;

@@ -28,12 +28,12 @@ static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 {
 	static const char *keys[3] = {"kernel", "maxntidx", "maxnreg"};
 	bool flash = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_flash(g, d);
-	/* a layernorm with its residual add or dy hat: without a bound ptxas keeps it to 64 registers for
-	 * sm_80 and spills (16 bytes in GPT-2's f32 layernorm_grad+hat, 8 in bf16's add+layernorm); at 96 none
-	 * spills, f32 and bf16, rows of 256 to 4,096, sm_80 and sm_90 (at 72 and 80 some still did). bf16's
-	 * adjoints spill nothing unbounded and take fewer registers (64-80, not 90-93: blocks an SM) */
-	bool norm = ((int)d->kind == OP_LAYERNORM || (int)d->kind == OP_LAYERNORM_GRAD) && (d->mode || d->hat) &&
-	            (d->out.dt != DT_BF16 || d->mode == NORM_ADD);
+	/* layernorms and (but bf16's) their adjoints: without a bound ptxas keeps them to 64 registers or
+	 * fewer and spills (16 bytes in GPT-2's f32 layernorm_grad+hat for sm_80, 8 in bf16's add+layernorm,
+	 * 8 in the samples' f32 layernorm of rows of 512 at 40 registers for sm_90); at 96 none spills, f32 and
+	 * bf16, rows of 256 to 4,096, sm_80 and sm_90, nor in the samples (at 72 and 80 some still did).
+	 * bf16's adjoints spill nothing unbounded and take fewer registers (64-80, not 90-93: blocks an SM) */
+	bool norm = (int)d->kind == OP_LAYERNORM || ((int)d->kind == OP_LAYERNORM_GRAD && d->out.dt != DT_BF16);
 	/* (attr.attn is read only for attention: another kernel's attr holds something else) */
 	int vals[3] = {1, 256, flash && cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : norm ? 96 : 128};
 	for (int i = 0; i < 2 + (flash || norm); i++) {
@@ -52,14 +52,16 @@ void cg_barrier(Cg *g)
 	LLVMBuildCall2(g->b, ft, f, NULL, 0, "");
 }
 
-/* attn_dkv on tensor cores: a block a work item (a tile of key rows), a loop over the query tiles. Its work
- * item goes through the warp's word of shared memory (Cg.item_slot): kept in a register across the loop,
- * ptxas spilled it, or values made from it, at rows of 256 to 2,048 (8 bytes for sm_90 in f32, 32-48 for
- * sm_80); so none for sm_90 and 8-24 for sm_80. The forward's and attn_dq's spill less without it (GPT-2's
- * f32 attn_dq spilled 8 bytes with it, none without). */
-static bool key_side_mma(const Cg *g, const KDesc *d)
+/* attn_dkv and attn_dq on tensor cores: a block a work item (a tile of rows), a loop over the other side's
+ * tiles. The work item goes through the warp's word of shared memory (Cg.item_slot), and the thread index
+ * is read again at each item: kept in registers across the loop, ptxas spilled the item, or values made
+ * from them, at some shapes (attn_dkv 8 bytes for sm_90 in f32, 32-48 for sm_80 in f32 and bf16; attn_dq
+ * 8-16 in f32 at T = 256); with one of the two some still did; with both, none of a sweep of 12 shapes.
+ * The forward spills nothing without them. */
+static bool item_in_shared(const Cg *g, const KDesc *d)
 {
-	return (int)d->kind == OP_ATTN_DKV && cg_attn_flash(g, d) && cg_attn_mma(g, d) && d->lanes == 256;
+	return ((int)d->kind == OP_ATTN_DKV || (int)d->kind == OP_ATTN_DQ) && cg_attn_flash(g, d) && cg_attn_mma(g, d) &&
+	       d->lanes == 256;
 }
 
 /* d->lanes consecutive threads share each work item. The items are walked
@@ -84,7 +86,15 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 	LLVMValueRef i = LLVMBuildPhi(g->b, g->i64, "i");
 	LLVMAddIncoming(i, &first, &entry, 1);
 	LLVMValueRef item = i;
-	if (key_side_mma(g, d)) {
+	if (item_in_shared(g, d)) {
+		/* the thread's index read again at each item (an asm with side effects, which nothing hoists), so
+		 * that what is made from it (shared memory's addresses) is made in the item, not kept across it */
+		LLVMTypeRef ft = LLVMFunctionType(g->i32, NULL, 0, 0);
+		const char *text = "mov.u32 $0, %tid.x;";
+		LLVMValueRef asm_ = LLVMGetInlineAsm(ft, (char *)text, strlen(text), "=r", 2, 1, 0, LLVMInlineAsmDialectATT, 0);
+		lane = LLVMBuildURem(g->b, LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, ft, asm_, NULL, 0, ""), g->i64, ""), lanes, "");
+	}
+	if (item_in_shared(g, d)) {
 		LLVMValueRef slots = cg_shared_array(g, "dp_item_slots", LLVMArrayType(g->i64, 256 / 32));
 		LLVMValueRef at[2] = {cg_i64(g, 0), LLVMBuildLShr(g->b, lane, cg_i64(g, 5), "")};
 		g->item_slot = LLVMBuildGEP2(g->b, LLVMArrayType(g->i64, 256 / 32), slots, at, 2, "");

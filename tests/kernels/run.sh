@@ -120,12 +120,12 @@ plan heads128 --precision bf16 "$o/heads128.dp"
 "$DPC" --target cuda --precision bf16 "$o/heads128.dp" --emit=ptx -o "$o/heads128.ptx" >/dev/null 2>&1
 "$DPC" --target cuda --precision bf16 "$o/heads128.dp" -o "$o/heads128.cuda" >/dev/null 2>&1
 "$DPC" -v --target cuda --gpu a100 --precision bf16 --emit=ir "$o/heads128.dp" >"$o/heads128_a100.log" 2>&1
-check "kernels/heads of 128 on tensor cores: dynamic shared memory (70,144 and 87,296 bytes; attn_dkv 64 more, its warps' items), at most 255 registers, no stack; GEMMs on the A100" python3 - "$o" <<'PY'
+check "kernels/heads of 128 on tensor cores: dynamic shared memory (70,144 and 87,296 bytes; the adjoints' 64 more, their warps' items), at most 255 registers, no stack; GEMMs on the A100" python3 - "$o" <<'PY'
 import json, re, subprocess, sys
 o = sys.argv[1]
 ks = {k['name'].split('[')[0]: k for k in json.load(open(f'{o}/heads128.json'))['kernels'] if k['name'].startswith(('attention[', 'attn_dkv[', 'attn_dq['))}
 assert sorted(ks) == ['attention', 'attn_dkv', 'attn_dq'], sorted(ks)
-smem = {'attention': 70144, 'attn_dkv': 87296 + 8 * 8, 'attn_dq': 87296}  # attn_dkv: its 8 warps' items (ptx.c)
+smem = {'attention': 70144, 'attn_dkv': 87296 + 8 * 8, 'attn_dq': 87296 + 8 * 8}  # the adjoints: 8 warps' items (ptx.c)
 for n, k in ks.items():
     assert k['registers'] is not None and 128 < k['registers'] <= 255 and k['stack_bytes'] == 0 and k['shared_bytes'] == smem[n], k
 ptx = open(f'{o}/heads128.ptx').read()
@@ -198,18 +198,25 @@ DPC_ATTN_TF32=on "$DPC" -v --target cuda "$o/fma128.dp" --emit=ir >"$o/tf32_128.
 for dh in 80 96 112; do
 	DPC_ATTN_GEMM=off DPC_ATTN_TF32=on plan tf32_$dh "$o/heads$dh.dp"
 done
-# heads of 64 at rows of 512 and 2,048, where attn_dkv's work item kept in a register spilled 8 bytes for
-# sm_90 (ptx.c, Cg.item_slot), f32 and bf16
-for D in 512 2048; do
-	DPC_ATTN_GEMM=off DPC_ATTN_TF32=on plan tf32_d$D -D L=1 -D D=$D -D H=$((D / 64)) -D T=1024 -D V=1000 -D B=4 samples/gpt.dp
-	DPC_ATTN_GEMM=off plan bf16_d$D -D L=1 -D D=$D -D H=$((D / 64)) -D T=1024 -D V=1000 -D B=4 --precision bf16 samples/gpt.dp
+# heads of 64 at rows of 512, 768 and 2,048 (T = 1024) and 512 (T = 256), where the adjoints' work item and
+# thread index kept in registers across their loop spilled: attn_dkv 8 bytes for sm_90 and 32-48 for sm_80,
+# attn_dq 8-16 at T = 256 (ptx.c, item_in_shared); f32 and bf16
+for D in 512 768 2048 512t; do
+	T=1024
+	[ $D = 512t ] && T=256
+	for gpu in h100 a100; do
+		DPC_ATTN_GEMM=off DPC_ATTN_TF32=on plan tf32_d${D}_$gpu --gpu $gpu -D L=1 -D D=${D%t} -D H=$((${D%t} / 64)) -D T=$T \
+			-D V=1000 -D B=4 samples/gpt.dp
+		DPC_ATTN_GEMM=off plan bf16_d${D}_$gpu --gpu $gpu -D L=1 -D D=${D%t} -D H=$((${D%t} / 64)) -D T=$T -D V=1000 -D B=4 \
+			--precision bf16 samples/gpt.dp
+	done
 done
-check "kernels/3xTF32 attention: at most 128 registers for heads of 64 (GPT-2, and rows of 512 and 2,048 in f32 and bf16), 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts, and bf16's mma" python3 - "$o" <<'PY'
+check "kernels/3xTF32 attention: at most 128 registers for heads of 64 (GPT-2, and rows of 512, 768 and 2,048 at T = 1024 and of 512 at T = 256 in f32 and bf16 for sm_90 and sm_80), 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts, and bf16's mma" python3 - "$o" <<'PY'
 import json, re, sys
 o = sys.argv[1]
 kinds = ('attention[', 'attn_dkv[', 'attn_dq[')
-for name, most in (('gpt2tf32', 128), ('tf32_80', 255), ('tf32_96', 255), ('tf32_112', 255), ('tf32_d512', 128),
-                   ('tf32_d2048', 128), ('bf16_d512', 128), ('bf16_d2048', 128)):
+rows = [(f'{p}_d{D}_{gpu}', 128) for p in ('tf32', 'bf16') for D in ('512', '768', '2048', '512t') for gpu in ('h100', 'a100')]
+for name, most in [('gpt2tf32', 128), ('tf32_80', 255), ('tf32_96', 255), ('tf32_112', 255)] + rows:
     ks = [k for k in json.load(open(f'{o}/{name}.json'))['kernels'] if k['name'].startswith(kinds)]
     assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= most and k['stack_bytes'] == 0 for k in ks), (name, ks)
 ptx = open(f'{o}/gpt2tf32.ptx').read()
