@@ -30,12 +30,13 @@ static void mark_kernel(Cg *g, LLVMValueRef fn, const KDesc *d)
 	bool flash = (int)d->kind < OP__COUNT && ir_ops[d->kind].low == LW_HEADS && cg_attn_flash(g, d);
 	/* layernorms and (but bf16's) their adjoints: without a bound ptxas keeps them to 64 registers or
 	 * fewer and spills (16 bytes in GPT-2's f32 layernorm_grad+hat for sm_80, 8 in bf16's add+layernorm,
-	 * 8 in the samples' f32 layernorm of rows of 512 at 40 registers for sm_90); at 96 none spills, f32 and
-	 * bf16, rows of 256 to 4,096, sm_80 and sm_90, nor in the samples (at 72 and 80 some still did).
-	 * bf16's adjoints spill nothing unbounded and take fewer registers (64-80, not 90-93: blocks an SM) */
+	 * 8 in the samples' f32 layernorm of rows of 512 at 40 registers for sm_90); at 96 (f64's at 128: at
+	 * 96 its adjoint of rows of 2,048 spilled) none spills, f32, f64 and bf16, rows of 256 to 4,096, sm_80
+	 * and sm_90, nor in the samples (at 72 and 80 some still did). bf16's adjoints spill nothing
+	 * unbounded and take fewer registers (64-80, not 90-93: blocks an SM) */
 	bool norm = (int)d->kind == OP_LAYERNORM || ((int)d->kind == OP_LAYERNORM_GRAD && d->out.dt != DT_BF16);
 	/* (attr.attn is read only for attention: another kernel's attr holds something else) */
-	int vals[3] = {1, 256, flash && cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : norm ? 96 : 128};
+	int vals[3] = {1, 256, flash && cg_attn_mma(g, d) && cg_attn_wide(d) ? 255 : norm && d->out.dt != DT_F64 ? 96 : 128};
 	for (int i = 0; i < 2 + (flash || norm); i++) {
 		LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
 		                         LLVMValueAsMetadata(LLVMConstInt(g->i32, (unsigned)vals[i], 0))};
@@ -88,13 +89,12 @@ void cg_gpu_items(Cg *g, LLVMValueRef fn, const KDesc *d, LLVMValueRef *args, LL
 	LLVMValueRef item = i;
 	if (item_in_shared(g, d)) {
 		/* the thread's index read again at each item (an asm with side effects, which nothing hoists), so
-		 * that what is made from it (shared memory's addresses) is made in the item, not kept across it */
+		 * that what is made from it (shared memory's addresses) is made in the item, not kept across it;
+		 * the item into the warp's slot */
 		LLVMTypeRef ft = LLVMFunctionType(g->i32, NULL, 0, 0);
 		const char *text = "mov.u32 $0, %tid.x;";
 		LLVMValueRef asm_ = LLVMGetInlineAsm(ft, (char *)text, strlen(text), "=r", 2, 1, 0, LLVMInlineAsmDialectATT, 0);
 		lane = LLVMBuildURem(g->b, LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, ft, asm_, NULL, 0, ""), g->i64, ""), lanes, "");
-	}
-	if (item_in_shared(g, d)) {
 		LLVMValueRef slots = cg_shared_array(g, "dp_item_slots", LLVMArrayType(g->i64, 256 / 32));
 		LLVMValueRef at[2] = {cg_i64(g, 0), LLVMBuildLShr(g->b, lane, cg_i64(g, 5), "")};
 		g->item_slot = LLVMBuildGEP2(g->b, LLVMArrayType(g->i64, 256 / 32), slots, at, 2, "");

@@ -506,21 +506,23 @@ PY
 }
 check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradients in the GEMMs, residual adds and dy hat in the layernorms (fp32 and bf16), 182 launches fewer" \
 	epilogues "$o/ep_f32.json" "$o/ep_f32_off.json" "$o/ep_bf16.json" "$o/ep_bf16_off.json"
-# the layernorms' fused kernels are bounded at 96 registers (ptx.c): unbounded, ptxas kept them to 64 for
-# sm_80 and spilled (GPT-2's f32 layernorm_grad+hat 16 bytes, bf16's add+layernorm 8); at 72 and 80 rows of
-# 768 or 4,096 still spilled. No stack for sm_80 and sm_90, GPT-2 and rows of 4,096, f32 and bf16
-for pr in f32 bf16; do
+# the layernorms' fused kernels are bounded at 96 registers, f64's at 128 (ptx.c): unbounded, ptxas kept
+# them to 64 for sm_80 and spilled (GPT-2's f32 layernorm_grad+hat 16 bytes, bf16's add+layernorm 8); at 72
+# and 80 rows of 768 or 4,096 still spilled, at 96 f64's of 2,048. No stack for sm_80 and sm_90, GPT-2 and
+# rows of 4,096, f32, bf16 and f64
+for pr in f32 bf16 f64; do
 	for gpu in a100 h100; do
 		plan ln_${pr}_$gpu $gpt2 -D L=1 -D B=8 --precision $pr --gpu $gpu samples/gpt.dp
 		plan ln_${pr}_${gpu}_4096 -D L=1 -D D=4096 -D H=32 -D T=256 -D V=1000 -D B=4 --precision $pr --gpu $gpu samples/gpt.dp
 	done
 done
-check "kernels/epilogues: the layernorms' fused kernels (residual adds, dy hat) without stack for sm_80 and sm_90, f32 and bf16" \
+check "kernels/epilogues: the layernorms' fused kernels (residual adds, dy hat) without stack for sm_80 and sm_90, f32, bf16 and f64" \
 	python3 - "$o"/ln_*.json <<'PY'
 import json, sys
 for f in sys.argv[1:]:
     ks = [k for k in json.load(open(f))['kernels'] if '+layernorm[' in k['name'] or k['name'].startswith('layernorm_grad+')]
-    assert len(ks) >= 2 and all(k['stack_bytes'] == 0 and k['registers'] <= 96 for k in ks), (f, ks)
+    most = 128 if '_f64_' in f else 96
+    assert len(ks) >= 2 and all(k['stack_bytes'] == 0 and k['registers'] <= most for k in ks), (f, ks)
 PY
 for pr in f32 bf16; do
 	b=8
