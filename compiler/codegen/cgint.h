@@ -226,6 +226,7 @@ void cg_target_module(LLVMModuleRef m, LLVMTargetMachineRef tm); /* m's triple a
 LLVMTargetMachineRef cg_ptx_machine(void);     /* sm_80, PTX 7.5 (the NVPTX target initialized) */
 /* the standard module pipeline; with tm, that target's costs */
 void cg_optimize(LLVMModuleRef m, unsigned level, LLVMTargetMachineRef tm);
+unsigned cg_host_level(void); /* host.c: the optimizer's level for CPU code (DPC_HOST_OPT) */
 
 /* ---- building a kernel body (kernels.c) ----
  * A body is emitted for one work item. Its reals are loaded and stored in

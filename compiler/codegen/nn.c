@@ -163,9 +163,9 @@ static void body_norm(K *k, const KDesc *d, LLVMValueRef *ptrs, LLVMValueRef row
 	if (d->hat)
 		s.dyhat = ptrs[np++]; /* the word after the others */
 	LLVMValueRef off[7] = {s.base, s.base, NULL, d->kind == OP_LAYERNORM_GRAD ? s.base : NULL, s.base, s.base, s.base};
-	LLVMValueRef at[7] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], s.res, s.out2, s.dyhat};
+	LLVMValueRef at[7] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], s.res, s.out2, NULL};
 	if (d->hat)
-		at[np - 1] = s.dyhat;
+		at[np - 1] = s.dyhat; /* after the first 2, 4, 5 or 6 */
 	k->aligned = cg_aligned(k, np, at, off);
 	s.mean = LLVMBuildFMul(B, norm_sum(k, &s, C, 0), inv, "");
 	LLVMValueRef var = LLVMBuildFMul(B, norm_sum(k, &s, C, 1), inv, "");

@@ -248,7 +248,7 @@ static void x86_unit(Unit *u, LLVMModuleRef m)
 	LLVMTargetMachineRef tm = u->tm;
 	cg_target_module(m, tm);
 	rename_own(m, u->unit, false);
-	cg_optimize(m, 2, tm);
+	cg_optimize(m, cg_host_level(), tm);
 	LLVMMemoryBufferRef out;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, &out))
 		u->err = copy_message("x86 code generation failed", err);

@@ -129,6 +129,25 @@ if "$DPC" samples/resmlp.dp -o "$out.resmlp" >"$out.log" 2>&1; then
 else
 	notok "cli/compile resmlp" "$out.log"
 fi
+# DPC_HOST_OPT (the CPU code's optimizer level; make test-sanitize compiles at 0): the same bits at 0 as at the
+# default 2, parameters after 3 steps and the last gradients (GPT in f32 and bf16, the DenseNet sample); a bad level
+# named
+host_opt() { # NAME DPC-ARGS...
+	local name=$1 lv
+	shift
+	for lv in 0 2; do
+		DPC_HOST_OPT=$lv "$DPC" --target cpu "$@" -o "$out.opt$lv" >"$out.opt.log" 2>&1 &&
+			"$out.opt$lv" --steps 3 --quiet --save "$out.opt$lv.p" --dump-grads "$out.opt$lv.g" >>"$out.opt.log" 2>&1 || return 1
+	done
+	cmp "$out.opt0.p" "$out.opt2.p" && cmp "$out.opt0.g" "$out.opt2.g"
+}
+for c in "gpt samples/gpt.dp" "gpt-bf16 --precision bf16 samples/gpt.dp" "densenet samples/densenet.dp"; do
+	set -- $c
+	name=$1
+	shift
+	check "cli/host-opt $name: the same bits unoptimized (DPC_HOST_OPT=0) as at the default level" host_opt "$name" "$@"
+done
+expect cli/host-opt-bad 1 "DPC_HOST_OPT takes 0, 1, 2 or 3" env DPC_HOST_OPT=9 "$DPC" --target cpu samples/classifier.dp -o "$out.opt9"
 # the fuzz harnesses are built only by make fuzz (clang's libFuzzer): check
 # here that they still compile against the compiler's and runtime's headers
 for f in tests/fuzz/fuzz_dpc.c tests/fuzz/fuzz_files.c; do

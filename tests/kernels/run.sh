@@ -200,8 +200,11 @@ for dh in 80 96 112; do
 done
 # heads of 64 at rows of 512, 768 and 2,048 (T = 1024) and 512 (T = 256), where the adjoints' work item and
 # thread index kept in registers across their loop spilled: attn_dkv 8 bytes for sm_90 and 32-48 for sm_80,
-# attn_dq 8-16 at T = 256 (ptx.c, item_in_shared); f32 and bf16
-for D in 512 768 2048 512t; do
+# attn_dq 8-16 at T = 256 (ptx.c, item_in_shared); f32 and bf16 (under make test-sanitize rows of 512 alone: the
+# same code at other sizes)
+dsweep="512 768 2048 512t"
+$sanitized && dsweep=512
+for D in $dsweep; do
 	T=1024
 	[ $D = 512t ] && T=256
 	for gpu in h100 a100; do
@@ -211,11 +214,11 @@ for D in 512 768 2048 512t; do
 			--precision bf16 samples/gpt.dp
 	done
 done
-check "kernels/3xTF32 attention: at most 128 registers for heads of 64 (GPT-2, and rows of 512, 768 and 2,048 at T = 1024 and of 512 at T = 256 in f32 and bf16 for sm_90 and sm_80), 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts, and bf16's mma" python3 - "$o" <<'PY'
+check "kernels/3xTF32 attention: at most 128 registers for heads of 64 (GPT-2, and rows of ${dsweep// /, } in f32 and bf16 for sm_90 and sm_80; t: T = 256), 255 for 80 to 112, no stack, 128 refused; its mma and cvt.rna as the model counts, and bf16's mma" python3 - "$o" $dsweep <<'PY'
 import json, re, sys
 o = sys.argv[1]
 kinds = ('attention[', 'attn_dkv[', 'attn_dq[')
-rows = [(f'{p}_d{D}_{gpu}', 128) for p in ('tf32', 'bf16') for D in ('512', '768', '2048', '512t') for gpu in ('h100', 'a100')]
+rows = [(f'{p}_d{D}_{gpu}', 128) for p in ('tf32', 'bf16') for D in sys.argv[2:] for gpu in ('h100', 'a100')]
 for name, most in [('gpt2tf32', 128), ('tf32_80', 255), ('tf32_96', 255), ('tf32_112', 255)] + rows:
     ks = [k for k in json.load(open(f'{o}/{name}.json'))['kernels'] if k['name'].startswith(kinds)]
     assert len(ks) == 3 and all(k['registers'] is not None and 0 < k['registers'] <= most and k['stack_bytes'] == 0 for k in ks), (name, ks)
@@ -509,9 +512,11 @@ check "kernels/epilogues: GPT-2's biases, GELU, its derivative and biases' gradi
 # the layernorms' fused kernels are bounded at 96 registers, f64's at 128 (ptx.c): unbounded, ptxas kept
 # them to 64 for sm_80 and spilled (GPT-2's f32 layernorm_grad+hat 16 bytes, bf16's add+layernorm 8); at 72
 # and 80 rows of 768 or 4,096 still spilled, at 96 f64's of 2,048. No stack for sm_80 and sm_90, GPT-2 and
-# rows of 4,096, f32, bf16 and f64
+# rows of 4,096, f32, bf16 and f64 (under make test-sanitize for sm_80 alone: the same code for sm_90)
+ln_gpus="a100 h100"
+$sanitized && ln_gpus=a100
 for pr in f32 bf16 f64; do
-	for gpu in a100 h100; do
+	for gpu in $ln_gpus; do
 		plan ln_${pr}_$gpu $gpt2 -D L=1 -D B=8 --precision $pr --gpu $gpu samples/gpt.dp
 		plan ln_${pr}_${gpu}_4096 -D L=1 -D D=4096 -D H=32 -D T=256 -D V=1000 -D B=4 --precision $pr --gpu $gpu samples/gpt.dp
 	done

@@ -11,7 +11,18 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
-# unit PREFIX DP...: each program through irgrad and the compiled executable
+# taken FROM TO: the interpreter's dump in FROM (its parameters, gradients, loss and inputs) copied to TO
+taken() {
+	local f
+	cp "$1/params.safetensors" "$1/grads.safetensors" "$1/loss" "$2/" || return 1
+	for f in "$1"/*.npy; do
+		[ ! -f "$f" ] || cp "$f" "$2/" || return 1
+	done
+}
+# unit PREFIX DP...: each program through irgrad and the compiled executable.
+# With $from set, the interpreter's run of the same program under the prefix
+# $from is taken instead of running it again (DPC_CPU_SPLITS changes code
+# generation only: irgrad's lowering and arithmetic are the same there).
 unit() {
 	local prefix=$1 name d log dp npy inputs
 	shift
@@ -20,7 +31,12 @@ unit() {
 		d="$TEST_OUT/irgrad_$name"
 		mkdir -p "$d"
 		log="$d/log"
-		if "$DPC_BUILD/build/irgrad" "$dp" --dump "$d" >"$log" 2>&1; then
+		if [ -n "${from+x}" ]; then
+			if ! taken "$TEST_OUT/irgrad_$from$(basename "$dp" .dp)" "$d" >"$log" 2>&1; then
+				notok "irgrad/$name: the interpreter's run under '$from' not there to take" "$log"
+				continue
+			fi
+		elif "$DPC_BUILD/build/irgrad" "$dp" --dump "$d" >"$log" 2>&1; then
 			ok "irgrad/$name: $(sed -n 's/.*\(max relative error .*\)/\1/p' "$log")"
 		else
 			notok "irgrad/$name" "$log"
@@ -89,10 +105,11 @@ for lse_dir in attn_lse attn_flash attn_fma attn_tf32; do
 done
 # every reduction in two launches, as the GPU's that leave it short of threads (DPC_CPU_SPLITS)
 # (under make test-sanitize on the op programs alone: the samples' reductions are the same kernels)
+# (the interpreter's runs are those above)
 if $sanitized; then
-	DPC_CPU_SPLITS=1 unit split- tests/ops/*.dp
+	from= DPC_CPU_SPLITS=1 unit split- tests/ops/*.dp
 else
-	DPC_CPU_SPLITS=1 unit split- tests/ops/*.dp samples/*.dp
+	from= DPC_CPU_SPLITS=1 unit split- tests/ops/*.dp samples/*.dp
 fi
 # the binomial checkpoint schedule: valid, optimal, and equal to the closed form
 if "$DPC_BUILD/build/binomial" >"$TEST_OUT/binomial.log" 2>&1; then
