@@ -64,6 +64,9 @@ typedef struct Base {
 	/* a try's scratch */
 	int *stamp, *queued, gen;         /* values changed in this try; values queued in it */
 	int *heap, *seed, nseed, *changed, nchanged;
+	int *fqueued, *fchanged, fgen;    /* sel_keep_try's own queue marks and changed values */
+	Event *pen;                       /* sel_keep_try: what a position may hold more than its spans say */
+	int cap_pen, npen;
 	Event *ev;                        /* the changed spans' ends */
 	int cap_ev, nev;
 	int *pts, npts, cap_pts;          /* positions where copies are made, before or after, each once */
@@ -684,6 +687,7 @@ static void base_free(Base *b)
 	free(b->at2), free(b->cp2);
 	free(b->prof), free(b->most), free(b->sorted), free(b->sum), free(b->shift), free(b->users_from), free(b->users);
 	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
+	free(b->fqueued), free(b->fchanged), free(b->pen);
 	free(b->pts), free(b->again), free(b->pt_gen), free(b->head), free(b->tail), free(b->head_gen),
 	    free(b->node), free(b->scratch), free(b->merged);
 	free(b->last_seed), free(b->last_state), free(b->last_r), free(b->last_last), free(b->last_from), free(b->last_at);
@@ -731,6 +735,8 @@ static Base *base_new(const SelProblem *P)
 	b->head_gen = calloc((size_t)npos + 1, sizeof(int));
 	b->stamp = calloc((size_t)n + 1, sizeof(int));
 	b->queued = calloc((size_t)n + 1, sizeof(int));
+	b->fqueued = calloc((size_t)n + 1, sizeof(int));
+	b->fchanged = malloc(sizeof(int) * (size_t)(n + 1));
 	b->heap = malloc(sizeof(int) * (size_t)(n + 1));
 	b->seed = malloc(sizeof(int) * (size_t)(TRY_MOST + 1));
 	b->changed = malloc(sizeof(int) * (size_t)(n + 1));
@@ -917,17 +923,25 @@ static void point(Base *b, int t)
 		b->pt_gen[t] = b->gen, b->pts[b->npts++] = t;
 }
 
-/* v's spans under keep[], each added with sign, and its copies' positions noted */
-static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
+/* v's spans under keep[], each added with sign as events */
+static void span_events(Work *w, const uint8_t *keep, int v, int sign)
 {
 	Base *b = w->base;
-	int span[2][2], one, n;
+	int span[2][2];
 	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
 		if (span[k][0] <= span[k][1] && w->P->bytes[v]) {
 			b->ev = grow(b->ev, &b->cap_ev, b->nev + 2, sizeof(Event));
 			b->ev[b->nev++] = (Event){span[k][0], sign * w->P->bytes[v]};
 			b->ev[b->nev++] = (Event){span[k][1] + 1, -sign * w->P->bytes[v]};
 		}
+}
+
+/* v's spans under keep[], each added with sign, and its copies' positions noted */
+static void spans_of(Work *w, const uint8_t *keep, int v, int sign)
+{
+	Base *b = w->base;
+	int span[2][2], one, n;
+	span_events(w, keep, v, sign);
 	const int *at = copies(w, keep, v, &one, &n);
 	int nl = w->lend_from[v + 1] - w->lend_from[v];
 	/* its copies, the ends of its (at most two) spans, its lending positions */
@@ -1008,15 +1022,57 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 	return most;
 }
 
+static void penalty(Base *b, int t, int64_t bytes)
+{
+	if (t < 0 || !bytes)
+		return;
+	b->pen = grow(b->pen, &b->cap_pen, b->npen + 1, sizeof(Event));
+	b->pen[b->npen++] = (Event){t, bytes};
+}
+
+/* What changed value v may add to the positions where its copies are made
+ * or its storage may be taken, beyond its spans' change (sel_keep_try's
+ * bound): where a copy of it is made that was not (or made once, now held
+ * longer or shorter), its bytes and its operands'; where a span of it
+ * ends, before or after, or an op may take its storage, its bytes. w holds
+ * its needs under keep[] (`at`, `nat` of them), b the committed ones. */
+static void penalties(Work *w, const uint8_t *keep, int v, const int *at, int nat)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	int64_t with = P->bytes[v];
+	for (int k = 0; k < P->nin[v]; k++)
+		with += P->kind[P->in[v][k]] != SEL_FIXED ? P->bytes[P->in[v][k]] : 0;
+	int from = b->at_from[v], n = b->at_from[v + 1] - from;
+	if (keep[v] == SEL_EACH) {
+		/* its copies, sorted, against those committed */
+		const int *old = b->cur[v] == SEL_EACH ? b->at + from : NULL;
+		int m = old ? n : 0;
+		for (int k = 0, j = 0; k < nat; k++) {
+			while (j < m && old[j] < at[k])
+				j++;
+			if (j == m || old[j] != at[k])
+				penalty(b, at[k], with);
+		}
+	} else if ((keep[v] == SEL_ONCE || keep[v] == SEL_HOST) && w->r[v] != INT_MAX)
+		penalty(b, w->r[v], with);
+	int span[2][2];
+	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
+		penalty(b, span[k][1] < P->npos ? span[k][1] : -1, P->bytes[v]);
+	for (int k = w->lend_from[v]; k < w->lend_from[v + 1]; k++)
+		penalty(b, w->lend_at[k], P->bytes[v]);
+}
+
 /* The values whose needs change from the committed choice to keep[], from
- * the seeds, operands after their users (b->changed, stamped; w's r, last
- * and at theirs under keep[]), with their spans' changes as events and
- * their copies' positions, before and after; the change in FLOPs. However
+ * the seeds, operands after their users (b->changed; w's r, last and at
+ * theirs under keep[]), and the change in FLOPs; with `lay`, stamped, with
+ * their spans' changes as events and their copies' positions, before and
+ * after. However
  * far they reach, a try costs about what a whole evaluation does at most:
  * each value and position it visits, the evaluation visits too (a limit of
  * an eighth of the values, past which the try gave way to sel_evaluate,
  * cost DenseNet-201's least search a quarter of its time). */
-static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df)
+static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df, bool lay)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
@@ -1036,17 +1092,29 @@ static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df)
 		    (!n || !memcmp(w->at[v], b->at + from, sizeof(int) * (size_t)n)))
 			continue;
 		b->changed[b->nchanged++] = v;
-		b->stamp[v] = b->gen;
+		if (lay)
+			b->stamp[v] = b->gen;
 		/* what it is, then (restored a moment) what it was */
 		*df += cost_of(w, keep, v);
-		spans_of(w, keep, v, 1);
+		if (lay)
+			spans_of(w, keep, v, 1);
+		else
+			span_events(w, keep, v, 1), penalties(w, keep, v, w->at[v], w->nat[v]);
 		int r = w->r[v], last = w->last[v], nat = w->nat[v];
 		b->scratch = grow(b->scratch, &b->cap_scratch, nat + 1, sizeof(int));
 		if (nat)
 			memcpy(b->scratch, w->at[v], sizeof(int) * (size_t)nat);
 		restore(w, v);
 		*df -= cost_of(w, b->cur, v);
-		spans_of(w, b->cur, v, -1);
+		if (lay)
+			spans_of(w, b->cur, v, -1);
+		else {
+			span_events(w, b->cur, v, -1);
+			/* where its committed spans ended */
+			int span[2][2];
+			for (int k = spans(w, b->cur, v, span) - 1; k >= 0; k--)
+				penalty(b, span[k][1] < P->npos ? span[k][1] : -1, P->bytes[v]);
+		}
 		w->r[v] = r, w->last[v] = last;
 		at_set(w, v, b->scratch, nat);
 		for (int k = 0; k < P->nin[v]; k++) {
@@ -1055,6 +1123,27 @@ static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df)
 				b->queued[u] = b->gen, heap_push(b, &nheap, u);
 		}
 	}
+}
+
+/* the values whose states differ from the committed choice into b->seed, their count; -1 past TRY_MOST */
+static int seeds_of(Work *w, const uint8_t *keep)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	int nseeds = 0;
+	for (int v = 0; v < P->n; v += 256) {
+		/* 256 states at a time: most are as committed */
+		int m = P->n - v < 256 ? P->n - v : 256;
+		if (!memcmp(keep + v, b->cur + v, (size_t)m))
+			continue;
+		for (int u = v; u < v + m; u++)
+			if (keep[u] != b->cur[u]) {
+				if (nseeds == TRY_MOST)
+					return -1;
+				b->seed[nseeds++] = u;
+			}
+	}
+	return nseeds;
 }
 
 /* keep[] measured from the committed choice, exactly as sel_evaluate()
@@ -1069,19 +1158,9 @@ static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flo
 	Base *b = w->base;
 	if (!b || b->budget != w->budget)
 		return -1;
-	int nseeds = 0;
-	for (int v = 0; v < P->n; v += 256) {
-		/* 256 states at a time: most are as committed */
-		int m = P->n - v < 256 ? P->n - v : 256;
-		if (!memcmp(keep + v, b->cur + v, (size_t)m))
-			continue;
-		for (int u = v; u < v + m; u++)
-			if (keep[u] != b->cur[u]) {
-				if (nseeds == TRY_MOST)
-					return -1;
-				b->seed[nseeds++] = u;
-			}
-	}
+	int nseeds = seeds_of(w, keep);
+	if (nseeds < 0)
+		return -1;
 	if (!nseeds) {
 		w->evals++;
 		*flops = b->flops, w->excess = b->excess, *peak_out = b->peak;
@@ -1097,7 +1176,7 @@ static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flo
 	b->gen++;
 	b->nev = b->npts = b->nchanged = 0;
 	int64_t df;
-	reach(w, keep, nseeds, &df);
+	reach(w, keep, nseeds, &df, true);
 	int64_t peak = 0, budget = w->budget;
 	w->evals++;
 	/* the positions where copies are made, before or after, laid out again */
@@ -1207,6 +1286,74 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 			    (long long)w->excess);
 	}
 	return peak;
+}
+
+/* keep[], the committed choice but for value v now kept, where its peak is
+ * no higher: its FLOPs exactly as sel_evaluate() finds them into *flops,
+ * and true. The peak is bounded without laying out the copies (a try of a
+ * choice that computes much again spends most of its time there): the
+ * committed profile, shifted by the changed values' spans exactly, and at
+ * each position where a changed value's copy is made anew, or a span of
+ * it ends, or an op may take its storage, raised by what that may hold
+ * (penalties()). A copy that goes holds nothing more: a copy that took
+ * its storage holds its own, but its bytes leave. False where the bound
+ * passes the committed peak, or keep[] is not a try sel_eval_try measures
+ * from the committed choice: nothing is measured. The try last measured
+ * stays kept for a commit: this one has its own queue marks and changed
+ * values. */
+bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	if (!b || b->budget != w->budget || keep[v] != SEL_KEEP || b->cur[v] == SEL_KEEP || seeds_of(w, keep) != 1)
+		return false;
+	if (b->dirty) {
+		for (int i = 0; i < w->nlive; i++)
+			restore(w, w->live[i]);
+		b->dirty = false;
+	}
+	int *queued = b->queued, *changed = b->changed, gen = b->gen, nchanged = b->nchanged;
+	b->queued = b->fqueued, b->changed = b->fchanged, b->gen = ++b->fgen, b->nchanged = 0;
+	b->nev = b->npen = 0;
+	int64_t df;
+	reach(w, keep, 1, &df, false);
+	for (int i = 0; i < b->nchanged; i++)
+		restore(w, b->changed[i]);
+	b->queued = queued, b->changed = changed, b->gen = gen, b->nchanged = nchanged;
+	if (b->nev)
+		sort_events(b->ev, b->nev, 64);
+	if (b->npen)
+		sort_events(b->pen, b->npen, 64);
+	int64_t d = 0, most = 0;
+	for (int t = 0, e = 0, q = 0; t < P->npos && most <= b->peak;) {
+		while (e < b->nev && b->ev[e].pos <= t)
+			d += b->ev[e++].delta;
+		if (q < b->npen && b->pen[q].pos == t) {
+			int64_t m = b->prof[t] + d;
+			while (q < b->npen && b->pen[q].pos == t)
+				m += b->pen[q++].delta;
+			most = m > most ? m : most;
+			t++;
+			continue;
+		}
+		int next = e < b->nev && b->ev[e].pos < P->npos ? b->ev[e].pos : P->npos;
+		next = q < b->npen && b->pen[q].pos < next ? b->pen[q].pos : next;
+		int64_t above, m = range(b, t, next - 1, d, INT64_MAX, &above);
+		most = m > most ? m : most;
+		t = next;
+	}
+	if (most > b->peak)
+		return false;
+	*flops = b->flops + df;
+	if (checking) {
+		int64_t f2, p2 = sel_evaluate(w, keep, &f2);
+		w->evals--;
+		if (f2 != *flops || p2 > most)
+			die("select: keeping %d: FLOPs %lld, the peak at most %lld; evaluated whole, %lld and %lld", v,
+			    (long long)*flops, (long long)most, (long long)f2, (long long)p2);
+	}
+	w->evals++;
+	return true;
 }
 
 /* The try measure() just measured made the committed choice: its changed

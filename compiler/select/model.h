@@ -43,6 +43,8 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops);
 /* keep[]'s peak, FLOPs and excess exactly as sel_evaluate() finds them,
  * measured from the committed choice where keep[] differs from it in a few values */
 int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops);
+/* keep[], the committed choice but for v now kept: its FLOPs and true where its peak is no higher */
+bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops);
 /* positions where dropping candidate v may free its bytes: after its last
  * forward use, to its last adjoint use (none for a temporary) */
 int sel_gap_from(const SelProblem *P, int v);

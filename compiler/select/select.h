@@ -185,6 +185,10 @@ void sel_check_tries(bool on);
  * positions or more (-1: the default, 32,768); and how many scores ahead it has taken since */
 void sel_ahead_from(int size);
 int64_t sel_ahead_taken(void);
+/* tests: the lazy loop's keep moves scored without laying out copies where the peak is shown no higher (on by
+ * default), and how many were so scored since */
+void sel_cheap_keeps(bool on);
+int64_t sel_cheap_taken(void);
 /* that floor alone: the most any position holds less every candidate that could be freed there */
 int64_t sel_floor(const SelProblem *P);
 /* no choice whose peak is within budget recomputes fewer FLOPs (INT64_MAX: none fits) */

@@ -507,11 +507,23 @@ int main(int argc, char **argv)
 				for (int v = 0; v < n; v++)
 					got[v] = SEL_ONCE;
 			int64_t f0, p0 = sel_eval(P, got, &f0, NULL);
-			/* on one thread, and on two with the scores ahead (at any size): the same moves */
-			uint8_t *one = malloc((size_t)n);
+			/* on one thread, and on two with the scores ahead (at any size): the same moves; on one thread
+			 * with every keep move's try laid out, the same moves as where the peak is shown no higher
+			 * without (each so scored checked whole: sel_check_tries) */
+			uint8_t *one = malloc((size_t)n), *laid = malloc((size_t)n);
 			memcpy(one, got, (size_t)n);
+			memcpy(laid, got, (size_t)n);
 			P->threads = 1;
+			sel_cheap_keeps(false);
+			SelResult ml = sel_improve(P, p0, laid);
+			sel_cheap_keeps(true);
 			SelResult m1 = sel_improve(P, p0, one);
+			int64_t cheap = sel_cheap_taken();
+			snprintf(what, sizeof what, "lazy improve %d: %lld keep moves scored without laying out their copies, the "
+			         "same choice (%lld, %lld) as each laid out (%lld, %lld)", iter, (long long)cheap,
+			         (long long)m1.peak, (long long)m1.flops, (long long)ml.peak, (long long)ml.flops);
+			check(cheap > 0 && !memcmp(one, laid, (size_t)n) && m1.peak == ml.peak && m1.flops == ml.flops, what);
+			free(laid);
 			P->threads = 2;
 			sel_ahead_from(0);
 			SelResult m = sel_improve(P, p0, got);
@@ -535,7 +547,8 @@ int main(int argc, char **argv)
 		if (lazy_ok == 3)
 			printf("ok - select: sel_improve on over %d choices (lazy scores), from every value made once and from the "
 			       "chain start (tiny values kept or not): as evaluated, no higher, fewer FLOPs, on DAGs of 1,250 values; "
-			       "on two threads with scores taken ahead, the same choice as on one\n", SEL_LAZY);
+			       "on two threads with scores taken ahead, the same choice as on one, and as with every keep move's "
+			       "copies laid out\n", SEL_LAZY);
 	}
 	chain_check();
 	printf("%d checks, %d failed\n", pass + fail, fail);
