@@ -1634,7 +1634,8 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 	int t = every[1] && (start[1] < start[0] - start[0] / 64 || (start[1] <= start[0] + start[0] / 64 && f[1] < f[0]));
 	trace(t ? "least: chain start, tiny kept" : "least: chain start, none kept", start[t], f[t]);
 	sel_chain_start(P, every[t], inner[t], t, keep);
-	sel_improve(P, start[t], keep);
+	SelResult r = sel_improve(P, start[t], keep);
+	trace("least: chain improved", r.peak, r.flops);
 	take_planned(g, m, plan, keep, best, hi, flops);
 }
 
