@@ -509,20 +509,29 @@ int main(int argc, char **argv)
 			int64_t f0, p0 = sel_eval(P, got, &f0, NULL);
 			/* on one thread, and on two with the scores ahead (at any size): the same moves; on one thread
 			 * with every keep move's try laid out, the same moves as where the peak is shown no higher
-			 * without (each so scored checked whole: sel_check_tries) */
+			 * without (each so scored checked whole: sel_check_tries; under --quick, from the chain start
+			 * with tiny values kept only, as the imports' is: the laid-out run took 38 s sanitized) */
 			uint8_t *one = malloc((size_t)n), *laid = malloc((size_t)n);
+			bool lay = !quick || iter == 2;
 			memcpy(one, got, (size_t)n);
 			memcpy(laid, got, (size_t)n);
 			P->threads = 1;
 			sel_cheap_keeps(false);
-			SelResult ml = sel_improve(P, p0, laid);
+			SelResult ml = lay ? sel_improve(P, p0, laid) : (SelResult){0};
 			sel_cheap_keeps(true);
 			SelResult m1 = sel_improve(P, p0, one);
 			int64_t cheap = sel_cheap_taken();
-			snprintf(what, sizeof what, "lazy improve %d: %lld keep moves scored without laying out their copies, the "
-			         "same choice (%lld, %lld) as each laid out (%lld, %lld)", iter, (long long)cheap,
-			         (long long)m1.peak, (long long)m1.flops, (long long)ml.peak, (long long)ml.flops);
-			check(cheap > 0 && !memcmp(one, laid, (size_t)n) && m1.peak == ml.peak && m1.flops == ml.flops, what);
+			if (lay)
+				snprintf(what, sizeof what, "lazy improve %d: %lld keep moves scored without laying out their "
+				         "copies, the same choice (%lld, %lld) as each laid out (%lld, %lld)", iter, (long long)cheap,
+				         (long long)m1.peak, (long long)m1.flops, (long long)ml.peak, (long long)ml.flops);
+			else
+				snprintf(what, sizeof what, "lazy improve %d: %lld keep moves scored without laying out their copies",
+				         iter, (long long)cheap);
+			if (lay)
+				check(cheap > 0 && !memcmp(one, laid, (size_t)n) && m1.peak == ml.peak && m1.flops == ml.flops, what);
+			else
+				check(cheap > 0, what);
 			free(laid);
 			P->threads = 2;
 			sel_ahead_from(0);
