@@ -661,7 +661,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 	 * evaluation is long beside the threads' start (AHEAD_SIZE) */
 	Ahead *ahead = lazy && pair && w->P->n + w->P->npos >= ahead_size ? ahead_new(w, &k) : NULL;
 	int moves = 0;
-	Cheap cheap = {calloc((size_t)c->nc + 1, 1), 0, 0};
+	Cheap cheap = {calloc((size_t)c->nc + 1, sizeof(bool)), 0, 0};
 	for (;;) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
@@ -677,7 +677,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		if (top < 0)
 			break;
 		if (round[top] != now) {
-			/* (one scored ahead is taken there) */
+			/* a score made ahead is score_top's to take; else the keep move scored cheaply where it can be */
 			if (!lazy || (ahead && ahead->round[top] == now) || !scored_cheaply(w, &k, keep, top, &cheap))
 				score_top(w, &k, keep, top, round, now, moves, ahead);
 			round[top] = now;
