@@ -64,9 +64,11 @@ typedef struct Base {
 	/* a try's scratch */
 	int *stamp, *queued, gen;         /* values changed in this try; values queued in it */
 	int *heap, *seed, nseed, *changed, nchanged;
-	int *fqueued, *fchanged, fgen;    /* sel_keep_try's own queue marks and changed values */
-	Event *pen;                       /* sel_keep_try: what a position may hold more than its spans say */
-	int cap_pen, npen;
+	/* sel_keep_try's own queue marks, changed values and span events (the try last measured stays kept for
+	 * a commit, which takes its events), and what a position may hold more than its spans say */
+	int *fqueued, *fchanged, fgen;
+	Event *fev, *pen;
+	int cap_fev, cap_pen, npen;
 	Event *ev;                        /* the changed spans' ends */
 	int cap_ev, nev;
 	int *pts, npts, cap_pts;          /* positions where copies are made, before or after, each once */
@@ -687,7 +689,7 @@ static void base_free(Base *b)
 	free(b->at2), free(b->cp2);
 	free(b->prof), free(b->most), free(b->sorted), free(b->sum), free(b->shift), free(b->users_from), free(b->users);
 	free(b->stamp), free(b->queued), free(b->heap), free(b->seed), free(b->changed), free(b->ev);
-	free(b->fqueued), free(b->fchanged), free(b->pen);
+	free(b->fqueued), free(b->fchanged), free(b->fev), free(b->pen);
 	free(b->pts), free(b->again), free(b->pt_gen), free(b->head), free(b->tail), free(b->head_gen),
 	    free(b->node), free(b->scratch), free(b->merged);
 	free(b->last_seed), free(b->last_state), free(b->last_r), free(b->last_last), free(b->last_from), free(b->last_at);
@@ -1022,12 +1024,21 @@ static int64_t most_at(Work *w, const uint8_t *keep, int t)
 	return most;
 }
 
+/* position t may hold `bytes` more than its spans say (sel_keep_try's bound); t < 0: none */
 static void penalty(Base *b, int t, int64_t bytes)
 {
 	if (t < 0 || !bytes)
 		return;
 	b->pen = grow(b->pen, &b->cap_pen, b->npen + 1, sizeof(Event));
 	b->pen[b->npen++] = (Event){t, bytes};
+}
+
+/* where a span of v ends under keep[]: a copy there may take its storage */
+static void end_penalties(Work *w, const uint8_t *keep, int v)
+{
+	int span[2][2];
+	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
+		penalty(w->base, span[k][1] < w->P->npos ? span[k][1] : -1, w->P->bytes[v]);
 }
 
 /* What changed value v may add to the positions where its copies are made
@@ -1056,9 +1067,7 @@ static void penalties(Work *w, const uint8_t *keep, int v, const int *at, int na
 		}
 	} else if ((keep[v] == SEL_ONCE || keep[v] == SEL_HOST) && w->r[v] != INT_MAX)
 		penalty(b, w->r[v], with);
-	int span[2][2];
-	for (int k = spans(w, keep, v, span) - 1; k >= 0; k--)
-		penalty(b, span[k][1] < P->npos ? span[k][1] : -1, P->bytes[v]);
+	end_penalties(w, keep, v);
 	for (int k = w->lend_from[v]; k < w->lend_from[v + 1]; k++)
 		penalty(b, w->lend_at[k], P->bytes[v]);
 }
@@ -1108,13 +1117,8 @@ static void reach(Work *w, const uint8_t *keep, int nseeds, int64_t *df, bool la
 		*df -= cost_of(w, b->cur, v);
 		if (lay)
 			spans_of(w, b->cur, v, -1);
-		else {
-			span_events(w, b->cur, v, -1);
-			/* where its committed spans ended */
-			int span[2][2];
-			for (int k = spans(w, b->cur, v, span) - 1; k >= 0; k--)
-				penalty(b, span[k][1] < P->npos ? span[k][1] : -1, P->bytes[v]);
-		}
+		else
+			span_events(w, b->cur, v, -1), end_penalties(w, b->cur, v);
 		w->r[v] = r, w->last[v] = last;
 		at_set(w, v, b->scratch, nat);
 		for (int k = 0; k < P->nin[v]; k++) {
@@ -1299,8 +1303,8 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
  * its storage holds its own, but its bytes leave. False where the bound
  * passes the committed peak, or keep[] is not a try sel_eval_try measures
  * from the committed choice: nothing is measured. The try last measured
- * stays kept for a commit: this one has its own queue marks and changed
- * values. */
+ * stays kept for a commit: this one has its own queue marks, changed
+ * values and events. */
 bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops)
 {
 	const SelProblem *P = w->P;
@@ -1312,9 +1316,11 @@ bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops)
 			restore(w, w->live[i]);
 		b->dirty = false;
 	}
-	int *queued = b->queued, *changed = b->changed, gen = b->gen, nchanged = b->nchanged;
+	int *queued = b->queued, *changed = b->changed, gen = b->gen, nchanged = b->nchanged, nev = b->nev,
+	    cap_ev = b->cap_ev;
+	Event *ev = b->ev;
 	b->queued = b->fqueued, b->changed = b->fchanged, b->gen = ++b->fgen, b->nchanged = 0;
-	b->nev = b->npen = 0;
+	b->ev = b->fev, b->cap_ev = b->cap_fev, b->nev = b->npen = 0;
 	int64_t df;
 	reach(w, keep, 1, &df, false);
 	for (int i = 0; i < b->nchanged; i++)
@@ -1342,6 +1348,8 @@ bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops)
 		most = m > most ? m : most;
 		t = next;
 	}
+	b->fev = b->ev, b->cap_fev = b->cap_ev;
+	b->ev = ev, b->cap_ev = cap_ev, b->nev = nev;
 	if (most > b->peak)
 		return false;
 	*flops = b->flops + df;
