@@ -6,7 +6,6 @@
 #include "memplan.h"
 
 #include "../../common/revolve.h"
-#include "../util/sort.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -753,78 +752,10 @@ static int by_size(const void *a, const void *b)
 	return x->v - y->v;
 }
 
-/* a placed neighbour's extent: [off, end) */
+/* a placed value's extent, or a run of them: [off, end) */
 typedef struct {
 	int64_t off, end;
 } Taken;
-
-static int by_offset(const void *a, const void *b)
-{
-	const Taken *x = a, *y = b;
-	return (x->off > y->off) - (x->off < y->off);
-}
-#define OFF(e) ((e).off)
-DEFINE_SORT(sort_by_offset, Taken, OFF, by_offset)
-
-/* the scan of lowest_clear over a[0..m), in order of offset, from *off: *off moved past each extent that
- * meets [*off, *off + size); whether it stopped at one that starts at or past *off + size (then so do all
- * after it) */
-static bool clear_from(const Taken *a, int m, int64_t size, int64_t *off)
-{
-	for (int j = 0; j < m; j++) {
-		if (a[j].off >= *off + size)
-			return true;
-		if (a[j].end > *off)
-			*off = a[j].end;
-	}
-	return false;
-}
-
-/* clear_from over a[0..m) in order of offset, a sorted as the scan needs it
- * (spare: as many): by the highest byte of the offsets that differs
- * (more than 64 of them), each bucket sorted the same way only when the
- * scan reaches it. */
-static bool clear_lazy(Taken *a, Taken *spare, int m, int64_t size, int64_t *off)
-{
-	if (m < 64) {
-		sort_by_offset(a, m, 64);
-		return clear_from(a, m, size, off);
-	}
-	int64_t all = 0, any = 0;
-	for (int i = 0; i < m; i++)
-		all |= a[i].off, any |= ~a[i].off;
-	uint64_t differ = (uint64_t)all & (uint64_t)any;
-	if (!differ)
-		return clear_from(a, m, size, off);
-	int high = 63 - __builtin_clzll(differ), shift = high >= 7 ? high - 7 : 0;
-	int start[257] = {0}, at[256];
-	for (int i = 0; i < m; i++)
-		start[((uint64_t)a[i].off >> shift & 0xff) + 1]++;
-	for (int b = 0; b < 256; b++)
-		start[b + 1] += start[b];
-	memcpy(at, start, sizeof at);
-	for (int i = 0; i < m; i++)
-		spare[at[(uint64_t)a[i].off >> shift & 0xff]++] = a[i];
-	for (int b = 0; b < 256; b++) {
-		int n = start[b + 1] - start[b];
-		if (n && clear_lazy(spare + start[b], a + start[b], n, size, off))
-			return true;
-	}
-	return false;
-}
-
-/* the lowest offset from which `size` bytes are clear of near[0..m) (tmp:
- * as many for the sort). The neighbours in order of offset only as far as
- * the scan reads them (clear_lazy): it stops within the lowest tenth of
- * them for two thirds of a DenseNet-201 import's values (at a mean of
- * 1,254 neighbours), where sorting them all was a third of its compile.
- * Equal offsets in any order: the scan's result does not depend on theirs. */
-static int64_t lowest_clear(Taken *near, Taken *tmp, int m, int64_t size)
-{
-	int64_t off = 0;
-	clear_lazy(near, tmp, m, size, &off);
-	return off;
-}
 
 /* The values placed so far, by lifetime: a segment tree over positions
  * whose nodes list the values that cover the node's range (a value is in
@@ -903,63 +834,147 @@ static int lifetimes_near(const Lifetimes *t, int64_t start, int64_t end, int *o
 	return m;
 }
 
-/* lowest_clear over the extents ext[idx[0..m)], each below top: bucketed
- * by the highest 8 bits of top as they are gathered (one pass fewer over
- * the neighbours than gathering, then bucketing by the bits they differ
- * in), then each bucket in order scanned as clear_lazy does. The result is
- * the lowest clear offset whatever the buckets. */
-static int64_t lowest_clear_of(const Taken *ext, const int *idx, int m, int64_t top, int64_t size, Taken *near,
-                               Taken *tmp)
+/* The extents placed so far, by lifetime, for first-fit: the segment tree
+ * of Lifetimes, each node holding not the values but the union of their
+ * extents, as runs in order of offset (runs that meet are one). The
+ * extents that overlap a lifetime in time are the union of the runs in
+ * about 3 log(positions) lists, where gathering the values themselves read
+ * a mean of 676 to 1,145 a value on a DenseNet-201 import (its packings
+ * were half of its compile at Feng & Huang's cut + 1); packed low, the
+ * values of a node make few runs. */
+typedef struct {
+	Taken *d;
+	int len, cap;
+} Runs;
+
+typedef struct {
+	int size; /* leaves: a power of two */
+	Runs *cover, *starts;
+} Skyline;
+
+static Skyline skyline_new(int64_t npos)
 {
-	if (m < 64) {
-		for (int k = 0; k < m; k++)
-			near[k] = ext[idx[k]];
-		return lowest_clear(near, tmp, m, size);
+	Skyline t = {1, NULL, NULL};
+	while (t.size < npos)
+		t.size *= 2;
+	t.cover = calloc((size_t)(2 * t.size), sizeof(Runs));
+	t.starts = calloc((size_t)(2 * t.size), sizeof(Runs));
+	return t;
+}
+
+static void skyline_free(Skyline *t)
+{
+	for (int x = 0; x < 2 * t->size; x++)
+		free(t->cover[x].d), free(t->starts[x].d);
+	free(t->cover);
+	free(t->starts);
+}
+
+/* the first run of r[lo..len) that ends past off (len: none); runs in order of offset end in order too */
+static int run_past(const Runs *r, int lo, int64_t off)
+{
+	int hi = r->len;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (r->d[mid].end > off)
+			hi = mid;
+		else
+			lo = mid + 1;
 	}
-	int high = 63 - __builtin_clzll((uint64_t)top | 1), shift = high >= 7 ? high - 7 : 0;
-	int start[257] = {0}, at[256];
-	for (int k = 0; k < m; k++) {
-		near[k] = ext[idx[k]];
-		start[(near[k].off >> shift) + 1]++;
+	return lo;
+}
+
+/* [off, end) into r: the runs it meets or touches become one */
+static void runs_add(Runs *r, int64_t off, int64_t end)
+{
+	int i = run_past(r, 0, off - 1), j = i; /* r->d[i] the first that ends at or past off */
+	while (j < r->len && r->d[j].off <= end)
+		j++;
+	if (i < j) {
+		/* r->d[i..j) become the one run at i */
+		off = r->d[i].off < off ? r->d[i].off : off;
+		end = r->d[j - 1].end > end ? r->d[j - 1].end : end;
+		memmove(r->d + i + 1, r->d + j, sizeof *r->d * (size_t)(r->len - j));
+		r->len -= j - i - 1;
+	} else {
+		if (r->len == r->cap) {
+			r->cap = r->cap ? 2 * r->cap : 4;
+			r->d = realloc(r->d, sizeof *r->d * (size_t)r->cap);
+		}
+		memmove(r->d + i + 1, r->d + i, sizeof *r->d * (size_t)(r->len - i));
+		r->len++;
 	}
-	for (int b = 0; b < 256; b++)
-		start[b + 1] += start[b];
-	memcpy(at, start, sizeof at);
-	for (int k = 0; k < m; k++)
-		tmp[at[near[k].off >> shift]++] = near[k];
+	r->d[i] = (Taken){off, end};
+}
+
+static void skyline_add(Skyline *t, int64_t start, int64_t end, Taken e)
+{
+	if (e.end == e.off)
+		return; /* blocks nothing */
+	for (int64_t lo = start + t->size, hi = end + t->size + 1; lo < hi; lo /= 2, hi /= 2) {
+		if (lo & 1)
+			runs_add(&t->cover[lo++], e.off, e.end);
+		if (hi & 1)
+			runs_add(&t->cover[--hi], e.off, e.end);
+	}
+	for (int64_t x = start + t->size; x >= 1; x /= 2)
+		runs_add(&t->starts[x], e.off, e.end);
+}
+
+enum { SKYLINE_LISTS = 3 * 64 };
+
+/* The lowest offset from which `size` bytes are clear of the extents
+ * placed whose lifetimes overlap [start, end]: those live at start (the
+ * cover lists above its leaf) and those that start within (start, end]
+ * (the starts lists of the nodes that make up that range), as Lifetimes
+ * finds the values. From 0, the offset moves to the end of any run that
+ * meets it until none does: the lowest clear offset, as first-fit over the
+ * extents in order of offset finds it. */
+static int64_t skyline_lowest(const Skyline *t, int64_t start, int64_t end, int64_t size)
+{
+	const Runs *l[SKYLINE_LISTS];
+	int at[SKYLINE_LISTS], k = 0;
+	for (int64_t x = start + t->size; x >= 1; x /= 2)
+		if (t->cover[x].len)
+			l[k++] = &t->cover[x];
+	for (int64_t lo = start + 1 + t->size, hi = end + t->size + 1; lo < hi; lo /= 2, hi /= 2) {
+		if ((lo & 1) && t->starts[lo++].len)
+			l[k++] = &t->starts[lo - 1];
+		if ((hi & 1) && t->starts[--hi].len)
+			l[k++] = &t->starts[hi];
+	}
+	memset(at, 0, sizeof(int) * (size_t)k);
 	int64_t off = 0;
-	for (int b = 0; b < 256; b++) {
-		int c = start[b + 1] - start[b];
-		if (c && clear_lazy(tmp + start[b], near + start[b], c, size, &off))
-			break;
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int i = 0; i < k; i++) {
+			const Runs *r = l[i];
+			int c = at[i];
+			if (c < r->len && r->d[c].end <= off)
+				c = run_past(r, c + 1, off);
+			/* a run that starts before off + size and ends past off meets it: off to its end */
+			while (c < r->len && r->d[c].off < off + size)
+				off = r->d[c++].end, moved = true;
+			at[i] = c;
+		}
 	}
 	return off;
 }
 
 /* q[] packed in its order, each at the lowest offset clear of the values
  * placed before it whose lifetimes overlap its own, into q[].off; stops
- * where the top reaches limit. The top. ext[i]: q[i]'s extent once placed,
- * read in place of q[] (a third of its bytes) by the neighbours' gather. */
+ * where the top reaches limit. The top. */
 static int64_t pack_in_order(Placed *q, int n, int64_t npos, int64_t limit)
 {
-	Lifetimes t = lifetimes_new(npos);
-	Taken *near = malloc(sizeof *near * (size_t)n), *tmp = malloc(sizeof *tmp * (size_t)n),
-	      *ext = malloc(sizeof *ext * (size_t)n);
-	int *idx = malloc(sizeof(int) * (size_t)n);
+	Skyline t = skyline_new(npos);
 	int64_t top = 0;
 	for (int i = 0; i < n && top < limit; i++) {
-		int m = lifetimes_near(&t, q[i].start, q[i].end, idx);
-		int64_t off = lowest_clear_of(ext, idx, m, top, q[i].size, near, tmp);
+		int64_t off = skyline_lowest(&t, q[i].start, q[i].end, q[i].size);
 		q[i].off = off;
-		ext[i] = (Taken){off, off + q[i].size};
 		top = off + q[i].size > top ? off + q[i].size : top;
-		lifetimes_add(&t, i, q[i].start, q[i].end);
+		skyline_add(&t, q[i].start, q[i].end, (Taken){off, off + q[i].size});
 	}
-	lifetimes_free(&t);
-	free(near);
-	free(tmp);
-	free(ext);
-	free(idx);
+	skyline_free(&t);
 	return top;
 }
 
