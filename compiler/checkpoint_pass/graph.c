@@ -1610,6 +1610,14 @@ static void lower_start(void *arg, int i)
  * spaced by chain_spacing, with values tiny beside the largest kept and
  * without, the lower (or, within a 64th, the one of fewer FLOPs) then kept
  * more where that saves FLOPs at its peak (sel_improve), and planned.
+ * The spacing is walked with the tiny values kept, and the start without
+ * them evaluated once, at the spacing that walk ends at: where both were
+ * walked, both walks ended at the same spacing on every graph measured
+ * (the samples, torchvision's four imports flat and with their loops,
+ * bench/graphs.sh's networks, DenseNet-121 at twice and four times its
+ * depth: 2026-12-06), and without them each evaluation of an import costs
+ * about four times as much (DenseNet-201: seven of 0.29 to 0.47 s, against
+ * 0.07 to 0.1 with them).
  * Kept, the tiny values cost next to nothing held, where made at each use
  * they make their chains again for each reader (an imported batch norm's
  * statistics, read by its elementwise ops): the flat import of
@@ -1627,8 +1635,13 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 	bool any = false;
 	for (int v = 0; v < P->n && !any; v++)
 		any = P->kind[v] != SEL_FIXED && P->bytes[v] < below;
-	for (int t = 0; t < 1 + any; t++)
-		start[t] = chain_spacing(P, t, &every[t], &inner[t], &f[t]);
+	start[any] = chain_spacing(P, any, &every[any], &inner[any], &f[any]);
+	if (any && every[1]) {
+		/* the start without them at the spacing the walk with them ended at (see above) */
+		Start e = {.P = P, .tiny = false, .every = every[1], .inner = inner[1]};
+		start_eval(&e);
+		start[0] = e.peak, f[0] = e.flops, every[0] = every[1], inner[0] = inner[1];
+	}
 	if (!every[0])
 		return;
 	int t = every[1] && (start[1] < start[0] - start[0] / 64 || (start[1] <= start[0] + start[0] / 64 && f[1] < f[0]));
