@@ -19,6 +19,7 @@
 
 typedef struct {
 	int64_t start, end; /* op positions */
+	int64_t body_end;   /* a revolve's: the last position of its body (before body3 and body2); else start */
 } Span;
 
 typedef struct {
@@ -75,12 +76,14 @@ static void number(Live *L, Block *b)
 			for (int k = 0; k < op->ncarry; k++)
 				L->defpos[op->carg[k]] = at;
 			number(L, &op->body);
+			/* a revolve's body only: a forward loop's may store into a revolve's rows (Op.sweep) */
+			int64_t body_end = op->kind == OP_REVOLVE ? L->pos - 1 : at;
 			number(L, &op->body3);
 			number(L, &op->body2);
 			int64_t end = L->pos++;
 			for (int k = 0; k < op->ncarry && op->cout; k++)
 				L->defpos[op->cout[k]] = end;
-			L->loops[at] = (Span){at, end};
+			L->loops[at] = (Span){at, end, body_end};
 		}
 	}
 }
@@ -1575,7 +1578,8 @@ static void dump_peak(Program *p, const Placed *q, int n, int64_t at, int64_t li
 }
 
 /* mem_plan_floor's plan: the work region's most bytes live at once, not packed */
-static bool floor_only;
+static bool floor_only, floor_outside; /* floor_outside: with floor_only, at positions outside the loops */
+static int64_t floor_packed; /* with floor_only: the work region's most bytes live at once */
 
 /* items[0..n) as values to place: their lifetimes (L's) and aligned bytes, into q[]; the positions they span */
 static int64_t placed_of(Program *p, Live *L, const Item *items, int n, Placed *q)
@@ -1591,15 +1595,22 @@ static int64_t placed_of(Program *p, Live *L, const Item *items, int n, Placed *
 }
 
 /* the most bytes q[0..n) hold at once, and the first position where they do in *at */
-static int64_t most_live(const Placed *q, int n, int64_t npos, int64_t *at)
+/* the most bytes live at once and where (*at); with `outside` (the loops' spans by their first position), only
+ * at positions outside every top-level loop or within a revolve's body (not its taped body, body3, nor its
+ * adjoint's, body2) */
+static int64_t most_live(const Placed *q, int n, int64_t npos, int64_t *at, const Span *outside)
 {
-	int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, most = 0;
+	int64_t *d = calloc((size_t)npos + 1, sizeof *d), run = 0, most = 0, skip = -1, from = 0, to = -1;
 	for (int i = 0; i < n; i++)
 		d[q[i].start] += q[i].size, d[q[i].end + 1] -= q[i].size;
 	*at = 0;
-	for (int64_t t = 0; t < npos; t++)
-		if ((run += d[t]) > most)
+	for (int64_t t = 0; t < npos; t++) {
+		run += d[t];
+		if (outside && t > skip && outside[t].end > t)
+			skip = outside[t].end, from = t + 1, to = outside[t].body_end;
+		if ((t > skip || (t >= from && t <= to)) && run > most)
 			most = run, *at = t;
+	}
 	free(d);
 	return most;
 }
@@ -1616,7 +1627,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	}
 	if (floor_only) {
 		Placed *q = malloc(sizeof *q * (size_t)(n + 1));
-		int64_t at, most = most_live(q, n, placed_of(p, L, items, n, q), &at);
+		int64_t at, most = most_live(q, n, placed_of(p, L, items, n, q), &at, floor_outside ? L->loops : NULL);
 		free(q);
 		free(items);
 		return most;
@@ -1666,7 +1677,7 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 	 * other is tried. */
 	if (n > 1) {
 		Placed *q = malloc(sizeof *q * (size_t)n);
-		int64_t npos = placed_of(p, L, items, n, q), at_most, live_most = most_live(q, n, npos, &at_most);
+		int64_t npos = placed_of(p, L, items, n, q), at_most, live_most = most_live(q, n, npos, &at_most, NULL);
 		if (p->pack_effort && getenv("DPC_PEAK_DUMP"))
 			dump_peak(p, q, n, at_most, live_most);
 		p->plan_live = live_most;
@@ -1869,6 +1880,25 @@ int64_t mem_plan_floor(Program *p)
 	return p->arena_bytes;
 }
 
+/* The bytes every choice of rows plans at least, where the rows as they are drop none (ckpt's rows search):
+ * the fixed regions but the tapes, slots and ones (which the choice changes), and the most bytes live at once
+ * at a position outside every loop or within a revolve's body, which advances a step untaped (the rows change
+ * its taped body and its adjoint's, and a forward loop's stores into its rows). A dropped value that a loop's adjoint step computes again reads values of
+ * its step, or values made outside the loop, whose lives that can only lengthen: at those positions nothing
+ * a choice drops is live, and what is live stays so. */
+int64_t mem_floor_outside(Program *p)
+{
+	int points = p->mem_points;
+	int64_t *inner = p->inner_live;
+	p->mem_points = 0, p->inner_live = NULL;
+	mem_optimizer_state(p);
+	floor_only = floor_outside = true;
+	plan(p);
+	floor_only = floor_outside = false;
+	p->mem_points = points, p->inner_live = inner;
+	return p->plan_params + p->plan_grads + p->plan_opt + p->plan_inputs + floor_packed;
+}
+
 /* a streamed tensor's place in the host pool */
 static int64_t host_place(Program *p, int v, int64_t at)
 {
@@ -1989,7 +2019,7 @@ static void plan(Program *p)
 		L.last[L.root[ir_result(p, i)]] = npos;
 
 	p->plan_live = -1;
-	int64_t packed = pack(p, &L, at);
+	int64_t packed = floor_packed = pack(p, &L, at);
 	p->plan_work = ones + packed;
 	p->plan_live = ones + (p->plan_live < 0 ? packed : p->plan_live);
 	p->arena_bytes = at + packed;
