@@ -809,20 +809,21 @@ static bool rows_better(RowsBest a, RowsBest b)
 	return a.flops < b.flops || (a.flops == b.flops && (a.bytes < b.bytes || (a.bytes == b.bytes && a.at < b.at)));
 }
 
-/* the bytes of the tapes p's ops read, no fewer than its plan places (unpitched, unaligned); mark: a scratch
- * array of *cap bytes, grown here */
-static void tapes_read(Program *p, Block *b, uint8_t *mark)
+/* marks every value the ops of b and the blocks inside it read */
+static void tapes_read(Block *b, uint8_t *mark)
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		for (int k = 0; k < op->nin; k++)
 			mark[op->in[k]] = 1;
-		tapes_read(p, &op->body, mark);
-		tapes_read(p, &op->body2, mark);
-		tapes_read(p, &op->body3, mark);
+		tapes_read(&op->body, mark);
+		tapes_read(&op->body2, mark);
+		tapes_read(&op->body3, mark);
 	}
 }
 
+/* the bytes of the tapes p's ops read, no fewer than its plan places (unpitched, unaligned); mark: a scratch
+ * array of *cap bytes, grown here */
 static int64_t tapes_low(Program *p, uint8_t **mark, int *cap)
 {
 	int nv = p->values.len;
@@ -831,7 +832,7 @@ static int64_t tapes_low(Program *p, uint8_t **mark, int *cap)
 		*mark = realloc(*mark, (size_t)*cap);
 	}
 	memset(*mark, 0, (size_t)nv + 1);
-	tapes_read(p, &p->body, *mark);
+	tapes_read(&p->body, *mark);
 	int64_t bytes = 0;
 	for (int v = 0; v < nv; v++) {
 		const Value *x = &p->values.data[v];

@@ -21,7 +21,8 @@ int64_t mem_plan(Program *p);
  * holds at once, without packing it (a search's bound); the values' offsets are left unset */
 int64_t mem_plan_floor(Program *p);
 /* at most mem_plan_floor of p with any choice of its loops' rows dropped, p's rows dropping none: the fixed
- * regions but tapes, slots and ones, and the most bytes live at once outside the loops (ckpt's rows search) */
+ * regions but tapes, slots and ones, and the most bytes live at once outside the loops and in the revolves'
+ * untaped bodies (ckpt's rows search) */
 int64_t mem_floor_outside(Program *p);
 /* Adam's moments and bf16-mixed's master copies and gradient sums, as variables of p: made once, before
  * any search that plans scratch values and takes them back (the checkpoint pass makes them first) */
