@@ -1150,13 +1150,58 @@ static int seeds_of(Work *w, const uint8_t *keep)
 	return nseeds;
 }
 
+/* whether keep[]'s peak, measured from the committed choice, passes
+ * `limit` (reach() and changed_copies() made): first where the copies
+ * are not laid out again (the committed profile shifted by the spans'
+ * changes), then at each position laid out again, in order, each laid out
+ * only until one passes. A peak over the limit, from a position that
+ * passes it, in *over. */
+static bool passes(Work *w, const uint8_t *keep, int64_t limit, int64_t *over)
+{
+	const SelProblem *P = w->P;
+	Base *b = w->base;
+	int64_t d = 0, above;
+	for (int t = 0, e = 0, q = 0; t < P->npos;) {
+		while (e < b->nev && b->ev[e].pos <= t)
+			d += b->ev[e++].delta;
+		if (q < b->npts && b->pts[q] == t) {
+			q++, t++;
+			continue;
+		}
+		int next = e < b->nev && b->ev[e].pos < P->npos ? b->ev[e].pos : P->npos;
+		next = q < b->npts && b->pts[q] < next ? b->pts[q] : next;
+		int64_t m = range(b, t, next - 1, d, INT64_MAX, &above);
+		if (m > limit) {
+			*over = m;
+			return true;
+		}
+		t = next;
+	}
+	d = 0;
+	for (int q = 0, e = 0; q < b->npts; q++) {
+		int t = b->pts[q];
+		while (e < b->nev && b->ev[e].pos <= t)
+			d += b->ev[e++].delta;
+		b->again[q] = most_at(w, keep, t);
+		int64_t m = b->prof[t] + d - b->most[t] + b->again[q];
+		if (m > limit) {
+			*over = m;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* keep[] measured from the committed choice, exactly as sel_evaluate()
  * finds it: its peak in *peak, FLOPs in *flops, excess in w->excess.
  * -1 where it must be evaluated whole (no committed choice at this budget,
  * or more than TRY_MOST values changed); 0 where it is the committed
  * choice; 1 where measured, the changed values' r, last and at in w then
- * keep[]'s (restored by sel_eval_try, or taken by sel_commit) */
-static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flops)
+ * keep[]'s (restored by sel_eval_try, or taken by sel_commit). Where its
+ * peak passes `limit` (INT64_MAX: none), 2 as soon as that shows, with
+ * the FLOPs exact, a peak over the limit and not its own, and no excess:
+ * a move a search would not take is not laid out further. */
+static int measure(Work *w, const uint8_t *keep, int64_t limit, int64_t *peak_out, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
@@ -1189,11 +1234,17 @@ static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flo
 	int npts = b->npts;
 	b->again = realloc(b->again, sizeof(int64_t) * (size_t)(npts + 1));
 	changed_copies(w, keep);
-	for (int k = 0; k < npts; k++)
-		b->again[k] = most_at(w, keep, b->pts[k]);
-	/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
 	if (b->nev)
 		sort_events(b->ev, b->nev, 64);
+	*flops = b->flops + df;
+	if (limit < INT64_MAX) {
+		if (passes(w, keep, limit, peak_out))
+			return 2;
+	} else {
+		for (int k = 0; k < npts; k++)
+			b->again[k] = most_at(w, keep, b->pts[k]);
+	}
+	/* between the spans' ends, and apart from those positions, the committed profile shifts as one */
 	int64_t d = 0, dex = 0;
 	for (int t = 0, e = 0, q = 0; t < P->npos;) {
 		while (e < b->nev && b->ev[e].pos <= t)
@@ -1218,7 +1269,6 @@ static int measure(Work *w, const uint8_t *keep, int64_t *peak_out, int64_t *flo
 		t = next;
 	}
 	w->excess = b->excess + dex;
-	*flops = b->flops + df;
 	*peak_out = peak;
 	return 1;
 }
@@ -1272,21 +1322,30 @@ static bool kept_try(Work *w, const uint8_t *keep, int64_t *peak, int64_t *flops
  * most TRY_MOST values; otherwise by sel_evaluate() */
 int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 {
+	return sel_eval_under(w, keep, INT64_MAX, flops);
+}
+
+static bool limits = true;
+
+void sel_try_limits(bool on) { limits = on; }
+
+int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t *flops)
+{
 	Base *b = w->base;
 	int64_t peak;
-	int got = measure(w, keep, &peak, flops);
+	int got = measure(w, keep, limits ? limit : INT64_MAX, &peak, flops);
 	if (got < 0)
 		return sel_evaluate(w, keep, flops);
-	if (got > 0)
+	if (got == 1)
 		keep_try(w, keep, peak, *flops);
 	for (int i = 0; got > 0 && i < b->nchanged; i++)
 		restore(w, b->changed[i]);
 	if (checking && got > 0) {
 		int64_t f2, ex = w->excess, p2 = sel_evaluate(w, keep, &f2);
 		w->evals--;
-		if (p2 != peak || f2 != *flops || w->excess != ex)
-			die("select: a try's peak %lld, FLOPs %lld, excess %lld; evaluated whole, %lld, %lld, %lld",
-			    (long long)peak, (long long)*flops, (long long)ex, (long long)p2, (long long)f2,
+		if (got == 2 ? p2 < peak || peak <= limit || f2 != *flops : p2 != peak || f2 != *flops || w->excess != ex)
+			die("select: a try's peak %lld, FLOPs %lld, excess %lld (limit %lld); evaluated whole, %lld, %lld, %lld",
+			    (long long)peak, (long long)*flops, (long long)ex, (long long)limit, (long long)p2, (long long)f2,
 			    (long long)w->excess);
 	}
 	return peak;
@@ -1490,7 +1549,7 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	int64_t peak;
 	/* the try just measured, kept (1), or measured now */
-	int got = kept_try(w, keep, &peak, flops) ? 1 : measure(w, keep, &peak, flops);
+	int got = kept_try(w, keep, &peak, flops) ? 1 : measure(w, keep, INT64_MAX, &peak, flops);
 	if (got < 0)
 		return commit_whole(w, keep, flops);
 	if (got > 0)

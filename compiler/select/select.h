@@ -181,6 +181,9 @@ SelResult sel_refill(const SelProblem *P, int64_t budget, int64_t work, uint8_t 
  * choice (the greedy searches' scores) is evaluated whole too, and a
  * difference is a compiler bug (die) */
 void sel_check_tries(bool on);
+/* a test's switch: the searches' tries laid out only until their peak passes what the search would take (on by
+ * default; off, every try laid out whole) */
+void sel_try_limits(bool on);
 /* a test's switch: the lazy keep greedy scores ahead on its second thread on problems of `size` values and
  * positions or more (-1: the default, 32,768); and how many scores ahead it has taken since */
 void sel_ahead_from(int size);

@@ -28,6 +28,14 @@ static int rnd(int n)
 	return (int)(state % (uint64_t)n);
 }
 
+/* FNV-1a over n bytes, on from h: a trail of the choices a run of searches made */
+static uint64_t fnv(uint64_t h, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
 /* a random problem of n values over positions: forward positions are the
  * values' own, the adjoint's follow */
 static SelProblem *random_problem(int n, int nfixed, bool offload, int nadj)
@@ -438,9 +446,19 @@ int main(int argc, char **argv)
 	}
 	/* Larger DAGs (hundreds of values and positions, so the committed
 	 * profile has many blocks and the changes reach far): every greedy
-	 * entry point, each result evaluated again, each try checked whole */
-	int large = 0, large_fits = 0;
-	for (int iter = 0; iter < (quick ? 6 : 24); iter++) {
+	 * entry point, each result evaluated again, each try checked whole;
+	 * then all of it again with every try laid out whole (sel_try_limits),
+	 * which must make the same choices */
+	int large = 0, large_fits = 0, limited_same = 0;
+	uint64_t seed = 0, trail[2] = {0, 0};
+	for (int iter = 0, lim = 1; iter < (quick ? 6 : 24); iter += !lim, lim = !lim) {
+		/* the same problem twice */
+		if (lim)
+			seed = state;
+		else
+			state = seed;
+		sel_try_limits(lim);
+		trail[lim] = 1469598103934665603ull;
 		int n = 120 + rnd(200);
 		SelProblem *P = random_problem(n, 1 + rnd(3), iter % 2, n / 2 + rnd(n));
 		P->threads = 1 + iter % 2;
@@ -458,34 +476,58 @@ int main(int argc, char **argv)
 				         iter, pc, least ? " (for the least)" : "", r.fits, (long long)r.peak, (long long)r.flops,
 				         (long long)pk, (long long)f);
 				check(pk == r.peak && f == r.flops && r.fits == (pk <= budget), what);
-				large_fits += r.fits;
+				large_fits += lim && r.fits;
+				trail[lim] = fnv(trail[lim], got, (size_t)n);
 			}
 			SelResult w = sel_swaps(P, budget, SEL_WORK / 64, got);
 			int64_t pk = sel_eval(P, got, &f, NULL);
 			snprintf(what, sizeof what, "large %d at %d%%: swaps to %lld, %lld FLOPs (evaluated %lld, %lld)", iter, pc,
 			         (long long)w.peak, (long long)w.flops, (long long)pk, (long long)f);
 			check(pk == w.peak && f == w.flops, what);
+			trail[lim] = fnv(trail[lim], got, (size_t)n);
+			SelResult a = sel_anneal_fit(P, budget, 500, 10, got);
+			pk = sel_eval(P, got, &f, NULL);
+			snprintf(what, sizeof what, "large %d at %d%%: threshold accepting to %lld, %lld FLOPs (evaluated %lld, %lld)",
+			         iter, pc, (long long)a.peak, (long long)a.flops, (long long)pk, (long long)f);
+			check(pk == a.peak && (!a.fits || f == a.flops), what);
+			trail[lim] = fnv(trail[lim], got, (size_t)n);
 		}
 		SelResult l = sel_least(P, 0, got, &floor);
 		int64_t lf, lp = sel_eval(P, got, &lf, NULL);
+		trail[lim] = fnv(trail[lim], got, (size_t)n);
 		SelResult m = sel_improve(P, l.peak, got);
 		int64_t mf, mp = sel_eval(P, got, &mf, NULL);
+		trail[lim] = fnv(trail[lim], got, (size_t)n);
 		SelResult d = sel_lower(P, 2, got);
 		int64_t df, dp = sel_eval(P, got, &df, NULL);
+		trail[lim] = fnv(trail[lim], got, (size_t)n);
+		SelResult an = sel_anneal(P, 500, 20, got);
+		int64_t af, ap = sel_eval(P, got, &af, NULL);
+		snprintf(what, sizeof what, "large %d: threshold accepting on the peak to %lld, %lld FLOPs (evaluated %lld, %lld)",
+		         iter, (long long)an.peak, (long long)an.flops, (long long)ap, (long long)af);
+		check(ap == an.peak && af == an.flops && ap <= dp, what);
+		trail[lim] = fnv(trail[lim], got, (size_t)n);
 		snprintf(what, sizeof what, "large %d: least %lld (evaluated %lld), floor %lld; improved %lld, %lld FLOPs from "
 		         "%lld (evaluated %lld, %lld); lowered %lld, %lld (evaluated %lld, %lld)", iter, (long long)l.peak,
 		         (long long)lp, (long long)floor, (long long)m.peak, (long long)m.flops, (long long)lf, (long long)mp,
 		         (long long)mf, (long long)d.peak, (long long)d.flops, (long long)dp, (long long)df);
 		check(lp == l.peak && floor <= lp && mp == m.peak && mf == m.flops && mp <= lp && mf <= lf && dp == d.peak &&
 		      df == d.flops && dp <= mp, what);
+		if (!lim) {
+			snprintf(what, sizeof what, "large %d: every search's choices with each try laid out whole are those with "
+			         "tries cut where their peak passes what the search takes", iter);
+			check(trail[0] == trail[1], what);
+			limited_same += trail[0] == trail[1];
+		}
 		free(got);
 		free(all);
-		large++;
+		large += lim;
 	}
+	sel_try_limits(true);
 	if (!fail)
 		printf("ok - select: %d larger DAGs (%d fits): every greedy search's result is as evaluated, and each of their "
-		       "scores from a committed choice equals a whole evaluation, each commit made from a try a whole commit\n",
-		       large, large_fits);
+		       "scores from a committed choice equals a whole evaluation, each commit made from a try a whole commit; "
+		       "the same choices on %d with every try laid out whole\n", large, large_fits, limited_same);
 	/* sel_improve on over SEL_LAZY candidates scores lazily, from estimates: from every value computed again
 	 * once, or at each use but those crossing every 4th cut (the chain start, as on the imported networks), its
 	 * result is as evaluated, at or below the start's peak, and recomputes less than the start */
