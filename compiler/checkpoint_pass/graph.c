@@ -1521,12 +1521,13 @@ static void take_planned(Graph *g, Model *m, int64_t (*plan)(Program *), const u
 	}
 }
 
-/* one start of sel_chain_start's evaluated: its peak and FLOPs */
+/* one start of sel_chain_start's evaluated: its peak and FLOPs; a peak over `limit` (0: none) only where the
+ * walk would not take it, laid out only until that shows (sel_eval_below) */
 typedef struct {
 	const SelProblem *P;
 	bool tiny;
 	int every, inner;
-	int64_t peak, flops;
+	int64_t limit, peak, flops;
 } Start;
 
 static void *start_eval(void *arg)
@@ -1534,7 +1535,7 @@ static void *start_eval(void *arg)
 	Start *e = arg;
 	uint8_t *keep = malloc((size_t)e->P->n + 1);
 	sel_chain_start(e->P, e->every, e->inner, e->tiny, keep);
-	e->peak = sel_eval(e->P, keep, &e->flops, NULL);
+	e->peak = sel_eval_below(e->P, keep, e->limit ? e->limit : INT64_MAX, &e->flops);
 	free(keep);
 	return NULL;
 }
@@ -1570,6 +1571,8 @@ static int64_t chain_spacing(const SelProblem *P, bool tiny, int *every, int *in
 	for (int k = 4; k <= P->n && !done; k *= 4) {
 		bool two = 2 * k <= P->n;
 		e[0].every = k, e[1].every = 2 * k, e[0].inner = e[1].inner = 0;
+		/* past it, either ends the walk (the second's limit, after the first lowers the least, only lower) */
+		e[0].limit = e[1].limit = least < INT64_MAX ? least - least / 16 : 0;
 		start_evals(e, two);
 		for (int j = 0; j < 1 + two && !done; j++) {
 			if ((done = least < INT64_MAX && e[j].peak > least - least / 16))
@@ -1582,6 +1585,7 @@ static int64_t chain_spacing(const SelProblem *P, bool tiny, int *every, int *in
 	for (int k = *every / 2; k >= 2 && !done; k /= 4) {
 		bool two = k / 2 >= 2;
 		e[0].every = e[1].every = *every, e[0].inner = k, e[1].inner = k / 2;
+		e[0].limit = e[1].limit = least + least / 8;
 		start_evals(e, two);
 		for (int j = 0; j < 1 + two && !done; j++) {
 			if ((done = e[j].peak > least + least / 8 || e[j].flops >= fewest))
@@ -1637,8 +1641,9 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 		any = P->kind[v] != SEL_FIXED && P->bytes[v] < below;
 	start[any] = chain_spacing(P, any, &every[any], &inner[any], &f[any]);
 	if (any && every[1]) {
-		/* the start without them at the spacing the walk with them ended at (see above) */
-		Start e = {.P = P, .tiny = false, .every = every[1], .inner = inner[1]};
+		/* the start without them at the spacing the walk with them ended at (see above); past this limit, the
+		 * start with them is below it by more than a 64th, and taken whatever its own peak */
+		Start e = {.P = P, .tiny = false, .every = every[1], .inner = inner[1], .limit = start[1] + start[1] / 32 + 64};
 		start_eval(&e);
 		start[0] = e.peak, f[0] = e.flops, every[0] = every[1], inner[0] = inner[1];
 	}

@@ -584,12 +584,15 @@ static const int *copies(const Work *w, const uint8_t *keep, int v, int *one, in
 }
 
 /* eval's copies (w->cp, in value order) grouped by position, each group in
- * value order (a stable counting sort), and each made_here */
-static void copies_by_position(Work *w, const uint8_t *keep)
+ * value order (a stable counting sort): position t's in w->sorted from
+ * w->count[t - 1] (0 at t = 0) to w->count[t] */
+static void copies_by_position(Work *w)
 {
 	int n = w->ncp, npos = w->P->npos;
-	if (!n)
+	if (!n) {
+		memset(w->count, 0, sizeof(int) * (size_t)(npos + 2));
 		return;
+	}
 	if (n > w->cap_sorted) {
 		w->cap_sorted = 2 * n;
 		w->sorted = realloc(w->sorted, sizeof(int) * (size_t)w->cap_sorted);
@@ -602,15 +605,12 @@ static void copies_by_position(Work *w, const uint8_t *keep)
 		count[t + 1] += count[t];
 	for (int i = 0; i < n; i++)
 		w->sorted[count[w->cp_t[i]]++] = w->cp[i];
-	/* count[t] is now where position t's copies end */
-	for (int t = 0, from = 0; t < npos; from = count[t++])
-		if (count[t] > from)
-			made_here(w, keep, t, w->sorted + from, count[t] - from);
 }
 
-/* the peak of keep[]; its FLOPs in *flops; the memory per position in
- * w->prof, and its excess over w->budget in w->excess */
-int64_t sel_evaluate(Work *w, const uint8_t *keep, int64_t *flops)
+/* sel_evaluate, or where `limit` < INT64_MAX, until a position holds more:
+ * then that position's bytes, the FLOPs exact, w->prof and w->excess not
+ * made (the copies at each position are laid out as the walk reaches it) */
+static int64_t evaluate(Work *w, const uint8_t *keep, int64_t limit, int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	w->evals++;
@@ -645,21 +645,32 @@ int64_t sel_evaluate(Work *w, const uint8_t *keep, int64_t *flops)
 			w->cp[w->ncp] = v, w->cp_t[w->ncp++] = at[k];
 		}
 	}
-	copies_by_position(w, keep);
+	copies_by_position(w);
+	*flops = f;
 	int64_t run = 0, peak = 0, ex = 0, budget = w->budget;
-	for (int t = 0; t < P->npos; t++) {
+	for (int t = 0, from = 0; t < P->npos; from = w->count[t++]) {
+		if (w->count[t] > from)
+			made_here(w, keep, t, w->sorted + from, w->count[t] - from);
 		run += w->diff[t];
 		int64_t m = w->prof[t] = P->base[t] + run + extra(w, keep, t);
 		peak = m > peak ? m : peak;
 		ex += m > budget ? m - budget : 0;
+		if (m > limit)
+			break;
 	}
 	/* only the positions where copies were made hold anything in made and most */
 	for (int k = 0; k < w->ntouched; k++)
 		w->made[w->touched[k]] = w->most[w->touched[k]] = 0;
 	w->ntouched = 0;
 	w->excess = ex;
-	*flops = f;
 	return peak;
+}
+
+/* the peak of keep[]; its FLOPs in *flops; the memory per position in
+ * w->prof, and its excess over w->budget in w->excess */
+int64_t sel_evaluate(Work *w, const uint8_t *keep, int64_t *flops)
+{
+	return evaluate(w, keep, INT64_MAX, flops);
 }
 
 /* ---- evaluations of a few changes from a committed choice ----
@@ -1198,10 +1209,12 @@ static bool passes(Work *w, const uint8_t *keep, int64_t limit, int64_t *over)
  * or more than TRY_MOST values changed); 0 where it is the committed
  * choice; 1 where measured, the changed values' r, last and at in w then
  * keep[]'s (restored by sel_eval_try, or taken by sel_commit). Where its
- * peak passes `limit` (INT64_MAX: none), 2 as soon as that shows, with
- * the FLOPs exact, a peak over the limit and not its own, and no excess:
- * a move a search would not take is not laid out further. */
-static int measure(Work *w, const uint8_t *keep, int64_t limit, int64_t *peak_out, int64_t *flops)
+ * peak passes the limit (`limit` where its FLOPs are under `fewer`, else
+ * `limit_else`; INT64_MAX: none), 2 as soon as that shows, with the FLOPs
+ * exact, a peak over the limit and not its own, and no excess: a move a
+ * search would not take is not laid out further. */
+static int measure(Work *w, const uint8_t *keep, int64_t limit, int64_t fewer, int64_t limit_else, int64_t *peak_out,
+                   int64_t *flops)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
@@ -1237,6 +1250,7 @@ static int measure(Work *w, const uint8_t *keep, int64_t limit, int64_t *peak_ou
 	if (b->nev)
 		sort_events(b->ev, b->nev, 64);
 	*flops = b->flops + df;
+	limit = *flops < fewer ? limit : limit_else;
 	if (limit < INT64_MAX) {
 		if (passes(w, keep, limit, peak_out))
 			return 2;
@@ -1322,18 +1336,21 @@ static bool kept_try(Work *w, const uint8_t *keep, int64_t *peak, int64_t *flops
  * most TRY_MOST values; otherwise by sel_evaluate() */
 int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops)
 {
-	return sel_eval_under(w, keep, INT64_MAX, flops);
+	return sel_eval_under(w, keep, INT64_MAX, INT64_MAX, INT64_MAX, flops);
 }
 
 static bool limits = true;
 
 void sel_try_limits(bool on) { limits = on; }
 
-int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t *flops)
+int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t fewer, int64_t limit_else, int64_t *flops)
 {
 	Base *b = w->base;
 	int64_t peak;
-	int got = measure(w, keep, limits ? limit : INT64_MAX, &peak, flops);
+	if (!limits)
+		limit = limit_else = INT64_MAX;
+	int got = measure(w, keep, limit, fewer, limit_else, &peak, flops);
+	limit = *flops < fewer ? limit : limit_else;
 	if (got < 0)
 		return sel_evaluate(w, keep, flops);
 	if (got == 1)
@@ -1549,7 +1566,7 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 {
 	int64_t peak;
 	/* the try just measured, kept (1), or measured now */
-	int got = kept_try(w, keep, &peak, flops) ? 1 : measure(w, keep, INT64_MAX, &peak, flops);
+	int got = kept_try(w, keep, &peak, flops) ? 1 : measure(w, keep, INT64_MAX, INT64_MAX, INT64_MAX, &peak, flops);
 	if (got < 0)
 		return commit_whole(w, keep, flops);
 	if (got > 0)
@@ -1575,6 +1592,15 @@ int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64
 	int64_t peak = sel_evaluate(&w, keep, flops);
 	if (prof)
 		memcpy(prof, w.prof, sizeof(int64_t) * (size_t)P->npos);
+	sel_work_free(&w);
+	return peak;
+}
+
+int64_t sel_eval_below(const SelProblem *P, const uint8_t *keep, int64_t limit, int64_t *flops)
+{
+	Work w;
+	sel_work_init(&w, P);
+	int64_t peak = evaluate(&w, keep, limits ? limit : INT64_MAX, flops);
 	sel_work_free(&w);
 	return peak;
 }

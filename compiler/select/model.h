@@ -43,9 +43,10 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops);
 /* keep[]'s peak, FLOPs and excess exactly as sel_evaluate() finds them,
  * measured from the committed choice where keep[] differs from it in a few values */
 int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops);
-/* sel_eval_try where the peak is at most `limit`; past it, its FLOPs exact and a peak over the limit (not
- * keep[]'s own, nor its excess): a search's move it would not take, laid out no further than that shows */
-int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t *flops);
+/* sel_eval_try where the peak is at most the limit: `limit` where keep[]'s FLOPs are under `fewer`, else
+ * `limit_else`; past it, its FLOPs exact and a peak over the limit (not keep[]'s own, nor its excess): a
+ * search's move it would not take, laid out no further than that shows */
+int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t fewer, int64_t limit_else, int64_t *flops);
 /* keep[], the committed choice but for v now kept: its FLOPs and true where its peak is no higher */
 bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops);
 /* positions where dropping candidate v may free its bytes: after its last

@@ -362,7 +362,7 @@ static void score_of(Work *w, const KeepScores *k, uint8_t *keep, int i, double 
 			continue;
 		keep[v] = st;
 		/* within the budget, a move past it scores nothing: laid out only until that shows */
-		int64_t f2, p2 = k->over ? sel_eval_try(w, keep, &f2) : sel_eval_under(w, keep, k->budget, &f2);
+		int64_t f2, p2 = k->over ? sel_eval_try(w, keep, &f2) : sel_eval_under(w, keep, k->budget, k->f, -1, &f2);
 		double sc = k->over ? (double)(k->ex - w->excess)
 		                    /* no gain, or over the budget: out until something else is kept */
 		                    : p2 > k->budget || f2 >= k->f ? 0 : (double)(k->f - f2) / (double)((p2 > k->peak ? p2 - k->peak : 0) + 1);
@@ -721,7 +721,7 @@ static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH) || (pass == 2 && (was == SEL_HOST || !may(w->P, v, SEL_HOST))))
 				continue;
 			keep[v] = pass_to[pass];
-			int64_t f2, p2 = sel_eval_under(w, keep, budget, &f2);
+			int64_t f2, p2 = sel_eval_under(w, keep, budget, f, -1, &f2);
 			if (p2 <= budget && f2 < f)
 				f = f2, peak = p2, sel_commit(w, keep, &f2);
 			else
@@ -749,7 +749,7 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 			keep[u] = was_u == SEL_EACH ? SEL_ONCE : SEL_KEEP;
 			/* its FLOPs alone: its peak not laid out */
 			int64_t fu;
-			sel_eval_under(w, keep, -1, &fu);
+			sel_eval_under(w, keep, -1, 0, -1, &fu);
 			if (fu >= f) {
 				keep[u] = was_u;
 				continue;
@@ -767,7 +767,7 @@ static Outcome swaps(Work *w, const Cands *c, int64_t budget, uint8_t *keep, int
 					if ((spent = w->evals * per > work))
 						break;
 					keep[v] = st;
-					int64_t f2, p2 = sel_eval_under(w, keep, budget, &f2);
+					int64_t f2, p2 = sel_eval_under(w, keep, budget, f, -1, &f2);
 					if (p2 <= budget && f2 < f)
 						f = f2, peak = p2, moved = true, sel_commit(w, keep, &f2);
 					else
@@ -1020,8 +1020,9 @@ static int64_t descend(Work *w, const Cands *c, int passes, bool flops_too, uint
 				if (st == was || !may(P, v, st))
 					continue;
 				keep[v] = st;
-				/* a move that raises the peak is not taken: laid out only until that shows */
-				int64_t f2, p2 = sel_eval_under(w, keep, peak, &f2);
+				/* a move that raises the peak is not taken, nor one that keeps it and saves no FLOPs: laid
+				 * out only until that shows */
+				int64_t f2, p2 = sel_eval_under(w, keep, flops_too ? peak : peak - 1, f, peak - 1, &f2);
 				if (p2 < peak || (flops_too && p2 == peak && f2 < f))
 					peak = p2, f = f2, best = st;
 			}
@@ -1086,7 +1087,9 @@ SelResult sel_anneal(const SelProblem *P, int64_t moves, int64_t part, uint8_t *
 		uint8_t was = keep[v];
 		int64_t th = falling(start, k, moves);
 		keep[v] = st;
-		int64_t f2, p2 = sel_eval_under(&w, keep, peak + th, &f2);
+		/* at a threshold of 0, a move to the same peak is taken only where it adds no FLOPs */
+		int64_t fewer = th || f == INT64_MAX ? INT64_MAX : f + 1;
+		int64_t f2, p2 = sel_eval_under(&w, keep, peak + th, fewer, th ? peak + th : peak - 1, &f2);
 		if (p2 - peak > th || (p2 == peak && th == 0 && f2 > f)) {
 			keep[v] = was;
 			continue;
@@ -1122,7 +1125,8 @@ SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int
 		uint8_t was = keep[v];
 		int64_t th = falling(start, k, moves);
 		keep[v] = st;
-		int64_t f2, p2 = sel_eval_under(&w, keep, budget > peak - 1 ? budget : peak - 1, &f2);
+		int64_t fewer = th < INT64_MAX - 1 - f ? f + th + 1 : INT64_MAX;
+		int64_t f2, p2 = sel_eval_under(&w, keep, budget > peak - 1 ? budget : peak - 1, fewer, -1, &f2);
 		/* over the budget only from a start over it, and never further over */
 		if ((p2 > budget && p2 >= peak) || f2 - f > th) {
 			keep[v] = was;
@@ -1263,7 +1267,7 @@ static int64_t pair_lower(Work *w, const Cands *c, uint8_t *keep, int64_t peak, 
 				if (v == u || was == SEL_KEEP)
 					continue;
 				keep[v] = SEL_KEEP;
-				int64_t f2, p2 = sel_eval_under(w, keep, peak - 1, &f2);
+				int64_t f2, p2 = sel_eval_under(w, keep, peak - 1, INT64_MAX, peak - 1, &f2);
 				if (p2 < peak)
 					peak = p2, *f = f2, moved = true, sel_commit(w, keep, &f2);
 				else

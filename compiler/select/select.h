@@ -109,6 +109,9 @@ SelProblem *sel_new(int n, int npos);
  * sel_eval: the choice's peak; its recomputed FLOPs in *flops; the memory
  * at each position in prof unless NULL. */
 int64_t sel_eval(const SelProblem *P, const uint8_t *keep, int64_t *flops, int64_t *prof);
+/* sel_eval (without the memory per position) where its peak is at most `limit`; past it, the FLOPs exact and
+ * a peak over the limit, not necessarily its own: the positions are laid out in order until one passes */
+int64_t sel_eval_below(const SelProblem *P, const uint8_t *keep, int64_t limit, int64_t *flops);
 /* store-everything into keep[]: every candidate kept, the free values made again at each use */
 void sel_store_everything(const SelProblem *P, uint8_t *keep);
 /* The fewest recomputed FLOPs whose peak fits budget: the choice in

@@ -289,6 +289,7 @@ int main(int argc, char **argv)
 	group = "select";
 	/* every score the greedy searches take from a committed choice is evaluated whole too */
 	sel_check_tries(true);
+	int below_checked = 0;
 	int problems = 0, budgets = 0, exact_fits = 0, greedy_fits = 0, greedy_opt = 0, anneal_opt = 0, refill_opt = 0, offloading = 0;
 	double worst_gap = 0;
 	for (int iter = 0; iter < (quick ? 75 : 300); iter++) {
@@ -314,6 +315,17 @@ int main(int argc, char **argv)
 				keep[dec[i]] = (uint8_t)(x % (unsigned)radix[i]);
 			peak[m] = sel_eval(P, keep, &flops[m], NULL);
 			least = peak[m] < least ? peak[m] : least;
+			/* evaluated to a limit: exact at the peak; a unit below it, over the limit and at most the peak (so it),
+			 * the FLOPs exact */
+			if (m % 7 == 0) {
+				int64_t f1, f2, at = sel_eval_below(P, keep, peak[m], &f1), under = sel_eval_below(P, keep, peak[m] - 1, &f2);
+				char w[200];
+				snprintf(w, sizeof w, "problem %d, choice %u: peak %lld, %lld FLOPs; to its peak %lld, %lld; below it %lld, %lld",
+				         iter, m, (long long)peak[m], (long long)flops[m], (long long)at, (long long)f1,
+				         (long long)under, (long long)f2);
+				check(at == peak[m] && f1 == flops[m] && under == peak[m] && f2 == flops[m], w);
+				below_checked++;
+			}
 		}
 		for (int i = 0; i < nd; i++)
 			keep[dec[i]] = P->kind[dec[i]] == SEL_CAND ? SEL_KEEP : SEL_ONCE;
@@ -391,7 +403,8 @@ int main(int argc, char **argv)
 	}
 	if (!fail) {
 		printf("ok - select: %d random DAGs (%d with values that may be offloaded), %d budgets: the exact search equals "
-		       "brute force over every choice (%d fits)\n", problems, offloading, budgets, exact_fits);
+		       "brute force over every choice (%d fits); %d choices evaluated to a limit at and below their peak\n",
+		       problems, offloading, budgets, exact_fits, below_checked);
 		printf("ok - select: the greedy search's fits are real and its bounds hold; optimal at %d of %d fits, worst %.0f%% "
 		       "over the optimum\n", greedy_opt, greedy_fits, 100 * worst_gap);
 		printf("ok - select: threshold accepting on FLOPs from each greedy fit stays within the budget, as evaluated, "
