@@ -489,6 +489,18 @@ static int64_t commit_both(Work *w, const uint8_t *keep, int64_t *flops, Ahead *
 	return here.peak;
 }
 
+/* the lazy loop's candidate after top by stale score that is not kept and neither scored this round nor ahead in
+ * it; -1 where none */
+static int next_stale(const KeepScores *k, const uint8_t *keep, int top, const int *round, int now, const Ahead *a)
+{
+	int next = -1;
+	for (int i = 0; i < k->c->nc; i++)
+		if (i != top && keep[k->c->c[i]] != SEL_KEEP && k->score[i] > 0 && round[i] != now && a->round[i] != now &&
+		    (next < 0 || k->score[i] > k->score[next]))
+			next = i;
+	return next;
+}
+
 /* the lazy loop's stale top candidate scored (round `now`, after `moves` moves): from ahead where it was scored
  * there in this round; else here, with the next stale one beside it where there is an ahead */
 static void score_top(Work *w, const KeepScores *k, uint8_t *keep, int top, const int *round, int now, int moves,
@@ -499,11 +511,7 @@ static void score_top(Work *w, const KeepScores *k, uint8_t *keep, int top, cons
 		ahead_taken++;
 		return;
 	}
-	int next = -1;
-	for (int i = 0; a && i < k->c->nc; i++)
-		if (i != top && keep[k->c->c[i]] != SEL_KEEP && k->score[i] > 0 && round[i] != now && a->round[i] != now &&
-		    (next < 0 || k->score[i] > k->score[next]))
-			next = i;
+	int next = a ? next_stale(k, keep, top, round, now, a) : -1;
 	if (next < 0) {
 		score_keep(w, k, keep, top);
 		return;
@@ -598,34 +606,75 @@ void sel_cheap_keeps(bool on)
 
 int64_t sel_cheap_taken(void) { return cheap_taken; }
 
-/* Within the budget, candidate i scored as score_of() would, where keeping
+/* Within the budget, a candidate is scored as score_of() would, where keeping
  * it is its only move there and sel_keep_try shows the peak no higher: its
- * score is then the FLOPs it saves. True where so scored. DenseNet-201
- * imported: the first moves from its chain start keep values made at each
- * of up to 991 positions, at no cost to the peak, where a try that lays out
- * their copies takes tens of ms. A try in vain costs a reach(): not tried
- * again for that candidate, nor at all where most were in vain (NASNet at
- * 340 MB: 112 of 3,008). */
-static bool scored_cheaply(Work *w, KeepScores *k, uint8_t *keep, int i, Cheap *ch)
+ * score is then the FLOPs it saves. DenseNet-201 imported: the first moves
+ * from its chain start keep values made at each of up to 991 positions, at
+ * no cost to the peak, where a try that lays out their copies takes tens of
+ * ms. A try in vain costs a reach(): not tried again for that candidate,
+ * nor at all where most were in vain (NASNet at 340 MB: 112 of 3,008).
+ * Whether candidate i may be so tried: */
+static bool cheap_open(const Work *w, const KeepScores *k, const uint8_t *keep, int i, const Cheap *ch)
 {
 	int v = k->c->c[i];
-	uint8_t was = keep[v];
-	if (!cheap_keeps || k->over || was == SEL_KEEP || may(w->P, v, SEL_HOST) || ch->dear[i] ||
-	    ch->vain > 32 + 4 * ch->cheap)
-		return false;
+	return cheap_keeps && !k->over && keep[v] != SEL_KEEP && !may(w->P, v, SEL_HOST) && !ch->dear[i] &&
+	       ch->vain <= 32 + 4 * ch->cheap;
+}
+
+/* one cheap try: keep[v] kept for it, then as it was */
+typedef struct {
+	Work *w;
+	uint8_t *keep;
+	int v;
+	bool got;
 	int64_t f2;
-	keep[v] = SEL_KEEP;
-	bool got = sel_keep_try(w, keep, v, &f2);
-	keep[v] = was;
-	ch->dear[i] = !got;
-	ch->cheap += got, ch->vain += !got;
-	if (!got)
+} CheapTry;
+
+static void *cheap_try(void *arg)
+{
+	CheapTry *t = arg;
+	uint8_t was = t->keep[t->v];
+	t->keep[t->v] = SEL_KEEP;
+	t->got = sel_keep_try(t->w, t->keep, t->v, &t->f2);
+	t->keep[t->v] = was;
+	return NULL;
+}
+
+/* a cheap try's outcome counted, and its score (the FLOPs it saves, 0 where none) in *score, *to */
+static bool cheap_taken_as(const KeepScores *k, int i, const CheapTry *t, Cheap *ch, double *score, uint8_t *to)
+{
+	ch->dear[i] = !t->got;
+	ch->cheap += t->got, ch->vain += !t->got;
+	if (!t->got)
 		return false;
 	cheap_taken++;
-	k->score[i] = 0;
-	if (f2 < k->f)
-		k->score[i] = (double)(k->f - f2), k->to[i] = SEL_KEEP;
+	*score = t->f2 < k->f ? (double)(k->f - t->f2) : 0;
+	if (t->f2 < k->f)
+		*to = SEL_KEEP;
 	return true;
+}
+
+/* top scored cheaply (true where so scored); with an ahead whose Work has taken every move so far (`moves`),
+ * the next stale candidate tried cheaply beside it on that Work, its score kept there for this round (`now`).
+ * A cheap score is the one a laid-out try gives, so the moves are those of one thread */
+static bool scored_cheaply(Work *w, KeepScores *k, uint8_t *keep, int top, Cheap *ch, Ahead *a, const int *round,
+                           int now, int moves)
+{
+	if (!cheap_open(w, k, keep, top, ch))
+		return false;
+	int next = a && a->moves == moves ? next_stale(k, keep, top, round, now, a) : -1;
+	if (next >= 0 && !cheap_open(w, k, keep, next, ch))
+		next = -1;
+	CheapTry here = {w, keep, k->c->c[top], false, 0};
+	if (next >= 0) {
+		CheapTry side = {&a->w, a->keep, k->c->c[next], false, 0};
+		util_pair(cheap_try, &here, cheap_try, &side);
+		if (cheap_taken_as(k, next, &side, ch, &a->score[next], &a->to[next]))
+			a->round[next] = now;
+	} else {
+		cheap_try(&here);
+	}
+	return cheap_taken_as(k, top, &here, ch, &k->score[top], &k->to[top]);
 }
 
 /* From every candidate computed again once: while the peak is over the
@@ -679,7 +728,8 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 			break;
 		if (round[top] != now) {
 			/* a score made ahead is score_top's to take; else the keep move scored cheaply where it can be */
-			if (!lazy || (ahead && ahead->round[top] == now) || !scored_cheaply(w, &k, keep, top, &cheap))
+			if (!lazy || (ahead && ahead->round[top] == now) ||
+			    !scored_cheaply(w, &k, keep, top, &cheap, ahead, round, now, moves))
 				score_top(w, &k, keep, top, round, now, moves, ahead);
 			round[top] = now;
 			continue;
