@@ -498,7 +498,7 @@ int main(int argc, char **argv)
 			         (long long)w.peak, (long long)w.flops, (long long)pk, (long long)f);
 			check(pk == w.peak && f == w.flops, what);
 			trail[lim] = fnv(trail[lim], got, (size_t)n);
-			SelResult a = sel_anneal_fit(P, budget, 500, 10, got);
+			SelResult a = sel_anneal_fit(P, budget, 200, 10, got);
 			pk = sel_eval(P, got, &f, NULL);
 			snprintf(what, sizeof what, "large %d at %d%%: threshold accepting to %lld, %lld FLOPs (evaluated %lld, %lld)",
 			         iter, pc, (long long)a.peak, (long long)a.flops, (long long)pk, (long long)f);
@@ -514,7 +514,7 @@ int main(int argc, char **argv)
 		SelResult d = sel_lower(P, 2, got);
 		int64_t df, dp = sel_eval(P, got, &df, NULL);
 		trail[lim] = fnv(trail[lim], got, (size_t)n);
-		SelResult an = sel_anneal(P, 500, 20, got);
+		SelResult an = sel_anneal(P, 200, 20, got);
 		int64_t af, ap = sel_eval(P, got, &af, NULL);
 		snprintf(what, sizeof what, "large %d: threshold accepting on the peak to %lld, %lld FLOPs (evaluated %lld, %lld)",
 		         iter, (long long)an.peak, (long long)an.flops, (long long)ap, (long long)af);
