@@ -1440,74 +1440,123 @@ bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops)
 	return true;
 }
 
+/* a commit's change of the profile over [from, to) by dt != 0 (take_try): positions in order, and the block
+ * they are in (*k, its first position's change *first, whether every position so far changes by it *same, up to
+ * *end) closed where the next begins: shifted where it changes as one, else sorted again */
+typedef struct {
+	int k, end;
+	int64_t first;
+	bool same;
+} Moved;
+
+static void close_block(Base *b, const Moved *m, int npos)
+{
+	if (m->k < 0)
+		return;
+	int to = (m->k + 1) * BLOCK < npos ? (m->k + 1) * BLOCK : npos;
+	if (m->same && (m->end == to || !m->first))
+		b->shift[m->k] += m->first;
+	else
+		sort_block(b, m->k, npos);
+}
+
+static void move_range(Base *b, Moved *m, int from, int to, int64_t dt, int npos)
+{
+	for (int t = from; t < to;) {
+		int k = t / BLOCK, stop = (k + 1) * BLOCK < to ? (k + 1) * BLOCK : to;
+		if (k != m->k) {
+			close_block(b, m, npos);
+			*m = (Moved){k, k * BLOCK, t == k * BLOCK ? dt : 0, true};
+		}
+		/* the positions between unchanged */
+		m->same = m->same && (t == m->end || !m->first) && dt == m->first;
+		for (int x = t; x < stop; x++)
+			b->prof[x] += dt;
+		m->end = t = stop;
+	}
+}
+
 /* The try measure() just measured made the committed choice: its changed
  * values' r, last and at (w's now), the copies at the positions it laid
  * out again, and the profile: each block that only moved takes a shift,
- * the others are sorted again (as commit_whole does). */
+ * the others are sorted again (as commit_whole does). The lists of values
+ * and positions that did not change are copied as runs, and the profile
+ * visited only where it changes: a commit costs about its changes (the
+ * threshold accepting of a fit commits thousands). */
 static void take_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
 {
 	const SelProblem *P = w->P;
 	Base *b = w->base;
-	int npos = P->npos, nblocks = (npos + BLOCK - 1) / BLOCK;
+	int npos = P->npos;
 	int total = b->at_from[P->n];
 	for (int i = 0; i < b->nchanged; i++) {
 		int v = b->changed[i];
 		total += w->nat[v] - (b->at_from[v + 1] - b->at_from[v]);
 		b->r[v] = w->r[v], b->last[v] = w->last[v];
 	}
+	/* the needs' positions: b->changed is in value order (changed_copies) */
 	b->at2 = grow(b->at2, &b->cap_at2, total + 1, sizeof(int));
-	/* a value's old start is overwritten once its list is made */
 	int k = 0;
-	for (int v = 0, from = 0; v < P->n; v++) {
-		int n = b->at_from[v + 1] - from;
-		const int *src = b->at + from;
-		from = b->at_from[v + 1];
-		if (b->stamp[v] == b->gen)
-			n = w->nat[v], src = w->at[v];
-		b->at_from[v] = k;
+	for (int i = 0, v = 0;; i++) {
+		int u = i < b->nchanged ? b->changed[i] : P->n, from = b->at_from[v], n = b->at_from[u] - from;
 		if (n)
-			memcpy(b->at2 + k, src, sizeof(int) * (size_t)n);
+			memcpy(b->at2 + k, b->at + from, sizeof(int) * (size_t)n);
+		for (int x = v; x < u && k != from; x++)
+			b->at_from[x] += k - from;
 		k += n;
+		if (u == P->n)
+			break;
+		b->at_from[u] = k;
+		if (w->nat[u])
+			memcpy(b->at2 + k, w->at[u], sizeof(int) * (size_t)w->nat[u]);
+		k += w->nat[u];
+		v = u + 1;
 	}
 	b->at_from[P->n] = k;
 	int *t0 = b->at, c0 = b->cap_at;
 	b->at = b->at2, b->cap_at = b->cap_at2, b->at2 = t0, b->cap_at2 = c0;
-	/* the copies per position: those it laid out again merged, the others as they were (a position's old
-	 * start is overwritten once its list is made) */
+	/* the copies per position: those it laid out again (b->pts, in order) merged, the others as they were */
 	b->cp2 = grow(b->cp2, &b->cap_cp2, b->cp_from[npos] + b->nnode + 1, sizeof(int));
 	int m = 0;
-	for (int t = 0; t < npos; t++) {
-		int from = b->cp_from[t], n = b->cp_from[t + 1] - from;
-		if (b->pt_gen[t] == b->gen)
-			n = merge_at(b, t, &b->cp2, &b->cap_cp2, m);
-		else if (n)
+	for (int q = 0, t = 0;; q++) {
+		int u = q < b->npts ? b->pts[q] : npos, from = b->cp_from[t], n = b->cp_from[u] - from;
+		if (n)
 			memcpy(b->cp2 + m, b->cp + from, sizeof(int) * (size_t)n);
-		b->cp_from[t] = m;
+		for (int x = t; x < u && m != from; x++)
+			b->cp_from[x] += m - from;
 		m += n;
+		if (u == npos)
+			break;
+		n = merge_at(b, u, &b->cp2, &b->cap_cp2, m);
+		b->cp_from[u] = m;
+		m += n;
+		t = u + 1;
 	}
 	b->cp_from[npos] = m;
 	t0 = b->cp, c0 = b->cap_cp;
 	b->cp = b->cp2, b->cap_cp = b->cap_cp2, b->cp2 = t0, b->cap_cp2 = c0;
 	/* the profile, as measure() found it: the committed one shifted by the spans' changes, and at the
 	 * positions laid out again what the copies there hold */
-	int64_t *delta = w->diff, d = 0;
-	for (int t = 0, e = 0, q = 0; t < npos; t++) {
+	Moved mv = {-1, 0, 0, true};
+	int64_t d = 0;
+	for (int t = 0, e = 0, q = 0; t < npos;) {
 		while (e < b->nev && b->ev[e].pos <= t)
 			d += b->ev[e++].delta;
-		delta[t] = d;
-		if (q < b->npts && b->pts[q] == t)
-			delta[t] += b->again[q] - b->most[t], b->most[t] = b->again[q++];
+		if (q < b->npts && b->pts[q] == t) {
+			int64_t dt = d + b->again[q] - b->most[t];
+			b->most[t] = b->again[q++];
+			if (dt)
+				move_range(b, &mv, t, t + 1, dt, npos);
+			t++;
+			continue;
+		}
+		int next = e < b->nev && b->ev[e].pos < npos ? b->ev[e].pos : npos;
+		next = q < b->npts && b->pts[q] < next ? b->pts[q] : next;
+		if (d)
+			move_range(b, &mv, t, next, d, npos);
+		t = next;
 	}
-	for (int k = 0; k < nblocks; k++) {
-		int from = k * BLOCK, to = from + BLOCK < npos ? from + BLOCK : npos;
-		bool moved = true;
-		for (int t = from; t < to; t++)
-			b->prof[t] += delta[t], moved = moved && delta[t] == delta[from];
-		if (moved)
-			b->shift[k] += delta[from];
-		else
-			sort_block(b, k, npos);
-	}
+	close_block(b, &mv, npos);
 	memcpy(b->cur, keep, (size_t)P->n);
 	b->peak = peak, b->flops = flops, b->excess = w->excess;
 	b->gen++;
