@@ -109,6 +109,7 @@ void sel_work_init(Work *w, const SelProblem *P)
 	w->sorted = NULL, w->cap_sorted = 0;
 	w->count = malloc(sizeof(int) * (size_t)(P->npos + 2));
 	w->pos_seen = calloc((size_t)P->npos + 1, sizeof(unsigned)), w->pos_gen = 0;
+	w->merged = NULL, w->cap_merged = 0;
 	w->live = malloc(sizeof(int) * (size_t)(P->n + 1));
 	w->at = calloc((size_t)P->n + 1, sizeof(int *));
 	w->nat = calloc((size_t)P->n + 1, sizeof(int));
@@ -178,6 +179,7 @@ void sel_work_free(Work *w)
 	free(w->sorted);
 	free(w->count);
 	free(w->pos_seen);
+	free(w->merged);
 	free(w->prof);
 	free(w->lend_from);
 	free(w->earlier), free(w->twice);
@@ -384,12 +386,14 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	int ops = 0;
 	for (int i = 0; i < n; i++)
 		ops += P->nin[list[i]];
-	if (2 * n + ops > w->cap_here) {
-		w->cap_here = 2 * (2 * n + ops);
+	if (2 * n + 2 * ops > w->cap_here) {
+		w->cap_here = 2 * (2 * n + 2 * ops);
 		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
-	/* js: each operand's index among the copies made here before its reader (before()), or -1, found once */
-	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n;
+	/* js: each operand's index among the copies made here before its reader (before()), or -1, found once;
+	 * gives: whether the operand, not a transient copy made here, dies here, not read by the adjoint op there
+	 * (its storage may be taken, and it is freed here), found once */
+	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n, *gives = js + ops;
 	w->seen_gen++;
 	for (int i = 0; i < n; i++)
 		w->index[list[i]] = i, w->index_gen[list[i]] = w->seen_gen;
@@ -402,6 +406,8 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		int v = list[i];
 		for (int k = 0; k < P->nin[v]; k++, o++) {
 			int u = P->in[v][k], j = js[o] = before(w, i, u);
+			gives[o] = P->kind[u] != SEL_FIXED && !(j >= 0 && tr[j]) && dies(w, keep, u, t) &&
+			           !(P->kind[u] == SEL_CAND && adj_use(P, u, t));
 			if (j >= 0) {
 				if (tr[j] && !operand_earlier(w, v, k))
 					readers[j]++;
@@ -416,7 +422,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0, freed = 0;
 	for (int i = 0, o = 0; i < n; o += P->nin[list[i]], i++) {
 		int v = list[i];
-		const int *jv = js + o;
+		const int *jv = js + o, *gv = gives + o;
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
 		 * waiting ones), or one a span holds to here */
 		int64_t take = 0;
@@ -431,7 +437,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (j >= 0 && tr[j]) {
 				if (readers[j] == 1)
 					take = same, from_copy = true;
-			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
+			} else if (gv[k]) {
 				take = same, took = u;
 			}
 		}
@@ -445,7 +451,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (j >= 0 && tr[j]) {
 				if (--readers[j] == 0)
 					waiting -= P->bytes[u];
-			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
+			} else if (gv[k]) {
 				if (w->seen[u] != w->seen_gen)
 					w->seen[u] = w->seen_gen, gone += P->bytes[u];
 				/* held to here by its span, it is freed after its last reader here (a copy that took its
@@ -509,6 +515,54 @@ static void emit(Work *w, const uint8_t *keep, int v, int only)
 
 /* a value not kept: needed by its adjoint ops, as a candidate; made each
  * time, its positions sorted, each once */
+/* RUNS_MOST: past that many ascending runs, a list is sorted whole */
+enum { RUNS_MOST = 16 };
+
+/* a[0..n) in order, merging the ascending runs it is made of (each reader's positions come in order) pairwise
+ * until one is left, where they are few; else sorted whole */
+static void sort_runs(Work *w, int *a, int n)
+{
+	int runs = 1;
+	for (int k = 1; k < n && runs <= RUNS_MOST; k++)
+		runs += a[k] < a[k - 1];
+	if (runs == 1)
+		return;
+	if (runs > RUNS_MOST) {
+		sort_ints(a, n, 64);
+		return;
+	}
+	if (n > w->cap_merged) {
+		w->cap_merged = 2 * n;
+		w->merged = realloc(w->merged, sizeof(int) * (size_t)w->cap_merged);
+	}
+	int *from = a, *to = w->merged;
+	while (runs > 1) {
+		runs = 0;
+		for (int i = 0; i < n;) {
+			int j = i + 1, k;
+			while (j < n && from[j] >= from[j - 1])
+				j++;
+			k = j < n ? j + 1 : j;
+			while (k < n && from[k] >= from[k - 1])
+				k++;
+			/* [i, j) and [j, k) into to[i, k) */
+			int x = i, y = j, o = i;
+			while (x < j && y < k)
+				to[o++] = from[y] < from[x] ? from[y++] : from[x++];
+			while (x < j)
+				to[o++] = from[x++];
+			while (y < k)
+				to[o++] = from[y++];
+			runs++;
+			i = k;
+		}
+		int *t = from;
+		from = to, to = t;
+	}
+	if (from != a)
+		memcpy(a, from, sizeof(int) * (size_t)n);
+}
+
 static void own_needs(Work *w, const uint8_t *keep, int v)
 {
 	const SelProblem *P = w->P;
@@ -530,7 +584,7 @@ static void own_needs(Work *w, const uint8_t *keep, int v)
 	for (int k = 0; k < n; k++)
 		if (w->pos_seen[at[k]] != w->pos_gen)
 			w->pos_seen[at[k]] = w->pos_gen, at[m++] = at[k];
-	sort_ints(at, m, 64);
+	sort_runs(w, at, m);
 	w->nat[v] = m;
 }
 

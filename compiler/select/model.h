@@ -29,6 +29,7 @@ typedef struct {
 	int64_t evals;
 	int *lend_from, *lend_at; /* per value: the positions whose op may take its storage (P->lend) */
 	unsigned *pos_seen, pos_gen; /* own_needs': per position, the last call that listed it */
+	int *merged, cap_merged;     /* own_needs': the runs of positions merged */
 	uint64_t *earlier, *twice; /* per value, bit k < 64: operand k is an earlier operand too; it is another one too */
 	struct Base *base;        /* a committed choice that sel_eval_try measures changes from; NULL: none */
 } Work;
