@@ -386,14 +386,12 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	int ops = 0;
 	for (int i = 0; i < n; i++)
 		ops += P->nin[list[i]];
-	if (2 * n + 2 * ops > w->cap_here) {
-		w->cap_here = 2 * (2 * n + 2 * ops);
+	if (2 * n + ops > w->cap_here) {
+		w->cap_here = 2 * (2 * n + ops);
 		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
-	/* js: each operand's index among the copies made here before its reader (before()), or -1, found once;
-	 * gives: whether the operand, not a transient copy made here, dies here, not read by the adjoint op there
-	 * (its storage may be taken, and it is freed here), found once */
-	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n, *gives = js + ops;
+	/* js: each operand's index among the copies made here before its reader (before()), or -1, found once */
+	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n;
 	w->seen_gen++;
 	for (int i = 0; i < n; i++)
 		w->index[list[i]] = i, w->index_gen[list[i]] = w->seen_gen;
@@ -406,8 +404,6 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		int v = list[i];
 		for (int k = 0; k < P->nin[v]; k++, o++) {
 			int u = P->in[v][k], j = js[o] = before(w, i, u);
-			gives[o] = P->kind[u] != SEL_FIXED && !(j >= 0 && tr[j]) && dies(w, keep, u, t) &&
-			           !(P->kind[u] == SEL_CAND && adj_use(P, u, t));
 			if (j >= 0) {
 				if (tr[j] && !operand_earlier(w, v, k))
 					readers[j]++;
@@ -422,7 +418,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0, freed = 0;
 	for (int i = 0, o = 0; i < n; o += P->nin[list[i]], i++) {
 		int v = list[i];
-		const int *jv = js + o, *gv = gives + o;
+		const int *jv = js + o;
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
 		 * waiting ones), or one a span holds to here */
 		int64_t take = 0;
@@ -437,7 +433,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (j >= 0 && tr[j]) {
 				if (readers[j] == 1)
 					take = same, from_copy = true;
-			} else if (gv[k]) {
+			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
 				take = same, took = u;
 			}
 		}
@@ -451,7 +447,7 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 			if (j >= 0 && tr[j]) {
 				if (--readers[j] == 0)
 					waiting -= P->bytes[u];
-			} else if (gv[k]) {
+			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
 				if (w->seen[u] != w->seen_gen)
 					w->seen[u] = w->seen_gen, gone += P->bytes[u];
 				/* held to here by its span, it is freed after its last reader here (a copy that took its
