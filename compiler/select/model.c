@@ -922,13 +922,20 @@ static int64_t range(const Base *b, int from, int to, int64_t d, int64_t over, i
 	for (int t = from; t <= to;) {
 		int k = t / BLOCK, end = (k + 1) * BLOCK - 1;
 		if (t % BLOCK || end > to) {
-			/* part of a block: each position */
+			/* part of a block: each position, d added to its largest once (and taken from the limit) */
 			int stop = end < to ? end : to;
-			for (; t <= stop; t++) {
-				int64_t m = b->prof[t] + d;
-				most = m > most ? m : most;
-				sum += over != INT64_MAX && m > over ? m - over : 0;
+			int64_t hi = b->prof[t];
+			if (over == INT64_MAX) {
+				for (; t <= stop; t++)
+					hi = b->prof[t] > hi ? b->prof[t] : hi;
+			} else {
+				for (int64_t lim = over - d; t <= stop; t++) {
+					int64_t x = b->prof[t];
+					hi = x > hi ? x : hi;
+					sum += x > lim ? x - lim : 0;
+				}
 			}
+			most = hi + d > most ? hi + d : most;
 			continue;
 		}
 		/* a whole block: its largest, and a search for the first above */
