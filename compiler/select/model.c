@@ -255,6 +255,18 @@ static void at_push(Work *w, int u, int t)
 	w->at[u][w->nat[u]++] = t;
 }
 
+/* list[0..n) added to u's positions at once */
+static void at_append(Work *w, int u, const int *list, int n)
+{
+	if (w->nat[u] + n > w->cap[u]) {
+		while (w->cap[u] < w->nat[u] + n)
+			w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
+		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
+	}
+	memcpy(w->at[u] + w->nat[u], list, sizeof(int) * (size_t)n);
+	w->nat[u] += n;
+}
+
 /* u's positions set to list[0..n) at once */
 static void at_set(Work *w, int u, const int *list, int n)
 {
@@ -500,8 +512,7 @@ static void emit(Work *w, const uint8_t *keep, int v, int only)
 		if (P->kind[u] == SEL_FIXED || (only >= 0 && u != only))
 			continue;
 		if (keep[u] == SEL_EACH) {
-			for (int j = 0; j < m; j++)
-				at_push(w, u, at[j]);
+			at_append(w, u, at, m);
 		} else {
 			need(w, keep, u, at[0]);
 			need(w, keep, u, at[m - 1]);
@@ -509,8 +520,6 @@ static void emit(Work *w, const uint8_t *keep, int v, int only)
 	}
 }
 
-/* a value not kept: needed by its adjoint ops, as a candidate; made each
- * time, its positions sorted, each once */
 /* RUNS_MOST: past that many ascending runs, a list is sorted whole */
 enum { RUNS_MOST = 16 };
 
@@ -559,6 +568,8 @@ static void sort_runs(Work *w, int *a, int n)
 		memcpy(a, from, sizeof(int) * (size_t)n);
 }
 
+/* a value not kept: needed by its adjoint ops, as a candidate; made each
+ * time, its positions sorted, each once */
 static void own_needs(Work *w, const uint8_t *keep, int v)
 {
 	const SelProblem *P = w->P;
