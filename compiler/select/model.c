@@ -523,37 +523,38 @@ static void emit(Work *w, const uint8_t *keep, int v, int only)
 /* RUNS_MOST: past that many ascending runs, a list is sorted whole */
 enum { RUNS_MOST = 16 };
 
-/* a[0..n) in order, merging the ascending runs it is made of (each reader's positions come in order) pairwise
- * until one is left, where they are few; else sorted whole */
-static void sort_runs(Work *w, int *a, int n)
+/* a[0..n) in order and each position once, where it is made of RUNS_MOST or fewer ascending runs (each reader's
+ * positions come in order, each once): the runs merged pairwise, a position in both taken once, until one is
+ * left; its length. -1 (a[] as it was) where there are more */
+static int merge_runs(Work *w, int *a, int n)
 {
 	int runs = 1;
 	for (int k = 1; k < n && runs <= RUNS_MOST; k++)
-		runs += a[k] < a[k - 1];
-	if (runs == 1)
-		return;
-	if (runs > RUNS_MOST) {
-		sort_ints(a, n, 64);
-		return;
-	}
+		runs += a[k] <= a[k - 1];
+	if (runs > RUNS_MOST)
+		return -1;
 	if (n > w->cap_merged) {
 		w->cap_merged = 2 * n;
 		w->merged = realloc(w->merged, sizeof(int) * (size_t)w->cap_merged);
 	}
 	int *from = a, *to = w->merged;
 	while (runs > 1) {
+		int o = 0;
 		runs = 0;
 		for (int i = 0; i < n;) {
 			int j = i + 1, k;
-			while (j < n && from[j] >= from[j - 1])
+			while (j < n && from[j] > from[j - 1])
 				j++;
 			k = j < n ? j + 1 : j;
-			while (k < n && from[k] >= from[k - 1])
+			while (k < n && from[k] > from[k - 1])
 				k++;
-			/* [i, j) and [j, k) into to[i, k) */
-			int x = i, y = j, o = i;
-			while (x < j && y < k)
-				to[o++] = from[y] < from[x] ? from[y++] : from[x++];
+			/* [i, j) and [j, k) into to[o..) */
+			int x = i, y = j;
+			while (x < j && y < k) {
+				int vx = from[x], vy = from[y];
+				to[o++] = vx < vy ? vx : vy;
+				x += vx <= vy, y += vy <= vx;
+			}
 			while (x < j)
 				to[o++] = from[x++];
 			while (y < k)
@@ -562,10 +563,11 @@ static void sort_runs(Work *w, int *a, int n)
 			i = k;
 		}
 		int *t = from;
-		from = to, to = t;
+		from = to, to = t, n = o;
 	}
 	if (from != a)
 		memcpy(a, from, sizeof(int) * (size_t)n);
+	return n;
 }
 
 /* a value not kept: needed by its adjoint ops, as a candidate; made each
@@ -582,16 +584,22 @@ static void own_needs(Work *w, const uint8_t *keep, int v)
 	int n = w->nat[v], *at = w->at[v], m = 0;
 	if (keep[v] != SEL_EACH || !n)
 		return;
-	/* each position once, then sorted: a value read by many copies made each time gets all their positions
-	 * (a DenseNet's concatenations: a sort of every one was a sixth of an evaluation) */
+	/* a value read by many copies made each time gets all their positions (a DenseNet's concatenations: a sort
+	 * of every one was a sixth of an evaluation): merged as the runs they come in, or each position once and
+	 * then sorted */
+	if ((m = merge_runs(w, at, n)) >= 0) {
+		w->nat[v] = m;
+		return;
+	}
 	if (++w->pos_gen == 0) {
 		memset(w->pos_seen, 0, sizeof(unsigned) * (size_t)(w->P->npos + 1));
 		w->pos_gen = 1;
 	}
+	m = 0;
 	for (int k = 0; k < n; k++)
 		if (w->pos_seen[at[k]] != w->pos_gen)
 			w->pos_seen[at[k]] = w->pos_gen, at[m++] = at[k];
-	sort_runs(w, at, m);
+	sort_ints(at, m, 64);
 	w->nat[v] = m;
 }
 
