@@ -1134,9 +1134,15 @@ static void fit_key(Fit *f, int i)
 	f->hmin[x] = in ? f->floor[i] + f->q[i].size : INT64_MAX;
 	for (x /= 2; x; x /= 2) {
 		f->work--;
-		f->kmin[x] = f->kmin[2 * x] < f->kmin[2 * x + 1] ? f->kmin[2 * x] : f->kmin[2 * x + 1];
-		f->kmax[x] = f->kmax[2 * x] > f->kmax[2 * x + 1] ? f->kmax[2 * x] : f->kmax[2 * x + 1];
-		f->hmin[x] = f->hmin[2 * x] < f->hmin[2 * x + 1] ? f->hmin[2 * x] : f->hmin[2 * x + 1];
+		int64_t lo = f->kmin[2 * x] < f->kmin[2 * x + 1] ? f->kmin[2 * x] : f->kmin[2 * x + 1];
+		int64_t hi = f->kmax[2 * x] > f->kmax[2 * x + 1] ? f->kmax[2 * x] : f->kmax[2 * x + 1];
+		int64_t h = f->hmin[2 * x] < f->hmin[2 * x + 1] ? f->hmin[2 * x] : f->hmin[2 * x + 1];
+		if (lo == f->kmin[x] && hi == f->kmax[x] && h == f->hmin[x]) {
+			/* the nodes above are as they were: their visits counted as if made (the work bounds the search) */
+			f->work -= 31 - __builtin_clz((unsigned)x);
+			return;
+		}
+		f->kmin[x] = lo, f->kmax[x] = hi, f->hmin[x] = h;
 	}
 }
 
