@@ -246,23 +246,26 @@ bool sel_frees(const SelProblem *P, int v, int t)
 	return t >= sel_gap_from(P, v) && t <= sel_gap_to(P, v) && (P->share[v] || !adj_use(P, v, t));
 }
 
+/* room for n positions of u */
+static void at_room(Work *w, int u, int n)
+{
+	if (n <= w->cap[u])
+		return;
+	while (w->cap[u] < n)
+		w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
+	w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
+}
+
 static void at_push(Work *w, int u, int t)
 {
-	if (w->nat[u] == w->cap[u]) {
-		w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
-		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
-	}
+	at_room(w, u, w->nat[u] + 1);
 	w->at[u][w->nat[u]++] = t;
 }
 
 /* list[0..n) added to u's positions at once */
 static void at_append(Work *w, int u, const int *list, int n)
 {
-	if (w->nat[u] + n > w->cap[u]) {
-		while (w->cap[u] < w->nat[u] + n)
-			w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
-		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
-	}
+	at_room(w, u, w->nat[u] + n);
 	memcpy(w->at[u] + w->nat[u], list, sizeof(int) * (size_t)n);
 	w->nat[u] += n;
 }
@@ -270,11 +273,7 @@ static void at_append(Work *w, int u, const int *list, int n)
 /* u's positions set to list[0..n) at once */
 static void at_set(Work *w, int u, const int *list, int n)
 {
-	if (n > w->cap[u]) {
-		while (w->cap[u] < n)
-			w->cap[u] = w->cap[u] ? 2 * w->cap[u] : 8;
-		w->at[u] = realloc(w->at[u], sizeof(int) * (size_t)w->cap[u]);
-	}
+	at_room(w, u, n);
 	if (n)
 		memcpy(w->at[u], list, sizeof(int) * (size_t)n);
 	w->nat[u] = n;
@@ -1552,6 +1551,18 @@ static void move_range(Base *b, Moved *m, int from, int to, int64_t dt, int npos
 	}
 }
 
+/* lists v..u-1 of a list of lists (from[] their starts in src, from[u] still the old start of u) copied as one
+ * run to dst at k, their starts moved there; the end of the run in dst */
+static int copy_run(int *from, const int *src, int *dst, int v, int u, int k)
+{
+	int start = from[v], n = from[u] - start;
+	if (n)
+		memcpy(dst + k, src + start, sizeof(int) * (size_t)n);
+	for (int x = v; x < u && k != start; x++)
+		from[x] += k - start;
+	return k + n;
+}
+
 /* The try measure() just measured made the committed choice: its changed
  * values' r, last and at (w's now), the copies at the positions it laid
  * out again, and the profile: each block that only moved takes a shift,
@@ -1574,12 +1585,8 @@ static void take_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
 	b->at2 = grow(b->at2, &b->cap_at2, total + 1, sizeof(int));
 	int k = 0;
 	for (int i = 0, v = 0;; i++) {
-		int u = i < b->nchanged ? b->changed[i] : P->n, from = b->at_from[v], n = b->at_from[u] - from;
-		if (n)
-			memcpy(b->at2 + k, b->at + from, sizeof(int) * (size_t)n);
-		for (int x = v; x < u && k != from; x++)
-			b->at_from[x] += k - from;
-		k += n;
+		int u = i < b->nchanged ? b->changed[i] : P->n;
+		k = copy_run(b->at_from, b->at, b->at2, v, u, k);
 		if (u == P->n)
 			break;
 		b->at_from[u] = k;
@@ -1595,15 +1602,11 @@ static void take_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
 	b->cp2 = grow(b->cp2, &b->cap_cp2, b->cp_from[npos] + b->nnode + 1, sizeof(int));
 	int m = 0;
 	for (int q = 0, t = 0;; q++) {
-		int u = q < b->npts ? b->pts[q] : npos, from = b->cp_from[t], n = b->cp_from[u] - from;
-		if (n)
-			memcpy(b->cp2 + m, b->cp + from, sizeof(int) * (size_t)n);
-		for (int x = t; x < u && m != from; x++)
-			b->cp_from[x] += m - from;
-		m += n;
+		int u = q < b->npts ? b->pts[q] : npos;
+		m = copy_run(b->cp_from, b->cp, b->cp2, t, u, m);
 		if (u == npos)
 			break;
-		n = merge_at(b, u, &b->cp2, &b->cap_cp2, m);
+		int n = merge_at(b, u, &b->cp2, &b->cap_cp2, m);
 		b->cp_from[u] = m;
 		m += n;
 		t = u + 1;
