@@ -683,8 +683,8 @@ static int64_t fit_tapes_from(Program *p, const CkptOptions *o, int64_t budget, 
 
 /* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values
  * the loops' adjoints could compute again, each fitted by fit_tapes and
- * planned; the fewest recomputed FLOPs that fit, then the fewest bytes;
- * without a fit, the fewest bytes. Fewer candidates in large programs and
+ * planned; the fewest recomputed FLOPs that fit, then the most dropped
+ * (rows_better); without a fit, the fewest bytes. Fewer candidates in large programs and
  * long loops: a plan costs about the program's size, and a fit about the
  * loops' steps (fit_tapes tries row counts up to the longest trip). */
 enum { ROWS_EXHAUSTIVE = 8 };
@@ -799,15 +799,27 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 }
 
 /* the best choice of rows so far: its recomputed FLOPs (INT64_MAX: none fits), planned bytes, and place
- * in the order (masks << n | m) */
+ * in the search's order (masks << n | the subset's place, the most dropped first: rows_at) */
 typedef struct {
 	int64_t flops, bytes, at;
 } RowsBest;
 
+/* Fewer FLOPs wins; of choices that recompute the same, the first in the order, which drops the most (the
+ * smallest rows); where none fits, the fewest bytes. Ties are not broken by bytes where they fit: the rows
+ * search would have to plan every choice that ties the best, however its floor lies (ResNet-152 imported at
+ * Feng & Huang's cut + 1: 55 of the 64 choices it planned whole tied, their bytes within 0.02%) */
 static bool rows_better(RowsBest a, RowsBest b)
 {
-	return a.flops < b.flops || (a.flops == b.flops && (a.bytes < b.bytes || (a.bytes == b.bytes && a.at < b.at)));
+	if (a.flops != b.flops)
+		return a.flops < b.flops;
+	if (a.flops == INT64_MAX && a.bytes != b.bytes)
+		return a.bytes < b.bytes;
+	return a.at < b.at;
 }
+
+/* a choice's place in the order, and back: the subsets from m = 2^n - 1 (every candidate dropped) down */
+static int64_t rows_at(int n, int masks, int64_t m) { return (int64_t)masks << n | (((int64_t)1 << n) - 1 - m); }
+static unsigned rows_subset(int n, int64_t at) { return (unsigned)((((int64_t)1 << n) - 1) - (at & (((int64_t)1 << n) - 1))); }
 
 /* marks every value the ops of b and the blocks inside it read */
 static void tapes_read(Block *b, uint8_t *mark)
@@ -865,11 +877,11 @@ static void rows_search_part(Program *p, const CkptOptions *o, int64_t budget, i
 		CkptRows *r = rows_choose(p, cand, n, (unsigned)m, masks);
 		/* a choice that cannot recompute fewer FLOPs than the best fit, however shaped, is not fitted,
 		 * nor one fitted that recomputes more planned */
-		if (bounded && best->flops < INT64_MAX && rows_floor(p) > best->flops) {
+		if (bounded && best->flops < INT64_MAX && rows_floor(p) >= best->flops) {
 			ckpt_rows_undo(r);
 			continue;
 		}
-		int64_t slot = least_shape(p), at = (int64_t)masks << n | m;
+		int64_t slot = least_shape(p), at = rows_at(n, masks, m);
 		/* bounded first from the bytes no packing of the least shape goes below, which is cheaper than
 		 * its plan (on ResNet-152 at their cut + 1, most choices end there): one that cannot fit where
 		 * another did, nor recompute fewer FLOPs, and where none fits yet, one that cannot plan fewer
@@ -880,14 +892,15 @@ static void rows_search_part(Program *p, const CkptOptions *o, int64_t budget, i
 				int64_t floor = exact ? mem_plan_floor(p) : outside + tapes_low(p, &mark, &cap);
 				bool fewer = floor < best->bytes || (floor == best->bytes && at < best->at);
 				cut = floor > budget ? best->flops < INT64_MAX || !fewer
-				                     : best->flops < INT64_MAX && tapes_bound(p, o, budget, slot, floor) > best->flops;
+				                     : best->flops < INT64_MAX && tapes_bound(p, o, budget, slot, floor) >= best->flops;
 			}
 			if (cut) {
 				ckpt_rows_undo(r);
 				continue;
 			}
 		}
-		int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), bounded ? best->flops : INT64_MAX);
+		int64_t above = bounded && best->flops < INT64_MAX ? best->flops - 1 : INT64_MAX;
+		int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), above);
 		if (planned < 0) {
 			ckpt_rows_undo(r);
 			continue;
@@ -922,14 +935,14 @@ static void rows_search_child(void *arg, void *out)
 }
 
 /* Every subset of cand[0..n), with and without masks, fitted and planned:
- * the fewest recomputed FLOPs that fit, then the fewest bytes, then the
- * first in the order (masks, then subsets by number); into *best and
- * *best_masks. The choices are tried with the most dropped first (the
+ * the fewest recomputed FLOPs that fit, then the first in the order
+ * (without masks first, then from every candidate dropped down: rows_at);
+ * into *best and *best_masks. The choices are tried with the most dropped first (the
  * smallest rows, which leave the most room: ResNet-152 imported under a
  * budget fits best with all 8 dropped), so that the first fits bound the
  * rest: a choice whose FLOPs cannot be fewer than the best fit's, however
  * shaped (rows_floor, and tapes_bound from the bytes no packing goes
- * below), is not fitted. The order changes which are fitted, not the
+ * below), is not fitted, nor one that can only tie it (it comes later). The order changes which are fitted, not the
  * choice: ResNet-152 imported at Feng & Huang's cut + 1 fitted all 2,048
  * choices of its 4 searches, 3 to 10 plans each (9 s of its 11.9); now most
  * end at tapes_bound, the whole budget in 4.7 s, the same plan.
@@ -961,7 +974,7 @@ static void fit_rows_search(Program *p, const CkptOptions *o, int64_t budget, in
 	} else {
 		rows_search_part(p, o, budget, plan, cand, n, 1, bounded, &b);
 	}
-	*best = b.at == INT64_MAX ? 0 : (unsigned)(b.at & ((1 << n) - 1));
+	*best = b.at == INT64_MAX ? 0 : rows_subset(n, b.at);
 	*best_masks = b.at != INT64_MAX && b.at >> n;
 }
 
