@@ -28,6 +28,8 @@
  * each result and lowers the budget where the plan passes it. */
 #include "model.h"
 
+#include "../util/util.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,55 +221,86 @@ static void nothing_above(int64_t *c, int16_t *pick, int h, int K)
 		c[i] = INF, pick[i] = PICK_NONE;
 }
 
-/* the inner table, segments by length: each block's values made again.
- * A segment's cells (one per h held) are filled together, each choice's
+/* the inner table's segment s .. t - 1: each block's values made again. A
+ * segment's cells (one per h held) are filled together, each choice's
  * parts read along h in order: the cells' order of choices and their
  * ties are those of one cell at a time, in half the time on DenseNet-121
  * imported (a part's cells along h lie next to each other; one cell at a
  * time read them K + 1 cells apart, and (L + 1)(K + 1) the other way). */
+static void segment(Chain *ch, int s, int t)
+{
+	int K = ch->K, d = t - s, start = seg_start(ch, s, t);
+	int64_t base = start < INT_MAX ? ch->P->base[start] : 0;
+	int64_t *best = ch->c + at(ch, s, t, 0);
+	int16_t *pick = ch->pick + at(ch, s, t, 0);
+	for (int h = 0; h <= K; h++) {
+		best[h] = INF, pick[h] = PICK_NONE;
+		for (int lean = 0; lean < 2; lean++) {
+			int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
+			if (c < best[h])
+				best[h] = c, pick[h] = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
+		}
+	}
+	int64_t run = 0, most = 0;
+	for (int k = s + 1; k < t; k++) {
+		run += ch->f[k - 1];
+		most = ch->T[k - 1] > most ? ch->T[k - 1] : most;
+		const int64_t *before = ch->c + at(ch, s, k, 0), *after = ch->c + at(ch, k, t, 0) + ch->uxin[k];
+		/* the h where both parts are finite (each row's cells are, below its first that is not) and the
+		 * bytes held fit */
+		int64_t room = ch->budget - ch->xin[k] - most - base;
+		if (room < 0)
+			continue;
+		int64_t end = room / ch->unit + 1;
+		end = end < ch->fin[at2(ch, s, k)] ? end : ch->fin[at2(ch, s, k)];
+		end = end < ch->fin[at2(ch, k, t)] - ch->uxin[k] ? end : ch->fin[at2(ch, k, t)] - ch->uxin[k];
+		for (int h = 0; h < end; h++) {
+			int64_t c = run + after[h] + before[h];
+			if (c < best[h])
+				best[h] = c, pick[h] = (int16_t)k;
+		}
+	}
+	/* past the first h where nothing fits, nothing does (nothing_above) */
+	int fin = K + 1;
+	for (int h = 0; h <= K && fin > K; h++)
+		if (best[h] == INF)
+			nothing_above(best, pick, h, K), fin = h;
+	ch->fin[at2(ch, s, t)] = fin;
+}
+
+/* the segments of length d from s = from, from + 2, ... (one of two threads' share of a length) */
+typedef struct {
+	Chain *ch;
+	int d, from;
+} Segments;
+
+static void *segments(void *arg)
+{
+	Segments *g = arg;
+	for (int s = g->from; s + g->d <= g->ch->L; s += 2)
+		segment(g->ch, s, s + g->d);
+	return NULL;
+}
+
+/* the inner table, segments by length. A segment reads only shorter ones, so the segments of one length are
+ * filled on two threads where the problem has them (P->threads) and the length's work is worth a thread's start
+ * (CHAIN_APART cells' sums): every cell is the same either way. The programme is most of a chain fit (DenseNet-201
+ * imported at Feng & Huang's cut + 1: 8 programmes of up to 96 blocks) */
+enum { CHAIN_APART = 1 << 16 };
+
 static void inner(Chain *ch)
 {
-	int L = ch->L, K = ch->K;
-	for (int d = 1; d <= L; d++)
-		for (int s = 0; s + d <= L; s++) {
-			int t = s + d, start = seg_start(ch, s, t);
-			int64_t base = start < INT_MAX ? ch->P->base[start] : 0;
-			int64_t *best = ch->c + at(ch, s, t, 0);
-			int16_t *pick = ch->pick + at(ch, s, t, 0);
-			for (int h = 0; h <= K; h++) {
-				best[h] = INF, pick[h] = PICK_NONE;
-				for (int lean = 0; lean < 2; lean++) {
-					int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
-					if (c < best[h])
-						best[h] = c, pick[h] = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
-				}
-			}
-			int64_t run = 0, most = 0;
-			for (int k = s + 1; k < t; k++) {
-				run += ch->f[k - 1];
-				most = ch->T[k - 1] > most ? ch->T[k - 1] : most;
-				const int64_t *before = ch->c + at(ch, s, k, 0), *after = ch->c + at(ch, k, t, 0) + ch->uxin[k];
-				/* the h where both parts are finite (each row's cells are, below its first that is not) and the
-				 * bytes held fit */
-				int64_t room = ch->budget - ch->xin[k] - most - base;
-				if (room < 0)
-					continue;
-				int64_t end = room / ch->unit + 1;
-				end = end < ch->fin[at2(ch, s, k)] ? end : ch->fin[at2(ch, s, k)];
-				end = end < ch->fin[at2(ch, k, t)] - ch->uxin[k] ? end : ch->fin[at2(ch, k, t)] - ch->uxin[k];
-				for (int h = 0; h < end; h++) {
-					int64_t c = run + after[h] + before[h];
-					if (c < best[h])
-						best[h] = c, pick[h] = (int16_t)k;
-				}
-			}
-			/* past the first h where nothing fits, nothing does (nothing_above) */
-			int fin = K + 1;
-			for (int h = 0; h <= K && fin > K; h++)
-				if (best[h] == INF)
-					nothing_above(best, pick, h, K), fin = h;
-			ch->fin[at2(ch, s, t)] = fin;
+	int L = ch->L;
+	bool two = ch->P->threads > 1 && util_cpus() > 1;
+	for (int d = 1; d <= L; d++) {
+		if (two && (int64_t)(L - d + 1) * (d - 1) * (ch->K + 1) >= CHAIN_APART) {
+			Segments even = {ch, d, 0}, odd = {ch, d, 1};
+			util_pair(segments, &even, segments, &odd);
+			continue;
 		}
+		for (int s = 0; s + d <= L; s++)
+			segment(ch, s, s + d);
+	}
 }
 
 /* the top level: the forward sweep is free */
