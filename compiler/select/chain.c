@@ -288,12 +288,16 @@ static void *segments(void *arg)
  * imported at Feng & Huang's cut + 1: 8 programmes of up to 96 blocks) */
 enum { CHAIN_APART = 1 << 16 };
 
+static int apart = -1; /* sel_chain_apart's */
+
+void sel_chain_apart(int mode) { apart = mode; }
+
 static void inner(Chain *ch)
 {
 	int L = ch->L;
-	bool two = ch->P->threads > 1 && util_cpus() > 1;
+	bool two = ch->P->threads > 1 && (apart > 0 || (apart < 0 && util_cpus() > 1));
 	for (int d = 1; d <= L; d++) {
-		if (two && (int64_t)(L - d + 1) * (d - 1) * (ch->K + 1) >= CHAIN_APART) {
+		if (two && (apart > 0 || (int64_t)(L - d + 1) * (d - 1) * (ch->K + 1) >= CHAIN_APART)) {
 			Segments even = {ch, d, 0}, odd = {ch, d, 1};
 			util_pair(segments, &even, segments, &odd);
 			continue;

@@ -164,6 +164,10 @@ int64_t sel_tiny_below(const SelProblem *P);
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold);
 /* its memory's steps: bytes held are counted in units of (budget - the least base) / SEL_CHAIN_STEPS, rounded up */
 #define SEL_CHAIN_STEPS 128
+/* a test's switch: the programme's segments of one length on two threads wherever the problem has two (1), on
+ * one (0), or where there are two CPUs and the length's work is worth a thread's start (-1, the default); the
+ * same cells every way */
+void sel_chain_apart(int mode);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
  * choice's peak and FLOPs */
