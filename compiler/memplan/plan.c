@@ -743,8 +743,9 @@ typedef struct {
 enum { PACK_WALKS = 16, PACK_ROUNDS = 200, PACK_STALL = 50, PACK_WORK = 400000, PACK_FEWEST = 10, PACK_WALK_MOST = 1024 };
 /* the search for a packing within a cap (fit_search): the caps it tries, the work all its tries may do (about
  * 0.3 s on this project's machines), the most work a try may do per value, and the share of the top above the
- * bytes live at once (1 / PACK_SEARCH_GAP) below which it is not run */
-enum { PACK_CAPS = 3, PACK_SEARCH_WORK = 80000000, PACK_SEARCH_EACH = 4000, PACK_SEARCH_GAP = 1024 };
+ * bytes live at once (1 / PACK_SEARCH_GAP) below which it is not run on programs of more than PACK_SEARCH_SMALL
+ * values */
+enum { PACK_CAPS = 3, PACK_SEARCH_WORK = 80000000, PACK_SEARCH_EACH = 4000, PACK_SEARCH_GAP = 1024, PACK_SEARCH_SMALL = 8192 };
 
 static int by_size(const void *a, const void *b)
 {
@@ -1506,10 +1507,12 @@ static int64_t pack_again(Program *p, Placed *q, int n, int64_t npos, int64_t ba
 		from = malloc(sizeof *from * (size_t)n);
 		memcpy(from, best, sizeof *q * (size_t)n);
 	}
-	/* the search only where the orders' packing is a 1,024th or more above the bytes live at once: within it, the
-	 * search spent its whole work and found nothing on every program measured (DenseNet-121 and -201 imported, at
-	 * Feng & Huang's cut + 1: 0.07% above, 0.3 s of DenseNet-201's 2.2), and it could save no more than that */
-	if (hard && orders && peak > live && (peak - live) >= peak / PACK_SEARCH_GAP) {
+	/* on a large program the search only where the orders' packing is a 1,024th or more above the bytes live at
+	 * once: within it, the search spent its whole work and found nothing on every large program measured
+	 * (DenseNet-121 and -201 imported, at Feng & Huang's cut + 1: 0.07% above, 0.3 s of DenseNet-201's 2.2), and
+	 * it could save no more than that; on a small one it is cheap, and closes such gaps (the sample DenseNet's
+	 * store-everything plan: 512 bytes) */
+	if (hard && orders && peak > live && (n <= PACK_SEARCH_SMALL || (peak - live) >= peak / PACK_SEARCH_GAP)) {
 		int64_t top = fit_search(q, n, npos, live, peak, best, p->search_threads > 1);
 		found |= top < peak, peak = top;
 	}
