@@ -684,9 +684,10 @@ static int64_t fit_tapes_from(Program *p, const CkptOptions *o, int64_t budget, 
 /* What the rows keep: every subset of the ROWS_EXHAUSTIVE largest values
  * the loops' adjoints could compute again, each fitted by fit_tapes and
  * planned; the fewest recomputed FLOPs that fit, then the most dropped
- * (rows_better); without a fit, the fewest bytes. Fewer candidates in large programs and
- * long loops: a plan costs about the program's size, and a fit about the
- * loops' steps (fit_tapes tries row counts up to the longest trip). */
+ * (rows_better); without a fit, the fewest bytes. Fewer candidates in
+ * large programs and long loops: a plan costs about the program's size,
+ * and a fit about the loops' steps (fit_tapes tries row counts up to the
+ * longest trip). */
 enum { ROWS_EXHAUSTIVE = 8 };
 
 /* the fewest FLOPs a step can recompute with the rows as they keep now:
@@ -937,12 +938,13 @@ static void rows_search_child(void *arg, void *out)
 /* Every subset of cand[0..n), with and without masks, fitted and planned:
  * the fewest recomputed FLOPs that fit, then the first in the order
  * (without masks first, then from every candidate dropped down: rows_at);
- * into *best and *best_masks. The choices are tried with the most dropped first (the
- * smallest rows, which leave the most room: ResNet-152 imported under a
- * budget fits best with all 8 dropped), so that the first fits bound the
- * rest: a choice whose FLOPs cannot be fewer than the best fit's, however
- * shaped (rows_floor, and tapes_bound from the bytes no packing goes
- * below), is not fitted, nor one that can only tie it (it comes later). The order changes which are fitted, not the
+ * into *best and *best_masks. The choices are tried with the most dropped
+ * first (the smallest rows, which leave the most room: ResNet-152
+ * imported under a budget fits best with all 8 dropped), so that the
+ * first fits bound the rest: a choice whose FLOPs cannot be fewer than
+ * the best fit's, however shaped (rows_floor, and tapes_bound from the
+ * bytes no packing goes below), is not fitted, nor one that can only tie
+ * it (it comes later). The order changes which are fitted, not the
  * choice: ResNet-152 imported at Feng & Huang's cut + 1 fitted all 2,048
  * choices of its 4 searches, 3 to 10 plans each (9 s of its 11.9); now most
  * end at tapes_bound, the whole budget in 4.7 s, the same plan.
