@@ -891,7 +891,8 @@ static void rows_search_part(Program *p, const CkptOptions *o, int64_t budget, i
 			bool cut = false;
 			for (int exact = 0; exact < 2 && !cut; exact++) {
 				int64_t floor = exact ? mem_plan_floor(p) : outside + tapes_low(p, &mark, &cap);
-				bool fewer = floor < best->bytes || (floor == best->bytes && at < best->at);
+				/* (on equal bytes the best, found earlier in the order, stays) */
+				bool fewer = floor < best->bytes;
 				cut = floor > budget ? best->flops < INT64_MAX || !fewer
 				                     : best->flops < INT64_MAX && tapes_bound(p, o, budget, slot, floor) >= best->flops;
 			}
