@@ -1418,6 +1418,8 @@ static bool limits = true;
 
 void sel_try_limits(bool on) { limits = on; }
 
+bool sel_model_defaults(void) { return limits && !checking; }
+
 int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t fewer, int64_t limit_else, int64_t *flops)
 {
 	Base *b = w->base;

@@ -48,6 +48,8 @@ int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops);
  * `limit_else`; past it, its FLOPs exact and a peak over the limit (not keep[]'s own, nor its excess): a
  * search's move it would not take, laid out no further than that shows */
 int64_t sel_eval_under(Work *w, const uint8_t *keep, int64_t limit, int64_t fewer, int64_t limit_else, int64_t *flops);
+/* whether the evaluations' test switches (sel_check_tries, sel_try_limits) are as the compiler leaves them */
+bool sel_model_defaults(void);
 /* keep[], the committed choice but for v now kept: its FLOPs and true where its peak is no higher */
 bool sel_keep_try(Work *w, const uint8_t *keep, int v, int64_t *flops);
 /* positions where dropping candidate v may free its bytes: after its last

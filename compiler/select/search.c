@@ -1003,7 +1003,7 @@ done:
 	return res;
 }
 
-SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor)
+static SelResult least_bisect(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor)
 {
 	Work w;
 	sel_work_init(&w, P);
@@ -1040,6 +1040,89 @@ SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *f
 	}
 	free(try);
 	return best;
+}
+
+/* sel_least's answers, by problem. The budget's search (compiler/budget.c) plans the program in several
+ * scratch copies, and a straight line's fit that misses its share of the budget ends at the model's least
+ * (checkpoint_pass/graph.c's fit_model): the same problem in each copy where the loops' least shape is the
+ * same. ResNet-152 imported, its loops at Feng & Huang's cut + 1: four bisections of 0.1 s, one problem. The
+ * answer is a function of the problem, the work limit and the searches' switches (the choice passed in is
+ * replaced by store-everything first: sel_candidates), so a problem is matched on all its bytes, and only
+ * with every switch as the compiler leaves it (a test that turns one gets the search run). */
+enum { LEAST_MEMO = 8 };
+static struct {
+	unsigned char *problem; /* problem_bytes' */
+	size_t len;
+	int64_t work, floor;
+	SelResult res;
+	uint8_t *keep;
+} least_memo[LEAST_MEMO];
+static int nleast_memo;
+
+static void put(unsigned char **b, size_t *len, size_t *cap, const void *data, size_t n)
+{
+	if (*len + n > *cap) {
+		*cap = 2 * (*len + n);
+		*b = realloc(*b, *cap);
+	}
+	memcpy(*b + *len, data, n);
+	*len += n;
+}
+
+/* every field of P that a search reads, in one array of *len bytes (malloc'd) */
+static unsigned char *problem_bytes(const SelProblem *P, size_t *len)
+{
+	size_t cap = 0, n = (size_t)P->n, np = (size_t)P->npos;
+	unsigned char *b = NULL;
+	*len = 0;
+	put(&b, len, &cap, &P->n, sizeof P->n);
+	put(&b, len, &cap, &P->npos, sizeof P->npos);
+	put(&b, len, &cap, &P->threads, sizeof P->threads);
+	put(&b, len, &cap, P->base, np * sizeof *P->base);
+	put(&b, len, &cap, P->issue, np * sizeof *P->issue);
+	put(&b, len, &cap, P->own, np * sizeof *P->own);
+	put(&b, len, &cap, P->lend, np * sizeof *P->lend);
+	put(&b, len, &cap, P->lend_bytes, np * sizeof *P->lend_bytes);
+	put(&b, len, &cap, P->kind, n * sizeof *P->kind);
+	put(&b, len, &cap, P->bytes, n * sizeof *P->bytes);
+	put(&b, len, &cap, P->flops, n * sizeof *P->flops);
+	put(&b, len, &cap, P->nin, n * sizeof *P->nin);
+	put(&b, len, &cap, P->def, n * sizeof *P->def);
+	put(&b, len, &cap, P->fwd_last, n * sizeof *P->fwd_last);
+	put(&b, len, &cap, P->adj_first, n * sizeof *P->adj_first);
+	put(&b, len, &cap, P->adj_last, n * sizeof *P->adj_last);
+	put(&b, len, &cap, P->nadj, n * sizeof *P->nadj);
+	put(&b, len, &cap, P->host, n * sizeof *P->host);
+	put(&b, len, &cap, P->share, n * sizeof *P->share);
+	for (int v = 0; v < P->n; v++) {
+		put(&b, len, &cap, P->in[v], (size_t)P->nin[v] * sizeof **P->in);
+		put(&b, len, &cap, P->adj[v], (size_t)P->nadj[v] * sizeof **P->adj);
+	}
+	return b;
+}
+
+SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor)
+{
+	if (!cheap_keeps || ahead_size != AHEAD_SIZE || !sel_model_defaults())
+		return least_bisect(P, work, keep, floor);
+	size_t len;
+	unsigned char *b = problem_bytes(P, &len);
+	for (int i = 0; i < nleast_memo && i < LEAST_MEMO; i++)
+		if (least_memo[i].work == work && least_memo[i].len == len && !memcmp(least_memo[i].problem, b, len)) {
+			free(b);
+			memcpy(keep, least_memo[i].keep, (size_t)P->n);
+			*floor = least_memo[i].floor;
+			return least_memo[i].res;
+		}
+	SelResult r = least_bisect(P, work, keep, floor);
+	int at = nleast_memo++ % LEAST_MEMO;
+	free(least_memo[at].problem);
+	free(least_memo[at].keep);
+	least_memo[at].problem = b, least_memo[at].len = len;
+	least_memo[at].work = work, least_memo[at].floor = *floor, least_memo[at].res = r;
+	least_memo[at].keep = malloc((size_t)P->n + 1);
+	memcpy(least_memo[at].keep, keep, (size_t)P->n);
+	return r;
 }
 
 /* the candidates alone: sel_candidates() without a choice to start */

@@ -330,6 +330,60 @@ static void chain_check(void)
 }
 
 /* --quick (make test-sanitize): a quarter of the random DAGs, the same checks on each */
+/* sel_least's memo (search.c): a problem asked again gets the search's own answer, and one that differs from it
+ * in one field (a position's base bytes, a value's cost offloaded, bytes or FLOPs) is searched, not answered from the
+ * memo: each answer compared with the search run afresh (sel_check_tries on, which the memo leaves to the
+ * search). Each kind of change must change some answer, or the check could not see a memo that ignored it. */
+static void least_memo_check(void)
+{
+	enum { FIELDS = 4 };
+	static const char *field[FIELDS] = {"base", "host", "bytes", "flops"};
+	int changed[FIELDS] = {0}, wrong = 0, asked = 0;
+	char what[256];
+	for (int iter = 0; iter < 60; iter++) {
+		int n = 6 + rnd(8);
+		SelProblem *P = random_problem(n, 1 + rnd(2), iter % 2, 0);
+		for (int k = -1; k < FIELDS; k++) {
+			int v = 2 + rnd(n - 2), t = rnd(P->npos);
+			/* k < 0: the problem as it is, asked twice; else one field changed, then asked */
+			int64_t *x = k == 0 ? &P->base[t] : k == 1 ? &P->host[v] : k == 2 ? &P->bytes[v] : k == 3 ? &P->flops[v] : NULL;
+			int64_t was = x ? *x : 0;
+			uint8_t memo[64], fresh[64], before[64];
+			int64_t fm, ff, fb;
+			sel_check_tries(false);
+			SelResult b = sel_least(P, SEL_WORK, before, &fb);
+			if (x)
+				*x = k == 3 ? 7 * was + 13 : 3 * was + 40 + rnd(40);
+			SelResult m = sel_least(P, SEL_WORK, memo, &fm);
+			sel_check_tries(true);
+			SelResult f = sel_least(P, SEL_WORK, fresh, &ff);
+			bool same = !memcmp(memo, fresh, (size_t)n) && m.peak == f.peak && m.flops == f.flops && m.fits == f.fits &&
+			            m.bound == f.bound && m.method == f.method && fm == ff;
+			asked++;
+			if (!same) {
+				snprintf(what, sizeof what, "sel_least's memo, problem %d, %s%s: %lld bytes, %lld FLOPs; the search "
+				         "afresh %lld, %lld", iter, k < 0 ? "asked again" : "changed in ", k < 0 ? "" : field[k],
+				         (long long)m.peak, (long long)m.flops, (long long)f.peak, (long long)f.flops);
+				check(false, what);
+				wrong++;
+			}
+			if (k >= 0)
+				changed[k] += b.peak != f.peak || b.flops != f.flops || memcmp(before, fresh, (size_t)n);
+			if (x)
+				*x = was;
+		}
+	}
+	for (int k = 0; k < FIELDS; k++) {
+		snprintf(what, sizeof what, "sel_least's memo: a change of %s changed the least in %d problems", field[k],
+		         changed[k]);
+		check(changed[k] > 0, what);
+		wrong += !changed[k];
+	}
+	if (!wrong)
+		printf("ok - select: sel_least's memo: %d problems asked, again or changed in one field, each answered as the "
+		       "search afresh answers it\n", asked);
+}
+
 int main(int argc, char **argv)
 {
 	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -663,6 +717,7 @@ int main(int argc, char **argv)
 	}
 	chain_check();
 	chain_apart_check();
+	least_memo_check();
 	printf("%d checks, %d failed\n", pass + fail, fail);
 	return fail != 0;
 }
