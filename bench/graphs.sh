@@ -18,7 +18,8 @@
 #   the least without it, the bytes offloaded, and the same at 25% of the peak.
 #   bash bench/graphs.sh onnx [NET...]: the same networks from torchvision's own
 #   exports (resnet152, densenet121, densenet201, inception_v3, at the sizes
-#   below; PYTHON names a Python with torch and torchvision), imported with
+#   below; PYTHON names a Python with torch and torchvision; EXPORTS=DIR
+#   keeps the exports there, made where missing), imported with
 #   dpc MODEL.onnx (batch normalization in training mode, as exported): the
 #   least cut (--checkpoint min-memory) and what it recomputes, beside
 #   the hand-written row's and theirs, and the plan's seconds (conv_s: of
@@ -109,7 +110,9 @@ if [ "${1:-}" = gpu ]; then
 fi
 [ -x "$DPC" ] || make -s bin/dpc
 out=${TMPDIR:-/tmp}/dpc_graphs.$$
-mkdir -p "$out"
+# EXPORTS=DIR keeps torchvision's exports there, made where missing and used again (tools/plan-ab.sh reads them)
+ex=${EXPORTS:-$out}
+mkdir -p "$out" "$ex"
 trap 'rm -rf "$out"' EXIT
 nets=("$@")
 [ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3 nasnet darts)
@@ -134,9 +137,9 @@ network() {
 # cut PEAK: the share of store-everything's activation bytes that a plan of PEAK bytes cuts
 cut() { python3 -c "print('%.0f%%' % (100 * (1 - ($1 - $weights) / ($full - $weights))))"; }
 
-# export NET: torchvision's NET at its size to $out/NET.onnx (batch normalization in training mode)
+# export NET: torchvision's NET at its size to $ex/NET.onnx (batch normalization in training mode)
 export() {
-	"${PYTHON:-python3}" - "$1" "$(batch "$1")" "$(side "$1")" "$out/$1.onnx" <<'PY'
+	"${PYTHON:-python3}" - "$1" "$(batch "$1")" "$(side "$1")" "$ex/$1.onnx" <<'PY'
 import sys, warnings
 import torch, torchvision
 warnings.filterwarnings("ignore")
@@ -158,9 +161,9 @@ if [ "${1:-}" = loops ]; then
 	printf '%-12s %12s %6s %10s %8s %10s %8s
 ' network budget_MB cut loops loops_s flat flat_s
 	for net in "${nets[@]}"; do
-		[ -f "$out/$net.onnx" ] || export "$net"
-		"$DPC" --target cpu "$out/$net.onnx" --emit=dp -o "$out/$net.loops.dp" >/dev/null
-		"$DPC" --target cpu "$out/$net.onnx" --no-loops --emit=dp -o "$out/$net.flat.dp" >/dev/null
+		[ -f "$ex/$net.onnx" ] || export "$net"
+		"$DPC" --target cpu "$ex/$net.onnx" --emit=dp -o "$out/$net.loops.dp" >/dev/null
+		"$DPC" --target cpu "$ex/$net.onnx" --no-loops --emit=dp -o "$out/$net.flat.dp" >/dev/null
 		"$DPC" --target cpu "$out/$net.flat.dp" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
@@ -224,11 +227,11 @@ if [ "${1:-}" = onnx ]; then
 	printf '%-12s %6s %5s %12s %12s %6s %9s %6s %9s %9s %7s %10s %8s %10s %8s %6s\n' network batch side full_MB act_MB cut rec@least \
 		theirs hand_cut compile_s conv_s rec@them+1 fit_s flat@them+1 flat_s search
 	for net in "${nets[@]}"; do
-		export "$net"
-		"$DPC" --target cpu "$out/$net.onnx" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		[ -f "$ex/$net.onnx" ] || export "$net"
+		"$DPC" --target cpu "$ex/$net.onnx" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
 		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
 		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
-		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.onnx" --checkpoint min-memory --stream none -v \
+		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$ex/$net.onnx" --checkpoint min-memory --stream none -v \
 			--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>"$out/err"
 		t=$(tail -1 "$out/time")
 		# of it, the converter's seconds (-v's phase)
@@ -238,14 +241,14 @@ if [ "${1:-}" = onnx ]; then
 		# a budget one point past their cut
 		past=$(python3 -c "print(int($weights + (1 - ($(theirs "$net") + 1) / 100) * ($full - $weights)))")
 		fit=-
-		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.onnx" --device-mem "$past" --stream none \
+		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$ex/$net.onnx" --device-mem "$past" --stream none \
 			--emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1 || true
 		fit_s=$(tail -1 "$out/time")
 		[ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $past")" = True ] && fit=$(frac)
 		rm -f "$out/s.json"
 		# the same budget on the flat import (--no-loops: one straight line, which the chain planner may nest)
 		flat=- search=-
-		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$out/$net.onnx" --no-loops --device-mem "$past" \
+		/usr/bin/time -f '%e' -o "$out/time" "$DPC" --target cpu "$ex/$net.onnx" --no-loops --device-mem "$past" \
 			--stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null 2>&1 || true
 		flat_s=$(tail -1 "$out/time")
 		if [ -s "$out/s.json" ] && [ "$(field "$out/s.json" "d['peak_device_bytes']['total'] <= $past")" = True ]; then
@@ -272,8 +275,8 @@ if [ "${1:-}" = codegen ]; then
 	printf '%-12s %6s %8s %6s %10s %10s %10s %10s %7s\n' network target kernels units "1 thread s" codegen_s \
 		"$(nproc) threads s" codegen_s same
 	for net in "${nets[@]}"; do
-		[ -f "$out/$net.onnx" ] || export "$net"
-		"$DPC" --target cpu "$out/$net.onnx" --no-loops --emit=dp -o "$out/$net.dp" >/dev/null
+		[ -f "$ex/$net.onnx" ] || export "$net"
+		"$DPC" --target cpu "$ex/$net.onnx" --no-loops --emit=dp -o "$out/$net.dp" >/dev/null
 		for target in cuda cpu; do
 			row=()
 			for t in 1 "$(nproc)"; do
