@@ -474,7 +474,10 @@ static void *commit_one(void *arg)
 	return NULL;
 }
 
-/* a move committed to w, and beside it to ahead's Work (`moves` taken); w's peak, and its FLOPs in *flops */
+/* a move committed to w, and beside it to ahead's Work (`moves` taken); w's peak, and its FLOPs in *flops.
+ * Where the two had one choice committed and one of them last tried this move, that one takes its try and the
+ * other copies what it then holds: measuring the move on the other took most of the lazy loop's commits'
+ * time (DenseNet-201 imported, min-memory: 454 such measures, 0.57 s, the first moves' tens of ms each) */
 static int64_t commit_both(Work *w, const uint8_t *keep, int64_t *flops, Ahead *a, int moves)
 {
 	Commit here = {w, keep, 0, 0};
@@ -482,7 +485,16 @@ static int64_t commit_both(Work *w, const uint8_t *keep, int64_t *flops, Ahead *
 		memcpy(a->keep, keep, (size_t)w->P->n);
 		Commit side = {&a->w, a->keep, 0, 0};
 		a->moves = moves;
-		util_pair(commit_one, &here, commit_one, &side);
+		bool alike = sel_commits_alike(w, &a->w);
+		if (alike && sel_try_kept(w, keep)) {
+			commit_one(&here);
+			sel_commit_copy(&a->w, w, &side.flops);
+		} else if (alike && sel_try_kept(&a->w, a->keep)) {
+			commit_one(&side);
+			here.peak = sel_commit_copy(w, &a->w, &here.flops);
+		} else {
+			util_pair(commit_one, &here, commit_one, &side);
+		}
 	} else
 		commit_one(&here);
 	*flops = here.flops;
