@@ -1077,7 +1077,8 @@ static void put(unsigned char **b, size_t *len, size_t *cap, const void *data, s
 		*cap = 2 * (*len + n);
 		*b = realloc(*b, *cap);
 	}
-	memcpy(*b + *len, data, n);
+	if (n) /* a value without operands or listed uses has no array */
+		memcpy(*b + *len, data, n);
 	*len += n;
 }
 
