@@ -331,9 +331,10 @@ static void chain_check(void)
 
 /* --quick (make test-sanitize): a quarter of the random DAGs, the same checks on each */
 /* sel_least's memo (search.c): a problem asked again gets the search's own answer, and one that differs from it
- * in one field (a position's base bytes, a value's cost offloaded, bytes or FLOPs) is searched, not answered from the
- * memo: each answer compared with the search run afresh (sel_check_tries on, which the memo leaves to the
- * search). Each kind of change must change some answer, or the check could not see a memo that ignored it. */
+ * in one field (a position's base bytes, the largest candidate made offloadable or not, a value's bytes or
+ * FLOPs) is searched, not answered from the memo: each answer compared with the search run afresh
+ * (sel_check_tries on, which the memo leaves to the search). Each kind of change must change some answer, or the
+ * check could not see a memo that ignored it (a changed offload cost alone changed none in the full run's 60) */
 static void least_memo_check(void)
 {
 	enum { FIELDS = 4 };
@@ -343,8 +344,15 @@ static void least_memo_check(void)
 	for (int iter = 0; iter < 60; iter++) {
 		int n = 6 + rnd(8);
 		SelProblem *P = random_problem(n, 1 + rnd(2), iter % 2, 0);
+		/* the offload cost changed where it matters most: on the largest candidate, made offloadable or not */
+		int big = -1;
+		for (int u = 0; u < n; u++)
+			if (P->kind[u] == SEL_CAND && (big < 0 || P->bytes[u] > P->bytes[big]))
+				big = u;
 		for (int k = -1; k < FIELDS; k++) {
-			int v = 2 + rnd(n - 2), t = rnd(P->npos);
+			int v = k == 1 ? big : 2 + rnd(n - 2), t = rnd(P->npos);
+			if (k == 1 && v < 0)
+				continue;
 			/* k < 0: the problem as it is, asked twice; else one field changed, then asked */
 			int64_t *x = k == 0 ? &P->base[t] : k == 1 ? &P->host[v] : k == 2 ? &P->bytes[v] : k == 3 ? &P->flops[v] : NULL;
 			int64_t was = x ? *x : 0;
@@ -353,7 +361,7 @@ static void least_memo_check(void)
 			sel_check_tries(false);
 			SelResult b = sel_least(P, SEL_WORK, before, &fb);
 			if (x)
-				*x = k == 3 ? 7 * was + 13 : 3 * was + 40 + rnd(40);
+				*x = k == 1 ? !was : k == 3 ? 7 * was + 13 : 3 * was + 40 + rnd(40);
 			SelResult m = sel_least(P, SEL_WORK, memo, &fm);
 			sel_check_tries(true);
 			SelResult f = sel_least(P, SEL_WORK, fresh, &ff);
