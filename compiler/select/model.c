@@ -1377,9 +1377,8 @@ static void keep_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
 }
 
 /* whether keep[] is the choice of the try last kept, which nothing measured
- * or committed since; then w's changed values' r, last and at are the
- * try's again, and its results in *peak, *flops and w->excess */
-static bool try_matches(const Work *w, const uint8_t *keep)
+ * or committed since */
+bool sel_try_kept(const Work *w, const uint8_t *keep)
 {
 	const SelProblem *P = w->P;
 	const Base *b = w->base;
@@ -1397,10 +1396,12 @@ static bool try_matches(const Work *w, const uint8_t *keep)
 	return n == b->nlast;
 }
 
+/* sel_try_kept; then w's changed values' r, last and at are the try's again, and its results in *peak, *flops
+ * and w->excess */
 static bool kept_try(Work *w, const uint8_t *keep, int64_t *peak, int64_t *flops)
 {
 	Base *b = w->base;
-	if (!try_matches(w, keep))
+	if (!sel_try_kept(w, keep))
 		return false;
 	for (int i = 0; i < b->nchanged; i++) {
 		int v = b->changed[i];
@@ -1718,8 +1719,6 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 		check_commit(w, keep);
 	return peak;
 }
-
-bool sel_try_kept(const Work *w, const uint8_t *keep) { return try_matches(w, keep); }
 
 bool sel_commits_alike(const Work *a, const Work *b)
 {
