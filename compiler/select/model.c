@@ -121,23 +121,35 @@ void sel_work_init(Work *w, const SelProblem *P)
 	w->budget = INT64_MAX;
 	w->evals = 0;
 	w->base = NULL;
-	w->earlier = calloc((size_t)P->n + 1, sizeof(uint64_t));
-	w->twice = calloc((size_t)P->n + 1, sizeof(uint64_t));
+	/* made_here's operand lists: per value, its operands that are not fixed, each once (where one is read twice,
+	 * the first), in order; and of them, those that may give it their storage (an elementwise share of k < 32,
+	 * read once) */
+	int ops = 0;
+	for (int v = 0; v < P->n; v++)
+		ops += P->nin[v];
+	w->op_from = malloc(sizeof(int) * (size_t)(P->n + 1)), w->op = malloc(sizeof(int) * (size_t)(ops + 1));
+	w->take_from = malloc(sizeof(int) * (size_t)(P->n + 1)), w->take = malloc(sizeof(int) * (size_t)(ops + 1));
 	/* per operand: how many times v reads it, and whether it was read before (stamped by v) */
 	int *count = calloc((size_t)P->n + 1, sizeof(int)), *stamp = malloc(sizeof(int) * (size_t)(P->n + 1));
 	for (int v = 0; v < P->n; v++)
 		stamp[v] = -1;
-	for (int v = 0; v < P->n; v++) {
+	for (int v = 0, nop = 0, ntake = 0; v < P->n; v++) {
+		w->op_from[v] = nop, w->take_from[v] = ntake;
 		for (int k = 0; k < P->nin[v]; k++)
 			count[P->in[v][k]] = 0;
 		for (int k = 0; k < P->nin[v]; k++)
 			count[P->in[v][k]]++;
-		for (int k = 0; k < P->nin[v] && k < 64; k++) {
+		for (int k = 0; k < P->nin[v]; k++) {
 			int u = P->in[v][k];
-			w->twice[v] |= (uint64_t)(count[u] > 1) << k;
-			w->earlier[v] |= (uint64_t)(stamp[u] == v) << k;
+			bool earlier = stamp[u] == v;
 			stamp[u] = v;
+			if (P->kind[u] == SEL_FIXED || earlier)
+				continue;
+			if (k < 32 && (P->share[v] >> k & 1) && count[u] == 1)
+				w->take[ntake++] = nop;
+			w->op[nop++] = u;
 		}
+		w->op_from[v + 1] = nop, w->take_from[v + 1] = ntake;
 	}
 	free(count), free(stamp);
 	w->lend_from = calloc((size_t)P->n + 2, sizeof(int));
@@ -182,7 +194,7 @@ void sel_work_free(Work *w)
 	free(w->merged);
 	free(w->prof);
 	free(w->lend_from);
-	free(w->earlier), free(w->twice);
+	free(w->op_from), free(w->op), free(w->take_from), free(w->take);
 	free(w->lend_at);
 	base_free(w->base);
 }
@@ -236,6 +248,9 @@ static int find(const int *list, int n, int u)
 
 static bool adj_use(const SelProblem *P, int v, int t)
 {
+	/* outside its first and last, at once (made_here asks of every copy) */
+	if (t < P->adj_first[v] || t > P->adj_last[v])
+		return false;
 	int two[2], n;
 	const int *u = adj_uses(P, v, two, &n);
 	return find(u, n, t) >= 0;
@@ -307,7 +322,7 @@ static void need(Work *w, const uint8_t *keep, int u, int t)
 /* whether v's copy made at t is transient: read there only by other
  * recomputations, so freed before the adjoint op at t runs (a chain of
  * them holds one link and its operands at a time, not all of them) */
-static bool transient(const Work *w, const uint8_t *keep, int v, int t)
+static inline bool transient(const Work *w, const uint8_t *keep, int v, int t)
 {
 	const SelProblem *P = w->P;
 	/* a fetched copy is held from where its fetch is issued */
@@ -349,41 +364,15 @@ static bool dies(const Work *w, const uint8_t *keep, int u, int t)
 }
 
 
-/* whether operand k of v is one of its earlier operands too */
-static bool operand_earlier(const Work *w, int v, int k)
-{
-	if (k < 64)
-		return w->earlier[v] >> k & 1;
-	for (int q = 0; q < k; q++)
-		if (w->P->in[v][q] == w->P->in[v][k])
-			return true;
-	return false;
-}
-
-/* whether operand k of v is another of its operands too */
-static bool operand_twice(const Work *w, int v, int k)
-{
-	if (k < 64)
-		return w->twice[v] >> k & 1;
-	for (int q = 0; q < w->P->nin[v]; q++)
-		if (q != k && w->P->in[v][q] == w->P->in[v][k])
-			return true;
-	return false;
-}
-
-/* u's index among made_here's copies if it is made there before the i-th, or -1 */
-static int before(const Work *w, int i, int u)
-{
-	return w->index_gen[u] == w->seen_gen && w->index[u] < i ? w->index[u] : -1;
-}
-
 /* The copies made at t, list[0..n) in value order (operands first, as the
  * rewrite makes them): each held with what the copies made before it there
  * hold, the lasting ones and the transient ones a later copy there still
  * reads (a transient copy is freed after its last reader there; a chain
  * holds one link and its operands at a time). An operand of its type that
  * dies at a copy gives it its storage. The most they hold at once in
- * w->most[t], the lasting ones' bytes in w->made[t]. */
+ * w->most[t], the lasting ones' bytes in w->made[t]. Each copy's operands
+ * are visited through w->op: a fixed one is neither made nor freed here,
+ * and a repeated one counts once. */
 static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int n)
 {
 	const SelProblem *P = w->P;
@@ -394,18 +383,24 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
 	}
 	w->touched[w->ntouched++] = t;
+	/* restrict: the lists and scratch below are distinct arrays (the compiler could not tell, and reloaded them
+	 * after each count's store) */
+	const int *restrict op_from = w->op_from, *restrict op = w->op, *restrict take_from = w->take_from,
+	                    *restrict takes = w->take;
+	const int64_t *restrict bytes = P->bytes;
 	int ops = 0;
 	for (int i = 0; i < n; i++)
-		ops += P->nin[list[i]];
+		ops += op_from[list[i] + 1] - op_from[list[i]];
 	if (2 * n + ops > w->cap_here) {
 		w->cap_here = 2 * (2 * n + ops);
 		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
-	/* js: each operand's index among the copies made here before its reader (before()), or -1, found once */
-	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n;
-	w->seen_gen++;
+	/* js: each operand's index among the copies made here before its reader, or -1, found once */
+	int *restrict readers = w->here, *restrict tr = w->here + n, *restrict js = w->here + 2 * n;
+	int gen = ++w->seen_gen, *restrict index = w->index, *restrict index_gen = w->index_gen, *restrict seen = w->seen;
+	int *restrict lastread = w->lastread, *restrict lastread_gen = w->lastread_gen;
 	for (int i = 0; i < n; i++)
-		w->index[list[i]] = i, w->index_gen[list[i]] = w->seen_gen;
+		index[list[i]] = i, index_gen[list[i]] = gen;
 	/* an operand made here is transient or lasting; one not made here is neither (select.h) */
 	for (int i = 0; i < n; i++)
 		readers[i] = 0, tr[i] = keep[list[i]] != SEL_KEEP && transient(w, keep, list[i], t);
@@ -413,34 +408,31 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 	 * one held to here that dies here is freed after it */
 	for (int i = 0, o = 0; i < n; i++) {
 		int v = list[i];
-		for (int k = 0; k < P->nin[v]; k++, o++) {
-			int u = P->in[v][k], j = js[o] = before(w, i, u);
-			if (j >= 0) {
-				if (tr[j] && !operand_earlier(w, v, k))
-					readers[j]++;
-			} else if (P->kind[u] != SEL_FIXED) {
-				w->lastread[u] = i, w->lastread_gen[u] = w->seen_gen;
-			}
+		for (int q = op_from[v]; q < op_from[v + 1]; q++, o++) {
+			int u = op[q], j = js[o] = index_gen[u] == gen && index[u] < i ? index[u] : -1;
+			if (j >= 0)
+				readers[j] += tr[j];
+			else
+				lastread[u] = i, lastread_gen[u] = gen;
 		}
 	}
 	/* made: the lasting copies while the others are made (an operand whose storage one took still counted by
 	 * its span); at_op: the lasting copies while the op runs, less the values held to here that only copies
 	 * here read (their spans end here, but they are freed before the op) */
 	int64_t made = 0, at_op = 0, gone = 0, waiting = 0, most = 0, freed = 0;
-	for (int i = 0, o = 0; i < n; o += P->nin[list[i]], i++) {
-		int v = list[i];
+	for (int i = 0, o = 0; i < n; i++) {
+		int v = list[i], from = op_from[v], to = op_from[v + 1];
+		/* jv[q - from]: operand q's index here */
 		const int *jv = js + o;
+		o += to - from;
 		/* the storage it takes from an operand that dies at it: a transient one (its bytes leave the
 		 * waiting ones), or one a span holds to here */
 		int64_t take = 0;
 		bool from_copy = false;
 		int took = -1;
-		for (int k = 0; k < P->nin[v] && k < 32 && !take; k++) {
-			int u = P->in[v][k];
-			if (!(P->share[v] >> k & 1) || P->kind[u] == SEL_FIXED || operand_twice(w, v, k))
-				continue;
-			int64_t same = P->bytes[u] < P->bytes[v] ? P->bytes[u] : P->bytes[v];
-			int j = jv[k];
+		for (int x = take_from[v]; x < take_from[v + 1] && !take; x++) {
+			int q = takes[x], u = op[q], j = jv[q - from];
+			int64_t same = bytes[u] < bytes[v] ? bytes[u] : bytes[v];
 			if (j >= 0 && tr[j]) {
 				if (readers[j] == 1)
 					take = same, from_copy = true;
@@ -448,28 +440,26 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 				take = same, took = u;
 			}
 		}
-		int64_t b = made + waiting + P->bytes[v] - take - freed;
+		int64_t b = made + waiting + bytes[v] - take - freed;
 		most = b > most ? b : most;
-		for (int k = 0; k < P->nin[v]; k++) {
-			int u = P->in[v][k], j = jv[k];
-			if (P->kind[u] == SEL_FIXED || operand_earlier(w, v, k))
-				continue;
+		for (int q = from; q < to; q++) {
+			int u = op[q], j = jv[q - from];
 			/* its transient operands read for the last time here are freed */
 			if (j >= 0 && tr[j]) {
 				if (--readers[j] == 0)
-					waiting -= P->bytes[u];
+					waiting -= bytes[u];
 			} else if (dies(w, keep, u, t) && !(P->kind[u] == SEL_CAND && adj_use(P, u, t))) {
-				if (w->seen[u] != w->seen_gen)
-					w->seen[u] = w->seen_gen, gone += P->bytes[u];
+				if (seen[u] != gen)
+					seen[u] = gen, gone += bytes[u];
 				/* held to here by its span, it is freed after its last reader here (a copy that took its
 				 * storage keeps it) */
-				if (u != took && w->lastread_gen[u] == w->seen_gen && w->lastread[u] == i)
-					freed += P->bytes[u];
+				if (u != took && lastread_gen[u] == gen && lastread[u] == i)
+					freed += bytes[u];
 			}
 		}
-		int64_t held = P->bytes[v] - (from_copy ? 0 : take);
+		int64_t held = bytes[v] - (from_copy ? 0 : take);
 		if (lasting(w, keep, v, t))
-			made += held, at_op += P->bytes[v];
+			made += held, at_op += bytes[v];
 		else if (readers[i] > 0)
 			waiting += held;
 	}
@@ -1082,18 +1072,22 @@ static void changed_copies(Work *w, const uint8_t *keep)
  * values' own (changed_copies); their count */
 static int merge_at(Base *b, int t, int **out, int *cap, int from)
 {
-	int m = from, j = b->head_gen[t] == b->gen ? b->head[t] : -1;
-	for (int k = b->cp_from[t]; k < b->cp_from[t + 1] || j >= 0;) {
+	int m = from, j = b->head_gen[t] == b->gen ? b->head[t] : -1, end = b->cp_from[t + 1], gen = b->gen, c = *cap;
+	const int *cp = b->cp, *stamp = b->stamp;
+	int *o = *out;
+	for (int k = b->cp_from[t]; k < end || j >= 0;) {
 		int v;
-		if (k < b->cp_from[t + 1] && (j < 0 || b->cp[k] < b->node[j].v)) {
-			if (b->stamp[v = b->cp[k++]] == b->gen)
+		if (k < end && (j < 0 || cp[k] < b->node[j].v)) {
+			if (stamp[v = cp[k++]] == gen)
 				continue;
 		} else {
 			v = b->node[j].v, j = b->node[j].next;
 		}
-		*out = grow(*out, cap, m + 1, sizeof(int));
-		(*out)[m++] = v;
+		if (m >= c)
+			o = grow(o, &c, m + 1, sizeof(int));
+		o[m++] = v;
 	}
+	*out = o, *cap = c;
 	return m - from;
 }
 

@@ -30,7 +30,9 @@ typedef struct {
 	int *lend_from, *lend_at; /* per value: the positions whose op may take its storage (P->lend) */
 	unsigned *pos_seen, pos_gen; /* own_needs': per position, the last call that listed it */
 	int *merged, cap_merged;     /* own_needs': the runs of positions merged */
-	uint64_t *earlier, *twice; /* per value, bit k < 64: operand k is an earlier operand too; it is another one too */
+	/* per value v, made_here's: its operands neither fixed nor read before by v, op[op_from[v] .. op_from[v + 1]);
+	 * of them, those that may give v their storage, their indices into op in take[take_from[v] ..) */
+	int *op_from, *op, *take_from, *take;
 	struct Base *base;        /* a committed choice that sel_eval_try measures changes from; NULL: none */
 } Work;
 
