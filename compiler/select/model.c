@@ -1372,7 +1372,7 @@ static void keep_try(Work *w, const uint8_t *keep, int64_t peak, int64_t flops)
 
 /* whether keep[] is the choice of the try last kept, which nothing measured
  * or committed since */
-bool sel_try_kept(const Work *w, const uint8_t *keep)
+static bool try_kept(const Work *w, const uint8_t *keep)
 {
 	const SelProblem *P = w->P;
 	const Base *b = w->base;
@@ -1390,12 +1390,12 @@ bool sel_try_kept(const Work *w, const uint8_t *keep)
 	return n == b->nlast;
 }
 
-/* sel_try_kept; then w's changed values' r, last and at are the try's again, and its results in *peak, *flops
+/* try_kept; then w's changed values' r, last and at are the try's again, and its results in *peak, *flops
  * and w->excess */
 static bool kept_try(Work *w, const uint8_t *keep, int64_t *peak, int64_t *flops)
 {
 	Base *b = w->base;
-	if (!sel_try_kept(w, keep))
+	if (!try_kept(w, keep))
 		return false;
 	for (int i = 0; i < b->nchanged; i++) {
 		int v = b->changed[i];
@@ -1712,53 +1712,6 @@ int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops)
 	if (checking)
 		check_commit(w, keep);
 	return peak;
-}
-
-bool sel_commits_alike(const Work *a, const Work *b)
-{
-	return a->P == b->P && a->base && b->base && a->budget == b->budget && a->base->budget == b->base->budget &&
-	       !memcmp(a->base->cur, b->base->cur, (size_t)a->P->n);
-}
-
-int64_t sel_commit_copy(Work *dst, const Work *src, int64_t *flops)
-{
-	const SelProblem *P = src->P;
-	Base *d = dst->base;
-	const Base *s = src->base;
-	int n = P->n, npos = P->npos, nblocks = (npos + BLOCK - 1) / BLOCK;
-	memcpy(d->cur, s->cur, (size_t)n);
-	d->peak = s->peak, d->flops = s->flops, d->excess = s->excess, d->budget = s->budget;
-	/* the values that are not fixed: a fixed value's r and last are whatever its own Work's last whole
-	 * evaluation left (nothing reads them), and a commit from a try leaves them */
-	for (int i = 0; i < dst->nlive; i++) {
-		int v = dst->live[i];
-		d->r[v] = s->r[v], d->last[v] = s->last[v];
-	}
-	memcpy(d->at_from, s->at_from, sizeof(int) * (size_t)(n + 1));
-	d->at = grow(d->at, &d->cap_at, s->at_from[n] + 1, sizeof(int));
-	memcpy(d->at, s->at, sizeof(int) * (size_t)s->at_from[n]);
-	memcpy(d->cp_from, s->cp_from, sizeof(int) * (size_t)(npos + 1));
-	d->cp = grow(d->cp, &d->cap_cp, s->cp_from[npos] + 1, sizeof(int));
-	memcpy(d->cp, s->cp, sizeof(int) * (size_t)s->cp_from[npos]);
-	memcpy(d->prof, s->prof, sizeof(int64_t) * (size_t)npos);
-	memcpy(d->most, s->most, sizeof(int64_t) * (size_t)npos);
-	/* each block sorted less its shift, as src holds it: the profile's queries (range) read only what the
-	 * positions hold, so another shift of the same values answers the same */
-	memcpy(d->sorted, s->sorted, sizeof(int64_t) * (size_t)npos);
-	memcpy(d->sum, s->sum, sizeof(int64_t) * (size_t)npos);
-	memcpy(d->shift, s->shift, sizeof(int64_t) * (size_t)nblocks);
-	/* dst's own stamps go on from its own count; no try of dst's is kept for this choice */
-	d->gen++;
-	d->last_gen = 0;
-	d->dirty = false;
-	for (int i = 0; i < dst->nlive; i++)
-		restore(dst, dst->live[i]);
-	dst->excess = d->excess;
-	dst->evals++;
-	*flops = d->flops;
-	if (checking)
-		check_commit(dst, d->cur);
-	return d->peak;
 }
 
 void sel_check_tries(bool on) { checking = on; }

@@ -43,13 +43,6 @@ void sel_work_free(Work *w);
 int64_t sel_evaluate(Work *w, const uint8_t *keep, int64_t *flops);
 /* keep[] evaluated and made the choice sel_eval_try measures from */
 int64_t sel_commit(Work *w, const uint8_t *keep, int64_t *flops);
-/* whether sel_commit(w, keep) would take the try w last measured, keep[] being its choice */
-bool sel_try_kept(const Work *w, const uint8_t *keep);
-/* whether two Works on one problem have the same choice committed, under the same budget */
-bool sel_commits_alike(const Work *a, const Work *b);
-/* dst, whose committed choice was src's before src's last commit (sel_commits_alike then), left as
- * sel_commit of src's choice would leave it, from src's arrays: src's peak, its FLOPs in *flops */
-int64_t sel_commit_copy(Work *dst, const Work *src, int64_t *flops);
 /* keep[]'s peak, FLOPs and excess exactly as sel_evaluate() finds them,
  * measured from the committed choice where keep[] differs from it in a few values */
 int64_t sel_eval_try(Work *w, const uint8_t *keep, int64_t *flops);

@@ -377,165 +377,6 @@ static void score_keep(Work *w, const KeepScores *k, uint8_t *keep, int i)
 	score_of(w, k, keep, i, &k->score[i], &k->to[i]);
 }
 
-/* The least problem (values and positions) whose lazy loop scores ahead on a second thread. Both threads'
- * evaluations are long on memory (made_here) and each pair starts a thread: DenseNet-201 imported (44,418)
- * took its chain start's keep greedy in 3.07 s against 3.83, DenseNet-121 (23,450) in 0.46 against 0.37, with
- * 82-85% of the scores ahead taken (2026-12-05) */
-enum { AHEAD_SIZE = 32768 };
-static int ahead_size = AHEAD_SIZE;
-static int64_t ahead_taken;
-
-void sel_ahead_from(int size)
-{
-	ahead_size = size < 0 ? AHEAD_SIZE : size;
-	ahead_taken = 0;
-}
-
-int64_t sel_ahead_taken(void) { return ahead_taken; }
-
-/* The lazy loop's scores on two threads: while one thread scores the top
- * candidate, whose score is stale, the other scores the next stale one on
- * a Work of its own, into ahead (its commit of the choice first where a
- * move was taken since). The loop takes that score when that candidate
- * comes to the top while the choice is unchanged, the same score it would
- * have evaluated there: the same moves as on one thread. */
-typedef struct {
-	Work w;
-	const KeepScores *k;
-	uint8_t *keep;        /* its copy of the choice */
-	int moves;            /* the moves its Work has committed (-1: none yet) */
-	int i, want;          /* the candidate it scores now, and the moves the choice has taken */
-	int *round;           /* per candidate: the round of its score ahead (-1: none) */
-	double *score;
-	uint8_t *to;
-} Ahead;
-
-static void *score_ahead(void *arg)
-{
-	Ahead *a = arg;
-	int64_t f;
-	if (a->moves != a->want)
-		sel_commit(&a->w, a->keep, &f), a->moves = a->want;
-	score_of(&a->w, a->k, a->keep, a->i, &a->score[a->i], &a->to[a->i]);
-	return NULL;
-}
-
-typedef struct {
-	Work *w;
-	const KeepScores *k;
-	uint8_t *keep;
-	int i;
-} Here;
-
-static void *score_here(void *arg)
-{
-	Here *h = arg;
-	score_keep(h->w, h->k, h->keep, h->i);
-	return NULL;
-}
-
-static Ahead *ahead_new(const Work *w, const KeepScores *k)
-{
-	const SelProblem *P = w->P;
-	Ahead *a = calloc(1, sizeof *a);
-	sel_work_init(&a->w, P);
-	a->w.budget = w->budget;
-	a->k = k;
-	a->keep = malloc((size_t)P->n + 1);
-	a->moves = -1;
-	a->round = malloc(sizeof(int) * (size_t)(k->c->nc + 1));
-	a->score = malloc(sizeof(double) * (size_t)(k->c->nc + 1));
-	a->to = malloc((size_t)k->c->nc + 1);
-	for (int i = 0; i < k->c->nc; i++)
-		a->round[i] = -1;
-	return a;
-}
-
-static void ahead_free(Ahead *a, Work *w)
-{
-	if (!a)
-		return;
-	w->evals += a->w.evals;
-	sel_work_free(&a->w);
-	free(a->keep), free(a->round), free(a->score), free(a->to);
-	free(a);
-}
-
-typedef struct {
-	Work *w;
-	const uint8_t *keep;
-	int64_t peak, flops;
-} Commit;
-
-static void *commit_one(void *arg)
-{
-	Commit *c = arg;
-	c->peak = sel_commit(c->w, c->keep, &c->flops);
-	return NULL;
-}
-
-/* a move committed to w, and beside it to ahead's Work (`moves` taken); w's peak, and its FLOPs in *flops.
- * Where the two had one choice committed and one of them last tried this move, that one takes its try and the
- * other copies what it then holds, where it measured the move again (DenseNet-201 imported, min-memory: 23 of
- * the 236 moves; the others were scored by sel_keep_try, which lays out nothing a commit can take, and are
- * measured on both side by side) */
-static int64_t commit_both(Work *w, const uint8_t *keep, int64_t *flops, Ahead *a, int moves)
-{
-	Commit here = {w, keep, 0, 0};
-	if (a) {
-		memcpy(a->keep, keep, (size_t)w->P->n);
-		Commit side = {&a->w, a->keep, 0, 0};
-		a->moves = moves;
-		bool alike = sel_commits_alike(w, &a->w);
-		if (alike && sel_try_kept(w, keep)) {
-			commit_one(&here);
-			sel_commit_copy(&a->w, w, &side.flops);
-		} else if (alike && sel_try_kept(&a->w, a->keep)) {
-			commit_one(&side);
-			here.peak = sel_commit_copy(w, &a->w, &here.flops);
-		} else {
-			util_pair(commit_one, &here, commit_one, &side);
-		}
-	} else
-		commit_one(&here);
-	*flops = here.flops;
-	return here.peak;
-}
-
-/* the lazy loop's candidate after top by stale score that is not kept and neither scored this round nor ahead in
- * it; -1 where none */
-static int next_stale(const KeepScores *k, const uint8_t *keep, int top, const int *round, int now, const Ahead *a)
-{
-	int next = -1;
-	for (int i = 0; i < k->c->nc; i++)
-		if (i != top && keep[k->c->c[i]] != SEL_KEEP && k->score[i] > 0 && round[i] != now && a->round[i] != now &&
-		    (next < 0 || k->score[i] > k->score[next]))
-			next = i;
-	return next;
-}
-
-/* the lazy loop's stale top candidate scored (round `now`, after `moves` moves): from ahead where it was scored
- * there in this round; else here, with the next stale one beside it where there is an ahead */
-static void score_top(Work *w, const KeepScores *k, uint8_t *keep, int top, const int *round, int now, int moves,
-                      Ahead *a)
-{
-	if (a && a->round[top] == now) {
-		k->score[top] = a->score[top], k->to[top] = a->to[top];
-		ahead_taken++;
-		return;
-	}
-	int next = a ? next_stale(k, keep, top, round, now, a) : -1;
-	if (next < 0) {
-		score_keep(w, k, keep, top);
-		return;
-	}
-	if (a->moves != moves)
-		memcpy(a->keep, keep, (size_t)w->P->n);
-	a->i = next, a->want = moves, a->round[next] = now;
-	Here h = {w, k, keep, top};
-	util_pair(score_here, &h, score_ahead, a);
-}
-
 /* some of score_all's candidates, todo[from], todo[from + step], ...,
  * scored with w (a second thread's own Work commits its copy of the
  * choice first) */
@@ -667,27 +508,14 @@ static bool cheap_taken_as(const KeepScores *k, int i, const CheapTry *t, Cheap 
 	return true;
 }
 
-/* top scored cheaply (true where so scored); with an ahead whose Work has taken every move so far (`moves`),
- * the next stale candidate tried cheaply beside it on that Work, its score kept there for this round (`now`).
- * A cheap score is the one a laid-out try gives, so the moves are those of one thread */
-static bool scored_cheaply(Work *w, KeepScores *k, uint8_t *keep, int top, Cheap *ch, Ahead *a, const int *round,
-                           int now, int moves)
+/* top scored cheaply (true where so scored) */
+static bool scored_cheaply(Work *w, KeepScores *k, uint8_t *keep, int top, Cheap *ch)
 {
 	if (!cheap_open(w, k, keep, top, ch))
 		return false;
-	int next = a && a->moves == moves ? next_stale(k, keep, top, round, now, a) : -1;
-	if (next >= 0 && !cheap_open(w, k, keep, next, ch))
-		next = -1;
-	CheapTry here = {w, keep, k->c->c[top], false, 0};
-	if (next >= 0) {
-		CheapTry side = {&a->w, a->keep, k->c->c[next], false, 0};
-		util_pair(cheap_try, &here, cheap_try, &side);
-		if (cheap_taken_as(k, next, &side, ch, &a->score[next], &a->to[next]))
-			a->round[next] = now;
-	} else {
-		cheap_try(&here);
-	}
-	return cheap_taken_as(k, top, &here, ch, &k->score[top], &k->to[top]);
+	CheapTry t = {w, keep, k->c->c[top], false, 0};
+	cheap_try(&t);
+	return cheap_taken_as(k, top, &t, ch, &k->score[top], &k->to[top]);
 }
 
 /* From every candidate computed again once: while the peak is over the
@@ -720,10 +548,6 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		first_estimates(w, &k, keep, round);
 	else
 		score_all(w, &k, keep, round, now, pair);
-	/* lazy on two threads: the next stale score evaluated beside the top's (score_top), on problems where an
-	 * evaluation is long beside the threads' start (AHEAD_SIZE) */
-	Ahead *ahead = lazy && pair && w->P->n + w->P->npos >= ahead_size ? ahead_new(w, &k) : NULL;
-	int moves = 0;
 	Cheap cheap = {calloc((size_t)c->nc + 1, sizeof(bool)), 0, 0};
 	for (;;) {
 		int top = -1;
@@ -740,17 +564,16 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		if (top < 0)
 			break;
 		if (round[top] != now) {
-			/* a score made ahead is score_top's to take; else the keep move scored cheaply where it can be */
-			if (!lazy || (ahead && ahead->round[top] == now) ||
-			    !scored_cheaply(w, &k, keep, top, &cheap, ahead, round, now, moves))
-				score_top(w, &k, keep, top, round, now, moves, ahead);
+			/* the keep move scored cheaply where it can be */
+			if (!lazy || !scored_cheaply(w, &k, keep, top, &cheap))
+				score_keep(w, &k, keep, top);
 			round[top] = now;
 			continue;
 		}
 		keep[c->c[top]] = k.to[top];
-		now++, moves++;
+		now++;
 		refreshed = false;
-		k.peak = commit_both(w, keep, &k.f, ahead, moves);
+		k.peak = sel_commit(w, keep, &k.f);
 		k.ex = w->excess;
 		bool was = k.over;
 		k.over = k.peak > budget;
@@ -759,7 +582,6 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 		if (was != k.over)
 			score_all(w, &k, keep, round, now, pair);
 	}
-	ahead_free(ahead, w);
 	free(cheap.dear);
 	free(score);
 	free(round);
@@ -1117,7 +939,7 @@ static unsigned char *problem_bytes(const SelProblem *P, size_t *len)
 
 SelResult sel_least(const SelProblem *P, int64_t work, uint8_t *keep, int64_t *floor)
 {
-	if (!cheap_keeps || ahead_size != AHEAD_SIZE || !sel_model_defaults())
+	if (!cheap_keeps || !sel_model_defaults())
 		return least_bisect(P, work, keep, floor);
 	size_t len;
 	unsigned char *b = problem_bytes(P, &len);

@@ -191,10 +191,6 @@ void sel_check_tries(bool on);
 /* a test's switch: the searches' tries laid out only until their peak passes what the search would take (on by
  * default; off, every try laid out whole) */
 void sel_try_limits(bool on);
-/* a test's switch: the lazy keep greedy scores ahead on its second thread on problems of `size` values and
- * positions or more (-1: the default, 32,768); and how many scores ahead it has taken since */
-void sel_ahead_from(int size);
-int64_t sel_ahead_taken(void);
 /* tests: the lazy loop's keep moves scored without laying out copies where the peak is shown no higher (on by
  * default), and how many were so scored since */
 void sel_cheap_keeps(bool on);
