@@ -983,6 +983,7 @@ static int64_t planned(Graph *g, Model *m, const uint8_t *keep, int64_t (*plan)(
  * kept value made again instead. */
 static SelResult swaps_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_swaps(P, want, SEL_WORK, keep); }
 static SelResult refill_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_refill(P, want, SEL_WORK, keep); }
+static SelResult improve_move(const SelProblem *P, int64_t want, uint8_t *keep) { return sel_improve(P, want, keep, NULL); }
 static SelResult anneal_move(const SelProblem *P, int64_t want, uint8_t *keep)
 {
 	return sel_anneal_fit(P, want, walk_moves(P, GRAPH_ANNEAL), 10, keep);
@@ -1610,6 +1611,48 @@ static void lower_start(void *arg, int i)
 	sel_lower(s->P, 8, s->keep[i]);
 }
 
+/* which of chain_start's two starts is taken, by peak and FLOPs (index 1: the tiny values kept): the one with
+ * them where it is lower by a 64th, or within a 64th and of fewer FLOPs */
+static bool start_with_tiny(const int64_t start[2], const int64_t f[2])
+{
+	return start[1] < start[0] - start[0] / 64 || (start[1] <= start[0] + start[0] / 64 && f[1] < f[0]);
+}
+
+/* chain_start's start without the tiny values, evaluated (e); `stop` set where it is taken, the one with them
+ * (its peak and FLOPs given) not */
+typedef struct {
+	Start e;
+	int64_t tiny_peak, tiny_flops;
+	int stop;
+} Other;
+
+static void *other_start(void *arg)
+{
+	Other *o = arg;
+	start_eval(&o->e);
+	int64_t start[2] = {o->e.peak, o->tiny_peak}, f[2] = {o->e.flops, o->tiny_flops};
+	__atomic_store_n(&o->stop, !start_with_tiny(start, f), __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* the start with the tiny values kept, improved unless `stop` is set first (r then meaningless) */
+typedef struct {
+	const SelProblem *P;
+	int64_t peak;
+	int every, inner;
+	uint8_t *keep;
+	const int *stop;
+	SelResult r;
+} Improve;
+
+static void *improve_tiny(void *arg)
+{
+	Improve *im = arg;
+	sel_chain_start(im->P, im->every, im->inner, true, im->keep);
+	im->r = sel_improve(im->P, im->peak, im->keep, im->stop);
+	return NULL;
+}
+
 /* The least search's start for long chains (sel_chain_start, issue 40),
  * spaced by chain_spacing, with values tiny beside the largest kept and
  * without, the lower (or, within a 64th, the one of fewer FLOPs) then kept
@@ -1621,7 +1664,10 @@ static void lower_start(void *arg, int i)
  * bench/graphs.sh's networks, DenseNet-121 at twice and four times its
  * depth: 2026-12-06), and without them each evaluation of an import costs
  * about four times as much (DenseNet-201: seven of 0.29 to 0.47 s, against
- * 0.07 to 0.1 with them).
+ * 0.07 to 0.1 with them). On two threads, the start with them is improved
+ * beside that evaluation as if taken, and stopped where it is not: the
+ * choice one thread makes (DenseNet-201 imported, min-memory: 0.18 s of an
+ * evaluation beside the improvement, where the second CPU was idle).
  * Kept, the tiny values cost next to nothing held, where made at each use
  * they make their chains again for each reader (an imported batch norm's
  * statistics, read by its elementwise ops): the flat import of
@@ -1640,19 +1686,31 @@ static void chain_start(Graph *g, Model *m, int64_t (*plan)(Program *), uint8_t 
 	for (int v = 0; v < P->n && !any; v++)
 		any = P->kind[v] != SEL_FIXED && P->bytes[v] < below;
 	start[any] = chain_spacing(P, any, &every[any], &inner[any], &f[any]);
+	SelResult r;
+	bool improved = false;
 	if (any && every[1]) {
 		/* the start without them at the spacing the walk with them ended at (see above); past this limit, the
 		 * start with them is below it by more than a 64th, and taken whatever its own peak */
-		Start e = {.P = P, .tiny = false, .every = every[1], .inner = inner[1], .limit = start[1] + start[1] / 32 + 64};
-		start_eval(&e);
-		start[0] = e.peak, f[0] = e.flops, every[0] = every[1], inner[0] = inner[1];
+		Other o = {{.P = P, .tiny = false, .every = every[1], .inner = inner[1], .limit = start[1] + start[1] / 32 + 64},
+		           start[1], f[1], 0};
+		if (P->threads > 1 && util_cpus() > 1) {
+			/* on two threads, the start with them improved beside it, as if taken: stopped where it is not */
+			Improve im = {P, start[1], every[1], inner[1], keep, &o.stop, {0}};
+			util_pair(improve_tiny, &im, other_start, &o);
+			r = im.r, improved = !o.stop;
+		} else {
+			other_start(&o);
+		}
+		start[0] = o.e.peak, f[0] = o.e.flops, every[0] = every[1], inner[0] = inner[1];
 	}
 	if (!every[0])
 		return;
-	int t = every[1] && (start[1] < start[0] - start[0] / 64 || (start[1] <= start[0] + start[0] / 64 && f[1] < f[0]));
+	int t = every[1] && start_with_tiny(start, f);
 	trace(t ? "least: chain start, tiny kept" : "least: chain start, none kept", start[t], f[t]);
-	sel_chain_start(P, every[t], inner[t], t, keep);
-	SelResult r = sel_improve(P, start[t], keep);
+	if (!improved) {
+		sel_chain_start(P, every[t], inner[t], t, keep);
+		r = sel_improve(P, start[t], keep, NULL);
+	}
 	trace("least: chain improved", r.peak, r.flops);
 	take_planned(g, m, plan, keep, best, hi, flops);
 }
@@ -1843,7 +1901,7 @@ static int64_t least_search(Graph *g, Model *m, int64_t (*plan)(Program *), uint
 			memcpy(best, keep, (size_t)m->P->n);
 		}
 		trace("least: refit", hi, res.flops);
-		planner_rounds(g, m, hi, sel_eval(m->P, best, &flops, NULL), plan, sel_improve, best, &res.flops, &bytes);
+		planner_rounds(g, m, hi, sel_eval(m->P, best, &flops, NULL), plan, improve_move, best, &res.flops, &bytes);
 		trace("least: improve", hi, res.flops);
 	} else {
 		walk_size(m->P, true);
@@ -2035,7 +2093,7 @@ static int64_t fit_restarts(Graph *g, Model *m, int64_t budget, int64_t (*plan)(
 		int64_t want = budget;
 		for (int round = 0; round < 6; round++) {
 			memcpy(try, start, (size_t)P->n);
-			SelResult r = sel_improve(P, want, try);
+			SelResult r = sel_improve(P, want, try, NULL);
 			if (!r.fits || r.flops >= best)
 				break;
 			int64_t b = planned(g, m, try, plan, &f);
@@ -2101,7 +2159,7 @@ static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 		 * the room past the least: its plan recomputes much (torchvision's ResNet-152 imported flat, at 950
 		 * MB, 8% past its least: 14.47 forwards recomputed as the least's plan, 1.21 kept into the room) */
 		if (!m->small)
-			planner_rounds(g, m, budget, want, plan, sel_improve, keep, &res->flops, bytes);
+			planner_rounds(g, m, budget, want, plan, improve_move, keep, &res->flops, bytes);
 		improve_fit(g, m, budget, want, plan, keep, res, bytes);
 	}
 	/* the fit's bound is the budget's: the least's own is at a lower peak */

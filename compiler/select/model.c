@@ -121,6 +121,7 @@ void sel_work_init(Work *w, const SelProblem *P)
 	w->budget = INT64_MAX;
 	w->evals = 0;
 	w->base = NULL;
+	w->stop = NULL;
 	/* made_here's operand lists: per value, its operands that are not fixed, each once (where one is read twice,
 	 * the first), in order; and of them, those that may give it their storage (an elementwise share of k < 32,
 	 * read once) */

@@ -34,6 +34,7 @@ typedef struct {
 	 * of them, those that may give v their storage, their indices into op in take[take_from[v] ..) */
 	int *op_from, *op, *take_from, *take;
 	struct Base *base;        /* a committed choice that sel_eval_try measures changes from; NULL: none */
+	const int *stop;          /* the searches that look end where *stop is set (sel_improve); NULL: never */
 } Work;
 
 void sel_work_init(Work *w, const SelProblem *P);

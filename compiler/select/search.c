@@ -518,6 +518,9 @@ static bool scored_cheaply(Work *w, KeepScores *k, uint8_t *keep, int top, Cheap
 	return cheap_taken_as(k, top, &t, ch, &k->score[top], &k->to[top]);
 }
 
+/* whether another thread has asked w's search to end (Work.stop) */
+static bool stopped(const Work *w) { return w->stop && __atomic_load_n(w->stop, __ATOMIC_RELAXED); }
+
 /* From every candidate computed again once: while the peak is over the
  * budget, keep (or compute each time) the value that removes the most
  * bytes-times-positions above it (a kept value ends the chains of
@@ -549,7 +552,7 @@ static Outcome greedy_keep(Work *w, const Cands *c, int64_t budget, bool pair, b
 	else
 		score_all(w, &k, keep, round, now, pair);
 	Cheap cheap = {calloc((size_t)c->nc + 1, sizeof(bool)), 0, 0};
-	for (;;) {
+	while (!stopped(w)) {
 		int top = -1;
 		for (int i = 0; i < c->nc; i++)
 			if (keep[c->c[i]] != SEL_KEEP && score[i] > 0 && (top < 0 || score[i] > score[top]))
@@ -599,8 +602,8 @@ static Outcome polish(Work *w, const Cands *c, int64_t budget, uint8_t *keep)
 	/* first every value not kept tried kept, then every value made each time tried made once, then every
 	 * value made again tried offloaded */
 	static const uint8_t pass_to[3] = {SEL_KEEP, SEL_ONCE, SEL_HOST};
-	for (int pass = 0; pass < 3; pass++)
-		for (int i = 0; i < c->nc; i++) {
+	for (int pass = 0; pass < 3 && !stopped(w); pass++)
+		for (int i = 0; i < c->nc && !stopped(w); i++) {
 			int v = c->c[i];
 			uint8_t was = keep[v];
 			if (was == SEL_KEEP || (pass == 1 && was != SEL_EACH) || (pass == 2 && (was == SEL_HOST || !may(w->P, v, SEL_HOST))))
@@ -1114,10 +1117,11 @@ SelResult sel_anneal_fit(const SelProblem *P, int64_t budget, int64_t moves, int
 	return greedy_result((Outcome){best_f < INT64_MAX, best_peak, best_f});
 }
 
-SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep)
+SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep, const int *stop)
 {
 	Work w;
 	sel_work_init(&w, P);
+	w.stop = stop;
 	Cands c = candidates_of(P);
 	Outcome o = greedy_keep(&w, &c, budget, P->threads > 1, false, c.nc > SEL_LAZY, keep);
 	if (o.fits)

@@ -170,8 +170,9 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 void sel_chain_apart(int mode);
 /* from a choice keep[] (that fits budget, or not): the greedy search that
  * keeps, started there, then polished, as a fit from nothing kept ends; the
- * choice's peak and FLOPs */
-SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep);
+ * choice's peak and FLOPs. Where *stop (NULL: none) becomes nonzero, set by
+ * another thread, it ends soon after, its choice and result meaningless. */
+SelResult sel_improve(const SelProblem *P, int64_t budget, uint8_t *keep, const int *stop);
 /* whether P has more decisions than the exact search takes (SEL_EXACT_MOST): then every fit and least search
  * on it is greedy, whatever work limit it is given */
 bool sel_exact_past(const SelProblem *P);

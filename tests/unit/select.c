@@ -501,7 +501,7 @@ int main(int argc, char **argv)
 		/* improved at its own peak: no higher, no more FLOPs, and as evaluated */
 		uint8_t imp[64];
 		memcpy(imp, got, sizeof imp);
-		SelResult m = sel_improve(P, l.peak, imp);
+		SelResult m = sel_improve(P, l.peak, imp, NULL);
 		int64_t mf, mp = sel_eval(P, imp, &mf, NULL);
 		snprintf(what, sizeof what, "problem %d: the least improved to %lld bytes, %lld FLOPs (evaluated %lld, %lld), "
 		         "from %lld, %lld", iter, (long long)m.peak, (long long)m.flops, (long long)mp, (long long)mf,
@@ -617,7 +617,7 @@ int main(int argc, char **argv)
 		SelResult l = sel_least(P, 0, got, &floor);
 		int64_t lf, lp = sel_eval(P, got, &lf, NULL);
 		trail[lim] = fnv(trail[lim], got, (size_t)n);
-		SelResult m = sel_improve(P, l.peak, got);
+		SelResult m = sel_improve(P, l.peak, got, NULL);
 		int64_t mf, mp = sel_eval(P, got, &mf, NULL);
 		trail[lim] = fnv(trail[lim], got, (size_t)n);
 		SelResult d = sel_lower(P, 2, got);
@@ -681,9 +681,9 @@ int main(int argc, char **argv)
 			memcpy(laid, got, (size_t)n);
 			P->threads = 1;
 			sel_cheap_keeps(false);
-			SelResult ml = lay ? sel_improve(P, p0, laid) : (SelResult){0};
+			SelResult ml = lay ? sel_improve(P, p0, laid, NULL) : (SelResult){0};
 			sel_cheap_keeps(true);
-			SelResult m1 = sel_improve(P, p0, one);
+			SelResult m1 = sel_improve(P, p0, one, NULL);
 			int64_t cheap = sel_cheap_taken();
 			if (lay)
 				snprintf(what, sizeof what, "lazy improve %d: %lld keep moves scored without laying out their "
@@ -697,8 +697,23 @@ int main(int argc, char **argv)
 			else
 				check(cheap > 0, what);
 			free(laid);
+			/* asked to stop (as chain_start's other start does from its thread): at once, the choice as it was;
+			 * with the flag clear, the moves of none */
+			uint8_t *held = malloc((size_t)n);
+			memcpy(held, got, (size_t)n);
+			int stop = 1;
+			sel_improve(P, p0, held, &stop);
+			bool stays = !memcmp(held, got, (size_t)n);
+			memcpy(held, got, (size_t)n);
+			stop = 0;
+			SelResult ms = sel_improve(P, p0, held, &stop);
+			snprintf(what, sizeof what, "lazy improve %d: stopped at once, the start as it was; with the flag clear, "
+			         "as with none (%lld, %lld against %lld, %lld)", iter, (long long)ms.peak, (long long)ms.flops,
+			         (long long)m1.peak, (long long)m1.flops);
+			check(stays && !memcmp(held, one, (size_t)n) && ms.peak == m1.peak && ms.flops == m1.flops, what);
+			free(held);
 			P->threads = 2;
-			SelResult m = sel_improve(P, p0, got);
+			SelResult m = sel_improve(P, p0, got, NULL);
 			snprintf(what, sizeof what, "lazy improve %d: on two threads as on one (%lld, %lld against %lld, %lld)", iter,
 			         (long long)m.peak, (long long)m.flops, (long long)m1.peak, (long long)m1.flops);
 			bool same = !memcmp(one, got, (size_t)n) && m.peak == m1.peak && m.flops == m1.flops;
