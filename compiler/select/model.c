@@ -384,11 +384,8 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		w->touched = realloc(w->touched, sizeof(int) * (size_t)w->cap_touched);
 	}
 	w->touched[w->ntouched++] = t;
-	/* restrict: the lists and scratch below are distinct arrays (the compiler could not tell, and reloaded them
-	 * after each count's store) */
-	const int *restrict op_from = w->op_from, *restrict op = w->op, *restrict take_from = w->take_from,
-	                    *restrict takes = w->take;
-	const int64_t *restrict bytes = P->bytes;
+	const int *op_from = w->op_from, *op = w->op, *take_from = w->take_from, *takes = w->take;
+	const int64_t *bytes = P->bytes;
 	int ops = 0;
 	for (int i = 0; i < n; i++)
 		ops += op_from[list[i] + 1] - op_from[list[i]];
@@ -397,9 +394,9 @@ static void made_here(Work *w, const uint8_t *keep, int t, const int *list, int 
 		w->here = realloc(w->here, sizeof(int) * (size_t)w->cap_here);
 	}
 	/* js: each operand's index among the copies made here before its reader, or -1, found once */
-	int *restrict readers = w->here, *restrict tr = w->here + n, *restrict js = w->here + 2 * n;
-	int gen = ++w->seen_gen, *restrict index = w->index, *restrict index_gen = w->index_gen, *restrict seen = w->seen;
-	int *restrict lastread = w->lastread, *restrict lastread_gen = w->lastread_gen;
+	int *readers = w->here, *tr = w->here + n, *js = w->here + 2 * n;
+	int gen = ++w->seen_gen, *index = w->index, *index_gen = w->index_gen, *seen = w->seen;
+	int *lastread = w->lastread, *lastread_gen = w->lastread_gen;
 	for (int i = 0; i < n; i++)
 		index[list[i]] = i, index_gen[list[i]] = gen;
 	/* an operand made here is transient or lasting; one not made here is neither (select.h) */
