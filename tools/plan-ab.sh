@@ -3,7 +3,8 @@
 # planner that must alter none (a faster search, a memo): every sample in
 # f32 and f64 stored whole, at min-memory and at 75%, 50% and 30% of its
 # store-everything peak (a small program's packing search closes gaps the
-# imports do not show: bench/RESULTS.md, 2026-12-07); then, where EXPORTS
+# imports do not show: bench/RESULTS.md, 2026-12-07); bench/graphs.py's six
+# networks (NASNet and DARTS among them) at min-memory; then, where EXPORTS
 # holds torchvision's exports (resnet152, densenet121, densenet201,
 # inception_v3 .onnx: `EXPORTS=DIR bash bench/graphs.sh onnx` keeps them
 # there), each at min-memory and
@@ -63,6 +64,14 @@ for s in samples/*.dp; do
 			same "$s $prec at $f%" "$s" --precision "$prec" --device-mem $((p * f / 100))
 		done
 	done
+done
+
+# bench/graphs.py's six networks at their sizes, at min-memory: where the chain start without the tiny values is
+# taken (all but Inception-v3 and DARTS), the improvement beside its evaluation is stopped and made again
+for spec in resnet152:16:224 densenet121:32:224 densenet201:16:224 inception_v3:32:299 nasnet:64:32 darts:64:32; do
+	IFS=: read -r net b sz <<<"$spec"
+	python3 bench/graphs.py "$net" "$b" "$sz" >"$tmp/hand.$net.dp" 2>/dev/null || continue
+	same "bench/graphs.py $net min-memory" "$tmp/hand.$net.dp" --checkpoint min-memory --stream none
 done
 
 # a budget one point past Feng & Huang's cut, as bench/graphs.sh computes it (the bytes of 2026-12-07's exports)
