@@ -160,8 +160,13 @@ int64_t sel_tiny_below(const SelProblem *P);
  * again (INT64_MAX: the blocks' model fits nothing, or no chain), and the
  * plan: keep[v] SEL_KEEP for what the forward keeps; a value not kept is
  * made again for each position that needs it before hold[v], and once,
- * held, from there (INT_MAX: at each use). */
+ * held, from there (INT_MAX: at each use). The blocks' cuts are found two
+ * ways, a block owning a tiny value or not, and the programme is run on the
+ * second too where that may pay (chain.c says when). */
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold);
+/* a test's switch: sel_chain's cuts one way only (1: a block may own a tiny value alone, 2: not), or as said
+ * above (0, the default) */
+void sel_chain_ways(int mode);
 /* its memory's steps: bytes held are counted in units of (budget - the least base) / SEL_CHAIN_STEPS, rounded up */
 #define SEL_CHAIN_STEPS 128
 /* a test's switch: the programme's segments of one length on two threads wherever the problem has two (1), on

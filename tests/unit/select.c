@@ -138,7 +138,7 @@ static bool from_greedy(const SelProblem *P, const char *name, SelResult r, cons
 enum { CN = 20 };
 typedef struct {
 	int n;
-	int64_t f[CN + 1], xin[CN + 1], abar[2][CN + 1], W[2][CN + 1], T[CN + 1], extra[CN + 1], base, budget, room;
+	int64_t f[CN + 1], xin[CN + 1], abar[2][CN + 1], W[2][CN + 1], T[CN + 1], extra[CN + 1], out[CN + 1], base, budget, room;
 } ChainModel;
 
 static int64_t cmin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -153,7 +153,8 @@ static int64_t chain_best(const ChainModel *c, int s, int t, int64_t held, bool 
 		return *m;
 	int64_t best = INT64_MAX;
 	for (int lean = 0; lean < 2; lean++) {
-		if (held + c->W[lean][s] > c->budget)
+		/* a leaf's values that cross its end are held already, by the checkpoint that ends its segment */
+		if (held + c->W[lean][s] - (t == s + 1 ? c->out[s] : 0) > c->budget)
 			continue;
 		int64_t own = (top ? 0 : c->f[s]) + (lean ? c->extra[s] : 0);
 		if (t == s + 1)
@@ -187,10 +188,12 @@ static int64_t chain_sim(const SelProblem *P, int nforward, const uint8_t *keep,
 	return f;
 }
 
-/* a chain of n such blocks, sizes in multiples of q, each position's base `base` */
-static SelProblem *chain_problem(int n, int64_t q, int64_t base)
+/* a chain of n such blocks, sizes in multiples of q, each position's base `base`; then a tail of `tail` tiny
+ * temporaries, one a position, each reading only the fixed input (as an imported ResNet's running statistics'
+ * updates end its forward) */
+static SelProblem *chain_problem_tail(int n, int tail, int64_t q, int64_t base)
 {
-	int nv = 1 + 3 * n, F = 3 * n;
+	int nv = 1 + 3 * n + tail, F = 3 * n + tail;
 	SelProblem *P = sel_new(nv, F + 2 * n);
 	P->kind[0] = SEL_FIXED, P->def[0] = 0, P->fwd_last[0] = 0, P->bytes[0] = q;
 	for (int b = 0; b < n; b++) {
@@ -209,10 +212,18 @@ static SelProblem *chain_problem(int n, int64_t q, int64_t base)
 		P->adj_first[m] = P->adj_last[m] = P->adj_first[c] = P->adj_last[c] = qb;
 		P->adj_first[o] = P->adj_last[o] = b + 1 < n ? qb - 1 : F; /* read by the next block's second */
 	}
+	for (int i = 0; i < tail; i++) {
+		int v = 1 + 3 * n + i;
+		P->kind[v] = SEL_TEMP, P->def[v] = P->fwd_last[v] = v - 1, P->bytes[v] = 1, P->flops[v] = 1;
+		P->nin[v] = 1;
+		P->in[v] = calloc(1, sizeof(int));
+	}
 	for (int t = 0; t < P->npos; t++)
 		P->base[t] = base;
 	return P;
 }
+
+static SelProblem *chain_problem(int n, int64_t q, int64_t base) { return chain_problem_tail(n, 0, q, base); }
 
 /* The programme's segments of one length filled on two threads (sel_chain_apart(1): at every length, on any
  * number of CPUs) against one: the same FLOPs and the same plan, on chains of 150 blocks (96 after thinning) at
@@ -256,11 +267,16 @@ static void chain_apart_check(void)
 
 static void chain_check(void)
 {
-	int n = CN, nv = 1 + 3 * CN, F = 3 * CN, agree = 0, budgets = 0;
+	enum { TAIL = 100 };
+	int n = CN, agree = 0, budgets = 0, tail_budgets = 0, tail_lower = 0, tail_right = 0;
 	const int64_t q = 3 * 5 * 7 * 64, base = 40 * q;
 	int64_t *memo = malloc(sizeof(int64_t) * 2 * (CN + 1) * (CN + 2) * 2048);
-	for (int iter = 0; iter < 4; iter++) {
-		SelProblem *P = chain_problem(n, q, base);
+	/* chains 4 and 5 end in a tail of tiny temporaries: as a block's own values they would make 100 blocks of
+	 * the tail and, the cuts thinned to 96, drop some of the chain's; sel_chain then plans on the cuts without
+	 * them too, which are the chain's own, so that the exact recursion is on those cuts */
+	for (int iter = 0; iter < 6; iter++) {
+		int tail = iter < 4 ? 0 : TAIL, nv = 1 + 3 * CN + tail, F = 3 * CN + tail;
+		SelProblem *P = chain_problem_tail(n, tail, q, base);
 		/* the block model, as chain.c's comment describes it, on the cuts the fewest values cross: after m of
 		 * block 0 (its input is fixed) and after each o but the last */
 		int cut[CN + 2], L = 0;
@@ -279,7 +295,8 @@ static void chain_check(void)
 					continue;
 				bool cheap = P->flops[v] <= 2 * P->bytes[v];
 				cm.f[k] += P->flops[v];
-				cm.abar[0][k] += P->bytes[v];
+				cm.out[k] += out ? P->bytes[v] : 0;
+				cm.abar[0][k] += out || P->kind[v] == SEL_CAND ? P->bytes[v] : 0;
 				cm.abar[1][k] += out || !cheap ? P->bytes[v] : 0;
 				cm.extra[k] += out || !cheap ? 0 : P->flops[v];
 				int64_t op = P->bytes[v];
@@ -300,10 +317,32 @@ static void chain_check(void)
 			for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++)
 				memo[i] = -1;
 			int64_t want = chain_best(&cm, 0, L, 0, true, memo, q / j);
-			uint8_t keep[1 + 3 * CN];
-			int hold[1 + 3 * CN], made[1 + 3 * CN];
-			bool held[1 + 3 * CN];
+			uint8_t keep[1 + 3 * CN + TAIL], way_keep[2][1 + 3 * CN + TAIL];
+			int hold[1 + 3 * CN + TAIL], made[1 + 3 * CN + TAIL], way_hold[2][1 + 3 * CN + TAIL];
+			bool held[1 + 3 * CN + TAIL];
+			int64_t way[2] = {0, 0};
+			if (tail) {
+				/* each way alone, then the two: the fewer FLOPs taken (the first way's where as few), its plan */
+				for (int w = 0; w < 2; w++) {
+					sel_chain_ways(w + 1);
+					way[w] = sel_chain(P, F, cm.budget, way_keep[w], way_hold[w]);
+				}
+				sel_chain_ways(0);
+			}
 			int64_t got = sel_chain(P, F, cm.budget, keep, hold), sim = 0;
+			if (tail) {
+				int w = way[1] < way[0];
+				bool right = got == way[w] && (got == INT64_MAX || (!memcmp(keep, way_keep[w], (size_t)nv) &&
+				                                                    !memcmp(hold, way_hold[w], sizeof(int) * (size_t)nv)));
+				char what[300];
+				snprintf(what, sizeof what, "chain %d with a tail, budget %lld: sel_chain %lld FLOPs, its ways %lld and %lld",
+				         iter, (long long)cm.budget, (long long)got, (long long)way[0], (long long)way[1]);
+				check(right, what);
+				tail_right += right, tail_lower += way[1] < way[0], tail_budgets++;
+				/* the second way's cuts are the chain's own: the exact recursion below is on them */
+				got = way[1];
+				memcpy(keep, way_keep[1], (size_t)nv), memcpy(hold, way_hold[1], sizeof(int) * (size_t)nv);
+			}
 			if (got < INT64_MAX) {
 				for (int v = 0; v < nv; v++)
 					made[v] = -1, held[v] = false;
@@ -323,10 +362,15 @@ static void chain_check(void)
 		}
 	}
 	free(memo);
+	/* the tail's blocks cost the first way some of the chain's cuts: it must plan worse somewhere, or the two ways
+	 * were one */
+	check(tail_lower > 0, "a chain with a tail: the cuts without its tiny values plan fewer FLOPs at some budget");
 	if (!fail)
-		printf("ok - select: sel_chain on 4 chains of %d heterogeneous blocks, %d budgets: the exact recursion's FLOPs "
-		       "(%d with a plan), and its plan made lazily recomputes them (less at most the cheap values' FLOPs)\n", CN,
-		       budgets, agree);
+		printf("ok - select: sel_chain on 6 chains of %d heterogeneous blocks (2 ending in a tail of %d tiny values), %d "
+		       "budgets: the exact recursion's FLOPs (%d with a plan), and its plan made lazily recomputes them (less at "
+		       "most the cheap values' FLOPs); with the tail, the fewer of its two ways of cuts (%d of %d budgets, the "
+		       "cuts without the tail's values fewer at %d)\n", CN, TAIL, budgets, agree, tail_right, tail_budgets,
+		       tail_lower);
 }
 
 /* --quick (make test-sanitize): a quarter of the random DAGs, the same checks on each */
