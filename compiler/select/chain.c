@@ -6,11 +6,14 @@
  * block's input is what crosses its cut. A dynamic programme over
  * (first block, end block, bytes held) chooses for each segment of blocks
  * whose input is held: the first block's values all held for its adjoint
- * and the rest reversed after it ("all"), or the forward run to a later
- * cut without keeping anything but what crosses it ("checkpoint"), the
- * segment after it reversed, then the one before; the fewest FLOPs made
- * again within the budget. The forward sweep itself is free: its "all"
- * keeps a block's values and its checkpoints keep what crosses them.
+ * and the rest reversed after it ("all"; "lean": its costly values only),
+ * or a run of blocks from it held lean as one block (what crosses the
+ * run's end held, but not what crosses the cuts inside it), or the forward
+ * run to a later cut without keeping anything but what crosses it
+ * ("checkpoint"), the segment after it reversed, then the one before; the
+ * fewest FLOPs made again within the budget. The forward sweep itself is
+ * free: its "all" keeps a block's values and its checkpoints keep what
+ * crosses them.
  *
  * A plan is written as keep[] (SEL_KEEP: kept from the forward) and
  * hold[]: a value not kept is made again for each position that needs it
@@ -38,8 +41,11 @@
 enum { CHAIN_MOST = 96 };
 
 /* a segment's choice: its first block's values held (all of them, or lean: the costly ones, the cheap made again
- * at each use from them), alone (a leaf) or before the rest; or k >= 0: a checkpoint at block k's cut */
+ * at each use from them), alone (a leaf) or before the rest; a run from it held lean as one block, alone or before
+ * the rest (PICK_RUN - its last block); or k >= 0: a checkpoint at block k's cut */
 enum { PICK_NONE = -5, PICK_LEAF = -4, PICK_LEAF_LEAN = -3, PICK_ALL = -2, PICK_LEAN = -1 };
+/* a run of blocks s .. j held lean as one block: PICK_RUN - j */
+enum { PICK_RUN = -8 };
 
 /* a value is cheap to make again when its FLOPs are at most this many times its bytes (elementwise ops) */
 #define CHEAP 2
@@ -54,8 +60,10 @@ typedef struct {
 	int *uxin;       /* per block: xin in steps of memory */
 	int64_t *abar[2]; /* per block: its candidates and what crosses its end; [1] lean: the cheap ones not */
 	int64_t *W[2];   /* per block: its adjoint's need, beside what is held; [1] lean */
-	int64_t *extra;  /* per block, lean: the FLOPs of its cheap candidates made again at each use */
+	int64_t *extra;  /* per block, lean: the FLOPs its values not held cost, made again at each use (measure) */
 	int64_t *out;    /* per block: the bytes of its values that cross its end (goes_out), held either way */
+	int R;           /* runs: blocks s .. j, 2 <= j - s + 1 <= R, held lean as one: per [s * R + j - s] */
+	int64_t *rf, *rabar, *rout, *rextra, *rW;
 	bool *cheap;     /* per value: cheap to make again (CHEAP) */
 	int64_t *T;      /* per block: its forward's largest op (operands and result) */
 	int *A;          /* per block: its first adjoint position (INT_MAX: none) */
@@ -134,6 +142,14 @@ static bool held_by(const Chain *ch, int v, int lean)
 	return goes_out(ch, v) || (lean ? !ch->cheap[v] : ch->P->kind[v] == SEL_CAND);
 }
 
+/* a saturating sum for the runs' FLOPs made again (INF / 4 and above: too many to price) */
+static int64_t cap_add(int64_t a, int64_t b) { return a >= INF / 4 - b ? INF / 4 : a + b; }
+
+/* the positions that read v in the adjoint */
+static int64_t uses(const SelProblem *P, int v) { return P->nadj[v] > 0 ? P->nadj[v] : P->adj_first[v] >= 0; }
+
+static void measure_runs(Chain *ch, const int *E);
+
 static void measure(Chain *ch)
 {
 	const SelProblem *P = ch->P;
@@ -169,8 +185,6 @@ static void measure(Chain *ch)
 		for (int o = 0; o < 2; o++)
 			ch->abar[o][b] += held_by(ch, v, o) ? P->bytes[v] : 0;
 		ch->out[b] += goes_out(ch, v) ? P->bytes[v] : 0;
-		if (!held_by(ch, v, 1))
-			ch->extra[b] += P->flops[v] * (P->nadj[v] > 1 ? P->nadj[v] : 1);
 		if (P->kind[v] == SEL_CAND && P->adj_first[v] >= 0) {
 			ch->A[b] = P->adj_first[v] < ch->A[b] ? P->adj_first[v] : ch->A[b];
 			E[b] = P->adj_last[v] > E[b] ? P->adj_last[v] : E[b];
@@ -189,7 +203,98 @@ static void measure(Chain *ch)
 		/* lean: the cheap made at each use beside what is held, the largest op's worth at a time */
 		ch->W[1][b] = most + ch->abar[1][b] + ch->T[b];
 	}
+	/* lean: each value not held made again at each of its uses, from what is held and the others not held
+	 * (made again too: a batch norm's centred values, then its scaled ones), as a run's (measure_runs) */
+	{
+		int64_t *made = calloc((size_t)P->n + 1, sizeof(int64_t));
+		for (int v = 0; v < P->n; v++) {
+			int b = ch->blk[v];
+			if (b < 0 || held_by(ch, v, 1))
+				continue;
+			int64_t c = P->flops[v];
+			for (int q = 0; q < P->nin[v]; q++) {
+				int u = P->in[v][q];
+				if (ch->blk[u] == b && !held_by(ch, u, 1))
+					c = cap_add(c, made[u]);
+			}
+			made[v] = c;
+			for (int64_t k = uses(P, v); k > 0; k--)
+				ch->extra[b] = cap_add(ch->extra[b], c);
+		}
+		free(made);
+	}
+	if (ch->R > 1)
+		measure_runs(ch, E);
 	free(of), free(E);
+}
+
+/* The runs' measures (ch->R > 1). A run holds its costly values and what crosses its end; every other value of
+ * it is made again at each use, from what is held and from the others, themselves made again: a residual
+ * stream inside the run from the one before it, back to the run's input (held). Each use is priced at the
+ * FLOPs of all it makes, each value counted once per operand that needs it (at or above what graph.c's lazy
+ * copies make, which share one copy among the readers at a position). */
+static void measure_runs(Chain *ch, const int *E)
+{
+	const SelProblem *P = ch->P;
+	int L = ch->L, R = ch->R;
+	size_t cells = (size_t)L * (size_t)R;
+	ch->rf = calloc(cells, sizeof(int64_t)), ch->rabar = calloc(cells, sizeof(int64_t));
+	ch->rout = calloc(cells, sizeof(int64_t)), ch->rextra = calloc(cells, sizeof(int64_t));
+	ch->rW = calloc(cells, sizeof(int64_t));
+	/* each block's values in order, and the last cut each crosses */
+	int *start = calloc((size_t)L + 1, sizeof(int)), *byblk = malloc(sizeof(int) * (size_t)(P->n + 1));
+	int *last = malloc(sizeof(int) * (size_t)(P->n + 1)), *stamp = calloc((size_t)P->n + 1, sizeof(int));
+	int64_t *made = malloc(sizeof(int64_t) * (size_t)(P->n + 1));
+	for (int v = 0; v < P->n; v++)
+		if (ch->blk[v] >= 0)
+			start[ch->blk[v] + 1]++;
+	for (int b = 0; b < L; b++)
+		start[b + 1] += start[b];
+	int *fill = malloc(sizeof(int) * (size_t)(L + 1));
+	memcpy(fill, start, sizeof(int) * (size_t)(L + 1));
+	for (int v = 0; v < P->n; v++) {
+		int b = ch->blk[v];
+		if (b < 0)
+			continue;
+		byblk[fill[b]++] = v;
+		int e = b;
+		while (e + 1 < L && crosses(P, v, ch->cut[e + 1]))
+			e++;
+		last[v] = e;
+	}
+	for (int s = 0; s < L; s++) {
+		int64_t f = ch->f[s], T = ch->T[s];
+		int A = ch->A[s], Z = E[s];
+		for (int j = s + 1; j < L && j - s < R; j++) {
+			size_t i = (size_t)s * (size_t)R + (size_t)(j - s);
+			int run = (int)i + 1;
+			f += ch->f[j], T = ch->T[j] > T ? ch->T[j] : T;
+			A = ch->A[j] < A ? ch->A[j] : A, Z = E[j] > Z ? E[j] : Z;
+			int64_t most = 0, extra = 0;
+			for (int t = A; A < INT_MAX && t <= Z; t++)
+				most = P->base[t] > most ? P->base[t] : most;
+			for (int k = start[s]; k < start[j + 1]; k++) {
+				int v = byblk[k];
+				bool out = j + 1 < L && last[v] >= j + 1;
+				ch->rout[i] += out ? P->bytes[v] : 0;
+				if (!ch->cheap[v] || out) {
+					ch->rabar[i] += P->bytes[v];
+					continue;
+				}
+				int64_t c = P->flops[v];
+				for (int q = 0; q < P->nin[v]; q++)
+					if (stamp[P->in[v][q]] == run)
+						c = cap_add(c, made[P->in[v][q]]);
+				stamp[v] = run, made[v] = c;
+				for (int64_t u = uses(P, v); u > 0; u--)
+					extra = cap_add(extra, c);
+			}
+			ch->rf[i] = f;
+			ch->rextra[i] = extra;
+			ch->rW[i] = most + ch->rabar[i] + T;
+		}
+	}
+	free(start), free(byblk), free(last), free(stamp), free(made), free(fill);
 }
 
 /* where the segment s .. t - 1 starts its adjoint: its blocks' first adjoint position */
@@ -216,6 +321,24 @@ static int64_t hold_first(const Chain *ch, int s, int h, int lean, int64_t fwd, 
 	if (h2 > ch->K)
 		return INF;
 	return add(c, top ? rest[(size_t)(s + 1) * (size_t)(ch->K + 1) + (size_t)h2] : rest[at(ch, s + 1, t, (int)h2)]);
+}
+
+/* the run s .. j held before the rest of the segment, j + 1 .. t - 1 (t == j + 1: a leaf), with h steps held */
+static int64_t hold_run(const Chain *ch, int s, int j, int h, int64_t fwd, const int64_t *rest, int t, bool top)
+{
+	size_t i = (size_t)s * (size_t)ch->R + (size_t)(j - s);
+	bool leaf = j + 1 == t;
+	if ((int64_t)h * ch->unit + ch->rW[i] - (leaf ? ch->rout[i] : 0) > ch->budget)
+		return INF;
+	if (ch->rextra[i] >= INF / 4)
+		return INF;
+	int64_t c = add(fwd, ch->rextra[i]);
+	if (leaf)
+		return c;
+	int64_t h2 = h + units(ch, ch->rabar[i]);
+	if (h2 > ch->K)
+		return INF;
+	return add(c, top ? rest[(size_t)(j + 1) * (size_t)(ch->K + 1) + (size_t)h2] : rest[at(ch, j + 1, t, (int)h2)]);
 }
 
 /* Every cell's FLOPs grow with the steps already held (each choice's room
@@ -245,6 +368,31 @@ static void segment(Chain *ch, int s, int t)
 			int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
 			if (c < best[h])
 				best[h] = c, pick[h] = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
+		}
+	}
+	/* the runs s .. j, each along h as the checkpoints below: a cell's choices in the same order as one cell at a
+	 * time (all, lean, the runs, the checkpoints) */
+	for (int j = s + 1; j < t && j - s < ch->R; j++) {
+		size_t i = (size_t)s * (size_t)ch->R + (size_t)(j - s);
+		bool leaf = j + 1 == t;
+		int64_t room = ch->budget - ch->rW[i] + (leaf ? ch->rout[i] : 0), own = add(ch->rf[i], ch->rextra[i]);
+		if (room < 0 || ch->rextra[i] >= INF / 4)
+			continue;
+		int64_t end = room / ch->unit + 1, u = units(ch, ch->rabar[i]);
+		end = end < K + 1 ? end : K + 1;
+		if (leaf) {
+			for (int h = 0; h < end; h++)
+				if (own < best[h])
+					best[h] = own, pick[h] = (int16_t)(PICK_RUN - j);
+			continue;
+		}
+		/* the rest's cells finite below its first that is not, and h + u within the steps */
+		const int64_t *rest = ch->c + at(ch, j + 1, t, 0);
+		end = end < ch->fin[at2(ch, j + 1, t)] - u ? end : ch->fin[at2(ch, j + 1, t)] - u;
+		for (int h = 0; h < end; h++) {
+			int64_t c = own + rest[h + u];
+			if (c < best[h])
+				best[h] = c, pick[h] = (int16_t)(PICK_RUN - j);
 		}
 	}
 	int64_t run = 0, most = 0;
@@ -327,6 +475,11 @@ static void outer(Chain *ch)
 				if (c < best)
 					best = c, pick = leaf ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
 			}
+			for (int j = s + 1; j < L && j - s < ch->R; j++) {
+				int64_t c = hold_run(ch, s, j, h, 0, ch->top, L, true);
+				if (c < best)
+					best = c, pick = PICK_RUN - j;
+			}
 			for (int k = s + 1; k < L; k++) {
 				int64_t hk = h + ch->uxin[k];
 				if (hk > K)
@@ -373,6 +526,21 @@ static void hold_cut(const Chain *ch, int k, bool top, int from, uint8_t *keep, 
 		}
 }
 
+/* the run s .. j's values held: lean, and what crosses its end */
+static void hold_run_values(const Chain *ch, int s, int j, bool top, int from, uint8_t *keep, int *hold)
+{
+	const SelProblem *P = ch->P;
+	for (int v = 0; v < P->n; v++) {
+		int b = ch->blk[v];
+		if (b < s || b > j || !(!ch->cheap[v] || (j + 1 < ch->L && crosses(P, v, ch->cut[j + 1]))))
+			continue;
+		if (top)
+			keep[v] = SEL_KEEP;
+		else
+			hold[v] = from < hold[v] ? from : hold[v];
+	}
+}
+
 static bool picks_first(int pick) { return pick >= PICK_LEAF && pick < 0; }
 static int lean_of(int pick) { return pick == PICK_LEAF_LEAN || pick == PICK_LEAN; }
 
@@ -380,6 +548,13 @@ static void realize(const Chain *ch, int s, int t, int h, uint8_t *keep, int *ho
 {
 	int from = seg_start(ch, s, t);
 	int pick = ch->pick[at(ch, s, t, h)];
+	if (pick <= PICK_RUN) {
+		int j = PICK_RUN - pick;
+		hold_run_values(ch, s, j, false, from, keep, hold);
+		if (j + 1 < t)
+			realize(ch, j + 1, t, h + (int)units(ch, ch->rabar[(size_t)s * (size_t)ch->R + (size_t)(j - s)]), keep, hold);
+		return;
+	}
 	if (picks_first(pick))
 		hold_block(ch, s, lean_of(pick), false, from, keep, hold);
 	if (pick == PICK_ALL || pick == PICK_LEAN) {
@@ -394,6 +569,13 @@ static void realize(const Chain *ch, int s, int t, int h, uint8_t *keep, int *ho
 static void realize_top(const Chain *ch, int s, int h, uint8_t *keep, int *hold)
 {
 	int pick = ch->top_pick[(size_t)s * (size_t)(ch->K + 1) + (size_t)h];
+	if (pick <= PICK_RUN) {
+		int j = PICK_RUN - pick;
+		hold_run_values(ch, s, j, true, 0, keep, hold);
+		if (j + 1 < ch->L)
+			realize_top(ch, j + 1, h + (int)units(ch, ch->rabar[(size_t)s * (size_t)ch->R + (size_t)(j - s)]), keep, hold);
+		return;
+	}
 	if (picks_first(pick))
 		hold_block(ch, s, lean_of(pick), true, 0, keep, hold);
 	if (pick == PICK_ALL || pick == PICK_LEAN)
@@ -411,27 +593,38 @@ static void chain_free(Chain *ch)
 	for (int o = 0; o < 2; o++)
 		free(ch->abar[o]), free(ch->W[o]);
 	free(ch->c), free(ch->fin), free(ch->pick), free(ch->top), free(ch->top_pick);
+	free(ch->rf), free(ch->rabar), free(ch->rout), free(ch->rextra), free(ch->rW);
 }
 
 /* the programme on the cuts find_cuts makes with owned_tiny; its FLOPs, its plan in keep[] and hold[] */
 static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool owned_tiny, uint8_t *keep, int *hold)
 {
-	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS};
+	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS, .R = SEL_CHAIN_RUN};
 	find_cuts(&ch, owned_tiny);
 	if (ch.L < 2 || budget <= 0) {
 		free(ch.cut);
 		return INF;
 	}
 	measure(&ch);
-	/* every plan holds each block's values for its adjoint, lean or not, as the first block of a segment (a
-	 * segment of one block holds it; a checkpoint splits a segment into shorter ones): a block whose adjoint
-	 * needs more than the budget either way leaves the programme nothing, which is known without it (the chain
-	 * fit at the least peaks of DenseNet-121 and -201 imported: 8 programmes of 17 to 39 ms each, all of them) */
-	for (int b = 0; b < ch.L; b++)
-		if (ch.W[0][b] > budget && ch.W[1][b] > budget) {
+	/* every plan holds each block's values for its adjoint, lean or not, as the first block of a segment, or in a
+	 * run (a segment of one block holds it; a checkpoint splits a segment into shorter ones): a block whose
+	 * adjoint needs more than the budget every way leaves the programme nothing, which is known without it (the
+	 * chain fit at the least peaks of DenseNet-121 and -201 imported: 8 programmes of 17 to 39 ms each, all of
+	 * them) */
+	for (int b = 0; b < ch.L; b++) {
+		/* as a leaf its least (what crosses its end held by the checkpoint there), or in a run */
+		int64_t least = ch.W[0][b] < ch.W[1][b] ? ch.W[0][b] : ch.W[1][b];
+		least -= ch.out[b];
+		for (int s = b - ch.R + 1 > 0 ? b - ch.R + 1 : 0; s <= b && ch.R > 1; s++)
+			for (int j = b > s ? b : s + 1; j < ch.L && j - s < ch.R; j++) {
+				size_t i = (size_t)s * (size_t)ch.R + (size_t)(j - s);
+				least = ch.rW[i] - ch.rout[i] < least ? ch.rW[i] - ch.rout[i] : least;
+			}
+		if (least > budget) {
 			chain_free(&ch);
 			return INF;
 		}
+	}
 	/* the steps of memory: the budget above the least any position's base holds, so that they measure what the
 	 * blocks may hold */
 	int64_t low = INF;

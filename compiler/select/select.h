@@ -169,6 +169,8 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *ke
 void sel_chain_ways(int mode);
 /* its memory's steps: bytes held are counted in units of (budget - the least base) / SEL_CHAIN_STEPS, rounded up */
 #define SEL_CHAIN_STEPS 128
+/* the most blocks a run held lean as one block may have (chain.c) */
+#define SEL_CHAIN_RUN 16
 /* a test's switch: the programme's segments of one length on two threads wherever the problem has two (1), on
  * one (0), or where there are two CPUs and the length's work is worth a thread's start (-1, the default); the
  * same cells every way */

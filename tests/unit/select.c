@@ -139,6 +139,8 @@ enum { CN = 20 };
 typedef struct {
 	int n;
 	int64_t f[CN + 1], xin[CN + 1], abar[2][CN + 1], W[2][CN + 1], T[CN + 1], extra[CN + 1], out[CN + 1], base, budget, room;
+	/* the runs s .. j (chain.c's measure_runs), [s][j] */
+	int64_t rf[CN + 1][CN + 1], rabar[CN + 1][CN + 1], rout[CN + 1][CN + 1], rextra[CN + 1][CN + 1], rW[CN + 1][CN + 1];
 } ChainModel;
 
 static int64_t cmin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -161,6 +163,17 @@ static int64_t chain_best(const ChainModel *c, int s, int t, int64_t held, bool 
 			best = cmin(best, own);
 		else if (held + c->abar[lean][s] <= c->room)
 			best = cmin(best, cadd(own, chain_best(c, s + 1, t, held + c->abar[lean][s], top, memo, q)));
+	}
+	/* a run s .. j held lean as one block, alone (a leaf) or before the rest */
+	for (int j = s + 1; j < t && j - s < SEL_CHAIN_RUN; j++) {
+		bool leaf = j + 1 == t;
+		if (held + c->rW[s][j] - (leaf ? c->rout[s][j] : 0) > c->budget)
+			continue;
+		int64_t own = (top ? 0 : c->rf[s][j]) + c->rextra[s][j];
+		if (leaf)
+			best = cmin(best, own);
+		else if (held + c->rabar[s][j] <= c->room)
+			best = cmin(best, cadd(own, chain_best(c, j + 1, t, held + c->rabar[s][j], top, memo, q)));
 	}
 	int64_t run = 0, most = 0;
 	for (int k = s + 1; k < t; k++) {
@@ -269,6 +282,7 @@ static void chain_check(void)
 {
 	enum { TAIL = 100 };
 	int n = CN, agree = 0, budgets = 0, tail_budgets = 0, tail_lower = 0, tail_right = 0;
+	int64_t made[1 + 3 * CN + TAIL]; /* per value: the FLOPs of making it again where not held, -1 where held */
 	const int64_t q = 3 * 5 * 7 * 64, base = 40 * q;
 	int64_t *memo = malloc(sizeof(int64_t) * 2 * (CN + 1) * (CN + 2) * 2048);
 	/* chains 4 and 5 end in a tail of tiny temporaries: as a block's own values they would make 100 blocks of
@@ -277,6 +291,8 @@ static void chain_check(void)
 	for (int iter = 0; iter < 6; iter++) {
 		int tail = iter < 4 ? 0 : TAIL, nv = 1 + 3 * CN + tail, F = 3 * CN + tail;
 		SelProblem *P = chain_problem_tail(n, tail, q, base);
+		for (int v = 0; v < nv; v++)
+			made[v] = -1;
 		/* the block model, as chain.c's comment describes it, on the cuts the fewest values cross: after m of
 		 * block 0 (its input is fixed) and after each o but the last */
 		int cut[CN + 2], L = 0;
@@ -298,7 +314,12 @@ static void chain_check(void)
 				cm.out[k] += out ? P->bytes[v] : 0;
 				cm.abar[0][k] += out || P->kind[v] == SEL_CAND ? P->bytes[v] : 0;
 				cm.abar[1][k] += out || !cheap ? P->bytes[v] : 0;
-				cm.extra[k] += out || !cheap ? 0 : P->flops[v];
+				/* lean: a value not held made at each of its uses, with those of its block's it reads not held */
+				made[v] = out || !cheap ? -1 : P->flops[v];
+				for (int i = 0; i < P->nin[v] && made[v] >= 0; i++)
+					if (made[P->in[v][i]] >= 0 && P->def[P->in[v][i]] > cut[k])
+						made[v] += made[P->in[v][i]];
+				cm.extra[k] += made[v] >= 0 && P->adj_first[v] >= 0 ? made[v] : 0;
 				int64_t op = P->bytes[v];
 				for (int i = 0; i < P->nin[v]; i++)
 					op += P->in[v][i] ? P->bytes[P->in[v][i]] : 0;
@@ -306,6 +327,31 @@ static void chain_check(void)
 			}
 			cm.W[0][k] = base + cm.abar[0][k], cm.W[1][k] = base + cm.abar[1][k] + cm.T[k];
 		}
+		/* the runs: blocks s .. j, their costly values and what crosses the run's end held, every other value
+		 * made at each use from those, and from the others not held, made again too */
+		for (int rs = 0; rs < L; rs++)
+			for (int j = rs + 1; j < L && j - rs < SEL_CHAIN_RUN; j++) {
+				cm.rf[rs][j] = cm.rabar[rs][j] = cm.rout[rs][j] = cm.rextra[rs][j] = 0;
+				int64_t T = 0;
+				for (int v = 1; v < nv; v++) {
+					made[v] = -1;
+					if (P->def[v] <= cut[rs] || P->def[v] > cut[j + 1])
+						continue;
+					bool out = j + 1 < L && P->fwd_last[v] > cut[j + 1], cheap = P->flops[v] <= 2 * P->bytes[v];
+					cm.rf[rs][j] += P->flops[v];
+					cm.rout[rs][j] += out ? P->bytes[v] : 0;
+					cm.rabar[rs][j] += out || !cheap ? P->bytes[v] : 0;
+					if (!out && cheap) {
+						made[v] = P->flops[v];
+						for (int i = 0; i < P->nin[v]; i++)
+							made[v] += made[P->in[v][i]] >= 0 ? made[P->in[v][i]] : 0;
+						cm.rextra[rs][j] += P->adj_first[v] >= 0 ? made[v] : 0;
+					}
+				}
+				for (int k = rs; k <= j; k++)
+					T = cmax64(T, cm.T[k]);
+				cm.rW[rs][j] = base + cm.rabar[rs][j] + T;
+			}
 		int64_t extras = 0;
 		for (int k = 0; k < L; k++)
 			extras += cm.extra[k];
