@@ -29,6 +29,11 @@
 #   and its seconds; and the same budget on the flat import (--no-loops: one
 #   straight line, which the chain planner may plan with nested checkpoints),
 #   what it recomputes, its seconds and the straight-line search it took.
+#   bash bench/graphs.sh chainleast [NET...]: for the same exports' flat
+#   imports, the least (min-memory) and what it recomputes, beside the lowest
+#   budget (bisected between the least and their cut + 1) at which the chain
+#   planner plans (its plan taken wherever it fits), in points above the
+#   least, and what that recomputes (issue 62, item 3).
 #   bash bench/graphs.sh loops [NET...]: torchvision's export (default
 #   resnet152) with its loops as recovered against the flat import
 #   (--no-loops), each planned from its .dp at budgets from the least up
@@ -261,6 +266,46 @@ if [ "${1:-}" = onnx ]; then
 		printf '%-12s %6s %5s %12.1f %12.1f %6s %9s %5s%% %9s %9s %7s %10s %8s %10s %8s %6s\n' "$net" "$(batch "$net")" "$(side "$net")" \
 			"$(python3 -c "print($fw / 1e6)")" "$(python3 -c "print(($fw - $ww) / 1e6)")" "$mine" "$rec" "$(theirs "$net")" "$hand" "$t" \
 			"${conv:--}" "$fit" "$fit_s" "$flat" "$flat_s" "$search"
+	done
+	exit 0
+fi
+
+if [ "${1:-}" = chainleast ]; then
+	shift
+	nets=("$@")
+	[ ${#nets[@]} = 0 ] && nets=(resnet152 densenet121 densenet201 inception_v3)
+	# issue 62, item 3: what min-memory recomputes at the least against what the chain planner needs. The flat
+	# import (--no-loops) at its least, then the lowest budget between there and Feng & Huang's cut + 1 at which
+	# the chain planner plans (DPC_SELECT_CHAIN=1: its plan taken wherever it fits; bisected, 8 plans): its
+	# peak, points of the activation bytes above the least, and what it recomputes ("-": no chain plan at the
+	# cut + 1 either)
+	printf '%-12s %10s %9s %10s %8s %9s\n' network least_MB rec@least chain_MB +points rec@chain
+	for net in "${nets[@]}"; do
+		[ -f "$ex/$net.onnx" ] || export "$net"
+		"$DPC" --target cpu "$ex/$net.onnx" --no-loops --emit=dp -o "$out/$net.flat.dp" >/dev/null
+		f="$out/$net.flat.dp"
+		"$DPC" --target cpu "$f" --checkpoint none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		full=$(field "$out/s.json" "d['peak_device_bytes']['total']")
+		weights=$(field "$out/s.json" "d['peak_device_bytes']['params'] + d['peak_device_bytes']['grads'] + d['peak_device_bytes']['optimizer']")
+		"$DPC" --target cpu "$f" --checkpoint min-memory --stream none --emit=schedule -o /dev/null --schedule-json "$out/s.json" >/dev/null
+		least=$(field "$out/s.json" "d['peak_device_bytes']['total']") rec=$(frac)
+		past=$(python3 -c "print(int($weights + (1 - ($(theirs "$net") + 1) / 100) * ($full - $weights)))")
+		# chained BUDGET: the plan at BUDGET fits and is the chain planner's; its peak and fraction in $cpeak, $crec
+		chained() {
+			DPC_SELECT_CHAIN=1 plan "$f" "$1" && [ "$(field "$out/s.json" "d['straight_line']['search']")" = chain ] &&
+				cpeak=$(field "$out/s.json" "d['peak_device_bytes']['total']") && crec=$(frac)
+		}
+		lo=$least hi=$past best=- brec=- above=-
+		if chained "$hi"; then
+			best=$cpeak brec=$crec
+			for _ in 1 2 3 4 5 6 7 8; do
+				mid=$(((lo + hi) / 2))
+				if chained "$mid"; then hi=$mid best=$cpeak brec=$crec; else lo=$mid; fi
+			done
+			above=$(python3 -c "print('%.2f' % (100 * ($best - $least) / ($full - $weights)))")
+			best=$(python3 -c "print('%.1f' % ($best / 1e6))")
+		fi
+		printf '%-12s %10.1f %9s %10s %8s %9s\n' "$net" "$(python3 -c "print($least / 1e6)")" "$rec" "$best" "$above" "$brec"
 	done
 	exit 0
 fi
