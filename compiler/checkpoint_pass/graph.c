@@ -42,6 +42,8 @@ typedef struct {
 	int *hold;       /* per value computed again, the chain planner's (sel_chain): made again for each adjoint op
 	                  * before top-level op hold[v] that needs it, and held from there; -1: as each[] says */
 	bool *host;      /* per value dropped: offloaded and fetched instead of computed again */
+	bool chain_bare; /* the chain planner may hold a block bare where nothing else fits (a budget's fit; not the
+	                  * least's, whose peak it has not reached on the imports measured, at 0.3-0.8 s) */
 	int *fwd_end;    /* per forward value: the last top-level forward op that reads it or a view of it */
 	int *hvar, *copy; /* per value offloaded: its host variable and its offload's event in the current rewrite */
 	int *issue;      /* per top-level op: where a fetch for it is issued (issue_points) */
@@ -1173,7 +1175,7 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
  * the blocks' model fits nothing there (g then as it was) */
 static int64_t choose_chain(Graph *g, Model *m, int64_t want, uint8_t *keep, int *hold)
 {
-	int64_t f = sel_chain(m->P, g->p->nforward, want, keep, hold);
+	int64_t f = sel_chain(m->P, g->p->nforward, want, g->chain_bare, keep, hold);
 	if (f == INT64_MAX)
 		return f;
 	choose(g, m, keep);
@@ -2231,6 +2233,7 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	trace("fit: begin", budget, 0);
 	Graph g = {0};
 	init(&g, p);
+	g.chain_bare = true;
 	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
 	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
 	if (!nall)

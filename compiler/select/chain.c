@@ -43,7 +43,9 @@ enum { CHAIN_MOST = 96 };
 /* a segment's choice: its first block's values held (all of them, or lean: the costly ones, the cheap made again
  * at each use from them), alone (a leaf) or before the rest; a run from it held lean as one block, alone or before
  * the rest (PICK_RUN - its last block); or k >= 0: a checkpoint at block k's cut */
-enum { PICK_NONE = -5, PICK_LEAF = -4, PICK_LEAF_LEAN = -3, PICK_ALL = -2, PICK_LEAN = -1 };
+enum {
+	PICK_LEAF_BARE = -7, PICK_BARE = -6, PICK_NONE = -5, PICK_LEAF = -4, PICK_LEAF_LEAN = -3, PICK_ALL = -2, PICK_LEAN = -1
+};
 /* a run of blocks s .. j held lean as one block: PICK_RUN - j */
 enum { PICK_RUN = -8 };
 
@@ -58,8 +60,11 @@ typedef struct {
 	int64_t *f;      /* per block: the FLOPs of its values */
 	int64_t *xin;    /* per block: the bytes crossing its cut (its input); 0 for the first */
 	int *uxin;       /* per block: xin in steps of memory */
-	int64_t *abar[2]; /* per block: its candidates and what crosses its end; [1] lean: the cheap ones not */
-	int64_t *W[2];   /* per block: its adjoint's need, beside what is held; [1] lean */
+	int64_t *abar[3]; /* per block: its candidates and what crosses its end; [1] lean: the cheap ones not; [2] bare:
+	                  * what crosses its end only */
+	int64_t *W[3];   /* per block: its adjoint's need, beside what is held; [1] lean; [2] bare */
+	int64_t *bare;   /* per block, bare: the FLOPs its values cost, made again at each op that reads them */
+	int ways;        /* the ways to hold a block: 2 (all, lean) or 3 (and bare) */
 	int64_t *extra;  /* per block, lean: the FLOPs its values not held cost, made again at each use (measure) */
 	int64_t *out;    /* per block: the bytes of its values that cross its end (goes_out), held either way */
 	int R;           /* runs: blocks s .. j, 2 <= j - s + 1 <= R, held lean as one: per [s * R + j - s] */
@@ -139,14 +144,76 @@ static bool goes_out(const Chain *ch, int v) { return ch->blk[v] + 1 < ch->L && 
  * value that is not cheap, a temporary too (a cheap candidate made at each use from it: tanh of a matmul) */
 static bool held_by(const Chain *ch, int v, int lean)
 {
+	if (lean == 2) /* bare */
+		return goes_out(ch, v);
 	return goes_out(ch, v) || (lean ? !ch->cheap[v] : ch->P->kind[v] == SEL_CAND);
 }
 
 /* a saturating sum for the runs' FLOPs made again (INF / 4 and above: too many to price) */
 static int64_t cap_add(int64_t a, int64_t b) { return a >= INF / 4 - b ? INF / 4 : a + b; }
 
-/* the positions that read v in the adjoint */
-static int64_t uses(const SelProblem *P, int v) { return P->nadj[v] > 0 ? P->nadj[v] : P->adj_first[v] >= 0; }
+/* the positions that read v in the adjoint (select.h: with nadj 0, adj_first and adj_last) */
+static int64_t uses(const SelProblem *P, int v)
+{
+	return P->nadj[v] > 0 ? P->nadj[v] : P->adj_first[v] < 0 ? 0 : P->adj_first[v] == P->adj_last[v] ? 1 : 2;
+}
+
+/* an adjoint position and a value it reads */
+typedef struct {
+	int t, v;
+} Read;
+
+static int by_position(const void *a, const void *b)
+{
+	const Read *x = a, *y = b;
+	return x->t != y->t ? (x->t > y->t) - (x->t < y->t) : (x->v > y->v) - (x->v < y->v);
+}
+
+/* v made at position t for a bare block: nothing where made there already (graph.c's lazy copies serve every
+ * reader of one op), else its FLOPs and those of its operands of the block not held, made there too */
+static int64_t make_bare(const Chain *ch, int v, int t, int *at)
+{
+	if (at[v] == t)
+		return 0;
+	at[v] = t;
+	const SelProblem *P = ch->P;
+	int64_t c = P->flops[v];
+	for (int q = 0; q < P->nin[v]; q++) {
+		int u = P->in[v][q];
+		if (ch->blk[u] == ch->blk[v] && !held_by(ch, u, 2))
+			c = cap_add(c, make_bare(ch, u, t, at));
+	}
+	return c;
+}
+
+/* Each block's price held bare (only what crosses its end): its other values made again at each op of its
+ * adjoint that reads them, each from the block's input and the others, made there too, one copy an op; as
+ * graph.c makes the plan's copies */
+static void bare_costs(Chain *ch)
+{
+	const SelProblem *P = ch->P;
+	int *at = malloc(sizeof(int) * (size_t)(P->n + 1)), n = 0;
+	for (int v = 0; v < P->n; v++)
+		at[v] = -1, n += ch->blk[v] >= 0 && !held_by(ch, v, 2) ? (int)uses(P, v) : 0;
+	Read *r = malloc(sizeof *r * (size_t)(n + 1));
+	n = 0;
+	for (int v = 0; v < P->n; v++) {
+		if (ch->blk[v] < 0 || held_by(ch, v, 2))
+			continue;
+		if (P->nadj[v] > 0)
+			for (int k = 0; k < P->nadj[v]; k++)
+				r[n++] = (Read){P->adj[v][k], v};
+		else if (P->adj_first[v] >= 0) {
+			r[n++] = (Read){P->adj_first[v], v};
+			if (P->adj_last[v] != P->adj_first[v])
+				r[n++] = (Read){P->adj_last[v], v};
+		}
+	}
+	qsort(r, (size_t)n, sizeof *r, by_position);
+	for (int i = 0; i < n; i++)
+		ch->bare[ch->blk[r[i].v]] = cap_add(ch->bare[ch->blk[r[i].v]], make_bare(ch, r[i].v, r[i].t, at));
+	free(r), free(at);
+}
 
 static void measure_runs(Chain *ch, const int *E);
 
@@ -160,8 +227,9 @@ static void measure(Chain *ch)
 	ch->xin = calloc((size_t)L + 1, sizeof(int64_t));
 	ch->extra = calloc((size_t)L + 1, sizeof(int64_t));
 	ch->out = calloc((size_t)L + 1, sizeof(int64_t));
-	for (int o = 0; o < 2; o++)
+	for (int o = 0; o < 3; o++)
 		ch->abar[o] = calloc((size_t)L + 1, sizeof(int64_t)), ch->W[o] = calloc((size_t)L + 1, sizeof(int64_t));
+	ch->bare = calloc((size_t)L + 1, sizeof(int64_t));
 	ch->T = calloc((size_t)L + 1, sizeof(int64_t));
 	ch->A = malloc(sizeof(int) * (size_t)(L + 1));
 	int *E = malloc(sizeof(int) * (size_t)(L + 1));
@@ -182,7 +250,7 @@ static void measure(Chain *ch)
 		for (int k = 1; k < L; k++)
 			if (crosses(P, v, ch->cut[k]))
 				ch->xin[k] += P->bytes[v];
-		for (int o = 0; o < 2; o++)
+		for (int o = 0; o < 3; o++)
 			ch->abar[o][b] += held_by(ch, v, o) ? P->bytes[v] : 0;
 		ch->out[b] += goes_out(ch, v) ? P->bytes[v] : 0;
 		if (P->kind[v] == SEL_CAND && P->adj_first[v] >= 0) {
@@ -202,7 +270,10 @@ static void measure(Chain *ch)
 		ch->W[0][b] = most + ch->abar[0][b];
 		/* lean: the cheap made at each use beside what is held, the largest op's worth at a time */
 		ch->W[1][b] = most + ch->abar[1][b] + ch->T[b];
+		ch->W[2][b] = most + ch->abar[2][b] + ch->T[b];
 	}
+	if (ch->ways > 2)
+		bare_costs(ch);
 	/* lean: each value not held made again at each of its uses, from what is held and the others not held
 	 * (made again too: a batch norm's centred values, then its scaled ones), as a run's (measure_runs) */
 	{
@@ -314,7 +385,13 @@ static int64_t hold_first(const Chain *ch, int s, int h, int lean, int64_t fwd, 
 	 * segment but the top level's last ends at one), and counted in h */
 	if ((int64_t)h * ch->unit + ch->W[lean][s] - (rest ? 0 : ch->out[s]) > ch->budget)
 		return INF;
-	int64_t c = add(fwd, lean ? ch->extra[s] : 0);
+	if (lean == 2 && ch->bare[s] >= INF / 4)
+		return INF;
+	/* a bare leaf holds nothing its forward makes (what crosses its end is held already): its forward is not
+	 * run again, each value is made where read */
+	if (lean == 2 && !rest)
+		fwd = 0;
+	int64_t c = add(fwd, lean == 2 ? ch->bare[s] : lean ? ch->extra[s] : 0);
 	if (!rest)
 		return c;
 	int64_t h2 = h + units(ch, ch->abar[lean][s]);
@@ -364,10 +441,10 @@ static void segment(Chain *ch, int s, int t)
 	int16_t *pick = ch->pick + at(ch, s, t, 0);
 	for (int h = 0; h <= K; h++) {
 		best[h] = INF, pick[h] = PICK_NONE;
-		for (int lean = 0; lean < 2; lean++) {
+		for (int lean = 0; lean < ch->ways; lean++) {
 			int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
 			if (c < best[h])
-				best[h] = c, pick[h] = d == 1 ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
+				best[h] = c, pick[h] = d == 1 ? (lean == 2 ? PICK_LEAF_BARE : lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean == 2 ? PICK_BARE : lean ? PICK_LEAN : PICK_ALL;
 		}
 	}
 	/* the runs s .. j, each along h as the checkpoints below: a cell's choices in the same order as one cell at a
@@ -470,10 +547,10 @@ static void outer(Chain *ch)
 			int64_t best = INF;
 			int pick = PICK_NONE;
 			bool leaf = s == L - 1;
-			for (int lean = 0; lean < 2; lean++) {
+			for (int lean = 0; lean < ch->ways; lean++) {
 				int64_t c = hold_first(ch, s, h, lean, 0, leaf ? NULL : ch->top, L, true);
 				if (c < best)
-					best = c, pick = leaf ? (lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean ? PICK_LEAN : PICK_ALL;
+					best = c, pick = leaf ? (lean == 2 ? PICK_LEAF_BARE : lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean == 2 ? PICK_BARE : lean ? PICK_LEAN : PICK_ALL;
 			}
 			for (int j = s + 1; j < L && j - s < ch->R; j++) {
 				int64_t c = hold_run(ch, s, j, h, 0, ch->top, L, true);
@@ -541,8 +618,8 @@ static void hold_run_values(const Chain *ch, int s, int j, bool top, int from, u
 	}
 }
 
-static bool picks_first(int pick) { return pick >= PICK_LEAF && pick < 0; }
-static int lean_of(int pick) { return pick == PICK_LEAF_LEAN || pick == PICK_LEAN; }
+static bool picks_first(int pick) { return pick >= PICK_LEAF_BARE && pick < 0 && pick != PICK_NONE; }
+static int lean_of(int pick) { return pick == PICK_BARE || pick == PICK_LEAF_BARE ? 2 : pick == PICK_LEAF_LEAN || pick == PICK_LEAN; }
 
 static void realize(const Chain *ch, int s, int t, int h, uint8_t *keep, int *hold)
 {
@@ -557,7 +634,7 @@ static void realize(const Chain *ch, int s, int t, int h, uint8_t *keep, int *ho
 	}
 	if (picks_first(pick))
 		hold_block(ch, s, lean_of(pick), false, from, keep, hold);
-	if (pick == PICK_ALL || pick == PICK_LEAN) {
+	if (pick == PICK_ALL || pick == PICK_LEAN || pick == PICK_BARE) {
 		realize(ch, s + 1, t, h + (int)units(ch, ch->abar[lean_of(pick)][s]), keep, hold);
 	} else if (pick >= 0) {
 		hold_cut(ch, pick, false, from, keep, hold);
@@ -578,7 +655,7 @@ static void realize_top(const Chain *ch, int s, int h, uint8_t *keep, int *hold)
 	}
 	if (picks_first(pick))
 		hold_block(ch, s, lean_of(pick), true, 0, keep, hold);
-	if (pick == PICK_ALL || pick == PICK_LEAN)
+	if (pick == PICK_ALL || pick == PICK_LEAN || pick == PICK_BARE)
 		realize_top(ch, s + 1, h + (int)units(ch, ch->abar[lean_of(pick)][s]), keep, hold);
 	else if (pick >= 0) {
 		hold_cut(ch, pick, true, 0, keep, hold);
@@ -590,16 +667,18 @@ static void realize_top(const Chain *ch, int s, int h, uint8_t *keep, int *hold)
 static void chain_free(Chain *ch)
 {
 	free(ch->cut), free(ch->blk), free(ch->cheap), free(ch->f), free(ch->xin), free(ch->uxin), free(ch->extra), free(ch->out), free(ch->T), free(ch->A);
-	for (int o = 0; o < 2; o++)
+	for (int o = 0; o < 3; o++)
 		free(ch->abar[o]), free(ch->W[o]);
+	free(ch->bare);
 	free(ch->c), free(ch->fin), free(ch->pick), free(ch->top), free(ch->top_pick);
 	free(ch->rf), free(ch->rabar), free(ch->rout), free(ch->rextra), free(ch->rW);
 }
 
 /* the programme on the cuts find_cuts makes with owned_tiny; its FLOPs, its plan in keep[] and hold[] */
-static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool owned_tiny, uint8_t *keep, int *hold)
+static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool owned_tiny, int ways, uint8_t *keep,
+                        int *hold)
 {
-	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS, .R = SEL_CHAIN_RUN};
+	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS, .R = SEL_CHAIN_RUN, .ways = ways};
 	find_cuts(&ch, owned_tiny);
 	if (ch.L < 2 || budget <= 0) {
 		free(ch.cut);
@@ -614,6 +693,7 @@ static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool 
 	for (int b = 0; b < ch.L; b++) {
 		/* as a leaf its least (what crosses its end held by the checkpoint there), or in a run */
 		int64_t least = ch.W[0][b] < ch.W[1][b] ? ch.W[0][b] : ch.W[1][b];
+		least = ch.ways > 2 && ch.W[2][b] < least ? ch.W[2][b] : least;
 		least -= ch.out[b];
 		for (int s = b - ch.R + 1 > 0 ? b - ch.R + 1 : 0; s <= b && ch.R > 1; s++)
 			for (int j = b > s ? b : s + 1; j < ch.L && j - s < ch.R; j++) {
@@ -663,29 +743,37 @@ static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool 
  * (0.70 against 0.45), as its model says. The programme on the first way; on the second too where their
  * cuts differ and the first fits nothing, or the second is at most an eighth of its work (at most half its
  * blocks: the cells' sums grow as their cube; DenseNet-201 imported, 41 blocks against 96: 2 ms against 22),
- * the fewer FLOPs taken (the first where as few). */
-static int ways; /* sel_chain_ways's */
+ * the fewer FLOPs taken (the first where as few). Where neither fits and bare_ok, the same with a block held bare too
+ * (only what crosses its end; the rest made again at each op that reads it): ResNet-152 imported flat, its
+ * stem bare, plans within 0.9 MB of the selection's least (877.8 MB, 1.05 forwards recomputed against the
+ * least's 14.5), where without it nothing below 890 MB; bare is not a way at higher budgets, where its plans
+ * pass their model's memory and the budget's rounds end lower (at 950 MB: 4.2 forwards against 0.76). */
+static int only; /* sel_chain_only's */
 
-void sel_chain_ways(int mode) { ways = mode; }
+void sel_chain_only(int mode) { only = mode; }
 
-int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold)
+int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_ok, uint8_t *keep, int *hold)
 {
-	if (ways)
-		return chain_on(P, nforward, budget, ways == 1, keep, hold);
-	int64_t f = chain_on(P, nforward, budget, true, keep, hold);
+	if (only)
+		return chain_on(P, nforward, budget, only % 2 == 1, only > 2 ? 3 : 2, keep, hold);
 	Chain a = {.P = P, .nforward = nforward}, b = a;
 	find_cuts(&a, true), find_cuts(&b, false);
-	bool other = (a.L != b.L || memcmp(a.cut, b.cut, sizeof(int) * (size_t)(a.L + 1))) && (f == INF || 2 * b.L <= a.L);
+	bool differ = a.L != b.L || memcmp(a.cut, b.cut, sizeof(int) * (size_t)(a.L + 1));
+	int La = a.L, Lb = b.L;
 	free(a.cut), free(b.cut);
-	if (!other)
-		return f;
 	uint8_t *k2 = malloc((size_t)P->n + 1);
 	int *h2 = malloc(sizeof(int) * (size_t)(P->n + 1));
-	int64_t g = chain_on(P, nforward, budget, false, k2, h2);
-	if (g < f) {
-		memcpy(keep, k2, (size_t)P->n);
-		memcpy(hold, h2, sizeof(int) * (size_t)P->n);
-		f = g;
+	int64_t f = INF;
+	for (int bare = 0; bare < 1 + bare_ok && f == INF; bare++) {
+		f = chain_on(P, nforward, budget, true, 2 + bare, keep, hold);
+		if (!differ || (f < INF && 2 * Lb > La))
+			continue;
+		int64_t g = chain_on(P, nforward, budget, false, 2 + bare, k2, h2);
+		if (g < f) {
+			memcpy(keep, k2, (size_t)P->n);
+			memcpy(hold, h2, sizeof(int) * (size_t)P->n);
+			f = g;
+		}
 	}
 	free(k2), free(h2);
 	return f;

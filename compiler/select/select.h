@@ -162,11 +162,12 @@ int64_t sel_tiny_below(const SelProblem *P);
  * made again for each position that needs it before hold[v], and once,
  * held, from there (INT_MAX: at each use). The blocks' cuts are found two
  * ways, a block owning a tiny value or not, and the programme is run on the
- * second too where that may pay (chain.c says when). */
-int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold);
-/* a test's switch: sel_chain's cuts one way only (1: a block may own a tiny value alone, 2: not), or as said
- * above (0, the default) */
-void sel_chain_ways(int mode);
+ * second too where that may pay, and where neither fits and bare_ok, with a
+ * block held bare too (only what crosses its end; chain.c says when). */
+int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_ok, uint8_t *keep, int *hold);
+/* a test's switch: sel_chain's programme on one way only: its cuts with a block owning a tiny value (1, 3) or
+ * not (2, 4), its blocks held all or lean (1, 2) or bare too (3, 4); 0, the default: as chain.c says */
+void sel_chain_only(int mode);
 /* its memory's steps: bytes held are counted in units of (budget - the least base) / SEL_CHAIN_STEPS, rounded up */
 #define SEL_CHAIN_STEPS 128
 /* the most blocks a run held lean as one block may have (chain.c) */

@@ -129,7 +129,10 @@ static bool from_greedy(const SelProblem *P, const char *name, SelResult r, cons
 /* ---- the chain planner (sel_chain) on a chain of heterogeneous blocks ----
  * Block b has three candidates: m = F(o of block b - 1), costly; c = G(m, that o), cheap; o = H(c, m), cheap,
  * which crosses into block b + 1, so that the narrowest cuts fall after each o. The adjoint takes the blocks
- * last first, two positions each: the first reads m and c, the second the block's input. Sizes are multiples
+ * last first, two positions each: the first reads m and c, the second the block's input. With a stem, a fourth
+ * d = K(m), cheap, read by the first position too, and o = H(d, c); block 1's m, c and d are `stem` quanta
+ * each, as a network's first layers outgrow the rest, so that only that block held bare plans at some budgets
+ * (all holds m, c and d; lean m beside the largest op; bare what crosses its end). Sizes are multiples
  * of a quantum that the programme's memory step divides, so that its rounding is exact; the test's own
  * recursion over the same block model (the one chain.c's comment gives) with exact bytes must find the same
  * FLOPs, and the plan sel_chain writes, made lazily as graph.c makes it (a value not kept made where first
@@ -138,7 +141,9 @@ static bool from_greedy(const SelProblem *P, const char *name, SelResult r, cons
 enum { CN = 20 };
 typedef struct {
 	int n;
-	int64_t f[CN + 1], xin[CN + 1], abar[2][CN + 1], W[2][CN + 1], T[CN + 1], extra[CN + 1], out[CN + 1], base, budget, room;
+	int64_t f[CN + 1], xin[CN + 1], abar[3][CN + 1], W[3][CN + 1], T[CN + 1], extra[CN + 1], out[CN + 1], base, budget, room;
+	int64_t bare[CN + 1]; /* held bare (what crosses its end only): the rest made at each op that reads it */
+	int ways;             /* 2: all and lean; 3: bare too */
 	/* the runs s .. j (chain.c's measure_runs), [s][j] */
 	int64_t rf[CN + 1][CN + 1], rabar[CN + 1][CN + 1], rout[CN + 1][CN + 1], rextra[CN + 1][CN + 1], rW[CN + 1][CN + 1];
 } ChainModel;
@@ -154,11 +159,12 @@ static int64_t chain_best(const ChainModel *c, int s, int t, int64_t held, bool 
 	if (*m >= 0)
 		return *m;
 	int64_t best = INT64_MAX;
-	for (int lean = 0; lean < 2; lean++) {
+	for (int lean = 0; lean < c->ways; lean++) {
 		/* a leaf's values that cross its end are held already, by the checkpoint that ends its segment */
 		if (held + c->W[lean][s] - (t == s + 1 ? c->out[s] : 0) > c->budget)
 			continue;
-		int64_t own = (top ? 0 : c->f[s]) + (lean ? c->extra[s] : 0);
+		/* a bare leaf's forward is not run again: what crosses its end is held, the rest made where read */
+		int64_t own = (top || (lean == 2 && t == s + 1) ? 0 : c->f[s]) + (lean == 2 ? c->bare[s] : lean ? c->extra[s] : 0);
 		if (t == s + 1)
 			best = cmin(best, own);
 		else if (held + c->abar[lean][s] <= c->room)
@@ -187,6 +193,20 @@ static int64_t chain_best(const ChainModel *c, int s, int t, int64_t held, bool 
 	return *m = best;
 }
 
+/* a bare block's value v made at position t: nothing where made there already (at[v] == t), else its FLOPs and
+ * those of its operands in the block (positions after lo) that are not held (not[u]), made there too */
+static int64_t bare_make(const SelProblem *P, int v, int t, int lo, const bool *not, int *at)
+{
+	if (at[v] == t)
+		return 0;
+	at[v] = t;
+	int64_t f = P->flops[v];
+	for (int k = 0; k < P->nin[v]; k++)
+		if (P->def[P->in[v][k]] > lo && not[P->in[v][k]])
+			f += bare_make(P, P->in[v][k], t, lo, not, at);
+	return f;
+}
+
 /* the plan's FLOPs, made lazily: at each adjoint position what it reads, from what is kept or held */
 static int64_t chain_sim(const SelProblem *P, int nforward, const uint8_t *keep, const int *hold, int v, int t, int *made,
                          bool *held)
@@ -204,18 +224,25 @@ static int64_t chain_sim(const SelProblem *P, int nforward, const uint8_t *keep,
 /* a chain of n such blocks, sizes in multiples of q, each position's base `base`; then a tail of `tail` tiny
  * temporaries, one a position, each reading only the fixed input (as an imported ResNet's running statistics'
  * updates end its forward) */
-static SelProblem *chain_problem_tail(int n, int tail, int64_t q, int64_t base)
+static SelProblem *chain_problem_tail(int n, int tail, int64_t q, int64_t base, int stem)
 {
-	int nv = 1 + 3 * n + tail, F = 3 * n + tail;
+	int per = stem ? 4 : 3, nv = 1 + per * n + tail, F = per * n + tail;
 	SelProblem *P = sel_new(nv, F + 2 * n);
 	P->kind[0] = SEL_FIXED, P->def[0] = 0, P->fwd_last[0] = 0, P->bytes[0] = q;
 	for (int b = 0; b < n; b++) {
-		int64_t M = q * (1 + rnd(4)), C = q * (1 + rnd(4)), O = q * (1 + rnd(3));
-		int m = 1 + 3 * b, c = m + 1, o = m + 2, in = b ? o - 3 : 0, qb = F + 2 * (n - 1 - b);
-		int64_t fl[3] = {1000 * M * (1 + rnd(5)), C / 4, O / 4}, by[3] = {M, C, O};
-		int ins[3][2] = {{in, -1}, {m, in}, {c, m}}, last[3] = {o, o, b + 1 < n ? o + 2 : o};
-		for (int k = 0; k < 3; k++) {
-			int v = m + k;
+		int64_t M = q * (1 + rnd(4)), C = q * (1 + rnd(4)), O = q * (1 + rnd(3)), D = q * (1 + rnd(4));
+		if (stem && b == 1)
+			M = C = D = q * stem;
+		int m = 1 + per * b, c = m + 1, d = stem ? m + 2 : -1, o = m + per - 1, in = b ? o - per : 0;
+		int qb = F + 2 * (n - 1 - b);
+		/* m, c, d (with a stem), o: each one's FLOPs, bytes, operands and last reader in the forward */
+		int64_t fl[4] = {1000 * M * (1 + rnd(5)), C / 4, D / 4, O / 4}, by[4] = {M, C, D, O};
+		int ins[4][2] = {{in, -1}, {m, in}, {m, -1}, {stem ? d : c, stem ? c : m}};
+		int last[4] = {stem ? d : o, o, o, b + 1 < n ? o + 2 : o};
+		for (int k = 0; k < 4; k++) {
+			if (k == 2 && !stem)
+				continue;
+			int v = k < 2 ? m + k : k == 2 ? d : o;
 			P->kind[v] = SEL_CAND, P->def[v] = v - 1, P->bytes[v] = by[k], P->flops[v] = fl[k];
 			P->fwd_last[v] = last[k] - 1;
 			P->nin[v] = ins[k][1] < 0 ? 1 : 2;
@@ -223,10 +250,12 @@ static SelProblem *chain_problem_tail(int n, int tail, int64_t q, int64_t base)
 			memcpy(P->in[v], ins[k], sizeof(int) * (size_t)P->nin[v]);
 		}
 		P->adj_first[m] = P->adj_last[m] = P->adj_first[c] = P->adj_last[c] = qb;
+		if (stem)
+			P->adj_first[d] = P->adj_last[d] = qb;
 		P->adj_first[o] = P->adj_last[o] = b + 1 < n ? qb - 1 : F; /* read by the next block's second */
 	}
 	for (int i = 0; i < tail; i++) {
-		int v = 1 + 3 * n + i;
+		int v = 1 + per * n + i;
 		P->kind[v] = SEL_TEMP, P->def[v] = P->fwd_last[v] = v - 1, P->bytes[v] = 1, P->flops[v] = 1;
 		P->nin[v] = 1;
 		P->in[v] = calloc(1, sizeof(int));
@@ -236,7 +265,7 @@ static SelProblem *chain_problem_tail(int n, int tail, int64_t q, int64_t base)
 	return P;
 }
 
-static SelProblem *chain_problem(int n, int64_t q, int64_t base) { return chain_problem_tail(n, 0, q, base); }
+static SelProblem *chain_problem(int n, int64_t q, int64_t base) { return chain_problem_tail(n, 0, q, base, 0); }
 
 /* The programme's segments of one length filled on two threads (sel_chain_apart(1): at every length, on any
  * number of CPUs) against one: the same FLOPs and the same plan, on chains of 150 blocks (96 after thinning) at
@@ -260,7 +289,7 @@ static void chain_apart_check(void)
 			for (int two = 1; two >= 0; two--) {
 				P->threads = 1 + two;
 				sel_chain_apart(two);
-				got[two] = sel_chain(P, 3 * N, budget, keep[two], hold[two]);
+				got[two] = sel_chain(P, 3 * N, budget, true, keep[two], hold[two]);
 			}
 			sel_chain_apart(-1);
 			bool right = got[0] == got[1] && (got[0] == INT64_MAX || (!memcmp(keep[0], keep[1], sizeof keep[0]) &&
@@ -282,15 +311,17 @@ static void chain_check(void)
 {
 	enum { TAIL = 100 };
 	int n = CN, agree = 0, budgets = 0, tail_budgets = 0, tail_lower = 0, tail_right = 0;
-	int64_t made[1 + 3 * CN + TAIL]; /* per value: the FLOPs of making it again where not held, -1 where held */
-	const int64_t q = 3 * 5 * 7 * 64, base = 40 * q;
+	int64_t made[1 + 4 * CN + TAIL]; /* per value: the FLOPs of making it again where not held, -1 where held */
+	int bare_plans = 0;
+	const int64_t q = 9 * 5 * 7 * 64, base = 40 * q;
 	int64_t *memo = malloc(sizeof(int64_t) * 2 * (CN + 1) * (CN + 2) * 2048);
 	/* chains 4 and 5 end in a tail of tiny temporaries: as a block's own values they would make 100 blocks of
 	 * the tail and, the cuts thinned to 96, drop some of the chain's; sel_chain then plans on the cuts without
 	 * them too, which are the chain's own, so that the exact recursion is on those cuts */
 	for (int iter = 0; iter < 6; iter++) {
-		int tail = iter < 4 ? 0 : TAIL, nv = 1 + 3 * CN + tail, F = 3 * CN + tail;
-		SelProblem *P = chain_problem_tail(n, tail, q, base);
+		int tail = iter < 4 ? 0 : TAIL, stem = iter == 2 || iter == 3 ? 12 : 0, per = stem ? 4 : 3;
+		int nv = 1 + per * CN + tail, F = per * CN + tail;
+		SelProblem *P = chain_problem_tail(n, tail, q, base, stem);
 		for (int v = 0; v < nv; v++)
 			made[v] = -1;
 		/* the block model, as chain.c's comment describes it, on the cuts the fewest values cross: after m of
@@ -298,7 +329,7 @@ static void chain_check(void)
 		int cut[CN + 2], L = 0;
 		cut[L++] = -1, cut[L++] = 0;
 		for (int b = 0; b + 1 < n; b++)
-			cut[L++] = 3 * b + 2;
+			cut[L++] = per * b + per - 1;
 		cut[L] = F - 1;
 		ChainModel cm = {.n = L, .base = base};
 		for (int k = 0; k < L; k++) {
@@ -326,6 +357,19 @@ static void chain_check(void)
 				cm.T[k] = cmax64(cm.T[k], op);
 			}
 			cm.W[0][k] = base + cm.abar[0][k], cm.W[1][k] = base + cm.abar[1][k] + cm.T[k];
+			/* bare: what crosses its end held; the rest made at each position that reads it, once there */
+			bool not[1 + 4 * CN + TAIL] = {false};
+			int at[1 + 4 * CN + TAIL];
+			for (int v = 1; v < nv; v++) {
+				at[v] = -1;
+				not[v] = P->def[v] > cut[k] && P->def[v] <= cut[k + 1] &&
+				         !(k + 1 < L && P->fwd_last[v] > cut[k + 1]);
+			}
+			cm.abar[2][k] = cm.out[k], cm.W[2][k] = base + cm.out[k] + cm.T[k], cm.bare[k] = 0;
+			for (int t = F; t < P->npos; t++)
+				for (int v = 1; v < nv; v++)
+					if (not[v] && P->adj_first[v] == t)
+						cm.bare[k] += bare_make(P, v, t, cut[k], not, at);
 		}
 		/* the runs: blocks s .. j, their costly values and what crosses the run's end held, every other value
 		 * made at each use from those, and from the others not held, made again too */
@@ -360,34 +404,55 @@ static void chain_check(void)
 			if (q % j)
 				continue;
 			cm.room = SEL_CHAIN_STEPS * (q / j), cm.budget = base + cm.room;
-			for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++)
-				memo[i] = -1;
-			int64_t want = chain_best(&cm, 0, L, 0, true, memo, q / j);
-			uint8_t keep[1 + 3 * CN + TAIL], way_keep[2][1 + 3 * CN + TAIL];
-			int hold[1 + 3 * CN + TAIL], made[1 + 3 * CN + TAIL], way_hold[2][1 + 3 * CN + TAIL];
-			bool held[1 + 3 * CN + TAIL];
-			int64_t way[2] = {0, 0};
-			if (tail) {
-				/* each way alone, then the two: the fewer FLOPs taken (the first way's where as few), its plan */
-				for (int w = 0; w < 2; w++) {
-					sel_chain_ways(w + 1);
-					way[w] = sel_chain(P, F, cm.budget, way_keep[w], way_hold[w]);
-				}
-				sel_chain_ways(0);
+			/* all and lean, then bare too where they fit nothing */
+			int64_t want = INT64_MAX;
+			for (cm.ways = 2; cm.ways <= 3 && want == INT64_MAX; cm.ways++) {
+				for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++)
+					memo[i] = -1;
+				want = chain_best(&cm, 0, L, 0, true, memo, q / j);
+				bare_plans += cm.ways == 3 && want < INT64_MAX;
 			}
-			int64_t got = sel_chain(P, F, cm.budget, keep, hold), sim = 0;
+			{
+				ChainModel c3 = cm; c3.ways = 3;
+				for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++) memo[i] = -1;
+				int64_t w3 = chain_best(&c3, 0, L, 0, true, memo, q / j);
+				c3.ways = 2;
+				for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++) memo[i] = -1;
+				int64_t w2 = chain_best(&c3, 0, L, 0, true, memo, q / j);
+				fprintf(stderr, "DBG iter %d j %d room %lld q: w2 %lld w3 %lld\n", iter, j, (long long)(cm.room / q), (long long)w2, (long long)w3);
+				if (j == 1 && iter == 0) for (int k = 0; k < L; k++) fprintf(stderr, "  blk %d W1-out %lld W2-out %lld T %lld xin %lld\n", k, (long long)((cm.W[1][k]-cm.out[k]-base)/q), (long long)((cm.W[2][k]-cm.out[k]-base)/q), (long long)(cm.T[k]/q), (long long)(cm.xin[k]/q));
+			}
+			uint8_t keep[1 + 4 * CN + TAIL], way_keep[4][1 + 4 * CN + TAIL];
+			int hold[1 + 4 * CN + TAIL], made[1 + 4 * CN + TAIL], way_hold[4][1 + 4 * CN + TAIL];
+			bool held[1 + 4 * CN + TAIL];
+			int64_t way[4] = {0, 0, 0, 0};
 			if (tail) {
+				/* each way alone: cuts with the tail's values owned (0, 2) or not (1, 3), bare or not (2, 3) */
+				for (int w = 0; w < 4; w++) {
+					sel_chain_only(w + 1);
+					way[w] = sel_chain(P, F, cm.budget, true, way_keep[w], way_hold[w]);
+				}
+				sel_chain_only(0);
+			}
+			int64_t got = sel_chain(P, F, cm.budget, true, keep, hold), sim = 0;
+			if (tail) {
+				/* the two cuts' fewer FLOPs (the first's where as few), bare where neither fits */
 				int w = way[1] < way[0];
+				if (way[w] == INT64_MAX)
+					w = 2 + (way[3] < way[2]);
 				bool right = got == way[w] && (got == INT64_MAX || (!memcmp(keep, way_keep[w], (size_t)nv) &&
 				                                                    !memcmp(hold, way_hold[w], sizeof(int) * (size_t)nv)));
 				char what[300];
-				snprintf(what, sizeof what, "chain %d with a tail, budget %lld: sel_chain %lld FLOPs, its ways %lld and %lld",
-				         iter, (long long)cm.budget, (long long)got, (long long)way[0], (long long)way[1]);
+				snprintf(what, sizeof what, "chain %d with a tail, budget %lld: sel_chain %lld FLOPs, its ways %lld and %lld, "
+				         "bare %lld and %lld", iter, (long long)cm.budget, (long long)got, (long long)way[0],
+				         (long long)way[1], (long long)way[2], (long long)way[3]);
 				check(right, what);
 				tail_right += right, tail_lower += way[1] < way[0], tail_budgets++;
-				/* the second way's cuts are the chain's own: the exact recursion below is on them */
-				got = way[1];
-				memcpy(keep, way_keep[1], (size_t)nv), memcpy(hold, way_hold[1], sizeof(int) * (size_t)nv);
+				/* the second way's cuts are the chain's own: the exact recursion below is on them (bare where the
+				 * rest fits nothing) */
+				w = way[1] < INT64_MAX ? 1 : 3;
+				got = way[w];
+				memcpy(keep, way_keep[w], (size_t)nv), memcpy(hold, way_hold[w], sizeof(int) * (size_t)nv);
 			}
 			if (got < INT64_MAX) {
 				for (int v = 0; v < nv; v++)
@@ -411,12 +476,14 @@ static void chain_check(void)
 	/* the tail's blocks cost the first way some of the chain's cuts: it must plan worse somewhere, or the two ways
 	 * were one */
 	check(tail_lower > 0, "a chain with a tail: the cuts without its tiny values plan fewer FLOPs at some budget");
+	/* bare must plan where all and lean do not, somewhere, or it was never asked */
+	check(bare_plans > 0, "a chain: a block held bare plans at some budget where all and lean plan nothing");
 	if (!fail)
 		printf("ok - select: sel_chain on 6 chains of %d heterogeneous blocks (2 ending in a tail of %d tiny values), %d "
 		       "budgets: the exact recursion's FLOPs (%d with a plan), and its plan made lazily recomputes them (less at "
 		       "most the cheap values' FLOPs); with the tail, the fewer of its two ways of cuts (%d of %d budgets, the "
-		       "cuts without the tail's values fewer at %d)\n", CN, TAIL, budgets, agree, tail_right, tail_budgets,
-		       tail_lower);
+		       "cuts without the tail's values fewer at %d; %d plans with blocks bare, where nothing else fits)\n", CN,
+		       TAIL, budgets, agree, tail_right, tail_budgets, tail_lower, bare_plans);
 }
 
 /* --quick (make test-sanitize): a quarter of the random DAGs, the same checks on each */
