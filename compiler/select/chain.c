@@ -67,7 +67,7 @@ typedef struct {
 	int ways;        /* the ways to hold a block: 2 (all, lean) or 3 (and bare) */
 	int64_t *extra;  /* per block, lean: the FLOPs its values not held cost, made again at each use (measure) */
 	int64_t *out;    /* per block: the bytes of its values that cross its end (goes_out), held either way */
-	int R;           /* runs: blocks s .. j, 2 <= j - s + 1 <= R, held lean as one: per [s * R + j - s] */
+	int R;           /* runs: blocks s .. j, j - s + 1 <= R, held lean as one: per [s * R + j - s] (one block: lean) */
 	int64_t *rf, *rabar, *rout, *rextra, *rW;
 	bool *cheap;     /* per value: cheap to make again (CHEAP) */
 	int64_t *T;      /* per block: its forward's largest op (operands and result) */
@@ -274,32 +274,14 @@ static void measure(Chain *ch)
 	}
 	if (ch->ways > 2)
 		bare_costs(ch);
-	/* lean: each value not held made again at each of its uses, from what is held and the others not held
-	 * (made again too: a batch norm's centred values, then its scaled ones), as a run's (measure_runs) */
-	{
-		int64_t *made = calloc((size_t)P->n + 1, sizeof(int64_t));
-		for (int v = 0; v < P->n; v++) {
-			int b = ch->blk[v];
-			if (b < 0 || held_by(ch, v, 1))
-				continue;
-			int64_t c = P->flops[v];
-			for (int q = 0; q < P->nin[v]; q++) {
-				int u = P->in[v][q];
-				if (ch->blk[u] == b && !held_by(ch, u, 1))
-					c = cap_add(c, made[u]);
-			}
-			made[v] = c;
-			for (int64_t k = uses(P, v); k > 0; k--)
-				ch->extra[b] = cap_add(ch->extra[b], c);
-		}
-		free(made);
-	}
-	if (ch->R > 1)
-		measure_runs(ch, E);
+	/* the runs, and of them the run of one block: lean's FLOPs made again */
+	measure_runs(ch, E);
+	for (int b = 0; b < L; b++)
+		ch->extra[b] = ch->rextra[(size_t)b * (size_t)ch->R];
 	free(of), free(E);
 }
 
-/* The runs' measures (ch->R > 1). A run holds its costly values and what crosses its end; every other value of
+/* The runs' measures, a run of one block (lean) included. A run holds its costly values and what crosses its end; every other value of
  * it is made again at each use, from what is held and from the others, themselves made again: a residual
  * stream inside the run from the one before it, back to the run's input (held). Each use is priced at the
  * FLOPs of all it makes, each value counted once per operand that needs it (at or above what graph.c's lazy
@@ -334,9 +316,9 @@ static void measure_runs(Chain *ch, const int *E)
 		last[v] = e;
 	}
 	for (int s = 0; s < L; s++) {
-		int64_t f = ch->f[s], T = ch->T[s];
-		int A = ch->A[s], Z = E[s];
-		for (int j = s + 1; j < L && j - s < R; j++) {
+		int64_t f = 0, T = 0;
+		int A = INT_MAX, Z = -1;
+		for (int j = s; j < L && j - s < R; j++) {
 			size_t i = (size_t)s * (size_t)R + (size_t)(j - s);
 			int run = (int)i + 1;
 			f += ch->f[j], T = ch->T[j] > T ? ch->T[j] : T;
