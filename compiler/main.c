@@ -132,7 +132,9 @@ static const Opt opts[] = {
 	 "with its values made again at each read, or store-everything where\n"
 	 "that is lower; the forward loop saves the snapshots only where that\n"
 	 "adds no peak), straight-line code chosen for it (Feng & Huang's\n"
-	 "objective); --device-mem, if given, is then only checked"},
+	 "objective; past 256 candidates, the fewest recomputed FLOPs within\n"
+	 "a 256th of the least found, nested checkpoints among the plans);\n"
+	 "--device-mem, if given, is then only checked"},
 	{O_OFFLOAD_COST, "--offload-cost", NULL, "N", K_COUNT, 0, (long long)1 << 20, "a count of FLOPs", "2^20 FLOPs a byte",
 	 "auto: what moving one byte between the device and the host is worth in\n"
 	 "recomputed FLOPs (default 943: an H100's measured 51.6 TFLOP/s of f32\n"

@@ -1261,6 +1261,40 @@ static int64_t chain_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	return best;
 }
 
+/* The chain planner's least: the least budget its blocks' model fits with a
+ * block held bare where nothing else fits (sel_chain_least, from its
+ * programme at a quarter above `near`, the selection's least: the model errs
+ * high, DenseNet-201 imported's least chain plan, at a model's 499.6 MB, is
+ * 422.1 MB as planned), and the plan there (a 1,024th of `near` higher
+ * where the model's rounding leaves nothing there, up to twice), not planned where the programme's FLOPs there are cap or more
+ * (planning a plan that recomputes hundreds of forwards takes seconds). Its bytes
+ * (INT64_MAX: none), FLOPs, and its budget in *at, for choose_chain with
+ * chain_bare. */
+static int64_t chain_least(Graph *g, Model *m, int64_t near, int64_t cap, int64_t (*plan)(Program *), int64_t *flops,
+                           int64_t *at)
+{
+	SelProblem *P = m->P;
+	uint8_t *keep = ar_alloc((size_t)P->n + 1);
+	int *hold = ar_alloc(sizeof(int) * (size_t)(P->n + 1));
+	int64_t least_flops, top = near + near / 4, want = sel_chain_least(P, g->p->nforward, top, &least_flops);
+	int64_t bytes = INT64_MAX;
+	*flops = INT64_MAX;
+	if (want == INT64_MAX || least_flops >= cap)
+		return INT64_MAX;
+	bool bare = g->chain_bare;
+	g->chain_bare = true;
+	for (int round = 0; round < 3 && want <= top; round++, want += near / 1024 + 1) {
+		int64_t f = choose_chain(g, m, want, keep, hold);
+		if (f < cap)
+			bytes = eval(g, plan, flops), *at = want;
+		if (f < INT64_MAX)
+			break;
+	}
+	g->chain_bare = bare;
+	trace("least: chain least", bytes, *flops);
+	return bytes;
+}
+
 /* Whether the chain planner is worth its plans (8 at most, each of the
  * whole program): not with loops, where the straight line is what lies
  * between them (ResNet-152 imported: the stem, each stage's first block,
@@ -2168,6 +2202,17 @@ static void least_within(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
 	res->bound = bound < res->flops ? bound : res->flops;
 }
 
+/* Whether min-memory takes the chain planner's least (cbytes, cflops; chain_least) over the selection's (hi,
+ * flops): where it recomputes less at a peak at most the selection's, or on graphs past GRAPH_SWEEP candidates
+ * (not small), where the least is a greedy search's, a 256th above it, the least bisection's own step: ResNet-152
+ * imported flat, the selection's least 877.0 MB recomputes 14.47 forwards, the chain planner's 877.8 MB 1.06. A
+ * lower chain plan that recomputes more is not taken: on bench/graphs.py's NASNet and DARTS its blocks held bare
+ * plan 1% and 5% lower at 550 forwards recomputed, and 15 s to plan them */
+static bool least_takes_chain(int64_t hi, int64_t flops, int64_t cbytes, int64_t cflops, bool small)
+{
+	return cflops < flops && cbytes <= hi + (small ? 0 : hi / 256);
+}
+
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 {
 	trace("least: begin", 0, 0);
@@ -2208,16 +2253,16 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		 * it bounds only the choices that fit there */
 		int64_t f, at = sel_flops_bound(m.P, sel_eval(m.P, best, &f, NULL));
 		res.bound = at < res.flops ? at : res.flops;
-		/* nested checkpoints within the least's peak, where they plan lower, or as low recomputing less (their
-		 * fewest FLOPs within it may be at a lower peak: Inception-v3 imported, for CUDA, 977.1 MB against the
-		 * selection's 1,021.3 before; a bound at a higher peak holds at a lower one) */
-		int64_t cflops = INT64_MAX, cat = 0, cbytes = hi < planned_least && !getenv("DPC_SELECT_CHOICE") && !p->least_cut &&
-		                                                 chain_worth(p)
-		                                                 ? chain_fit(&g, &m, hi, plan, &cflops, &cat)
-		                                                 : INT64_MAX;
-		if (cbytes < hi || (cbytes == hi && cflops < res.flops))
+		/* nested checkpoints: the chain planner's least, where it recomputes less at about the least's peak
+		 * (least_takes_chain; a bound at a higher peak holds at a lower one). Inception-v3 imported, for CUDA:
+		 * 998.0 MB at 0.24 forwards recomputed, where the selection's least is 1,010.2 MB at 0.37 */
+		bool chain = hi < planned_least && !getenv("DPC_SELECT_CHOICE") && !p->least_cut && chain_worth(p);
+		int64_t cflops = INT64_MAX, cat = 0,
+		        cbytes = chain ? chain_least(&g, &m, hi, res.flops, plan, &cflops, &cat) : INT64_MAX;
+		if (least_takes_chain(hi, res.flops, cbytes, cflops, m.small)) {
+			g.chain_bare = true;
 			flops = apply_chain(&g, &m, cat, res.bound, nall, false);
-		else if (hi < planned_least)
+		} else if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else
 			flops = fit_planned(&g, 0, plan, most);
@@ -2271,6 +2316,15 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		trace("fit: refill", bytes, res.flops);
 		if (chain && m.small)
 			cbytes = chain_fit(&g, &m, budget, plan, &cflops, &at);
+		/* nothing fits: the chain planner's least too, which may (its plans at the budget's rounds are fewest
+		 * FLOPs', not least bytes'), else the plan to refuse with is min-memory's (least_takes_chain) */
+		if (chain && bytes > budget && cbytes > budget && !p->fit_probe) {
+			int64_t lflops, lat, lbytes = chain_least(&g, &m, bytes, INT64_MAX, plan, &lflops, &lat);
+			if (lbytes <= budget || least_takes_chain(bytes, res.flops, lbytes, lflops, m.small)) {
+				g.chain_bare = true;
+				return apply_chain(&g, &m, lat, res.bound, nall, false);
+			}
+		}
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);
 		else if (getenv("DPC_SELECT_DUMP"))

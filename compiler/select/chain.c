@@ -656,9 +656,11 @@ static void chain_free(Chain *ch)
 	free(ch->rf), free(ch->rabar), free(ch->rout), free(ch->rextra), free(ch->rW);
 }
 
-/* the programme on the cuts find_cuts makes with owned_tiny; its FLOPs, its plan in keep[] and hold[] */
+/* the programme on the cuts find_cuts makes with owned_tiny; its FLOPs, its plan in keep[] and hold[] (keep NULL: no
+ * plan); *least (where not NULL and it fits): the least budget its table fits, that less the steps its top level
+ * may hold before it starts, and then the FLOPs returned are those there (no plan made) */
 static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool owned_tiny, int ways, uint8_t *keep,
-                        int *hold)
+                        int *hold, int64_t *least)
 {
 	Chain ch = {.P = P, .nforward = nforward, .budget = budget, .K = SEL_CHAIN_STEPS, .R = SEL_CHAIN_RUN, .ways = ways};
 	find_cuts(&ch, owned_tiny);
@@ -706,7 +708,15 @@ static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool 
 	inner(&ch);
 	outer(&ch);
 	int64_t flops = ch.top[0];
-	if (flops < INF) {
+	if (flops < INF && least) {
+		/* the top level's cells fit up to h steps held (nothing_above): then the blocks fit in h steps less */
+		int h = 0;
+		while (h < ch.K && ch.top[h + 1] < INF)
+			h++;
+		*least = budget - (int64_t)h * ch.unit;
+		flops = ch.top[h];
+	}
+	if (flops < INF && keep) {
 		for (int v = 0; v < P->n; v++) {
 			keep[v] = P->kind[v] == SEL_FIXED ? SEL_KEEP : SEL_ONCE;
 			hold[v] = INT_MAX;
@@ -732,25 +742,33 @@ static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool 
  * pass their model's memory and the budget's rounds end lower (at 950 MB: 4.2 forwards against 0.76). */
 static int only; /* sel_chain_only's */
 
+/* whether the two ways of cuts differ; their blocks in *La (a block owning a tiny value) and *Lb */
+static bool cuts_differ(const SelProblem *P, int nforward, int *La, int *Lb)
+{
+	Chain a = {.P = P, .nforward = nforward}, b = a;
+	find_cuts(&a, true), find_cuts(&b, false);
+	bool differ = a.L != b.L || memcmp(a.cut, b.cut, sizeof(int) * (size_t)(a.L + 1));
+	*La = a.L, *Lb = b.L;
+	free(a.cut), free(b.cut);
+	return differ;
+}
+
 void sel_chain_only(int mode) { only = mode; }
 
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_ok, uint8_t *keep, int *hold)
 {
 	if (only)
-		return chain_on(P, nforward, budget, only % 2 == 1, only > 2 ? 3 : 2, keep, hold);
-	Chain a = {.P = P, .nforward = nforward}, b = a;
-	find_cuts(&a, true), find_cuts(&b, false);
-	bool differ = a.L != b.L || memcmp(a.cut, b.cut, sizeof(int) * (size_t)(a.L + 1));
-	int La = a.L, Lb = b.L;
-	free(a.cut), free(b.cut);
+		return chain_on(P, nforward, budget, only % 2 == 1, only > 2 ? 3 : 2, keep, hold, NULL);
+	int La, Lb;
+	bool differ = cuts_differ(P, nforward, &La, &Lb);
 	uint8_t *k2 = malloc((size_t)P->n + 1);
 	int *h2 = malloc(sizeof(int) * (size_t)(P->n + 1));
 	int64_t f = INF;
 	for (int bare = 0; bare < 1 + bare_ok && f == INF; bare++) {
-		f = chain_on(P, nforward, budget, true, 2 + bare, keep, hold);
+		f = chain_on(P, nforward, budget, true, 2 + bare, keep, hold, NULL);
 		if (!differ || (f < INF && 2 * Lb > La))
 			continue;
-		int64_t g = chain_on(P, nforward, budget, false, 2 + bare, k2, h2);
+		int64_t g = chain_on(P, nforward, budget, false, 2 + bare, k2, h2, NULL);
 		if (g < f) {
 			memcpy(keep, k2, (size_t)P->n);
 			memcpy(hold, h2, sizeof(int) * (size_t)P->n);
@@ -759,4 +777,22 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_o
 	}
 	free(k2), free(h2);
 	return f;
+}
+
+/* The least budget the blocks' model fits, from one programme at `budget` on each way of cuts with every way to
+ * hold a block (bare too): each one's top level fits with h steps held before it starts, so the blocks fit within
+ * the budget less those steps (the least memory, read from the table). The lower of the two
+ * (INT64_MAX: neither fits at budget), and in *flops what the programme makes again there. */
+int64_t sel_chain_least(const SelProblem *P, int nforward, int64_t budget, int64_t *flops)
+{
+	int La, Lb;
+	bool differ = cuts_differ(P, nforward, &La, &Lb);
+	int64_t best = INF;
+	*flops = INF;
+	for (int way = 0; way < 1 + differ; way++) {
+		int64_t least = INF, f = chain_on(P, nforward, budget, way == 0, 3, NULL, NULL, &least);
+		if (f < INF && (least < best || (least == best && f < *flops)))
+			best = least, *flops = f;
+	}
+	return best;
 }

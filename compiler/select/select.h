@@ -165,6 +165,10 @@ int64_t sel_tiny_below(const SelProblem *P);
  * second too where that may pay, and where neither fits and bare_ok, with a
  * block held bare too (only what crosses its end; chain.c says when). */
 int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_ok, uint8_t *keep, int *hold);
+/* the least budget at which sel_chain's blocks' model (bare_ok) fits, read from its programme at `budget`
+ * (INT64_MAX: nothing fits there), within the programme's steps of memory at that budget; in *flops, the FLOPs
+ * its model makes again there */
+int64_t sel_chain_least(const SelProblem *P, int nforward, int64_t budget, int64_t *flops);
 /* a test's switch: sel_chain's programme on one way only: its cuts with a block owning a tiny value (1, 3) or
  * not (2, 4), its blocks held all or lean (1, 2) or bare too (3, 4); 0, the default: as chain.c says */
 void sel_chain_only(int mode);

@@ -312,7 +312,7 @@ static void chain_check(void)
 	enum { TAIL = 100 };
 	int n = CN, agree = 0, budgets = 0, tail_budgets = 0, tail_lower = 0, tail_right = 0;
 	int64_t made[1 + 4 * CN + TAIL]; /* per value: the FLOPs of making it again where not held, -1 where held */
-	int bare_plans = 0;
+	int bare_plans = 0, least_lower = 0;
 	const int64_t q = 9 * 5 * 7 * 64, base = 40 * q;
 	int64_t *memo = malloc(sizeof(int64_t) * 2 * (CN + 1) * (CN + 2) * 2048);
 	/* chains 4 and 5 end in a tail of tiny temporaries: as a block's own values they would make 100 blocks of
@@ -412,15 +412,38 @@ static void chain_check(void)
 				want = chain_best(&cm, 0, L, 0, true, memo, q / j);
 				bare_plans += cm.ways == 3 && want < INT64_MAX;
 			}
-			{
-				ChainModel c3 = cm; c3.ways = 3;
-				for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++) memo[i] = -1;
-				int64_t w3 = chain_best(&c3, 0, L, 0, true, memo, q / j);
-				c3.ways = 2;
-				for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++) memo[i] = -1;
-				int64_t w2 = chain_best(&c3, 0, L, 0, true, memo, q / j);
-				fprintf(stderr, "DBG iter %d j %d room %lld q: w2 %lld w3 %lld\n", iter, j, (long long)(cm.room / q), (long long)w2, (long long)w3);
-				if (j == 1 && iter == 0) for (int k = 0; k < L; k++) fprintf(stderr, "  blk %d W1-out %lld W2-out %lld T %lld xin %lld\n", k, (long long)((cm.W[1][k]-cm.out[k]-base)/q), (long long)((cm.W[2][k]-cm.out[k]-base)/q), (long long)(cm.T[k]/q), (long long)(cm.xin[k]/q));
+			/* sel_chain_least: the least budget, in whole steps of this one, at which the exact recursion with every
+			 * way (bare too) fits, bisected; and its FLOPs there. On the chains without a tail (one way of cuts) */
+			if (!tail) {
+				ChainModel c3 = cm;
+				c3.ways = 3;
+				int lo = -1, hi = SEL_CHAIN_STEPS; /* steps of room: lo fits nothing, hi fits (or nothing does) */
+				int64_t at_hi = INT64_MAX;
+				while (hi - lo > 1) {
+					int mid = lo + (hi - lo) / 2;
+					c3.room = (int64_t)mid * (q / j), c3.budget = base + c3.room;
+					for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++)
+						memo[i] = -1;
+					int64_t w = chain_best(&c3, 0, L, 0, true, memo, q / j);
+					if (w < INT64_MAX)
+						hi = mid, at_hi = w;
+					else
+						lo = mid;
+				}
+				if (at_hi == INT64_MAX) {
+					c3.room = cm.room, c3.budget = cm.budget;
+					for (size_t i = 0; i < 2 * (CN + 1) * (CN + 2) * 2048; i++)
+						memo[i] = -1;
+					at_hi = chain_best(&c3, 0, L, 0, true, memo, q / j);
+				}
+				int64_t lf = 0, least = sel_chain_least(P, F, cm.budget, &lf);
+				int64_t exact = at_hi == INT64_MAX ? INT64_MAX : base + (int64_t)hi * (q / j);
+				char what[300];
+				snprintf(what, sizeof what, "chain %d, budget %lld: sel_chain_least %lld at %lld FLOPs; the exact "
+				         "recursion's least %lld at %lld", iter, (long long)cm.budget, (long long)least, (long long)lf,
+				         (long long)exact, (long long)at_hi);
+				check(least == exact && (least == INT64_MAX || lf == at_hi), what);
+				least_lower += least < cm.budget;
 			}
 			uint8_t keep[1 + 4 * CN + TAIL], way_keep[4][1 + 4 * CN + TAIL];
 			int hold[1 + 4 * CN + TAIL], made[1 + 4 * CN + TAIL], way_hold[4][1 + 4 * CN + TAIL];
@@ -476,6 +499,8 @@ static void chain_check(void)
 	/* the tail's blocks cost the first way some of the chain's cuts: it must plan worse somewhere, or the two ways
 	 * were one */
 	check(tail_lower > 0, "a chain with a tail: the cuts without its tiny values plan fewer FLOPs at some budget");
+	/* the least below the budget asked, somewhere, or the table's top row was never read */
+	check(least_lower > 0, "a chain: sel_chain_least finds a least below the budget it plans at");
 	/* bare must plan where all and lean do not, somewhere, or it was never asked */
 	check(bare_plans > 0, "a chain: a block held bare plans at some budget where all and lean plan nothing");
 	if (!fail)
