@@ -655,6 +655,26 @@ static int gap_remove(Gaps *t, int root, int64_t off, int64_t *len)
 	return merge(t, lo, hi);
 }
 
+/* the gap at exactly `off`, or -1 */
+static int gap_at(Gaps *t, int n, int64_t off)
+{
+	while (n >= 0 && t->g.data[n].off != off)
+		n = off < t->g.data[n].off ? t->g.data[n].l : t->g.data[n].r;
+	return n;
+}
+
+/* the gap at `key` becomes (off, len), its place in the order the same (no other gap's offset lies between key
+ * and off), the longest gaps on its path fixed: where a remove and an insert would split and merge three times */
+static void gap_set(Gaps *t, int n, int64_t key, int64_t off, int64_t len)
+{
+	Gap *x = &t->g.data[n];
+	if (key != x->off)
+		gap_set(t, key < x->off ? x->l : x->r, key, off, len);
+	else
+		x->off = off, x->len = len;
+	fix(t, n);
+}
+
 /* the gap with the largest offset below `off`, or -1 */
 static int gap_before(Gaps *t, int n, int64_t off)
 {
@@ -1661,21 +1681,27 @@ static int64_t pack(Program *p, Live *L, int64_t base)
 		while (live.len && live.data[0].end < start) {
 			Slot s = heap_pop(&live);
 			int64_t off = s.off, end = s.off + s.size;
-			root = gap_remove(&t, root, end, &len);
-			end += len;
-			int b = gap_before(&t, root, off);
-			if (b >= 0 && t.g.data[b].off + t.g.data[b].len == off) {
-				off = t.g.data[b].off;
-				root = gap_remove(&t, root, off, &len);
+			int after = gap_at(&t, root, end), b = gap_before(&t, root, off);
+			bool joins = b >= 0 && t.g.data[b].off + t.g.data[b].len == off;
+			int64_t top = after >= 0 ? end + t.g.data[after].len : end;
+			if (joins) {
+				/* the gap before grows over the slot and the gap after it */
+				if (after >= 0)
+					root = gap_remove(&t, root, end, &len);
+				gap_set(&t, root, t.g.data[b].off, t.g.data[b].off, top - t.g.data[b].off);
+			} else if (after >= 0) {
+				gap_set(&t, root, end, off, top - off);
+			} else {
+				root = gap_insert(&t, root, off, end - off);
 			}
-			root = gap_insert(&t, root, off, end - off);
 		}
 		int g = gap_fit(&t, root, size);
 		int64_t off = t.g.data[g].off, glen = t.g.data[g].len;
 		extend(p, items[i].v, base + off, size);
-		root = gap_remove(&t, root, off, &len);
 		if (glen > size)
-			root = gap_insert(&t, root, off + size, glen - size);
+			gap_set(&t, root, off, off + size, glen - size);
+		else
+			root = gap_remove(&t, root, off, &len);
 		heap_push(&live, (Slot){L->last[items[i].v] >= start ? L->last[items[i].v] : start, off, size});
 		x->res = VR_ARENA;
 		x->offset = base + off;
