@@ -459,6 +459,8 @@ bool ir_attn_lse_fused(const Block *b, int i); /* op i is written by the attenti
 bool ir_has_loops(const Program *p);           /* p's top level has a loop (or a revolve) */
 /* a loop or a revolve */
 static inline bool ir_is_loop(const Op *op) { return op->kind == OP_LOOP || op->kind == OP_REVOLVE; }
+/* whether op has a block inside it (a loop's bodies; walks skip the call for the many ops without) */
+static inline bool ir_has_bodies(const Op *op) { return op->body.len || op->body2.len || op->body3.len; }
 extern bool ir_attn_apart; /* testing (DPC_ATTN_APART): attn_lse a pass of its own, attn_dk and attn_dv apart */
 
 /* types */

@@ -349,6 +349,8 @@ static void last_named(InPlace *ip, Block *b, int at)
 		}
 		if (op->out >= 0 && last_of(ip, rt[op->out]) < pos)
 			set_last(ip, rt[op->out], pos);
+		if (!ir_has_bodies(op))
+			continue;
 		last_named(ip, &op->body, pos);
 		last_named(ip, &op->body2, pos);
 		last_named(ip, &op->body3, pos);
@@ -381,6 +383,8 @@ static void count_named(InPlace *ip, Block *b)
 			if (op->body3.len)
 				name_once(ip, op->cyield3[k]);
 		}
+		if (!ir_has_bodies(op))
+			continue;
 		count_named(ip, &op->body);
 		count_named(ip, &op->body2);
 		count_named(ip, &op->body3);
@@ -552,9 +556,11 @@ static void acc_into(Program *p, Block *b, const Op *loop, const int *uses, cons
 {
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
-		acc_into(p, &op->body, op, uses, res);
-		acc_into(p, &op->body2, op, uses, res);
-		acc_into(p, &op->body3, op, uses, res);
+		if (ir_has_bodies(op)) {
+			acc_into(p, &op->body, op, uses, res);
+			acc_into(p, &op->body2, op, uses, res);
+			acc_into(p, &op->body3, op, uses, res);
+		}
 		Op *acc = ir_adds_into(op) && uses[op->out] == 1 ? acc_after(b, i) : NULL;
 		if (!acc || !ir_may_absorb(p, acc))
 			continue;
@@ -2206,6 +2212,8 @@ static void each_read(Program *p, Block *b, bool (*skip)(Program *, const Op *),
 			if (op->body3.len)
 				read(ctx, op->cyield3[k]);
 		}
+		if (!ir_has_bodies(op))
+			continue;
 		each_read(p, &op->body, skip, read, ctx);
 		each_read(p, &op->body2, skip, read, ctx);
 		each_read(p, &op->body3, skip, read, ctx);

@@ -90,7 +90,8 @@ static void nested_in(Walk *k, Block *b)
 	for (int i = 0; i < b->len; i++) {
 		Op *op = b->ops[i];
 		each_named(k, op, nested);
-		nested_in(k, &op->body), nested_in(k, &op->body2), nested_in(k, &op->body3);
+		if (ir_has_bodies(op))
+			nested_in(k, &op->body), nested_in(k, &op->body2), nested_in(k, &op->body3);
 	}
 }
 
@@ -158,7 +159,8 @@ static void usages(Program *p, Usage *u)
 			for (int i = 0; i < bs[j].b->len; i++) {
 				Op *x = bs[j].b->ops[i];
 				k.at++;
-				nested_in(&k, &x->body), nested_in(&k, &x->body2), nested_in(&k, &x->body3);
+				if (ir_has_bodies(x))
+					nested_in(&k, &x->body), nested_in(&k, &x->body2), nested_in(&k, &x->body3);
 				if (x->kind == OP_ALLREDUCE)
 					continue; /* the layer's sum across the ranks (dist_pass), which streaming drops */
 				k.at++;
