@@ -42,8 +42,6 @@ typedef struct {
 	int *hold;       /* per value computed again, the chain planner's (sel_chain): made again for each adjoint op
 	                  * before top-level op hold[v] that needs it, and held from there; -1: as each[] says */
 	bool *host;      /* per value dropped: offloaded and fetched instead of computed again */
-	bool chain_bare; /* the chain planner may hold a block bare where nothing else fits (a budget's fit; not the
-	                  * least's, whose peak it has not reached on the imports measured, at 0.3-0.8 s) */
 	int *fwd_end;    /* per forward value: the last top-level forward op that reads it or a view of it */
 	int *hvar, *copy; /* per value offloaded: its host variable and its offload's event in the current rewrite */
 	int *issue;      /* per top-level op: where a fetch for it is issued (issue_points) */
@@ -1175,7 +1173,8 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
  * the blocks' model fits nothing there (g then as it was) */
 static int64_t choose_chain(Graph *g, Model *m, int64_t want, uint8_t *keep, int *hold)
 {
-	int64_t f = sel_chain(m->P, g->p->nforward, want, g->chain_bare, keep, hold);
+	/* a block held bare where nothing else fits: every plan of the chain planner's may (chain.c says when) */
+	int64_t f = sel_chain(m->P, g->p->nforward, want, true, keep, hold);
 	if (f == INT64_MAX)
 		return f;
 	choose(g, m, keep);
@@ -1266,10 +1265,10 @@ static int64_t chain_fit(Graph *g, Model *m, int64_t budget, int64_t (*plan)(Pro
  * programme at a quarter above `near`, the selection's least: the model errs
  * high, DenseNet-201 imported's least chain plan, at a model's 499.6 MB, is
  * 422.1 MB as planned), and the plan there (a 1,024th of `near` higher
- * where the model's rounding leaves nothing there, up to twice), not planned where the programme's FLOPs there are cap or more
- * (planning a plan that recomputes hundreds of forwards takes seconds). Its bytes
- * (INT64_MAX: none), FLOPs, and its budget in *at, for choose_chain with
- * chain_bare. */
+ * where the model's rounding leaves nothing there, up to twice), not
+ * planned where the programme's FLOPs there are cap or more (planning a
+ * plan that recomputes hundreds of forwards takes seconds). Its bytes
+ * (INT64_MAX: none), FLOPs, and its budget in *at, for choose_chain. */
 static int64_t chain_least(Graph *g, Model *m, int64_t near, int64_t cap, int64_t (*plan)(Program *), int64_t *flops,
                            int64_t *at)
 {
@@ -1281,8 +1280,6 @@ static int64_t chain_least(Graph *g, Model *m, int64_t near, int64_t cap, int64_
 	*flops = INT64_MAX;
 	if (want == INT64_MAX || least_flops >= cap)
 		return INT64_MAX;
-	bool bare = g->chain_bare;
-	g->chain_bare = true;
 	for (int round = 0; round < 3 && want <= top; round++, want += near / 1024 + 1) {
 		int64_t f = choose_chain(g, m, want, keep, hold);
 		if (f < cap)
@@ -1290,7 +1287,6 @@ static int64_t chain_least(Graph *g, Model *m, int64_t near, int64_t cap, int64_
 		if (f < INT64_MAX)
 			break;
 	}
-	g->chain_bare = bare;
 	trace("least: chain least", bytes, *flops);
 	return bytes;
 }
@@ -2259,10 +2255,9 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 		bool chain = hi < planned_least && !getenv("DPC_SELECT_CHOICE") && !p->least_cut && chain_worth(p);
 		int64_t cflops = INT64_MAX, cat = 0,
 		        cbytes = chain ? chain_least(&g, &m, hi, res.flops, plan, &cflops, &cat) : INT64_MAX;
-		if (least_takes_chain(hi, res.flops, cbytes, cflops, m.small)) {
-			g.chain_bare = true;
+		if (least_takes_chain(hi, res.flops, cbytes, cflops, m.small))
 			flops = apply_chain(&g, &m, cat, res.bound, nall, false);
-		} else if (hi < planned_least)
+		else if (hi < planned_least)
 			flops = apply_model(&g, &m, best, res, nall);
 		else
 			flops = fit_planned(&g, 0, plan, most);
@@ -2278,7 +2273,6 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 	trace("fit: begin", budget, 0);
 	Graph g = {0};
 	init(&g, p);
-	g.chain_bare = true;
 	int *all = ar_alloc(sizeof(int) * (size_t)(p->nforward + 1));
 	int nall = ckpt_graph_candidates(p, all, p->nforward + 1);
 	if (!nall)
@@ -2320,10 +2314,8 @@ int64_t ckpt_graph_fit(Program *p, int64_t budget, int64_t (*plan)(Program *), i
 		 * FLOPs', not least bytes'), else the plan to refuse with is min-memory's (least_takes_chain) */
 		if (chain && bytes > budget && cbytes > budget && !p->fit_probe) {
 			int64_t lflops, lat, lbytes = chain_least(&g, &m, bytes, INT64_MAX, plan, &lflops, &lat);
-			if (lbytes <= budget || least_takes_chain(bytes, res.flops, lbytes, lflops, m.small)) {
-				g.chain_bare = true;
+			if (lbytes <= budget || least_takes_chain(bytes, res.flops, lbytes, lflops, m.small))
 				return apply_chain(&g, &m, lat, res.bound, nall, false);
-			}
 		}
 		if (getenv("DPC_SELECT_CHOICE"))
 			read_choice(&m, getenv("DPC_SELECT_CHOICE"), keep, &res);

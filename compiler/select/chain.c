@@ -400,6 +400,14 @@ static int64_t hold_run(const Chain *ch, int s, int j, int h, int64_t fwd, const
 	return add(c, top ? rest[(size_t)(j + 1) * (size_t)(ch->K + 1) + (size_t)h2] : rest[at(ch, j + 1, t, (int)h2)]);
 }
 
+/* the choice of holding a segment's first block `lean` ways (0 all, 1 lean, 2 bare), alone (a leaf) or before the
+ * rest */
+static int first_pick(bool leaf, int lean)
+{
+	static const int16_t picks[2][3] = {{PICK_ALL, PICK_LEAN, PICK_BARE}, {PICK_LEAF, PICK_LEAF_LEAN, PICK_LEAF_BARE}};
+	return picks[leaf][lean];
+}
+
 /* Every cell's FLOPs grow with the steps already held (each choice's room
  * shrinks with them, and so do its parts', by induction on the segment's
  * length): past the first h where nothing fits, nothing does. */
@@ -426,7 +434,7 @@ static void segment(Chain *ch, int s, int t)
 		for (int lean = 0; lean < ch->ways; lean++) {
 			int64_t c = hold_first(ch, s, h, lean, ch->f[s], d == 1 ? NULL : ch->c, t, false);
 			if (c < best[h])
-				best[h] = c, pick[h] = d == 1 ? (lean == 2 ? PICK_LEAF_BARE : lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean == 2 ? PICK_BARE : lean ? PICK_LEAN : PICK_ALL;
+				best[h] = c, pick[h] = (int16_t)first_pick(d == 1, lean);
 		}
 	}
 	/* the runs s .. j, each along h as the checkpoints below: a cell's choices in the same order as one cell at a
@@ -532,7 +540,7 @@ static void outer(Chain *ch)
 			for (int lean = 0; lean < ch->ways; lean++) {
 				int64_t c = hold_first(ch, s, h, lean, 0, leaf ? NULL : ch->top, L, true);
 				if (c < best)
-					best = c, pick = leaf ? (lean == 2 ? PICK_LEAF_BARE : lean ? PICK_LEAF_LEAN : PICK_LEAF) : lean == 2 ? PICK_BARE : lean ? PICK_LEAN : PICK_ALL;
+					best = c, pick = first_pick(leaf, lean);
 			}
 			for (int j = s + 1; j < L && j - s < ch->R; j++) {
 				int64_t c = hold_run(ch, s, j, h, 0, ch->top, L, true);
