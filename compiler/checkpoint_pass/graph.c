@@ -2209,6 +2209,33 @@ static bool least_takes_chain(int64_t hi, int64_t flops, int64_t cbytes, int64_t
 	return cflops < flops && cbytes <= hi + (small ? 0 : hi / 256);
 }
 
+/* min-memory's two last pieces, apart (each reads the problem; the chain's least plans, the bound does not):
+ * the FLOPs' bound at the least's peak, and the chain planner's least near it */
+typedef struct {
+	Graph *g;
+	Model *m;
+	int64_t (*plan)(Program *);
+	int64_t hi, flops;             /* the selection's least and its FLOPs */
+	bool chain;                    /* whether the chain planner is asked */
+	int64_t cbytes, cflops, cat;   /* its least (INT64_MAX: none), FLOPs and budget */
+	int64_t peak, bound;           /* the least's model peak, and the bound there */
+} LeastEnd;
+
+static void *least_bound(void *arg)
+{
+	LeastEnd *e = arg;
+	e->bound = sel_flops_bound(e->m->P, e->peak);
+	return NULL;
+}
+
+static void *least_chain(void *arg)
+{
+	LeastEnd *e = arg;
+	if (e->chain)
+		e->cbytes = chain_least(e->g, e->m, e->hi, e->flops, e->plan, &e->cflops, &e->cat);
+	return NULL;
+}
+
 int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 {
 	trace("least: begin", 0, 0);
@@ -2245,16 +2272,20 @@ int64_t ckpt_graph_least(Program *p, int64_t (*plan)(Program *))
 			hi = read_choice(&m, getenv("DPC_SELECT_CHOICE"), best, &res);
 		else if (getenv("DPC_SELECT_DUMP"))
 			write_choice(&m, getenv("DPC_SELECT_DUMP"), best);
-		/* the FLOPs' bound at the least's own peak: the searches' fits were at other budgets, and one below
-		 * it bounds only the choices that fit there */
-		int64_t f, at = sel_flops_bound(m.P, sel_eval(m.P, best, &f, NULL));
-		res.bound = at < res.flops ? at : res.flops;
-		/* nested checkpoints: the chain planner's least, where it recomputes less at about the least's peak
-		 * (least_takes_chain; a bound at a higher peak holds at a lower one). Inception-v3 imported, for CUDA:
-		 * 998.0 MB at 0.24 forwards recomputed, where the selection's least is 1,010.2 MB at 0.37 */
+		/* the FLOPs' bound at the least's own peak (the searches' fits were at other budgets, and one below
+		 * it bounds only the choices that fit there), beside the chain planner's least: nested checkpoints,
+		 * where they recompute less at about the least's peak (least_takes_chain; a bound at a higher peak
+		 * holds at a lower one). Inception-v3 imported, for CUDA: 998.0 MB at 0.24 forwards recomputed, where
+		 * the selection's least is 1,010.2 MB at 0.37 */
+		int64_t f;
 		bool chain = hi < planned_least && !getenv("DPC_SELECT_CHOICE") && !p->least_cut && chain_worth(p);
-		int64_t cflops = INT64_MAX, cat = 0,
-		        cbytes = chain ? chain_least(&g, &m, hi, res.flops, plan, &cflops, &cat) : INT64_MAX;
+		LeastEnd end = {&g, &m, plan, hi, res.flops, chain, INT64_MAX, INT64_MAX, 0, sel_eval(m.P, best, &f, NULL), 0};
+		if (m.P->threads > 1)
+			util_pair(least_bound, &end, least_chain, &end);
+		else
+			least_bound(&end), least_chain(&end);
+		res.bound = end.bound < res.flops ? end.bound : res.flops;
+		int64_t cflops = end.cflops, cat = end.cat, cbytes = end.cbytes;
 		if (least_takes_chain(hi, res.flops, cbytes, cflops, m.small))
 			flops = apply_chain(&g, &m, cat, res.bound, nall, false);
 		else if (hi < planned_least)
