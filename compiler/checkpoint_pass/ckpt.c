@@ -386,6 +386,22 @@ static LoopStep *loop_steps(Program *p, int *n)
 	return l;
 }
 
+/* p's loop_steps, made where first asked for: what a loop's step costs and holds does not change with its
+ * snapshots and rows, so the shapes a fit tries share them (ResNet-152 imported, at Feng & Huang's cut + 1:
+ * 18,104 walks of the loops' bodies, 5% of its compile, where a choice of rows needs one) */
+typedef struct {
+	Program *p;
+	LoopStep *l;
+	int n;
+} Steps;
+
+static const LoopStep *steps_of(Steps *s)
+{
+	if (!s->l)
+		s->l = loop_steps(s->p, &s->n);
+	return s->l;
+}
+
 /* The recomputed FLOPs of a training step under that shape (sweep schedules),
  * and the bytes of its snapshots and tape rows beyond one each; -1 when a
  * snapshot or tape tensor would pass 2^40 elements. */
@@ -436,8 +452,9 @@ enum { MERGE_MOST = 1 << 22 }; /* the most shapes a merge of two frontiers may l
  * one row each, reduced to its frontier of bytes against FLOPs, and the
  * frontiers merged one loop at a time (a knapsack with a choice per loop,
  * exact on the grid); the shapes of fewest FLOPs within room are set.
- * Their FLOPs, or -1 where none fits or a merge would pass MERGE_MOST. */
-static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
+ * Their FLOPs, or -1 where none fits or a merge would pass MERGE_MOST.
+ * steps: loop_steps' of p, in order. */
+static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room, const LoopStep *steps)
 {
 	int nloops = 0;
 	for (int i = 0; i < p->body.len; i++)
@@ -447,14 +464,14 @@ static int64_t fit_loops(Program *p, const CkptOptions *o, int64_t room)
 	Op **loop = malloc(sizeof(Op *) * (size_t)(nloops + 1));
 	int cap = 0, nopt = 0;
 	Shape none = {0, 0, 1, 1, -1}, *prev = &none, *opt = NULL;
-	int nprev = 1, l = 0;
+	int nprev = 1, l = 0, at_step = 0;
 	int64_t flops = -1;
 	for (int i = 0; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
 		if (v->kind != OP_REVOLVE)
 			continue;
 		int64_t n = v->trip, b, c;
-		LoopStep ls = loop_step(p, v);
+		LoopStep ls = steps[at_step++];
 		nopt = 0;
 		/* the bytes grow with s and with k: a k whose fewest snapshots pass the room ends the grid */
 		for (int64_t k = 1, had = -1; k <= (v->ktape ? n : 1) && nopt > had; k += k < 256 ? 1 : k / 32) {
@@ -558,7 +575,7 @@ static int64_t fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_
  * Each candidate row count k gives its snapshots what is left; the plan is
  * linear in both but for alignment, which the final check steps back from. */
 static int64_t fit_tapes_from(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t slot,
-                              int64_t base, int64_t above);
+                              int64_t base, int64_t above, Steps *st);
 
 /* the least shape: one snapshot and one row each, no pooled rows; one slot of every loop, in bytes */
 static int64_t least_shape(Program *p)
@@ -570,8 +587,11 @@ static int64_t least_shape(Program *p)
 
 static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *))
 {
-	int64_t slot = least_shape(p);
-	return fit_tapes_from(p, o, budget, plan, slot, plan(p), INT64_MAX);
+	int64_t slot = least_shape(p), base = plan(p);
+	Steps st = {p, NULL, 0};
+	int64_t planned = fit_tapes_from(p, o, budget, plan, slot, base, INT64_MAX, &st);
+	free(st.l);
+	return planned;
 }
 
 /* Every loop the same shape: the snapshots (or the --snapshots count) and
@@ -579,15 +599,13 @@ static int64_t fit_tapes(Program *p, const CkptOptions *o, int64_t budget, int64
  * budget, the least shape's plan taking `base` bytes (slot: one slot of
  * every loop); its FLOPs (INT64_MAX: none), its snapshots beyond one and
  * rows in *extra and *k. The fewer bytes where two recompute as much. */
-static int64_t uniform_shape(Program *p, const CkptOptions *o, int64_t budget, int64_t slot, int64_t base, int64_t *extra_out,
-                             int64_t *k_out)
+static int64_t uniform_shape(Program *p, const CkptOptions *o, int64_t budget, int64_t slot, int64_t base, const LoopStep *l,
+                             int nl, int64_t *extra_out, int64_t *k_out)
 {
 	int64_t maxn = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > maxn)
 			maxn = p->body.ops[i]->trip;
-	int nl;
-	LoopStep *l = loop_steps(p, &nl);
 	int64_t bytes, best_extra = o->snapshots ? o->snapshots - 1 : 0, best_k = 1;
 	int64_t best = shape_cost(l, nl, best_extra, 1, &bytes), best_bytes = bytes;
 	if (best < 0)
@@ -614,7 +632,6 @@ static int64_t uniform_shape(Program *p, const CkptOptions *o, int64_t budget, i
 		if (cost < best || (cost == best && bytes < best_bytes))
 			best = cost, best_extra = extra, best_k = k, best_bytes = bytes;
 	}
-	free(l);
 	*extra_out = best_extra, *k_out = best_k;
 	return best;
 }
@@ -634,11 +651,12 @@ static int count_revolves(const Program *p)
  * tries give them less, and stepping back recomputes more; more room
  * recomputes no more). 0 with --snapshots, and for one loop, which may
  * take pooled rows (fit_pool). The least shape is set again. */
-static int64_t tapes_bound(Program *p, const CkptOptions *o, int64_t budget, int64_t slot, int64_t base)
+static int64_t tapes_bound(Program *p, const CkptOptions *o, int64_t budget, int64_t slot, int64_t base, Steps *st)
 {
 	if (o->snapshots || count_revolves(p) < 2 || base > budget)
 		return 0;
-	int64_t e, k, least = uniform_shape(p, o, budget, slot, base, &e, &k), own = fit_loops(p, o, budget - base);
+	const LoopStep *l = steps_of(st);
+	int64_t e, k, least = uniform_shape(p, o, budget, slot, base, l, st->n, &e, &k), own = fit_loops(p, o, budget - base, l);
 	least = own >= 0 && own < least ? own : least;
 	set_shape(p, 0, 1);
 	return least == INT64_MAX ? 0 : rev_sat_add(least, ir_recomputed_flops(p, &p->body));
@@ -647,20 +665,21 @@ static int64_t tapes_bound(Program *p, const CkptOptions *o, int64_t budget, int
 /* fit_tapes from the least shape, set, and its plan's bytes (base); -1, nothing planned, where no shape it
  * could take recomputes `above` FLOPs or fewer (tapes_bound) */
 static int64_t fit_tapes_from(Program *p, const CkptOptions *o, int64_t budget, int64_t (*plan)(Program *), int64_t slot,
-                              int64_t base, int64_t above)
+                              int64_t base, int64_t above, Steps *st)
 {
 	/* the least shape passes the budget: every other would too, and the search below would step back to it
 	 * (the rows' search meets this in most of its choices under a tight budget: 1,953 of ResNet-152's 2,048) */
 	if (base > budget && !o->snapshots)
 		return base;
-	if (above < INT64_MAX && tapes_bound(p, o, budget, slot, base) > above)
+	if (above < INT64_MAX && tapes_bound(p, o, budget, slot, base, st) > above)
 		return -1;
-	int64_t best_extra, best_k, best = uniform_shape(p, o, budget, slot, base, &best_extra, &best_k);
+	const LoopStep *l = steps_of(st);
+	int64_t best_extra, best_k, best = uniform_shape(p, o, budget, slot, base, l, st->n, &best_extra, &best_k);
 	/* several loops: each its own shape, chosen together, where that recomputes no more and the plan fits (the
 	 * room it is given lowered by the plan's excess, for alignment) */
 	int nloops = count_revolves(p);
 	for (int64_t tries = 0, room = budget - base; nloops > 1 && tries < 4 && room >= 0; tries++) {
-		int64_t flops = fit_loops(p, o, room), planned;
+		int64_t flops = fit_loops(p, o, room, l), planned;
 		if (flops < 0 || flops > best)
 			break;
 		if ((planned = plan(p)) <= budget)
@@ -883,6 +902,7 @@ static void rows_search_part(Program *p, const CkptOptions *o, int64_t budget, i
 			continue;
 		}
 		int64_t slot = least_shape(p), at = rows_at(n, masks, m);
+		Steps st = {p, NULL, 0};
 		/* bounded first from the bytes no packing of the least shape goes below, which is cheaper than
 		 * its plan (on ResNet-152 at their cut + 1, most choices end there): one that cannot fit where
 		 * another did, nor recompute fewer FLOPs, and where none fits yet, one that cannot plan fewer
@@ -894,15 +914,17 @@ static void rows_search_part(Program *p, const CkptOptions *o, int64_t budget, i
 				/* (on equal bytes the best, found earlier in the order, stays) */
 				bool fewer = floor < best->bytes;
 				cut = floor > budget ? best->flops < INT64_MAX || !fewer
-				                     : best->flops < INT64_MAX && tapes_bound(p, o, budget, slot, floor) >= best->flops;
+				                     : best->flops < INT64_MAX && tapes_bound(p, o, budget, slot, floor, &st) >= best->flops;
 			}
 			if (cut) {
+				free(st.l);
 				ckpt_rows_undo(r);
 				continue;
 			}
 		}
 		int64_t above = bounded && best->flops < INT64_MAX ? best->flops - 1 : INT64_MAX;
-		int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), above);
+		int64_t planned = fit_tapes_from(p, o, budget, plan, slot, plan(p), above, &st);
+		free(st.l);
 		if (planned < 0) {
 			ckpt_rows_undo(r);
 			continue;
