@@ -4,12 +4,29 @@
 
 #include <string.h>
 
+/* "%name.v", or "%v" unnamed: written by hand, not through ar_printf, since the printer names a value at each
+ * use and a program printed whole (the key of the rows' search's memo, ten times a compile of ResNet-152
+ * imported) names tens of thousands */
 const char *ir_value_name(Program *p, int v)
 {
 	if (v < 0)
 		return "%?";
 	const char *n = p->values.data[v].name;
-	return n ? ar_printf("%%%s.%d", n, v) : ar_printf("%%%d", v);
+	char digits[12];
+	int nd = 0;
+	for (unsigned x = (unsigned)v; !nd || x; x /= 10)
+		digits[nd++] = (char)('0' + x % 10);
+	size_t len = n ? strlen(n) : 0;
+	char *s = ar_alloc(len + (size_t)nd + 3), *w = s;
+	*w++ = '%';
+	if (n) {
+		memcpy(w, n, len);
+		w += len;
+		*w++ = '.';
+	}
+	while (nd)
+		*w++ = digits[--nd];
+	return s; /* ar_alloc's memory is zeroed: the string ends there */
 }
 
 static const char *init_str(const Param *q)
