@@ -1362,7 +1362,8 @@ static void *fit_side(void *arg)
 }
 
 /* The search from a packing at peak towards the bytes live at once
- * (live): the cap at live first, then halfway to the lowest found,
+ * (live): the cap at live first (on a large program, near the packing:
+ * below), then halfway to the lowest found,
  * PACK_CAPS caps in all, each with each order of ranks (with `pair`, two
  * orders at a time on two threads, the first in order that fits taken: the
  * packing one thread finds). best[] becomes the lowest found; its top. */
