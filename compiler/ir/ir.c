@@ -196,15 +196,33 @@ bool ir_type_eq(Type a, Type b)
 	return true;
 }
 
+/* "f32[2, 3]": written by hand, not through snprintf, since the printer writes a type for each op (a program
+ * printed whole: the rows' search's memo key) */
 const char *ir_type_str(Type t)
 {
 	if (t.dt == DT_INDEX)
 		return "index";
-	char buf[256];
-	int n = snprintf(buf, sizeof buf, "%s[", ir_dt_name(t.dt));
-	for (int i = 0; i < t.rank; i++)
-		n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? ", " : "", (long long)t.dim[i]);
-	snprintf(buf + n, sizeof buf - (size_t)n, "]");
+	char buf[32 + IR_MAXRANK * 24], *w = buf;
+	for (const char *c = ir_dt_name(t.dt); *c; c++)
+		*w++ = *c;
+	*w++ = '[';
+	for (int i = 0; i < t.rank; i++) {
+		if (i)
+			*w++ = ',', *w++ = ' ';
+		int64_t d = t.dim[i];
+		uint64_t x = d < 0 ? -(uint64_t)d : (uint64_t)d;
+		char digits[24];
+		int nd = 0;
+		do
+			digits[nd++] = (char)('0' + x % 10);
+		while (x /= 10);
+		if (d < 0)
+			*w++ = '-';
+		while (nd)
+			*w++ = digits[--nd];
+	}
+	*w++ = ']';
+	*w = 0;
 	return ar_strdup(buf);
 }
 
