@@ -1173,8 +1173,7 @@ static int64_t apply_model(Graph *g, Model *m, const uint8_t *keep, SelResult re
  * the blocks' model fits nothing there (g then as it was) */
 static int64_t choose_chain(Graph *g, Model *m, int64_t want, uint8_t *keep, int *hold)
 {
-	/* a block held bare where nothing else fits: every plan of the chain planner's may (chain.c says when) */
-	int64_t f = sel_chain(m->P, g->p->nforward, want, true, keep, hold);
+	int64_t f = sel_chain(m->P, g->p->nforward, want, keep, hold);
 	if (f == INT64_MAX)
 		return f;
 	choose(g, m, keep);

@@ -196,6 +196,21 @@ bool ir_type_eq(Type a, Type b)
 	return true;
 }
 
+char *ir_put_dec(char *w, int64_t v)
+{
+	uint64_t x = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	char digits[24];
+	int nd = 0;
+	do
+		digits[nd++] = (char)('0' + x % 10);
+	while (x /= 10);
+	if (v < 0)
+		*w++ = '-';
+	while (nd)
+		*w++ = digits[--nd];
+	return w;
+}
+
 /* "f32[2, 3]": written by hand, not through snprintf, since the printer writes a type for each op (a program
  * printed whole: the rows' search's memo key) */
 const char *ir_type_str(Type t)
@@ -209,17 +224,7 @@ const char *ir_type_str(Type t)
 	for (int i = 0; i < t.rank; i++) {
 		if (i)
 			*w++ = ',', *w++ = ' ';
-		int64_t d = t.dim[i];
-		uint64_t x = d < 0 ? -(uint64_t)d : (uint64_t)d;
-		char digits[24];
-		int nd = 0;
-		do
-			digits[nd++] = (char)('0' + x % 10);
-		while (x /= 10);
-		if (d < 0)
-			*w++ = '-';
-		while (nd)
-			*w++ = digits[--nd];
+		w = ir_put_dec(w, t.dim[i]);
 	}
 	*w++ = ']';
 	*w = 0;

@@ -485,6 +485,7 @@ bool ir_pitch_ok(Program *p, const Op *op, int k);
 bool ir_type_eq(Type a, Type b);
 Type ir_drop_first(Type t); /* t without its leading axis: the type of x[i] */
 const char *ir_type_str(Type t); /* "f32[64, 32]" */
+char *ir_put_dec(char *w, int64_t v); /* v in decimal at w (no terminator); the end */
 const char *ir_decl_type_str(Type t, int stacked); /* as declared: "f32[8][128, 128]" when stacked */
 
 /* Shape rules (ir/shape.c). ir_check_op fills op's result type into *out and

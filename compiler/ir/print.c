@@ -12,21 +12,16 @@ const char *ir_value_name(Program *p, int v)
 	if (v < 0)
 		return "%?";
 	const char *n = p->values.data[v].name;
-	char digits[12];
-	int nd = 0;
-	for (unsigned x = (unsigned)v; !nd || x; x /= 10)
-		digits[nd++] = (char)('0' + x % 10);
 	size_t len = n ? strlen(n) : 0;
-	char *s = ar_alloc(len + (size_t)nd + 3), *w = s;
+	char *s = ar_alloc(len + 14), *w = s; /* '%', the name, '.', up to 11 digits; ar_alloc's memory is zeroed */
 	*w++ = '%';
 	if (n) {
 		memcpy(w, n, len);
 		w += len;
 		*w++ = '.';
 	}
-	while (nd)
-		*w++ = digits[--nd];
-	return s; /* ar_alloc's memory is zeroed: the string ends there */
+	ir_put_dec(w, v);
+	return s;
 }
 
 static const char *init_str(const Param *q)

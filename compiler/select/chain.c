@@ -743,7 +743,7 @@ static int64_t chain_on(const SelProblem *P, int nforward, int64_t budget, bool 
  * (0.70 against 0.45), as its model says. The programme on the first way; on the second too where their
  * cuts differ and the first fits nothing, or the second is at most an eighth of its work (at most half its
  * blocks: the cells' sums grow as their cube; DenseNet-201 imported, 41 blocks against 96: 2 ms against 22),
- * the fewer FLOPs taken (the first where as few). Where neither fits and bare_ok, the same with a block held bare too
+ * the fewer FLOPs taken (the first where as few). Where neither fits, the same with a block held bare too
  * (only what crosses its end; the rest made again at each op that reads it): ResNet-152 imported flat, its
  * stem bare, plans within 0.9 MB of the selection's least (877.8 MB, 1.05 forwards recomputed against the
  * least's 14.5), where without it nothing below 890 MB; bare is not a way at higher budgets, where its plans
@@ -763,7 +763,7 @@ static bool cuts_differ(const SelProblem *P, int nforward, int *La, int *Lb)
 
 void sel_chain_only(int mode) { only = mode; }
 
-int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_ok, uint8_t *keep, int *hold)
+int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold)
 {
 	if (only)
 		return chain_on(P, nforward, budget, only % 2 == 1, only > 2 ? 3 : 2, keep, hold, NULL);
@@ -772,7 +772,7 @@ int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_o
 	uint8_t *k2 = malloc((size_t)P->n + 1);
 	int *h2 = malloc(sizeof(int) * (size_t)(P->n + 1));
 	int64_t f = INF;
-	for (int bare = 0; bare < 1 + bare_ok && f == INF; bare++) {
+	for (int bare = 0; bare < 2 && f == INF; bare++) {
 		f = chain_on(P, nforward, budget, true, 2 + bare, keep, hold, NULL);
 		if (!differ || (f < INF && 2 * Lb > La))
 			continue;

@@ -162,10 +162,10 @@ int64_t sel_tiny_below(const SelProblem *P);
  * made again for each position that needs it before hold[v], and once,
  * held, from there (INT_MAX: at each use). The blocks' cuts are found two
  * ways, a block owning a tiny value or not, and the programme is run on the
- * second too where that may pay, and where neither fits and bare_ok, with a
- * block held bare too (only what crosses its end; chain.c says when). */
-int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, bool bare_ok, uint8_t *keep, int *hold);
-/* the least budget at which sel_chain's blocks' model (bare_ok) fits, read from its programme at `budget`
+ * second too where that may pay, and where neither fits, with a block
+ * held bare too (only what crosses its end; chain.c says when). */
+int64_t sel_chain(const SelProblem *P, int nforward, int64_t budget, uint8_t *keep, int *hold);
+/* the least budget at which sel_chain's blocks' model (a block bare too) fits, read from its programme at `budget`
  * (INT64_MAX: nothing fits there), within the programme's steps of memory at that budget; in *flops, the FLOPs
  * its model makes again there */
 int64_t sel_chain_least(const SelProblem *P, int nforward, int64_t budget, int64_t *flops);

@@ -289,7 +289,7 @@ static void chain_apart_check(void)
 			for (int two = 1; two >= 0; two--) {
 				P->threads = 1 + two;
 				sel_chain_apart(two);
-				got[two] = sel_chain(P, 3 * N, budget, true, keep[two], hold[two]);
+				got[two] = sel_chain(P, 3 * N, budget, keep[two], hold[two]);
 			}
 			sel_chain_apart(-1);
 			bool right = got[0] == got[1] && (got[0] == INT64_MAX || (!memcmp(keep[0], keep[1], sizeof keep[0]) &&
@@ -453,11 +453,11 @@ static void chain_check(void)
 				/* each way alone: cuts with the tail's values owned (0, 2) or not (1, 3), bare or not (2, 3) */
 				for (int w = 0; w < 4; w++) {
 					sel_chain_only(w + 1);
-					way[w] = sel_chain(P, F, cm.budget, true, way_keep[w], way_hold[w]);
+					way[w] = sel_chain(P, F, cm.budget, way_keep[w], way_hold[w]);
 				}
 				sel_chain_only(0);
 			}
-			int64_t got = sel_chain(P, F, cm.budget, true, keep, hold), sim = 0;
+			int64_t got = sel_chain(P, F, cm.budget, keep, hold), sim = 0;
 			if (tail) {
 				/* the two cuts' fewer FLOPs (the first's where as few), bare where neither fits */
 				int w = way[1] < way[0];
