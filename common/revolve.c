@@ -194,6 +194,37 @@ void rev_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, Rev
 		rev_binomial_schedule(n, s, k, emit, ctx);
 }
 
+/* the replays of a schedule: each taped run of m steps replays 0 + 1 + ... + (m - 1) */
+static void count_replays(void *ctx, RevAction a, int64_t step, int64_t to, int slot)
+{
+	(void)slot;
+	int64_t m = to - step, *n = ctx;
+	if (a == REV_TAPED || a == REV_UNTAPE)
+		*n = rev_sat_add(*n, m % 2 ? rev_sat_mul(m, (m - 1) / 2) : rev_sat_mul(m / 2, m - 1));
+}
+
+/* the walks are short (a replayed loop has at most a few thousand steps), but a fit asks for the same
+ * shapes thousands of times: the last answers, per thread */
+enum { REPLAY_MEMO = 1024 };
+
+int64_t rev_replays(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail)
+{
+	static _Thread_local struct {
+		int64_t n, s, k, tail, count;
+		bool sweep, set;
+	} memo[REPLAY_MEMO];
+	uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ull ^ (uint64_t)s * 0xc2b2ae3d27d4eb4full ^ (uint64_t)k * 0x165667b19e3779f9ull ^
+	             (uint64_t)tail * 31 ^ (uint64_t)sweep;
+	int at = (int)((h >> 20) % REPLAY_MEMO);
+	if (memo[at].set && memo[at].n == n && memo[at].s == s && memo[at].k == k && memo[at].tail == tail && memo[at].sweep == sweep)
+		return memo[at].count;
+	int64_t count = 0;
+	rev_schedule(n, s, k, sweep, tail, count_replays, &count);
+	memo[at].n = n, memo[at].s = s, memo[at].k = k, memo[at].tail = tail, memo[at].sweep = sweep;
+	memo[at].count = count, memo[at].set = true;
+	return count;
+}
+
 /* reverse() without the steps, following only the slots below nhost and the
  * staging row their copies pass through, which holds the host slot last
  * saved or fetched: a restore of that slot needs no copy. Slots only grow

@@ -68,6 +68,12 @@ void rev_sweep_schedule(int64_t n, int64_t s, int64_t k, int64_t tail, RevEmit e
  * runtime drives, the stream pass replays and --schedule-json lists. */
 void rev_schedule(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail, RevEmit emit, void *ctx);
 
+/* The replays of a state a schedule makes where the rows do not keep it
+ * (a revolve's Op.replay): before the adjoint of a taped run's j-th step
+ * (from 0), the state is made again from the run's first by j replays of
+ * its cheap part: m (m - 1) / 2 for a run of m steps. */
+int64_t rev_replays(int64_t n, int64_t s, int64_t k, bool sweep, int64_t tail);
+
 /* Pooled rows (--checkpoint auto, one loop of up to a few thousand steps):
  * the snapshots beyond slot 0 live in the rows of the carried values' tapes,
  * slot i in row k - i, so that rows and snapshots share k rows: with d
@@ -116,5 +122,16 @@ int64_t rev_op_steps(const struct Op *v, int64_t s, int64_t k, bool sweep);
 /* the position in `ops` (n of them) from which the OP_REVOLVE ops[i]'s snapshots hold something: its
  * forward loop's, where that loop saves the segments' starts (Op.sweep), or i; to the revolve's end */
 int rev_op_held_from(struct Op *const *ops, int n, int i);
+/* A revolve whose state is replayed (Op.replay): what a replay of step i from row irow does with each op
+ * of its taped body (body3), into mark[0..body3.len): skips it, runs it, or loads its value from the row
+ * that keeps it. The ops run are those the next state needs that no kept row holds. Returns the FLOPs of
+ * one replay, or -1 where the state cannot be replayed so: an op it needs is a GEMM, a convolution, a
+ * transfer, a loop, or reads a variable other than the state, the parameters and the inputs. */
+enum { REPLAY_SKIP, REPLAY_RUN, REPLAY_LOAD };
+struct Program;
+int64_t rev_replay_marks(const struct Program *p, const struct Op *v, unsigned char *mark);
+/* the replays of one step a revolve's schedule makes (0 unless Op.replay): before the adjoint of the step
+ * j places into a taped run, the state is made again from the run's first row by j replays */
+int64_t rev_op_replays(const struct Op *v);
 
 #endif

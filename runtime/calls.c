@@ -194,6 +194,8 @@ typedef struct {
 	int64_t threads, count;
 	uint64_t *words;
 	int buf;     /* which of c->actions words is */
+	void (*replay)(RtCtx *, int64_t, int64_t);
+	int64_t replay_flops;
 } Revolve;
 
 static uint64_t *action_words(RtCtx *c)
@@ -309,8 +311,16 @@ static void run_action(Revolve *r, Action x)
 		/* fall through */
 	case REV_UNTAPE:
 		c->n.recomputed_flops += (x.to - x.step) * r->taped_flops;
-		for (int64_t i = x.to - 1; i >= x.step; i--)
+		for (int64_t i = x.to - 1; i >= x.step; i--) {
+			if (r->replay) {
+				/* the state of step i again, from the run's first */
+				r->replay(c, r->lo + x.step, -1);
+				for (int64_t j = x.step; j < i; j++)
+					r->replay(c, r->lo + j, j - x.step);
+				c->n.recomputed_flops += (i - x.step) * r->replay_flops;
+			}
 			r->taped(c, r->lo + i, i - x.step);
+		}
 		break;
 	}
 }
@@ -331,12 +341,15 @@ static void revolve_action(void *ctx, RevAction a, int64_t step, int64_t to, int
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
                 int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
                 void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads)
+                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads,
+                void (*replay)(RtCtx *, int64_t, int64_t), int64_t replay_flops)
 {
 	Revolve r = {c, lo, nhost, s - nhost, -1, k, flops, taped_flops, advance, taped, tape, snapshot, offload, false,
-	             {REV_SAVE, 0, 0, 0}, kernel, threads, 0, NULL, 0};
+	             {REV_SAVE, 0, 0, 0}, kernel, threads, 0, NULL, 0, replay, replay_flops};
 	if (kernel >= 0 && nhost)
 		rt_fail(70, "internal error: a fused revolve with snapshots in host memory");
+	if (replay && (kernel >= 0 || nhost || pool || !k))
+		rt_fail(70, "internal error: a replayed state in a fused, pooled or host-slotted revolve, or one without rows");
 	if (c->record && r.kernel >= 0)
 		rt_prof_mark(c, RT_CALL_PHASE, "schedule, fused (advances, taped steps, adjoints)");
 	if (r.kernel >= 0 && !c->capturing) {

@@ -163,11 +163,17 @@ void rt_count(RtCtx *c, int counter, int64_t n);
  * With kernel >= 0 (a fused loop, never with host slots) the functions are
  * NULL: the actions are gathered as words (RT_ACTION_WORD), and kernel runs each chunk of them on
  * `threads` threads with arguments (arena base, the words' address, their
- * count); the words are in host_alloc memory, which the device reads. */
+ * count); the words are in host_alloc memory, which the device reads.
+ * With replay (a state the rows do not keep, never fused, pooled or with
+ * host slots), before the adjoint of the j-th step of a taped run the
+ * state is made again: replay(c, first, -1) reads the run's first state
+ * from the tapes' first row, then replay(c, i, row) steps it j times from
+ * the rows, each counted as replay_flops recomputed FLOPs. */
 void rt_revolve(RtCtx *c, int64_t n, int64_t s, int64_t nhost, int64_t lo, int sweep, int64_t k, int64_t flops,
                 int64_t taped_flops, void (*advance)(RtCtx *, int64_t, int64_t), void (*taped)(RtCtx *, int64_t, int64_t),
                 void (*tape)(RtCtx *, int64_t, int64_t), void (*snapshot)(RtCtx *, int64_t, int),
-                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads);
+                void (*offload)(RtCtx *, int64_t, int), const int32_t *pool, int kernel, int64_t threads,
+                void (*replay)(RtCtx *, int64_t, int64_t), int64_t replay_flops);
 /* A copy on the copy stream between device memory and the host pool at
  * offset host; later snapshot copies wait for it through RtCtx.snap_event. */
 void rt_snap_copy(RtCtx *c, int to_device, uint64_t dev, int64_t host, int64_t bytes);

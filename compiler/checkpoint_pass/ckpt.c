@@ -51,13 +51,22 @@ static bool has_loop(Block *b)
 }
 
 /* A tape of k rows for each value v's tape body stores */
+/* whether st stores v's state into its row: a replayed state's tape keeps the taped run's first only */
+static bool state_store(Op *v, Op *st)
+{
+	for (int c = 0; c < v->ncarry; c++)
+		if (st->in[2] == v->carg[c])
+			return true;
+	return false;
+}
+
 static void set_rows(Program *p, Op *v, int64_t k)
 {
 	v->ktape = k;
 	for (int i = 0; i < v->body3.len; i++) {
 		Op *st = v->body3.ops[i];
 		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow)
-			p->values.data[st->in[0]].type.dim[0] = k;
+			p->values.data[st->in[0]].type.dim[0] = v->replay && state_store(v, st) ? 1 : k;
 	}
 }
 
@@ -70,16 +79,36 @@ static int64_t state_bytes(Program *p, const Op *v)
 	return b;
 }
 
-/* one row of v's tapes, in bytes */
+/* one row of v's tapes, in bytes: with a replayed state, the tapes of as many rows as the tape has (the
+ * state's one row apart, which state_rows counts) */
 static int64_t row_bytes(Program *p, Op *v)
 {
 	int64_t b = 0;
 	for (int i = 0; i < v->body3.len; i++) {
 		Op *st = v->body3.ops[i];
-		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow)
+		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow && !(v->replay && state_store(v, st)))
 			b += ir_bytes(p, ir_drop_first(ir_vtype(p, st->in[0])));
 	}
 	return b;
+}
+
+/* a replayed state's one row, in bytes; 0 without */
+static int64_t state_rows(Program *p, Op *v)
+{
+	return v->replay ? state_bytes(p, v) : 0;
+}
+
+/* the FLOPs of one replay of v's state; 0 without */
+static int64_t replay_flops(Program *p, Op *v)
+{
+	if (!v->replay)
+		return 0;
+	unsigned char *mark = malloc((size_t)v->body3.len + 1);
+	int64_t f = rev_replay_marks(p, v, mark);
+	free(mark);
+	if (f < 0)
+		die("a revolve replays a state it cannot");
+	return f;
 }
 
 /* The tape body: forward step ivar storing into row irow of each tape, and
@@ -338,7 +367,7 @@ void ckpt_set_shape(Program *p, int64_t s, int64_t k)
  * carry and tape row in elements, the carries' bytes and a row's */
 typedef struct {
 	Op *v;
-	int64_t per, again, carry_most, carry_bytes, row_most, row;
+	int64_t per, again, carry_most, carry_bytes, row_most, row, replay;
 } LoopStep;
 
 static LoopStep loop_step(Program *p, Op *v)
@@ -357,6 +386,7 @@ static LoopStep loop_step(Program *p, Op *v)
 			l.row_most = n;
 	}
 	l.row = v->ktape ? row_bytes(p, v) : 0;
+	l.replay = replay_flops(p, v);
 	return l;
 }
 
@@ -372,7 +402,10 @@ static int64_t loop_cost(const LoopStep *l, int64_t s, int64_t k, int64_t *bytes
 	if (l->carry_most > IR_MAX_ELEMS / s || l->row_most > IR_MAX_ELEMS / kk)
 		return -1;
 	*bytes = (s - 1) * l->carry_bytes + (v->ktape ? (kk - 1) * l->row : 0);
-	return rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), l->per), rev_sat_mul(n, l->again));
+	int64_t f = rev_sat_add(rev_sat_mul(rev_op_steps(v, s, kk, true), l->per), rev_sat_mul(n, l->again));
+	if (l->replay)
+		f = rev_sat_add(f, rev_sat_mul(rev_replays(n, s, kk, true, rev_sweep_tail(n, kk)), l->replay));
+	return f;
 }
 
 /* the loops' LoopSteps, in order; their count in *n (freed by the caller) */
@@ -549,7 +582,8 @@ static int64_t fit_pool(Program *p, const CkptOptions *o, int64_t budget, int64_
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE)
 			v = p->body.ops[i], nrev++;
-	if (nrev != 1 || !v->ktape || o->snapshots || planned > budget)
+	/* a replayed state's tape holds no snapshots */
+	if (nrev != 1 || !v->ktape || v->replay || o->snapshots || planned > budget)
 		return planned;
 	int64_t sweep = revolve_flops(p, v), n = v->trip;
 	set_shape(p, 0, 1);
@@ -796,7 +830,8 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 		most--;
 	/* the first plan adds the optimizer's state to the values: before the undo's mark */
 	plan(p);
-	int n = ckpt_rows_candidates(p, cand, most);
+	/* a replay reads the loop's parameters where its adjoint does not: they stay resident (stream_pass) */
+	int n = ckpt_rows_candidates(p, cand, most, plan == mem_plan && !o->stream_all);
 	unsigned best = 0;
 	bool best_masks = false;
 	uint64_t key = n > 0 ? rows_key(p, o, budget, plan) : 0;
@@ -1322,7 +1357,8 @@ void ckpt_fill_slots(Program *p, int64_t budget, int64_t (*plan)(Program *))
 static int64_t revolve_flops(Program *p, Op *v)
 {
 	int64_t per = ir_block_flops(p, &v->body, 0, v->body.len), again = ir_recomputed_flops(p, &v->body2);
-	return rev_sat_add(rev_sat_mul(rev_op_cost(v), per), rev_sat_mul(v->trip, again));
+	int64_t f = rev_sat_add(rev_sat_mul(rev_op_cost(v), per), rev_sat_mul(v->trip, again));
+	return v->replay ? rev_sat_add(f, rev_sat_mul(rev_op_replays(v), replay_flops(p, v))) : f;
 }
 
 int64_t ckpt_recomputed_flops(Program *p)
@@ -1417,6 +1453,10 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 				if (na)
 					fprintf(f, "; its adjoint step computes %d op%s again (%lld FLOPs): ", na, na == 1 ? "" : "s", (long long)af);
 				ckpt_rows_names(na ? f : NULL, p, v, true, false, &af);
+				if (v->replay)
+					fprintf(f, "; the state is not in the rows: each taped run keeps its first (%lld bytes), and %lld "
+					        "replays of %lld FLOPs make it again for the adjoints", (long long)state_rows(p, v),
+					        (long long)rev_op_replays(v), (long long)replay_flops(p, v));
 			}
 			if (v && v->swept)
 				fputs("\n", f);
@@ -1442,7 +1482,8 @@ void ckpt_print_schedule(FILE *f, Program *p, bool json, const char *extra)
 			ckpt_rows_names(f, p, v, false, true, &kb);
 			fprintf(f, "], \"row_recomputed\": [");
 			ckpt_rows_names(f, p, v, true, true, &af);
-			fprintf(f, "]");
+			fprintf(f, "], \"state_replays\": %lld, \"replay_flops\": %lld", (long long)rev_op_replays(v),
+			        (long long)replay_flops(p, v));
 		}
 		if (v && n <= 1000) {
 			/* small loops: the whole action list; large ones are generated as they run */

@@ -117,7 +117,11 @@ int ckpt_by_first_down(const void *a, const void *b);
  * unless NULL, bytes in *total) or the ops its adjoint computes again
  * (FLOPs a step). */
 typedef struct CkptRows CkptRows;
-int ckpt_rows_candidates(Program *p, int *out, int max);
+/* A candidate that is no tape: every loop that can replays its state (Op.replay), its carried values'
+ * tapes down to one row. ckpt_rows_candidates lists it first where some loop can; with replay false,
+ * never. */
+enum { CKPT_ROWS_REPLAY = -1 };
+int ckpt_rows_candidates(Program *p, int *out, int max, bool replay);
 CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks);
 void ckpt_rows_undo(CkptRows *r);
 /* each revolve's taped step without rows computes the values its adjoint reads again before each op that

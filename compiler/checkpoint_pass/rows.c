@@ -5,7 +5,14 @@
  * where it first read them. A row then costs fewer bytes, so the budget
  * holds more rows or snapshots, and each adjoint step computes more.
  * ckpt_pass plans every subset of the candidates with the loop-level fit
- * and keeps the one with the fewest recomputed FLOPs that fits. */
+ * and keeps the one with the fewest recomputed FLOPs that fits.
+ *
+ * The state itself may leave the rows too (Op.replay): a row then keeps
+ * what the step computes from the state, and the state is made again from
+ * the taped run's first, by the cheap ops the next state needs (a residual
+ * net's sum, its batch norm and relu, from the convolution the row keeps).
+ * Where the flat program keeps the convolutions and makes the chain of
+ * sums again, a loop did not: its rows were the larger by the state. */
 #include "ckpt.h"
 
 #include <stdlib.h>
@@ -49,6 +56,7 @@ struct CkptRows {
 	Vec(Saved) saved;
 	Vec(Rekind) rekinds;
 	Vec(Retype) retypes;
+	Vec(Op *) replays; /* the revolves this choice set replaying */
 	int *bits;      /* per row tape before narrowing: the tape of its bits, or -1 */
 };
 
@@ -123,14 +131,46 @@ static bool computable(CkptRows *r, Op *v, int w)
 	return true;
 }
 
-int ckpt_rows_candidates(Program *p, int *out, int max)
+enum { REPLAY_TRIP_MOST = 1 << 12 }; /* the longest loop replayed: its schedule is walked to count the replays */
+
+/* whether v's state could be replayed, and is not yet, with every row it has now */
+static bool may_replay(Program *p, Op *v)
 {
+	if (v->kind != OP_REVOLVE || !v->ktape || v->replay || v->pool || v->nhost || v->trip > REPLAY_TRIP_MOST)
+		return false;
+	unsigned char *mark = malloc((size_t)v->body3.len + 1);
+	int64_t f = rev_replay_marks(p, v, mark);
+	free(mark);
+	return f >= 0;
+}
+
+int ckpt_rows_candidates(Program *p, int *out, int max, bool replay)
+{
+	int first = 0;
+	for (int i = p->nforward; i < p->body.len && replay && max > 0 && !first; i++)
+		if (may_replay(p, p->body.ops[i]))
+			out[first++] = CKPT_ROWS_REPLAY;
+	out += first, max -= first;
 	CkptRows *r = init(p, NULL);
+	/* a state replayed since an earlier choice (the budget's fits apply theirs) loads values from its rows:
+	 * those stay */
+	unsigned char *loads = calloc((size_t)r->nv + 1, 1);
+	for (int i = p->nforward; i < p->body.len; i++) {
+		Op *v = p->body.ops[i];
+		if (v->kind != OP_REVOLVE || !v->replay)
+			continue;
+		unsigned char *mark = malloc((size_t)v->body3.len + 1);
+		rev_replay_marks(p, v, mark);
+		for (int j = 0; j < v->body3.len; j++)
+			if (mark[j] == REPLAY_LOAD)
+				loads[v->body3.ops[j]->out] = 1;
+		free(mark);
+	}
 	/* ranked by the value a row keeps, or the one its bits came from (narrow()):
 	 * dropping a mask saves little, but spares its op chain's values as dropping them would */
 	int n = 0, *x = malloc(sizeof(int) * (size_t)(r->nv + 1)), *tape = malloc(sizeof(int) * (size_t)(r->nv + 1));
 	for (int t = 0; t < r->nv; t++) {
-		if (r->src[t] < 0 || carried(r->owner[t], r->src[t]) || !r->def[r->src[t]])
+		if (r->src[t] < 0 || carried(r->owner[t], r->src[t]) || !r->def[r->src[t]] || loads[r->src[t]])
 			continue;
 		r->drop[t] = true;
 		if (computable(r, r->owner[t], r->src[t])) {
@@ -146,8 +186,9 @@ int ckpt_rows_candidates(Program *p, int *out, int max)
 		out[i] = tape[x[i]];
 	free(x);
 	free(tape);
+	free(loads);
 	release(r);
-	return n;
+	return first + n;
 }
 
 /* the value w of v's taped body, in the adjoint body being built */
@@ -158,8 +199,11 @@ static int materialize(CkptRows *r, Op *v, int w)
 		return v->ivar2;
 	int tape = -1;
 	for (int k = 0; k < v->ncarry && tape < 0; k++)
-		if (v->carg[k] == w)
+		if (v->carg[k] == w) {
+			if (v->replay)
+				return w; /* the state the runtime replayed */
 			tape = r->stored[w];
+		}
 	if (tape < 0 && r->stored[w] >= 0 && !r->drop[r->stored[w]])
 		tape = r->stored[w];
 	if (tape < 0 && !r->def[w])
@@ -211,8 +255,33 @@ static void drop_stores(CkptRows *r, Block *b)
 	}
 }
 
-static void rewrite(CkptRows *r, Op *v)
+/* v replaying its state, where its rows as they keep now let it: the carried values' tapes keep one row */
+static void set_replay(CkptRows *r, Op *v)
 {
+	Program *p = r->p;
+	unsigned char *mark = malloc((size_t)v->body3.len + 1);
+	int64_t f = rev_replay_marks(p, v, mark);
+	free(mark);
+	for (int k = 0; k < v->ncarry; k++)
+		f = r->stored[v->carg[k]] < 0 ? -1 : f;
+	if (f < 0)
+		return;
+	v->replay = true;
+	vec_push(&r->replays, v);
+	for (int k = 0; k < v->ncarry; k++) {
+		int t = r->stored[v->carg[k]];
+		vec_push(&r->retypes, ((Retype){t, p->values.data[t].type}));
+		p->values.data[t].type.dim[0] = 1;
+	}
+}
+
+static void rewrite(CkptRows *r, Op *v, bool replay)
+{
+	/* the stores first: what a replay loads is what the rows still keep */
+	drop_stores(r, &v->body3);
+	drop_stores(r, &v->primal->body);
+	if (replay)
+		set_replay(r, v);
 	Block old = v->body2;
 	save(r, &v->body2);
 	r->out = &v->body2;
@@ -221,6 +290,12 @@ static void rewrite(CkptRows *r, Op *v)
 	for (int i = 0; i < old.len; i++) {
 		Op *op = old.ops[i];
 		int t = op->in[0];
+		/* a read of the state's row: the state itself, which the runtime replayed */
+		if (v->replay && op->kind == OP_SLICE && op->in[1] == v->irow && t < r->nv && r->src[t] >= 0 &&
+		    carried(v, r->src[t])) {
+			r->repl[op->out] = r->src[t];
+			continue;
+		}
 		/* a dropped row's value is computed again right before the first op that reads it, not where the
 		 * row was read: what it is computed from is then held from there on */
 		if (op->kind == OP_SLICE && op->in[1] == v->irow && t < r->nv && r->src[t] >= 0 && r->drop[t]) {
@@ -236,8 +311,6 @@ static void rewrite(CkptRows *r, Op *v)
 		}
 		ir_append(&v->body2, op);
 	}
-	drop_stores(r, &v->body3);
-	drop_stores(r, &v->primal->body);
 }
 
 /* b with a bits op before st, packing st's operand k into a new value, which it returns */
@@ -345,15 +418,20 @@ CkptRows *ckpt_rows_apply(Program *p, const int *drop, int n, bool masks)
 		narrow(r);
 	init(p, r);
 	/* a dropped tape that narrowing replaced: its bits go instead */
-	for (int i = 0; i < n; i++)
-		r->drop[masks && r->bits[drop[i]] >= 0 ? r->bits[drop[i]] : drop[i]] = true;
+	bool replay = false;
+	for (int i = 0; i < n; i++) {
+		if (drop[i] == CKPT_ROWS_REPLAY)
+			replay = true;
+		else
+			r->drop[masks && r->bits[drop[i]] >= 0 ? r->bits[drop[i]] : drop[i]] = true;
+	}
 	for (int i = p->nforward; i < p->body.len; i++) {
 		Op *v = p->body.ops[i];
-		bool any = false;
+		bool any = false, again = replay && may_replay(p, v);
 		for (int t = 0; t < r->nv && v->kind == OP_REVOLVE; t++)
 			any |= r->drop[t] && r->owner[t] == v;
-		if (any)
-			rewrite(r, v);
+		if (any || again)
+			rewrite(r, v, again);
 	}
 	release(r);
 	return r;
@@ -371,6 +449,8 @@ void ckpt_rows_undo(CkptRows *r)
 	}
 	for (int i = r->retypes.len - 1; i >= 0; i--)
 		r->p->values.data[r->retypes.data[i].v].type = r->retypes.data[i].type;
+	for (int i = 0; i < r->replays.len; i++)
+		r->replays.data[i]->replay = false;
 	r->p->values.len = r->nv0;
 }
 
@@ -386,7 +466,7 @@ int ckpt_rows_names(FILE *f, Program *p, Op *v, bool again, bool json, int64_t *
 		int w = again ? op->out : op->in[2];
 		/* views cost nothing: an adjoint step reads its parameters' slices anyway */
 		if (again ? !op->recomputed || (ir_ops[op->kind].flags & OPF_VIEW)
-		          : !(op->kind == OP_STORE_SLICE && op->in[1] == v->irow))
+		          : !(op->kind == OP_STORE_SLICE && op->in[1] == v->irow) || (v->replay && carried(v, w)))
 			continue;
 		*total += again ? ir_op_flops(p, op) : ir_bytes(p, ir_drop_first(ir_vtype(p, op->in[0])));
 		if (f && again)

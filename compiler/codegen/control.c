@@ -167,6 +167,70 @@ static const char *unfusable(Host *h, Op *op);
 static KDesc loop_desc(Host *h, Op *op);
 static void note_fusion(Host *h, Op *op, const char *why, int kernel);
 
+/* the tape of op's row that keeps value w, or -1 */
+static int row_tape(Op *op, int w)
+{
+	for (int i = 0; i < op->body3.len; i++) {
+		Op *st = op->body3.ops[i];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == op->irow && st->in[2] == w)
+			return st->in[0];
+	}
+	return -1;
+}
+
+/* A replayed state's function (Op.replay), dp_replay(ctx, i, row): with row < 0 the state of a taped run's
+ * first step, from the first row of its tapes; else step i's next state from the state and row `row`,
+ * running of body3 what rev_replay_marks says, each value a row keeps read from it where body3 made it (its
+ * storage may be another's before and after). */
+static LLVMValueRef replay_function(Host *h, Op *op, int id, LLVMTypeRef *pt)
+{
+	Cg *g = h->g;
+	Program *p = g->p;
+	Host r;
+	LLVMValueRef fn = sub_function(h, &r, ar_printf("dp_replay%d", id), pt, 3);
+	unsigned char *mark = ar_alloc((size_t)op->body3.len + 1);
+	if (rev_replay_marks(p, op, mark) < 0)
+		die("codegen: a revolve replays a state it cannot");
+	r.times = rev_op_replays(op); /* the state's first copies too, about as often */
+	LLVMValueRef row = LLVMGetParam(fn, 2);
+	LLVMBasicBlockRef first = LLVMAppendBasicBlockInContext(g->ctx, fn, "first");
+	LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(g->ctx, fn, "step");
+	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, row, cg_i64(g, 0), ""), first, step);
+	LLVMPositionBuilderAtEnd(g->b, first);
+	for (int k = 0; k < op->ncarry; k++)
+		cg_copy(&r, cg_addr(&r, op->carg[k]), cg_addr(&r, row_tape(op, op->carg[k])), ir_bytes(p, ir_vtype(p, op->carg[k])));
+	LLVMBuildRetVoid(g->b);
+	LLVMPositionBuilderAtEnd(g->b, step);
+	r.index[op->ivar] = LLVMGetParam(fn, 1);
+	r.index[op->irow] = row;
+	vec_push(r.scoped, op->ivar);
+	vec_push(r.scoped, op->irow);
+	Block run = {0};
+	for (int i = 0; i <= op->body3.len; i++) {
+		Op *x = i < op->body3.len ? op->body3.ops[i] : NULL;
+		if (x && mark[i] == REPLAY_RUN) {
+			ir_append(&run, x);
+			continue;
+		}
+		if (run.len)
+			cg_lower_block(&r, &run, 0, run.len);
+		run.len = 0;
+		if (!x || mark[i] != REPLAY_LOAD)
+			continue;
+		int t = row_tape(op, x->out);
+		if (t < 0)
+			die("codegen: a replay loads %s, which no row keeps", ir_value_name(p, x->out));
+		if (cg_coalesced(p, x->out, t, op->irow))
+			continue; /* computed in its row: read there */
+		int64_t bytes = ir_bytes(p, ir_vtype(p, x->out));
+		LLVMValueRef src = LLVMBuildAdd(g->b, cg_addr(&r, t), LLVMBuildMul(g->b, row, cg_i64(g, bytes), ""), "");
+		cg_copy(&r, cg_addr(&r, x->out), src, bytes);
+	}
+	copy_yields(&r, op, op->cyield3);
+	LLVMBuildRetVoid(g->b);
+	return LLVMBuildBitCast(g->b, fn, g->i8p, "");
+}
+
 /* A binomial schedule: the functions the runtime calls as the schedule
  * says (advance from..to, the taped step i, the copy between the state and
  * a device row of the snapshots, and with host slots the copy between the
@@ -226,6 +290,9 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 		LLVMBuildRetVoid(g->b);
 		tape = LLVMBuildBitCast(g->b, fn, g->i8p, "");
 	}
+
+	if (op->replay)
+		fns[5] = replay_function(h, op, id, pt);
 
 	LLVMTypeRef ps[] = {g->i8p, g->i64, g->i32};
 	LLVMValueRef snap = sub_function(h, &s, ar_printf("dp_snapshot%d", id), ps, 3);
@@ -287,8 +354,8 @@ static void lower_revolve(Host *h, Op *op)
 	int id = seq++;
 	/* a fused kernel, when the bodies qualify, runs the schedule's actions; else the runtime calls these */
 	const char *why = unfusable(h, op);
-	LLVMValueRef fns[5];
-	for (int i = 0; i < 5; i++)
+	LLVMValueRef fns[6];
+	for (int i = 0; i < 6; i++)
 		fns[i] = LLVMConstNull(g->i8p);
 	LLVMBasicBlockRef resume = LLVMGetInsertBlock(g->b);
 	if (why)
@@ -320,13 +387,19 @@ static void lower_revolve(Host *h, Op *op)
 		cg_cost_kernel(h, kernel, threads, true);
 	}
 	note_fusion(h, op, why, kernel);
-	LLVMValueRef args[17] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
+	int64_t replay = 0;
+	if (op->replay) {
+		unsigned char *mark = ar_alloc((size_t)op->body3.len + 1);
+		replay = rev_replay_marks(p, op, mark);
+	}
+	LLVMValueRef args[19] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
 	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, op->ktape),
 	                         cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),
 	                         cg_i64(g, ir_recomputed_flops(p, &op->body2)),
 	                         fns[0], fns[1], fns[2], fns[3], fns[4], pool,
-	                         LLVMConstInt(g->i32, (unsigned long long)(unsigned)kernel, 1), cg_i64(g, threads)};
-	cg_call(h, h->t_revolve, h->f_revolve, args, 17);
+	                         LLVMConstInt(g->i32, (unsigned long long)(unsigned)kernel, 1), cg_i64(g, threads),
+	                         fns[5], cg_i64(g, replay)};
+	cg_call(h, h->t_revolve, h->f_revolve, args, 19);
 	if (!why)
 		fused_allreduce(h, op);
 }
@@ -407,6 +480,8 @@ static const char *unfusable(Host *h, Op *op)
 		return "--no-fuse";
 	if (h->scoped->len)
 		return "it is inside another loop";
+	if (op->replay || (op->kind == OP_LOOP && op->sweep && op->sweep->replay))
+		return "its adjoint replays the state from the rows";
 	if (op->kind == OP_LOOP)
 		return block_unfusable(p, &op->body);
 	if (op->nhost)
@@ -876,8 +951,21 @@ bool cg_host_control(Host *h, Op *op)
 		if (op->in[1] == h->norow || cg_coalesced(p, op->in[2], op->in[0], op->in[1]))
 			return true;
 		Type t = ir_vtype(p, op->in[2]);
-		LLVMValueRef dst = LLVMBuildAdd(g->b, cg_addr(h, op->in[0]), LLVMBuildMul(g->b, h->index[op->in[1]], cg_i64(g, ir_bytes(p, t)), ""), "");
+		LLVMValueRef row = h->index[op->in[1]];
+		LLVMBasicBlockRef after = NULL;
+		/* a tape of one row indexed by a taped run's rows: a replayed state's (Op.replay), which keeps the run's first */
+		if (ir_vtype(p, op->in[0]).dim[0] == 1 && !LLVMIsConstant(row)) {
+			LLVMBasicBlockRef store = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "first_row");
+			after = LLVMAppendBasicBlockInContext(g->ctx, h->fn, "after_first_row");
+			LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, row, cg_i64(g, 0), ""), store, after);
+			LLVMPositionBuilderAtEnd(g->b, store);
+		}
+		LLVMValueRef dst = LLVMBuildAdd(g->b, cg_addr(h, op->in[0]), LLVMBuildMul(g->b, row, cg_i64(g, ir_bytes(p, t)), ""), "");
 		cg_copy(h, dst, cg_addr(h, op->in[2]), ir_bytes(p, t));
+		if (after) {
+			LLVMBuildBr(g->b, after);
+			LLVMPositionBuilderAtEnd(g->b, after);
+		}
 		return true;
 	}
 	case OP_ZERO: {

@@ -493,8 +493,8 @@ static void host_function(Cg *g, const char *name, int nops)
 	h.f_key = cg_declare(g, "rt_key", g->i64, &g->i8p, 1, &h.t_key);
 	h.f_on = cg_declare(g, "rt_training", g->i64, &g->i8p, 1, &h.t_on);
 	LLVMTypeRef pr[] = {g->i8p, g->i64, g->i64, g->i64, g->i64, g->i32, g->i64, g->i64, g->i64, g->i8p,
-	                    g->i8p, g->i8p, g->i8p, g->i8p, g->i8p, g->i32, g->i64};
-	h.f_revolve = cg_declare(g, "rt_revolve", vd, pr, 17, &h.t_revolve);
+	                    g->i8p, g->i8p, g->i8p, g->i8p, g->i8p, g->i32, g->i64, g->i8p, g->i64};
+	h.f_revolve = cg_declare(g, "rt_revolve", vd, pr, 19, &h.t_revolve);
 	LLVMTypeRef ps[] = {g->i8p, g->i32, g->i64, g->i64, g->i64};
 	h.f_snap_copy = cg_declare(g, "rt_snap_copy", vd, ps, 5, &h.t_snap_copy);
 

@@ -364,6 +364,11 @@ struct Op {
 	int64_t ktape;
 	bool swept;       /* OP_REVOLVE: its forward loop saved the segments' starts (rev_sweep_schedule) */
 	bool no_sweep;    /* OP_REVOLVE: a budget's fit chose to advance from the loop's start (ckpt_fill_slots) */
+	bool replay;      /* OP_REVOLVE with a tape of rows: the carried values' tapes keep one row, a taped run's
+	                   * first state, and body2 reads the state from carg: before the adjoint of the run's
+	                   * j-th step the runtime makes it again from that row, replaying j steps of body3's
+	                   * ops the next state needs from what the rows keep (rev_replay_marks, checkpoint_pass/
+	                   * rows.c) */
 	struct RevPool *pool; /* OP_REVOLVE with a tape: pooled rows, slots beyond 0 in the carried tapes' rows
 	                        * (rev_pool_schedule, checkpoint_pass/ckpt.h), or NULL */
 	int64_t ptail;    /* with a pool: the steps its forward loop tapes (the pool's tail, for ir_loop_tail) */

@@ -79,6 +79,8 @@ static void print_revolve(FILE *f, Program *p, Op *op, int depth)
 		fputs(" saved by the forward loop", f);
 	if (op->ktape)
 		fprintf(f, " tape rows %lld", (long long)op->ktape);
+	if (op->replay)
+		fputs(" replaying the state", f);
 	fputs(" state (", f);
 	for (int k = 0; k < op->ncarry; k++) {
 		fprintf(f, "%s%s = %s in %s", k ? ", " : "", ir_value_name(p, op->carg[k]), ir_value_name(p, op->in[k]),

@@ -2,6 +2,8 @@
  * count, snapshot slots, tape of rows, sweep and pool. */
 #include "../../common/revolve.h"
 
+#include <stdlib.h>
+
 #include "../ir/ir.h"
 
 int64_t rev_op_steps(const Op *v, int64_t s, int64_t k, bool sweep)
@@ -43,4 +45,67 @@ int rev_op_held_from(Op *const *ops, int n, int i)
 		if (ops[j] == v->primal && v->primal->sweep == v)
 			return j;
 	return i;
+}
+
+/* Whether op may run in a replay: a kernel's work or a view, reading nothing it could write. GEMMs,
+ * convolutions, transfers and loops stay out: a replay is the step's cheap recurrence, and what runs
+ * from the host there (a GEMM's epilogue, a prefetch) depends on ops around it that a replay skips. */
+static bool replayable(const Program *p, const Op *v, const Op *op)
+{
+	int f = ir_ops[op->kind].flags;
+	if (op->out < 0 || (f & (OPF_WRITE | OPF_LEAF)) || ir_has_bodies(op))
+		return false;
+	if (ir_ops[op->kind].low == LW_HOST && !(f & OPF_VIEW) && op->kind != OP_COPY)
+		return false;
+	for (int k = 0; k < op->nin; k++) {
+		const Value *x = &p->values.data[op->in[k]];
+		bool state = false;
+		for (int c = 0; c < v->ncarry; c++)
+			state |= v->carg[c] == op->in[k];
+		if (x->kind == VK_VAR && !state && !(x->def && (x->def->kind == OP_PARAM || x->def->kind == OP_INPUT)))
+			return false;
+	}
+	return true;
+}
+
+int64_t rev_replay_marks(const Program *p, const Op *v, unsigned char *mark)
+{
+	int nv = p->values.len;
+	unsigned char *need = calloc((size_t)nv + 1, 1), *kept = calloc((size_t)nv + 1, 1);
+	int64_t flops = 0;
+	for (int i = 0; i < v->body3.len; i++) {
+		const Op *st = v->body3.ops[i];
+		mark[i] = REPLAY_SKIP;
+		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow)
+			kept[st->in[2]] = 1;
+	}
+	for (int c = 0; c < v->ncarry; c++) {
+		need[v->cyield3[c]] = 1;
+		kept[v->carg[c]] = 0; /* the state is the replay's own, never read back from a row */
+	}
+	for (int i = v->body3.len - 1; i >= 0 && flops >= 0; i--) {
+		const Op *op = v->body3.ops[i];
+		if (op->out < 0 || !need[op->out])
+			continue;
+		if (kept[op->out] && !(ir_ops[op->kind].flags & OPF_VIEW)) {
+			mark[i] = REPLAY_LOAD;
+			continue;
+		}
+		if (!replayable(p, v, op)) {
+			flops = -1;
+			break;
+		}
+		mark[i] = REPLAY_RUN;
+		flops += ir_op_flops((Program *)p, (Op *)op);
+		for (int k = 0; k < op->nin; k++)
+			need[op->in[k]] = 1;
+	}
+	free(need);
+	free(kept);
+	return flops;
+}
+
+int64_t rev_op_replays(const Op *v)
+{
+	return v->replay && !v->pool ? rev_replays(v->trip, v->nsnap, rev_op_k(v), v->swept, rev_op_tail(v)) : 0;
 }

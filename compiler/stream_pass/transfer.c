@@ -178,6 +178,8 @@ static void usages(Program *p, Usage *u)
 			x->why = "its gradient is not accumulated per layer in a reverse loop";
 		else if (!a || !ir_is_loop(a) || (x->fwd && a->primal != x->fwd))
 			x->why = "its reads are not one loop and its adjoint";
+		else if (a->kind == OP_REVOLVE && a->replay)
+			x->why = "its loop's adjoint replays the state, reading it at other steps";
 		else if (!a->primal || a->primal->lo != 0 || a->primal->trip != q->type.dim[0] || a->lo != 0 ||
 		         a->trip != q->type.dim[0])
 			x->why = "the loop does not run over all its layers";

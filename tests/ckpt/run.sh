@@ -276,6 +276,49 @@ then
 else
 	notok "ckpt/auto-rows" "$ar.log"
 fi
+# A loop whose rows need not keep the state (issue 62, item 1): under each budget the plan replays
+# it (the taped run's first state kept once, each adjoint's state made again from it by the cheap
+# h + t); gradients bitwise as store-everything's, the run's counts and peak as the plan's, the
+# replays Σ m (m - 1) / 2 over the taped runs its actions list, and fewer FLOPs recomputed than
+# any shape that keeps the state in each row (a row of S more bytes) fits
+rp="$o/replay"
+"$DPC" --target cpu tests/ckpt/replay.dp -o "$rp.none" >"$rp.log" 2>&1 && "$rp.none" --steps 2 --quiet --dump-grads "$rp.none.g" >>"$rp.log" 2>&1
+rp_ok=1
+for budget in 800000 720000 680000 640000; do
+	"$DPC" --target cpu --device-mem $budget --stream none --schedule-json "$rp.$budget.json" tests/ckpt/replay.dp \
+		-o "$rp.$budget" >>"$rp.log" 2>&1 &&
+		"$rp.$budget" --steps 2 --quiet --dump-grads "$rp.$budget.g" --summary-json "$rp.$budget.run.json" >>"$rp.log" 2>&1 &&
+		cmp "$rp.none.g" "$rp.$budget.g" >>"$rp.log" 2>&1 || rp_ok=0
+done
+if [ $rp_ok = 1 ] && PYTHONPATH="$o" python3 - "$rp" >>"$rp.log" 2>&1 <<'PY'
+import json, sys
+from counts import rows
+rp = sys.argv[1]
+out = []
+for budget in (800000, 720000, 680000, 640000):
+    plan, run = json.load(open(f"{rp}.{budget}.json")), json.load(open(f"{rp}.{budget}.run.json"))
+    (loop,) = plan["loops"]
+    n, s, k, S, T = loop["n"], loop["s"], loop["tape_rows"], loop["snapshot_bytes"], loop["tape_row_bytes"]
+    per, taped, f = loop["flops_per_step"], loop["taped_recomputed_flops_per_step"], loop["replay_flops"]
+    assert loop["state_replays"] > 0 and f > 0, loop
+    runs = [b - a for name, a, b, _ in loop["actions"] if name in ("taped", "untape")]
+    assert loop["state_replays"] == sum(m * (m - 1) // 2 for m in runs), (loop["state_replays"], runs)
+    assert plan["recomputed_flops"] == loop["recomputed_steps"] * per + n * taped + loop["state_replays"] * f, loop
+    assert run["recomputed_flops"] == 2 * plan["recomputed_flops"], (plan["recomputed_flops"], run)
+    assert run["peak_device_bytes"] == run["predicted_device_bytes"] <= budget, run
+    base = plan["peak_device_bytes"]["total"] - (s - 1) * S - (k - 1) * T
+    kept = [rows(n, a, b) * per + n * taped for a in range(1, n + 1) for b in range(1, n + 1)
+            if base + (a - 1) * S + (b - 1) * (T + S) <= budget]
+    assert not kept or plan["recomputed_flops"] < min(kept), (plan["recomputed_flops"], min(kept))
+    out.append(f"{budget}: s {s}, {k} rows, {loop['state_replays']} replays, {plan['recomputed_flops']} FLOPs"
+               f" (the state in the rows: {min(kept) if kept else '-'})")
+print("; ".join(out))
+PY
+then
+	ok "ckpt/replay: $(tail -1 "$rp.log"); gradients bitwise"
+else
+	notok "ckpt/replay" "$rp.log"
+fi
 # auto's search ends: --snapshots over the budget (host slots, recomputing), 3 * 10^9 steps
 # (one snapshot costs about n^2 / 2 steps, counted without stepping through them)
 if timeout 60 "$DPC" --target cpu -D T=200 --checkpoint auto --device-mem 9000 --snapshots 50 --emit=schedule \

@@ -52,7 +52,7 @@ static void rows(const char *path)
 {
 	Program *p = taped(path, 0);
 	mem_plan(p);
-	int cand[8], n = ckpt_rows_candidates(p, cand, 8), trip = 0;
+	int cand[8], n = ckpt_rows_candidates(p, cand, 8, true), trip = 0;
 	for (int i = 0; i < p->body.len; i++)
 		if (p->body.ops[i]->kind == OP_REVOLVE && p->body.ops[i]->trip > trip)
 			trip = (int)p->body.ops[i]->trip;
