@@ -50,6 +50,11 @@ build)
 	bin/dpc --target cuda --stream none --device-mem $budget --schedule-json $B/rows_drop.json \
 		tests/ckpt/rows.dp -o $B/rows_drop.gpu || exit 1
 	python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['loops'][0]['row_recomputed']" $B/rows_drop.json || exit 1
+	# rows without the state: the adjoint's state replayed from a taped run's first (issue 62, item 1)
+	bin/dpc --target cuda tests/ckpt/replay.dp -o $B/replay_none.gpu || exit 1
+	bin/dpc --target cuda --stream none --device-mem 720000 --schedule-json $B/replay.json tests/ckpt/replay.dp \
+		-o $B/replay.gpu || exit 1
+	python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['loops'][0]['state_replays'] > 0" $B/replay.json || exit 1
 	# straight-line values offloaded to the host pool and fetched back: DenseNet at its least with offloading
 	bin/dpc --target cuda -D B=8 -D S=32 samples/densenet.dp -o $B/offload_none.gpu || exit 1
 	bin/dpc --target cuda -D B=8 -D S=32 --checkpoint min-memory --device-mem 1G --schedule-json $B/offload.json \
@@ -287,6 +292,10 @@ $B/rows_none.gpu --steps 3 --dump-grads $TEST_OUT/rows_none.st >$TEST_OUT/rows.l
 	$B/rows_drop.gpu --steps 3 --dump-grads $TEST_OUT/rows_drop.st --summary-json $TEST_OUT/rows_drop.json >>$TEST_OUT/rows.log 2>&1
 check "gpu/rows: rows that keep less, gradients identical to store-everything" compare_grads $TEST_OUT/rows_drop.st $TEST_OUT/rows_none.st 0
 check "gpu/rows: peak as planned" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['peak_device_bytes'] == j['predicted_device_bytes'], j" $TEST_OUT/rows_drop.json
+$B/replay_none.gpu --steps 3 --dump-grads $TEST_OUT/replay_none.st >$TEST_OUT/replay.log 2>&1 &&
+	$B/replay.gpu --steps 3 --dump-grads $TEST_OUT/replay.st --summary-json $TEST_OUT/replay.run.json >>$TEST_OUT/replay.log 2>&1
+check "gpu/replay: the state replayed from the rows, gradients identical to store-everything" compare_grads $TEST_OUT/replay.st $TEST_OUT/replay_none.st 0
+check "gpu/replay: peak and recomputed FLOPs as planned" python3 -c "import json,sys; j=json.load(open(sys.argv[1])); p=json.load(open(sys.argv[2])); assert j['peak_device_bytes'] == j['predicted_device_bytes'] and j['recomputed_flops'] == 3 * p['recomputed_flops'], (j, p['recomputed_flops'])" $TEST_OUT/replay.run.json $B/replay.json
 $B/offload_none.gpu --steps 3 --dump-grads $TEST_OUT/offload_none.st >$TEST_OUT/offload.log 2>&1 &&
 	$B/offload.gpu --steps 3 --dump-grads $TEST_OUT/offload.st --summary-json $TEST_OUT/offload.json >>$TEST_OUT/offload.log 2>&1
 check "gpu/offload: values offloaded and fetched back, gradients identical to store-everything" compare_grads $TEST_OUT/offload.st $TEST_OUT/offload_none.st 0
