@@ -34,6 +34,16 @@ $(B)/compiler/%.o: compiler/%.c $(wildcard compiler/*.h compiler/*/*.h compiler/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -pthread $(LLVM_CFLAGS) -DDPC_CUDA_HOME='"$(CUDA_HOME)"' -DDPC_SOURCE='"$(CURDIR)"' $(CUDA_DEF) -c $< -o $@
 
+# The Python the ONNX converter runs under by default: the one `python3` is here, resolved past any shim
+# (pyenv's costs 70 ms a run), which `make deps` installs the converter's requirements into; in a stamp
+# rewritten only when it changes. dpc falls back to python3 where it is gone; DPC_PYTHON overrides both.
+PYTHON_EXE := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+$(B)/compiler/python.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(PYTHON_EXE)' | cmp -s - $@ || echo '$(PYTHON_EXE)' >$@
+$(B)/compiler/import.o: $(B)/compiler/python.stamp
+$(B)/compiler/import.o: ALL_CFLAGS += -DDPC_PYTHON_EXE='"$(PYTHON_EXE)"'
+
 # Which optional headers the runtime finds (__has_include: oneDNN's; OpenBLAS's cblas.h), in a stamp
 # rewritten only when the answer changes, so that a runtime built before `make deps` installed them is
 # built again with them

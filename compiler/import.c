@@ -137,6 +137,19 @@ static const char *model_name(const char *input)
 	return ar_strndup(base, strlen(base) - 5);
 }
 
+#ifndef DPC_PYTHON_EXE
+#define DPC_PYTHON_EXE ""
+#endif
+
+/* the Python python3 was when dpc was built (Makefile), where it is still there: `make deps` installed the
+ * converter's requirements into it, and a shim in front of it (pyenv's) costs a tenth of a second a run;
+ * else python3 */
+static const char *default_python(void)
+{
+	const char *exe = DPC_PYTHON_EXE;
+	return *exe && access(exe, X_OK) == 0 ? exe : "python3";
+}
+
 /* the converter on o->input: the program to dp (NULL: stdout) and its weights to `weights` (none written with
  * no_weights: a compile that only plans never reads them); with `flat`, also the program without loops there
  * (its weights beside it) where loops were recovered, from the same reading of the model */
@@ -144,7 +157,7 @@ static void run_converter(const DriverOptions *o, const char *dp, const char *we
 {
 	const char *python = getenv("DPC_PYTHON");
 	Vec(char *) argv = {0};
-	vec_push(&argv, (char *)(python && *python ? python : "python3"));
+	vec_push(&argv, (char *)(python && *python ? python : default_python()));
 	vec_push(&argv, (char *)converter());
 	vec_push(&argv, (char *)o->input);
 	if (dp) {
