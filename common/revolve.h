@@ -124,12 +124,16 @@ int64_t rev_op_steps(const struct Op *v, int64_t s, int64_t k, bool sweep);
 int rev_op_held_from(struct Op *const *ops, int n, int i);
 /* A revolve whose state is replayed (Op.replay): what a replay of step i from row irow does with each op
  * of its taped body (body3), into mark[0..body3.len): skips it, runs it, or loads its value from the row
- * that keeps it. The ops run are those the next state needs that no kept row holds. Returns the FLOPs of
+ * that keeps it. The ops run are those the next state needs (of the carried values the adjoint reads,
+ * rev_replay_state) that no kept row holds. Returns the FLOPs of
  * one replay, or -1 where the state cannot be replayed so: an op it needs is a GEMM, a convolution, a
  * transfer, a loop, or reads a variable other than the state, the parameters and the inputs. */
 enum { REPLAY_SKIP, REPLAY_RUN, REPLAY_LOAD };
 struct Program;
 int64_t rev_replay_marks(const struct Program *p, const struct Op *v, unsigned char *mark);
+/* whether v's carried value c is one its adjoint reads, which a row of its tape keeps: what a replay
+ * makes again (the others are not needed, nor made) */
+bool rev_replay_state(const struct Op *v, int c);
 /* the replays of one step a revolve's schedule makes (0 unless Op.replay): before the adjoint of the step
  * j places into a taped run, the state is made again from the run's first row by j replays */
 int64_t rev_op_replays(const struct Op *v);

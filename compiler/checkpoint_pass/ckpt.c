@@ -95,7 +95,10 @@ static int64_t row_bytes(Program *p, Op *v)
 /* a replayed state's one row, in bytes; 0 without */
 static int64_t state_rows(Program *p, Op *v)
 {
-	return v->replay ? state_bytes(p, v) : 0;
+	int64_t b = 0;
+	for (int c = 0; c < v->ncarry && v->replay; c++)
+		b += rev_replay_state(v, c) ? ir_bytes(p, ir_vtype(p, v->carg[c])) : 0;
+	return b;
 }
 
 /* the FLOPs of one replay of v's state; 0 without */

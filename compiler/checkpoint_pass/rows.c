@@ -262,14 +262,14 @@ static void set_replay(CkptRows *r, Op *v)
 	unsigned char *mark = malloc((size_t)v->body3.len + 1);
 	int64_t f = rev_replay_marks(p, v, mark);
 	free(mark);
-	for (int k = 0; k < v->ncarry; k++)
-		f = r->stored[v->carg[k]] < 0 ? -1 : f;
 	if (f < 0)
 		return;
 	v->replay = true;
 	vec_push(&r->replays, v);
 	for (int k = 0; k < v->ncarry; k++) {
 		int t = r->stored[v->carg[k]];
+		if (t < 0)
+			continue; /* a carried value the adjoint does not read: not replayed */
 		vec_push(&r->retypes, ((Retype){t, p->values.data[t].type}));
 		p->values.data[t].type.dim[0] = 1;
 	}

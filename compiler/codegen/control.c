@@ -68,11 +68,14 @@ static void sweep_saves(Host *h, Op *op, LLVMValueRef t, LLVMValueRef next)
 	LLVMPositionBuilderAtEnd(g->b, go);
 }
 
-/* the next state into the carried values, where the plan did not compute it there */
-static void copy_yields(Host *h, Op *op, const int *yields)
+/* the next state into the carried values, where the plan did not compute it there; with replayed, only those
+ * a replay makes (rev_replay_state) */
+static void copy_yields(Host *h, Op *op, const int *yields, bool replayed)
 {
 	Program *p = h->g->p;
 	for (int k = 0; k < op->ncarry; k++) {
+		if (replayed && !rev_replay_state(op, k))
+			continue;
 		Value *y = &p->values.data[yields[k]], *x = &p->values.data[op->carg[k]];
 		if (cg_coalesced(p, yields[k], op->carg[k], -1) || (y->res == VR_ARENA && x->res == VR_ARENA && y->offset == x->offset))
 			continue;
@@ -111,7 +114,7 @@ static void lower_iters(Host *h, Op *op, int64_t from, int64_t to, LLVMValueRef 
 	int64_t times = h->times;
 	h->times *= to - from;
 	cg_lower_block(h, &op->body, 0, op->body.len);
-	copy_yields(h, op, op->cyield);
+	copy_yields(h, op, op->cyield, false);
 	h->times = times;
 	if (op->counter >= 0 && !h->device) {
 		LLVMValueRef args[3] = {h->ctx, LLVMConstInt(g->i32, (unsigned long long)op->counter, 0), cg_i64(g, 1)};
@@ -198,7 +201,8 @@ static LLVMValueRef replay_function(Host *h, Op *op, int id, LLVMTypeRef *pt)
 	LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, row, cg_i64(g, 0), ""), first, step);
 	LLVMPositionBuilderAtEnd(g->b, first);
 	for (int k = 0; k < op->ncarry; k++)
-		cg_copy(&r, cg_addr(&r, op->carg[k]), cg_addr(&r, row_tape(op, op->carg[k])), ir_bytes(p, ir_vtype(p, op->carg[k])));
+		if (rev_replay_state(op, k))
+			cg_copy(&r, cg_addr(&r, op->carg[k]), cg_addr(&r, row_tape(op, op->carg[k])), ir_bytes(p, ir_vtype(p, op->carg[k])));
 	LLVMBuildRetVoid(g->b);
 	LLVMPositionBuilderAtEnd(g->b, step);
 	r.index[op->ivar] = LLVMGetParam(fn, 1);
@@ -226,7 +230,7 @@ static LLVMValueRef replay_function(Host *h, Op *op, int id, LLVMTypeRef *pt)
 		LLVMValueRef src = LLVMBuildAdd(g->b, cg_addr(&r, t), LLVMBuildMul(g->b, row, cg_i64(g, bytes), ""), "");
 		cg_copy(&r, cg_addr(&r, x->out), src, bytes);
 	}
-	copy_yields(&r, op, op->cyield3);
+	copy_yields(&r, op, op->cyield3, true);
 	LLVMBuildRetVoid(g->b);
 	return LLVMBuildBitCast(g->b, fn, g->i8p, "");
 }
@@ -255,7 +259,7 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 	a.index[op->ivar] = i;
 	vec_push(a.scoped, op->ivar);
 	cg_lower_block(&a, &op->body, 0, op->body.len);
-	copy_yields(&a, op, op->cyield);
+	copy_yields(&a, op, op->cyield, false);
 	LLVMValueRef next = LLVMBuildAdd(g->b, i, cg_i64(g, 1), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
 	LLVMAddIncoming(i, &next, &latch, 1);
@@ -286,7 +290,7 @@ static void revolve_functions(Host *h, Op *op, int id, LLVMValueRef *fns)
 		vec_push(w.scoped, op->ivar);
 		vec_push(w.scoped, op->irow);
 		cg_lower_block(&w, &op->body3, 0, op->body3.len);
-		copy_yields(&w, op, op->cyield3);
+		copy_yields(&w, op, op->cyield3, false);
 		LLVMBuildRetVoid(g->b);
 		tape = LLVMBuildBitCast(g->b, fn, g->i8p, "");
 	}
@@ -675,7 +679,7 @@ static void dev_revolve(Host *h, Op *op, LLVMValueRef actions, LLVMValueRef coun
 				h->index[op->irow] = LLVMBuildSub(b, i.i, first, "");
 			Block *body = a == REV_TAPED ? &op->body3 : &op->body;
 			cg_lower_block(h, body, 0, body->len);
-			copy_yields(h, op, a == REV_TAPED ? op->cyield3 : op->cyield);
+			copy_yields(h, op, a == REV_TAPED ? op->cyield3 : op->cyield, false);
 			dloop_end(h, &i, 1);
 			LLVMBuildBr(b, a == REV_TAPED ? untape : next);
 			continue;

@@ -281,21 +281,24 @@ fi
 # h + t); gradients bitwise as store-everything's, the run's counts and peak as the plan's, the
 # replays Σ m (m - 1) / 2 over the taped runs its actions list, and fewer FLOPs recomputed than
 # any shape that keeps the state in each row (a row of S more bytes) fits
-rp="$o/replay"
-"$DPC" --target cpu tests/ckpt/replay.dp -o "$rp.none" >"$rp.log" 2>&1 && "$rp.none" --steps 2 --quiet --dump-grads "$rp.none.g" >>"$rp.log" 2>&1
-rp_ok=1
-for budget in 800000 720000 680000 640000; do
-	"$DPC" --target cpu --device-mem $budget --stream none --schedule-json "$rp.$budget.json" tests/ckpt/replay.dp \
-		-o "$rp.$budget" >>"$rp.log" 2>&1 &&
-		"$rp.$budget" --steps 2 --quiet --dump-grads "$rp.$budget.g" --summary-json "$rp.$budget.run.json" >>"$rp.log" 2>&1 &&
-		cmp "$rp.none.g" "$rp.$budget.g" >>"$rp.log" 2>&1 || rp_ok=0
-done
-if [ $rp_ok = 1 ] && PYTHONPATH="$o" python3 - "$rp" >>"$rp.log" 2>&1 <<'PY'
+rp_ok=1 rp_out=
+for prog in "replay 800000 720000 680000 640000" "replay2 170000 150000 145000"; do
+	read -r name budgets <<<"$prog"
+	rp="$o/$name"
+	"$DPC" --target cpu tests/ckpt/$name.dp -o "$rp.none" >"$rp.log" 2>&1 &&
+		"$rp.none" --steps 2 --quiet --dump-grads "$rp.none.g" >>"$rp.log" 2>&1 || rp_ok=0
+	for budget in $budgets; do
+		"$DPC" --target cpu --device-mem $budget --stream none --schedule-json "$rp.$budget.json" tests/ckpt/$name.dp \
+			-o "$rp.$budget" >>"$rp.log" 2>&1 &&
+			"$rp.$budget" --steps 2 --quiet --dump-grads "$rp.$budget.g" --summary-json "$rp.$budget.run.json" >>"$rp.log" 2>&1 &&
+			cmp "$rp.none.g" "$rp.$budget.g" >>"$rp.log" 2>&1 || rp_ok=0
+	done
+	if [ $rp_ok = 1 ] && PYTHONPATH="$o" python3 - "$rp" $budgets >>"$rp.log" 2>&1 <<'PY'
 import json, sys
 from counts import rows
 rp = sys.argv[1]
 out = []
-for budget in (800000, 720000, 680000, 640000):
+for budget in map(int, sys.argv[2:]):
     plan, run = json.load(open(f"{rp}.{budget}.json")), json.load(open(f"{rp}.{budget}.run.json"))
     (loop,) = plan["loops"]
     n, s, k, S, T = loop["n"], loop["s"], loop["tape_rows"], loop["snapshot_bytes"], loop["tape_row_bytes"]
@@ -314,11 +317,14 @@ for budget in (800000, 720000, 680000, 640000):
                f" (the state in the rows: {min(kept) if kept else '-'})")
 print("; ".join(out))
 PY
-then
-	ok "ckpt/replay: $(tail -1 "$rp.log"); gradients bitwise"
-else
-	notok "ckpt/replay" "$rp.log"
-fi
+	then
+		rp_out="$rp_out${rp_out:+; }$name.dp $(tail -1 "$rp.log")"
+	else
+		rp_ok=0
+		notok "ckpt/replay: $name.dp" "$rp.log"
+	fi
+done
+[ $rp_ok = 1 ] && ok "ckpt/replay: $rp_out; gradients bitwise"
 # auto's search ends: --snapshots over the budget (host slots, recomputing), 3 * 10^9 steps
 # (one snapshot costs about n^2 / 2 steps, counted without stepping through them)
 if timeout 60 "$DPC" --target cpu -D T=200 --checkpoint auto --device-mem 9000 --snapshots 50 --emit=schedule \
