@@ -39,6 +39,12 @@ typedef struct {
 	Type type;
 } Retype;
 
+typedef struct {
+	Op *v;
+	struct RevPool *pool;
+	int64_t ptail;
+} Pooled;
+
 struct CkptRows {
 	Program *p;
 	int nv0;        /* values before the rewrite, which the undo keeps */
@@ -57,6 +63,7 @@ struct CkptRows {
 	Vec(Rekind) rekinds;
 	Vec(Retype) retypes;
 	Vec(Op *) replays; /* the revolves this choice set replaying */
+	Vec(Pooled) pools; /* the pooled rows they had from an earlier fit, which a replay cannot use */
 	int *bits;      /* per row tape before narrowing: the tape of its bits, or -1 */
 };
 
@@ -136,7 +143,8 @@ enum { REPLAY_TRIP_MOST = 1 << 12 }; /* the longest loop replayed: its schedule 
 /* whether v's state could be replayed, and is not yet, with every row it has now */
 static bool may_replay(Program *p, Op *v)
 {
-	if (v->kind != OP_REVOLVE || !v->ktape || v->replay || v->pool || v->nhost || v->trip > REPLAY_TRIP_MOST)
+	/* pooled rows from an earlier fit do not count: the fit after this choice takes them or a replay */
+	if (v->kind != OP_REVOLVE || !v->ktape || v->replay || v->nhost || v->trip > REPLAY_TRIP_MOST)
 		return false;
 	unsigned char *mark = malloc((size_t)v->body3.len + 1);
 	int64_t f = rev_replay_marks(p, v, mark);
@@ -266,6 +274,10 @@ static void set_replay(CkptRows *r, Op *v)
 		return;
 	v->replay = true;
 	vec_push(&r->replays, v);
+	if (v->pool) {
+		vec_push(&r->pools, ((Pooled){v, v->pool, v->ptail}));
+		v->pool = NULL, v->ptail = 0;
+	}
 	for (int k = 0; k < v->ncarry; k++) {
 		int t = r->stored[v->carg[k]];
 		if (t < 0)
@@ -451,6 +463,8 @@ void ckpt_rows_undo(CkptRows *r)
 		r->p->values.data[r->retypes.data[i].v].type = r->retypes.data[i].type;
 	for (int i = 0; i < r->replays.len; i++)
 		r->replays.data[i]->replay = false;
+	for (int i = 0; i < r->pools.len; i++)
+		r->pools.data[i].v->pool = r->pools.data[i].pool, r->pools.data[i].v->ptail = r->pools.data[i].ptail;
 	r->p->values.len = r->nv0;
 }
 

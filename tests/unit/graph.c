@@ -86,7 +86,7 @@ static void rows(const char *path)
 	snprintf(what, sizeof what, "%s: recomputing nothing plans %lld bytes at least, the least plan %lld", path,
 	         (long long)full, (long long)least);
 	check(least < full, what);
-	int nb = 0, dropped = 0, masked = 0;
+	int nb = 0, dropped = 0, masked = 0, replayed = 0;
 	for (int b = 0; b <= 12; b++) {
 		int64_t budget = full - 1 - (full - 1 - least) * b / 12, best = -1;
 		for (int j = 0; j < shapes; j++)
@@ -94,24 +94,31 @@ static void rows(const char *path)
 				best = flops[j];
 		Program *q = taped(path, budget);
 		int64_t planned = mem_plan(q), f = ckpt_recomputed_flops(q);
+		bool pooled = false;
 		for (int i = 0; i < q->body.len; i++) {
 			int64_t kb;
 			Op *v = q->body.ops[i];
+			pooled |= v->kind == OP_REVOLVE && v->pool;
+			replayed += v->kind == OP_REVOLVE && v->replay;
 			if (v->kind == OP_REVOLVE && v->ktape && ckpt_rows_names(NULL, q, v, true, false, &kb))
 				dropped++;
 			for (int j = 0; v->kind == OP_REVOLVE && j < v->body3.len; j++)
 				masked += v->body3.ops[j]->kind == OP_BITS;
 		}
-		snprintf(what, sizeof what, "%s, budget %lld: plan %lld bytes, %lld FLOPs again; the least any shape that fits "
-		         "recomputes: %lld", path, (long long)budget, (long long)planned, (long long)f, (long long)best);
-		check(planned <= budget && f == best, what);
+		snprintf(what, sizeof what, "%s, budget %lld: plan %lld bytes, %lld FLOPs again%s; the least any shape that fits "
+		         "recomputes: %lld", path, (long long)budget, (long long)planned, (long long)f, pooled ? " (pooled)" : "",
+		         (long long)best);
+		/* pooled rows (one loop: its snapshots in the rows), which the shapes here do not take, are taken only
+		 * where they recompute fewer */
+		check(planned <= budget && (f == best || (pooled && f < best)), what);
 		nb++;
 	}
 	snprintf(what, sizeof what, "%s: at some budget the rows keep less than everything (%d of %d)", path, dropped, nb);
 	check(dropped > 0, what);
 	if (!fail)
 		printf("ok - graph/rows: %s: %d candidates, %d shapes planned; at %d budgets the fit recomputes the least any "
-		       "shape that fits does (rows keeping less at %d, masks in bits at %d)\n", path, n, shapes, nb, dropped, masked);
+		       "shape that fits does, or pooled rows fewer (rows keeping less at %d, masks in bits at %d, the state "
+		       "replayed at %d)\n", path, n, shapes, nb, dropped, masked, replayed);
 	free(bytes);
 	free(flops);
 }

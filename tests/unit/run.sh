@@ -119,8 +119,9 @@ else
 	notok "binomial" "$TEST_OUT/binomial.log"
 fi
 # straight-line code's kept set: the fit against every subset
-# and what a loop's rows keep, against every subset and every (snapshots, rows) shape
-if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows tests/ckpt/rows.dp --rows tests/ckpt/rows_relu.dp >"$TEST_OUT/graph.log" 2>&1; then
+# and what a loop's rows keep (the state replayed or not), against every subset and every (snapshots, rows) shape
+if "$DPC_BUILD/build/graph" tests/ckpt/graph.dp tests/ckpt/graph_skip.dp --rows tests/ckpt/rows.dp --rows tests/ckpt/rows_relu.dp \
+	--rows tests/ckpt/replay.dp --rows tests/ckpt/replay2.dp >"$TEST_OUT/graph.log" 2>&1; then
 	grep '^ok' "$TEST_OUT/graph.log"
 	npass=$((npass + $(grep -c '^ok' "$TEST_OUT/graph.log")))
 else
