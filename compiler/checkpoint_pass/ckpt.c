@@ -839,7 +839,8 @@ static void fit_rows(Program *p, const CkptOptions *o, int64_t budget, int64_t (
 	bool best_masks = false;
 	uint64_t key = n > 0 ? rows_key(p, o, budget, plan) : 0;
 	int at = -1;
-	for (int i = 0; i < nrows_memo && key; i++)
+	/* the memo is a ring of ROWS_MEMO once that many choices were made */
+	for (int i = 0; i < nrows_memo && i < ROWS_MEMO && key; i++)
 		if (rows_memo[i].key == key)
 			at = i;
 	if (at >= 0) {
