@@ -124,7 +124,7 @@ int64_t rev_op_steps(const struct Op *v, int64_t s, int64_t k, bool sweep);
 int rev_op_held_from(struct Op *const *ops, int n, int i);
 /* A revolve whose state is replayed (Op.replay): what a replay of step i from row irow does with each op
  * of its taped body (body3), into mark[0..body3.len): skips it, runs it, or loads its value from the row
- * that keeps it. The ops run are those the next state needs (of the carried values the adjoint reads,
+ * that keeps it (mark may be NULL: the FLOPs alone). The ops run are those the next state needs (of the carried values the adjoint reads,
  * rev_replay_state) that no kept row holds. Returns the FLOPs of
  * one replay, or -1 where the state cannot be replayed so: an op it needs is a GEMM, a convolution, a
  * transfer, a loop, or reads a variable other than the state, the parameters and the inputs. */

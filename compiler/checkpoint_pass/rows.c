@@ -146,10 +146,7 @@ static bool may_replay(Program *p, Op *v)
 	/* pooled rows from an earlier fit do not count: the fit after this choice takes them or a replay */
 	if (v->kind != OP_REVOLVE || !v->ktape || v->replay || v->nhost || v->trip > REPLAY_TRIP_MOST)
 		return false;
-	unsigned char *mark = malloc((size_t)v->body3.len + 1);
-	int64_t f = rev_replay_marks(p, v, mark);
-	free(mark);
-	return f >= 0;
+	return rev_replay_marks(p, v, NULL) >= 0;
 }
 
 int ckpt_rows_candidates(Program *p, int *out, int max, bool replay)
@@ -267,10 +264,7 @@ static void drop_stores(CkptRows *r, Block *b)
 static void set_replay(CkptRows *r, Op *v)
 {
 	Program *p = r->p;
-	unsigned char *mark = malloc((size_t)v->body3.len + 1);
-	int64_t f = rev_replay_marks(p, v, mark);
-	free(mark);
-	if (f < 0)
+	if (rev_replay_marks(p, v, NULL) < 0)
 		return;
 	v->replay = true;
 	vec_push(&r->replays, v);

@@ -7,16 +7,24 @@
 #include "../../common/revolve.h"
 #include "cgint.h"
 
+/* the tape of op's row that keeps value w, or -1 */
+static int row_tape(Op *op, int w)
+{
+	for (int i = 0; i < op->body3.len; i++) {
+		Op *st = op->body3.ops[i];
+		if (st->kind == OP_STORE_SLICE && st->in[1] == op->irow && st->in[2] == w)
+			return st->in[0];
+	}
+	return -1;
+}
 
 /* the tape of v's carried value c, whose rows hold the state */
 static int carried_tape(Op *v, int c)
 {
-	for (int i = 0; i < v->body3.len; i++) {
-		Op *st = v->body3.ops[i];
-		if (st->kind == OP_STORE_SLICE && st->in[1] == v->irow && st->in[2] == v->carg[c])
-			return st->in[0];
-	}
-	die("revolve without a tape of its carried value %d", c);
+	int t = row_tape(v, v->carg[c]);
+	if (t < 0)
+		die("revolve without a tape of its carried value %d", c);
+	return t;
 }
 
 /* Where snapshot `slot` (an i64) of v's carried value c lives: its row of
@@ -169,17 +177,6 @@ static LLVMValueRef sub_function(Host *outer, Host *h, const char *name, LLVMTyp
 static const char *unfusable(Host *h, Op *op);
 static KDesc loop_desc(Host *h, Op *op);
 static void note_fusion(Host *h, Op *op, const char *why, int kernel);
-
-/* the tape of op's row that keeps value w, or -1 */
-static int row_tape(Op *op, int w)
-{
-	for (int i = 0; i < op->body3.len; i++) {
-		Op *st = op->body3.ops[i];
-		if (st->kind == OP_STORE_SLICE && st->in[1] == op->irow && st->in[2] == w)
-			return st->in[0];
-	}
-	return -1;
-}
 
 /* A replayed state's function (Op.replay), dp_replay(ctx, i, row): with row < 0 the state of a taped run's
  * first step, from the first row of its tapes; else step i's next state from the state and row `row`,
@@ -391,11 +388,7 @@ static void lower_revolve(Host *h, Op *op)
 		cg_cost_kernel(h, kernel, threads, true);
 	}
 	note_fusion(h, op, why, kernel);
-	int64_t replay = 0;
-	if (op->replay) {
-		unsigned char *mark = ar_alloc((size_t)op->body3.len + 1);
-		replay = rev_replay_marks(p, op, mark);
-	}
+	int64_t replay = op->replay ? rev_replay_marks(p, op, NULL) : 0;
 	LLVMValueRef args[19] = {h->ctx, cg_i64(g, op->trip), cg_i64(g, op->nsnap), cg_i64(g, op->nhost), cg_i64(g, op->lo),
 	                         LLVMConstInt(g->i32, op->swept, 0), cg_i64(g, op->ktape),
 	                         cg_i64(g, ir_block_flops(p, &op->body, 0, op->body.len)),

@@ -78,9 +78,10 @@ bool rev_replay_state(const Op *v, int c)
 	return false;
 }
 
-int64_t rev_replay_marks(const Program *p, const Op *v, unsigned char *mark)
+int64_t rev_replay_marks(const Program *p, const Op *v, unsigned char *marks)
 {
 	int nv = p->values.len;
+	unsigned char *mark = marks ? marks : malloc((size_t)v->body3.len + 1);
 	unsigned char *need = calloc((size_t)nv + 1, 1), *kept = calloc((size_t)nv + 1, 1), *state = calloc((size_t)nv + 1, 1);
 	int64_t flops = -1;
 	for (int i = 0; i < v->body3.len; i++) {
@@ -121,6 +122,8 @@ int64_t rev_replay_marks(const Program *p, const Op *v, unsigned char *mark)
 	free(need);
 	free(kept);
 	free(state);
+	if (!marks)
+		free(mark);
 	return flops;
 }
 
